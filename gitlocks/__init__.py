@@ -1,0 +1,14 @@
+"""gitlocks: advisory path locks for coding agents, stored in git refs.
+
+The public, pure API (no git needed) is the scope engine::
+
+    >>> from gitlocks import patterns_overlap, pattern_covers
+    >>> patterns_overlap("src/**/api", "src/api")
+    True
+"""
+
+from gitlocks.errors import InvalidPattern
+from gitlocks.scope import pattern_covers, patterns_overlap
+
+__version__ = "0.1.0"
+__all__ = ["InvalidPattern", "__version__", "pattern_covers", "patterns_overlap"]

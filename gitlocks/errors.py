@@ -1,0 +1,54 @@
+"""One error hierarchy for the whole project.
+
+Every class carries the exit code the command line maps it to: 1 means the answer is
+"no" (refused, held by someone else, not yours), 2 means the command could not run.
+Anything that is not a ``GitlocksError`` is a bug and is reported as such, never as 1.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class GitlocksError(Exception):
+    """A failure the user can act on; the message is printed after ``error: ``."""
+
+    exit_code = EXIT_ERROR
+
+
+class UsageError(GitlocksError):
+    """Bad input: a pattern, duration, holder id or option that cannot be used."""
+
+
+class InvalidPattern(UsageError, ValueError):
+    """A scope pattern refused by the rules (empty, negated, unterminated class, ...)."""
+
+    def __init__(self, pattern: str, reason: str) -> None:
+        self.pattern = pattern
+        self.reason = reason
+        super().__init__(f"invalid pattern {pattern!r}: {reason}")
+
+
+class InvalidHolder(UsageError):
+    """An agent id outside ``[A-Za-z0-9._-]{1,64}``."""
+
+
+class NotARepository(GitlocksError):
+    """Not inside a git repository, or inside a bare one."""
+
+
+class StoreError(GitlocksError):
+    """The lock store could not be read or written (busy, corrupt, permissions)."""
+
+
+class RemoteError(GitlocksError):
+    """The lock remote is unreachable, refused us, or cannot do what remote mode needs."""
+
+
+class Refused(GitlocksError):
+    """The answer is no: the action is not allowed for this holder."""
+
+    exit_code = EXIT_REFUSED
