@@ -1,0 +1,235 @@
+"""Who is asking: the holder id, its parent, and the session process behind them.
+
+A holder is ``--as ID``, else ``AGENT_ID``, else an id derived from the session process:
+the first ancestor that is neither a shell nor git itself. When a user (or an agent)
+types ``git alock``, the chain is ``agent -> shell -> git -> git-alock``, so the session is
+the agent, and its life is what says whether the holder is still there.
+
+Process facts come from ``/proc`` on Linux and from ``ps`` elsewhere (macOS, BSD).
+Stdlib only: this module is imported by every command, so it must stay cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+from gitlocks.errors import InvalidHolder
+
+# ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
+# ``HOLDER_RE.match("a\n")`` would otherwise succeed.
+HOLDER_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
+
+HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
+
+# Processes that only pass a command along; the session is above them. ``git-*`` is
+# matched by prefix (git's helpers, and our own ``git-alock`` entry point).
+PASS_THROUGH = frozenset(
+    {
+        # shells
+        "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "yash",
+        "tcsh", "csh", "busybox", "nu", "pwsh",
+        # wrappers that exec or wait on a command
+        "env", "sudo", "doas", "su", "runuser", "nohup", "nice", "ionice",
+        "timeout", "setsid", "stdbuf", "time", "xargs", "flock",
+        "git",
+    }
+)  # fmt: skip
+
+# Ancestor chains are short; the bound only guards against a corrupt or cyclic view.
+_MAX_WALK = 64
+
+
+def validate_holder(value: str, *, what: str = "agent id") -> str:
+    """Return ``value`` if it is a usable holder id, else raise ``InvalidHolder``."""
+    if not isinstance(value, str) or not HOLDER_RE.match(value):
+        raise InvalidHolder(f"invalid {what} {value!r}: {HOLDER_RULE}")
+    if value in (".", ".."):
+        # Allowed by the character rule, but they read as paths, not names.
+        raise InvalidHolder(f"invalid {what} {value!r}: '.' and '..' are not names")
+    return value
+
+
+@dataclass(frozen=True)
+class SessionProcess:
+    """A process identified well enough to tell later whether it is still the same one."""
+
+    pid: int
+    start_time: str  # opaque; equal for the same process, different for a reused pid
+    name: str
+    host: str
+
+
+class _ProcInfo(NamedTuple):
+    ppid: int
+    start_time: str
+    name: str
+
+
+@lru_cache(maxsize=1)
+def _has_proc() -> bool:
+    # FreeBSD may mount a procfs at /proc too, but without the Linux ``stat`` file.
+    return os.path.exists("/proc/self/stat")
+
+
+@lru_cache(maxsize=1)
+def _boot_id() -> str:
+    # Start ticks count from boot, so they repeat across reboots; the boot id does not.
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown-boot"
+
+
+def _linux_info(pid: int) -> _ProcInfo | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # The name sits in parentheses and may itself contain spaces and ')'.
+    left, right = text.find("("), text.rfind(")")
+    fields = text[right + 2 :].split()
+    if left < 0 or right < left or len(fields) < 20:
+        return None
+    state, ppid, start_ticks = fields[0], fields[1], fields[19]
+    if state in ("Z", "X"):  # exited, not yet reaped: as gone as a process gets
+        return None
+    return _ProcInfo(int(ppid), f"{_boot_id()}:{start_ticks}", text[left + 1 : right])
+
+
+def _ps_info(pid: int) -> _ProcInfo | None:
+    """The fallback without /proc; ``lstart`` has one-second resolution."""
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "ppid=,stat=,lstart=,comm=", "-p", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env={**os.environ, "LC_ALL": "C"},  # lstart must not depend on the locale
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    fields = out.split()
+    # ppid, stat, five lstart words ("Mon Jan  1 12:00:00 2024"), then the command.
+    if len(fields) < 8 or not fields[0].isdigit() or fields[1].startswith("Z"):
+        return None
+    # macOS prints the executable path, and "-zsh" for a login shell.
+    name = " ".join(fields[7:]).rsplit("/", 1)[-1].lstrip("-")
+    return _ProcInfo(int(fields[0]), "ps:" + " ".join(fields[2:7]), name)
+
+
+def _proc_info(pid: int) -> _ProcInfo | None:
+    if pid <= 0:
+        return None
+    return _linux_info(pid) if _has_proc() else _ps_info(pid)
+
+
+def process_start_time(pid: int) -> str | None:
+    """The start time of a live process ``pid``, or None if there is none (or unreadable)."""
+    info = _proc_info(pid)
+    return info.start_time if info else None
+
+
+def process_alive(pid: int, start_time: str) -> bool:
+    """Whether ``pid`` is still the process that started at ``start_time`` (pid reuse: no)."""
+    return bool(start_time) and process_start_time(pid) == start_time
+
+
+def is_pass_through(name: str) -> bool:
+    """A shell, a command wrapper or git: never the session itself."""
+    return name in PASS_THROUGH or name.startswith("git-")
+
+
+def session_process(pid: int | None = None) -> SessionProcess:
+    """The session: the first process from ``pid`` upwards that is not a pass-through.
+
+    ``pid`` defaults to our parent, because we are ``git-alock`` (or a test's child)
+    ourselves. If the walk reaches pid 1 or an unreadable parent without finding one, the
+    topmost process seen is used; if even ``pid`` is unreadable, an unknown session with
+    an empty start time (never alive) is returned rather than failing.
+    """
+    current = os.getppid() if pid is None else pid
+    host = socket.gethostname()
+    found: SessionProcess | None = None
+    for _ in range(_MAX_WALK):
+        info = _proc_info(current)
+        if info is None:
+            break
+        found = SessionProcess(current, info.start_time, info.name, host)
+        if not is_pass_through(info.name) or current <= 1 or info.ppid == current:
+            break
+        current = info.ppid
+    return found or SessionProcess(current, "", "", host)
+
+
+def _current_user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):  # no pwd module, or a uid without a passwd entry
+        return str(os.getuid())
+
+
+def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
+    """``<name>-<8 hex>``: readable, and unique per (pid, start time, user, host)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.name)[:40].strip("-.") or "agent"
+    user = _current_user() if user is None else user
+    key = "\0".join((str(proc.pid), proc.start_time, user, proc.host))
+    return f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The holder and parent for this invocation, and where each came from."""
+
+    holder: str
+    holder_source: str  # "--as", "AGENT_ID" or "session"
+    parent: str | None
+    parent_source: str | None  # "AGENT_PARENT_ID", "session" or None
+    session: SessionProcess
+    session_id: str  # the id derived from the session, whether or not it is the holder
+
+
+def resolve_identity(
+    as_id: str | None = None,
+    env: Mapping[str, str] | None = None,
+    session: SessionProcess | None = None,
+) -> Identity:
+    """Holder: ``--as``, else ``AGENT_ID``, else the session's id. Parent: see below.
+
+    The parent is ``AGENT_PARENT_ID``; failing that, an explicit holder that differs from
+    the session's id is taken to be a sub-agent of the session. A parent equal to the
+    holder is dropped. An empty variable counts as unset (``AGENT_ID= git alock ...``).
+    """
+    env = os.environ if env is None else env
+    session = session_process() if session is None else session
+    session_id = session_holder_id(session)
+
+    if as_id is not None:
+        holder, holder_source = validate_holder(as_id, what="--as id"), "--as"
+    elif env.get("AGENT_ID"):
+        holder, holder_source = validate_holder(env["AGENT_ID"], what="AGENT_ID"), "AGENT_ID"
+    else:
+        holder, holder_source = session_id, "session"
+
+    parent: str | None = None
+    parent_source: str | None = None
+    if env.get("AGENT_PARENT_ID"):
+        parent = validate_holder(env["AGENT_PARENT_ID"], what="AGENT_PARENT_ID")
+        parent_source = "AGENT_PARENT_ID"
+    elif holder_source != "session":
+        parent, parent_source = session_id, "session"
+    if parent == holder:
+        parent, parent_source = None, None
+
+    return Identity(holder, holder_source, parent, parent_source, session, session_id)

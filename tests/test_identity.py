@@ -1,0 +1,348 @@
+"""Identity: holder ids, parents and the session process, with real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gitlocks import identity
+from gitlocks.errors import InvalidHolder, UsageError
+from gitlocks.identity import (
+    HOLDER_RE,
+    Identity,
+    SessionProcess,
+    process_alive,
+    process_start_time,
+    resolve_identity,
+    session_holder_id,
+    session_process,
+    validate_holder,
+)
+
+SOURCE_ROOT = Path(identity.__file__).resolve().parents[1]
+
+# A child that prints the session it sees, as JSON.
+PROBE = textwrap.dedent(
+    """
+    import dataclasses, json, os
+    from gitlocks.identity import session_process
+    print(json.dumps({"self": os.getpid(), **dataclasses.asdict(session_process())}))
+    """
+)
+
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(SOURCE_ROOT)}
+
+
+def run_json(args: list[str], cwd: Path | None = None) -> dict[str, object]:
+    out = subprocess.run(
+        args, cwd=cwd, env=child_env(), check=True, capture_output=True, text=True
+    ).stdout
+    result: dict[str, object] = json.loads(out)
+    return result
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A live child process, killed and reaped afterwards."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+# --- holder ids --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value", ["a", "agent-1", "Claude_2.sub", "x" * 64, "-dash", "...", "a..b", "0"]
+)
+def test_valid_holders_are_returned(value: str) -> None:
+    assert validate_holder(value) == value
+    assert HOLDER_RE.match(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "bad name", "../x", "a/b", "x" * 65, ".", "..", "a\n", "tab\t", "é", "a:b", "a*"],
+)
+def test_invalid_holders_are_refused(value: str) -> None:
+    with pytest.raises(InvalidHolder) as info:
+        validate_holder(value, what="AGENT_ID")
+    message = str(info.value)
+    assert repr(value) in message
+    assert "AGENT_ID" in message
+    assert isinstance(info.value, UsageError)
+
+
+def test_refusal_names_the_rule() -> None:
+    with pytest.raises(InvalidHolder, match=r"1 to 64 of the characters A-Z a-z 0-9 \. _ -"):
+        validate_holder("a b")
+
+
+def test_trailing_newline_does_not_match_pattern() -> None:
+    assert not HOLDER_RE.match("abc\n")
+
+
+# --- process facts -----------------------------------------------------------------------
+
+
+@pytest.fixture(params=["proc", "ps"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with /proc (where there is one) and with the ``ps`` fallback."""
+    if request.param == "proc" and not identity._has_proc():
+        pytest.skip("no /proc here")
+    if request.param == "ps":
+        if shutil.which("ps") is None:
+            pytest.skip("no ps here")
+        monkeypatch.setattr(identity, "_has_proc", lambda: False)
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("backend")
+def test_start_time_is_stable_across_reads(sleeper: subprocess.Popen[bytes]) -> None:
+    first = process_start_time(sleeper.pid)
+    assert first
+    assert process_start_time(sleeper.pid) == first
+
+
+@pytest.mark.usefixtures("backend")
+def test_alive_while_running_then_dead_once_reaped(sleeper: subprocess.Popen[bytes]) -> None:
+    started = process_start_time(sleeper.pid)
+    assert started is not None
+    assert process_alive(sleeper.pid, started)
+    sleeper.kill()
+    sleeper.wait()
+    assert not process_alive(sleeper.pid, started)
+    assert process_start_time(sleeper.pid) is None
+
+
+@pytest.mark.usefixtures("backend")
+def test_exited_but_unreaped_child_is_not_alive(sleeper: subprocess.Popen[bytes]) -> None:
+    started = process_start_time(sleeper.pid)
+    assert started is not None
+    os.kill(sleeper.pid, signal.SIGKILL)  # a zombie until the fixture reaps it
+    assert wait_until(lambda: not process_alive(sleeper.pid, started))
+
+
+@pytest.mark.usefixtures("backend")
+def test_reused_pid_is_not_alive(sleeper: subprocess.Popen[bytes]) -> None:
+    # Same pid, another start time: what a recycled pid looks like to a reader.
+    assert not process_alive(sleeper.pid, "some-other-start")
+    assert not process_alive(sleeper.pid, "")
+
+
+@pytest.mark.usefixtures("backend")
+def test_no_such_process() -> None:
+    assert process_start_time(0) is None
+    assert process_start_time(-1) is None
+    assert process_start_time(2**22 + 12345) is None
+    assert not process_alive(2**22 + 12345, "x")
+
+
+@pytest.mark.skipif(shutil.which("ps") is None, reason="no ps")
+def test_ps_fallback_agrees_with_proc(sleeper: subprocess.Popen[bytes]) -> None:
+    info = identity._ps_info(sleeper.pid)
+    assert info is not None
+    assert info.ppid == os.getpid()
+    assert identity._ps_info(sleeper.pid) == info
+    if identity._has_proc():
+        linux = identity._linux_info(sleeper.pid)
+        assert linux is not None
+        assert (linux.ppid, linux.name) == (info.ppid, info.name)
+    sleeper.kill()
+    sleeper.wait()
+    assert identity._ps_info(sleeper.pid) is None
+
+
+# --- the session process -----------------------------------------------------------------
+
+
+def test_session_skips_shells_up_to_the_test_process() -> None:
+    # pytest -> sh -> bash -> env -> python probe; "; exit" stops the shells from exec'ing.
+    inner = f'env "{sys.executable}" -c "$0"; exit $?'
+    args = ["sh", "-c", 'bash -c "$1" "$0"; exit $?', PROBE, inner]
+    if shutil.which("bash") is None:
+        args = ["sh", "-c", '"$1" -c "$0"; exit $?', PROBE, sys.executable]
+    seen = run_json(args)
+    assert seen["pid"] == os.getpid()
+    assert seen["start_time"] == process_start_time(os.getpid())
+    assert seen["host"] == session_process(os.getpid()).host
+
+
+def test_session_skips_git_and_the_git_subcommand(tmp_path: Path) -> None:
+    # What `git alock` does: git runs a `git-<name>` executable from PATH, and that
+    # process (us) starts the walk at its parent, git.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "git-probe"
+    script.write_text(f"#!{sys.executable}\n{PROBE}")
+    script.chmod(0o755)
+    env = {**child_env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    out = subprocess.run(
+        ["git", "probe"], cwd=tmp_path, env=env, check=True, capture_output=True, text=True
+    ).stdout
+    seen = json.loads(out)
+    assert seen["pid"] == os.getpid()
+
+
+@pytest.mark.usefixtures("backend")
+def test_session_from_an_explicit_pid_includes_that_pid() -> None:
+    me = session_process(os.getpid())
+    assert me.pid == os.getpid()
+    assert me.start_time == process_start_time(os.getpid())
+    assert me.name and not identity.is_pass_through(me.name)
+
+
+@pytest.mark.usefixtures("backend")
+def test_session_of_a_shell_walks_above_it() -> None:
+    shell = subprocess.Popen(["sh", "-c", "sleep 60; exit 0"])
+    try:
+        assert wait_until(lambda: identity._proc_info(shell.pid) is not None)
+        assert wait_until(lambda: session_process(shell.pid).pid == os.getpid())
+    finally:
+        shell.kill()
+        shell.wait()
+
+
+def test_session_of_a_missing_pid_is_unknown_not_an_error() -> None:
+    proc = session_process(2**22 + 12345)
+    assert proc.start_time == ""
+    assert not process_alive(proc.pid, proc.start_time)
+    assert HOLDER_RE.match(session_holder_id(proc))
+
+
+def test_pass_through_names() -> None:
+    for name in ("sh", "bash", "zsh", "env", "sudo", "git", "git-alock", "git-remote-https"):
+        assert identity.is_pass_through(name), name
+    for name in ("claude", "python3", "pytest", "node", "gitk", "codex"):
+        assert not identity.is_pass_through(name), name
+
+
+# --- session holder ids ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["claude", "", ".", "..", "a b/c", "x" * 200, "(sd-pam)", "tmux: server", "é", "-", "..x.."],
+)
+def test_session_holder_id_is_always_valid(name: str) -> None:
+    proc = SessionProcess(pid=1234, start_time="s", name=name, host="h")
+    holder = session_holder_id(proc, user="u")
+    assert validate_holder(holder) == holder
+    assert len(holder) <= 64
+
+
+def test_session_holder_id_shape_and_stability() -> None:
+    proc = SessionProcess(pid=1234, start_time="s", name="claude", host="h")
+    holder = session_holder_id(proc, user="u")
+    assert holder.startswith("claude-")
+    assert len(holder) == len("claude-") + 8
+    assert session_holder_id(proc, user="u") == holder
+    assert session_holder_id(proc) == session_holder_id(proc)
+    assert session_holder_id(SessionProcess(1234, "t", "claude", "h"), user="u") != holder
+    assert session_holder_id(SessionProcess(1235, "s", "claude", "h"), user="u") != holder
+    assert session_holder_id(SessionProcess(1234, "s", "claude", "g"), user="u") != holder
+    assert session_holder_id(proc, user="v") != holder
+    assert session_holder_id(SessionProcess(1234, "s", "", "h"), user="u").startswith("agent-")
+
+
+# --- resolve_identity --------------------------------------------------------------------
+
+SESSION = SessionProcess(pid=4242, start_time="boot:99", name="claude", host="box")
+SESSION_ID = session_holder_id(SESSION)
+
+
+def test_session_holder_when_nothing_is_set() -> None:
+    ident = resolve_identity(env={}, session=SESSION)
+    assert ident == Identity(SESSION_ID, "session", None, None, SESSION, SESSION_ID)
+
+
+def test_agent_id_is_the_holder_and_the_session_its_parent() -> None:
+    ident = resolve_identity(env={"AGENT_ID": "worker-1"}, session=SESSION)
+    assert (ident.holder, ident.holder_source) == ("worker-1", "AGENT_ID")
+    assert (ident.parent, ident.parent_source) == (SESSION_ID, "session")
+
+
+def test_as_beats_agent_id() -> None:
+    ident = resolve_identity("me", env={"AGENT_ID": "worker-1"}, session=SESSION)
+    assert (ident.holder, ident.holder_source) == ("me", "--as")
+    assert (ident.parent, ident.parent_source) == (SESSION_ID, "session")
+
+
+def test_agent_parent_id_beats_the_inferred_parent() -> None:
+    env = {"AGENT_ID": "worker-1", "AGENT_PARENT_ID": "lead"}
+    ident = resolve_identity(env=env, session=SESSION)
+    assert (ident.parent, ident.parent_source) == ("lead", "AGENT_PARENT_ID")
+    ident = resolve_identity(env={"AGENT_PARENT_ID": "lead"}, session=SESSION)
+    assert (ident.holder_source, ident.parent, ident.parent_source) == (
+        "session",
+        "lead",
+        "AGENT_PARENT_ID",
+    )
+
+
+def test_holder_equal_to_session_id_has_no_parent() -> None:
+    ident = resolve_identity(env={"AGENT_ID": SESSION_ID}, session=SESSION)
+    assert (ident.holder, ident.parent, ident.parent_source) == (SESSION_ID, None, None)
+    ident = resolve_identity(SESSION_ID, env={}, session=SESSION)
+    assert (ident.holder_source, ident.parent) == ("--as", None)
+
+
+def test_parent_equal_to_holder_is_dropped() -> None:
+    env = {"AGENT_ID": "worker-1", "AGENT_PARENT_ID": "worker-1"}
+    ident = resolve_identity(env=env, session=SESSION)
+    assert (ident.parent, ident.parent_source) == (None, None)
+
+
+def test_empty_variables_count_as_unset() -> None:
+    ident = resolve_identity(env={"AGENT_ID": "", "AGENT_PARENT_ID": ""}, session=SESSION)
+    assert (ident.holder_source, ident.parent) == ("session", None)
+
+
+@pytest.mark.parametrize(
+    ("as_id", "env", "named"),
+    [
+        ("bad name", {}, "--as"),
+        ("", {}, "--as"),
+        (None, {"AGENT_ID": "a/b"}, "AGENT_ID"),
+        (None, {"AGENT_ID": "ok", "AGENT_PARENT_ID": "../x"}, "AGENT_PARENT_ID"),
+        ("ok", {"AGENT_PARENT_ID": ".."}, "AGENT_PARENT_ID"),
+    ],
+)
+def test_invalid_ids_are_refused(as_id: str | None, env: dict[str, str], named: str) -> None:
+    with pytest.raises(InvalidHolder, match=named):
+        resolve_identity(as_id, env=env, session=SESSION)
+
+
+def test_defaults_read_the_environment_and_the_real_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENT_ID", "from-env")
+    ident = resolve_identity()
+    assert (ident.holder, ident.holder_source) == ("from-env", "AGENT_ID")
+    assert ident.session == session_process()
+    assert ident.session_id == session_holder_id(ident.session)
+    assert ident.parent == ident.session_id
+    monkeypatch.delenv("AGENT_ID")
+    assert resolve_identity().holder == ident.session_id
