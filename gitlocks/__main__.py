@@ -1,0 +1,5 @@
+import sys
+
+from gitlocks.main import main
+
+sys.exit(main())

@@ -1,0 +1,392 @@
+"""What each verb does to the lock table: decisions and result objects.
+
+Nothing here prints or exits. Each write is a pure ``decide(table)`` handed to the store,
+which runs it under its mutex and applies the resulting change atomically, so the same
+decision code serves every backend.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from gitlocks.identity import Identity
+from gitlocks.record import (
+    LOCK_ID_RE,
+    LockRecord,
+    Note,
+    expiry_from,
+    format_time,
+    new_lock_id,
+    utcnow,
+)
+from gitlocks.scope import ScopeEntry, entries_overlap
+from gitlocks.store import Change, Store
+from gitlocks.table import Table, record_entries
+
+DEFAULT_TTL_SECONDS = 30 * 60
+
+
+@dataclass
+class Context:
+    """Who is asking, of which store, at what time."""
+
+    store: Store
+    identity: Identity
+    clock: Callable[[], datetime] = utcnow
+
+    def now(self) -> datetime:
+        return self.clock()
+
+
+@dataclass
+class Conflict:
+    record: LockRecord
+    overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.record.to_dict()
+        data["overlapping"] = [list(pair) for pair in self.overlapping]
+        return data
+
+
+AcquireStatus = Literal["acquired", "already_yours", "refused", "interrupted"]
+
+
+@dataclass
+class AcquireResult:
+    status: AcquireStatus
+    lock: LockRecord | None = None
+    conflicts: list[Conflict] = field(default_factory=list)
+    hint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "lock": self.lock.to_dict() if self.lock else None,
+            "conflicts": [c.to_dict() for c in self.conflicts],
+            "hint": self.hint,
+        }
+
+
+@dataclass
+class Released:
+    record: LockRecord
+    patterns: list[str]
+    remaining: LockRecord | None  # what is left of the lock, or None when it is gone
+
+
+@dataclass
+class ReleaseResult:
+    released: list[Released] = field(default_factory=list)
+    not_locked: list[str] = field(default_factory=list)
+    held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
+
+
+@dataclass
+class CheckItem:
+    path: str
+    status: Literal["free", "yours", "held"]
+    locks: list[LockRecord]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "status": self.status,
+            "locks": [r.to_dict() for r in self.locks],
+        }
+
+
+# --- relations between holders ------------------------------------------------------------
+
+
+def ancestors(identity: Identity, table: Table) -> list[str]:
+    """My parent, its parent, ...: declared by env for me, by records for the rest."""
+    chain: list[str] = []
+    parent = identity.parent
+    while parent and parent not in chain and parent != identity.holder and len(chain) < 32:
+        chain.append(parent)
+        parent = table.parent_of(parent)
+    return chain
+
+
+def descendants(holder: str, table: Table) -> set[str]:
+    """Holders whose parent chain in the table leads to ``holder``."""
+    found: set[str] = set()
+    for other in table.holders():
+        seen: set[str] = set()
+        parent = table.parent_of(other)
+        while parent and parent not in seen:
+            if parent == holder:
+                found.add(other)
+                break
+            seen.add(parent)
+            parent = table.parent_of(parent)
+    found.discard(holder)
+    return found
+
+
+def _event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
+    event = {
+        "event": kind,
+        "at": format_time(now),
+        "id": record.id,
+        "holder": record.holder,
+        "paths": list(record.paths),
+    }
+    event.update(extra)
+    return event
+
+
+def _sweep(table: Table, now: datetime, change: Change) -> set[str]:
+    """Schedule every expired record for deletion; return their ids."""
+    gone = set()
+    for record in table.expired(format_time(now)):
+        change.delete.append(record.id)
+        change.events.append(_event("expired", record, now))
+        gone.add(record.id)
+    return gone
+
+
+# --- acquire ------------------------------------------------------------------------------
+
+
+def acquire(
+    ctx: Context, entries: list[ScopeEntry], *, reason: str = "", ttl: int = DEFAULT_TTL_SECONDS
+) -> AcquireResult:
+    """Claim every entry or none of them."""
+    ident = ctx.identity
+    store = ctx.store
+
+    def decide(table: Table) -> tuple[Change, AcquireResult]:
+        now = ctx.now()
+        change = Change()
+        gone = _sweep(table, now, change)
+        mine = {ident.holder}
+        elders = ancestors(ident, table)
+        requested = {e.pattern for e in entries}
+        for elder in elders:
+            for record in table.held_by(elder):
+                if record.id not in gone and set(record.paths) == requested:
+                    hint = (
+                        f"{elder} (your parent) holds exactly {' '.join(record.paths)}: "
+                        "claim a narrower part of it for your own work"
+                    )
+                    return change, AcquireResult("refused", hint=hint)
+        conflicts = []
+        for lock_id, pairs in sorted(table.overlaps(entries).items()):
+            record = table.records[lock_id]
+            if lock_id in gone or record.holder in mine or record.holder in elders:
+                continue
+            conflicts.append(Conflict(record, pairs))
+        if conflicts:
+            return change, AcquireResult("refused", conflicts=conflicts)
+        own = [r for r in table.held_by(ident.holder) if r.id not in gone]
+        held = {p: r for r in own for p in r.paths}
+        new = [e for e in entries if e.pattern not in held]
+        if not new:
+            return change, AcquireResult("already_yours", lock=held[entries[0].pattern])
+        record = _new_record(ctx, new, reason, ttl, now)
+        change.put.append(record)
+        change.events.append(_event("granted", record, now, reason=reason))
+        return change, AcquireResult("acquired", lock=record)
+
+    return store.transact(decide)
+
+
+def _new_record(
+    ctx: Context, entries: list[ScopeEntry], reason: str, ttl: int, now: datetime
+) -> LockRecord:
+    ident = ctx.identity
+    branch, head = ctx.store.head_info()
+    stamp = format_time(now)
+    return LockRecord(
+        id=new_lock_id(),
+        holder=ident.holder,
+        parent=ident.parent,
+        paths=tuple(e.pattern for e in entries),
+        exact=tuple(e.pattern for e in entries if e.exact),
+        reason=reason,
+        created_at=stamp,
+        renewed_at=stamp,
+        expires_at=expiry_from(now, ttl),
+        host=ident.session.host or socket.gethostname(),
+        pid=ident.session.pid,
+        pid_start=ident.session.start_time,
+        session=ident.session.name,
+        worktree=os.fspath(ctx.store.root),
+        branch=branch,
+        head=head,
+    )
+
+
+# --- release, renew, note, break ----------------------------------------------------------
+
+
+def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
+    """Give back the named patterns of my locks, or (``None``) all mine and my sub-agents'."""
+    ident = ctx.identity
+
+    def decide(table: Table) -> tuple[Change, ReleaseResult]:
+        now = ctx.now()
+        change = Change()
+        gone = _sweep(table, now, change)
+        result = ReleaseResult()
+        if entries is None:
+            holders = {ident.holder} | descendants(ident.holder, table)
+            for holder in sorted(holders):
+                for record in table.held_by(holder):
+                    if record.id not in gone:
+                        change.delete.append(record.id)
+                        change.events.append(_event("released", record, now, by=ident.holder))
+                        result.released.append(Released(record, list(record.paths), None))
+            return change, result
+        own = [r for r in table.held_by(ident.holder) if r.id not in gone]
+        wanted = {e.pattern for e in entries}
+        for record in own:
+            drop = [p for p in record.paths if p in wanted]
+            if not drop:
+                continue
+            keep = tuple(p for p in record.paths if p not in wanted)
+            if keep:
+                rest = record.with_changes(
+                    paths=keep, exact=tuple(p for p in record.exact if p in keep)
+                )
+                change.put.append(rest)
+            else:
+                rest = None
+                change.delete.append(record.id)
+            change.events.append(_event("released", record, now, released=drop))
+            result.released.append(Released(record, drop, rest))
+        done = {p for r in result.released for p in r.patterns}
+        for entry in entries:
+            if entry.pattern in done:
+                continue
+            others = [r for r in table.overlaps([entry]) if r not in gone]
+            holder_locks = [
+                table.records[i]
+                for i in others
+                if entry.pattern in table.records[i].paths
+                and table.records[i].holder != ident.holder
+            ]
+            if holder_locks:
+                result.held_by_others.append((entry.pattern, holder_locks[0]))
+            else:
+                result.not_locked.append(entry.pattern)
+        return change, result
+
+    return ctx.store.transact(decide)
+
+
+def renew(ctx: Context, entries: list[ScopeEntry] | None, *, ttl: int) -> list[LockRecord]:
+    """Extend my locks (those holding one of ``entries``, or all) to ``ttl`` from now."""
+    ident = ctx.identity
+
+    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+        now = ctx.now()
+        change = Change()
+        gone = _sweep(table, now, change)
+        wanted = None if entries is None else {e.pattern for e in entries}
+        renewed = []
+        for record in table.held_by(ident.holder):
+            if record.id in gone or (wanted is not None and not wanted & set(record.paths)):
+                continue
+            fresh = record.with_changes(
+                renewed_at=format_time(now), expires_at=expiry_from(now, ttl)
+            )
+            change.put.append(fresh)
+            change.events.append(_event("renewed", fresh, now, expires_at=fresh.expires_at))
+            renewed.append(fresh)
+        return change, renewed
+
+    return ctx.store.transact(decide)
+
+
+def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
+    """Append a progress note to my lock on ``entry`` (or the one of mine crossing it)."""
+    ident = ctx.identity
+
+    def decide(table: Table) -> tuple[Change, LockRecord | None]:
+        now = ctx.now()
+        change = Change()
+        gone = _sweep(table, now, change)
+        own = [r for r in table.held_by(ident.holder) if r.id not in gone]
+        target = next((r for r in own if entry.pattern in r.paths), None)
+        if target is None:
+            target = next(
+                (r for r in own if table.scopes_overlap([entry], record_entries(r))), None
+            )
+        if target is None:
+            return change, None
+        noted = target.with_changes(notes=(*target.notes, Note(format_time(now), text)))
+        change.put.append(noted)
+        change.events.append(_event("noted", noted, now, text=text))
+        return change, noted
+
+    return ctx.store.transact(decide)
+
+
+def break_locks(ctx: Context, targets: list[str | ScopeEntry]) -> list[LockRecord]:
+    """Forcibly release locks named by id, or crossing a pattern; journaled with who did it."""
+    ident = ctx.identity
+
+    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+        now = ctx.now()
+        change = Change()
+        gone = _sweep(table, now, change)
+        broken: dict[str, LockRecord] = {}
+        for target in targets:
+            for record in _targets(table, target):
+                if record.id not in gone and record.id not in broken:
+                    broken[record.id] = record
+        for record in broken.values():
+            change.delete.append(record.id)
+            change.events.append(_event("broken", record, now, by=ident.holder))
+        return change, list(broken.values())
+
+    return ctx.store.transact(decide)
+
+
+def _targets(table: Table, target: str | ScopeEntry) -> Iterable[LockRecord]:
+    if isinstance(target, str):
+        record = table.get(target) if LOCK_ID_RE.match(target) else None
+        return [record] if record is not None else []
+    return [table.records[i] for i in sorted(table.overlaps([target]))]
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def live_table(ctx: Context) -> tuple[Table, list[LockRecord]]:
+    """The table and its unexpired records, oldest first."""
+    table = ctx.store.read_table()
+    now = format_time(ctx.now())
+    return table, sorted((r for r in table if r.expires_at > now), key=lambda r: r.id)
+
+
+def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
+    """FREE, YOURS or HELD for each path: is it inside someone else's live claim?"""
+    ident = ctx.identity
+    table = ctx.store.read_table()
+    now = format_time(ctx.now())
+    friends = {ident.holder, *ancestors(ident, table)} | descendants(ident.holder, table)
+    items = []
+    for entry in entries:
+        locks = [table.records[i] for i in sorted(table.covering(entry))]
+        locks = [r for r in locks if r.expires_at > now]
+        theirs = [r for r in locks if r.holder not in friends]
+        if theirs:
+            items.append(CheckItem(entry.pattern, "held", theirs))
+        elif locks:
+            items.append(CheckItem(entry.pattern, "yours", locks))
+        else:
+            items.append(CheckItem(entry.pattern, "free", []))
+    return items
+
+
+def overlapping_entries(a: list[ScopeEntry], b: list[ScopeEntry], ignore_case: bool) -> bool:
+    return any(entries_overlap(x, y, ignore_case=ignore_case) for x in a for y in b)

@@ -1,0 +1,256 @@
+"""The lock record: what one ref under ``refs/agent-locks/`` points at.
+
+Pure: no git, no I/O. A record is a pretty-printed UTF-8 JSON blob with ``"format": 1``.
+Times are RFC 3339 in UTC with a ``Z`` suffix, to the second.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from gitlocks.errors import UsageError
+
+FORMAT = 1
+LOCK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_DURATION_RE = re.compile(
+    r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$"
+)
+MAX_TTL_SECONDS = 366 * 86400
+
+
+class RecordError(ValueError):
+    """A blob under the lock namespace that is not a valid lock record."""
+
+
+# --- time -----------------------------------------------------------------------------------
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime:
+    """Parse an RFC 3339 UTC time as written by ``format_time`` (fractions tolerated)."""
+    if not isinstance(text, str) or not text.endswith("Z"):
+        raise RecordError(f"not an RFC 3339 UTC time: {text!r}")
+    try:
+        moment = datetime.fromisoformat(text[:-1])
+    except ValueError as exc:
+        raise RecordError(f"not an RFC 3339 UTC time: {text!r}") from exc
+    return moment.replace(tzinfo=timezone.utc)
+
+
+def parse_duration(text: str, *, what: str = "duration") -> int:
+    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``) to whole seconds, at least 1."""
+    match = _DURATION_RE.match(text) if text.strip() else None
+    if match is None or not any(match.groups()):
+        raise UsageError(
+            f"invalid {what} {text!r}: use a positive whole number of seconds or a number "
+            "with a unit, e.g. 90, 90s, 15m, 2h, 1d"
+        )
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if total <= 0:
+        raise UsageError(f"invalid {what} {text!r}: must be longer than zero")
+    if total > MAX_TTL_SECONDS:
+        raise UsageError(f"invalid {what} {text!r}: at most 366d")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """A short human duration: ``45s``, ``12m``, ``3h5m``, ``2d``."""
+    if math.isnan(seconds) or seconds < 0:
+        seconds = 0
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, _ = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"
+
+
+def new_lock_id() -> str:
+    """Unique, sortable by creation, and only ``[a-z0-9-]``: safe as one ref component."""
+    return f"{time.time_ns() // 1_000_000:011x}-{os.getpid() % 0x10000:04x}{secrets.token_hex(3)}"
+
+
+# --- the record -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Note:
+    at: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LockRecord:
+    id: str
+    holder: str
+    paths: tuple[str, ...]
+    created_at: str
+    renewed_at: str
+    expires_at: str
+    parent: str | None = None
+    exact: tuple[str, ...] = ()  # the patterns of ``paths`` that name one existing file
+    reason: str = ""
+    host: str = ""
+    pid: int = 0
+    pid_start: str = ""
+    session: str = ""  # the session process name, e.g. "claude"
+    worktree: str = ""
+    branch: str | None = None
+    head: str | None = None
+    notes: tuple[Note, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def expires(self) -> datetime:
+        return parse_time(self.expires_at)
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires() <= now
+
+    def last_active(self) -> datetime:
+        """When the holder last showed signs of life: a renewal or a note."""
+        latest = parse_time(self.renewed_at)
+        for note in self.notes:
+            latest = max(latest, parse_time(note.at))
+        return latest
+
+    def with_changes(self, **changes: Any) -> LockRecord:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "id": self.id,
+            "holder": self.holder,
+            "parent": self.parent,
+            "paths": list(self.paths),
+            "exact": list(self.exact),
+            "reason": self.reason,
+            "created_at": self.created_at,
+            "renewed_at": self.renewed_at,
+            "expires_at": self.expires_at,
+            "host": self.host,
+            "pid": self.pid,
+            "pid_start": self.pid_start,
+            "session": self.session,
+            "worktree": self.worktree,
+            "branch": self.branch,
+            "head": self.head,
+            "notes": [{"at": n.at, "text": n.text} for n in self.notes],
+        }
+        for key, value in self.extra.items():
+            data.setdefault(key, value)
+        return data
+
+    def to_json(self) -> bytes:
+        return (json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> LockRecord:
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RecordError(f"not a JSON lock record ({exc.__class__.__name__})") from exc
+        if not isinstance(data, dict):
+            raise RecordError("not a JSON object")
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LockRecord:
+        if data.get("format") != FORMAT:
+            raise RecordError(f"unsupported record format {data.get('format')!r}")
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"} | {"format"}
+        try:
+            record = cls(
+                id=_str(data, "id"),
+                holder=_str(data, "holder"),
+                parent=_opt_str(data, "parent"),
+                paths=tuple(_str_list(data, "paths")),
+                exact=tuple(_str_list(data, "exact", required=False)),
+                reason=_str(data, "reason", default=""),
+                created_at=_str(data, "created_at"),
+                renewed_at=_str(data, "renewed_at"),
+                expires_at=_str(data, "expires_at"),
+                host=_str(data, "host", default=""),
+                pid=_int(data, "pid"),
+                pid_start=_str(data, "pid_start", default=""),
+                session=_str(data, "session", default=""),
+                worktree=_str(data, "worktree", default=""),
+                branch=_opt_str(data, "branch"),
+                head=_opt_str(data, "head"),
+                notes=tuple(_notes(data)),
+                extra={k: v for k, v in data.items() if k not in known},
+            )
+        except (TypeError, KeyError) as exc:
+            raise RecordError(str(exc)) from exc
+        if not LOCK_ID_RE.match(record.id):
+            raise RecordError(f"invalid lock id {record.id!r}")
+        if not record.paths:
+            raise RecordError("a lock record needs at least one path")
+        for stamp in (record.created_at, record.renewed_at, record.expires_at):
+            parse_time(stamp)
+        return record
+
+
+def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise RecordError(f"field {key!r} must be a string")
+    return value
+
+
+def _opt_str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise RecordError(f"field {key!r} must be a string or null")
+    return value
+
+
+def _int(data: dict[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"field {key!r} must be an integer")
+    return value
+
+
+def _str_list(data: dict[str, Any], key: str, required: bool = True) -> list[str]:
+    value = data.get(key, None if required else [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RecordError(f"field {key!r} must be a list of strings")
+    return value
+
+
+def _notes(data: dict[str, Any]) -> list[Note]:
+    value = data.get("notes", [])
+    if not isinstance(value, list):
+        raise RecordError("field 'notes' must be a list")
+    notes = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise RecordError("each note must be an object")
+        notes.append(Note(at=_str(item, "at"), text=_str(item, "text")))
+    return notes
+
+
+def expiry_from(now: datetime, ttl_seconds: int) -> str:
+    return format_time(now + timedelta(seconds=ttl_seconds))

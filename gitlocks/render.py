@@ -1,0 +1,126 @@
+"""Human-readable replies: first word an agent can act on, then details for people.
+
+Pure string building; the command line decides where the text goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from gitlocks.locks import AcquireResult, CheckItem, Conflict, ReleaseResult
+from gitlocks.record import LockRecord, format_duration, parse_time
+from gitlocks.table import Problem
+
+
+def until(stamp: str, now: datetime) -> str:
+    """``in 12m`` or ``2m ago`` for an RFC 3339 time."""
+    delta = (parse_time(stamp) - now).total_seconds()
+    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
+
+
+def expires(record: LockRecord, now: datetime) -> str:
+    delta = (record.expires() - now).total_seconds()
+    if delta <= 0:
+        return f"expired {format_duration(-delta)} ago"
+    return f"expires in {format_duration(delta)}"
+
+
+def _reason(record: LockRecord) -> str:
+    return f' "{record.reason}"' if record.reason else ""
+
+
+def held_line(conflict: Conflict, now: datetime) -> str:
+    record = conflict.record
+    theirs = sorted({t for _, t in conflict.overlapping})
+    mine = sorted({m for m, _ in conflict.overlapping})
+    return (
+        f"HELD {' '.join(theirs)} by {record.holder} (crosses your {' '.join(mine)})"
+        f"{_reason(record)}, {expires(record, now)} [lock {record.id}]"
+    )
+
+
+def acquire(result: AcquireResult, now: datetime) -> str:
+    if result.status == "acquired" and result.lock is not None:
+        lock = result.lock
+        return (
+            f"ACQUIRED {' '.join(lock.paths)} as {lock.holder}, {expires(lock, now)} "
+            f"[lock {lock.id}]"
+        )
+    if result.status == "already_yours" and result.lock is not None:
+        lock = result.lock
+        return f"ALREADY YOURS {' '.join(lock.paths)}, {expires(lock, now)} [lock {lock.id}]"
+    lines = ["REFUSED"]
+    lines += [held_line(c, now) for c in result.conflicts]
+    if result.hint:
+        lines.append(f"hint: {result.hint}")
+    elif result.conflicts:
+        lines.append(
+            "hint: claim a part nobody holds, wait for the lock to expire or be released, "
+            "or ask its holder"
+        )
+    return "\n".join(lines)
+
+
+def release(result: ReleaseResult) -> str:
+    lines = []
+    for item in result.released:
+        left = f", still holding {' '.join(item.remaining.paths)}" if item.remaining else ""
+        lines.append(f"RELEASED {' '.join(item.patterns)} [lock {item.record.id}]{left}")
+    for pattern, record in result.held_by_others:
+        lines.append(
+            f"HELD {pattern} by {record.holder}: not yours to release "
+            f"(git alock break {record.id} forces it)"
+        )
+    for pattern in result.not_locked:
+        lines.append(f"NOT LOCKED {pattern}")
+    if not lines:
+        lines.append("NOT LOCKED (you hold no locks)")
+    return "\n".join(lines)
+
+
+def check(items: Sequence[CheckItem], now: datetime) -> str:
+    lines = []
+    for item in items:
+        if item.status == "free":
+            lines.append(f"FREE {item.path}")
+        elif item.status == "yours":
+            lock = item.locks[0]
+            lines.append(f"YOURS {item.path} [{lock.holder}, lock {lock.id}]")
+        else:
+            for lock in item.locks:
+                lines.append(
+                    f"HELD {item.path} by {lock.holder} ({' '.join(lock.paths)})"
+                    f"{_reason(lock)}, {expires(lock, now)} [lock {lock.id}]"
+                )
+    return "\n".join(lines)
+
+
+def table(records: Sequence[LockRecord], me: str, now: datetime) -> str:
+    if not records:
+        return "no locks"
+    rows = [("", "ID", "HOLDER", "PATHS", "EXPIRES", "REASON")]
+    for r in records:
+        left = (r.expires() - now).total_seconds()
+        rows.append(
+            (
+                "*" if r.holder == me else "",
+                r.id,
+                r.holder,
+                " ".join(r.paths),
+                f"in {format_duration(left)}" if left > 0 else "expired",
+                r.reason,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+        for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def problems(found: Sequence[Problem]) -> str:
+    return "\n".join(
+        f"warning: {p.ref} is not a usable lock ({p.reason}); it is ignored" for p in found
+    )

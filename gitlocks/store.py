@@ -1,0 +1,387 @@
+"""The lock store: the only module that reads or writes refs and objects.
+
+Layout, shared by every worktree of a repository (these refs are not per-worktree):
+
+- ``refs/agent-locks/<id>``: one blob per live lock, the JSON record.
+- ``refs/agent-locks-meta/journal``: the serialisation ref. Every state change moves it to
+  a new commit (unique by construction: it names its parent) whose message holds the
+  events of that change, so its history is also the journal.
+
+Why a writer needs more than per-ref locking: two claims under different ref names can
+overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same ref. So
+every write also compare-and-swaps the journal ref, inside one ref transaction with the
+lock refs it touches (DESIGN.md section 5).
+
+Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
+killed while it holds a ``<ref>.lock`` file leaves the file behind, and pygit2 then fails
+at once for everyone. A ``flock`` is released by the kernel when its process dies, so while
+we hold the mutex no live gitlocks writer can hold a lock file on our refs: one that exists
+is either a leftover of a dead writer or a short-lived foreign git command. We wait for it
+while it is young and remove it once it is older than ``STALE_LOCKFILE_SECONDS``. That is
+how dead is told from busy, and why a crash never wedges the store for more than seconds.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pygit2
+
+from gitlocks.errors import NotARepository, StoreError
+from gitlocks.record import LockRecord, RecordError
+from gitlocks.table import Problem, Table
+
+LOCK_PREFIX = "refs/agent-locks/"
+JOURNAL_REF = "refs/agent-locks-meta/journal"
+MUTEX_NAME = "agent-locks.mutex"
+STALE_LOCKFILE_SECONDS = 2.0
+MUTEX_TIMEOUT_SECONDS = 15.0
+_SIGNATURE = ("gitlocks", "gitlocks@localhost")
+
+T = TypeVar("T")
+
+
+@dataclass
+class Change:
+    """What one write does: records to create or replace, ids to delete, events to journal."""
+
+    put: list[LockRecord] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.put or self.delete)
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    commit: str
+    events: tuple[dict[str, Any], ...]
+
+
+class _Conflict(Exception):
+    """The store moved between our read and our write: re-read and decide again."""
+
+
+class Store:
+    """A repository's lock refs, with a table cached by the journal ref's value."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        if repo.is_bare:
+            raise NotARepository("this is a bare repository: run git alock inside a working tree")
+        self.repo = repo
+        self.git_dir = Path(repo.path)
+        self.common_dir = _common_dir(self.git_dir)
+        self.root = Path(repo.workdir).resolve() if repo.workdir else Path.cwd()
+        self.ignore_case = self.config_bool("core.ignoreCase", False)
+        self._cache: Table | None = None
+        self._empty_tree: pygit2.Oid | None = None
+
+    @classmethod
+    def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
+        start = os.fspath(start) if start is not None else os.getcwd()
+        try:
+            path = pygit2.discover_repository(start)
+        except pygit2.GitError as exc:
+            raise NotARepository(f"cannot open a git repository at {start}: {exc}") from exc
+        if path is None:
+            raise NotARepository(
+                "not a git repository (or any of the parent directories): "
+                "run git alock inside a repository's working tree"
+            )
+        try:
+            repo = pygit2.Repository(path)
+        except pygit2.GitError as exc:
+            raise NotARepository(f"cannot open the git repository at {path}: {exc}") from exc
+        if not repo.is_bare and Path(path).resolve() == Path(start).resolve():
+            # Standing inside .git itself: there is no working tree to anchor patterns in.
+            raise NotARepository("run git alock inside the working tree, not inside .git")
+        return cls(repo)
+
+    # --- configuration and worktree facts ---------------------------------------------
+
+    def config_get(self, key: str) -> str | None:
+        try:
+            value = self.repo.config[key]
+        except (KeyError, pygit2.GitError):
+            return None
+        return str(value)
+
+    def config_bool(self, key: str, default: bool) -> bool:
+        try:
+            return bool(self.repo.config.get_bool(key))
+        except (KeyError, pygit2.GitError):
+            return default
+
+    def config_set(self, key: str, value: str) -> None:
+        self.repo.config[key] = value
+
+    def is_file(self, path: str) -> bool:
+        """Whether a root-relative path names a file in the working tree or the index."""
+        full = self.root / path
+        if full.is_file() or (full.is_symlink() and not full.is_dir()):
+            return True
+        try:
+            return path in self.repo.index
+        except pygit2.GitError:
+            return False
+
+    def head_info(self) -> tuple[str | None, str | None]:
+        """(branch name or None when detached, head commit id or None when unborn)."""
+        try:
+            if self.repo.head_is_unborn:
+                ref = self.repo.lookup_reference("HEAD").target
+                return (str(ref).removeprefix("refs/heads/"), None)
+            head = self.repo.head
+        except pygit2.GitError:
+            return (None, None)
+        branch = None if self.repo.head_is_detached else head.shorthand
+        return (branch, str(head.target))
+
+    # --- reading ------------------------------------------------------------------------
+
+    def version(self) -> str | None:
+        """The journal ref's value: changes with every write to the store."""
+        try:
+            ref = self.repo.references.get(JOURNAL_REF)
+        except pygit2.GitError:
+            return None
+        return None if ref is None else str(ref.target)
+
+    def read_table(self) -> Table:
+        """The current lock table; a cached one when the journal ref has not moved."""
+        version = self.version()
+        if self._cache is not None and version is not None and self._cache.version == version:
+            return self._cache
+        table = self._load(version)
+        self._cache = table
+        return table
+
+    def _load(self, version: str | None) -> Table:
+        records: dict[str, LockRecord] = {}
+        problems: list[Problem] = []
+        for name, oid in self._lock_refs():
+            record, problem = self._read_record(name, oid)
+            if record is not None:
+                records[record.id] = record
+            elif problem is not None:
+                problems.append(problem)
+        return Table(
+            version=version, ignore_case=self.ignore_case, records=records, problems=problems
+        )
+
+    def _lock_refs(self) -> Iterator[tuple[str, pygit2.Oid]]:
+        for ref in self.repo.references.iterator():
+            name = ref.name
+            if name.startswith(LOCK_PREFIX):
+                target = ref.target
+                if isinstance(target, pygit2.Oid):
+                    yield name, target
+
+    def _read_record(self, name: str, oid: pygit2.Oid) -> tuple[LockRecord | None, Problem | None]:
+        def problem(reason: str) -> tuple[None, Problem]:
+            return None, Problem(ref=name, oid=str(oid), reason=reason)
+
+        try:
+            obj = self.repo[oid]
+        except (KeyError, ValueError, pygit2.GitError):
+            return problem("points at a missing object")
+        if not isinstance(obj, pygit2.Blob):
+            return problem(f"points at a {obj.type_str}, not a lock record blob")
+        try:
+            record = LockRecord.from_json(obj.data)
+        except RecordError as exc:
+            return problem(str(exc))
+        if record.id != name[len(LOCK_PREFIX) :]:
+            return problem(f"record id {record.id!r} does not match its ref")
+        return record, None
+
+    # --- writing ------------------------------------------------------------------------
+
+    def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = 5) -> T:
+        """Decide against the current table and apply the change, as one atomic step.
+
+        ``decide`` must be a pure function of the table (it may run more than once).
+        """
+        with self.mutex():
+            for _ in range(tries):
+                table = self.read_table()
+                change, result = decide(table)
+                if not change:
+                    return result
+                try:
+                    self._apply(table, change)
+                except _Conflict:
+                    self._cache = None
+                    continue
+                return result
+        raise StoreError("the lock store kept changing under us; try again")
+
+    @contextmanager
+    def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
+        path = self.common_dir / MUTEX_NAME
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise StoreError(f"cannot open the store mutex {path}: {exc.strerror}") from exc
+        try:
+            _flock(fd, timeout)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def _apply(self, table: Table, change: Change) -> None:
+        repo = self.repo
+        blobs = {r.id: repo.create_blob(r.to_json()) for r in change.put}
+        commit = self._journal_commit(table.version, change.events)
+        names = [LOCK_PREFIX + r.id for r in change.put] + [LOCK_PREFIX + i for i in change.delete]
+        self._clear_stale_lockfiles([JOURNAL_REF, *names])
+        try:
+            with repo.transaction() as tx:
+                tx.lock_ref(JOURNAL_REF)
+                for name in names:
+                    tx.lock_ref(name)
+                # Compare: the refs must still be what the table says, or someone wrote
+                # without the mutex (another tool, or a remote sync): re-read and re-decide.
+                if self.version() != table.version:
+                    raise _Conflict
+                for record in change.put:
+                    self._expect(record.id, table)
+                for lock_id in change.delete:
+                    self._expect(lock_id, table)
+                # Swap.
+                for record in change.put:
+                    tx.set_target(LOCK_PREFIX + record.id, blobs[record.id])
+                for lock_id in change.delete:
+                    tx.remove(LOCK_PREFIX + lock_id)
+                tx.set_target(JOURNAL_REF, commit)
+        except pygit2.GitError as exc:
+            self._cache = None
+            raise StoreError(f"cannot update the lock refs: {exc}") from exc
+        except BaseException:
+            self._cache = None
+            raise
+        for lock_id in change.delete:
+            table.remove(lock_id)
+        for record in change.put:
+            table.put(record)
+        table.version = str(commit)
+        self._cache = table
+
+    def _expect(self, lock_id: str, table: Table) -> None:
+        ref = self.repo.references.get(LOCK_PREFIX + lock_id)
+        current = None if ref is None else ref.target
+        known = table.get(lock_id)
+        if known is None:
+            if current is not None and not any(
+                p.ref == LOCK_PREFIX + lock_id for p in table.problems
+            ):
+                raise _Conflict
+            return
+        if current is None:
+            raise _Conflict
+
+    def _journal_commit(self, parent: str | None, events: list[dict[str, Any]]) -> pygit2.Oid:
+        if self._empty_tree is None:
+            self._empty_tree = self.repo.TreeBuilder().write()
+        now = int(time.time())
+        sig = pygit2.Signature(*_SIGNATURE, now, 0)
+        summary = "; ".join(_event_summary(e) for e in events) or "update"
+        body = "\n".join(json.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
+        message = f"{summary[:200]}\n\n{body}\n"
+        parents = [pygit2.Oid(hex=parent)] if parent else []
+        if parent is not None and not self._is_commit(parent):
+            parents = []  # a journal ref pointing somewhere odd: start a fresh history
+        return self.repo.create_commit(None, sig, sig, message, self._empty_tree, parents)
+
+    def _is_commit(self, oid: str) -> bool:
+        try:
+            return bool(self.repo[oid].type == pygit2.GIT_OBJECT_COMMIT)
+        except (KeyError, ValueError):
+            return False
+
+    def _clear_stale_lockfiles(self, refnames: list[str]) -> None:
+        """Remove ``.lock`` files on our refs left by dead writers (we hold the mutex)."""
+        deadline = time.monotonic() + MUTEX_TIMEOUT_SECONDS
+        paths = [self.common_dir / (name + ".lock") for name in refnames]
+        paths.append(self.common_dir / "packed-refs.lock")
+        for path in paths:
+            while True:
+                try:
+                    age = time.time() - path.stat().st_mtime
+                except FileNotFoundError:
+                    break
+                if age > STALE_LOCKFILE_SECONDS:
+                    path.unlink(missing_ok=True)
+                    break
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{path.name} is held by another git process; try again")
+                time.sleep(0.02)
+
+    # --- the journal --------------------------------------------------------------------
+
+    def journal(self, limit: int | None = None) -> Iterator[JournalEntry]:
+        """Journal entries, newest first."""
+        version = self.version()
+        if version is None or not self._is_commit(version):
+            return
+        walk = self.repo.walk(pygit2.Oid(hex=version), pygit2.enums.SortMode.TOPOLOGICAL)
+        for count, commit in enumerate(walk):
+            if limit is not None and count >= limit:
+                return
+            yield JournalEntry(str(commit.id), tuple(_parse_events(commit.message)))
+
+
+def _parse_events(message: str) -> Iterator[dict[str, Any]]:
+    _, _, body = message.partition("\n\n")
+    for line in body.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+def _event_summary(event: dict[str, Any]) -> str:
+    paths = " ".join(event.get("paths", []))
+    return f"{event.get('event', '?')} {event.get('holder', '')} {paths}".strip()
+
+
+def _common_dir(git_dir: Path) -> Path:
+    """A linked worktree's git dir names the shared one in its ``commondir`` file."""
+    pointer = git_dir / "commondir"
+    try:
+        text = pointer.read_text().strip()
+    except OSError:
+        return git_dir
+    common = Path(text)
+    return (common if common.is_absolute() else git_dir / common).resolve()
+
+
+def _flock(fd: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise StoreError(f"cannot lock the store mutex: {exc.strerror}") from exc
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"the lock store is busy: another gitlocks process held it for {timeout:.0f}s"
+            )
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 0.02)

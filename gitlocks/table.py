@@ -1,0 +1,133 @@
+"""The lock table: every record under ``refs/agent-locks/`` at one version of the store.
+
+Pure: the store builds a table from refs, the service decides against it. The table keeps
+a scope index over every pattern of every record, so that checking a claim costs time in
+the number of locks it might cross, not in the number of locks that exist.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from gitlocks.record import LockRecord
+from gitlocks.scope import ScopeEntry, ScopeIndex, entries_overlap
+
+Key = tuple[str, str]  # (lock id, pattern)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A ref under the lock namespace that is not a usable lock record."""
+
+    ref: str
+    oid: str
+    reason: str
+
+
+def record_entries(record: LockRecord) -> list[ScopeEntry]:
+    exact = set(record.exact)
+    return [ScopeEntry(p, exact=p in exact) for p in record.paths]
+
+
+@dataclass
+class Table:
+    """Records by id, the refs that could not be read, and the store version they came from.
+
+    ``version`` is the serialisation ref's value when the table was read: the store
+    compares it before every write, and uses it to know when a cached table is current.
+    """
+
+    version: str | None = None
+    ignore_case: bool = False
+    records: dict[str, LockRecord] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    _index: ScopeIndex[Key] = field(init=False, repr=False)
+    _by_holder: dict[str, set[str]] = field(init=False, repr=False)
+    # (expires_at, id), lazily pruned: RFC 3339 UTC strings of one format sort as times.
+    _expiry: list[tuple[str, str]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index = ScopeIndex(ignore_case=self.ignore_case)
+        self._by_holder = {}
+        self._expiry = []
+        for record in self.records.values():
+            self._index_record(record)
+
+    def __iter__(self) -> Iterator[LockRecord]:
+        return iter(self.records.values())
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def get(self, lock_id: str) -> LockRecord | None:
+        return self.records.get(lock_id)
+
+    def put(self, record: LockRecord) -> None:
+        if record.id in self.records:
+            self.remove(record.id)
+        self.records[record.id] = record
+        self._index_record(record)
+
+    def remove(self, lock_id: str) -> None:
+        record = self.records.pop(lock_id, None)
+        if record is not None:
+            for pattern in record.paths:
+                self._index.remove((lock_id, pattern))
+            ids = self._by_holder.get(record.holder)
+            if ids is not None:
+                ids.discard(lock_id)
+                if not ids:
+                    del self._by_holder[record.holder]
+
+    def _index_record(self, record: LockRecord) -> None:
+        for entry in record_entries(record):
+            self._index.add((record.id, entry.pattern), entry)
+        self._by_holder.setdefault(record.holder, set()).add(record.id)
+        heapq.heappush(self._expiry, (record.expires_at, record.id))
+
+    def held_by(self, holder: str) -> list[LockRecord]:
+        return sorted(
+            (self.records[i] for i in self._by_holder.get(holder, ())), key=lambda r: r.id
+        )
+
+    def holders(self) -> set[str]:
+        return set(self._by_holder)
+
+    def parent_of(self, holder: str) -> str | None:
+        """The parent a holder declared in any of its records."""
+        for lock_id in self._by_holder.get(holder, ()):
+            parent = self.records[lock_id].parent
+            if parent:
+                return parent
+        return None
+
+    def expired(self, now: str) -> list[LockRecord]:
+        """Records whose ``expires_at`` is at or before ``now`` (an RFC 3339 UTC time)."""
+        heap = self._expiry
+        while heap:
+            stamp, lock_id = heap[0]
+            record = self.records.get(lock_id)
+            if record is not None and record.expires_at == stamp:
+                break
+            heapq.heappop(heap)  # released or renewed since: a dead heap entry
+        if not heap or heap[0][0] > now:
+            return []
+        return [r for r in self.records.values() if r.expires_at <= now]
+
+    def overlaps(self, entries: Iterable[ScopeEntry]) -> dict[str, list[tuple[str, str]]]:
+        """For each record crossing ``entries``: the (entry pattern, record pattern) pairs."""
+        found: dict[str, list[tuple[str, str]]] = {}
+        for entry in entries:
+            for lock_id, pattern in self._index.overlapping(entry):
+                found.setdefault(lock_id, []).append((entry.pattern, pattern))
+        return found
+
+    def covering(self, entry: ScopeEntry) -> dict[str, list[str]]:
+        """Records whose scope crosses one path's entry, with the patterns that do."""
+        return {lid: [t for _, t in pairs] for lid, pairs in self.overlaps([entry]).items()}
+
+    def scopes_overlap(self, a: Iterable[ScopeEntry], b: Iterable[ScopeEntry]) -> bool:
+        b = list(b)
+        return any(entries_overlap(x, y, ignore_case=self.ignore_case) for x in a for y in b)

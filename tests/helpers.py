@@ -1,0 +1,71 @@
+"""Small helpers shared by the command-line tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from gitlocks.cli import run
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    @property
+    def word(self) -> str:
+        return self.out.split("\n", 1)[0]
+
+
+@contextmanager
+def _env(env: dict[str, str | None]):  # type: ignore[no-untyped-def]
+    saved = {k: os.environ.get(k) for k in env}
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def alock(cwd: Path, *args: str, **env: str | None) -> Result:
+    """Run ``git alock ARGS`` in-process in ``cwd``."""
+    out, err = StringIO(), StringIO()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with _env(env), redirect_stdout(out), redirect_stderr(err):
+            code = run(list(args))
+    finally:
+        os.chdir(old)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def alock_process(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """Run ``git alock ARGS`` as a real process, through git's subcommand lookup."""
+    full_env = dict(os.environ)
+    full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
+    full_env.update(env or {})
+    proc = subprocess.run(
+        ["git", "alock", *args], cwd=cwd, env=full_env, capture_output=True, text=True
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
