@@ -1,0 +1,520 @@
+"""Glob machinery behind :mod:`gitlocks.scope`: parsing, case folding, exact overlap.
+
+A pattern is a sequence of segments. A segment is the ``GLOBSTAR`` sentinel (``**``
+standing alone), a plain ``str`` (a literal name, already case folded when asked), or a
+:class:`GlobSeg`: a sequence of tokens, each either ``STAR`` or a character set given as
+sorted, disjoint, inclusive code point ranges. Every character set is positive: negated
+classes are complemented against :data:`ALPHABET` when parsed, so intersecting two sets
+is always a plain range intersection, and the answer is exact.
+
+Pure and stdlib only; compiled forms are cached because the same few patterns are
+compared many times.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gitlocks.errors import InvalidPattern
+
+Ranges = tuple[tuple[int, int], ...]
+
+_MAX_CP = 0x10FFFF
+_SLASH = ord("/")
+_DOT = ord(".")
+# What one character of a path segment can be: anything but NUL, "/" and the surrogate
+# code points (which cannot be encoded in a file name).
+ALPHABET: Ranges = ((1, _SLASH - 1), (_SLASH + 1, 0xD7FF), (0xE000, _MAX_CP))
+# Characters whose case folds all lie below this bound (the last cased letter in Unicode
+# 15 is U+1E943, Adlam); scanning the astral planes above would cost 0.3 s for nothing.
+_CASED_LIMIT = 0x20000
+
+
+class BadGlob(Exception):
+    """Raised with the reason a pattern is refused; callers wrap it in InvalidPattern."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+STAR = _Sentinel("STAR")
+GLOBSTAR = _Sentinel("GLOBSTAR")
+
+Token = Ranges | _Sentinel
+
+
+@dataclass(frozen=True, eq=False)
+class GlobSeg:
+    """One segment with wildcards. Identity equality: instances are interned by the cache
+    of :func:`parse_segment`, which makes pair caches keyed on them cheap to hash."""
+
+    tokens: tuple[Token, ...]
+    source: str  # regular expression for one whole segment (no anchors)
+    regex: re.Pattern[str]
+
+
+Segment = str | GlobSeg | _Sentinel
+
+
+# --- case folding --------------------------------------------------------------------
+# Case-insensitive matching (core.ignoreCase) folds one character to one character:
+# str.casefold() where that yields a single character, else str.lower(), else itself.
+# Multi-character folds (German sharp s -> "ss") are therefore not equated.
+
+
+def fold_char(ch: str) -> str:
+    folded = ch.casefold()
+    if len(folded) == 1:
+        return folded
+    lowered = ch.lower()
+    return lowered if len(lowered) == 1 else ch
+
+
+def fold_text(text: str) -> str:
+    if text.isascii():
+        return text.lower()
+    return "".join(map(fold_char, text))
+
+
+@lru_cache(maxsize=1)
+def _fold_groups() -> tuple[tuple[int, ...], ...]:
+    """Every set of two or more code points that fold to the same character."""
+    groups: dict[int, list[int]] = {}
+    for cp in range(1, _CASED_LIMIT):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        folded = ord(fold_char(chr(cp)))
+        if folded != cp:
+            groups.setdefault(folded, [folded]).append(cp)
+    return tuple(tuple(members) for members in groups.values())
+
+
+def _case_closure(ranges: Ranges) -> Ranges:
+    """Add every character that folds like one already in ``ranges``.
+
+    Closed sets make matching and intersection case-insensitive without folding the
+    set itself, and the complement of a closed set is closed, so negation stays exact.
+    """
+    extra = [
+        (cp, cp)
+        for group in _fold_groups()
+        if any(_contains(ranges, member) for member in group)
+        for cp in group
+    ]
+    return merge_ranges((*ranges, *extra)) if extra else ranges
+
+
+# --- code point ranges -----------------------------------------------------------------
+
+
+def merge_ranges(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)
+
+
+def intersect_ranges(a: Ranges, b: Ranges) -> Ranges:
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo = max(a[i][0], b[j][0])
+        hi = min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+def _complement(ranges: Ranges) -> Ranges:
+    gaps: list[tuple[int, int]] = []
+    start = 0
+    for lo, hi in ranges:
+        if lo > start:
+            gaps.append((start, lo - 1))
+        start = hi + 1
+    if start <= _MAX_CP:
+        gaps.append((start, _MAX_CP))
+    return intersect_ranges(ALPHABET, tuple(gaps))
+
+
+def _contains(ranges: Ranges, cp: int) -> bool:
+    k = bisect_right(ranges, (cp, _MAX_CP + 1)) - 1
+    return k >= 0 and ranges[k][0] <= cp <= ranges[k][1]
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+_SPECIAL = re.compile(r"[*?\[\\]")
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+# Unicode categories Cc (C0, DEL, C1) and Cs (lone surrogates, which no file name holds).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _check_class_item(text: str, i: int) -> None:
+    if text[i] == "[" and i + 1 < len(text) and text[i + 1] in ":=.":
+        closer = text[i + 1] + "]"
+        if text.find(closer, i + 2) != -1:
+            # git reads "[[:alpha:]]" as a POSIX class; reading it as plain characters
+            # would silently claim something else than the user meant.
+            raise BadGlob("POSIX character classes are not supported (escape the '[')")
+
+
+def _class_char(text: str, i: int) -> tuple[str, int]:
+    """The (possibly escaped) character at ``i`` inside a class, and the next index."""
+    if text[i] == "\\":
+        if i + 1 >= len(text):
+            raise BadGlob("trailing lone '\\'")
+        return text[i + 1], i + 2
+    return text[i], i + 1
+
+
+def _parse_class(text: str, i: int, ignore_case: bool) -> tuple[Ranges, int]:
+    """Parse the class whose ``[`` is at ``i - 1``; return its set and the index after ``]``.
+
+    git's rules: ``!`` or ``^`` first negates, a ``]`` first is literal, ``\\`` escapes,
+    ``-`` between two characters makes a range and is literal elsewhere.
+    """
+    n = len(text)
+    negated = i < n and text[i] in "!^"
+    i += negated
+    items: list[tuple[int, int]] = []
+    first = True
+    while True:
+        if i >= n:
+            raise BadGlob("unterminated '['")
+        if text[i] == "]" and not first:
+            break
+        first = False
+        _check_class_item(text, i)
+        lo, i = _class_char(text, i)
+        hi = lo
+        if i + 1 < n and text[i] == "-" and text[i + 1] != "]":
+            hi, i = _class_char(text, i + 1)
+            if hi < lo:
+                raise BadGlob(f"reversed range '{lo}-{hi}'")
+        items.append((ord(lo), ord(hi)))
+    ranges = intersect_ranges(merge_ranges(items), ALPHABET)  # a class never matches "/"
+    if ignore_case:
+        ranges = _case_closure(ranges)
+    return (_complement(ranges) if negated else ranges), i + 1
+
+
+def _token_source(token: Token) -> str:
+    if isinstance(token, _Sentinel):
+        return "[^/]*"
+    if not token:
+        return "(?!)"
+    if len(token) == 1 and token[0][0] == token[0][1]:
+        return re.escape(chr(token[0][0]))
+    parts = (f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in token)
+    return "[" + "".join(parts) + "]"
+
+
+@lru_cache(maxsize=1 << 14)
+def parse_segment(text: str, ignore_case: bool) -> Segment:
+    """Parse one non-empty segment; literal segments come back as (folded) ``str``."""
+    if text == "**":
+        return GLOBSTAR
+    if _SPECIAL.search(text) is None:  # the common case: a plain name
+        return fold_text(text) if ignore_case else text
+    tokens: list[Token] = []
+    chars: list[str] = []
+    literal = True
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "*":
+            literal = False
+            if not tokens or tokens[-1] is not STAR:  # "a**b" is "a*b"
+                tokens.append(STAR)
+            i += 1
+            continue
+        if ch == "?":
+            literal = False
+            tokens.append(ALPHABET)
+            i += 1
+            continue
+        if ch == "[":
+            literal = False
+            ranges, i = _parse_class(text, i + 1, ignore_case)
+            tokens.append(ranges)
+            continue
+        ch, i = _class_char(text, i)
+        if ignore_case:
+            ch = fold_char(ch)
+        chars.append(ch)
+        tokens.append(((ord(ch), ord(ch)),))
+    if literal:
+        return "".join(chars)
+    source = "".join(map(_token_source, tokens))
+    return GlobSeg(tuple(tokens), source, re.compile(source, re.DOTALL))
+
+
+def is_literal_segment(text: str) -> bool:
+    """True when ``text`` has no unescaped ``*``, ``?`` or ``[``."""
+    if _SPECIAL.search(text) is None:
+        return True
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "*?[":
+            return False
+        i += 1
+    return True
+
+
+def unescape(text: str) -> str:
+    """Drop the escaping backslashes of a literal pattern (a lone trailing one is kept)."""
+    return _ESCAPED.sub(r"\1", text) if "\\" in text else text
+
+
+def split_segments(pattern: str) -> list[str]:
+    """Split a root-relative pattern into segments, normalised lexically.
+
+    Empty and ``.`` segments vanish, ``..`` removes the previous literal segment (it may
+    not follow a wildcard, nor climb above the root) and runs of ``**`` collapse into one.
+    """
+    out: list[str] = []
+    wild = False
+    for seg in pattern.split("/"):
+        if not seg:
+            continue
+        if is_literal_segment(seg):
+            value = unescape(seg)
+            if value == ".":
+                continue
+            if value == "..":
+                if wild:
+                    raise BadGlob("'..' after a wildcard")
+                if not out:
+                    raise BadGlob("it leads outside the repository")
+                out.pop()
+                continue
+        else:
+            wild = True
+        if seg == "**" and out and out[-1] == "**":
+            continue
+        out.append(seg)
+    return out
+
+
+def check_text(pattern: str) -> None:
+    """The checks of rule 7 that look at the text as a whole."""
+    if not pattern:
+        raise BadGlob("empty pattern")
+    bad = _CONTROL.search(pattern)
+    if bad is not None:
+        raise BadGlob(f"control character {bad.group()!r} (NUL, newline and the like)")
+    if pattern.startswith("!"):
+        raise BadGlob("a leading '!' (negation) is not supported; escape it as '\\!'")
+
+
+# --- exact overlap of two segments -------------------------------------------------------
+
+# Concrete segments are never "", "." or "..", so a witness must avoid them: the search
+# tracks whether the characters chosen so far are "" (0), "." (1), ".." (2) or other (3).
+_AFTER_DOT = (1, 2, 3, 3)
+
+
+@lru_cache(maxsize=1 << 14)
+def _meet(a: Ranges, b: Ranges) -> tuple[bool, bool]:
+    """Whether the two sets share ``.``, and whether they share any other character."""
+    common = intersect_ranges(a, b)
+    return _contains(common, _DOT), any(r != (_DOT, _DOT) for r in common)
+
+
+def _char_set(token: Token) -> Ranges:
+    return ALPHABET if isinstance(token, _Sentinel) else token
+
+
+def _tokens_meet(x: tuple[Token, ...], y: tuple[Token, ...]) -> bool:
+    """Depth-first search of the product automaton of two token sequences.
+
+    A state is (position in x, position in y, dot state); ``STAR`` may be skipped, or may
+    consume a character that the other side consumes too (both stay put on STAR-STAR).
+    """
+    lx, ly = len(x), len(y)
+    stack = [(0, 0, 0)]
+    seen: set[tuple[int, int, int]] = set()
+    while stack:
+        state = stack.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        i, j, d = state
+        if i == lx and j == ly:
+            if d == 3:
+                return True
+            continue
+        a = x[i] if i < lx else None
+        b = y[j] if j < ly else None
+        if a is STAR:
+            stack.append((i + 1, j, d))
+        if b is STAR:
+            stack.append((i, j + 1, d))
+        if a is None or b is None:
+            continue
+        ni, nj = (i if a is STAR else i + 1), (j if b is STAR else j + 1)
+        dot, other = _meet(_char_set(a), _char_set(b))
+        if dot:
+            stack.append((ni, nj, _AFTER_DOT[d]))
+        if other:
+            stack.append((ni, nj, 3))
+    return False
+
+
+@lru_cache(maxsize=1 << 16)
+def _globs_meet(x: GlobSeg, y: GlobSeg) -> bool:
+    return _tokens_meet(x.tokens, y.tokens)
+
+
+@lru_cache(maxsize=1 << 14)
+def segment_satisfiable(seg: GlobSeg) -> bool:
+    """Whether some real segment name matches (``[/]`` or ``[.]`` match none)."""
+    return _tokens_meet(seg.tokens, (STAR,))
+
+
+def segments_meet(x: str | GlobSeg, y: str | GlobSeg) -> bool:
+    """Whether some segment name matches both (exact; literals are never "." or "..")."""
+    if isinstance(x, str):
+        if isinstance(y, str):
+            return x == y
+        return y.regex.fullmatch(x) is not None
+    if isinstance(y, str):
+        return x.regex.fullmatch(y) is not None
+    return _globs_meet(x, y)
+
+
+def _satisfiable(seg: str | GlobSeg) -> bool:
+    return isinstance(seg, str) or segment_satisfiable(seg)
+
+
+# --- whole patterns ----------------------------------------------------------------------
+
+
+class CompiledPattern:
+    """A validated pattern, ready for matching and overlap decisions."""
+
+    __slots__ = ("_regex", "literal", "prefix", "segments", "text")
+
+    def __init__(self, text: str, segments: tuple[Segment, ...], prefix: tuple[str, ...]):
+        self.text = text  # the normalised spelling
+        self.segments = segments  # always ends with GLOBSTAR: the subtree of rule 4
+        self.prefix = prefix  # the leading literal segments (folded): keys of the index
+        # The whole path when nothing is a wildcard (folded).
+        self.literal = "/".join(prefix) if len(prefix) == len(segments) - 1 else None
+        self._regex: re.Pattern[str] | None = None
+
+    def covers(self, path: str) -> bool:
+        """``path`` normalised and folded by :func:`normalise_path`."""
+        if self._regex is None:  # compiled on first use: most patterns only meet others
+            self._regex = re.compile(_pattern_source(self.segments), re.DOTALL)
+        return self._regex.fullmatch(path) is not None
+
+
+def _pattern_source(segments: tuple[Segment, ...]) -> str:
+    parts: list[str] = []
+    after_segment = False  # whether a "/" must come before the next segment
+    for seg in segments:
+        if isinstance(seg, _Sentinel):
+            parts.append("(?:/[^/]+)*" if after_segment else "(?:[^/]+/)*")
+            continue
+        if after_segment:
+            parts.append("/")
+        parts.append(re.escape(seg) if isinstance(seg, str) else seg.source)
+        after_segment = True
+    parts.append("(?:/.*)?" if after_segment else ".*")
+    return "".join(parts)
+
+
+@lru_cache(maxsize=1 << 16)
+def compile_pattern(pattern: str, ignore_case: bool) -> CompiledPattern:
+    """Validate, normalise and compile a root-relative pattern (raises InvalidPattern)."""
+    try:
+        check_text(pattern)
+        if pattern.startswith("/"):
+            raise BadGlob("an absolute path; patterns here are relative to the repository root")
+        raw = split_segments(pattern)
+        segments = tuple(parse_segment(seg, ignore_case) for seg in raw)
+    except BadGlob as exc:
+        raise InvalidPattern(pattern, exc.reason) from None
+    prefix: list[str] = []
+    for seg in segments:
+        if not isinstance(seg, str):
+            break
+        prefix.append(seg)
+    if not segments or segments[-1] is not GLOBSTAR:
+        segments += (GLOBSTAR,)
+    return CompiledPattern("/".join(raw) or "**", segments, tuple(prefix))
+
+
+def normalise_path(path: str, ignore_case: bool) -> str:
+    """A concrete root-relative path in the form the compiled regexes expect."""
+    path = "/".join(seg for seg in path.split("/") if seg and seg != ".")
+    return fold_text(path) if ignore_case else path
+
+
+def patterns_meet(a: CompiledPattern, b: CompiledPattern) -> bool:
+    """Whether some concrete path is covered by both (subtree semantics on both sides)."""
+    start = 0
+    for seg_a, seg_b in zip(a.prefix, b.prefix, strict=False):
+        if seg_a != seg_b:  # two different names at the same depth, before any "**"
+            return False
+        start += 1
+    return _sequences_meet(a.segments, b.segments, start)
+
+
+def _sequences_meet(x: tuple[Segment, ...], y: tuple[Segment, ...], start: int) -> bool:
+    """Search the product automaton over segments, from (start, start).
+
+    ``**`` may be skipped, or may consume one segment that the other side's current
+    segment matches (if any real name does). Both sequences end with ``**``.
+    """
+    lx, ly = len(x), len(y)
+    stack = [(start, start)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        state = stack.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        i, j = state
+        if i == lx and j == ly:
+            return True
+        a = x[i] if i < lx else None
+        b = y[j] if j < ly else None
+        if a is GLOBSTAR:
+            stack.append((i + 1, j))
+            if isinstance(b, (str, GlobSeg)) and _satisfiable(b):
+                stack.append((i, j + 1))
+        if b is GLOBSTAR:
+            stack.append((i, j + 1))
+            if isinstance(a, (str, GlobSeg)) and _satisfiable(a):
+                stack.append((i + 1, j))
+        if isinstance(a, (str, GlobSeg)) and isinstance(b, (str, GlobSeg)) and segments_meet(a, b):
+            stack.append((i + 1, j + 1))
+    return False
