@@ -421,12 +421,19 @@ class CompiledPattern:
 
     __slots__ = ("_regex", "literal", "prefix", "segments", "text")
 
-    def __init__(self, text: str, segments: tuple[Segment, ...], prefix: tuple[str, ...]):
+    def __init__(self, text: str, segments: tuple[Segment, ...]) -> None:
         self.text = text  # the normalised spelling
+        prefix: list[str] = []
+        for seg in segments:
+            if not isinstance(seg, str):
+                break
+            prefix.append(seg)
+        self.prefix = tuple(prefix)  # the leading literal segments (folded): index keys
+        # The whole path (folded) when nothing is a wildcard.
+        self.literal = "/".join(prefix) if segments and len(prefix) == len(segments) else None
+        if not segments or segments[-1] is not GLOBSTAR:
+            segments += (GLOBSTAR,)
         self.segments = segments  # always ends with GLOBSTAR: the subtree of rule 4
-        self.prefix = prefix  # the leading literal segments (folded): keys of the index
-        # The whole path when nothing is a wildcard (folded).
-        self.literal = "/".join(prefix) if len(prefix) == len(segments) - 1 else None
         self._regex: re.Pattern[str] | None = None
 
     def covers(self, path: str) -> bool:
@@ -462,14 +469,7 @@ def compile_pattern(pattern: str, ignore_case: bool) -> CompiledPattern:
         segments = tuple(parse_segment(seg, ignore_case) for seg in raw)
     except BadGlob as exc:
         raise InvalidPattern(pattern, exc.reason) from None
-    prefix: list[str] = []
-    for seg in segments:
-        if not isinstance(seg, str):
-            break
-        prefix.append(seg)
-    if not segments or segments[-1] is not GLOBSTAR:
-        segments += (GLOBSTAR,)
-    return CompiledPattern("/".join(raw) or "**", segments, tuple(prefix))
+    return CompiledPattern("/".join(raw) or "**", segments)
 
 
 def normalise_path(path: str, ignore_case: bool) -> str:
