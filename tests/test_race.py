@@ -72,14 +72,14 @@ def test_sixteen_claimers_two_worktrees_never_double_grant(repo: Path, worktree:
             assert proc.exitcode == 0
         winners = {(h, p) for h, p, status in outcomes if status == "acquired"}
         assert winners, outcomes
-        for (h1, p1), (h2, p2) in combinations(winners, 2):
+        for (_, p1), (_, p2) in combinations(winners, 2):
             assert not patterns_overlap(p1, p2), (round_no, p1, p2)
         store = Store.discover(repo)
         table = store.read_table()
         assert not table.problems
         assert {(r.holder, r.paths[0]) for r in table} == winners
         # Every refusal was right to refuse: its scope crosses some winner's.
-        for holder, pattern, status in outcomes:
+        for _, pattern, status in outcomes:
             if status == "refused":
                 assert any(patterns_overlap(pattern, p) for _, p in winners)
         for ref in git(repo, "for-each-ref", "--format=%(refname)", LOCK_PREFIX).split():
@@ -137,6 +137,6 @@ def test_sigkill_never_corrupts_or_wedges(repo: Path) -> None:
     assert not table.problems
     for record in table:
         assert record.paths and record.holder and record.reason in ("churn", "")
-        assert record.paths[0] in CHURN_SCOPES + ["survivor/**"]
+        assert record.paths[0] in [*CHURN_SCOPES, "survivor/**"]
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo, capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
