@@ -1,0 +1,266 @@
+"""Property tests of the scope engine against an independent brute-force oracle.
+
+The oracle knows nothing of automata: it enumerates every concrete path up to depth 4
+over a small set of segment names, decides coverage per segment with ``fnmatch``, and
+calls two patterns overlapping when their enumerated covered sets intersect.
+
+Why the enumeration is enough to *find* a witness: in a shortest common path every
+segment is consumed by a non-``**`` segment of one of the patterns (a segment that both
+sides swallow with ``**`` or their implicit subtree can be deleted), so it has at most
+``n(a) + n(b)`` segments, where ``n`` counts non-``**`` segments; each of its names only
+has to match at most one segment pattern from each side, and ``NAMES`` holds a witness
+for every such pair in the grammar (``c`` lies outside every class, ``.b`` starts with
+a dot, ``ab`` joins a prefix and a suffix). So whenever ``n(a) + n(b) <= DEPTH`` the
+oracle's answer is the truth; beyond that it can only under-report, and the check is
+one-sided: the engine must never miss an overlap the oracle found.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fnmatch import fnmatchcase
+from functools import cache
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitlocks.errors import InvalidPattern
+from gitlocks.scope import (
+    ScopeEntry,
+    ScopeIndex,
+    entries_overlap,
+    entry_covers,
+    normalize_pattern,
+    pattern_covers,
+    patterns_overlap,
+    validate_pattern,
+)
+
+NAMES = ("a", "b", "c", "ab", ".b")
+DEPTH = 4
+SEGMENTS = ("a", "b", "ab", "*", "?", "[ab]", "[!a]", "[^ab]", "a*", "*b", "a?", ".*", "**")
+UPPER_SEGMENTS = ("A", "B", "[A-B]", "[!A]", "A*", "*B", "?", "*", "**", "a")
+
+Path = tuple[str, ...]
+ALL_PATHS: list[Path] = [
+    path for depth in range(1, DEPTH + 1) for path in itertools.product(NAMES, repeat=depth)
+]
+
+
+def _fnmatch_spelling(segment: str) -> str:
+    # fnmatch negates classes with "!" only; its "[^" is a class holding "^".
+    return segment.replace("[^", "[!")
+
+
+@cache
+def _names_matching(segment: str, fold: bool) -> frozenset[str]:
+    segment = _fnmatch_spelling(segment)
+    if fold:
+        return frozenset(n for n in NAMES if fnmatchcase(n.lower(), segment.lower()))
+    return frozenset(n for n in NAMES if fnmatchcase(n, segment))
+
+
+@cache
+def _paths_upto(depth: int) -> frozenset[Path]:
+    """Every path of 0..depth segments (the empty one included, for subtrees)."""
+    return frozenset(p for d in range(depth + 1) for p in itertools.product(NAMES, repeat=d))
+
+
+@cache
+def _generate(segments: tuple[str, ...], depth: int, fold: bool) -> frozenset[Path]:
+    """All paths of at most ``depth`` segments that ``segments`` (plus subtree) covers."""
+    if not segments:
+        return _paths_upto(depth)
+    head, rest = segments[0], segments[1:]
+    out: set[Path] = set()
+    if head == "**":
+        out |= _generate(rest, depth, fold)
+        if depth:
+            out |= {(n, *tail) for n in NAMES for tail in _generate(segments, depth - 1, fold)}
+    elif depth:
+        tails = _generate(rest, depth - 1, fold)
+        out |= {(n, *tail) for n in _names_matching(head, fold) for tail in tails}
+    return frozenset(out)
+
+
+def oracle_covered(pattern: str, *, fold: bool = False) -> frozenset[Path]:
+    return _generate(tuple(pattern.split("/")), DEPTH, fold) - {()}
+
+
+def nonglobstar(pattern: str) -> int:
+    return sum(seg != "**" for seg in pattern.split("/"))
+
+
+def patterns(segments: tuple[str, ...] = SEGMENTS, max_size: int = 3) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(segments), min_size=1, max_size=max_size).map("/".join)
+
+
+@settings(max_examples=10_000)
+@given(patterns(), patterns())
+def test_overlap_agrees_with_oracle(a: str, b: str) -> None:
+    ours = patterns_overlap(a, b)
+    assert ours is patterns_overlap(b, a)  # symmetric
+    witnessed = bool(oracle_covered(a) & oracle_covered(b))
+    if witnessed:
+        assert ours, f"missed overlap: {a!r} and {b!r}"
+    elif nonglobstar(a) + nonglobstar(b) <= DEPTH:
+        assert not ours, f"false overlap: {a!r} and {b!r}"
+
+
+@settings(max_examples=2_000)
+@given(patterns(UPPER_SEGMENTS), patterns(UPPER_SEGMENTS))
+def test_overlap_ignoring_case_agrees_with_oracle(a: str, b: str) -> None:
+    # A common path in any case has a lower-case twin, so lower-case NAMES still suffice.
+    ours = patterns_overlap(a, b, ignore_case=True)
+    assert ours is patterns_overlap(b, a, ignore_case=True)
+    witnessed = bool(oracle_covered(a, fold=True) & oracle_covered(b, fold=True))
+    if witnessed or nonglobstar(a) + nonglobstar(b) <= DEPTH:
+        assert ours is witnessed, (a, b)
+
+
+@settings(max_examples=300)
+@given(patterns())
+def test_covers_agrees_with_oracle(pattern: str) -> None:
+    covered = oracle_covered(pattern)
+    for path in ALL_PATHS:
+        assert pattern_covers(pattern, "/".join(path)) is (path in covered), (pattern, path)
+
+
+@settings(max_examples=500)
+@given(patterns())
+def test_overlap_is_reflexive(pattern: str) -> None:
+    assert patterns_overlap(pattern, pattern)
+    assert patterns_overlap(pattern, "**")
+
+
+def literal_paths() -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join)
+
+
+def entries() -> st.SearchStrategy[ScopeEntry]:
+    exact = literal_paths().map(lambda p: ScopeEntry(p, exact=True))
+    return st.one_of(patterns().map(ScopeEntry), exact)
+
+
+def entry_oracle(entry: ScopeEntry) -> frozenset[Path]:
+    if entry.exact:
+        return frozenset({tuple(entry.pattern.split("/"))})
+    return oracle_covered(entry.pattern)
+
+
+@settings(max_examples=2_000)
+@given(entries(), entries())
+def test_entries_overlap_agrees_with_oracle(a: ScopeEntry, b: ScopeEntry) -> None:
+    ours = entries_overlap(a, b)
+    assert ours is entries_overlap(b, a)
+    witnessed = bool(entry_oracle(a) & entry_oracle(b))
+    if witnessed or nonglobstar(a.pattern) + nonglobstar(b.pattern) <= DEPTH:
+        assert ours is witnessed, (a, b)
+    for path in ALL_PATHS[:: len(ALL_PATHS) // 50]:
+        assert entry_covers(a, "/".join(path)) is (path in entry_oracle(a))
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(entries(), max_size=40),
+    entries(),
+    st.lists(st.integers(0, 39), max_size=10),
+    st.booleans(),
+)
+def test_index_equals_brute_force(
+    live: list[ScopeEntry], query: ScopeEntry, removed: list[int], ignore_case: bool
+) -> None:
+    index: ScopeIndex[int] = ScopeIndex(ignore_case=ignore_case)
+    for key, entry in enumerate(live):
+        index.add(key, entry)
+    for key in removed:
+        index.remove(key)
+    kept = [k for k in range(len(live)) if k not in set(removed)]
+    assert len(index) == len(kept)
+    expected = [k for k in kept if entries_overlap(live[k], query, ignore_case=ignore_case)]
+    assert index.overlapping(query) == expected
+    for path in ("a", "a/b", "ab/.b/c", "b/a/ab/c", "c"):
+        expected = [k for k in kept if entry_covers(live[k], path, ignore_case=ignore_case)]
+        assert index.covering(path) == expected
+
+
+@settings(max_examples=300)
+@given(entries(), st.sampled_from(ALL_PATHS[:200]))
+def test_index_matches_exact_witness(entry: ScopeEntry, path: Path) -> None:
+    index: ScopeIndex[str] = ScopeIndex()
+    index.add("k", entry)
+    probe = ScopeEntry("/".join(path), exact=True)
+    assert (index.overlapping(probe) == ["k"]) is (path in entry_oracle(entry))
+
+
+# --- segment level, with a richer character grammar -------------------------------------
+
+CHAR_TOKENS = ("a", "b", ".", "*", "?", "[ab]", "[!a]", "[a-b]", "[!.]", "[^ab.]")
+CHARS = "abc."
+SEGMENT_NAMES = [
+    "".join(chars)
+    for length in range(1, 6)
+    for chars in itertools.product(CHARS, repeat=length)
+    if "".join(chars) not in (".", "..")  # no path segment is called that
+]
+
+
+@cache
+def _segment_names(segment: str) -> frozenset[str]:
+    return frozenset(n for n in SEGMENT_NAMES if fnmatchcase(n, _fnmatch_spelling(segment)))
+
+
+@settings(max_examples=2_000)
+@given(
+    st.lists(st.sampled_from(CHAR_TOKENS), min_size=1, max_size=2).map("".join),
+    st.lists(st.sampled_from(CHAR_TOKENS), min_size=1, max_size=2).map("".join),
+)
+def test_segment_overlap_agrees_with_oracle(a: str, b: str) -> None:
+    # Two tokens a side: a shortest common name has at most 4 characters, or 5 when
+    # "..x" is needed to get past the forbidden names; SEGMENT_NAMES goes up to 5.
+    if a in (".", "..") or b in (".", ".."):
+        return  # "." and ".." are path navigation, not names
+    witnessed = bool(_segment_names(a) & _segment_names(b))
+    assert patterns_overlap(a, b) is witnessed, (a, b)
+    assert patterns_overlap(f"x/{a}/y", f"x/{b}") is witnessed, (a, b)
+
+
+# --- arbitrary input ----------------------------------------------------------------------
+
+SPECIAL = st.text(alphabet="*?[]!^\\/-.:a\n", max_size=12)
+ANY_TEXT = st.one_of(st.text(max_size=20), SPECIAL)
+
+
+@settings(max_examples=2_000)
+@given(ANY_TEXT, ANY_TEXT)
+def test_any_text_is_valid_or_invalid_pattern(text: str, other: str) -> None:
+    try:
+        validate_pattern(text)
+    except InvalidPattern:
+        valid = False
+    else:
+        valid = True
+    try:
+        stored = normalize_pattern(text, cwd="src")
+    except InvalidPattern:
+        stored = None
+    else:
+        assert normalize_pattern(stored) == stored  # stored forms are fixed points
+        validate_pattern(stored)
+    try:
+        assert pattern_covers(text, other) in (True, False)
+        assert patterns_overlap(text, "**") in (True, False)
+        assert valid
+    except InvalidPattern as exc:
+        assert not valid
+        assert exc.pattern == text
+
+
+@settings(max_examples=500)
+@given(SPECIAL, st.text(alphabet="ab[*/", max_size=8))
+def test_normalize_with_odd_cwd(text: str, cwd: str) -> None:
+    try:
+        stored = normalize_pattern(text, cwd=cwd)
+    except InvalidPattern:
+        return
+    assert normalize_pattern(stored) == stored
