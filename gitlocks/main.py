@@ -15,6 +15,12 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, GitlocksError
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
+        if args[:1] == ["hook"]:
+            # The git hooks' fast path: it runs on every commit, so no command-line
+            # framework is imported (gitlocks.cli brings in typer and click).
+            from gitlocks.hooks import main as hook_main
+
+            return hook_main(args[1:])
         from gitlocks.cli import run
 
         return run(args)
