@@ -76,7 +76,7 @@ def format_duration(seconds: float) -> str:
     seconds = round(seconds)
     if seconds < 60:
         return f"{seconds}s"
-    minutes, _ = divmod(seconds, 60)
+    minutes = round(seconds / 60)  # 1799s reads as 30m, not 29m
     if minutes < 60:
         return f"{minutes}m"
     hours, minutes = divmod(minutes, 60)
