@@ -41,6 +41,9 @@ AsOption = Annotated[
     typer.Option("--as", help="Act as this agent id (default: $AGENT_ID, else the session)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+FreshOption = Annotated[
+    bool, typer.Option("--fresh", help="In remote mode, fetch the lock remote's state first.")
+]
 TtlOption = Annotated[
     str | None,
     typer.Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."),
@@ -50,9 +53,21 @@ TtlOption = Annotated[
 # --- plumbing -----------------------------------------------------------------------------
 
 
-def _context(as_id: str | None) -> Context:
+def _context(as_id: str | None, *, fresh: bool = False) -> Context:
     store = Store.discover()
+    if store.config_get("alock.remote"):
+        from gitlocks.remote import RemoteStore
+
+        store = RemoteStore(store.repo)
+        if fresh:
+            store.sync()
     return Context(store=store, identity=resolve_identity(as_id))
+
+
+def _say_staleness(store: Store) -> None:
+    note = cli_remote.staleness(store)
+    if note:
+        sys.stderr.write(note + "\n")
 
 
 def _cwd(store: Store) -> str:
@@ -209,44 +224,59 @@ def renew(
     _exit(EXIT_OK if renewed else EXIT_REFUSED)
 
 
-def _list(as_id: str | None, as_json: bool) -> None:
-    ctx = _context(as_id)
+def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
+    ctx = _context(as_id, fresh=fresh)
+    _say_staleness(ctx.store)
     table, live = locks.live_table(ctx)
     if table.problems:
         sys.stderr.write(render.problems(table.problems) + "\n")
     if as_json:
         _json([r.to_dict() for r in live])
     else:
-        _out(render.table(live, ctx.identity.holder, ctx.now()))
+        from gitlocks.lifecycle import states
+
+        _out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live)))
 
 
 @app.command("list")
-def list_(as_id: AsOption = None, as_json: JsonOption = False) -> None:
+def list_(as_id: AsOption = None, as_json: JsonOption = False, fresh: FreshOption = False) -> None:
     """Show the lock table; your locks are marked with *.
 
     Example: git alock list --json
     """
-    _list(as_id, as_json)
+    _list(as_id, as_json, fresh)
 
 
 @app.command("ls", hidden=True)
-def ls(as_id: AsOption = None, as_json: JsonOption = False) -> None:
+def ls(as_id: AsOption = None, as_json: JsonOption = False, fresh: FreshOption = False) -> None:
     """Same as list."""
-    _list(as_id, as_json)
+    _list(as_id, as_json, fresh)
 
 
 @app.command()
 def check(
-    paths: Annotated[list[str], typer.Argument(help="Paths to ask about.")],
+    paths: Annotated[list[str] | None, typer.Argument(help="Paths to ask about.")] = None,
+    staged: Annotated[
+        bool, typer.Option("--staged", help="Check the paths staged for the next commit.")
+    ] = False,
     as_id: AsOption = None,
     as_json: JsonOption = False,
+    fresh: FreshOption = False,
 ) -> None:
-    """Say FREE, YOURS or HELD for each PATH (exit 1 when any is HELD).
+    """Say FREE, YOURS or HELD for each PATH, or each staged path (exit 1 when any is HELD).
 
-    Example: git alock check src/api/auth.py
+    Example: git alock check src/api/auth.py; git alock check --staged
     """
-    ctx = _context(as_id)
-    items = locks.check(ctx, _entries(ctx, paths))
+    if staged and paths:
+        raise UsageError("give paths or --staged, not both")
+    ctx = _context(as_id, fresh=fresh)
+    _say_staleness(ctx.store)
+    if staged:
+        from gitlocks import hooks  # the hook's own reader of staged paths, and its check
+
+        items = hooks.check_paths(ctx, hooks.staged_paths())
+    else:
+        items = locks.check(ctx, _entries(ctx, _require(paths, "path (or --staged)")))
     _warn_problems(ctx)
     if as_json:
         _json([i.to_dict() for i in items])
@@ -371,11 +401,32 @@ for _feature in (cli_hooks, cli_lifecycle, cli_remote):
 # --- entry --------------------------------------------------------------------------------
 
 
+def _command_for(args: list[str]) -> tuple[Any, list[str], str]:
+    """The click command to run: only the named verb when there is one.
+
+    Converting every verb to a click command costs milliseconds on each run, so a
+    command line that names its verb builds just that one.
+    """
+    if args and not args[0].startswith("-"):
+        for info in app.registered_commands:
+            callback = info.callback
+            name = info.name or (callback.__name__ if callback else "")
+            if name == args[0]:
+                single = typer.Typer(
+                    add_completion=False,
+                    pretty_exceptions_enable=False,
+                    context_settings={"help_option_names": ["-h", "--help"]},
+                )
+                single.registered_commands.append(info)
+                return typer.main.get_command(single), args[1:], f"git alock {args[0]}"
+    return typer.main.get_command(app), args, "git alock"
+
+
 def run(args: list[str]) -> int:
     """Run one command line; return its exit code. Never raises, except on a bug."""
-    command = typer.main.get_command(app)
+    command, args, prog_name = _command_for(args)
     try:
-        rv = command.main(args=args, prog_name="git alock", standalone_mode=False)
+        rv = command.main(args=args, prog_name=prog_name, standalone_mode=False)
     except GitlocksError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_code

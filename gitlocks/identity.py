@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import socket
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -108,6 +106,8 @@ def _linux_info(pid: int) -> _ProcInfo | None:
 
 def _ps_info(pid: int) -> _ProcInfo | None:
     """The fallback without /proc; ``lstart`` has one-second resolution."""
+    import subprocess  # only here: most commands never need it, and it costs start-up time
+
     try:
         out = subprocess.run(
             ["ps", "-o", "ppid=,stat=,lstart=,comm=", "-p", str(pid)],
@@ -158,7 +158,7 @@ def session_process(pid: int | None = None) -> SessionProcess:
     an empty start time (never alive) is returned rather than failing.
     """
     current = os.getppid() if pid is None else pid
-    host = socket.gethostname()
+    host = os.uname().nodename  # what socket.gethostname() returns, without the import
     found: SessionProcess | None = None
     for _ in range(_MAX_WALK):
         info = _proc_info(current)

@@ -10,7 +10,6 @@ import json
 import math
 import os
 import re
-import secrets
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
@@ -88,7 +87,7 @@ def format_duration(seconds: float) -> str:
 
 def new_lock_id() -> str:
     """Unique, sortable by creation, and only ``[a-z0-9-]``: safe as one ref component."""
-    return f"{time.time_ns() // 1_000_000:011x}-{os.getpid() % 0x10000:04x}{secrets.token_hex(3)}"
+    return f"{time.time_ns() // 1_000_000:011x}-{os.getpid() % 0x10000:04x}{os.urandom(3).hex()}"
 
 
 # --- the record -----------------------------------------------------------------------------
