@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from gitlocks.identity import Identity
+from gitlocks import journal, lifecycle
+from gitlocks.identity import Identity, process_alive
 from gitlocks.record import (
     LOCK_ID_RE,
     LockRecord,
@@ -38,19 +39,32 @@ class Context:
     store: Store
     identity: Identity
     clock: Callable[[], datetime] = utcnow
+    # Whether (pid, start time) is still the same running process; injectable for tests.
+    alive: Callable[[int, str], bool] = process_alive
+    host: str = field(default_factory=lambda: os.uname().nodename)
+    stale_after: int | None = None  # seconds; None: alock.staleAfter, else 10m
 
     def now(self) -> datetime:
         return self.clock()
+
+    def stale_seconds(self) -> int:
+        if self.stale_after is None:
+            self.stale_after = lifecycle.stale_after_seconds(self.store.config_get)
+        return self.stale_after
 
 
 @dataclass
 class Conflict:
     record: LockRecord
     overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
+    state: lifecycle.State = "live"  # "stale": quiet too long; "interrupted": dead, notes
+    quiet_seconds: float = 0.0  # since the holder last renewed or noted
 
     def to_dict(self) -> dict[str, Any]:
         data = self.record.to_dict()
         data["overlapping"] = [list(pair) for pair in self.overlapping]
+        data["state"] = self.state
+        data["quiet_seconds"] = round(self.quiet_seconds)
         return data
 
 
@@ -130,7 +144,7 @@ def descendants(holder: str, table: Table) -> set[str]:
     return found
 
 
-def _event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
+def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
     event = {
         "event": kind,
         "at": format_time(now),
@@ -142,12 +156,12 @@ def _event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[s
     return event
 
 
-def _sweep(table: Table, now: datetime, change: Change) -> set[str]:
+def sweep(table: Table, now: datetime, change: Change) -> set[str]:
     """Schedule every expired record for deletion; return their ids."""
     gone = set()
     for record in table.expired(format_time(now)):
         change.delete.append(record.id)
-        change.events.append(_event("expired", record, now))
+        change.events.append(event("expired", record, now))
         gone.add(record.id)
     return gone
 
@@ -165,7 +179,7 @@ def acquire(
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
         change = Change()
-        gone = _sweep(table, now, change)
+        gone = sweep(table, now, change)
         mine = {ident.holder}
         elders = ancestors(ident, table)
         requested = {e.pattern for e in entries}
@@ -177,25 +191,60 @@ def acquire(
                         "claim a narrower part of it for your own work"
                     )
                     return change, AcquireResult("refused", hint=hint)
-        conflicts = []
+        # Liveness is judged only here, on the records this claim crosses: a claim costs
+        # time in the locks it might meet, never in the size of the table.
+        life = lifecycle.Liveness.of(ctx)
+        conflicts, interrupted = [], []
         for lock_id, pairs in sorted(table.overlaps(entries).items()):
             record = table.records[lock_id]
             if lock_id in gone or record.holder in mine or record.holder in elders:
                 continue
-            conflicts.append(Conflict(record, pairs))
+            state = life.state(record)
+            if state == "dead":
+                lifecycle.auto_release(record, now, change, gone)
+                continue
+            found = Conflict(record, pairs, state, life.quiet_seconds(record))
+            if state != "interrupted":
+                conflicts.append(found)
+            elif lifecycle.covers_scope(entries, record, table.ignore_case):
+                interrupted.append(found)  # narrower claims pass interrupted work by
         if conflicts:
             return change, AcquireResult("refused", conflicts=conflicts)
+        if interrupted:
+            return change, AcquireResult("interrupted", conflicts=interrupted)
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         held = {p: r for r in own for p in r.paths}
         new = [e for e in entries if e.pattern not in held]
         if not new:
-            return change, AcquireResult("already_yours", lock=held[entries[0].pattern])
+            lock = held[entries[0].pattern]
+            rebound = lifecycle.rebind(ctx, lock, life)
+            if rebound is not lock:
+                change.put.append(rebound)
+                change.events.append(event("resumed", rebound, now, by=ident.holder))
+            return change, AcquireResult("already_yours", lock=rebound)
         record = _new_record(ctx, new, reason, ttl, now)
         change.put.append(record)
-        change.events.append(_event("granted", record, now, reason=reason))
+        change.events.append(event("granted", record, now, reason=reason))
         return change, AcquireResult("acquired", lock=record)
 
-    return store.transact(decide)
+    result: AcquireResult = store.transact(decide)
+    if result.status in ("refused", "interrupted"):
+        # Refusals change nothing, so they are not in the shared journal: log them here.
+        journal.record_refusal(
+            store,
+            {
+                "event": "refused" if result.status == "refused" else "interrupted",
+                "at": format_time(ctx.now()),
+                "holder": ident.holder,
+                "paths": [e.pattern for e in entries],
+                "conflicts": [
+                    {"id": c.record.id, "holder": c.record.holder, "paths": list(c.record.paths)}
+                    for c in result.conflicts
+                ],
+                "hint": result.hint,
+            },
+        )
+    return result
 
 
 def _new_record(
@@ -234,7 +283,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
     def decide(table: Table) -> tuple[Change, ReleaseResult]:
         now = ctx.now()
         change = Change()
-        gone = _sweep(table, now, change)
+        gone = sweep(table, now, change)
         result = ReleaseResult()
         if entries is None:
             holders = {ident.holder} | descendants(ident.holder, table)
@@ -242,7 +291,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                 for record in table.held_by(holder):
                     if record.id not in gone:
                         change.delete.append(record.id)
-                        change.events.append(_event("released", record, now, by=ident.holder))
+                        change.events.append(event("released", record, now, by=ident.holder))
                         result.released.append(Released(record, list(record.paths), None))
             return change, result
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
@@ -260,7 +309,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
             else:
                 rest = None
                 change.delete.append(record.id)
-            change.events.append(_event("released", record, now, released=drop))
+            change.events.append(event("released", record, now, released=drop))
             result.released.append(Released(record, drop, rest))
         done = {p for r in result.released for p in r.patterns}
         for entry in entries:
@@ -289,17 +338,18 @@ def renew(ctx: Context, entries: list[ScopeEntry] | None, *, ttl: int) -> list[L
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         now = ctx.now()
         change = Change()
-        gone = _sweep(table, now, change)
+        gone = sweep(table, now, change)
         wanted = None if entries is None else {e.pattern for e in entries}
+        life = lifecycle.Liveness.of(ctx)
         renewed = []
         for record in table.held_by(ident.holder):
             if record.id in gone or (wanted is not None and not wanted & set(record.paths)):
                 continue
-            fresh = record.with_changes(
+            fresh = lifecycle.rebind(ctx, record, life).with_changes(
                 renewed_at=format_time(now), expires_at=expiry_from(now, ttl)
             )
             change.put.append(fresh)
-            change.events.append(_event("renewed", fresh, now, expires_at=fresh.expires_at))
+            change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
             renewed.append(fresh)
         return change, renewed
 
@@ -313,7 +363,7 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
     def decide(table: Table) -> tuple[Change, LockRecord | None]:
         now = ctx.now()
         change = Change()
-        gone = _sweep(table, now, change)
+        gone = sweep(table, now, change)
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         target = next((r for r in own if entry.pattern in r.paths), None)
         if target is None:
@@ -322,9 +372,10 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
             )
         if target is None:
             return change, None
+        target = lifecycle.rebind(ctx, target, lifecycle.Liveness.of(ctx))
         noted = target.with_changes(notes=(*target.notes, Note(format_time(now), text)))
         change.put.append(noted)
-        change.events.append(_event("noted", noted, now, text=text))
+        change.events.append(event("noted", noted, now, text=text))
         return change, noted
 
     return ctx.store.transact(decide)
@@ -337,7 +388,7 @@ def break_locks(ctx: Context, targets: list[str | ScopeEntry]) -> list[LockRecor
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         now = ctx.now()
         change = Change()
-        gone = _sweep(table, now, change)
+        gone = sweep(table, now, change)
         broken: dict[str, LockRecord] = {}
         for target in targets:
             for record in _targets(table, target):
@@ -345,7 +396,7 @@ def break_locks(ctx: Context, targets: list[str | ScopeEntry]) -> list[LockRecor
                     broken[record.id] = record
         for record in broken.values():
             change.delete.append(record.id)
-            change.events.append(_event("broken", record, now, by=ident.holder))
+            change.events.append(event("broken", record, now, by=ident.holder))
         return change, list(broken.values())
 
     return ctx.store.transact(decide)
@@ -374,10 +425,12 @@ def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     table = ctx.store.read_table()
     now = format_time(ctx.now())
     friends = {ident.holder, *ancestors(ident, table)} | descendants(ident.holder, table)
+    life = lifecycle.Liveness.of(ctx)
     items = []
     for entry in entries:
         locks = [table.records[i] for i in sorted(table.covering(entry))]
-        locks = [r for r in locks if r.expires_at > now]
+        # A dead holder's lock (interrupted work too) blocks no path, as in acquire.
+        locks = [r for r in locks if r.expires_at > now and not life.dead(r)]
         theirs = [r for r in locks if r.holder not in friends]
         if theirs:
             items.append(CheckItem(entry.pattern, "held", theirs))

@@ -5,7 +5,8 @@ Pure string building; the command line decides where the text goes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from gitlocks.locks import AcquireResult, CheckItem, Conflict, ReleaseResult
@@ -30,14 +31,36 @@ def _reason(record: LockRecord) -> str:
     return f' "{record.reason}"' if record.reason else ""
 
 
+def _stale(conflict: Conflict) -> str:
+    if conflict.state != "stale":
+        return ""
+    return f", STALE: quiet for {format_duration(conflict.quiet_seconds)}"
+
+
 def held_line(conflict: Conflict, now: datetime) -> str:
     record = conflict.record
     theirs = sorted({t for _, t in conflict.overlapping})
     mine = sorted({m for m, _ in conflict.overlapping})
     return (
         f"HELD {' '.join(theirs)} by {record.holder} (crosses your {' '.join(mine)})"
-        f"{_reason(record)}, {expires(record, now)} [lock {record.id}]"
+        f"{_stale(conflict)}{_reason(record)}, {expires(record, now)} [lock {record.id}]"
     )
+
+
+def interrupted(records: Sequence[LockRecord]) -> str:
+    """INTERRUPTED WORK: what was left, its notes, and the two ways on."""
+    lines = []
+    for record in records:
+        scope = " ".join(record.paths)
+        lines.append(f"INTERRUPTED WORK on {scope}, left by {record.holder} [lock {record.id}]")
+        if record.reason:
+            lines.append(f"  reason: {record.reason}")
+        lines += [f"  note {n.at}: {n.text}" for n in record.notes]
+        lines.append(
+            f"hint: git alock resume {shlex.quote(record.paths[0])} takes it over with its "
+            f"notes; git alock break {record.id} discards it"
+        )
+    return "\n".join(lines)
 
 
 def acquire(result: AcquireResult, now: datetime) -> str:
@@ -50,6 +73,8 @@ def acquire(result: AcquireResult, now: datetime) -> str:
     if result.status == "already_yours" and result.lock is not None:
         lock = result.lock
         return f"ALREADY YOURS {' '.join(lock.paths)}, {expires(lock, now)} [lock {lock.id}]"
+    if result.status == "interrupted":
+        return interrupted([c.record for c in result.conflicts])
     lines = ["REFUSED"]
     lines += [held_line(c, now) for c in result.conflicts]
     if result.hint:
@@ -96,10 +121,23 @@ def check(items: Sequence[CheckItem], now: datetime) -> str:
     return "\n".join(lines)
 
 
-def table(records: Sequence[LockRecord], me: str, now: datetime) -> str:
+def state_word(record: LockRecord, state: str, now: datetime) -> str:
+    """``STALE 12m`` (quiet for), ``INTERRUPTED`` (dead, notes), ``DEAD``, or empty."""
+    if state == "stale":
+        return f"STALE {format_duration((now - record.last_active()).total_seconds())}"
+    return {"interrupted": "INTERRUPTED", "dead": "DEAD"}.get(state, "")
+
+
+def table(
+    records: Sequence[LockRecord],
+    me: str,
+    now: datetime,
+    states: Mapping[str, str] | None = None,
+) -> str:
     if not records:
         return "no locks"
-    rows = [("", "ID", "HOLDER", "PATHS", "EXPIRES", "REASON")]
+    states = states or {}
+    rows = [("", "ID", "HOLDER", "PATHS", "EXPIRES", "STATE", "REASON")]
     for r in records:
         left = (r.expires() - now).total_seconds()
         rows.append(
@@ -109,12 +147,14 @@ def table(records: Sequence[LockRecord], me: str, now: datetime) -> str:
                 r.holder,
                 " ".join(r.paths),
                 f"in {format_duration(left)}" if left > 0 else "expired",
+                state_word(r, states.get(r.id, "live"), now),
                 r.reason,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    last = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(last)]
     lines = [
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:last])) + "  " + row[last]
         for row in rows
     ]
     return "\n".join(line.rstrip() for line in lines)

@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pygit2
 
+from gitlocks import journal
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.record import LockRecord, RecordError
 from gitlocks.table import Problem, Table
@@ -292,17 +293,45 @@ class Store:
             raise _Conflict
 
     def _journal_commit(self, parent: str | None, events: list[dict[str, Any]]) -> pygit2.Oid:
+        """The next journal commit on ``parent``; on a long chain, on a compacted root."""
         if self._empty_tree is None:
             self._empty_tree = self.repo.TreeBuilder().write()
         now = int(time.time())
         sig = pygit2.Signature(*_SIGNATURE, now, 0)
-        summary = "; ".join(_event_summary(e) for e in events) or "update"
-        body = "\n".join(json.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
-        message = f"{summary[:200]}\n\n{body}\n"
-        parents = [pygit2.Oid(hex=parent)] if parent else []
         if parent is not None and not self._is_commit(parent):
-            parents = []  # a journal ref pointing somewhere odd: start a fresh history
+            parent = None  # a journal ref pointing somewhere odd: start a fresh history
+        seq = 1
+        if parent is not None:
+            head = self.repo[parent]
+            assert isinstance(head, pygit2.Commit)  # checked by _is_commit
+            seq = journal.parse_seq(head.message) + 1
+            policy = journal.KeepPolicy.from_config(self.config_get)
+            if policy.due(seq - 1):
+                root = self._compact(parent, policy, sig)
+                if root != parent:
+                    parent, seq = root, 2
+        parents: list[pygit2.Oid] = [pygit2.Oid(hex=parent)] if parent else []
+        message = journal.message(events, seq)
         return self.repo.create_commit(None, sig, sig, message, self._empty_tree, parents)
+
+    def _compact(self, tip: str, policy: journal.KeepPolicy, sig: pygit2.Signature) -> str:
+        """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.
+
+        Returns ``tip`` itself when nothing would be dropped (an age policy on a busy day).
+        """
+        newest_first = (
+            e
+            for entry in self.journal(start=tip)
+            for e in reversed(entry.events)
+            if e.get("event") != journal.COMPACTED
+        )
+        kept, dropped = policy.retain(newest_first, datetime.now(timezone.utc))
+        if not dropped:
+            return tip
+        marker = journal.compaction_marker(datetime.now(timezone.utc), len(kept), tip)
+        message = journal.message([marker, *kept], 1)
+        tree = self.repo.TreeBuilder().write()
+        return str(self.repo.create_commit(None, sig, sig, message, tree, []))
 
     def _is_commit(self, oid: str) -> bool:
         try:
@@ -330,32 +359,18 @@ class Store:
 
     # --- the journal --------------------------------------------------------------------
 
-    def journal(self, limit: int | None = None) -> Iterator[JournalEntry]:
-        """Journal entries, newest first."""
-        version = self.version()
+    def journal(
+        self, limit: int | None = None, *, start: str | None = None
+    ) -> Iterator[JournalEntry]:
+        """Journal entries (commits), newest first, from ``start`` or the journal ref."""
+        version = self.version() if start is None else start
         if version is None or not self._is_commit(version):
             return
         walk = self.repo.walk(pygit2.Oid(hex=version), pygit2.enums.SortMode.TOPOLOGICAL)
         for count, commit in enumerate(walk):
             if limit is not None and count >= limit:
                 return
-            yield JournalEntry(str(commit.id), tuple(_parse_events(commit.message)))
-
-
-def _parse_events(message: str) -> Iterator[dict[str, Any]]:
-    _, _, body = message.partition("\n\n")
-    for line in body.splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
-
-
-def _event_summary(event: dict[str, Any]) -> str:
-    paths = " ".join(event.get("paths", []))
-    return f"{event.get('event', '?')} {event.get('holder', '')} {paths}".strip()
+            yield JournalEntry(str(commit.id), tuple(journal.parse_events(commit.message)))
 
 
 def _common_dir(git_dir: Path) -> Path:

@@ -163,7 +163,7 @@ def test_list_human_output(repo: Path) -> None:
     alock(repo, "acquire", "src/**", "-m", "refactor", **A)
     alock(repo, "acquire", "docs/**", **B)
     out = alock(repo, "ls", **A).out.splitlines()
-    assert out[0].split() == ["ID", "HOLDER", "PATHS", "EXPIRES", "REASON"]
+    assert out[0].split() == ["ID", "HOLDER", "PATHS", "EXPIRES", "STATE", "REASON"]
     assert out[1].startswith("*") and "agent-a" in out[1] and "refactor" in out[1]
     assert not out[2].startswith("*") and "in 30m" in out[2]
 

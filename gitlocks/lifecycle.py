@@ -1,0 +1,269 @@
+"""Agent lifecycle: is a holder alive, quiet (STALE) or gone (dead, INTERRUPTED WORK)?
+
+States of a live (unexpired) lock, as every verb and listing sees it:
+
+- ``live``: its holder's session process runs, or cannot be judged from here.
+- ``stale``: alive, but it has neither renewed nor noted for ``alock.staleAfter``
+  (default 10m). Only shown; it still blocks until its TTL runs out or it is broken.
+- ``dead``: on this host, its session process is gone (pid absent, or reused by a process
+  with another start time) and it left no notes. The next write that sees it releases it
+  (event ``auto_released``).
+- ``interrupted``: dead, but with notes: INTERRUPTED WORK. It blocks nobody's narrower
+  claim; a claim of the same scope (see :func:`covers_scope`) is answered
+  ``INTERRUPTED WORK`` so that the work is taken over (``resume``) or discarded
+  (``break``) on purpose, never lost by accident.
+
+Liveness is only judged on the host that wrote the record (a pid means nothing
+elsewhere), and only for records whose session is known (a pid and a start time); the
+rest live by their TTL alone. Judging is cheap but not free (a ``/proc`` read each), so
+writers judge only the records a decision touches, through :class:`Liveness`, which
+also remembers each answer for the rest of the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from gitlocks.record import LockRecord, expiry_from, format_time, parse_duration
+from gitlocks.scope import WHOLE_TREE, ScopeEntry, entry_covers, has_wildcards, literal_path
+from gitlocks.table import Table, record_entries
+
+if TYPE_CHECKING:  # locks imports this module; the reverse is needed for types only
+    from gitlocks.locks import Conflict, Context
+
+DEFAULT_STALE_SECONDS = 10 * 60
+State = Literal["live", "stale", "dead", "interrupted"]
+
+
+def stale_after_seconds(config_get: Callable[[str], str | None]) -> int:
+    """``alock.staleAfter`` as seconds, else the 10 minute default."""
+    configured = config_get("alock.staleAfter")
+    if configured is None:
+        return DEFAULT_STALE_SECONDS
+    return parse_duration(configured, what="alock.staleAfter")
+
+
+@dataclass
+class Liveness:
+    """Judges records for one decision, each session process at most once."""
+
+    host: str
+    alive: Callable[[int, str], bool]
+    now: datetime
+    stale_after: int
+    _seen: dict[tuple[int, str], bool] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, ctx: Context) -> Liveness:
+        return cls(ctx.host, ctx.alive, ctx.now(), ctx.stale_seconds())
+
+    def judgeable(self, record: LockRecord) -> bool:
+        """Whether this host can tell if the record's session process still runs."""
+        return (
+            bool(record.host)
+            and record.host == self.host
+            and record.pid > 0
+            and bool(record.pid_start)
+        )
+
+    def dead(self, record: LockRecord) -> bool:
+        if not self.judgeable(record):
+            return False
+        key = (record.pid, record.pid_start)
+        if key not in self._seen:
+            self._seen[key] = self.alive(*key)
+        return not self._seen[key]
+
+    def quiet_seconds(self, record: LockRecord) -> float:
+        return max(0.0, (self.now - record.last_active()).total_seconds())
+
+    def state(self, record: LockRecord) -> State:
+        if self.dead(record):
+            return "interrupted" if record.notes else "dead"
+        if self.quiet_seconds(record) >= self.stale_after:
+            return "stale"
+        return "live"
+
+
+# --- "the same scope" -----------------------------------------------------------------------
+
+
+def _subtree_root(pattern: str) -> str | None:
+    """The literal directory a pattern's whole scope lies under ("" for the root)."""
+    if pattern == WHOLE_TREE:
+        return ""
+    literal = []
+    for segment in pattern.split("/"):
+        if has_wildcards(segment):
+            break
+        literal.append(literal_path(segment))
+    return "/".join(literal)
+
+
+def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> bool:
+    """A safe under-approximation of "outer's scope contains inner's scope"."""
+    fold = str.casefold if ignore_case else str
+    if fold(outer.pattern.removesuffix("/**")) == fold(inner.pattern.removesuffix("/**")):
+        return outer.exact <= inner.exact or not inner.exact
+    if outer.pattern == WHOLE_TREE:
+        return True
+    if outer.exact:
+        return False  # one file contains only itself, handled above
+    base = _subtree_root(inner.pattern)
+    if base is None or base == "":
+        return False
+    # A non-exact pattern covering a path covers everything beneath it (DESIGN rule 4).
+    return entry_covers(outer, base, ignore_case=ignore_case)
+
+
+def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: bool) -> bool:
+    """Whether a claim asks for the whole of a lock's scope: its "same scope".
+
+    True when every pattern of the lock is contained in some pattern of the claim:
+    the identical pattern set, or a claim that covers the lock's literal subtree
+    (``src`` or ``src/**`` contains ``src/api/*.py``), or the whole tree. Containment
+    of two wildcard patterns is not decided beyond equality: such a claim is treated as
+    narrower and not held up by the interrupted work.
+    """
+    claim = list(claim)
+    return all(
+        any(_entry_contains(c, mine, ignore_case) for c in claim) for mine in record_entries(record)
+    )
+
+
+# --- writers' helpers -----------------------------------------------------------------------
+
+
+def auto_release(record: LockRecord, now: datetime, change: Any, gone: set[str]) -> None:
+    """Schedule a dead, note-less lock for deletion by the current write."""
+    from gitlocks.locks import event
+
+    change.delete.append(record.id)
+    change.events.append(event("auto_released", record, now, pid=record.pid))
+    gone.add(record.id)
+
+
+def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
+    """My own lock, left by a dead session of mine (same id, restarted): make it mine again.
+
+    Without this, an agent restarted under the same ``AGENT_ID`` would be told
+    ALREADY YOURS for a lock that the next writer releases as dead.
+    """
+    session = ctx.identity.session
+    if (record.pid, record.pid_start) == (session.pid, session.start_time):
+        return record
+    if not life.dead(record):
+        return record
+    return record.with_changes(
+        host=session.host or ctx.host,
+        pid=session.pid,
+        pid_start=session.start_time,
+        session=session.name,
+    )
+
+
+# --- resume ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ResumeResult:
+    status: Literal["resumed", "held", "not_locked", "refused"]
+    lock: LockRecord | None = None  # the taken-over lock
+    previous: LockRecord | None = None  # as the dead holder left it
+    held: list[LockRecord] = field(default_factory=list)  # live holders of the pattern
+    conflicts: list[Conflict] = field(default_factory=list)  # what blocks the takeover
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "lock": self.lock.to_dict() if self.lock else None,
+            "previous": self.previous.to_dict() if self.previous else None,
+            "held": [r.to_dict() for r in self.held],
+            "conflicts": [c.to_dict() for c in self.conflicts],
+        }
+
+
+def _candidates(table: Table, target: str | ScopeEntry, ignore_case: bool) -> list[LockRecord]:
+    """Locks named by id, holding the pattern, or whose whole scope the pattern covers."""
+    if isinstance(target, str):
+        record = table.get(target)
+        return [record] if record is not None else []
+    found = []
+    for lock_id in sorted(table.overlaps([target])):
+        record = table.records[lock_id]
+        if target.pattern in record.paths or covers_scope([target], record, ignore_case):
+            found.append(record)
+    return found
+
+
+def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
+    """Take over a dead holder's lock (interrupted work) with its notes."""
+    # Imported here: locks imports this module at load time.
+    from gitlocks.locks import Conflict, ancestors, event, sweep
+
+    ident = ctx.identity
+    store = ctx.store
+
+    def decide(table: Table) -> tuple[Any, ResumeResult]:
+        from gitlocks.store import Change
+
+        now = ctx.now()
+        life = Liveness.of(ctx)
+        change = Change()
+        gone = sweep(table, now, change)
+        candidates = [r for r in _candidates(table, target, table.ignore_case) if r.id not in gone]
+        dead = [r for r in candidates if r.holder != ident.holder and life.dead(r)]
+        if not dead:
+            held = [r for r in candidates if r.holder != ident.holder]
+            return change, ResumeResult("held" if held else "not_locked", held=held)
+        taken = dead[0]
+        elders = set(ancestors(ident, table))
+        conflicts = []
+        for lock_id, pairs in sorted(table.overlaps(record_entries(taken)).items()):
+            other = table.records[lock_id]
+            if lock_id in gone or other.id == taken.id or other.holder == ident.holder:
+                continue
+            if other.holder in elders or life.dead(other):
+                continue
+            conflicts.append(Conflict(other, pairs, state=life.state(other)))
+        if conflicts:
+            return change, ResumeResult("refused", previous=taken, conflicts=conflicts)
+        branch, head = store.head_info()
+        session = ident.session
+        stamp = format_time(now)
+        lock = taken.with_changes(
+            holder=ident.holder,
+            parent=ident.parent,
+            renewed_at=stamp,
+            expires_at=expiry_from(now, ttl),
+            host=session.host or ctx.host,
+            pid=session.pid,
+            pid_start=session.start_time,
+            session=session.name,
+            worktree=str(store.root),
+            branch=branch,
+            head=head,
+        )
+        change.put.append(lock)
+        change.events.append(event("resumed", lock, now, by=ident.holder, **{"from": taken.holder}))
+        return change, ResumeResult("resumed", lock=lock, previous=taken)
+
+    result: ResumeResult = store.transact(decide)
+    return result
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
+    """The state of each record, by id (for listings: judges every record given)."""
+    life = Liveness.of(ctx)
+    return {r.id: life.state(r) for r in records}
+
+
+def quiet_for(ctx: Context, records: Iterable[LockRecord]) -> dict[str, float]:
+    life = Liveness.of(ctx)
+    return {r.id: life.quiet_seconds(r) for r in records}
