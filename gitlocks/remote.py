@@ -1,0 +1,400 @@
+"""Remote mode: the lock table lives on a shared git remote, the authority for every clone.
+
+The remote holds the same refs as a local store: ``refs/agent-locks/<id>`` and the
+journal ``refs/agent-locks-meta/journal``. A clone keeps two things:
+
+- staging, ``refs/agent-locks-remote/<remote>/{locks,meta}/*``: exactly the remote's
+  lock namespaces as last seen (fetched, or pushed by us). Only remote mode writes there,
+  so ``fetch --prune`` is safe on it, and it tells a mirrored lock from one never pushed.
+- the local view, ``refs/agent-locks/*`` and the journal: the staged state mirrored, so
+  ``list``, ``check`` and the hook read it offline. A local lock that was never pushed is
+  never deleted or overwritten by a mirror (the ``fetch --prune`` trap, DESIGN.md 5).
+
+Why a push is a compare-and-swap: ``git push --atomic --force-with-lease=<ref>:<old>``
+sends each ref's expected old value with its new one; receive-pack locks every ref,
+compares the old values and applies all of the updates or none. Every write moves the
+journal ref to a new commit that names its predecessor, so its values never repeat, and a
+push that wins proves nobody wrote between our read and our write: two overlapping claims
+from different clones can never both win, even though they touch different lock refs.
+
+Writers are optimistic: they decide against the last known remote state and push. With a
+current view an uncontended claim costs one push; with a stale one the lease fails before
+any objects are sent, and we fetch (only the lock namespaces) and decide again, with
+jittered backoff and a bounded number of tries. An answer that changes nothing (refused,
+already yours) is confirmed by a fetch before it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TypeVar
+
+import pygit2
+
+from gitlocks.errors import RemoteError, UsageError
+from gitlocks.record import LockRecord, format_time, parse_duration, parse_time, utcnow
+from gitlocks.remote_git import (
+    GitRun,
+    failure,
+    lost_race,
+    no_atomic,
+    porcelain,
+    run_git,
+    summarise,
+)
+from gitlocks.store import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
+from gitlocks.table import Table
+
+T = TypeVar("T")
+
+STAGING_PREFIX = "refs/agent-locks-remote/"
+LOCAL_JOURNAL_REF = "refs/agent-locks-meta/local-journal"
+SYNC_FILE = "agent-locks-remote.json"
+DEFAULT_SKEW_SECONDS = 30
+DEFAULT_TIMEOUT_SECONDS = 30
+TRIES = 12
+_REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
+
+
+@dataclass
+class RemoteTable(Table):
+    """The remote's table as last seen, with the ref values a push must lease against.
+
+    ``expired`` allows for clock skew: a lock is written with its writer's clock, so no
+    other machine treats it as expired until ``expires_at`` plus the allowance.
+    """
+
+    refs: dict[str, str] = field(default_factory=dict)
+    skew: int = 0
+
+    def expired(self, now: str) -> list[LockRecord]:
+        return super().expired(format_time(parse_time(now) - timedelta(seconds=self.skew)))
+
+
+def config_seconds(store: Store, key: str, default: int) -> int:
+    value = store.config_get(key)
+    if value is None:
+        return default
+    if value.strip() in ("0", "0s"):
+        return 0
+    return parse_duration(value, what=key)
+
+
+class RemoteStore(Store):
+    """A store whose writes are decided on ``alock.remote`` by compare-and-swap pushes."""
+
+    def __init__(self, repo: pygit2.Repository, remote: str | None = None) -> None:
+        super().__init__(repo)
+        name = remote if remote is not None else self.config_get("alock.remote")
+        if not name:
+            raise UsageError("no lock remote: set one with git alock remote NAME")
+        if not _REMOTE_NAME_RE.match(name) or ".." in name:
+            raise UsageError(f"invalid remote name {name!r} (alock.remote)")
+        if self.config_get(f"remote.{name}.url") is None:
+            raise RemoteError(
+                f"alock.remote names {name!r}, but this repository has no such remote "
+                f"(git remote -v lists them; git alock remote --off returns to local mode)"
+            )
+        self.remote = name
+        self.timeout = config_seconds(self, "alock.remoteTimeout", DEFAULT_TIMEOUT_SECONDS) or 1
+        self.skew = config_seconds(self, "alock.clockSkew", DEFAULT_SKEW_SECONDS)
+        self.staging = f"{STAGING_PREFIX}{name}/"
+        self._remote_cache: RemoteTable | None = None
+        self._rejected: str | None = None
+
+    # --- the remote's state as last seen --------------------------------------------------
+
+    def staged(self) -> tuple[dict[str, str], str | None]:
+        """(lock id -> blob id, journal commit) of the remote as last fetched or pushed."""
+        locks: dict[str, str] = {}
+        journal = None
+        lock_prefix, journal_ref = self.staging + "locks/", self.staging + "meta/journal"
+        for ref in self.repo.references.iterator():
+            name = ref.name
+            if name.startswith(lock_prefix):
+                locks[name[len(lock_prefix) :]] = str(ref.target)
+            elif name == journal_ref:
+                journal = str(ref.target)
+        return locks, journal
+
+    def remote_table(self) -> RemoteTable:
+        locks, journal = self.staged()
+        cached = self._remote_cache
+        if cached is not None and cached.version == journal and cached.refs == locks:
+            return cached
+        records: dict[str, LockRecord] = {}
+        problems = []
+        for lock_id, oid in locks.items():
+            record, problem = self._read_record(LOCK_PREFIX + lock_id, pygit2.Oid(hex=oid))
+            if record is not None:
+                records[record.id] = record
+            elif problem is not None:
+                problems.append(problem)
+        table = RemoteTable(
+            version=journal,
+            ignore_case=self.ignore_case,
+            records=records,
+            problems=problems,
+            refs=locks,
+            skew=self.skew,
+        )
+        self._remote_cache = table
+        return table
+
+    def unpushed(self) -> list[LockRecord]:
+        """Local locks that are not the remote's as last seen: never pushed, or changed."""
+        staged, _ = self.staged()
+        found = []
+        for name, oid in self._lock_refs():
+            if staged.get(name[len(LOCK_PREFIX) :]) != str(oid):
+                record, _ = self._read_record(name, oid)
+                if record is not None:
+                    found.append(record)
+        return found
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
+        with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
+            now = format_time(utcnow())
+            waiting = [r for r in self.unpushed() if r.expires_at > now]
+            if waiting:
+                raise RemoteError(
+                    f"{len(waiting)} live local lock(s) were never pushed to {self.remote!r} "
+                    f"(e.g. {' '.join(waiting[0].paths)} held by {waiting[0].holder}): run "
+                    f"git alock remote {self.remote} to push them, or git alock remote --off"
+                )
+            return self._transact_locked(decide, tries=max(1, tries))
+
+    def _transact_locked(
+        self, decide: Callable[[Table], tuple[Change, T]], *, tries: int, fetched: bool = False
+    ) -> T:
+        if not fetched and self.last_sync() is None:
+            self.fetch()
+            fetched = True
+        for attempt in range(tries):
+            table = self.remote_table()
+            change, result = decide(table)
+            if not change:
+                # Nothing to push, so nothing proves the view current: confirm it first.
+                if fetched or not self.fetch():
+                    return result
+                fetched = True
+                continue
+            if self._push(table, change):
+                return result
+            time.sleep(random.uniform(0, min(0.8, 0.02 * 2**attempt)))
+            if not self.fetch() and self._rejected:
+                # The remote did not move, so this was no race: it refused the refs.
+                raise RemoteError(
+                    f"the lock remote {self.remote!r} refused the lock refs "
+                    f"({self._rejected}). Some hosts refuse refs outside refs/heads and "
+                    "refs/tags, or refs that point at blobs: use a dedicated bare repository "
+                    "as the lock remote, or local mode (git alock remote --off)"
+                )
+            fetched = True
+        raise RemoteError(
+            f"the lock remote {self.remote!r} kept changing under us ({tries} tries); try again"
+        )
+
+    def _push(self, table: RemoteTable, change: Change) -> bool:
+        """One compare-and-swap push of ``change``; True when it won, False on a lost race."""
+        self._rejected = None
+        repo = self.repo
+        blobs = {r.id: str(repo.create_blob(r.to_json())) for r in change.put}
+        commit = str(self._journal_commit(table.version, change.events))
+        leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
+        specs = [f"{commit}:{JOURNAL_REF}"]
+        new = dict(table.refs)
+        for lock_id in dict.fromkeys(change.delete):
+            leases.append(
+                f"--force-with-lease={LOCK_PREFIX}{lock_id}:{table.refs.get(lock_id, '')}"
+            )
+            specs.append(f":{LOCK_PREFIX}{lock_id}")
+            new.pop(lock_id, None)
+        for lock_id, blob in blobs.items():
+            leases.append(
+                f"--force-with-lease={LOCK_PREFIX}{lock_id}:{table.refs.get(lock_id, '')}"
+            )
+            specs.append(f"{blob}:{LOCK_PREFIX}{lock_id}")
+            new[lock_id] = blob
+        run = self._git(
+            ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+            what="push to",
+        )
+        lines = porcelain(run.out)
+        if run.code == 0 and lines:
+            if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
+                return False  # someone pushed this very journal commit: not our win
+            self._mirror(table.refs, new, commit, write_staging=True)
+            self._stamp()
+            return True
+        if not lines or "does not support --atomic" in run.err:
+            raise failure(run, self.remote, "push")
+        if lost_race(lines):
+            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
+            return False
+        reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
+        raise RemoteError(
+            f"the lock remote {self.remote!r} refused the lock refs ({'; '.join(reasons)}). "
+            "Some hosts refuse refs outside refs/heads and refs/tags, or refs that point at "
+            "blobs: use a dedicated bare repository as the lock remote, or local mode "
+            "(git alock remote --off)"
+        )
+
+    # --- reading the remote ---------------------------------------------------------------
+
+    def fetch(self) -> bool:
+        """Fetch the remote's lock namespaces into staging and mirror them; True if moved."""
+        old_locks, old_journal = self.staged()
+        self._clear_staging_lockfiles()
+        run = self._git(
+            [
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                "--no-show-forced-updates",
+                # Only our refspecs: --refmap= stops the remote's configured fetch refspecs
+                # from updating other refs too, so --prune can only touch staging.
+                "--refmap=",
+                "--prune",
+                self.remote,
+                f"+refs/agent-locks/*:{self.staging}locks/*",
+                f"+refs/agent-locks-meta/*:{self.staging}meta/*",
+            ],
+            what="fetch from",
+        )
+        if run.code != 0:
+            raise failure(run, self.remote, "fetch")
+        new_locks, new_journal = self.staged()
+        self._mirror(old_locks, new_locks, new_journal, write_staging=False)
+        self._stamp()
+        return (old_locks, old_journal) != (new_locks, new_journal)
+
+    def sync(self) -> bool:
+        with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
+            return self.fetch()
+
+    def probe(self) -> None:
+        """Check that the remote answers and takes atomic pushes; raise ``RemoteError`` if not.
+
+        The dry-run deletion of a ref that does not exist changes nothing anywhere, but git
+        still negotiates the push, so it fails when ``atomic`` is not advertised.
+        """
+        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
+        if run.code != 0:
+            raise failure(run, self.remote, "ls-remote")
+        probe = f":{STAGING_PREFIX}probe"
+        run = self._git(
+            ["push", "--dry-run", "--atomic", "--porcelain", "--no-verify", self.remote, probe],
+            what="push to",
+        )
+        if "does not support --atomic" in run.err:
+            raise no_atomic(self.remote)
+        if run.code != 0:
+            raise failure(run, self.remote, "push --dry-run")
+
+    def _git(self, args: list[str], *, what: str) -> GitRun:
+        return run_git(
+            os.fspath(self.git_dir), args, remote=self.remote, what=what, timeout=self.timeout
+        )
+
+    # --- the local view ---------------------------------------------------------------------
+
+    def _mirror(
+        self,
+        old: dict[str, str],
+        new: dict[str, str],
+        journal: str | None,
+        *,
+        write_staging: bool,
+    ) -> None:
+        """Move staging (when asked) and the local view from ``old`` to ``new``.
+
+        A local lock whose value is neither the old nor the new remote one was never pushed:
+        it is left exactly as it is.
+        """
+        updates: dict[str, str | None] = {}
+        for lock_id in sorted(old.keys() | new.keys()):
+            if write_staging and old.get(lock_id) != new.get(lock_id):
+                updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
+            ref = self.repo.references.get(LOCK_PREFIX + lock_id)
+            local = None if ref is None else str(ref.target)
+            if local is not None and local not in (old.get(lock_id), new.get(lock_id)):
+                continue
+            if local != new.get(lock_id):
+                updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
+        if journal is not None:
+            if write_staging:
+                updates[f"{self.staging}meta/journal"] = journal
+            if self.version() != journal:
+                updates[JOURNAL_REF] = journal
+        self.set_refs(updates)
+
+    def set_refs(self, updates: dict[str, str | None]) -> None:
+        """Set or (``None``) delete refs in one local transaction."""
+        if not updates:
+            return
+        self._clear_stale_lockfiles(list(updates))
+        try:
+            with self.repo.transaction() as tx:
+                for name in updates:
+                    tx.lock_ref(name)
+                for name, value in updates.items():
+                    if value is None:
+                        if self.repo.references.get(name) is not None:
+                            tx.remove(name)
+                    else:
+                        tx.set_target(name, pygit2.Oid(hex=value), message="gitlocks remote")
+        except pygit2.GitError as exc:
+            raise RemoteError(f"cannot update the local view of the lock remote: {exc}") from exc
+        finally:
+            self._cache = None
+            self._remote_cache = None
+
+    def _clear_staging_lockfiles(self) -> None:
+        """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""
+        base = self.common_dir / self.staging
+        if not base.is_dir():
+            return
+        for path in base.rglob("*.lock"):
+            rel = path.relative_to(self.common_dir).as_posix()
+            self._clear_stale_lockfiles([rel[: -len(".lock")]])
+
+    # --- when we last heard from the remote ------------------------------------------------
+
+    def _stamp(self) -> None:
+        write_sync_times(self, {**read_sync_times(self), self.remote: time.time()})
+
+    def last_sync(self) -> float | None:
+        return read_sync_times(self).get(self.remote)
+
+
+def read_sync_times(store: Store) -> dict[str, float]:
+    try:
+        data = json.loads((store.common_dir / SYNC_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
+
+
+def write_sync_times(store: Store, times: dict[str, float]) -> None:
+    path = store.common_dir / SYNC_FILE
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(times, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RemoteError(f"cannot record the sync time in {path}: {exc.strerror}") from exc

@@ -1,0 +1,169 @@
+"""The git command line as remote mode uses it: bounded runs and plain-language failures.
+
+Remote mode never pushes with libgit2: its pushes have no ``atomic`` capability and do not
+check old values (DESIGN.md section 5). Everything that talks to the remote runs ``git``
+as a subprocess, in its own session (so ssh cannot prompt on our terminal and a timeout
+can kill the whole process group), with prompts off and a time limit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+
+from gitlocks.errors import RemoteError
+
+# Variables that point git at a repository, index or object store. Inside a hook git sets
+# some of them for the repository it runs in; we name our repository with --git-dir.
+_REPO_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_QUARANTINE_PATH",
+    "GIT_NAMESPACE",
+)
+
+# Keep our ref writes out of reflogs (gc complains about blob reflogs, section 5), and keep
+# a push or fetch from starting background maintenance.
+_CONFIG = (
+    "-c",
+    "core.logAllRefUpdates=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "fetch.recurseSubmodules=false",
+    "-c",
+    "push.recurseSubmodules=no",
+)
+
+_AUTH = re.compile(
+    r"authentication failed|permission denied|access denied|could not read (username|password)"
+    r"|terminal prompts disabled|\b401\b|\b403\b|invalid credentials|unauthorized"
+    r"|publickey|not authorized",
+    re.IGNORECASE,
+)
+_NO_ATOMIC = "does not support --atomic"
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"  # we read git's messages, so keep them in one language
+    return env
+
+
+@dataclass(frozen=True)
+class GitRun:
+    code: int
+    out: str
+    err: str
+
+
+def run_git(git_dir: str, args: list[str], *, remote: str, what: str, timeout: float) -> GitRun:
+    """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteError``."""
+    cmd = ["git", f"--git-dir={git_dir}", *_CONFIG, *args]
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=git_env(),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise RemoteError(f"cannot run git: {exc.strerror}") from exc
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise RemoteError(
+            f"{what} {remote!r} timed out after {timeout:g}s (alock.remoteTimeout); nothing "
+            "changed locally. If it was a push the remote may still have applied it: "
+            "git alock sync shows the remote's state"
+        ) from None
+    return GitRun(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    proc.communicate()
+
+
+def failure(run: GitRun, remote: str, what: str) -> RemoteError:
+    """Turn a failed git run into one plain sentence, keeping git's own words."""
+    text = run.err
+    summary = summarise(text)
+    if _NO_ATOMIC in text:
+        return no_atomic(remote)
+    if _AUTH.search(text):
+        return RemoteError(f"authentication to the lock remote {remote!r} was refused: {summary}")
+    return RemoteError(f"cannot reach the lock remote {remote!r} ({what}): {summary}")
+
+
+def no_atomic(remote: str) -> RemoteError:
+    return RemoteError(
+        f"the lock remote {remote!r} does not support atomic pushes (git push --atomic), "
+        "which remote mode needs so that two overlapping claims can never both win. Use a "
+        "dedicated bare repository (over ssh or git://) as the lock remote, or local mode: "
+        "git alock remote --off"
+    )
+
+
+def summarise(stderr: str) -> str:
+    """git's most telling lines, joined: ``fatal:``/``error:`` first, hints and noise dropped."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("hint:", "To ", "Done"))]
+    noise = ("the remote end hung up", "failed to push some refs", "please make sure")
+    telling = [ln for ln in lines if not any(n in ln.lower() for n in noise)]
+    picked = [ln for ln in telling if ln.startswith(("fatal:", "error:", "ERROR:", "remote:"))]
+    chosen = (picked or telling or lines)[:3]
+    return " / ".join(chosen) if chosen else "git gave no reason"
+
+
+@dataclass(frozen=True)
+class PushLine:
+    """One ref's line of ``git push --porcelain``: flag, destination ref and summary."""
+
+    flag: str
+    ref: str
+    summary: str
+
+    @property
+    def reason(self) -> str:
+        match = re.search(r"\(([^)]*)\)\s*$", self.summary)
+        return match.group(1) if match else self.summary
+
+
+def porcelain(stdout: str) -> list[PushLine]:
+    found = []
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and len(parts[0]) == 1:
+            found.append(PushLine(parts[0], parts[1].rpartition(":")[2], parts[2]))
+    return found
+
+
+# Reasons a ref is rejected when another writer got there first: the client saw a moved
+# ref ("stale info"), or the server's compare failed under its ref lock. With --atomic,
+# every other ref of the push then reports an "atomic push fail..." reason too.
+RACE_REASONS = ("stale info", "failed to update ref", "failed to lock", "atomic push fail")
+
+
+def lost_race(lines: list[PushLine]) -> bool:
+    rejected = [ln for ln in lines if ln.flag == "!"]
+    return bool(rejected) and all(
+        any(r in ln.reason for r in RACE_REASONS) or "atomic" in ln.reason for ln in rejected
+    )

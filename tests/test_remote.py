@@ -1,0 +1,327 @@
+"""Remote mode against real remotes: bare repositories over file:// and a loopback daemon."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock
+from remote_fixtures import (
+    Daemon,
+    alock_cli,
+    daemon,
+    finish,
+    make_bare,
+    make_clone,
+    refs_of,
+    remote_events,
+    remote_locks,
+)
+
+from gitlocks import patterns_overlap
+from gitlocks.identity import resolve_identity
+from gitlocks.locks import Context, acquire
+from gitlocks.record import utcnow
+from gitlocks.remote import RemoteStore
+from gitlocks.remote_git import GitRun, failure, lost_race, porcelain
+from gitlocks.scope import ScopeEntry
+
+__all__ = ["daemon"]  # the fixture, imported so pytest finds it
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Path:
+    return make_bare(tmp_path / "locks.git")
+
+
+@pytest.fixture
+def two(bare: Path, tmp_path: Path) -> tuple[Path, Path]:
+    return make_clone(bare.as_uri(), tmp_path / "a"), make_clone(bare.as_uri(), tmp_path / "b")
+
+
+def test_claim_on_one_clone_is_refused_on_another_until_released(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    got = alock(a, "acquire", "src/api/**", "-m", "auth", **A)
+    assert got.code == 0, got.err
+    [lock_id] = remote_locks(bare)
+    refused = alock(b, "acquire", "src/api/auth.py", **B)
+    assert refused.code == 1 and refused.word == "REFUSED"
+    assert "HELD src/api/** by agent-a" in refused.out
+    assert alock(b, "acquire", "docs/**", **B).code == 0
+    assert alock(a, "release", "src/api/**", **A).code == 0
+    assert lock_id not in remote_locks(bare)
+    assert alock(b, "acquire", "src/api/auth.py", **B).code == 0
+    holders = sorted(r.holder for r in remote_locks(bare).values())
+    assert holders == ["agent-b", "agent-b"]
+
+
+def test_local_view_follows_the_remote_and_says_how_old_it_is(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    # B has not heard from the remote since: its offline view is the last known state.
+    stale = alock(b, "list", "--json")
+    assert stale.json() == [] and "lock view of remote 'origin' as of" in stale.err
+    assert alock(b, "check", "src/x.py", **B).code == 0
+    fresh = alock(b, "list", "--json", "--fresh")
+    assert [r["holder"] for r in fresh.json()] == ["agent-a"]
+    assert alock(b, "check", "src/x.py", **B).code == 1  # offline now, from the mirror
+    assert "refs/agent-locks/" in refs_of(b)
+    synced = alock(b, "sync")
+    assert synced.code == 0 and synced.word.startswith("SYNCED origin: 1 lock(s)")
+    assert alock(a, "release", "--all", **A).code == 0
+    assert alock(b, "sync").code == 0
+    assert alock(b, "list", "--json").json() == []
+    assert "refs/agent-locks/" not in git(b, "for-each-ref", "refs/agent-locks/")
+
+
+def test_journal_events_arrive_on_the_remote_with_the_locks(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    got = alock(a, "acquire", "src/**", "--json", **A).json()
+    alock(a, "note", "src/**", "half done", **A)
+    alock(b, "sync")  # break resolves an id against the local view
+    assert alock(b, "break", got["lock"]["id"], **B).code == 0
+    kinds = [(e["event"], e["id"]) for e in remote_events(bare)]
+    lock_id = got["lock"]["id"]
+    assert kinds == [("granted", lock_id), ("noted", lock_id), ("broken", lock_id)]
+    assert remote_locks(bare) == {}
+    # Both clones' journals are the remote's.
+    tip = git(bare, "rev-parse", "refs/agent-locks-meta/journal")
+    for clone in (a, b):
+        alock(clone, "sync")
+        assert git(clone, "rev-parse", "refs/agent-locks-meta/journal") == tip
+
+
+def test_fetch_never_touches_branches_tags_or_unpushed_locks(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    assert alock(a, "acquire", "docs/**", **A).code == 0  # local mode: never pushed
+    git(a, "tag", "v1")
+    git(a, "config", "alock.remote", "origin")  # set by hand, skipping the migration
+    before = refs_of(a)
+    refused = alock(a, "acquire", "src/**", **A)
+    assert refused.code == 2 and "never pushed to 'origin'" in refused.err
+    assert "git alock remote origin" in refused.err
+    other = make_clone(bare.as_uri(), tmp_path / "o")
+    assert alock(other, "acquire", "src/**", **B).code == 0
+    assert alock(a, "sync").code == 0
+    after = refs_of(a)
+    kept = [ln for ln in before.splitlines() if "agent-locks-meta" not in ln]
+    assert set(kept) <= set(after.splitlines())  # branches, tags and the local lock
+    assert [r["holder"] for r in alock(a, "list", "--json").json()] == ["agent-a", "agent-b"]
+
+
+def test_switching_pushes_live_local_locks(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    mine = alock(a, "acquire", "docs/**", "--json", **A).json()["lock"]
+    switched = alock(a, "remote", "origin")
+    assert switched.code == 0, switched.err
+    assert "pushed 1 live local lock(s) to origin" in switched.out
+    assert list(remote_locks(bare)) == [mine["id"]]
+    assert [e["event"] for e in remote_events(bare)] == ["adopted"]
+    assert git(a, "config", "alock.remote").strip() == "origin"
+    assert git(a, "rev-parse", "--verify", "-q", "refs/agent-locks-meta/local-journal")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(b, "acquire", "docs/x.md", **B).code == 1
+    shown = alock(a, "remote")
+    assert shown.code == 0 and shown.word.startswith("REMOTE origin")
+    assert "takes atomic pushes" in shown.out
+
+
+def test_switching_refuses_when_local_locks_conflict(bare: Path, tmp_path: Path) -> None:
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(b, "acquire", "src/**", **B).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    assert alock(a, "acquire", "src/api/**", **A).code == 0
+    before = refs_of(a)
+    refused = alock(a, "remote", "origin")
+    assert refused.code == 1 and refused.word.startswith("REFUSED: still in local mode")
+    assert "HELD src/** by agent-b on origin (crosses local src/api/** of agent-a)" in refused.out
+    assert git(a, "config", "alock.remote", check=False) == ""
+    assert [r.holder for r in remote_locks(bare).values()] == ["agent-b"]
+    mine = {ln for ln in before.splitlines() if ln.startswith("refs/agent-locks/")}
+    assert mine <= set(refs_of(a).splitlines())  # the local lock is still there
+
+
+def test_switching_off_says_what_happens_to_the_mirror(two: tuple[Path, Path]) -> None:
+    a, b = two
+    assert alock(b, "acquire", "src/**", **B).code == 0
+    alock(a, "sync")
+    off = alock(a, "remote", "--off")
+    assert off.code == 0 and off.word.startswith("LOCAL: left remote mode (origin)")
+    assert "1 lock(s) mirrored from origin stay in the local view" in off.out
+    assert alock(a, "acquire", "src/x.py", **A).code == 1  # still blocks here, locally
+    assert "refs/agent-locks-remote/" not in refs_of(a)
+    assert git(b, "config", "alock.remote").strip() == "origin"
+    forget = alock(b, "remote", "--off", "--forget")
+    assert "dropped the 1 lock(s) mirrored from origin" in forget.out
+    assert alock(b, "list", "--json").json() == []
+    assert alock(b, "remote").word.startswith("LOCAL")
+
+
+def test_expiry_allows_for_clock_skew(two: tuple[Path, Path], bare: Path) -> None:
+    a, b = two
+    # A lock written by a machine whose clock says it expired 10 s ago.
+    ctx = Context(
+        store=RemoteStore.discover(a),
+        identity=resolve_identity("agent-a"),
+        clock=lambda: utcnow() - timedelta(seconds=70),
+    )
+    assert acquire(ctx, [ScopeEntry("src/**")], ttl=60).status == "acquired"
+    assert alock(b, "acquire", "src/x.py", **B).code == 1  # inside the 30 s allowance
+    git(b, "config", "alock.clockSkew", "5s")
+    got = alock(b, "acquire", "src/x.py", **B)
+    assert got.code == 0, got.out
+    assert [e["event"] for e in remote_events(bare)] == ["granted", "expired", "granted"]
+
+
+def test_remote_without_atomic_pushes_gives_a_clear_error(tmp_path: Path) -> None:
+    bare = make_bare(tmp_path / "plain.git", **{"receive.advertiseAtomic": "false"})
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    switched = alock(a, "remote", "origin")
+    assert switched.code == 2
+    assert "does not support atomic pushes" in switched.err
+    assert "dedicated bare repository" in switched.err and "git alock remote --off" in switched.err
+    assert git(a, "config", "alock.remote", check=False) == ""
+    git(a, "config", "alock.remote", "origin")
+    before = refs_of(a)
+    got = alock(a, "acquire", "src/**", **A)
+    assert got.code == 2 and "does not support atomic pushes" in got.err
+    assert refs_of(a).replace(" ", "") != "" and before.splitlines() == [
+        ln for ln in refs_of(a).splitlines() if "agent-locks-remote" not in ln
+    ]
+
+
+def _hook(bare: Path, body: str) -> None:
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\n" + body + "\n")
+    hook.chmod(0o755)
+
+
+def test_remote_that_rejects_lock_refs(two: tuple[Path, Path], bare: Path) -> None:
+    a, _ = two
+    _hook(bare, "echo 'refs outside refs/heads are not allowed' >&2; exit 1")
+    before = refs_of(a)
+    got = alock(a, "acquire", "src/**", **A)
+    assert got.code == 2, got.out
+    assert "refused the lock refs" in got.err and "pre-receive hook declined" in got.err
+    assert refs_of(a) == before
+
+
+def test_push_that_times_out(two: tuple[Path, Path], bare: Path) -> None:
+    a, _ = two
+    _hook(bare, "sleep 5")
+    git(a, "config", "alock.remoteTimeout", "1s")
+    before = refs_of(a)
+    started = time.monotonic()
+    got = alock(a, "acquire", "src/**", **A)
+    assert got.code == 2 and "timed out after 1s (alock.remoteTimeout)" in got.err
+    assert time.monotonic() - started < 4
+    assert refs_of(a) == before
+
+
+@pytest.mark.slow
+def test_daemon_stopped_mid_run_then_back(daemon: Daemon, tmp_path: Path) -> None:
+    bare = make_bare(daemon.base / "locks.git")
+    a = make_clone(daemon.url("locks.git"), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    daemon.stop()
+    before = refs_of(a)
+    for args in (("acquire", "docs/**"), ("release", "src/**"), ("sync",)):
+        got = alock(a, *args, **A)
+        assert got.code == 2 and got.err.startswith("error: cannot reach the lock remote 'origin'")
+        assert "Connection refused" in got.err or "unable to connect" in got.err
+        assert refs_of(a) == before
+    assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # offline reads work
+    daemon.start()
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    assert sorted(p for r in remote_locks(bare).values() for p in r.paths) == ["docs/**", "src/**"]
+
+
+def _overlapping_pairs(records: list[tuple[str, tuple[str, ...]]]) -> list[object]:
+    return [
+        (x, y)
+        for x, y in combinations(records, 2)
+        if x[0] != y[0] and any(patterns_overlap(p, q) for p in x[1] for q in y[1])
+    ]
+
+
+@pytest.mark.slow
+def test_four_clones_two_claimers_each_race(daemon: Daemon, tmp_path: Path) -> None:
+    bare = make_bare(daemon.base / "locks.git")
+    clones = [make_clone(daemon.url("locks.git"), tmp_path / f"c{i}") for i in range(4)]
+    shared = ["shared/**", "shared/a/**", "shared/a/x.py", "shared/*/x.py", "shared/b/**"]
+    for round_no in range(3):
+        procs = []
+        for k in range(8):
+            clone = clones[k // 2]
+            pattern = shared[(k + round_no) % len(shared)] if k % 2 == 0 else f"own/{k}/**"
+            holder = f"c{k}-r{round_no}"
+            env = {"AGENT_ID": holder}
+            procs.append((holder, clone, alock_cli(clone, "acquire", pattern, "--json", env=env)))
+        winners = {}
+        for holder, clone, proc in procs:
+            got = finish(proc)
+            assert got.code in (0, 1), got.err
+            doc = got.json()
+            if holder.startswith(tuple(f"c{k}-" for k in (1, 3, 5, 7))):
+                assert doc["status"] == "acquired", got.err  # disjoint claims all win
+            if doc["status"] == "acquired":
+                winners[doc["lock"]["id"]] = (holder, clone)
+        held = remote_locks(bare)
+        assert set(held) == set(winners)
+        assert not _overlapping_pairs([(r.holder, r.paths) for r in held.values()])
+        releases = [
+            alock_cli(clone, "release", "--all", env={"AGENT_ID": holder})
+            for holder, clone in winners.values()
+        ]
+        for proc in releases:
+            assert finish(proc).code == 0
+        assert remote_locks(bare) == {}
+    # Replay the remote journal: at no point did two holders hold overlapping locks.
+    live: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for event in remote_events(bare):
+        if event["event"] == "granted":
+            entry = (str(event["holder"]), tuple(event["paths"]))  # type: ignore[arg-type]
+            assert not _overlapping_pairs([entry, *live.values()])
+            live[str(event["id"])] = entry
+        elif event["event"] in ("released", "expired", "broken"):
+            live.pop(str(event["id"]), None)
+    assert live == {}
+
+
+def test_push_results_and_git_messages_are_read_right() -> None:
+    out = (
+        "To git://x/locks.git\n"
+        "!\tab:refs/agent-locks/a\t[rejected] (stale info)\n"
+        "!\tab:refs/agent-locks-meta/journal\t[rejected] (atomic push failed)\n"
+        "Done\n"
+    )
+    lines = porcelain(out)
+    assert [ln.ref for ln in lines] == ["refs/agent-locks/a", "refs/agent-locks-meta/journal"]
+    assert lost_race(lines)
+    declined = porcelain("!\tab:refs/agent-locks/a\t[remote rejected] (pre-receive hook declined)")
+    assert not lost_race(declined)
+    auth = failure(GitRun(128, "", "fatal: Authentication failed for 'https://h/r'\n"), "o", "push")
+    assert "authentication to the lock remote 'o' was refused" in str(auth)
+    assert "Authentication failed" in str(auth)
+    ssh = failure(
+        GitRun(128, "", "git@h: Permission denied (publickey).\nfatal: Could not read from\n"),
+        "o",
+        "fetch",
+    )
+    assert "authentication" in str(ssh)
+    unreachable = GitRun(128, "", "fatal: unable to access: Could not resolve host: h\n")
+    gone = failure(unreachable, "o", "x")
+    assert str(gone).startswith("cannot reach the lock remote 'o' (x): fatal: unable to access")
