@@ -256,38 +256,54 @@ def follow(
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
     include_refusals: bool = True,
-) -> Iterator[Event]:
-    """Yield events as they are journaled (and refused, locally), forever.
+) -> Iterator[list[Event]]:
+    """Yield, once per poll, the events journaled (and refused, locally) since the last.
 
+    Forever; an idle poll yields an empty list, so the caller can stop on its own terms.
     Polling is cheap: one ref read per interval, and a walk only when it moved. The
     refusal log is followed by its size.
     """
     seen = store.version()
     path = refusals_path(store)
     offset = _size(path)
+    first = True
     while True:
+        if not first:
+            sleep(interval)
+        first = False
+        batch: list[Event] = []
         version = store.version()
         if version != seen and version is not None:
-            yield from _new_since(store, seen, version)
+            batch += _new_since(store, seen, version)
             seen = version
         if include_refusals:
-            size = _size(path)
-            if size < offset:
-                offset = 0  # trimmed: read it again from the start
-            if size > offset:
-                with open(path, "rb") as f:
-                    f.seek(offset)
-                    chunk = f.read(size - offset)
-                complete, _, _ = chunk.rpartition(b"\n")
-                offset += len(complete) + 1 if complete else 0
-                for line in complete.decode("utf-8", "replace").splitlines():
-                    try:
-                        event = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    if isinstance(event, dict):
-                        yield event
-        sleep(interval)
+            offset, found = _read_from(path, offset)
+            batch += found
+        yield batch
+
+
+def _read_from(path: Path, offset: int) -> tuple[int, list[Event]]:
+    """Complete JSON lines appended to ``path`` after ``offset``, and the new offset."""
+    size = _size(path)
+    if size < offset:
+        offset = 0  # trimmed: read it again from the start
+    if size <= offset:
+        return offset, []
+    with open(path, "rb") as f:
+        f.seek(offset)
+        chunk = f.read(size - offset)
+    complete, newline, _ = chunk.rpartition(b"\n")
+    if not newline:
+        return offset, []  # a line still being written
+    found = []
+    for line in complete.decode("utf-8", "replace").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            found.append(event)
+    return offset + len(complete) + 1, found
 
 
 def _size(path: Path) -> int:

@@ -1,0 +1,109 @@
+"""The agent skill: instructions teaching a coding agent the lock protocol.
+
+The text ships in the package (``gitlocks/data/SKILL.md``, with the front matter Claude's
+skills read). Each tool gets it where it looks for instructions:
+
+- ``claude``: ``.claude/skills/gitlocks/SKILL.md`` (a project skill).
+- ``cursor``: ``.cursor/rules/gitlocks.mdc`` (a project rule, always applied).
+- ``codex`` and ``agents``: a marked section of ``AGENTS.md``, which both read; the
+  rest of that file is left alone.
+
+Nothing is overwritten unless asked: a different existing copy is refused without
+``force``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from gitlocks.errors import UsageError
+
+TOOLS = ("claude", "codex", "cursor", "agents")
+BEGIN = "<!-- gitlocks:begin (written by git alock skill install; edits are replaced) -->"
+END = "<!-- gitlocks:end -->"
+
+
+def skill_text() -> str:
+    """The shipped SKILL.md, front matter included."""
+    return (resources.files("gitlocks") / "data" / "SKILL.md").read_text(encoding="utf-8")
+
+
+def _split() -> tuple[str, str]:
+    """(description, body) of the shipped text."""
+    text = skill_text()
+    _, front, body = text.split("---\n", 2)
+    description = ""
+    for line in front.splitlines():
+        if line.startswith("description:"):
+            description = line.partition(":")[2].strip()
+    return description, body.lstrip("\n")
+
+
+def text_for(tool: str) -> str:
+    """What ``skill install --for TOOL`` writes (for AGENTS.md: the marked section)."""
+    if tool not in TOOLS:
+        raise UsageError(f"unknown --for {tool!r}: use one of {', '.join(TOOLS)}")
+    if tool == "claude":
+        return skill_text()
+    description, body = _split()
+    if tool == "cursor":
+        return f"---\ndescription: {description}\nalwaysApply: true\n---\n\n{body}"
+    return f"{BEGIN}\n{body.rstrip()}\n{END}\n"
+
+
+def destination(tool: str, base: Path) -> Path:
+    if tool == "claude":
+        return base / ".claude" / "skills" / "gitlocks" / "SKILL.md"
+    if tool == "cursor":
+        return base / ".cursor" / "rules" / "gitlocks.mdc"
+    return base / "AGENTS.md"
+
+
+@dataclass
+class Installed:
+    status: Literal["installed", "updated", "unchanged", "refused"]
+    path: Path
+
+
+def install(tool: str, base: Path, *, force: bool = False) -> Installed:
+    """Write the skill for ``tool`` under ``base``; refuse to replace a different copy."""
+    wanted = text_for(tool)
+    path = destination(tool, base)
+    try:
+        current = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    if tool in ("codex", "agents"):
+        new = _with_section(current or "", wanted)
+        if current is not None and new == current:
+            return Installed("unchanged", path)
+        if current is not None and BEGIN in current and not force:
+            return Installed("refused", path)
+    else:
+        new = wanted
+        if current == wanted:
+            return Installed("unchanged", path)
+        if current is not None and not force:
+            return Installed("refused", path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(new, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from exc
+    return Installed("installed" if current is None else "updated", path)
+
+
+def _with_section(document: str, section: str) -> str:
+    """``document`` with its gitlocks section replaced, or the section appended."""
+    start = document.find(BEGIN)
+    end = document.find(END, start)
+    if start >= 0 and end >= 0:
+        return document[:start] + section.rstrip("\n") + document[end + len(END) :]
+    if not document:
+        return section
+    return document.rstrip("\n") + "\n\n" + section
