@@ -1,0 +1,482 @@
+"""The bundled hooks, through real ``git commit`` and ``git push`` with the hooks installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import Result, alock, alock_process
+
+from gitlocks import hooks
+
+PROJECT = Path(__file__).resolve().parents[1]
+BIN = os.path.dirname(sys.executable)
+A = {"AGENT_ID": "agent-a", "AGENT_PARENT_ID": "lead-a"}
+B = {"AGENT_ID": "agent-b", "AGENT_PARENT_ID": "lead-b"}
+
+
+def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """git as a user runs it: with gitlocks on PATH and, maybe, an agent id."""
+    full = dict(os.environ)
+    full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
+    full.update(env or {})
+    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def commit(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    return run_git(cwd, "commit", "-q", "-m", "change", *args, env=env)
+
+
+def alock_lines(result: Result) -> list[str]:
+    return [line for line in result.err.splitlines() if line.startswith("alock: ")]
+
+
+def head_subject(cwd: Path) -> str:
+    return git(cwd, "log", "-1", "--format=%s").strip()
+
+
+def edit(cwd: Path, rel: str, text: str = "x\n") -> Path:
+    path = cwd / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def hooked(repo: Path) -> Path:
+    """``repo`` with src/api/auth.py, a lock of agent-a on src/api/**, and our hooks."""
+    edit(repo, "src/api/auth.py", "auth\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "api")
+    got = alock(repo, "acquire", "src/api/**", "-m", "rewrite auth", **A)
+    assert got.code == 0, got.err
+    assert alock(repo, "install-hooks", "--pre-push").code == 0
+    return repo
+
+
+# --- the pre-commit check ------------------------------------------------------------------
+
+
+def test_warn_mode_names_path_holder_pattern_reason_expiry(hooked: Path) -> None:
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 0, got.err
+    assert head_subject(hooked) == "change"
+    held, advice = alock_lines(got)
+    assert held.startswith("alock: HELD src/api/auth.py by agent-a (src/api/**)")
+    assert '"rewrite auth"' in held and "expires in 30m" in held
+    assert advice.startswith("alock: WARNING: 1 path inside another holder's lock")
+
+
+def test_block_mode_refuses_and_no_verify_bypasses(hooked: Path) -> None:
+    git(hooked, "config", "alock.hookMode", "block")
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 1
+    assert head_subject(hooked) == "api"
+    assert alock_lines(got)[-1].startswith("alock: REFUSED commit: 1 path")
+    assert "--no-verify" in alock_lines(got)[-1]
+    bypass = commit(hooked, "--no-verify", env=B)
+    assert bypass.code == 0 and not alock_lines(bypass)
+    assert head_subject(hooked) == "change"
+
+
+def test_git_dash_c_block_mode_and_unknown_mode(hooked: Path) -> None:
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    refused = run_git(hooked, "-c", "alock.hookMode=block", "commit", "-q", "-m", "c", env=B)
+    assert refused.code == 1
+    git(hooked, "config", "alock.hookMode", "sometimes")
+    got = commit(hooked, env=B)
+    assert got.code == 0
+    assert "unknown alock.hookMode 'sometimes'" in alock_lines(got)[0]
+
+
+def test_free_paths_are_quiet(hooked: Path) -> None:
+    edit(hooked, "src/web/page.py")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 0 and not alock_lines(got)
+
+
+def test_holder_parent_and_subagent_commits_are_quiet(hooked: Path) -> None:
+    git(hooked, "config", "alock.hookMode", "block")
+    edit(hooked, "src/api/auth.py", "mine\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0, "the holder itself"
+    # A sub-agent of agent-a works inside its parent's claim.
+    edit(hooked, "src/api/auth.py", "child\n")
+    git(hooked, "add", "-A")
+    child = {"AGENT_ID": "agent-a-1", "AGENT_PARENT_ID": "agent-a"}
+    got = commit(hooked, env=child)
+    assert got.code == 0 and not alock_lines(got)
+    # A parent commits inside its sub-agent's claim.
+    assert alock(hooked, "acquire", "docs/**", **child).code == 0
+    edit(hooked, "docs/guide.md")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env={"AGENT_ID": "agent-a", "AGENT_PARENT_ID": "lead-a"})
+    assert got.code == 0 and not alock_lines(got)
+    # A sibling is warned (refused, in block mode).
+    edit(hooked, "docs/guide.md", "sibling\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env={"AGENT_ID": "agent-a-2", "AGENT_PARENT_ID": "agent-a"}).code == 1
+
+
+def test_session_identity_matches_the_command_line(repo: Path) -> None:
+    """No AGENT_ID: the hook finds the same session as ``git alock`` did."""
+    assert alock_process(repo, "install-hooks").code == 0
+    assert alock_process(repo, "acquire", "src/**").code == 0
+    git(repo, "config", "alock.hookMode", "block")
+    edit(repo, "src/app.py", "mine\n")
+    git(repo, "add", "-A")
+    got = commit(repo)
+    assert got.code == 0 and not alock_lines(got), got.err
+    other = commit(repo, "--allow-empty", env={"AGENT_ID": "x", "AGENT_PARENT_ID": "y"})
+    assert other.code == 0  # nothing staged: nothing to check
+    edit(repo, "src/app.py", "theirs\n")
+    git(repo, "add", "-A")
+    assert commit(repo, env={"AGENT_ID": "x", "AGENT_PARENT_ID": "y"}).code == 1
+
+
+def test_renames_out_of_and_into_a_claimed_area(hooked: Path) -> None:
+    (hooked / "lib").mkdir()
+    git(hooked, "mv", "src/api/auth.py", "lib/auth.py")
+    out = commit(hooked, env=B)
+    assert out.code == 0
+    assert [line.split()[2] for line in alock_lines(out)[:-1]] == ["src/api/auth.py"]
+    edit(hooked, "lib/new.py", "new\n")
+    git(hooked, "add", "-A")
+    git(hooked, "commit", "-q", "--no-verify", "-m", "lib")
+    git(hooked, "mv", "lib/new.py", "src/api/new.py")
+    into = commit(hooked, env=B)
+    assert [line.split()[2] for line in alock_lines(into)[:-1]] == ["src/api/new.py"]
+
+
+def test_deletions(hooked: Path) -> None:
+    git(hooked, "rm", "-q", "src/api/auth.py")
+    got = commit(hooked, env=B)
+    assert got.code == 0
+    assert alock_lines(got)[0].startswith("alock: HELD src/api/auth.py ")
+
+
+def test_spaces_non_ascii_and_wildcard_characters_in_names(hooked: Path) -> None:
+    assert alock(hooked, "acquire", "docs/my notes/**", "-m", "notes", **A).code == 0
+    edit(hooked, "docs/my notes/café ü.md")
+    edit(hooked, "src/api/we*ird [1].py")
+    edit(hooked, "docs/other.md")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    held = [line for line in alock_lines(got) if line.startswith("alock: HELD ")]
+    paths = sorted(line.split(" by ")[0].removeprefix("alock: HELD ") for line in held)
+    assert paths == ["docs/my notes/café ü.md", "src/api/we*ird [1].py"]
+
+
+def test_an_exact_file_lock_does_not_cover_neighbours(hooked: Path) -> None:
+    assert alock(hooked, "acquire", "README.md", **A).code == 0
+    edit(hooked, "README.md.bak")
+    git(hooked, "add", "-A")
+    assert not alock_lines(commit(hooked, env=B))
+    edit(hooked, "README.md", "changed\n")
+    git(hooked, "add", "-A")
+    assert alock_lines(commit(hooked, env=B))[0].startswith("alock: HELD README.md ")
+
+
+def test_commit_all_and_commit_paths_use_git_temporary_index(hooked: Path) -> None:
+    edit(hooked, "src/api/auth.py", "unstaged\n")
+    got = run_git(hooked, "commit", "-q", "-a", "-m", "all", env=B)
+    assert got.code == 0 and alock_lines(got)[0].startswith("alock: HELD src/api/auth.py")
+    edit(hooked, "src/api/auth.py", "again\n")
+    edit(hooked, "README.md", "staged elsewhere\n")
+    git(hooked, "add", "README.md")
+    only = run_git(hooked, "commit", "-q", "-m", "only", "src/api/auth.py", env=B)
+    assert [line.split()[2] for line in alock_lines(only)[:-1]] == ["src/api/auth.py"]
+
+
+def test_linked_worktree_commits_share_hooks_and_locks(hooked: Path, tmp_path: Path) -> None:
+    wt = tmp_path / "wt2"
+    git(hooked, "worktree", "add", "-q", "-b", "side2", str(wt))
+    again = alock(wt, "install-hooks", "--pre-push", "--json")
+    assert {h["status"] for h in again.json()["hooks"]} == {"already_installed"}
+    assert Path(again.json()["hooks"][0]["path"]) == (hooked / ".git/hooks/pre-commit").resolve()
+    edit(wt, "src/api/auth.py", "from the worktree\n")
+    git(wt, "add", "-A")
+    got = commit(wt, env=B)
+    assert got.code == 0 and alock_lines(got)[0].startswith("alock: HELD src/api/auth.py")
+    assert git(wt, "log", "-1", "--format=%s").strip() == "change"
+
+
+def test_core_hooks_path(repo: Path) -> None:
+    git(repo, "config", "core.hooksPath", "githooks")
+    got = alock(repo, "install-hooks")
+    assert got.code == 0 and got.word.startswith("INSTALLED pre-commit")
+    assert hooks.is_ours(repo / "githooks" / "pre-commit")
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "src")
+    assert alock_lines(commit(repo, env=B))[0].startswith("alock: HELD src/app.py")
+
+
+def test_not_installed_says_so_once_and_lets_the_commit_through(repo: Path) -> None:
+    target = repo / ".git" / "hooks" / "pre-commit"
+    shutil.copy(PROJECT / "hooks" / "pre-commit", target)
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    env = {"PATH": "/usr/bin:/bin"}
+    got = subprocess.run(
+        ["git", "commit", "-q", "-m", "c"],
+        cwd=repo,
+        env={**os.environ, **env},
+        text=True,
+        capture_output=True,
+    )
+    assert got.returncode == 0
+    assert got.stderr.count("gitlocks is not installed here") == 1
+
+
+# --- install, chaining, uninstall ----------------------------------------------------------
+
+
+def test_bundled_shims_are_the_installed_text() -> None:
+    for name in hooks.HOOK_NAMES:
+        assert (PROJECT / "hooks" / name).read_text() == hooks.shim_text(name)
+        assert os.access(PROJECT / "hooks" / name, os.X_OK)
+
+
+def test_install_is_idempotent_and_uninstall_cleans_up(repo: Path) -> None:
+    first = alock(repo, "install-hooks", "--json")
+    assert first.code == 0
+    [entry] = first.json()["hooks"]
+    assert entry["status"] == "installed" and entry["chained"] is None
+    assert alock(repo, "install-hooks").word.startswith("ALREADY INSTALLED pre-commit")
+    both = alock(repo, "uninstall-hooks")
+    assert both.code == 0
+    assert both.out.splitlines()[0].startswith("UNINSTALLED pre-commit")
+    assert both.out.splitlines()[1].startswith("NOT INSTALLED pre-push")
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert alock(repo, "uninstall-hooks").word.startswith("NOT INSTALLED")
+
+
+def _foreign(path: Path, body: str, mode: int = 0o751) -> bytes:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(mode)
+    return path.read_bytes()
+
+
+def test_foreign_pre_commit_hook_is_chained_and_restored(repo: Path) -> None:
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    mark = repo / ".git" / "foreign-ran"
+    original = _foreign(hook, f'echo ran >> "{mark}"\nexit "${{FOREIGN_EXIT:-0}}"')
+    got = alock(repo, "install-hooks")
+    assert "runs your previous hook first, kept as pre-commit.alock-chained" in got.out
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    failed = commit(repo, env={**B, "FOREIGN_EXIT": "3"})
+    assert failed.code != 0 and head_subject(repo) == "initial"
+    ok = commit(repo, env=B)
+    assert ok.code == 0 and alock_lines(ok)[0].startswith("alock: HELD src/app.py")
+    assert mark.read_text() == "ran\nran\n"
+    assert alock(repo, "install-hooks").word.startswith("ALREADY INSTALLED")
+    gone = alock(repo, "uninstall-hooks")
+    assert "your previous hook is back in place" in gone.out
+    assert hook.read_bytes() == original
+    assert stat.S_IMODE(hook.stat().st_mode) == 0o751
+    assert not (hook.parent / "pre-commit.alock-chained").exists()
+
+
+def test_install_refuses_when_it_cannot_chain(repo: Path) -> None:
+    hooks_dir = repo / ".git" / "hooks"
+    _foreign(hooks_dir / "pre-commit", "exit 0")
+    _foreign(hooks_dir / "pre-commit.alock-chained", "exit 0")
+    got = alock(repo, "install-hooks")
+    assert got.code == 1 and "already exists" in got.err
+
+
+def test_foreign_pre_push_hook_sees_stdin_too(hooked: Path, tmp_path: Path) -> None:
+    hooks_dir = hooked / ".git" / "hooks"
+    alock(hooked, "uninstall-hooks")
+    seen = tmp_path / "seen"
+    _foreign(hooks_dir / "pre-push", f'cat > "{seen}"', 0o755)
+    assert alock(hooked, "install-hooks", "--pre-push").code == 0
+    bare = _bare(tmp_path)
+    edit(hooked, "src/api/auth.py", "pushed\n")
+    git(hooked, "commit", "-q", "--no-verify", "-am", "p")
+    got = run_git(hooked, "push", "-q", str(bare), "HEAD:refs/heads/main", env=B)
+    assert got.code == 0, got.err
+    assert seen.read_text().startswith("HEAD ")
+    assert alock_lines(got)[0].startswith("alock: HELD src/api/auth.py")
+
+
+# --- pre-push --------------------------------------------------------------------------------
+
+
+def _bare(tmp_path: Path) -> str:
+    bare = tmp_path / "remote.git"
+    if not bare.exists():
+        subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    return f"file://{bare}"
+
+
+def test_pre_push_warns_blocks_and_skips_what_the_remote_has(hooked: Path, tmp_path: Path) -> None:
+    url = _bare(tmp_path)
+    git(hooked, "remote", "add", "origin", url)
+    first = run_git(hooked, "push", "-q", "origin", "main", env=B)
+    # A new branch: every commit not on a remote is checked, including src/api/auth.py's.
+    assert first.code == 0 and alock_lines(first)[0].startswith("alock: HELD src/api/auth.py")
+    again = run_git(hooked, "push", "-q", "origin", "main", env=B)
+    assert not alock_lines(again)
+    edit(hooked, "src/web/page.py")
+    git(hooked, "add", "-A")
+    git(hooked, "commit", "-q", "--no-verify", "-m", "web")
+    quiet = run_git(hooked, "push", "-q", "origin", "main", env=B)
+    assert quiet.code == 0 and not alock_lines(quiet), "only the new commit is checked"
+    git(hooked, "config", "alock.hookMode", "block")
+    edit(hooked, "src/api/auth.py", "blocked\n")
+    git(hooked, "commit", "-q", "--no-verify", "-am", "api2")
+    refused = run_git(hooked, "push", "-q", "origin", "main", env=B)
+    assert refused.code != 0
+    assert alock_lines(refused)[-1].startswith("alock: REFUSED push")
+    assert run_git(hooked, "push", "-q", "origin", "main", env=A).code == 0
+    assert run_git(hooked, "push", "-q", "--no-verify", "origin", "main:gone").code == 0
+    deleted = run_git(hooked, "push", "-q", "origin", ":gone", env=B)
+    assert deleted.code == 0 and not alock_lines(deleted)
+
+
+def test_pushed_paths_skip_lock_refs_and_deletions(hooked: Path) -> None:
+    head = git(hooked, "rev-parse", "HEAD").strip()
+    zero = "0" * 40
+    updates = [
+        hooks.RefUpdate("refs/agent-locks/x", head, "refs/agent-locks/x", zero),
+        hooks.RefUpdate("(delete)", zero, "refs/heads/gone", head),
+    ]
+    assert hooks.pushed_paths(updates, lambda sha: True, cwd=str(hooked)) == []
+
+
+# --- speed and imports -----------------------------------------------------------------------
+
+
+def test_hook_path_does_not_import_the_command_line_framework(hooked: Path) -> None:
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    probe = (
+        "import sys\n"
+        "from gitlocks.main import main\n"
+        "code = main(['hook', 'pre-commit'])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click')"
+        " or m == 'gitlocks.cli')\n"
+        "print(code, heavy)\n"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=hooked,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **B},
+    )
+    assert got.stdout.strip() == "0 []", got.stderr
+    assert "HELD src/api/auth.py" in got.stderr
+
+
+def test_check_staged_verb(hooked: Path) -> None:
+    edit(hooked, "src/api/auth.py", "changed\n")
+    edit(hooked, "src/web/page.py")
+    git(hooked, "add", "-A")
+    got = alock(hooked, "check", "--staged", **B)
+    assert got.code == 1
+    assert got.out.splitlines()[0].startswith("HELD src/api/auth.py by agent-a")
+    assert "FREE src/web/page.py" in got.out
+    doc = alock(hooked, "check", "--staged", "--json", **B).json()
+    assert [(d["path"], d["status"]) for d in doc] == [
+        ("src/api/auth.py", "held"),
+        ("src/web/page.py", "free"),
+    ]
+    assert alock(hooked, "check", "--staged", **A).code == 0
+
+
+# --- the pre-commit framework ----------------------------------------------------------------
+
+
+def _manifest() -> list[dict[str, object]]:
+    yaml = pytest.importorskip("yaml")
+    data = yaml.safe_load((PROJECT / ".pre-commit-hooks.yaml").read_text())
+    assert isinstance(data, list)
+    return data
+
+
+def test_framework_manifest_shape_and_entry(hooked: Path) -> None:
+    by_id = {hook["id"]: hook for hook in _manifest()}
+    commit_hook = by_id["gitlocks"]
+    assert commit_hook["language"] == "python" and commit_hook["pass_filenames"] is False
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    entry = str(commit_hook["entry"]).split()
+    proc = subprocess.run(
+        [os.path.join(BIN, entry[0]), *entry[1:]],
+        cwd=hooked,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **B},
+    )
+    assert proc.returncode == 0 and "alock: HELD src/api/auth.py" in proc.stderr
+    if shutil.which("pre-commit", path=BIN):
+        check = subprocess.run(
+            [os.path.join(BIN, "pre-commit"), "validate-manifest", ".pre-commit-hooks.yaml"],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _project_copy(tmp_path: Path) -> Path:
+    """The project as a fresh one-commit repository: what try-repo installs from."""
+    copy = tmp_path / "gitlocks-src"
+    copy.mkdir()
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        shutil.copy(PROJECT / name, copy / name)
+    shutil.copytree(
+        PROJECT / "gitlocks", copy / "gitlocks", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    git(copy, "init", "-q")
+    git(copy, "add", "-A")
+    git(copy, "commit", "-q", "-m", "gitlocks")
+    return copy
+
+
+@pytest.mark.slow
+def test_framework_try_repo(hooked: Path, tmp_path: Path) -> None:
+    """The manifest through the real framework: it builds gitlocks into its own venv."""
+    framework = shutil.which("pre-commit", path=BIN)
+    if framework is None:
+        pytest.skip("pre-commit is not installed")
+    source = str(_project_copy(tmp_path))
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+
+    def try_repo() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [framework, "try-repo", source, "gitlocks"],
+            cwd=hooked,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **B},
+            timeout=600,
+        )
+
+    warned = try_repo()
+    assert warned.returncode == 0, warned.stdout + warned.stderr
+    assert "alock: HELD src/api/auth.py by agent-a" in warned.stdout
+    git(hooked, "config", "alock.hookMode", "block")
+    blocked = try_repo()
+    assert blocked.returncode == 1, blocked.stdout
+    assert "REFUSED commit" in blocked.stdout
