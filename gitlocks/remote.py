@@ -192,12 +192,12 @@ class RemoteStore(Store):
                 return result
             time.sleep(random.uniform(0, min(0.8, 0.02 * 2**attempt)))
             if not self.fetch() and self._rejected:
-                # The remote did not move, so this was no race: it refused the refs.
+                # The remote did not move, so this was no race: it could not or would not
+                # update the refs (a stale ref lock left there, a full disk, a hook...).
                 raise RemoteError(
-                    f"the lock remote {self.remote!r} refused the lock refs "
-                    f"({self._rejected}). Some hosts refuse refs outside refs/heads and "
-                    "refs/tags, or refs that point at blobs: use a dedicated bare repository "
-                    "as the lock remote, or local mode (git alock remote --off)"
+                    f"the lock remote {self.remote!r} could not update the lock refs "
+                    f"({self._rejected}) although nobody else changed them; the remote's own "
+                    "log may say why (a leftover .lock file under its refs/?). Try again later"
                 )
             fetched = True
         raise RemoteError(
