@@ -178,9 +178,38 @@ def since_time(text: str, now: datetime) -> str:
     return format_time(moment)
 
 
-def merged(journal: list[Event], refusals: list[Event], limit: int | None) -> list[Event]:
-    """Journal and local refusals in one list, newest first."""
-    everything = sorted([*journal, *refusals], key=lambda e: str(e.get("at", "")), reverse=True)
+def interleave(shared: list[Event], local: list[Event]) -> list[Event]:
+    """Journal events and local refusals in one list, both oldest first.
+
+    Times have one-second resolution, so a refusal is placed by the journal commit it
+    was decided against (its ``after``): right after that commit's events. One whose
+    commit is not in ``shared`` goes by time, before events of the same second.
+    """
+    last_of: dict[str, int] = {}
+    for i, event in enumerate(shared):
+        last_of[str(event.get("commit"))] = i
+    slots: dict[int, list[Event]] = {}
+    for refusal in local:
+        after = refusal.get("after")
+        if after is not None and str(after) in last_of:
+            slot = last_of[str(after)] + 1
+        else:
+            at = str(refusal.get("at", ""))
+            slot = next(
+                (i for i, e in enumerate(shared) if str(e.get("at", "")) >= at), len(shared)
+            )
+        slots.setdefault(slot, []).append(refusal)
+    out: list[Event] = []
+    for i in range(len(shared) + 1):
+        out += slots.get(i, [])
+        if i < len(shared):
+            out.append(shared[i])
+    return out
+
+
+def merged(shared: list[Event], local: list[Event], limit: int | None) -> list[Event]:
+    """Journal events and local refusals, both given and returned newest first."""
+    everything = interleave(shared[::-1], local[::-1])[::-1]
     return everything if limit is None else everything[:limit]
 
 
@@ -278,7 +307,7 @@ def follow(
             seen = version
         if include_refusals:
             offset, found = _read_from(path, offset)
-            batch += found
+            batch = interleave(batch, found)
         yield batch
 
 

@@ -125,10 +125,11 @@ def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: b
     """Whether a claim asks for the whole of a lock's scope: its "same scope".
 
     True when every pattern of the lock is contained in some pattern of the claim:
-    the identical pattern set, or a claim that covers the lock's literal subtree
-    (``src`` or ``src/**`` contains ``src/api/*.py``), or the whole tree. Containment
-    of two wildcard patterns is not decided beyond equality: such a claim is treated as
-    narrower and not held up by the interrupted work.
+    the same pattern (``src/api`` and ``src/api/**`` are one), or a claim pattern that
+    covers the directory the lock's pattern starts with before its first wildcard
+    (``src``, ``src/*`` or ``**`` contain ``src/api/*.py``, because a pattern covers
+    everything beneath what it matches). This under-approximates containment; a claim
+    it misses is treated as narrower and passes the interrupted work by.
     """
     claim = list(claim)
     return all(

@@ -242,6 +242,7 @@ def acquire(
                     for c in result.conflicts
                 ],
                 "hint": result.hint,
+                "after": store.version(),  # orders it among journal events of that second
             },
         )
     return result

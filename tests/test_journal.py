@@ -1,0 +1,231 @@
+"""The journal: an event for every state change, log, watch, compaction, local refusals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git
+from helpers import alock
+from test_lifecycle import ctx_for, entries, kill, proc_session
+
+from gitlocks import journal, locks
+from gitlocks.store import JOURNAL_REF, Store
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+
+
+def kinds(repo: Path) -> list[str]:
+    """Journal event kinds, oldest first."""
+    return [e["event"] for e in reversed(journal.events(Store.discover(repo)))]
+
+
+def test_every_verb_journals_its_event(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "work", **A).code == 0
+    assert alock(repo, "renew", "--ttl", "1h", **A).code == 0
+    assert alock(repo, "note", "src/**", "half done", **A).code == 0
+    assert alock(repo, "release", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "docs/**", **A).code == 0
+    assert alock(repo, "break", "docs/**", **B).code == 0
+    assert alock(repo, "acquire", "tmp/**", "--ttl", "1", **A).code == 0
+    assert alock(repo, "acquire", "lib/**", **A).code == 0
+    assert alock(repo, "release", "--all", **A).code == 0
+    assert kinds(repo) == [
+        "granted",
+        "renewed",
+        "noted",
+        "released",
+        "granted",
+        "broken",
+        "granted",
+        "granted",
+        "released",
+        "released",
+    ]
+    time.sleep(0.01)
+    assert alock(repo, "acquire", "tmp2/**", "--ttl", "1", **A).code == 0
+    time.sleep(1.1)
+    assert alock(repo, "acquire", "x/**", **B).code == 0
+    assert kinds(repo)[-2:] == ["expired", "granted"]
+    log = alock(repo, "log", "--json").json()
+    newest = log[0]
+    assert newest["event"] == "granted" and newest["holder"] == "agent-b"
+    assert newest["paths"] == ["x/**"] and newest["commit"]
+    broken = next(e for e in log if e["event"] == "broken")
+    assert broken["by"] == "agent-b" and broken["holder"] == "agent-a"
+
+
+def test_lifecycle_events_are_journaled(repo: Path, tmp_path: Path) -> None:
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
+    ]
+    try:
+        quiet = ctx_for(repo, "agent-q", proc=proc_session(procs[0]))
+        noted = ctx_for(repo, "agent-n", proc=proc_session(procs[1]))
+        assert locks.acquire(quiet, entries("a/**")).status == "acquired"
+        assert locks.acquire(noted, entries("b/**")).status == "acquired"
+        assert locks.note(noted, entries("b/**")[0], "step 1 done") is not None
+    finally:
+        for proc in procs:
+            kill(proc)
+    assert alock(repo, "acquire", "a/x", **B).code == 0
+    assert alock(repo, "resume", "b/**", **B).code == 0
+    assert kinds(repo)[-3:] == ["auto_released", "granted", "resumed"]
+
+
+def test_log_limit_since_and_local_refusals(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "first", **A).code == 0
+    assert alock(repo, "acquire", "src/app.py", **B).code == 1
+    assert alock(repo, "acquire", "docs/**", **B).code == 0
+    text = alock(repo, "log").out.splitlines()
+    assert len(text) == 3
+    assert " granted agent-b docs/** " in text[0]
+    assert " refused (local) agent-b src/app.py held src/** by agent-a" in text[1]
+    assert ' granted agent-a src/** reason "first" [lock ' in text[2]
+    assert len(alock(repo, "log", "-n", "2").out.splitlines()) == 2
+    assert alock(repo, "log", "--reverse").out.splitlines() == text[::-1]
+    assert alock(repo, "log", "--since", "1h").out.splitlines() == text
+    future = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d")
+    assert alock(repo, "log", "--since", future).out.strip() == "no events"
+    assert alock(repo, "log", "--since", "yesterday-ish").code == 2
+    doc = alock(repo, "log", "--json", "-n", "3").json()
+    assert [e["event"] for e in doc] == ["granted", "refused", "granted"]
+    assert doc[1]["local"] is True and doc[1]["conflicts"][0]["holder"] == "agent-a"
+    # Refusals stay local: the shared journal has none.
+    assert "refused" not in kinds(repo)
+
+
+def test_refusal_log_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal, "REFUSALS_KEEP", 5)
+    monkeypatch.setattr(journal, "REFUSALS_TRIM_BYTES", 2000)
+    store = Store.discover(repo)
+    for i in range(100):
+        journal.record_refusal(store, {"event": "refused", "at": f"2030-01-01T00:00:{i:02d}Z"})
+    path = journal.refusals_path(store)
+    assert path.stat().st_size <= 2500
+    newest = journal.refusals(store)
+    assert newest[0]["at"] == "2030-01-01T00:00:99Z" or newest[0]["at"].endswith(":99Z")
+
+
+def test_journal_is_compacted_keeping_the_last_events(repo: Path) -> None:
+    git(repo, "config", "alock.journalKeep", "5")
+    for i in range(23):
+        assert alock(repo, "acquire", f"d{i}/**", **A).code == 0
+    store = Store.discover(repo)
+    chain = list(store.journal())
+    # Compaction happens when the chain reaches 2 * 5 commits: never longer than that.
+    assert len(chain) <= 10
+    root = chain[-1]
+    assert root.events[0]["event"] == "compacted" and root.events[0]["kept"] == 5
+    assert not pygit2.Repository(str(repo)).get(chain[-1].commit).parents
+    log = journal.events(store)
+    paths = [e["paths"][0] for e in log if e["event"] == "granted"]
+    assert paths[0] == "d22/**" and len(paths) >= 5
+    assert paths == sorted(paths, key=lambda p: -int(p[1:].split("/")[0]))
+    assert "compacted" in alock(repo, "log").out
+
+
+def test_age_policy_keeps_recent_events() -> None:
+    policy = journal.KeepPolicy.from_config(lambda key: "1d")
+    assert policy.events is None and policy.seconds == 86400
+    now = datetime(2030, 1, 10, tzinfo=timezone.utc)
+    newest_first = [
+        {"event": "granted", "at": "2030-01-09T12:00:00Z"},
+        {"event": "granted", "at": "2030-01-08T12:00:00Z"},
+    ]
+    kept, dropped = policy.retain(newest_first, now)
+    assert dropped and kept == newest_first[:1]
+    assert policy.due(journal.AGE_CHECK_EVERY) and not policy.due(1)
+    assert journal.KeepPolicy.from_config(lambda key: None).events == 1000
+    with pytest.raises(Exception, match="journalKeep"):
+        journal.KeepPolicy.from_config(lambda key: "0")
+
+
+def test_commit_messages_round_trip() -> None:
+    events = [{"event": "granted", "holder": "a", "paths": ["src/**"], "at": "x"}]
+    text = journal.message(events, 7)
+    assert text.splitlines()[0] == "granted a src/**"
+    assert journal.parse_events(text) == events
+    assert journal.parse_seq(text) == 7
+    assert journal.parse_seq("old message\n\n{}\n") == 0
+
+
+def watch_process(repo: Path, *args: str) -> subprocess.Popen[str]:
+    exe = Path(sys.executable).with_name("git-alock")
+    return subprocess.Popen(
+        [str(exe), "watch", "--interval", "0.05", *args],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_started(repo: Path) -> None:
+    # The watcher reads the journal ref once it has started; give it a moment.
+    time.sleep(1.0)
+
+
+def test_watch_prints_events_written_by_another_process(repo: Path) -> None:
+    assert alock(repo, "acquire", "old/**", **A).code == 0  # before: not printed
+    watcher = watch_process(repo, "--count", "3", "--timeout", "30s")
+    wait_started(repo)
+    assert alock(repo, "acquire", "src/**", "-m", "w", **A).code == 0
+    assert alock(repo, "acquire", "src/app.py", **B).code == 1
+    assert alock(repo, "release", "src/**", **A).code == 0
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 3
+    assert " granted agent-a src/** " in lines[0]
+    assert "refused (local) agent-b src/app.py" in lines[1]
+    assert " released agent-a src/** " in lines[2]
+    assert "old/**" not in out
+
+
+def test_watch_json_timeout_and_ctrl_c(repo: Path) -> None:
+    quiet = watch_process(repo, "--timeout", "1s", "--json")
+    out, _ = quiet.communicate(timeout=30)
+    assert quiet.returncode == 0 and out == ""
+    watcher = watch_process(repo, "--json")
+    wait_started(repo)
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    time.sleep(0.5)
+    watcher.send_signal(signal.SIGINT)
+    out, _ = watcher.communicate(timeout=30)
+    assert watcher.returncode == 130
+    import json
+
+    [event] = [json.loads(line) for line in out.splitlines()]
+    assert event["event"] == "granted" and event["paths"] == ["src/**"]
+
+
+def test_watch_survives_compaction(repo: Path) -> None:
+    git(repo, "config", "alock.journalKeep", "2")
+    watcher = watch_process(repo, "--count", "6", "--timeout", "30s")
+    wait_started(repo)
+    for i in range(6):
+        assert alock(repo, "acquire", f"d{i}/**", **A).code == 0
+        time.sleep(0.2)
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 0, err
+    printed = [line.split()[3] for line in out.splitlines()]
+    assert printed == [f"d{i}/**" for i in range(6)]
+
+
+def test_journal_ref_is_a_commit_chain_with_empty_trees(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "release", "src/**", **A).code == 0
+    r = pygit2.Repository(str(repo))
+    tip = r.get(r.references[JOURNAL_REF].target)
+    assert len(tip.tree) == 0 and len(tip.parents) == 1
+    assert "Journal-Seq: 2" in tip.message
+    assert os.path.exists(repo / ".git" / "agent-locks.mutex")

@@ -1,0 +1,400 @@
+"""Sub-agents, liveness (dead, interrupted, stale), resume and status."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock
+
+from gitlocks import lifecycle, locks, render
+from gitlocks.identity import SessionProcess, process_alive, process_start_time, resolve_identity
+from gitlocks.locks import Context
+from gitlocks.scope import ScopeEntry, make_entry
+from gitlocks.store import Store
+
+HOST = os.uname().nodename
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def session(pid: int, start: str, name: str = "agent") -> SessionProcess:
+    return SessionProcess(pid, start, name, HOST)
+
+
+def my_session() -> SessionProcess:
+    pid = os.getpid()
+    return session(pid, process_start_time(pid) or "", "pytest")
+
+
+def ctx_for(
+    repo: Path,
+    holder: str,
+    *,
+    parent: str | None = None,
+    proc: SessionProcess | None = None,
+    alive: Callable[[int, str], bool] = process_alive,
+    clock: Callable[[], datetime] | None = None,
+) -> Context:
+    env = {"AGENT_ID": holder}
+    if parent:
+        env["AGENT_PARENT_ID"] = parent
+    ident = resolve_identity(None, env=env, session=proc or my_session())
+    ctx = Context(Store.discover(repo), ident, alive=alive)
+    if clock is not None:
+        ctx.clock = clock
+    return ctx
+
+
+def entries(*patterns: str) -> list[ScopeEntry]:
+    return [make_entry(p) for p in patterns]
+
+
+def events(repo: Path) -> list[str]:
+    store = Store.discover(repo)
+    return [e["event"] for entry in store.journal() for e in reversed(entry.events)]
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A real process standing in for an agent's session; the test may kill it."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def proc_session(proc: subprocess.Popen[bytes]) -> SessionProcess:
+    start = None
+    for _ in range(100):  # /proc may lag the fork by a moment
+        start = process_start_time(proc.pid)
+        if start:
+            break
+        time.sleep(0.01)
+    assert start
+    return session(proc.pid, start, "sleeper")
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()
+    proc.wait()
+
+
+# --- sub-agents -----------------------------------------------------------------------------
+
+ORCH = {"AGENT_ID": "orch"}
+C1 = {"AGENT_ID": "c1", "AGENT_PARENT_ID": "orch"}
+C2 = {"AGENT_ID": "c2", "AGENT_PARENT_ID": "orch"}
+G1 = {"AGENT_ID": "g1", "AGENT_PARENT_ID": "c1"}
+OUT = {"AGENT_ID": "outsider"}
+
+
+@pytest.mark.parametrize(
+    ("first", "first_scope", "second", "second_scope", "code"),
+    [
+        (ORCH, "src/**", C1, "src/api/**", 0),  # a parent's lock never blocks its child
+        (C1, "src/api/**", ORCH, "src/api/x.py", 1),  # a child's lock blocks its parent
+        (G1, "src/api/**", ORCH, "src/**", 1),  # and a grandchild's its grandparent
+        (C1, "src/api/**", C2, "src/api/x.py", 1),  # siblings block each other
+        (C1, "src/api/**", C2, "src/web/**", 0),  # unless they do not overlap
+        (C1, "src/api/**", G1, "src/api/v1/**", 0),  # parent c1 of g1
+        (ORCH, "src/**", OUT, "src/api/x.py", 1),  # strangers block each other
+        (C1, "src/api/**", OUT, "src/**", 1),
+        (ORCH, "src/**", C1, "src/**", 1),  # exactly the parent's scope: claim narrower
+    ],
+)
+def test_parent_child_sibling_matrix(
+    repo: Path,
+    first: dict[str, str],
+    first_scope: str,
+    second: dict[str, str],
+    second_scope: str,
+    code: int,
+) -> None:
+    assert alock(repo, "acquire", first_scope, **first).code == 0
+    got = alock(repo, "acquire", second_scope, **second)
+    assert got.code == code, got.out
+    assert got.word.startswith("REFUSED" if code else f"ACQUIRED {second_scope} as ")
+
+
+def test_grandchild_passes_through_the_chain_of_records(repo: Path) -> None:
+    # The chain is learnt from records: c1's lock names orch as its parent.
+    assert alock(repo, "acquire", "src/**", **ORCH).code == 0
+    assert alock(repo, "acquire", "src/api/**", **C1).code == 0
+    assert alock(repo, "acquire", "src/api/v1/**", **G1).code == 0
+    assert alock(repo, "acquire", "src/api/v1/x.py", **C2).code == 1  # c2 is not g1's elder
+
+
+def test_child_asking_for_parent_scope_gets_hint(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **ORCH).code == 0
+    got = alock(repo, "acquire", "src/**", **C1)
+    assert got.code == 1 and got.word == "REFUSED"
+    assert "hint: orch (your parent) holds exactly src/**" in got.out
+    assert "narrower" in got.out
+
+
+def test_release_all_takes_sub_agents_never_the_parent(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **ORCH).code == 0
+    assert alock(repo, "acquire", "src/api/**", **C1).code == 0
+    assert alock(repo, "acquire", "src/api/v1/**", **G1).code == 0
+    assert alock(repo, "acquire", "src/web/**", **C2).code == 0
+    got = alock(repo, "release", "--all", **C1)
+    assert got.code == 0
+    assert "src/api/**" in got.out and "src/api/v1/**" in got.out
+    left = {r["holder"] for r in alock(repo, "list", "--json").json()}
+    assert left == {"orch", "c2"}
+    got = alock(repo, "release", "--all", **ORCH)
+    assert got.code == 0 and alock(repo, "list", "--json").json() == []
+
+
+def test_whoami_names_parent_and_sources(repo: Path) -> None:
+    doc = alock(repo, "whoami", "--json", **C1).json()
+    assert doc["holder"] == "c1" and doc["holder_source"] == "AGENT_ID"
+    assert doc["parent"] == "orch" and doc["parent_source"] == "AGENT_PARENT_ID"
+
+
+# --- dead and alive session processes ------------------------------------------------------
+
+
+def test_alive_session_blocks_dead_one_is_released(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    a = ctx_for(repo, "agent-a", proc=proc_session(sleeper))
+    assert locks.acquire(a, entries("src/api/**")).status == "acquired"
+    b = ctx_for(repo, "agent-b")
+    assert locks.acquire(b, entries("src/api/x.py")).status == "refused"
+    kill(sleeper)
+    got = locks.acquire(b, entries("src/api/x.py"))
+    assert got.status == "acquired"
+    assert "auto_released" in events(repo)
+    assert [r.holder for r in Store.discover(repo).read_table()] == ["agent-b"]
+
+
+def test_pid_reuse_counts_as_dead(repo: Path) -> None:
+    # Our own pid is alive, but with another start time it is another process.
+    reused = session(os.getpid(), "boot:1", "old-agent")
+    assert not process_alive(reused.pid, reused.start_time)
+    a = ctx_for(repo, "agent-a", proc=reused)
+    assert locks.acquire(a, entries("src/**")).status == "acquired"
+    b = ctx_for(repo, "agent-b")
+    assert locks.acquire(b, entries("src/app.py")).status == "acquired"
+    assert "auto_released" in events(repo)
+
+
+def test_other_host_and_unknown_session_are_never_judged(repo: Path) -> None:
+    dead = lambda pid, start: False  # noqa: E731
+    elsewhere = SessionProcess(4242, "x:1", "agent", "another-host")
+    a = ctx_for(repo, "agent-a", proc=elsewhere)
+    assert locks.acquire(a, entries("src/**")).status == "acquired"
+    unknown = ctx_for(repo, "agent-c", proc=session(0, "", ""))
+    assert locks.acquire(unknown, entries("docs/**")).status == "acquired"
+    b = ctx_for(repo, "agent-b", alive=dead)
+    assert locks.acquire(b, entries("src/app.py")).status == "refused"
+    assert locks.acquire(b, entries("docs/x.md")).status == "refused"
+
+
+def test_liveness_is_judged_only_for_conflict_candidates(repo: Path) -> None:
+    asked: list[int] = []
+
+    def alive(pid: int, start: str) -> bool:
+        asked.append(pid)
+        return True
+
+    for i in range(5):
+        ctx = ctx_for(repo, f"agent-{i}", proc=session(1000 + i, "s"), alive=alive)
+        assert locks.acquire(ctx, entries(f"dir{i}/**")).status == "acquired"
+    asked.clear()
+    b = ctx_for(repo, "agent-b", alive=alive)
+    assert locks.acquire(b, entries("dir3/x")).status == "refused"
+    assert asked == [1003]
+
+
+# --- interrupted work ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def interrupted(repo: Path, sleeper: subprocess.Popen[bytes]) -> str:
+    """agent-a held src/api/** with notes; its session has died."""
+    a = ctx_for(repo, "agent-a", proc=proc_session(sleeper))
+    got = locks.acquire(a, entries("src/api/**"), reason="rewrite auth")
+    assert got.lock is not None
+    assert locks.note(a, make_entry("src/api/**"), "token refresh done") is not None
+    kill(sleeper)
+    return got.lock.id
+
+
+def test_notes_turn_a_dead_lock_into_interrupted_work(repo: Path, interrupted: str) -> None:
+    got = alock(repo, "acquire", "src/api/**", "-m", "mine now?", AGENT_ID="agent-b")
+    assert got.code == 1
+    assert got.word == f"INTERRUPTED WORK on src/api/**, left by agent-a [lock {interrupted}]"
+    assert "token refresh done" in got.out
+    assert (
+        "git alock resume 'src/api/**'" in got.out and f"git alock break {interrupted}" in got.out
+    )
+    doc = alock(repo, "acquire", "src/**", "--json", AGENT_ID="agent-b").json()
+    assert doc["status"] == "interrupted" and doc["lock"] is None
+    assert doc["conflicts"][0]["id"] == interrupted
+    assert doc["conflicts"][0]["state"] == "interrupted"
+    # It blocks nobody's narrower claim, and stays in place.
+    narrow = alock(repo, "acquire", "src/api/util.py", AGENT_ID="agent-c")
+    assert narrow.code == 0 and narrow.word.startswith("ACQUIRED")
+    assert "auto_released" not in events(repo)
+    listed = alock(repo, "list")
+    assert "INTERRUPTED" in listed.out
+    # The refusal is in the local log.
+    log = alock(repo, "log", "--json").json()
+    assert any(e["event"] == "interrupted" and e.get("local") for e in log)
+
+
+@pytest.mark.parametrize(
+    ("claim", "same"),
+    [
+        (["src/api/**"], True),
+        (["src/api"], True),  # another spelling of the same subtree
+        (["src"], True),  # covers it
+        (["**"], True),
+        (["src/api/**", "docs/**"], True),  # covers it, and more
+        (["src/*"], True),  # covers src/api, so everything beneath it
+        (["src/a*/x"], False),  # crosses it only in part: narrower
+        (["src/api/x.py"], False),
+        (["src/api/v1/**"], False),
+    ],
+)
+def test_what_counts_as_the_same_scope(claim: list[str], same: bool) -> None:
+    from gitlocks.record import LockRecord
+
+    record = LockRecord(
+        id="x", holder="a", paths=("src/api/**",), created_at="", renewed_at="", expires_at=""
+    )
+    assert lifecycle.covers_scope(entries(*claim), record, False) is same
+
+
+def test_resume_takes_over_with_notes(repo: Path, interrupted: str) -> None:
+    got = alock(repo, "resume", "src/api/**", AGENT_ID="agent-b")
+    assert got.code == 0, got.out
+    assert got.word.startswith("RESUMED src/api/** from agent-a with 1 note")
+    assert "token refresh done" in got.out
+    [record] = alock(repo, "list", "--json").json()
+    assert record["holder"] == "agent-b" and record["id"] == interrupted
+    assert record["notes"][0]["text"] == "token refresh done"
+    assert record["reason"] == "rewrite auth"
+    assert record["pid"] != 0 and record["pid_start"]
+    assert events(repo)[0] == "resumed"
+    log = alock(repo, "log", "-n", "1", "--json").json()
+    assert log[0]["from"] == "agent-a" and log[0]["by"] == "agent-b"
+    # Now it is live work of agent-b: it blocks agent-c.
+    assert alock(repo, "acquire", "src/api/x.py", AGENT_ID="agent-c").code == 1
+
+
+def test_resume_refuses_live_work_and_nothing(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", AGENT_ID="agent-a").code == 0
+    held = alock(repo, "resume", "src/**", AGENT_ID="agent-b")
+    assert held.code == 1 and held.word.startswith("HELD src/** by agent-a")
+    nothing = alock(repo, "resume", "docs/**", AGENT_ID="agent-b")
+    assert nothing.code == 1 and nothing.word.startswith("NOT LOCKED")
+
+
+def test_resume_refused_when_others_claimed_parts_since(repo: Path, interrupted: str) -> None:
+    assert alock(repo, "acquire", "src/api/util.py", AGENT_ID="agent-c").code == 0
+    got = alock(repo, "resume", interrupted, "--json", AGENT_ID="agent-b")
+    assert got.code == 1 and got.json()["status"] == "refused"
+    assert got.json()["conflicts"][0]["holder"] == "agent-c"
+
+
+def test_break_discards_interrupted_work(repo: Path, interrupted: str) -> None:
+    got = alock(repo, "break", interrupted, AGENT_ID="agent-b")
+    assert got.code == 0 and got.word.startswith("BROKEN src/api/**")
+    assert alock(repo, "acquire", "src/api/**", AGENT_ID="agent-b").code == 0
+
+
+def test_check_ignores_dead_holders(repo: Path, interrupted: str) -> None:
+    got = alock(repo, "check", "src/api/auth.py", AGENT_ID="agent-b")
+    assert got.code == 0 and got.word.startswith("FREE")
+
+
+def test_own_lock_of_a_dead_session_is_rebound(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    old = ctx_for(repo, "agent-a", proc=proc_session(sleeper))
+    assert locks.acquire(old, entries("src/**")).status == "acquired"
+    kill(sleeper)
+    new = ctx_for(repo, "agent-a")  # restarted under the same id
+    got = locks.acquire(new, entries("src/**"))
+    assert got.status == "already_yours" and got.lock is not None
+    assert got.lock.pid == os.getpid()
+    b = ctx_for(repo, "agent-b")
+    assert locks.acquire(b, entries("src/app.py")).status == "refused"
+
+
+# --- stale ---------------------------------------------------------------------------------
+
+
+def test_stale_holders_are_marked_but_still_block(repo: Path) -> None:
+    now = [T0]
+    clock = lambda: now[0]  # noqa: E731
+    a = ctx_for(repo, "agent-a", clock=clock)
+    b = ctx_for(repo, "agent-b", clock=clock)
+    assert locks.acquire(a, entries("src/**"), ttl=3600).status == "acquired"
+    now[0] = T0 + timedelta(minutes=5)
+    got = locks.acquire(b, entries("src/app.py"))
+    assert got.status == "refused" and got.conflicts[0].state == "live"
+    now[0] = T0 + timedelta(minutes=12)
+    got = locks.acquire(b, entries("src/app.py"))
+    assert got.status == "refused" and got.conflicts[0].state == "stale"
+    text = render.acquire(got, now[0])
+    assert "STALE: quiet for 12m" in text
+    assert got.to_dict()["conflicts"][0]["quiet_seconds"] == 720
+    # A note is a sign of life.
+    assert locks.note(a, make_entry("src/**"), "still here") is not None
+    assert locks.acquire(b, entries("src/app.py")).conflicts[0].state == "live"
+    now[0] = T0 + timedelta(minutes=30)
+    assert locks.acquire(b, entries("src/app.py")).conflicts[0].state == "stale"
+    assert locks.renew(a, None, ttl=3600)
+    assert locks.acquire(b, entries("src/app.py")).conflicts[0].state == "live"
+
+
+def test_stale_after_from_config_and_listing(repo: Path) -> None:
+    git(repo, "config", "alock.staleAfter", "1s")
+    assert alock(repo, "acquire", "src/**", AGENT_ID="agent-a").code == 0
+    time.sleep(1.1)
+    got = alock(repo, "acquire", "src/app.py", AGENT_ID="agent-b")
+    assert got.code == 1 and "STALE: quiet for 1s" in got.out
+    assert "STALE 1s" in alock(repo, "list").out
+    git(repo, "config", "alock.staleAfter", "soon")
+    assert alock(repo, "acquire", "src/app.py", AGENT_ID="agent-b").code == 2
+
+
+# --- status --------------------------------------------------------------------------------
+
+
+def test_status_across_two_worktrees(repo: Path, worktree: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "refactor", AGENT_ID="agent-a").code == 0
+    assert alock(worktree, "acquire", "docs/**", AGENT_ID="agent-b").code == 0
+    (repo / "src" / "app.py").write_text("changed\n")
+    (repo / "notes.txt").write_text("stray\n")
+    (worktree / "src" / "app.py").write_text("b edits a's file\n")
+    (worktree / "docs").mkdir()
+    (worktree / "docs" / "guide.md").write_text("b's own\n")
+    doc = alock(worktree, "status", "--json", AGENT_ID="agent-b").json()
+    assert [r["paths"] for r in doc["yours"]] == [["docs/**"]]
+    assert [r["holder"] for r in doc["others"]] == ["agent-a"]
+    assert doc["others"][0]["state"] == "live"
+    trees = {Path(t["path"]).resolve(): t for t in doc["worktrees"]}
+    assert set(trees) == {repo.resolve(), worktree.resolve()}
+    main = {e["path"]: e for e in trees[repo.resolve()]["edits"]}
+    side = {e["path"]: e for e in trees[worktree.resolve()]["edits"]}
+    assert main["src/app.py"]["status"] == "others"
+    assert main["notes.txt"]["status"] == "unclaimed"
+    assert side["src/app.py"]["status"] == "others"
+    assert side["src/app.py"]["locks"][0]["holder"] == "agent-a"
+    assert side["docs/guide.md"]["status"] == "yours"
+    text = alock(worktree, "status", AGENT_ID="agent-b").out
+    assert "src/app.py  inside the claim of agent-a" in text
+    assert "notes.txt  in no claim" in text
+    assert "docs/guide.md" not in text
