@@ -1,6 +1,6 @@
 """Command-line verbs for the hooks feature, registered on the main app by ``gitlocks.cli``.
 
-``gitlocks.hooks`` is imported inside the verbs: the other verbs need not pay for it.
+``gitlocks.hook_install`` is imported inside the verbs: the other verbs need not pay for it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import typer
 from gitlocks.errors import EXIT_OK
 
 if TYPE_CHECKING:
-    from gitlocks.hooks import HookChange
+    from gitlocks.hook_install import HookChange
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock install-hooks --pre-push
         """
-        from gitlocks import hooks
+        from gitlocks import hook_install as hooks
 
         wanted = ["pre-commit", "pre-push"] if pre_push else ["pre-commit"]
         _reply(hooks.install(hooks.hooks_dir(), wanted, sys.executable), as_json)
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock uninstall-hooks
         """
-        from gitlocks import hooks
+        from gitlocks import hook_install as hooks
 
         _reply(hooks.uninstall(hooks.hooks_dir()), as_json)
         raise typer.Exit(EXIT_OK)

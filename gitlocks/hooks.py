@@ -1,126 +1,76 @@
-"""The git hooks: which paths a commit or a push touches, the check, and installation.
+"""The git hooks' check: which paths a commit or a push touches, and whose locks they cross.
 
 The hook path (``git-alock hook pre-commit|pre-push``, dispatched by ``gitlocks.main``)
-runs on every commit of every user, so this module must not import the command-line
-framework: a test asserts that typer and ``gitlocks.cli`` stay out of ``sys.modules``.
+runs on every commit of every user, so it imports neither the command-line framework nor
+pygit2: importing pygit2 alone costs more than all the rest of the hook. It asks the git
+command line instead, a few milliseconds a call, started concurrently: the staged paths,
+the config and the lock refs; then the blobs of those refs. Tests assert that typer,
+click, pygit2 and ``gitlocks.cli`` stay out of ``sys.modules``.
 
-Inside a hook git sets ``GIT_DIR``, ``GIT_INDEX_FILE`` and friends. libgit2 reads none of
-them, so the paths of a commit come from the git command line, which honours the
-temporary index of ``git commit -a`` and ``git commit PATH``; the lock store is opened
-from ``GIT_DIR`` when git set it, else discovered from the current directory (git runs
-hooks at the top of the working tree). Every git call here targets that same repository,
-so the variables are passed on as they are.
+Inside a hook git sets ``GIT_DIR``, ``GIT_INDEX_FILE`` and friends. The git command line
+honours them all (the temporary index of ``git commit -a`` and ``git commit PATH``, a
+linked worktree's git dir), and every call here targets that same repository, so the
+variables are passed on as they are. libgit2 would read none of them.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
-import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-import pygit2
-
-from gitlocks import locks, render
-from gitlocks.errors import (
-    EXIT_ERROR,
-    EXIT_OK,
-    EXIT_REFUSED,
-    GitlocksError,
-    InvalidPattern,
-    NotARepository,
-    Refused,
-    StoreError,
-    UsageError,
-)
-from gitlocks.identity import SessionProcess, resolve_identity, session_process
-from gitlocks.locks import CheckItem, Context
+from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError, StoreError
+from gitlocks.identity import Identity, SessionProcess, resolve_identity, session_process
+from gitlocks.record import LockRecord, RecordError, format_duration, format_time, utcnow
 from gitlocks.scope import ScopeEntry, entry_covers
-from gitlocks.store import Store
-from gitlocks.table import record_entries
+from gitlocks.table import Problem, Table, record_entries
+
+if TYPE_CHECKING:
+    from gitlocks.locks import CheckItem, Context
 
 HOOK_NAMES = ("pre-commit", "pre-push")
-MARKER = "# gitlocks-hook: installed by git alock install-hooks"
-CHAINED_SUFFIX = ".alock-chained"
 MODES = ("warn", "block")
 PREFIX = "alock: "
+LOCK_PREFIX = "refs/agent-locks/"  # the store's layout (gitlocks.store, not imported here)
 # Lock refs (and the journal) are pushed by remote mode; they hold no commits to check.
-_OWN_REF_PREFIXES = ("refs/agent-locks/", "refs/agent-locks-meta/")
+_OWN_REF_PREFIXES = (LOCK_PREFIX, "refs/agent-locks-meta/")
 _DIFF_OPTIONS = ("-z", "--name-status", "-M", "--diff-filter=ACDMRT", "--no-color", "--no-ext-diff")
-
-# The shim git runs. ``ALOCK_PYTHON`` is the interpreter that installed the hook (empty in
-# the copy shipped in the project's hooks/ folder): agents often commit from a shell whose
-# PATH lacks the virtual environment, and the hook must still find gitlocks there.
-_SHIM = """\
-#!/bin/sh
-{marker}
-# Warns when a {verb} touches paths inside another holder's live lock (git alock).
-# git config alock.hookMode block: refuse instead. git {verb} --no-verify: skip it.
-ALOCK_PYTHON={python}
-hook={hook}
-chained="$(dirname "$0")/$hook{suffix}"
-if [ -x "$chained" ]; then
-{run_chained}
-fi
-if [ -n "$ALOCK_PYTHON" ] && [ -x "$ALOCK_PYTHON" ]; then
-    exec "$ALOCK_PYTHON" -c 'import sys
-del sys.path[0]  # not the repository being committed to
-try:
-    from gitlocks.hooks import main
-except ImportError as exc:
-    sys.stderr.write("alock: gitlocks is not importable here (%s); lock check skipped\\n" % exc)
-    sys.exit(0)
-sys.exit(main(sys.argv[1:]))' "$hook" "$@"
-fi
-if command -v git-alock >/dev/null 2>&1; then
-    exec git-alock hook "$hook" "$@"
-fi
-echo "alock: gitlocks is not installed here (git-alock is not on PATH); lock check skipped" >&2
-exit 0
-"""
-_CHAIN_COMMIT = '    "$chained" "$@" || exit $?'
-# pre-push reads its ref list on stdin, and both hooks need it: keep it in an unlinked file.
-_CHAIN_PUSH = """\
-    input=$(mktemp) || exit 1
-    cat >"$input"
-    "$chained" "$@" <"$input" || {{ status=$?; rm -f "$input"; exit $status; }}
-    exec <"$input"
-    rm -f "$input\""""
-
-
-def shim_text(hook: str, python: str = "") -> str:
-    """The hook script for ``hook``; ``python`` is baked in as ``ALOCK_PYTHON``."""
-    if hook not in HOOK_NAMES:
-        raise UsageError(f"unknown hook {hook!r}: use one of {', '.join(HOOK_NAMES)}")
-    return _SHIM.format(
-        marker=MARKER,
-        hook=hook,
-        verb="commit" if hook == "pre-commit" else "push",
-        python=shlex.quote(python) if python else "''",
-        suffix=CHAINED_SUFFIX,
-        run_chained=_CHAIN_COMMIT if hook == "pre-commit" else _CHAIN_PUSH.format(),
-    )
+_CONFIG_KEYS = ("alock.hookmode", "core.ignorecase")
 
 
 # --- which paths a commit or a push touches ----------------------------------------------
 
 
-def _git(args: Sequence[str], cwd: str | None = None) -> bytes:
-    """Run git on the repository the hook runs for (same environment) and return stdout."""
+def _start(args: Sequence[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
+    """Start git on the repository the hook runs for, in the same environment."""
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
     except OSError as exc:
         raise StoreError(f"cannot run git: {exc.strerror}") from exc
-    if proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise StoreError(f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}")
-    return proc.stdout
+
+
+def _finish(proc: subprocess.Popen[bytes], feed: bytes = b"", ok: Sequence[int] = (0,)) -> bytes:
+    out, err = proc.communicate(feed)
+    if proc.returncode not in ok:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        name = proc.args[1] if isinstance(proc.args, list) else "git"
+        raise StoreError(f"git {name} failed: {detail[-1] if detail else proc.returncode}")
+    return out
+
+
+def git_output(args: Sequence[str], cwd: str | None = None) -> bytes:
+    """Run git and return its standard output (StoreError when it fails)."""
+    return _finish(_start(args, cwd))
 
 
 def parse_name_status(raw: bytes) -> list[str]:
@@ -134,8 +84,7 @@ def parse_name_status(raw: bytes) -> list[str]:
             i += 1
             continue
         width = 2 if status[:1] in (b"R", b"C") else 1
-        for name in fields[i + 1 : i + 1 + width]:
-            paths.append(os.fsdecode(name))
+        paths.extend(os.fsdecode(name) for name in fields[i + 1 : i + 1 + width])
         i += 1 + width
     return list(dict.fromkeys(paths))
 
@@ -143,7 +92,10 @@ def parse_name_status(raw: bytes) -> list[str]:
 def staged_paths(cwd: str | None = None) -> list[str]:
     """The paths the next commit changes: added, copied, modified, deleted, type-changed,
     and both sides of a rename. Read through git, which honours ``GIT_INDEX_FILE``."""
-    return parse_name_status(_git(["diff", "--cached", *_DIFF_OPTIONS], cwd))
+    return parse_name_status(git_output(_STAGED_ARGS, cwd))
+
+
+_STAGED_ARGS = ("diff", "--cached", *_DIFF_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -165,109 +117,203 @@ def _is_zero(sha: str) -> bool:
     return not sha.strip("0")
 
 
-def pushed_paths(
-    updates: Iterable[RefUpdate], is_commit: Callable[[str], bool], cwd: str | None = None
-) -> list[str]:
+def commits_among(shas: Iterable[str], cwd: str | None = None) -> set[str]:
+    """Those of ``shas`` that name a commit (or a tag of one) we have."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return set()
+    feed = "".join(f"{sha}^{{commit}}\n" for sha in wanted).encode()
+    out = _finish(_start(["cat-file", "--batch-check"], cwd), feed).decode().splitlines()
+    # "<oid> commit <size>" for a commit; "<name> missing" (or another type) otherwise.
+    return {sha for sha, line in zip(wanted, out, strict=False) if line.split()[1:2] == ["commit"]}
+
+
+def pushed_paths(updates: Iterable[RefUpdate], cwd: str | None = None) -> list[str]:
     """Paths changed by the commits a push sends: those reachable from a pushed tip and
     from no remote-tracking ref, nor from the remote's current value of the ref when we
     have it. Deletions, and our own lock refs (blobs, pushed by remote mode), carry no
     commits to check."""
-    tips: list[str] = []
-    bases: list[str] = []
-    for update in updates:
-        if _is_zero(update.local_sha) or update.remote_ref.startswith(_OWN_REF_PREFIXES):
-            continue
-        if not is_commit(update.local_sha):
-            continue
-        tips.append(update.local_sha)
-        if not _is_zero(update.remote_sha) and is_commit(update.remote_sha):
-            bases.append(update.remote_sha)
+    wanted = [
+        u
+        for u in updates
+        if not _is_zero(u.local_sha) and not u.remote_ref.startswith(_OWN_REF_PREFIXES)
+    ]
+    known = commits_among([u.local_sha for u in wanted] + [u.remote_sha for u in wanted], cwd)
+    tips = [u.local_sha for u in wanted if u.local_sha in known]
+    bases = [u.remote_sha for u in wanted if u.remote_sha in known]
     if not tips:
         return []
     args = ["log", "--format=", "--no-show-signature", *_DIFF_OPTIONS]
-    return parse_name_status(_git([*args, *tips, "--not", "--remotes", *bases], cwd))
+    return parse_name_status(git_output([*args, *tips, "--not", "--remotes", *bases], cwd))
+
+
+# --- the lock table and the configuration, through git ------------------------------------
+
+
+@dataclass(frozen=True)
+class HookConfig:
+    mode: str  # warn or block
+    ignore_case: bool
+    warning: str | None = None
+
+
+def parse_config(raw: bytes) -> HookConfig:
+    """``git config -z --get-regexp`` output: ``key\\nvalue\\0`` (``key\\0`` when bare)."""
+    values: dict[str, str | None] = {}
+    for item in raw.split(b"\0"):
+        if item:
+            key, sep, value = os.fsdecode(item).partition("\n")
+            values[key.lower()] = value if sep else None
+    case = values.get("core.ignorecase", "false")
+    ignore_case = case is None or case.strip().lower() in ("true", "yes", "on", "1")
+    raw_mode = values.get("alock.hookmode")
+    if raw_mode is None or raw_mode.strip().lower() in MODES:
+        return HookConfig((raw_mode or "warn").strip().lower(), ignore_case)
+    warning = f"unknown alock.hookMode {raw_mode!r} (use warn or block): warning only"
+    return HookConfig("warn", ignore_case, warning)
+
+
+def read_table(refs: bytes, cwd: str | None, ignore_case: bool) -> Table:
+    """The lock table from ``for-each-ref`` output (``<oid> <type> <refname>`` lines)."""
+    found = []
+    for line in refs.decode("utf-8", "replace").splitlines():
+        oid, kind, name = line.split(" ", 2)
+        found.append((oid, kind, name))
+    blobs = [oid for oid, kind, _ in found if kind == "blob"]
+    data = _read_blobs(blobs, cwd) if blobs else {}
+    records: dict[str, LockRecord] = {}
+    problems: list[Problem] = []
+    for oid, kind, name in found:
+        reason = None
+        if kind != "blob":
+            reason = f"points at a {kind}, not a lock record blob"
+        else:
+            try:
+                record = LockRecord.from_json(data[oid])
+            except (RecordError, KeyError) as exc:
+                reason = str(exc)
+            else:
+                if record.id == name[len(LOCK_PREFIX) :]:
+                    records[record.id] = record
+                    continue
+                reason = f"record id {record.id!r} does not match its ref"
+        problems.append(Problem(ref=name, oid=oid, reason=reason))
+    return Table(ignore_case=ignore_case, records=records, problems=problems)
+
+
+def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:
+    """Contents by id, from one ``cat-file --batch`` (``<oid> <type> <size>\\n<data>\\n``)."""
+    out = _finish(_start(["cat-file", "--batch"], cwd), "".join(o + "\n" for o in oids).encode())
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) != 3:  # "<oid> missing"
+            continue
+        size = int(header[2])
+        blobs[header[0].decode()] = out[pos : pos + size]
+        pos += size + 1
+    return blobs
 
 
 # --- the check ----------------------------------------------------------------------------
 
 
-def _path_entry(path: str) -> ScopeEntry | None:
+def path_entry(path: str) -> ScopeEntry | None:
     """A concrete path as an exact scope entry: its wildcard characters escaped, so that a
     file named ``a*b`` is that file only. None for a name no pattern can spell (control
-    characters); :func:`check_paths` decides those one lock at a time."""
+    characters): those are decided one lock at a time."""
     escaped = "".join("\\" + ch if ch in "\\*?[" else ch for ch in path)
     if escaped.startswith("!"):
         escaped = "\\" + escaped
     try:
         return ScopeEntry(escaped, exact=True)
-    except InvalidPattern:
+    except GitlocksError:
         return None
 
 
+def friends(identity: Identity, table: Table) -> set[str]:
+    """Holders whose locks are YOURS: you, your ancestors and your descendants.
+
+    The same relations as ``gitlocks.locks.ancestors`` and ``descendants`` (a test holds
+    the two checks equal), restated here because that module imports pygit2.
+    """
+    mine = {identity.holder}
+    parent = identity.parent
+    while parent and parent not in mine and len(mine) < 33:
+        mine.add(parent)
+        parent = table.parent_of(parent)
+    for other in table.holders():
+        seen: set[str] = set()
+        parent = table.parent_of(other)
+        while parent and parent not in seen:
+            if parent == identity.holder:
+                mine.add(other)
+                break
+            seen.add(parent)
+            parent = table.parent_of(parent)
+    return mine
+
+
+@dataclass(frozen=True)
+class Held:
+    """A path of the commit or push inside other holders' live locks."""
+
+    path: str
+    locks: tuple[LockRecord, ...]
+
+
+def find_held(table: Table, identity: Identity, now: datetime, paths: Sequence[str]) -> list[Held]:
+    """The paths inside a live lock of a holder who is not a friend, in order."""
+    stamp = format_time(now)
+    ours = friends(identity, table)
+    live = [r for r in table if r.expires_at > stamp and r.holder not in ours]
+    if not live:
+        return []
+    held = []
+    for path in paths:
+        entry = path_entry(path)
+        if entry is not None:
+            ids = sorted(table.covering(entry))
+            theirs = [table.records[i] for i in ids]
+            theirs = [r for r in theirs if r.expires_at > stamp and r.holder not in ours]
+        else:
+            theirs = [r for r in live if _covers(r, path, table.ignore_case)]
+        if theirs:
+            held.append(Held(path, tuple(theirs)))
+    return held
+
+
+def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
+    return any(entry_covers(e, path, ignore_case=ignore_case) for e in record_entries(record))
+
+
 def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
-    """FREE, YOURS or HELD for each concrete root-relative path, in order."""
-    entries = {path: _path_entry(path) for path in paths}
+    """FREE, YOURS or HELD for each concrete path (``git alock check --staged``)."""
+    from dataclasses import replace
+
+    from gitlocks import locks
+
+    entries = {path: path_entry(path) for path in paths}
     normal = {path: entry for path, entry in entries.items() if entry is not None}
     checked = locks.check(ctx, list(normal.values()))
     by_path = {path: replace(item, path=path) for path, item in zip(normal, checked, strict=True)}
-    odd = [path for path, entry in entries.items() if entry is None]
-    if odd:
-        by_path.update((item.path, item) for item in _check_odd(ctx, odd))
-    return [by_path[path] for path in entries]
-
-
-def _check_odd(ctx: Context, paths: list[str]) -> list[CheckItem]:
-    """The slow way, for names with control characters: every live lock, one by one."""
-    table, live = locks.live_table(ctx)
-    ident = ctx.identity
-    friends = {ident.holder, *locks.ancestors(ident, table)} | locks.descendants(
-        ident.holder, table
-    )
-    items = []
-    for path in paths:
+    table = ctx.store.read_table()
+    now = ctx.now()
+    stamp = format_time(now)
+    for path in (p for p, entry in entries.items() if entry is None):
         covering = [
-            record
-            for record in live
-            if any(
-                entry_covers(entry, path, ignore_case=table.ignore_case)
-                for entry in record_entries(record)
-            )
+            r for r in table if r.expires_at > stamp and _covers(r, path, table.ignore_case)
         ]
-        theirs = [r for r in covering if r.holder not in friends]
+        held = find_held(table, ctx.identity, now, [path])
+        theirs = list(held[0].locks) if held else []
         status: Literal["free", "yours", "held"] = (
             "held" if theirs else "yours" if covering else "free"
         )
-        items.append(CheckItem(path, status, theirs or covering))
-    return items
-
-
-def hook_mode(store: Store) -> tuple[str, str | None]:
-    """``warn`` or ``block`` from ``alock.hookMode``, and a warning for a value we ignore."""
-    if "GIT_CONFIG_PARAMETERS" in os.environ or "GIT_CONFIG_COUNT" in os.environ:
-        # ``git -c alock.hookMode=block commit``: only git itself reads these.
-        proc = subprocess.run(
-            ["git", "config", "--get", "alock.hookMode"], capture_output=True, check=False
-        )
-        raw = proc.stdout.decode("utf-8", "replace").strip() or None
-    else:
-        raw = store.config_get("alock.hookMode")
-    if raw is None:
-        return "warn", None
-    mode = raw.strip().lower()
-    if mode in MODES:
-        return mode, None
-    return "warn", f"unknown alock.hookMode {raw!r} (use warn or block): warning only"
-
-
-def open_store() -> Store:
-    """The repository the hook runs for: ``GIT_DIR`` when git set it, else discovered."""
-    git_dir = os.environ.get("GIT_DIR")
-    if not git_dir:
-        return Store.discover()
-    try:
-        return Store(pygit2.Repository(git_dir))
-    except pygit2.GitError as exc:
-        raise NotARepository(f"cannot open the git repository at {git_dir}: {exc}") from exc
+        by_path[path] = locks.CheckItem(path, status, theirs or covering)
+    return [by_path[path] for path in entries]
 
 
 def _runs_hooks(proc: SessionProcess) -> bool:
@@ -324,38 +370,46 @@ def hook_session() -> SessionProcess:
 # --- the hook entry point -----------------------------------------------------------------
 
 
+def _lock_line(held: Held, record: LockRecord, now: datetime) -> str:
+    left = (record.expires() - now).total_seconds()
+    reason = f' "{record.reason}"' if record.reason else ""
+    return (
+        f"HELD {held.path} by {record.holder} ({' '.join(record.paths)}){reason}, "
+        f"expires in {format_duration(left)} [lock {record.id}]"
+    )
+
+
 @dataclass
 class HookReport:
     hook: str
-    mode: str
-    items: list[CheckItem]
-    warnings: list[str]
+    config: HookConfig
+    held: list[Held]
+    problems: list[Problem]
     now: datetime
 
     @property
-    def held(self) -> list[CheckItem]:
-        return [item for item in self.items if item.status == "held"]
-
-    @property
     def exit_code(self) -> int:
-        return EXIT_REFUSED if self.held and self.mode == "block" else EXIT_OK
+        return EXIT_REFUSED if self.held and self.config.mode == "block" else EXIT_OK
 
     def render(self) -> str:
-        lines = list(self.warnings)
-        held = self.held
-        if held:
-            lines += render.check(held, self.now).splitlines()
-            lines.append(self._advice(len(held)))
+        lines = [self.config.warning] if self.config.warning else []
+        lines += [
+            f"warning: {p.ref} is not a usable lock ({p.reason}); ignored" for p in self.problems
+        ]
+        for held in self.held:
+            lines += [_lock_line(held, record, self.now) for record in held.locks]
+        if self.held:
+            lines.append(self._advice(len(self.held)))
         return "".join(f"{PREFIX}{line}\n" for line in lines)
 
     def _advice(self, count: int) -> str:
         what = "commit" if self.hook == "pre-commit" else "push"
         paths = f"{count} path{'s' if count != 1 else ''} inside another holder's lock"
-        if self.mode == "block":
+        if self.config.mode == "block":
             leave = (
                 "unstage them (git restore --staged PATH)"
                 if what == "commit"
-                else ("push without those commits")
+                else "push without those commits"
             )
             return (
                 f"REFUSED {what}: {paths}: {leave}, ask the holder to release, "
@@ -367,20 +421,24 @@ class HookReport:
         )
 
 
-def run_check(hook: str, args: Sequence[str], stdin: Iterable[str]) -> HookReport:
+def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
-    store = open_store()
-    mode, warning = hook_mode(store)
-    ctx = Context(store=store, identity=resolve_identity(None, session=hook_session()))
-    if hook == "pre-commit":
-        paths = staged_paths()
+    # Independent git calls run side by side: each costs a process start.
+    config = _start(["config", "-z", "--get-regexp", "^(alock\\.hookmode|core\\.ignorecase)$"], cwd)
+    refs = _start(
+        ["for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", LOCK_PREFIX], cwd
+    )
+    staged = _start(_STAGED_ARGS, cwd) if hook == "pre-commit" else None
+    settings = parse_config(_finish(config, ok=(0, 1)))  # 1: none of the keys is set
+    table = read_table(_finish(refs), cwd, settings.ignore_case)
+    if staged is not None:
+        paths = parse_name_status(_finish(staged))
     else:
-        paths = pushed_paths(_push_updates(os.environ, stdin), _is_commit(store))
-    items = check_paths(ctx, paths) if paths else []
-    warnings = [warning] if warning else []
-    if items:
-        warnings += [p for p in render.problems(store.read_table().problems).splitlines() if p]
-    return HookReport(hook, mode, items, warnings, ctx.now())
+        paths = pushed_paths(_push_updates(os.environ, stdin), cwd)
+    now = utcnow()
+    identity = resolve_identity(None, session=hook_session())
+    held = find_held(table, identity, now, paths) if paths else []
+    return HookReport(hook, settings, held, table.problems if paths else [], now)
 
 
 def _push_updates(env: Mapping[str, str], stdin: Iterable[str]) -> list[RefUpdate]:
@@ -390,17 +448,6 @@ def _push_updates(env: Mapping[str, str], stdin: Iterable[str]) -> list[RefUpdat
         source = env.get("PRE_COMMIT_FROM_REF") or "0" * 40
         return [RefUpdate("", env["PRE_COMMIT_TO_REF"], remote, source)]
     return [u for u in map(RefUpdate.parse, stdin) if u is not None]
-
-
-def _is_commit(store: Store) -> Callable[[str], bool]:
-    def is_commit(sha: str) -> bool:
-        try:
-            store.repo.revparse_single(sha).peel(pygit2.Commit)
-        except (KeyError, ValueError, pygit2.GitError):
-            return False
-        return True
-
-    return is_commit
 
 
 def main(argv: Sequence[str]) -> int:
@@ -414,121 +461,25 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     hook = argv[0]
     try:
-        report = run_check(hook, argv[1:], sys.stdin if hook == "pre-push" else ())
+        report = run_check(hook, sys.stdin if hook == "pre-push" else ())
     except GitlocksError as exc:
         sys.stderr.write(f"{PREFIX}error: {exc}; {hook} lock check skipped\n")
-        return EXIT_OK if _mode_hint() != "block" else exc.exit_code
+        return exc.exit_code if _configured_mode() == "block" else EXIT_OK
     except Exception as exc:  # a bug: say so loudly, but a warn-mode hook lets the commit on
+        import traceback
+
         sys.stderr.write(
             f"{PREFIX}error: internal error: {exc.__class__.__name__}: {exc}\n"
             "This is a bug in gitlocks; please report it with the traceback below.\n"
         )
         traceback.print_exc()
-        return EXIT_OK if _mode_hint() != "block" else EXIT_ERROR
+        return EXIT_ERROR if _configured_mode() == "block" else EXIT_OK
     sys.stderr.write(report.render())
     return report.exit_code
 
 
-def _mode_hint() -> str:
-    """The configured mode when the store could not tell us (git reads the config)."""
-    proc = subprocess.run(
-        ["git", "config", "--get", "alock.hookMode"], capture_output=True, check=False
-    )
-    return proc.stdout.decode("utf-8", "replace").strip().lower() or "warn"
-
-
-# --- install and uninstall ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HookChange:
-    """What install or uninstall did to one hook."""
-
-    hook: str
-    path: Path
-    status: str  # installed, updated, already_installed, uninstalled, not_installed
-    chained: Path | None = None  # the foreign hook we run first (or restored)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "hook": self.hook,
-            "path": os.fspath(self.path),
-            "status": self.status,
-            "chained": os.fspath(self.chained) if self.chained else None,
-        }
-
-
-def hooks_dir(cwd: str | None = None) -> Path:
-    """The directory git runs hooks from: ``core.hooksPath`` if set, else the common git
-    dir's ``hooks`` (shared by linked worktrees). git prints it relative to ``cwd``."""
-    out = os.fsdecode(_git(["rev-parse", "--git-path", "hooks"], cwd).rstrip(b"\n"))
-    return Path(cwd or os.getcwd(), out).resolve()
-
-
-def is_ours(path: Path) -> bool:
-    """Whether ``path`` is a hook we wrote (it carries our marker line)."""
-    if path.is_symlink() or not path.is_file():
-        return False
+def _configured_mode() -> str:
     try:
-        with path.open("rb") as f:
-            head = f.read(512)
-    except OSError:
-        return False
-    return MARKER.encode() in head
-
-
-def install(directory: Path, hooks: Sequence[str], python: str) -> list[HookChange]:
-    """Install our shim for each hook; a foreign hook is moved aside and chained."""
-    directory.mkdir(parents=True, exist_ok=True)
-    return [_install_one(directory, hook, shim_text(hook, python)) for hook in hooks]
-
-
-def _install_one(directory: Path, hook: str, text: str) -> HookChange:
-    path = directory / hook
-    chained = directory / (hook + CHAINED_SUFFIX)
-    keep = chained if os.path.lexists(chained) else None
-    if is_ours(path):
-        if path.read_text() == text:
-            return HookChange(hook, path, "already_installed", keep)
-        _write_hook(path, text)
-        return HookChange(hook, path, "updated", keep)
-    if os.path.lexists(path):
-        if keep is not None:
-            raise Refused(
-                f"{path} is not ours and {chained.name} already exists: "
-                "move one of them away, then install again"
-            )
-        # A rename keeps the foreign hook's bytes, mode and symlink-ness exactly.
-        os.rename(path, chained)
-        keep = chained
-    _write_hook(path, text)
-    return HookChange(hook, path, "installed", keep)
-
-
-def _write_hook(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.alock-tmp")
-    try:
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
-
-
-def uninstall(directory: Path, hooks: Sequence[str] = HOOK_NAMES) -> list[HookChange]:
-    """Remove our shims and put back the hooks they chained, as they were."""
-    changes = []
-    for hook in hooks:
-        path = directory / hook
-        chained = directory / (hook + CHAINED_SUFFIX)
-        ours = is_ours(path)
-        if ours:
-            path.unlink()
-        restored = None
-        if os.path.lexists(chained) and not os.path.lexists(path):
-            os.rename(chained, path)
-            restored = path
-        status = "uninstalled" if ours else "not_installed"
-        changes.append(HookChange(hook, path, status, restored))
-    return changes
+        return parse_config(git_output(["config", "-z", "--get-regexp", "^alock\\.hookmode$"])).mode
+    except GitlocksError:
+        return "warn"

@@ -13,7 +13,7 @@ import pytest
 from conftest import git
 from helpers import Result, alock, alock_process
 
-from gitlocks import hooks
+from gitlocks import hook_install, hooks
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = os.path.dirname(sys.executable)
@@ -218,7 +218,7 @@ def test_core_hooks_path(repo: Path) -> None:
     git(repo, "config", "core.hooksPath", "githooks")
     got = alock(repo, "install-hooks")
     assert got.code == 0 and got.word.startswith("INSTALLED pre-commit")
-    assert hooks.is_ours(repo / "githooks" / "pre-commit")
+    assert hook_install.is_ours(repo / "githooks" / "pre-commit")
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     assert alock(repo, "acquire", "src/**", **A).code == 0
     edit(repo, "src/app.py", "changed\n")
@@ -248,7 +248,7 @@ def test_not_installed_says_so_once_and_lets_the_commit_through(repo: Path) -> N
 
 def test_bundled_shims_are_the_installed_text() -> None:
     for name in hooks.HOOK_NAMES:
-        assert (PROJECT / "hooks" / name).read_text() == hooks.shim_text(name)
+        assert (PROJECT / "hooks" / name).read_text() == hook_install.shim_text(name)
         assert os.access(PROJECT / "hooks" / name, os.X_OK)
 
 
@@ -359,7 +359,7 @@ def test_pushed_paths_skip_lock_refs_and_deletions(hooked: Path) -> None:
         hooks.RefUpdate("refs/agent-locks/x", head, "refs/agent-locks/x", zero),
         hooks.RefUpdate("(delete)", zero, "refs/heads/gone", head),
     ]
-    assert hooks.pushed_paths(updates, lambda sha: True, cwd=str(hooked)) == []
+    assert hooks.pushed_paths(updates, cwd=str(hooked)) == []
 
 
 # --- speed and imports -----------------------------------------------------------------------
@@ -372,8 +372,8 @@ def test_hook_path_does_not_import_the_command_line_framework(hooked: Path) -> N
         "import sys\n"
         "from gitlocks.main import main\n"
         "code = main(['hook', 'pre-commit'])\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click')"
-        " or m == 'gitlocks.cli')\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'pygit2')"
+        " or m in ('gitlocks.cli', 'gitlocks.store', 'gitlocks.locks'))\n"
         "print(code, heavy)\n"
     )
     got = subprocess.run(
@@ -480,3 +480,48 @@ def test_framework_try_repo(hooked: Path, tmp_path: Path) -> None:
     blocked = try_repo()
     assert blocked.returncode == 1, blocked.stdout
     assert "REFUSED commit" in blocked.stdout
+
+
+# --- the hook's check equals the command line's ---------------------------------------------
+
+
+def test_hook_check_agrees_with_locks_check(repo: Path) -> None:
+    """The hook restates who is a friend (it cannot import gitlocks.locks): hold them equal."""
+    from gitlocks.identity import resolve_identity
+    from gitlocks.locks import Context
+    from gitlocks.record import utcnow
+    from gitlocks.store import Store
+
+    family = {
+        "lead": None,
+        "worker": "lead",
+        "worker-sub": "worker",
+        "sibling": "lead",
+        "stranger": "elsewhere",
+    }
+    for i, (holder, parent) in enumerate(family.items()):
+        env = {"AGENT_ID": holder, "AGENT_PARENT_ID": parent or "root"}
+        assert alock(repo, "acquire", f"area{i}/**", "src/*.py", **env).code in (0, 1)
+    paths = [f"area{i}/x" for i in range(len(family))] + ["src/app.py", "free/x"]
+    for holder, parent in family.items():
+        ident = resolve_identity(as_id=holder, env={"AGENT_PARENT_ID": parent or "root"})
+        ctx = Context(store=Store.discover(repo), identity=ident)
+        expected = {i.path for i in hooks.check_paths(ctx, paths) if i.status == "held"}
+        table = ctx.store.read_table()
+        got = {h.path for h in hooks.find_held(table, ident, utcnow(), paths)}
+        assert got == expected, holder
+
+
+def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
+    from gitlocks.store import Store
+
+    assert alock(hooked, "acquire", "docs/**", "-m", "docs", **B).code == 0
+    refs = git(
+        hooked,
+        "for-each-ref",
+        "--format=%(objectname) %(objecttype) %(refname)",
+        "refs/agent-locks/",
+    )
+    table = hooks.read_table(refs.encode(), str(hooked), False)
+    assert table.records == Store.discover(hooked).read_table().records
+    assert len(table.records) == 2 and not table.problems

@@ -1,0 +1,170 @@
+"""Benchmark of the bundled pre-commit hook (issue 5). A plain script: prints figures.
+
+1. A commit of 10 staged paths with 50 live locks: the installed hook, run as git runs it,
+   against the floor ``python -c "import pygit2"`` (goal: at most 1.2x). Medians over
+   interleaved runs in the same environment.
+2. 10,000 staged paths against 1,000 live locks: the check itself, in process (goal:
+   under 1 s), and the whole hook as a process for scale.
+
+Usage: python bench/hook_bench.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gitlocks import hook_install, hooks, locks
+from gitlocks.identity import resolve_identity
+from gitlocks.locks import Context
+from gitlocks.record import utcnow
+from gitlocks.scope import ScopeEntry
+from gitlocks.store import Store
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_repo(root: Path, name: str) -> Path:
+    repo = root / name
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README.md").write_text("bench\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "initial")
+    return repo
+
+
+def claim(repo: Path, count: int, agents: int) -> None:
+    """``count`` live locks on ``area<i>/**``, spread over ``agents`` holders."""
+    store = Store.discover(repo)
+    for i in range(count):
+        ident = resolve_identity(as_id=f"agent-{i % agents}", env={})
+        ctx = Context(store=store, identity=ident)
+        result = locks.acquire(ctx, [ScopeEntry(f"area{i}/**")], reason="bench", ttl=3600)
+        assert result.status == "acquired", result
+
+
+def stage(repo: Path, paths: list[str]) -> None:
+    for rel in paths:
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rel + "\n")
+    git(repo, "add", "-A")
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {proc.stderr.decode()}")
+    return elapsed
+
+
+def hook_env(repo: Path) -> dict[str, str]:
+    """What git hands a pre-commit hook, as far as the hook's work is concerned."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["GIT_INDEX_FILE"] = str(repo / ".git" / "index")
+    env["AGENT_ID"] = "committer"
+    return env
+
+
+def compile_bytecode() -> None:
+    """An installed package has its bytecode compiled by pip; an editable checkout run with
+    PYTHONDONTWRITEBYTECODE=1 would recompile every module on every run instead."""
+    import gitlocks
+
+    package = os.path.dirname(gitlocks.__file__)
+    cmd = [sys.executable, "-m", "compileall", "-q", package]
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+def small_commit(root: Path, runs: int) -> None:
+    repo = make_repo(root, "small")
+    compile_bytecode()
+    claim(repo, 50, 10)
+    stage(repo, [f"area{i}/file.txt" for i in range(5)] + [f"free{i}/f.txt" for i in range(5)])
+    hook_install.install(hook_install.hooks_dir(str(repo)), ["pre-commit"], sys.executable)
+    env = hook_env(repo)
+    hook = [str(repo / ".git" / "hooks" / "pre-commit")]
+    floor = [sys.executable, "-c", "import pygit2"]
+    for cmd in (hook, floor):  # warm the page cache and the bytecode
+        timed(cmd, repo, env)
+    hook_times, floor_times = [], []
+    for _ in range(runs):  # interleaved, so drift hits both alike
+        floor_times.append(timed(floor, repo, env))
+        hook_times.append(timed(hook, repo, env))
+    hook_ms = statistics.median(hook_times) * 1000
+    floor_ms = statistics.median(floor_times) * 1000
+    print("1. 10 staged paths, 50 live locks (5 paths held by others)")
+    print(f"   floor  python -c 'import pygit2'   median {floor_ms:7.1f} ms over {runs} runs")
+    print(f"   hook   .git/hooks/pre-commit        median {hook_ms:7.1f} ms over {runs} runs")
+    print(f"   ratio  {hook_ms / floor_ms:.2f}x (goal <= 1.2x)")
+
+
+def big_commit(root: Path, runs: int) -> None:
+    repo = make_repo(root, "big")
+    start = time.perf_counter()
+    claim(repo, 1000, 100)
+    paths = [f"area{i % 1500}/dir{i % 7}/file{i}.txt" for i in range(10_000)]
+    stage(repo, paths)
+    setup = time.perf_counter() - start
+    env = hook_env(repo)
+    old = os.getcwd()
+    os.chdir(repo)
+    os.environ["GIT_INDEX_FILE"] = env["GIT_INDEX_FILE"]
+    try:
+        identity = resolve_identity(as_id="committer")
+        refs_args = ["for-each-ref", "--format=%(objectname) %(objecttype) %(refname)"]
+        read_times, check_times = [], []
+        held = 0
+        for _ in range(max(3, runs // 3)):
+            t0 = time.perf_counter()
+            staged = hooks.staged_paths()
+            t1 = time.perf_counter()
+            refs = hooks.git_output([*refs_args, hooks.LOCK_PREFIX])
+            table = hooks.read_table(refs, None, False)
+            found = hooks.find_held(table, identity, utcnow(), staged)
+            t2 = time.perf_counter()
+            read_times.append(t1 - t0)
+            check_times.append(t2 - t1)
+            held = len(found)
+    finally:
+        os.environ.pop("GIT_INDEX_FILE", None)
+        os.chdir(old)
+    hook = [str(repo / ".git" / "hooks" / "pre-commit")]
+    hook_install.install(hook_install.hooks_dir(str(repo)), ["pre-commit"], sys.executable)
+    whole = statistics.median(timed(hook, repo, env) for _ in range(3))
+    print(f"2. 10,000 staged paths, 1,000 live locks ({held} paths held; setup {setup:.0f} s)")
+    print(f"   read staged paths (git diff)       median {statistics.median(read_times):7.3f} s")
+    print(f"   check (locks read + all paths)     median {statistics.median(check_times):7.3f} s")
+    print("   goal for the check: < 1 s")
+    print(f"   whole hook as a process            median {whole:7.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["HOME"] = tmp
+        os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+        for key in ("AGENT_ID", "AGENT_PARENT_ID"):
+            os.environ.pop(key, None)
+        git(Path(tmp), "config", "--global", "user.name", "bench")
+        git(Path(tmp), "config", "--global", "user.email", "bench@example.invalid")
+        small_commit(Path(tmp), args.runs)
+        big_commit(Path(tmp), args.runs)
+
+
+if __name__ == "__main__":
+    main()

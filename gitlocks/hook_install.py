@@ -1,0 +1,172 @@
+"""Installing the bundled hooks: the shim git runs, chaining a foreign hook, uninstalling.
+
+The shim is a few lines of POSIX sh with a marker line; the project's ``hooks/`` folder
+holds the same text (a test keeps them equal). It hands over to ``git-alock hook NAME``,
+whose work is in :mod:`gitlocks.hooks`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitlocks.errors import Refused, StoreError, UsageError
+from gitlocks.hooks import HOOK_NAMES, git_output
+
+MARKER = "# gitlocks-hook: installed by git alock install-hooks"
+CHAINED_SUFFIX = ".alock-chained"
+
+
+# The shim git runs. ``ALOCK_PYTHON`` is the interpreter that installed the hook (empty in
+# the copy shipped in the project's hooks/ folder): agents often commit from a shell whose
+# PATH lacks the virtual environment, and the hook must still find gitlocks there.
+_SHIM = """\
+#!/bin/sh
+{marker}
+# Warns when a {verb} touches paths inside another holder's live lock (git alock).
+# git config alock.hookMode block: refuse instead. git {verb} --no-verify: skip it.
+ALOCK_PYTHON={python}
+hook={hook}
+chained="$(dirname "$0")/$hook{suffix}"
+if [ -x "$chained" ]; then
+{run_chained}
+fi
+if [ -n "$ALOCK_PYTHON" ] && [ -x "$ALOCK_PYTHON" ]; then
+    exec "$ALOCK_PYTHON" -c 'import sys
+del sys.path[0]  # not the repository being committed to
+try:
+    from gitlocks.hooks import main
+except ImportError as exc:
+    sys.stderr.write("alock: gitlocks is not importable here (%s); lock check skipped\\n" % exc)
+    sys.exit(0)
+sys.exit(main(sys.argv[1:]))' "$hook" "$@"
+fi
+if command -v git-alock >/dev/null 2>&1; then
+    exec git-alock hook "$hook" "$@"
+fi
+echo "alock: gitlocks is not installed here (git-alock is not on PATH); lock check skipped" >&2
+exit 0
+"""
+_CHAIN_COMMIT = '    "$chained" "$@" || exit $?'
+# pre-push reads its ref list on stdin, and both hooks need it: keep it in an unlinked file.
+_CHAIN_PUSH = """\
+    input=$(mktemp) || exit 1
+    cat >"$input"
+    "$chained" "$@" <"$input" || {{ status=$?; rm -f "$input"; exit $status; }}
+    exec <"$input"
+    rm -f "$input\""""
+
+
+def shim_text(hook: str, python: str = "") -> str:
+    """The hook script for ``hook``; ``python`` is baked in as ``ALOCK_PYTHON``."""
+    if hook not in HOOK_NAMES:
+        raise UsageError(f"unknown hook {hook!r}: use one of {', '.join(HOOK_NAMES)}")
+    return _SHIM.format(
+        marker=MARKER,
+        hook=hook,
+        verb="commit" if hook == "pre-commit" else "push",
+        python=shlex.quote(python) if python else "''",
+        suffix=CHAINED_SUFFIX,
+        run_chained=_CHAIN_COMMIT if hook == "pre-commit" else _CHAIN_PUSH.format(),
+    )
+
+
+# --- install and uninstall ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookChange:
+    """What install or uninstall did to one hook."""
+
+    hook: str
+    path: Path
+    status: str  # installed, updated, already_installed, uninstalled, not_installed
+    chained: Path | None = None  # the foreign hook we run first (or restored)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hook": self.hook,
+            "path": os.fspath(self.path),
+            "status": self.status,
+            "chained": os.fspath(self.chained) if self.chained else None,
+        }
+
+
+def hooks_dir(cwd: str | None = None) -> Path:
+    """The directory git runs hooks from: ``core.hooksPath`` if set, else the common git
+    dir's ``hooks`` (shared by linked worktrees). git prints it relative to ``cwd``."""
+    out = os.fsdecode(git_output(["rev-parse", "--git-path", "hooks"], cwd).rstrip(b"\n"))
+    return Path(cwd or os.getcwd(), out).resolve()
+
+
+def is_ours(path: Path) -> bool:
+    """Whether ``path`` is a hook we wrote (it carries our marker line)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(512)
+    except OSError:
+        return False
+    return MARKER.encode() in head
+
+
+def install(directory: Path, hooks: Sequence[str], python: str) -> list[HookChange]:
+    """Install our shim for each hook; a foreign hook is moved aside and chained."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return [_install_one(directory, hook, shim_text(hook, python)) for hook in hooks]
+
+
+def _install_one(directory: Path, hook: str, text: str) -> HookChange:
+    path = directory / hook
+    chained = directory / (hook + CHAINED_SUFFIX)
+    keep = chained if os.path.lexists(chained) else None
+    if is_ours(path):
+        if path.read_text() == text:
+            return HookChange(hook, path, "already_installed", keep)
+        _write_hook(path, text)
+        return HookChange(hook, path, "updated", keep)
+    if os.path.lexists(path):
+        if keep is not None:
+            raise Refused(
+                f"{path} is not ours and {chained.name} already exists: "
+                "move one of them away, then install again"
+            )
+        # A rename keeps the foreign hook's bytes, mode and symlink-ness exactly.
+        os.rename(path, chained)
+        keep = chained
+    _write_hook(path, text)
+    return HookChange(hook, path, "installed", keep)
+
+
+def _write_hook(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.alock-tmp")
+    try:
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def uninstall(directory: Path, hooks: Sequence[str] = HOOK_NAMES) -> list[HookChange]:
+    """Remove our shims and put back the hooks they chained, as they were."""
+    changes = []
+    for hook in hooks:
+        path = directory / hook
+        chained = directory / (hook + CHAINED_SUFFIX)
+        ours = is_ours(path)
+        if ours:
+            path.unlink()
+        restored = None
+        if os.path.lexists(chained) and not os.path.lexists(path):
+            os.rename(chained, path)
+            restored = path
+        status = "uninstalled" if ours else "not_installed"
+        changes.append(HookChange(hook, path, status, restored))
+    return changes
