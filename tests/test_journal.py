@@ -229,3 +229,57 @@ def test_journal_ref_is_a_commit_chain_with_empty_trees(repo: Path) -> None:
     assert len(tip.tree) == 0 and len(tip.parents) == 1
     assert "Journal-Seq: 2" in tip.message
     assert os.path.exists(repo / ".git" / "agent-locks.mutex")
+
+
+def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
+    from remote_fixtures import make_bare, make_clone, remote_events
+
+    from gitlocks.identity import resolve_identity
+    from gitlocks.locks import Context
+    from gitlocks.remote import RemoteStore
+
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    for clone in (a, b):
+        git(clone, "config", "alock.clockSkew", "0")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    assert alock(a, "renew", **A).code == 0
+    assert alock(a, "note", "src/**", "half", **A).code == 0
+    assert alock(a, "release", "src/**", **A).code == 0
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    assert alock(b, "break", "docs/**", **B).code == 0
+    assert alock(a, "acquire", "tmp/**", "--ttl", "1", **A).code == 0
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
+    ]
+    try:
+        for proc, holder, scope in zip(
+            procs, ("agent-q", "agent-n"), ("q/**", "n/**"), strict=True
+        ):
+            ident = resolve_identity(None, env={"AGENT_ID": holder}, session=proc_session(proc))
+            ctx = Context(RemoteStore(Store.discover(a).repo), ident)
+            assert locks.acquire(ctx, entries(scope)).status == "acquired"
+        assert locks.note(ctx, entries("n/**")[0], "step 1") is not None
+    finally:
+        for proc in procs:
+            kill(proc)
+    time.sleep(1.1)
+    assert alock(b, "acquire", "q/x", **B).code == 0  # expires tmp/**, releases dead q/**
+    assert alock(b, "resume", "n/**", **B).code == 0
+    assert alock(b, "release", "--all", **B).code == 0
+    seen = [str(e["event"]) for e in remote_events(bare)]
+    for kind in (
+        "granted",
+        "renewed",
+        "noted",
+        "released",
+        "broken",
+        "expired",
+        "auto_released",
+        "resumed",
+    ):
+        assert kind in seen, kind
+    assert alock(a, "sync").code == 0
+    shown = [e["event"] for e in alock(a, "log", "--json").json()]
+    assert shown == seen[::-1]
