@@ -59,7 +59,12 @@ LOCAL_JOURNAL_REF = "refs/agent-locks-meta/local-journal"
 SYNC_FILE = "agent-locks-remote.json"
 DEFAULT_SKEW_SECONDS = 30
 DEFAULT_TIMEOUT_SECONDS = 30
-TRIES = 12
+# A lost race costs a fetch and a push, while the winner's next write needs only a push,
+# so a busy remote can make one writer lose many times in a row: bound the retries by
+# count and by time (alock.remoteTimeout), and keep the jitter short so a loser retries
+# before the others' next round.
+TRIES = 60
+BACKOFF_CAP_SECONDS = 0.2
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
 
 
@@ -179,7 +184,10 @@ class RemoteStore(Store):
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
+        deadline = time.monotonic() + self.timeout
         for attempt in range(tries):
+            if attempt and time.monotonic() > deadline:
+                break
             table = self.remote_table()
             change, result = decide(table)
             if not change:
@@ -190,7 +198,7 @@ class RemoteStore(Store):
                 continue
             if self._push(table, change):
                 return result
-            time.sleep(random.uniform(0, min(0.8, 0.02 * 2**attempt)))
+            time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt)))
             if not self.fetch() and self._rejected:
                 # The remote did not move, so this was no race: it could not or would not
                 # update the refs (a stale ref lock left there, a full disk, a hook...).
@@ -201,7 +209,8 @@ class RemoteStore(Store):
                 )
             fetched = True
         raise RemoteError(
-            f"the lock remote {self.remote!r} kept changing under us ({tries} tries); try again"
+            f"the lock remote {self.remote!r} kept changing under us (lost {attempt + 1} races "
+            f"in {self.timeout}s, alock.remoteTimeout); try again"
         )
 
     def _push(self, table: RemoteTable, change: Change) -> bool:
