@@ -366,11 +366,18 @@ class Store:
         version = self.version() if start is None else start
         if version is None or not self._is_commit(version):
             return
-        walk = self.repo.walk(pygit2.Oid(hex=version), pygit2.enums.SortMode.TOPOLOGICAL)
-        for count, commit in enumerate(walk):
-            if limit is not None and count >= limit:
-                return
+        # The chain is linear (each journal commit has at most one parent), so follow it
+        # by hand: a sorted revwalk would read the whole history before the first entry.
+        commit = self.repo[version]
+        count = 0
+        while isinstance(commit, pygit2.Commit) and (limit is None or count < limit):
             yield JournalEntry(str(commit.id), tuple(journal.parse_events(commit.message)))
+            count += 1
+            parents = commit.parent_ids
+            try:
+                commit = self.repo[parents[0]] if parents else None
+            except KeyError:
+                return  # a shallow or pruned history: the journal ends here
 
 
 def _common_dir(git_dir: Path) -> Path:
