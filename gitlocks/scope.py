@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from itertools import count
 from typing import Generic, TypeVar
 
 from gitlocks._glob import (
+    GLOBSTAR,
     BadGlob,
     CompiledPattern,
+    GlobSeg,
     check_text,
     compile_pattern,
     is_literal_segment,
     normalise_path,
     patterns_meet,
+    segments_meet,
     split_segments,
     unescape,
 )
@@ -221,45 +223,100 @@ def _entries_meet(a: CompiledPattern, a_exact: bool, b: CompiledPattern, b_exact
 
 # --- the index ---------------------------------------------------------------------------
 
+# The keys of one compiled pattern at one node (a dict: an insertion-ordered set). Every
+# decision is taken once per bundle: conventions such as "**/*.test.ts" recur.
+_Bundles = dict[CompiledPattern, dict[K, None]]
+
+# How the entries of a node are grouped, and how a query decides each group: see _Node.
+_EXACT = "exact"
+_OPEN = "open"
+_PAIRWISE = "pairwise"
+_GLOB = "glob"
+_IF_SATISFIABLE = "if satisfiable"  # its satisfiable patterns surely overlap the query
+
 
 class _Node(Generic[K]):
-    """A trie node for one literal segment; ``keys`` holds the entries whose literal
-    leading segments end exactly here (insertion-ordered dict used as a set)."""
+    """A trie node for one literal segment, holding the entries whose literal leading
+    segments end exactly here, grouped by what follows:
 
-    __slots__ = ("children", "keys", "name", "parent")
+    - ``exact``: exact files, this very path;
+    - ``open``: ``**`` follows (or the implicit ``**`` of a literal pattern) and every
+      segment is satisfiable, so any open query that reaches this node overlaps them;
+    - ``globs``: keyed by the wildcard segment that follows, which the query must meet;
+    - ``pairwise``: the rest (patterns that cover nothing), decided one by one.
+    """
+
+    __slots__ = ("_named", "children", "exact", "globs", "name", "open", "pairwise", "parent")
 
     def __init__(self, parent: _Node[K] | None, name: str) -> None:
         self.parent = parent
         self.name = name
         self.children: dict[str, _Node[K]] = {}
-        self.keys: dict[K, None] = {}
+        self.exact: _Bundles[K] = {}
+        self.open: _Bundles[K] = {}
+        self.pairwise: _Bundles[K] = {}
+        self.globs: dict[GlobSeg, _Bundles[K]] = {}
+        # For a name, the globs groups whose segment matches it. Every query from one
+        # directory goes through the same few names, and the wildcard patterns at the
+        # root would otherwise cost every query one regular expression each.
+        self._named: dict[str, list[_Bundles[K]]] = {}
+
+    def bundles(self, group: str | GlobSeg) -> _Bundles[K]:
+        if isinstance(group, GlobSeg):
+            if group not in self.globs:
+                self._named.clear()
+            return self.globs.setdefault(group, {})
+        return {_EXACT: self.exact, _OPEN: self.open}.get(group, self.pairwise)
+
+    def drop_glob(self, group: GlobSeg) -> None:
+        del self.globs[group]
+        self._named.clear()
+
+    def globs_matching(self, name: str) -> list[_Bundles[K]]:
+        found = self._named.get(name)
+        if found is None:
+            if len(self._named) >= 256:  # bound the memory for many distinct names
+                self._named.clear()
+            found = [b for g, b in self.globs.items() if g.regex.fullmatch(name)]
+            self._named[name] = found
+        return found
+
+    def is_empty(self) -> bool:
+        return not (self.children or self.exact or self.open or self.pairwise or self.globs)
+
+    def groups(self, open_query: bool) -> Iterator[tuple[str | None, _Bundles[K]]]:
+        """Every group, marked for a query that reads on below here through ``**``."""
+        yield _EXACT, self.exact
+        yield (None if open_query else _OPEN), self.open
+        yield _PAIRWISE, self.pairwise
+        mark = _IF_SATISFIABLE if open_query else _GLOB
+        for bundles in self.globs.values():
+            yield mark, bundles
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class _Item(Generic[K]):
-    seq: int
-    exact: bool
     compiled: CompiledPattern
     node: _Node[K]
+    group: str | GlobSeg
 
 
 class ScopeIndex(Generic[K]):
     """Live scope entries, keyed by the caller, for fast overlap and coverage queries.
 
-    Entries sit in a trie keyed on their literal leading segments. Two patterns whose
-    literal prefixes differ at some depth cannot overlap: before any wildcard, a path has
-    one name per depth. A query therefore consults only the entries on the path of its
-    own literal prefix (theirs is a prefix of its) and, unless it is exact, the subtree
-    below where its prefix ends (its own is a prefix of theirs); patterns starting with a
-    wildcard sit at the root and are always consulted. The exact pairwise decision then
-    filters those candidates, so the index never changes an answer, only its cost.
+    Entries sit in a trie keyed on their literal leading segments: every path an entry
+    covers starts with those names. A query runs its own segments down the trie (a
+    literal follows one edge, a wildcard segment the edges whose name it matches, a
+    ``**`` takes the whole subtree), so it meets only entries whose names it can read.
+    Patterns that start with a wildcard sit at the root, where every query looks. At each
+    node the groups whose next segment cannot meet the query's are skipped; the rest get
+    the exact pairwise decision, so the index never changes an answer, only its cost.
     """
 
     def __init__(self, *, ignore_case: bool = False) -> None:
         self._ignore_case = ignore_case
         self._root: _Node[K] = _Node(None, "")
         self._items: dict[K, _Item[K]] = {}
-        self._seq = count()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -277,8 +334,9 @@ class ScopeIndex(Generic[K]):
             if child is None:
                 child = node.children[name] = _Node(node, name)
             node = child
-        node.keys[key] = None
-        self._items[key] = _Item(next(self._seq), entry.exact, compiled, node)
+        group = _group(compiled, entry.exact)
+        node.bundles(group).setdefault(compiled, {})[key] = None
+        self._items[key] = _Item(compiled, node, group)
 
     def remove(self, key: K) -> None:
         """Forget ``key``; nothing happens if it is not there."""
@@ -286,53 +344,103 @@ class ScopeIndex(Generic[K]):
         if item is None:
             return
         node = item.node
-        del node.keys[key]
-        while node.parent is not None and not node.keys and not node.children:
+        bundles = node.bundles(item.group)
+        keys = bundles[item.compiled]
+        del keys[key]
+        if not keys:
+            del bundles[item.compiled]
+        if isinstance(item.group, GlobSeg) and not bundles:
+            node.drop_glob(item.group)
+        while node.parent is not None and node.is_empty():
             del node.parent.children[node.name]
             node = node.parent
 
     def overlapping(self, entry: ScopeEntry) -> list[K]:
-        """Keys whose entry overlaps ``entry``, in the order they were added."""
+        """Keys whose entry overlaps ``entry``, each once, in no particular order."""
         query = compile_pattern(entry.pattern, self._ignore_case)
-        candidates, end = self._along(query.prefix)
-        if end is not None and not entry.exact:
-            candidates.extend(_below(end))
-        items = self._items
-        found = [
-            key
-            for key in candidates
-            if _entries_meet(query, entry.exact, items[key].compiled, items[key].exact)
-        ]
-        return sorted(found, key=lambda key: items[key].seq)
+        found: list[K] = []
+        for mark, bundles in self._reached(query, entry.exact):
+            if mark is None:  # sure to overlap
+                for keys in bundles.values():
+                    found.extend(keys)
+                continue
+            for compiled, keys in bundles.items():
+                if (mark is _IF_SATISFIABLE and compiled.satisfiable) or _entries_meet(
+                    query, entry.exact, compiled, mark is _EXACT
+                ):
+                    found.extend(keys)
+        return found
+
+    def _reached(self, query: CompiledPattern, exact: bool) -> list[tuple[str | None, _Bundles[K]]]:
+        """The groups ``query`` may overlap, marked None where it surely does."""
+        out: list[tuple[str | None, _Bundles[K]]] = []
+        segments = query.segments
+        # An exact query is one path: it stops where its names do, without a subtree.
+        end = len(segments) - 1 if exact else len(segments)
+        # An open entry at a node the query reaches overlaps it if the query, too, can go
+        # on to cover something: "a/**/x" and "a/*.py" share "a/b.py/x".
+        open_query = not exact and query.satisfiable
+        stack = [(self._root, 0)]
+        while stack:
+            node, i = stack.pop()
+            current = segments[i] if i < end else None
+            if current is GLOBSTAR:
+                # The query reads on from any name below with its own satisfiable rest,
+                # so, if open, it overlaps every non-exact entry there that covers
+                # something: "src/**/x" overlaps "src/a/*.py" at "src/a/b.py/x".
+                out.extend(group for below in _subtree(node) for group in below.groups(open_query))
+                continue
+            if node.open:
+                out.append((None if open_query else _OPEN, node.open))
+            if node.exact and current is None:  # the very path of the exact query
+                out.append((None, node.exact))
+            if node.pairwise:
+                out.append((_PAIRWISE, node.pairwise))
+            if isinstance(current, str):
+                if node.globs:  # entries whose next segment must match this name
+                    out.extend((_GLOB, bundles) for bundles in node.globs_matching(current))
+                child = node.children.get(current)
+                if child is not None:
+                    stack.append((child, i + 1))
+            elif isinstance(current, GlobSeg):
+                out.extend((_GLOB, b) for g, b in node.globs.items() if segments_meet(current, g))
+                match = current.regex.fullmatch
+                stack.extend((c, i + 1) for name, c in node.children.items() if match(name))
+        return out
 
     def covering(self, path: str) -> list[K]:
-        """Keys whose entry covers the concrete ``path``, in the order they were added."""
+        """Keys whose entry covers the concrete ``path``, each once, in no particular order."""
         path = normalise_path(path, self._ignore_case)
-        candidates, _ = self._along(path.split("/") if path else ())
-        items = self._items
-        found = [key for key in candidates if _covers(items[key].compiled, items[key].exact, path)]
-        return sorted(found, key=lambda key: items[key].seq)
-
-    def _along(self, names: Iterable[str]) -> tuple[list[K], _Node[K] | None]:
-        """The keys on the trie path of ``names``, and the node where it ends (None when
-        the trie has no node for the whole of ``names``)."""
-        keys = list(self._root.keys)
-        node = self._root
-        for name in names:
-            child = node.children.get(name)
+        nodes = [self._root]
+        for name in path.split("/") if path else ():
+            child = nodes[-1].children.get(name)
             if child is None:
-                return keys, None
-            node = child
-            keys.extend(node.keys)
-        return keys, node
+                break
+            nodes.append(child)
+        found: list[K] = []
+        for node in nodes:
+            for mark, bundles in node.groups(False):
+                for compiled, keys in bundles.items():
+                    if _covers(compiled, mark is _EXACT, path):
+                        found.extend(keys)
+        return found
 
 
-def _below(node: _Node[K]) -> list[K]:
-    """The keys stored strictly beneath ``node``."""
-    keys: list[K] = []
+def _group(compiled: CompiledPattern, exact: bool) -> str | GlobSeg:
+    if exact:
+        return _EXACT
+    following = compiled.segments[len(compiled.prefix)]  # segments end with GLOBSTAR
+    if isinstance(following, GlobSeg):
+        return following
+    return _OPEN if compiled.satisfiable else _PAIRWISE
+
+
+def _subtree(node: _Node[K]) -> list[_Node[K]]:
+    """``node`` and every node beneath it."""
+    nodes = [node]
     stack = list(node.children.values())
     while stack:
         current = stack.pop()
-        keys.extend(current.keys)
+        nodes.append(current)
         stack.extend(current.children.values())
-    return keys
+    return nodes

@@ -339,32 +339,52 @@ def test_index_basics() -> None:
     index.add(("c", 0), ScopeEntry("src/web"))
     assert len(index) == 4
     assert ("a", 1) in index
-    assert index.overlapping(ScopeEntry("src/api/v1")) == [("a", 0), ("b", 0)]
-    assert index.overlapping(ScopeEntry("src/**/api")) == [("a", 0), ("b", 0), ("c", 0)]
-    assert index.overlapping(ScopeEntry("src/web/x.test.ts", exact=True)) == [("b", 0), ("c", 0)]
-    assert index.overlapping(ScopeEntry("src")) == [("a", 0), ("b", 0), ("c", 0)]
-    assert index.overlapping(ScopeEntry("docs/*.md")) == [("a", 1), ("b", 0)]
-    assert index.overlapping(ScopeEntry("docs/x.md/y")) == [("b", 0)]
-    assert index.covering("src/api/v1/a.py") == [("a", 0)]
-    assert index.covering("src/web/a.test.ts") == [("b", 0), ("c", 0)]
-    assert index.covering("docs/x.md") == [("a", 1)]
+    assert sorted(index.overlapping(ScopeEntry("src/api/v1"))) == [("a", 0), ("b", 0)]
+    assert sorted(index.overlapping(ScopeEntry("src/**/api"))) == [("a", 0), ("b", 0), ("c", 0)]
+    assert sorted(index.overlapping(ScopeEntry("src/web/x.test.ts", exact=True))) == [
+        ("b", 0),
+        ("c", 0),
+    ]
+    assert sorted(index.overlapping(ScopeEntry("src"))) == [("a", 0), ("b", 0), ("c", 0)]
+    assert sorted(index.overlapping(ScopeEntry("docs/*.md"))) == [("a", 1), ("b", 0)]
+    assert sorted(index.overlapping(ScopeEntry("docs/x.md/y"))) == [("b", 0)]
+    assert sorted(index.covering("src/api/v1/a.py")) == [("a", 0)]
+    assert sorted(index.covering("src/web/a.test.ts")) == [("b", 0), ("c", 0)]
+    assert sorted(index.covering("docs/x.md")) == [("a", 1)]
     index.remove(("a", 0))
     index.remove(("a", 0))  # absent: no error
     index.remove(("zzz", 9))
     assert len(index) == 3
-    assert index.overlapping(ScopeEntry("src/api/v1")) == [("b", 0)]
+    assert sorted(index.overlapping(ScopeEntry("src/api/v1"))) == [("b", 0)]
     index.add(("c", 0), ScopeEntry("elsewhere"))  # same key: replaced
     assert len(index) == 3
-    assert index.overlapping(ScopeEntry("src/web")) == [("b", 0)]
+    assert sorted(index.overlapping(ScopeEntry("src/web"))) == [("b", 0)]
+
+
+def test_index_caches_follow_adds_and_removes() -> None:
+    index: ScopeIndex[int] = ScopeIndex()
+    index.add(1, ScopeEntry("*.md"))
+    assert index.overlapping(ScopeEntry("a/x")) == []  # remembers: no glob matches "a"
+    index.add(2, ScopeEntry("a*/x"))  # a new glob at the root that does match "a"
+    assert index.overlapping(ScopeEntry("a/x")) == [2]
+    assert index.covering("a/x/y") == [2]
+    index.add(3, ScopeEntry("[ab]/x"))
+    assert sorted(index.overlapping(ScopeEntry("a/x"))) == [2, 3]
+    index.remove(2)
+    index.remove(3)
+    assert index.overlapping(ScopeEntry("a/x")) == []
+    index.add(3, ScopeEntry("?/x"))
+    assert index.overlapping(ScopeEntry("a/x")) == [3]
+    assert len(index) == 2
 
 
 def test_index_ignore_case() -> None:
     index: ScopeIndex[str] = ScopeIndex(ignore_case=True)
     index.add("upper", ScopeEntry("SRC/Api"))
     index.add("exact", ScopeEntry("Docs/X.md", exact=True))
-    assert index.overlapping(ScopeEntry("src/api/**")) == ["upper"]
-    assert index.overlapping(ScopeEntry("docs/x.MD", exact=True)) == ["exact"]
-    assert index.covering("src/API/z") == ["upper"]
+    assert sorted(index.overlapping(ScopeEntry("src/api/**"))) == ["upper"]
+    assert sorted(index.overlapping(ScopeEntry("docs/x.MD", exact=True))) == ["exact"]
+    assert sorted(index.covering("src/API/z")) == ["upper"]
     assert ScopeIndex[str]().overlapping(ScopeEntry("src")) == []
 
 

@@ -107,7 +107,7 @@ def test_overlap_agrees_with_oracle(a: str, b: str) -> None:
         assert not ours, f"false overlap: {a!r} and {b!r}"
 
 
-@settings(max_examples=2_000)
+@settings(max_examples=1_000)
 @given(patterns(UPPER_SEGMENTS), patterns(UPPER_SEGMENTS))
 def test_overlap_ignoring_case_agrees_with_oracle(a: str, b: str) -> None:
     # A common path in any case has a lower-case twin, so lower-case NAMES still suffice.
@@ -148,7 +148,7 @@ def entry_oracle(entry: ScopeEntry) -> frozenset[Path]:
     return oracle_covered(entry.pattern)
 
 
-@settings(max_examples=2_000)
+@settings(max_examples=1_000)
 @given(entries(), entries())
 def test_entries_overlap_agrees_with_oracle(a: ScopeEntry, b: ScopeEntry) -> None:
     ours = entries_overlap(a, b)
@@ -160,28 +160,51 @@ def test_entries_overlap_agrees_with_oracle(a: ScopeEntry, b: ScopeEntry) -> Non
         assert entry_covers(a, "/".join(path)) is (path in entry_oracle(a))
 
 
-@settings(max_examples=300)
+# The index also sees patterns that cover nothing ("[.]") and upper case (for its
+# case-insensitive mode); brute force over entries_overlap is its oracle.
+INDEX_SEGMENTS = (*SEGMENTS, "[.]", "A", "B*")
+
+
+def index_entries() -> st.SearchStrategy[ScopeEntry]:
+    exact = literal_paths().map(lambda p: ScopeEntry(p, exact=True))
+    return st.one_of(patterns(INDEX_SEGMENTS).map(ScopeEntry), exact)
+
+
+@settings(max_examples=400)
 @given(
-    st.lists(entries(), max_size=40),
-    entries(),
-    st.lists(st.integers(0, 39), max_size=10),
+    st.lists(
+        st.tuples(st.sampled_from(["add", "add", "remove", "query"]), st.integers(0, 15)),
+        max_size=50,
+    ),
+    st.data(),
     st.booleans(),
 )
 def test_index_equals_brute_force(
-    live: list[ScopeEntry], query: ScopeEntry, removed: list[int], ignore_case: bool
+    ops: list[tuple[str, int]], data: st.DataObject, ignore_case: bool
 ) -> None:
+    # Operations interleave, so caches inside the index meet adds and removes.
     index: ScopeIndex[int] = ScopeIndex(ignore_case=ignore_case)
-    for key, entry in enumerate(live):
-        index.add(key, entry)
-    for key in removed:
-        index.remove(key)
-    kept = [k for k in range(len(live)) if k not in set(removed)]
-    assert len(index) == len(kept)
-    expected = [k for k in kept if entries_overlap(live[k], query, ignore_case=ignore_case)]
-    assert index.overlapping(query) == expected
-    for path in ("a", "a/b", "ab/.b/c", "b/a/ab/c", "c"):
-        expected = [k for k in kept if entry_covers(live[k], path, ignore_case=ignore_case)]
-        assert index.covering(path) == expected
+    live: dict[int, ScopeEntry] = {}
+    for op, key in ops:
+        if op == "remove":
+            index.remove(key)
+            live.pop(key, None)
+            continue
+        entry = data.draw(index_entries())
+        if op == "add":
+            index.add(key, entry)
+            live[key] = entry
+            continue
+        expected = [
+            k for k, e in live.items() if entries_overlap(e, entry, ignore_case=ignore_case)
+        ]
+        assert sorted(index.overlapping(entry)) == sorted(expected), (entry, live)
+        for path in ("a", "A/b", "ab/.b/c", "b/a/ab/c", "c"):
+            expected = [
+                k for k, e in live.items() if entry_covers(e, path, ignore_case=ignore_case)
+            ]
+            assert sorted(index.covering(path)) == sorted(expected), (path, live)
+    assert len(index) == len(live)
 
 
 @settings(max_examples=300)
@@ -231,7 +254,7 @@ SPECIAL = st.text(alphabet="*?[]!^\\/-.:a\n", max_size=12)
 ANY_TEXT = st.one_of(st.text(max_size=20), SPECIAL)
 
 
-@settings(max_examples=2_000)
+@settings(max_examples=1_500)
 @given(ANY_TEXT, ANY_TEXT)
 def test_any_text_is_valid_or_invalid_pattern(text: str, other: str) -> None:
     try:

@@ -1,0 +1,115 @@
+"""Benchmark of the scope engine: one overlap decision, and one claim against many locks.
+
+Run as ``python bench/scope_bench.py``. Prints medians in microseconds. The live scopes
+are a seeded mix: module subtrees, per-package globs, exact files, and 1.5% wildcard
+patterns at the top level that every query consults. The "**/..." ones among them
+overlap every non-exact scope (rule 4), so a query's answer grows with N there; a real
+store could not hold them next to the others, since claims that overlap are refused, so
+a second run admits only scopes that overlap none already live, as a store would.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gitlocks.scope import ScopeEntry, ScopeIndex, patterns_overlap
+
+PAIRS = [
+    ("src/api/**", "src/web/**"),
+    ("src/**/api", "src/api"),
+    ("src/*.py", "src/a*"),
+    ("packages/ui/src/*.ts", "packages/*/src/button.ts"),
+    ("**/*.test.ts", "packages/ui/src/*.ts"),
+    ("docs/guide.md", "docs/*.md"),
+]
+SIZES = (100, 1_000, 10_000)
+QUERIES = 300
+
+
+def decision_median_ns(a: str, b: str, loops: int = 2_000, rounds: int = 25) -> float:
+    patterns_overlap(a, b)  # compile and fill the caches
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter_ns()
+        for _ in range(loops):
+            patterns_overlap(a, b)
+        samples.append((time.perf_counter_ns() - start) / loops)
+    return statistics.median(samples)
+
+
+def random_scope(rng: random.Random) -> ScopeEntry:
+    """One scope from the mix. Module, package and file names come from large pools, so
+    they rarely repeat; the wildcard conventions at the top level come from small ones."""
+    roll = rng.random()
+    module = f"mod{rng.randrange(50_000)}"
+    if roll < 0.40:
+        return ScopeEntry(f"src/{module}/**")
+    if roll < 0.65:
+        return ScopeEntry(f"packages/pkg{rng.randrange(20_000)}/src/*.ts")
+    if roll < 0.85:
+        return ScopeEntry(f"docs/{module}.md", exact=True)
+    if roll < 0.95:
+        return ScopeEntry(f"services/svc{rng.randrange(5_000)}/{module}/handler.go", exact=True)
+    if roll < 0.985:
+        return ScopeEntry(f"tests/{module}/**/*.test.ts")
+    if roll < 0.995:  # 1%: bucket patterns that reach the whole tree
+        return ScopeEntry(rng.choice(["**/*.test.ts", "**/fixtures/**", "**/*.snap"]))
+    return ScopeEntry(rng.choice(["*.md", "*.config.js", "[A-Z]*.txt", ".*rc"]))  # 0.5%
+
+
+def check_times_ns(size: int, rng: random.Random, *, disjoint: bool) -> tuple[list[int], float]:
+    """Times of ``overlapping`` for fresh scopes, and the mean number of overlaps found.
+
+    ``disjoint`` builds the live set as a store would hold it: a scope is admitted only
+    if it overlaps none already live (claims that overlap are refused).
+    """
+    index: ScopeIndex[int] = ScopeIndex()
+    while len(index) < size:
+        scope = random_scope(rng)
+        if disjoint and (scope.pattern.startswith("**") or index.overlapping(scope)):
+            continue  # a "**/..." scope would shut out every later non-exact one
+        index.add(len(index), scope)
+    queries = [random_scope(rng) for _ in range(QUERIES)]
+    hits = [len(index.overlapping(query)) for query in queries]  # compiles each query once
+    samples = []
+    for _ in range(5):
+        for query in queries:
+            start = time.perf_counter_ns()
+            index.overlapping(query)
+            samples.append(time.perf_counter_ns() - start)
+    return samples, statistics.mean(hits)
+
+
+def report_checks(title: str, *, disjoint: bool) -> None:
+    rng = random.Random(20240601)
+    medians = {}
+    print(f"{title}, over {QUERIES} fresh queries x 5:")
+    for size in SIZES:
+        samples, hits = check_times_ns(size, rng, disjoint=disjoint)
+        medians[size] = statistics.median(samples)
+        p95 = statistics.quantiles(samples, n=20)[-1]
+        print(
+            f"  N={size:>6}: median {medians[size] / 1000:7.2f} us   p95 {p95 / 1000:8.2f} us"
+            f"   (mean overlaps found: {hits:.1f})"
+        )
+    print(
+        f"  ratio of medians N={SIZES[-1]} / N={SIZES[0]}: {medians[SIZES[-1]] / medians[SIZES[0]]:.2f}"
+    )
+
+
+def main() -> None:
+    print("one overlap decision (compiled and cached), median:")
+    for a, b in PAIRS:
+        print(f"  {a!r:28} vs {b!r:30} {decision_median_ns(a, b) / 1000:7.2f} us")
+    report_checks("one new scope against N live scopes (the mix as drawn)", disjoint=False)
+    report_checks("one new scope against N pairwise disjoint live scopes", disjoint=True)
+
+
+if __name__ == "__main__":
+    main()
