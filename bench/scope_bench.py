@@ -98,9 +98,8 @@ def report_checks(title: str, *, disjoint: bool) -> None:
             f"  N={size:>6}: median {medians[size] / 1000:7.2f} us   p95 {p95 / 1000:8.2f} us"
             f"   (mean overlaps found: {hits:.1f})"
         )
-    print(
-        f"  ratio of medians N={SIZES[-1]} / N={SIZES[0]}: {medians[SIZES[-1]] / medians[SIZES[0]]:.2f}"
-    )
+    ratio = medians[SIZES[-1]] / medians[SIZES[0]]
+    print(f"  ratio of medians N={SIZES[-1]} / N={SIZES[0]}: {ratio:.2f}")
 
 
 def main() -> None:

@@ -29,8 +29,8 @@ _DOT = ord(".")
 # What one character of a path segment can be: anything but NUL, "/" and the surrogate
 # code points (which cannot be encoded in a file name).
 ALPHABET: Ranges = ((1, _SLASH - 1), (_SLASH + 1, 0xD7FF), (0xE000, _MAX_CP))
-# Characters whose case folds all lie below this bound (the last cased letter in Unicode
-# 15 is U+1E943, Adlam); scanning the astral planes above would cost 0.3 s for nothing.
+# Every character with a case lies below this bound (the last one in Unicode 14 and 15
+# is U+1E943, Adlam); scanning the planes above would cost 0.3 s for nothing.
 _CASED_LIMIT = 0x20000
 
 
@@ -419,7 +419,7 @@ def _satisfiable(seg: str | GlobSeg) -> bool:
 class CompiledPattern:
     """A validated pattern, ready for matching and overlap decisions."""
 
-    __slots__ = ("_regex", "literal", "prefix", "segments", "text")
+    __slots__ = ("_regex", "literal", "prefix", "satisfiable", "segments", "text")
 
     def __init__(self, text: str, segments: tuple[Segment, ...]) -> None:
         self.text = text  # the normalised spelling
@@ -434,6 +434,10 @@ class CompiledPattern:
         if not segments or segments[-1] is not GLOBSTAR:
             segments += (GLOBSTAR,)
         self.segments = segments  # always ends with GLOBSTAR: the subtree of rule 4
+        # Whether it covers any path at all ("a/[.]" covers none).
+        self.satisfiable = all(
+            not isinstance(s, GlobSeg) or segment_satisfiable(s) for s in segments
+        )
         self._regex: re.Pattern[str] | None = None
 
     def covers(self, path: str) -> bool:

@@ -118,7 +118,7 @@ def test_overlap_ignoring_case_agrees_with_oracle(a: str, b: str) -> None:
         assert ours is witnessed, (a, b)
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(patterns())
 def test_covers_agrees_with_oracle(pattern: str) -> None:
     covered = oracle_covered(pattern)
@@ -233,7 +233,7 @@ def _segment_names(segment: str) -> frozenset[str]:
     return frozenset(n for n in SEGMENT_NAMES if fnmatchcase(n, _fnmatch_spelling(segment)))
 
 
-@settings(max_examples=2_000)
+@settings(max_examples=1_000)
 @given(
     st.lists(st.sampled_from(CHAR_TOKENS), min_size=1, max_size=2).map("".join),
     st.lists(st.sampled_from(CHAR_TOKENS), min_size=1, max_size=2).map("".join),
@@ -254,7 +254,7 @@ SPECIAL = st.text(alphabet="*?[]!^\\/-.:a\n", max_size=12)
 ANY_TEXT = st.one_of(st.text(max_size=20), SPECIAL)
 
 
-@settings(max_examples=1_500)
+@settings(max_examples=1_000)
 @given(ANY_TEXT, ANY_TEXT)
 def test_any_text_is_valid_or_invalid_pattern(text: str, other: str) -> None:
     try:
