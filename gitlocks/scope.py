@@ -284,11 +284,17 @@ class _Node(Generic[K]):
     def is_empty(self) -> bool:
         return not (self.children or self.exact or self.open or self.pairwise or self.globs)
 
-    def groups(self, open_query: bool) -> Iterator[tuple[str | None, _Bundles[K]]]:
-        """Every group, marked for a query that reads on below here through ``**``."""
-        yield _EXACT, self.exact
-        yield (None if open_query else _OPEN), self.open
-        yield _PAIRWISE, self.pairwise
+    def groups(
+        self, open_query: bool = False, whole: bool = False
+    ) -> Iterator[tuple[str | None, _Bundles[K]]]:
+        """The non-empty groups, marked for a query that reads on below here through
+        ``**`` (``whole``: and then ends, covering everything below)."""
+        if self.exact:
+            yield (None if whole else _EXACT), self.exact
+        if self.open:
+            yield (None if open_query else _OPEN), self.open
+        if self.pairwise:
+            yield _PAIRWISE, self.pairwise
         mark = _IF_SATISFIABLE if open_query else _GLOB
         for bundles in self.globs.values():
             yield mark, bundles
@@ -387,8 +393,14 @@ class ScopeIndex(Generic[K]):
             if current is GLOBSTAR:
                 # The query reads on from any name below with its own satisfiable rest,
                 # so, if open, it overlaps every non-exact entry there that covers
-                # something: "src/**/x" overlaps "src/a/*.py" at "src/a/b.py/x".
-                out.extend(group for below in _subtree(node) for group in below.groups(open_query))
+                # something: "src/**/x" overlaps "src/a/*.py" at "src/a/b.py/x". If that
+                # "**" is its last segment, it covers every exact file below as well.
+                whole = i == len(segments) - 1
+                out.extend(
+                    group
+                    for below in _subtree(node)
+                    for group in below.groups(open_query, whole and open_query)
+                )
                 continue
             if node.open:
                 out.append((None if open_query else _OPEN, node.open))
@@ -419,7 +431,7 @@ class ScopeIndex(Generic[K]):
             nodes.append(child)
         found: list[K] = []
         for node in nodes:
-            for mark, bundles in node.groups(False):
+            for mark, bundles in node.groups():
                 for compiled, keys in bundles.items():
                     if _covers(compiled, mark is _EXACT, path):
                         found.extend(keys)
