@@ -37,15 +37,13 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test User\n\temail = user@example.invalid\n"
         "[init]\n\tdefaultBranch = main\n"
-        "[protocol \"file\"]\n\tallow = always\n"
+        '[protocol "file"]\n\tallow = always\n'
     )
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:
     """Run git in ``cwd`` and return its stdout."""
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, check=check, capture_output=True, text=True
-    )
+    proc = subprocess.run(["git", *args], cwd=cwd, check=check, capture_output=True, text=True)
     return proc.stdout
 
 
