@@ -32,6 +32,7 @@ from gitlocks.scope import ScopeEntry
 from gitlocks.store import Change, Store
 
 QUICK = "--quick" in sys.argv
+COUNTS = (10, 10_000)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -152,7 +153,7 @@ def liveness(base: Path) -> None:
     pid = os.getppid()
     start = process_start_time(pid) or ""
     figures = {}
-    for count in (10, 10_000):
+    for count in COUNTS:
         repo = make_repo(base, f"live{count}")
         store = Store.discover(repo)
         fill(store, count, pid, start)

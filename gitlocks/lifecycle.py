@@ -267,11 +267,6 @@ def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
     return {r.id: life.state(r) for r in records}
 
 
-def quiet_for(ctx: Context, records: Iterable[LockRecord]) -> dict[str, float]:
-    life = Liveness.of(ctx)
-    return {r.id: life.quiet_seconds(r) for r in records}
-
-
 # --- status: locks and the uncommitted edits of every worktree ------------------------------
 
 
