@@ -234,29 +234,6 @@ def path_entry(path: str) -> ScopeEntry | None:
         return None
 
 
-def friends(identity: Identity, table: Table) -> set[str]:
-    """Holders whose locks are YOURS: you, your ancestors and your descendants.
-
-    The same relations as ``gitlocks.locks.ancestors`` and ``descendants`` (a test holds
-    the two checks equal), restated here because that module imports pygit2.
-    """
-    mine = {identity.holder}
-    parent = identity.parent
-    while parent and parent not in mine and len(mine) < 33:
-        mine.add(parent)
-        parent = table.parent_of(parent)
-    for other in table.holders():
-        seen: set[str] = set()
-        parent = table.parent_of(other)
-        while parent and parent not in seen:
-            if parent == identity.holder:
-                mine.add(other)
-                break
-            seen.add(parent)
-            parent = table.parent_of(parent)
-    return mine
-
-
 @dataclass(frozen=True)
 class Held:
     """A path of the commit or push inside other holders' live locks."""
@@ -268,7 +245,7 @@ class Held:
 def find_held(table: Table, identity: Identity, now: datetime, paths: Sequence[str]) -> list[Held]:
     """The paths inside a live lock of a holder who is not a friend, in order."""
     stamp = format_time(now)
-    ours = friends(identity, table)
+    ours = table.family(identity.holder, identity.parent)
     live = [r for r in table if r.expires_at > stamp and r.holder not in ours]
     if not live:
         return []

@@ -205,7 +205,7 @@ def _candidates(table: Table, target: str | ScopeEntry, ignore_case: bool) -> li
 def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
     """Take over a dead holder's lock (interrupted work) with its notes."""
     # Imported here: locks imports this module at load time.
-    from gitlocks.locks import Conflict, ancestors, event, sweep
+    from gitlocks.locks import Conflict, event, sweep
 
     ident = ctx.identity
     store = ctx.store
@@ -223,7 +223,7 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
             held = [r for r in candidates if r.holder != ident.holder]
             return change, ResumeResult("held" if held else "not_locked", held=held)
         taken = dead[0]
-        elders = set(ancestors(ident, table))
+        elders = set(table.ancestors(ident.holder, ident.parent))
         conflicts = []
         for lock_id, pairs in sorted(table.overlaps(record_entries(taken)).items()):
             other = table.records[lock_id]
@@ -333,12 +333,12 @@ class Status:
 
 def status(ctx: Context) -> Status:
     """Your locks, others' (with their state), and where each worktree's edits lie."""
-    from gitlocks.locks import ancestors, descendants, live_table
+    from gitlocks.locks import live_table
 
     ident = ctx.identity
     table, live = live_table(ctx)
     life = Liveness.of(ctx)
-    friends = {ident.holder, *ancestors(ident, table)} | descendants(ident.holder, table)
+    friends = table.family(ident.holder, ident.parent)
     states_by_id = {r.id: life.state(r) for r in live}
     yours = [r for r in live if r.holder in friends]
     others = [r for r in live if r.holder not in friends]

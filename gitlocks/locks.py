@@ -118,32 +118,6 @@ class CheckItem:
 # --- relations between holders ------------------------------------------------------------
 
 
-def ancestors(identity: Identity, table: Table) -> list[str]:
-    """My parent, its parent, ...: declared by env for me, by records for the rest."""
-    chain: list[str] = []
-    parent = identity.parent
-    while parent and parent not in chain and parent != identity.holder and len(chain) < 32:
-        chain.append(parent)
-        parent = table.parent_of(parent)
-    return chain
-
-
-def descendants(holder: str, table: Table) -> set[str]:
-    """Holders whose parent chain in the table leads to ``holder``."""
-    found: set[str] = set()
-    for other in table.holders():
-        seen: set[str] = set()
-        parent = table.parent_of(other)
-        while parent and parent not in seen:
-            if parent == holder:
-                found.add(other)
-                break
-            seen.add(parent)
-            parent = table.parent_of(parent)
-    found.discard(holder)
-    return found
-
-
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
     event = {
         "event": kind,
@@ -181,7 +155,7 @@ def acquire(
         change = Change()
         gone = sweep(table, now, change)
         mine = {ident.holder}
-        elders = ancestors(ident, table)
+        elders = table.ancestors(ident.holder, ident.parent)
         requested = {e.pattern for e in entries}
         for elder in elders:
             for record in table.held_by(elder):
@@ -287,7 +261,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
         gone = sweep(table, now, change)
         result = ReleaseResult()
         if entries is None:
-            holders = {ident.holder} | descendants(ident.holder, table)
+            holders = {ident.holder} | table.descendants(ident.holder)
             for holder in sorted(holders):
                 for record in table.held_by(holder):
                     if record.id not in gone:
@@ -425,7 +399,7 @@ def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     ident = ctx.identity
     table = ctx.store.read_table()
     now = format_time(ctx.now())
-    friends = {ident.holder, *ancestors(ident, table)} | descendants(ident.holder, table)
+    friends = table.family(ident.holder, ident.parent)
     life = lifecycle.Liveness.of(ctx)
     items = []
     for entry in entries:

@@ -103,6 +103,35 @@ class Table:
                 return parent
         return None
 
+    # --- families: a holder's own locks, its ancestors' and its sub-agents' ---------------
+
+    def ancestors(self, holder: str, parent: str | None) -> list[str]:
+        """The parent, its parent, ...: given for the asker, declared by records above."""
+        chain: list[str] = []
+        while parent and parent not in chain and parent != holder and len(chain) < 32:
+            chain.append(parent)
+            parent = self.parent_of(parent)
+        return chain
+
+    def descendants(self, holder: str) -> set[str]:
+        """Holders whose parent chain in the table leads to ``holder``."""
+        found: set[str] = set()
+        for other in self._by_holder:
+            seen: set[str] = set()
+            parent = self.parent_of(other)
+            while parent and parent not in seen:
+                if parent == holder:
+                    found.add(other)
+                    break
+                seen.add(parent)
+                parent = self.parent_of(parent)
+        found.discard(holder)
+        return found
+
+    def family(self, holder: str, parent: str | None) -> set[str]:
+        """Holders whose locks are YOURS to ``holder``: itself, ancestors, descendants."""
+        return {holder, *self.ancestors(holder, parent)} | self.descendants(holder)
+
     def expired(self, now: str) -> list[LockRecord]:
         """Records whose ``expires_at`` is at or before ``now`` (an RFC 3339 UTC time)."""
         heap = self._expiry
