@@ -18,7 +18,7 @@ from gitlocks import __version__, cli_hooks, cli_lifecycle, cli_remote, locks, r
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context
-from gitlocks.record import LOCK_ID_RE, parse_duration
+from gitlocks.record import parse_duration
 from gitlocks.scope import ScopeEntry, make_entry
 from gitlocks.store import Store
 
@@ -326,14 +326,7 @@ def break_(
     Example: git alock break 0193a7c2b1f-4a2b9c1d
     """
     ctx = _context(as_id)
-    table = ctx.store.read_table()
-    parsed: list[str | ScopeEntry] = []
-    for target in targets:
-        if LOCK_ID_RE.match(target) and table.get(target) is not None:
-            parsed.append(target)
-        else:
-            parsed.extend(_entries(ctx, [target]))
-    broken = locks.break_locks(ctx, parsed)
+    broken = locks.break_locks(ctx, [(t, _entries(ctx, [t])[0]) for t in targets])
     now = ctx.now()
     if as_json:
         _json(

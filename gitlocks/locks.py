@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -356,8 +356,13 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
     return ctx.store.transact(decide)
 
 
-def break_locks(ctx: Context, targets: list[str | ScopeEntry]) -> list[LockRecord]:
-    """Forcibly release locks named by id, or crossing a pattern; journaled with who did it."""
+def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> list[LockRecord]:
+    """Forcibly release locks; journaled with who did it.
+
+    Each target is what was typed and its pattern entry: a lock id names that lock when
+    the table being decided on has it (in remote mode, the remote's), else the pattern
+    names every lock crossing it.
+    """
     ident = ctx.identity
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
@@ -365,8 +370,8 @@ def break_locks(ctx: Context, targets: list[str | ScopeEntry]) -> list[LockRecor
         change = Change()
         gone = sweep(table, now, change)
         broken: dict[str, LockRecord] = {}
-        for target in targets:
-            for record in _targets(table, target):
+        for text, entry in targets:
+            for record in _targets(table, text, entry):
                 if record.id not in gone and record.id not in broken:
                     broken[record.id] = record
         for record in broken.values():
@@ -377,11 +382,11 @@ def break_locks(ctx: Context, targets: list[str | ScopeEntry]) -> list[LockRecor
     return ctx.store.transact(decide)
 
 
-def _targets(table: Table, target: str | ScopeEntry) -> Iterable[LockRecord]:
-    if isinstance(target, str):
-        record = table.get(target) if LOCK_ID_RE.match(target) else None
-        return [record] if record is not None else []
-    return [table.records[i] for i in sorted(table.overlaps([target]))]
+def _targets(table: Table, text: str, entry: ScopeEntry) -> list[LockRecord]:
+    record = table.get(text) if LOCK_ID_RE.match(text) else None
+    if record is not None:
+        return [record]
+    return [table.records[i] for i in sorted(table.overlaps([entry]))]
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -391,7 +396,7 @@ def live_table(ctx: Context) -> tuple[Table, list[LockRecord]]:
     """The table and its unexpired records, oldest first."""
     table = ctx.store.read_table()
     now = format_time(ctx.now())
-    return table, sorted((r for r in table if r.expires_at > now), key=lambda r: r.id)
+    return table, table.live(now)
 
 
 def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
@@ -405,7 +410,7 @@ def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     for entry in entries:
         locks = [table.records[i] for i in sorted(table.covering(entry))]
         # A dead holder's lock (interrupted work too) blocks no path, as in acquire.
-        locks = [r for r in locks if r.expires_at > now and not life.dead(r)]
+        locks = [r for r in locks if table.is_live(r, now) and not life.dead(r)]
         theirs = [r for r in locks if r.holder not in friends]
         if theirs:
             items.append(CheckItem(entry.pattern, "held", theirs))

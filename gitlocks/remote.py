@@ -33,13 +33,12 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TypeVar
 
 import pygit2
 
 from gitlocks.errors import RemoteError, UsageError
-from gitlocks.record import LockRecord, format_time, parse_duration, parse_time, utcnow
+from gitlocks.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.remote_git import (
     GitRun,
     failure,
@@ -70,17 +69,9 @@ _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
 
 @dataclass
 class RemoteTable(Table):
-    """The remote's table as last seen, with the ref values a push must lease against.
-
-    ``expired`` allows for clock skew: a lock is written with its writer's clock, so no
-    other machine treats it as expired until ``expires_at`` plus the allowance.
-    """
+    """The remote's table as last seen, with the ref values a push must lease against."""
 
     refs: dict[str, str] = field(default_factory=dict)
-    skew: int = 0
-
-    def expired(self, now: str) -> list[LockRecord]:
-        return super().expired(format_time(parse_time(now) - timedelta(seconds=self.skew)))
 
 
 def config_seconds(store: Store, key: str, default: int) -> int:

@@ -85,6 +85,7 @@ class Store:
         self.common_dir = _common_dir(self.git_dir)
         self.root = Path(repo.workdir).resolve() if repo.workdir else Path.cwd()
         self.ignore_case = self.config_bool("core.ignoreCase", False)
+        self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._empty_tree: pygit2.Oid | None = None
 
@@ -178,7 +179,11 @@ class Store:
             elif problem is not None:
                 problems.append(problem)
         return Table(
-            version=version, ignore_case=self.ignore_case, records=records, problems=problems
+            version=version,
+            ignore_case=self.ignore_case,
+            records=records,
+            problems=problems,
+            skew=self.skew,
         )
 
     def _lock_refs(self) -> Iterator[tuple[str, pygit2.Oid]]:

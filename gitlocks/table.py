@@ -10,8 +10,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 
-from gitlocks.record import LockRecord
+from gitlocks.record import LockRecord, format_time, parse_time
 from gitlocks.scope import ScopeEntry, ScopeIndex, entries_overlap
 
 Key = tuple[str, str]  # (lock id, pattern)
@@ -43,6 +44,9 @@ class Table:
     ignore_case: bool = False
     records: dict[str, LockRecord] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
+    # clock wrote it, so nobody treats it as expired until this allowance has passed too.
+    skew: int = 0
     _index: ScopeIndex[Key] = field(init=False, repr=False)
     _by_holder: dict[str, set[str]] = field(init=False, repr=False)
     # (expires_at, id), lazily pruned: RFC 3339 UTC strings of one format sort as times.
@@ -132,8 +136,23 @@ class Table:
         """Holders whose locks are YOURS to ``holder``: itself, ancestors, descendants."""
         return {holder, *self.ancestors(holder, parent)} | self.descendants(holder)
 
+    def cutoff(self, now: str) -> str:
+        """The ``expires_at`` at or before which a record counts as expired at ``now``."""
+        if not self.skew:
+            return now
+        return format_time(parse_time(now) - timedelta(seconds=self.skew))
+
+    def is_live(self, record: LockRecord, now: str) -> bool:
+        return record.expires_at > self.cutoff(now)
+
+    def live(self, now: str) -> list[LockRecord]:
+        """Unexpired records, oldest first."""
+        cutoff = self.cutoff(now)
+        return sorted((r for r in self if r.expires_at > cutoff), key=lambda r: r.id)
+
     def expired(self, now: str) -> list[LockRecord]:
-        """Records whose ``expires_at`` is at or before ``now`` (an RFC 3339 UTC time)."""
+        """Records expired at ``now`` (an RFC 3339 UTC time), allowing for ``skew``."""
+        now = self.cutoff(now)
         heap = self._expiry
         while heap:
             stamp, lock_id = heap[0]

@@ -91,7 +91,7 @@ def test_journal_events_arrive_on_the_remote_with_the_locks(
     a, b = two
     got = alock(a, "acquire", "src/**", "--json", **A).json()
     alock(a, "note", "src/**", "half done", **A)
-    alock(b, "sync")  # break resolves an id against the local view
+    # B never synced: break decides on the remote's table, so it finds the id there.
     assert alock(b, "break", got["lock"]["id"], **B).code == 0
     kinds = [(e["event"], e["id"]) for e in remote_events(bare)]
     lock_id = got["lock"]["id"]
@@ -180,7 +180,11 @@ def test_expiry_allows_for_clock_skew(two: tuple[Path, Path], bare: Path) -> Non
     )
     assert acquire(ctx, [ScopeEntry("src/**")], ttl=60).status == "acquired"
     assert alock(b, "acquire", "src/x.py", **B).code == 1  # inside the 30 s allowance
+    # The read verbs apply the same allowance as the claim.
+    assert alock(b, "check", "src/x.py", **B).word.startswith("HELD src/x.py by agent-a")
+    assert [r["holder"] for r in alock(b, "list", "--json").json()] == ["agent-a"]
     git(b, "config", "alock.clockSkew", "5s")
+    assert alock(b, "check", "src/x.py", **B).word == "FREE src/x.py"
     got = alock(b, "acquire", "src/x.py", **B)
     assert got.code == 0, got.out
     assert [e["event"] for e in remote_events(bare)] == ["granted", "expired", "granted"]
