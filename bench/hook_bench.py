@@ -20,26 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import git, make_repo
+
 from gitlocks import hook_install, hooks, locks
 from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context
 from gitlocks.record import utcnow
 from gitlocks.scope import ScopeEntry
 from gitlocks.store import Store
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_repo(root: Path, name: str) -> Path:
-    repo = root / name
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "README.md").write_text("bench\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "initial")
-    return repo
 
 
 def claim(repo: Path, count: int, agents: int) -> None:

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import git, make_repo
+
 from gitlocks import journal
 from gitlocks.identity import process_start_time, resolve_identity
 from gitlocks.locks import Context, acquire, release
@@ -33,21 +35,6 @@ from gitlocks.store import Change, Store
 
 QUICK = "--quick" in sys.argv
 COUNTS = (10, 10_000)
-
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return proc.stdout
-
-
-def make_repo(base: Path, name: str) -> Path:
-    path = base / name
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "README.md").write_text("bench\n")
-    git(path, "add", "README.md")
-    git(path, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "init")
-    return path
 
 
 def du(path: Path) -> int:

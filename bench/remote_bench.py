@@ -26,16 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import git
+
 from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context, acquire
 from gitlocks.remote import RemoteStore
 from gitlocks.scope import ScopeEntry
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 def hermetic(home: Path) -> None:

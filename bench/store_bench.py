@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import make_repo
+
 from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context, acquire, release
 from gitlocks.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
@@ -26,20 +28,6 @@ from gitlocks.scope import ScopeEntry
 from gitlocks.store import Change, Store
 
 QUICK = "--quick" in sys.argv
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_repo(base: Path, name: str) -> Path:
-    path = base / name
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "README.md").write_text("bench\n")
-    git(path, "add", "README.md")
-    git(path, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "init")
-    return path
 
 
 def realistic_pattern(rng: random.Random, i: int) -> str:

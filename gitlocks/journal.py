@@ -70,8 +70,13 @@ def message(events: Iterable[Event], seq: int) -> str:
 def parse_events(text: str) -> list[Event]:
     """The JSON events of a journal commit message (other lines are skipped)."""
     _, _, body = text.partition("\n\n")
-    events = []
-    for line in body.splitlines():
+    return _json_objects(body.splitlines())
+
+
+def _json_objects(lines: Iterable[str]) -> list[Event]:
+    """The lines that hold a JSON object, parsed; anything else is skipped."""
+    found = []
+    for line in lines:
         if not line.startswith("{"):
             continue
         try:
@@ -79,8 +84,8 @@ def parse_events(text: str) -> list[Event]:
         except json.JSONDecodeError:
             continue
         if isinstance(event, dict):
-            events.append(event)
-    return events
+            found.append(event)
+    return found
 
 
 def parse_seq(text: str) -> int:
@@ -324,14 +329,7 @@ def _read_from(path: Path, offset: int) -> tuple[int, list[Event]]:
     complete, newline, _ = chunk.rpartition(b"\n")
     if not newline:
         return offset, []  # a line still being written
-    found = []
-    for line in complete.decode("utf-8", "replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            found.append(event)
+    found = _json_objects(complete.decode("utf-8", "replace").splitlines())
     return offset + len(complete) + 1, found
 
 
