@@ -269,14 +269,12 @@ def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
 
 def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
     """FREE, YOURS or HELD for each concrete path (``git alock check --staged``)."""
-    from dataclasses import replace
-
     from gitlocks import locks
 
     entries = {path: path_entry(path) for path in paths}
     normal = {path: entry for path, entry in entries.items() if entry is not None}
     checked = locks.check(ctx, list(normal.values()))
-    by_path = {path: replace(item, path=path) for path, item in zip(normal, checked, strict=True)}
+    by_path = {path: item._replace(path=path) for path, item in zip(normal, checked, strict=True)}
     table = ctx.store.read_table()
     now = ctx.now()
     stamp = format_time(now)

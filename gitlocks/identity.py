@@ -15,7 +15,6 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -55,8 +54,7 @@ def validate_holder(value: str, *, what: str = "agent id") -> str:
     return value
 
 
-@dataclass(frozen=True)
-class SessionProcess:
+class SessionProcess(NamedTuple):
     """A process identified well enough to tell later whether it is still the same one."""
 
     pid: int
@@ -188,8 +186,7 @@ def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
     return f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     """The holder and parent for this invocation, and where each came from."""
 
     holder: str

@@ -28,10 +28,9 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitlocks.errors import UsageError
 from gitlocks.record import format_time, parse_duration
@@ -97,8 +96,7 @@ def parse_seq(text: str) -> int:
 # --- retention ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KeepPolicy:
+class KeepPolicy(NamedTuple):
     events: int | None = DEFAULT_KEEP_EVENTS
     seconds: int | None = None
 

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from gitlocks import journal, lifecycle
 from gitlocks.identity import Identity, process_alive
@@ -53,8 +53,7 @@ class Context:
         return self.stale_after
 
 
-@dataclass
-class Conflict:
+class Conflict(NamedTuple):
     record: LockRecord
     overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
     state: lifecycle.State = "live"  # "stale": quiet too long; "interrupted": dead, notes
@@ -87,8 +86,7 @@ class AcquireResult:
         }
 
 
-@dataclass
-class Released:
+class Released(NamedTuple):
     record: LockRecord
     patterns: list[str]
     remaining: LockRecord | None  # what is left of the lock, or None when it is gone
@@ -101,8 +99,7 @@ class ReleaseResult:
     held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
 
 
-@dataclass
-class CheckItem:
+class CheckItem(NamedTuple):
     path: str
     status: Literal["free", "yours", "held"]
     locks: list[LockRecord]

@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitlocks.errors import UsageError
 
@@ -93,8 +93,7 @@ def new_lock_id() -> str:
 # --- the record -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):
     at: str
     text: str
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pygit2
 
@@ -64,8 +64,7 @@ class Change:
         return bool(self.put or self.delete)
 
 
-@dataclass(frozen=True)
-class JournalEntry:
+class JournalEntry(NamedTuple):
     commit: str
     events: tuple[dict[str, Any], ...]
 

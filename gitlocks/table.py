@@ -11,6 +11,7 @@ import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import NamedTuple
 
 from gitlocks.record import LockRecord, format_time, parse_time
 from gitlocks.scope import ScopeEntry, ScopeIndex, entries_overlap
@@ -18,8 +19,7 @@ from gitlocks.scope import ScopeEntry, ScopeIndex, entries_overlap
 Key = tuple[str, str]  # (lock id, pattern)
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """A ref under the lock namespace that is not a usable lock record."""
 
     ref: str

@@ -36,7 +36,7 @@ PROBE = textwrap.dedent(
     """
     import dataclasses, json, os
     from gitlocks.identity import session_process
-    print(json.dumps({"self": os.getpid(), **dataclasses.asdict(session_process())}))
+    print(json.dumps({"self": os.getpid(), **session_process()._asdict()}))
     """
 )
 
