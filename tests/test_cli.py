@@ -291,3 +291,13 @@ def test_installed_git_subcommand(repo: Path) -> None:
     assert refused.code == 1 and refused.out.startswith("REFUSED")
     bad = alock_process(repo, "nope")
     assert bad.code == 2 and bad.err.startswith("error: ")
+
+
+def test_ignore_case_repository(repo: Path) -> None:
+    git(repo, "config", "core.ignoreCase", "true")
+    assert alock(repo, "acquire", "SRC/Api/**", **A).code == 0
+    refused = alock(repo, "acquire", "src/api/auth.py", **B)
+    assert refused.code == 1 and refused.word == "REFUSED"
+    assert alock(repo, "check", "src/API/x", **B).word.startswith("HELD src/API/x by agent-a")
+    git(repo, "config", "core.ignoreCase", "false")
+    assert alock(repo, "acquire", "src/api/auth.py", **B).code == 0
