@@ -31,7 +31,6 @@ app = typer.Typer(
         "Example: git alock acquire 'src/api/**' -m 'rewrite auth'"
     ),
     add_completion=False,
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -417,6 +416,10 @@ def _command_for(args: list[str]) -> tuple[Any, list[str], str]:
 
 def run(args: list[str]) -> int:
     """Run one command line; return its exit code. Never raises, except on a bug."""
+    if not args:
+        run(["--help"])
+        sys.stderr.write("error: name a verb, e.g. git alock acquire PATTERN\n")
+        return EXIT_ERROR
     command, args, prog_name = _command_for(args)
     try:
         rv = command.main(args=args, prog_name=prog_name, standalone_mode=False)

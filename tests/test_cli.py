@@ -222,6 +222,7 @@ def test_worktrees_share_one_table(repo: Path, worktree: Path) -> None:
         (["acquire", "x", "--as", "a/b"], "invalid --as id"),
         (["acquire", "x", "--as", "a" * 65], "invalid --as id"),
         (["frobnicate"], "No such command"),
+        ([], "name a verb"),
         (["acquire"], "Missing argument"),
         (["release", "x", "--all"], "not both"),
     ],
