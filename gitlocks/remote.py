@@ -344,9 +344,8 @@ class RemoteStore(Store):
         """Set or (``None``) delete refs in one local transaction."""
         if not updates:
             return
-        self._clear_stale_lockfiles(list(updates))
         try:
-            with self.repo.transaction() as tx:
+            with self.writing(list(updates)), self.repo.transaction() as tx:
                 for name in updates:
                     tx.lock_ref(name)
                 for name, value in updates.items():
@@ -366,9 +365,11 @@ class RemoteStore(Store):
         base = self.common_dir / self.staging
         if not base.is_dir():
             return
+        # Only our fetches write staging, and only under the mutex we hold: any lock file
+        # there is a killed fetch's.
         for path in base.rglob("*.lock"):
             rel = path.relative_to(self.common_dir).as_posix()
-            self._clear_stale_lockfiles([rel[: -len(".lock")]])
+            self.remove_lockfiles([rel[: -len(".lock")]])
 
     # --- when we last heard from the remote ------------------------------------------------
 

@@ -14,17 +14,21 @@ lock refs it touches (DESIGN.md section 5).
 
 Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
 killed while it holds a ``<ref>.lock`` file leaves the file behind, and pygit2 then fails
-at once for everyone. A ``flock`` is released by the kernel when its process dies, so while
-we hold the mutex no live gitlocks writer can hold a lock file on our refs: one that exists
-is either a leftover of a dead writer or a short-lived foreign git command. We wait for it
-while it is young and remove it once it is older than ``STALE_LOCKFILE_SECONDS``. That is
-how dead is told from busy, and why a crash never wedges the store for more than seconds.
+at once for everyone. A ``flock`` is released by the kernel when its process dies, so the
+mutex says who is busy: nobody else is while we hold it. Before touching refs, a writer
+also names them in ``agent-locks.writer`` and removes that file when done. So a writer that
+finds the marker, while it holds the mutex, knows its predecessor died mid-write, and
+removes the ``.lock`` files that writer named at once: that is how dead is told from busy,
+and why a crash never wedges the store. A ``.lock`` file with no marker belongs to some
+other git command: we wait a few seconds for it, then fail with a message naming it,
+rather than delete a live process's lock.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import random
 import time
@@ -45,7 +49,8 @@ from gitlocks.table import Problem, Table
 LOCK_PREFIX = "refs/agent-locks/"
 JOURNAL_REF = "refs/agent-locks-meta/journal"
 MUTEX_NAME = "agent-locks.mutex"
-STALE_LOCKFILE_SECONDS = 2.0
+WRITER_NAME = "agent-locks.writer"
+LOCKFILE_WAIT_SECONDS = 5.0
 MUTEX_TIMEOUT_SECONDS = 15.0
 _SIGNATURE = ("gitlocks", "gitlocks@localhost")
 
@@ -86,6 +91,7 @@ class Store:
         self.ignore_case = self.config_bool("core.ignoreCase", False)
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
+        self._cache_fingerprint: tuple[object, ...] = ()
         self._empty_tree: pygit2.Oid | None = None
 
     @classmethod
@@ -159,13 +165,27 @@ class Store:
             return None
         return None if ref is None else str(ref.target)
 
+    def fingerprint(self) -> tuple[object, ...]:
+        """What moves when any lock ref moves: the journal ref, the directory of the loose
+        lock refs and packed-refs. Two stats and a ref lookup, so a cached table can be
+        trusted without listing 10,000 refs, even after a ref moved outside gitlocks."""
+        stamps: list[object] = [self.version()]
+        for path in (self.common_dir / LOCK_PREFIX, self.common_dir / "packed-refs"):
+            try:
+                info = path.stat()
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((info.st_mtime_ns, info.st_size, info.st_ino))
+        return tuple(stamps)
+
     def read_table(self) -> Table:
-        """The current lock table; a cached one when the journal ref has not moved."""
-        version = self.version()
-        if self._cache is not None and version is not None and self._cache.version == version:
+        """The current lock table; the cached one while nothing under it has moved."""
+        fingerprint = self.fingerprint()
+        if self._cache is not None and fingerprint == self._cache_fingerprint:
             return self._cache
-        table = self._load(version)
-        self._cache = table
+        table = self._load(self.version())
+        self._cache, self._cache_fingerprint = table, fingerprint
         return table
 
     def _load(self, version: str | None) -> Table:
@@ -250,9 +270,8 @@ class Store:
         blobs = {r.id: repo.create_blob(r.to_json()) for r in change.put}
         commit = self._journal_commit(table.version, change.events)
         names = [LOCK_PREFIX + r.id for r in change.put] + [LOCK_PREFIX + i for i in change.delete]
-        self._clear_stale_lockfiles([JOURNAL_REF, *names])
         try:
-            with repo.transaction() as tx:
+            with self.writing([JOURNAL_REF, *names]), repo.transaction() as tx:
                 tx.lock_ref(JOURNAL_REF)
                 for name in names:
                     tx.lock_ref(name)
@@ -281,7 +300,7 @@ class Store:
         for record in change.put:
             table.put(record)
         table.version = str(commit)
-        self._cache = table
+        self._cache, self._cache_fingerprint = table, self.fingerprint()
 
     def _expect(self, lock_id: str, table: Table) -> None:
         ref = self.repo.references.get(LOCK_PREFIX + lock_id)
@@ -343,22 +362,55 @@ class Store:
         except (KeyError, ValueError):
             return False
 
-    def _clear_stale_lockfiles(self, refnames: list[str]) -> None:
-        """Remove ``.lock`` files on our refs left by dead writers (we hold the mutex)."""
-        deadline = time.monotonic() + MUTEX_TIMEOUT_SECONDS
-        paths = [self.common_dir / (name + ".lock") for name in refnames]
-        paths.append(self.common_dir / "packed-refs.lock")
-        for path in paths:
-            while True:
-                try:
-                    age = time.time() - path.stat().st_mtime
-                except FileNotFoundError:
-                    break
-                if age > STALE_LOCKFILE_SECONDS:
-                    path.unlink(missing_ok=True)
-                    break
+    @contextmanager
+    def writing(self, refnames: list[str]) -> Iterator[None]:
+        """Mark a write to ``refnames`` for the next writer, in case we die mid-way.
+
+        Call with the mutex held. Leftovers of a dead writer are cleared first, and a
+        ``.lock`` file of a live git command is waited for (see the module docstring).
+        """
+        marker = self.common_dir / WRITER_NAME
+        self._recover_dead_writer(marker, refnames)
+        self._wait_for_lockfiles(refnames)
+        try:
+            marker.write_text(json.dumps({"pid": os.getpid(), "refs": refnames}))
+        except OSError as exc:
+            raise StoreError(f"cannot write {marker}: {exc.strerror}") from exc
+        try:
+            yield
+        finally:
+            marker.unlink(missing_ok=True)
+
+    def _recover_dead_writer(self, marker: Path, refnames: list[str]) -> None:
+        try:
+            text = marker.read_text()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read {marker}: {exc.strerror}") from exc
+        try:
+            named = [str(n) for n in json.loads(text)["refs"]]
+        except (ValueError, KeyError, TypeError):
+            named = []  # it died while writing the marker itself
+        for name in {*named, *refnames, "packed-refs"}:
+            (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
+        marker.unlink(missing_ok=True)
+
+    def remove_lockfiles(self, refnames: list[str]) -> None:
+        """Remove ``.lock`` files on refs that only gitlocks writes, under the mutex."""
+        for name in refnames:
+            (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
+
+    def _wait_for_lockfiles(self, refnames: list[str]) -> None:
+        deadline = time.monotonic() + LOCKFILE_WAIT_SECONDS
+        for name in [*refnames, "packed-refs"]:
+            path = self.common_dir / f"{name}.lock"
+            while path.exists():
                 if time.monotonic() > deadline:
-                    raise StoreError(f"{path.name} is held by another git process; try again")
+                    raise StoreError(
+                        f"{path} exists: another git command is updating refs, or one died "
+                        "and left it behind; if no git command is running, remove the file"
+                    )
                 time.sleep(0.02)
 
     # --- the journal --------------------------------------------------------------------
