@@ -57,7 +57,7 @@ def test_a_live_git_commands_lock_is_waited_for_not_deleted(
     monkeypatch.setattr(store_module, "LOCKFILE_WAIT_SECONDS", 0.3)
     assert acquire(_ctx(repo, "a"), [ScopeEntry("one")]).status == "acquired"
     foreign = _lockfile(repo, JOURNAL_REF)  # no marker: some other git command holds it
-    with pytest.raises(StoreError, match="journal.lock exists"):
+    with pytest.raises(StoreError, match=r"journal\.lock exists"):
         acquire(_ctx(repo, "b"), [ScopeEntry("two")])
     assert foreign.exists()
     foreign.unlink()
