@@ -119,27 +119,63 @@ def _escape_name(name: str) -> str:
 
 
 def _inside_root(typed: str, root: str | None) -> str:
-    """The root-relative pattern for an absolute one, or BadGlob if it lies outside."""
+    """The root-relative pattern for an absolute one, or BadGlob if it lies outside.
+
+    The root's own part of the path is a literal path, never a pattern: a repository
+    under ``/tmp/x[1]`` is not a character class. Only what follows it is pattern text.
+    """
     if root is None:
         raise BadGlob("an absolute path, but the repository root is not known")
-    segments = split_segments(typed)
-    literal = 0
-    while literal < len(segments) and is_literal_segment(segments[literal]):
-        literal += 1
-    names = [unescape(seg) for seg in segments[:literal]]
-    root_names = [name for name in posixpath.normpath(root).split("/") if name]
-    if names[: len(root_names)] == root_names:
-        return "/".join(segments[len(root_names) :])
-    # Lexically elsewhere; it may still reach the tree through a symbolic link.
+    root_path = posixpath.normpath(root)
+    base = root_path.rstrip("/") + "/"
+    # 1. The root, spelled literally as it is: the rest is the pattern, as typed.
+    if typed == root_path or typed.startswith(base):
+        return _below_root(typed[len(base) :])
+    # 2. The root with its wildcard characters escaped (``/tmp/x\[1]/r/src``), or with
+    #    redundant separators: compare the literal leading segments, unescaped.
+    segments = typed.split("/")
+    root_names = [name for name in root_path.split("/") if name]
+    names: list[str] = []
+    for i, seg in enumerate(segments):
+        if len(names) == len(root_names):
+            if names == root_names:
+                return _below_root("/".join(segments[i:]))
+            break
+        if not seg or seg == ".":
+            continue
+        if not is_literal_segment(seg):
+            break
+        names.append(unescape(seg))
+    else:
+        if names == root_names:
+            return ""
+    # 3. Elsewhere lexically; it may still reach the tree through a symbolic link. The
+    #    shortest leading run of the typed text that resolves into the tree is the
+    #    literal part; the rest stays pattern text.
     try:
         real_root = os.path.realpath(root)
-        real = os.path.realpath("/" + "/".join(names))
+        for i in range(2, len(segments) + 1):
+            real = os.path.realpath("/".join(segments[:i]) or "/")
+            if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+                tail = [_escape_name(name) for name in real[len(real_root) :].split("/") if name]
+                return _below_root("/".join([*tail, *segments[i:]]))
     except (OSError, ValueError):
-        raise BadGlob("it is outside the repository") from None
-    if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
-        raise BadGlob("it is outside the repository")
-    tail = [name for name in real[len(real_root) :].split("/") if name]
-    return "/".join([*map(_escape_name, tail), *segments[literal:]])
+        pass
+    raise BadGlob("it is outside the repository")
+
+
+def _below_root(rest: str) -> str:
+    """Pattern text below the root: ``..`` may not climb out of it; a leading ``!`` here is
+    a file name, not a negation."""
+    try:
+        segments = split_segments(rest)
+    except BadGlob as exc:
+        if "outside" in exc.reason:
+            raise BadGlob("it is outside the repository") from None
+        raise
+    if segments and segments[0].startswith("!"):
+        segments[0] = "\\" + segments[0]
+    return "/".join(segments)
 
 
 @dataclass(frozen=True)

@@ -269,6 +269,32 @@ def test_absolute_paths_through_symlinks(tmp_path: Path) -> None:
         normalize_pattern(f"{tmp_path}/elsewhere", root=str(root))
 
 
+@pytest.mark.parametrize("odd", ["x[1]", "a*b", "q?", "br[a-z]", "back\\slash", "!bang"])
+def test_absolute_paths_under_a_root_with_wildcard_characters(tmp_path: Path, odd: str) -> None:
+    """The root's own part of an absolute path is literal, never a pattern."""
+    root = tmp_path / odd / "r"
+    (root / "src").mkdir(parents=True)
+    assert normalize_pattern(f"{root}/src", root=str(root)) == "src"
+    assert normalize_pattern(f"{root}/src/*.py", root=str(root)) == "src/*.py"
+    assert normalize_pattern(f"{root}", root=f"{root}/") == WHOLE_TREE
+    assert normalize_pattern(f"{root}//./src/a?", root=str(root)) == "src/a?"
+    assert normalize_pattern(f"{root}/!x", root=str(root)) == "\\!x"
+    link = tmp_path / "link"
+    link.symlink_to(root)
+    assert normalize_pattern(f"{link}/src/*.py", root=str(root)) == "src/*.py"
+    assert normalize_pattern(f"{root}/src/[ab]", root=str(link)) == "src/[ab]"
+    for bad in (f"{root}/../x", f"{root}x/a", f"{tmp_path}/*/r/a"):
+        with pytest.raises(InvalidPattern, match="outside the repository"):
+            normalize_pattern(bad, root=str(root))
+
+
+def test_absolute_paths_with_the_root_escaped(tmp_path: Path) -> None:
+    root = tmp_path / "x[1]" / "r"
+    (root / "src").mkdir(parents=True)
+    escaped = str(root).replace("[", "\\[")
+    assert normalize_pattern(f"{escaped}/src/*.py", root=str(root)) == "src/*.py"
+
+
 def test_normalized_patterns_are_fixed_points() -> None:
     for typed, cwd, stored in NORMALISE:
         assert normalize_pattern(stored) == stored, (typed, cwd)
