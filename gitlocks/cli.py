@@ -98,6 +98,17 @@ def _ttl(ctx: Context, ttl: str | None) -> int:
     return locks.DEFAULT_TTL_SECONDS
 
 
+def _text(value: str, what: str, limit: int) -> str:
+    """A reason or note as typed: valid UTF-8 and of a sane size (records stay small)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"the {what} is not valid UTF-8") from None
+    if len(value) > limit:
+        raise UsageError(f"the {what} is {len(value)} characters long; at most {limit}")
+    return value
+
+
 def _out(text: str) -> None:
     if text:
         sys.stdout.write(text + "\n")
@@ -141,7 +152,7 @@ def acquire(
     ctx = _context(as_id)
     entries = _entries(ctx, patterns)
     lifetime = _ttl(ctx, ttl)
-    result = locks.acquire(ctx, entries, reason=reason, ttl=lifetime)
+    result = locks.acquire(ctx, entries, reason=_text(reason, "reason", 1000), ttl=lifetime)
     _warn_problems(ctx)
     if as_json:
         _json(result.to_dict())
@@ -202,7 +213,8 @@ def renew(
     """
     ctx = _context(as_id)
     entries = _entries(ctx, patterns) if patterns else None
-    renewed = locks.renew(ctx, entries, ttl=_ttl(ctx, ttl))
+    asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
+    renewed = locks.renew(ctx, entries, ttl=asked, default_ttl=_ttl(ctx, None))
     now = ctx.now()
     if as_json:
         _json(
@@ -299,7 +311,7 @@ def note(
         raise UsageError("the note is empty")
     ctx = _context(as_id)
     [entry] = _entries(ctx, [pattern])
-    noted = locks.note(ctx, entry, text)
+    noted = locks.note(ctx, entry, _text(text, "note", 4000))
     if as_json:
         _json(
             {
@@ -325,23 +337,28 @@ def break_(
     Example: git alock break 0193a7c2b1f-4a2b9c1d
     """
     ctx = _context(as_id)
-    broken = locks.break_locks(ctx, [(t, _entries(ctx, [t])[0]) for t in targets])
+    result = locks.break_locks(ctx, [(t, _entries(ctx, [t])[0]) for t in targets])
+    done = bool(result.locks or result.unusable)
     now = ctx.now()
     if as_json:
         _json(
-            {"status": "broken" if broken else "not_locked", "locks": [r.to_dict() for r in broken]}
+            {
+                "status": "broken" if done else "not_locked",
+                "locks": [r.to_dict() for r in result.locks],
+                "unusable": result.unusable,
+            }
         )
-    elif broken:
-        _out(
-            "\n".join(
-                f"BROKEN {' '.join(r.paths)} held by {r.holder} ({render.expires(r, now)})"
-                f" [lock {r.id}]"
-                for r in broken
-            )
-        )
+    elif done:
+        lines = [
+            f"BROKEN {' '.join(r.paths)} held by {r.holder} ({render.expires(r, now)})"
+            f" [lock {r.id}]"
+            for r in result.locks
+        ]
+        lines += [f"BROKEN unusable ref refs/agent-locks/{i}" for i in result.unusable]
+        _out("\n".join(lines))
     else:
-        _out(f"NOT LOCKED {' '.join(targets)}: no lock to break")
-    _exit(EXIT_OK if broken else EXIT_REFUSED)
+        _out(f"NOT LOCKED {' '.join(targets)}: no lock of another holder to break")
+    _exit(EXIT_OK if done else EXIT_REFUSED)
 
 
 @app.command()

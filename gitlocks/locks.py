@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 from gitlocks import journal, lifecycle
 from gitlocks.identity import Identity, process_alive
 from gitlocks.record import (
+    GENERATED_ID_RE,
     LOCK_ID_RE,
     LockRecord,
     Note,
@@ -25,11 +26,12 @@ from gitlocks.record import (
     new_lock_id,
     utcnow,
 )
-from gitlocks.scope import ScopeEntry, entries_overlap
-from gitlocks.store import Change, Store
+from gitlocks.scope import ScopeEntry
+from gitlocks.store import LOCK_PREFIX, Change, Store
 from gitlocks.table import Table, record_entries
 
 DEFAULT_TTL_SECONDS = 30 * 60
+MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 
 
 @dataclass
@@ -153,10 +155,10 @@ def acquire(
         gone = sweep(table, now, change)
         mine = {ident.holder}
         elders = table.ancestors(ident.holder, ident.parent)
-        requested = {e.pattern for e in entries}
+        requested = table.keys(e.pattern for e in entries)
         for elder in elders:
             for record in table.held_by(elder):
-                if record.id not in gone and set(record.paths) == requested:
+                if record.id not in gone and table.keys(record.paths) == requested:
                     hint = (
                         f"{elder} (your parent) holds exactly {' '.join(record.paths)}: "
                         "claim a narrower part of it for your own work"
@@ -184,14 +186,21 @@ def acquire(
         if interrupted:
             return change, AcquireResult("interrupted", conflicts=interrupted)
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
-        held = {p: r for r in own for p in r.paths}
-        new = [e for e in entries if e.pattern not in held]
+        held = {table.key(p): r for r in own for p in r.paths}
+        new = [e for e in entries if table.key(e.pattern) not in held]
         if not new:
-            lock = held[entries[0].pattern]
+            lock = held[table.key(entries[0].pattern)]
             rebound = lifecycle.rebind(ctx, lock, life)
             if rebound is not lock:
                 change.put.append(rebound)
                 change.events.append(event("resumed", rebound, now, by=ident.holder))
+            longer = expiry_from(now, ttl)
+            if longer > rebound.expires_at:  # asking again for longer is a renewal
+                rebound = rebound.with_changes(
+                    renewed_at=format_time(now), expires_at=longer, ttl=max(ttl, rebound.ttl)
+                )
+                change.put.append(rebound)
+                change.events.append(event("renewed", rebound, now, expires_at=longer))
             return change, AcquireResult("already_yours", lock=rebound)
         record = _new_record(ctx, new, reason, ttl, now)
         change.put.append(record)
@@ -240,6 +249,7 @@ def _new_record(
         pid_start=ident.session.start_time,
         session=ident.session.name,
         worktree=os.fspath(ctx.store.root),
+        ttl=ttl,
         branch=branch,
         head=head,
     )
@@ -267,12 +277,12 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                         result.released.append(Released(record, list(record.paths), None))
             return change, result
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
-        wanted = {e.pattern for e in entries}
+        wanted = table.keys(e.pattern for e in entries)
         for record in own:
-            drop = [p for p in record.paths if p in wanted]
+            drop = [p for p in record.paths if table.key(p) in wanted]
             if not drop:
                 continue
-            keep = tuple(p for p in record.paths if p not in wanted)
+            keep = tuple(p for p in record.paths if table.key(p) not in wanted)
             if keep:
                 rest = record.with_changes(
                     paths=keep, exact=tuple(p for p in record.exact if p in keep)
@@ -283,15 +293,16 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                 change.delete.append(record.id)
             change.events.append(event("released", record, now, released=drop))
             result.released.append(Released(record, drop, rest))
-        done = {p for r in result.released for p in r.patterns}
+        done = table.keys(p for r in result.released for p in r.patterns)
         for entry in entries:
-            if entry.pattern in done:
+            key = table.key(entry.pattern)
+            if key in done:
                 continue
             others = [r for r in table.overlaps([entry]) if r not in gone]
             holder_locks = [
                 table.records[i]
                 for i in others
-                if entry.pattern in table.records[i].paths
+                if key in table.keys(table.records[i].paths)
                 and table.records[i].holder != ident.holder
             ]
             if holder_locks:
@@ -303,22 +314,33 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
     return ctx.store.transact(decide)
 
 
-def renew(ctx: Context, entries: list[ScopeEntry] | None, *, ttl: int) -> list[LockRecord]:
-    """Extend my locks (those holding one of ``entries``, or all) to ``ttl`` from now."""
+def renew(
+    ctx: Context,
+    entries: list[ScopeEntry] | None,
+    *,
+    ttl: int | None = None,
+    default_ttl: int = DEFAULT_TTL_SECONDS,
+) -> list[LockRecord]:
+    """Extend my locks (those holding one of ``entries``, or all) from now.
+
+    By ``ttl`` when given, else by the lifetime each lock was claimed with: a heartbeat
+    must never shorten a lock claimed for longer than the default.
+    """
     ident = ctx.identity
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         now = ctx.now()
         change = Change()
         gone = sweep(table, now, change)
-        wanted = None if entries is None else {e.pattern for e in entries}
+        wanted = None if entries is None else table.keys(e.pattern for e in entries)
         life = lifecycle.Liveness.of(ctx)
         renewed = []
         for record in table.held_by(ident.holder):
-            if record.id in gone or (wanted is not None and not wanted & set(record.paths)):
+            if record.id in gone or (wanted is not None and not wanted & table.keys(record.paths)):
                 continue
+            lifetime = ttl or record.ttl or default_ttl
             fresh = lifecycle.rebind(ctx, record, life).with_changes(
-                renewed_at=format_time(now), expires_at=expiry_from(now, ttl)
+                renewed_at=format_time(now), expires_at=expiry_from(now, lifetime), ttl=lifetime
             )
             change.put.append(fresh)
             change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
@@ -337,7 +359,8 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
         change = Change()
         gone = sweep(table, now, change)
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
-        target = next((r for r in own if entry.pattern in r.paths), None)
+        key = table.key(entry.pattern)
+        target = next((r for r in own if key in table.keys(r.paths)), None)
         if target is None:
             target = next(
                 (r for r in own if table.scopes_overlap([entry], record_entries(r))), None
@@ -345,7 +368,8 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
         if target is None:
             return change, None
         target = lifecycle.rebind(ctx, target, lifecycle.Liveness.of(ctx))
-        noted = target.with_changes(notes=(*target.notes, Note(format_time(now), text)))
+        notes = (*target.notes, Note(format_time(now), text))[-MAX_NOTES:]
+        noted = target.with_changes(notes=notes)
         change.put.append(noted)
         change.events.append(event("noted", noted, now, text=text))
         return change, noted
@@ -353,37 +377,62 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
     return ctx.store.transact(decide)
 
 
-def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> list[LockRecord]:
-    """Forcibly release locks; journaled with who did it.
+@dataclass
+class BreakResult:
+    locks: list[LockRecord] = field(default_factory=list)
+    unusable: list[str] = field(default_factory=list)  # refs that held no usable record
 
-    Each target is what was typed and its pattern entry: a lock id names that lock when
-    the table being decided on has it (in remote mode, the remote's), else the pattern
-    names every lock crossing it.
+
+def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakResult:
+    """Forcibly release other holders' locks; journaled with who did it.
+
+    Each target is what was typed and its pattern entry. Text shaped like a lock id names
+    that lock (or an unusable ref under the lock namespace) and nothing else; other text
+    is a pattern naming every lock of another holder that crosses it. Decided on the
+    table being written (in remote mode, the remote's).
     """
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+    def decide(table: Table) -> tuple[Change, BreakResult]:
         now = ctx.now()
         change = Change()
         gone = sweep(table, now, change)
-        broken: dict[str, LockRecord] = {}
+        unusable = {p.ref[len(LOCK_PREFIX) :]: p for p in table.problems}
+        result = BreakResult()
         for text, entry in targets:
-            for record in _targets(table, text, entry):
-                if record.id not in gone and record.id not in broken:
-                    broken[record.id] = record
-        for record in broken.values():
-            change.delete.append(record.id)
-            change.events.append(event("broken", record, now, by=ident.holder))
-        return change, list(broken.values())
+            if text in unusable and text not in result.unusable:
+                result.unusable.append(text)
+                change.delete.append(text)
+                change.events.append(
+                    {
+                        "event": "broken",
+                        "at": format_time(now),
+                        "id": text,
+                        "holder": None,
+                        "paths": [],
+                        "by": ident.holder,
+                        "unusable": unusable[text].reason,
+                    }
+                )
+                continue
+            for record in _targets(table, text, entry, ident.holder):
+                if record.id not in gone and record not in result.locks:
+                    result.locks.append(record)
+                    change.delete.append(record.id)
+                    change.events.append(event("broken", record, now, by=ident.holder))
+        return change, result
 
     return ctx.store.transact(decide)
 
 
-def _targets(table: Table, text: str, entry: ScopeEntry) -> list[LockRecord]:
+def _targets(table: Table, text: str, entry: ScopeEntry, me: str) -> list[LockRecord]:
     record = table.get(text) if LOCK_ID_RE.match(text) else None
     if record is not None:
         return [record]
-    return [table.records[i] for i in sorted(table.overlaps([entry]))]
+    if GENERATED_ID_RE.match(text):
+        return []  # a lock id that is gone: never read it as a path
+    found = [table.records[i] for i in sorted(table.overlaps([entry]))]
+    return [r for r in found if r.holder != me]  # your own: release them
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -416,7 +465,3 @@ def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
         else:
             items.append(CheckItem(entry.pattern, "free", []))
     return items
-
-
-def overlapping_entries(a: list[ScopeEntry], b: list[ScopeEntry], ignore_case: bool) -> bool:
-    return any(entries_overlap(x, y, ignore_case=ignore_case) for x in a for y in b)

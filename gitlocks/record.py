@@ -19,6 +19,8 @@ from gitlocks.errors import UsageError
 
 FORMAT = 1
 LOCK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# The shape ``new_lock_id`` makes: text like this names a lock, never a path.
+GENERATED_ID_RE = re.compile(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z")
 _DURATION_RE = re.compile(
     r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$"
 )
@@ -117,13 +119,11 @@ class LockRecord:
     branch: str | None = None
     head: str | None = None
     notes: tuple[Note, ...] = ()
+    ttl: int = 0  # the lifetime asked for, in seconds, which a plain renew extends by
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def expires(self) -> datetime:
         return parse_time(self.expires_at)
-
-    def is_expired(self, now: datetime) -> bool:
-        return self.expires() <= now
 
     def last_active(self) -> datetime:
         """When the holder last showed signs of life: a renewal or a note."""
@@ -155,6 +155,7 @@ class LockRecord:
             "branch": self.branch,
             "head": self.head,
             "notes": [{"at": n.at, "text": n.text} for n in self.notes],
+            "ttl": self.ttl,
         }
         for key, value in self.extra.items():
             data.setdefault(key, value)
@@ -197,6 +198,7 @@ class LockRecord:
                 branch=_opt_str(data, "branch"),
                 head=_opt_str(data, "head"),
                 notes=tuple(_notes(data)),
+                ttl=_int(data, "ttl"),
                 extra={k: v for k, v in data.items() if k not in known},
             )
         except (TypeError, KeyError) as exc:

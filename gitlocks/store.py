@@ -42,9 +42,10 @@ from typing import Any, NamedTuple, TypeVar
 import pygit2
 
 from gitlocks import journal
-from gitlocks.errors import NotARepository, StoreError
+from gitlocks.errors import InvalidHolder, InvalidPattern, NotARepository, StoreError
+from gitlocks.identity import validate_holder
 from gitlocks.record import LockRecord, RecordError
-from gitlocks.table import Problem, Table
+from gitlocks.table import Problem, Table, record_entries
 
 LOCK_PREFIX = "refs/agent-locks/"
 JOURNAL_REF = "refs/agent-locks-meta/journal"
@@ -229,6 +230,11 @@ class Store:
             return problem(str(exc))
         if record.id != name[len(LOCK_PREFIX) :]:
             return problem(f"record id {record.id!r} does not match its ref")
+        try:  # one bad foreign record must not stop every command: it is reported instead
+            validate_holder(record.holder, what="holder")
+            record_entries(record)
+        except (InvalidPattern, InvalidHolder) as exc:
+            return problem(str(exc))
         return record, None
 
     # --- writing ------------------------------------------------------------------------

@@ -91,13 +91,20 @@ class Table:
         self._by_holder.setdefault(record.holder, set()).add(record.id)
         heapq.heappush(self._expiry, (record.expires_at, record.id))
 
+    def key(self, pattern: str) -> str:
+        """One spelling per scope, for comparing patterns as claims: ``src/api``,
+        ``src/api/`` and ``src/api/**`` name the same subtree (DESIGN.md rule 4)."""
+        while pattern.endswith("/**") and pattern != "**":
+            pattern = pattern[: -len("/**")]
+        return pattern.casefold() if self.ignore_case else pattern
+
+    def keys(self, patterns: Iterable[str]) -> set[str]:
+        return {self.key(p) for p in patterns}
+
     def held_by(self, holder: str) -> list[LockRecord]:
         return sorted(
             (self.records[i] for i in self._by_holder.get(holder, ())), key=lambda r: r.id
         )
-
-    def holders(self) -> set[str]:
-        return set(self._by_holder)
 
     def parent_of(self, holder: str) -> str | None:
         """The parent a holder declared in any of its records."""

@@ -302,3 +302,65 @@ def test_ignore_case_repository(repo: Path) -> None:
     assert alock(repo, "check", "src/API/x", **B).word.startswith("HELD src/API/x by agent-a")
     git(repo, "config", "core.ignoreCase", "false")
     assert alock(repo, "acquire", "src/api/auth.py", **B).code == 0
+
+
+def test_break_a_gone_id_never_reads_it_as_a_path(repo: Path) -> None:
+    assert alock(repo, "acquire", ".", "-m", "whole tree", **A).code == 0
+    gone = alock(repo, "break", "0190000aaaa-deadbeef00", **B)
+    assert gone.code == 1 and gone.word.startswith("NOT LOCKED")
+    assert [r["paths"] for r in alock(repo, "list", "--json").json()] == [["**"]]
+
+
+def test_break_by_pattern_spares_your_own_locks(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/api/**", **A).code == 0
+    assert alock(repo, "acquire", "src/web/**", **B).code == 0
+    got = alock(repo, "break", "src/**", "--json", **B).json()
+    assert [r["holder"] for r in got["locks"]] == ["agent-a"]
+    assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["agent-b"]
+
+
+def test_a_record_with_a_bad_pattern_is_reported_and_breakable(repo: Path) -> None:
+    bad = (
+        b'{"format": 1, "id": "bad1", "holder": "F", "paths": ["[a-"], '
+        b'"created_at": "2020-01-01T00:00:00Z", "renewed_at": "2020-01-01T00:00:00Z", '
+        b'"expires_at": "2099-01-01T00:00:00Z"}'
+    )
+    git(repo, "update-ref", "refs/agent-locks/bad1", _write_blob(repo, bad))
+    listing = alock(repo, "list")
+    assert listing.code == 0 and "refs/agent-locks/bad1" in listing.err
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    broken = alock(repo, "break", "bad1", **B)
+    assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/bad1"
+    assert alock(repo, "list").err == ""
+
+
+def test_spellings_of_one_scope_are_one_claim(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/api", **A).code == 0
+    again = alock(repo, "acquire", "src/api/**", **A)
+    assert again.word.startswith("ALREADY YOURS")
+    released = alock(repo, "release", "src/api/", **A)
+    assert released.word.startswith("RELEASED src/api")
+    assert alock(repo, "list", "--json").json() == []
+    assert alock(repo, "acquire", "lib/**", **A).code == 0
+    child = alock(repo, "acquire", "lib", AGENT_ID="kid", AGENT_PARENT_ID="agent-a")
+    assert child.code == 1 and "narrower" in child.out
+
+
+def test_renew_keeps_the_lifetime_a_lock_was_claimed_with(repo: Path) -> None:
+    assert "expires in 4h" in alock(repo, "acquire", "long", "--ttl", "4h", **A).out
+    assert "expires in 4h" in alock(repo, "renew", **A).out
+    assert "expires in 30m" in alock(repo, "renew", "--ttl", "30m", **A).out
+    longer = alock(repo, "acquire", "long", "--ttl", "8h", **A)
+    assert longer.word.startswith("ALREADY YOURS") and "expires in 8h" in longer.out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["acquire", "x", "-m", "bad \udcff byte"], "not valid UTF-8"),
+        (["acquire", "x", "-m", "r" * 1001], "at most 1000"),
+    ],
+)
+def test_bad_reason_text(repo: Path, args: list[str], needle: str) -> None:
+    got = alock(repo, *args, **A)
+    assert got.code == 2 and needle in got.err and "Traceback" not in got.err
