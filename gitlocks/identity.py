@@ -27,7 +27,10 @@ HOLDER_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
 HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
-# matched by prefix (git's helpers, and our own ``git-alock`` entry point).
+# matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that
+# waits on its command instead of exec'ing it (``uv run``, ``make``, ``npm exec``) is
+# short-lived: taken for the session, it would make a lock that dies with the command,
+# held by an id nobody can ask for again. ``AGENT_SESSION_SKIP`` adds names.
 PASS_THROUGH = frozenset(
     {
         # shells
@@ -35,10 +38,24 @@ PASS_THROUGH = frozenset(
         "tcsh", "csh", "busybox", "nu", "pwsh",
         # wrappers that exec or wait on a command
         "env", "sudo", "doas", "su", "runuser", "nohup", "nice", "ionice",
-        "timeout", "setsid", "stdbuf", "time", "xargs", "flock",
+        "timeout", "setsid", "stdbuf", "time", "xargs", "flock", "chrt", "taskset",
+        "script", "unbuffer",
+        # language and project runners
+        "uv", "uvx", "poetry", "pipenv", "pdm", "hatch", "rye", "pipx", "conda",
+        "mamba", "micromamba", "tox", "nox", "npx", "npm", "pnpm", "pnpx", "yarn",
+        "bun", "bunx", "corepack", "cargo", "bundle", "bundler",
+        # task runners and environment loaders
+        "make", "gmake", "just", "direnv", "mise", "rtx", "asdf", "nix", "nix-shell",
+        "devbox", "watchexec", "entr", "nodemon", "pre-commit", "pre-push",
         "git",
     }
 )  # fmt: skip
+
+# Comma-separated extra process names to walk past, for runners not listed above.
+SKIP_ENV = "AGENT_SESSION_SKIP"
+
+# Linux keeps the first 15 bytes of a process name (``comm``).
+_COMM_LEN = 15
 
 # Ancestor chains are short; the bound only guards against a corrupt or cyclic view.
 _MAX_WALK = 64
@@ -142,28 +159,52 @@ def process_alive(pid: int, start_time: str) -> bool:
     return bool(start_time) and process_start_time(pid) == start_time
 
 
-def is_pass_through(name: str) -> bool:
-    """A shell, a command wrapper or git: never the session itself."""
-    return name in PASS_THROUGH or name.startswith("git-")
+def parent_pid(pid: int) -> int | None:
+    """The parent of a live process ``pid``, or None if there is none (or unreadable)."""
+    info = _proc_info(pid)
+    return info.ppid if info else None
 
 
-def session_process(pid: int | None = None) -> SessionProcess:
+def skip_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The extra pass-through names of ``AGENT_SESSION_SKIP`` (comma-separated)."""
+    raw = (os.environ if env is None else env).get(SKIP_ENV, "")
+    return frozenset(name.strip() for name in raw.split(",") if name.strip())
+
+
+def is_pass_through(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """A shell, a command wrapper, a runner or git: never the session itself.
+
+    ``extra`` holds more names (``AGENT_SESSION_SKIP``). A runner may retitle itself
+    (npm shows as ``npm exec ...``): its first word counts. A name cut to Linux's 15
+    bytes matches a longer listed name it begins.
+    """
+    if name.startswith("git-"):
+        return True
+    names = {name, name.split(" ", 1)[0]}
+    if not names.isdisjoint(PASS_THROUGH) or not names.isdisjoint(extra):
+        return True
+    return len(name.encode()) >= _COMM_LEN and any(e.startswith(name) for e in extra)
+
+
+def session_process(pid: int | None = None, env: Mapping[str, str] | None = None) -> SessionProcess:
     """The session: the first process from ``pid`` upwards that is not a pass-through.
 
     ``pid`` defaults to our parent, because we are ``git-alock`` (or a test's child)
-    ourselves. If the walk reaches pid 1 or an unreadable parent without finding one, the
-    topmost process seen is used; if even ``pid`` is unreadable, an unknown session with
-    an empty start time (never alive) is returned rather than failing.
+    ourselves. ``env`` (default: ours) may name more pass-throughs in
+    ``AGENT_SESSION_SKIP``. If the walk reaches pid 1 or an unreadable parent without
+    finding one, the topmost process seen is used; if even ``pid`` is unreadable, an
+    unknown session with an empty start time (never alive) is returned rather than failing.
     """
     current = os.getppid() if pid is None else pid
     host = os.uname().nodename  # what socket.gethostname() returns, without the import
+    extra = skip_names(env)
     found: SessionProcess | None = None
     for _ in range(_MAX_WALK):
         info = _proc_info(current)
         if info is None:
             break
         found = SessionProcess(current, info.start_time, info.name, host)
-        if not is_pass_through(info.name) or current <= 1 or info.ppid == current:
+        if not is_pass_through(info.name, extra) or current <= 1 or info.ppid == current:
             break
         current = info.ppid
     return found or SessionProcess(current, "", "", host)
@@ -209,7 +250,7 @@ def resolve_identity(
     holder is dropped. An empty variable counts as unset (``AGENT_ID= git alock ...``).
     """
     env = os.environ if env is None else env
-    session = session_process() if session is None else session
+    session = session_process(env=env) if session is None else session
     session_id = session_holder_id(session)
 
     if as_id is not None:

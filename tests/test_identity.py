@@ -239,6 +239,83 @@ def test_pass_through_names() -> None:
         assert not identity.is_pass_through(name), name
 
 
+def _wrapper(bin_dir: Path, name: str) -> None:
+    """A runner that waits on its command instead of exec'ing it (``uv run``, ``make``)."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / name
+    script.write_text('#!/bin/sh\n"$@"\nstatus=$?\nexit $status\n')
+    script.chmod(0o755)
+
+
+def _through_wrapper(tmp_path: Path, name: str, env: dict[str, str] | None = None) -> int:
+    bin_dir = tmp_path / "bin"
+    _wrapper(bin_dir, name)
+    full = {**child_env(), **(env or {})}
+    out = subprocess.run(
+        [str(bin_dir / name), sys.executable, "-c", PROBE],
+        env=full,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    seen = json.loads(out)
+    assert seen["self"] != seen["pid"]
+    pid = seen["pid"]
+    assert isinstance(pid, int)
+    return pid
+
+
+@pytest.mark.parametrize("runner", ["uv", "poetry", "make", "npx", "just", "tox", "direnv"])
+def test_session_skips_runners_that_do_not_exec(tmp_path: Path, runner: str) -> None:
+    """A runner waiting on ``git alock`` dies with it: the session is above it."""
+    assert _through_wrapper(tmp_path, runner) == os.getpid()
+
+
+def test_agent_session_skip_names_more_runners(tmp_path: Path) -> None:
+    assert _through_wrapper(tmp_path, "mywrap") != os.getpid()  # unknown: it is the session
+    skip = {"AGENT_SESSION_SKIP": "other, mywrap ,"}
+    assert _through_wrapper(tmp_path, "mywrap", skip) == os.getpid()
+    # Linux cuts process names to 15 bytes; the full name in the variable still matches.
+    long_name = "my-long-runner-name"
+    assert _through_wrapper(tmp_path, long_name, {"AGENT_SESSION_SKIP": long_name}) == os.getpid()
+
+
+def test_agent_session_skip_reaches_resolve_identity(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _wrapper(bin_dir, "mywrap")
+    probe = (
+        "import json\n"
+        "from gitlocks.identity import resolve_identity\n"
+        "print(json.dumps(resolve_identity(env={'AGENT_SESSION_SKIP': 'mywrap'}).session.pid))\n"
+    )
+    out = subprocess.run(
+        [str(bin_dir / "mywrap"), sys.executable, "-c", probe],
+        env=child_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert json.loads(out) == os.getpid()
+
+
+def test_runner_names_and_retitled_runners() -> None:
+    for name in ("uv", "uvx", "poetry", "pdm", "hatch", "npm", "npm exec vitest", "pnpm", "yarn"):
+        assert identity.is_pass_through(name), name
+    for name in ("node", "python3", "claude", "codex", "tmux: server", "uvicorn"):
+        assert not identity.is_pass_through(name), name
+    extra = identity.skip_names({"AGENT_SESSION_SKIP": " a, ,b-c "})
+    assert extra == {"a", "b-c"}
+    assert identity.is_pass_through("b-c", extra) and not identity.is_pass_through("b", extra)
+    assert identity.is_pass_through("abcdefghijklmno", frozenset({"abcdefghijklmnopqr"}))
+    assert not identity.is_pass_through("abcdefgh", frozenset({"abcdefghijklmnopqr"}))
+
+
+@pytest.mark.usefixtures("backend")
+def test_parent_pid(sleeper: subprocess.Popen[bytes]) -> None:
+    assert identity.parent_pid(sleeper.pid) == os.getpid()
+    assert identity.parent_pid(2**22 + 12345) is None
+
+
 # --- session holder ids ------------------------------------------------------------------
 
 
