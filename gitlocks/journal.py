@@ -271,15 +271,42 @@ def refusals(store: Store, *, since: str | None = None) -> list[Event]:
 
 
 def _new_since(store: Store, seen: str | None, version: str) -> list[Event]:
-    """Events of commits after ``seen`` up to ``version``, oldest first."""
-    batches: list[list[Event]] = []
-    for entry in store.journal():
-        if entry.commit == seen:
+    """Events of commits after ``seen`` up to ``version``, oldest first, each once.
+
+    A compaction between two polls starts a new chain whose root repeats retained events
+    (skipped here) and names the old chain's tip as ``previous``: the walk goes on there,
+    back to ``seen``, so events written on the old chain after the last poll are not lost
+    (its commits survive until gc). Old chains are used only when the walk meets ``seen``
+    (or, with nothing seen yet, the chain's true start); otherwise, if ``seen`` is gone or
+    another history replaced the journal, only the newest chain is reported.
+    """
+    chains: list[list[list[Event]]] = []  # newest chain first; each newest commit first
+    start: str | None = version
+    visited: set[str] = set()
+    met = False
+    while start is not None and start not in visited:
+        visited.add(start)
+        batches: list[list[Event]] = []
+        previous: str | None = None
+        ended_at_root = True  # a chain ending without a compaction marker
+        for entry in store.journal(start=start):
+            if entry.commit == seen:
+                met = True
+                break
+            if entry.events and entry.events[0].get("event") == COMPACTED:
+                marker = entry.events[0].get("previous")
+                previous = marker if isinstance(marker, str) and marker else None
+                ended_at_root = False
+                break
+            batches.append([{**e, "commit": entry.commit} for e in entry.events])
+        chains.append(batches)
+        if met or (seen is None and ended_at_root):
+            met = True
             break
-        if entry.events and entry.events[0].get("event") == COMPACTED:
-            break  # a new chain: its root repeats events we printed before
-        batches.append([{**e, "commit": entry.commit} for e in entry.events])
-    return [event for batch in reversed(batches) for event in batch]
+        start = previous
+    if not met:
+        chains = chains[:1]
+    return [event for batches in reversed(chains) for batch in reversed(batches) for event in batch]
 
 
 def follow(
@@ -293,11 +320,10 @@ def follow(
 
     Forever; an idle poll yields an empty list, so the caller can stop on its own terms.
     Polling is cheap: one ref read per interval, and a walk only when it moved. The
-    refusal log is followed by its size.
+    refusal log is followed by a :class:`RefusalCursor`.
     """
     seen = store.version()
-    path = refusals_path(store)
-    offset = _size(path)
+    cursor = RefusalCursor(refusals_path(store))
     first = True
     while True:
         if not first:
@@ -309,26 +335,91 @@ def follow(
             batch += _new_since(store, seen, version)
             seen = version
         if include_refusals:
-            offset, found = _read_from(path, offset)
-            batch = interleave(batch, found)
+            batch = interleave(batch, cursor.read())
         yield batch
 
 
-def _read_from(path: Path, offset: int) -> tuple[int, list[Event]]:
-    """Complete JSON lines appended to ``path`` after ``offset``, and the new offset."""
-    size = _size(path)
-    if size < offset:
-        offset = 0  # trimmed: read it again from the start
-    if size <= offset:
-        return offset, []
-    with open(path, "rb") as f:
-        f.seek(offset)
-        chunk = f.read(size - offset)
-    complete, newline, _ = chunk.rpartition(b"\n")
-    if not newline:
-        return offset, []  # a line still being written
-    found = _json_objects(complete.decode("utf-8", "replace").splitlines())
-    return offset + len(complete) + 1, found
+# Lines of the refusal log a cursor remembers, to find its place again after a trim.
+_TAIL_LINES = 8
+_TAIL_BYTES = 64 * 1024
+
+
+class RefusalCursor:
+    """Where a follower is in the refusal log: a byte offset, and the last lines it read.
+
+    Appends are read from the offset. A trim rewrites the file (a new, shorter file
+    renamed over it), so an offset means nothing there: when the bytes before the offset
+    are no longer the last line read, the cursor finds its remembered lines in the new
+    file and goes on after them. If a trim dropped all of them, every line left is new.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.tail: list[bytes] = []
+        size = _size(path)
+        if size:
+            start = max(0, size - _TAIL_BYTES)
+            chunk = _read(path, start, size)
+            complete, newline, _ = chunk.rpartition(b"\n")
+            if newline:
+                lines = complete.split(b"\n")
+                if start > 0:
+                    lines = lines[1:]  # the first may be cut
+                self.tail = lines[-_TAIL_LINES:]
+                self.offset = start + len(complete) + 1
+
+    def read(self) -> list[Event]:
+        """The complete JSON lines added since the last read, oldest first."""
+        size = _size(self.path)
+        if self._in_place(size):
+            if size <= self.offset:
+                return []
+            chunk, base = _read(self.path, self.offset, size), self.offset
+        else:
+            chunk, base = _read(self.path, 0, size), 0
+        complete, newline, _ = chunk.rpartition(b"\n")
+        if not newline:
+            if base == 0:
+                self.offset = 0  # a rewritten file holding no complete line yet
+            return []
+        lines = complete.split(b"\n")
+        if base == 0 and self.tail:
+            lines = lines[_resume_at(lines, self.tail) :]
+        self.offset = base + len(complete) + 1
+        if lines:
+            self.tail = (self.tail + lines)[-_TAIL_LINES:]
+        return _json_objects(line.decode("utf-8", "replace") for line in lines)
+
+    def _in_place(self, size: int) -> bool:
+        """Whether the file still holds what was read, so that it can go on at the offset."""
+        if size < self.offset:
+            return False
+        if not self.tail:
+            return self.offset == 0
+        last = self.tail[-1] + b"\n"
+        start = self.offset - len(last)
+        return start >= 0 and _read(self.path, start, self.offset) == last
+
+
+def _resume_at(lines: list[bytes], tail: list[bytes]) -> int:
+    """Where the lines after ``tail`` start in a rewritten log: after the last place that
+    holds all of ``tail``, or after a leading part of the file that ends ``tail`` (the trim
+    cut into it); 0 when none of it is left."""
+    for end in range(len(lines), 0, -1):
+        n = min(end, len(tail))
+        if lines[end - n : end] == tail[-n:] and (n == len(tail) or end == n):
+            return end
+    return 0
+
+
+def _read(path: Path, start: int, end: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+    except OSError:
+        return b""
 
 
 def _size(path: Path) -> int:

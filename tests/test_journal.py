@@ -7,8 +7,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -283,3 +285,115 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
     assert alock(a, "sync").code == 0
     shown = [e["event"] for e in alock(a, "log", "--json").json()]
     assert shown == seen[::-1]
+
+
+# --- regressions: following across compaction and refusal-log trims --------------------------
+
+
+def follower(repo: Path, **kwargs: Any) -> Iterator[list[journal.Event]]:
+    """``journal.follow`` driven by hand: each ``next`` is one poll."""
+    gen = journal.follow(Store.discover(repo), interval=0, sleep=lambda _: None, **kwargs)
+    assert next(gen) == []
+    return gen
+
+
+def granted(batch: list[journal.Event]) -> list[str]:
+    return [e["paths"][0] for e in batch if e["event"] == "granted"]
+
+
+def test_follow_keeps_events_written_just_before_a_compaction(repo: Path) -> None:
+    git(repo, "config", "alock.journalKeep", "2")
+    for name in ("f1", "f2", "f3"):
+        assert alock(repo, "acquire", name, **A).code == 0
+    polls = follower(repo)
+    assert next(polls) == []
+    assert alock(repo, "acquire", "f4", **A).code == 0
+    assert alock(repo, "acquire", "f5", **A).code == 0  # compacts: a new chain holds f5
+    assert granted(next(polls)) == ["f4", "f5"]
+    # Several compactions between two polls, and nothing printed twice.
+    for i in range(6, 16):
+        assert alock(repo, "acquire", f"f{i}", **A).code == 0
+    assert granted(next(polls)) == [f"f{i}" for i in range(6, 16)]
+    assert next(polls) == []
+
+
+def test_follow_from_an_empty_journal_across_a_compaction(repo: Path) -> None:
+    git(repo, "config", "alock.journalKeep", "1")
+    polls = follower(repo)
+    for i in range(5):
+        assert alock(repo, "acquire", f"g{i}", **A).code == 0
+    assert granted(next(polls)) == [f"g{i}" for i in range(5)]
+
+
+def test_follow_skips_old_chains_it_cannot_connect(repo: Path) -> None:
+    git(repo, "config", "alock.journalKeep", "2")
+    for name in ("f1", "f2", "f3"):
+        assert alock(repo, "acquire", name, **A).code == 0
+    store = Store.discover(repo)
+    seen = store.version()
+    assert alock(repo, "acquire", "f4", **A).code == 0
+    assert alock(repo, "acquire", "f5", **A).code == 0
+    # The watcher's last commit is unknown (another chain): only the new chain is shown.
+    other = str(pygit2.Repository(str(repo)).head.target)
+    assert granted(journal._new_since(store, other, store.version() or "")) == ["f5"]
+    assert granted(journal._new_since(store, seen, store.version() or "")) == ["f4", "f5"]
+
+
+def refusal(i: int) -> journal.Event:
+    return {"event": "refused", "at": f"2030-01-01T00:{i // 60:02d}:{i % 60:02d}Z", "n": i}
+
+
+def test_follow_refusals_across_a_trim(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal, "REFUSALS_KEEP", 5)
+    monkeypatch.setattr(journal, "REFUSALS_TRIM_BYTES", 1000)
+    store = Store.discover(repo)
+    for i in range(8):
+        journal.record_refusal(store, refusal(i))
+    polls = follower(repo)
+    journal.record_refusal(store, refusal(8))
+    assert [e["n"] for e in next(polls)] == [8]
+    emitted = [8]
+    for i in range(9, 60):  # trims several times, sometimes between two polls
+        journal.record_refusal(store, refusal(i))
+        if i % 3 == 0:
+            emitted += [e["n"] for e in next(polls)]
+    emitted += [e["n"] for e in next(polls)]
+    path = journal.refusals_path(store)
+    assert path.stat().st_size < 1000  # it was trimmed
+    assert emitted == list(range(8, 60))
+    assert next(polls) == []
+
+
+def test_follow_refusals_after_a_trim_past_everything_seen(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal, "REFUSALS_KEEP", 3)
+    monkeypatch.setattr(journal, "REFUSALS_TRIM_BYTES", 400)
+    store = Store.discover(repo)
+    for i in range(2):
+        journal.record_refusal(store, refusal(i))
+    polls = follower(repo)
+    for i in range(2, 12):
+        journal.record_refusal(store, refusal(i))
+    # Everything still in the log is newer than what the watcher saw; older ones are gone.
+    got = [e["n"] for e in next(polls)]
+    assert got == sorted(set(got)) and got[-1] == 11 and 0 not in got and 1 not in got
+    journal.record_refusal(store, refusal(12))
+    assert [e["n"] for e in next(polls)] == [12]
+
+
+def test_follow_refusals_rewritten_in_place(repo: Path) -> None:
+    """A same-size rewrite (not by rename) is noticed by its content, not its size."""
+    store = Store.discover(repo)
+    for i in range(3):
+        journal.record_refusal(store, refusal(i))
+    polls = follower(repo)
+    path = journal.refusals_path(store)
+    lines = path.read_bytes().splitlines(keepends=True)
+    journal.record_refusal(store, refusal(3))
+    journal.record_refusal(store, refusal(4))
+    new = path.read_bytes().splitlines(keepends=True)[3:]
+    with open(path, "r+b") as f:  # drop the first line, same inode
+        f.write(b"".join(lines[1:] + new))
+        f.truncate()
+    assert [e["n"] for e in next(polls)] == [3, 4]
