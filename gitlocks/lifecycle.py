@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from gitlocks.errors import InvalidPattern
 from gitlocks.record import LockRecord, expiry_from, format_time, parse_duration
 from gitlocks.scope import WHOLE_TREE, ScopeEntry, entry_covers, has_wildcards, literal_path
 from gitlocks.table import Table, record_entries
@@ -352,8 +353,7 @@ def status(ctx: Context) -> Status:
             tree.error = str(exc)
             changes = []
         for xy, changed in changes:
-            entry = ScopeEntry(_escape_literal(changed), exact=True)
-            found = [table.records[i] for i in sorted(table.covering(entry)) if i in claims]
+            found = _claims_covering(table, changed, claims)
             tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
         worktrees.append(tree)
     quiet = {r.id: life.quiet_seconds(r) for r in live}
@@ -376,10 +376,36 @@ def _classify(
     return Edit(path, xy, "others", [r for r in found if states_by_id[r.id] != "interrupted"])
 
 
-def _escape_literal(path: str) -> str:
-    """A pattern naming exactly ``path`` (wildcard characters escaped)."""
+def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockRecord]:
+    """The records among ``claims`` whose scope covers the concrete ``path``, by id.
+
+    A path is a file name, not typed input: one that no pattern can spell (a control
+    character in its name) is decided one claim at a time instead of through the index.
+    """
+    entry = _path_entry(path)
+    if entry is not None:
+        ids = [i for i in table.covering(entry) if i in claims]
+    else:
+        fold = table.ignore_case
+        ids = [
+            lock_id
+            for lock_id in claims
+            for entries in [record_entries(table.records[lock_id])]
+            if any(entry_covers(e, path, ignore_case=fold) for e in entries)
+        ]
+    return [table.records[i] for i in sorted(ids)]
+
+
+def _path_entry(path: str) -> ScopeEntry | None:
+    """An exact entry naming ``path`` (wildcard characters escaped), or None if no pattern
+    can name it."""
     escaped = "".join("\\" + ch if ch in "\\*?[" else ch for ch in path)
-    return "\\" + escaped if escaped.startswith("!") else escaped
+    if escaped.startswith("!"):
+        escaped = "\\" + escaped
+    try:
+        return ScopeEntry(escaped, exact=True)
+    except InvalidPattern:
+        return None
 
 
 def _git(cwd: str, *args: str) -> bytes:

@@ -400,3 +400,22 @@ def test_status_across_two_worktrees(repo: Path, worktree: Path) -> None:
     assert "src/app.py  inside the claim of agent-a" in text
     assert "notes.txt  in no claim" in text
     assert "docs/guide.md" not in text
+
+
+def test_status_reports_files_whose_names_no_pattern_can_spell(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "refactor", AGENT_ID="agent-a").code == 0
+    (repo / "src" / "bad\nname.py").write_text("x\n")
+    (repo / "odd\tfile").write_text("x\n")
+    (repo / "src" / "a*b.py").write_text("x\n")
+    got = alock(repo, "status", "--json", AGENT_ID="agent-b")
+    assert got.code == 0, got.err
+    [tree] = got.json()["worktrees"]
+    edits = {e["path"]: e for e in tree["edits"]}
+    assert edits["src/bad\nname.py"]["status"] == "others"
+    assert edits["src/bad\nname.py"]["locks"][0]["holder"] == "agent-a"
+    assert edits["odd\tfile"]["status"] == "unclaimed"
+    assert edits["src/a*b.py"]["status"] == "others"
+    mine = alock(repo, "status", "--json", AGENT_ID="agent-a").json()
+    assert {e["status"] for e in mine["worktrees"][0]["edits"] if e["path"].startswith("src/")} == {
+        "yours"
+    }
