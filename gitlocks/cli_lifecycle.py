@@ -37,6 +37,7 @@ def _json(data: Any) -> None:
 
 def _resume_text(result: ResumeResult, now: datetime) -> str:
     from gitlocks import render
+    from gitlocks.text import printable_lines
 
     if result.status == "resumed" and result.lock is not None and result.previous is not None:
         lock = result.lock
@@ -46,16 +47,18 @@ def _resume_text(result: ResumeResult, now: datetime) -> str:
             f"note{'s' if count != 1 else ''}, {render.expires(lock, now)} [lock {lock.id}]"
         ]
         lines += [f"  note {n.at}: {n.text}" for n in lock.notes]
-        return "\n".join(lines)
+        return printable_lines(lines)
     if result.status == "refused":
         lines = ["REFUSED"] + [render.held_line(c, now) for c in result.conflicts]
         lines.append("hint: others have since claimed parts of it; resume when they release")
-        return "\n".join(lines)
+        return printable_lines(lines)
     if result.status == "held":
-        return "\n".join(
-            f"HELD {' '.join(r.paths)} by {r.holder}: its holder is alive, this is not "
-            f"interrupted work [lock {r.id}]"
-            for r in result.held
+        return printable_lines(
+            [
+                f"HELD {' '.join(r.paths)} by {r.holder}: its holder is alive, this is not "
+                f"interrupted work [lock {r.id}]"
+                for r in result.held
+            ]
         )
     return "NOT LOCKED: no interrupted work there (git alock list shows every claim)"
 
@@ -75,6 +78,8 @@ def _lock_line(record: Any, state: str, now: datetime) -> str:
 
 
 def _status_text(report: Status, now: datetime) -> str:
+    from gitlocks.text import printable_lines
+
     parent = f" (sub-agent of {report.parent})" if report.parent else ""
     lines = [f"you are {report.holder}{parent}", "", "yours:"]
     lines += [f"  {_lock_line(r, report.states[r.id], now)}" for r in report.yours] or ["  none"]
@@ -103,7 +108,7 @@ def _status_text(report: Status, now: datetime) -> str:
             lines.append(f"    {edit.xy.replace(' ', '.')} {edit.path}  {where}")
     if not flagged:
         lines.append("  none")
-    return "\n".join(lines)
+    return printable_lines(lines)
 
 
 def register(app: typer.Typer) -> None:

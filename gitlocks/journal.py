@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitlocks.errors import UsageError
 from gitlocks.record import format_time, parse_duration
+from gitlocks.text import printable
 
 if TYPE_CHECKING:  # store imports this module
     from gitlocks.store import Store
@@ -435,14 +436,15 @@ _DETAIL_KEYS = ("by", "from", "reason", "text", "released", "expires_at", "pid")
 
 
 def format_event(event: Event) -> str:
-    """One line: time, event, holder, paths, details, and the lock id."""
+    """One line: time, event, holder, paths, details, and the lock id; control
+    characters escaped (:func:`gitlocks.text.printable`)."""
     kind = str(event.get("event", "?"))
     parts = [str(event.get("at", "?")), kind]
     if event.get("local"):
         parts[1] = f"{kind} (local)"
     if kind == COMPACTED:
         parts.append(f"kept {event.get('kept', '?')} events")
-        return " ".join(parts)
+        return printable(" ".join(parts))
     parts.append(str(event.get("holder", "?")))
     parts.append(" ".join(str(p) for p in event.get("paths", [])))
     for key in _DETAIL_KEYS:
@@ -458,4 +460,5 @@ def format_event(event: Event) -> str:
             parts.append(f"held {held} by {conflict.get('holder', '?')}")
     if event.get("id"):
         parts.append(f"[lock {event['id']}]")
-    return " ".join(p for p in parts if p)
+    # Reasons, notes and paths are user text: escaped, so they cannot forge a line.
+    return printable(" ".join(p for p in parts if p))

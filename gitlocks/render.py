@@ -1,6 +1,8 @@
 """Human-readable replies: first word an agent can act on, then details for people.
 
-Pure string building; the command line decides where the text goes.
+Pure string building; the command line decides where the text goes. Every line is made
+:func:`~gitlocks.text.printable`: reasons, notes and paths are user text, and a newline or
+an escape sequence in them must not forge a line of its own.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import datetime
 from gitlocks.locks import AcquireResult, CheckItem, Conflict, ReleaseResult
 from gitlocks.record import LockRecord, format_duration, parse_time
 from gitlocks.table import Problem
+from gitlocks.text import printable, printable_lines
 
 
 def until(stamp: str, now: datetime) -> str:
@@ -41,7 +44,7 @@ def held_line(conflict: Conflict, now: datetime) -> str:
     record = conflict.record
     theirs = sorted({t for _, t in conflict.overlapping})
     mine = sorted({m for m, _ in conflict.overlapping})
-    return (
+    return printable(
         f"HELD {' '.join(theirs)} by {record.holder} (crosses your {' '.join(mine)})"
         f"{_stale(conflict)}{_reason(record)}, {expires(record, now)} [lock {record.id}]"
     )
@@ -60,19 +63,21 @@ def interrupted(records: Sequence[LockRecord]) -> str:
             f"hint: git alock resume {shlex.quote(record.paths[0])} takes it over with its "
             f"notes; git alock break {record.id} discards it"
         )
-    return "\n".join(lines)
+    return printable_lines(lines)
 
 
 def acquire(result: AcquireResult, now: datetime) -> str:
     if result.status == "acquired" and result.lock is not None:
         lock = result.lock
-        return (
+        return printable(
             f"ACQUIRED {' '.join(lock.paths)} as {lock.holder}, {expires(lock, now)} "
             f"[lock {lock.id}]"
         )
     if result.status == "already_yours" and result.lock is not None:
         lock = result.lock
-        return f"ALREADY YOURS {' '.join(lock.paths)}, {expires(lock, now)} [lock {lock.id}]"
+        return printable(
+            f"ALREADY YOURS {' '.join(lock.paths)}, {expires(lock, now)} [lock {lock.id}]"
+        )
     if result.status == "interrupted":
         return interrupted([c.record for c in result.conflicts])
     lines = ["REFUSED"]
@@ -84,7 +89,7 @@ def acquire(result: AcquireResult, now: datetime) -> str:
             "hint: claim a part nobody holds, wait for the lock to expire or be released, "
             "or ask its holder"
         )
-    return "\n".join(lines)
+    return printable_lines(lines)
 
 
 def release(result: ReleaseResult) -> str:
@@ -101,7 +106,7 @@ def release(result: ReleaseResult) -> str:
         lines.append(f"NOT LOCKED {pattern}")
     if not lines:
         lines.append("NOT LOCKED (you hold no locks)")
-    return "\n".join(lines)
+    return printable_lines(lines)
 
 
 def check(items: Sequence[CheckItem], now: datetime) -> str:
@@ -118,7 +123,7 @@ def check(items: Sequence[CheckItem], now: datetime) -> str:
                     f"HELD {item.path} by {lock.holder} ({' '.join(lock.paths)})"
                     f"{_reason(lock)}, {expires(lock, now)} [lock {lock.id}]"
                 )
-    return "\n".join(lines)
+    return printable_lines(lines)
 
 
 def state_word(record: LockRecord, state: str, now: datetime) -> str:
@@ -145,10 +150,10 @@ def table(
                 "*" if r.holder == me else "",
                 r.id,
                 r.holder,
-                " ".join(r.paths),
+                printable(" ".join(r.paths)),
                 f"in {format_duration(left)}" if left > 0 else "expired",
                 state_word(r, states.get(r.id, "live"), now),
-                r.reason,
+                printable(r.reason),
             )
         )
     last = len(rows[0]) - 1
@@ -157,10 +162,10 @@ def table(
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:last])) + "  " + row[last]
         for row in rows
     ]
-    return "\n".join(line.rstrip() for line in lines)
+    return printable_lines([line.rstrip() for line in lines])
 
 
 def problems(found: Sequence[Problem]) -> str:
-    return "\n".join(
-        f"warning: {p.ref} is not a usable lock ({p.reason}); it is ignored" for p in found
+    return printable_lines(
+        [f"warning: {p.ref} is not a usable lock ({p.reason}); it is ignored" for p in found]
     )

@@ -397,3 +397,18 @@ def test_follow_refusals_rewritten_in_place(repo: Path) -> None:
         f.write(b"".join(lines[1:] + new))
         f.truncate()
     assert [e["n"] for e in next(polls)] == [3, 4]
+
+
+def test_log_and_watch_lines_escape_user_text(repo: Path) -> None:
+    reason = "x\nFREE src/u2\x1b[2J"
+    polls = follower(repo)
+    assert alock(repo, "acquire", "src/u", "-m", reason, **A).code == 0
+    assert alock(repo, "note", "src/u", "n\r\nRELEASED", **A).code == 0
+    assert alock(repo, "acquire", "src/u/f.py", "-m", "y\nz", **B).code == 1
+    lines = [journal.format_event(e) for e in next(polls)]
+    assert len(lines) == 3 and all("\n" not in line and "\x1b" not in line for line in lines)
+    assert 'reason "x\\nFREE src/u2\\x1b[2J"' in lines[0]
+    assert 'text "n\\r\\nRELEASED"' in lines[1]
+    log = alock(repo, "log").out.splitlines()
+    assert len(log) == 3 and not any(line.startswith(("FREE", "RELEASED")) for line in log)
+    assert alock(repo, "log", "--json").json()[-1]["reason"] == reason  # JSON stays exact

@@ -1,0 +1,41 @@
+"""Showing user-supplied text (reasons, notes, paths) on one line of human output.
+
+Reasons, notes and file names may hold any character. Printed raw, a newline in a
+reason would start a line of its own (``FREE src/x`` inside a ``HELD`` answer), and an
+escape sequence would drive the terminal. :func:`printable` spells such characters the
+way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+# C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides, and
+# lone surrogates (the undecodable bytes of a file name read with ``surrogateescape``).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the original byte
+        return f"\\x{code - 0xDC00:02x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, safe on one line of a terminal."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def printable_lines(lines: list[str]) -> str:
+    """Lines of human output, each made :func:`printable`, joined by newlines."""
+    return "\n".join(printable(line) for line in lines)
+
+
+__all__ = ["printable", "printable_lines"]
