@@ -37,6 +37,8 @@ from gitlocks.record import format_time, parse_duration
 from gitlocks.text import printable
 
 if TYPE_CHECKING:  # store imports this module
+    import pygit2
+
     from gitlocks.store import Store
 
 Event = dict[str, Any]
@@ -92,6 +94,20 @@ def parse_seq(text: str) -> int:
     """The ``Journal-Seq`` of a commit message; 0 for one written without it."""
     match = _SEQ_RE.search(text)
     return int(match.group(1)) if match else 0
+
+
+def is_journal_commit(commit: pygit2.Commit) -> bool:
+    """Whether ``commit`` is one of the journal's: an empty tree, at most one parent, and
+    a ``Journal-Seq`` trailer. A journal ref moved onto anything else (a project commit,
+    say) must start a fresh chain, never chain lock events onto the project's history."""
+    try:
+        return (
+            len(commit.parent_ids) <= 1
+            and len(commit.tree) == 0
+            and _SEQ_RE.search(commit.message) is not None
+        )
+    except (KeyError, ValueError, AttributeError):  # a missing tree, an odd message
+        return False
 
 
 # --- retention ------------------------------------------------------------------------------

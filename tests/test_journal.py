@@ -412,3 +412,40 @@ def test_log_and_watch_lines_escape_user_text(repo: Path) -> None:
     log = alock(repo, "log").out.splitlines()
     assert len(log) == 3 and not any(line.startswith(("FREE", "RELEASED")) for line in log)
     assert alock(repo, "log", "--json").json()[-1]["reason"] == reason  # JSON stays exact
+
+
+# --- a journal ref moved onto something else ---------------------------------------------------
+
+
+def test_is_journal_commit(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    r = pygit2.Repository(str(repo))
+    tip = r.get(r.references[JOURNAL_REF].target)
+    assert journal.is_journal_commit(tip)
+    assert not journal.is_journal_commit(r.head.peel(pygit2.Commit))  # the project's history
+    sig = pygit2.Signature("t", "t@example.invalid", 0, 0)
+    empty = r.TreeBuilder().write()
+    plain = r.get(r.create_commit(None, sig, sig, "no trailer\n", empty, []))
+    assert not journal.is_journal_commit(plain)
+    merge = r.get(
+        r.create_commit(None, sig, sig, "m\n\nJournal-Seq: 3\n", empty, [tip.id, plain.id])
+    )
+    assert not journal.is_journal_commit(merge)
+    full_tree = r.head.peel(pygit2.Commit).tree_id
+    with_files = r.get(r.create_commit(None, sig, sig, "x\n\nJournal-Seq: 2\n", full_tree, []))
+    assert not journal.is_journal_commit(with_files)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="store.py must start a fresh chain when the parent is not a journal commit "
+    "(journal.is_journal_commit); remove this mark once it does",
+)
+def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> None:
+    git(repo, "update-ref", JOURNAL_REF, "HEAD")
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    r = pygit2.Repository(str(repo))
+    tip = r.get(r.references[JOURNAL_REF].target)
+    assert journal.is_journal_commit(tip)
+    assert not tip.parents  # not chained onto the project's history
+    assert [e["event"] for e in journal.events(Store.discover(repo))] == ["granted"]
