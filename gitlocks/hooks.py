@@ -16,6 +16,7 @@ variables are passed on as they are. libgit2 would read none of them.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,8 +25,21 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError, StoreError
-from gitlocks.identity import Identity, SessionProcess, resolve_identity, session_process
-from gitlocks.record import LockRecord, RecordError, format_duration, format_time, utcnow
+from gitlocks.identity import (
+    Identity,
+    SessionProcess,
+    parent_pid,
+    resolve_identity,
+    session_process,
+)
+from gitlocks.record import (
+    LockRecord,
+    RecordError,
+    format_duration,
+    format_time,
+    parse_duration,
+    utcnow,
+)
 from gitlocks.scope import ScopeEntry, entry_covers
 from gitlocks.table import Problem, Table, record_entries
 
@@ -35,11 +49,26 @@ if TYPE_CHECKING:
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
 PREFIX = "alock: "
-LOCK_PREFIX = "refs/agent-locks/"  # the store's layout (gitlocks.store, not imported here)
+# The store's layout: the same value as ``gitlocks.store.LOCK_PREFIX``, restated because
+# the hook must not import the store (it imports pygit2); a test holds the two equal.
+LOCK_PREFIX = "refs/agent-locks/"
+# Remote mode's clock-skew allowance when ``alock.clockSkew`` is unset: the same value as
+# ``gitlocks.remote.DEFAULT_SKEW_SECONDS`` (not imported, for the same reason; tested).
+DEFAULT_SKEW_SECONDS = 30
 # Lock refs (and the journal) are pushed by remote mode; they hold no commits to check.
 _OWN_REF_PREFIXES = (LOCK_PREFIX, "refs/agent-locks-meta/")
 _DIFF_OPTIONS = ("-z", "--name-status", "-M", "--diff-filter=ACDMRT", "--no-color", "--no-ext-diff")
-_CONFIG_KEYS = ("alock.hookmode", "core.ignorecase")
+_CONFIG_ARGS = (
+    "config",
+    "-z",
+    "--get-regexp",
+    "^(alock\\.hookmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase)$",
+)
+# Merges: the combined diff names the paths a merge changes against every parent (a
+# conflict resolution, an edit made in the merge), not those it takes from one side,
+# whose own commits are checked (or already on a remote). --combined-all-paths gives a
+# renamed path's name in each parent. All of this works on git 2.30.
+_MERGE_OPTIONS = ("-c", "--combined-all-paths")
 
 
 # --- which paths a commit or a push touches ----------------------------------------------
@@ -74,7 +103,11 @@ def git_output(args: Sequence[str], cwd: str | None = None) -> bytes:
 
 
 def parse_name_status(raw: bytes) -> list[str]:
-    """Paths from ``--name-status -z`` output; renames and copies give both sides."""
+    """Paths from ``--name-status -z`` output; renames and copies give both sides.
+
+    A merge's combined entry (``-c --combined-all-paths``) has one status letter per
+    parent (``MM``, ``RM``), then the path in each parent, then the merge's own path.
+    """
     fields = raw.split(b"\0")
     paths: list[str] = []
     i = 0
@@ -83,7 +116,10 @@ def parse_name_status(raw: bytes) -> list[str]:
         if not status:
             i += 1
             continue
-        width = 2 if status[:1] in (b"R", b"C") else 1
+        if len(status) > 1 and status.isalpha():
+            width = len(status) + 1
+        else:
+            width = 2 if status[:1] in (b"R", b"C") else 1
         paths.extend(os.fsdecode(name) for name in fields[i + 1 : i + 1 + width])
         i += 1 + width
     return list(dict.fromkeys(paths))
@@ -143,7 +179,7 @@ def pushed_paths(updates: Iterable[RefUpdate], cwd: str | None = None) -> list[s
     bases = [u.remote_sha for u in wanted if u.remote_sha in known]
     if not tips:
         return []
-    args = ["log", "--format=", "--no-show-signature", *_DIFF_OPTIONS]
+    args = ["log", "--format=", "--no-show-signature", *_DIFF_OPTIONS, *_MERGE_OPTIONS]
     return parse_name_status(git_output([*args, *tips, "--not", "--remotes", *bases], cwd))
 
 
@@ -155,6 +191,8 @@ class HookConfig:
     mode: str  # warn or block
     ignore_case: bool
     warning: str | None = None
+    # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
+    skew: int = 0
 
 
 def parse_config(raw: bytes) -> HookConfig:
@@ -166,14 +204,36 @@ def parse_config(raw: bytes) -> HookConfig:
             values[key.lower()] = value if sep else None
     case = values.get("core.ignorecase", "false")
     ignore_case = case is None or case.strip().lower() in ("true", "yes", "on", "1")
+    warnings = []
+    skew, skew_warning = _skew(values)
     raw_mode = values.get("alock.hookmode")
     if raw_mode is None or raw_mode.strip().lower() in MODES:
-        return HookConfig((raw_mode or "warn").strip().lower(), ignore_case)
-    warning = f"unknown alock.hookMode {raw_mode!r} (use warn or block): warning only"
-    return HookConfig("warn", ignore_case, warning)
+        mode = (raw_mode or "warn").strip().lower()
+    else:
+        mode = "warn"
+        warnings.append(f"unknown alock.hookMode {raw_mode!r} (use warn or block): warning only")
+    if skew_warning:
+        warnings.append(skew_warning)
+    return HookConfig(mode, ignore_case, "; ".join(warnings) or None, skew)
 
 
-def read_table(refs: bytes, cwd: str | None, ignore_case: bool) -> Table:
+def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
+    """Remote mode's ``alock.clockSkew`` (default 30s; ``0`` for none), as the store reads
+    it; 0 in local mode, where every lock was written by this machine's clock."""
+    if not values.get("alock.remote"):
+        return 0, None
+    raw = values.get("alock.clockskew")
+    if raw is None:
+        return DEFAULT_SKEW_SECONDS, None
+    if raw.strip() in ("0", "0s"):
+        return 0, None
+    try:
+        return parse_duration(raw, what="alock.clockSkew"), None
+    except GitlocksError as exc:
+        return DEFAULT_SKEW_SECONDS, f"{exc}; allowing {DEFAULT_SKEW_SECONDS}s"
+
+
+def read_table(refs: bytes, cwd: str | None, ignore_case: bool, skew: int = 0) -> Table:
     """The lock table from ``for-each-ref`` output (``<oid> <type> <refname>`` lines)."""
     found = []
     for line in refs.decode("utf-8", "replace").splitlines():
@@ -198,7 +258,7 @@ def read_table(refs: bytes, cwd: str | None, ignore_case: bool) -> Table:
                     continue
                 reason = f"record id {record.id!r} does not match its ref"
         problems.append(Problem(ref=name, oid=oid, reason=reason))
-    return Table(ignore_case=ignore_case, records=records, problems=problems)
+    return Table(ignore_case=ignore_case, records=records, problems=problems, skew=skew)
 
 
 def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:
@@ -243,24 +303,41 @@ class Held:
 
 
 def find_held(table: Table, identity: Identity, now: datetime, paths: Sequence[str]) -> list[Held]:
-    """The paths inside a live lock of a holder who is not a friend, in order."""
-    stamp = format_time(now)
-    ours = table.family(identity.holder, identity.parent)
-    live = [r for r in table if r.expires_at > stamp and r.holder not in ours]
-    if not live:
+    """The paths inside a live lock of a holder who is not a friend, in order.
+
+    Live allows for the table's clock skew (remote mode): a lock another machine wrote
+    counts until its expiry plus the allowance, as it does for the command line.
+    """
+    theirs = _Theirs(table, identity, now)
+    if not theirs.live:
         return []
     held = []
     for path in paths:
-        entry = path_entry(path)
-        if entry is not None:
-            ids = sorted(table.covering(entry))
-            theirs = [table.records[i] for i in ids]
-            theirs = [r for r in theirs if r.expires_at > stamp and r.holder not in ours]
-        else:
-            theirs = [r for r in live if _covers(r, path, table.ignore_case)]
-        if theirs:
-            held.append(Held(path, tuple(theirs)))
+        locks = theirs.covering(path)
+        if locks:
+            held.append(Held(path, tuple(locks)))
     return held
+
+
+class _Theirs:
+    """The live locks of holders who are not friends: computed once for many paths."""
+
+    def __init__(self, table: Table, identity: Identity, now: datetime) -> None:
+        self.table = table
+        self.cutoff = table.cutoff(format_time(now))
+        self.ours = table.family(identity.holder, identity.parent)
+        self.live = [r for r in table if self.alive(r) and r.holder not in self.ours]
+
+    def alive(self, record: LockRecord) -> bool:
+        return record.expires_at > self.cutoff
+
+    def covering(self, path: str) -> list[LockRecord]:
+        """Their live locks covering ``path``, by id."""
+        entry = path_entry(path)
+        if entry is None:  # a name no pattern can spell: decided one lock at a time
+            return [r for r in self.live if _covers(r, path, self.table.ignore_case)]
+        found = (self.table.records[i] for i in sorted(self.table.covering(entry)))
+        return [r for r in found if self.alive(r) and r.holder not in self.ours]
 
 
 def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
@@ -275,19 +352,18 @@ def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
     normal = {path: entry for path, entry in entries.items() if entry is not None}
     checked = locks.check(ctx, list(normal.values()))
     by_path = {path: item._replace(path=path) for path, item in zip(normal, checked, strict=True)}
-    table = ctx.store.read_table()
-    now = ctx.now()
-    stamp = format_time(now)
-    for path in (p for p, entry in entries.items() if entry is None):
-        covering = [
-            r for r in table if r.expires_at > stamp and _covers(r, path, table.ignore_case)
-        ]
-        held = find_held(table, ctx.identity, now, [path])
-        theirs = list(held[0].locks) if held else []
-        status: Literal["free", "yours", "held"] = (
-            "held" if theirs else "yours" if covering else "free"
-        )
-        by_path[path] = locks.CheckItem(path, status, theirs or covering)
+    odd = [path for path, entry in entries.items() if entry is None]
+    if odd:
+        table = ctx.store.read_table()
+        theirs = _Theirs(table, ctx.identity, ctx.now())
+        live = [r for r in table if theirs.alive(r)]
+        for path in odd:
+            covering = [r for r in live if _covers(r, path, table.ignore_case)]
+            held = [r for r in covering if r.holder not in theirs.ours]
+            status: Literal["free", "yours", "held"] = (
+                "held" if held else "yours" if covering else "free"
+            )
+            by_path[path] = locks.CheckItem(path, status, held or covering)
     return [by_path[path] for path in entries]
 
 
@@ -307,22 +383,6 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
-def _parent_pid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode("utf-8", "replace")
-        return int(text[text.rfind(")") + 2 :].split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        out = subprocess.run(
-            ["ps", "-o", "ppid=", "-p", str(pid)], capture_output=True, text=True, check=False
-        ).stdout
-        return int(out.strip())
-    except (OSError, ValueError):
-        return None
-
-
 def hook_session() -> SessionProcess:
     """The session process as the command line sees it, seen from inside a hook.
 
@@ -335,7 +395,7 @@ def hook_session() -> SessionProcess:
     for _ in range(8):
         if not _runs_hooks(proc):
             break
-        parent = _parent_pid(proc.pid)
+        parent = parent_pid(proc.pid)
         if parent is None or parent <= 1:
             break
         proc = session_process(parent)
@@ -343,6 +403,25 @@ def hook_session() -> SessionProcess:
 
 
 # --- the hook entry point -----------------------------------------------------------------
+
+# Characters that would break a line or drive the terminal: C0 and C1 controls, DEL, and
+# the Unicode line and paragraph separators. A path may hold any of them but NUL.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``, ``\\u2028``), so that
+    one line printed stays one line and no name can fake an ``alock:`` line."""
+    return _CONTROL.sub(_escape_control, text)
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    ch = match.group()
+    named = _NAMED_ESCAPES.get(ch)
+    if named is not None:
+        return named
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
 def _lock_line(held: Held, record: LockRecord, now: datetime) -> str:
@@ -375,7 +454,7 @@ class HookReport:
             lines += [_lock_line(held, record, self.now) for record in held.locks]
         if self.held:
             lines.append(self._advice(len(self.held)))
-        return "".join(f"{PREFIX}{line}\n" for line in lines)
+        return "".join(f"{PREFIX}{printable(line)}\n" for line in lines)
 
     def _advice(self, count: int) -> str:
         what = "commit" if self.hook == "pre-commit" else "push"
@@ -399,13 +478,13 @@ class HookReport:
 def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
-    config = _start(["config", "-z", "--get-regexp", "^(alock\\.hookmode|core\\.ignorecase)$"], cwd)
+    config = _start(_CONFIG_ARGS, cwd)
     refs = _start(
         ["for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", LOCK_PREFIX], cwd
     )
     staged = _start(_STAGED_ARGS, cwd) if hook == "pre-commit" else None
     settings = parse_config(_finish(config, ok=(0, 1)))  # 1: none of the keys is set
-    table = read_table(_finish(refs), cwd, settings.ignore_case)
+    table = read_table(_finish(refs), cwd, settings.ignore_case, settings.skew)
     if staged is not None:
         paths = parse_name_status(_finish(staged))
     else:
@@ -438,13 +517,13 @@ def main(argv: Sequence[str]) -> int:
     try:
         report = run_check(hook, sys.stdin if hook == "pre-push" else ())
     except GitlocksError as exc:
-        sys.stderr.write(f"{PREFIX}error: {exc}; {hook} lock check skipped\n")
+        sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {hook} lock check skipped\n")
         return exc.exit_code if _configured_mode() == "block" else EXIT_OK
     except Exception as exc:  # a bug: say so loudly, but a warn-mode hook lets the commit on
         import traceback
 
         sys.stderr.write(
-            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {exc}\n"
+            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
             "This is a bug in gitlocks; please report it with the traceback below.\n"
         )
         traceback.print_exc()

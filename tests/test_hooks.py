@@ -7,6 +7,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -352,6 +353,49 @@ def test_pre_push_warns_blocks_and_skips_what_the_remote_has(hooked: Path, tmp_p
     assert deleted.code == 0 and not alock_lines(deleted)
 
 
+def test_pre_push_checks_what_a_merge_itself_changes(hooked: Path, tmp_path: Path) -> None:
+    """A conflict resolution inside a claimed area is a change, though both parents are
+    already on the remote; a clean merge of pushed work is not the pusher's change."""
+    git(hooked, "remote", "add", "origin", _bare(tmp_path))
+    # The holder pushes two diverging edits of its file: main and a side branch.
+    git(hooked, "checkout", "-q", "-b", "side")
+    edit(hooked, "src/api/auth.py", "side\n")
+    edit(hooked, "src/api/clean.py", "side only\n")
+    git(hooked, "add", "-A")
+    git(hooked, "commit", "-q", "--no-verify", "-m", "side")
+    git(hooked, "checkout", "-q", "main")
+    edit(hooked, "src/api/auth.py", "main\n")
+    git(hooked, "commit", "-q", "--no-verify", "-am", "main")
+    assert run_git(hooked, "push", "-q", "origin", "main", "side", env=A).code == 0
+    git(hooked, "fetch", "-q", "origin")
+    git(hooked, "config", "alock.hookMode", "block")
+    # Another agent merges them, resolving the conflict inside the claim.
+    assert run_git(hooked, "merge", "-q", "--no-verify", "origin/side").code != 0
+    edit(hooked, "src/api/auth.py", "resolved\n")
+    git(hooked, "add", "-A")
+    git(hooked, "commit", "-q", "--no-verify", "--no-edit")
+    refused = run_git(hooked, "push", "-q", "origin", "main", env=B)
+    assert refused.code != 0, refused.err
+    held = [line for line in alock_lines(refused) if line.startswith("alock: HELD ")]
+    assert [line.split()[2] for line in held] == ["src/api/auth.py"]
+    assert run_git(hooked, "push", "-q", "origin", "main", env=A).code == 0
+    # A clean merge of pushed work changes nothing of its own: nothing to report.
+    git(hooked, "checkout", "-q", "-b", "other", "origin/side")
+    edit(hooked, "notes.txt", "mine\n")
+    git(hooked, "add", "-A")
+    git(hooked, "commit", "-q", "--no-verify", "-m", "notes")
+    git(hooked, "merge", "-q", "--no-verify", "--no-edit", "origin/main")
+    clean = run_git(hooked, "push", "-q", "origin", "other", env=B)
+    assert clean.code == 0 and not alock_lines(clean), clean.err
+
+
+def test_parse_name_status_reads_combined_merge_entries() -> None:
+    raw = b"MM\0a.py\0a.py\0a.py\0RR\0c.txt\0c2.txt\0c3.txt\0R100\0x\0y\0M\0z\0"
+    assert hooks.parse_name_status(raw) == ["a.py", "c.txt", "c2.txt", "c3.txt", "x", "y", "z"]
+    octopus = b"MMM\0p\0q\0r\0s\0A\0t\0"
+    assert hooks.parse_name_status(octopus) == ["p", "q", "r", "s", "t"]
+
+
 def test_pushed_paths_skip_lock_refs_and_deletions(hooked: Path) -> None:
     head = git(hooked, "rev-parse", "HEAD").strip()
     zero = "0" * 40
@@ -360,6 +404,118 @@ def test_pushed_paths_skip_lock_refs_and_deletions(hooked: Path) -> None:
         hooks.RefUpdate("(delete)", zero, "refs/heads/gone", head),
     ]
     assert hooks.pushed_paths(updates, cwd=str(hooked)) == []
+
+
+def test_control_characters_in_names_and_reasons_are_escaped(hooked: Path) -> None:
+    """One printed line per held lock: a newline in a path or a reason cannot fake one."""
+    fake = "\nalock: WARNING: nothing here"
+    assert alock(hooked, "acquire", "docs/**", "-m", f"docs{fake}\x1b[2J", **A).code == 0
+    edit(hooked, f"src/api/evil{fake}.py")
+    edit(hooked, "docs/guide.md")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 0
+    lines = got.err.splitlines()
+    assert all(line.startswith("alock: ") for line in lines), lines
+    assert len(lines) == 3 and "\x1b" not in got.err
+    assert lines[0].startswith("alock: HELD docs/guide.md by agent-a")
+    assert '"docs\\nalock: WARNING: nothing here\\x1b[2J"' in lines[0]
+    assert lines[1].startswith("alock: HELD src/api/evil\\nalock: WARNING: nothing here.py by")
+    assert lines[2].startswith("alock: WARNING: 2 paths")
+
+
+def test_printable() -> None:
+    assert hooks.printable("plain é ü") == "plain é ü"
+    assert hooks.printable("a\nb\rc\td") == "a\\nb\\rc\\td"
+    assert hooks.printable("\x00\x1b\x7f\x85\u2028") == "\\x00\\x1b\\x7f\\x85\\u2028"
+
+
+def test_hook_constants_match_the_modules_it_cannot_import() -> None:
+    from gitlocks import remote, store
+
+    assert hooks.LOCK_PREFIX == store.LOCK_PREFIX
+    assert hooks.DEFAULT_SKEW_SECONDS == remote.DEFAULT_SKEW_SECONDS
+
+
+def _expired_a_moment_ago(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "--ttl", "1", **A).code == 0
+    time.sleep(2.2)
+
+
+def test_remote_mode_allows_for_clock_skew(repo: Path) -> None:
+    """In remote mode a lock lives until expiry plus alock.clockSkew, as for the store."""
+    _expired_a_moment_ago(repo)
+    assert alock(repo, "install-hooks").code == 0
+    git(repo, "config", "alock.hookMode", "block")
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    assert commit(repo, env=B).code == 0, "local mode: expired is expired"
+    edit(repo, "src/app.py", "again\n")
+    git(repo, "add", "-A")
+    git(repo, "config", "alock.remote", "origin")
+    got = commit(repo, env=B)
+    assert got.code == 1, "remote mode, default allowance: 30s"
+    assert alock_lines(got)[0].startswith("alock: HELD src/app.py by agent-a")
+    git(repo, "config", "alock.clockSkew", "2m")
+    assert commit(repo, env=B).code == 1
+    git(repo, "config", "alock.clockSkew", "0")
+    assert commit(repo, env=B).code == 0
+
+
+@pytest.mark.parametrize(
+    ("config", "skew", "warned"),
+    [
+        ({}, 0, False),
+        ({"alock.clockskew": "5m"}, 0, False),
+        ({"alock.remote": "origin"}, 30, False),
+        ({"alock.remote": ""}, 0, False),
+        ({"alock.remote": "origin", "alock.clockskew": "2m"}, 120, False),
+        ({"alock.remote": "origin", "alock.clockskew": "0"}, 0, False),
+        ({"alock.remote": "origin", "alock.clockskew": "0s"}, 0, False),
+        ({"alock.remote": "origin", "alock.clockskew": "soon"}, 30, True),
+    ],
+)
+def test_parse_config_clock_skew(config: dict[str, str], skew: int, warned: bool) -> None:
+    raw = b"".join(f"{key}\n{value}\0".encode() for key, value in config.items())
+    parsed = hooks.parse_config(raw)
+    assert parsed.skew == skew
+    assert (parsed.warning is not None) == warned
+    if warned:
+        assert "alock.clockSkew" in str(parsed.warning)
+
+
+def test_check_paths_decides_odd_names_from_one_reading(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names no pattern can spell are checked one lock at a time, but the friends and the
+    live locks are worked out once, not once per name."""
+    from gitlocks.identity import resolve_identity
+    from gitlocks.locks import Context
+    from gitlocks.store import Store
+    from gitlocks.table import Table
+
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "docs/**", **B).code == 0
+    calls = []
+    family = Table.family
+
+    def counting(self: Table, holder: str, parent: str | None) -> set[str]:
+        calls.append(holder)
+        return family(self, holder, parent)
+
+    monkeypatch.setattr(Table, "family", counting)
+    ident = resolve_identity(as_id="agent-b", env={"AGENT_PARENT_ID": "lead-b"})
+    ctx = Context(store=Store.discover(repo), identity=ident)
+
+    def statuses(paths: list[str]) -> list[str]:
+        calls.clear()
+        return [item.status for item in hooks.check_paths(ctx, paths)]
+
+    assert statuses(["src/a\nb", "docs/c\td", "free/\x01"]) == ["held", "yours", "free"]
+    few = len(calls)
+    many = [f"src/{i}\n" for i in range(10)] + [f"docs/{i}\t" for i in range(10)]
+    assert statuses(many) == ["held"] * 10 + ["yours"] * 10
+    assert len(calls) == few
 
 
 # --- speed and imports -----------------------------------------------------------------------
