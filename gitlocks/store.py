@@ -327,15 +327,14 @@ class Store:
             self._empty_tree = self.repo.TreeBuilder().write()
         now = int(time.time())
         sig = pygit2.Signature(*_SIGNATURE, now, 0)
-        if parent is not None and not self._is_commit(parent):
-            parent = None  # a journal ref pointing somewhere odd: start a fresh history
+        head = self.repo.get(parent) if parent is not None else None
         seq = 1
-        if parent is not None:
-            head = self.repo[parent]
-            assert isinstance(head, pygit2.Commit)  # checked by _is_commit
+        if not (isinstance(head, pygit2.Commit) and journal.is_journal_commit(head)):
+            parent = None  # no journal, or a ref pointing somewhere odd: start afresh
+        else:
             seq = journal.parse_seq(head.message) + 1
             policy = journal.KeepPolicy.from_config(self.config_get)
-            if policy.due(seq - 1):
+            if policy.due(seq - 1) and parent is not None:
                 root = self._compact(parent, policy, sig)
                 if root != parent:
                     parent, seq = root, 2
@@ -432,7 +431,11 @@ class Store:
         # by hand: a sorted revwalk would read the whole history before the first entry.
         commit = self.repo[version]
         count = 0
-        while isinstance(commit, pygit2.Commit) and (limit is None or count < limit):
+        while (
+            isinstance(commit, pygit2.Commit)
+            and journal.is_journal_commit(commit)  # never wander into project history
+            and (limit is None or count < limit)
+        ):
             yield JournalEntry(str(commit.id), tuple(journal.parse_events(commit.message)))
             count += 1
             parents = commit.parent_ids

@@ -436,11 +436,6 @@ def test_is_journal_commit(repo: Path) -> None:
     assert not journal.is_journal_commit(with_files)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store.py must start a fresh chain when the parent is not a journal commit "
-    "(journal.is_journal_commit); remove this mark once it does",
-)
 def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> None:
     git(repo, "update-ref", JOURNAL_REF, "HEAD")
     assert alock(repo, "acquire", "src/**", **A).code == 0
