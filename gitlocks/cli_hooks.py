@@ -36,7 +36,8 @@ def _reply(changes: list[HookChange], as_json: bool) -> None:
     for change in changes:
         line = f"{_WORDS[change.status]} {change.hook} ({change.path})"
         if change.chained is not None and change.status != "uninstalled":
-            line += f"; runs your previous hook first, kept as {change.chained.name}"
+            kept = f"{change.chained.parent.name}/{change.chained.name}"
+            line += f"; runs your previous hook first, kept as {kept}"
         elif change.chained is not None:
             line += "; your previous hook is back in place"
         lines.append(line)

@@ -7,6 +7,7 @@ whose work is in :mod:`gitlocks.hooks`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from collections.abc import Sequence
@@ -18,7 +19,12 @@ from gitlocks.errors import Refused, StoreError, UsageError
 from gitlocks.hooks import HOOK_NAMES, git_output
 
 MARKER = "# gitlocks-hook: installed by git alock install-hooks"
-CHAINED_SUFFIX = ".alock-chained"
+# A foreign hook we chain is kept under its own name in this folder of the hooks
+# directory: hook managers (husky, overcommit) tell hooks apart by their file name.
+CHAINED_DIR = "alock-chained"
+# Where earlier versions kept it (``pre-commit.alock-chained``): still found, moved
+# to CHAINED_DIR by install-hooks and restored by uninstall-hooks.
+LEGACY_SUFFIX = ".alock-chained"
 
 
 # The shim git runs. ``ALOCK_PYTHON`` is the interpreter that installed the hook (empty in
@@ -31,7 +37,19 @@ _SHIM = """\
 # git config alock.hookMode block: refuse instead. git {verb} --no-verify: skip it.
 ALOCK_PYTHON={python}
 hook={hook}
-chained="$(dirname "$0")/$hook{suffix}"
+# The hook kept from before install-hooks runs first, as if it were still "$0": hook
+# managers find their files next to $0 and tell hooks apart by its name. A sh or bash
+# script is read by its own shell with $0 so set; anything else runs from {chained_dir}/
+# under its own name.
+chained="$(dirname "$0")/{chained_dir}/$hook"
+run_chained() {{
+    shell=$(sed -n '1s/^#![[:space:]]*//p;q' "$chained")
+    case $shell in
+    */sh | */bash | */dash | */sh\\ -* | */bash\\ -* | */dash\\ -* | */env\\ sh | */env\\ bash)
+        ALOCK_CHAINED=$chained $shell -c '. "$ALOCK_CHAINED"' "$0" "$@" ;;
+    *) "$chained" "$@" ;;
+    esac
+}}
 if [ -x "$chained" ]; then
 {run_chained}
 fi
@@ -51,12 +69,12 @@ fi
 echo "alock: gitlocks is not installed here (git-alock is not on PATH); lock check skipped" >&2
 exit 0
 """
-_CHAIN_COMMIT = '    "$chained" "$@" || exit $?'
+_CHAIN_COMMIT = '    run_chained "$@" || exit $?'
 # pre-push reads its ref list on stdin, and both hooks need it: keep it in an unlinked file.
 _CHAIN_PUSH = """\
     input=$(mktemp) || exit 1
     cat >"$input"
-    "$chained" "$@" <"$input" || {{ status=$?; rm -f "$input"; exit $status; }}
+    run_chained "$@" <"$input" || {{ status=$?; rm -f "$input"; exit $status; }}
     exec <"$input"
     rm -f "$input\""""
 
@@ -70,7 +88,7 @@ def shim_text(hook: str, python: str = "") -> str:
         hook=hook,
         verb="commit" if hook == "pre-commit" else "push",
         python=shlex.quote(python) if python else "''",
-        suffix=CHAINED_SUFFIX,
+        chained_dir=CHAINED_DIR,
         run_chained=_CHAIN_COMMIT if hook == "pre-commit" else _CHAIN_PUSH.format(),
     )
 
@@ -123,7 +141,10 @@ def install(directory: Path, hooks: Sequence[str], python: str) -> list[HookChan
 
 def _install_one(directory: Path, hook: str, text: str) -> HookChange:
     path = directory / hook
-    chained = directory / (hook + CHAINED_SUFFIX)
+    chained = directory / CHAINED_DIR / hook
+    legacy = directory / (hook + LEGACY_SUFFIX)
+    if is_ours(path) and os.path.lexists(legacy) and not os.path.lexists(chained):
+        _move_hook(legacy, chained)  # an install by an older version: the new layout
     keep = chained if os.path.lexists(chained) else None
     if is_ours(path):
         if path.read_text() == text:
@@ -131,16 +152,33 @@ def _install_one(directory: Path, hook: str, text: str) -> HookChange:
         _write_hook(path, text)
         return HookChange(hook, path, "updated", keep)
     if os.path.lexists(path):
-        if keep is not None:
-            raise Refused(
-                f"{path} is not ours and {chained.name} already exists: "
-                "move one of them away, then install again"
-            )
-        # A rename keeps the foreign hook's bytes, mode and symlink-ness exactly.
-        os.rename(path, chained)
+        for other in (chained, legacy):
+            if os.path.lexists(other):
+                raise Refused(
+                    f"{path} is not ours and {other} already exists: "
+                    "move one of them away, then install again"
+                )
+        _move_hook(path, chained)
         keep = chained
     _write_hook(path, text)
     return HookChange(hook, path, "installed", keep)
+
+
+def _move_hook(source: Path, target: Path) -> None:
+    """Move a hook between the hooks directory and CHAINED_DIR, keeping its bytes, mode
+    and symlink-ness. A relative symbolic link gains or loses one ``../`` so that it
+    names the same file from its new folder; moved back, its text is as it was."""
+    try:
+        target.parent.mkdir(exist_ok=True)
+        if not source.is_symlink() or os.path.isabs(link := os.readlink(source)):
+            os.rename(source, target)
+            return
+        deeper = len(target.parent.parts) - len(source.parent.parts)
+        moved = "../" + link if deeper > 0 else link.removeprefix("../") if deeper < 0 else link
+        os.symlink(moved, target)
+        source.unlink()
+    except OSError as exc:
+        raise StoreError(f"cannot move {source} to {target}: {exc.strerror}") from exc
 
 
 def _write_hook(path: Path, text: str) -> None:
@@ -159,14 +197,16 @@ def uninstall(directory: Path, hooks: Sequence[str] = HOOK_NAMES) -> list[HookCh
     changes = []
     for hook in hooks:
         path = directory / hook
-        chained = directory / (hook + CHAINED_SUFFIX)
         ours = is_ours(path)
         if ours:
             path.unlink()
         restored = None
-        if os.path.lexists(chained) and not os.path.lexists(path):
-            os.rename(chained, path)
-            restored = path
+        for kept in (directory / CHAINED_DIR / hook, directory / (hook + LEGACY_SUFFIX)):
+            if os.path.lexists(kept) and not os.path.lexists(path):
+                _move_hook(kept, path)
+                restored = path
         status = "uninstalled" if ours else "not_installed"
         changes.append(HookChange(hook, path, status, restored))
+    with contextlib.suppress(OSError):  # only when empty: nothing else of ours is there
+        (directory / CHAINED_DIR).rmdir()
     return changes

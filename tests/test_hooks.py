@@ -278,7 +278,7 @@ def test_foreign_pre_commit_hook_is_chained_and_restored(repo: Path) -> None:
     mark = repo / ".git" / "foreign-ran"
     original = _foreign(hook, f'echo ran >> "{mark}"\nexit "${{FOREIGN_EXIT:-0}}"')
     got = alock(repo, "install-hooks")
-    assert "runs your previous hook first, kept as pre-commit.alock-chained" in got.out
+    assert "runs your previous hook first, kept as alock-chained/pre-commit" in got.out
     assert alock(repo, "acquire", "src/**", **A).code == 0
     edit(repo, "src/app.py", "changed\n")
     git(repo, "add", "-A")
@@ -292,7 +292,7 @@ def test_foreign_pre_commit_hook_is_chained_and_restored(repo: Path) -> None:
     assert "your previous hook is back in place" in gone.out
     assert hook.read_bytes() == original
     assert stat.S_IMODE(hook.stat().st_mode) == 0o751
-    assert not (hook.parent / "pre-commit.alock-chained").exists()
+    assert not (hook.parent / "alock-chained").exists()
 
 
 def test_install_refuses_when_it_cannot_chain(repo: Path) -> None:
@@ -301,6 +301,97 @@ def test_install_refuses_when_it_cannot_chain(repo: Path) -> None:
     _foreign(hooks_dir / "pre-commit.alock-chained", "exit 0")
     got = alock(repo, "install-hooks")
     assert got.code == 1 and "already exists" in got.err
+    (hooks_dir / "pre-commit.alock-chained").unlink()
+    (hooks_dir / "alock-chained").mkdir()
+    _foreign(hooks_dir / "alock-chained" / "pre-commit", "exit 0")
+    got = alock(repo, "install-hooks")
+    assert got.code == 1 and "already exists" in got.err
+
+
+def test_chained_hook_managers_keep_their_name_and_folder(repo: Path) -> None:
+    """Hook managers dispatch on their own file name and read files next to it (husky:
+    ``. "$(dirname "$0")/husky.sh"``, then ``case $(basename "$0")``; overcommit)."""
+    hooks_dir = repo / ".git" / "hooks"
+    mark = repo / ".git" / "ran"
+    (hooks_dir / "husky.sh").write_text(
+        'case $(basename "$0") in\n'
+        f'pre-commit) echo "sh $# $1" >> "{mark}" ;;\n'
+        '*) echo "husky: unknown hook $0" >&2; exit 9 ;;\n'
+        "esac\n"
+    )
+    original = _foreign(hooks_dir / "pre-commit", '. "$(dirname "$0")/husky.sh"', 0o755)
+    runner = (
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "name = os.path.basename(sys.argv[0])\n"
+        f"open({str(mark)!r}, 'a').write(name + chr(10))\n"
+        "sys.exit(0 if name == 'pre-push' else 9)\n"
+    )
+    (hooks_dir / "pre-push").write_text(runner)
+    (hooks_dir / "pre-push").chmod(0o755)
+    assert alock(repo, "install-hooks", "--pre-push").code == 0
+    assert (hooks_dir / "alock-chained" / "pre-commit").read_bytes() == original
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    got = commit(repo, env=B)
+    assert got.code == 0, got.err
+    bare = _bare(repo.parent)
+    pushed = run_git(repo, "push", "-q", bare, "HEAD:refs/heads/main", env=B)
+    assert pushed.code == 0, pushed.err
+    assert mark.read_text() == "sh 0 \npre-push\n"
+    assert alock(repo, "uninstall-hooks").code == 0
+    assert (hooks_dir / "pre-commit").read_bytes() == original
+    assert (hooks_dir / "pre-push").read_text() == runner
+    assert not (hooks_dir / "alock-chained").exists()
+
+
+def test_a_relative_symlink_hook_still_resolves_and_is_restored(repo: Path) -> None:
+    hooks_dir = repo / ".git" / "hooks"
+    scripts = repo / "scripts"
+    scripts.mkdir()
+    mark = repo / ".git" / "ran"
+    _foreign(scripts / "check.sh", f'echo ran >> "{mark}"', 0o755)
+    link = os.path.relpath(scripts / "check.sh", hooks_dir)
+    (hooks_dir / "pre-commit").symlink_to(link)
+    assert alock(repo, "install-hooks").code == 0
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    assert commit(repo, env=B).code == 0
+    assert mark.read_text() == "ran\n"
+    assert alock(repo, "uninstall-hooks").code == 0
+    assert os.readlink(hooks_dir / "pre-commit") == link
+
+
+def _old_install(hooks_dir: Path, hook: str, body: str) -> bytes:
+    """What an earlier version left: its shim, and the foreign hook beside it."""
+    kept = _foreign(hooks_dir / f"{hook}.alock-chained", body, 0o750)
+    old_shim = hook_install.shim_text(hook).replace(
+        '"$(dirname "$0")/alock-chained/$hook"', '"$(dirname "$0")/$hook.alock-chained"'
+    )
+    (hooks_dir / hook).write_text(old_shim)
+    (hooks_dir / hook).chmod(0o755)
+    return kept
+
+
+def test_the_previous_layout_is_restored_and_upgraded(repo: Path) -> None:
+    hooks_dir = repo / ".git" / "hooks"
+    kept = _old_install(hooks_dir, "pre-commit", "exit 0")
+    gone = alock(repo, "uninstall-hooks")
+    assert "your previous hook is back in place" in gone.out
+    assert (hooks_dir / "pre-commit").read_bytes() == kept
+    assert stat.S_IMODE((hooks_dir / "pre-commit").stat().st_mode) == 0o750
+    assert not (hooks_dir / "pre-commit.alock-chained").exists()
+    (hooks_dir / "pre-commit").unlink()
+    mark = repo / ".git" / "ran"
+    kept = _old_install(hooks_dir, "pre-commit", f'echo ran >> "{mark}"')
+    again = alock(repo, "install-hooks", "--json").json()["hooks"][0]
+    assert again["status"] == "updated"
+    assert again["chained"].endswith("alock-chained/pre-commit")
+    assert (hooks_dir / "alock-chained" / "pre-commit").read_bytes() == kept
+    assert not (hooks_dir / "pre-commit.alock-chained").exists()
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    assert commit(repo, env=B).code == 0 and mark.read_text() == "ran\n"
 
 
 def test_foreign_pre_push_hook_sees_stdin_too(hooked: Path, tmp_path: Path) -> None:
