@@ -16,7 +16,6 @@ variables are passed on as they are. libgit2 would read none of them.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +41,7 @@ from gitlocks.record import (
 )
 from gitlocks.scope import ScopeEntry, entry_covers
 from gitlocks.table import Problem, Table, record_entries
+from gitlocks.text import printable
 
 if TYPE_CHECKING:
     from gitlocks.locks import CheckItem, Context
@@ -403,25 +403,6 @@ def hook_session() -> SessionProcess:
 
 
 # --- the hook entry point -----------------------------------------------------------------
-
-# Characters that would break a line or drive the terminal: C0 and C1 controls, DEL, and
-# the Unicode line and paragraph separators. A path may hold any of them but NUL.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped (``\\n``, ``\\x1b``, ``\\u2028``), so that
-    one line printed stays one line and no name can fake an ``alock:`` line."""
-    return _CONTROL.sub(_escape_control, text)
-
-
-def _escape_control(match: re.Match[str]) -> str:
-    ch = match.group()
-    named = _NAMED_ESCAPES.get(ch)
-    if named is not None:
-        return named
-    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
 def _lock_line(held: Held, record: LockRecord, now: datetime) -> str:
