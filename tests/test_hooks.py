@@ -694,6 +694,8 @@ def _project_copy(tmp_path: Path) -> Path:
     shutil.copytree(
         PROJECT / "gitlocks", copy / "gitlocks", ignore=shutil.ignore_patterns("__pycache__")
     )
+    if (PROJECT / "man").is_dir():  # pyproject.toml installs the manual page as data
+        shutil.copytree(PROJECT / "man", copy / "man")
     git(copy, "init", "-q")
     git(copy, "add", "-A")
     git(copy, "commit", "-q", "-m", "gitlocks")
