@@ -158,6 +158,16 @@ def _on(result: Any, as_json: bool) -> None:
         lines.append(f"pushed {len(result.pushed)} live local lock(s) to {result.remote}")
     if result.dropped_expired:
         lines.append(f"dropped {len(result.dropped_expired)} expired local lock(s)")
+    if result.refreshed:
+        lines.append(
+            f"{len(result.refreshed)} lock(s) copied from {result.remote} earlier were replaced "
+            "by its current state (never pushed back)"
+        )
+    for record in result.superseded:
+        lines.append(
+            f"warning: the local change to lock {record.id} ({' '.join(record.paths)} of "
+            f"{record.holder}) was not pushed: {result.remote} changed or released it since"
+        )
     lines.append(f"{result.on_remote} lock(s) on the remote")
     _emit(result.to_dict(), "\n".join(lines), as_json)
     raise typer.Exit(EXIT_OK)
@@ -166,6 +176,13 @@ def _on(result: Any, as_json: bool) -> None:
 def _off(result: Any, as_json: bool) -> None:
     if result.remote is None:
         _emit({"status": "local", "remote": None}, "LOCAL: already in local mode", as_json)
+        return
+    if result.invalid:
+        _emit(
+            {"status": "local", "remote": result.remote, "invalid": result.invalid},
+            f"LOCAL: alock.remote was invalid ({result.invalid}); unset it, nothing else changed",
+            as_json,
+        )
         return
     if result.forgotten:
         kept = f"dropped the {result.forgotten} lock(s) mirrored from {result.remote}"

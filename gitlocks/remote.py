@@ -6,6 +6,11 @@ journal ``refs/agent-locks-meta/journal``. A clone keeps two things:
 - staging, ``refs/agent-locks-remote/<remote>/{locks,meta}/*``: exactly the remote's
   lock namespaces as last seen (fetched, or pushed by us). Only remote mode writes there,
   so ``fetch --prune`` is safe on it, and it tells a mirrored lock from one never pushed.
+  Lock ids are single ref components, so a deeper name there (the probe's) is no lock.
+- after ``git alock remote --off``, ``refs/agent-locks-remote/<remote>/detached/<id>``:
+  the value each mirrored lock had when the clone left remote mode (and ``detached-journal``
+  the journal's), so switching back treats those copies as the remote's, not as local
+  locks to push.
 - the local view, ``refs/agent-locks/*`` and the journal: the staged state mirrored, so
   ``list``, ``check`` and the hook read it offline. A local lock that was never pushed is
   never deleted or overwritten by a mirror (the ``fetch --prune`` trap, DESIGN.md 5).
@@ -26,21 +31,23 @@ already yours) is confirmed by a fetch before it is given.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import pygit2
 
-from gitlocks.errors import RemoteError, UsageError
+from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.remote_git import (
     GitRun,
+    PushLine,
     failure,
     lost_race,
     no_atomic,
@@ -55,6 +62,7 @@ T = TypeVar("T")
 
 STAGING_PREFIX = "refs/agent-locks-remote/"
 LOCAL_JOURNAL_REF = "refs/agent-locks-meta/local-journal"
+PROBE_PREFIXES = ("refs/agent-locks/probe/", "refs/agent-locks-meta/probe/")
 SYNC_FILE = "agent-locks-remote.json"
 DEFAULT_SKEW_SECONDS = 30
 DEFAULT_TIMEOUT_SECONDS = 30
@@ -74,13 +82,73 @@ class RemoteTable(Table):
     refs: dict[str, str] = field(default_factory=dict)
 
 
-def config_seconds(store: Store, key: str, default: int) -> int:
+_ZERO_RE = re.compile(r"^\s*0+\s*[smhd]?\s*$")
+
+
+def config_seconds(store: Store, key: str, default: int, *, zero: bool = False) -> int:
+    """A duration setting; ``0`` only when ``zero`` allows it. Errors name the key."""
     value = store.config_get(key)
     if value is None:
         return default
-    if value.strip() in ("0", "0s"):
-        return 0
-    return parse_duration(value, what=key)
+    if _ZERO_RE.match(value):
+        if zero:
+            return 0
+        raise UsageError(
+            f"invalid {key} {value!r}: must be longer than zero "
+            f"(fix it with git config {key} 30s, or unset it with git config --unset {key})"
+        )
+    try:
+        return parse_duration(value, what=key)
+    except GitlocksError as exc:
+        raise UsageError(
+            f"{exc} (fix it with git config {key} 30s, or unset it with git config --unset {key})"
+        ) from None
+
+
+def scan_refs(store: Store, prefixes: tuple[str, ...]) -> dict[str, str]:
+    """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name.
+
+    Reads only those namespaces: the loose refs below them and their lines of packed-refs
+    (one regular-expression pass over the file), never every branch, tag and
+    remote-tracking ref as libgit2's iterator, which has no prefix filter, would.
+    Loose refs are read first, and win, so a concurrent pack-refs loses nothing. Other ref
+    storage backends (reftable) fall back to the iterator.
+    """
+    storage = store.config_get("extensions.refStorage")
+    if storage is not None and storage.lower() != "files":
+        return {
+            ref.name: str(ref.target)
+            for ref in store.repo.references.iterator()
+            if ref.name.startswith(prefixes) and isinstance(ref.target, pygit2.Oid)
+        }
+    base = store.common_dir
+    found: dict[str, str] = {}
+    for prefix in prefixes:
+        top = base / prefix
+        for dirpath, _dirs, files in os.walk(top):
+            rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
+            for filename in files:
+                if filename.endswith(".lock"):
+                    continue
+                try:
+                    with open(os.path.join(dirpath, filename), "rb") as fh:
+                        value = fh.read(128).strip().decode("ascii", "replace")
+                except OSError:
+                    continue  # deleted while we looked: gone
+                if _HEX_RE.match(value):
+                    found[f"{rel}/{filename}"] = value
+    try:
+        packed = (base / "packed-refs").read_bytes()
+    except OSError:
+        return found
+    alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
+    pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
+    for match in re.finditer(pattern, packed, re.MULTILINE):
+        found.setdefault(match.group(2).decode("utf-8", "replace"), match.group(1).decode())
+    return found
+
+
+_HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 
 
 class RemoteStore(Store):
@@ -99,26 +167,72 @@ class RemoteStore(Store):
                 f"(git remote -v lists them; git alock remote --off returns to local mode)"
             )
         self.remote = name
-        self.timeout = config_seconds(self, "alock.remoteTimeout", DEFAULT_TIMEOUT_SECONDS) or 1
-        self.skew = config_seconds(self, "alock.clockSkew", DEFAULT_SKEW_SECONDS)
+        self.timeout = config_seconds(self, "alock.remoteTimeout", DEFAULT_TIMEOUT_SECONDS)
+        self.skew = config_seconds(self, "alock.clockSkew", DEFAULT_SKEW_SECONDS, zero=True)
         self.staging = f"{STAGING_PREFIX}{name}/"
+        self.detached = f"{self.staging}detached/"
+        self.detached_journal = f"{self.staging}detached-journal"
+        # False while a switch to remote mode is undecided: fetches and pushes then move
+        # staging only, never the local view, its journal or the sync time.
+        self.mirroring = True
         self._remote_cache: RemoteTable | None = None
+        self._staged_cache: tuple[dict[str, str], str | None] | None = None
         self._rejected: str | None = None
+
+    @contextlib.contextmanager
+    def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
+        # What we cached may have moved while we did not hold the mutex.
+        self._staged_cache = None
+        try:
+            with super().mutex(timeout):
+                yield
+        finally:
+            self._staged_cache = None
 
     # --- the remote's state as last seen --------------------------------------------------
 
     def staged(self) -> tuple[dict[str, str], str | None]:
-        """(lock id -> blob id, journal commit) of the remote as last fetched or pushed."""
-        locks: dict[str, str] = {}
-        journal = None
-        lock_prefix, journal_ref = self.staging + "locks/", self.staging + "meta/journal"
-        for ref in self.repo.references.iterator():
-            name = ref.name
-            if name.startswith(lock_prefix):
-                locks[name[len(lock_prefix) :]] = str(ref.target)
-            elif name == journal_ref:
-                journal = str(ref.target)
-        return locks, journal
+        """(lock id -> blob id, journal commit) of the remote as last fetched or pushed.
+
+        Cached until we write staging ourselves (only we do, under the mutex).
+        """
+        if self._staged_cache is None:
+            lock_prefix, journal_ref = self.staging + "locks/", self.staging + "meta/journal"
+            locks: dict[str, str] = {}
+            for name, oid in scan_refs(self, (lock_prefix,)).items():
+                lock_id = name[len(lock_prefix) :]
+                if "/" not in lock_id:  # a deeper name is the probe's, never a lock
+                    locks[lock_id] = oid
+            ref = self.repo.references.get(journal_ref)
+            self._staged_cache = (locks, None if ref is None else str(ref.target))
+        locks, journal = self._staged_cache
+        return dict(locks), journal
+
+    def staging_refs(self) -> dict[str, str]:
+        """Every ref a fetch or push writes under staging, probes included (to restore)."""
+        return scan_refs(self, (self.staging + "locks/", self.staging + "meta/"))
+
+    def local_locks(self) -> dict[str, str]:
+        """The local view: lock id -> blob id (only lock namespaces are read)."""
+        return {
+            name[len(LOCK_PREFIX) :]: oid
+            for name, oid in scan_refs(self, (LOCK_PREFIX,)).items()
+            if "/" not in name[len(LOCK_PREFIX) :]
+        }
+
+    def _lock_refs(self) -> Iterator[tuple[str, pygit2.Oid]]:
+        # The local view's lock refs, without walking every other ref of the repository.
+        for name, oid in sorted(scan_refs(self, (LOCK_PREFIX,)).items()):
+            yield name, pygit2.Oid(hex=oid)
+
+    def detached_copies(self) -> tuple[dict[str, str], str | None]:
+        """(lock id -> value, journal) as mirrored when the clone last left this remote."""
+        copies = {
+            name[len(self.detached) :]: oid
+            for name, oid in scan_refs(self, (self.detached,)).items()
+        }
+        ref = self.repo.references.get(self.detached_journal)
+        return copies, None if ref is None else str(ref.target)
 
     def remote_table(self) -> RemoteTable:
         locks, journal = self.staged()
@@ -148,9 +262,9 @@ class RemoteStore(Store):
         """Local locks that are not the remote's as last seen: never pushed, or changed."""
         staged, _ = self.staged()
         found = []
-        for name, oid in self._lock_refs():
-            if staged.get(name[len(LOCK_PREFIX) :]) != str(oid):
-                record, _ = self._read_record(name, oid)
+        for lock_id, oid in sorted(self.local_locks().items()):
+            if staged.get(lock_id) != oid:
+                record, _ = self._read_record(LOCK_PREFIX + lock_id, pygit2.Oid(hex=oid))
                 if record is not None:
                     found.append(record)
         return found
@@ -234,27 +348,33 @@ class RemoteStore(Store):
             if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
                 return False  # someone pushed this very journal commit: not our win
             self._mirror(table.refs, new, commit, write_staging=True)
-            self._stamp()
             return True
         if not lines or "does not support --atomic" in run.err:
             raise failure(run, self.remote, "push")
         if lost_race(lines):
             self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
             return False
+        raise self._refused(lines, run)
+
+    def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
         reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
-        raise RemoteError(
+        return RemoteError(
             f"the lock remote {self.remote!r} refused the lock refs ({'; '.join(reasons)}). "
-            "Some hosts refuse refs outside refs/heads and refs/tags, or refs that point at "
-            "blobs: use a dedicated bare repository as the lock remote, or local mode "
-            "(git alock remote --off)"
+            f"{extra}Some hosts refuse refs outside refs/heads and refs/tags, refs that point "
+            "at blobs, or deleting refs, or hide them (receive.hideRefs): use a dedicated "
+            "bare repository as the lock remote, or local mode (git alock remote --off)"
         )
 
     # --- reading the remote ---------------------------------------------------------------
 
     def fetch(self) -> bool:
-        """Fetch the remote's lock namespaces into staging and mirror them; True if moved."""
+        """Fetch the remote's lock namespaces into staging and mirror them; True if moved.
+
+        While ``mirroring`` is off (a switch not yet decided) only staging moves.
+        """
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
+        self._staged_cache = None
         run = self._git(
             [
                 "fetch",
@@ -277,22 +397,28 @@ class RemoteStore(Store):
             raise failure(run, self.remote, "fetch")
         new_locks, new_journal = self.staged()
         self._mirror(old_locks, new_locks, new_journal, write_staging=False)
-        self._stamp()
         return (old_locks, old_journal) != (new_locks, new_journal)
 
     def sync(self) -> bool:
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
             return self.fetch()
 
-    def probe(self) -> None:
+    def probe(self, *, write: bool = False) -> None:
         """Check that the remote answers and takes atomic pushes; raise ``RemoteError`` if not.
 
-        The dry-run deletion of a ref that does not exist changes nothing anywhere, but git
-        still negotiates the push, so it fails when ``atomic`` is not advertised.
+        Without ``write``: the dry-run deletion of a ref that does not exist changes nothing
+        anywhere, but git still negotiates the push, so it fails when ``atomic`` is not
+        advertised. With ``write`` (switching to remote mode): one real round-trip on probe
+        refs shaped like ours (a blob under ``refs/agent-locks/``, a commit under
+        ``refs/agent-locks-meta/``), created with an empty lease and deleted with a lease,
+        so a remote that hides, refuses or will not delete them is refused up front.
         """
         run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
+        if write:
+            self._probe_round_trip()
+            return
         probe = f":{STAGING_PREFIX}probe"
         run = self._git(
             ["push", "--dry-run", "--atomic", "--porcelain", "--no-verify", self.remote, probe],
@@ -302,6 +428,35 @@ class RemoteStore(Store):
             raise no_atomic(self.remote)
         if run.code != 0:
             raise failure(run, self.remote, "push --dry-run")
+
+    def _probe_round_trip(self) -> None:
+        token = f"{os.getpid():x}-{os.urandom(6).hex()}"
+        lock_ref, meta_ref = (f"{prefix}{token}" for prefix in PROBE_PREFIXES)
+        blob = str(self.repo.create_blob(b'{"gitlocks": "probe"}\n'))
+        commit = str(self._journal_commit(None, [{"event": "probe"}]))
+        values = {lock_ref: blob, meta_ref: commit}
+        for step in ("create", "delete"):
+            leases = [
+                f"--force-with-lease={ref}:{'' if step == 'create' else value}"
+                for ref, value in values.items()
+            ]
+            specs = [f"{value if step == 'create' else ''}:{ref}" for ref, value in values.items()]
+            run = self._git(
+                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+                what="push to",
+            )
+            lines = porcelain(run.out)
+            if run.code == 0 and lines and all(ln.flag in "*-" for ln in lines):
+                continue
+            if not lines or "does not support --atomic" in run.err:
+                raise failure(run, self.remote, f"push (probe {step})")
+            left = (
+                f"Probe refs are left under {PROBE_PREFIXES[0]}{token} (and -meta); "
+                "gitlocks ignores them. "
+                if step == "delete"
+                else ""
+            )
+            raise self._refused(lines, run, left)
 
     def _git(self, args: list[str], *, what: str) -> GitRun:
         return run_git(
@@ -318,27 +473,41 @@ class RemoteStore(Store):
         *,
         write_staging: bool,
     ) -> None:
-        """Move staging (when asked) and the local view from ``old`` to ``new``.
+        """Move staging (when asked) and, when ``mirroring``, the local view from ``old`` to
+        ``new``, and note when we last heard from the remote.
+        """
+        updates: dict[str, str | None] = {}
+        if write_staging:
+            for lock_id in sorted(old.keys() | new.keys()):
+                if old.get(lock_id) != new.get(lock_id):
+                    updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
+            if journal is not None:
+                updates[f"{self.staging}meta/journal"] = journal
+        if self.mirroring:
+            updates.update(self.view_updates(old, new, journal))
+        self.set_refs(updates)
+        if self.mirroring:
+            self._stamp()
+
+    def view_updates(
+        self, old: dict[str, str], new: dict[str, str], journal: str | None
+    ) -> dict[str, str | None]:
+        """What moves the local view from the remote's ``old`` state to ``new``.
 
         A local lock whose value is neither the old nor the new remote one was never pushed:
         it is left exactly as it is.
         """
         updates: dict[str, str | None] = {}
+        local = self.local_locks()
         for lock_id in sorted(old.keys() | new.keys()):
-            if write_staging and old.get(lock_id) != new.get(lock_id):
-                updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
-            ref = self.repo.references.get(LOCK_PREFIX + lock_id)
-            local = None if ref is None else str(ref.target)
-            if local is not None and local not in (old.get(lock_id), new.get(lock_id)):
+            mine = local.get(lock_id)
+            if mine is not None and mine not in (old.get(lock_id), new.get(lock_id)):
                 continue
-            if local != new.get(lock_id):
+            if mine != new.get(lock_id):
                 updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
-        if journal is not None:
-            if write_staging:
-                updates[f"{self.staging}meta/journal"] = journal
-            if self.version() != journal:
-                updates[JOURNAL_REF] = journal
-        self.set_refs(updates)
+        if journal is not None and self.version() != journal:
+            updates[JOURNAL_REF] = journal
+        return updates
 
     def set_refs(self, updates: dict[str, str | None]) -> None:
         """Set or (``None``) delete refs in one local transaction."""
@@ -359,6 +528,7 @@ class RemoteStore(Store):
         finally:
             self._cache = None
             self._remote_cache = None
+            self._staged_cache = None
 
     def _clear_staging_lockfiles(self) -> None:
         """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""

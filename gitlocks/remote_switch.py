@@ -1,27 +1,38 @@
 """Switching a clone between local mode and remote mode, without losing a lock.
 
 To remote mode: live local locks are pushed to the remote, in the same compare-and-swap
-push as any claim, when none of them overlaps a live lock of another holder there;
-otherwise nothing changes and the reply names each conflict. To local mode: the locks
-mirrored from the remote stay in the local view (they still block here until they expire)
-unless the user asks to forget them.
+push as any claim, when none of them overlaps a live lock another holder has there that
+would block it (the claim rule: only the claimant's own and its ancestors' locks never
+block); otherwise nothing changes locally and the reply names each conflict. Until the
+switch is decided, the remote is fetched into staging only: a refusal or a failure leaves
+the local view, its journal and the configuration as they were.
+
+To local mode: the locks mirrored from the remote stay in the local view (they still block
+here until they expire) unless the user asks to forget them, and the clone remembers which
+they were (``detached`` refs). Switching back treats those copies as the remote's: they are
+replaced by the remote's current state, never pushed back; a copy changed here meanwhile is
+pushed only if the remote still holds the value it was copied from.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from gitlocks.errors import RemoteError
+from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.record import LockRecord, format_time, utcnow
 from gitlocks.remote import (
     LOCAL_JOURNAL_REF,
+    STAGING_PREFIX,
     TRIES,
     RemoteStore,
+    RemoteTable,
     read_sync_times,
+    scan_refs,
     write_sync_times,
 )
 from gitlocks.store import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
@@ -37,6 +48,12 @@ class SwitchResult:
     dropped_expired: list[LockRecord] = field(default_factory=list)
     conflicts: list[tuple[LockRecord, LockRecord]] = field(default_factory=list)
     on_remote: int = 0
+    # Copies of the remote's locks mirrored before an earlier --off: replaced by the
+    # remote's current state, never pushed.
+    refreshed: list[LockRecord] = field(default_factory=list)
+    # Of those, the ones changed here in local mode while the remote changed them too (or
+    # released them): the remote's newer value wins.
+    superseded: list[LockRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +61,8 @@ class SwitchResult:
             "remote": self.remote,
             "pushed": [r.to_dict() for r in self.pushed],
             "dropped_expired": [r.to_dict() for r in self.dropped_expired],
+            "refreshed": [r.to_dict() for r in self.refreshed],
+            "superseded": [r.to_dict() for r in self.superseded],
             "conflicts": [
                 {"local": mine.to_dict(), "remote": theirs.to_dict()}
                 for mine, theirs in self.conflicts
@@ -52,56 +71,151 @@ class SwitchResult:
         }
 
 
-def _family(a: LockRecord, b: LockRecord) -> bool:
-    return a.holder == b.holder or a.parent == b.holder or b.parent == a.holder
+def blockers(table: Table, record: LockRecord, now: str) -> list[LockRecord]:
+    """The live locks in ``table`` that would refuse ``record`` as a claim.
+
+    The claim rule of ``locks.acquire``: a lock blocks the claimant unless its holder is
+    the claimant or one of its ancestors (so a child's lock does block its parent).
+    """
+    friends = {record.holder, *table.ancestors(record.holder, record.parent)}
+    found = []
+    for lock_id in sorted(table.overlaps(record_entries(record))):
+        theirs = table.records[lock_id]
+        if lock_id != record.id and theirs.holder not in friends and table.is_live(theirs, now):
+            found.append(theirs)
+    return found
 
 
 def enable(store: Store, name: str) -> SwitchResult:
     """Switch to remote mode on ``name``, pushing live local locks that conflict with none.
 
-    Refuses (changing nothing, configuration included) when one of them overlaps a live
-    lock of another holder on the remote: one of the two claims has to go first.
+    Refuses (changing nothing locally, configuration included) when one of them overlaps a
+    live lock on the remote that would block it: one of the two claims has to go first.
     """
     remote = RemoteStore(store.repo, name)
-    remote.probe()
+    remote.mirroring = False  # staging only, until the switch is decided
+    remote.probe(write=True)
     with remote.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * remote.timeout):
-        local_journal = remote.version()
-        _, staged_journal = remote.staged()
-        remote.fetch()
-        now = utcnow()
-        mine = remote.unpushed()
-        expired = [r for r in mine if r.expires_at <= format_time(now)]
-        live = [r for r in mine if r.expires_at > format_time(now)]
-
-        def decide(table: Table) -> tuple[Change, SwitchResult]:
-            result = SwitchResult(name, dropped_expired=expired)
-            gone = {r.id for r in table.expired(format_time(now))}
-            for record in live:
-                for lock_id in sorted(table.overlaps(record_entries(record))):
-                    theirs = table.records[lock_id]
-                    if lock_id not in gone | {record.id} and not _family(record, theirs):
-                        result.conflicts.append((record, theirs))
-            if result.conflicts or not live:
-                result.on_remote = len(table)
-                return Change(), result
-            events = [
-                {"event": "adopted", "at": format_time(now), "id": r.id, "holder": r.holder,
-                 "paths": list(r.paths), "from": "local"}
-                for r in live
-            ]  # fmt: skip
-            result.pushed = live
-            result.on_remote = len(table) + len([r for r in live if r.id not in table.records])
-            return Change(put=list(live), events=events), result
-
-        result = remote._transact_locked(decide, tries=TRIES, fetched=True)
+        staging_before = remote.staging_refs()
+        try:
+            result = _enable_locked(store, remote)
+        except BaseException:
+            _restore_staging(remote, staging_before)
+            raise
         if result.conflicts:
-            return result
-        updates: dict[str, str | None] = {LOCK_PREFIX + r.id: None for r in expired}
-        if local_journal is not None and local_journal != staged_journal:
-            updates[LOCAL_JOURNAL_REF] = local_journal  # keep this clone's local history
-        remote.set_refs(updates)
-        store.config_set("alock.remote", name)
+            _restore_staging(remote, staging_before)
     return result
+
+
+def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
+    name = remote.remote
+    local_journal = remote.version()
+    _, staged_journal = remote.staged()
+    copies, copied_journal = remote.detached_copies()
+    foreign = _detached_elsewhere(remote)
+    remote.fetch()
+    now = format_time(utcnow())
+    staged, _ = remote.staged()
+    local = remote.local_locks()
+    expired: list[LockRecord] = []
+    refreshed: list[LockRecord] = []
+    candidates: list[LockRecord] = []
+    for lock_id, oid in sorted(local.items()):
+        if staged.get(lock_id) == oid:
+            continue  # already the remote's
+        record, _ = remote._read_record(LOCK_PREFIX + lock_id, pygit2.Oid(hex=oid))
+        if record is None:
+            continue  # not a lock record: left as it is
+        if copies.get(lock_id) == oid or foreign.get(lock_id) == oid:
+            refreshed.append(record)  # the remote's lock, as mirrored: never ours to push
+        elif record.expires_at <= now:
+            expired.append(record)
+        else:
+            candidates.append(record)
+
+    def decide(table: Table) -> tuple[Change, SwitchResult]:
+        result = SwitchResult(name, dropped_expired=expired, refreshed=list(refreshed))
+        live = []
+        refs = table.refs if isinstance(table, RemoteTable) else {}
+        for record in candidates:
+            # Push only over the value it was copied from (a lock made here: over nothing),
+            # so an old copy never overwrites a newer remote value, nor revives a release.
+            if refs.get(record.id) != copies.get(record.id):
+                result.superseded.append(record)
+                continue
+            result.conflicts.extend((record, theirs) for theirs in blockers(table, record, now))
+            live.append(record)
+        if result.conflicts or not live:
+            result.on_remote = len(table)
+            return Change(), result
+        events = [
+            {"event": "adopted", "at": now, "id": r.id, "holder": r.holder,
+             "paths": list(r.paths), "from": "local"}
+            for r in live
+        ]  # fmt: skip
+        result.pushed = live
+        result.on_remote = len(table) + len([r for r in live if r.id not in table.records])
+        return Change(put=list(live), events=events), result
+
+    result: SwitchResult = remote._transact_locked(decide, tries=TRIES, fetched=True)
+    if result.conflicts:
+        return result
+    # Decided: the local view becomes the remote's, except local refs that are no lock
+    # records (left as they are); this clone's local history is kept.
+    new, journal = remote.staged()
+    handled = [*expired, *result.refreshed, *result.superseded, *result.pushed]
+    old = {r.id: local[r.id] for r in handled}
+    old.update({i: v for i, v in local.items() if staged.get(i) == v})
+    updates = remote.view_updates(old, new, journal)
+    if local_journal is not None and local_journal not in (
+        staged_journal,
+        copied_journal,
+        journal,
+    ):
+        updates.update(_keep_local_journal(remote, local_journal))
+    for ref in scan_refs(remote, (STAGING_PREFIX,)):
+        if "/detached/" in ref or ref.endswith("/detached-journal"):
+            updates[ref] = None  # every copy is now the remote's, or dropped
+    remote.set_refs(updates)
+    remote._stamp()
+    store.config_set("alock.remote", name)
+    return result
+
+
+def _detached_elsewhere(remote: RemoteStore) -> dict[str, str]:
+    """Lock copies kept from other lock remotes: not this clone's locks either."""
+    found = {}
+    for ref, oid in scan_refs(remote, (STAGING_PREFIX,)).items():
+        if not ref.startswith(remote.staging):
+            head, sep, lock_id = ref.rpartition("/detached/")
+            if sep and head and "/" not in lock_id:
+                found[lock_id] = oid
+    return found
+
+
+_NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
+
+
+def _keep_local_journal(remote: RemoteStore, journal: str) -> dict[str, str | None]:
+    """Save the local journal as ``local-journal``; an older one moves to ``local-journal-N``."""
+    updates: dict[str, str | None] = {LOCAL_JOURNAL_REF: journal}
+    ref = remote.repo.references.get(LOCAL_JOURNAL_REF)
+    if ref is not None and str(ref.target) != journal:
+        numbers = [
+            int(m.group(1))
+            for name in scan_refs(remote, ("refs/agent-locks-meta/",))
+            if (m := _NUMBERED.match(name))
+        ]
+        updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)
+    return updates
+
+
+def _restore_staging(remote: RemoteStore, before: dict[str, str]) -> None:
+    """Put staging back as it was before a switch that did not happen."""
+    now = remote.staging_refs()
+    updates: dict[str, str | None] = {ref: None for ref in now if ref not in before}
+    updates.update({ref: oid for ref, oid in before.items() if now.get(ref) != oid})
+    remote.set_refs(updates)
 
 
 @dataclass
@@ -110,6 +224,7 @@ class OffResult:
     mirrored: int = 0
     forgotten: int = 0
     still_set: str | None = None  # alock.remote still set at another level (global config)
+    invalid: str | None = None  # why alock.remote could not be used (it was unset anyway)
 
 
 def disable(store: Store, *, forget: bool = False) -> OffResult:
@@ -117,25 +232,31 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
     name = store.config_get("alock.remote")
     if not name:
         return OffResult(None)
+    result = OffResult(name)
     try:
-        remote = RemoteStore(store.repo, name)
+        remote: RemoteStore | None = RemoteStore(store.repo, name)
     except RemoteError:  # the remote is gone from the config: nothing staged to read
         remote = None
-    result = OffResult(name)
+    except GitlocksError as exc:  # an invalid name, or another invalid alock.* setting
+        remote = None
+        result.invalid = str(exc)
     if remote is not None:
         with remote.mutex():
             staged, journal = remote.staged()
-            updates: dict[str, str | None] = {}
-            for name_, oid in remote._lock_refs():
-                lock_id = name_[len(LOCK_PREFIX) :]
-                if staged.get(lock_id) == str(oid):
+            # Copies from an earlier switch are replaced by the current ones.
+            old_copies = remote.detached_copies()[0]
+            updates: dict[str, str | None] = {f"{remote.detached}{i}": None for i in old_copies}
+            for lock_id, oid in remote.local_locks().items():
+                if staged.get(lock_id) == oid:
                     result.mirrored += 1
                     if forget:
-                        updates[name_] = None
+                        updates[LOCK_PREFIX + lock_id] = None
                         result.forgotten += 1
-            updates.update({f"{remote.staging}locks/{i}": None for i in staged})
-            if journal is not None:
-                updates[f"{remote.staging}meta/journal"] = None
+                    else:
+                        # Remember it is the remote's copy, for a later switch back.
+                        updates[f"{remote.detached}{lock_id}"] = oid
+            updates.update(dict.fromkeys(remote.staging_refs(), None))
+            updates[remote.detached_journal] = journal
             remote.set_refs(updates)
             times = read_sync_times(store)
             times.pop(name, None)

@@ -7,6 +7,7 @@ from datetime import timedelta
 from itertools import combinations
 from pathlib import Path
 
+import pygit2
 import pytest
 from conftest import git
 from helpers import alock
@@ -162,7 +163,9 @@ def test_switching_off_says_what_happens_to_the_mirror(two: tuple[Path, Path]) -
     assert off.code == 0 and off.word.startswith("LOCAL: left remote mode (origin)")
     assert "1 lock(s) mirrored from origin stay in the local view" in off.out
     assert alock(a, "acquire", "src/x.py", **A).code == 1  # still blocks here, locally
-    assert "refs/agent-locks-remote/" not in refs_of(a)
+    assert "refs/agent-locks-remote/origin/locks/" not in refs_of(a)
+    assert "refs/agent-locks-remote/origin/meta/" not in refs_of(a)
+    assert "refs/agent-locks-remote/origin/detached/" in refs_of(a)  # known as the remote's
     assert git(b, "config", "alock.remote").strip() == "origin"
     forget = alock(b, "remote", "--off", "--forget")
     assert "dropped the 1 lock(s) mirrored from origin" in forget.out
@@ -211,6 +214,215 @@ def _hook(bare: Path, body: str) -> None:
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\n" + body + "\n")
     hook.chmod(0o755)
+
+
+# --- switching off and on again -------------------------------------------------------------
+
+
+def test_off_and_on_again_never_pushes_the_remotes_locks_back(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    gone = alock(b, "acquire", "src/x", "--json", **B).json()["lock"]["id"]
+    kept = alock(b, "acquire", "lib/**", "--json", **B).json()["lock"]["id"]
+    assert alock(a, "sync").code == 0  # both mirrored into a's local view
+    assert alock(a, "remote", "--off").code == 0
+    assert alock(b, "release", "src/x", **B).code == 0
+    assert alock(b, "renew", "lib/**", "--ttl", "2h", **B).code == 0
+    newer = remote_locks(bare)[kept]
+    mine = alock(a, "acquire", "docs/**", "--json", **A).json()["lock"]["id"]  # local mode
+    on = alock(a, "remote", "origin")
+    assert on.code == 0, on.err
+    assert "pushed 1 live local lock(s)" in on.out, on.out
+    assert "2 lock(s) copied from origin earlier were replaced by its current state" in on.out
+    held = remote_locks(bare)
+    assert gone not in held, "a lock released on the remote came back"
+    assert sorted(held) == sorted([kept, mine])
+    assert held[kept] == newer, "an old copy overwrote the remote's newer value"
+    listed = {r["id"]: r for r in alock(a, "list", "--json").json()}
+    assert sorted(listed) == sorted([kept, mine])
+    assert listed[kept]["expires_at"] == newer.expires_at
+    assert "detached" not in refs_of(a)
+    adopted = [e for e in remote_events(bare) if e["event"] == "adopted"]
+    assert [e["id"] for e in adopted] == [mine]
+
+
+def test_off_and_on_again_pushes_a_local_change_to_a_mirrored_lock(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    own = alock(a, "acquire", "src/**", "--json", **A).json()["lock"]["id"]
+    theirs = alock(b, "acquire", "lib/**", "--json", **B).json()["lock"]["id"]
+    assert alock(a, "sync").code == 0
+    assert alock(a, "remote", "--off").code == 0
+    assert alock(a, "note", "src/**", "half done", **A).code == 0  # local mode
+    assert alock(b, "note", "lib/**", "theirs, newer", **B).code == 0
+    assert alock(a, "break", theirs, **A).code == 0  # local mode: a's copy only
+    on = alock(a, "remote", "origin")
+    assert on.code == 0, on.err
+    held = remote_locks(bare)
+    assert [n.text for n in held[own].notes] == ["half done"]  # the remote had not moved
+    assert [n.text for n in held[theirs].notes] == ["theirs, newer"]
+    assert sorted(r["id"] for r in alock(a, "list", "--json").json()) == sorted([own, theirs])
+
+
+def test_refused_switch_changes_nothing_locally(bare: Path, tmp_path: Path) -> None:
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(b, "acquire", "src/**", **B).code == 0
+    assert alock(b, "acquire", "lib/**", **B).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    assert alock(a, "acquire", "src/api/**", **A).code == 0
+    before = refs_of(a)
+    refused = alock(a, "remote", "origin")
+    assert refused.code == 1, refused.err
+    assert refs_of(a) == before  # no mirror, no journal move, no staging left behind
+    assert not (a / ".git" / "agent-locks-remote.json").exists()
+    assert [r["holder"] for r in alock(a, "list", "--json").json()] == ["agent-a"]
+
+
+def test_failed_switch_changes_nothing_locally(bare: Path, tmp_path: Path) -> None:
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(b, "acquire", "lib/**", **B).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    # The probe passes; the push that adopts a's lock (it moves the journal) times out.
+    _hook(bare, "grep -q refs/agent-locks-meta/journal && sleep 5; exit 0")
+    git(a, "config", "alock.remoteTimeout", "1s")
+    before = refs_of(a)
+    failed = alock(a, "remote", "origin")
+    assert failed.code == 2 and "timed out" in failed.err, failed
+    assert refs_of(a) == before
+    assert git(a, "config", "alock.remote", check=False) == ""
+
+
+def test_every_local_history_stays_reachable(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    histories = []
+    for pattern in ("docs/**", "src/**"):
+        assert alock(a, "acquire", pattern, **A).code == 0
+        assert alock(a, "release", pattern, **A).code == 0
+        histories.append(git(a, "rev-parse", "refs/agent-locks-meta/journal").strip())
+        assert alock(a, "remote", "origin").code == 0
+        assert alock(a, "remote", "--off").code == 0
+    assert git(a, "rev-parse", "refs/agent-locks-meta/local-journal").strip() == histories[1]
+    assert git(a, "rev-parse", "refs/agent-locks-meta/local-journal-1").strip() == histories[0]
+    # Switching on and off again with no local change keeps no further copy.
+    assert alock(a, "remote", "origin").code == 0
+    assert "local-journal-2" not in refs_of(a)
+
+
+def test_switch_uses_the_claim_rule_for_families(bare: Path, tmp_path: Path) -> None:
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    boss, kid = {"AGENT_ID": "boss"}, {"AGENT_ID": "kid", "AGENT_PARENT_ID": "boss"}
+    assert alock(b, "acquire", "src/api/**", **kid).code == 0
+    assert alock(b, "acquire", "lib/**", **boss).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    # A parent's claim is blocked by its child's lock, as acquire would decide.
+    assert alock(a, "acquire", "src/**", **boss).code == 0
+    refused = alock(a, "remote", "origin")
+    assert refused.code == 1 and "HELD src/api/** by kid" in refused.out, refused
+    assert alock(a, "release", "src/**", **boss).code == 0
+    # A grandchild is never blocked by its ancestors, however far up.
+    assert alock(a, "acquire", "lib/x/**", AGENT_ID="grandkid", AGENT_PARENT_ID="kid").code == 0
+    assert alock(b, "acquire", "lib/x/y", AGENT_ID="kid", AGENT_PARENT_ID="boss").code == 0
+    on = alock(a, "remote", "origin")
+    assert on.code == 0 and "pushed 1 live local lock(s)" in on.out, on
+
+
+# --- settings that are wrong ---------------------------------------------------------------
+
+
+def test_off_recovers_from_an_invalid_remote_name(two: tuple[Path, Path]) -> None:
+    a, _ = two
+    git(a, "config", "alock.remote", "bad name")
+    assert alock(a, "list").code == 2
+    off = alock(a, "remote", "--off")
+    assert off.code == 0, off.err
+    assert "alock.remote was invalid" in off.out and "unset it" in off.out
+    assert git(a, "config", "alock.remote", check=False) == ""
+    assert alock(a, "list").code == 0
+
+
+@pytest.mark.parametrize("value", ["bogus", "0", "0s", "0m"])
+def test_invalid_remote_timeout_is_named(two: tuple[Path, Path], value: str) -> None:
+    a, _ = two
+    git(a, "config", "alock.remoteTimeout", value)
+    got = alock(a, "list")
+    assert got.code == 2 and "alock.remoteTimeout" in got.err, got
+    assert "git config alock.remoteTimeout" in got.err
+
+
+# --- remotes that refuse lock refs ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"receive.hideRefs": "refs/agent-locks"},
+        {"receive.hideRefs": "refs/agent-locks-meta"},
+    ],
+)
+def test_switch_refuses_a_remote_that_refuses_lock_refs(
+    tmp_path: Path, config: dict[str, str]
+) -> None:
+    bare = make_bare(tmp_path / "picky.git", **config)
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    before = refs_of(a)
+    got = alock(a, "remote", "origin")
+    assert got.code == 2 and "refused the lock refs" in got.err, got
+    assert git(a, "config", "alock.remote", check=False) == ""
+    assert refs_of(a) == before
+
+
+def test_switch_refuses_a_remote_whose_hook_rejects_lock_refs(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    _hook(bare, "if grep -q ' refs/agent-locks/'; then echo 'no lock refs' >&2; exit 1; fi")
+    got = alock(a, "remote", "origin")
+    assert got.code == 2 and "pre-receive hook declined" in got.err, got
+    assert git(a, "config", "alock.remote", check=False) == ""
+    assert "refs/agent-locks" not in git(bare, "for-each-ref")
+
+
+def test_switch_refuses_a_remote_that_will_not_delete_lock_refs(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    zero = "0" * 40
+    _hook(bare, f'while read old new ref; do [ "$new" = {zero} ] && exit 1; done; exit 0')
+    got = alock(a, "remote", "origin")
+    assert got.code == 2 and "refused the lock refs" in got.err, got
+    assert "Probe refs are left under refs/agent-locks/probe/" in got.err
+    assert git(a, "config", "alock.remote", check=False) == ""
+
+
+def test_probe_leaves_nothing_behind(bare: Path, tmp_path: Path) -> None:
+    make_clone(bare.as_uri(), tmp_path / "a")
+    assert "probe" not in git(bare, "for-each-ref")
+
+
+# --- cost ----------------------------------------------------------------------------------
+
+
+def test_remote_operations_scan_only_the_lock_namespaces(
+    two: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = two
+    assert alock(b, "acquire", "lib/**", **B).code == 0
+
+    def everything(*args: object, **kwargs: object) -> object:
+        raise AssertionError("scanned every ref of the repository")
+
+    monkeypatch.setattr(pygit2.repository.References, "iterator", everything)
+    monkeypatch.setattr(pygit2.repository.References, "__iter__", everything)
+    monkeypatch.setattr(pygit2.Repository, "listall_references", everything)
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    assert alock(a, "sync").code == 0
+    git(a, "pack-refs", "--all")  # packed refs are read too, and loose ones win
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    listed = alock(a, "list", "--json").json()
+    assert sorted(r["paths"][0] for r in listed) == ["docs/**", "lib/**", "src/**"]
+    assert alock(a, "release", "src/**", **A).code == 0
+    assert alock(a, "acquire", "lib/x", **A).code == 1
+    assert alock(a, "remote", "--off").code == 0
+    assert alock(a, "remote", "origin").code == 0
 
 
 def test_remote_that_rejects_lock_refs(two: tuple[Path, Path], bare: Path) -> None:
