@@ -35,8 +35,13 @@ def make_bare(path: Path, **config: str) -> Path:
     return path
 
 
-def make_clone(url: str, path: Path, *, remote_mode: bool = True) -> Path:
+def make_clone(
+    url: str, path: Path, *, remote_mode: bool = True, config: dict[str, str] | None = None
+) -> Path:
+    """A clone of ``url``, with ``git config`` settings, switched to remote mode unless told."""
     git(path.parent, "clone", "-q", url, path.name)
+    for key, value in (config or {}).items():
+        git(path, "config", key, value)
     if remote_mode:
         got = alock(path, "remote", "origin")
         assert got.code == 0, got.err
@@ -84,7 +89,14 @@ def free_port() -> int:
 
 
 class Daemon:
-    """``git daemon`` serving a directory on 127.0.0.1, with pushes enabled."""
+    """``git daemon`` serving a directory on 127.0.0.1, with pushes enabled.
+
+    Racing tests open many connections at once, and on a loaded machine they last longer:
+    the connection limit is far above what they need (git's default is 32), so a claimer
+    never fails because the daemon turned it away.
+    """
+
+    MAX_CONNECTIONS = 512
 
     def __init__(self, base: Path) -> None:
         self.base = base
@@ -105,6 +117,7 @@ class Daemon:
                 "--listen=127.0.0.1",
                 f"--port={self.port}",
                 "--reuseaddr",
+                f"--max-connections={self.MAX_CONNECTIONS}",
                 str(self.base),
             ],
             stdin=subprocess.DEVNULL,
