@@ -105,52 +105,6 @@ def config_seconds(store: Store, key: str, default: int, *, zero: bool = False) 
         ) from None
 
 
-def scan_refs(store: Store, prefixes: tuple[str, ...]) -> dict[str, str]:
-    """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name.
-
-    Reads only those namespaces: the loose refs below them and their lines of packed-refs
-    (one regular-expression pass over the file), never every branch, tag and
-    remote-tracking ref as libgit2's iterator, which has no prefix filter, would.
-    Loose refs are read first, and win, so a concurrent pack-refs loses nothing. Other ref
-    storage backends (reftable) fall back to the iterator.
-    """
-    storage = store.config_get("extensions.refStorage")
-    if storage is not None and storage.lower() != "files":
-        return {
-            ref.name: str(ref.target)
-            for ref in store.repo.references.iterator()
-            if ref.name.startswith(prefixes) and isinstance(ref.target, pygit2.Oid)
-        }
-    base = store.common_dir
-    found: dict[str, str] = {}
-    for prefix in prefixes:
-        top = base / prefix
-        for dirpath, _dirs, files in os.walk(top):
-            rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
-            for filename in files:
-                if filename.endswith(".lock"):
-                    continue
-                try:
-                    with open(os.path.join(dirpath, filename), "rb") as fh:
-                        value = fh.read(128).strip().decode("ascii", "replace")
-                except OSError:
-                    continue  # deleted while we looked: gone
-                if _HEX_RE.match(value):
-                    found[f"{rel}/{filename}"] = value
-    try:
-        packed = (base / "packed-refs").read_bytes()
-    except OSError:
-        return found
-    alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
-    pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
-    for match in re.finditer(pattern, packed, re.MULTILINE):
-        found.setdefault(match.group(2).decode("utf-8", "replace"), match.group(1).decode())
-    return found
-
-
-_HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
-
-
 class RemoteStore(Store):
     """A store whose writes are decided on ``alock.remote`` by compare-and-swap pushes."""
 
@@ -199,7 +153,7 @@ class RemoteStore(Store):
         if self._staged_cache is None:
             lock_prefix, journal_ref = self.staging + "locks/", self.staging + "meta/journal"
             locks: dict[str, str] = {}
-            for name, oid in scan_refs(self, (lock_prefix,)).items():
+            for name, oid in self.scan_refs((lock_prefix,)).items():
                 lock_id = name[len(lock_prefix) :]
                 if "/" not in lock_id:  # a deeper name is the probe's, never a lock
                     locks[lock_id] = oid
@@ -210,26 +164,21 @@ class RemoteStore(Store):
 
     def staging_refs(self) -> dict[str, str]:
         """Every ref a fetch or push writes under staging, probes included (to restore)."""
-        return scan_refs(self, (self.staging + "locks/", self.staging + "meta/"))
+        return self.scan_refs((self.staging + "locks/", self.staging + "meta/"))
 
     def local_locks(self) -> dict[str, str]:
         """The local view: lock id -> blob id (only lock namespaces are read)."""
         return {
             name[len(LOCK_PREFIX) :]: oid
-            for name, oid in scan_refs(self, (LOCK_PREFIX,)).items()
+            for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
             if "/" not in name[len(LOCK_PREFIX) :]
         }
-
-    def _lock_refs(self) -> Iterator[tuple[str, pygit2.Oid]]:
-        # The local view's lock refs, without walking every other ref of the repository.
-        for name, oid in sorted(scan_refs(self, (LOCK_PREFIX,)).items()):
-            yield name, pygit2.Oid(hex=oid)
 
     def detached_copies(self) -> tuple[dict[str, str], str | None]:
         """(lock id -> value, journal) as mirrored when the clone last left this remote."""
         copies = {
             name[len(self.detached) :]: oid
-            for name, oid in scan_refs(self, (self.detached,)).items()
+            for name, oid in self.scan_refs((self.detached,)).items()
         }
         ref = self.repo.references.get(self.detached_journal)
         return copies, None if ref is None else str(ref.target)

@@ -32,7 +32,6 @@ from gitlocks.remote import (
     RemoteStore,
     RemoteTable,
     read_sync_times,
-    scan_refs,
     write_sync_times,
 )
 from gitlocks.store import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
@@ -173,7 +172,7 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
         journal,
     ):
         updates.update(_keep_local_journal(remote, local_journal))
-    for ref in scan_refs(remote, (STAGING_PREFIX,)):
+    for ref in remote.scan_refs((STAGING_PREFIX,)):
         if "/detached/" in ref or ref.endswith("/detached-journal"):
             updates[ref] = None  # every copy is now the remote's, or dropped
     remote.set_refs(updates)
@@ -185,7 +184,7 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
 def _detached_elsewhere(remote: RemoteStore) -> dict[str, str]:
     """Lock copies kept from other lock remotes: not this clone's locks either."""
     found = {}
-    for ref, oid in scan_refs(remote, (STAGING_PREFIX,)).items():
+    for ref, oid in remote.scan_refs((STAGING_PREFIX,)).items():
         if not ref.startswith(remote.staging):
             head, sep, lock_id = ref.rpartition("/detached/")
             if sep and head and "/" not in lock_id:
@@ -203,7 +202,7 @@ def _keep_local_journal(remote: RemoteStore, journal: str) -> dict[str, str | No
     if ref is not None and str(ref.target) != journal:
         numbers = [
             int(m.group(1))
-            for name in scan_refs(remote, ("refs/agent-locks-meta/",))
+            for name in remote.scan_refs(("refs/agent-locks-meta/",))
             if (m := _NUMBERED.match(name))
         ]
         updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)

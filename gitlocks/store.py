@@ -31,6 +31,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ from gitlocks.table import Problem, Table, record_entries
 
 LOCK_PREFIX = "refs/agent-locks/"
 JOURNAL_REF = "refs/agent-locks-meta/journal"
+_HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 MUTEX_NAME = "agent-locks.mutex"
 WRITER_NAME = "agent-locks.writer"
 LOCKFILE_WAIT_SECONDS = 5.0
@@ -207,12 +209,50 @@ class Store:
         )
 
     def _lock_refs(self) -> Iterator[tuple[str, pygit2.Oid]]:
-        for ref in self.repo.references.iterator():
-            name = ref.name
-            if name.startswith(LOCK_PREFIX):
-                target = ref.target
-                if isinstance(target, pygit2.Oid):
-                    yield name, target
+        for name, oid in sorted(self.scan_refs((LOCK_PREFIX,)).items()):
+            yield name, pygit2.Oid(hex=oid)
+
+    def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]:
+        """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name.
+
+        Reads only those namespaces: the loose refs below them and their lines of packed-refs
+        (one regular-expression pass over the file), never every branch, tag and
+        remote-tracking ref as libgit2's iterator, which has no prefix filter, would.
+        Loose refs are read first, and win, so a concurrent pack-refs loses nothing. Other ref
+        storage backends (reftable) fall back to the iterator.
+        """
+        storage = self.config_get("extensions.refStorage")
+        if storage is not None and storage.lower() != "files":
+            return {
+                ref.name: str(ref.target)
+                for ref in self.repo.references.iterator()
+                if ref.name.startswith(prefixes) and isinstance(ref.target, pygit2.Oid)
+            }
+        base = self.common_dir
+        found: dict[str, str] = {}
+        for prefix in prefixes:
+            top = base / prefix
+            for dirpath, _dirs, files in os.walk(top):
+                rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
+                for filename in files:
+                    if filename.endswith(".lock"):
+                        continue
+                    try:
+                        with open(os.path.join(dirpath, filename), "rb") as fh:
+                            value = fh.read(128).strip().decode("ascii", "replace")
+                    except OSError:
+                        continue  # deleted while we looked: gone
+                    if _HEX_RE.match(value):
+                        found[f"{rel}/{filename}"] = value
+        try:
+            packed = (base / "packed-refs").read_bytes()
+        except OSError:
+            return found
+        alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
+        pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
+        for match in re.finditer(pattern, packed, re.MULTILINE):
+            found.setdefault(match.group(2).decode("utf-8", "replace"), match.group(1).decode())
+        return found
 
     def _read_record(self, name: str, oid: pygit2.Oid) -> tuple[LockRecord | None, Problem | None]:
         def problem(reason: str) -> tuple[None, Problem]:
