@@ -16,8 +16,8 @@ Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a
 killed while it holds a ``<ref>.lock`` file leaves the file behind, and pygit2 then fails
 at once for everyone. A ``flock`` is released by the kernel when its process dies, so the
 mutex says who is busy: nobody else is while we hold it. Before touching refs, a writer
-also names them in ``agent-locks.writer`` and removes that file when done. So a writer that
-finds the marker, while it holds the mutex, knows its predecessor died mid-write, and
+also names them in the mutex file itself and empties it when done. So a writer that finds
+the file not empty, while it holds the mutex, knows its predecessor died mid-write, and
 removes the ``.lock`` files that writer named at once: that is how dead is told from busy,
 and why a crash never wedges the store. A ``.lock`` file with no marker belongs to some
 other git command: we wait a few seconds for it, then fail with a message naming it,
@@ -52,7 +52,6 @@ LOCK_PREFIX = "refs/agent-locks/"
 JOURNAL_REF = "refs/agent-locks-meta/journal"
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 MUTEX_NAME = "agent-locks.mutex"
-WRITER_NAME = "agent-locks.writer"
 LOCKFILE_WAIT_SECONDS = 5.0
 MUTEX_TIMEOUT_SECONDS = 15.0
 _SIGNATURE = ("gitlocks", "gitlocks@localhost")
@@ -95,6 +94,7 @@ class Store:
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
+        self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._empty_tree: pygit2.Oid | None = None
 
     @classmethod
@@ -307,8 +307,10 @@ class Store:
             raise StoreError(f"cannot open the store mutex {path}: {exc.strerror}") from exc
         try:
             _flock(fd, timeout)
+            self._mutex_fd = fd
             yield
         finally:
+            self._mutex_fd = None
             os.close(fd)  # closing releases the flock
 
     def _apply(self, table: Table, change: Change) -> None:
@@ -411,35 +413,42 @@ class Store:
     def writing(self, refnames: list[str]) -> Iterator[None]:
         """Mark a write to ``refnames`` for the next writer, in case we die mid-way.
 
-        Call with the mutex held. Leftovers of a dead writer are cleared first, and a
-        ``.lock`` file of a live git command is waited for (see the module docstring).
+        The mark lives in the mutex file we hold open: writing it costs no directory
+        operation. Leftovers of a dead writer are cleared first, and a ``.lock`` file of a
+        live git command is waited for (see the module docstring).
         """
-        marker = self.common_dir / WRITER_NAME
-        self._recover_dead_writer(marker, refnames)
+        if self._mutex_fd is None:
+            with self.mutex(), self.writing(refnames):
+                yield
+            return
+        fd = self._mutex_fd
+        self._recover_dead_writer(fd, refnames)
         self._wait_for_lockfiles(refnames)
+        mark = json.dumps({"pid": os.getpid(), "refs": refnames}).encode()
         try:
-            marker.write_text(json.dumps({"pid": os.getpid(), "refs": refnames}))
+            os.pwrite(fd, mark, 0)
+            os.ftruncate(fd, len(mark))
         except OSError as exc:
-            raise StoreError(f"cannot write {marker}: {exc.strerror}") from exc
+            raise StoreError(f"cannot write the store mutex: {exc.strerror}") from exc
         try:
             yield
         finally:
-            marker.unlink(missing_ok=True)
+            os.ftruncate(fd, 0)
 
-    def _recover_dead_writer(self, marker: Path, refnames: list[str]) -> None:
+    def _recover_dead_writer(self, fd: int, refnames: list[str]) -> None:
         try:
-            text = marker.read_text()
-        except FileNotFoundError:
-            return
+            text = os.pread(fd, 1 << 20, 0)
         except OSError as exc:
-            raise StoreError(f"cannot read {marker}: {exc.strerror}") from exc
+            raise StoreError(f"cannot read the store mutex: {exc.strerror}") from exc
+        if not text:
+            return
         try:
             named = [str(n) for n in json.loads(text)["refs"]]
         except (ValueError, KeyError, TypeError):
-            named = []  # it died while writing the marker itself
+            named = []  # it died while writing the mark itself
         for name in {*named, *refnames, "packed-refs"}:
             (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
-        marker.unlink(missing_ok=True)
+        os.ftruncate(fd, 0)
 
     def remove_lockfiles(self, refnames: list[str]) -> None:
         """Remove ``.lock`` files on refs that only gitlocks writes, under the mutex."""

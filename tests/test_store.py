@@ -17,7 +17,7 @@ from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context, acquire
 from gitlocks.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.scope import ScopeEntry
-from gitlocks.store import JOURNAL_REF, WRITER_NAME, Store
+from gitlocks.store import JOURNAL_REF, MUTEX_NAME, Store
 
 
 def _ctx(repo: Path, holder: str) -> Context:
@@ -36,17 +36,17 @@ def test_a_dead_writers_lock_files_are_cleared_at_once(repo: Path) -> None:
     assert acquire(ctx, [ScopeEntry("one")]).status == "acquired"
     # What a writer killed inside its ref transaction leaves behind.
     leftover = _lockfile(repo, JOURNAL_REF)
-    (repo / ".git" / WRITER_NAME).write_text(json.dumps({"pid": 1, "refs": [JOURNAL_REF]}))
+    (repo / ".git" / MUTEX_NAME).write_text(json.dumps({"pid": 1, "refs": [JOURNAL_REF]}))
     started = time.monotonic()
     assert acquire(_ctx(repo, "b"), [ScopeEntry("two")]).status == "acquired"
     assert time.monotonic() - started < 1
-    assert not leftover.exists() and not (repo / ".git" / WRITER_NAME).exists()
+    assert not leftover.exists() and (repo / ".git" / MUTEX_NAME).read_text() == ""
 
 
 def test_a_half_written_marker_still_recovers(repo: Path) -> None:
     assert acquire(_ctx(repo, "a"), [ScopeEntry("one")]).status == "acquired"
     leftover = _lockfile(repo, JOURNAL_REF)
-    (repo / ".git" / WRITER_NAME).write_text('{"pid": 12')
+    (repo / ".git" / MUTEX_NAME).write_text('{"pid": 12')
     assert acquire(_ctx(repo, "b"), [ScopeEntry("two")]).status == "acquired"
     assert not leftover.exists()
 
