@@ -39,7 +39,7 @@ from gitlocks.record import (
     parse_duration,
     utcnow,
 )
-from gitlocks.scope import ScopeEntry, entry_covers
+from gitlocks.scope import entry_covers, path_entry
 from gitlocks.table import Problem, Table, record_entries
 from gitlocks.text import printable
 
@@ -279,19 +279,6 @@ def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:
 
 
 # --- the check ----------------------------------------------------------------------------
-
-
-def path_entry(path: str) -> ScopeEntry | None:
-    """A concrete path as an exact scope entry: its wildcard characters escaped, so that a
-    file named ``a*b`` is that file only. None for a name no pattern can spell (control
-    characters): those are decided one lock at a time."""
-    escaped = "".join("\\" + ch if ch in "\\*?[" else ch for ch in path)
-    if escaped.startswith("!"):
-        escaped = "\\" + escaped
-    try:
-        return ScopeEntry(escaped, exact=True)
-    except GitlocksError:
-        return None
 
 
 @dataclass(frozen=True)

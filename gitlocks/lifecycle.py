@@ -29,9 +29,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from gitlocks.errors import InvalidPattern
 from gitlocks.record import LockRecord, expiry_from, format_time, parse_duration
-from gitlocks.scope import WHOLE_TREE, ScopeEntry, entry_covers, has_wildcards, literal_path
+from gitlocks.scope import (
+    WHOLE_TREE,
+    ScopeEntry,
+    entry_covers,
+    has_wildcards,
+    literal_path,
+    path_entry,
+)
 from gitlocks.table import Table, record_entries
 
 if TYPE_CHECKING:  # locks imports this module; the reverse is needed for types only
@@ -382,7 +388,7 @@ def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockReco
     A path is a file name, not typed input: one that no pattern can spell (a control
     character in its name) is decided one claim at a time instead of through the index.
     """
-    entry = _path_entry(path)
+    entry = path_entry(path)
     if entry is not None:
         ids = [i for i in table.covering(entry) if i in claims]
     else:
@@ -394,18 +400,6 @@ def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockReco
             if any(entry_covers(e, path, ignore_case=fold) for e in entries)
         ]
     return [table.records[i] for i in sorted(ids)]
-
-
-def _path_entry(path: str) -> ScopeEntry | None:
-    """An exact entry naming ``path`` (wildcard characters escaped), or None if no pattern
-    can name it."""
-    escaped = "".join("\\" + ch if ch in "\\*?[" else ch for ch in path)
-    if escaped.startswith("!"):
-        escaped = "\\" + escaped
-    try:
-        return ScopeEntry(escaped, exact=True)
-    except InvalidPattern:
-        return None
 
 
 def _git(cwd: str, *args: str) -> bytes:

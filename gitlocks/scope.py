@@ -77,6 +77,19 @@ def literal_path(pattern: str) -> str:
     return unescape(pattern)
 
 
+def path_entry(path: str) -> ScopeEntry | None:
+    """An exact entry naming one concrete root-relative path, its wildcard characters
+    escaped, so that a file named ``a*b`` is that file only. None for a name no pattern
+    can spell (control characters): callers decide those with ``entry_covers``."""
+    escaped = _escape_name(path)
+    if escaped.startswith("!"):
+        escaped = "\\" + escaped
+    try:
+        return ScopeEntry(escaped, exact=True)
+    except InvalidPattern:
+        return None
+
+
 def normalize_pattern(typed: str, *, cwd: str = "", root: str | None = None) -> str:
     """Turn what the user typed into the stored, root-relative, validated pattern.
 
