@@ -127,11 +127,107 @@ def parse_name_status(raw: bytes) -> list[str]:
 
 def staged_paths(cwd: str | None = None) -> list[str]:
     """The paths the next commit changes: added, copied, modified, deleted, type-changed,
-    and both sides of a rename. Read through git, which honours ``GIT_INDEX_FILE``."""
-    return parse_name_status(git_output(_STAGED_ARGS, cwd))
+    and both sides of a rename. Read through git, which honours ``GIT_INDEX_FILE``.
+
+    When the commit concludes a merge, only the committer's own changes: see ``_Staged``.
+    """
+    return _Staged(cwd).paths()
 
 
 _STAGED_ARGS = ("diff", "--cached", *_DIFF_OPTIONS)
+# Against a merge head: any difference at all, each side of a rename under its own name.
+_AGAINST_ARGS = ("diff", "--cached", "-z", "--name-only", "--no-renames", "--no-ext-diff")
+
+
+class _Staged:
+    """The staged-path question, started (its git calls run while the caller goes on).
+
+    A commit that concludes a merge (``MERGE_HEAD`` exists: ``git merge`` stopped by a
+    conflict or ``--no-commit``, ``git pull`` likewise) has every path the merge brings in
+    from the other side staged against HEAD. Those are other commits' changes, checked
+    when they were committed and pushed, not the committer's. So then a path counts only
+    when its staged content differs from HEAD and from every merge head (one per line of
+    ``MERGE_HEAD``; several for an octopus): a conflict resolution, an edit made during
+    the merge. A path taken unchanged from either side is not the committer's change.
+
+    Cherry-picks and reverts (``CHERRY_PICK_HEAD``, ``REVERT_HEAD``) are ordinary
+    commits: the one made is new, and every path it changes is the committer's doing.
+    """
+
+    def __init__(self, cwd: str | None = None) -> None:
+        heads = merge_heads(cwd)  # a file read, no git call, when no merge is in progress
+        self.procs = [_start(_STAGED_ARGS, cwd)]
+        self.procs += [_start([*_AGAINST_ARGS, head, "--"], cwd) for head in heads]
+
+    def paths(self) -> list[str]:
+        outs = _finish_all(self.procs)
+        staged = parse_name_status(outs[0])
+        keep = set(staged)
+        for raw in outs[1:]:
+            keep.intersection_update(os.fsdecode(name) for name in raw.split(b"\0") if name)
+        return [path for path in staged if path in keep]
+
+
+def _finish_all(procs: Sequence[subprocess.Popen[bytes]]) -> list[bytes]:
+    """Every process's output; the first failure is raised once all have been reaped."""
+    outs: list[bytes] = []
+    failure: StoreError | None = None
+    for proc in procs:
+        try:
+            outs.append(_finish(proc))
+        except StoreError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return outs
+
+
+def merge_heads(cwd: str | None = None) -> list[str]:
+    """The commits a merge in progress brings in: the lines of ``MERGE_HEAD``, or none.
+
+    ``MERGE_HEAD`` is always a file in the worktree's own git dir (with the reftable
+    backend too), and, unlike ``git rev-parse MERGE_HEAD``, it names every head of an
+    octopus. Inside a hook git tells where that dir is: ``GIT_DIR``, else the ``.git`` at
+    the top of the worktree, where hooks run. Only elsewhere (``git alock check --staged``
+    in a subdirectory) does it take a git call to find it.
+    """
+    git_dir = _git_dir_hint(cwd)
+    if git_dir is not None:
+        path = os.path.join(git_dir, "MERGE_HEAD")
+    else:
+        out = git_output(["rev-parse", "--git-path", "MERGE_HEAD"], cwd)
+        path = os.path.join(cwd or os.curdir, os.fsdecode(out.rstrip(b"\n")))
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().decode("ascii", "replace").split()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    return list(dict.fromkeys(line.lower() for line in lines if _is_oid(line.lower())))
+
+
+def _git_dir_hint(cwd: str | None) -> str | None:
+    """The git dir, when the environment or a ``.git`` in ``cwd`` says so without git."""
+    base = cwd or os.curdir
+    env = os.environ.get("GIT_DIR")
+    if env:
+        return os.path.join(base, env)
+    dot_git = os.path.join(base, ".git")
+    if os.path.isdir(dot_git):
+        return dot_git
+    try:  # a linked worktree's or a submodule's ".git" file: "gitdir: <path>"
+        with open(dot_git, "rb") as f:
+            first = os.fsdecode(f.readline().rstrip(b"\r\n"))
+    except OSError:
+        return None
+    if first.startswith("gitdir: "):
+        return os.path.join(base, first[len("gitdir: ") :])
+    return None
+
+
+def _is_oid(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 @dataclass(frozen=True)
@@ -450,11 +546,11 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     refs = _start(
         ["for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", LOCK_PREFIX], cwd
     )
-    staged = _start(_STAGED_ARGS, cwd) if hook == "pre-commit" else None
+    staged = _Staged(cwd) if hook == "pre-commit" else None
     settings = parse_config(_finish(config, ok=(0, 1)))  # 1: none of the keys is set
     table = read_table(_finish(refs), cwd, settings.ignore_case, settings.skew)
     if staged is not None:
-        paths = parse_name_status(_finish(staged))
+        paths = staged.paths()
     else:
         paths = pushed_paths(_push_updates(os.environ, stdin), cwd)
     now = utcnow()

@@ -215,6 +215,170 @@ def test_linked_worktree_commits_share_hooks_and_locks(hooked: Path, tmp_path: P
     assert git(wt, "log", "-1", "--format=%s").strip() == "change"
 
 
+# --- commits that conclude a merge ----------------------------------------------------------
+
+
+def _branch(repo: Path, name: str, files: dict[str, str], start: str = "main") -> str:
+    """agent-a's work on a new branch ``name``: ``files`` written and committed."""
+    git(repo, "checkout", "-q", "-b", name, start)
+    for rel, text in files.items():
+        edit(repo, rel, text)
+    git(repo, "add", "-A")
+    assert commit(repo, env=A).code == 0
+    git(repo, "checkout", "-q", start)
+    return git(repo, "rev-parse", name).strip()
+
+
+def held_paths(result: Result) -> list[str]:
+    held = [line for line in alock_lines(result) if line.startswith("alock: HELD ")]
+    return [line.split(" by ")[0].removeprefix("alock: HELD ") for line in held]
+
+
+def parents(cwd: Path) -> int:
+    return len(git(cwd, "rev-list", "--parents", "-1", "HEAD").split()) - 1
+
+
+def test_concluding_a_clean_merge_of_claimed_work_is_quiet(hooked: Path) -> None:
+    """Upstream edits, additions and renames inside agent-a's claim are not B's changes."""
+    edit(hooked, "src/api/routes.py", "routes\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    git(hooked, "checkout", "-q", "-b", "side")
+    edit(hooked, "src/api/auth.py", "side\n")
+    edit(hooked, "src/api/new file é.py", "new\n")
+    git(hooked, "mv", "src/api/routes.py", "src/api/urls.py")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    git(hooked, "checkout", "-q", "main")
+    edit(hooked, "README.md", "mine\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=B).code == 0
+    git(hooked, "config", "alock.hookMode", "block")
+    merged = run_git(hooked, "merge", "-q", "--no-commit", "side", env=B)
+    assert merged.code == 0, merged.err
+    assert alock(hooked, "check", "--staged", **B).code == 0
+    got = commit(hooked, env=B)
+    assert got.code == 0 and not alock_lines(got), got.err
+    assert parents(hooked) == 2
+
+
+def test_a_conflict_resolved_inside_a_claim_is_reported(hooked: Path) -> None:
+    """Through ``git pull``: the resolution is the committer's; a side taken whole is not."""
+    edit(hooked, "src/api/theirs.py", "base\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    side = _branch(
+        hooked,
+        "side",
+        {"src/api/auth.py": "side\n", "src/api/theirs.py": "side\n", "src/api/clean.py": "c\n"},
+    )
+    edit(hooked, "src/api/auth.py", "main\n")
+    edit(hooked, "src/api/theirs.py", "main\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    git(hooked, "config", "alock.hookMode", "block")
+    pulled = run_git(hooked, "pull", "-q", "--no-rebase", "--no-edit", ".", "side", env=B)
+    assert pulled.code != 0  # the conflicts stop it
+    assert hooks.merge_heads(str(hooked / "src")) == [side]  # git names the file there
+    edit(hooked, "src/api/auth.py", "resolved\n")
+    git(hooked, "checkout", "--theirs", "src/api/theirs.py")
+    git(hooked, "add", "-A")
+    check = alock(hooked, "check", "--staged", **B)
+    assert check.code == 1 and check.out.startswith("HELD src/api/auth.py by agent-a")
+    assert "clean.py" not in check.out and "theirs.py" not in check.out
+    refused = commit(hooked, env=B)
+    assert refused.code == 1 and parents(hooked) == 1
+    assert held_paths(refused) == ["src/api/auth.py"]
+    assert alock_lines(refused)[-1].startswith("alock: REFUSED commit: 1 path")
+    warned = run_git(hooked, "-c", "alock.hookMode=warn", "commit", "-q", "-m", "m", env=B)
+    assert warned.code == 0 and held_paths(warned) == ["src/api/auth.py"]
+    assert parents(hooked) == 2
+
+
+def test_an_edit_made_during_a_merge_inside_a_claim_is_reported(hooked: Path) -> None:
+    _branch(hooked, "side", {"src/api/auth.py": "side\n", "src/api/clean.py": "clean\n"})
+    edit(hooked, "notes.txt", "notes\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=B).code == 0
+    assert run_git(hooked, "merge", "-q", "--no-commit", "side", env=B).code == 0
+    edit(hooked, "src/api/auth.py", "side, and more\n")  # on top of upstream's change
+    edit(hooked, "src/api/extra.py", "extra\n")
+    git(hooked, "mv", "notes.txt", "src/api/notes.txt")  # both sides of a rename
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 0 and parents(hooked) == 2
+    assert held_paths(got) == ["src/api/auth.py", "src/api/extra.py", "src/api/notes.txt"]
+    assert alock_lines(got)[-1].startswith("alock: WARNING: 3 paths")
+
+
+def test_a_file_both_sides_changed_counts_though_git_merged_it(hooked: Path) -> None:
+    edit(hooked, "src/api/auth.py", "one\ntwo\nthree\nfour\nfive\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    _branch(hooked, "side", {"src/api/auth.py": "one\ntwo\nthree\nfour\nFIVE\n"})
+    edit(hooked, "src/api/auth.py", "ONE\ntwo\nthree\nfour\nfive\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    assert run_git(hooked, "merge", "-q", "--no-commit", "side", env=B).code == 0
+    got = commit(hooked, env=B)
+    assert got.code == 0 and held_paths(got) == ["src/api/auth.py"]
+
+
+def test_an_octopus_merge_in_a_linked_worktree(hooked: Path, tmp_path: Path) -> None:
+    """Every head of MERGE_HEAD counts, read from the worktree's own git dir."""
+    one = _branch(hooked, "one", {"src/api/one.py": "1\n", "src/api/auth.py": "one\n"})
+    two = _branch(hooked, "two", {"src/api/two.py": "2\n"})
+    wt = tmp_path / "wt"
+    git(hooked, "worktree", "add", "-q", "-b", "octo", str(wt))
+    edit(wt, "README.md", "mine\n")
+    git(wt, "add", "-A")
+    assert commit(wt, env=B).code == 0
+    git(hooked, "config", "alock.hookMode", "block")
+    assert run_git(wt, "merge", "-q", "--no-commit", "one", "two", env=B).code == 0
+    assert hooks.merge_heads(str(wt)) == [one, two]
+    edit(wt, "src/api/two.py", "2, and more\n")
+    git(wt, "add", "-A")
+    refused = commit(wt, env=B)
+    assert refused.code == 1 and held_paths(refused) == ["src/api/two.py"]
+    git(wt, "restore", "--source", "two", "--staged", "--worktree", "src/api/two.py")
+    got = commit(wt, env=B)
+    assert got.code == 0 and not alock_lines(got), got.err
+    assert parents(wt) == 3
+
+
+def test_a_cherry_pick_is_an_ordinary_commit(hooked: Path) -> None:
+    """The commit it makes is new: every path it changes is the committer's doing."""
+    _branch(hooked, "side", {"src/api/auth.py": "side\n", "src/api/picked.py": "p\n"})
+    edit(hooked, "src/api/auth.py", "main\n")
+    git(hooked, "add", "-A")
+    assert commit(hooked, env=A).code == 0
+    assert run_git(hooked, "cherry-pick", "side", env=B).code != 0
+    assert (hooked / ".git" / "CHERRY_PICK_HEAD").exists()
+    edit(hooked, "src/api/auth.py", "resolved\n")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 0
+    assert held_paths(got) == ["src/api/auth.py", "src/api/picked.py"]
+
+
+def test_no_merge_no_extra_git_call(hooked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+    real = hooks._start
+
+    def counting(args: list[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
+        started.append(args[0])
+        return real(args, cwd)
+
+    monkeypatch.setattr(hooks, "_start", counting)
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    assert hooks.staged_paths(str(hooked)) == ["src/api/auth.py"]
+    assert started == ["diff"]
+    started.clear()
+    assert hooks.merge_heads(str(hooked / "src")) == []  # no .git here: git names the file
+    assert started == ["rev-parse"]
+
+
 def test_core_hooks_path(repo: Path) -> None:
     git(repo, "config", "core.hooksPath", "githooks")
     got = alock(repo, "install-hooks")
