@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchlib import git, make_repo
 
-from gitlocks import hook_install, hooks, locks
+from gitlocks import hook_install, hook_paths, hooks, locks
 from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context
 from gitlocks.record import utcnow
@@ -117,9 +117,9 @@ def big_commit(root: Path, runs: int) -> None:
         held = 0
         for _ in range(max(3, runs // 3)):
             t0 = time.perf_counter()
-            staged = hooks.staged_paths()
+            staged = hook_paths.staged_paths()
             t1 = time.perf_counter()
-            refs = hooks.git_output([*refs_args, hooks.LOCK_PREFIX])
+            refs = hook_paths.git_output([*refs_args, hook_paths.LOCK_PREFIX])
             table = hooks.read_table(refs, None, False)
             found = hooks.find_held(table, identity, utcnow(), staged)
             t2 = time.perf_counter()

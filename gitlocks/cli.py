@@ -283,9 +283,9 @@ def check(
     ctx = _context(as_id, fresh=fresh)
     _say_staleness(ctx.store)
     if staged:
-        from gitlocks import hooks  # the hook's own reader of staged paths, and its check
+        from gitlocks import hook_paths, hooks  # the hook's reader of staged paths, its check
 
-        items = hooks.check_paths(ctx, hooks.staged_paths())
+        items = hooks.check_paths(ctx, hook_paths.staged_paths())
     else:
         items = locks.check(ctx, _entries(ctx, _require(paths, "path (or --staged)")))
     _warn_problems(ctx)

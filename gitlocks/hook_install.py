@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gitlocks.errors import Refused, StoreError, UsageError
-from gitlocks.hooks import HOOK_NAMES, git_output
+from gitlocks.hook_paths import git_output
+from gitlocks.hooks import HOOK_NAMES
 
 MARKER = "# gitlocks-hook: installed by git alock install-hooks"
 # A foreign hook we chain is kept under its own name in this folder of the hooks

@@ -14,7 +14,7 @@ import pytest
 from conftest import git
 from helpers import Result, alock, alock_process
 
-from gitlocks import hook_install, hooks
+from gitlocks import hook_install, hook_paths, hooks
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = os.path.dirname(sys.executable)
@@ -279,7 +279,7 @@ def test_a_conflict_resolved_inside_a_claim_is_reported(hooked: Path) -> None:
     git(hooked, "config", "alock.hookMode", "block")
     pulled = run_git(hooked, "pull", "-q", "--no-rebase", "--no-edit", ".", "side", env=B)
     assert pulled.code != 0  # the conflicts stop it
-    assert hooks.merge_heads(str(hooked / "src")) == [side]  # git names the file there
+    assert hook_paths.merge_heads(str(hooked / "src")) == [side]  # git names the file there
     edit(hooked, "src/api/auth.py", "resolved\n")
     git(hooked, "checkout", "--theirs", "src/api/theirs.py")
     git(hooked, "add", "-A")
@@ -335,7 +335,7 @@ def test_an_octopus_merge_in_a_linked_worktree(hooked: Path, tmp_path: Path) -> 
     assert commit(wt, env=B).code == 0
     git(hooked, "config", "alock.hookMode", "block")
     assert run_git(wt, "merge", "-q", "--no-commit", "one", "two", env=B).code == 0
-    assert hooks.merge_heads(str(wt)) == [one, two]
+    assert hook_paths.merge_heads(str(wt)) == [one, two]
     edit(wt, "src/api/two.py", "2, and more\n")
     git(wt, "add", "-A")
     refused = commit(wt, env=B)
@@ -363,19 +363,19 @@ def test_a_cherry_pick_is_an_ordinary_commit(hooked: Path) -> None:
 
 def test_no_merge_no_extra_git_call(hooked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[str] = []
-    real = hooks._start
+    real = hook_paths.start_git
 
     def counting(args: list[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
         started.append(args[0])
         return real(args, cwd)
 
-    monkeypatch.setattr(hooks, "_start", counting)
+    monkeypatch.setattr(hook_paths, "start_git", counting)
     edit(hooked, "src/api/auth.py", "changed\n")
     git(hooked, "add", "-A")
-    assert hooks.staged_paths(str(hooked)) == ["src/api/auth.py"]
+    assert hook_paths.staged_paths(str(hooked)) == ["src/api/auth.py"]
     assert started == ["diff"]
     started.clear()
-    assert hooks.merge_heads(str(hooked / "src")) == []  # no .git here: git names the file
+    assert hook_paths.merge_heads(str(hooked / "src")) == []  # no .git here: git names the file
     assert started == ["rev-parse"]
 
 
@@ -646,19 +646,19 @@ def test_pre_push_checks_what_a_merge_itself_changes(hooked: Path, tmp_path: Pat
 
 def test_parse_name_status_reads_combined_merge_entries() -> None:
     raw = b"MM\0a.py\0a.py\0a.py\0RR\0c.txt\0c2.txt\0c3.txt\0R100\0x\0y\0M\0z\0"
-    assert hooks.parse_name_status(raw) == ["a.py", "c.txt", "c2.txt", "c3.txt", "x", "y", "z"]
+    assert hook_paths.parse_name_status(raw) == ["a.py", "c.txt", "c2.txt", "c3.txt", "x", "y", "z"]
     octopus = b"MMM\0p\0q\0r\0s\0A\0t\0"
-    assert hooks.parse_name_status(octopus) == ["p", "q", "r", "s", "t"]
+    assert hook_paths.parse_name_status(octopus) == ["p", "q", "r", "s", "t"]
 
 
 def test_pushed_paths_skip_lock_refs_and_deletions(hooked: Path) -> None:
     head = git(hooked, "rev-parse", "HEAD").strip()
     zero = "0" * 40
     updates = [
-        hooks.RefUpdate("refs/agent-locks/x", head, "refs/agent-locks/x", zero),
-        hooks.RefUpdate("(delete)", zero, "refs/heads/gone", head),
+        hook_paths.RefUpdate("refs/agent-locks/x", head, "refs/agent-locks/x", zero),
+        hook_paths.RefUpdate("(delete)", zero, "refs/heads/gone", head),
     ]
-    assert hooks.pushed_paths(updates, cwd=str(hooked)) == []
+    assert hook_paths.pushed_paths(updates, cwd=str(hooked)) == []
 
 
 def test_control_characters_in_names_and_reasons_are_escaped(hooked: Path) -> None:
@@ -688,7 +688,7 @@ def test_printable() -> None:
 def test_hook_constants_match_the_modules_it_cannot_import() -> None:
     from gitlocks import remote, store
 
-    assert hooks.LOCK_PREFIX == store.LOCK_PREFIX
+    assert hook_paths.LOCK_PREFIX == store.LOCK_PREFIX
     assert hooks.DEFAULT_SKEW_SECONDS == remote.DEFAULT_SKEW_SECONDS
 
 
