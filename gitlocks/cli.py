@@ -6,7 +6,6 @@ result: a human reply whose first word an agent can act on, or one JSON document
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from gitlocks import __version__, cli_hooks, cli_lifecycle, cli_remote, locks, render
+from gitlocks.cli_common import AsOption, FreshOption, JsonOption, TtlOption, dump_json, out
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.locks import Context
@@ -34,19 +34,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-AsOption = Annotated[
-    str | None,
-    typer.Option("--as", help="Act as this agent id (default: $AGENT_ID, else the session)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
-FreshOption = Annotated[
-    bool, typer.Option("--fresh", help="In remote mode, fetch the lock remote's state first.")
-]
-TtlOption = Annotated[
-    str | None,
-    typer.Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."),
-]
 
 
 # --- plumbing -----------------------------------------------------------------------------
@@ -109,15 +96,6 @@ def _text(value: str, what: str, limit: int) -> str:
     return value
 
 
-def _out(text: str) -> None:
-    if text:
-        sys.stdout.write(text + "\n")
-
-
-def _json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
 def _warn_problems(ctx: Context) -> None:
     found = ctx.store.read_table().problems
     if found:
@@ -155,9 +133,9 @@ def acquire(
     result = locks.acquire(ctx, entries, reason=_text(reason, "reason", 1000), ttl=lifetime)
     _warn_problems(ctx)
     if as_json:
-        _json(result.to_dict())
+        dump_json(result.to_dict())
     else:
-        _out(render.acquire(result, ctx.now()))
+        out(render.acquire(result, ctx.now()))
     _exit(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
 
 
@@ -180,7 +158,7 @@ def release(
     entries = None if all_ else _entries(ctx, _require(patterns, "pattern (or --all)"))
     result = locks.release(ctx, entries)
     if as_json:
-        _json(
+        dump_json(
             {
                 "status": "released" if result.released else "not_locked",
                 "released": [
@@ -196,7 +174,7 @@ def release(
             }
         )
     else:
-        _out(render.release(result))
+        out(render.release(result))
     _exit(EXIT_REFUSED if result.held_by_others else EXIT_OK)
 
 
@@ -217,21 +195,21 @@ def renew(
     renewed = locks.renew(ctx, entries, ttl=asked, default_ttl=_ttl(ctx, None))
     now = ctx.now()
     if as_json:
-        _json(
+        dump_json(
             {
                 "status": "renewed" if renewed else "not_locked",
                 "locks": [r.to_dict() for r in renewed],
             }
         )
     elif renewed:
-        _out(
+        out(
             "\n".join(
                 f"RENEWED {' '.join(r.paths)}, {render.expires(r, now)} [lock {r.id}]"
                 for r in renewed
             )
         )
     else:
-        _out("NOT LOCKED: you hold no live lock to renew; acquire again")
+        out("NOT LOCKED: you hold no live lock to renew; acquire again")
     _exit(EXIT_OK if renewed else EXIT_REFUSED)
 
 
@@ -242,11 +220,11 @@ def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
     if table.problems:
         sys.stderr.write(render.problems(table.problems) + "\n")
     if as_json:
-        _json([r.to_dict() for r in live])
+        dump_json([r.to_dict() for r in live])
     else:
         from gitlocks.lifecycle import states
 
-        _out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live)))
+        out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live)))
 
 
 @app.command("list")
@@ -290,9 +268,9 @@ def check(
         items = locks.check(ctx, _entries(ctx, _require(paths, "path (or --staged)")))
     _warn_problems(ctx)
     if as_json:
-        _json([i.to_dict() for i in items])
+        dump_json([i.to_dict() for i in items])
     else:
-        _out(render.check(items, ctx.now()))
+        out(render.check(items, ctx.now()))
     _exit(EXIT_REFUSED if any(i.status == "held" for i in items) else EXIT_OK)
 
 
@@ -313,16 +291,16 @@ def note(
     [entry] = _entries(ctx, [pattern])
     noted = locks.note(ctx, entry, _text(text, "note", 4000))
     if as_json:
-        _json(
+        dump_json(
             {
                 "status": "noted" if noted else "not_locked",
                 "lock": noted.to_dict() if noted else None,
             }
         )
     elif noted:
-        _out(f"NOTED {' '.join(noted.paths)} [lock {noted.id}]")
+        out(f"NOTED {' '.join(noted.paths)} [lock {noted.id}]")
     else:
-        _out(f"NOT LOCKED {entry.pattern}: you hold no lock there")
+        out(f"NOT LOCKED {entry.pattern}: you hold no lock there")
     _exit(EXIT_OK if noted else EXIT_REFUSED)
 
 
@@ -341,7 +319,7 @@ def break_(
     done = bool(result.locks or result.unusable)
     now = ctx.now()
     if as_json:
-        _json(
+        dump_json(
             {
                 "status": "broken" if done else "not_locked",
                 "locks": [r.to_dict() for r in result.locks],
@@ -355,9 +333,9 @@ def break_(
             for r in result.locks
         ]
         lines += [f"BROKEN unusable ref refs/agent-locks/{i}" for i in result.unusable]
-        _out("\n".join(lines))
+        out("\n".join(lines))
     else:
-        _out(f"NOT LOCKED {' '.join(targets)}: no lock of another holder to break")
+        out(f"NOT LOCKED {' '.join(targets)}: no lock of another holder to break")
     _exit(EXIT_OK if done else EXIT_REFUSED)
 
 
@@ -383,10 +361,10 @@ def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
         },
     }
     if as_json:
-        _json(data)
+        dump_json(data)
         return
     parent = f"{ident.parent} (from {ident.parent_source})" if ident.parent else "none"
-    _out(
+    out(
         f"holder: {ident.holder} (from {ident.holder_source})\n"
         f"parent: {parent}\n"
         f"session: {session.name} pid {session.pid} on {session.host} ({ident.session_id})"
@@ -397,9 +375,9 @@ def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 def version(as_json: JsonOption = False) -> None:
     """Show the version."""
     if as_json:
-        _json({"version": __version__})
+        dump_json({"version": __version__})
     else:
-        _out(f"gitlocks {__version__}")
+        out(f"gitlocks {__version__}")
 
 
 # Feature verbs live in their own modules; each keeps its heavy imports inside its verbs.

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gitlocks.cli_common import JsonOption
 from gitlocks.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from gitlocks.hook_install import HookChange
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 
 _WORDS = {
     "installed": "INSTALLED",

@@ -12,27 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gitlocks.cli_common import AsOption, JsonOption, dump_json, out
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from gitlocks.lifecycle import ResumeResult, Status
-
-AsOption = Annotated[
-    str | None,
-    typer.Option("--as", help="Act as this agent id (default: $AGENT_ID, else the session)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
-
-
-def _out(text: str) -> None:
-    if text:
-        sys.stdout.write(text + "\n")
-
-
-def _json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _resume_text(result: ResumeResult, now: datetime) -> str:
@@ -140,9 +126,9 @@ def register(app: typer.Typer) -> None:
             [target] = cli._entries(ctx, [pattern])
         result = lifecycle.resume(ctx, target, ttl=cli._ttl(ctx, ttl))
         if as_json:
-            _json(result.to_dict())
+            dump_json(result.to_dict())
         else:
-            _out(_resume_text(result, ctx.now()))
+            out(_resume_text(result, ctx.now()))
         raise typer.Exit(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)
 
     @app.command()
@@ -159,9 +145,9 @@ def register(app: typer.Typer) -> None:
         ctx = cli._context(as_id)
         report = lifecycle.status(ctx)
         if as_json:
-            _json(report.to_dict())
+            dump_json(report.to_dict())
         else:
-            _out(_status_text(report, ctx.now()))
+            out(_status_text(report, ctx.now()))
         raise typer.Exit(EXIT_OK)
 
     @app.command()
@@ -191,9 +177,9 @@ def register(app: typer.Typer) -> None:
         if reverse:
             found.reverse()
         if as_json:
-            _json(found)
+            dump_json(found)
         else:
-            _out("\n".join(journal.format_event(e) for e in found) or "no events")
+            out("\n".join(journal.format_event(e) for e in found) or "no events")
         raise typer.Exit(EXIT_OK)
 
     @app.command()
@@ -228,7 +214,7 @@ def register(app: typer.Typer) -> None:
             for batch in journal.follow(store, interval=interval):
                 for event in batch:
                     line = json.dumps(event, ensure_ascii=False, sort_keys=True)
-                    _out(line if as_json else journal.format_event(event))
+                    out(line if as_json else journal.format_event(event))
                     seen += 1
                     if count is not None and seen >= count:
                         raise typer.Exit(EXIT_OK)
@@ -268,7 +254,7 @@ def register(app: typer.Typer) -> None:
         if action == "show":
             text = skills.text_for(tool)
             if as_json:
-                _json({"for": tool, "text": text})
+                dump_json({"for": tool, "text": text})
             else:
                 sys.stdout.write(text)
             raise typer.Exit(EXIT_OK)
@@ -277,13 +263,13 @@ def register(app: typer.Typer) -> None:
         base = Path(into) if into else _repo_root()
         done = skills.install(tool, base, force=force)
         if as_json:
-            _json({"status": done.status, "path": str(done.path), "for": tool})
+            dump_json({"status": done.status, "path": str(done.path), "for": tool})
         elif done.status == "refused":
-            _out(f"REFUSED {done.path} exists and differs; --force replaces it")
+            out(f"REFUSED {done.path} exists and differs; --force replaces it")
         elif done.status == "unchanged":
-            _out(f"ALREADY INSTALLED {done.path}")
+            out(f"ALREADY INSTALLED {done.path}")
         else:
-            _out(f"INSTALLED {done.path}")
+            out(f"INSTALLED {done.path}")
         raise typer.Exit(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
 
 

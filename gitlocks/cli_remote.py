@@ -6,13 +6,13 @@ refreshes the local view of the lock remote. Heavy imports stay inside the verbs
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gitlocks.cli_common import JsonOption, dump_json
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _emit(data: Any, text: str, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        dump_json(data)
     elif text:
         sys.stdout.write(text + "\n")
 
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--forget", help="With --off: drop the locks mirrored from the remote."),
         ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Show, check or switch remote mode (locks decided on a shared git remote).
 
@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sync")
     def sync(
-        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Refresh the local view of the lock remote (fetches only the lock refs).
 
