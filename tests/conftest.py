@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +68,12 @@ def worktree(repo: Path, tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "-b", "side", str(path))
     yield path
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A live child process (a stand-in session), killed and reaped afterwards."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,15 +51,6 @@ def run_json(args: list[str], cwd: Path | None = None) -> dict[str, object]:
     ).stdout
     result: dict[str, object] = json.loads(out)
     return result
-
-
-@pytest.fixture
-def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    """A live child process, killed and reaped afterwards."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

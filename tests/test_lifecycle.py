@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -60,15 +59,6 @@ def entries(*patterns: str) -> list[ScopeEntry]:
 def events(repo: Path) -> list[str]:
     store = Store.discover(repo)
     return [e["event"] for entry in store.journal() for e in reversed(entry.events)]
-
-
-@pytest.fixture
-def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    """A real process standing in for an agent's session; the test may kill it."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def proc_session(proc: subprocess.Popen[bytes]) -> SessionProcess:
