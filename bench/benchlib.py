@@ -21,3 +21,49 @@ def make_repo(base: Path, name: str) -> Path:
     git(path, "add", "README.md")
     git(path, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "init")
     return path
+
+
+def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
+    """``count`` live locks on ``area<i>/**`` held by ``agent-<i % holders>``, expiring 2h
+    ahead, written in one store transaction, then ``git pack-refs --all``.
+
+    They name no session process (pid 0), so liveness never judges them dead: they live by
+    their TTL, like claims made with an explicit id. 10,000 take a few seconds.
+    """
+    # The package's internal API, imported here only: the module layout is being
+    # restructured, and this function is the one place to update when it moves.
+    import socket
+
+    try:  # the layout the restructuring introduces
+        from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+        from gitlocks.store.local import Change, Store
+    except ModuleNotFoundError:  # the flat layout before it (commit 2e3c69d)
+        from gitlocks.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+
+        from gitlocks.store import Change, Store
+
+    store = Store.discover(repo)
+    branch, head = store.head_info()
+    now = utcnow()
+    stamp = format_time(now)
+    ttl = 2 * 3600
+    records = [
+        LockRecord(
+            id=f"{new_lock_id()}-{i:06d}",
+            holder=f"agent-{i % holders}",
+            paths=(f"area{i}/**",),
+            reason=f"seeded lock {i}",
+            created_at=stamp,
+            renewed_at=stamp,
+            expires_at=expiry_from(now, ttl),
+            host=socket.gethostname(),
+            worktree=str(repo),
+            branch=branch,
+            head=head,
+            ttl=ttl,
+        )
+        for i in range(count)
+    ]
+    event = {"event": "seeded", "at": stamp, "holder": "bench", "paths": [], "count": count}
+    store.transact(lambda table: (Change(put=records, events=[event]), None))
+    git(repo, "pack-refs", "--all")

@@ -22,12 +22,15 @@ from pathlib import Path
 
 from benchlib import git, make_repo
 
-from gitlocks import hook_install, hook_paths, hooks, locks
+from gitlocks.core.record import utcnow
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.git import changes as hook_paths
+from gitlocks.hooks import check as hooks
+from gitlocks.hooks import install as hook_install
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context
-from gitlocks.record import utcnow
-from gitlocks.scope import ScopeEntry
-from gitlocks.store import Store
+from gitlocks.service import locks
+from gitlocks.service.locks import Context
+from gitlocks.store.local import Store
 
 
 def claim(repo: Path, count: int, agents: int) -> None:

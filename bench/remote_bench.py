@@ -28,10 +28,10 @@ from pathlib import Path
 
 from benchlib import git
 
+from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context, acquire
-from gitlocks.remote import RemoteStore
-from gitlocks.scope import ScopeEntry
+from gitlocks.service.locks import Context, acquire
+from gitlocks.store.remote import RemoteStore
 
 
 def hermetic(home: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gitlocks.scope import ScopeEntry, ScopeIndex, patterns_overlap
+from gitlocks.core.scope import ScopeEntry, ScopeIndex, patterns_overlap
 
 PAIRS = [
     ("src/api/**", "src/web/**"),

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from benchlib import make_repo
 
+from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context, acquire, release
-from gitlocks.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
-from gitlocks.scope import ScopeEntry
-from gitlocks.store import Change, Store
+from gitlocks.service.locks import Context, acquire, release
+from gitlocks.store.local import Change, Store
 
 QUICK = "--quick" in sys.argv
 

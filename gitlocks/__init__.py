@@ -7,8 +7,8 @@ The public, pure API (no git needed) is the scope engine::
     True
 """
 
+from gitlocks.core.scope import pattern_covers, patterns_overlap
 from gitlocks.errors import InvalidPattern
-from gitlocks.scope import pattern_covers, patterns_overlap
 
 __version__ = "0.1.0"
 __all__ = ["InvalidPattern", "__version__", "pattern_covers", "patterns_overlap"]

@@ -17,11 +17,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args[:1] == ["hook"]:
             # The git hooks' fast path: it runs on every commit, so no command-line
-            # framework is imported (gitlocks.cli brings in typer and click).
-            from gitlocks.hooks import main as hook_main
+            # framework is imported (gitlocks.cli.locks brings in typer and click).
+            from gitlocks.hooks.check import main as hook_main
 
             return hook_main(args[1:])
-        from gitlocks.cli import run
+        from gitlocks.cli.locks import run
 
         return run(args)
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from gitlocks.cli import run
+from gitlocks.cli.locks import run
 
 
 @dataclass

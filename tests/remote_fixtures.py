@@ -18,7 +18,7 @@ import pytest
 from conftest import git
 from helpers import Result, alock
 
-from gitlocks.record import LockRecord
+from gitlocks.core.record import LockRecord
 
 
 def make_bare(path: Path, **config: str) -> Path:

@@ -14,7 +14,9 @@ import pytest
 from conftest import git
 from helpers import Result, alock, alock_process
 
-from gitlocks import hook_install, hook_paths, hooks
+from gitlocks.git import changes as hook_paths
+from gitlocks.hooks import check as hooks
+from gitlocks.hooks import install as hook_install
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = os.path.dirname(sys.executable)
@@ -686,7 +688,8 @@ def test_printable() -> None:
 
 
 def test_hook_constants_match_the_modules_it_cannot_import() -> None:
-    from gitlocks import remote, store
+    from gitlocks.store import local as store
+    from gitlocks.store import remote
 
     assert hook_paths.LOCK_PREFIX == store.LOCK_PREFIX
     assert hooks.DEFAULT_SKEW_SECONDS == remote.DEFAULT_SKEW_SECONDS
@@ -744,10 +747,10 @@ def test_check_paths_decides_odd_names_from_one_reading(
 ) -> None:
     """Names no pattern can spell are checked one lock at a time, but the friends and the
     live locks are worked out once, not once per name."""
+    from gitlocks.core.table import Table
     from gitlocks.identity import resolve_identity
-    from gitlocks.locks import Context
-    from gitlocks.store import Store
-    from gitlocks.table import Table
+    from gitlocks.service.locks import Context
+    from gitlocks.store.local import Store
 
     assert alock(repo, "acquire", "src/**", **A).code == 0
     assert alock(repo, "acquire", "docs/**", **B).code == 0
@@ -784,7 +787,7 @@ def test_hook_path_does_not_import_the_command_line_framework(hooked: Path) -> N
         "from gitlocks.main import main\n"
         "code = main(['hook', 'pre-commit'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'pygit2')"
-        " or m in ('gitlocks.cli', 'gitlocks.store', 'gitlocks.locks'))\n"
+        " or m in ('gitlocks.cli.locks', 'gitlocks.store.local', 'gitlocks.service.locks'))\n"
         "print(code, heavy)\n"
     )
     got = subprocess.run(
@@ -899,11 +902,11 @@ def test_framework_try_repo(hooked: Path, tmp_path: Path) -> None:
 
 
 def test_hook_check_agrees_with_locks_check(repo: Path) -> None:
-    """The hook restates who is a friend (it cannot import gitlocks.locks): hold them equal."""
+    """The hook restates who is a friend (it cannot import the service layer): hold them equal."""
+    from gitlocks.core.record import utcnow
     from gitlocks.identity import resolve_identity
-    from gitlocks.locks import Context
-    from gitlocks.record import utcnow
-    from gitlocks.store import Store
+    from gitlocks.service.locks import Context
+    from gitlocks.store.local import Store
 
     family = {
         "lead": None,
@@ -926,7 +929,7 @@ def test_hook_check_agrees_with_locks_check(repo: Path) -> None:
 
 
 def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
-    from gitlocks.store import Store
+    from gitlocks.store.local import Store
 
     assert alock(hooked, "acquire", "docs/**", "-m", "docs", **B).code == 0
     refs = git(

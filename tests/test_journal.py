@@ -18,8 +18,8 @@ from conftest import git
 from helpers import alock
 from test_lifecycle import ctx_for, entries, kill, proc_session
 
-from gitlocks import journal, locks
-from gitlocks.store import JOURNAL_REF, Store
+from gitlocks.service import journal, locks
+from gitlocks.store.local import JOURNAL_REF, Store
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -237,8 +237,8 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
     from remote_fixtures import make_bare, make_clone, remote_events
 
     from gitlocks.identity import resolve_identity
-    from gitlocks.locks import Context
-    from gitlocks.remote import RemoteStore
+    from gitlocks.service.locks import Context
+    from gitlocks.store.remote import RemoteStore
 
     bare = make_bare(tmp_path / "locks.git")
     a = make_clone(bare.as_uri(), tmp_path / "a")

@@ -14,11 +14,12 @@ import pytest
 from conftest import git
 from helpers import alock
 
-from gitlocks import lifecycle, locks, render
+from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.identity import SessionProcess, process_alive, process_start_time, resolve_identity
-from gitlocks.locks import Context
-from gitlocks.scope import ScopeEntry, make_entry
-from gitlocks.store import Store
+from gitlocks.render import locks as render
+from gitlocks.service import lifecycle, locks
+from gitlocks.service.locks import Context
+from gitlocks.store.local import Store
 
 HOST = os.uname().nodename
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
@@ -258,7 +259,7 @@ def test_notes_turn_a_dead_lock_into_interrupted_work(repo: Path, interrupted: s
     ],
 )
 def test_what_counts_as_the_same_scope(claim: list[str], same: bool) -> None:
-    from gitlocks.record import LockRecord
+    from gitlocks.core.record import LockRecord
 
     record = LockRecord(
         id="x", holder="a", paths=("src/api/**",), created_at="", renewed_at="", expires_at=""
@@ -463,7 +464,7 @@ def test_check_of_a_path_with_a_control_character_is_escaped() -> None:
 
 
 def test_printable() -> None:
-    from gitlocks.text import printable
+    from gitlocks.core.text import printable
 
     assert printable("plain é ✓ a\\b") == "plain é ✓ a\\b"
     assert printable("a\nb\tc\rd\x00\x1b\x7f\x85") == "a\\nb\\tc\\rd\\x00\\x1b\\x7f\\x85"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gitlocks.cli import app
+from gitlocks.cli.locks import app
 
 MANPAGE = Path(__file__).resolve().parent.parent / "man" / "git-alock.1"
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import git
 
 from gitlocks import patterns_overlap
-from gitlocks.store import LOCK_PREFIX, Store
+from gitlocks.store.local import LOCK_PREFIX, Store
 
 SCOPES = [
     "src/**",
@@ -41,9 +41,9 @@ def _claimer(
     barrier: mp.synchronize.Barrier,
     results: mp.queues.Queue[tuple[str, str, str]],
 ) -> None:
+    from gitlocks.core.scope import ScopeEntry
     from gitlocks.identity import resolve_identity
-    from gitlocks.locks import Context, acquire
-    from gitlocks.scope import ScopeEntry
+    from gitlocks.service.locks import Context, acquire
 
     os.chdir(worktree)
     ctx = Context(store=Store.discover(), identity=resolve_identity(holder))
@@ -90,9 +90,9 @@ CHURN_SCOPES = ["src/**", "src/api/auth.py", "docs/**"]
 _CHURN = """
 import os, sys
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context, acquire, release
-from gitlocks.scope import ScopeEntry
-from gitlocks.store import Store
+from gitlocks.service.locks import Context, acquire, release
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.store.local import Store
 os.chdir(sys.argv[1])
 ctx = Context(store=Store.discover(), identity=resolve_identity(sys.argv[2]))
 entries = [ScopeEntry(p) for p in sys.argv[3:]]

@@ -24,12 +24,12 @@ from remote_fixtures import (
 )
 
 from gitlocks import patterns_overlap
+from gitlocks.core.record import utcnow
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.git.remote import GitRun, failure, lost_race, porcelain
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context, acquire
-from gitlocks.record import utcnow
-from gitlocks.remote import RemoteStore
-from gitlocks.remote_git import GitRun, failure, lost_race, porcelain
-from gitlocks.scope import ScopeEntry
+from gitlocks.service.locks import Context, acquire
+from gitlocks.store.remote import RemoteStore
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 

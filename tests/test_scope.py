@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import gitlocks
-from gitlocks.errors import EXIT_ERROR, InvalidPattern
-from gitlocks.scope import (
+from gitlocks.core.scope import (
     WHOLE_TREE,
     ScopeEntry,
     ScopeIndex,
@@ -26,6 +25,7 @@ from gitlocks.scope import (
     patterns_overlap,
     validate_pattern,
 )
+from gitlocks.errors import EXIT_ERROR, InvalidPattern
 
 OVERLAPS = [
     # DESIGN.md rule 5, and the pinned regression: "**" matching zero segments.
@@ -418,7 +418,7 @@ def test_import_is_pure() -> None:
     code = textwrap.dedent(
         """
         import sys
-        import gitlocks.scope
+        import gitlocks.core.scope
         heavy = sorted({"pygit2", "typer", "pathspec"} & {m.split(".")[0] for m in sys.modules})
         print(",".join(heavy))
         """

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pathspec import GitIgnoreSpec
 
+from gitlocks.core.scope import normalize_pattern, pattern_covers, validate_pattern
 from gitlocks.errors import InvalidPattern
-from gitlocks.scope import normalize_pattern, pattern_covers, validate_pattern
 
 NAMES = ("a", "b", "c", "ab", ".b", "a.b")
 PATHS = ["/".join(path) for depth in range(1, 4) for path in itertools.product(NAMES, repeat=depth)]

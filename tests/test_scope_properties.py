@@ -24,8 +24,7 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitlocks.errors import InvalidPattern
-from gitlocks.scope import (
+from gitlocks.core.scope import (
     ScopeEntry,
     ScopeIndex,
     entries_overlap,
@@ -35,6 +34,7 @@ from gitlocks.scope import (
     patterns_overlap,
     validate_pattern,
 )
+from gitlocks.errors import InvalidPattern
 
 NAMES = ("a", "b", "c", "ab", ".b")
 DEPTH = 4

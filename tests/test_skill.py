@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import alock
 
-from gitlocks import skill
+from gitlocks.service import skill
 
 TEXT = skill.skill_text()
 _CODE_RE = re.compile(r"\bexit (\d)\b")

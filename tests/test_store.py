@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from gitlocks import store as store_module
+from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
+from gitlocks.core.scope import ScopeEntry
 from gitlocks.errors import StoreError
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context, acquire
-from gitlocks.record import LockRecord, expiry_from, format_time, utcnow
-from gitlocks.scope import ScopeEntry
-from gitlocks.store import JOURNAL_REF, MUTEX_NAME, Store
+from gitlocks.service.locks import Context, acquire
+from gitlocks.store import local as store_module
+from gitlocks.store.local import JOURNAL_REF, MUTEX_NAME, Store
 
 
 def _ctx(repo: Path, holder: str) -> Context:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple
 
-from gitlocks.record import LockRecord, format_time, parse_time
-from gitlocks.scope import ScopeEntry, ScopeIndex, entries_overlap
+from gitlocks.core.record import LockRecord, format_time, parse_time
+from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 
 Key = tuple[str, str]  # (lock id, pattern)
 

@@ -1,4 +1,4 @@
-"""Command-line verbs for the remote feature, registered on the main app by ``gitlocks.cli``.
+"""Command-line verbs for the remote feature, registered on the main app by ``gitlocks.cli.locks``.
 
 ``git alock remote [NAME|--off]`` shows, checks and switches the mode; ``git alock sync``
 refreshes the local view of the lock remote. Heavy imports stay inside the verbs.
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gitlocks.cli_common import JsonOption, dump_json
+from gitlocks.cli.common import JsonOption, dump_json
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 
 if TYPE_CHECKING:
-    from gitlocks.store import Store
+    from gitlocks.store.local import Store
 
 
 def _emit(data: Any, text: str, as_json: bool) -> None:
@@ -27,7 +27,7 @@ def _emit(data: Any, text: str, as_json: bool) -> None:
 
 
 def _age(seconds: float | None) -> str:
-    from gitlocks.record import format_duration
+    from gitlocks.core.record import format_duration
 
     return "never" if seconds is None else f"{format_duration(seconds)} ago"
 
@@ -37,7 +37,7 @@ def staleness(store: Store) -> str | None:
     name = store.config_get("alock.remote")
     if not name:
         return None
-    from gitlocks.remote import read_sync_times
+    from gitlocks.store.remote import read_sync_times
 
     synced = read_sync_times(store).get(name)
     age = None if synced is None else max(0.0, time.time() - synced)
@@ -49,7 +49,7 @@ def staleness(store: Store) -> str | None:
 
 def fresh(store: Store) -> None:
     """Fetch the lock remote first (``--fresh``); nothing to do in local mode."""
-    from gitlocks.remote import RemoteStore
+    from gitlocks.store.remote import RemoteStore
 
     if isinstance(store, RemoteStore):
         store.sync()
@@ -72,8 +72,8 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock remote origin   (then: git alock remote --off)
         """
-        from gitlocks import remote_switch as remote
-        from gitlocks.store import Store
+        from gitlocks.store import switch as remote
+        from gitlocks.store.local import Store
 
         if off and name:
             raise UsageError("give a remote name or --off, not both")
@@ -95,8 +95,8 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock sync
         """
-        from gitlocks.remote import RemoteStore
-        from gitlocks.store import Store
+        from gitlocks.store.local import Store
+        from gitlocks.store.remote import RemoteStore
 
         store = Store.discover()
         if not store.config_get("alock.remote"):
@@ -113,7 +113,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _show(store: Store, as_json: bool) -> None:
-    from gitlocks.remote import RemoteStore, read_sync_times
+    from gitlocks.store.remote import RemoteStore, read_sync_times
 
     name = store.config_get("alock.remote")
     if not name:
@@ -136,8 +136,8 @@ def _show(store: Store, as_json: bool) -> None:
 
 
 def _on(result: Any, as_json: bool) -> None:
-    from gitlocks.record import utcnow
-    from gitlocks.render import expires
+    from gitlocks.core.record import utcnow
+    from gitlocks.render.locks import expires
 
     now = utcnow()
     if result.conflicts:

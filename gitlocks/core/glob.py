@@ -1,4 +1,4 @@
-"""Glob machinery behind :mod:`gitlocks.scope`: parsing, case folding, exact overlap.
+"""Glob machinery behind :mod:`gitlocks.core.scope`: parsing, case folding, exact overlap.
 
 A pattern is a sequence of segments. A segment is the ``GLOBSTAR`` sentinel (``**``
 standing alone), a plain ``str`` (a literal name, already case folded when asked), or a

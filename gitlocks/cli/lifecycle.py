@@ -1,7 +1,7 @@
-"""Command-line verbs for the lifecycle feature, registered on the main app by ``gitlocks.cli``.
+"""Command-line verbs for the lifecycle feature, registered on the main app.
 
 ``resume``, ``status``, ``log``, ``watch`` and ``skill``. The modules they use (and
-``gitlocks.cli``'s helpers, which import this module) are imported inside the verbs.
+``gitlocks.cli.locks``'s helpers, which import this module) are imported inside the verbs.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gitlocks.cli_common import AsOption, JsonOption, dump_json, out
+from gitlocks.cli.common import AsOption, JsonOption, dump_json, out
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from gitlocks.lifecycle import ResumeResult, Status
+    from gitlocks.service.lifecycle import ResumeResult, Status
 
 
 def _resume_text(result: ResumeResult, now: datetime) -> str:
-    from gitlocks import render
-    from gitlocks.text import printable_lines
+    from gitlocks.core.text import printable_lines
+    from gitlocks.render import locks as render
 
     if result.status == "resumed" and result.lock is not None and result.previous is not None:
         lock = result.lock
@@ -50,7 +50,7 @@ def _resume_text(result: ResumeResult, now: datetime) -> str:
 
 
 def _lock_line(record: Any, state: str, now: datetime) -> str:
-    from gitlocks import render
+    from gitlocks.render import locks as render
 
     word = render.state_word(record, state, now)
     extra = f", {word}" if word else ""
@@ -64,7 +64,7 @@ def _lock_line(record: Any, state: str, now: datetime) -> str:
 
 
 def _status_text(report: Status, now: datetime) -> str:
-    from gitlocks.text import printable_lines
+    from gitlocks.core.text import printable_lines
 
     parent = f" (sub-agent of {report.parent})" if report.parent else ""
     lines = [f"you are {report.holder}{parent}", "", "yours:"]
@@ -114,9 +114,10 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock resume 'src/api/**'
         """
-        from gitlocks import cli, lifecycle
-        from gitlocks.record import LOCK_ID_RE
-        from gitlocks.scope import ScopeEntry
+        from gitlocks.cli import locks as cli
+        from gitlocks.core.record import LOCK_ID_RE
+        from gitlocks.core.scope import ScopeEntry
+        from gitlocks.service import lifecycle
 
         ctx = cli._context(as_id)
         target: str | ScopeEntry
@@ -140,7 +141,8 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock status
         """
-        from gitlocks import cli, lifecycle
+        from gitlocks.cli import locks as cli
+        from gitlocks.service import lifecycle
 
         ctx = cli._context(as_id)
         report = lifecycle.status(ctx)
@@ -166,9 +168,9 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock log -n 20 --since 2h
         """
-        from gitlocks import journal
-        from gitlocks.record import utcnow
-        from gitlocks.store import Store
+        from gitlocks.core.record import utcnow
+        from gitlocks.service import journal
+        from gitlocks.store.local import Store
 
         store = Store.discover()
         after = journal.since_time(since, utcnow()) if since else None
@@ -201,9 +203,9 @@ def register(app: typer.Typer) -> None:
         """
         import time
 
-        from gitlocks import journal
-        from gitlocks.record import parse_duration
-        from gitlocks.store import Store
+        from gitlocks.core.record import parse_duration
+        from gitlocks.service import journal
+        from gitlocks.store.local import Store
 
         store = Store.discover()
         deadline = None
@@ -248,8 +250,8 @@ def register(app: typer.Typer) -> None:
         """
         from pathlib import Path
 
-        from gitlocks import skill as skills
         from gitlocks.errors import UsageError
+        from gitlocks.service import skill as skills
 
         if action == "show":
             text = skills.text_for(tool)
@@ -278,7 +280,7 @@ def _repo_root() -> Any:
     from pathlib import Path
 
     from gitlocks.errors import NotARepository
-    from gitlocks.store import Store
+    from gitlocks.store.local import Store
 
     try:
         return Store.discover().root

@@ -32,14 +32,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitlocks.core.record import format_time, parse_duration
+from gitlocks.core.text import printable
 from gitlocks.errors import UsageError
-from gitlocks.record import format_time, parse_duration
-from gitlocks.text import printable
 
 if TYPE_CHECKING:  # store imports this module
     import pygit2
 
-    from gitlocks.store import Store
+    from gitlocks.store.local import Store
 
 Event = dict[str, Any]
 
@@ -453,7 +453,7 @@ _DETAIL_KEYS = ("by", "from", "reason", "text", "released", "expires_at", "pid")
 
 def format_event(event: Event) -> str:
     """One line: time, event, holder, paths, details, and the lock id; control
-    characters escaped (:func:`gitlocks.text.printable`)."""
+    characters escaped (:func:`gitlocks.core.text.printable`)."""
     kind = str(event.get("event", "?"))
     parts = [str(event.get("at", "?")), kind]
     if event.get("local"):

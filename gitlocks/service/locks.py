@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from gitlocks import journal, lifecycle
-from gitlocks.identity import Identity, process_alive
-from gitlocks.record import (
+from gitlocks.core.record import (
     GENERATED_ID_RE,
     LOCK_ID_RE,
     LockRecord,
@@ -26,9 +24,11 @@ from gitlocks.record import (
     new_lock_id,
     utcnow,
 )
-from gitlocks.scope import ScopeEntry
-from gitlocks.store import LOCK_PREFIX, Change, Store
-from gitlocks.table import Table, record_entries
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.table import Table, record_entries
+from gitlocks.identity import Identity, process_alive
+from gitlocks.service import journal, lifecycle
+from gitlocks.store.local import LOCK_PREFIX, Change, Store
 
 DEFAULT_TTL_SECONDS = 30 * 60
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all

@@ -42,11 +42,11 @@ from typing import Any, NamedTuple, TypeVar
 
 import pygit2
 
-from gitlocks import journal
+from gitlocks.core.record import LockRecord, RecordError
+from gitlocks.core.table import Problem, Table, record_entries
 from gitlocks.errors import InvalidHolder, InvalidPattern, NotARepository, StoreError
 from gitlocks.identity import validate_holder
-from gitlocks.record import LockRecord, RecordError
-from gitlocks.table import Problem, Table, record_entries
+from gitlocks.service import journal
 
 LOCK_PREFIX = "refs/agent-locks/"
 JOURNAL_REF = "refs/agent-locks-meta/journal"

@@ -4,8 +4,8 @@ The hook path (``git-alock hook pre-commit|pre-push``, dispatched by ``gitlocks.
 runs on every commit of every user, so it imports neither the command-line framework nor
 pygit2: importing pygit2 alone costs more than all the rest of the hook. It asks the git
 command line instead, a few milliseconds a call, started concurrently: the staged paths
-(``gitlocks.hook_paths`` reads those, and a push's), the config and the lock refs; then
-the blobs of those refs. Tests assert that typer, click, pygit2 and ``gitlocks.cli`` stay
+(``gitlocks.git.changes`` reads those, and a push's), the config and the lock refs; then
+the blobs of those refs. Tests assert that typer, click, pygit2 and ``gitlocks.cli.locks`` stay
 out of ``sys.modules``.
 """
 
@@ -18,8 +18,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from gitlocks.core.record import (
+    LockRecord,
+    RecordError,
+    format_duration,
+    format_time,
+    parse_duration,
+    utcnow,
+)
+from gitlocks.core.scope import entry_covers, path_entry
+from gitlocks.core.table import Problem, Table, record_entries
+from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
-from gitlocks.hook_paths import (
+from gitlocks.git.changes import (
     LOCK_PREFIX,
     Staged,
     finish_git,
@@ -35,26 +46,15 @@ from gitlocks.identity import (
     resolve_identity,
     session_process,
 )
-from gitlocks.record import (
-    LockRecord,
-    RecordError,
-    format_duration,
-    format_time,
-    parse_duration,
-    utcnow,
-)
-from gitlocks.scope import entry_covers, path_entry
-from gitlocks.table import Problem, Table, record_entries
-from gitlocks.text import printable
 
 if TYPE_CHECKING:
-    from gitlocks.locks import CheckItem, Context
+    from gitlocks.service.locks import CheckItem, Context
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
 PREFIX = "alock: "
 # Remote mode's clock-skew allowance when ``alock.clockSkew`` is unset: the same value as
-# ``gitlocks.remote.DEFAULT_SKEW_SECONDS``, restated because the hook must not import
+# ``gitlocks.store.remote.DEFAULT_SKEW_SECONDS``, restated because the hook must not import
 # that module (it imports pygit2); a test holds the two equal.
 DEFAULT_SKEW_SECONDS = 30
 _CONFIG_ARGS = (
@@ -217,7 +217,7 @@ def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
 
 def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
     """FREE, YOURS or HELD for each concrete path (``git alock check --staged``)."""
-    from gitlocks import locks
+    from gitlocks.service import locks
 
     entries = {path: path_entry(path) for path in paths}
     normal = {path: entry for path, entry in entries.items() if entry is not None}

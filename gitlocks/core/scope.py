@@ -1,6 +1,6 @@
 """Scopes: the patterns a lock claims, and exact decisions about them (DESIGN.md section 2).
 
-Pure: stdlib only, no git. The glob machinery lives in :mod:`gitlocks._glob`.
+Pure: stdlib only, no git. The glob machinery lives in :mod:`gitlocks.core.glob`.
 
 The stored form of a pattern (what :func:`normalize_pattern` returns, and what users see)
 is what they typed, made root-relative, modulo rule 6: ``./`` and empty segments
@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from gitlocks._glob import (
+from gitlocks.core.glob import (
     GLOBSTAR,
     BadGlob,
     CompiledPattern,

@@ -29,8 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from gitlocks.record import LockRecord, expiry_from, format_time, parse_duration
-from gitlocks.scope import (
+from gitlocks.core.record import LockRecord, expiry_from, format_time, parse_duration
+from gitlocks.core.scope import (
     WHOLE_TREE,
     ScopeEntry,
     entry_covers,
@@ -38,10 +38,10 @@ from gitlocks.scope import (
     literal_path,
     path_entry,
 )
-from gitlocks.table import Table, record_entries
+from gitlocks.core.table import Table, record_entries
 
 if TYPE_CHECKING:  # locks imports this module; the reverse is needed for types only
-    from gitlocks.locks import Conflict, Context
+    from gitlocks.service.locks import Conflict, Context
 
 DEFAULT_STALE_SECONDS = 10 * 60
 State = Literal["live", "stale", "dead", "interrupted"]
@@ -149,7 +149,7 @@ def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: b
 
 def auto_release(record: LockRecord, now: datetime, change: Any, gone: set[str]) -> None:
     """Schedule a dead, note-less lock for deletion by the current write."""
-    from gitlocks.locks import event
+    from gitlocks.service.locks import event
 
     change.delete.append(record.id)
     change.events.append(event("auto_released", record, now, pid=record.pid))
@@ -212,13 +212,13 @@ def _candidates(table: Table, target: str | ScopeEntry, ignore_case: bool) -> li
 def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
     """Take over a dead holder's lock (interrupted work) with its notes."""
     # Imported here: locks imports this module at load time.
-    from gitlocks.locks import Conflict, event, sweep
+    from gitlocks.service.locks import Conflict, event, sweep
 
     ident = ctx.identity
     store = ctx.store
 
     def decide(table: Table) -> tuple[Any, ResumeResult]:
-        from gitlocks.store import Change
+        from gitlocks.store.local import Change
 
         now = ctx.now()
         life = Liveness.of(ctx)
@@ -340,7 +340,7 @@ class Status:
 
 def status(ctx: Context) -> Status:
     """Your locks, others' (with their state), and where each worktree's edits lie."""
-    from gitlocks.locks import live_table
+    from gitlocks.service.locks import live_table
 
     ident = ctx.identity
     table, live = live_table(ctx)

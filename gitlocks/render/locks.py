@@ -1,7 +1,7 @@
 """Human-readable replies: first word an agent can act on, then details for people.
 
 Pure string building; the command line decides where the text goes. Every line is made
-:func:`~gitlocks.text.printable`: reasons, notes and paths are user text, and a newline or
+:func:`~gitlocks.core.text.printable`: reasons, notes and paths are user text, and a newline or
 an escape sequence in them must not forge a line of its own.
 """
 
@@ -11,10 +11,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from gitlocks.locks import AcquireResult, CheckItem, Conflict, ReleaseResult
-from gitlocks.record import LockRecord, format_duration, parse_time
-from gitlocks.table import Problem
-from gitlocks.text import printable, printable_lines
+from gitlocks.core.record import LockRecord, format_duration, parse_time
+from gitlocks.core.table import Problem
+from gitlocks.core.text import printable, printable_lines
+from gitlocks.service.locks import AcquireResult, CheckItem, Conflict, ReleaseResult
 
 
 def until(stamp: str, now: datetime) -> str:

@@ -2,7 +2,7 @@
 
 The shim is a few lines of POSIX sh with a marker line; the project's ``hooks/`` folder
 holds the same text (a test keeps them equal). It hands over to ``git-alock hook NAME``,
-whose work is in :mod:`gitlocks.hooks`.
+whose work is in :mod:`gitlocks.hooks.check`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gitlocks.errors import Refused, StoreError, UsageError
-from gitlocks.hook_paths import git_output
-from gitlocks.hooks import HOOK_NAMES
+from gitlocks.git.changes import git_output
+from gitlocks.hooks.check import HOOK_NAMES
 
 MARKER = "# gitlocks-hook: installed by git alock install-hooks"
 # A foreign hook we chain is kept under its own name in this folder of the hooks

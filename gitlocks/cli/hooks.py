@@ -1,6 +1,6 @@
-"""Command-line verbs for the hooks feature, registered on the main app by ``gitlocks.cli``.
+"""Command-line verbs for the hooks feature, registered on the main app by ``gitlocks.cli.locks``.
 
-``gitlocks.hook_install`` is imported inside the verbs: the other verbs need not pay for it.
+``gitlocks.hooks.install`` is imported inside the verbs: the other verbs need not pay for it.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gitlocks.cli_common import JsonOption
+from gitlocks.cli.common import JsonOption
 from gitlocks.errors import EXIT_OK
 
 if TYPE_CHECKING:
-    from gitlocks.hook_install import HookChange
+    from gitlocks.hooks.install import HookChange
 
 
 _WORDS = {
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock install-hooks --pre-push
         """
-        from gitlocks import hook_install as hooks
+        from gitlocks.hooks import install as hooks
 
         wanted = ["pre-commit", "pre-push"] if pre_push else ["pre-commit"]
         _reply(hooks.install(hooks.hooks_dir(), wanted, sys.executable), as_json)
@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock uninstall-hooks
         """
-        from gitlocks import hook_install as hooks
+        from gitlocks.hooks import install as hooks
 
         _reply(hooks.uninstall(hooks.hooks_dir()), as_json)
         raise typer.Exit(EXIT_OK)

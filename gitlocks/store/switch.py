@@ -23,9 +23,11 @@ from typing import Any
 
 import pygit2
 
+from gitlocks.core.record import LockRecord, format_time, utcnow
+from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
-from gitlocks.record import LockRecord, format_time, utcnow
-from gitlocks.remote import (
+from gitlocks.store.local import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
+from gitlocks.store.remote import (
     LOCAL_JOURNAL_REF,
     STAGING_PREFIX,
     TRIES,
@@ -34,8 +36,6 @@ from gitlocks.remote import (
     read_sync_times,
     write_sync_times,
 )
-from gitlocks.store import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
-from gitlocks.table import Table, record_entries
 
 
 @dataclass

@@ -6,7 +6,7 @@ honours them all (the temporary index of ``git commit -a`` and ``git commit PATH
 linked worktree's git dir), and every call here targets that same repository, so the
 variables are passed on as they are. libgit2 would read none of them.
 
-Part of the hook path (see ``gitlocks.hooks``): it imports neither the command-line
+Part of the hook path (see ``gitlocks.hooks.check``): it imports neither the command-line
 framework nor pygit2.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gitlocks.errors import StoreError
 
-# The store's layout: the same value as ``gitlocks.store.LOCK_PREFIX``, restated because
+# The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
 # the hook must not import the store (it imports pygit2); a test holds the two equal.
 LOCK_PREFIX = "refs/agent-locks/"
 # Lock refs (and the journal) are pushed by remote mode; they hold no commits to check.

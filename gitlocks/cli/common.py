@@ -1,6 +1,6 @@
 """What every command-line module shares: the common options and how results are written.
 
-Kept apart from ``gitlocks.cli`` because the feature modules are imported by it.
+Kept apart from ``gitlocks.cli.locks`` because the feature modules are imported by it.
 """
 
 from __future__ import annotations

@@ -43,9 +43,10 @@ from typing import TypeVar
 
 import pygit2
 
+from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
+from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
-from gitlocks.record import LockRecord, format_time, parse_duration, utcnow
-from gitlocks.remote_git import (
+from gitlocks.git.remote import (
     GitRun,
     PushLine,
     failure,
@@ -55,8 +56,7 @@ from gitlocks.remote_git import (
     run_git,
     summarise,
 )
-from gitlocks.store import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
-from gitlocks.table import Table
+from gitlocks.store.local import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
 
 T = TypeVar("T")
 

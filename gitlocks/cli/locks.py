@@ -1,6 +1,6 @@
 """The ``git alock`` command line: the only module that prints or chooses exit codes.
 
-Each verb parses its arguments, calls one function of ``gitlocks.locks`` and renders the
+Each verb parses its arguments, calls one function of ``gitlocks.service.locks`` and renders the
 result: a human reply whose first word an agent can act on, or one JSON document.
 """
 
@@ -13,14 +13,19 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from gitlocks import __version__, cli_hooks, cli_lifecycle, cli_remote, locks, render
-from gitlocks.cli_common import AsOption, FreshOption, JsonOption, TtlOption, dump_json, out
+from gitlocks import __version__
+from gitlocks.cli import hooks as cli_hooks
+from gitlocks.cli import lifecycle as cli_lifecycle
+from gitlocks.cli import remote as cli_remote
+from gitlocks.cli.common import AsOption, FreshOption, JsonOption, TtlOption, dump_json, out
+from gitlocks.core.record import parse_duration
+from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
-from gitlocks.locks import Context
-from gitlocks.record import parse_duration
-from gitlocks.scope import ScopeEntry, make_entry
-from gitlocks.store import Store
+from gitlocks.render import locks as render
+from gitlocks.service import locks
+from gitlocks.service.locks import Context
+from gitlocks.store.local import Store
 
 app = typer.Typer(
     name="git alock",
@@ -42,7 +47,7 @@ app = typer.Typer(
 def _context(as_id: str | None, *, fresh: bool = False) -> Context:
     store = Store.discover()
     if store.config_get("alock.remote"):
-        from gitlocks.remote import RemoteStore
+        from gitlocks.store.remote import RemoteStore
 
         store = RemoteStore(store.repo)
         if fresh:
@@ -222,7 +227,7 @@ def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
     if as_json:
         dump_json([r.to_dict() for r in live])
     else:
-        from gitlocks.lifecycle import states
+        from gitlocks.service.lifecycle import states
 
         out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live)))
 
@@ -261,7 +266,7 @@ def check(
     ctx = _context(as_id, fresh=fresh)
     _say_staleness(ctx.store)
     if staged:
-        from gitlocks import hook_paths, hooks  # the hook's reader of staged paths, its check
+        from gitlocks.git import changes as hook_paths; from gitlocks.hooks import check as hooks  # the hook's reader of staged paths, its check
 
         items = hooks.check_paths(ctx, hook_paths.staged_paths())
     else:
