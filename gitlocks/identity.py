@@ -18,13 +18,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import NamedTuple
 
-from gitlocks.errors import InvalidHolder
-
-# ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
-# ``HOLDER_RE.match("a\n")`` would otherwise succeed.
-HOLDER_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
-
-HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
+from gitlocks.core.record import validate_holder
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
 # matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that
@@ -59,16 +53,6 @@ _COMM_LEN = 15
 
 # Ancestor chains are short; the bound only guards against a corrupt or cyclic view.
 _MAX_WALK = 64
-
-
-def validate_holder(value: str, *, what: str = "agent id") -> str:
-    """Return ``value`` if it is a usable holder id, else raise ``InvalidHolder``."""
-    if not isinstance(value, str) or not HOLDER_RE.match(value):
-        raise InvalidHolder(f"invalid {what} {value!r}: {HOLDER_RULE}")
-    if value in (".", ".."):
-        # Allowed by the character rule, but they read as paths, not names.
-        raise InvalidHolder(f"invalid {what} {value!r}: '.' and '..' are not names")
-    return value
 
 
 class SessionProcess(NamedTuple):

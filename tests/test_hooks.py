@@ -687,14 +687,6 @@ def test_printable() -> None:
     assert hooks.printable("\x00\x1b\x7f\x85\u2028") == "\\x00\\x1b\\x7f\\x85\\u2028"
 
 
-def test_hook_constants_match_the_modules_it_cannot_import() -> None:
-    from gitlocks.store import local as store
-    from gitlocks.store import remote
-
-    assert hook_paths.LOCK_PREFIX == store.LOCK_PREFIX
-    assert hooks.DEFAULT_SKEW_SECONDS == remote.DEFAULT_SKEW_SECONDS
-
-
 def _expired_a_moment_ago(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "--ttl", "1", **A).code == 0
     time.sleep(2.2)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from gitlocks import identity
+from gitlocks.core.record import HOLDER_RE, validate_holder
 from gitlocks.errors import InvalidHolder, UsageError
 from gitlocks.identity import (
-    HOLDER_RE,
     Identity,
     SessionProcess,
     process_alive,
@@ -26,7 +26,6 @@ from gitlocks.identity import (
     resolve_identity,
     session_holder_id,
     session_process,
-    validate_holder,
 )
 
 SOURCE_ROOT = Path(identity.__file__).resolve().parents[1]

@@ -18,8 +18,9 @@ from conftest import git
 from helpers import alock
 from test_lifecycle import ctx_for, entries, kill, proc_session
 
+from gitlocks.layout import JOURNAL_REF
 from gitlocks.service import journal, locks
-from gitlocks.store.local import JOURNAL_REF, Store
+from gitlocks.store.local import Store
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}

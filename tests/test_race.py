@@ -16,7 +16,8 @@ import pytest
 from conftest import git
 
 from gitlocks import patterns_overlap
-from gitlocks.store.local import LOCK_PREFIX, Store
+from gitlocks.layout import LOCK_PREFIX
+from gitlocks.store.local import Store
 
 SCOPES = [
     "src/**",

@@ -15,9 +15,10 @@ from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.errors import StoreError
 from gitlocks.identity import resolve_identity
+from gitlocks.layout import JOURNAL_REF, MUTEX_NAME
 from gitlocks.service.locks import Context, acquire
 from gitlocks.store import local as store_module
-from gitlocks.store.local import JOURNAL_REF, MUTEX_NAME, Store
+from gitlocks.store.local import Store
 
 
 def _ctx(repo: Path, holder: str) -> Context:

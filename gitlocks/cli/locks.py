@@ -22,6 +22,7 @@ from gitlocks.core.record import parse_duration
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
+from gitlocks.layout import DEFAULT_TTL_SECONDS
 from gitlocks.render import locks as render
 from gitlocks.service import locks
 from gitlocks.service.locks import Context
@@ -87,7 +88,7 @@ def _ttl(ctx: Context, ttl: str | None) -> int:
     configured = ctx.store.config_get("alock.ttl")
     if configured is not None:
         return parse_duration(configured, what="alock.ttl")
-    return locks.DEFAULT_TTL_SECONDS
+    return DEFAULT_TTL_SECONDS
 
 
 def _text(value: str, what: str, limit: int) -> str:
@@ -266,7 +267,10 @@ def check(
     ctx = _context(as_id, fresh=fresh)
     _say_staleness(ctx.store)
     if staged:
-        from gitlocks.git import changes as hook_paths; from gitlocks.hooks import check as hooks  # the hook's reader of staged paths, its check
+        from gitlocks.git import (
+            changes as hook_paths,  # the hook's reader of staged paths, its check
+        )
+        from gitlocks.hooks import check as hooks
 
         items = hooks.check_paths(ctx, hook_paths.staged_paths())
     else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
-from gitlocks.errors import UsageError
+from gitlocks.errors import InvalidHolder, UsageError
 
 FORMAT = 1
 LOCK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -25,6 +25,23 @@ _DURATION_RE = re.compile(
     r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$"
 )
 MAX_TTL_SECONDS = 366 * 86400
+
+
+# ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
+# ``HOLDER_RE.match("a\n")`` would otherwise succeed.
+HOLDER_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
+
+HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
+
+
+def validate_holder(value: str, *, what: str = "agent id") -> str:
+    """Return ``value`` if it is a usable holder id, else raise ``InvalidHolder``."""
+    if not isinstance(value, str) or not HOLDER_RE.match(value):
+        raise InvalidHolder(f"invalid {what} {value!r}: {HOLDER_RULE}")
+    if value in (".", ".."):
+        # Allowed by the character rule, but they read as paths, not names.
+        raise InvalidHolder(f"invalid {what} {value!r}: '.' and '..' are not names")
+    return value
 
 
 class RecordError(ValueError):

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple
 
-from gitlocks.core.record import LockRecord, format_time, parse_time
+from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
+from gitlocks.errors import InvalidHolder, InvalidPattern
+from gitlocks.layout import LOCK_PREFIX
 
 Key = tuple[str, str]  # (lock id, pattern)
 
@@ -25,6 +27,56 @@ class Problem(NamedTuple):
     ref: str
     oid: str
     reason: str
+
+
+def read_record(ref: str, oid: str, data: bytes | None, kind: str = "blob") -> LockRecord | Problem:
+    """The record a lock ref points at, or the problem that makes it unusable.
+
+    The one place a record read from a ref is judged, for the store, the remote and the
+    hooks alike: one bad record (anyone can write one) is reported and skipped, and never
+    stops a command (docs/design.md, section 3).
+    """
+
+    def problem(reason: str) -> Problem:
+        return Problem(ref=ref, oid=oid, reason=reason)
+
+    if kind != "blob":
+        return problem(f"points at a {kind}, not a lock record blob")
+    if data is None:
+        return problem("points at a missing object")
+    try:
+        record = LockRecord.from_json(data)
+    except RecordError as exc:
+        return problem(str(exc))
+    if record.id != ref[len(LOCK_PREFIX) :]:
+        return problem(f"record id {record.id!r} does not match its ref")
+    try:
+        validate_holder(record.holder, what="holder")
+        record_entries(record)
+    except (InvalidPattern, InvalidHolder) as exc:
+        return problem(str(exc))
+    return record
+
+
+def load_table(
+    found: Iterable[tuple[str, str, bytes | None, str]],
+    *,
+    version: str | None,
+    ignore_case: bool,
+    skew: int = 0,
+) -> Table:
+    """A table from ``(ref, oid, data, kind)`` of each lock ref: the one table loader."""
+    records: dict[str, LockRecord] = {}
+    problems: list[Problem] = []
+    for ref, oid, data, kind in found:
+        read = read_record(ref, oid, data, kind)
+        if isinstance(read, Problem):
+            problems.append(read)
+        else:
+            records[read.id] = read
+    return Table(
+        version=version, ignore_case=ignore_case, records=records, problems=problems, skew=skew
+    )
 
 
 def record_entries(record: LockRecord) -> list[ScopeEntry]:

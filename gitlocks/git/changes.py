@@ -18,12 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gitlocks.errors import StoreError
+from gitlocks.layout import OWN_REF_PREFIXES
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
 # the hook must not import the store (it imports pygit2); a test holds the two equal.
-LOCK_PREFIX = "refs/agent-locks/"
 # Lock refs (and the journal) are pushed by remote mode; they hold no commits to check.
-_OWN_REF_PREFIXES = (LOCK_PREFIX, "refs/agent-locks-meta/")
 _DIFF_OPTIONS = ("-z", "--name-status", "-M", "--diff-filter=ACDMRT", "--no-color", "--no-ext-diff")
 # Merges: the combined diff names the paths a merge changes against every parent (a
 # conflict resolution, an edit made in the merge), not those it takes from one side,
@@ -226,7 +225,7 @@ def pushed_paths(updates: Iterable[RefUpdate], cwd: str | None = None) -> list[s
     wanted = [
         u
         for u in updates
-        if not _is_zero(u.local_sha) and not u.remote_ref.startswith(_OWN_REF_PREFIXES)
+        if not _is_zero(u.local_sha) and not u.remote_ref.startswith(OWN_REF_PREFIXES)
     ]
     known = commits_among([u.local_sha for u in wanted] + [u.remote_sha for u in wanted], cwd)
     tips = [u.local_sha for u in wanted if u.local_sha in known]

@@ -20,18 +20,16 @@ from typing import TYPE_CHECKING, Literal
 
 from gitlocks.core.record import (
     LockRecord,
-    RecordError,
     format_duration,
     format_time,
     parse_duration,
     utcnow,
 )
 from gitlocks.core.scope import entry_covers, path_entry
-from gitlocks.core.table import Problem, Table, record_entries
+from gitlocks.core.table import Problem, Table, load_table, record_entries
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
 from gitlocks.git.changes import (
-    LOCK_PREFIX,
     Staged,
     finish_git,
     git_output,
@@ -46,6 +44,7 @@ from gitlocks.identity import (
     resolve_identity,
     session_process,
 )
+from gitlocks.layout import DEFAULT_SKEW_SECONDS, LOCK_PREFIX
 
 if TYPE_CHECKING:
     from gitlocks.service.locks import CheckItem, Context
@@ -53,10 +52,6 @@ if TYPE_CHECKING:
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
 PREFIX = "alock: "
-# Remote mode's clock-skew allowance when ``alock.clockSkew`` is unset: the same value as
-# ``gitlocks.store.remote.DEFAULT_SKEW_SECONDS``, restated because the hook must not import
-# that module (it imports pygit2); a test holds the two equal.
-DEFAULT_SKEW_SECONDS = 30
 _CONFIG_ARGS = (
     "config",
     "-z",
@@ -123,24 +118,12 @@ def read_table(refs: bytes, cwd: str | None, ignore_case: bool, skew: int = 0) -
         found.append((oid, kind, name))
     blobs = [oid for oid, kind, _ in found if kind == "blob"]
     data = _read_blobs(blobs, cwd) if blobs else {}
-    records: dict[str, LockRecord] = {}
-    problems: list[Problem] = []
-    for oid, kind, name in found:
-        reason = None
-        if kind != "blob":
-            reason = f"points at a {kind}, not a lock record blob"
-        else:
-            try:
-                record = LockRecord.from_json(data[oid])
-            except (RecordError, KeyError) as exc:
-                reason = str(exc)
-            else:
-                if record.id == name[len(LOCK_PREFIX) :]:
-                    records[record.id] = record
-                    continue
-                reason = f"record id {record.id!r} does not match its ref"
-        problems.append(Problem(ref=name, oid=oid, reason=reason))
-    return Table(ignore_case=ignore_case, records=records, problems=problems, skew=skew)
+    return load_table(
+        ((name, oid, data.get(oid), kind) for oid, kind, name in found),
+        version=None,
+        ignore_case=ignore_case,
+        skew=skew,
+    )
 
 
 def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import printable
 from gitlocks.errors import UsageError
+from gitlocks.layout import REFUSALS_FILE
 
 if TYPE_CHECKING:  # store imports this module
     import pygit2
@@ -46,7 +47,6 @@ Event = dict[str, Any]
 DEFAULT_KEEP_EVENTS = 1000
 # With an age policy, look for old events once per this many writes.
 AGE_CHECK_EVERY = 1000
-REFUSALS_FILE = "agent-locks-refusals.jsonl"
 REFUSALS_KEEP = 1000
 # Trim the refusal log when it grows past this size (about 2 * REFUSALS_KEEP lines).
 REFUSALS_TRIM_BYTES = 512 * 1024

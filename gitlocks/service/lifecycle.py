@@ -39,11 +39,11 @@ from gitlocks.core.scope import (
     path_entry,
 )
 from gitlocks.core.table import Table, record_entries
+from gitlocks.layout import DEFAULT_STALE_SECONDS
 
 if TYPE_CHECKING:  # locks imports this module; the reverse is needed for types only
     from gitlocks.service.locks import Conflict, Context
 
-DEFAULT_STALE_SECONDS = 10 * 60
 State = Literal["live", "stale", "dead", "interrupted"]
 
 

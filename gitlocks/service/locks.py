@@ -27,10 +27,10 @@ from gitlocks.core.record import (
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table, record_entries
 from gitlocks.identity import Identity, process_alive
+from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import journal, lifecycle
-from gitlocks.store.local import LOCK_PREFIX, Change, Store
+from gitlocks.store.local import Change, Store
 
-DEFAULT_TTL_SECONDS = 30 * 60
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 
 

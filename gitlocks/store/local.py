@@ -33,7 +33,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -42,18 +42,19 @@ from typing import Any, NamedTuple, TypeVar
 
 import pygit2
 
-from gitlocks.core.record import LockRecord, RecordError
-from gitlocks.core.table import Problem, Table, record_entries
-from gitlocks.errors import InvalidHolder, InvalidPattern, NotARepository, StoreError
-from gitlocks.identity import validate_holder
+from gitlocks.core.record import LockRecord
+from gitlocks.core.table import Problem, Table, load_table, read_record
+from gitlocks.errors import NotARepository, StoreError
+from gitlocks.layout import (
+    JOURNAL_REF,
+    LOCK_PREFIX,
+    LOCKFILE_WAIT_SECONDS,
+    MUTEX_NAME,
+    MUTEX_TIMEOUT_SECONDS,
+)
 from gitlocks.service import journal
 
-LOCK_PREFIX = "refs/agent-locks/"
-JOURNAL_REF = "refs/agent-locks-meta/journal"
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
-MUTEX_NAME = "agent-locks.mutex"
-LOCKFILE_WAIT_SECONDS = 5.0
-MUTEX_TIMEOUT_SECONDS = 15.0
 _SIGNATURE = ("gitlocks", "gitlocks@localhost")
 
 T = TypeVar("T")
@@ -192,25 +193,27 @@ class Store:
         return table
 
     def _load(self, version: str | None) -> Table:
-        records: dict[str, LockRecord] = {}
-        problems: list[Problem] = []
-        for name, oid in self._lock_refs():
-            record, problem = self._read_record(name, oid)
-            if record is not None:
-                records[record.id] = record
-            elif problem is not None:
-                problems.append(problem)
-        return Table(
+        refs = sorted(self.scan_refs((LOCK_PREFIX,)).items())
+        return self.load(refs, version)
+
+    def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table:
+        """The table of ``(ref, oid)`` lock refs, through the one loader."""
+        return load_table(
+            (self.read_object(name, oid) for name, oid in refs),
             version=version,
             ignore_case=self.ignore_case,
-            records=records,
-            problems=problems,
             skew=self.skew,
         )
 
-    def _lock_refs(self) -> Iterator[tuple[str, pygit2.Oid]]:
-        for name, oid in sorted(self.scan_refs((LOCK_PREFIX,)).items()):
-            yield name, pygit2.Oid(hex=oid)
+    def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
+        """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""
+        try:
+            obj = self.repo[oid]
+        except (KeyError, ValueError, pygit2.GitError):
+            return name, oid, None, "blob"
+        if not isinstance(obj, pygit2.Blob):
+            return name, oid, None, obj.type_str
+        return name, oid, obj.data, "blob"
 
     def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]:
         """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name.
@@ -254,28 +257,8 @@ class Store:
             found.setdefault(match.group(2).decode("utf-8", "replace"), match.group(1).decode())
         return found
 
-    def _read_record(self, name: str, oid: pygit2.Oid) -> tuple[LockRecord | None, Problem | None]:
-        def problem(reason: str) -> tuple[None, Problem]:
-            return None, Problem(ref=name, oid=str(oid), reason=reason)
-
-        try:
-            obj = self.repo[oid]
-        except (KeyError, ValueError, pygit2.GitError):
-            return problem("points at a missing object")
-        if not isinstance(obj, pygit2.Blob):
-            return problem(f"points at a {obj.type_str}, not a lock record blob")
-        try:
-            record = LockRecord.from_json(obj.data)
-        except RecordError as exc:
-            return problem(str(exc))
-        if record.id != name[len(LOCK_PREFIX) :]:
-            return problem(f"record id {record.id!r} does not match its ref")
-        try:  # one bad foreign record must not stop every command: it is reported instead
-            validate_holder(record.holder, what="holder")
-            record_entries(record)
-        except (InvalidPattern, InvalidHolder) as exc:
-            return problem(str(exc))
-        return record, None
+    def read_record(self, name: str, oid: str) -> LockRecord | Problem:
+        return read_record(*self.read_object(name, oid))
 
     # --- writing ------------------------------------------------------------------------
 

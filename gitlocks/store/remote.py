@@ -56,16 +56,20 @@ from gitlocks.git.remote import (
     run_git,
     summarise,
 )
-from gitlocks.store.local import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
+from gitlocks.layout import (
+    DEFAULT_REMOTE_TIMEOUT_SECONDS,
+    DEFAULT_SKEW_SECONDS,
+    JOURNAL_REF,
+    LOCK_PREFIX,
+    MUTEX_TIMEOUT_SECONDS,
+    PROBE_PREFIXES,
+    STAGING_PREFIX,
+    SYNC_FILE,
+)
+from gitlocks.store.local import Change, Store
 
 T = TypeVar("T")
 
-STAGING_PREFIX = "refs/agent-locks-remote/"
-LOCAL_JOURNAL_REF = "refs/agent-locks-meta/local-journal"
-PROBE_PREFIXES = ("refs/agent-locks/probe/", "refs/agent-locks-meta/probe/")
-SYNC_FILE = "agent-locks-remote.json"
-DEFAULT_SKEW_SECONDS = 30
-DEFAULT_TIMEOUT_SECONDS = 30
 # A lost race costs a fetch and a push, while the winner's next write needs only a push,
 # so a busy remote can make one writer lose many times in a row: bound the retries by
 # count and by time (alock.remoteTimeout), and keep the jitter short so a loser retries
@@ -121,7 +125,7 @@ class RemoteStore(Store):
                 f"(git remote -v lists them; git alock remote --off returns to local mode)"
             )
         self.remote = name
-        self.timeout = config_seconds(self, "alock.remoteTimeout", DEFAULT_TIMEOUT_SECONDS)
+        self.timeout = config_seconds(self, "alock.remoteTimeout", DEFAULT_REMOTE_TIMEOUT_SECONDS)
         self.skew = config_seconds(self, "alock.clockSkew", DEFAULT_SKEW_SECONDS, zero=True)
         self.staging = f"{STAGING_PREFIX}{name}/"
         self.detached = f"{self.staging}detached/"
@@ -188,19 +192,12 @@ class RemoteStore(Store):
         cached = self._remote_cache
         if cached is not None and cached.version == journal and cached.refs == locks:
             return cached
-        records: dict[str, LockRecord] = {}
-        problems = []
-        for lock_id, oid in locks.items():
-            record, problem = self._read_record(LOCK_PREFIX + lock_id, pygit2.Oid(hex=oid))
-            if record is not None:
-                records[record.id] = record
-            elif problem is not None:
-                problems.append(problem)
+        loaded = self.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(locks.items())), journal)
         table = RemoteTable(
             version=journal,
             ignore_case=self.ignore_case,
-            records=records,
-            problems=problems,
+            records=loaded.records,
+            problems=loaded.problems,
             refs=locks,
             skew=self.skew,
         )
@@ -213,8 +210,8 @@ class RemoteStore(Store):
         found = []
         for lock_id, oid in sorted(self.local_locks().items()):
             if staged.get(lock_id) != oid:
-                record, _ = self._read_record(LOCK_PREFIX + lock_id, pygit2.Oid(hex=oid))
-                if record is not None:
+                record = self.read_record(LOCK_PREFIX + lock_id, oid)
+                if isinstance(record, LockRecord):
                     found.append(record)
         return found
 

@@ -26,10 +26,9 @@ import pygit2
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
-from gitlocks.store.local import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, Change, Store
+from gitlocks.layout import LOCAL_JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, STAGING_PREFIX
+from gitlocks.store.local import Change, Store
 from gitlocks.store.remote import (
-    LOCAL_JOURNAL_REF,
-    STAGING_PREFIX,
     TRIES,
     RemoteStore,
     RemoteTable,
@@ -122,8 +121,8 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     for lock_id, oid in sorted(local.items()):
         if staged.get(lock_id) == oid:
             continue  # already the remote's
-        record, _ = remote._read_record(LOCK_PREFIX + lock_id, pygit2.Oid(hex=oid))
-        if record is None:
+        record = remote.read_record(LOCK_PREFIX + lock_id, oid)
+        if not isinstance(record, LockRecord):
             continue  # not a lock record: left as it is
         if copies.get(lock_id) == oid or foreign.get(lock_id) == oid:
             refreshed.append(record)  # the remote's lock, as mirrored: never ours to push

@@ -1,0 +1,33 @@
+"""Where gitlocks keeps things, and its defaults: ref names, file names, durations.
+
+Stdlib only and import-free, so the store, the remote protocol, the hooks and the command
+line all name the same refs and files without importing one another (docs/design.md,
+section 4).
+"""
+
+from __future__ import annotations
+
+# --- refs (shared by every worktree of a repository) -----------------------------------------
+
+LOCK_PREFIX = "refs/agent-locks/"  # one blob per live lock: refs/agent-locks/<id>
+META_PREFIX = "refs/agent-locks-meta/"
+JOURNAL_REF = META_PREFIX + "journal"  # the serialisation ref; its history is the journal
+LOCAL_JOURNAL_REF = META_PREFIX + "local-journal"  # local history kept on entering remote mode
+OWN_REF_PREFIXES = (LOCK_PREFIX, META_PREFIX)
+STAGING_PREFIX = "refs/agent-locks-remote/"  # remote mode: the remote's refs as last seen
+PROBE_PREFIXES = (LOCK_PREFIX + "probe/", META_PREFIX + "probe/")
+
+# --- files in the common git directory ------------------------------------------------------
+
+MUTEX_NAME = "agent-locks.mutex"
+SYNC_FILE = "agent-locks-remote.json"
+REFUSALS_FILE = "agent-locks-refusals.jsonl"
+
+# --- defaults ---------------------------------------------------------------------------------
+
+DEFAULT_TTL_SECONDS = 30 * 60
+DEFAULT_STALE_SECONDS = 10 * 60
+DEFAULT_SKEW_SECONDS = 30
+DEFAULT_REMOTE_TIMEOUT_SECONDS = 30
+MUTEX_TIMEOUT_SECONDS = 15.0
+LOCKFILE_WAIT_SECONDS = 5.0
