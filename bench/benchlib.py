@@ -30,17 +30,12 @@ def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
     They name no session process (pid 0), so liveness never judges them dead: they live by
     their TTL, like claims made with an explicit id. 10,000 take a few seconds.
     """
-    # The package's internal API, imported here only: the module layout is being
-    # restructured, and this function is the one place to update when it moves.
+    # The package's internal API (the layout of commit 23199a6), imported here only: the
+    # module layout is still moving, and this function is the one place to update.
     import socket
 
-    try:  # the layout the restructuring introduces
-        from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
-        from gitlocks.store.local import Change, Store
-    except ModuleNotFoundError:  # the flat layout before it (commit 2e3c69d)
-        from gitlocks.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
-
-        from gitlocks.store import Change, Store
+    from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+    from gitlocks.store.local import Change, Store
 
     store = Store.discover(repo)
     branch, head = store.head_info()

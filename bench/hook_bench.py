@@ -29,7 +29,7 @@ from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
 from gitlocks.identity import resolve_identity
 from gitlocks.service import locks
-from gitlocks.service.locks import Context
+from gitlocks.service.context import Context
 from gitlocks.store.local import Store
 
 

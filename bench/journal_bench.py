@@ -26,11 +26,13 @@ from pathlib import Path
 
 from benchlib import git, make_repo
 
+from gitlocks.core import journal as core_journal
 from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import process_start_time, resolve_identity
 from gitlocks.service import journal
-from gitlocks.service.locks import Context, acquire, release
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire, release
 from gitlocks.store.local import Change, Store
 
 QUICK = "--quick" in sys.argv
@@ -79,9 +81,9 @@ def log_cost(repo: Path) -> None:
     ctx = Context(store=store, identity=resolve_identity("bench-agent"))
     # Bring the chain to its longest: just before the next compaction.
     tip = store.repo[store.version()]
-    seq = journal.parse_seq(tip.message)
+    seq = core_journal.parse_seq(tip.message)
     entries = [ScopeEntry("src/**")]
-    while seq < 2 * journal.DEFAULT_KEEP_EVENTS - 2:
+    while seq < 2 * core_journal.DEFAULT_KEEP_EVENTS - 2:
         acquire(ctx, entries)
         release(ctx, entries)
         seq += 2

@@ -30,7 +30,8 @@ from benchlib import git
 
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
-from gitlocks.service.locks import Context, acquire
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire
 from gitlocks.store.remote import RemoteStore
 
 

@@ -28,7 +28,8 @@ from benchlib import make_repo
 from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
-from gitlocks.service.locks import Context, acquire, release
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire, release
 from gitlocks.store.local import Change, Store
 
 QUICK = "--quick" in sys.argv

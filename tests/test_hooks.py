@@ -741,7 +741,8 @@ def test_check_paths_decides_odd_names_from_one_reading(
     live locks are worked out once, not once per name."""
     from gitlocks.core.table import Table
     from gitlocks.identity import resolve_identity
-    from gitlocks.service.locks import Context
+    from gitlocks.service import locks
+    from gitlocks.service.context import Context
     from gitlocks.store.local import Store
 
     assert alock(repo, "acquire", "src/**", **A).code == 0
@@ -759,7 +760,7 @@ def test_check_paths_decides_odd_names_from_one_reading(
 
     def statuses(paths: list[str]) -> list[str]:
         calls.clear()
-        return [item.status for item in hooks.check_paths(ctx, paths)]
+        return [item.status for item in locks.check_paths(ctx, paths)]
 
     assert statuses(["src/a\nb", "docs/c\td", "free/\x01"]) == ["held", "yours", "free"]
     few = len(calls)
@@ -897,7 +898,8 @@ def test_hook_check_agrees_with_locks_check(repo: Path) -> None:
     """The hook restates who is a friend (it cannot import the service layer): hold them equal."""
     from gitlocks.core.record import utcnow
     from gitlocks.identity import resolve_identity
-    from gitlocks.service.locks import Context
+    from gitlocks.service import locks
+    from gitlocks.service.context import Context
     from gitlocks.store.local import Store
 
     family = {
@@ -914,7 +916,7 @@ def test_hook_check_agrees_with_locks_check(repo: Path) -> None:
     for holder, parent in family.items():
         ident = resolve_identity(as_id=holder, env={"AGENT_PARENT_ID": parent or "root"})
         ctx = Context(store=Store.discover(repo), identity=ident)
-        expected = {i.path for i in hooks.check_paths(ctx, paths) if i.status == "held"}
+        expected = {i.path for i in locks.check_paths(ctx, paths) if i.status == "held"}
         table = ctx.store.read_table()
         got = {h.path for h in hooks.find_held(table, ident, utcnow(), paths)}
         assert got == expected, holder

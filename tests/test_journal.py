@@ -18,9 +18,11 @@ from conftest import git
 from helpers import alock
 from test_lifecycle import ctx_for, entries, kill, proc_session
 
+from gitlocks.core import journal as core_journal
 from gitlocks.layout import JOURNAL_REF
+from gitlocks.render import journal as render_journal
 from gitlocks.service import journal, locks
-from gitlocks.store.local import Store
+from gitlocks.store.local import Store, is_journal_commit
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -137,7 +139,7 @@ def test_journal_is_compacted_keeping_the_last_events(repo: Path) -> None:
 
 
 def test_age_policy_keeps_recent_events() -> None:
-    policy = journal.KeepPolicy.from_config(lambda key: "1d")
+    policy = core_journal.KeepPolicy.from_config(lambda key: "1d")
     assert policy.events is None and policy.seconds == 86400
     now = datetime(2030, 1, 10, tzinfo=timezone.utc)
     newest_first = [
@@ -146,19 +148,19 @@ def test_age_policy_keeps_recent_events() -> None:
     ]
     kept, dropped = policy.retain(newest_first, now)
     assert dropped and kept == newest_first[:1]
-    assert policy.due(journal.AGE_CHECK_EVERY) and not policy.due(1)
-    assert journal.KeepPolicy.from_config(lambda key: None).events == 1000
+    assert policy.due(core_journal.AGE_CHECK_EVERY) and not policy.due(1)
+    assert core_journal.KeepPolicy.from_config(lambda key: None).events == 1000
     with pytest.raises(Exception, match="journalKeep"):
-        journal.KeepPolicy.from_config(lambda key: "0")
+        core_journal.KeepPolicy.from_config(lambda key: "0")
 
 
 def test_commit_messages_round_trip() -> None:
     events = [{"event": "granted", "holder": "a", "paths": ["src/**"], "at": "x"}]
-    text = journal.message(events, 7)
+    text = core_journal.message(events, 7)
     assert text.splitlines()[0] == "granted a src/**"
-    assert journal.parse_events(text) == events
-    assert journal.parse_seq(text) == 7
-    assert journal.parse_seq("old message\n\n{}\n") == 0
+    assert core_journal.parse_events(text) == events
+    assert core_journal.parse_seq(text) == 7
+    assert core_journal.parse_seq("old message\n\n{}\n") == 0
 
 
 def watch_process(repo: Path, *args: str) -> subprocess.Popen[str]:
@@ -238,7 +240,7 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
     from remote_fixtures import make_bare, make_clone, remote_events
 
     from gitlocks.identity import resolve_identity
-    from gitlocks.service.locks import Context
+    from gitlocks.service.context import Context
     from gitlocks.store.remote import RemoteStore
 
     bare = make_bare(tmp_path / "locks.git")
@@ -291,14 +293,14 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
 # --- regressions: following across compaction and refusal-log trims --------------------------
 
 
-def follower(repo: Path, **kwargs: Any) -> Iterator[list[journal.Event]]:
+def follower(repo: Path, **kwargs: Any) -> Iterator[list[core_journal.Event]]:
     """``journal.follow`` driven by hand: each ``next`` is one poll."""
     gen = journal.follow(Store.discover(repo), interval=0, sleep=lambda _: None, **kwargs)
     assert next(gen) == []
     return gen
 
 
-def granted(batch: list[journal.Event]) -> list[str]:
+def granted(batch: list[core_journal.Event]) -> list[str]:
     return [e["paths"][0] for e in batch if e["event"] == "granted"]
 
 
@@ -340,7 +342,7 @@ def test_follow_skips_old_chains_it_cannot_connect(repo: Path) -> None:
     assert granted(journal._new_since(store, seen, store.version() or "")) == ["f4", "f5"]
 
 
-def refusal(i: int) -> journal.Event:
+def refusal(i: int) -> core_journal.Event:
     return {"event": "refused", "at": f"2030-01-01T00:{i // 60:02d}:{i % 60:02d}Z", "n": i}
 
 
@@ -406,7 +408,7 @@ def test_log_and_watch_lines_escape_user_text(repo: Path) -> None:
     assert alock(repo, "acquire", "src/u", "-m", reason, **A).code == 0
     assert alock(repo, "note", "src/u", "n\r\nRELEASED", **A).code == 0
     assert alock(repo, "acquire", "src/u/f.py", "-m", "y\nz", **B).code == 1
-    lines = [journal.format_event(e) for e in next(polls)]
+    lines = [render_journal.format_event(e) for e in next(polls)]
     assert len(lines) == 3 and all("\n" not in line and "\x1b" not in line for line in lines)
     assert 'reason "x\\nFREE src/u2\\x1b[2J"' in lines[0]
     assert 'text "n\\r\\nRELEASED"' in lines[1]
@@ -422,19 +424,19 @@ def test_is_journal_commit(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
     r = pygit2.Repository(str(repo))
     tip = r.get(r.references[JOURNAL_REF].target)
-    assert journal.is_journal_commit(tip)
-    assert not journal.is_journal_commit(r.head.peel(pygit2.Commit))  # the project's history
+    assert is_journal_commit(tip)
+    assert not is_journal_commit(r.head.peel(pygit2.Commit))  # the project's history
     sig = pygit2.Signature("t", "t@example.invalid", 0, 0)
     empty = r.TreeBuilder().write()
     plain = r.get(r.create_commit(None, sig, sig, "no trailer\n", empty, []))
-    assert not journal.is_journal_commit(plain)
+    assert not is_journal_commit(plain)
     merge = r.get(
         r.create_commit(None, sig, sig, "m\n\nJournal-Seq: 3\n", empty, [tip.id, plain.id])
     )
-    assert not journal.is_journal_commit(merge)
+    assert not is_journal_commit(merge)
     full_tree = r.head.peel(pygit2.Commit).tree_id
     with_files = r.get(r.create_commit(None, sig, sig, "x\n\nJournal-Seq: 2\n", full_tree, []))
-    assert not journal.is_journal_commit(with_files)
+    assert not is_journal_commit(with_files)
 
 
 def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> None:
@@ -442,6 +444,6 @@ def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> Non
     assert alock(repo, "acquire", "src/**", **A).code == 0
     r = pygit2.Repository(str(repo))
     tip = r.get(r.references[JOURNAL_REF].target)
-    assert journal.is_journal_commit(tip)
+    assert is_journal_commit(tip)
     assert not tip.parents  # not chained onto the project's history
     assert [e["event"] for e in journal.events(Store.discover(repo))] == ["granted"]

@@ -18,7 +18,8 @@ from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.identity import SessionProcess, process_alive, process_start_time, resolve_identity
 from gitlocks.render import locks as render
 from gitlocks.service import lifecycle, locks
-from gitlocks.service.locks import Context
+from gitlocks.service.context import Context
+from gitlocks.service.results import CheckItem
 from gitlocks.store.local import Store
 
 HOST = os.uname().nodename
@@ -459,7 +460,7 @@ def test_human_output_escapes_notes_and_paths(repo: Path, sleeper: subprocess.Po
 
 
 def test_check_of_a_path_with_a_control_character_is_escaped() -> None:
-    item = locks.CheckItem("src/a\nFREE b", "free", [])
+    item = CheckItem("src/a\nFREE b", "free", [])
     assert render.check([item], T0) == "FREE src/a\\nFREE b"
 
 

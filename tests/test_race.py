@@ -44,7 +44,8 @@ def _claimer(
 ) -> None:
     from gitlocks.core.scope import ScopeEntry
     from gitlocks.identity import resolve_identity
-    from gitlocks.service.locks import Context, acquire
+    from gitlocks.service.context import Context
+    from gitlocks.service.locks import acquire
 
     os.chdir(worktree)
     ctx = Context(store=Store.discover(), identity=resolve_identity(holder))
@@ -91,7 +92,8 @@ CHURN_SCOPES = ["src/**", "src/api/auth.py", "docs/**"]
 _CHURN = """
 import os, sys
 from gitlocks.identity import resolve_identity
-from gitlocks.service.locks import Context, acquire, release
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire, release
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.store.local import Store
 os.chdir(sys.argv[1])

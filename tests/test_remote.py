@@ -28,7 +28,8 @@ from gitlocks.core.record import utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.git.remote import GitRun, failure, lost_race, porcelain
 from gitlocks.identity import resolve_identity
-from gitlocks.service.locks import Context, acquire
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire
 from gitlocks.store.remote import RemoteStore
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it

@@ -16,7 +16,8 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.errors import StoreError
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import JOURNAL_REF, MUTEX_NAME
-from gitlocks.service.locks import Context, acquire
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire
 from gitlocks.store import local as store_module
 from gitlocks.store.local import Store
 

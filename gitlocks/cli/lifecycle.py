@@ -18,7 +18,7 @@ from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from gitlocks.service.lifecycle import ResumeResult, Status
+    from gitlocks.service.results import ResumeResult, Status
 
 
 def _resume_text(result: ResumeResult, now: datetime) -> str:
@@ -142,10 +142,10 @@ def register(app: typer.Typer) -> None:
         Example: git alock status
         """
         from gitlocks.cli import locks as cli
-        from gitlocks.service import lifecycle
+        from gitlocks.service.status import status
 
         ctx = cli._context(as_id)
-        report = lifecycle.status(ctx)
+        report = status(ctx)
         if as_json:
             dump_json(report.to_dict())
         else:
@@ -168,20 +168,22 @@ def register(app: typer.Typer) -> None:
 
         Example: git alock log -n 20 --since 2h
         """
+        from gitlocks.core import journal as core_journal
         from gitlocks.core.record import utcnow
+        from gitlocks.render import journal as render_journal
         from gitlocks.service import journal
         from gitlocks.store.local import Store
 
         store = Store.discover()
-        after = journal.since_time(since, utcnow()) if since else None
+        after = core_journal.since_time(since, utcnow()) if since else None
         shared = journal.events(store, limit=count, since=after)
-        found = journal.merged(shared, journal.refusals(store, since=after), count)
+        found = core_journal.merged(shared, journal.refusals(store, since=after), count)
         if reverse:
             found.reverse()
         if as_json:
             dump_json(found)
         else:
-            out("\n".join(journal.format_event(e) for e in found) or "no events")
+            out("\n".join(render_journal.format_event(e) for e in found) or "no events")
         raise typer.Exit(EXIT_OK)
 
     @app.command()
@@ -204,6 +206,7 @@ def register(app: typer.Typer) -> None:
         import time
 
         from gitlocks.core.record import parse_duration
+        from gitlocks.render import journal as render_journal
         from gitlocks.service import journal
         from gitlocks.store.local import Store
 
@@ -216,7 +219,7 @@ def register(app: typer.Typer) -> None:
             for batch in journal.follow(store, interval=interval):
                 for event in batch:
                     line = json.dumps(event, ensure_ascii=False, sort_keys=True)
-                    out(line if as_json else journal.format_event(event))
+                    out(line if as_json else render_journal.format_event(event))
                     seen += 1
                     if count is not None and seen >= count:
                         raise typer.Exit(EXIT_OK)

@@ -25,7 +25,7 @@ from gitlocks.identity import resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 from gitlocks.render import locks as render
 from gitlocks.service import locks
-from gitlocks.service.locks import Context
+from gitlocks.service.context import Context, live_table
 from gitlocks.store.local import Store
 
 app = typer.Typer(
@@ -222,7 +222,7 @@ def renew(
 def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
     ctx = _context(as_id, fresh=fresh)
     _say_staleness(ctx.store)
-    table, live = locks.live_table(ctx)
+    table, live = live_table(ctx)
     if table.problems:
         sys.stderr.write(render.problems(table.problems) + "\n")
     if as_json:
@@ -267,12 +267,9 @@ def check(
     ctx = _context(as_id, fresh=fresh)
     _say_staleness(ctx.store)
     if staged:
-        from gitlocks.git import (
-            changes as hook_paths,  # the hook's reader of staged paths, its check
-        )
-        from gitlocks.hooks import check as hooks
+        from gitlocks.git.changes import staged_paths
 
-        items = hooks.check_paths(ctx, hook_paths.staged_paths())
+        items = locks.check_paths(ctx, staged_paths())
     else:
         items = locks.check(ctx, _entries(ctx, _require(paths, "path (or --staged)")))
     _warn_problems(ctx)

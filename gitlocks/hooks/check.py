@@ -16,7 +16,6 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
 
 from gitlocks.core.record import (
     LockRecord,
@@ -45,9 +44,6 @@ from gitlocks.identity import (
     session_process,
 )
 from gitlocks.layout import DEFAULT_SKEW_SECONDS, LOCK_PREFIX
-
-if TYPE_CHECKING:
-    from gitlocks.service.locks import CheckItem, Context
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
@@ -196,29 +192,6 @@ class _Theirs:
 
 def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
     return any(entry_covers(e, path, ignore_case=ignore_case) for e in record_entries(record))
-
-
-def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
-    """FREE, YOURS or HELD for each concrete path (``git alock check --staged``)."""
-    from gitlocks.service import locks
-
-    entries = {path: path_entry(path) for path in paths}
-    normal = {path: entry for path, entry in entries.items() if entry is not None}
-    checked = locks.check(ctx, list(normal.values()))
-    by_path = {path: item._replace(path=path) for path, item in zip(normal, checked, strict=True)}
-    odd = [path for path, entry in entries.items() if entry is None]
-    if odd:
-        table = ctx.store.read_table()
-        theirs = _Theirs(table, ctx.identity, ctx.now())
-        live = [r for r in table if theirs.alive(r)]
-        for path in odd:
-            covering = [r for r in live if _covers(r, path, table.ignore_case)]
-            held = [r for r in covering if r.holder not in theirs.ours]
-            status: Literal["free", "yours", "held"] = (
-                "held" if held else "yours" if covering else "free"
-            )
-            by_path[path] = locks.CheckItem(path, status, held or covering)
-    return [by_path[path] for path in entries]
 
 
 def _runs_hooks(proc: SessionProcess) -> bool:

@@ -14,7 +14,7 @@ from datetime import datetime
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
-from gitlocks.service.locks import AcquireResult, CheckItem, Conflict, ReleaseResult
+from gitlocks.service.results import AcquireResult, CheckItem, Conflict, ReleaseResult
 
 
 def until(stamp: str, now: datetime) -> str:

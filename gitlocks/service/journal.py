@@ -1,162 +1,27 @@
-"""The journal: what happened to the lock table, and what was refused.
+"""Reading the journal through the store, and the local log of refusals.
 
-Shared history: every write to the store moves the serialisation ref to a new commit
-with an empty tree whose message is a summary line, a blank line, one JSON event per
-line, and a ``Journal-Seq: N`` trailer (the commit's distance from the start of its
-chain). So the journal travels with the refs (worktrees, remotes) and costs one small
-commit per write.
-
-Bounded growth: ``alock.journalKeep`` is a number of events (default 1000) or an age
-(``14d``). Once a chain is twice as long as needed, the next write starts a new chain
-whose root commit carries a ``compacted`` marker and the retained events, and builds on
-it; the old chain becomes unreachable and git's gc reclaims it. Compaction happens once
-per ``keep`` writes, so it costs a constant amount per write on average, and ordinary
-operations never rewrite history (a compaction is itself a new commit, not a rewrite of
-the retained ones).
-
-Local only: refusals change nothing, so they are not committed; they are appended to
-``<common git dir>/agent-locks-refusals.jsonl``, trimmed to the newest
-``REFUSALS_KEEP`` lines.
-
-Nothing here prints: the command line formats events with :func:`format_event`.
+Shared history lives in the journal commits the store writes (their format is
+``gitlocks.core.journal``; docs/design.md, section 4.4): this module walks them for
+``log`` and ``watch``. Refusals change nothing, so they are not committed; they are
+appended to ``<common git dir>/agent-locks-refusals.jsonl``, trimmed to the newest
+``REFUSALS_KEEP`` lines. Nothing here prints: ``gitlocks.render.journal`` formats events.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitlocks.core.record import format_time, parse_duration
-from gitlocks.core.text import printable
-from gitlocks.errors import UsageError
+from gitlocks.core.journal import COMPACTED, Event, interleave, json_objects
 from gitlocks.layout import REFUSALS_FILE
+from gitlocks.store.local import Store
 
-if TYPE_CHECKING:  # store imports this module
-    import pygit2
-
-    from gitlocks.store.local import Store
-
-Event = dict[str, Any]
-
-DEFAULT_KEEP_EVENTS = 1000
-# With an age policy, look for old events once per this many writes.
-AGE_CHECK_EVERY = 1000
 REFUSALS_KEEP = 1000
 # Trim the refusal log when it grows past this size (about 2 * REFUSALS_KEEP lines).
 REFUSALS_TRIM_BYTES = 512 * 1024
-_SEQ_RE = re.compile(r"^Journal-Seq: (\d+)$", re.MULTILINE)
-COMPACTED = "compacted"
-
-
-# --- commit messages ------------------------------------------------------------------------
-
-
-def summary(event: Event) -> str:
-    paths = " ".join(event.get("paths", []))
-    return f"{event.get('event', '?')} {event.get('holder', '')} {paths}".strip()
-
-
-def message(events: Iterable[Event], seq: int) -> str:
-    events = list(events)
-    head = "; ".join(summary(e) for e in events) or "update"
-    body = "\n".join(json.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
-    return f"{head[:200]}\n\n{body}\n\nJournal-Seq: {seq}\n"
-
-
-def parse_events(text: str) -> list[Event]:
-    """The JSON events of a journal commit message (other lines are skipped)."""
-    _, _, body = text.partition("\n\n")
-    return _json_objects(body.splitlines())
-
-
-def _json_objects(lines: Iterable[str]) -> list[Event]:
-    """The lines that hold a JSON object, parsed; anything else is skipped."""
-    found = []
-    for line in lines:
-        if not line.startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            found.append(event)
-    return found
-
-
-def parse_seq(text: str) -> int:
-    """The ``Journal-Seq`` of a commit message; 0 for one written without it."""
-    match = _SEQ_RE.search(text)
-    return int(match.group(1)) if match else 0
-
-
-def is_journal_commit(commit: pygit2.Commit) -> bool:
-    """Whether ``commit`` is one of the journal's: an empty tree, at most one parent, and
-    a ``Journal-Seq`` trailer. A journal ref moved onto anything else (a project commit,
-    say) must start a fresh chain, never chain lock events onto the project's history."""
-    try:
-        return (
-            len(commit.parent_ids) <= 1
-            and len(commit.tree) == 0
-            and _SEQ_RE.search(commit.message) is not None
-        )
-    except (KeyError, ValueError, AttributeError):  # a missing tree, an odd message
-        return False
-
-
-# --- retention ------------------------------------------------------------------------------
-
-
-class KeepPolicy(NamedTuple):
-    events: int | None = DEFAULT_KEEP_EVENTS
-    seconds: int | None = None
-
-    @classmethod
-    def from_config(cls, config_get: Callable[[str], str | None]) -> KeepPolicy:
-        text = config_get("alock.journalKeep")
-        if text is None or not text.strip():
-            return cls()
-        text = text.strip()
-        if text.isdigit():
-            if int(text) < 1:
-                raise UsageError("alock.journalKeep must keep at least 1 event")
-            return cls(events=int(text))
-        return cls(events=None, seconds=parse_duration(text, what="alock.journalKeep"))
-
-    def due(self, seq: int) -> bool:
-        """Whether a chain whose newest commit is number ``seq`` should be compacted."""
-        if self.events is not None:
-            # Commits hold one event or more, so 2N commits hold at least 2N events.
-            return seq >= 2 * self.events
-        return seq > 0 and seq % AGE_CHECK_EVERY == 0
-
-    def retain(self, newest_first: Iterable[Event], now: datetime) -> tuple[list[Event], bool]:
-        """The events to keep, oldest first, and whether anything was dropped."""
-        kept: list[Event] = []
-        cutoff = (
-            None if self.seconds is None else format_time(now - timedelta(seconds=self.seconds))
-        )
-        dropped = False
-        for event in newest_first:
-            if self.events is not None and len(kept) >= self.events:
-                dropped = True
-                break
-            if cutoff is not None and str(event.get("at", "")) < cutoff:
-                dropped = True
-                continue
-            kept.append(event)
-        kept.reverse()
-        return kept, dropped
-
-
-def compaction_marker(now: datetime, kept: int, previous: str) -> Event:
-    return {"event": COMPACTED, "at": format_time(now), "kept": kept, "previous": previous}
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -178,59 +43,6 @@ def events(store: Store, *, limit: int | None = None, since: str | None = None) 
             if limit is not None and len(found) >= limit:
                 return found
     return found
-
-
-def since_time(text: str, now: datetime) -> str:
-    """``--since``: a duration back from now (``2h``, ``1d``) or an RFC 3339 / ISO time."""
-    try:
-        return format_time(now - timedelta(seconds=parse_duration(text, what="--since")))
-    except UsageError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"invalid --since {text!r}: use a duration back from now (15m, 2h, 1d) "
-            "or a time such as 2025-01-31 or 2025-01-31T12:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # a time without a zone is local, as in git
-    return format_time(moment)
-
-
-def interleave(shared: list[Event], local: list[Event]) -> list[Event]:
-    """Journal events and local refusals in one list, both oldest first.
-
-    Times have one-second resolution, so a refusal is placed by the journal commit it
-    was decided against (its ``after``): right after that commit's events. One whose
-    commit is not in ``shared`` goes by time, before events of the same second.
-    """
-    last_of: dict[str, int] = {}
-    for i, event in enumerate(shared):
-        last_of[str(event.get("commit"))] = i
-    slots: dict[int, list[Event]] = {}
-    for refusal in local:
-        after = refusal.get("after")
-        if after is not None and str(after) in last_of:
-            slot = last_of[str(after)] + 1
-        else:
-            at = str(refusal.get("at", ""))
-            slot = next(
-                (i for i, e in enumerate(shared) if str(e.get("at", "")) >= at), len(shared)
-            )
-        slots.setdefault(slot, []).append(refusal)
-    out: list[Event] = []
-    for i in range(len(shared) + 1):
-        out += slots.get(i, [])
-        if i < len(shared):
-            out.append(shared[i])
-    return out
-
-
-def merged(shared: list[Event], local: list[Event], limit: int | None) -> list[Event]:
-    """Journal events and local refusals, both given and returned newest first."""
-    everything = interleave(shared[::-1], local[::-1])[::-1]
-    return everything if limit is None else everything[:limit]
 
 
 # --- the local refusal log ------------------------------------------------------------------
@@ -406,7 +218,7 @@ class RefusalCursor:
         self.offset = base + len(complete) + 1
         if lines:
             self.tail = (self.tail + lines)[-_TAIL_LINES:]
-        return _json_objects(line.decode("utf-8", "replace") for line in lines)
+        return json_objects(line.decode("utf-8", "replace") for line in lines)
 
     def _in_place(self, size: int) -> bool:
         """Whether the file still holds what was read, so that it can go on at the offset."""
@@ -447,34 +259,3 @@ def _size(path: Path) -> int:
 
 
 # --- formatting -----------------------------------------------------------------------------
-
-_DETAIL_KEYS = ("by", "from", "reason", "text", "released", "expires_at", "pid")
-
-
-def format_event(event: Event) -> str:
-    """One line: time, event, holder, paths, details, and the lock id; control
-    characters escaped (:func:`gitlocks.core.text.printable`)."""
-    kind = str(event.get("event", "?"))
-    parts = [str(event.get("at", "?")), kind]
-    if event.get("local"):
-        parts[1] = f"{kind} (local)"
-    if kind == COMPACTED:
-        parts.append(f"kept {event.get('kept', '?')} events")
-        return printable(" ".join(parts))
-    parts.append(str(event.get("holder", "?")))
-    parts.append(" ".join(str(p) for p in event.get("paths", [])))
-    for key in _DETAIL_KEYS:
-        value = event.get(key)
-        if value in (None, "", []):
-            continue
-        if isinstance(value, list):
-            value = " ".join(map(str, value))
-        parts.append(f'{key} "{value}"' if key in ("reason", "text") else f"{key} {value}")
-    for conflict in event.get("conflicts", []):
-        if isinstance(conflict, dict):
-            held = " ".join(map(str, conflict.get("paths", [])))
-            parts.append(f"held {held} by {conflict.get('holder', '?')}")
-    if event.get("id"):
-        parts.append(f"[lock {event['id']}]")
-    # Reasons, notes and paths are user text: escaped, so they cannot forge a line.
-    return printable(" ".join(p for p in parts if p))

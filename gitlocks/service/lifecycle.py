@@ -22,37 +22,22 @@ also remembers each answer for the rest of the decision.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
 
-from gitlocks.core.record import LockRecord, expiry_from, format_time, parse_duration
+from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
     WHOLE_TREE,
     ScopeEntry,
     entry_covers,
     has_wildcards,
     literal_path,
-    path_entry,
 )
 from gitlocks.core.table import Table, record_entries
-from gitlocks.layout import DEFAULT_STALE_SECONDS
-
-if TYPE_CHECKING:  # locks imports this module; the reverse is needed for types only
-    from gitlocks.service.locks import Conflict, Context
-
-State = Literal["live", "stale", "dead", "interrupted"]
-
-
-def stale_after_seconds(config_get: Callable[[str], str | None]) -> int:
-    """``alock.staleAfter`` as seconds, else the 10 minute default."""
-    configured = config_get("alock.staleAfter")
-    if configured is None:
-        return DEFAULT_STALE_SECONDS
-    return parse_duration(configured, what="alock.staleAfter")
+from gitlocks.service.context import Context, event, sweep
+from gitlocks.service.results import Conflict, ResumeResult, State
+from gitlocks.store.local import Change
 
 
 @dataclass
@@ -147,10 +132,8 @@ def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: b
 # --- writers' helpers -----------------------------------------------------------------------
 
 
-def auto_release(record: LockRecord, now: datetime, change: Any, gone: set[str]) -> None:
+def auto_release(record: LockRecord, now: datetime, change: Change, gone: set[str]) -> None:
     """Schedule a dead, note-less lock for deletion by the current write."""
-    from gitlocks.service.locks import event
-
     change.delete.append(record.id)
     change.events.append(event("auto_released", record, now, pid=record.pid))
     gone.add(record.id)
@@ -178,24 +161,6 @@ def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
 # --- resume ----------------------------------------------------------------------------------
 
 
-@dataclass
-class ResumeResult:
-    status: Literal["resumed", "held", "not_locked", "refused"]
-    lock: LockRecord | None = None  # the taken-over lock
-    previous: LockRecord | None = None  # as the dead holder left it
-    held: list[LockRecord] = field(default_factory=list)  # live holders of the pattern
-    conflicts: list[Conflict] = field(default_factory=list)  # what blocks the takeover
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "lock": self.lock.to_dict() if self.lock else None,
-            "previous": self.previous.to_dict() if self.previous else None,
-            "held": [r.to_dict() for r in self.held],
-            "conflicts": [c.to_dict() for c in self.conflicts],
-        }
-
-
 def _candidates(table: Table, target: str | ScopeEntry, ignore_case: bool) -> list[LockRecord]:
     """Locks named by id, holding the pattern, or whose whole scope the pattern covers."""
     if isinstance(target, str):
@@ -211,15 +176,10 @@ def _candidates(table: Table, target: str | ScopeEntry, ignore_case: bool) -> li
 
 def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
     """Take over a dead holder's lock (interrupted work) with its notes."""
-    # Imported here: locks imports this module at load time.
-    from gitlocks.service.locks import Conflict, event, sweep
-
     ident = ctx.identity
     store = ctx.store
 
-    def decide(table: Table) -> tuple[Any, ResumeResult]:
-        from gitlocks.store.local import Change
-
+    def decide(table: Table) -> tuple[Change, ResumeResult]:
         now = ctx.now()
         life = Liveness.of(ctx)
         change = Change()
@@ -275,186 +235,3 @@ def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
 
 
 # --- status: locks and the uncommitted edits of every worktree ------------------------------
-
-
-@dataclass
-class Edit:
-    """One uncommitted change in a worktree, and whose claim (if any) it lies in."""
-
-    path: str  # root-relative
-    xy: str  # git status --porcelain's two status letters
-    status: Literal["yours", "others", "interrupted", "unclaimed"]
-    locks: list[LockRecord] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "xy": self.xy,
-            "status": self.status,
-            "locks": [{"id": r.id, "holder": r.holder, "paths": list(r.paths)} for r in self.locks],
-        }
-
-
-@dataclass
-class WorktreeEdits:
-    path: str
-    branch: str | None
-    edits: list[Edit] = field(default_factory=list)
-    error: str | None = None  # why its status could not be read
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "branch": self.branch,
-            "edits": [e.to_dict() for e in self.edits],
-            "error": self.error,
-        }
-
-
-@dataclass
-class Status:
-    holder: str
-    parent: str | None
-    yours: list[LockRecord]
-    others: list[LockRecord]
-    states: dict[str, State]
-    quiet: dict[str, float]
-    worktrees: list[WorktreeEdits]
-
-    def to_dict(self) -> dict[str, Any]:
-        def lock(record: LockRecord) -> dict[str, Any]:
-            return {
-                **record.to_dict(),
-                "state": self.states[record.id],
-                "quiet_seconds": round(self.quiet[record.id]),
-            }
-
-        return {
-            "holder": self.holder,
-            "parent": self.parent,
-            "yours": [lock(r) for r in self.yours],
-            "others": [lock(r) for r in self.others],
-            "worktrees": [w.to_dict() for w in self.worktrees],
-        }
-
-
-def status(ctx: Context) -> Status:
-    """Your locks, others' (with their state), and where each worktree's edits lie."""
-    from gitlocks.service.locks import live_table
-
-    ident = ctx.identity
-    table, live = live_table(ctx)
-    life = Liveness.of(ctx)
-    friends = table.family(ident.holder, ident.parent)
-    states_by_id = {r.id: life.state(r) for r in live}
-    yours = [r for r in live if r.holder in friends]
-    others = [r for r in live if r.holder not in friends]
-    claims = {r.id for r in live if states_by_id[r.id] != "dead"}
-    worktrees = []
-    for path, branch in _worktrees(ctx.store.root):
-        tree = WorktreeEdits(path, branch)
-        try:
-            changes = _changes(path)
-        except OSError as exc:
-            tree.error = str(exc)
-            changes = []
-        for xy, changed in changes:
-            found = _claims_covering(table, changed, claims)
-            tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
-        worktrees.append(tree)
-    quiet = {r.id: life.quiet_seconds(r) for r in live}
-    return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, worktrees)
-
-
-def _classify(
-    path: str,
-    xy: str,
-    found: list[LockRecord],
-    friends: set[str],
-    states_by_id: dict[str, State],
-) -> Edit:
-    if not found:
-        return Edit(path, xy, "unclaimed")
-    if any(r.holder in friends for r in found):
-        return Edit(path, xy, "yours", [r for r in found if r.holder in friends])
-    if all(states_by_id[r.id] == "interrupted" for r in found):
-        return Edit(path, xy, "interrupted", found)
-    return Edit(path, xy, "others", [r for r in found if states_by_id[r.id] != "interrupted"])
-
-
-def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockRecord]:
-    """The records among ``claims`` whose scope covers the concrete ``path``, by id.
-
-    A path is a file name, not typed input: one that no pattern can spell (a control
-    character in its name) is decided one claim at a time instead of through the index.
-    """
-    entry = path_entry(path)
-    if entry is not None:
-        ids = [i for i in table.covering(entry) if i in claims]
-    else:
-        fold = table.ignore_case
-        ids = [
-            lock_id
-            for lock_id in claims
-            for entries in [record_entries(table.records[lock_id])]
-            if any(entry_covers(e, path, ignore_case=fold) for e in entries)
-        ]
-    return [table.records[i] for i in sorted(ids)]
-
-
-def _git(cwd: str, *args: str) -> bytes:
-    import subprocess
-
-    # Variables git sets for a hook would point every command at one repository.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _GIT_KEEP}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
-    if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed"
-        raise OSError(message)
-    return proc.stdout
-
-
-_GIT_KEEP = frozenset({"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES"})
-
-
-def _worktrees(root: Path) -> list[tuple[str, str | None]]:
-    """(path, branch) of every worktree of the repository, from ``git worktree list``."""
-    try:
-        raw = _git(str(root), "worktree", "list", "--porcelain", "-z")
-    except OSError:
-        return [(str(root), None)]
-    found: list[tuple[str, str | None]] = []
-    path: str | None = None
-    branch: str | None = None
-    bare = False
-    for item in [*raw.split(b"\0"), b""]:
-        text = item.decode("utf-8", "surrogateescape")
-        if not text:  # an empty field ends a worktree's record
-            if path is not None and not bare and os.path.isdir(path):
-                found.append((path, branch))
-            path, branch, bare = None, None, False
-        elif text.startswith("worktree "):
-            path = text[len("worktree ") :]
-        elif text.startswith("branch "):
-            branch = text[len("branch ") :].removeprefix("refs/heads/")
-        elif text == "bare":
-            bare = True
-    return found
-
-
-def _changes(worktree: str) -> list[tuple[str, str]]:
-    """(XY, root-relative path) for each uncommitted change, untracked files included."""
-    raw = _git(worktree, "status", "--porcelain", "-z", "--untracked-files=all")
-    fields = raw.split(b"\0")
-    changes = []
-    i = 0
-    while i < len(fields):
-        item = fields[i].decode("utf-8", "surrogateescape")
-        i += 1
-        if len(item) < 4:
-            continue
-        xy, path = item[:2], item[3:]
-        if "R" in xy or "C" in xy:
-            i += 1  # the rename's source follows; the destination is where work lies
-        changes.append((xy, path))
-    return changes

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
 
 from gitlocks.core.record import (
     GENERATED_ID_RE,
@@ -22,121 +20,27 @@ from gitlocks.core.record import (
     expiry_from,
     format_time,
     new_lock_id,
-    utcnow,
 )
-from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table, record_entries
-from gitlocks.identity import Identity, process_alive
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import journal, lifecycle
-from gitlocks.store.local import Change, Store
+from gitlocks.service.context import Context, event, live_table, sweep
+from gitlocks.service.results import (
+    AcquireResult,
+    BreakResult,
+    CheckItem,
+    CheckStatus,
+    Conflict,
+    Released,
+    ReleaseResult,
+)
+from gitlocks.store.local import Change
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 
 
-@dataclass
-class Context:
-    """Who is asking, of which store, at what time."""
-
-    store: Store
-    identity: Identity
-    clock: Callable[[], datetime] = utcnow
-    # Whether (pid, start time) is still the same running process; injectable for tests.
-    alive: Callable[[int, str], bool] = process_alive
-    host: str = field(default_factory=lambda: os.uname().nodename)
-    stale_after: int | None = None  # seconds; None: alock.staleAfter, else 10m
-
-    def now(self) -> datetime:
-        return self.clock()
-
-    def stale_seconds(self) -> int:
-        if self.stale_after is None:
-            self.stale_after = lifecycle.stale_after_seconds(self.store.config_get)
-        return self.stale_after
-
-
-class Conflict(NamedTuple):
-    record: LockRecord
-    overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
-    state: lifecycle.State = "live"  # "stale": quiet too long; "interrupted": dead, notes
-    quiet_seconds: float = 0.0  # since the holder last renewed or noted
-
-    def to_dict(self) -> dict[str, Any]:
-        data = self.record.to_dict()
-        data["overlapping"] = [list(pair) for pair in self.overlapping]
-        data["state"] = self.state
-        data["quiet_seconds"] = round(self.quiet_seconds)
-        return data
-
-
-AcquireStatus = Literal["acquired", "already_yours", "refused", "interrupted"]
-
-
-@dataclass
-class AcquireResult:
-    status: AcquireStatus
-    lock: LockRecord | None = None
-    conflicts: list[Conflict] = field(default_factory=list)
-    hint: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "lock": self.lock.to_dict() if self.lock else None,
-            "conflicts": [c.to_dict() for c in self.conflicts],
-            "hint": self.hint,
-        }
-
-
-class Released(NamedTuple):
-    record: LockRecord
-    patterns: list[str]
-    remaining: LockRecord | None  # what is left of the lock, or None when it is gone
-
-
-@dataclass
-class ReleaseResult:
-    released: list[Released] = field(default_factory=list)
-    not_locked: list[str] = field(default_factory=list)
-    held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
-
-
-class CheckItem(NamedTuple):
-    path: str
-    status: Literal["free", "yours", "held"]
-    locks: list[LockRecord]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "status": self.status,
-            "locks": [r.to_dict() for r in self.locks],
-        }
-
-
 # --- relations between holders ------------------------------------------------------------
-
-
-def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
-    event = {
-        "event": kind,
-        "at": format_time(now),
-        "id": record.id,
-        "holder": record.holder,
-        "paths": list(record.paths),
-    }
-    event.update(extra)
-    return event
-
-
-def sweep(table: Table, now: datetime, change: Change) -> set[str]:
-    """Schedule every expired record for deletion; return their ids."""
-    gone = set()
-    for record in table.expired(format_time(now)):
-        change.delete.append(record.id)
-        change.events.append(event("expired", record, now))
-        gone.add(record.id)
-    return gone
 
 
 # --- acquire ------------------------------------------------------------------------------
@@ -377,12 +281,6 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
     return ctx.store.transact(decide)
 
 
-@dataclass
-class BreakResult:
-    locks: list[LockRecord] = field(default_factory=list)
-    unusable: list[str] = field(default_factory=list)  # refs that held no usable record
-
-
 def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakResult:
     """Forcibly release other holders' locks; journaled with who did it.
 
@@ -438,13 +336,6 @@ def _targets(table: Table, text: str, entry: ScopeEntry, me: str) -> list[LockRe
 # --- reading ------------------------------------------------------------------------------
 
 
-def live_table(ctx: Context) -> tuple[Table, list[LockRecord]]:
-    """The table and its unexpired records, oldest first."""
-    table = ctx.store.read_table()
-    now = format_time(ctx.now())
-    return table, table.live(now)
-
-
 def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     """FREE, YOURS or HELD for each path: is it inside someone else's live claim?"""
     ident = ctx.identity
@@ -465,3 +356,32 @@ def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
         else:
             items.append(CheckItem(entry.pattern, "free", []))
     return items
+
+
+def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
+    """FREE, YOURS or HELD for each concrete path (``git alock check --staged``).
+
+    A file name that no pattern can spell (a control character in it) is decided one
+    live lock at a time instead of through the scope index.
+    """
+    entries = {path: path_entry(path) for path in paths}
+    normal = {path: entry for path, entry in entries.items() if entry is not None}
+    checked = check(ctx, list(normal.values()))
+    by_path = {path: item._replace(path=path) for path, item in zip(normal, checked, strict=True)}
+    odd = [path for path, entry in entries.items() if entry is None]
+    if odd:
+        ident = ctx.identity
+        table, live = live_table(ctx)
+        friends = table.family(ident.holder, ident.parent)
+        life = lifecycle.Liveness.of(ctx)
+        claims = [(r, record_entries(r)) for r in live if not life.dead(r)]
+        for path in odd:
+            covering = [
+                r
+                for r, scope in claims
+                if any(entry_covers(e, path, ignore_case=table.ignore_case) for e in scope)
+            ]
+            held = [r for r in covering if r.holder not in friends]
+            status: CheckStatus = "held" if held else "yours" if covering else "free"
+            by_path[path] = CheckItem(path, status, held or covering)
+    return [by_path[path] for path in entries]

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import pygit2
 
+from gitlocks.core import journal
 from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Problem, Table, load_table, read_record
 from gitlocks.errors import NotARepository, StoreError
@@ -52,7 +53,6 @@ from gitlocks.layout import (
     MUTEX_NAME,
     MUTEX_TIMEOUT_SECONDS,
 )
-from gitlocks.service import journal
 
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 _SIGNATURE = ("gitlocks", "gitlocks@localhost")
@@ -354,7 +354,7 @@ class Store:
         sig = pygit2.Signature(*_SIGNATURE, now, 0)
         head = self.repo.get(parent) if parent is not None else None
         seq = 1
-        if not (isinstance(head, pygit2.Commit) and journal.is_journal_commit(head)):
+        if not (isinstance(head, pygit2.Commit) and is_journal_commit(head)):
             parent = None  # no journal, or a ref pointing somewhere odd: start afresh
         else:
             seq = journal.parse_seq(head.message) + 1
@@ -465,7 +465,7 @@ class Store:
         count = 0
         while (
             isinstance(commit, pygit2.Commit)
-            and journal.is_journal_commit(commit)  # never wander into project history
+            and is_journal_commit(commit)  # never wander into project history
             and (limit is None or count < limit)
         ):
             yield JournalEntry(str(commit.id), tuple(journal.parse_events(commit.message)))
@@ -475,6 +475,14 @@ class Store:
                 commit = self.repo[parents[0]] if parents else None
             except KeyError:
                 return  # a shallow or pruned history: the journal ends here
+
+
+def is_journal_commit(commit: pygit2.Commit) -> bool:
+    """Whether ``commit`` is one of the journal's (see ``gitlocks.core.journal``)."""
+    try:
+        return journal.is_journal_commit(len(commit.parent_ids), len(commit.tree), commit.message)
+    except (KeyError, ValueError, AttributeError):  # a missing tree, an odd message
+        return False
 
 
 def _common_dir(git_dir: Path) -> Path:

@@ -1,0 +1,183 @@
+"""The journal's format: events, commit messages, sequence numbers and retention.
+
+Pure: the store writes and reads journal commits, the service reads events through it,
+and this module says what a journal message holds (docs/design.md, section 4.4). Every
+write moves the serialisation ref to a new commit whose message is a summary line, a
+blank line, one JSON event per line, and a ``Journal-Seq: N`` trailer (the commit's
+distance from the start of its chain).
+
+Bounded growth: ``alock.journalKeep`` is a number of events (default 1000) or an age
+(``14d``). Once a chain is twice as long as needed, the next write starts a new chain
+whose root commit carries a ``compacted`` marker and the retained events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from gitlocks.core.record import format_time, parse_duration
+from gitlocks.errors import UsageError
+
+Event = dict[str, Any]
+
+
+DEFAULT_KEEP_EVENTS = 1000
+
+
+# With an age policy, look for old events once per this many writes.
+AGE_CHECK_EVERY = 1000
+
+
+_SEQ_RE = re.compile(r"^Journal-Seq: (\d+)$", re.MULTILINE)
+
+
+COMPACTED = "compacted"
+
+
+def summary(event: Event) -> str:
+    paths = " ".join(event.get("paths", []))
+    return f"{event.get('event', '?')} {event.get('holder', '')} {paths}".strip()
+
+
+def message(events: Iterable[Event], seq: int) -> str:
+    events = list(events)
+    head = "; ".join(summary(e) for e in events) or "update"
+    body = "\n".join(json.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
+    return f"{head[:200]}\n\n{body}\n\nJournal-Seq: {seq}\n"
+
+
+def parse_events(text: str) -> list[Event]:
+    """The JSON events of a journal commit message (other lines are skipped)."""
+    _, _, body = text.partition("\n\n")
+    return json_objects(body.splitlines())
+
+
+def json_objects(lines: Iterable[str]) -> list[Event]:
+    """The lines that hold a JSON object, parsed; anything else is skipped."""
+    found = []
+    for line in lines:
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            found.append(event)
+    return found
+
+
+def parse_seq(text: str) -> int:
+    """The ``Journal-Seq`` of a commit message; 0 for one written without it."""
+    match = _SEQ_RE.search(text)
+    return int(match.group(1)) if match else 0
+
+
+def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
+    """Whether a commit is one of the journal's: an empty tree, at most one parent, and a
+    ``Journal-Seq`` trailer. A journal ref moved onto anything else (a project commit,
+    say) must start a fresh chain, never chain lock events onto the project's history."""
+    return parents <= 1 and tree_entries == 0 and _SEQ_RE.search(message) is not None
+
+
+class KeepPolicy(NamedTuple):
+    events: int | None = DEFAULT_KEEP_EVENTS
+    seconds: int | None = None
+
+    @classmethod
+    def from_config(cls, config_get: Callable[[str], str | None]) -> KeepPolicy:
+        text = config_get("alock.journalKeep")
+        if text is None or not text.strip():
+            return cls()
+        text = text.strip()
+        if text.isdigit():
+            if int(text) < 1:
+                raise UsageError("alock.journalKeep must keep at least 1 event")
+            return cls(events=int(text))
+        return cls(events=None, seconds=parse_duration(text, what="alock.journalKeep"))
+
+    def due(self, seq: int) -> bool:
+        """Whether a chain whose newest commit is number ``seq`` should be compacted."""
+        if self.events is not None:
+            # Commits hold one event or more, so 2N commits hold at least 2N events.
+            return seq >= 2 * self.events
+        return seq > 0 and seq % AGE_CHECK_EVERY == 0
+
+    def retain(self, newest_first: Iterable[Event], now: datetime) -> tuple[list[Event], bool]:
+        """The events to keep, oldest first, and whether anything was dropped."""
+        kept: list[Event] = []
+        cutoff = (
+            None if self.seconds is None else format_time(now - timedelta(seconds=self.seconds))
+        )
+        dropped = False
+        for event in newest_first:
+            if self.events is not None and len(kept) >= self.events:
+                dropped = True
+                break
+            if cutoff is not None and str(event.get("at", "")) < cutoff:
+                dropped = True
+                continue
+            kept.append(event)
+        kept.reverse()
+        return kept, dropped
+
+
+def compaction_marker(now: datetime, kept: int, previous: str) -> Event:
+    return {"event": COMPACTED, "at": format_time(now), "kept": kept, "previous": previous}
+
+
+def since_time(text: str, now: datetime) -> str:
+    """``--since``: a duration back from now (``2h``, ``1d``) or an RFC 3339 / ISO time."""
+    try:
+        return format_time(now - timedelta(seconds=parse_duration(text, what="--since")))
+    except UsageError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"invalid --since {text!r}: use a duration back from now (15m, 2h, 1d) "
+            "or a time such as 2025-01-31 or 2025-01-31T12:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # a time without a zone is local, as in git
+    return format_time(moment)
+
+
+def interleave(shared: list[Event], local: list[Event]) -> list[Event]:
+    """Journal events and local refusals in one list, both oldest first.
+
+    Times have one-second resolution, so a refusal is placed by the journal commit it
+    was decided against (its ``after``): right after that commit's events. One whose
+    commit is not in ``shared`` goes by time, before events of the same second.
+    """
+    last_of: dict[str, int] = {}
+    for i, event in enumerate(shared):
+        last_of[str(event.get("commit"))] = i
+    slots: dict[int, list[Event]] = {}
+    for refusal in local:
+        after = refusal.get("after")
+        if after is not None and str(after) in last_of:
+            slot = last_of[str(after)] + 1
+        else:
+            at = str(refusal.get("at", ""))
+            slot = next(
+                (i for i, e in enumerate(shared) if str(e.get("at", "")) >= at), len(shared)
+            )
+        slots.setdefault(slot, []).append(refusal)
+    out: list[Event] = []
+    for i in range(len(shared) + 1):
+        out += slots.get(i, [])
+        if i < len(shared):
+            out.append(shared[i])
+    return out
+
+
+def merged(shared: list[Event], local: list[Event], limit: int | None) -> list[Event]:
+    """Journal events and local refusals, both given and returned newest first."""
+    everything = interleave(shared[::-1], local[::-1])[::-1]
+    return everything if limit is None else everything[:limit]

@@ -1,0 +1,64 @@
+"""The worktrees of a repository and their uncommitted changes, from git's porcelain."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _git(cwd: str, *args: str) -> bytes:
+    import subprocess
+
+    # Variables git sets for a hook would point every command at one repository.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _GIT_KEEP}
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed"
+        raise OSError(message)
+    return proc.stdout
+
+
+_GIT_KEEP = frozenset({"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES"})
+
+
+def worktrees(root: Path) -> list[tuple[str, str | None]]:
+    """(path, branch) of every worktree of the repository, from ``git worktree list``."""
+    try:
+        raw = _git(str(root), "worktree", "list", "--porcelain", "-z")
+    except OSError:
+        return [(str(root), None)]
+    found: list[tuple[str, str | None]] = []
+    path: str | None = None
+    branch: str | None = None
+    bare = False
+    for item in [*raw.split(b"\0"), b""]:
+        text = item.decode("utf-8", "surrogateescape")
+        if not text:  # an empty field ends a worktree's record
+            if path is not None and not bare and os.path.isdir(path):
+                found.append((path, branch))
+            path, branch, bare = None, None, False
+        elif text.startswith("worktree "):
+            path = text[len("worktree ") :]
+        elif text.startswith("branch "):
+            branch = text[len("branch ") :].removeprefix("refs/heads/")
+        elif text == "bare":
+            bare = True
+    return found
+
+
+def changes(worktree: str) -> list[tuple[str, str]]:
+    """(XY, root-relative path) for each uncommitted change, untracked files included."""
+    raw = _git(worktree, "status", "--porcelain", "-z", "--untracked-files=all")
+    fields = raw.split(b"\0")
+    changes = []
+    i = 0
+    while i < len(fields):
+        item = fields[i].decode("utf-8", "surrogateescape")
+        i += 1
+        if len(item) < 4:
+            continue
+        xy, path = item[:2], item[3:]
+        if "R" in xy or "C" in xy:
+            i += 1  # the rename's source follows; the destination is where work lies
+        changes.append((xy, path))
+    return changes

@@ -1,0 +1,162 @@
+"""What the service's verbs answer: plain result objects, each with its ``to_dict()``.
+
+Imports only the pure core, so the renderers (and the hooks through them) can name these
+types without loading the store or pygit2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from gitlocks.core.record import LockRecord
+
+# The state of a live (unexpired) lock; docs/design.md, section 3.3.
+State = Literal["live", "stale", "dead", "interrupted"]
+
+
+class Conflict(NamedTuple):
+    record: LockRecord
+    overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
+    state: State = "live"  # "stale": quiet too long; "interrupted": dead, notes
+    quiet_seconds: float = 0.0  # since the holder last renewed or noted
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.record.to_dict()
+        data["overlapping"] = [list(pair) for pair in self.overlapping]
+        data["state"] = self.state
+        data["quiet_seconds"] = round(self.quiet_seconds)
+        return data
+
+
+AcquireStatus = Literal["acquired", "already_yours", "refused", "interrupted"]
+
+
+@dataclass
+class AcquireResult:
+    status: AcquireStatus
+    lock: LockRecord | None = None
+    conflicts: list[Conflict] = field(default_factory=list)
+    hint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "lock": self.lock.to_dict() if self.lock else None,
+            "conflicts": [c.to_dict() for c in self.conflicts],
+            "hint": self.hint,
+        }
+
+
+class Released(NamedTuple):
+    record: LockRecord
+    patterns: list[str]
+    remaining: LockRecord | None  # what is left of the lock, or None when it is gone
+
+
+@dataclass
+class ReleaseResult:
+    released: list[Released] = field(default_factory=list)
+    not_locked: list[str] = field(default_factory=list)
+    held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
+
+
+CheckStatus = Literal["free", "yours", "held"]
+
+
+class CheckItem(NamedTuple):
+    path: str
+    status: CheckStatus
+    locks: list[LockRecord]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "status": self.status,
+            "locks": [r.to_dict() for r in self.locks],
+        }
+
+
+@dataclass
+class BreakResult:
+    locks: list[LockRecord] = field(default_factory=list)
+    unusable: list[str] = field(default_factory=list)  # refs that held no usable record
+
+
+@dataclass
+class ResumeResult:
+    status: Literal["resumed", "held", "not_locked", "refused"]
+    lock: LockRecord | None = None  # the taken-over lock
+    previous: LockRecord | None = None  # as the dead holder left it
+    held: list[LockRecord] = field(default_factory=list)  # live holders of the pattern
+    conflicts: list[Conflict] = field(default_factory=list)  # what blocks the takeover
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "lock": self.lock.to_dict() if self.lock else None,
+            "previous": self.previous.to_dict() if self.previous else None,
+            "held": [r.to_dict() for r in self.held],
+            "conflicts": [c.to_dict() for c in self.conflicts],
+        }
+
+
+@dataclass
+class Edit:
+    """One uncommitted change in a worktree, and whose claim (if any) it lies in."""
+
+    path: str  # root-relative
+    xy: str  # git status --porcelain's two status letters
+    status: Literal["yours", "others", "interrupted", "unclaimed"]
+    locks: list[LockRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "xy": self.xy,
+            "status": self.status,
+            "locks": [{"id": r.id, "holder": r.holder, "paths": list(r.paths)} for r in self.locks],
+        }
+
+
+@dataclass
+class WorktreeEdits:
+    path: str
+    branch: str | None
+    edits: list[Edit] = field(default_factory=list)
+    error: str | None = None  # why its status could not be read
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "branch": self.branch,
+            "edits": [e.to_dict() for e in self.edits],
+            "error": self.error,
+        }
+
+
+@dataclass
+class Status:
+    holder: str
+    parent: str | None
+    yours: list[LockRecord]
+    others: list[LockRecord]
+    states: dict[str, State]
+    quiet: dict[str, float]
+    worktrees: list[WorktreeEdits]
+
+    def to_dict(self) -> dict[str, Any]:
+        def lock(record: LockRecord) -> dict[str, Any]:
+            return {
+                **record.to_dict(),
+                "state": self.states[record.id],
+                "quiet_seconds": round(self.quiet[record.id]),
+            }
+
+        return {
+            "holder": self.holder,
+            "parent": self.parent,
+            "yours": [lock(r) for r in self.yours],
+            "others": [lock(r) for r in self.others],
+            "worktrees": [w.to_dict() for w in self.worktrees],
+        }

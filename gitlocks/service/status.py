@@ -1,0 +1,73 @@
+"""``status``: your locks, others' with their state, and where each worktree's edits lie."""
+
+from __future__ import annotations
+
+from gitlocks.core.record import LockRecord
+from gitlocks.core.scope import entry_covers, path_entry
+from gitlocks.core.table import Table, record_entries
+from gitlocks.git.worktrees import changes, worktrees
+from gitlocks.service.context import Context, live_table
+from gitlocks.service.lifecycle import Liveness
+from gitlocks.service.results import Edit, State, Status, WorktreeEdits
+
+
+def status(ctx: Context) -> Status:
+    """Your locks, others' (with their state), and where each worktree's edits lie."""
+    ident = ctx.identity
+    table, live = live_table(ctx)
+    life = Liveness.of(ctx)
+    friends = table.family(ident.holder, ident.parent)
+    states_by_id = {r.id: life.state(r) for r in live}
+    yours = [r for r in live if r.holder in friends]
+    others = [r for r in live if r.holder not in friends]
+    claims = {r.id for r in live if states_by_id[r.id] != "dead"}
+    trees = []
+    for path, branch in worktrees(ctx.store.root):
+        tree = WorktreeEdits(path, branch)
+        try:
+            edits = changes(path)
+        except OSError as exc:
+            tree.error = str(exc)
+            edits = []
+        for xy, changed in edits:
+            found = _claims_covering(table, changed, claims)
+            tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
+        trees.append(tree)
+    quiet = {r.id: life.quiet_seconds(r) for r in live}
+    return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, trees)
+
+
+def _classify(
+    path: str,
+    xy: str,
+    found: list[LockRecord],
+    friends: set[str],
+    states_by_id: dict[str, State],
+) -> Edit:
+    if not found:
+        return Edit(path, xy, "unclaimed")
+    if any(r.holder in friends for r in found):
+        return Edit(path, xy, "yours", [r for r in found if r.holder in friends])
+    if all(states_by_id[r.id] == "interrupted" for r in found):
+        return Edit(path, xy, "interrupted", found)
+    return Edit(path, xy, "others", [r for r in found if states_by_id[r.id] != "interrupted"])
+
+
+def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockRecord]:
+    """The records among ``claims`` whose scope covers the concrete ``path``, by id.
+
+    A path is a file name, not typed input: one that no pattern can spell (a control
+    character in its name) is decided one claim at a time instead of through the index.
+    """
+    entry = path_entry(path)
+    if entry is not None:
+        ids = [i for i in table.covering(entry) if i in claims]
+    else:
+        fold = table.ignore_case
+        ids = [
+            lock_id
+            for lock_id in claims
+            for entries in [record_entries(table.records[lock_id])]
+            if any(entry_covers(e, path, ignore_case=fold) for e in entries)
+        ]
+    return [table.records[i] for i in sorted(ids)]
