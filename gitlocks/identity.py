@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitlocks.core.record import validate_holder
 
@@ -220,6 +220,22 @@ class Identity(NamedTuple):
     parent_source: str | None  # "AGENT_PARENT_ID", "session" or None
     session: SessionProcess
     session_id: str  # the id derived from the session, whether or not it is the holder
+
+    def to_dict(self) -> dict[str, Any]:
+        session = self.session
+        return {
+            "holder": self.holder,
+            "holder_source": self.holder_source,
+            "parent": self.parent,
+            "parent_source": self.parent_source,
+            "session": {
+                "id": self.session_id,
+                "pid": session.pid,
+                "start_time": session.start_time,
+                "name": session.name,
+                "host": session.host,
+            },
+        }
 
 
 def resolve_identity(

@@ -1,7 +1,9 @@
-"""The ``git-alock`` entry point: reports failures and keeps start-up cheap.
+"""The ``git-alock`` entry point: the one place a failure becomes an exit code.
 
-Only this module is imported before we know the verb, so a hook-only path can run
-without importing the command-line framework.
+Only this module is imported before we know the verb, so the hooks' path runs without
+the command-line framework, and the verb table (``gitlocks.cli.app``) imports only the
+module of the verb being run. Errors carry their exit code (``gitlocks.errors``);
+anything else is a bug, reported as one and never as exit 1 ("refused").
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args[:1] == ["hook"]:
             # The git hooks' fast path: it runs on every commit, so no command-line
-            # framework is imported (gitlocks.cli.locks brings in typer and click).
+            # framework is imported (a verb brings in typer and click).
             from gitlocks.hooks.check import main as hook_main
 
             return hook_main(args[1:])
-        from gitlocks.cli.locks import run
+        from gitlocks.cli.app import run
 
         return run(args)
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from gitlocks.cli.locks import run
+from gitlocks.main import main as run
 
 
 @dataclass

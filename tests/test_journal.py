@@ -77,7 +77,7 @@ def test_lifecycle_events_are_journaled(repo: Path, tmp_path: Path) -> None:
         noted = ctx_for(repo, "agent-n", proc=proc_session(procs[1]))
         assert locks.acquire(quiet, entries("a/**")).status == "acquired"
         assert locks.acquire(noted, entries("b/**")).status == "acquired"
-        assert locks.note(noted, entries("b/**")[0], "step 1 done") is not None
+        assert locks.note(noted, entries("b/**")[0], "step 1 done").lock is not None
     finally:
         for proc in procs:
             kill(proc)
@@ -265,7 +265,7 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
             ident = resolve_identity(None, env={"AGENT_ID": holder}, session=proc_session(proc))
             ctx = Context(RemoteStore(Store.discover(a).repo), ident)
             assert locks.acquire(ctx, entries(scope)).status == "acquired"
-        assert locks.note(ctx, entries("n/**")[0], "step 1") is not None
+        assert locks.note(ctx, entries("n/**")[0], "step 1").lock is not None
     finally:
         for proc in procs:
             kill(proc)

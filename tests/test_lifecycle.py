@@ -217,7 +217,7 @@ def interrupted(repo: Path, sleeper: subprocess.Popen[bytes]) -> str:
     a = ctx_for(repo, "agent-a", proc=proc_session(sleeper))
     got = locks.acquire(a, entries("src/api/**"), reason="rewrite auth")
     assert got.lock is not None
-    assert locks.note(a, make_entry("src/api/**"), "token refresh done") is not None
+    assert locks.note(a, make_entry("src/api/**"), "token refresh done").lock is not None
     kill(sleeper)
     return got.lock.id
 
@@ -344,7 +344,7 @@ def test_stale_holders_are_marked_but_still_block(repo: Path) -> None:
     assert "STALE: quiet for 12m" in text
     assert got.to_dict()["conflicts"][0]["quiet_seconds"] == 720
     # A note is a sign of life.
-    assert locks.note(a, make_entry("src/**"), "still here") is not None
+    assert locks.note(a, make_entry("src/**"), "still here").lock is not None
     assert locks.acquire(b, entries("src/app.py")).conflicts[0].state == "live"
     now[0] = T0 + timedelta(minutes=30)
     assert locks.acquire(b, entries("src/app.py")).conflicts[0].state == "stale"
@@ -443,7 +443,7 @@ def test_human_output_escapes_reasons(repo: Path) -> None:
 def test_human_output_escapes_notes_and_paths(repo: Path, sleeper: subprocess.Popen[bytes]) -> None:
     a = ctx_for(repo, "agent-a", proc=proc_session(sleeper))
     assert locks.acquire(a, entries("src/**"), reason=INJECTED).status == "acquired"
-    assert locks.note(a, make_entry("src/**"), "step\nFREE src/u2") is not None
+    assert locks.note(a, make_entry("src/**"), "step\nFREE src/u2").lock is not None
     kill(sleeper)
     got = alock(repo, "acquire", "src/**", AGENT_ID="agent-b")
     assert got.code == 1 and got.word.startswith("INTERRUPTED WORK on src/**")

@@ -19,7 +19,6 @@ from datetime import datetime
 
 from gitlocks.core.record import (
     LockRecord,
-    format_duration,
     format_time,
     parse_duration,
     utcnow,
@@ -44,10 +43,11 @@ from gitlocks.identity import (
     session_process,
 )
 from gitlocks.layout import DEFAULT_SKEW_SECONDS, LOCK_PREFIX
+from gitlocks.render import hooks as render_hooks
+from gitlocks.render.hooks import PREFIX
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
-PREFIX = "alock: "
 _CONFIG_ARGS = (
     "config",
     "-z",
@@ -232,15 +232,6 @@ def hook_session() -> SessionProcess:
 # --- the hook entry point -----------------------------------------------------------------
 
 
-def _lock_line(held: Held, record: LockRecord, now: datetime) -> str:
-    left = (record.expires() - now).total_seconds()
-    reason = f' "{record.reason}"' if record.reason else ""
-    return (
-        f"HELD {held.path} by {record.holder} ({' '.join(record.paths)}){reason}, "
-        f"expires in {format_duration(left)} [lock {record.id}]"
-    )
-
-
 @dataclass
 class HookReport:
     hook: str
@@ -254,32 +245,9 @@ class HookReport:
         return EXIT_REFUSED if self.held and self.config.mode == "block" else EXIT_OK
 
     def render(self) -> str:
-        lines = [self.config.warning] if self.config.warning else []
-        lines += [
-            f"warning: {p.ref} is not a usable lock ({p.reason}); ignored" for p in self.problems
-        ]
-        for held in self.held:
-            lines += [_lock_line(held, record, self.now) for record in held.locks]
-        if self.held:
-            lines.append(self._advice(len(self.held)))
-        return "".join(f"{PREFIX}{printable(line)}\n" for line in lines)
-
-    def _advice(self, count: int) -> str:
-        what = "commit" if self.hook == "pre-commit" else "push"
-        paths = f"{count} path{'s' if count != 1 else ''} inside another holder's lock"
-        if self.config.mode == "block":
-            leave = (
-                "unstage them (git restore --staged PATH)"
-                if what == "commit"
-                else "push without those commits"
-            )
-            return (
-                f"REFUSED {what}: {paths}: {leave}, ask the holder to release, "
-                f"or bypass with git {what} --no-verify"
-            )
-        return (
-            f"WARNING: {paths}; the {what} goes on. Ask the holder before changing their "
-            f"paths (git alock list shows every claim); alock.hookMode=block refuses instead"
+        held = [(h.path, h.locks) for h in self.held]
+        return render_hooks.report(
+            self.hook, self.config.mode, self.config.warning, self.problems, held, self.now
         )
 
 

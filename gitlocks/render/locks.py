@@ -14,7 +14,16 @@ from datetime import datetime
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
-from gitlocks.service.results import AcquireResult, CheckItem, Conflict, ReleaseResult
+from gitlocks.service.results import (
+    AcquireResult,
+    BreakResult,
+    CheckItem,
+    Conflict,
+    NoteResult,
+    ReleaseResult,
+    RenewResult,
+    ResumeResult,
+)
 
 
 def until(stamp: str, now: datetime) -> str:
@@ -169,3 +178,53 @@ def problems(found: Sequence[Problem]) -> str:
     return printable_lines(
         [f"warning: {p.ref} is not a usable lock ({p.reason}); it is ignored" for p in found]
     )
+
+
+def renew(result: RenewResult, now: datetime) -> str:
+    if not result.locks:
+        return "NOT LOCKED: you hold no live lock to renew; acquire again"
+    return printable_lines(
+        [f"RENEWED {' '.join(r.paths)}, {expires(r, now)} [lock {r.id}]" for r in result.locks]
+    )
+
+
+def note(result: NoteResult) -> str:
+    if result.lock is None:
+        return printable(f"NOT LOCKED {result.pattern}: you hold no lock there")
+    return printable(f"NOTED {' '.join(result.lock.paths)} [lock {result.lock.id}]")
+
+
+def broken(result: BreakResult, targets: Sequence[str], now: datetime) -> str:
+    if not result:
+        return printable(f"NOT LOCKED {' '.join(targets)}: no lock of another holder to break")
+    lines = [
+        f"BROKEN {' '.join(r.paths)} held by {r.holder} ({expires(r, now)}) [lock {r.id}]"
+        for r in result.locks
+    ]
+    lines += [f"BROKEN unusable ref refs/agent-locks/{i}" for i in result.unusable]
+    return printable_lines(lines)
+
+
+def resume(result: ResumeResult, now: datetime) -> str:
+    if result.status == "resumed" and result.lock is not None and result.previous is not None:
+        lock = result.lock
+        count = len(lock.notes)
+        lines = [
+            f"RESUMED {' '.join(lock.paths)} from {result.previous.holder} with {count} "
+            f"note{'s' if count != 1 else ''}, {expires(lock, now)} [lock {lock.id}]"
+        ]
+        lines += [f"  note {n.at}: {n.text}" for n in lock.notes]
+        return printable_lines(lines)
+    if result.status == "refused":
+        lines = ["REFUSED"] + [held_line(c, now) for c in result.conflicts]
+        lines.append("hint: others have since claimed parts of it; resume when they release")
+        return printable_lines(lines)
+    if result.status == "held":
+        return printable_lines(
+            [
+                f"HELD {' '.join(r.paths)} by {r.holder}: its holder is alive, this is not "
+                f"interrupted work [lock {r.id}]"
+                for r in result.held
+            ]
+        )
+    return "NOT LOCKED: no interrupted work there (git alock list shows every claim)"

@@ -32,8 +32,10 @@ from gitlocks.service.results import (
     CheckItem,
     CheckStatus,
     Conflict,
+    NoteResult,
     Released,
     ReleaseResult,
+    RenewResult,
 )
 from gitlocks.store.local import Change
 
@@ -224,7 +226,7 @@ def renew(
     *,
     ttl: int | None = None,
     default_ttl: int = DEFAULT_TTL_SECONDS,
-) -> list[LockRecord]:
+) -> RenewResult:
     """Extend my locks (those holding one of ``entries``, or all) from now.
 
     By ``ttl`` when given, else by the lifetime each lock was claimed with: a heartbeat
@@ -232,7 +234,7 @@ def renew(
     """
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+    def decide(table: Table) -> tuple[Change, RenewResult]:
         now = ctx.now()
         change = Change()
         gone = sweep(table, now, change)
@@ -249,16 +251,16 @@ def renew(
             change.put.append(fresh)
             change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
             renewed.append(fresh)
-        return change, renewed
+        return change, RenewResult(renewed)
 
     return ctx.store.transact(decide)
 
 
-def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
+def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
     """Append a progress note to my lock on ``entry`` (or the one of mine crossing it)."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, LockRecord | None]:
+    def decide(table: Table) -> tuple[Change, NoteResult]:
         now = ctx.now()
         change = Change()
         gone = sweep(table, now, change)
@@ -270,13 +272,13 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> LockRecord | None:
                 (r for r in own if table.scopes_overlap([entry], record_entries(r))), None
             )
         if target is None:
-            return change, None
+            return change, NoteResult(entry.pattern)
         target = lifecycle.rebind(ctx, target, lifecycle.Liveness.of(ctx))
         notes = (*target.notes, Note(format_time(now), text))[-MAX_NOTES:]
         noted = target.with_changes(notes=notes)
         change.put.append(noted)
         change.events.append(event("noted", noted, now, text=text))
-        return change, noted
+        return change, NoteResult(entry.pattern, noted)
 
     return ctx.store.transact(decide)
 

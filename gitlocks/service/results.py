@@ -60,6 +60,51 @@ class ReleaseResult:
     not_locked: list[str] = field(default_factory=list)
     held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": "released" if self.released else "not_locked",
+            "released": [
+                {
+                    "id": r.record.id,
+                    "paths": r.patterns,
+                    "remaining": r.remaining.to_dict() if r.remaining else None,
+                }
+                for r in self.released
+            ],
+            "not_locked": self.not_locked,
+            "held": [{"pattern": p, "lock": rec.to_dict()} for p, rec in self.held_by_others],
+        }
+
+
+@dataclass
+class RenewResult:
+    """The locks a renewal extended (none: the caller holds no live lock there)."""
+
+    locks: list[LockRecord] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.locks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": "renewed" if self.locks else "not_locked",
+            "locks": [r.to_dict() for r in self.locks],
+        }
+
+
+@dataclass
+class NoteResult:
+    """The lock a note was added to, or None when the caller holds none there."""
+
+    pattern: str
+    lock: LockRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": "noted" if self.lock else "not_locked",
+            "lock": self.lock.to_dict() if self.lock else None,
+        }
+
 
 CheckStatus = Literal["free", "yours", "held"]
 
@@ -81,6 +126,16 @@ class CheckItem(NamedTuple):
 class BreakResult:
     locks: list[LockRecord] = field(default_factory=list)
     unusable: list[str] = field(default_factory=list)  # refs that held no usable record
+
+    def __bool__(self) -> bool:
+        return bool(self.locks or self.unusable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": "broken" if self else "not_locked",
+            "locks": [r.to_dict() for r in self.locks],
+            "unusable": self.unusable,
+        }
 
 
 @dataclass

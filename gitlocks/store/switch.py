@@ -224,6 +224,18 @@ class OffResult:
     still_set: str | None = None  # alock.remote still set at another level (global config)
     invalid: str | None = None  # why alock.remote could not be used (it was unset anyway)
 
+    def to_dict(self) -> dict[str, Any]:
+        if self.invalid:
+            return {"status": "local", "remote": self.remote, "invalid": self.invalid}
+        if self.remote is None:
+            return {"status": "local", "remote": None}
+        return {
+            "status": "local",
+            "remote": self.remote,
+            "mirrored": self.mirrored,
+            "forgotten": self.forgotten,
+        }
+
 
 def disable(store: Store, *, forget: bool = False) -> OffResult:
     """Leave remote mode. Mirrored locks stay in the local view unless ``forget``."""

@@ -1,0 +1,117 @@
+"""The ``git alock`` command line: a table of verbs, each module imported only when run.
+
+Most of a command's latency is its imports (typer, and pygit2 through the store), so the
+verb table names each verb's module and one line of help, and only the module of the verb
+being run is imported: ``git alock -h`` imports neither typer nor pygit2, ``version`` and
+``whoami`` never load the store. Each verb module registers its verbs on its own typer
+app (``gitlocks.cli.common.verbs``); here they are found by name and run. Errors are
+raised to ``gitlocks.main``, the one place they become exit codes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import sys
+from typing import Any
+
+from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+# verb -> (module under gitlocks.cli, one line of help); "" help: hidden.
+VERBS: dict[str, tuple[str, str]] = {
+    "acquire": ("claims", "Claim PATTERN..., all or none."),
+    "release": ("claims", "Give back PATTERN... of your locks, or --all of them."),
+    "renew": ("claims", "Extend your locks' expiry from now (all of yours without PATTERN)."),
+    "list": ("reading", "Show the lock table; your locks are marked with *."),
+    "ls": ("reading", ""),
+    "check": ("reading", "Say FREE, YOURS or HELD for each PATH, or each staged path."),
+    "note": ("claims", "Append a progress note to your lock on PATTERN."),
+    "break": ("claims", "Forcibly release locks by ID, or every lock crossing PATTERN."),
+    "resume": ("claims", "Take over INTERRUPTED WORK (a dead holder's lock) with its notes."),
+    "status": ("reading", "Your locks, others', and uncommitted edits outside your claims."),
+    "log": ("reading", "Show the journal of lock events, newest first."),
+    "watch": ("reading", "Follow the journal live, one line per event, until Ctrl-C."),
+    "whoami": ("info", "Show your agent id and parent, and where each came from."),
+    "remote": ("remote", "Show, check or switch remote mode (locks decided on a git remote)."),
+    "sync": ("remote", "Refresh the local view of the lock remote."),
+    "install-hooks": ("hooks", "Install the pre-commit hook (and pre-push with --pre-push)."),
+    "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
+    "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
+    "version": ("info", "Show the version."),
+}
+
+HELP_OPTIONS = ("-h", "--help")
+HINT = "hint: git alock -h lists the verbs; git alock VERB -h shows a verb's options\n"
+
+
+def usage() -> str:
+    """The top-level help, from the verb table alone."""
+    width = max(len(verb) for verb in VERBS) + 2
+    rows = [f"  {verb:<{width}}{text}" for verb, (_, text) in VERBS.items() if text]
+    return "\n".join(
+        [
+            "usage: git alock VERB [OPTIONS] [ARGS]...",
+            "",
+            "Advisory path locks for coding agents sharing one git repository.",
+            "",
+            "Claim a region before editing it; others who try to claim an overlapping",
+            "region are refused and told who holds what.",
+            "",
+            "Example: git alock acquire 'src/api/**' -m 'rewrite auth'",
+            "",
+            "Verbs:",
+            *rows,
+            "",
+            "git alock VERB -h shows a verb's options and an example.",
+            "",
+        ]
+    )
+
+
+def run(args: list[str]) -> int:
+    """Run one command line; return its exit code. ``GitlocksError`` propagates."""
+    if not args or args[0] in HELP_OPTIONS:
+        sys.stdout.write(usage())
+        if args:
+            return EXIT_OK
+        sys.stderr.write("error: name a verb, e.g. git alock acquire PATTERN\n")
+        return EXIT_ERROR
+    verb = args[0]
+    if verb not in VERBS:
+        if verb.startswith("-"):
+            raise UsageError(f"No such option: {verb}\n{HINT.removesuffix(chr(10))}")
+        close = difflib.get_close_matches(verb, [v for v, (_, t) in VERBS.items() if t], n=1)
+        maybe = f" Did you mean '{close[0]}'?" if close else ""
+        raise UsageError(f"No such command '{verb}'.{maybe}\n{HINT.removesuffix(chr(10))}")
+    return _run_verb(verb, args[1:])
+
+
+def _run_verb(verb: str, args: list[str]) -> int:
+    import typer  # the command-line framework: only once a verb is known to run
+
+    module = importlib.import_module(f"gitlocks.cli.{VERBS[verb][0]}")
+    command = _command(module.app, verb, typer)
+    try:
+        rv = command.main(args=args, prog_name=f"git alock {verb}", standalone_mode=False)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        return EXIT_INTERRUPTED
+    except typer.exceptions.TyperException as exc:  # click's usage errors
+        raise UsageError(f"{exc.format_message()}\n{HINT.removesuffix(chr(10))}") from None
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _command(app: Any, verb: str, typer: Any) -> Any:
+    """The click command of ``verb`` alone: converting only the verb run saves time."""
+    for info in app.registered_commands:
+        callback = info.callback
+        if (info.name or (callback.__name__ if callback else "")) == verb:
+            single = typer.Typer(
+                add_completion=False,
+                pretty_exceptions_enable=False,
+                context_settings={"help_option_names": list(HELP_OPTIONS)},
+            )
+            single.registered_commands.append(info)
+            return typer.main.get_command(single)
+    raise LookupError(f"verb {verb!r} is in the verb table but not in its module")

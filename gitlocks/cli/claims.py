@@ -1,0 +1,140 @@
+"""The verbs that change claims: acquire, release, renew, note, break and resume."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
+from gitlocks.cli.context import context, entries, lifetime, require, user_text, warn_problems
+from gitlocks.core.record import LOCK_ID_RE, parse_duration
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
+from gitlocks.render import locks as render
+from gitlocks.service import lifecycle, locks
+
+app = verbs()
+
+
+@app.command()
+def acquire(
+    patterns: Annotated[list[str], typer.Argument(help="Glob patterns to claim.")],
+    reason: Annotated[str, typer.Option("-m", "--reason", help="Why you claim it.")] = "",
+    ttl: TtlOption = None,
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Claim PATTERN..., all or none.
+
+    Example: git alock acquire 'src/api/**' docs/api.md -m "rewrite auth" --ttl 1h
+    """
+    ctx = context(as_id)
+    claim = entries(ctx, patterns)
+    life = lifetime(ctx, ttl)
+    result = locks.acquire(ctx, claim, reason=user_text(reason, "reason", 1000), ttl=life)
+    warn_problems(ctx)
+    reply(result.to_dict(), render.acquire(result, ctx.now()), as_json)
+    finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
+
+
+@app.command()
+def release(
+    patterns: Annotated[list[str] | None, typer.Argument(help="Patterns to give back.")] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Release all yours and your sub-agents'.")
+    ] = False,
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Give back PATTERN... of your locks, or --all of them.
+
+    Example: git alock release 'src/api/**'
+    """
+    if all_ and patterns:
+        raise UsageError("give patterns or --all, not both")
+    ctx = context(as_id)
+    wanted = None if all_ else entries(ctx, require(patterns, "pattern (or --all)"))
+    result = locks.release(ctx, wanted)
+    reply(result.to_dict(), render.release(result), as_json)
+    finish(EXIT_REFUSED if result.held_by_others else EXIT_OK)
+
+
+@app.command()
+def renew(
+    patterns: Annotated[list[str] | None, typer.Argument(help="Patterns to renew.")] = None,
+    ttl: TtlOption = None,
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Extend your locks' expiry from now (all of yours without PATTERN).
+
+    Example: git alock renew --ttl 1h
+    """
+    ctx = context(as_id)
+    wanted = entries(ctx, patterns) if patterns else None
+    asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
+    result = locks.renew(ctx, wanted, ttl=asked, default_ttl=lifetime(ctx, None))
+    reply(result.to_dict(), render.renew(result, ctx.now()), as_json)
+    finish(EXIT_OK if result else EXIT_REFUSED)
+
+
+@app.command()
+def note(
+    pattern: Annotated[str, typer.Argument(help="A pattern of your lock.")],
+    text: Annotated[str, typer.Argument(help="The progress note.")],
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Append a progress note to your lock on PATTERN (also shows you are alive).
+
+    Example: git alock note 'src/api/**' "auth done, tests next"
+    """
+    if not text.strip():
+        raise UsageError("the note is empty")
+    ctx = context(as_id)
+    [entry] = entries(ctx, [pattern])
+    result = locks.note(ctx, entry, user_text(text, "note", 4000))
+    reply(result.to_dict(), render.note(result), as_json)
+    finish(EXIT_OK if result.lock else EXIT_REFUSED)
+
+
+@app.command("break")
+def break_(
+    targets: Annotated[list[str], typer.Argument(help="Lock ids or patterns.")],
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Forcibly release locks by ID, or every lock crossing PATTERN; journaled.
+
+    Example: git alock break 0193a7c2b1f-4a2b9c1d
+    """
+    ctx = context(as_id)
+    result = locks.break_locks(ctx, [(t, entries(ctx, [t])[0]) for t in targets])
+    reply(result.to_dict(), render.broken(result, targets, ctx.now()), as_json)
+    finish(EXIT_OK if result else EXIT_REFUSED)
+
+
+@app.command()
+def resume(
+    pattern: Annotated[str, typer.Argument(help="A pattern (or lock id) of the work.")],
+    ttl: Annotated[
+        str | None,
+        typer.Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."),
+    ] = None,
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Take over INTERRUPTED WORK (a dead holder's lock) with its notes.
+
+    Example: git alock resume 'src/api/**'
+    """
+    ctx = context(as_id)
+    target: str | ScopeEntry
+    if LOCK_ID_RE.match(pattern) and ctx.store.read_table().get(pattern) is not None:
+        target = pattern
+    else:
+        [target] = entries(ctx, [pattern])
+    result = lifecycle.resume(ctx, target, ttl=lifetime(ctx, ttl))
+    reply(result.to_dict(), render.resume(result, ctx.now()), as_json)
+    finish(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)

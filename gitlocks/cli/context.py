@@ -1,0 +1,94 @@
+"""What the verbs that touch the lock table share: the store and identity, typed input.
+
+Imported only by verb modules that need the store (and so pygit2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from gitlocks.core.record import parse_duration
+from gitlocks.core.scope import ScopeEntry, make_entry
+from gitlocks.errors import UsageError
+from gitlocks.identity import resolve_identity
+from gitlocks.layout import DEFAULT_TTL_SECONDS
+from gitlocks.render import remote as render_remote
+from gitlocks.render.locks import problems
+from gitlocks.service.context import Context
+from gitlocks.service.remote import view_age
+from gitlocks.store.local import Store
+from gitlocks.store.remote import RemoteStore
+
+
+def context(as_id: str | None, *, fresh: bool = False) -> Context:
+    """The store of the current repository (the remote's in remote mode) and who asks."""
+    store = Store.discover()
+    if store.config_get("alock.remote"):
+        store = RemoteStore(store.repo)
+        if fresh:
+            store.sync()
+    return Context(store=store, identity=resolve_identity(as_id))
+
+
+def say_staleness(store: Store) -> None:
+    """In remote mode, say on stderr how old the local view is."""
+    name = store.config_get("alock.remote")
+    if name:
+        sys.stderr.write(render_remote.staleness(name, view_age(store, name)) + "\n")
+
+
+def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:
+    """Typed patterns as scope entries, relative to the current directory, without repeats."""
+    store = ctx.store
+    cwd = _cwd(store)
+    found: list[ScopeEntry] = []
+    for typed in patterns:
+        entry = make_entry(typed, cwd=cwd, root=os.fspath(store.root), is_file=store.is_file)
+        if entry not in found:
+            found.append(entry)
+    return found
+
+
+def _cwd(store: Store) -> str:
+    here = Path.cwd().resolve()
+    try:
+        rel = here.relative_to(store.root)
+    except ValueError:
+        return ""
+    return rel.as_posix() if rel.parts else ""
+
+
+def lifetime(ctx: Context, typed: str | None) -> int:
+    """``--ttl`` if given, else ``alock.ttl``, else the default."""
+    if typed is not None:
+        return parse_duration(typed, what="--ttl")
+    configured = ctx.store.config_get("alock.ttl")
+    if configured is not None:
+        return parse_duration(configured, what="alock.ttl")
+    return DEFAULT_TTL_SECONDS
+
+
+def user_text(value: str, what: str, limit: int) -> str:
+    """A reason or note as typed: valid UTF-8 and of a sane size (records stay small)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"the {what} is not valid UTF-8") from None
+    if len(value) > limit:
+        raise UsageError(f"the {what} is {len(value)} characters long; at most {limit}")
+    return value
+
+
+def warn_problems(ctx: Context) -> None:
+    """Report refs under the lock namespace that hold no usable record, on stderr."""
+    found = ctx.store.read_table().problems
+    if found:
+        sys.stderr.write(problems(found) + "\n")
+
+
+def require(patterns: list[str] | None, what: str) -> list[str]:
+    if not patterns:
+        raise UsageError(f"name at least one {what}")
+    return patterns

@@ -1,0 +1,91 @@
+"""The verbs that need no lock table: whoami, version and skill.
+
+None of them loads the store (and so pygit2) to answer, except ``skill install`` looking
+for the repository's root.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gitlocks import __version__
+from gitlocks.cli.common import AsOption, JsonOption, dump_json, finish, out, reply, verbs
+from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
+from gitlocks.identity import resolve_identity
+from gitlocks.render.identity import whoami as whoami_text
+from gitlocks.service import skill as skills
+
+app = verbs()
+
+
+@app.command()
+def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
+    """Show your agent id and parent, and where each came from.
+
+    Example: AGENT_ID=worker-1 git alock whoami
+    """
+    ident = resolve_identity(as_id)
+    reply(ident.to_dict(), whoami_text(ident), as_json)
+
+
+@app.command()
+def version(as_json: JsonOption = False) -> None:
+    """Show the version."""
+    reply({"version": __version__}, f"gitlocks {__version__}", as_json)
+
+
+@app.command()
+def skill(
+    action: Annotated[str, typer.Argument(help="install or show.")],
+    tool: Annotated[str, typer.Option("--for", help="claude, codex, cursor or agents.")] = "claude",
+    into: Annotated[
+        str | None,
+        typer.Option("--into", help="Base directory (default: the repository's root)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a different existing copy.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Install or show the instructions that teach a coding agent to use git alock.
+
+    claude: .claude/skills/gitlocks/SKILL.md; cursor: .cursor/rules/gitlocks.mdc;
+    codex and agents: a marked section of AGENTS.md.
+
+    Example: git alock skill install --for claude
+    """
+    if action == "show":
+        text = skills.text_for(tool)
+        if as_json:
+            dump_json({"for": tool, "text": text})
+        else:
+            sys.stdout.write(text)
+        finish(EXIT_OK)
+    if action != "install":
+        raise UsageError(f"unknown skill action {action!r}: use install or show")
+    base = Path(into) if into else _repo_root()
+    done = skills.install(tool, base, force=force)
+    if as_json:
+        dump_json({"status": done.status, "path": str(done.path), "for": tool})
+    elif done.status == "refused":
+        out(f"REFUSED {done.path} exists and differs; --force replaces it")
+    elif done.status == "unchanged":
+        out(f"ALREADY INSTALLED {done.path}")
+    else:
+        out(f"INSTALLED {done.path}")
+    finish(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
+
+
+def _repo_root() -> Path:
+    """The working tree's root, or the current directory outside a repository."""
+    # Imported here: the store brings in pygit2, which only this path of this verb needs.
+    from gitlocks.store.local import Store
+
+    try:
+        return Store.discover().root
+    except NotARepository:
+        return Path.cwd()

@@ -1,0 +1,87 @@
+"""The hooks as text: the commit or push check's report, and what install-hooks did.
+
+Pure, and free of pygit2 and typer: the git hooks import it on every commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from gitlocks.core.record import LockRecord, format_duration
+from gitlocks.core.table import Problem
+from gitlocks.core.text import printable, printable_lines
+
+if TYPE_CHECKING:  # the hooks import this module: their result type is named for types only
+    from gitlocks.hooks.install import HookChange
+
+PREFIX = "alock: "
+
+_WORDS = {
+    "installed": "INSTALLED",
+    "updated": "INSTALLED",
+    "already_installed": "ALREADY INSTALLED",
+    "uninstalled": "UNINSTALLED",
+    "not_installed": "NOT INSTALLED",
+}
+
+
+def held_line(path: str, record: LockRecord, now: datetime) -> str:
+    left = (record.expires() - now).total_seconds()
+    reason = f' "{record.reason}"' if record.reason else ""
+    return (
+        f"HELD {path} by {record.holder} ({' '.join(record.paths)}){reason}, "
+        f"expires in {format_duration(left)} [lock {record.id}]"
+    )
+
+
+def report(
+    hook: str,
+    mode: str,
+    warning: str | None,
+    problems: Sequence[Problem],
+    held: Sequence[tuple[str, Sequence[LockRecord]]],
+    now: datetime,
+) -> str:
+    """The hook's lines on stderr, each prefixed so it stands out in git's output."""
+    lines = [warning] if warning else []
+    lines += [f"warning: {p.ref} is not a usable lock ({p.reason}); ignored" for p in problems]
+    for path, locks in held:
+        lines += [held_line(path, record, now) for record in locks]
+    if held:
+        lines.append(advice(hook, mode, len(held)))
+    return "".join(f"{PREFIX}{printable(line)}\n" for line in lines)
+
+
+def advice(hook: str, mode: str, count: int) -> str:
+    what = "commit" if hook == "pre-commit" else "push"
+    paths = f"{count} path{'s' if count != 1 else ''} inside another holder's lock"
+    if mode == "block":
+        leave = (
+            "unstage them (git restore --staged PATH)"
+            if what == "commit"
+            else "push without those commits"
+        )
+        return (
+            f"REFUSED {what}: {paths}: {leave}, ask the holder to release, "
+            f"or bypass with git {what} --no-verify"
+        )
+    return (
+        f"WARNING: {paths}; the {what} goes on. Ask the holder before changing their "
+        f"paths (git alock list shows every claim); alock.hookMode=block refuses instead"
+    )
+
+
+def installed(changes: Sequence[HookChange]) -> str:
+    """One line per hook: the word, the hook, its path, and any chained hook."""
+    lines = []
+    for change in changes:
+        line = f"{_WORDS[change.status]} {change.hook} ({change.path})"
+        if change.chained is not None and change.status != "uninstalled":
+            kept = f"{change.chained.parent.name}/{change.chained.name}"
+            line += f"; runs your previous hook first, kept as {kept}"
+        elif change.chained is not None:
+            line += "; your previous hook is back in place"
+        lines.append(line)
+    return printable_lines(lines)

@@ -1,0 +1,54 @@
+"""``git alock status`` as text: you, your locks, others', and edits outside your claims."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gitlocks.core.record import LockRecord
+from gitlocks.core.text import printable_lines
+from gitlocks.render.locks import expires, state_word
+from gitlocks.service.results import Status
+
+
+def lock_line(record: LockRecord, state: str, now: datetime) -> str:
+    word = state_word(record, state, now)
+    extra = f", {word}" if word else ""
+    count = len(record.notes)
+    notes = f", {count} note{'s' if count != 1 else ''}" if count else ""
+    reason = f' "{record.reason}"' if record.reason else ""
+    return (
+        f"{' '.join(record.paths)} by {record.holder}{reason}, {expires(record, now)}"
+        f"{extra}{notes} [lock {record.id}]"
+    )
+
+
+def status(report: Status, now: datetime) -> str:
+    parent = f" (sub-agent of {report.parent})" if report.parent else ""
+    lines = [f"you are {report.holder}{parent}", "", "yours:"]
+    lines += [f"  {lock_line(r, report.states[r.id], now)}" for r in report.yours] or ["  none"]
+    lines += ["", "others':"]
+    lines += [f"  {lock_line(r, report.states[r.id], now)}" for r in report.others] or ["  none"]
+    lines += ["", "uncommitted edits outside your claims:"]
+    flagged = 0
+    for tree in report.worktrees:
+        branch = f" ({tree.branch})" if tree.branch else ""
+        header = f"  {tree.path}{branch}"
+        if tree.error:
+            lines += [header, f"    cannot read its status: {tree.error}"]
+            continue
+        shown = [e for e in tree.edits if e.status != "yours"]
+        if not shown:
+            continue
+        lines.append(header)
+        for edit in shown:
+            flagged += 1
+            if edit.status == "unclaimed":
+                where = "in no claim"
+            else:
+                holders = ", ".join(sorted({r.holder for r in edit.locks}))
+                kind = "interrupted work of" if edit.status == "interrupted" else "claim of"
+                where = f"inside the {kind} {holders}"
+            lines.append(f"    {edit.xy.replace(' ', '.')} {edit.path}  {where}")
+    if not flagged:
+        lines.append("  none")
+    return printable_lines(lines)
