@@ -196,7 +196,7 @@ def session_process(pid: int | None = None, env: Mapping[str, str] | None = None
 
 def _current_user() -> str:
     try:
-        import pwd
+        import pwd  # Unix only, and only when the environment names no user
 
         return pwd.getpwuid(os.getuid()).pw_name
     except (ImportError, KeyError):  # no pwd module, or a uid without a passwd entry

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
             from gitlocks.hooks.check import main as hook_main
 
             return hook_main(args[1:])
-        from gitlocks.cli.app import run
+        from gitlocks.cli.app import run  # the verb table: imports only the verb run
 
         return run(args)
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""Table tests for the scope engine (DESIGN.md section 2)."""
+"""Table tests for the scope engine (docs/design.md, section 2)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from gitlocks.core.scope import (
 from gitlocks.errors import EXIT_ERROR, InvalidPattern
 
 OVERLAPS = [
-    # DESIGN.md rule 5, and the pinned regression: "**" matching zero segments.
+    # docs/design.md, section 2.1, rule 5, and the pinned regression: "**" matching zero segments.
     ("src/**/api", "src/api", True),
     ("src/*.py", "src/a*", True),
     ("src/api/**", "src/web/**", False),

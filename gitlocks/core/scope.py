@@ -1,4 +1,4 @@
-"""Scopes: the patterns a lock claims, and exact decisions about them (DESIGN.md section 2).
+"""Scopes: the patterns a lock claims, and exact decisions about them (docs/design.md, section 2).
 
 Pure: stdlib only, no git. The glob machinery lives in :mod:`gitlocks.core.glob`.
 

@@ -145,7 +145,7 @@ class Table:
 
     def key(self, pattern: str) -> str:
         """One spelling per scope, for comparing patterns as claims: ``src/api``,
-        ``src/api/`` and ``src/api/**`` name the same subtree (DESIGN.md rule 4)."""
+        ``src/api/`` and ``src/api/**`` name the same subtree (docs/design.md, 2.1 rule 4)."""
         while pattern.endswith("/**") and pattern != "**":
             pattern = pattern[: -len("/**")]
         return pattern.casefold() if self.ignore_case else pattern

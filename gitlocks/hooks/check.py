@@ -287,7 +287,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {hook} lock check skipped\n")
         return exc.exit_code if _configured_mode() == "block" else EXIT_OK
     except Exception as exc:  # a bug: say so loudly, but a warn-mode hook lets the commit on
-        import traceback
+        import traceback  # only on this path: a bug in a hook
 
         sys.stderr.write(
             f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"

@@ -10,20 +10,23 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
-from gitlocks.service.results import (
-    AcquireResult,
-    BreakResult,
-    CheckItem,
-    Conflict,
-    NoteResult,
-    ReleaseResult,
-    RenewResult,
-    ResumeResult,
-)
+
+if TYPE_CHECKING:  # the service's result objects, named for types only
+    from gitlocks.service.results import (
+        AcquireResult,
+        BreakResult,
+        CheckItem,
+        Conflict,
+        NoteResult,
+        ReleaseResult,
+        RenewResult,
+        ResumeResult,
+    )
 
 
 def until(stamp: str, now: datetime) -> str:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable_lines
 from gitlocks.render.locks import expires, state_word
-from gitlocks.service.results import Status
+
+if TYPE_CHECKING:  # the service's result objects, named for types only
+    from gitlocks.service.results import Status
 
 
 def lock_line(record: LockRecord, state: str, now: datetime) -> str:

@@ -10,7 +10,7 @@ Layout, shared by every worktree of a repository (these refs are not per-worktre
 Why a writer needs more than per-ref locking: two claims under different ref names can
 overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same ref. So
 every write also compare-and-swaps the journal ref, inside one ref transaction with the
-lock refs it touches (DESIGN.md section 5).
+lock refs it touches (docs/design.md, section 9).
 
 Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
 killed while it holds a ``<ref>.lock`` file leaves the file behind, and pygit2 then fails

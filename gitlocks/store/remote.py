@@ -13,7 +13,7 @@ journal ``refs/agent-locks-meta/journal``. A clone keeps two things:
   locks to push.
 - the local view, ``refs/agent-locks/*`` and the journal: the staged state mirrored, so
   ``list``, ``check`` and the hook read it offline. A local lock that was never pushed is
-  never deleted or overwritten by a mirror (the ``fetch --prune`` trap, DESIGN.md 5).
+  never deleted or overwritten by a mirror (the ``fetch --prune`` trap, docs/design.md section 9).
 
 Why a push is a compare-and-swap: ``git push --atomic --force-with-lease=<ref>:<old>``
 sends each ref's expected old value with its new one; receive-pack locks every ref,

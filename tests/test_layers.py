@@ -1,0 +1,186 @@
+"""The package's layers (docs/design.md, section 8), held to the table that documents them."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gitlocks"
+
+# layer -> the layers its modules may import at run time (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "layout": set(),
+    "core": {"errors", "layout"},
+    "identity": {"core", "errors", "layout"},
+    "git": {"core", "errors", "layout"},
+    "store": {"core", "git", "identity", "errors", "layout"},
+    "service": {"core", "git", "identity", "store", "errors", "layout"},
+    "render": {"core", "identity", "errors", "layout"},
+    "hooks": {"core", "git", "identity", "render", "errors", "layout"},
+    "cli": {"core", "git", "identity", "store", "service", "render", "hooks", "errors", "layout"},
+    "main": {"cli", "hooks", "errors"},
+    "__init__": {"core", "errors"},
+    "__main__": {"main"},
+}
+# Third-party and heavy standard modules, and the one layer allowed each.
+HOMES = {"pygit2": {"store"}, "typer": {"cli"}, "subprocess": {"git", "identity"}}
+
+
+def _modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        found[name] = ast.parse(path.read_text(), str(path))
+    return found
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(tree: ast.Module, *, top_level_only: bool) -> list[tuple[str, ast.stmt]]:
+    """Modules imported at run time (``if TYPE_CHECKING`` blocks left out)."""
+    found: list[tuple[str, ast.stmt]] = []
+
+    def visit(node: ast.AST, depth: int) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _type_checking(child):
+                continue
+            inner = depth + isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(child, ast.Import) and not (top_level_only and depth):
+                found.extend((alias.name, child) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and not (top_level_only and depth):
+                base = child.module or ""
+                found.append((base, child))
+                if base == "gitlocks" or base.startswith("gitlocks."):
+                    found.extend((f"{base}.{alias.name}", child) for alias in child.names)
+            visit(child, inner)
+
+    visit(tree, 0)
+    return found
+
+
+def _internal(name: str) -> str | None:
+    """The gitlocks module ``name`` refers to (a module, or a name inside one)."""
+    while name.startswith("gitlocks"):
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def test_every_layer_imports_only_the_layers_beneath_it() -> None:
+    wrong = []
+    for module, tree in MODULES.items():
+        layer = _layer(module)
+        for name, _ in _imports(tree, top_level_only=False):
+            target = _internal(name)
+            if target is None or target == "gitlocks":
+                continue
+            if _layer(target) != layer and _layer(target) not in ALLOWED[layer]:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, wrong
+
+
+def test_heavy_dependencies_live_in_their_one_layer() -> None:
+    wrong = []
+    for module, tree in MODULES.items():
+        for name, _ in _imports(tree, top_level_only=False):
+            home = HOMES.get(name.split(".")[0])
+            if home is not None and _layer(module) not in home:
+                wrong.append(f"{module} imports {name}")
+    assert not wrong, wrong
+
+
+def test_no_import_cycles() -> None:
+    graph = {
+        module: {
+            target
+            for name, _ in _imports(tree, top_level_only=True)
+            if (target := _internal(name)) not in (None, module, "gitlocks")
+        }
+        for module, tree in MODULES.items()
+    }
+    done: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> None:
+        if module in path:
+            cycle = [*path[path.index(module) :], module]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        for target in sorted(graph[module]):
+            walk(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        walk(module, [])
+
+
+def test_imports_inside_functions_say_why() -> None:
+    """Only a deliberate lazy import of a heavy dependency or a verb, with its reason."""
+    silent = []
+    for module, tree in MODULES.items():
+        source = (PACKAGE.parent / (module.replace(".", "/"))).with_suffix(".py")
+        if not source.exists():
+            source = PACKAGE.parent / module.replace(".", "/") / "__init__.py"
+        lines = source.read_text().splitlines()
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in top:
+                continue
+            if any(node is n for n in _type_checking_bodies(tree)):
+                continue
+            here = lines[node.lineno - 1]
+            above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+            if "#" not in here and not above.startswith("#"):
+                silent.append(f"{module}:{node.lineno}: {here.strip()}")
+    assert not silent, silent
+
+
+def _type_checking_bodies(tree: ast.Module) -> list[ast.stmt]:
+    return [stmt for node in tree.body if _type_checking(node) for stmt in node.body]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "args", [["version"], ["whoami"], ["-h"], ["skill", "show"], ["version", "--json"]]
+)
+def test_cheap_verbs_never_import_pygit2(args: list[str], tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from gitlocks.main import main\n"
+        f"code = main({args!r})\n"
+        "sys.stdout.flush()\n"
+        "sys.stderr.write('PYGIT2=%s CODE=%s' % ('pygit2' in sys.modules, code))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert proc.stderr.endswith("PYGIT2=False CODE=0"), proc.stderr
+
+
+def test_top_level_help_needs_no_command_line_framework(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from gitlocks.main import main\n"
+        "main(['-h'])\n"
+        "sys.stderr.write('TYPER=%s' % ('typer' in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert proc.stderr.endswith("TYPER=False"), proc.stderr
