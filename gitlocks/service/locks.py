@@ -42,9 +42,6 @@ from gitlocks.store.local import Change
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 
 
-# --- relations between holders ------------------------------------------------------------
-
-
 # --- acquire ------------------------------------------------------------------------------
 
 
@@ -52,86 +49,123 @@ def acquire(
     ctx: Context, entries: list[ScopeEntry], *, reason: str = "", ttl: int = DEFAULT_TTL_SECONDS
 ) -> AcquireResult:
     """Claim every entry or none of them."""
-    ident = ctx.identity
-    store = ctx.store
 
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
         change = Change()
         gone = sweep(table, now, change)
-        mine = {ident.holder}
-        elders = table.ancestors(ident.holder, ident.parent)
-        requested = table.keys(e.pattern for e in entries)
-        for elder in elders:
-            for record in table.held_by(elder):
-                if record.id not in gone and table.keys(record.paths) == requested:
-                    hint = (
-                        f"{elder} (your parent) holds exactly {' '.join(record.paths)}: "
-                        "claim a narrower part of it for your own work"
-                    )
-                    return change, AcquireResult("refused", hint=hint)
+        hint = _parents_whole_scope(ctx, table, entries, gone)
+        if hint is not None:
+            return change, AcquireResult("refused", hint=hint)
         # Liveness is judged only here, on the records this claim crosses: a claim costs
         # time in the locks it might meet, never in the size of the table.
         life = lifecycle.Liveness.of(ctx)
-        conflicts, interrupted = [], []
-        for lock_id, pairs in sorted(table.overlaps(entries).items()):
-            record = table.records[lock_id]
-            if lock_id in gone or record.holder in mine or record.holder in elders:
-                continue
-            state = life.state(record)
-            if state == "dead":
-                lifecycle.auto_release(record, now, change, gone)
-                continue
-            found = Conflict(record, pairs, state, life.quiet_seconds(record))
-            if state != "interrupted":
-                conflicts.append(found)
-            elif lifecycle.covers_scope(entries, record, table.ignore_case):
-                interrupted.append(found)  # narrower claims pass interrupted work by
+        conflicts, interrupted = _crossed(ctx, table, entries, life, change, gone)
         if conflicts:
             return change, AcquireResult("refused", conflicts=conflicts)
         if interrupted:
             return change, AcquireResult("interrupted", conflicts=interrupted)
-        own = [r for r in table.held_by(ident.holder) if r.id not in gone]
+        own = [r for r in table.held_by(ctx.identity.holder) if r.id not in gone]
         held = {table.key(p): r for r in own for p in r.paths}
         new = [e for e in entries if table.key(e.pattern) not in held]
         if not new:
             lock = held[table.key(entries[0].pattern)]
-            rebound = lifecycle.rebind(ctx, lock, life)
-            if rebound is not lock:
-                change.put.append(rebound)
-                change.events.append(event("resumed", rebound, now, by=ident.holder))
-            longer = expiry_from(now, ttl)
-            if longer > rebound.expires_at:  # asking again for longer is a renewal
-                rebound = rebound.with_changes(
-                    renewed_at=format_time(now), expires_at=longer, ttl=max(ttl, rebound.ttl)
-                )
-                change.put.append(rebound)
-                change.events.append(event("renewed", rebound, now, expires_at=longer))
-            return change, AcquireResult("already_yours", lock=rebound)
+            return change, _already_yours(ctx, lock, life, ttl, change)
         record = _new_record(ctx, new, reason, ttl, now)
         change.put.append(record)
         change.events.append(event("granted", record, now, reason=reason))
         return change, AcquireResult("acquired", lock=record)
 
-    result: AcquireResult = store.transact(decide)
+    result: AcquireResult = ctx.store.transact(decide)
     if result.status in ("refused", "interrupted"):
-        # Refusals change nothing, so they are not in the shared journal: log them here.
-        journal.record_refusal(
-            store,
-            {
-                "event": "refused" if result.status == "refused" else "interrupted",
-                "at": format_time(ctx.now()),
-                "holder": ident.holder,
-                "paths": [e.pattern for e in entries],
-                "conflicts": [
-                    {"id": c.record.id, "holder": c.record.holder, "paths": list(c.record.paths)}
-                    for c in result.conflicts
-                ],
-                "hint": result.hint,
-                "after": store.version(),  # orders it among journal events of that second
-            },
-        )
+        _log_refusal(ctx, entries, result)
     return result
+
+
+def _parents_whole_scope(
+    ctx: Context, table: Table, entries: list[ScopeEntry], gone: set[str]
+) -> str | None:
+    """A hint when a sub-agent asks for exactly a parent's whole scope, else None."""
+    ident = ctx.identity
+    requested = table.keys(e.pattern for e in entries)
+    for elder in table.ancestors(ident.holder, ident.parent):
+        for record in table.held_by(elder):
+            if record.id not in gone and table.keys(record.paths) == requested:
+                return (
+                    f"{elder} (your parent) holds exactly {' '.join(record.paths)}: "
+                    "claim a narrower part of it for your own work"
+                )
+    return None
+
+
+def _crossed(
+    ctx: Context,
+    table: Table,
+    entries: list[ScopeEntry],
+    life: lifecycle.Liveness,
+    change: Change,
+    gone: set[str],
+) -> tuple[list[Conflict], list[Conflict]]:
+    """The live claims of others this claim crosses, and the interrupted work it would take.
+
+    A dead holder's note-less lock met on the way is released by this same write.
+    """
+    ident = ctx.identity
+    elders = set(table.ancestors(ident.holder, ident.parent))
+    conflicts, interrupted = [], []
+    for lock_id, pairs in sorted(table.overlaps(entries).items()):
+        record = table.records[lock_id]
+        if lock_id in gone or record.holder == ident.holder or record.holder in elders:
+            continue
+        state = life.state(record)
+        if state == "dead":
+            lifecycle.auto_release(record, ctx.now(), change, gone)
+            continue
+        found = Conflict(record, pairs, state, life.quiet_seconds(record))
+        if state != "interrupted":
+            conflicts.append(found)
+        elif lifecycle.covers_scope(entries, record, table.ignore_case):
+            interrupted.append(found)  # narrower claims pass interrupted work by
+    return conflicts, interrupted
+
+
+def _already_yours(
+    ctx: Context, lock: LockRecord, life: lifecycle.Liveness, ttl: int, change: Change
+) -> AcquireResult:
+    """Asking again for your own claim: rebind it to this session, and renew it if longer."""
+    now = ctx.now()
+    rebound = lifecycle.rebind(ctx, lock, life)
+    if rebound is not lock:
+        change.put.append(rebound)
+        change.events.append(event("resumed", rebound, now, by=ctx.identity.holder))
+    longer = expiry_from(now, ttl)
+    if longer > rebound.expires_at:  # asking again for longer is a renewal
+        rebound = rebound.with_changes(
+            renewed_at=format_time(now), expires_at=longer, ttl=max(ttl, rebound.ttl)
+        )
+        change.put.append(rebound)
+        change.events.append(event("renewed", rebound, now, expires_at=longer))
+    return AcquireResult("already_yours", lock=rebound)
+
+
+def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult) -> None:
+    """Refusals change nothing, so they are not in the shared journal: log them here."""
+    store = ctx.store
+    journal.record_refusal(
+        store,
+        {
+            "event": "refused" if result.status == "refused" else "interrupted",
+            "at": format_time(ctx.now()),
+            "holder": ctx.identity.holder,
+            "paths": [e.pattern for e in entries],
+            "conflicts": [
+                {"id": c.record.id, "holder": c.record.holder, "paths": list(c.record.paths)}
+                for c in result.conflicts
+            ],
+            "hint": result.hint,
+            "after": store.version(),  # orders it among journal events of that second
+        },
+    )
 
 
 def _new_record(

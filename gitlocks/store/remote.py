@@ -227,11 +227,12 @@ class RemoteStore(Store):
                     f"(e.g. {' '.join(waiting[0].paths)} held by {waiting[0].holder}): run "
                     f"git alock remote {self.remote} to push them, or git alock remote --off"
                 )
-            return self._transact_locked(decide, tries=max(1, tries))
+            return self.transact_held(decide, tries=max(1, tries))
 
-    def _transact_locked(
+    def transact_held(
         self, decide: Callable[[Table], tuple[Change, T]], *, tries: int, fetched: bool = False
     ) -> T:
+        """``transact`` for a caller that already holds the mutex (a mode switch)."""
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
@@ -433,7 +434,7 @@ class RemoteStore(Store):
             updates.update(self.view_updates(old, new, journal))
         self.set_refs(updates)
         if self.mirroring:
-            self._stamp()
+            self.stamp_sync()
 
     def view_updates(
         self, old: dict[str, str], new: dict[str, str], journal: str | None
@@ -489,7 +490,7 @@ class RemoteStore(Store):
 
     # --- when we last heard from the remote ------------------------------------------------
 
-    def _stamp(self) -> None:
+    def stamp_sync(self) -> None:
         write_sync_times(self, {**read_sync_times(self), self.remote: time.time()})
 
     def last_sync(self) -> float | None:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pygit2
 
@@ -105,8 +106,15 @@ def enable(store: Store, name: str) -> SwitchResult:
     return result
 
 
+class _LocalLocks(NamedTuple):
+    """This clone's local locks as the switch sorts them."""
+
+    expired: list[LockRecord]
+    refreshed: list[LockRecord]  # copies of the remote's locks: never ours to push
+    candidates: list[LockRecord]  # live locks made here: to push
+
+
 def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
-    name = remote.remote
     local_journal = remote.version()
     _, staged_journal = remote.staged()
     copies, copied_journal = remote.detached_copies()
@@ -115,27 +123,64 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     now = format_time(utcnow())
     staged, _ = remote.staged()
     local = remote.local_locks()
-    expired: list[LockRecord] = []
-    refreshed: list[LockRecord] = []
-    candidates: list[LockRecord] = []
+    mirrored = {(i, v) for copy in (copies, foreign) for i, v in copy.items()}
+    sorted_ = _sort_local(remote, local, staged, mirrored, now)
+    decide = _adoption(remote.remote, sorted_, copies, now)
+    result: SwitchResult = remote.transact_held(decide, tries=TRIES, fetched=True)
+    if result.conflicts:
+        return result
+    # Decided: the local view becomes the remote's, except local refs that are no lock
+    # records (left as they are); this clone's local history is kept.
+    new, journal = remote.staged()
+    handled = [*result.dropped_expired, *result.refreshed, *result.superseded, *result.pushed]
+    old = {r.id: local[r.id] for r in handled}
+    old.update({i: v for i, v in local.items() if staged.get(i) == v})
+    updates = remote.view_updates(old, new, journal)
+    if local_journal is not None and local_journal not in (staged_journal, copied_journal, journal):
+        updates.update(_keep_local_journal(remote, local_journal))
+    for ref in remote.scan_refs((STAGING_PREFIX,)):
+        if "/detached/" in ref or ref.endswith("/detached-journal"):
+            updates[ref] = None  # every copy is now the remote's, or dropped
+    remote.set_refs(updates)
+    remote.stamp_sync()
+    store.config_set("alock.remote", remote.remote)
+    return result
+
+
+def _sort_local(
+    remote: RemoteStore,
+    local: dict[str, str],
+    staged: dict[str, str],
+    mirrored: set[tuple[str, str]],
+    now: str,
+) -> _LocalLocks:
+    """Which local locks are expired, copies of a remote's, or this clone's to push."""
+    found = _LocalLocks([], [], [])
     for lock_id, oid in sorted(local.items()):
         if staged.get(lock_id) == oid:
             continue  # already the remote's
         record = remote.read_record(LOCK_PREFIX + lock_id, oid)
         if not isinstance(record, LockRecord):
             continue  # not a lock record: left as it is
-        if copies.get(lock_id) == oid or foreign.get(lock_id) == oid:
-            refreshed.append(record)  # the remote's lock, as mirrored: never ours to push
+        if (lock_id, oid) in mirrored:
+            found.refreshed.append(record)  # the remote's lock, as mirrored
         elif record.expires_at <= now:
-            expired.append(record)
+            found.expired.append(record)
         else:
-            candidates.append(record)
+            found.candidates.append(record)
+    return found
+
+
+def _adoption(
+    name: str, local: _LocalLocks, copies: dict[str, str], now: str
+) -> Callable[[Table], tuple[Change, SwitchResult]]:
+    """The decision that pushes this clone's live locks, unless one is blocked there."""
 
     def decide(table: Table) -> tuple[Change, SwitchResult]:
-        result = SwitchResult(name, dropped_expired=expired, refreshed=list(refreshed))
+        result = SwitchResult(name, dropped_expired=local.expired, refreshed=list(local.refreshed))
         live = []
         refs = table.refs if isinstance(table, RemoteTable) else {}
-        for record in candidates:
+        for record in local.candidates:
             # Push only over the value it was copied from (a lock made here: over nothing),
             # so an old copy never overwrites a newer remote value, nor revives a release.
             if refs.get(record.id) != copies.get(record.id):
@@ -155,29 +200,7 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
         result.on_remote = len(table) + len([r for r in live if r.id not in table.records])
         return Change(put=list(live), events=events), result
 
-    result: SwitchResult = remote._transact_locked(decide, tries=TRIES, fetched=True)
-    if result.conflicts:
-        return result
-    # Decided: the local view becomes the remote's, except local refs that are no lock
-    # records (left as they are); this clone's local history is kept.
-    new, journal = remote.staged()
-    handled = [*expired, *result.refreshed, *result.superseded, *result.pushed]
-    old = {r.id: local[r.id] for r in handled}
-    old.update({i: v for i, v in local.items() if staged.get(i) == v})
-    updates = remote.view_updates(old, new, journal)
-    if local_journal is not None and local_journal not in (
-        staged_journal,
-        copied_journal,
-        journal,
-    ):
-        updates.update(_keep_local_journal(remote, local_journal))
-    for ref in remote.scan_refs((STAGING_PREFIX,)):
-        if "/detached/" in ref or ref.endswith("/detached-journal"):
-            updates[ref] = None  # every copy is now the remote's, or dropped
-    remote.set_refs(updates)
-    remote._stamp()
-    store.config_set("alock.remote", name)
-    return result
+    return decide
 
 
 def _detached_elsewhere(remote: RemoteStore) -> dict[str, str]:
