@@ -4,7 +4,8 @@ Every call here asks the git command line, started concurrently where it can be.
 a hook git sets ``GIT_DIR``, ``GIT_INDEX_FILE`` and friends. The git command line
 honours them all (the temporary index of ``git commit -a`` and ``git commit PATH``, a
 linked worktree's git dir), and every call here targets that same repository, so the
-variables are passed on as they are. libgit2 would read none of them.
+variables are passed on as they are (``Env.INHERIT`` of ``gitlocks.git.run``). libgit2
+would read none of them.
 
 Part of the hook path (see ``gitlocks.hooks.check``): it imports neither the command-line
 framework nor pygit2.
@@ -13,12 +14,16 @@ framework nor pygit2.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitlocks.errors import StoreError
+from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
+
+if TYPE_CHECKING:
+    import subprocess
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
 # the hook must not import the store (it imports pygit2); a test holds the two equal.
@@ -33,25 +38,11 @@ _MERGE_OPTIONS = ("-c", "--combined-all-paths")
 
 def start_git(args: Sequence[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
     """Start git on the repository the hook runs for, in the same environment."""
-    try:
-        return subprocess.Popen(
-            ["git", *args],
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as exc:
-        raise StoreError(f"cannot run git: {exc.strerror}") from exc
+    return run.start(args, cwd, env=run.Env.INHERIT, error=StoreError)
 
 
 def finish_git(proc: subprocess.Popen[bytes], feed: bytes = b"", ok: Sequence[int] = (0,)) -> bytes:
-    out, err = proc.communicate(feed)
-    if proc.returncode not in ok:
-        detail = err.decode("utf-8", "replace").strip().splitlines()
-        name = proc.args[1] if isinstance(proc.args, list) else "git"
-        raise StoreError(f"git {name} failed: {detail[-1] if detail else proc.returncode}")
-    return out
+    return run.finish(proc, feed, ok=ok, error=StoreError)
 
 
 def git_output(args: Sequence[str], cwd: str | None = None) -> bytes:
@@ -117,26 +108,12 @@ class Staged:
         self.procs += [start_git([*_AGAINST_ARGS, head, "--"], cwd) for head in heads]
 
     def paths(self) -> list[str]:
-        outs = finish_all(self.procs)
+        outs = run.finish_all(self.procs, error=StoreError)
         staged = parse_name_status(outs[0])
         keep = set(staged)
         for raw in outs[1:]:
             keep.intersection_update(os.fsdecode(name) for name in raw.split(b"\0") if name)
         return [path for path in staged if path in keep]
-
-
-def finish_all(procs: Sequence[subprocess.Popen[bytes]]) -> list[bytes]:
-    """Every process's output; the first failure is raised once all have been reaped."""
-    outs: list[bytes] = []
-    failure: StoreError | None = None
-    for proc in procs:
-        try:
-            outs.append(finish_git(proc))
-        except StoreError as exc:
-            failure = failure or exc
-    if failure is not None:
-        raise failure
-    return outs
 
 
 def merge_heads(cwd: str | None = None) -> list[str]:

@@ -1,34 +1,19 @@
 """The git command line as remote mode uses it: bounded runs and plain-language failures.
 
 Remote mode never pushes with libgit2: its pushes have no ``atomic`` capability and do not
-check old values (DESIGN.md section 5). Everything that talks to the remote runs ``git``
-as a subprocess, in its own session (so ssh cannot prompt on our terminal and a timeout
-can kill the whole process group), with prompts off and a time limit.
+check old values (docs/design.md, section 9). Everything that talks to the remote runs ``git``
+through ``gitlocks.git.run.bounded``: in its own session (so ssh cannot prompt on our
+terminal and a timeout can kill the whole process group), under ``Env.REMOTE`` (prompts
+off; our repository named by ``--git-dir``, not by a hook's variables) and a time limit.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 from dataclasses import dataclass
 
 from gitlocks.errors import RemoteError
-
-# Variables that point git at a repository, index or object store. Inside a hook git sets
-# some of them for the repository it runs in; we name our repository with --git-dir.
-_REPO_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_QUARANTINE_PATH",
-    "GIT_NAMESPACE",
-)
+from gitlocks.git import run
 
 # Keep our ref writes out of reflogs (gc complains about blob reflogs, section 5), and keep
 # a push or fetch from starting background maintenance.
@@ -54,13 +39,6 @@ _AUTH = re.compile(
 _NO_ATOMIC = "does not support --atomic"
 
 
-def git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARS}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["LC_ALL"] = "C"  # we read git's messages, so keep them in one language
-    return env
-
-
 @dataclass(frozen=True)
 class GitRun:
     code: int
@@ -70,36 +48,19 @@ class GitRun:
 
 def run_git(git_dir: str, args: list[str], *, remote: str, what: str, timeout: float) -> GitRun:
     """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteError``."""
-    cmd = ["git", f"--git-dir={git_dir}", *_CONFIG, *args]
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=git_env(),
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise RemoteError(f"cannot run git: {exc.strerror}") from exc
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise RemoteError(
+    done = run.bounded(
+        [f"--git-dir={git_dir}", *_CONFIG, *args],
+        env=run.Env.REMOTE,
+        timeout=timeout,
+        timed_out=(
             f"{what} {remote!r} timed out after {timeout:g}s (alock.remoteTimeout); nothing "
             "changed locally. If it was a push the remote may still have applied it: "
             "git alock sync shows the remote's state"
-        ) from None
-    return GitRun(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-    proc.communicate()
+        ),
+        error=RemoteError,
+    )
+    out, err = done.stdout, done.stderr
+    return GitRun(done.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
 def failure(run: GitRun, remote: str, what: str) -> RemoteError:

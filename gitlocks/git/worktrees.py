@@ -5,20 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gitlocks.git import run
+
 
 def _git(cwd: str, *args: str) -> bytes:
-    import subprocess
-
-    # Variables git sets for a hook would point every command at one repository.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _GIT_KEEP}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
-    if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed"
-        raise OSError(message)
-    return proc.stdout
-
-
-_GIT_KEEP = frozenset({"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES"})
+    # Each worktree finds its own repository: variables git sets for a hook would point
+    # every command at the hook's. OSError, which the status reading catches per worktree.
+    return run.output(args, cwd, env=run.Env.CLEAN, error=OSError)
 
 
 def worktrees(root: Path) -> list[tuple[str, str | None]]:

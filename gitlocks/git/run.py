@@ -1,0 +1,172 @@
+"""The one place the package starts git: every call names an environment policy.
+
+- ``Env.INHERIT``: the environment as it is. The hooks read the repository git is
+  working on, so ``GIT_DIR``, ``GIT_INDEX_FILE`` (the temporary index of ``git commit
+  -a``) and the rest of what git set for the hook must be honoured.
+- ``Env.CLEAN``: the variables that locate a repository removed (``REPO_VARS``), for git
+  run on another repository or worktree, or named by ``--git-dir``: inside a hook they
+  would point it at the hook's repository, its index or its quarantined objects.
+  Everything else stays, config (``GIT_CONFIG_*``, ``-c``) and ``GIT_CEILING_DIRECTORIES``
+  included: they belong to the request, not to a repository (git keeps them when it
+  enters a submodule too).
+- ``Env.REMOTE``: ``CLEAN``, with terminal prompts off and git's messages in one
+  language (remote mode reads them); ssh, proxy and credential settings pass through.
+
+``start``/``finish`` run git concurrently (several at once, stdin fed on finishing),
+``output`` runs one call, ``bounded`` runs one with a time limit in its own session, so
+that a timeout kills git and everything it started (ssh). Each caller names the error
+class its own callers catch; the messages are the same for all.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+
+
+class Env(enum.Enum):
+    """How git's environment is made from ours (see the module's docstring)."""
+
+    INHERIT = "inherit"
+    CLEAN = "clean"
+    REMOTE = "remote"
+
+
+# Variables that locate a repository, its work tree, index or object store: git's own list
+# of repository-local variables (``local_repo_env``, cleared before it runs a command in
+# another repository), without those that describe the request rather than a repository
+# (``GIT_CONFIG_PARAMETERS``/``_COUNT``, which git keeps for a submodule; replace objects;
+# lazy fetch), plus those a hook or receive-pack sets (the namespace, the quarantine).
+REPO_VARS = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_COMMON_DIR",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_QUARANTINE_PATH",
+        "GIT_GRAFT_FILE",
+        "GIT_SHALLOW_FILE",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_CONFIG",  # one repository's config file, read by git config alone
+    }
+)
+
+
+def environment(policy: Env) -> dict[str, str] | None:
+    """The environment git gets under ``policy``; None: ours, inherited as it is."""
+    if policy is Env.INHERIT:
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in REPO_VARS}
+    if policy is Env.REMOTE:
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        env["LC_ALL"] = "C"  # we read git's messages, so keep them in one language
+    return env
+
+
+def start(
+    args: Sequence[str],
+    cwd: str | None = None,
+    *,
+    env: Env,
+    error: type[Exception],
+) -> subprocess.Popen[bytes]:
+    """Start ``git ARGS``; finish it with ``finish``, feeding its stdin then."""
+    return _popen(args, cwd, env, error, stdin=subprocess.PIPE, session=False)
+
+
+def finish(
+    proc: subprocess.Popen[bytes],
+    feed: bytes = b"",
+    *,
+    ok: Sequence[int] = (0,),
+    error: type[Exception],
+) -> bytes:
+    """Feed ``proc`` and wait for it; its stdout, or ``error`` when its exit code is not ``ok``."""
+    out, err = proc.communicate(feed)
+    if proc.returncode not in ok:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        name = proc.args[1] if isinstance(proc.args, list) else "git"
+        raise error(f"git {name} failed: {detail[-1] if detail else proc.returncode}")
+    return out
+
+
+def finish_all(procs: Sequence[subprocess.Popen[bytes]], *, error: type[Exception]) -> list[bytes]:
+    """Every process's output; the first failure is raised once all have been reaped."""
+    outs: list[bytes] = []
+    failure: Exception | None = None
+    for proc in procs:
+        try:
+            outs.append(finish(proc, error=error))
+        except error as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return outs
+
+
+def output(
+    args: Sequence[str], cwd: str | None = None, *, env: Env, error: type[Exception]
+) -> bytes:
+    """Run git and return its stdout (``error`` when it fails)."""
+    return finish(start(args, cwd, env=env, error=error), error=error)
+
+
+def bounded(
+    args: Sequence[str],
+    *,
+    env: Env,
+    timeout: float,
+    timed_out: str,
+    error: type[Exception],
+) -> subprocess.CompletedProcess[bytes]:
+    """Run git in its own session, stdin closed; its exit code is the caller's to judge.
+
+    After ``timeout`` seconds the whole process group is killed and ``error(timed_out)``
+    raised. The new session also keeps ssh from prompting on our terminal.
+    """
+    proc = _popen(args, None, env, error, stdin=subprocess.DEVNULL, session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise error(timed_out) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _popen(
+    args: Sequence[str],
+    cwd: str | None,
+    env: Env,
+    error: type[Exception],
+    *,
+    stdin: int,
+    session: bool,
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment(env),
+            start_new_session=session,
+        )
+    except OSError as exc:
+        raise error(f"cannot run git: {exc.strerror}") from exc
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    proc.communicate()
