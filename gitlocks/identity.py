@@ -86,6 +86,25 @@ def _boot_id() -> str:
         return "unknown-boot"
 
 
+@lru_cache(maxsize=1)
+def host_identity() -> str:
+    """Where a pid can be judged: this boot and this pid namespace; "" where unknown.
+
+    A host name is no such place: containers share one (``localhost``, a fixed
+    ``--hostname``) and a bind-mounted repository while each has its own pids, and two
+    machines may share a name. A record whose ``host_id`` differs from ours (or is empty)
+    lives by its TTL alone (docs/design.md, section 3.3).
+    """
+    if not _has_proc():
+        return ""  # no /proc: no way to name the pid namespace, so no pid is judged
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    boot = _boot_id()
+    return "" if boot == "unknown-boot" else f"{boot}:{namespace}"
+
+
 def _linux_info(pid: int) -> _ProcInfo | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:

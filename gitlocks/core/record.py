@@ -61,13 +61,29 @@ def format_time(moment: datetime) -> str:
 
 def parse_time(text: str) -> datetime:
     """Parse an RFC 3339 UTC time as written by ``format_time`` (fractions tolerated)."""
-    if not isinstance(text, str) or not text.endswith("Z"):
+    if not isinstance(text, str) or not text.endswith("Z") or len(text) > 40:
         raise RecordError(f"not an RFC 3339 UTC time: {text!r}")
     try:
         moment = datetime.fromisoformat(text[:-1])
     except ValueError as exc:
         raise RecordError(f"not an RFC 3339 UTC time: {text!r}") from exc
+    if moment.tzinfo is not None:
+        raise RecordError(f"not an RFC 3339 UTC time: {text!r}")
     return moment.replace(tzinfo=timezone.utc)
+
+
+def canonical_time(text: str, *, round_up: bool = False) -> str:
+    """``text`` in the one spelling ``format_time`` writes, so times compare as text.
+
+    Records are compared by their time strings (as sorted RFC 3339 UTC), so every time
+    read from a record is parsed once and rewritten here: ``2030-01-01 10:00:00Z`` or a
+    fraction of a second would otherwise sort wrongly. An expiry with a fraction is
+    rounded up, never down: a lock must not end before its holder was told.
+    """
+    moment = parse_time(text)
+    if round_up and moment.microsecond:
+        moment = moment.replace(microsecond=0) + timedelta(seconds=1)
+    return format_time(moment)
 
 
 def parse_duration(text: str, *, what: str = "duration") -> int:
@@ -137,6 +153,9 @@ class LockRecord:
     head: str | None = None
     notes: tuple[Note, ...] = ()
     ttl: int = 0  # the lifetime asked for, in seconds, which a plain renew extends by
+    # Where ``pid`` can be judged: boot id and pid namespace of the session (see
+    # ``gitlocks.identity.host_identity``); empty: nowhere, the lock lives by its TTL.
+    host_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def expires(self) -> datetime:
@@ -173,6 +192,7 @@ class LockRecord:
             "head": self.head,
             "notes": [{"at": n.at, "text": n.text} for n in self.notes],
             "ttl": self.ttl,
+            "host_id": self.host_id,
         }
         for key, value in self.extra.items():
             data.setdefault(key, value)
@@ -216,6 +236,7 @@ class LockRecord:
                 head=_opt_str(data, "head"),
                 notes=tuple(_notes(data)),
                 ttl=_int(data, "ttl"),
+                host_id=_str(data, "host_id", default=""),
                 extra={k: v for k, v in data.items() if k not in known},
             )
         except (TypeError, KeyError) as exc:
@@ -224,9 +245,15 @@ class LockRecord:
             raise RecordError(f"invalid lock id {record.id!r}")
         if not record.paths:
             raise RecordError("a lock record needs at least one path")
-        for stamp in (record.created_at, record.renewed_at, record.expires_at):
-            parse_time(stamp)
-        return record
+        if not 0 <= record.ttl <= MAX_TTL_SECONDS:
+            raise RecordError(f"field 'ttl' must be between 0 and {MAX_TTL_SECONDS} seconds")
+        return replace(
+            record,
+            created_at=canonical_time(record.created_at),
+            renewed_at=canonical_time(record.renewed_at),
+            expires_at=canonical_time(record.expires_at, round_up=True),
+            notes=tuple(Note(canonical_time(n.at), n.text) for n in record.notes),
+        )
 
 
 def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.core.table import Table
-from gitlocks.identity import Identity, process_alive
-from gitlocks.layout import DEFAULT_STALE_SECONDS
+from gitlocks.identity import Identity, host_identity, process_alive
+from gitlocks.layout import DEFAULT_INTERRUPTED_KEEP_SECONDS, DEFAULT_STALE_SECONDS
 from gitlocks.store.local import Change, Store
 
 
@@ -29,7 +30,10 @@ class Context:
     # Whether (pid, start time) is still the same running process; injectable for tests.
     alive: Callable[[int, str], bool] = process_alive
     host: str = field(default_factory=lambda: os.uname().nodename)
+    # Where this process can judge a pid (boot id and pid namespace): see Liveness.
+    host_id: str = field(default_factory=host_identity)
     stale_after: int | None = None  # seconds; None: alock.staleAfter, else 10m
+    keep_interrupted: int | None = None  # seconds; None: alock.interruptedKeep, else 7d
 
     def now(self) -> datetime:
         return self.clock()
@@ -38,6 +42,27 @@ class Context:
         if self.stale_after is None:
             self.stale_after = stale_after_seconds(self.store.config_get)
         return self.stale_after
+
+    def session_host_id(self) -> str:
+        """The ``host_id`` a record of this session gets: ours for a session on this
+        host, "" (never judged) for one we only know by another host's name."""
+        host = self.identity.session.host
+        return self.host_id if not host or host == self.host else ""
+
+    def liveness(self) -> Liveness:
+        """A judge of holders for one decision (remembers each process it asked about)."""
+        return Liveness(self.host_id, self.alive, self.now(), self.stale_seconds())
+
+    def interrupted_keep(self) -> int:
+        """How long expired interrupted work is kept: ``alock.interruptedKeep``, else 7d."""
+        if self.keep_interrupted is None:
+            configured = self.store.config_get("alock.interruptedKeep")
+            self.keep_interrupted = (
+                DEFAULT_INTERRUPTED_KEEP_SECONDS
+                if configured is None
+                else parse_duration(configured, what="alock.interruptedKeep")
+            )
+        return self.keep_interrupted
 
 
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
@@ -52,12 +77,26 @@ def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[st
     return event
 
 
-def sweep(table: Table, now: datetime, change: Change) -> set[str]:
-    """Schedule every expired record for deletion; return their ids."""
+def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]:
+    """Schedule every expired record for deletion; return their ids.
+
+    Interrupted work (a dead holder's lock with notes) is kept past its expiry, until it
+    is resumed or broken, or ``alock.interruptedKeep`` has passed: it blocks nobody's
+    narrower claim, and a crash must never lose it by accident.
+    """
     gone = set()
-    for record in table.expired(format_time(now)):
+    expired = table.expired(format_time(now))
+    life = ctx.liveness() if any(r.notes for r in expired) else None
+    for record in expired:
+        if life is not None and record.notes and life.dead(record):
+            kept_until = record.expires() + timedelta(seconds=ctx.interrupted_keep())
+            if now < kept_until:
+                continue
+            extra: dict[str, Any] = {"interrupted": True}
+        else:
+            extra = {}
         change.delete.append(record.id)
-        change.events.append(event("expired", record, now))
+        change.events.append(event("expired", record, now, **extra))
         gone.add(record.id)
     return gone
 

@@ -22,10 +22,10 @@ also remembers each answer for the rest of the decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import datetime
 
+from gitlocks.core.liveness import Liveness, State
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
     WHOLE_TREE,
@@ -36,51 +36,8 @@ from gitlocks.core.scope import (
 )
 from gitlocks.core.table import Table, record_entries
 from gitlocks.service.context import Context, event, sweep
-from gitlocks.service.results import Conflict, ResumeResult, State
+from gitlocks.service.results import Conflict, ResumeResult
 from gitlocks.store.local import Change
-
-
-@dataclass
-class Liveness:
-    """Judges records for one decision, each session process at most once."""
-
-    host: str
-    alive: Callable[[int, str], bool]
-    now: datetime
-    stale_after: int
-    _seen: dict[tuple[int, str], bool] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def of(cls, ctx: Context) -> Liveness:
-        return cls(ctx.host, ctx.alive, ctx.now(), ctx.stale_seconds())
-
-    def judgeable(self, record: LockRecord) -> bool:
-        """Whether this host can tell if the record's session process still runs."""
-        return (
-            bool(record.host)
-            and record.host == self.host
-            and record.pid > 0
-            and bool(record.pid_start)
-        )
-
-    def dead(self, record: LockRecord) -> bool:
-        if not self.judgeable(record):
-            return False
-        key = (record.pid, record.pid_start)
-        if key not in self._seen:
-            self._seen[key] = self.alive(*key)
-        return not self._seen[key]
-
-    def quiet_seconds(self, record: LockRecord) -> float:
-        return max(0.0, (self.now - record.last_active()).total_seconds())
-
-    def state(self, record: LockRecord) -> State:
-        if self.dead(record):
-            return "interrupted" if record.notes else "dead"
-        if self.quiet_seconds(record) >= self.stale_after:
-            return "stale"
-        return "live"
-
 
 # --- "the same scope" -----------------------------------------------------------------------
 
@@ -152,6 +109,7 @@ def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
         return record
     return record.with_changes(
         host=session.host or ctx.host,
+        host_id=ctx.session_host_id(),
         pid=session.pid,
         pid_start=session.start_time,
         session=session.name,
@@ -181,9 +139,9 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
 
     def decide(table: Table) -> tuple[Change, ResumeResult]:
         now = ctx.now()
-        life = Liveness.of(ctx)
+        life = ctx.liveness()
         change = Change()
-        gone = sweep(table, now, change)
+        gone = sweep(ctx, table, now, change)
         candidates = [r for r in _candidates(table, target, table.ignore_case) if r.id not in gone]
         dead = [r for r in candidates if r.holder != ident.holder and life.dead(r)]
         if not dead:
@@ -210,6 +168,7 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
             renewed_at=stamp,
             expires_at=expiry_from(now, ttl),
             host=session.host or ctx.host,
+            host_id=ctx.session_host_id(),
             pid=session.pid,
             pid_start=session.start_time,
             session=session.name,
@@ -230,7 +189,7 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
 
 def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
     """The state of each record, by id (for listings: judges every record given)."""
-    life = Liveness.of(ctx)
+    life = ctx.liveness()
     return {r.id: life.state(r) for r in records}
 
 

@@ -12,6 +12,7 @@ import socket
 from collections.abc import Sequence
 from datetime import datetime
 
+from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     GENERATED_ID_RE,
     LOCK_ID_RE,
@@ -53,13 +54,13 @@ def acquire(
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
         change = Change()
-        gone = sweep(table, now, change)
+        gone = sweep(ctx, table, now, change)
         hint = _parents_whole_scope(ctx, table, entries, gone)
         if hint is not None:
             return change, AcquireResult("refused", hint=hint)
         # Liveness is judged only here, on the records this claim crosses: a claim costs
         # time in the locks it might meet, never in the size of the table.
-        life = lifecycle.Liveness.of(ctx)
+        life = ctx.liveness()
         conflicts, interrupted = _crossed(ctx, table, entries, life, change, gone)
         if conflicts:
             return change, AcquireResult("refused", conflicts=conflicts)
@@ -102,7 +103,7 @@ def _crossed(
     ctx: Context,
     table: Table,
     entries: list[ScopeEntry],
-    life: lifecycle.Liveness,
+    life: Liveness,
     change: Change,
     gone: set[str],
 ) -> tuple[list[Conflict], list[Conflict]]:
@@ -130,7 +131,7 @@ def _crossed(
 
 
 def _already_yours(
-    ctx: Context, lock: LockRecord, life: lifecycle.Liveness, ttl: int, change: Change
+    ctx: Context, lock: LockRecord, life: Liveness, ttl: int, change: Change
 ) -> AcquireResult:
     """Asking again for your own claim: rebind it to this session, and renew it if longer."""
     now = ctx.now()
@@ -185,6 +186,7 @@ def _new_record(
         renewed_at=stamp,
         expires_at=expiry_from(now, ttl),
         host=ident.session.host or socket.gethostname(),
+        host_id=ctx.session_host_id(),
         pid=ident.session.pid,
         pid_start=ident.session.start_time,
         session=ident.session.name,
@@ -205,7 +207,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
     def decide(table: Table) -> tuple[Change, ReleaseResult]:
         now = ctx.now()
         change = Change()
-        gone = sweep(table, now, change)
+        gone = sweep(ctx, table, now, change)
         result = ReleaseResult()
         if entries is None:
             holders = {ident.holder} | table.descendants(ident.holder)
@@ -271,9 +273,9 @@ def renew(
     def decide(table: Table) -> tuple[Change, RenewResult]:
         now = ctx.now()
         change = Change()
-        gone = sweep(table, now, change)
+        gone = sweep(ctx, table, now, change)
         wanted = None if entries is None else table.keys(e.pattern for e in entries)
-        life = lifecycle.Liveness.of(ctx)
+        life = ctx.liveness()
         renewed = []
         for record in table.held_by(ident.holder):
             if record.id in gone or (wanted is not None and not wanted & table.keys(record.paths)):
@@ -297,7 +299,7 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
     def decide(table: Table) -> tuple[Change, NoteResult]:
         now = ctx.now()
         change = Change()
-        gone = sweep(table, now, change)
+        gone = sweep(ctx, table, now, change)
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         key = table.key(entry.pattern)
         target = next((r for r in own if key in table.keys(r.paths)), None)
@@ -307,7 +309,7 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
             )
         if target is None:
             return change, NoteResult(entry.pattern)
-        target = lifecycle.rebind(ctx, target, lifecycle.Liveness.of(ctx))
+        target = lifecycle.rebind(ctx, target, ctx.liveness())
         notes = (*target.notes, Note(format_time(now), text))[-MAX_NOTES:]
         noted = target.with_changes(notes=notes)
         change.put.append(noted)
@@ -330,7 +332,7 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
     def decide(table: Table) -> tuple[Change, BreakResult]:
         now = ctx.now()
         change = Change()
-        gone = sweep(table, now, change)
+        gone = sweep(ctx, table, now, change)
         unusable = {p.ref[len(LOCK_PREFIX) :]: p for p in table.problems}
         result = BreakResult()
         for text, entry in targets:
@@ -378,7 +380,7 @@ def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     table = ctx.store.read_table()
     now = format_time(ctx.now())
     friends = table.family(ident.holder, ident.parent)
-    life = lifecycle.Liveness.of(ctx)
+    life = ctx.liveness()
     items = []
     for entry in entries:
         locks = [table.records[i] for i in sorted(table.covering(entry))]
@@ -409,7 +411,7 @@ def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
         ident = ctx.identity
         table, live = live_table(ctx)
         friends = table.family(ident.holder, ident.parent)
-        life = lifecycle.Liveness.of(ctx)
+        life = ctx.liveness()
         claims = [(r, record_entries(r)) for r in live if not life.dead(r)]
         for path in odd:
             covering = [

@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
-
-# The state of a live (unexpired) lock; docs/design.md, section 3.3.
-State = Literal["live", "stale", "dead", "interrupted"]
 
 
 class Conflict(NamedTuple):

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
 from gitlocks.core.table import Table, record_entries
 from gitlocks.git.worktrees import changes, worktrees
 from gitlocks.service.context import Context, live_table
-from gitlocks.service.lifecycle import Liveness
-from gitlocks.service.results import Edit, State, Status, WorktreeEdits
+from gitlocks.service.results import Edit, Status, WorktreeEdits
 
 
 def status(ctx: Context) -> Status:
     """Your locks, others' (with their state), and where each worktree's edits lie."""
     ident = ctx.identity
     table, live = live_table(ctx)
-    life = Liveness.of(ctx)
+    life = ctx.liveness()
     friends = table.family(ident.holder, ident.parent)
     states_by_id = {r.id: life.state(r) for r in live}
     yours = [r for r in live if r.holder in friends]

@@ -1,0 +1,57 @@
+"""Is a lock's holder alive, quiet (STALE) or gone (dead, INTERRUPTED WORK)?
+
+Pure: the caller says where it stands (``host_id``: boot and pid namespace) and how to ask
+whether a process still runs. The service, ``check`` and the hooks judge through this one
+class, so they judge alike (docs/design.md, section 3.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from gitlocks.core.record import LockRecord
+
+# The state of a live (unexpired) lock.
+State = Literal["live", "stale", "dead", "interrupted"]
+
+
+@dataclass
+class Liveness:
+    """Judges records for one decision, each session process at most once."""
+
+    host_id: str
+    alive: Callable[[int, str], bool]
+    now: datetime
+    stale_after: int
+    _seen: dict[tuple[int, str], bool] = field(default_factory=dict, repr=False)
+
+    def judgeable(self, record: LockRecord) -> bool:
+        """Whether this process can tell if the record's session process still runs: only
+        in the boot and pid namespace that wrote it, never by host name alone."""
+        return (
+            bool(record.host_id)
+            and record.host_id == self.host_id
+            and record.pid > 0
+            and bool(record.pid_start)
+        )
+
+    def dead(self, record: LockRecord) -> bool:
+        if not self.judgeable(record):
+            return False
+        key = (record.pid, record.pid_start)
+        if key not in self._seen:
+            self._seen[key] = self.alive(*key)
+        return not self._seen[key]
+
+    def quiet_seconds(self, record: LockRecord) -> float:
+        return max(0.0, (self.now - record.last_active()).total_seconds())
+
+    def state(self, record: LockRecord) -> State:
+        if self.dead(record):
+            return "interrupted" if record.notes else "dead"
+        if self.quiet_seconds(record) >= self.stale_after:
+            return "stale"
+        return "live"
