@@ -22,7 +22,8 @@ from gitlocks.core import journal as core_journal
 from gitlocks.layout import JOURNAL_REF
 from gitlocks.render import journal as render_journal
 from gitlocks.service import journal, locks
-from gitlocks.store.local import Store, is_journal_commit
+from gitlocks.store.journal import is_journal_commit
+from gitlocks.store.local import Store
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -226,13 +227,24 @@ def test_watch_survives_compaction(repo: Path) -> None:
     assert printed == [f"d{i}/**" for i in range(6)]
 
 
-def test_journal_ref_is_a_commit_chain_with_empty_trees(repo: Path) -> None:
-    assert alock(repo, "acquire", "src/**", **A).code == 0
-    assert alock(repo, "release", "src/**", **A).code == 0
+def test_journal_ref_is_a_commit_chain_carrying_the_table(repo: Path) -> None:
+    """Each journal commit's tree is the table after its write: the same blobs as the refs."""
+    lock_id = alock(repo, "acquire", "src/**", "--json", **A).json()["lock"]["id"]
     r = pygit2.Repository(str(repo))
     tip = r.get(r.references[JOURNAL_REF].target)
-    assert len(tip.tree) == 0 and len(tip.parents) == 1
-    assert "Journal-Seq: 2" in tip.message
+    assert sorted(e.name for e in tip.tree) == ["format", "locks"]
+    assert [e.name for e in tip.tree["locks"]] == [lock_id]
+    assert tip.tree["locks"][lock_id].id == r.references[f"refs/agent-locks/{lock_id}"].target
+    assert alock(repo, "acquire", "docs/**", **B).code == 0
+    assert alock(repo, "release", "src/**", **A).code == 0
+    tip = r.get(r.references[JOURNAL_REF].target)
+    assert len(tip.parents) == 1 and "Journal-Seq: 3" in tip.message
+    on_refs = {
+        n.removeprefix("refs/agent-locks/")
+        for n in r.references
+        if n.startswith("refs/agent-locks/")
+    }
+    assert {e.name for e in tip.tree["locks"]} == on_refs and len(on_refs) == 1
     assert os.path.exists(repo / ".git" / "agent-locks.mutex")
 
 

@@ -18,7 +18,7 @@ from gitlocks.identity import resolve_identity
 from gitlocks.layout import JOURNAL_REF, MUTEX_NAME
 from gitlocks.service.context import Context
 from gitlocks.service.locks import acquire
-from gitlocks.store import local as store_module
+from gitlocks.store import refs as store_module
 from gitlocks.store.local import Store
 
 

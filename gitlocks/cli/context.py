@@ -13,7 +13,7 @@ from gitlocks.core.record import parse_duration
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import UsageError
 from gitlocks.identity import resolve_identity
-from gitlocks.layout import DEFAULT_TTL_SECONDS
+from gitlocks.layout import DEFAULT_TTL_SECONDS, JOURNAL_REF
 from gitlocks.render import remote as render_remote
 from gitlocks.render.locks import problems
 from gitlocks.service.context import Context
@@ -25,6 +25,12 @@ from gitlocks.store.remote import RemoteStore
 def context(as_id: str | None, *, fresh: bool = False) -> Context:
     """The store of the current repository (the remote's in remote mode) and who asks."""
     store = Store.discover()
+    target = store.journal_symref()
+    if target is not None:
+        sys.stderr.write(
+            f"warning: {JOURNAL_REF} is a symbolic ref to {target}: never followed; "
+            "the next write replaces it with a fresh journal\n"
+        )
     if store.config_get("alock.remote"):
         store = RemoteStore(store.repo)
         if fresh:

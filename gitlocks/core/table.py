@@ -96,6 +96,9 @@ class Table:
     ignore_case: bool = False
     records: dict[str, LockRecord] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # lock id -> object id of every blob under the lock namespace (usable or not): what a
+    # write compares and what the journal commit's table tree holds.
+    refs: dict[str, str] = field(default_factory=dict)
     # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
     # clock wrote it, so nobody treats it as expired until this allowance has passed too.
     skew: int = 0

@@ -333,7 +333,9 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
         now = ctx.now()
         change = Change()
         gone = sweep(ctx, table, now, change)
-        unusable = {p.ref[len(LOCK_PREFIX) :]: p for p in table.problems}
+        unusable = {
+            p.ref[len(LOCK_PREFIX) :]: p for p in table.problems if p.ref.startswith(LOCK_PREFIX)
+        }
         result = BreakResult()
         for text, entry in targets:
             if text in unusable and text not in result.unusable:

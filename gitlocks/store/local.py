@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import random
 import re
@@ -36,26 +35,24 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import pygit2
 
-from gitlocks.core import journal
-from gitlocks.core.record import LockRecord
+from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table, load_table, read_record
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
-    LOCKFILE_WAIT_SECONDS,
     MUTEX_NAME,
     MUTEX_TIMEOUT_SECONDS,
 )
+from gitlocks.store.journal import Journal, JournalEntry
+from gitlocks.store.refs import RefWriter
 
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
-_SIGNATURE = ("gitlocks", "gitlocks@localhost")
 
 T = TypeVar("T")
 
@@ -70,11 +67,6 @@ class Change:
 
     def __bool__(self) -> bool:
         return bool(self.put or self.delete)
-
-
-class JournalEntry(NamedTuple):
-    commit: str
-    events: tuple[dict[str, Any], ...]
 
 
 class _Conflict(Exception):
@@ -96,7 +88,10 @@ class Store:
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
-        self._empty_tree: pygit2.Oid | None = None
+        self.journal_store = Journal(repo, self.config_get)
+        # Symbolic refs found under the lock namespace at the last scan: never followed.
+        self.symrefs: dict[str, str] = {}
+        self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
@@ -162,12 +157,26 @@ class Store:
     # --- reading ------------------------------------------------------------------------
 
     def version(self) -> str | None:
-        """The journal ref's value: changes with every write to the store."""
+        """The journal ref's value: changes with every write to the store.
+
+        A symbolic journal ref is never followed: it reads as no journal (the next write
+        replaces it with a real one).
+        """
         try:
             ref = self.repo.references.get(JOURNAL_REF)
-        except pygit2.GitError:
+        except (pygit2.GitError, ValueError):
             return None
-        return None if ref is None else str(ref.target)
+        if ref is None or not isinstance(ref.target, pygit2.Oid):
+            return None
+        return str(ref.target)
+
+    def journal_symref(self) -> str | None:
+        """Where a symbolic journal ref points (a planted one), else None."""
+        try:
+            ref = self.repo.references.get(JOURNAL_REF)
+        except (pygit2.GitError, ValueError):
+            return None
+        return str(ref.target) if ref is not None and isinstance(ref.target, str) else None
 
     def fingerprint(self) -> tuple[object, ...]:
         """What moves when any lock ref moves: the journal ref, the directory of the loose
@@ -194,16 +203,25 @@ class Store:
 
     def _load(self, version: str | None) -> Table:
         refs = sorted(self.scan_refs((LOCK_PREFIX,)).items())
-        return self.load(refs, version)
+        table = self.load(refs, version)
+        table.problems.extend(
+            Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
+            for name, target in sorted(self.symrefs.items())
+        )
+        target = self.journal_symref()
+        if target is not None:
+            reason = f"a symbolic ref to {target}; never followed, the next write replaces it"
+            table.problems.append(Problem(ref=JOURNAL_REF, oid="", reason=reason))
+        return table
 
     def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table:
         """The table of ``(ref, oid)`` lock refs, through the one loader."""
-        return load_table(
-            (self.read_object(name, oid) for name, oid in refs),
-            version=version,
-            ignore_case=self.ignore_case,
-            skew=self.skew,
-        )
+        found = [self.read_object(name, oid) for name, oid in refs]
+        table = load_table(found, version=version, ignore_case=self.ignore_case, skew=self.skew)
+        table.refs = {
+            name[len(LOCK_PREFIX) :]: oid for name, oid, _, kind in found if kind == "blob"
+        }
+        return table
 
     def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
         """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""
@@ -233,6 +251,8 @@ class Store:
             }
         base = self.common_dir
         found: dict[str, str] = {}
+        if LOCK_PREFIX in prefixes:
+            self.symrefs = {}
         for prefix in prefixes:
             top = base / prefix
             for dirpath, _dirs, files in os.walk(top):
@@ -247,6 +267,8 @@ class Store:
                         continue  # deleted while we looked: gone
                     if _HEX_RE.match(value):
                         found[f"{rel}/{filename}"] = value
+                    elif value.startswith("ref:") and LOCK_PREFIX in prefixes:
+                        self.symrefs[f"{rel}/{filename}"] = value[4:].strip()
         try:
             packed = (base / "packed-refs").read_bytes()
         except OSError:
@@ -268,6 +290,7 @@ class Store:
         ``decide`` must be a pure function of the table (it may run more than once).
         """
         with self.mutex():
+            self._replace_symbolic_journal()
             for _ in range(tries):
                 table = self.read_table()
                 change, result = decide(table)
@@ -298,31 +321,37 @@ class Store:
 
     def _apply(self, table: Table, change: Change) -> None:
         repo = self.repo
-        blobs = {r.id: repo.create_blob(r.to_json()) for r in change.put}
-        commit = self._journal_commit(table.version, change.events)
-        names = [LOCK_PREFIX + r.id for r in change.put] + [LOCK_PREFIX + i for i in change.delete]
-        try:
-            with self.writing([JOURNAL_REF, *names]), repo.transaction() as tx:
-                tx.lock_ref(JOURNAL_REF)
-                for name in names:
-                    tx.lock_ref(name)
-                # Compare: the refs must still be what the table says, or someone wrote
-                # without the mutex (another tool, or a remote sync): re-read and re-decide.
-                if self.version() != table.version:
+        refs = dict(table.refs)
+        updates: dict[str, str | None] = {}
+        for lock_id in change.delete:
+            refs.pop(lock_id, None)
+            updates[LOCK_PREFIX + lock_id] = None
+        for record in change.put:
+            refs[record.id] = str(repo.create_blob(record.to_json()))
+            updates[LOCK_PREFIX + record.id] = refs[record.id]
+        events = list(change.events)
+        if self.journal_reset is not None:
+            reason = f"the journal ref was a symbolic ref to {self.journal_reset}; replaced"
+            events.insert(
+                0, {"event": "journal_reset", "at": format_time(utcnow()), "reason": reason}
+            )
+        commit = self.journal_store.write(table.version, events, refs)
+        updates[JOURNAL_REF] = str(commit)
+
+        def expect() -> None:
+            # Compare: the refs must still be what the table says, or someone wrote
+            # without the mutex (another tool, plain git): re-read and decide again.
+            if self.version() != table.version:
+                raise _Conflict
+            unusable = {p.ref for p in table.problems}
+            for name in updates.keys() - {JOURNAL_REF}:
+                moved = writer.current(name) != table.refs.get(name[len(LOCK_PREFIX) :])
+                if moved and name not in unusable:
                     raise _Conflict
-                for record in change.put:
-                    self._expect(record.id, table)
-                for lock_id in change.delete:
-                    self._expect(lock_id, table)
-                # Swap.
-                for record in change.put:
-                    tx.set_target(LOCK_PREFIX + record.id, blobs[record.id])
-                for lock_id in change.delete:
-                    tx.remove(LOCK_PREFIX + lock_id)
-                tx.set_target(JOURNAL_REF, commit)
-        except pygit2.GitError as exc:
-            self._cache = None
-            raise StoreError(f"cannot update the lock refs: {exc}") from exc
+
+        writer = self.ref_writer()
+        try:
+            writer.write(updates, expect=expect)
         except BaseException:
             self._cache = None
             raise
@@ -330,125 +359,25 @@ class Store:
             table.remove(lock_id)
         for record in change.put:
             table.put(record)
+        table.refs = refs
         table.version = str(commit)
+        self.journal_reset = None
         self._cache, self._cache_fingerprint = table, self.fingerprint()
 
-    def _expect(self, lock_id: str, table: Table) -> None:
-        ref = self.repo.references.get(LOCK_PREFIX + lock_id)
-        current = None if ref is None else ref.target
-        known = table.get(lock_id)
-        if known is None:
-            if current is not None and not any(
-                p.ref == LOCK_PREFIX + lock_id for p in table.problems
-            ):
-                raise _Conflict
-            return
-        if current is None:
-            raise _Conflict
+    def _replace_symbolic_journal(self) -> None:
+        """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,
+        never followed, and the next write starts a fresh journal (under the mutex)."""
+        target = self.journal_symref()
+        if target is not None:
+            self.ref_writer().write({JOURNAL_REF: None})
+            self._cache = None
+            self.journal_reset = target
 
-    def _journal_commit(self, parent: str | None, events: list[dict[str, Any]]) -> pygit2.Oid:
-        """The next journal commit on ``parent``; on a long chain, on a compacted root."""
-        if self._empty_tree is None:
-            self._empty_tree = self.repo.TreeBuilder().write()
-        now = int(time.time())
-        sig = pygit2.Signature(*_SIGNATURE, now, 0)
-        head = self.repo.get(parent) if parent is not None else None
-        seq = 1
-        if not (isinstance(head, pygit2.Commit) and is_journal_commit(head)):
-            parent = None  # no journal, or a ref pointing somewhere odd: start afresh
-        else:
-            seq = journal.parse_seq(head.message) + 1
-            policy = journal.KeepPolicy.from_config(self.config_get)
-            if policy.due(seq - 1) and parent is not None:
-                root = self._compact(parent, policy, sig)
-                if root != parent:
-                    parent, seq = root, 2
-        parents: list[pygit2.Oid] = [pygit2.Oid(hex=parent)] if parent else []
-        message = journal.message(events, seq)
-        return self.repo.create_commit(None, sig, sig, message, self._empty_tree, parents)
-
-    def _compact(self, tip: str, policy: journal.KeepPolicy, sig: pygit2.Signature) -> str:
-        """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.
-
-        Returns ``tip`` itself when nothing would be dropped (an age policy on a busy day).
-        """
-        newest_first = (
-            e
-            for entry in self.journal(start=tip)
-            for e in reversed(entry.events)
-            if e.get("event") != journal.COMPACTED
-        )
-        kept, dropped = policy.retain(newest_first, datetime.now(timezone.utc))
-        if not dropped:
-            return tip
-        marker = journal.compaction_marker(datetime.now(timezone.utc), len(kept), tip)
-        message = journal.message([marker, *kept], 1)
-        tree = self.repo.TreeBuilder().write()
-        return str(self.repo.create_commit(None, sig, sig, message, tree, []))
-
-    def _is_commit(self, oid: str) -> bool:
-        try:
-            return bool(self.repo[oid].type == pygit2.GIT_OBJECT_COMMIT)
-        except (KeyError, ValueError):
-            return False
-
-    @contextmanager
-    def writing(self, refnames: list[str]) -> Iterator[None]:
-        """Mark a write to ``refnames`` for the next writer, in case we die mid-way.
-
-        The mark lives in the mutex file we hold open: writing it costs no directory
-        operation. Leftovers of a dead writer are cleared first, and a ``.lock`` file of a
-        live git command is waited for (see the module docstring).
-        """
+    def ref_writer(self) -> RefWriter:
+        """The writer of our refs; only while we hold the mutex (see ``gitlocks.store.refs``)."""
         if self._mutex_fd is None:
-            with self.mutex(), self.writing(refnames):
-                yield
-            return
-        fd = self._mutex_fd
-        self._recover_dead_writer(fd, refnames)
-        self._wait_for_lockfiles(refnames)
-        mark = json.dumps({"pid": os.getpid(), "refs": refnames}).encode()
-        try:
-            os.pwrite(fd, mark, 0)
-            os.ftruncate(fd, len(mark))
-        except OSError as exc:
-            raise StoreError(f"cannot write the store mutex: {exc.strerror}") from exc
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-
-    def _recover_dead_writer(self, fd: int, refnames: list[str]) -> None:
-        try:
-            text = os.pread(fd, 1 << 20, 0)
-        except OSError as exc:
-            raise StoreError(f"cannot read the store mutex: {exc.strerror}") from exc
-        if not text:
-            return
-        try:
-            named = [str(n) for n in json.loads(text)["refs"]]
-        except (ValueError, KeyError, TypeError):
-            named = []  # it died while writing the mark itself
-        for name in {*named, *refnames, "packed-refs"}:
-            (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
-        os.ftruncate(fd, 0)
-
-    def remove_lockfiles(self, refnames: list[str]) -> None:
-        """Remove ``.lock`` files on refs that only gitlocks writes, under the mutex."""
-        for name in refnames:
-            (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
-
-    def _wait_for_lockfiles(self, refnames: list[str]) -> None:
-        deadline = time.monotonic() + LOCKFILE_WAIT_SECONDS
-        for name in [*refnames, "packed-refs"]:
-            path = self.common_dir / f"{name}.lock"
-            while path.exists():
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"{path} exists: another git command is updating refs, or one died "
-                        "and left it behind; if no git command is running, remove the file"
-                    )
-                time.sleep(0.02)
+            raise StoreError("internal: refs are written only under the store mutex")
+        return RefWriter(self.repo, self.common_dir, self._mutex_fd)
 
     # --- the journal --------------------------------------------------------------------
 
@@ -456,33 +385,7 @@ class Store:
         self, limit: int | None = None, *, start: str | None = None
     ) -> Iterator[JournalEntry]:
         """Journal entries (commits), newest first, from ``start`` or the journal ref."""
-        version = self.version() if start is None else start
-        if version is None or not self._is_commit(version):
-            return
-        # The chain is linear (each journal commit has at most one parent), so follow it
-        # by hand: a sorted revwalk would read the whole history before the first entry.
-        commit = self.repo[version]
-        count = 0
-        while (
-            isinstance(commit, pygit2.Commit)
-            and is_journal_commit(commit)  # never wander into project history
-            and (limit is None or count < limit)
-        ):
-            yield JournalEntry(str(commit.id), tuple(journal.parse_events(commit.message)))
-            count += 1
-            parents = commit.parent_ids
-            try:
-                commit = self.repo[parents[0]] if parents else None
-            except KeyError:
-                return  # a shallow or pruned history: the journal ends here
-
-
-def is_journal_commit(commit: pygit2.Commit) -> bool:
-    """Whether ``commit`` is one of the journal's (see ``gitlocks.core.journal``)."""
-    try:
-        return journal.is_journal_commit(len(commit.parent_ids), len(commit.tree), commit.message)
-    except (KeyError, ValueError, AttributeError):  # a missing tree, an odd message
-        return False
+        return self.journal_store.walk(self.version() if start is None else start, limit)
 
 
 def _common_dir(git_dir: Path) -> Path:

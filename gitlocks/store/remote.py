@@ -43,9 +43,9 @@ from typing import TypeVar
 
 import pygit2
 
-from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
-from gitlocks.core.table import Table
-from gitlocks.errors import GitlocksError, RemoteError, UsageError
+from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, parse_duration, utcnow
+from gitlocks.core.table import Problem, Table
+from gitlocks.errors import GitlocksError, RemoteError, StoreError, UsageError
 from gitlocks.git.remote import (
     GitRun,
     PushLine,
@@ -60,7 +60,9 @@ from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
     DEFAULT_SKEW_SECONDS,
     JOURNAL_REF,
+    LOCAL_JOURNAL_REF,
     LOCK_PREFIX,
+    META_PREFIX,
     MUTEX_TIMEOUT_SECONDS,
     PROBE_PREFIXES,
     STAGING_PREFIX,
@@ -81,11 +83,13 @@ _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
 
 @dataclass
 class RemoteTable(Table):
-    """The remote's table as last seen, with the ref values a push must lease against."""
+    """The remote's table as last seen (its journal commit's), with the values its lock
+    refs had when fetched: what a push leases on and repairs."""
 
-    refs: dict[str, str] = field(default_factory=dict)
+    leases: dict[str, str] = field(default_factory=dict)
 
 
+_NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
 _ZERO_RE = re.compile(r"^\s*0+\s*[smhd]?\s*$")
 
 
@@ -136,6 +140,9 @@ class RemoteStore(Store):
         self._remote_cache: RemoteTable | None = None
         self._staged_cache: tuple[dict[str, str], str | None] | None = None
         self._rejected: str | None = None
+        self.view_ref = f"{self.staging}view"  # the remote journal the local view mirrors
+        # Symbolic refs in the remote's lock namespaces (name -> target): never followed.
+        self.remote_symrefs: dict[str, str] = {}
 
     @contextlib.contextmanager
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
@@ -188,28 +195,48 @@ class RemoteStore(Store):
         return copies, None if ref is None else str(ref.target)
 
     def remote_table(self) -> RemoteTable:
+        """The remote's table: the one its journal commit carries (a consistent snapshot,
+        however its lock refs were caught mid-update), else, from a journal written before
+        commits carried it, its lock refs."""
         locks, journal = self.staged()
         cached = self._remote_cache
-        if cached is not None and cached.version == journal and cached.refs == locks:
+        if cached is not None and cached.version == journal and cached.leases == locks:
             return cached
-        loaded = self.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(locks.items())), journal)
+        content = self.journal_store.table(journal)
+        if content is None:
+            content = {i: oid for i, oid in locks.items() if i not in self.remote_symrefs}
+        loaded = self.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(content.items())), journal)
+        loaded.problems.extend(
+            Problem(ref=name, oid="", reason=f"a symbolic ref to {target} on {self.remote}")
+            for name, target in sorted(self.remote_symrefs.items())
+            if name.startswith(LOCK_PREFIX)
+        )
         table = RemoteTable(
             version=journal,
             ignore_case=self.ignore_case,
             records=loaded.records,
             problems=loaded.problems,
-            refs=locks,
+            refs=loaded.refs,
+            leases=locks,
             skew=self.skew,
         )
         self._remote_cache = table
         return table
 
+    def mirrored(self) -> dict[str, str]:
+        """The remote's table as the local view last mirrored it (lock id -> blob id)."""
+        ref = self.repo.references.get(self.view_ref)
+        if ref is None or not isinstance(ref.target, pygit2.Oid):
+            return {}
+        return self.journal_store.table(str(ref.target)) or {}
+
     def unpushed(self) -> list[LockRecord]:
         """Local locks that are not the remote's as last seen: never pushed, or changed."""
         staged, _ = self.staged()
+        mirrored = self.mirrored()
         found = []
         for lock_id, oid in sorted(self.local_locks().items()):
-            if staged.get(lock_id) != oid:
+            if staged.get(lock_id) != oid and mirrored.get(lock_id) != oid:
                 record = self.read_record(LOCK_PREFIX + lock_id, oid)
                 if isinstance(record, LockRecord):
                     found.append(record)
@@ -266,26 +293,35 @@ class RemoteStore(Store):
         )
 
     def _push(self, table: RemoteTable, change: Change) -> bool:
-        """One compare-and-swap push of ``change``; True when it won, False on a lost race."""
+        """One compare-and-swap push of ``change``; True when it won, False on a lost race.
+
+        The lease on the journal commit the decision was made on proves nobody wrote since.
+        Each lock ref that differs from the new table (the change, and any ref a crash or
+        plain git left behind) is pushed with a lease on the value it was fetched with, so
+        the push also repairs the refs; a symbolic ref is never pushed to.
+        """
         self._rejected = None
-        repo = self.repo
-        blobs = {r.id: str(repo.create_blob(r.to_json())) for r in change.put}
-        commit = str(self._journal_commit(table.version, change.events))
+        self.check_symrefs()
+        new = dict(table.refs)
+        for lock_id in change.delete:
+            new.pop(lock_id, None)
+        for record in change.put:
+            new[record.id] = str(self.repo.create_blob(record.to_json()))
+        touched = {*change.delete, *(r.id for r in change.put)}
+        commit = str(self.journal_store.write(table.version, change.events, new))
         leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
-        new = dict(table.refs)
-        for lock_id in dict.fromkeys(change.delete):
-            leases.append(
-                f"--force-with-lease={LOCK_PREFIX}{lock_id}:{table.refs.get(lock_id, '')}"
-            )
-            specs.append(f":{LOCK_PREFIX}{lock_id}")
-            new.pop(lock_id, None)
-        for lock_id, blob in blobs.items():
-            leases.append(
-                f"--force-with-lease={LOCK_PREFIX}{lock_id}:{table.refs.get(lock_id, '')}"
-            )
-            specs.append(f"{blob}:{LOCK_PREFIX}{lock_id}")
-            new[lock_id] = blob
+        for lock_id in sorted(table.leases.keys() | new.keys()):
+            have, want = table.leases.get(lock_id), new.get(lock_id)
+            ref = LOCK_PREFIX + lock_id
+            if ref in self.remote_symrefs:
+                if lock_id in touched:
+                    raise self._symref_error(ref)
+                continue  # reported, never followed, never repaired
+            if have == want or not LOCK_ID_RE.match(lock_id):
+                continue
+            leases.append(f"--force-with-lease={ref}:{have or ''}")
+            specs.append(f"{want}:{ref}" if want else f":{ref}")
         run = self._git(
             ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
             what="push to",
@@ -294,7 +330,11 @@ class RemoteStore(Store):
         if run.code == 0 and lines:
             if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
                 return False  # someone pushed this very journal commit: not our win
-            self._mirror(table.refs, new, commit, write_staging=True)
+            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
+            after = {**new, **kept}
+            self._mirror(
+                table.leases, after, commit, write_staging=True, table=new, previous=table.version
+            )
             return True
         if not lines or "does not support --atomic" in run.err:
             raise failure(run, self.remote, "push")
@@ -312,6 +352,35 @@ class RemoteStore(Store):
             "bare repository as the lock remote, or local mode (git alock remote --off)"
         )
 
+    def _symref_error(self, ref: str) -> RemoteError:
+        return RemoteError(
+            f"{ref} on the lock remote {self.remote!r} is a symbolic ref to "
+            f"{self.remote_symrefs[ref]}: gitlocks never writes through one. Remove it on the "
+            "remote itself (it was not made by gitlocks)"
+        )
+
+    def check_symrefs(self) -> None:
+        """Learn which refs in the remote's lock namespaces are symbolic, before we write."""
+        run = self._git(
+            ["ls-remote", "--symref", self.remote, f"{LOCK_PREFIX}*", f"{META_PREFIX}*"],
+            what="ls-remote of",
+        )
+        if run.code != 0:
+            raise failure(run, self.remote, "ls-remote")
+        found = {}
+        for line in run.out.splitlines():
+            if line.startswith("ref: ") and "\t" in line:
+                target, name = line[5:].split("\t", 1)
+                found[name] = target
+        self.remote_symrefs = found
+        self._remote_cache = None
+        if JOURNAL_REF in found:
+            raise RemoteError(
+                f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} is a symbolic "
+                f"ref to {found[JOURNAL_REF]}: gitlocks never writes through one. Remove it on "
+                "the remote itself (it was not made by gitlocks); nothing was changed"
+            )
+
     # --- reading the remote ---------------------------------------------------------------
 
     def fetch(self) -> bool:
@@ -322,6 +391,7 @@ class RemoteStore(Store):
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
         self._staged_cache = None
+        self.check_symrefs()
         run = self._git(
             [
                 "fetch",
@@ -343,7 +413,7 @@ class RemoteStore(Store):
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
         new_locks, new_journal = self.staged()
-        self._mirror(old_locks, new_locks, new_journal, write_staging=False)
+        self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
         return (old_locks, old_journal) != (new_locks, new_journal)
 
     def sync(self) -> bool:
@@ -380,7 +450,7 @@ class RemoteStore(Store):
         token = f"{os.getpid():x}-{os.urandom(6).hex()}"
         lock_ref, meta_ref = (f"{prefix}{token}" for prefix in PROBE_PREFIXES)
         blob = str(self.repo.create_blob(b'{"gitlocks": "probe"}\n'))
-        commit = str(self._journal_commit(None, [{"event": "probe"}]))
+        commit = str(self.journal_store.write(None, [{"event": "probe"}], {}))
         values = {lock_ref: blob, meta_ref: commit}
         for step in ("create", "delete"):
             leases = [
@@ -419,9 +489,12 @@ class RemoteStore(Store):
         journal: str | None,
         *,
         write_staging: bool,
+        table: dict[str, str] | None = None,
+        previous: str | None = None,
     ) -> None:
-        """Move staging (when asked) and, when ``mirroring``, the local view from ``old`` to
-        ``new``, and note when we last heard from the remote.
+        """Move staging (when asked) from the remote's lock refs ``old`` to ``new`` and, when
+        ``mirroring``, the local view to the remote's table (``table``, else the one its
+        journal commit carries), and note when we last heard from the remote.
         """
         updates: dict[str, str | None] = {}
         if write_staging:
@@ -431,29 +504,61 @@ class RemoteStore(Store):
             if journal is not None:
                 updates[f"{self.staging}meta/journal"] = journal
         if self.mirroring:
-            updates.update(self.view_updates(old, new, journal))
+            if table is None:
+                table = self.journal_store.table(journal)
+            if table is None:  # a journal from before commits carried the table
+                table = {i: v for i, v in new.items() if LOCK_PREFIX + i not in self.remote_symrefs}
+            updates.update(self.view_updates(old, table, journal))
+            local = self.version()
+            if local is not None and local not in (journal, self._view_journal(), previous):
+                # Not the remote's (alock.remote set by hand on a clone with local history).
+                updates.update(self.keep_local_journal(local))
         self.set_refs(updates)
         if self.mirroring:
             self.stamp_sync()
 
+    def _view_journal(self) -> str | None:
+        ref = self.repo.references.get(self.view_ref)
+        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
+
     def view_updates(
         self, old: dict[str, str], new: dict[str, str], journal: str | None
     ) -> dict[str, str | None]:
-        """What moves the local view from the remote's ``old`` state to ``new``.
+        """What moves the local view to the remote's table ``new``.
 
-        A local lock whose value is neither the old nor the new remote one was never pushed:
-        it is left exactly as it is.
+        The view is repaired from the whole table, not a difference: a lock is changed
+        only where the local value is the one last mirrored (the view ref's table; for a
+        clone that has none yet, the remote's refs ``old``). A local lock whose value is
+        neither that nor ``new``'s was never pushed: it is left exactly as it is.
         """
+        basis = self.mirrored() if self._view_journal() is not None else old
         updates: dict[str, str | None] = {}
         local = self.local_locks()
-        for lock_id in sorted(old.keys() | new.keys()):
+        for lock_id in sorted(basis.keys() | new.keys() | local.keys()):
             mine = local.get(lock_id)
-            if mine is not None and mine not in (old.get(lock_id), new.get(lock_id)):
+            if mine is not None and mine not in (basis.get(lock_id), new.get(lock_id)):
                 continue
             if mine != new.get(lock_id):
                 updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
-        if journal is not None and self.version() != journal:
-            updates[JOURNAL_REF] = journal
+        if journal is not None:
+            if self.version() != journal:
+                updates[JOURNAL_REF] = journal
+            if self._view_journal() != journal:
+                updates[self.view_ref] = journal
+        return updates
+
+    def keep_local_journal(self, journal: str) -> dict[str, str | None]:
+        """Save a local journal as ``local-journal`` (an older one moves to
+        ``local-journal-N``): the remote's journal replaces it in the local view."""
+        updates: dict[str, str | None] = {LOCAL_JOURNAL_REF: journal}
+        ref = self.repo.references.get(LOCAL_JOURNAL_REF)
+        if ref is not None and str(ref.target) != journal:
+            numbers = [
+                int(m.group(1))
+                for name in self.scan_refs((META_PREFIX,))
+                if (m := _NUMBERED.match(name))
+            ]
+            updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)
         return updates
 
     def set_refs(self, updates: dict[str, str | None]) -> None:
@@ -461,16 +566,8 @@ class RemoteStore(Store):
         if not updates:
             return
         try:
-            with self.writing(list(updates)), self.repo.transaction() as tx:
-                for name in updates:
-                    tx.lock_ref(name)
-                for name, value in updates.items():
-                    if value is None:
-                        if self.repo.references.get(name) is not None:
-                            tx.remove(name)
-                    else:
-                        tx.set_target(name, pygit2.Oid(hex=value), message="gitlocks remote")
-        except pygit2.GitError as exc:
+            self.ref_writer().write(updates, message="gitlocks remote")
+        except StoreError as exc:
             raise RemoteError(f"cannot update the local view of the lock remote: {exc}") from exc
         finally:
             self._cache = None
@@ -486,7 +583,7 @@ class RemoteStore(Store):
         # there is a killed fetch's.
         for path in base.rglob("*.lock"):
             rel = path.relative_to(self.common_dir).as_posix()
-            self.remove_lockfiles([rel[: -len(".lock")]])
+            self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
 
     # --- when we last heard from the remote ------------------------------------------------
 

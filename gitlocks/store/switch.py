@@ -17,7 +17,6 @@ pushed only if the remote still holds the value it was copied from.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -27,7 +26,7 @@ import pygit2
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
-from gitlocks.layout import LOCAL_JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, STAGING_PREFIX
+from gitlocks.layout import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, STAGING_PREFIX
 from gitlocks.store.local import Change, Store
 from gitlocks.store.remote import (
     TRIES,
@@ -123,7 +122,9 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     now = format_time(utcnow())
     staged, _ = remote.staged()
     local = remote.local_locks()
-    mirrored = {(i, v) for copy in (copies, foreign) for i, v in copy.items()}
+    # Copies of a remote's locks, never this clone's to push: kept from an earlier switch,
+    # from another lock remote, or (already in remote mode) mirrored from this one.
+    mirrored = {(i, v) for copy in (copies, foreign, remote.mirrored()) for i, v in copy.items()}
     sorted_ = _sort_local(remote, local, staged, mirrored, now)
     decide = _adoption(remote.remote, sorted_, copies, now)
     result: SwitchResult = remote.transact_held(decide, tries=TRIES, fetched=True)
@@ -137,7 +138,7 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     old.update({i: v for i, v in local.items() if staged.get(i) == v})
     updates = remote.view_updates(old, new, journal)
     if local_journal is not None and local_journal not in (staged_journal, copied_journal, journal):
-        updates.update(_keep_local_journal(remote, local_journal))
+        updates.update(remote.keep_local_journal(local_journal))
     for ref in remote.scan_refs((STAGING_PREFIX,)):
         if "/detached/" in ref or ref.endswith("/detached-journal"):
             updates[ref] = None  # every copy is now the remote's, or dropped
@@ -214,23 +215,6 @@ def _detached_elsewhere(remote: RemoteStore) -> dict[str, str]:
     return found
 
 
-_NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
-
-
-def _keep_local_journal(remote: RemoteStore, journal: str) -> dict[str, str | None]:
-    """Save the local journal as ``local-journal``; an older one moves to ``local-journal-N``."""
-    updates: dict[str, str | None] = {LOCAL_JOURNAL_REF: journal}
-    ref = remote.repo.references.get(LOCAL_JOURNAL_REF)
-    if ref is not None and str(ref.target) != journal:
-        numbers = [
-            int(m.group(1))
-            for name in remote.scan_refs(("refs/agent-locks-meta/",))
-            if (m := _NUMBERED.match(name))
-        ]
-        updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)
-    return updates
-
-
 def _restore_staging(remote: RemoteStore, before: dict[str, str]) -> None:
     """Put staging back as it was before a switch that did not happen."""
     now = remote.staging_refs()
@@ -279,8 +263,9 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
             # Copies from an earlier switch are replaced by the current ones.
             old_copies = remote.detached_copies()[0]
             updates: dict[str, str | None] = {f"{remote.detached}{i}": None for i in old_copies}
+            mirrored = remote.mirrored()
             for lock_id, oid in remote.local_locks().items():
-                if staged.get(lock_id) == oid:
+                if oid in (staged.get(lock_id), mirrored.get(lock_id)):
                     result.mirrored += 1
                     if forget:
                         updates[LOCK_PREFIX + lock_id] = None
@@ -289,6 +274,7 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
                         # Remember it is the remote's copy, for a later switch back.
                         updates[f"{remote.detached}{lock_id}"] = oid
             updates.update(dict.fromkeys(remote.staging_refs(), None))
+            updates[remote.view_ref] = None
             updates[remote.detached_journal] = journal
             remote.set_refs(updates)
             times = read_sync_times(store)
