@@ -22,6 +22,7 @@ PROBE_PREFIXES = (LOCK_PREFIX + "probe/", META_PREFIX + "probe/")
 MUTEX_NAME = "agent-locks.mutex"
 SYNC_FILE = "agent-locks-remote.json"
 REFUSALS_FILE = "agent-locks-refusals.jsonl"
+VERDICTS_FILE = "agent-locks-verdicts.json"  # what each record blob was judged to hold
 
 # --- defaults ---------------------------------------------------------------------------------
 

@@ -287,3 +287,48 @@ def test_normalize_with_odd_cwd(text: str, cwd: str) -> None:
     except InvalidPattern:
         return
     assert normalize_pattern(stored) == stored
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.lists(index_entries(), min_size=1, max_size=3), min_size=1, max_size=12),
+    st.lists(index_entries(), min_size=1, max_size=3),
+    st.booleans(),
+)
+def test_lazy_table_overlaps_equal_brute_force(
+    scopes: list[list[ScopeEntry]], claim: list[ScopeEntry], ignore_case: bool
+) -> None:
+    """The table reads (and indexes) only the buckets a claim can reach: never an answer lost."""
+    from gitlocks.core.record import LockRecord
+    from gitlocks.core.table import LazyRecords, Summary, Table
+
+    records = {
+        f"l{i}": LockRecord(
+            id=f"l{i}",
+            holder="h",
+            paths=tuple(e.pattern for e in scope),
+            exact=tuple(e.pattern for e in scope if e.exact),
+            created_at="2030-01-01T00:00:00Z",
+            renewed_at="2030-01-01T00:00:00Z",
+            expires_at="2030-01-01T01:00:00Z",
+        )
+        for i, scope in enumerate(scopes)
+    }
+    read: list[str] = []
+
+    def load_many(ids: list[str]) -> dict[str, LockRecord]:
+        read.extend(ids)
+        return {i: records[i] for i in ids}
+
+    table = Table(
+        ignore_case=ignore_case,
+        records=LazyRecords(records, load_many),
+        summaries={i: Summary.of(r) for i, r in records.items()},
+    )
+    expected = {
+        lock_id
+        for lock_id, scope in zip(records, scopes, strict=True)
+        if any(entries_overlap(a, b, ignore_case=ignore_case) for a in claim for b in scope)
+    }
+    assert set(table.overlaps(claim)) == expected
+    assert expected <= set(read) <= set(records)

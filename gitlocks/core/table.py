@@ -8,14 +8,15 @@ the number of locks it might cross, not in the number of locks that exist.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
-from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
-from gitlocks.errors import InvalidHolder, InvalidPattern
+from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap, has_wildcards
+from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
 Key = tuple[str, str]  # (lock id, pattern)
@@ -44,18 +45,99 @@ def read_record(ref: str, oid: str, data: bytes | None, kind: str = "blob") -> L
         return problem(f"points at a {kind}, not a lock record blob")
     if data is None:
         return problem("points at a missing object")
-    try:
-        record = LockRecord.from_json(data)
-    except RecordError as exc:
-        return problem(str(exc))
+    record = check_record(data)
+    if isinstance(record, str):
+        return problem(record)
     if record.id != ref[len(LOCK_PREFIX) :]:
         return problem(f"record id {record.id!r} does not match its ref")
+    return record
+
+
+def check_record(data: bytes) -> LockRecord | str:
+    """The record a blob holds, or why it is no usable record: everything that depends on
+    the blob alone, so that a verdict can be kept by blob id (docs/design.md, section 4.5)."""
     try:
+        record = LockRecord.from_json(data)
         validate_holder(record.holder, what="holder")
         record_entries(record)
-    except (InvalidPattern, InvalidHolder) as exc:
-        return problem(str(exc))
+    except (RecordError, InvalidPattern, InvalidHolder) as exc:
+        return str(exc)
     return record
+
+
+Verdict = Union["Summary", str]  # what a blob holds: a record's summary, or why it is none
+Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
+
+
+def lazy_table(
+    refs: Iterable[tuple[str, str]],
+    *,
+    known: Mapping[str, Verdict],
+    read: Reader,
+    version: str | None,
+    ignore_case: bool,
+    skew: int = 0,
+) -> tuple[Table, dict[str, Verdict]]:
+    """A table of ``(ref, oid)`` lock refs whose records are read only when needed.
+
+    ``known`` holds verdicts kept from earlier reads, by blob id; the blobs without one are
+    read (``read``, in one batch) and judged now. Returns the table and the new verdicts.
+    The one loader of the lock table, for the store, the remote and the hooks alike.
+    """
+    refs = list(refs)
+    unknown = sorted({oid for _, oid in refs if oid not in known})
+    data = read(unknown) if unknown else {}
+    fresh: dict[str, Verdict] = {}
+    parsed: dict[str, LockRecord] = {}
+    problems: list[Problem] = []
+    summaries: dict[str, Summary] = {}
+    blobs: dict[str, str] = {}
+    for ref, oid in refs:
+        lock_id = ref[len(LOCK_PREFIX) :]
+        verdict = known.get(oid) or fresh.get(oid)
+        if verdict is None:
+            raw, kind = data.get(oid, (None, "blob"))
+            if kind != "blob" or raw is None:
+                problems.append(read_record(ref, oid, raw, kind))  # type: ignore[arg-type]
+                continue
+            checked = check_record(raw)
+            verdict = fresh[oid] = checked if isinstance(checked, str) else Summary.of(checked)
+            if not isinstance(checked, str):
+                parsed[lock_id] = checked
+        blobs[lock_id] = oid
+        if isinstance(verdict, str):
+            problems.append(Problem(ref=ref, oid=oid, reason=verdict))
+        elif verdict.id != lock_id:
+            reason = f"record id {verdict.id!r} does not match its ref"
+            problems.append(Problem(ref=ref, oid=oid, reason=reason))
+        else:
+            summaries[lock_id] = verdict
+
+    def load_many(ids: list[str]) -> dict[str, LockRecord]:
+        found = read([blobs[i] for i in ids])
+        records = {}
+        for lock_id in ids:
+            raw, _ = found.get(blobs[lock_id], (None, "blob"))
+            record = check_record(raw) if raw is not None else "its blob is missing"
+            if isinstance(record, str):
+                raise StoreError(
+                    f"lock {lock_id} changed under us ({record}); the kept verdicts are stale: "
+                    "try again"
+                )
+            records[lock_id] = record
+        return records
+
+    records = LazyRecords(summaries, load_many, parsed)
+    table = Table(
+        version=version,
+        ignore_case=ignore_case,
+        records=records,
+        problems=problems,
+        refs=blobs,
+        skew=skew,
+        summaries=summaries,
+    )
+    return table, fresh
 
 
 def load_table(
@@ -84,17 +166,92 @@ def record_entries(record: LockRecord) -> list[ScopeEntry]:
     return [ScopeEntry(p, exact=p in exact) for p in record.paths]
 
 
+class Summary(NamedTuple):
+    """What the table needs of a record before reading it whole: who holds it until when,
+    and the first path segments its patterns are bound to (see ``bucket_of``)."""
+
+    id: str
+    holder: str
+    parent: str | None
+    expires_at: str
+    buckets: tuple[str, ...]
+
+    @classmethod
+    def of(cls, record: LockRecord) -> Summary:
+        buckets = tuple(sorted({bucket_of(p) for p in record.paths}))
+        return cls(record.id, record.holder, record.parent, record.expires_at, buckets)
+
+
+def bucket_of(pattern: str) -> str:
+    """The first segment every path ``pattern`` covers starts with, case-folded; "" when
+    it may start with anything. Two patterns in different non-empty buckets never overlap,
+    so a question only reads the records of its own bucket and of ""."""
+    head = pattern.split("/", 1)[0]
+    if not head or "\\" in head or has_wildcards(head):
+        return ""
+    return head.casefold()
+
+
+class LazyRecords(MutableMapping[str, LockRecord]):
+    """Records by id, each read (``load_many``, in batches) the first time it is needed."""
+
+    def __init__(
+        self,
+        ids: Iterable[str],
+        load_many: Callable[[list[str]], dict[str, LockRecord]],
+        read: Mapping[str, LockRecord] | None = None,
+    ) -> None:
+        self._ids = set(ids)
+        self._read: dict[str, LockRecord] = dict(read or {})
+        self._load_many = load_many
+
+    def __getitem__(self, lock_id: str) -> LockRecord:
+        record = self._read.get(lock_id)
+        if record is None:
+            if lock_id not in self._ids:
+                raise KeyError(lock_id)
+            record = self._read[lock_id] = self._load_many([lock_id])[lock_id]
+        return record
+
+    def prefetch(self, ids: Iterable[str]) -> None:
+        """Read every record of ``ids`` not read yet, in one batch."""
+        missing = sorted(i for i in ids if i in self._ids and i not in self._read)
+        if missing:
+            self._read.update(self._load_many(missing))
+
+    def __setitem__(self, lock_id: str, record: LockRecord) -> None:
+        self._ids.add(lock_id)
+        self._read[lock_id] = record
+
+    def __delitem__(self, lock_id: str) -> None:
+        self._ids.remove(lock_id)
+        self._read.pop(lock_id, None)
+
+    def __contains__(self, lock_id: object) -> bool:
+        return lock_id in self._ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._ids))
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 @dataclass
 class Table:
     """Records by id, the refs that could not be read, and the store version they came from.
 
     ``version`` is the serialisation ref's value when the table was read: the store
     compares it before every write, and uses it to know when a cached table is current.
+    A table read from a store knows each record's ``Summary`` and reads a record whole only
+    when a question needs it (docs/design.md, section 4.5); its scope index holds only the
+    buckets a question has needed so far, so a claim costs time in the locks it might
+    cross, never in the size of the table.
     """
 
     version: str | None = None
     ignore_case: bool = False
-    records: dict[str, LockRecord] = field(default_factory=dict)
+    records: MutableMapping[str, LockRecord] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     # lock id -> object id of every blob under the lock namespace (usable or not): what a
     # write compares and what the journal commit's table tree holds.
@@ -102,20 +259,29 @@ class Table:
     # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
     # clock wrote it, so nobody treats it as expired until this allowance has passed too.
     skew: int = 0
+    summaries: dict[str, Summary] = field(default_factory=dict)
     _index: ScopeIndex[Key] = field(init=False, repr=False)
+    _indexed: set[str] = field(init=False, repr=False)
     _by_holder: dict[str, set[str]] = field(init=False, repr=False)
+    _by_bucket: dict[str, set[str]] = field(init=False, repr=False)
     # (expires_at, id), lazily pruned: RFC 3339 UTC strings of one format sort as times.
     _expiry: list[tuple[str, str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._index = ScopeIndex(ignore_case=self.ignore_case)
+        self._indexed = set()
         self._by_holder = {}
+        self._by_bucket = {}
         self._expiry = []
-        for record in self.records.values():
-            self._index_record(record)
+        if not isinstance(self.records, LazyRecords):
+            self.summaries = {r.id: Summary.of(r) for r in self.records.values()}
+        elif self.summaries.keys() != set(self.records):
+            raise ValueError("a table of lazily read records needs the summary of each")
+        for summary in self.summaries.values():
+            self._note(summary)
 
     def __iter__(self) -> Iterator[LockRecord]:
-        return iter(self.records.values())
+        return (self.records[i] for i in list(self.records))
 
     def __len__(self) -> int:
         return len(self.records)
@@ -127,24 +293,62 @@ class Table:
         if record.id in self.records:
             self.remove(record.id)
         self.records[record.id] = record
+        summary = self.summaries[record.id] = Summary.of(record)
+        self._note(summary)
         self._index_record(record)
 
     def remove(self, lock_id: str) -> None:
-        record = self.records.pop(lock_id, None)
-        if record is not None:
-            for pattern in record.paths:
-                self._index.remove((lock_id, pattern))
-            ids = self._by_holder.get(record.holder)
+        summary = self.summaries.pop(lock_id, None)
+        if lock_id in self.records:
+            record = self.records[lock_id] if lock_id in self._indexed else None
+            del self.records[lock_id]
+            if record is not None:
+                for pattern in record.paths:
+                    self._index.remove((lock_id, pattern))
+        self._indexed.discard(lock_id)
+        if summary is None:
+            return
+        groups = [(self._by_holder, summary.holder)]
+        groups += [(self._by_bucket, bucket) for bucket in summary.buckets]
+        for group, key in groups:
+            ids = group.get(key)
             if ids is not None:
                 ids.discard(lock_id)
                 if not ids:
-                    del self._by_holder[record.holder]
+                    del group[key]
+
+    def _note(self, summary: Summary) -> None:
+        self._by_holder.setdefault(summary.holder, set()).add(summary.id)
+        for bucket in summary.buckets:
+            self._by_bucket.setdefault(bucket, set()).add(summary.id)
+        heapq.heappush(self._expiry, (summary.expires_at, summary.id))
 
     def _index_record(self, record: LockRecord) -> None:
         for entry in record_entries(record):
             self._index.add((record.id, entry.pattern), entry)
-        self._by_holder.setdefault(record.holder, set()).add(record.id)
-        heapq.heappush(self._expiry, (record.expires_at, record.id))
+        self._indexed.add(record.id)
+
+    def candidates(self, entries: Iterable[ScopeEntry]) -> set[str]:
+        """The ids whose records may cross ``entries``: those of their buckets and of ""."""
+        buckets = {bucket_of(e.pattern) for e in entries}
+        if "" in buckets:
+            return set(self.records)
+        found = set(self._by_bucket.get("", ()))
+        for bucket in buckets:
+            found |= self._by_bucket.get(bucket, set())
+        return found
+
+    def _index_for(self, entries: Iterable[ScopeEntry]) -> None:
+        wanted = sorted(self.candidates(entries) - self._indexed)
+        if isinstance(self.records, LazyRecords):
+            self.records.prefetch(wanted)
+        for lock_id in wanted:
+            self._index_record(self.records[lock_id])
+
+    def read_all(self) -> None:
+        """Read every record now, in one batch (before a listing of all of them)."""
+        if isinstance(self.records, LazyRecords):
+            self.records.prefetch(list(self.records))
 
     def key(self, pattern: str) -> str:
         """One spelling per scope, for comparing patterns as claims: ``src/api``,
@@ -157,14 +361,12 @@ class Table:
         return {self.key(p) for p in patterns}
 
     def held_by(self, holder: str) -> list[LockRecord]:
-        return sorted(
-            (self.records[i] for i in self._by_holder.get(holder, ())), key=lambda r: r.id
-        )
+        return [self.records[i] for i in sorted(self._by_holder.get(holder, ()))]
 
     def parent_of(self, holder: str) -> str | None:
         """The parent a holder declared in any of its records."""
-        for lock_id in self._by_holder.get(holder, ()):
-            parent = self.records[lock_id].parent
+        for lock_id in sorted(self._by_holder.get(holder, ())):
+            parent = self.summaries[lock_id].parent
             if parent:
                 return parent
         return None
@@ -210,7 +412,9 @@ class Table:
     def live(self, now: str) -> list[LockRecord]:
         """Unexpired records, oldest first."""
         cutoff = self.cutoff(now)
-        return sorted((r for r in self if r.expires_at > cutoff), key=lambda r: r.id)
+        if isinstance(self.records, LazyRecords):
+            self.records.prefetch(i for i, s in self.summaries.items() if s.expires_at > cutoff)
+        return [self.records[i] for i, s in sorted(self.summaries.items()) if s.expires_at > cutoff]
 
     def expired(self, now: str) -> list[LockRecord]:
         """Records expired at ``now`` (an RFC 3339 UTC time), allowing for ``skew``."""
@@ -218,16 +422,18 @@ class Table:
         heap = self._expiry
         while heap:
             stamp, lock_id = heap[0]
-            record = self.records.get(lock_id)
-            if record is not None and record.expires_at == stamp:
+            summary = self.summaries.get(lock_id)
+            if summary is not None and summary.expires_at == stamp:
                 break
             heapq.heappop(heap)  # released or renewed since: a dead heap entry
         if not heap or heap[0][0] > now:
             return []
-        return [r for r in self.records.values() if r.expires_at <= now]
+        return [self.records[i] for i, s in sorted(self.summaries.items()) if s.expires_at <= now]
 
     def overlaps(self, entries: Iterable[ScopeEntry]) -> dict[str, list[tuple[str, str]]]:
         """For each record crossing ``entries``: the (entry pattern, record pattern) pairs."""
+        entries = list(entries)
+        self._index_for(entries)
         found: dict[str, list[tuple[str, str]]] = {}
         for entry in entries:
             for lock_id, pattern in self._index.overlapping(entry):
@@ -241,3 +447,45 @@ class Table:
     def scopes_overlap(self, a: Iterable[ScopeEntry], b: Iterable[ScopeEntry]) -> bool:
         b = list(b)
         return any(entries_overlap(x, y, ignore_case=self.ignore_case) for x in a for y in b)
+
+
+# --- verdicts kept by blob id ----------------------------------------------------------------
+
+
+def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
+    """The document a store keeps its verdicts in (docs/design.md, section 4.5)."""
+    entries = {
+        oid: v if isinstance(v, str) else [v.id, v.holder, v.parent, v.expires_at, list(v.buckets)]
+        for oid, v in verdicts.items()
+    }
+    return json.dumps({"format": 1, "verdicts": entries}, separators=(",", ":")).encode()
+
+
+def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
+    """Verdicts from ``encode_verdicts``; none at all from a document that is not one.
+
+    Each entry is checked for shape: a hand-edited or half-written file costs a re-read
+    of the records, never a wrong answer about their shape.
+    """
+    try:
+        data = json.loads(raw)
+        entries = data["verdicts"] if data.get("format") == 1 else {}
+    except (ValueError, RecursionError, TypeError, AttributeError, KeyError):
+        return {}
+    found: dict[str, Verdict] = {}
+    if not isinstance(entries, dict):
+        return {}
+    for oid, value in entries.items():
+        if isinstance(value, str):
+            found[oid] = value
+        elif (
+            isinstance(value, list)
+            and len(value) == 5
+            and all(isinstance(v, str) for v in value[:2])
+            and (value[2] is None or isinstance(value[2], str))
+            and isinstance(value[3], str)
+            and isinstance(value[4], list)
+            and all(isinstance(b, str) for b in value[4])
+        ):
+            found[oid] = Summary(value[0], value[1], value[2], value[3], tuple(value[4]))
+    return found

@@ -41,13 +41,22 @@ from typing import Any, TypeVar
 import pygit2
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
-from gitlocks.core.table import Problem, Table, load_table, read_record
+from gitlocks.core.table import (
+    Problem,
+    Table,
+    Verdict,
+    decode_verdicts,
+    encode_verdicts,
+    lazy_table,
+    read_record,
+)
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
     MUTEX_NAME,
     MUTEX_TIMEOUT_SECONDS,
+    VERDICTS_FILE,
 )
 from gitlocks.store.journal import Journal, JournalEntry
 from gitlocks.store.refs import RefWriter
@@ -215,13 +224,52 @@ class Store:
         return table
 
     def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table:
-        """The table of ``(ref, oid)`` lock refs, through the one loader."""
-        found = [self.read_object(name, oid) for name, oid in refs]
-        table = load_table(found, version=version, ignore_case=self.ignore_case, skew=self.skew)
-        table.refs = {
-            name[len(LOCK_PREFIX) :]: oid for name, oid, _, kind in found if kind == "blob"
-        }
+        """The table of ``(ref, oid)`` lock refs, through the one loader: only blobs this
+        repository has not judged before are read now, the rest when a question needs them
+        (verdicts are kept by blob id in ``VERDICTS_FILE``; docs/design.md, section 4.5)."""
+        refs = list(refs)
+        known = self._verdicts()
+        table, fresh = lazy_table(
+            refs,
+            known=known,
+            read=self._read_objects,
+            version=version,
+            ignore_case=self.ignore_case,
+            skew=self.skew,
+        )
+        if fresh:
+            self._keep_verdicts(known, fresh, {oid for _, oid in refs})
         return table
+
+    def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        found: dict[str, tuple[bytes | None, str]] = {}
+        for oid in oids:
+            _, _, data, kind = self.read_object("", oid)
+            found[oid] = (data, kind)
+        return found
+
+    def _verdicts(self) -> dict[str, Verdict]:
+        try:
+            raw = (self.common_dir / VERDICTS_FILE).read_bytes()
+        except OSError:
+            return {}
+        return decode_verdicts(raw)
+
+    def _keep_verdicts(
+        self, known: dict[str, Verdict], fresh: dict[str, Verdict], current: set[str]
+    ) -> None:
+        """Save the verdicts: the new ones, and old ones while the file stays small (it is
+        shared by the local table and the remote's, which hold mostly the same blobs)."""
+        kept = {**known, **fresh}
+        if len(kept) > 2 * len(current) + 1000:
+            kept = {oid: v for oid, v in kept.items() if oid in current or oid in fresh}
+        path = self.common_dir / VERDICTS_FILE
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_bytes(encode_verdicts(kept))
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a cache: losing it costs time, never an answer
 
     def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
         """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""

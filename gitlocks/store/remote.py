@@ -219,6 +219,7 @@ class RemoteStore(Store):
             refs=loaded.refs,
             leases=locks,
             skew=self.skew,
+            summaries=loaded.summaries,
         )
         self._remote_cache = table
         return table
