@@ -140,27 +140,6 @@ def lazy_table(
     return table, fresh
 
 
-def load_table(
-    found: Iterable[tuple[str, str, bytes | None, str]],
-    *,
-    version: str | None,
-    ignore_case: bool,
-    skew: int = 0,
-) -> Table:
-    """A table from ``(ref, oid, data, kind)`` of each lock ref: the one table loader."""
-    records: dict[str, LockRecord] = {}
-    problems: list[Problem] = []
-    for ref, oid, data, kind in found:
-        read = read_record(ref, oid, data, kind)
-        if isinstance(read, Problem):
-            problems.append(read)
-        else:
-            records[read.id] = read
-    return Table(
-        version=version, ignore_case=ignore_case, records=records, problems=problems, skew=skew
-    )
-
-
 def record_entries(record: LockRecord) -> list[ScopeEntry]:
     exact = set(record.exact)
     return [ScopeEntry(p, exact=p in exact) for p in record.paths]
@@ -337,6 +316,10 @@ class Table:
         for bucket in buckets:
             found |= self._by_bucket.get(bucket, set())
         return found
+
+    def prepare(self, entries: Iterable[ScopeEntry]) -> None:
+        """Read, in one batch, every record ``entries`` can reach: before many questions."""
+        self._index_for(entries)
 
     def _index_for(self, entries: Iterable[ScopeEntry]) -> None:
         wanted = sorted(self.candidates(entries) - self._indexed)

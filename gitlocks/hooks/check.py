@@ -11,6 +11,7 @@ out of ``sys.modules``.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +25,14 @@ from gitlocks.core.record import (
     utcnow,
 )
 from gitlocks.core.scope import entry_covers, path_entry
-from gitlocks.core.table import Problem, Table, load_table, record_entries
+from gitlocks.core.table import (
+    Problem,
+    Table,
+    Verdict,
+    decode_verdicts,
+    lazy_table,
+    record_entries,
+)
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
 from gitlocks.git.changes import (
@@ -42,7 +50,7 @@ from gitlocks.identity import (
     resolve_identity,
     session_process,
 )
-from gitlocks.layout import DEFAULT_SKEW_SECONDS, LOCK_PREFIX
+from gitlocks.layout import DEFAULT_SKEW_SECONDS, LOCK_PREFIX, VERDICTS_FILE
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
 
@@ -106,20 +114,52 @@ def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
         return DEFAULT_SKEW_SECONDS, f"{exc}; allowing {DEFAULT_SKEW_SECONDS}s"
 
 
-def read_table(refs: bytes, cwd: str | None, ignore_case: bool, skew: int = 0) -> Table:
-    """The lock table from ``for-each-ref`` output (``<oid> <type> <refname>`` lines)."""
-    found = []
+REFS_FORMAT = "--format=%(objectname) %(objecttype) %(refname) %(symref)"
+
+
+def read_table(
+    refs: bytes,
+    cwd: str | None,
+    ignore_case: bool,
+    skew: int = 0,
+    verdicts: Mapping[str, Verdict] | None = None,
+) -> Table:
+    """The lock table from ``for-each-ref`` output (``REFS_FORMAT`` lines), through the one
+    loader: records are read (one ``cat-file`` batch) only when a path can reach them, and
+    not at all where the store's kept ``verdicts`` already say what a blob holds."""
+    found: list[tuple[str, str]] = []
+    kinds: dict[str, str] = {}
+    symbolic: list[Problem] = []
     for line in refs.decode("utf-8", "replace").splitlines():
-        oid, kind, name = line.split(" ", 2)
-        found.append((oid, kind, name))
-    blobs = [oid for oid, kind, _ in found if kind == "blob"]
-    data = _read_blobs(blobs, cwd) if blobs else {}
-    return load_table(
-        ((name, oid, data.get(oid), kind) for oid, kind, name in found),
-        version=None,
-        ignore_case=ignore_case,
-        skew=skew,
+        oid, kind, rest = line.split(" ", 2)
+        name, _, target = rest.partition(" ")
+        if target:
+            reason = f"a symbolic ref to {target}; never followed"
+            symbolic.append(Problem(ref=name, oid="", reason=reason))
+            continue
+        kinds[oid] = kind
+        found.append((name, oid))
+
+    def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        blobs = [o for o in oids if kinds.get(o) == "blob"]
+        data = _read_blobs(blobs, cwd) if blobs else {}
+        return {o: (data.get(o), kinds.get(o, "blob")) for o in oids}
+
+    table, _ = lazy_table(
+        found, known=verdicts or {}, read=read, version=None, ignore_case=ignore_case, skew=skew
     )
+    table.problems.extend(symbolic)
+    return table
+
+
+def read_verdicts(common_dir: bytes) -> dict[str, Verdict]:
+    """The store's kept verdicts (``git rev-parse --git-common-dir`` output names where)."""
+    path = os.path.join(os.fsdecode(common_dir.strip()), VERDICTS_FILE)
+    try:
+        with open(path, "rb") as f:
+            return decode_verdicts(f.read())
+    except OSError:
+        return {}
 
 
 def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:
@@ -158,9 +198,10 @@ def find_held(table: Table, identity: Identity, now: datetime, paths: Sequence[s
     Live allows for the table's clock skew (remote mode): a lock another machine wrote
     counts until its expiry plus the allowance, as it does for the command line.
     """
-    theirs = _Theirs(table, identity, now)
-    if not theirs.live:
+    if not len(table):
         return []
+    theirs = _Theirs(table, identity, now)
+    table.prepare([e for e in map(path_entry, paths) if e is not None])  # one batch read
     held = []
     for path in paths:
         locks = theirs.covering(path)
@@ -174,9 +215,14 @@ class _Theirs:
 
     def __init__(self, table: Table, identity: Identity, now: datetime) -> None:
         self.table = table
-        self.cutoff = table.cutoff(format_time(now))
+        self.now = format_time(now)
+        self.cutoff = table.cutoff(self.now)
         self.ours = table.family(identity.holder, identity.parent)
-        self.live = [r for r in table if self.alive(r) and r.holder not in self.ours]
+
+    @functools.cached_property
+    def live(self) -> list[LockRecord]:
+        """Every live lock of theirs: read only for a path no pattern can spell."""
+        return [r for r in self.table.live(self.now) if r.holder not in self.ours]
 
     def alive(self, record: LockRecord) -> bool:
         return record.expires_at > self.cutoff
@@ -255,12 +301,12 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     config = start_git(_CONFIG_ARGS, cwd)
-    refs = start_git(
-        ["for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", LOCK_PREFIX], cwd
-    )
+    refs = start_git(["for-each-ref", REFS_FORMAT, LOCK_PREFIX], cwd)
+    common = start_git(["rev-parse", "--git-common-dir"], cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
     settings = parse_config(finish_git(config, ok=(0, 1)))  # 1: none of the keys is set
-    table = read_table(finish_git(refs), cwd, settings.ignore_case, settings.skew)
+    verdicts = read_verdicts(finish_git(common))
+    table = read_table(finish_git(refs), cwd, settings.ignore_case, settings.skew, verdicts)
     if staged is not None:
         paths = staged.paths()
     else:
