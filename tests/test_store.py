@@ -120,3 +120,23 @@ def test_cached_table_sees_a_lock_ref_moved_outside_gitlocks(repo: Path) -> None
     # A fetch of lock refs, say: the journal ref does not move.
     git(repo, "update-ref", "refs/agent-locks/ext1", blob)
     assert acquire(ctx, [ScopeEntry("cache/x")]).status == "refused"
+
+
+def test_an_edited_verdict_never_sweeps_a_live_lock(repo: Path) -> None:
+    """The verdicts kept by blob id are a cache: one that lies stops a command, never
+    decides it, and is forgotten."""
+    from gitlocks.layout import VERDICTS_FILE
+
+    ctx = _ctx(repo, "a")
+    assert acquire(ctx, [ScopeEntry("kept/**")]).status == "acquired"
+    Store.discover(repo).read_table()  # the verdicts are written
+    path = repo / ".git" / VERDICTS_FILE
+    data = json.loads(path.read_text())
+    for value in data["verdicts"].values():
+        if isinstance(value, list):
+            value[3] = "2000-01-01T00:00:00Z"  # "expired long ago"
+    path.write_text(json.dumps(data))
+    with pytest.raises(StoreError, match="does not match what was kept"):
+        acquire(_ctx(repo, "b"), [ScopeEntry("other/**")])
+    assert not path.exists()
+    assert acquire(_ctx(repo, "b"), [ScopeEntry("kept/x")]).status == "refused"

@@ -14,12 +14,9 @@ from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS, JOURNAL_REF
-from gitlocks.render import remote as render_remote
 from gitlocks.render.locks import problems
 from gitlocks.service.context import Context
-from gitlocks.service.remote import view_age
 from gitlocks.store.local import Store
-from gitlocks.store.remote import RemoteStore
 
 
 def context(as_id: str | None, *, fresh: bool = False) -> Context:
@@ -32,6 +29,9 @@ def context(as_id: str | None, *, fresh: bool = False) -> Context:
             "the next write replaces it with a fresh journal\n"
         )
     if store.config_get("alock.remote"):
+        # Imported here: the remote protocol costs start-up time, and only remote mode needs it.
+        from gitlocks.store.remote import RemoteStore
+
         store = RemoteStore(store.repo)
         if fresh:
             store.sync()
@@ -42,7 +42,11 @@ def say_staleness(store: Store) -> None:
     """In remote mode, say on stderr how old the local view is."""
     name = store.config_get("alock.remote")
     if name:
-        sys.stderr.write(render_remote.staleness(name, view_age(store, name)) + "\n")
+        # Imported here: only remote mode has a view to age.
+        from gitlocks.render.remote import staleness
+        from gitlocks.service.remote import view_age
+
+        sys.stderr.write(staleness(name, view_age(store, name)) + "\n")
 
 
 def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:

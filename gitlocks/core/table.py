@@ -77,11 +77,14 @@ def lazy_table(
     version: str | None,
     ignore_case: bool,
     skew: int = 0,
+    distrust: Callable[[], None] | None = None,
 ) -> tuple[Table, dict[str, Verdict]]:
     """A table of ``(ref, oid)`` lock refs whose records are read only when needed.
 
     ``known`` holds verdicts kept from earlier reads, by blob id; the blobs without one are
     read (``read``, in one batch) and judged now. Returns the table and the new verdicts.
+    A record read later that does not match its kept verdict (the file was edited) stops
+    the command, after ``distrust`` (which should forget the kept verdicts).
     The one loader of the lock table, for the store, the remote and the hooks alike.
     """
     refs = list(refs)
@@ -119,10 +122,12 @@ def lazy_table(
         for lock_id in ids:
             raw, _ = found.get(blobs[lock_id], (None, "blob"))
             record = check_record(raw) if raw is not None else "its blob is missing"
-            if isinstance(record, str):
+            if isinstance(record, str) or Summary.of(record) != summaries[lock_id]:
+                if distrust is not None:
+                    distrust()
                 raise StoreError(
-                    f"lock {lock_id} changed under us ({record}); the kept verdicts are stale: "
-                    "try again"
+                    f"lock {lock_id} does not match what was kept of it; the kept verdicts "
+                    "were forgotten: run the command again"
                 )
             records[lock_id] = record
         return records

@@ -236,6 +236,7 @@ class Store:
             version=version,
             ignore_case=self.ignore_case,
             skew=self.skew,
+            distrust=lambda: (self.common_dir / VERDICTS_FILE).unlink(missing_ok=True),
         )
         if fresh:
             self._keep_verdicts(known, fresh, {oid for _, oid in refs})
@@ -362,6 +363,10 @@ class Store:
         try:
             _flock(fd, timeout)
             self._mutex_fd = fd
+            # Before anything is read: a dead writer's half-done update is finished first,
+            # so no decision ever rests on it (docs/design.md, section 4.3).
+            self.ref_writer().recover()
+            self._cache = None
             yield
         finally:
             self._mutex_fd = None

@@ -13,8 +13,8 @@ it touches with its old and new value. A write that fails puts back the refs it 
 it leaves no event behind. A writer that dies leaves the log, and the next one (holding
 the mutex, so it knows the writer is dead) finishes the job: forward when the journal
 ref already has the new value, backward otherwise. It removes only the ``.lock`` files of
-refs the log names inside gitlocks' namespaces, and ``packed-refs.lock`` only after
-waiting for it as for any live git command.
+refs the log names inside gitlocks' namespaces, never ``packed-refs.lock`` (waited for,
+as for any live git command, then named in the error).
 """
 
 from __future__ import annotations
@@ -146,8 +146,9 @@ class RefWriter:
             return
         old, new, listed = _read_log(text)
         named = [n for n in {*old, *new} if is_own_ref(n)]
-        self.remove_lockfiles([*named, *listed, *writing])
-        self.wait_for_lockfiles([], dead_writer=True)
+        # A log it died writing names nothing: then every .lock file on our own refs is its
+        # (we hold the mutex, and nothing but gitlocks writes them).
+        self.remove_lockfiles([*named, *listed, *writing, *self._own_lockfiles()])
         if named:
             journal = new.get(JOURNAL_REF)
             done = journal is not None and self.current(JOURNAL_REF) == journal
@@ -166,6 +167,16 @@ class RefWriter:
                     ) from exc
         self._clear()
 
+    def _own_lockfiles(self) -> list[str]:
+        """The refs of every ``.lock`` file under gitlocks' own namespaces."""
+        found = []
+        for prefix in (*OWN_REF_PREFIXES, STAGING_PREFIX):
+            top = self.common_dir / prefix
+            for dirpath, _dirs, files in os.walk(top):
+                rel = Path(dirpath).relative_to(self.common_dir).as_posix()
+                found += [f"{rel}/{f[: -len('.lock')]}" for f in files if f.endswith(".lock")]
+        return found
+
     def remove_lockfiles(self, refnames: list[str]) -> None:
         """Remove ``.lock`` files of gitlocks' own refs (we hold the mutex: nobody else
         writes them, so a lock file there is a dead writer's)."""
@@ -173,20 +184,17 @@ class RefWriter:
             if is_own_ref(name):
                 (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
 
-    def wait_for_lockfiles(self, refnames: list[str], *, dead_writer: bool = False) -> None:
+    def wait_for_lockfiles(self, refnames: list[str]) -> None:
         """Wait for ``.lock`` files of live git commands on our refs and on packed-refs.
 
-        After the wait, a dead writer's leftover ``packed-refs.lock`` is removed (libgit2
-        takes it to delete a packed ref); any other is someone else's: fail, naming it.
+        ``packed-refs.lock`` is never removed: a live ``git pack-refs`` or ``gc`` cannot be
+        told from a dead one by its file, so after the wait we fail, naming it.
         """
         deadline = time.monotonic() + LOCKFILE_WAIT_SECONDS
         for name in [*refnames, "packed-refs"]:
             path = self.common_dir / f"{name}.lock"
             while path.exists():
                 if time.monotonic() > deadline:
-                    if dead_writer and name == "packed-refs" and _stale(path):
-                        path.unlink(missing_ok=True)
-                        break
                     raise StoreError(
                         f"{path} exists: another git command is updating refs, or one died "
                         "and left it behind; if no git command is running, remove the file"
@@ -241,11 +249,3 @@ def _values(data: dict[object, object]) -> dict[str, str | None]:
         for k, v in data.items()
         if isinstance(k, str) and (v is None or (isinstance(v, str) and _HEX_RE.match(v)))
     }
-
-
-def _stale(path: Path) -> bool:
-    """Untouched for the whole wait: no live git command keeps a lock file that long."""
-    try:
-        return time.time() - path.stat().st_mtime >= LOCKFILE_WAIT_SECONDS
-    except OSError:
-        return True

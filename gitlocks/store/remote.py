@@ -511,14 +511,14 @@ class RemoteStore(Store):
                 table = {i: v for i, v in new.items() if LOCK_PREFIX + i not in self.remote_symrefs}
             updates.update(self.view_updates(old, table, journal))
             local = self.version()
-            if local is not None and local not in (journal, self._view_journal(), previous):
+            if local is not None and local not in (journal, self.view_journal(), previous):
                 # Not the remote's (alock.remote set by hand on a clone with local history).
                 updates.update(self.keep_local_journal(local))
         self.set_refs(updates)
         if self.mirroring:
             self.stamp_sync()
 
-    def _view_journal(self) -> str | None:
+    def view_journal(self) -> str | None:
         ref = self.repo.references.get(self.view_ref)
         return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
 
@@ -532,7 +532,7 @@ class RemoteStore(Store):
         clone that has none yet, the remote's refs ``old``). A local lock whose value is
         neither that nor ``new``'s was never pushed: it is left exactly as it is.
         """
-        basis = self.mirrored() if self._view_journal() is not None else old
+        basis = self.mirrored() if self.view_journal() is not None else old
         updates: dict[str, str | None] = {}
         local = self.local_locks()
         for lock_id in sorted(basis.keys() | new.keys() | local.keys()):
@@ -544,7 +544,7 @@ class RemoteStore(Store):
         if journal is not None:
             if self.version() != journal:
                 updates[JOURNAL_REF] = journal
-            if self._view_journal() != journal:
+            if self.view_journal() != journal:
                 updates[self.view_ref] = journal
         return updates
 

@@ -115,6 +115,7 @@ class _LocalLocks(NamedTuple):
 
 def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     local_journal = remote.version()
+    viewed_journal = remote.view_journal()
     _, staged_journal = remote.staged()
     copies, copied_journal = remote.detached_copies()
     foreign = _detached_elsewhere(remote)
@@ -137,7 +138,8 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     old = {r.id: local[r.id] for r in handled}
     old.update({i: v for i, v in local.items() if staged.get(i) == v})
     updates = remote.view_updates(old, new, journal)
-    if local_journal is not None and local_journal not in (staged_journal, copied_journal, journal):
+    mirrored_journals = (staged_journal, copied_journal, viewed_journal, journal)
+    if local_journal is not None and local_journal not in mirrored_journals:
         updates.update(remote.keep_local_journal(local_journal))
     for ref in remote.scan_refs((STAGING_PREFIX,)):
         if "/detached/" in ref or ref.endswith("/detached-journal"):
