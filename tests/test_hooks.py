@@ -926,12 +926,11 @@ def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
     from gitlocks.store.local import Store
 
     assert alock(hooked, "acquire", "docs/**", "-m", "docs", **B).code == 0
-    refs = git(
-        hooked,
-        "for-each-ref",
-        "--format=%(objectname) %(objecttype) %(refname)",
-        "refs/agent-locks/",
-    )
-    table = hooks.read_table(refs.encode(), str(hooked), False)
-    assert table.records == Store.discover(hooked).read_table().records
-    assert len(table.records) == 2 and not table.problems
+    store = Store.discover(hooked)
+    common = str(store.common_dir)
+    for reftable in (False, True):  # from the files, and through git for-each-ref
+        found = hooks.list_refs(common, reftable, str(hooked))
+        for verdicts in ({}, hooks.read_verdicts(common)):
+            table = hooks.read_table(found, str(hooked), False, verdicts=verdicts)
+            assert dict(table.records) == dict(store.read_table().records)
+            assert len(table.records) == 2 and not table.problems

@@ -261,8 +261,13 @@ class Table:
             self.summaries = {r.id: Summary.of(r) for r in self.records.values()}
         elif self.summaries.keys() != set(self.records):
             raise ValueError("a table of lazily read records needs the summary of each")
+        by_holder, by_bucket = self._by_holder, self._by_bucket
         for summary in self.summaries.values():
-            self._note(summary)
+            by_holder.setdefault(summary.holder, set()).add(summary.id)
+            for bucket in summary.buckets:
+                by_bucket.setdefault(bucket, set()).add(summary.id)
+        self._expiry = [(s.expires_at, s.id) for s in self.summaries.values()]
+        heapq.heapify(self._expiry)
 
     def __iter__(self) -> Iterator[LockRecord]:
         return (self.records[i] for i in list(self.records))
@@ -443,7 +448,9 @@ class Table:
 def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     """The document a store keeps its verdicts in (docs/design.md, section 4.5)."""
     entries = {
-        oid: v if isinstance(v, str) else [v.id, v.holder, v.parent, v.expires_at, list(v.buckets)]
+        oid: v
+        if isinstance(v, str)
+        else [v.id, v.holder, v.parent, v.expires_at, "\n".join(v.buckets)]
         for oid, v in verdicts.items()
     }
     return json.dumps({"format": 1, "verdicts": entries}, separators=(",", ":")).encode()
@@ -464,16 +471,18 @@ def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     if not isinstance(entries, dict):
         return {}
     for oid, value in entries.items():
-        if isinstance(value, str):
+        if type(value) is str:
             found[oid] = value
-        elif (
-            isinstance(value, list)
-            and len(value) == 5
-            and all(isinstance(v, str) for v in value[:2])
-            and (value[2] is None or isinstance(value[2], str))
-            and isinstance(value[3], str)
-            and isinstance(value[4], list)
-            and all(isinstance(b, str) for b in value[4])
-        ):
-            found[oid] = Summary(value[0], value[1], value[2], value[3], tuple(value[4]))
+            continue
+        if type(value) is not list or len(value) != 5:
+            continue
+        lock_id, holder, parent, expires_at, buckets = value
+        if (
+            type(lock_id) is str
+            and type(holder) is str
+            and type(expires_at) is str
+            and type(buckets) is str
+            and (parent is None or type(parent) is str)
+        ):  # buckets never hold a newline: patterns refuse control characters
+            found[oid] = Summary(lock_id, holder, parent, expires_at, tuple(buckets.split("\n")))
     return found

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from gitlocks.core.record import (
     LockRecord,
@@ -35,6 +36,7 @@ from gitlocks.core.table import (
 )
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
+from gitlocks.git import files
 from gitlocks.git.changes import (
     Staged,
     finish_git,
@@ -60,7 +62,8 @@ _CONFIG_ARGS = (
     "config",
     "-z",
     "--get-regexp",
-    "^(alock\\.hookmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase)$",
+    "^(alock\\.hookmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
+    "|extensions\\.refstorage)$",
 )
 
 
@@ -74,6 +77,7 @@ class HookConfig:
     warning: str | None = None
     # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
     skew: int = 0
+    reftable: bool = False  # refs not in files: list them through git
 
 
 def parse_config(raw: bytes) -> HookConfig:
@@ -95,7 +99,8 @@ def parse_config(raw: bytes) -> HookConfig:
         warnings.append(f"unknown alock.hookMode {raw_mode!r} (use warn or block): warning only")
     if skew_warning:
         warnings.append(skew_warning)
-    return HookConfig(mode, ignore_case, "; ".join(warnings) or None, skew)
+    storage = (values.get("extensions.refstorage") or "files").strip().lower()
+    return HookConfig(mode, ignore_case, "; ".join(warnings) or None, skew, storage != "files")
 
 
 def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
@@ -114,47 +119,57 @@ def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
         return DEFAULT_SKEW_SECONDS, f"{exc}; allowing {DEFAULT_SKEW_SECONDS}s"
 
 
-REFS_FORMAT = "--format=%(objectname) %(objecttype) %(refname) %(symref)"
+REFS_FORMAT = "--format=%(objectname) %(refname) %(symref)"
+
+
+def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
+    """The lock refs: read from the files that hold them, or from git for other backends."""
+    if not reftable:
+        return files.scan(Path(common_dir), (LOCK_PREFIX,))
+    out = finish_git(start_git(["for-each-ref", REFS_FORMAT, LOCK_PREFIX], cwd))
+    refs, symbolic = {}, {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        oid, _, rest = line.partition(" ")
+        name, _, target = rest.partition(" ")
+        if target:
+            symbolic[name] = target
+        else:
+            refs[name] = oid
+    return files.Scan(refs, symbolic)
 
 
 def read_table(
-    refs: bytes,
+    found: files.Scan,
     cwd: str | None,
     ignore_case: bool,
     skew: int = 0,
     verdicts: Mapping[str, Verdict] | None = None,
 ) -> Table:
-    """The lock table from ``for-each-ref`` output (``REFS_FORMAT`` lines), through the one
-    loader: records are read (one ``cat-file`` batch) only when a path can reach them, and
-    not at all where the store's kept ``verdicts`` already say what a blob holds."""
-    found: list[tuple[str, str]] = []
-    kinds: dict[str, str] = {}
-    symbolic: list[Problem] = []
-    for line in refs.decode("utf-8", "replace").splitlines():
-        oid, kind, rest = line.split(" ", 2)
-        name, _, target = rest.partition(" ")
-        if target:
-            reason = f"a symbolic ref to {target}; never followed"
-            symbolic.append(Problem(ref=name, oid="", reason=reason))
-            continue
-        kinds[oid] = kind
-        found.append((name, oid))
+    """The lock table of ``found`` lock refs, through the one loader: records are read
+    (one ``cat-file`` batch) only when a path can reach them, and not at all where the
+    store's kept ``verdicts`` already say what a blob holds."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        blobs = [o for o in oids if kinds.get(o) == "blob"]
-        data = _read_blobs(blobs, cwd) if blobs else {}
-        return {o: (data.get(o), kinds.get(o, "blob")) for o in oids}
+        return _read_objects(oids, cwd) if oids else {}
 
     table, _ = lazy_table(
-        found, known=verdicts or {}, read=read, version=None, ignore_case=ignore_case, skew=skew
+        sorted(found.refs.items()),
+        known=verdicts or {},
+        read=read,
+        version=None,
+        ignore_case=ignore_case,
+        skew=skew,
     )
-    table.problems.extend(symbolic)
+    table.problems.extend(
+        Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
+        for name, target in sorted(found.symbolic.items())
+    )
     return table
 
 
-def read_verdicts(common_dir: bytes) -> dict[str, Verdict]:
-    """The store's kept verdicts (``git rev-parse --git-common-dir`` output names where)."""
-    path = os.path.join(os.fsdecode(common_dir.strip()), VERDICTS_FILE)
+def read_verdicts(common_dir: str) -> dict[str, Verdict]:
+    """The store's kept verdicts, by blob id (the hooks read them, never write them)."""
+    path = os.path.join(common_dir, VERDICTS_FILE)
     try:
         with open(path, "rb") as f:
             return decode_verdicts(f.read())
@@ -162,12 +177,13 @@ def read_verdicts(common_dir: bytes) -> dict[str, Verdict]:
         return {}
 
 
-def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:
-    """Contents by id, from one ``cat-file --batch`` (``<oid> <type> <size>\\n<data>\\n``)."""
+def _read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+    """(contents, type) by id, from one ``cat-file --batch`` (``<oid> <type> <size>\\n``
+    then the contents; ``<oid> missing`` for none). Only blobs are kept whole."""
     out = finish_git(
         start_git(["cat-file", "--batch"], cwd), "".join(o + "\n" for o in oids).encode()
     )
-    blobs: dict[str, bytes] = {}
+    found: dict[str, tuple[bytes | None, str]] = {}
     pos = 0
     while pos < len(out):
         end = out.index(b"\n", pos)
@@ -176,9 +192,10 @@ def _read_blobs(oids: list[str], cwd: str | None) -> dict[str, bytes]:
         if len(header) != 3:  # "<oid> missing"
             continue
         size = int(header[2])
-        blobs[header[0].decode()] = out[pos : pos + size]
+        kind = header[1].decode()
+        found[header[0].decode()] = (out[pos : pos + size] if kind == "blob" else None, kind)
         pos += size + 1
-    return blobs
+    return found
 
 
 # --- the check ----------------------------------------------------------------------------
@@ -301,12 +318,15 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     config = start_git(_CONFIG_ARGS, cwd)
-    refs = start_git(["for-each-ref", REFS_FORMAT, LOCK_PREFIX], cwd)
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
     settings = parse_config(finish_git(config, ok=(0, 1)))  # 1: none of the keys is set
-    verdicts = read_verdicts(finish_git(common))
-    table = read_table(finish_git(refs), cwd, settings.ignore_case, settings.skew, verdicts)
+    common_dir = os.fsdecode(finish_git(common).strip())
+    if cwd is not None:
+        common_dir = os.path.join(cwd, common_dir)
+    found = list_refs(common_dir, settings.reftable, cwd)
+    verdicts = read_verdicts(common_dir)
+    table = read_table(found, cwd, settings.ignore_case, settings.skew, verdicts)
     if staged is not None:
         paths = staged.paths()
     else:

@@ -51,6 +51,7 @@ from gitlocks.core.table import (
     read_record,
 )
 from gitlocks.errors import NotARepository, StoreError
+from gitlocks.git import files
 from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
@@ -298,35 +299,10 @@ class Store:
                 for ref in self.repo.references.iterator()
                 if ref.name.startswith(prefixes) and isinstance(ref.target, pygit2.Oid)
             }
-        base = self.common_dir
-        found: dict[str, str] = {}
+        found = files.scan(self.common_dir, prefixes)
         if LOCK_PREFIX in prefixes:
-            self.symrefs = {}
-        for prefix in prefixes:
-            top = base / prefix
-            for dirpath, _dirs, files in os.walk(top):
-                rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
-                for filename in files:
-                    if filename.endswith(".lock"):
-                        continue
-                    try:
-                        with open(os.path.join(dirpath, filename), "rb") as fh:
-                            value = fh.read(128).strip().decode("ascii", "replace")
-                    except OSError:
-                        continue  # deleted while we looked: gone
-                    if _HEX_RE.match(value):
-                        found[f"{rel}/{filename}"] = value
-                    elif value.startswith("ref:") and LOCK_PREFIX in prefixes:
-                        self.symrefs[f"{rel}/{filename}"] = value[4:].strip()
-        try:
-            packed = (base / "packed-refs").read_bytes()
-        except OSError:
-            return found
-        alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
-        pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
-        for match in re.finditer(pattern, packed, re.MULTILINE):
-            found.setdefault(match.group(2).decode("utf-8", "replace"), match.group(1).decode())
-        return found
+            self.symrefs = {n: t for n, t in found.symbolic.items() if n.startswith(LOCK_PREFIX)}
+        return found.refs
 
     def read_record(self, name: str, oid: str) -> LockRecord | Problem:
         return read_record(*self.read_object(name, oid))

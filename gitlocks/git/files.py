@@ -1,0 +1,54 @@
+"""Reading refs from a repository's files: only the namespaces asked for, no process.
+
+libgit2's iterator and ``git for-each-ref`` list every branch, tag and remote-tracking
+ref, or cost a process; gitlocks reads its own namespaces as git stores them (the files
+backend): the loose refs below them, then their lines of ``packed-refs`` (one
+regular-expression pass). Loose refs are read first, and win, so a concurrent
+``pack-refs`` loses nothing. Callers fall back to git itself for other ref backends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+_HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
+
+
+class Scan(NamedTuple):
+    refs: dict[str, str]  # name -> object id
+    symbolic: dict[str, str]  # name -> the ref it names (loose files only: never followed)
+
+
+def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
+    """Every ref under ``prefixes`` (each ending in ``/``), by name."""
+    found: dict[str, str] = {}
+    symbolic: dict[str, str] = {}
+    for prefix in prefixes:
+        for dirpath, _dirs, files in os.walk(common_dir / prefix):
+            rel = os.path.relpath(dirpath, common_dir).replace(os.sep, "/")
+            for filename in files:
+                if filename.endswith(".lock"):
+                    continue
+                try:
+                    with open(os.path.join(dirpath, filename), "rb") as fh:
+                        value = fh.read(256).strip().decode("ascii", "replace")
+                except OSError:
+                    continue  # deleted while we looked: gone
+                if _HEX_RE.match(value):
+                    found[f"{rel}/{filename}"] = value
+                elif value.startswith("ref:"):
+                    symbolic[f"{rel}/{filename}"] = value[4:].strip()
+    try:
+        packed = (common_dir / "packed-refs").read_bytes()
+    except OSError:
+        return Scan(found, symbolic)
+    alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
+    pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
+    for match in re.finditer(pattern, packed, re.MULTILINE):
+        name = match.group(2).decode("utf-8", "replace")
+        if name not in symbolic:
+            found.setdefault(name, match.group(1).decode())
+    return Scan(found, symbolic)
