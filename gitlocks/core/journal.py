@@ -32,7 +32,8 @@ DEFAULT_KEEP_EVENTS = 1000
 AGE_CHECK_EVERY = 1000
 
 
-_SEQ_RE = re.compile(r"^Journal-Seq: (\d+)$", re.MULTILINE)
+# At most 18 digits: a longer number is no journal of ours (and would not even parse).
+_SEQ_RE = re.compile(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
 
 
 COMPACTED = "compacted"

@@ -25,6 +25,8 @@ _DURATION_RE = re.compile(
     r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$"
 )
 MAX_TTL_SECONDS = 366 * 86400
+# Records stay small: a bigger blob is no usable record (it would cost every command).
+MAX_RECORD_BYTES = 256 * 1024
 
 
 # ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
@@ -203,9 +205,11 @@ class LockRecord:
 
     @classmethod
     def from_json(cls, raw: bytes) -> LockRecord:
+        if len(raw) > MAX_RECORD_BYTES:
+            raise RecordError(f"a record of {len(raw)} bytes; at most {MAX_RECORD_BYTES}")
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5,000-digit number
             raise RecordError(f"not a JSON lock record ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict):
             raise RecordError("not a JSON object")

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import pygit2
 
-from gitlocks.core.record import LockRecord, format_time, utcnow
+from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -50,7 +50,7 @@ from gitlocks.core.table import (
     lazy_table,
     read_record,
 )
-from gitlocks.errors import NotARepository, StoreError
+from gitlocks.errors import NotARepository, StoreError, UsageError
 from gitlocks.git import files
 from gitlocks.layout import (
     JOURNAL_REF,
@@ -350,6 +350,7 @@ class Store:
 
     def _apply(self, table: Table, change: Change) -> None:
         repo = self.repo
+        check_sizes(change)
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
         for lock_id in change.delete:
@@ -415,6 +416,17 @@ class Store:
     ) -> Iterator[JournalEntry]:
         """Journal entries (commits), newest first, from ``start`` or the journal ref."""
         return self.journal_store.walk(self.version() if start is None else start, limit)
+
+
+def check_sizes(change: Change) -> None:
+    """Refuse a record too big to be read back (see ``MAX_RECORD_BYTES``)."""
+    for record in change.put:
+        size = len(record.to_json())
+        if size > MAX_RECORD_BYTES:
+            raise UsageError(
+                f"the lock record would be {size} bytes, more than the {MAX_RECORD_BYTES} a "
+                "record may hold: claim fewer or shorter patterns, or write shorter notes"
+            )
 
 
 def _common_dir(git_dir: Path) -> Path:

@@ -68,7 +68,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
     SYNC_FILE,
 )
-from gitlocks.store.local import Change, Store
+from gitlocks.store.local import Change, Store, check_sizes
 
 T = TypeVar("T")
 
@@ -302,6 +302,7 @@ class RemoteStore(Store):
         the push also repairs the refs; a symbolic ref is never pushed to.
         """
         self._rejected = None
+        check_sizes(change)
         self.check_symrefs()
         new = dict(table.refs)
         for lock_id in change.delete:

@@ -1,0 +1,61 @@
+"""Hostile blobs and journal commits never break a verb: they are reported and skipped."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+
+
+def _blob(repo: Path, data: bytes) -> str:
+    proc = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, input=data, capture_output=True
+    )
+    return proc.stdout.decode().strip()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"format": 1, "id": "evil", "pid": ' + b"9" * 5000 + b"}",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"format": 1, "id": "evil", "reason": "' + b"x" * 400_000 + b'"}',
+        b'{"format": 1, "id": "evil", "holder": "h", "paths": ["a"], "notes": [{"at": "junk"}]}',
+    ],
+    ids=["huge-number", "deep-nesting", "huge-blob", "bad-note-time"],
+)
+def test_a_hostile_record_is_reported_and_breakable(repo: Path, data: bytes) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    git(repo, "update-ref", "refs/agent-locks/evil", _blob(repo, data))
+    for args in (("list",), ("check", "src/x"), ("status",), ("acquire", "docs/**")):
+        got = alock(repo, *args, **B)
+        assert got.code in (0, 1), (args, got)
+        assert "Traceback" not in got.err and "refs/agent-locks/evil" in got.err, (args, got)
+    assert alock(repo, "acquire", "src/x", **B).code == 1  # the valid lock still holds
+    assert alock(repo, "release", "src/**", **A).code == 0  # its holder can release it
+    broken = alock(repo, "break", "evil", **B)
+    assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/evil"
+
+
+def test_a_journal_with_a_huge_sequence_number_starts_a_fresh_chain(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    tree = git(repo, "rev-parse", "refs/agent-locks-meta/journal^{tree}").strip()
+    message = "granted\n\nJournal-Seq: " + "9" * 5000 + "\n"
+    commit = git(repo, "commit-tree", tree, "-m", message).strip()
+    git(repo, "update-ref", "refs/agent-locks-meta/journal", commit)
+    got = alock(repo, "acquire", "docs/**", **B)
+    assert got.code == 0, got
+    assert alock(repo, "log").code == 0
+
+
+def test_a_record_too_big_to_read_back_is_refused_when_written(repo: Path) -> None:
+    patterns = [f"area/{'x' * 200}{i}" for i in range(2000)]
+    got = alock(repo, "acquire", *patterns, **A)
+    assert got.code == 2 and "bytes" in got.err, got
+    assert alock(repo, "list", "--json").json() == []
