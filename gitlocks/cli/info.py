@@ -70,7 +70,7 @@ def skill(
     base = Path(into) if into else _repo_root()
     done = skills.install(tool, base, force=force)
     if as_json:
-        dump_json({"status": done.status, "path": str(done.path), "for": tool})
+        dump_json(done.to_dict())
     elif done.status == "refused":
         out(f"REFUSED {done.path} exists and differs; --force replaces it")
     elif done.status == "unchanged":

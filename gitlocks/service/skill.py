@@ -66,6 +66,10 @@ def destination(tool: str, base: Path) -> Path:
 class Installed:
     status: Literal["installed", "updated", "unchanged", "refused"]
     path: Path
+    tool: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"status": self.status, "path": str(self.path), "for": self.tool}
 
 
 def install(tool: str, base: Path, *, force: bool = False) -> Installed:
@@ -81,21 +85,21 @@ def install(tool: str, base: Path, *, force: bool = False) -> Installed:
     if tool in ("codex", "agents"):
         new = _with_section(current or "", wanted)
         if current is not None and new == current:
-            return Installed("unchanged", path)
+            return Installed("unchanged", path, tool)
         if current is not None and BEGIN in current and not force:
-            return Installed("refused", path)
+            return Installed("refused", path, tool)
     else:
         new = wanted
         if current == wanted:
-            return Installed("unchanged", path)
+            return Installed("unchanged", path, tool)
         if current is not None and not force:
-            return Installed("refused", path)
+            return Installed("refused", path, tool)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(new, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from exc
-    return Installed("installed" if current is None else "updated", path)
+    return Installed("installed" if current is None else "updated", path, tool)
 
 
 def _with_section(document: str, section: str) -> str:

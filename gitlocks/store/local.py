@@ -1,27 +1,25 @@
-"""The lock store: the only module that reads or writes refs and objects.
+"""The local lock store: reading the table, and deciding and applying a write as one step.
 
 Layout, shared by every worktree of a repository (these refs are not per-worktree):
 
 - ``refs/agent-locks/<id>``: one blob per live lock, the JSON record.
 - ``refs/agent-locks-meta/journal``: the serialisation ref. Every state change moves it to
   a new commit (unique by construction: it names its parent) whose message holds the
-  events of that change, so its history is also the journal.
+  events of that change and whose tree holds the table after it (``gitlocks.store.journal``).
 
 Why a writer needs more than per-ref locking: two claims under different ref names can
 overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same ref. So
-every write also compare-and-swaps the journal ref, inside one ref transaction with the
-lock refs it touches (docs/design.md, section 9).
+every write also compare-and-swaps the journal ref, with the lock refs it touches
+locked (docs/design.md, sections 4.2 and 9).
 
 Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
 killed while it holds a ``<ref>.lock`` file leaves the file behind, and pygit2 then fails
 at once for everyone. A ``flock`` is released by the kernel when its process dies, so the
-mutex says who is busy: nobody else is while we hold it. Before touching refs, a writer
-also names them in the mutex file itself and empties it when done. So a writer that finds
-the file not empty, while it holds the mutex, knows its predecessor died mid-write, and
-removes the ``.lock`` files that writer named at once: that is how dead is told from busy,
-and why a crash never wedges the store. A ``.lock`` file with no marker belongs to some
-other git command: we wait a few seconds for it, then fail with a message naming it,
-rather than delete a live process's lock.
+mutex says who is busy: nobody else is while we hold it. A writer also logs what it is
+about to change in the mutex file (``gitlocks.store.refs``), so the next one, taking the
+mutex, finishes or undoes a dead writer's update before it reads anything, and clears
+only that writer's ``.lock`` files. Any other ``.lock`` file belongs to some other git
+command: we wait a few seconds for it, then fail with a message naming it.
 """
 
 from __future__ import annotations
