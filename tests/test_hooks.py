@@ -9,11 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
 from helpers import Result, alock, alock_process
 
+from gitlocks.core.scope import make_entry
 from gitlocks.git import changes as hook_paths
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
@@ -934,3 +936,34 @@ def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
             table = hooks.read_table(found, str(hooked), False, verdicts=verdicts)
             assert dict(table.records) == dict(store.read_table().records)
             assert len(table.records) == 2 and not table.problems
+
+
+def test_hook_and_check_judge_a_dead_holder_alike(repo: Path, sleeper: Any) -> None:
+    """A lock whose session died (here, in this pid namespace) blocks no path: not for
+    ``check --staged``, not for the hook in block mode."""
+    from gitlocks.core.record import utcnow
+    from gitlocks.identity import SessionProcess, process_start_time, resolve_identity
+    from gitlocks.service import locks
+    from gitlocks.service.context import Context
+    from gitlocks.store.local import Store
+
+    assert alock(repo, "install-hooks").code == 0
+    git(repo, "config", "alock.hookMode", "block")
+    start = process_start_time(sleeper.pid)
+    assert start
+    session = SessionProcess(sleeper.pid, start, "sleeper", os.uname().nodename)
+    ident = resolve_identity(None, env={"AGENT_ID": "agent-a"}, session=session)
+    ctx = Context(store=Store.discover(repo), identity=ident)
+    assert locks.acquire(ctx, [make_entry("src/**")]).status == "acquired"
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    assert alock(repo, "check", "--staged", **B).word.startswith("HELD")  # alive: held
+    sleeper.kill()
+    sleeper.wait()
+    checked = alock(repo, "check", "--staged", **B)
+    assert checked.code == 0 and checked.word.startswith("FREE"), checked
+    table = Store.discover(repo).read_table()
+    ident_b = resolve_identity(None, env={"AGENT_ID": "agent-b"})
+    assert hooks.find_held(table, ident_b, utcnow(), ["src/app.py"]) == []
+    done = commit(repo, env=B)
+    assert done.code == 0 and not alock_lines(done), done

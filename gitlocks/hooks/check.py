@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
     format_time,
@@ -48,11 +49,18 @@ from gitlocks.git.changes import (
 from gitlocks.identity import (
     Identity,
     SessionProcess,
+    host_identity,
     parent_pid,
+    process_alive,
     resolve_identity,
     session_process,
 )
-from gitlocks.layout import DEFAULT_SKEW_SECONDS, LOCK_PREFIX, VERDICTS_FILE
+from gitlocks.layout import (
+    DEFAULT_SKEW_SECONDS,
+    DEFAULT_STALE_SECONDS,
+    LOCK_PREFIX,
+    VERDICTS_FILE,
+)
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
 
@@ -228,21 +236,26 @@ def find_held(table: Table, identity: Identity, now: datetime, paths: Sequence[s
 
 
 class _Theirs:
-    """The live locks of holders who are not friends: computed once for many paths."""
+    """The live locks of holders who are not friends: computed once for many paths.
+
+    A lock whose holder's session is known dead (interrupted work included) blocks no
+    path, judged as ``check`` and ``acquire`` judge it (``gitlocks.core.liveness``).
+    """
 
     def __init__(self, table: Table, identity: Identity, now: datetime) -> None:
         self.table = table
         self.now = format_time(now)
         self.cutoff = table.cutoff(self.now)
         self.ours = table.family(identity.holder, identity.parent)
+        self.life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
 
     @functools.cached_property
     def live(self) -> list[LockRecord]:
         """Every live lock of theirs: read only for a path no pattern can spell."""
-        return [r for r in self.table.live(self.now) if r.holder not in self.ours]
+        return [r for r in self.table.live(self.now) if self.alive(r) and r.holder not in self.ours]
 
     def alive(self, record: LockRecord) -> bool:
-        return record.expires_at > self.cutoff
+        return record.expires_at > self.cutoff and not self.life.dead(record)
 
     def covering(self, path: str) -> list[LockRecord]:
         """Their live locks covering ``path``, by id."""
