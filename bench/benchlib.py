@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 
@@ -62,3 +67,53 @@ def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
     event = {"event": "seeded", "at": stamp, "holder": "bench", "paths": [], "count": count}
     store.transact(lambda table: (Change(put=records, events=[event]), None))
     git(repo, "pack-refs", "--all")
+
+
+class GitDaemon:
+    """``git daemon`` serving ``base`` on 127.0.0.1 (a free port), pushes enabled, started
+    as the remote-mode tests start theirs (tests/remote_fixtures.py). A context manager:
+    the daemon's process group is killed on exit."""
+
+    MAX_CONNECTIONS = 512  # git's default is 32; racing claimers open many at once
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def url(self, name: str) -> str:
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+    def __enter__(self) -> GitDaemon:
+        self.proc = subprocess.Popen(
+            ["git", "daemon", "--enable=receive-pack", f"--base-path={self.base}",
+             "--export-all", "--listen=127.0.0.1", f"--port={self.port}", "--reuseaddr",
+             f"--max-connections={self.MAX_CONNECTIONS}", str(self.base)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+        self.__exit__()
+        raise SystemExit(f"git daemon did not answer on port {self.port}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        self.proc = None

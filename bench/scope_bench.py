@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gitlocks.core.scope import ScopeEntry, ScopeIndex, patterns_overlap
+from gitlocks.core.scope import ScopeEntry, ScopeIndex, pattern_covers, patterns_overlap
 
 PAIRS = [
     ("src/api/**", "src/web/**"),
@@ -102,10 +102,36 @@ def report_checks(title: str, *, disjoint: bool) -> None:
     print(f"  ratio of medians N={SIZES[-1]} / N={SIZES[0]}: {ratio:.2f}")
 
 
+# Patterns a backtracking matcher takes exponential time on (8 s once, for the first).
+PATHOLOGICAL = [
+    ("*a" * 14 + "*b", "a" * 30),
+    ("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 36),
+    ("**/" * 20 + "x", "/".join(["a"] * 200)),
+]
+
+
+def pathological_median_us(pattern: str, path: str, runs: int = 200) -> float:
+    """One coverage decision on a fresh path each run (no cache can answer it)."""
+    times = []
+    for i in range(runs):
+        target = f"{path}{i % 7}" if i else path
+        start = time.perf_counter_ns()
+        pattern_covers(pattern, target)
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1000
+
+
 def main() -> None:
     print("one overlap decision (compiled and cached), median:")
     for a, b in PAIRS:
         print(f"  {a!r:28} vs {b!r:30} {decision_median_ns(a, b) / 1000:7.2f} us")
+    print("pathological patterns, one coverage decision each, median:")
+    for pattern, path in PATHOLOGICAL:
+        shown = pattern if len(pattern) <= 32 else pattern[:29] + "..."
+        took = pathological_median_us(pattern, path)
+        print(f"  {shown!r:34} on {len(path):3}-char path {took:8.1f} us")
+    pair = ("*a" * 14 + "*b", "*a" * 30 + "c")
+    print(f"  overlap of two such patterns: {decision_median_ns(*pair) / 1000:.1f} us")
     report_checks("one new scope against N live scopes (the mix as drawn)", disjoint=False)
     report_checks("one new scope against N pairwise disjoint live scopes", disjoint=True)
 

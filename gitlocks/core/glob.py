@@ -62,8 +62,43 @@ class GlobSeg:
     of :func:`parse_segment`, which makes pair caches keyed on them cheap to hash."""
 
     tokens: tuple[Token, ...]
-    source: str  # regular expression for one whole segment (no anchors)
-    regex: re.Pattern[str]
+
+    def matches(self, name: str) -> bool:
+        """Whether the segment name ``name`` (folded as the tokens are) matches.
+
+        The tokens run as a non-deterministic automaton over the name, every live state
+        at once: time in len(name) x len(tokens), never the backtracking a regular
+        expression of many stars falls into (``*a*a*a...b`` against ``aaaa...``).
+        """
+        tokens = self.tokens
+        end = len(tokens)
+        states = _star_closure({0}, tokens)
+        for ch in name:
+            cp = ord(ch)
+            step = set()
+            for i in states:
+                if i == end:
+                    continue
+                token = tokens[i]
+                if token is STAR:
+                    step.add(i)
+                elif _contains(token, cp):  # type: ignore[arg-type]
+                    step.add(i + 1)
+            states = _star_closure(step, tokens)
+            if not states:
+                return False
+        return end in states
+
+
+def _star_closure(states: set[int], tokens: tuple[Token, ...]) -> set[int]:
+    """Add, for each state before a ``*``, the state after it (the star matching nothing)."""
+    todo = list(states)
+    while todo:
+        i = todo.pop()
+        if i < len(tokens) and tokens[i] is STAR and i + 1 not in states:
+            states.add(i + 1)
+            todo.append(i + 1)
+    return states
 
 
 Segment = str | GlobSeg | _Sentinel
@@ -220,17 +255,6 @@ def _parse_class(text: str, i: int, ignore_case: bool) -> tuple[Ranges, int]:
     return (_complement(ranges) if negated else ranges), i + 1
 
 
-def _token_source(token: Token) -> str:
-    if isinstance(token, _Sentinel):
-        return "[^/]*"
-    if not token:
-        return "(?!)"
-    if len(token) == 1 and token[0][0] == token[0][1]:
-        return re.escape(chr(token[0][0]))
-    parts = (f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in token)
-    return "[" + "".join(parts) + "]"
-
-
 @lru_cache(maxsize=1 << 14)
 def parse_segment(text: str, ignore_case: bool) -> Segment:
     """Parse one non-empty segment; literal segments come back as (folded) ``str``."""
@@ -267,8 +291,7 @@ def parse_segment(text: str, ignore_case: bool) -> Segment:
         tokens.append(((ord(ch), ord(ch)),))
     if literal:
         return "".join(chars)
-    source = "".join(map(_token_source, tokens))
-    return GlobSeg(tuple(tokens), source, re.compile(source, re.DOTALL))
+    return GlobSeg(tuple(tokens))
 
 
 def is_literal_segment(text: str) -> bool:
@@ -403,9 +426,9 @@ def segments_meet(x: str | GlobSeg, y: str | GlobSeg) -> bool:
     if isinstance(x, str):
         if isinstance(y, str):
             return x == y
-        return y.regex.fullmatch(x) is not None
+        return y.matches(x)
     if isinstance(y, str):
-        return x.regex.fullmatch(y) is not None
+        return x.matches(y)
     return _globs_meet(x, y)
 
 
@@ -419,7 +442,7 @@ def _satisfiable(seg: str | GlobSeg) -> bool:
 class CompiledPattern:
     """A validated pattern, ready for matching and overlap decisions."""
 
-    __slots__ = ("_regex", "literal", "prefix", "satisfiable", "segments", "text")
+    __slots__ = ("literal", "prefix", "satisfiable", "segments", "text")
 
     def __init__(self, text: str, segments: tuple[Segment, ...]) -> None:
         self.text = text  # the normalised spelling
@@ -438,28 +461,42 @@ class CompiledPattern:
         self.satisfiable = all(
             not isinstance(s, GlobSeg) or segment_satisfiable(s) for s in segments
         )
-        self._regex: re.Pattern[str] | None = None
 
     def covers(self, path: str) -> bool:
-        """``path`` normalised and folded by :func:`normalise_path`."""
-        if self._regex is None:  # compiled on first use: most patterns only meet others
-            self._regex = re.compile(_pattern_source(self.segments), re.DOTALL)
-        return self._regex.fullmatch(path) is not None
+        """``path`` normalised and folded by :func:`normalise_path`.
+
+        The segments run as an automaton over the path's names (``**`` staying on any
+        number of them), every live state at once: linear in the path, whatever the
+        pattern (docs/design.md, section 2.2).
+        """
+        segments = self.segments
+        end = len(segments)
+        states = _globstar_closure({0}, segments)
+        for name in path.split("/") if path else ():
+            step = set()
+            for i in states:
+                if i == end:
+                    continue
+                seg = segments[i]
+                if seg is GLOBSTAR:
+                    step.add(i)
+                elif seg == name if isinstance(seg, str) else seg.matches(name):  # type: ignore[union-attr]
+                    step.add(i + 1)
+            states = _globstar_closure(step, segments)
+            if not states:
+                return False
+        return end in states
 
 
-def _pattern_source(segments: tuple[Segment, ...]) -> str:
-    parts: list[str] = []
-    after_segment = False  # whether a "/" must come before the next segment
-    for seg in segments:
-        if isinstance(seg, _Sentinel):
-            parts.append("(?:/[^/]+)*" if after_segment else "(?:[^/]+/)*")
-            continue
-        if after_segment:
-            parts.append("/")
-        parts.append(re.escape(seg) if isinstance(seg, str) else seg.source)
-        after_segment = True
-    parts.append("(?:/.*)?" if after_segment else ".*")
-    return "".join(parts)
+def _globstar_closure(states: set[int], segments: tuple[Segment, ...]) -> set[int]:
+    """Add, for each state before a ``**``, the state after it (``**`` matching nothing)."""
+    todo = list(states)
+    while todo:
+        i = todo.pop()
+        if i < len(segments) and segments[i] is GLOBSTAR and i + 1 not in states:
+            states.add(i + 1)
+            todo.append(i + 1)
+    return states
 
 
 @lru_cache(maxsize=1 << 16)

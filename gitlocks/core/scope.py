@@ -326,7 +326,7 @@ class _Node(Generic[K]):
         if found is None:
             if len(self._named) >= 256:  # bound the memory for many distinct names
                 self._named.clear()
-            found = [b for g, b in self.globs.items() if g.regex.fullmatch(name)]
+            found = [b for g, b in self.globs.items() if g.matches(name)]
             self._named[name] = found
         return found
 
@@ -465,7 +465,7 @@ class ScopeIndex(Generic[K]):
                     stack.append((child, i + 1))
             elif isinstance(current, GlobSeg):
                 out.extend((_GLOB, b) for g, b in node.globs.items() if segments_meet(current, g))
-                match = current.regex.fullmatch
+                match = current.matches
                 stack.extend((c, i + 1) for name, c in node.children.items() if match(name))
         return out
 
