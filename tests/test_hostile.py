@@ -59,3 +59,25 @@ def test_a_record_too_big_to_read_back_is_refused_when_written(repo: Path) -> No
     got = alock(repo, "acquire", *patterns, **A)
     assert got.code == 2 and "bytes" in got.err, got
     assert alock(repo, "list", "--json").json() == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json at all",
+        b'{"event": "refused", "at": 5, "paths": 7, "conflicts": 3, "id": ["x"]}',
+        b'{"event": "refused", "n": ' + b"9" * 5000 + b"}",
+        b"{" * 50_000,
+        b'["a list", "not an event"]',
+    ],
+    ids=["text", "wrong-types", "huge-number", "deep", "list"],
+)
+def test_a_malformed_refusal_log_line_never_breaks_log(repo: Path, line: bytes) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "src/x", **B).code == 1  # a refusal is logged
+    log = repo / ".git" / "agent-locks-refusals.jsonl"
+    log.write_bytes(log.read_bytes() + line + b"\n")
+    for args in (("log",), ("log", "--json"), ("log", "--since", "1d")):
+        got = alock(repo, *args)
+        assert got.code == 0 and "Traceback" not in got.err, (args, got)
+    assert "refused" in alock(repo, "log").out

@@ -65,7 +65,7 @@ def json_objects(lines: Iterable[str]) -> list[Event]:
             continue
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or a hostile number or nesting
             continue
         if isinstance(event, dict):
             found.append(event)

@@ -19,19 +19,27 @@ def format_event(event: Event) -> str:
         parts.append(f"kept {event.get('kept', '?')} events")
         return printable(" ".join(parts))
     parts.append(str(event.get("holder", "?")))
-    parts.append(" ".join(str(p) for p in event.get("paths", [])))
+    parts.append(_words(event.get("paths", [])))
     for key in _DETAIL_KEYS:
         value = event.get(key)
         if value in (None, "", []):
             continue
-        if isinstance(value, list):
-            value = " ".join(map(str, value))
+        value = _words(value)
         parts.append(f'{key} "{value}"' if key in ("reason", "text") else f"{key} {value}")
-    for conflict in event.get("conflicts", []):
+    conflicts = event.get("conflicts", [])
+    for conflict in conflicts if isinstance(conflicts, list) else []:
         if isinstance(conflict, dict):
-            held = " ".join(map(str, conflict.get("paths", [])))
+            held = _words(conflict.get("paths", []))
             parts.append(f"held {held} by {conflict.get('holder', '?')}")
     if event.get("id"):
         parts.append(f"[lock {event['id']}]")
     # Reasons, notes and paths are user text: escaped, so they cannot forge a line.
     return printable(" ".join(p for p in parts if p))
+
+
+def _words(value: object) -> str:
+    """A field as words: a list's items joined, anything else as it is (events are data
+    read back from disk and from other clones: any shape must print, none may crash)."""
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    return str(value)

@@ -85,15 +85,8 @@ def refusals(store: Store, *, since: str | None = None) -> list[Event]:
         raw = refusals_path(store).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    found = []
-    for line in reversed(raw.splitlines()):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict) and (since is None or str(event.get("at", "")) >= since):
-            found.append(event)
-    return found
+    found = json_objects(reversed(raw.splitlines()))
+    return [e for e in found if since is None or str(e.get("at", "")) >= since]
 
 
 # --- following ------------------------------------------------------------------------------
