@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
+from helpers import Result, alock
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -81,3 +83,22 @@ def test_a_malformed_refusal_log_line_never_breaks_log(repo: Path, line: bytes) 
         got = alock(repo, *args)
         assert got.code == 0 and "Traceback" not in got.err, (args, got)
     assert "refused" in alock(repo, "log").out
+
+
+def _git_alock(repo: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    full = dict(os.environ)
+    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    full.update(env or {})
+    proc = subprocess.run(["git", *args], cwd=repo, env=full, capture_output=True, text=True)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_git_dash_c_settings_are_honoured(repo: Path) -> None:
+    """``git -c key=value alock``: git passes the settings in the environment."""
+    got = _git_alock(repo, "-c", "alock.ttl=2h", "alock", "acquire", "src/**", env=A)
+    assert got.code == 0 and "expires in 2h" in got.out, got
+    git(repo, "config", "core.ignoreCase", "false")
+    folded = _git_alock(repo, "-c", "core.ignoreCase=true", "alock", "acquire", "SRC/x", env=B)
+    assert folded.code == 1 and folded.out.startswith("REFUSED"), folded
+    bad = _git_alock(repo, "-c", "core.ignoreCase=maybe", "alock", "list")
+    assert bad.code == 2 and bad.err.startswith("error: bad boolean"), bad

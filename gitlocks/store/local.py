@@ -49,7 +49,7 @@ from gitlocks.core.table import (
     read_record,
 )
 from gitlocks.errors import NotARepository, StoreError, UsageError
-from gitlocks.git import files
+from gitlocks.git import config, files
 from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
@@ -88,6 +88,7 @@ class Store:
         if repo.is_bare:
             raise NotARepository("this is a bare repository: run git alock inside a working tree")
         self.repo = repo
+        self._command_line = config.command_line(os.environ)  # git -c key=value
         self.git_dir = Path(repo.path)
         self.common_dir = _common_dir(self.git_dir)
         self.root = Path(repo.workdir).resolve() if repo.workdir else Path.cwd()
@@ -125,6 +126,11 @@ class Store:
     # --- configuration and worktree facts ---------------------------------------------
 
     def config_get(self, key: str) -> str | None:
+        """A setting: from ``git -c`` first (as git does), else from the config files."""
+        key = config.normalise_key(key)
+        if key in self._command_line:
+            given = self._command_line[key]
+            return "true" if given is None else given
         try:
             value = self.repo.config[key]
         except (KeyError, pygit2.GitError):
@@ -132,6 +138,12 @@ class Store:
         return str(value)
 
     def config_bool(self, key: str, default: bool) -> bool:
+        if config.normalise_key(key) in self._command_line:
+            given = self._command_line[config.normalise_key(key)]
+            value = config.as_bool(given)
+            if value is None:
+                raise UsageError(f"bad boolean config value {given!r} for {key!r} (git -c)")
+            return value
         try:
             return bool(self.repo.config.get_bool(key))
         except (KeyError, pygit2.GitError):
