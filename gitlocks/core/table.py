@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple, Union
 
+from gitlocks.core.glob import compile_pattern
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
-from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap, has_wildcards
+from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
@@ -170,10 +171,11 @@ def bucket_of(pattern: str) -> str:
     """The first segment every path ``pattern`` covers starts with, case-folded; "" when
     it may start with anything. Two patterns in different non-empty buckets never overlap,
     so a question only reads the records of its own bucket and of ""."""
-    head = pattern.split("/", 1)[0]
-    if not head or "\\" in head or has_wildcards(head):
+    try:  # normalised first: "./src", "lib/../src" and "src" name one subtree
+        prefix = compile_pattern(pattern, False).prefix
+    except InvalidPattern:
         return ""
-    return head.casefold()
+    return prefix[0].casefold() if prefix else ""
 
 
 class LazyRecords(MutableMapping[str, LockRecord]):
