@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from gitlocks.core.record import validate_holder
+from gitlocks.errors import UsageError
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
 # matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that
@@ -236,9 +237,13 @@ class Identity(NamedTuple):
     holder: str
     holder_source: str  # "--as", "AGENT_ID" or "session"
     parent: str | None
-    parent_source: str | None  # "AGENT_PARENT_ID", "session" or None
+    parent_source: str | None  # "AGENT_PARENT_ID" or None: a parent is only ever declared
+    # The process whose life is the holder's: recorded in its locks, judged for liveness.
+    # Pid 0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its
+    # locks then live by their TTL and heartbeats alone.
     session: SessionProcess
-    session_id: str  # the id derived from the session, whether or not it is the holder
+    session_id: str  # the id derived from the session found, whether or not it is the holder
+    session_source: str = "session"  # "session", "AGENT_SESSION_PID" or "none"
 
     def to_dict(self) -> dict[str, Any]:
         session = self.session
@@ -253,6 +258,7 @@ class Identity(NamedTuple):
                 "start_time": session.start_time,
                 "name": session.name,
                 "host": session.host,
+                "source": self.session_source,
             },
         }
 
@@ -262,15 +268,21 @@ def resolve_identity(
     env: Mapping[str, str] | None = None,
     session: SessionProcess | None = None,
 ) -> Identity:
-    """Holder: ``--as``, else ``AGENT_ID``, else the session's id. Parent: see below.
+    """Holder: ``--as``, else ``AGENT_ID``, else the session's id. Parent: ``AGENT_PARENT_ID``
+    only; nothing is inferred from the process tree (docs/design.md, section 3.2).
 
-    The parent is ``AGENT_PARENT_ID``; failing that, an explicit holder that differs from
-    the session's id is taken to be a sub-agent of the session. A parent equal to the
-    holder is dropped. An empty variable counts as unset (``AGENT_ID= git alock ...``).
+    The session, whose death ends the holder's claims, is the process that embodies the
+    holder: the one named by ``AGENT_SESSION_PID``; else, for a derived holder, the session
+    found by walking up from us; ``session`` when a caller gives one. An explicit id with
+    none of these has no session: a wrapper that ran ``git alock`` and exited must not take
+    the claim with it. A parent equal to the holder is dropped. An empty variable counts as
+    unset (``AGENT_ID= git alock ...``).
     """
     env = os.environ if env is None else env
-    session = session_process(env=env) if session is None else session
-    session_id = session_holder_id(session)
+    declared = _declared_session(env)
+    given = session if session is not None else declared
+    found = given if given is not None else session_process(env=env)
+    session_id = session_holder_id(found)
 
     if as_id is not None:
         holder, holder_source = validate_holder(as_id, what="--as id"), "--as"
@@ -284,9 +296,27 @@ def resolve_identity(
     if env.get("AGENT_PARENT_ID"):
         parent = validate_holder(env["AGENT_PARENT_ID"], what="AGENT_PARENT_ID")
         parent_source = "AGENT_PARENT_ID"
-    elif holder_source != "session":
-        parent, parent_source = session_id, "session"
     if parent == holder:
         parent, parent_source = None, None
 
-    return Identity(holder, holder_source, parent, parent_source, session, session_id)
+    if given is not None:
+        source, embodied = ("AGENT_SESSION_PID" if declared is given else "session"), given
+    elif holder_source == "session":
+        source, embodied = "session", found
+    else:
+        source, embodied = "none", SessionProcess(0, "", found.name, found.host)
+    return Identity(holder, holder_source, parent, parent_source, embodied, session_id, source)
+
+
+def _declared_session(env: Mapping[str, str]) -> SessionProcess | None:
+    """The process ``AGENT_SESSION_PID`` names, honoured exactly (agent integrations set it)."""
+    raw = env.get("AGENT_SESSION_PID", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 1 << 32:
+        raise UsageError(f"invalid AGENT_SESSION_PID {raw!r}: a process id is a positive number")
+    pid = int(raw)
+    info = _proc_info(pid)
+    if info is None:  # gone already: named, but with no start time it is never judged
+        return SessionProcess(pid, "", "", os.uname().nodename)
+    return SessionProcess(pid, info.start_time, info.name, os.uname().nodename)

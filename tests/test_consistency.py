@@ -137,11 +137,14 @@ def no_crash(got: Result, what: str) -> None:
 
 # Runs ``git alock`` once per argument list (its own process is the session, since it is
 # neither a shell nor git), prints the results as one JSON line, then sleeps or exits.
+# The agent declares itself the session of its claims (AGENT_SESSION_PID), as agent
+# integrations do: its death then ends them (docs/design.md, section 3.3).
 _SESSION = r"""
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 results = []
+env = dict(os.environ, AGENT_SESSION_PID=str(os.getpid()))
 for args in json.loads(sys.argv[1]):
-    p = subprocess.run(["git", "alock", *args], capture_output=True, text=True)
+    p = subprocess.run(["git", "alock", *args], capture_output=True, text=True, env=env)
     results.append([p.returncode, p.stdout, p.stderr])
 print(json.dumps(results), flush=True)
 if sys.argv[2] == "stay":

@@ -345,19 +345,38 @@ def test_session_holder_when_nothing_is_set() -> None:
     assert ident == Identity(SESSION_ID, "session", None, None, SESSION, SESSION_ID)
 
 
-def test_agent_id_is_the_holder_and_the_session_its_parent() -> None:
+def test_agent_id_is_the_holder_and_has_no_inferred_parent() -> None:
+    """A parent is only ever declared (docs/design.md, 3.2): never the shell that ran us."""
     ident = resolve_identity(env={"AGENT_ID": "worker-1"}, session=SESSION)
     assert (ident.holder, ident.holder_source) == ("worker-1", "AGENT_ID")
-    assert (ident.parent, ident.parent_source) == (SESSION_ID, "session")
+    assert (ident.parent, ident.parent_source) == (None, None)
 
 
 def test_as_beats_agent_id() -> None:
     ident = resolve_identity("me", env={"AGENT_ID": "worker-1"}, session=SESSION)
     assert (ident.holder, ident.holder_source) == ("me", "--as")
-    assert (ident.parent, ident.parent_source) == (SESSION_ID, "session")
+    assert (ident.parent, ident.parent_source) == (None, None)
 
 
-def test_agent_parent_id_beats_the_inferred_parent() -> None:
+def test_an_explicit_id_has_no_session_unless_one_is_named() -> None:
+    """Without AGENT_SESSION_PID an explicit id's locks name no process: they live by
+    their TTL, and no wrapper that ran git alock takes them with it when it exits."""
+    ident = resolve_identity(env={"AGENT_ID": "worker-1"})
+    assert (ident.session.pid, ident.session.start_time, ident.session_source) == (0, "", "none")
+    named = resolve_identity(env={"AGENT_ID": "worker-1", "AGENT_SESSION_PID": str(os.getpid())})
+    assert named.session.pid == os.getpid() and named.session_source == "AGENT_SESSION_PID"
+    assert named.session.start_time == process_start_time(os.getpid())
+    derived = resolve_identity(env={})
+    assert derived.session.pid > 0 and derived.session_source == "session"
+
+
+@pytest.mark.parametrize("value", ["abc", "-3", "0", "1.5"])
+def test_a_bad_agent_session_pid_is_a_usage_error(value: str) -> None:
+    with pytest.raises(UsageError, match="AGENT_SESSION_PID"):
+        resolve_identity(env={"AGENT_ID": "w", "AGENT_SESSION_PID": value})
+
+
+def test_agent_parent_id_declares_the_parent() -> None:
     env = {"AGENT_ID": "worker-1", "AGENT_PARENT_ID": "lead"}
     ident = resolve_identity(env=env, session=SESSION)
     assert (ident.parent, ident.parent_source) == ("lead", "AGENT_PARENT_ID")
@@ -408,8 +427,8 @@ def test_defaults_read_the_environment_and_the_real_session(
     monkeypatch.setenv("AGENT_ID", "from-env")
     ident = resolve_identity()
     assert (ident.holder, ident.holder_source) == ("from-env", "AGENT_ID")
-    assert ident.session == session_process()
-    assert ident.session_id == session_holder_id(ident.session)
-    assert ident.parent == ident.session_id
+    assert ident.session_id == session_holder_id(session_process())
+    assert ident.parent is None and ident.session.pid == 0  # nothing inferred, nothing bound
     monkeypatch.delenv("AGENT_ID")
-    assert resolve_identity().holder == ident.session_id
+    derived = resolve_identity()
+    assert derived.holder == ident.session_id and derived.session == session_process()
