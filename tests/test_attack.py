@@ -22,8 +22,7 @@ from helpers import Result, alock
 from remote_fixtures import make_bare, make_clone
 
 from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
-from gitlocks.identity import host_identity, process_start_time
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, SYNC_FILE
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, SYNC_FILE, VERDICTS_FILE
 from gitlocks.store.local import Change, Store
 
 BIN = os.path.dirname(sys.executable)
@@ -78,86 +77,35 @@ def hand_record(repo: Path, lock_id: str, **fields: Any) -> None:
     git(repo, "update-ref", LOCK_PREFIX + lock_id, blob)
 
 
-# --- 1. double grant: a valid record whose pattern is not in normal form ------------------
+# --- 1. double grant: a verdict kept under the previous bucket rule -----------------------
 
 
-@pytest.mark.parametrize("pattern", ["./src", ".", "lib/../src"])
-def test_unnormalised_pattern_in_a_record_still_blocks_overlapping_claims(
-    repo: Path, pattern: str
-) -> None:
-    """``./src``, ``.`` and ``lib/../src`` are valid patterns (2.1 rule 6: they normalise
-    cleanly, and ``validate_pattern`` accepts them), so a record holding one is a live claim
-    (3.7, 5.7 item 4). The table's bucket index files it under ``.`` or ``lib`` instead of
-    ``src`` (or every path), so a claim on ``src/x`` never meets it: both are granted, and
-    ``check`` answers FREE for a path inside alice's claim."""
+def test_verdicts_kept_under_an_older_bucket_rule_are_not_believed(repo: Path) -> None:
+    """Commit a29eb40 fixed ``bucket_of`` (``./src`` was filed under ``.``, so a claim on
+    ``src/x`` never met it: a double grant), but left the verdicts file at ``"format": 1``.
+    A repository that ran the earlier version keeps that version's verdict for the blob,
+    and a well-formed verdict is believed (4.5): the record stays in bucket ``.`` and the
+    double grant outlives the fix. A change to what a verdict means must change the
+    file's format (or its name), so that old verdicts are dropped, not believed."""
     assert alock(repo, "acquire", "docs", "--as", "zed").code == 0  # a journal exists
-    hand_record(repo, "handmade", paths=[pattern])
-    listed = alock(repo, "list", "--json")
-    assert [r["id"] for r in listed.json() if r["id"] == "handmade"], listed.err
+    hand_record(repo, "handmade", paths=["./src"], expires_at="2099-01-01T00:00:00Z")
+    oid = git(repo, "rev-parse", LOCK_PREFIX + "handmade").strip()
+    assert alock(repo, "list").code == 0  # the current version keeps its verdicts
+    common = (repo / git(repo, "rev-parse", "--git-common-dir").strip()).resolve()
+    path = common / VERDICTS_FILE
+    kept = json.loads(path.read_text())
+    assert oid in kept["verdicts"], kept
+    # What the version before a29eb40 wrote for this blob, byte for byte in shape.
+    kept["format"] = 1
+    kept["verdicts"][oid] = ["handmade", "alice", None, "2099-01-01T00:00:00Z", "."]
+    path.write_text(json.dumps(kept, separators=(",", ":")))
     check = alock(repo, "check", "src/x", "--as", "bob")
     assert check.code == 1 and check.word.startswith("HELD"), check.out
     got = alock(repo, "acquire", "src/x", "--as", "bob")
     assert got.code == 1 and got.word == "REFUSED", f"double grant: {got.out}"
 
 
-# --- 2. the hook and check disagree about a dead holder ------------------------------------
-
-
-def _dead_lock(repo: Path, holder: str, paths: tuple[str, ...]) -> str:
-    """A lock whose session process ran here and has exited (state DEAD)."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        start = process_start_time(proc.pid)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert start
-    now = utcnow()
-    record = LockRecord(
-        id=new_lock_id(),
-        holder=holder,
-        paths=paths,
-        created_at=format_time(now),
-        renewed_at=format_time(now),
-        expires_at=expiry_from(now, 1800),
-        host=os.uname().nodename,
-        host_id=host_identity(),
-        pid=proc.pid,
-        pid_start=start,
-        session="python",
-        ttl=1800,
-    )
-    store = Store.discover(repo)
-    store.transact(lambda table: (Change(put=[record], events=[{"event": "granted"}]), None))
-    return record.id
-
-
-def test_hook_agrees_with_check_about_a_dead_holder(repo: Path) -> None:
-    """Design 3.3: "check and the hooks treat dead holders' paths as free". ``check`` does;
-    the pre-commit hook never judges liveness, so in block mode it refuses a commit that
-    ``check --staged`` calls FREE."""
-    lock_id = _dead_lock(repo, "alice", ("src",))
-    listed = alock(repo, "list")
-    assert "DEAD" in listed.out, listed.out
-    assert alock(repo, "install-hooks").code == 0
-    git(repo, "config", "alock.hookMode", "block")
-    (repo / "src" / "app.py").write_text("changed\n")
-    git(repo, "add", "-A")
-    checked = alock(repo, "check", "--staged", AGENT_ID="bob")
-    assert checked.word == "FREE src/app.py", checked.out
-    proc = subprocess.run(
-        ["git", "commit", "-q", "-m", "edit"],
-        cwd=repo,
-        env=cli_env({"AGENT_ID": "bob"}),
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, (
-        f"check says FREE, the hook refused (lock {lock_id} of a dead holder):\n{proc.stderr}"
-    )
-
-
-# --- 3. an explicit id's lock dies with the process that ran git alock --------------------
+# --- 2. an explicit id's lock dies with the process that ran git alock --------------------
 
 _SESSION = r"""
 import subprocess, sys
@@ -187,12 +135,12 @@ def test_explicit_id_lock_lives_by_its_ttl_not_by_the_launching_process(repo: Pa
     got = in_dead_session(repo, "acquire", "src", "--as", "alice", "--ttl", "2h", "-m", "long")
     assert got.code == 0, got.err
     rec = alock(repo, "list", "--json").json()[0]
-    assert rec["pid"] == 0 or rec["host_id"] == "", f"an explicit id bound to a session: {rec}"
     refused = alock(repo, "acquire", "src/app.py", "--as", "bob")
     assert refused.code == 1, f"alice's live claim was auto-released: {refused.out}"
+    assert rec["pid"] == 0 or rec["host_id"] == "", f"an explicit id bound to a session: {rec}"
 
 
-# --- 4. a parent inferred from the process tree --------------------------------------------
+# --- 3. a parent inferred from the process tree --------------------------------------------
 
 
 def test_release_all_of_the_session_keeps_explicit_ids_locks(repo: Path) -> None:
@@ -210,42 +158,7 @@ def test_release_all_of_the_session_keeps_explicit_ids_locks(repo: Path) -> None
     assert left == ["alice"], f"release --all of the session released alice's lock: {left}"
 
 
-# --- 5. crashes on local files that are only caches or logs -------------------------------
-
-
-def test_log_survives_a_deeply_nested_line_in_the_refusal_log(repo: Path) -> None:
-    """The refusal log is a local file: a line of deeply nested JSON (a hand edit, a bad
-    writer) makes ``json.loads`` raise RecursionError, which ``json_objects`` does not
-    catch: ``log`` crashes with a traceback instead of skipping the line."""
-    assert alock(repo, "acquire", "src", "--as", "alice").code == 0
-    common = Path(git(repo, "rev-parse", "--git-common-dir").strip())
-    path = (repo / common).resolve() / "agent-locks-refusals.jsonl"
-    with path.open("a") as f:
-        f.write('{"a":' + "[" * 100_000 + "]" * 100_000 + "}\n")
-    got = alock(repo, "log")
-    no_crash(got, "log")
-    assert got.code == 0, got.err
-
-
-def test_log_survives_a_deeply_nested_event_in_a_journal_commit(repo: Path) -> None:
-    """A journal commit message (which in remote mode anyone who can push writes) with a
-    deeply nested JSON line crashes ``log`` (RecursionError in ``json_objects``), and keeps
-    crashing it for as long as that commit is in the chain."""
-    assert alock(repo, "acquire", "src", "--as", "alice").code == 0
-    store = pygit2.Repository(str(repo))
-    ref = store.references[JOURNAL_REF]
-    old = store[ref.target]
-    sig = pygit2.Signature("x", "x@example.invalid", 1_700_000_000, 0)
-    message = 'x\n\n{"a":' + "[" * 100_000 + "]" * 100_000 + "}\n\nJournal-Seq: 5\n"
-    commit = store.create_commit(None, sig, sig, message, old.tree.id, [ref.target])
-    store.references.create(JOURNAL_REF, commit, force=True)
-    assert alock(repo, "acquire", "docs", "--as", "bob").code == 0
-    got = alock(repo, "log")
-    no_crash(got, "log")
-    assert got.code == 0, got.err
-
-
-# --- 6. remote mode ---------------------------------------------------------------------------
+# --- 4. remote mode ---------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -336,53 +249,60 @@ def test_remote_claim_that_won_is_never_reported_as_an_error(bare: Path, tmp_pat
             break
 
 
-# --- 7. flat cost ---------------------------------------------------------------------------
+# --- 5. flat cost ---------------------------------------------------------------------------
 
 
-def _seed(repo: Path, count: int, holders: int) -> None:
-    """``count`` live locks on ``area<i>/**``, held by ``agent-<i % holders>``, packed."""
+def _seed(repo: Path, holder: str, first: int, count: int) -> None:
+    """``count`` live locks of ``holder`` on ``area<i>/**`` from ``first`` on, packed."""
     store = Store.discover(repo)
     now = utcnow()
     stamp = format_time(now)
     records = [
         LockRecord(
             id=f"{new_lock_id()}-{i:06d}",
-            holder=f"agent-{i % holders}",
+            holder=holder,
             paths=(f"area{i}/**",),
             created_at=stamp,
             renewed_at=stamp,
             expires_at=expiry_from(now, 7200),
             ttl=7200,
         )
-        for i in range(count)
+        for i in range(first, first + count)
     ]
     store.transact(lambda table: (Change(put=records, events=[{"event": "seeded"}]), None))
     git(repo, "pack-refs", "--all")
 
 
-def _timed(repo: Path, *args: str) -> float:
-    start = time.perf_counter()
-    got = alock(repo, *args)
-    assert got.code == 0, got.err
-    return time.perf_counter() - start
+def _release_cost(repo: Path, others: int, rounds: int = 3) -> float:
+    """The fastest of ``rounds`` releases of agent-0's 1,000 locks beside ``others``."""
+    if others:
+        _seed(repo, "agent-1", 1000, others)
+    assert alock(repo, "release", "--all", "--as", "nobody").code == 0  # warmed up
+    best = float("inf")
+    for _ in range(rounds):
+        _seed(repo, "agent-0", 0, 1000)
+        assert alock(repo, "list").code == 0  # verdicts kept, as after any first command
+        start = time.perf_counter()
+        got = alock(repo, "release", "--all", "--as", "agent-0")
+        best = min(best, time.perf_counter() - start)
+        assert got.code == 0, got.err
+    return best
 
 
 @pytest.mark.slow
 def test_release_all_costs_the_locks_released_not_the_table(tmp_path: Path) -> None:
     """Design 4.5: a verb costs time in the locks it touches, never in the size of the
-    table. Releasing one holder's 1,000 locks took 0.74 s in a table of 1,000 and 3.3 s in
-    a table of 10,000 (libgit2 locks and deletes each packed ref one by one, rewriting
-    ``packed-refs`` each time): the same work, 4.4 times the cost."""
+    table. Releasing one holder's 1,000 locks took 0.4-0.7 s in a table of 1,000 and about
+    3 s in a table of 10,000 (libgit2 locks each packed ref, then deletes them one by one,
+    rewriting ``packed-refs`` each time): the same work, 4 to 7 times the cost."""
     costs = []
-    for count, holders in ((1000, 1), (10_000, 10)):  # agent-0 holds 1,000 locks in both
-        path = tmp_path / f"r{count}"
+    for others in (0, 9000):
+        path = tmp_path / f"r{others}"
         path.mkdir()
         git(path, "init", "-q")
         (path / "README.md").write_text("x\n")
         git(path, "add", "-A")
         git(path, "commit", "-q", "-m", "init")
-        _seed(path, count, holders)
-        assert alock(path, "list").code == 0  # verdicts kept, as after any first command
-        costs.append(_timed(path, "release", "--all", "--as", "agent-0"))
+        costs.append(_release_cost(path, others))
     small, large = costs
     assert large < 2 * small, f"release --all of 1,000 locks: {small:.2f}s vs {large:.2f}s"

@@ -66,6 +66,9 @@ def check_record(data: bytes) -> LockRecord | str:
     return record
 
 
+# Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
+# document of another format is not read at all.
+VERDICTS_FORMAT = 2
 Verdict = Union["Summary", str]  # what a blob holds: a record's summary, or why it is none
 Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
 
@@ -455,7 +458,9 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
         else [v.id, v.holder, v.parent, v.expires_at, "\n".join(v.buckets)]
         for oid, v in verdicts.items()
     }
-    return json.dumps({"format": 1, "verdicts": entries}, separators=(",", ":")).encode()
+    return json.dumps(
+        {"format": VERDICTS_FORMAT, "verdicts": entries}, separators=(",", ":")
+    ).encode()
 
 
 def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
@@ -466,7 +471,7 @@ def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     """
     try:
         data = json.loads(raw)
-        entries = data["verdicts"] if data.get("format") == 1 else {}
+        entries = data["verdicts"] if data.get("format") == VERDICTS_FORMAT else {}
     except (ValueError, RecursionError, TypeError, AttributeError, KeyError):
         return {}
     found: dict[str, Verdict] = {}

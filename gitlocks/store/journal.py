@@ -87,7 +87,13 @@ class Journal:
         locks = _locks_tree(commit.tree)
         if locks is None:
             return {}
-        return {str(e.name): str(e.id) for e in locks if e.filemode in _BLOB_MODES}
+        # Only names a lock ref can have: any other entry (written by hand, or by a hostile
+        # remote) is no lock, and no name we would ever write a ref under.
+        return {
+            str(e.name): str(e.id)
+            for e in locks
+            if e.filemode in _BLOB_MODES and LOCK_ID_RE.match(str(e.name))
+        }
 
     def write(
         self, parent: str | None, events: list[dict[str, Any]], refs: Mapping[str, str]

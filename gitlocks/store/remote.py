@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import re
@@ -334,9 +335,17 @@ class RemoteStore(Store):
                 return False  # someone pushed this very journal commit: not our win
             kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
             after = {**new, **kept}
-            self._mirror(
-                table.leases, after, commit, write_staging=True, table=new, previous=table.version
-            )
+            # The remote granted it: that is the answer. If the local view cannot follow now,
+            # the next fetch repairs it (its view ref still names what it last mirrored).
+            with contextlib.suppress(GitlocksError):
+                self._mirror(
+                    table.leases,
+                    after,
+                    commit,
+                    write_staging=True,
+                    table=new,
+                    previous=table.version,
+                )
             return True
         if not lines or "does not support --atomic" in run.err:
             raise failure(run, self.remote, "push")
@@ -599,11 +608,18 @@ class RemoteStore(Store):
 def read_sync_times(store: Store) -> dict[str, float]:
     try:
         data = json.loads((store.common_dir / SYNC_FILE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # absent, not JSON, hostile
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
+    found = {}
+    for key, value in data.items():
+        try:
+            if isinstance(value, (int, float)) and math.isfinite(float(value)):
+                found[key] = float(value)
+        except OverflowError:
+            continue
+    return found
 
 
 def write_sync_times(store: Store, times: dict[str, float]) -> None:
