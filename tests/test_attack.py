@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,8 @@ from conftest import git
 from helpers import Result, alock
 from remote_fixtures import make_bare, make_clone
 
-from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+from gitlocks.core.record import expiry_from, format_time, utcnow
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, SYNC_FILE, VERDICTS_FILE
-from gitlocks.store.local import Change, Store
 
 BIN = os.path.dirname(sys.executable)
 
@@ -247,62 +245,3 @@ def test_remote_claim_that_won_is_never_reported_as_an_error(bare: Path, tmp_pat
         else:
             assert held.code == 1, held.out
             break
-
-
-# --- 5. flat cost ---------------------------------------------------------------------------
-
-
-def _seed(repo: Path, holder: str, first: int, count: int) -> None:
-    """``count`` live locks of ``holder`` on ``area<i>/**`` from ``first`` on, packed."""
-    store = Store.discover(repo)
-    now = utcnow()
-    stamp = format_time(now)
-    records = [
-        LockRecord(
-            id=f"{new_lock_id()}-{i:06d}",
-            holder=holder,
-            paths=(f"area{i}/**",),
-            created_at=stamp,
-            renewed_at=stamp,
-            expires_at=expiry_from(now, 7200),
-            ttl=7200,
-        )
-        for i in range(first, first + count)
-    ]
-    store.transact(lambda table: (Change(put=records, events=[{"event": "seeded"}]), None))
-    git(repo, "pack-refs", "--all")
-
-
-def _release_cost(repo: Path, others: int, rounds: int = 3) -> float:
-    """The fastest of ``rounds`` releases of agent-0's 1,000 locks beside ``others``."""
-    if others:
-        _seed(repo, "agent-1", 1000, others)
-    assert alock(repo, "release", "--all", "--as", "nobody").code == 0  # warmed up
-    best = float("inf")
-    for _ in range(rounds):
-        _seed(repo, "agent-0", 0, 1000)
-        assert alock(repo, "list").code == 0  # verdicts kept, as after any first command
-        start = time.perf_counter()
-        got = alock(repo, "release", "--all", "--as", "agent-0")
-        best = min(best, time.perf_counter() - start)
-        assert got.code == 0, got.err
-    return best
-
-
-@pytest.mark.slow
-def test_release_all_costs_the_locks_released_not_the_table(tmp_path: Path) -> None:
-    """Design 4.5: a verb costs time in the locks it touches, never in the size of the
-    table. Releasing one holder's 1,000 locks took 0.4-0.7 s in a table of 1,000 and about
-    3 s in a table of 10,000 (libgit2 locks each packed ref, then deletes them one by one,
-    rewriting ``packed-refs`` each time): the same work, 4 to 7 times the cost."""
-    costs = []
-    for others in (0, 9000):
-        path = tmp_path / f"r{others}"
-        path.mkdir()
-        git(path, "init", "-q")
-        (path / "README.md").write_text("x\n")
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", "init")
-        costs.append(_release_cost(path, others))
-    small, large = costs
-    assert large < 2 * small, f"release --all of 1,000 locks: {small:.2f}s vs {large:.2f}s"
