@@ -79,6 +79,7 @@ T = TypeVar("T")
 # before the others' next round.
 TRIES = 60
 BACKOFF_CAP_SECONDS = 0.2
+PACK_AFTER = 256  # loose refs written at once, past which refs are packed
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
 
 
@@ -424,6 +425,8 @@ class RemoteStore(Store):
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
         new_locks, new_journal = self.staged()
+        moved = len({*old_locks.items()} ^ {*new_locks.items()})
+        self.pack_if_many(moved)
         self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
         return (old_locks, old_journal) != (new_locks, new_journal)
 
@@ -583,6 +586,15 @@ class RemoteStore(Store):
         finally:
             self._cache = None
             self._remote_cache = None
+            self._staged_cache = None
+        self.pack_if_many(len(updates))
+
+    def pack_if_many(self, written: int) -> None:
+        """Pack refs after a mirror wrote many loose ones (a switch, a first fetch): every
+        later read of thousands of loose refs would cost a file each (we hold the mutex, and
+        gitlocks runs its own git with gc.auto off, so nothing else would pack them)."""
+        if written >= PACK_AFTER:
+            self._git(["pack-refs", "--all"], what="pack-refs in")
             self._staged_cache = None
 
     def _clear_staging_lockfiles(self) -> None:
