@@ -305,25 +305,28 @@ class RemoteStore(Store):
         """
         self._rejected = None
         check_sizes(change)
-        self.check_symrefs()
         new = dict(table.refs)
         for lock_id in change.delete:
             new.pop(lock_id, None)
         for record in change.put:
             new[record.id] = str(self.repo.create_blob(record.to_json()))
         touched = {*change.delete, *(r.id for r in change.put)}
+        differ = [
+            i
+            for i in sorted(table.leases.keys() | new.keys())
+            if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
+        ]
+        self.check_symrefs([JOURNAL_REF, *(LOCK_PREFIX + i for i in differ)])
         commit = str(self.journal_store.write(table.version, change.events, new))
         leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
-        for lock_id in sorted(table.leases.keys() | new.keys()):
+        for lock_id in differ:
             have, want = table.leases.get(lock_id), new.get(lock_id)
             ref = LOCK_PREFIX + lock_id
             if ref in self.remote_symrefs:
                 if lock_id in touched:
                     raise self._symref_error(ref)
                 continue  # reported, never followed, never repaired
-            if have == want or not LOCK_ID_RE.match(lock_id):
-                continue
             leases.append(f"--force-with-lease={ref}:{have or ''}")
             specs.append(f"{want}:{ref}" if want else f":{ref}")
         run = self._git(
@@ -371,12 +374,16 @@ class RemoteStore(Store):
             "remote itself (it was not made by gitlocks)"
         )
 
-    def check_symrefs(self) -> None:
-        """Learn which refs in the remote's lock namespaces are symbolic, before we write."""
-        run = self._git(
-            ["ls-remote", "--symref", self.remote, f"{LOCK_PREFIX}*", f"{META_PREFIX}*"],
-            what="ls-remote of",
-        )
+    def check_symrefs(self, names: list[str] | None = None) -> None:
+        """Learn which of ``names`` (default: every ref in the remote's lock namespaces) are
+        symbolic on the remote, just before we push to them or read the journal.
+
+        Asking for the names about to be written keeps the question small however many
+        locks the remote holds (the remote filters refs by name).
+        """
+        asked = names if names is not None and len(names) <= 256 else None
+        patterns = asked if asked is not None else [f"{LOCK_PREFIX}*", f"{META_PREFIX}*"]
+        run = self._git(["ls-remote", "--symref", self.remote, *patterns], what="ls-remote of")
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
         found = {}
@@ -384,7 +391,12 @@ class RemoteStore(Store):
             if line.startswith("ref: ") and "\t" in line:
                 target, name = line[5:].split("\t", 1)
                 found[name] = target
-        self.remote_symrefs = found
+        if asked is None:
+            self.remote_symrefs = found
+        else:
+            for name in asked:
+                self.remote_symrefs.pop(name, None)
+            self.remote_symrefs.update({n: t for n, t in found.items() if n in asked})
         self._remote_cache = None
         if JOURNAL_REF in found:
             raise RemoteError(
@@ -403,7 +415,7 @@ class RemoteStore(Store):
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
         self._staged_cache = None
-        self.check_symrefs()
+        self.check_symrefs([JOURNAL_REF])
         run = self._git(
             [
                 "fetch",
