@@ -590,3 +590,26 @@ def test_next_writer_decides_on_the_recovered_table(repo: Path, direction: str) 
         assert lock_refs(repo).get(lock_id) == value, f"not rolled {direction}"
     _no_leftovers(repo)
     assert_consistent(repo)
+
+
+@pytest.mark.slow
+def test_remote_lock_refs_that_drift_from_the_journal_table_are_repaired(tmp_path: Path) -> None:
+    """The remote's journal commit carries the table; its lock refs only mirror it. A ref
+    deleted or planted there by plain git never decides anything, and the next write that
+    touches it leases on what the remote really has and puts it right."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    got = alock(a, "acquire", "src/**", "--json", AGENT_ID="agent-a")
+    assert got.code == 0, got.err
+    lock_id = got.json()["lock"]["id"]
+    git(bare, "update-ref", "-d", f"refs/agent-locks/{lock_id}")  # plain git, on the remote
+    refused = alock(b, "acquire", "src/x", AGENT_ID="agent-b")
+    assert refused.code == 1 and refused.word == "REFUSED", refused
+    released = alock(a, "release", "src/**", AGENT_ID="agent-a")
+    assert released.code == 0, released
+    assert alock(b, "acquire", "src/x", AGENT_ID="agent-b").code == 0
+    on_remote = git(bare, "for-each-ref", "--format=%(refname)", "refs/agent-locks/").split()
+    tip = git(bare, "ls-tree", "--name-only", "refs/agent-locks-meta/journal:locks").split()
+    assert sorted(r.removeprefix("refs/agent-locks/") for r in on_remote) == sorted(tip)
+    assert [e["event"] for e in remote_events(bare)][-2:] == ["released", "granted"]

@@ -143,6 +143,9 @@ class RemoteStore(Store):
         self._staged_cache: tuple[dict[str, str], str | None] | None = None
         self._rejected: str | None = None
         self.view_ref = f"{self.staging}view"  # the remote journal the local view mirrors
+        # The remote's lock refs as asked for (ls-remote), when they were found to differ
+        # from the table its journal carries: what the next push leases on, to repair them.
+        self.lease_override: dict[str, str] | None = None
         # Symbolic refs in the remote's lock namespaces (name -> target): never followed.
         self.remote_symrefs: dict[str, str] = {}
 
@@ -164,16 +167,28 @@ class RemoteStore(Store):
         Cached until we write staging ourselves (only we do, under the mutex).
         """
         if self._staged_cache is None:
-            lock_prefix, journal_ref = self.staging + "locks/", self.staging + "meta/journal"
-            locks: dict[str, str] = {}
-            for name, oid in self.scan_refs((lock_prefix,)).items():
-                lock_id = name[len(lock_prefix) :]
-                if "/" not in lock_id:  # a deeper name is the probe's, never a lock
-                    locks[lock_id] = oid
-            ref = self.repo.references.get(journal_ref)
-            self._staged_cache = (locks, None if ref is None else str(ref.target))
+            journal = self.staged_journal()
+            table = self.journal_store.table(journal)
+            if table is not None:  # the journal carries the table: its refs mirror it
+                self._staged_cache = (table, journal)
+            else:  # a journal from before commits carried the table: its lock refs
+                self._staged_cache = (self.staged_lock_refs(), journal)
         locks, journal = self._staged_cache
         return dict(locks), journal
+
+    def staged_journal(self) -> str | None:
+        ref = self.repo.references.get(self.staging + "meta/journal")
+        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
+
+    def staged_lock_refs(self) -> dict[str, str]:
+        """The remote's lock refs as last fetched: only for a journal that carries no table."""
+        lock_prefix = self.staging + "locks/"
+        locks: dict[str, str] = {}
+        for name, oid in self.scan_refs((lock_prefix,)).items():
+            lock_id = name[len(lock_prefix) :]
+            if "/" not in lock_id:  # a deeper name is the probe's, never a lock
+                locks[lock_id] = oid
+        return locks
 
     def staging_refs(self) -> dict[str, str]:
         """Every ref a fetch or push writes under staging, probes included (to restore)."""
@@ -201,8 +216,9 @@ class RemoteStore(Store):
         however its lock refs were caught mid-update), else, from a journal written before
         commits carried it, its lock refs."""
         locks, journal = self.staged()
+        leases = self.lease_override if self.lease_override is not None else locks
         cached = self._remote_cache
-        if cached is not None and cached.version == journal and cached.leases == locks:
+        if cached is not None and cached.version == journal and cached.leases == leases:
             return cached
         content = self.journal_store.table(journal)
         if content is None:
@@ -219,7 +235,7 @@ class RemoteStore(Store):
             records=loaded.records,
             problems=loaded.problems,
             refs=loaded.refs,
-            leases=locks,
+            leases=leases,
             skew=self.skew,
             summaries=loaded.summaries,
         )
@@ -279,9 +295,19 @@ class RemoteStore(Store):
                 fetched = True
                 continue
             if self._push(table, change):
+                self.lease_override = None
                 return result
             time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt)))
-            if not self.fetch() and self._rejected:
+            moved = self.fetch()
+            if moved:
+                self.lease_override = None
+            elif self._rejected and self.lease_override is None:
+                # The journal did not move, yet a lease failed: the remote's lock refs differ
+                # from the table its journal carries (a crash, plain git). Lease on what
+                # they are, and the next push repairs them.
+                self.lease_override = self.actual_lock_refs()
+                continue
+            if not moved and self._rejected:
                 # The remote did not move, so this was no race: it could not or would not
                 # update the refs (a stale ref lock left there, a full disk, a hook...).
                 raise RemoteError(
@@ -429,18 +455,56 @@ class RemoteStore(Store):
                 "--refmap=",
                 "--prune",
                 self.remote,
-                f"+refs/agent-locks/*:{self.staging}locks/*",
                 f"+refs/agent-locks-meta/*:{self.staging}meta/*",
             ],
             what="fetch from",
         )
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
+        self._staged_cache = None
+        if self.journal_store.table(self.staged_journal()) is None:
+            # No table in the journal (none yet, or written before journals carried it):
+            # the lock refs are the table. Otherwise the one journal commit is the whole
+            # table, and a fetch costs the same for 10 locks or 10,000.
+            self._fetch_lock_refs()
         new_locks, new_journal = self.staged()
         moved = len({*old_locks.items()} ^ {*new_locks.items()})
         self.pack_if_many(moved)
         self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
         return (old_locks, old_journal) != (new_locks, new_journal)
+
+    def _fetch_lock_refs(self) -> None:
+        run = self._git(
+            [
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                "--no-show-forced-updates",
+                "--refmap=",
+                "--prune",
+                self.remote,
+                f"+refs/agent-locks/*:{self.staging}locks/*",
+            ],
+            what="fetch from",
+        )
+        if run.code != 0:
+            raise failure(run, self.remote, "fetch")
+        self._staged_cache = None
+
+    def actual_lock_refs(self) -> dict[str, str]:
+        """The remote's lock refs as it has them now (``ls-remote``): lock id -> value."""
+        run = self._git(["ls-remote", self.remote, f"{LOCK_PREFIX}*"], what="ls-remote of")
+        if run.code != 0:
+            raise failure(run, self.remote, "ls-remote")
+        found = {}
+        for line in run.out.splitlines():
+            oid, _, name = line.partition("\t")
+            lock_id = name[len(LOCK_PREFIX) :]
+            if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
+                found[lock_id] = oid
+        return found
 
     def sync(self) -> bool:
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
@@ -524,11 +588,12 @@ class RemoteStore(Store):
         """
         updates: dict[str, str | None] = {}
         if write_staging:
-            for lock_id in sorted(old.keys() | new.keys()):
-                if old.get(lock_id) != new.get(lock_id):
-                    updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
             if journal is not None:
                 updates[f"{self.staging}meta/journal"] = journal
+            if self.journal_store.table(journal) is None:  # lock refs are the table
+                for lock_id in sorted(old.keys() | new.keys()):
+                    if old.get(lock_id) != new.get(lock_id):
+                        updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
         if self.mirroring:
             if table is None:
                 table = self.journal_store.table(journal)
