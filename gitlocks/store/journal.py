@@ -67,6 +67,7 @@ class Journal:
         self.repo = repo
         self.config_get = config_get
         self._marker: pygit2.Oid | None = None
+        self._tables: dict[str | None, dict[str, str] | None] = {}
 
     def commit_of(self, oid: str | None) -> pygit2.Commit | None:
         """The journal commit ``oid`` names, or None (absent, or not a journal commit)."""
@@ -79,6 +80,17 @@ class Journal:
         return commit if isinstance(commit, pygit2.Commit) and is_journal_commit(commit) else None
 
     def table(self, oid: str | None) -> dict[str, str] | None:
+        """The table (lock id -> blob id) a journal commit carries; None when it carries
+        none (no such commit, or one written before journal commits held the table).
+
+        Kept per commit: a commit never changes, and one command asks about a few often.
+        """
+        if oid not in self._tables:
+            self._tables[oid] = self._read_table(oid)
+        found = self._tables[oid]
+        return None if found is None else dict(found)
+
+    def _read_table(self, oid: str | None) -> dict[str, str] | None:
         """The table (lock id -> blob id) a journal commit carries; None when it carries
         none (no such commit, or one written before journal commits held the table)."""
         commit = self.commit_of(oid)

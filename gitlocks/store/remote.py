@@ -441,7 +441,6 @@ class RemoteStore(Store):
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
         self._staged_cache = None
-        self.check_symrefs([JOURNAL_REF])
         run = self._git(
             [
                 "fetch",
