@@ -228,13 +228,17 @@ def test_watch_survives_compaction(repo: Path) -> None:
 
 
 def test_journal_ref_is_a_commit_chain_carrying_the_table(repo: Path) -> None:
-    """Each journal commit's tree is the table after its write: the same blobs as the refs."""
+    """Each journal commit's tree is the table after its write: the same blobs as the refs,
+    in subtrees by a hash of the lock id (locks/<xx>/<id>)."""
+    from gitlocks.store.journal import shard_of
+
     lock_id = alock(repo, "acquire", "src/**", "--json", **A).json()["lock"]["id"]
     r = pygit2.Repository(str(repo))
     tip = r.get(r.references[JOURNAL_REF].target)
     assert sorted(e.name for e in tip.tree) == ["format", "locks"]
-    assert [e.name for e in tip.tree["locks"]] == [lock_id]
-    assert tip.tree["locks"][lock_id].id == r.references[f"refs/agent-locks/{lock_id}"].target
+    assert [e.name for e in tip.tree["locks"]] == [shard_of(lock_id)]
+    entry = tip.tree["locks"][shard_of(lock_id)][lock_id]
+    assert entry.id == r.references[f"refs/agent-locks/{lock_id}"].target
     assert alock(repo, "acquire", "docs/**", **B).code == 0
     assert alock(repo, "release", "src/**", **A).code == 0
     tip = r.get(r.references[JOURNAL_REF].target)
@@ -244,7 +248,8 @@ def test_journal_ref_is_a_commit_chain_carrying_the_table(repo: Path) -> None:
         for n in r.references
         if n.startswith("refs/agent-locks/")
     }
-    assert {e.name for e in tip.tree["locks"]} == on_refs and len(on_refs) == 1
+    in_tree = {e.name for shard in tip.tree["locks"] for e in r[shard.id]}
+    assert in_tree == on_refs and len(on_refs) == 1
     assert os.path.exists(repo / ".git" / "agent-locks.mutex")
 
 

@@ -76,8 +76,8 @@ def journal_table(path: Path, ref: str = JOURNAL) -> dict[str, str]:
     found = {}
     for line in out.splitlines():
         meta, _, name = line.partition("\t")
-        if name.startswith("locks/"):
-            found[name[len("locks/") :]] = meta.split()[2]
+        if name.startswith("locks/"):  # locks/<xx>/<id>: subtrees by a hash of the id
+            found[name.rsplit("/", 1)[-1]] = meta.split()[2]
     return found
 
 
@@ -610,6 +610,7 @@ def test_remote_lock_refs_that_drift_from_the_journal_table_are_repaired(tmp_pat
     assert released.code == 0, released
     assert alock(b, "acquire", "src/x", AGENT_ID="agent-b").code == 0
     on_remote = git(bare, "for-each-ref", "--format=%(refname)", "refs/agent-locks/").split()
-    tip = git(bare, "ls-tree", "--name-only", "refs/agent-locks-meta/journal:locks").split()
+    listing = git(bare, "ls-tree", "-r", "--name-only", "refs/agent-locks-meta/journal:locks")
+    tip = [name.rsplit("/", 1)[-1] for name in listing.split()]
     assert sorted(r.removeprefix("refs/agent-locks/") for r in on_remote) == sorted(tip)
     assert [e["event"] for e in remote_events(bare)][-2:] == ["released", "granted"]

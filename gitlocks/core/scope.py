@@ -102,6 +102,8 @@ def normalize_pattern(typed: str, *, cwd: str = "", root: str | None = None) -> 
     except BadGlob as exc:
         raise InvalidPattern(typed, exc.reason) from None
     pattern = "/".join(segments) or WHOLE_TREE
+    if pattern.startswith((":/", ":!", ":^", ":(")):  # a name, not git's pathspec magic
+        pattern = "\\" + pattern
     try:
         compile_pattern(pattern, False)
     except InvalidPattern as exc:  # name what the user typed, not our rewriting of it

@@ -2,7 +2,8 @@
 
 Every write moves the journal ref to a new commit (its message: ``gitlocks.core.journal``)
 whose tree is the lock table after the write: a ``format`` marker blob and
-``locks/<id>``, the same blob as ``refs/agent-locks/<id>``. So one ref read gives a
+``locks/<xx>/<id>`` (``xx`` from a hash of the id), the same blob as
+``refs/agent-locks/<id>``. So one ref read gives a
 consistent table (docs/design.md, sections 4.4 and 5.4): a remote's lock refs can be seen
 half-updated by a concurrent fetch, its journal commit cannot. Trees are built from the
 parent's tree, touching only what changed.
@@ -10,6 +11,7 @@ parent's tree, touching only what changed.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
@@ -47,6 +49,11 @@ def _locks_tree(tree: pygit2.Tree) -> pygit2.Tree | None:
         return None
     locks = tree["locks"]
     return locks if isinstance(locks, pygit2.Tree) else None
+
+
+def shard_of(lock_id: str) -> str:
+    """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
+    return hashlib.sha1(lock_id.encode(), usedforsecurity=False).hexdigest()[:2]
 
 
 def is_journal_commit(commit: pygit2.Commit) -> bool:
@@ -99,13 +106,25 @@ class Journal:
         locks = _locks_tree(commit.tree)
         if locks is None:
             return {}
-        # Only names a lock ref can have: any other entry (written by hand, or by a hostile
-        # remote) is no lock, and no name we would ever write a ref under.
-        return {
-            str(e.name): str(e.id)
-            for e in locks
-            if e.filemode in _BLOB_MODES and LOCK_ID_RE.match(str(e.name))
-        }
+        # Only names a lock ref can have, in the subtree of their hash: any other entry
+        # (written by hand, or by a hostile remote) is no lock, and no name we would ever
+        # write a ref under.
+        found: dict[str, str] = {}
+        for shard in locks:
+            subtree = (
+                self.repo.get(shard.id) if shard.filemode == pygit2.GIT_FILEMODE_TREE else None
+            )
+            if not isinstance(subtree, pygit2.Tree):
+                continue
+            for e in subtree:
+                name = str(e.name)
+                if (
+                    e.filemode in _BLOB_MODES
+                    and LOCK_ID_RE.match(name)
+                    and shard_of(name) == shard.name
+                ):
+                    found[name] = str(e.id)
+        return found
 
     def write(
         self, parent: str | None, events: list[dict[str, Any]], refs: Mapping[str, str]
@@ -129,23 +148,44 @@ class Journal:
         return self.repo.create_commit(None, sig, sig, journal.message(events, seq), tree, parents)
 
     def tree(self, base: pygit2.Commit | None, refs: Mapping[str, str]) -> pygit2.Oid:
-        """A table tree holding ``refs``, built from ``base``'s table where there is one."""
+        """A table tree holding ``refs``, built from ``base``'s table where there is one.
+
+        Locks sit in 256 subtrees by a hash of their id (``locks/<xx>/<id>``), so a write
+        stores and sends a few small trees, not one that grows with the table.
+        """
         repo = self.repo
         old = _locks_tree(base.tree) if base is not None else None
-        builder = repo.TreeBuilder(old) if old is not None else repo.TreeBuilder()
-        had = {str(e.name): str(e.id) for e in old} if old is not None else {}
-        wanted = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
-        for name in had.keys() - wanted.keys():
-            builder.remove(name)
-        for name, oid in wanted.items():
-            if had.get(name) != oid:
-                builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+        old_shards = (
+            {str(e.name): e for e in old if e.filemode == pygit2.GIT_FILEMODE_TREE}
+            if old is not None
+            else {}
+        )
+        wanted: dict[str, dict[str, str]] = {}
+        for lock_id, oid in refs.items():
+            if LOCK_ID_RE.match(lock_id):
+                wanted.setdefault(shard_of(lock_id), {})[lock_id] = oid
+        top = repo.TreeBuilder()
+        for shard in sorted(old_shards.keys() | wanted.keys()):
+            entries = wanted.get(shard)
+            if not entries:
+                continue
+            before = old_shards.get(shard)
+            subtree = repo[before.id] if before is not None else None
+            if isinstance(subtree, pygit2.Tree):
+                had = {str(e.name): str(e.id) for e in subtree}
+                if had == entries:
+                    top.insert(shard, subtree.id, pygit2.GIT_FILEMODE_TREE)
+                    continue
+            builder = repo.TreeBuilder()
+            for lock_id, oid in sorted(entries.items()):
+                builder.insert(lock_id, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+            top.insert(shard, builder.write(), pygit2.GIT_FILEMODE_TREE)
         if self._marker is None:
             self._marker = repo.create_blob(TABLE_MARKER)
         root = repo.TreeBuilder()
         root.insert("format", self._marker, pygit2.GIT_FILEMODE_BLOB)
         if wanted:
-            root.insert("locks", builder.write(), pygit2.GIT_FILEMODE_TREE)
+            root.insert("locks", top.write(), pygit2.GIT_FILEMODE_TREE)
         return root.write()
 
     def _compact(
