@@ -92,10 +92,15 @@ class GlobSeg:
 
 def _star_closure(states: set[int], tokens: tuple[Token, ...]) -> set[int]:
     """Add, for each state before a ``*``, the state after it (the star matching nothing)."""
+    return _closure(states, tokens, STAR)
+
+
+def _closure(states: set[int], items: tuple[object, ...], skippable: object) -> set[int]:
+    """``states`` and every state reached from one by skipping ``skippable`` items."""
     todo = list(states)
     while todo:
         i = todo.pop()
-        if i < len(tokens) and tokens[i] is STAR and i + 1 not in states:
+        if i < len(items) and items[i] is skippable and i + 1 not in states:
             states.add(i + 1)
             todo.append(i + 1)
     return states
@@ -490,13 +495,7 @@ class CompiledPattern:
 
 def _globstar_closure(states: set[int], segments: tuple[Segment, ...]) -> set[int]:
     """Add, for each state before a ``**``, the state after it (``**`` matching nothing)."""
-    todo = list(states)
-    while todo:
-        i = todo.pop()
-        if i < len(segments) and segments[i] is GLOBSTAR and i + 1 not in states:
-            states.add(i + 1)
-            todo.append(i + 1)
-    return states
+    return _closure(states, segments, GLOBSTAR)
 
 
 @lru_cache(maxsize=1 << 16)

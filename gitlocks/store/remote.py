@@ -441,6 +441,23 @@ class RemoteStore(Store):
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
         self._staged_cache = None
+        self._fetch(f"+refs/agent-locks-meta/*:{self.staging}meta/*")
+        if self.journal_store.table(self.staged_journal()) is None:
+            # No table in the journal (none yet, or written before journals carried it):
+            # the lock refs are the table. Otherwise the one journal commit is the whole
+            # table, and a fetch costs the same for 10 locks or 10,000.
+            self._fetch_lock_refs()
+        new_locks, new_journal = self.staged()
+        moved = len({*old_locks.items()} ^ {*new_locks.items()})
+        self.pack_if_many(moved)
+        self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
+        return (old_locks, old_journal) != (new_locks, new_journal)
+
+    def _fetch_lock_refs(self) -> None:
+        self._fetch(f"+refs/agent-locks/*:{self.staging}locks/*")
+
+    def _fetch(self, refspec: str) -> None:
+        """Fetch ``refspec`` alone into staging, pruning what the remote no longer has."""
         run = self._git(
             [
                 "fetch",
@@ -454,37 +471,7 @@ class RemoteStore(Store):
                 "--refmap=",
                 "--prune",
                 self.remote,
-                f"+refs/agent-locks-meta/*:{self.staging}meta/*",
-            ],
-            what="fetch from",
-        )
-        if run.code != 0:
-            raise failure(run, self.remote, "fetch")
-        self._staged_cache = None
-        if self.journal_store.table(self.staged_journal()) is None:
-            # No table in the journal (none yet, or written before journals carried it):
-            # the lock refs are the table. Otherwise the one journal commit is the whole
-            # table, and a fetch costs the same for 10 locks or 10,000.
-            self._fetch_lock_refs()
-        new_locks, new_journal = self.staged()
-        moved = len({*old_locks.items()} ^ {*new_locks.items()})
-        self.pack_if_many(moved)
-        self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
-        return (old_locks, old_journal) != (new_locks, new_journal)
-
-    def _fetch_lock_refs(self) -> None:
-        run = self._git(
-            [
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--no-recurse-submodules",
-                "--no-show-forced-updates",
-                "--refmap=",
-                "--prune",
-                self.remote,
-                f"+refs/agent-locks/*:{self.staging}locks/*",
+                refspec,
             ],
             what="fetch from",
         )
