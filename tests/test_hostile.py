@@ -102,3 +102,35 @@ def test_git_dash_c_settings_are_honoured(repo: Path) -> None:
     assert folded.code == 1 and folded.out.startswith("REFUSED"), folded
     bad = _git_alock(repo, "-c", "core.ignoreCase=maybe", "alock", "list")
     assert bad.code == 2 and bad.err.startswith("error: bad boolean"), bad
+
+
+HIDDEN = "\u202e\u2028\u200b\u00a0\ufeff"  # bidi override, line separator, invisibles
+
+
+def test_every_human_reply_escapes_hidden_characters(repo: Path) -> None:
+    """Reasons, notes and patterns are user text: no reply prints a bidi override, a line
+    separator or an invisible character raw (two locks must never look alike)."""
+    odd = f"src/a{HIDDEN}b"
+    said = []
+    for who, args in [
+        (A, ("acquire", odd, "-m", f"why{HIDDEN}")),
+        (A, ("note", odd, f"step{HIDDEN}")),
+        (A, ("renew", odd)),
+        (B, ("acquire", odd)),
+        (B, ("check", odd)),
+        (B, ("list",)),
+        (B, ("status",)),
+        (B, ("note", odd, "x")),
+        (B, ("renew", odd)),
+        (A, ("break", odd)),
+        (B, ("break", odd)),
+        (A, ("release", odd)),
+        (A, ("release", odd)),
+        (A, ("log",)),
+    ]:
+        got = alock(repo, *args, **who)
+        assert "Traceback" not in got.err, (args, got)
+        said.append((args, got.out + got.err))
+    for args, text in said:
+        assert not any(ch in text for ch in HIDDEN), (args, text)
+    assert any("\\u202e" in text for _, text in said)

@@ -11,9 +11,15 @@ from __future__ import annotations
 import re
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-# C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides, and
-# lone surrogates (the undecodable bytes of a file name read with ``surrogateescape``).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# C0 and C1 controls, DEL, line and paragraph separators, bidirectional marks and
+# overrides, invisible and format characters (zero-width spaces and joiners, no-break and
+# soft-hyphen, word joiners, the byte-order mark: two names that differ only by one would
+# print alike), and lone surrogates (the undecodable bytes of a file name read with
+# ``surrogateescape``).
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f"
+    "\ufeff\ufff9-\ufffb\ud800-\udfff]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
