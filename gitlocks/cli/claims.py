@@ -19,7 +19,9 @@ app = verbs()
 
 @app.command()
 def acquire(
-    patterns: Annotated[list[str], typer.Argument(help="Glob patterns to claim.")],
+    patterns: Annotated[
+        list[str], typer.Argument(metavar="PATTERN...", help="Glob patterns to claim.")
+    ],
     reason: Annotated[str, typer.Option("-m", "--reason", help="Why you claim it.")] = "",
     ttl: TtlOption = None,
     as_id: AsOption = None,
@@ -40,7 +42,9 @@ def acquire(
 
 @app.command()
 def release(
-    patterns: Annotated[list[str] | None, typer.Argument(help="Patterns to give back.")] = None,
+    patterns: Annotated[
+        list[str] | None, typer.Argument(metavar="[PATTERN...]", help="Patterns to give back.")
+    ] = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Release all yours and your sub-agents'.")
     ] = False,
@@ -62,7 +66,9 @@ def release(
 
 @app.command()
 def renew(
-    patterns: Annotated[list[str] | None, typer.Argument(help="Patterns to renew.")] = None,
+    patterns: Annotated[
+        list[str] | None, typer.Argument(metavar="[PATTERN...]", help="Patterns to renew.")
+    ] = None,
     ttl: TtlOption = None,
     as_id: AsOption = None,
     as_json: JsonOption = False,
@@ -81,8 +87,8 @@ def renew(
 
 @app.command()
 def note(
-    pattern: Annotated[str, typer.Argument(help="A pattern of your lock.")],
-    text: Annotated[str, typer.Argument(help="The progress note.")],
+    pattern: Annotated[str, typer.Argument(metavar="PATTERN", help="A pattern of your lock.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The progress note.")],
     as_id: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -101,7 +107,9 @@ def note(
 
 @app.command("break")
 def break_(
-    targets: Annotated[list[str], typer.Argument(help="Lock ids or patterns.")],
+    targets: Annotated[
+        list[str], typer.Argument(metavar="ID|PATTERN...", help="Lock ids or patterns.")
+    ],
     as_id: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -117,7 +125,9 @@ def break_(
 
 @app.command()
 def resume(
-    pattern: Annotated[str, typer.Argument(help="A pattern (or lock id) of the work.")],
+    pattern: Annotated[
+        str, typer.Argument(metavar="PATTERN", help="A pattern (or lock id) of the work.")
+    ],
     ttl: Annotated[
         str | None,
         typer.Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."),

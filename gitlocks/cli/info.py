@@ -40,7 +40,7 @@ def version(as_json: JsonOption = False) -> None:
 
 @app.command()
 def skill(
-    action: Annotated[str, typer.Argument(help="install or show.")],
+    action: Annotated[str, typer.Argument(metavar="install|show", help="install or show.")],
     tool: Annotated[str, typer.Option("--for", help="claude, codex, cursor or agents.")] = "claude",
     into: Annotated[
         str | None,

@@ -57,7 +57,9 @@ def ls(as_id: AsOption = None, as_json: JsonOption = False, fresh: FreshOption =
 
 @app.command()
 def check(
-    paths: Annotated[list[str] | None, typer.Argument(help="Paths to ask about.")] = None,
+    paths: Annotated[
+        list[str] | None, typer.Argument(metavar="[PATH...]", help="Paths to ask about.")
+    ] = None,
     staged: Annotated[
         bool, typer.Option("--staged", help="Check the paths staged for the next commit.")
     ] = False,

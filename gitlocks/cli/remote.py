@@ -19,7 +19,9 @@ app = verbs()
 
 @app.command("remote")
 def remote_(
-    name: Annotated[str | None, typer.Argument(help="A git remote to share locks on.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(metavar="[NAME]", help="A git remote to share locks on.")
+    ] = None,
     off: Annotated[bool, typer.Option("--off", help="Return to local mode.")] = False,
     forget: Annotated[
         bool,
