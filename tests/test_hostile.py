@@ -134,3 +134,17 @@ def test_every_human_reply_escapes_hidden_characters(repo: Path) -> None:
     for args, text in said:
         assert not any(ch in text for ch in HIDDEN), (args, text)
     assert any("\\u202e" in text for _, text in said)
+
+
+def test_breaking_your_own_lock_says_to_release_it(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    got = alock(repo, "break", "src/x", **A)
+    assert got.code == 1 and got.word == "NOT LOCKED src/x: it is yours: git alock release src/**"
+    assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["agent-a"]
+
+
+def test_an_error_with_json_is_a_json_document_too(repo: Path) -> None:
+    got = alock(repo, "acquire", "[a-", "--json", **A)
+    assert got.code == 2 and got.err.startswith("error: invalid pattern")
+    doc = got.json()
+    assert doc["status"] == "error" and doc["exit_code"] == 2 and "invalid pattern" in doc["error"]

@@ -198,6 +198,9 @@ def note(result: NoteResult) -> str:
 
 
 def broken(result: BreakResult, targets: Sequence[str], now: datetime) -> str:
+    if not result and result.yours:
+        mine = " ".join(dict.fromkeys(p for r in result.yours for p in r.paths))
+        return printable(f"NOT LOCKED {' '.join(targets)}: it is yours: git alock release {mine}")
     if not result:
         return printable(f"NOT LOCKED {' '.join(targets)}: no lock of another holder to break")
     lines = [

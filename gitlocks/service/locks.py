@@ -358,12 +358,16 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
                     result.locks.append(record)
                     change.delete.append(record.id)
                     change.events.append(event("broken", record, now, by=ident.holder))
+            if not result.locks:
+                result.yours += [
+                    r for r in _targets(table, text, entry, None) if r.holder == ident.holder
+                ]
         return change, result
 
     return ctx.store.transact(decide)
 
 
-def _targets(table: Table, text: str, entry: ScopeEntry, me: str) -> list[LockRecord]:
+def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list[LockRecord]:
     record = table.get(text) if LOCK_ID_RE.match(text) else None
     if record is not None:
         return [record]

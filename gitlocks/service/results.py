@@ -124,6 +124,7 @@ class CheckItem(NamedTuple):
 class BreakResult:
     locks: list[LockRecord] = field(default_factory=list)
     unusable: list[str] = field(default_factory=list)  # refs that held no usable record
+    yours: list[LockRecord] = field(default_factory=list)  # targets that are the caller's
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.unusable)
@@ -133,6 +134,7 @@ class BreakResult:
             "status": "broken" if self else "not_locked",
             "locks": [r.to_dict() for r in self.locks],
             "unusable": self.unusable,
+            "yours": [r.to_dict() for r in self.yours],
         }
 
 
