@@ -148,3 +148,23 @@ def test_an_error_with_json_is_a_json_document_too(repo: Path) -> None:
     assert got.code == 2 and got.err.startswith("error: invalid pattern")
     doc = got.json()
     assert doc["status"] == "error" and doc["exit_code"] == 2 and "invalid pattern" in doc["error"]
+
+
+def test_git_dir_and_work_tree_are_honoured(repo: Path, tmp_path: Path) -> None:
+    """``git --git-dir X --work-tree Y alock`` claims in X, never in the current directory's
+    repository."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q")
+    got = _git_alock(
+        elsewhere,
+        f"--git-dir={repo / '.git'}",
+        f"--work-tree={repo}",
+        "alock",
+        "acquire",
+        ":/src/**",
+        env=A,
+    )
+    assert got.code == 0 and got.out.startswith("ACQUIRED src/**"), got
+    assert [r["paths"] for r in alock(repo, "list", "--json").json()] == [["src/**"]]
+    assert git(elsewhere, "for-each-ref", "refs/agent-locks/") == ""

@@ -104,6 +104,8 @@ class Store:
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
+        if start is None and os.environ.get("GIT_DIR"):
+            return cls(_from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE")))
         start = os.fspath(start) if start is not None else os.getcwd()
         try:
             path = pygit2.discover_repository(start)
@@ -437,6 +439,28 @@ def check_sizes(change: Change) -> None:
                 f"the lock record would be {size} bytes, more than the {MAX_RECORD_BYTES} a "
                 "record may hold: claim fewer or shorter patterns, or write shorter notes"
             )
+
+
+def _from_environment(git_dir: str, work_tree: str | None) -> pygit2.Repository:
+    """The repository ``GIT_DIR`` names, as git opens it (``git --git-dir ... alock``): its
+    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory."""
+    try:
+        repo = pygit2.Repository(os.path.abspath(git_dir))
+    except pygit2.GitError as exc:
+        raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {exc}") from exc
+    if work_tree is not None:
+        top = os.path.abspath(work_tree)
+    else:
+        try:
+            configured = repo.config["core.worktree"]
+        except (KeyError, pygit2.GitError):
+            configured = None
+        top = os.path.join(repo.path, str(configured)) if configured else os.getcwd()
+    try:
+        repo.workdir = os.path.abspath(top)
+    except (pygit2.GitError, ValueError) as exc:
+        raise NotARepository(f"cannot use the working tree {work_tree!r}: {exc}") from exc
+    return repo
 
 
 def _common_dir(git_dir: Path) -> Path:
