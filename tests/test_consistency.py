@@ -354,6 +354,26 @@ def test_remote_journal_symref_never_moves_a_branch(bare: Path, clones: tuple[Pa
         no_crash(got, " ".join(args))
 
 
+@pytest.mark.slow
+def test_remote_journal_moved_onto_a_branch_commit_is_replaced_never_the_branch(
+    bare: Path, clones: tuple[Path, Path]
+) -> None:
+    """A plain journal ref set by hand to a branch's commit: the next write starts a fresh
+    chain there (as locally), and the branch stays where it was."""
+    a, b = clones
+    main = rev(bare, MAIN)
+    assert main is not None
+    git(bare, "update-ref", JOURNAL, main)
+    got = cli(b, "acquire", "src/**", **B)
+    no_crash(got, "acquire")
+    assert got.code == 0, got
+    assert rev(bare, MAIN) == main
+    journal = rev(bare, JOURNAL)
+    assert journal is not None and journal != main
+    assert "Journal-Seq" in git(bare, "log", "-1", "--format=%B", JOURNAL)
+    assert cli(a, "acquire", "src/x.py", **A).code == 1  # and the table it carries decides
+
+
 # --- 2. times that are not in the canonical spelling ----------------------------------------
 
 

@@ -93,7 +93,7 @@ def user_text(value: str, what: str, limit: int) -> str:
 
 def warn_problems(ctx: Context) -> None:
     """Report refs under the lock namespace that hold no usable record, on stderr."""
-    found = ctx.store.read_table().problems
+    found = ctx.store.problems()
     if found:
         sys.stderr.write(problems(found) + "\n")
 

@@ -11,6 +11,7 @@ parent's tree, touching only what changed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -51,6 +52,7 @@ def _locks_tree(tree: pygit2.Tree) -> pygit2.Tree | None:
     return locks if isinstance(locks, pygit2.Tree) else None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def shard_of(lock_id: str) -> str:
     """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
     return hashlib.sha1(lock_id.encode(), usedforsecurity=False).hexdigest()[:2]
@@ -145,7 +147,11 @@ class Journal:
                     parent, seq = root, 2
         tree = self.tree(head, refs)
         parents: list[pygit2.Oid] = [pygit2.Oid(hex=parent)] if parent else []
-        return self.repo.create_commit(None, sig, sig, journal.message(events, seq), tree, parents)
+        text = journal.message(events, seq)
+        commit = self.repo.create_commit(None, sig, sig, text, tree, parents)
+        # The table it carries is the one just written: no need to read it back.
+        self._tables[str(commit)] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
+        return commit
 
     def tree(self, base: pygit2.Commit | None, refs: Mapping[str, str]) -> pygit2.Oid:
         """A table tree holding ``refs``, built from ``base``'s table where there is one.

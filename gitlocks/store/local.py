@@ -81,6 +81,9 @@ class _Conflict(Exception):
     """The store moved between our read and our write: re-read and decide again."""
 
 
+KEEP_VERDICTS_AFTER = 32  # new verdicts worth rewriting the verdicts file of a large table
+
+
 class Store:
     """A repository's lock refs, with a table cached by the journal ref's value."""
 
@@ -96,7 +99,9 @@ class Store:
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
+        self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
+        self._verdicts_cache: tuple[tuple[int, int, int], dict[str, Verdict]] | None = None
         self.journal_store = Journal(repo, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
@@ -223,6 +228,12 @@ class Store:
         self._cache, self._cache_fingerprint = table, fingerprint
         return table
 
+    def problems(self) -> list[Problem]:
+        """Refs holding no usable record: in the table this command's write was decided on
+        (a write never makes one), else in the current table."""
+        table = self._decided if self._decided is not None else self.read_table()
+        return table.problems
+
     def _load(self, version: str | None) -> Table:
         refs = sorted(self.scan_refs((LOCK_PREFIX,)).items())
         table = self.load(refs, version)
@@ -251,7 +262,9 @@ class Store:
             skew=self.skew,
             distrust=lambda: (self.common_dir / VERDICTS_FILE).unlink(missing_ok=True),
         )
-        if fresh:
+        # Rewriting the file for a few new blobs (the record a write just made) costs more
+        # in a large table than reading those blobs again next time.
+        if len(fresh) >= KEEP_VERDICTS_AFTER or (fresh and len(refs) < 1000):
             self._keep_verdicts(known, fresh, {oid for _, oid in refs})
         return table
 
@@ -263,11 +276,21 @@ class Store:
         return found
 
     def _verdicts(self) -> dict[str, Verdict]:
+        """The kept verdicts, decoded once per version of the file (one command loads the
+        local table and the remote's, which share it)."""
+        path = self.common_dir / VERDICTS_FILE
         try:
-            raw = (self.common_dir / VERDICTS_FILE).read_bytes()
+            with path.open("rb") as f:
+                st = os.fstat(f.fileno())
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                if self._verdicts_cache is not None and self._verdicts_cache[0] == stamp:
+                    return self._verdicts_cache[1]
+                raw = f.read()
         except OSError:
             return {}
-        return decode_verdicts(raw)
+        known = decode_verdicts(raw)
+        self._verdicts_cache = (stamp, known)
+        return known
 
     def _keep_verdicts(
         self, known: dict[str, Verdict], fresh: dict[str, Verdict], current: set[str]
@@ -282,6 +305,8 @@ class Store:
         try:
             tmp.write_bytes(encode_verdicts(kept))
             os.replace(tmp, path)
+            st = path.stat()
+            self._verdicts_cache = ((st.st_ino, st.st_size, st.st_mtime_ns), kept)
         except OSError:
             tmp.unlink(missing_ok=True)  # a cache: losing it costs time, never an answer
 
@@ -331,6 +356,7 @@ class Store:
             for _ in range(tries):
                 table = self.read_table()
                 change, result = decide(table)
+                self._decided = table
                 if not change:
                     return result
                 try:

@@ -148,6 +148,7 @@ class RemoteStore(Store):
         self.lease_override: dict[str, str] | None = None
         # Symbolic refs in the remote's lock namespaces (name -> target): never followed.
         self.remote_symrefs: dict[str, str] = {}
+        self._local_cache: tuple[tuple[object, ...], dict[str, str]] | None = None
 
     @contextlib.contextmanager
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
@@ -195,12 +196,20 @@ class RemoteStore(Store):
         return self.scan_refs((self.staging + "locks/", self.staging + "meta/"))
 
     def local_locks(self) -> dict[str, str]:
-        """The local view: lock id -> blob id (only lock namespaces are read)."""
-        return {
-            name[len(LOCK_PREFIX) :]: oid
-            for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
-            if "/" not in name[len(LOCK_PREFIX) :]
-        }
+        """The local view: lock id -> blob id (only lock namespaces are read).
+
+        Kept while the refs' fingerprint stands still: one write reads it before and after
+        its push.
+        """
+        fingerprint = self.fingerprint()
+        if self._local_cache is None or self._local_cache[0] != fingerprint:
+            found = {
+                name[len(LOCK_PREFIX) :]: oid
+                for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
+                if "/" not in name[len(LOCK_PREFIX) :]
+            }
+            self._local_cache = (fingerprint, found)
+        return dict(self._local_cache[1])
 
     def detached_copies(self) -> tuple[dict[str, str], str | None]:
         """(lock id -> value, journal) as mirrored when the clone last left this remote."""
@@ -288,6 +297,7 @@ class RemoteStore(Store):
                 break
             table = self.remote_table()
             change, result = decide(table)
+            self._decided = table
             if not change:
                 # Nothing to push, so nothing proves the view current: confirm it first.
                 if fetched or not self.fetch():
@@ -342,7 +352,7 @@ class RemoteStore(Store):
             for i in sorted(table.leases.keys() | new.keys())
             if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
         ]
-        self.check_symrefs([JOURNAL_REF, *(LOCK_PREFIX + i for i in differ)])
+        self._check_journal(table.version)
         commit = str(self.journal_store.write(table.version, change.events, new))
         leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
@@ -399,6 +409,20 @@ class RemoteStore(Store):
             f"{self.remote_symrefs[ref]}: gitlocks never writes through one. Remove it on the "
             "remote itself (it was not made by gitlocks)"
         )
+
+    def _check_journal(self, version: str | None) -> None:
+        """Before a push leases the journal ref on ``version``: make sure it is no symref.
+
+        A symbolic journal ref on the remote fetches as its target's value, and a branch's
+        commit is no journal commit: only then is ``ls-remote --symref`` asked (it lists
+        every ref of the remote), and it raises for a symref. A plain journal ref moved onto
+        another commit is replaced by a fresh chain, as locally. Lock refs need no question
+        before a push: each is leased on a blob gitlocks wrote (or on absence), which a
+        symref does not read as, so the push is refused and the repair path asks
+        (docs/design.md, section 5.5).
+        """
+        if version is not None and self.journal_store.commit_of(version) is None:
+            self.check_symrefs([JOURNAL_REF])
 
     def check_symrefs(self, names: list[str] | None = None) -> None:
         """Learn which of ``names`` (default: every ref in the remote's lock namespaces) are
@@ -480,16 +504,30 @@ class RemoteStore(Store):
         self._staged_cache = None
 
     def actual_lock_refs(self) -> dict[str, str]:
-        """The remote's lock refs as it has them now (``ls-remote``): lock id -> value."""
-        run = self._git(["ls-remote", self.remote, f"{LOCK_PREFIX}*"], what="ls-remote of")
+        """The remote's lock refs as it has them now (``ls-remote``): lock id -> value.
+
+        Symbolic refs among them are learnt too (``remote_symrefs``), so the repairing
+        push never writes through one.
+        """
+        run = self._git(
+            ["ls-remote", "--symref", self.remote, f"{LOCK_PREFIX}*"], what="ls-remote of"
+        )
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
         found = {}
+        symrefs = {}
         for line in run.out.splitlines():
+            if line.startswith("ref: ") and "\t" in line:
+                target, name = line[5:].split("\t", 1)
+                symrefs[name] = target
+                continue
             oid, _, name = line.partition("\t")
             lock_id = name[len(LOCK_PREFIX) :]
             if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
                 found[lock_id] = oid
+        others = {n: t for n, t in self.remote_symrefs.items() if not n.startswith(LOCK_PREFIX)}
+        self.remote_symrefs = {**others, **symrefs}
+        self._remote_cache = None
         return found
 
     def sync(self) -> bool:
