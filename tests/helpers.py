@@ -52,11 +52,14 @@ def alock(cwd: Path, *args: str, **env: str | None) -> Result:
     out, err = StringIO(), StringIO()
     old = os.getcwd()
     os.chdir(cwd)
+    mask = os.umask(0o022)  # a shared repository sets the process's umask: put it back
+    os.umask(mask)
     try:
         with _env(env), redirect_stdout(out), redirect_stderr(err):
             code = run(list(args))
     finally:
         os.chdir(old)
+        os.umask(mask)
     return Result(code, out.getvalue(), err.getvalue())
 
 

@@ -168,3 +168,42 @@ def test_git_dir_and_work_tree_are_honoured(repo: Path, tmp_path: Path) -> None:
     assert got.code == 0 and got.out.startswith("ACQUIRED src/**"), got
     assert [r["paths"] for r in alock(repo, "list", "--json").json()] == [["src/**"]]
     assert git(elsewhere, "for-each-ref", "refs/agent-locks/") == ""
+
+
+@pytest.mark.parametrize(
+    ("shared", "file_mode", "dir_mode"),
+    [
+        ("group", 0o664, 0o2775),
+        ("all", 0o664, 0o2775),
+        ("0660", 0o660, 0o2770),
+        ("0640", 0o640, 0o2750),
+        ("false", 0o644, 0o755),
+    ],
+)
+def test_files_in_a_shared_repository_get_the_modes_git_gives(
+    tmp_path: Path, shared: str, file_mode: int, dir_mode: int
+) -> None:
+    """``git init --shared``: every file and directory gitlocks creates (the mutex, logs,
+    caches, ref and object directories) is as usable by the group as git's own."""
+    mask = os.umask(0o022)
+    try:
+        repo = tmp_path / "shared"
+        git(tmp_path, "init", "-q", f"--shared={shared}", str(repo))
+        git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+        before = {p for p in (repo / ".git").rglob("*")}
+        assert alock(repo, "acquire", "src/**", "-m", "x", **A).code == 0
+        assert alock(repo, "acquire", "src/x", **{"AGENT_ID": "agent-b"}).code == 1
+        assert alock(repo, "note", "src/**", "half done", **A).code == 0
+        assert alock(repo, "release", "src/**", **A).code == 0
+        created = sorted(p for p in (repo / ".git").rglob("*") if p not in before)
+        assert created, "gitlocks created nothing?"
+        for path in created:
+            mode = path.stat().st_mode
+            if path.is_dir():
+                assert mode & 0o7777 == dir_mode, f"{path}: {oct(mode & 0o7777)}"
+            elif "objects" in path.parts:  # objects are read-only, readable as the rest
+                assert mode & 0o777 == file_mode & 0o444, f"{path}: {oct(mode & 0o777)}"
+            else:
+                assert mode & 0o777 == file_mode, f"{path}: {oct(mode & 0o777)}"
+    finally:
+        os.umask(mask)

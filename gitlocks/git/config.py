@@ -81,3 +81,30 @@ def as_bool(value: str | None) -> bool | None:
     if text in FALSE:
         return False
     return None
+
+
+def shared_umask(value: str | None, current: int) -> int:
+    """The umask that gives new files and directories the modes git gives them under
+    ``core.sharedRepository`` = ``value`` (``current`` when the repository is not shared).
+
+    ``group`` (``true``, ``1``): group may read and write; ``all`` (``world``,
+    ``everybody``, ``2``): others may read too; an octal mode (``0660``): files get exactly
+    that, directories the same with ``x`` wherever ``r`` is. Directories inherit the
+    set-group-id bit from git's own shared directories.
+    """
+    if value is None:
+        return current
+    word = value.strip().lower()
+    if word in ("group", "true", "yes", "on", "1"):
+        return current & ~0o070
+    if word in ("all", "world", "everybody", "2"):
+        return current & ~0o075
+    if word in ("umask", "false", "no", "off", "0", ""):
+        return current
+    try:
+        mode = int(word, 8)
+    except ValueError:
+        return current  # git refuses such a repository; nothing to adjust here
+    if not 0 <= mode <= 0o777 or mode & 0o600 != 0o600:
+        return current  # git refuses a mode its owner cannot read and write
+    return ~(mode | (mode & 0o444) >> 2) & 0o777

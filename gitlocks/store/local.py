@@ -96,6 +96,10 @@ class Store:
         self.common_dir = _common_dir(self.git_dir)
         self.root = Path(repo.workdir).resolve() if repo.workdir else Path.cwd()
         self.ignore_case = self.config_bool("core.ignoreCase", False)
+        # Files and directories we create get the modes git would give them in a shared
+        # repository (the mutex, logs, ref directories, object fan-out directories).
+        current = os.umask(0)
+        os.umask(config.shared_umask(self.config_get("core.sharedRepository"), current))
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
