@@ -207,3 +207,36 @@ def test_files_in_a_shared_repository_get_the_modes_git_gives(
                 assert mode & 0o777 == file_mode, f"{path}: {oct(mode & 0o777)}"
     finally:
         os.umask(mask)
+
+
+@pytest.mark.parametrize("inside", [".git", ".git/refs", ".git/objects/info", ".git/hooks"])
+def test_anywhere_inside_the_git_directory_is_refused(repo: Path, inside: str) -> None:
+    where = repo / inside
+    where.mkdir(parents=True, exist_ok=True)
+    for verb in (("list",), ("acquire", "src/**")):
+        got = alock(where, *verb, **A)
+        assert got.code == 2 and got.err == (
+            "error: run git alock inside the working tree, not inside .git\n"
+        ), got
+    assert git(repo, "for-each-ref", "refs/agent-locks/") == ""
+
+
+def test_a_deleted_current_directory_is_an_error_not_a_traceback(repo: Path) -> None:
+    script = 'mkdir gone && cd gone && rmdir ../gone && exec git-alock "$@"'
+    env = dict(os.environ, **A)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for verb in (["list"], ["acquire", "x"], ["status"], ["skill", "install"], ["log"]):
+        proc = subprocess.run(
+            ["sh", "-c", script, "sh", *verb], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 2, proc
+        assert proc.stderr.startswith("error: the current directory no longer exists"), proc
+        assert "Traceback" not in proc.stderr
+
+
+def test_a_control_character_in_the_current_directory_is_named_as_such(repo: Path) -> None:
+    odd = repo / "a\tb"
+    odd.mkdir()
+    got = alock(odd, "acquire", "x", **A)
+    assert got.code == 2 and "the current directory's name holds a control character" in got.err
+    assert alock(odd, "acquire", ":/top/**", **A).code == 0  # anchored: the name is not needed

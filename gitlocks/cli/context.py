@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from gitlocks.core.glob import first_control
 from gitlocks.core.record import parse_duration
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import UsageError
@@ -54,7 +55,14 @@ def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:
     store = ctx.store
     cwd = _cwd(store)
     found: list[ScopeEntry] = []
+    bad = first_control(cwd)
     for typed in patterns:
+        if bad is not None and not typed.startswith((":/", "/")):
+            raise UsageError(
+                f"the current directory's name holds a control character ({bad!r}), so no "
+                f"pattern can be relative to it: anchor {typed!r} at the top of the working "
+                "tree with ':/', or run git alock from another directory"
+            )
         entry = make_entry(typed, cwd=cwd, root=os.fspath(store.root), is_file=store.is_file)
         if entry not in found:
             found.append(entry)

@@ -350,6 +350,12 @@ def split_segments(pattern: str) -> list[str]:
     return out
 
 
+def first_control(text: str) -> str | None:
+    """The first character no pattern may hold (NUL, newline and the like), if any."""
+    bad = _CONTROL.search(text)
+    return None if bad is None else bad.group()
+
+
 def check_text(pattern: str) -> None:
     """The checks of rule 7 that look at the text as a whole."""
     if not pattern:

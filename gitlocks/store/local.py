@@ -84,6 +84,17 @@ class _Conflict(Exception):
 KEEP_VERDICTS_AFTER = 32  # new verdicts worth rewriting the verdicts file of a large table
 
 
+def current_directory() -> str:
+    """``os.getcwd()``, or a clear error when the directory was deleted under us."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise NotARepository(
+            "the current directory no longer exists (deleted or moved away): cd into the "
+            "working tree again"
+        ) from None
+
+
 class Store:
     """A repository's lock refs, with a table cached by the journal ref's value."""
 
@@ -115,7 +126,7 @@ class Store:
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
         if start is None and os.environ.get("GIT_DIR"):
             return cls(_from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE")))
-        start = os.fspath(start) if start is not None else os.getcwd()
+        start = os.fspath(start) if start is not None else current_directory()
         try:
             path = pygit2.discover_repository(start)
         except pygit2.GitError as exc:
@@ -129,8 +140,10 @@ class Store:
             repo = pygit2.Repository(path)
         except pygit2.GitError as exc:
             raise NotARepository(f"cannot open the git repository at {path}: {exc}") from exc
-        if not repo.is_bare and Path(path).resolve() == Path(start).resolve():
-            # Standing inside .git itself: there is no working tree to anchor patterns in.
+        here = Path(start).resolve()
+        git_dirs = {Path(path).resolve(), _common_dir(Path(path)).resolve()}
+        if not repo.is_bare and any(here.is_relative_to(d) for d in git_dirs):
+            # Anywhere inside the git directory: no working tree to anchor patterns in.
             raise NotARepository("run git alock inside the working tree, not inside .git")
         return cls(repo)
 
