@@ -46,6 +46,25 @@ PASS_THROUGH = frozenset(
     }
 )  # fmt: skip
 
+# Servers that host terminals (multiplexers, terminal emulators, remote logins) and init
+# systems. Each of their children is a separate terminal, pane or login: the walk stops
+# below one, so every pane is its own holder, never the server that outlives them all.
+TERMINAL_SERVERS = frozenset(
+    {
+        "tmux", "tmux: server", "screen", "SCREEN", "zellij", "abduco", "dtach",
+        "sshd", "dropbear", "mosh-server", "login", "getty", "agetty",
+        "xterm", "uxterm", "urxvt", "rxvt", "alacritty", "kitty", "wezterm", "wezterm-gui",
+        "foot", "st", "terminator", "tilix", "konsole", "gnome-terminal-",
+        "gnome-terminal-server", "xfce4-terminal", "mate-terminal", "lxterminal",
+        "qterminal", "terminology", "ghostty", "Terminal", "iTerm2",
+        "systemd", "init", "launchd", "tini", "dumb-init",
+    }
+)  # fmt: skip
+
+# A derived session that started this close before us is likely a launcher that waits on
+# one command and exits: its exit would end the claim. Claims warn about it.
+SHORT_LIVED_SECONDS = 2.0
+
 # Comma-separated extra process names to walk past, for runners not listed above.
 SKIP_ENV = "AGENT_SESSION_SKIP"
 
@@ -63,12 +82,16 @@ class SessionProcess(NamedTuple):
     start_time: str  # opaque; equal for the same process, different for a reused pid
     name: str
     host: str
+    # The terminal it runs in when it sits right under a terminal server: "tmux-3" (pane
+    # %3), "screen-pts4", "ssh-pts4", "tty-pts4"; "" otherwise.
+    terminal: str = ""
 
 
 class _ProcInfo(NamedTuple):
     ppid: int
     start_time: str
     name: str
+    tty: int = 0  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
 
 
 @lru_cache(maxsize=1)
@@ -117,10 +140,34 @@ def _linux_info(pid: int) -> _ProcInfo | None:
     fields = text[right + 2 :].split()
     if left < 0 or right < left or len(fields) < 20:
         return None
-    state, ppid, start_ticks = fields[0], fields[1], fields[19]
+    state, ppid, tty, start_ticks = fields[0], fields[1], fields[4], fields[19]
     if state in ("Z", "X"):  # exited, not yet reaped: as gone as a process gets
         return None
-    return _ProcInfo(int(ppid), f"{_boot_id()}:{start_ticks}", text[left + 1 : right])
+    name = text[left + 1 : right]
+    if name.startswith("memfd:") or len(name.encode()) >= _COMM_LEN:
+        name = _program_name(pid) or name  # run from memory, or cut to 15 bytes
+    tty_nr = int(tty) if tty.lstrip("-").isdigit() else 0
+    return _ProcInfo(int(ppid), f"{_boot_id()}:{start_ticks}", name, tty_nr)
+
+
+def _program_name(pid: int) -> str:
+    """The base name of ``argv[0]``: what a person would call the program."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            first = f.read(4096).split(b"\0", 1)[0]
+    except OSError:
+        return ""
+    return os.fsdecode(first).rsplit("/", 1)[-1].lstrip("-")
+
+
+def _tty_name(tty_nr: int) -> str:
+    """``pts4`` or ``tty1`` for a tty_nr (Linux's device numbering); "" for none."""
+    if tty_nr <= 0:
+        return ""
+    major, minor = (tty_nr >> 8) & 0xFFF, (tty_nr & 0xFF) | ((tty_nr >> 12) & 0xFFF00)
+    if 136 <= major <= 143:
+        return f"pts{(major - 136) * 256 + minor}"
+    return f"tty{minor}" if major == 4 else f"tty{major}.{minor}"
 
 
 def _ps_info(pid: int) -> _ProcInfo | None:
@@ -190,28 +237,68 @@ def is_pass_through(name: str, extra: frozenset[str] = frozenset()) -> bool:
     return len(name.encode()) >= _COMM_LEN and any(e.startswith(name) for e in extra)
 
 
+def is_terminal_server(name: str) -> bool:
+    """A multiplexer, terminal emulator, remote-login server or init system."""
+    return name in TERMINAL_SERVERS or name.split(" ", 1)[0] in TERMINAL_SERVERS
+
+
 def session_process(pid: int | None = None, env: Mapping[str, str] | None = None) -> SessionProcess:
     """The session: the first process from ``pid`` upwards that is not a pass-through.
 
     ``pid`` defaults to our parent, because we are ``git-alock`` (or a test's child)
     ourselves. ``env`` (default: ours) may name more pass-throughs in
-    ``AGENT_SESSION_SKIP``. If the walk reaches pid 1 or an unreadable parent without
-    finding one, the topmost process seen is used; if even ``pid`` is unreadable, an
-    unknown session with an empty start time (never alive) is returned rather than failing.
+    ``AGENT_SESSION_SKIP``. A terminal server (tmux, screen, sshd, a terminal emulator, an
+    init system) is never the session: the walk stops at the process right under it (the
+    pane's or terminal's shell), so each terminal is its own holder. If the walk reaches
+    pid 1 or an unreadable parent without finding one, the topmost process seen is used;
+    if even ``pid`` is unreadable, an unknown session with an empty start time (never
+    alive) is returned rather than failing.
     """
+    env = os.environ if env is None else env
     current = os.getppid() if pid is None else pid
     host = os.uname().nodename  # what socket.gethostname() returns, without the import
     extra = skip_names(env)
     found: SessionProcess | None = None
+    below: tuple[SessionProcess, int] | None = None  # the last process passed, its tty
     for _ in range(_MAX_WALK):
         info = _proc_info(current)
         if info is None:
             break
+        if below is not None and is_terminal_server(info.name):
+            proc, tty = below
+            return proc._replace(terminal=_terminal(info.name, tty, env))
         found = SessionProcess(current, info.start_time, info.name, host)
         if not is_pass_through(info.name, extra) or current <= 1 or info.ppid == current:
             break
+        below = (found, info.tty)
         current = info.ppid
     return found or SessionProcess(current, "", "", host)
+
+
+def _terminal(server: str, tty_nr: int, env: Mapping[str, str]) -> str:
+    """A name for the terminal a session sits in, under terminal server ``server``."""
+    tty = _tty_name(tty_nr)
+    pane = env.get("TMUX_PANE", "").lstrip("%")
+    if server.startswith("tmux") and pane.isdigit():
+        return f"tmux-{pane}"
+    kind = {"screen": "screen", "SCREEN": "screen", "sshd": "ssh", "dropbear": "ssh"}
+    prefix = kind.get(server.split(" ", 1)[0].rstrip(":"), "tty")
+    return f"{prefix}-{tty}" if tty else prefix
+
+
+def started_just_before_us(proc: SessionProcess) -> bool:
+    """Whether ``proc`` started within ``SHORT_LIVED_SECONDS`` before this process: a
+    launcher waiting on one command, most likely (Linux only; False where unknown)."""
+    mine = process_start_time(os.getpid())
+    try:
+        boot, ticks = proc.start_time.rsplit(":", 1)
+        my_boot, my_ticks = (mine or "").rsplit(":", 1)
+        hz = os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError):
+        return False
+    if boot != my_boot or not ticks.isdigit() or not my_ticks.isdigit():
+        return False
+    return 0 <= (int(my_ticks) - int(ticks)) / hz < SHORT_LIVED_SECONDS
 
 
 def _current_user() -> str:
@@ -224,11 +311,17 @@ def _current_user() -> str:
 
 
 def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
-    """``<name>-<8 hex>``: readable, and unique per (pid, start time, user, host)."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.name)[:40].strip("-.") or "agent"
+    """``<name>-<8 hex>``, or for a terminal's shell ``<terminal>-<user>-<6 hex>``
+    (``tmux-3-alice-1f2e3d``): readable, and unique per (pid, start time, user, host)."""
     user = _current_user() if user is None else user
     key = "\0".join((str(proc.pid), proc.start_time, user, proc.host))
-    return f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    if proc.terminal:
+        who = re.sub(r"[^A-Za-z0-9._-]+", "-", user)[:20].strip("-.") or "user"
+        label = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.terminal)[:30].strip("-.") or "tty"
+        return f"{label}-{who}-{digest[:6]}"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.name)[:40].strip("-.") or "agent"
+    return f"{name}-{digest[:8]}"
 
 
 class Identity(NamedTuple):

@@ -432,3 +432,87 @@ def test_defaults_read_the_environment_and_the_real_session(
     monkeypatch.delenv("AGENT_ID")
     derived = resolve_identity()
     assert derived.holder == ident.session_id and derived.session == session_process()
+
+
+# --- terminals, panes and launchers (issue 12) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tty_nr", "name"),
+    [(0, ""), ((136 << 8) | 4, "pts4"), ((137 << 8) | 2, "pts258"), ((4 << 8) | 1, "tty1")],
+)
+def test_tty_names(tty_nr: int, name: str) -> None:
+    assert identity._tty_name(tty_nr) == name
+
+
+def test_a_terminal_sessions_id_names_the_terminal_and_the_user() -> None:
+    proc = SessionProcess(1234, "b:1", "bash", "h", terminal="tmux-3")
+    holder = session_holder_id(proc, user="alice")
+    assert holder.startswith("tmux-3-alice-") and HOLDER_RE.match(holder)
+    other = session_holder_id(proc._replace(pid=1235), user="alice")
+    assert other != holder and other.startswith("tmux-3-alice-")
+
+
+def test_terminal_servers_are_never_the_session() -> None:
+    for name in ("tmux: server", "screen", "sshd", "gnome-terminal-", "kitty", "systemd"):
+        assert identity.is_terminal_server(name)
+    for name in ("claude", "codex", "node", "python3", "bash"):
+        assert not identity.is_terminal_server(name)
+
+
+def _tmux_panes(tmp_path: Path, repo: Path, script: str, panes: int) -> list[str]:
+    """Run ``script`` in ``panes`` panes of a fresh tmux server; each pane's output."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    socket = str(tmp_path / "tmux.sock")
+    env = child_env()
+    env.pop("AGENT_ID", None)
+    env.pop("TMUX", None)
+    env.pop("TMUX_PANE", None)
+    outs = [tmp_path / f"pane{i}.out" for i in range(panes)]
+    done = [tmp_path / f"pane{i}.done" for i in range(panes)]
+    base = ["tmux", "-S", socket, "-f", "/dev/null"]
+    try:
+        for i in range(panes):
+            body = f"cd {repo} && {{ {script}; }} > {outs[i]} 2>&1; touch {done[i]}; sleep 30"
+            cmd = ["new-session", "-d", "-s", "t"] if i == 0 else ["split-window", "-t", "t"]
+            subprocess.run([*base, *cmd, "sh", "-c", body], env=env, check=True)
+            assert wait_until(done[i].exists, timeout=20), f"pane {i} never finished"
+        return [o.read_text() for o in outs]
+    finally:
+        subprocess.run([*base, "kill-server"], env=env, capture_output=True)
+
+
+def test_two_tmux_panes_are_two_holders(tmp_path: Path, repo: Path) -> None:
+    """Without AGENT_ID, each pane is its own holder, named after its pane: the second
+    pane's overlapping claim is refused."""
+    script = "git alock whoami; git alock acquire 'pane/**'"
+    first, second = _tmux_panes(tmp_path, repo, script, 2)
+    assert "holder: tmux-" in first and "ACQUIRED pane/**" in first, first
+    assert "holder: tmux-" in second and "REFUSED" in second, second
+    holder = first.split("holder: ", 1)[1].split(" ", 1)[0]
+    assert f"by {holder}" in second, second
+
+
+def test_a_claim_through_a_short_lived_wrapper_warns(repo: Path) -> None:
+    """A launcher that waits on one command is taken for the session only with a warning
+    (its exit would end the claim)."""
+    env = child_env()
+    env.pop("AGENT_ID", None)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    wrapper = (
+        "import subprocess, sys; sys.exit(subprocess.call(['git', 'alock', 'acquire', 'w/x']))"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", wrapper], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert got.returncode == 0 and got.stdout.startswith("ACQUIRED w/x"), got
+    assert "warning: the session process started just before this command" in got.stderr
+    explicit = subprocess.run(
+        [sys.executable, "-c", wrapper.replace("w/x", "w/y")],
+        cwd=repo,
+        env={**env, "AGENT_ID": "named"},
+        capture_output=True,
+        text=True,
+    )
+    assert explicit.returncode == 0 and "warning" not in explicit.stderr, explicit

@@ -472,3 +472,19 @@ def test_printable() -> None:
     assert printable("a\nb\tc\rd\x00\x1b\x7f\x85") == "a\\nb\\tc\\rd\\x00\\x1b\\x7f\\x85"
     assert printable("a\u2028b\u202ec") == "a\\u2028b\\u202ec"
     assert printable(b"bad\xffname".decode("utf-8", "surrogateescape")) == "bad\\xffname"
+
+
+def test_status_shows_edits_inside_your_claim_made_in_another_worktree(
+    repo: Path, worktree: Path
+) -> None:
+    """Another worktree editing inside your claim is the conflict you most need to see;
+    your own edits where you work are not listed."""
+    assert alock(repo, "acquire", "src/**", AGENT_ID="agent-a").code == 0
+    (repo / "src" / "app.py").write_text("a's own edit\n")
+    (worktree / "src" / "lib.py").write_text("someone else, in a's claim\n")
+    text = alock(repo, "status", AGENT_ID="agent-a").out
+    assert "src/lib.py  inside your claim, edited in this other worktree" in text, text
+    assert "src/app.py" not in text.split("uncommitted edits", 1)[1], text
+    doc = alock(repo, "status", "--json", AGENT_ID="agent-a").json()
+    current = [t["current"] for t in doc["worktrees"]]
+    assert sorted(current) == [False, True]

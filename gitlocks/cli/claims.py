@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -12,6 +13,7 @@ from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
+from gitlocks.render.identity import SHORT_LIVED, short_lived
 from gitlocks.service import lifecycle, locks
 
 app = verbs()
@@ -36,6 +38,8 @@ def acquire(
     life = lifetime(ctx, ttl)
     result = locks.acquire(ctx, claim, reason=user_text(reason, "reason", 1000), ttl=life)
     warn_problems(ctx)
+    if result.status == "acquired" and short_lived(ctx.identity):
+        sys.stderr.write(SHORT_LIVED + "\n")
     reply(result.to_dict(), render.acquire(result, ctx.now()), as_json)
     finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
 

@@ -31,7 +31,7 @@ def status(report: Status, now: datetime) -> str:
     lines += [f"  {lock_line(r, report.states[r.id], now)}" for r in report.yours] or ["  none"]
     lines += ["", "others':"]
     lines += [f"  {lock_line(r, report.states[r.id], now)}" for r in report.others] or ["  none"]
-    lines += ["", "uncommitted edits outside your claims:"]
+    lines += ["", "uncommitted edits outside your claims (or in them, in other worktrees):"]
     flagged = 0
     for tree in report.worktrees:
         branch = f" ({tree.branch})" if tree.branch else ""
@@ -39,7 +39,9 @@ def status(report: Status, now: datetime) -> str:
         if tree.error:
             lines += [header, f"    cannot read its status: {tree.error}"]
             continue
-        shown = [e for e in tree.edits if e.status != "yours"]
+        # Your own edits where you work are expected; in another worktree, someone else
+        # is editing inside your claim: the conflict you most need to see.
+        shown = [e for e in tree.edits if e.status != "yours" or not tree.current]
         if not shown:
             continue
         lines.append(header)
@@ -47,6 +49,8 @@ def status(report: Status, now: datetime) -> str:
             flagged += 1
             if edit.status == "unclaimed":
                 where = "in no claim"
+            elif edit.status == "yours":
+                where = "inside your claim, edited in this other worktree"
             else:
                 holders = ", ".join(sorted({r.holder for r in edit.locks}))
                 kind = "interrupted work of" if edit.status == "interrupted" else "claim of"

@@ -180,11 +180,13 @@ class WorktreeEdits:
     branch: str | None
     edits: list[Edit] = field(default_factory=list)
     error: str | None = None  # why its status could not be read
+    current: bool = False  # the worktree the command runs in
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "branch": self.branch,
+            "current": self.current,
             "edits": [e.to_dict() for e in self.edits],
             "error": self.error,
         }

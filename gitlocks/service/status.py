@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
@@ -23,7 +25,7 @@ def status(ctx: Context) -> Status:
     claims = {r.id for r in live if states_by_id[r.id] != "dead"}
     trees = []
     for path, branch in worktrees(ctx.store.root):
-        tree = WorktreeEdits(path, branch)
+        tree = WorktreeEdits(path, branch, current=_same_dir(path, ctx.store.root))
         try:
             edits = changes(path)
         except OSError as exc:
@@ -71,3 +73,10 @@ def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockReco
             if any(entry_covers(e, path, ignore_case=fold) for e in entries)
         ]
     return [table.records[i] for i in sorted(ids)]
+
+
+def _same_dir(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
