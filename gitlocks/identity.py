@@ -279,7 +279,7 @@ def _terminal(server: str, tty_nr: int, env: Mapping[str, str]) -> str:
     """A name for the terminal a session sits in, under terminal server ``server``."""
     tty = _tty_name(tty_nr)
     pane = env.get("TMUX_PANE", "").lstrip("%")
-    if server.startswith("tmux") and pane.isdigit():
+    if server.startswith("tmux") and pane.isascii() and pane.isdigit() and len(pane) < 10:
         return f"tmux-{pane}"
     kind = {"screen": "screen", "SCREEN": "screen", "sshd": "ssh", "dropbear": "ssh"}
     prefix = kind.get(server.split(" ", 1)[0].rstrip(":"), "tty")
@@ -406,7 +406,7 @@ def _declared_session(env: Mapping[str, str]) -> SessionProcess | None:
     raw = env.get("AGENT_SESSION_PID", "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or not 0 < int(raw) < 1 << 32:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or not 0 < int(raw) < 1 << 32:
         raise UsageError(f"invalid AGENT_SESSION_PID {raw!r}: a process id is a positive number")
     pid = int(raw)
     info = _proc_info(pid)

@@ -355,23 +355,45 @@ def test_remote_journal_symref_never_moves_a_branch(bare: Path, clones: tuple[Pa
 
 
 @pytest.mark.slow
-def test_remote_journal_moved_onto_a_branch_commit_is_replaced_never_the_branch(
+def test_remote_journal_moved_onto_a_branch_commit_is_never_written_over(
     bare: Path, clones: tuple[Path, Path]
 ) -> None:
-    """A plain journal ref set by hand to a branch's commit: the next write starts a fresh
-    chain there (as locally), and the branch stays where it was."""
+    """A remote journal ref holding a branch's commit may be a symref the remote does not
+    name (protocol v0): writes stop, reads go on, and the branch stays where it was."""
     a, b = clones
     main = rev(bare, MAIN)
     assert main is not None
     git(bare, "update-ref", JOURNAL, main)
-    got = cli(b, "acquire", "src/**", **B)
-    no_crash(got, "acquire")
-    assert got.code == 0, got
+    for clone, who, args in [(b, B, ("acquire", "src/**")), (a, A, ("release", "docs/**"))]:
+        got = cli(clone, *args, **who)
+        no_crash(got, " ".join(args))
+        assert got.code == 2 and "not a gitlocks journal commit" in got.err, got
+        assert rev(bare, MAIN) == main and rev(bare, JOURNAL) == main
+    assert cli(b, "list", **B).code == 0
+    git(bare, "update-ref", "-d", JOURNAL)  # as the message says: the next write starts afresh
+    assert cli(b, "acquire", "src/**", **B).code == 0
     assert rev(bare, MAIN) == main
-    journal = rev(bare, JOURNAL)
-    assert journal is not None and journal != main
-    assert "Journal-Seq" in git(bare, "log", "-1", "--format=%B", JOURNAL)
-    assert cli(a, "acquire", "src/x.py", **A).code == 1  # and the table it carries decides
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", [MAIN, "refs/tags/v1"])
+def test_a_remote_without_a_table_never_deletes_a_symrefs_target(
+    tmp_path: Path, target: str
+) -> None:
+    """No journal on the remote yet: the lock refs are the table, read as the remote shows
+    them, so a symref among them reads as its target; the first write must not delete it."""
+    bare = make_bare(tmp_path / "fresh.git")
+    main = rev(bare, MAIN)
+    assert main is not None
+    if target != MAIN:
+        git(bare, "update-ref", target, main)
+    git(bare, "symbolic-ref", LOCKS + "evil", target)
+    clone = make_clone(bare.as_uri(), tmp_path / "c")
+    for args in [("acquire", "src/a.py"), ("release", "src/a.py"), ("break", "evil")]:
+        got = cli(clone, *args, **A)
+        no_crash(got, " ".join(args))
+        assert rev(bare, target) == main, f"{' '.join(args)} moved {target}: {got}"
+    assert symref_target(bare, LOCKS + "evil") == target
 
 
 # --- 2. times that are not in the canonical spelling ----------------------------------------

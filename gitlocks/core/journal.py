@@ -95,7 +95,9 @@ class KeepPolicy(NamedTuple):
         if text is None or not text.strip():
             return cls()
         text = text.strip()
-        if text.isdigit():
+        if text.isascii() and text.isdigit():
+            if len(text) > 9:
+                raise UsageError(f"alock.journalKeep {text[:20]!r}... is too large a count")
             if int(text) < 1:
                 raise UsageError("alock.journalKeep must keep at least 1 event")
             return cls(events=int(text))

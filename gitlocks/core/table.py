@@ -394,6 +394,12 @@ class Table:
         found.discard(holder)
         return found
 
+    def unblocking(self, holder: str, parent: str | None) -> set[str]:
+        """Holders whose locks never block ``holder``: itself and its ancestors. A
+        sub-agent's lock does block its parent, so ``check`` and the hooks answer as
+        ``acquire`` decides."""
+        return {holder, *self.ancestors(holder, parent)}
+
     def family(self, holder: str, parent: str | None) -> set[str]:
         """Holders whose locks are YOURS to ``holder``: itself, ancestors, descendants."""
         return {holder, *self.ancestors(holder, parent)} | self.descendants(holder)

@@ -54,8 +54,12 @@ def run_git(git_dir: str, args: list[str], *, remote: str, what: str, timeout: f
         timeout=timeout,
         timed_out=(
             f"{what} {remote!r} timed out after {timeout:g}s (alock.remoteTimeout); nothing "
-            "changed locally. If it was a push the remote may still have applied it: "
-            "git alock sync shows the remote's state"
+            "changed locally"
+            + (
+                ". The remote may still have applied the push: git alock sync shows its state"
+                if what.startswith("push")
+                else ""
+            )
         ),
         error=RemoteError,
     )

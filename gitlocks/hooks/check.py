@@ -246,6 +246,7 @@ class _Theirs:
         self.table = table
         self.now = format_time(now)
         self.cutoff = table.cutoff(self.now)
+        # Committing: a sub-agent's work is its parent's to commit (docs/design.md, 3.2).
         self.ours = table.family(identity.holder, identity.parent)
         self.life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
 

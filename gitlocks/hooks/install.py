@@ -122,6 +122,10 @@ def hooks_dir(cwd: str | None = None) -> Path:
     return Path(cwd or os.getcwd(), out).resolve()
 
 
+# In a hooks directory install-hooks had to make: remove the directory with the last hook.
+CREATED_MARKER = ".gitlocks-made-this-directory"
+
+
 def is_ours(path: Path) -> bool:
     """Whether ``path`` is a hook we wrote (it carries our marker line)."""
     if path.is_symlink() or not path.is_file():
@@ -135,8 +139,14 @@ def is_ours(path: Path) -> bool:
 
 
 def install(directory: Path, hooks: Sequence[str], python: str) -> list[HookChange]:
-    """Install our shim for each hook; a foreign hook is moved aside and chained."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Install our shim for each hook; a foreign hook is moved aside and chained.
+
+    A hooks directory that does not exist yet is made, with a marker file saying so, so
+    that ``uninstall`` removes it again once nothing else is in it.
+    """
+    if not directory.is_dir():
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / CREATED_MARKER).write_text("made by git alock install-hooks\n")
     return [_install_one(directory, hook, shim_text(hook, python)) for hook in hooks]
 
 
@@ -206,8 +216,15 @@ def uninstall(directory: Path, hooks: Sequence[str] = HOOK_NAMES) -> list[HookCh
             if os.path.lexists(kept) and not os.path.lexists(path):
                 _move_hook(kept, path)
                 restored = path
-        status = "uninstalled" if ours else "not_installed"
-        changes.append(HookChange(hook, path, status, restored))
+        if ours or restored is not None:
+            changes.append(HookChange(hook, path, "uninstalled", restored))
     with contextlib.suppress(OSError):  # only when empty: nothing else of ours is there
         (directory / CHAINED_DIR).rmdir()
+    marker = directory / CREATED_MARKER
+    if marker.is_file() and {p.name for p in directory.iterdir()} == {CREATED_MARKER}:
+        with contextlib.suppress(OSError):  # made by install-hooks, and empty again
+            marker.unlink()
+            directory.rmdir()
+    if not changes:  # nothing of ours anywhere: say so once, for the hook installed first
+        changes.append(HookChange(hooks[0], directory / hooks[0], "not_installed", None))
     return changes

@@ -380,12 +380,20 @@ def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list
 # --- reading ------------------------------------------------------------------------------
 
 
-def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
-    """FREE, YOURS or HELD for each path: is it inside someone else's live claim?"""
+def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) -> list[CheckItem]:
+    """FREE, YOURS or HELD for each path: is it inside someone else's live claim?
+
+    Before an edit, the answer is ``acquire``'s: a sub-agent's lock is HELD for its
+    parent. ``committing`` (the staged paths, the hooks' question): a sub-agent's work is
+    its parent's to commit, so its locks are YOURS (docs/design.md, section 3.2).
+    """
     ident = ctx.identity
     table = ctx.store.read_table()
     now = format_time(ctx.now())
-    friends = table.family(ident.holder, ident.parent)
+    if committing:
+        friends = table.family(ident.holder, ident.parent)
+    else:
+        friends = table.unblocking(ident.holder, ident.parent)
     life = ctx.liveness()
     items = []
     for entry in entries:
@@ -410,7 +418,7 @@ def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
     """
     entries = {path: path_entry(path) for path in paths}
     normal = {path: entry for path, entry in entries.items() if entry is not None}
-    checked = check(ctx, list(normal.values()))
+    checked = check(ctx, list(normal.values()), committing=True)
     by_path = {path: item._replace(path=path) for path, item in zip(normal, checked, strict=True)}
     odd = [path for path, entry in entries.items() if entry is None]
     if odd:

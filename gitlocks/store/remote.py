@@ -352,17 +352,26 @@ class RemoteStore(Store):
             for i in sorted(table.leases.keys() | new.keys())
             if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
         ]
-        self._check_journal(table.version)
+        if not self._check_journal(table.version):
+            return False
+        if self.journal_store.table(table.version) is None or self.lease_override is not None:
+            # The leases are lock refs as the remote showed them, not blobs gitlocks wrote:
+            # learn which are symbolic first (docs/design.md, section 5.5).
+            self.check_symrefs()
         commit = str(self.journal_store.write(table.version, change.events, new))
         leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
         for lock_id in differ:
             have, want = table.leases.get(lock_id), new.get(lock_id)
             ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs:
+            if ref in self.remote_symrefs or (have is not None and not self._is_blob(have)):
+                # A symref, or a ref that reads as no blob (a symref the remote would not
+                # name, to a branch or tag): never pushed to, leased or deleted.
                 if lock_id in touched:
                     raise self._symref_error(ref)
                 continue  # reported, never followed, never repaired
+            if have is None and want is not None and lock_id not in touched:
+                continue  # missing on the remote: only a write of that lock puts it back
             leases.append(f"--force-with-lease={ref}:{have or ''}")
             specs.append(f"{want}:{ref}" if want else f":{ref}")
         run = self._git(
@@ -404,25 +413,44 @@ class RemoteStore(Store):
         )
 
     def _symref_error(self, ref: str) -> RemoteError:
+        target = self.remote_symrefs.get(ref)
+        what = f"a symbolic ref to {target}" if target else "not a lock record (no blob)"
         return RemoteError(
-            f"{ref} on the lock remote {self.remote!r} is a symbolic ref to "
-            f"{self.remote_symrefs[ref]}: gitlocks never writes through one. Remove it on the "
-            "remote itself (it was not made by gitlocks)"
+            f"{ref} on the lock remote {self.remote!r} is {what}: gitlocks never writes "
+            "through or over one. Remove it on the remote itself (it was not made by gitlocks)"
         )
 
-    def _check_journal(self, version: str | None) -> None:
-        """Before a push leases the journal ref on ``version``: make sure it is no symref.
+    def _is_blob(self, oid: str) -> bool:
+        """Whether ``oid`` is a blob this repository holds (what a lock ref points at)."""
+        try:
+            return isinstance(self.repo.get(oid), pygit2.Blob)
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def _check_journal(self, version: str | None) -> bool:
+        """Before a push leases the journal ref on ``version``: it must hold a journal.
 
         A symbolic journal ref on the remote fetches as its target's value, and a branch's
-        commit is no journal commit: only then is ``ls-remote --symref`` asked (it lists
-        every ref of the remote), and it raises for a symref. A plain journal ref moved onto
-        another commit is replaced by a fresh chain, as locally. Lock refs need no question
-        before a push: each is leased on a blob gitlocks wrote (or on absence), which a
-        symref does not read as, so the push is refused and the repair path asks
-        (docs/design.md, section 5.5).
+        commit is no journal commit. Whether the ref is a symref cannot always be asked
+        (``ls-remote --symref`` names none but HEAD over protocol v0), so a remote journal
+        ref holding anything but a journal commit is never written over: it must be put
+        right on the remote itself (docs/design.md, section 5.5). False when the remote's
+        journal is no longer ``version`` (put right since we looked): fetch and decide again.
         """
-        if version is not None and self.journal_store.commit_of(version) is None:
-            self.check_symrefs([JOURNAL_REF])
+        if version is None or self.journal_store.commit_of(version) is not None:
+            return True
+        self.check_symrefs([JOURNAL_REF])  # raises, naming it, for a symref it can see
+        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
+        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else version
+        if now != version:
+            return False  # put right on the remote since we looked: fetch and decide again
+        raise RemoteError(
+            f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} holds "
+            f"{version[:12]}, which is not a gitlocks journal commit (moved by hand, or a "
+            "symbolic ref to a branch); nothing was changed. Put it right on the remote "
+            f"itself (git push {self.remote} :{JOURNAL_REF} deletes it; the next write "
+            "then starts a fresh journal)"
+        )
 
     def check_symrefs(self, names: list[str] | None = None) -> None:
         """Learn which of ``names`` (default: every ref in the remote's lock namespaces) are
@@ -433,7 +461,10 @@ class RemoteStore(Store):
         """
         asked = names if names is not None and len(names) <= 256 else None
         patterns = asked if asked is not None else [f"{LOCK_PREFIX}*", f"{META_PREFIX}*"]
-        run = self._git(["ls-remote", "--symref", self.remote, *patterns], what="ls-remote of")
+        run = self._git(
+            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
+            what="ls-remote of",
+        )
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
         found = {}
@@ -510,7 +541,8 @@ class RemoteStore(Store):
         push never writes through one.
         """
         run = self._git(
-            ["ls-remote", "--symref", self.remote, f"{LOCK_PREFIX}*"], what="ls-remote of"
+            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, f"{LOCK_PREFIX}*"],
+            what="ls-remote of",
         )
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
