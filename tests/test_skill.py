@@ -144,6 +144,7 @@ def test_agents_md_keeps_the_rest_of_the_file(repo: Path) -> None:
 
 def test_install_into_a_directory_and_from_a_subdirectory(repo: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
     assert alock(repo, "skill", "install", "--into", str(elsewhere)).code == 0
     assert (elsewhere / ".claude/skills/gitlocks/SKILL.md").is_file()
     assert alock(repo / "src", "skill", "install").code == 0
@@ -156,3 +157,10 @@ def test_show_and_bad_input(repo: Path) -> None:
     assert cursor.startswith("---\ndescription: ") and "alwaysApply: true" in cursor
     assert alock(repo, "skill", "show", "--for", "vim").code == 2
     assert alock(repo, "skill", "remove").code == 2
+
+
+def test_skill_install_into_a_missing_directory_is_refused(repo: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    got = alock(repo, "skill", "install", "--into", str(missing))
+    assert got.code == 2 and "no such directory" in got.err, got
+    assert not (tmp_path / "no").exists()

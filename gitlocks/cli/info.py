@@ -68,6 +68,8 @@ def skill(
     if action != "install":
         raise UsageError(f"unknown skill action {action!r}: use install or show")
     base = Path(into) if into else _repo_root()
+    if into and not base.is_dir():
+        raise UsageError(f"--into {into!r}: no such directory (create it first)")
     done = skills.install(tool, base, force=force)
     if as_json:
         dump_json(done.to_dict())
