@@ -6,6 +6,7 @@ for the repository's root.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -68,7 +69,7 @@ def skill(
     if action != "install":
         raise UsageError(f"unknown skill action {action!r}: use install or show")
     base = Path(into) if into else _repo_root()
-    if into and not base.is_dir():
+    if into and not os.path.isdir(base):  # never raises (a name too long, say)
         raise UsageError(f"--into {into!r}: no such directory (create it first)")
     done = skills.install(tool, base, force=force)
     if as_json:

@@ -144,7 +144,7 @@ def install(directory: Path, hooks: Sequence[str], python: str) -> list[HookChan
     A hooks directory that does not exist yet is made, with a marker file saying so, so
     that ``uninstall`` removes it again once nothing else is in it.
     """
-    if not directory.is_dir():
+    if not os.path.isdir(directory):
         directory.mkdir(parents=True, exist_ok=True)
         (directory / CREATED_MARKER).write_text("made by git alock install-hooks\n")
     return [_install_one(directory, hook, shim_text(hook, python)) for hook in hooks]

@@ -179,8 +179,11 @@ class Store:
     def is_file(self, path: str) -> bool:
         """Whether a root-relative path names a file in the working tree or the index."""
         full = self.root / path
-        if full.is_file() or (full.is_symlink() and not full.is_dir()):
-            return True
+        try:
+            if full.is_file() or (full.is_symlink() and not full.is_dir()):
+                return True
+        except OSError:  # a name too long for the file system, a permission: not a file here
+            pass
         try:
             return path in self.repo.index
         except pygit2.GitError:
