@@ -488,3 +488,14 @@ def test_status_shows_edits_inside_your_claim_made_in_another_worktree(
     doc = alock(repo, "status", "--json", AGENT_ID="agent-a").json()
     current = [t["current"] for t in doc["worktrees"]]
     assert sorted(current) == [False, True]
+
+
+def test_status_says_where_to_find_each_other_holder(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    env = {"AGENT_ID": "agent-a", "AGENT_SESSION_PID": str(sleeper.pid)}
+    assert alock(repo, "acquire", "src/**", **env).code == 0
+    text = alock(repo, "status", AGENT_ID="agent-b").out
+    where = text.split("src/** by agent-a", 1)[1].splitlines()[1]
+    assert where.startswith(f"    on {os.uname().nodename}, session "), text
+    assert f"pid {sleeper.pid}" in where and f"worktree {repo}" in where, text

@@ -25,12 +25,27 @@ def lock_line(record: LockRecord, state: str, now: datetime) -> str:
     )
 
 
+def where_held(record: LockRecord) -> str:
+    """Where to find a holder: its host, session process, worktree and branch."""
+    parts = [f"on {record.host or 'an unknown host'}"]
+    if record.pid:
+        parts.append(f"session {record.session or 'process'} pid {record.pid}")
+    if record.worktree:
+        branch = f" ({record.branch})" if record.branch else ""
+        parts.append(f"worktree {record.worktree}{branch}")
+    return ", ".join(parts)
+
+
 def status(report: Status, now: datetime) -> str:
     parent = f" (sub-agent of {report.parent})" if report.parent else ""
     lines = [f"you are {report.holder}{parent}", "", "yours:"]
     lines += [f"  {lock_line(r, report.states[r.id], now)}" for r in report.yours] or ["  none"]
     lines += ["", "others':"]
-    lines += [f"  {lock_line(r, report.states[r.id], now)}" for r in report.others] or ["  none"]
+    for record in report.others:
+        lines += [f"  {lock_line(record, report.states[record.id], now)}"]
+        lines += [f"    {where_held(record)}"]
+    if not report.others:
+        lines.append("  none")
     lines += ["", "uncommitted edits outside your claims (or in them, in other worktrees):"]
     flagged = 0
     for tree in report.worktrees:
