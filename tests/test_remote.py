@@ -77,6 +77,9 @@ def test_local_view_follows_the_remote_and_says_how_old_it_is(
     assert alock(b, "check", "src/x.py", **B).code == 0
     fresh = alock(b, "list", "--json", "--fresh")
     assert [r["holder"] for r in fresh.json()] == ["agent-a"]
+    assert "lock view of remote" not in fresh.err  # just fetched: no note about its age
+    assert "lock view of remote" not in alock(b, "check", "src/x.py", "--fresh", **B).err
+    assert "lock view of remote 'origin' as of" in alock(b, "status", **B).err
     assert alock(b, "check", "src/x.py", **B).code == 1  # offline now, from the mirror
     assert "refs/agent-locks/" in refs_of(b)
     synced = alock(b, "sync")

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gitlocks.cli.common import AsOption, JsonOption, finish, out, reply, verbs
-from gitlocks.cli.context import context, warn_problems
+from gitlocks.cli.context import context, say_staleness, warn_problems
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
@@ -33,6 +33,7 @@ def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
     Example: git alock status
     """
     ctx = context(as_id)
+    say_staleness(ctx.store)
     report = status_of(ctx)
     warn_problems(ctx)
     reply(report.to_dict(), render_status.status(report, ctx.now()), as_json)

@@ -30,7 +30,8 @@ app = verbs()
 
 def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
     ctx = context(as_id, fresh=fresh)
-    say_staleness(ctx.store)
+    if not fresh:  # just fetched: nothing to say about its age
+        say_staleness(ctx.store)
     table, live = live_table(ctx)
     if table.problems:
         sys.stderr.write(render.problems(table.problems) + "\n")
@@ -74,7 +75,8 @@ def check(
     if staged and paths:
         raise UsageError("give paths or --staged, not both")
     ctx = context(as_id, fresh=fresh)
-    say_staleness(ctx.store)
+    if not fresh:  # just fetched: nothing to say about its age
+        say_staleness(ctx.store)
     if staged:
         items = locks.check_paths(ctx, staged_paths())
     else:
