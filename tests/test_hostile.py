@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +23,21 @@ def _blob(repo: Path, data: bytes) -> str:
     return proc.stdout.decode().strip()
 
 
+def _record(**fields: object) -> bytes:
+    """A valid record but for ``fields``: times at the ends of the calendar, say."""
+    record: dict[str, object] = {
+        "format": 1,
+        "id": "evil",
+        "holder": "h",
+        "paths": ["x/**"],
+        "created_at": "2026-01-01T00:00:00Z",
+        "renewed_at": "2026-01-01T00:00:00Z",
+        "expires_at": "2099-01-01T00:00:00Z",
+        **fields,
+    }
+    return json.dumps(record).encode()
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -29,8 +45,19 @@ def _blob(repo: Path, data: bytes) -> str:
         b"[" * 100_000 + b"]" * 100_000,
         b'{"format": 1, "id": "evil", "reason": "' + b"x" * 400_000 + b'"}',
         b'{"format": 1, "id": "evil", "holder": "h", "paths": ["a"], "notes": [{"at": "junk"}]}',
+        _record(expires_at="9999-12-31T23:59:59.5Z"),
+        _record(expires_at="0001-01-01T00:00:00Z", created_at="0001-01-01T00:00:00Z"),
+        _record(notes=[{"at": "9999-12-31T23:59:59Z", "text": "n"}]),
     ],
-    ids=["huge-number", "deep-nesting", "huge-blob", "bad-note-time"],
+    ids=[
+        "huge-number",
+        "deep-nesting",
+        "huge-blob",
+        "bad-note-time",
+        "year-9999",
+        "year-1",
+        "note-9999",
+    ],
 )
 def test_a_hostile_record_is_reported_and_breakable(repo: Path, data: bytes) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
@@ -240,3 +267,10 @@ def test_a_control_character_in_the_current_directory_is_named_as_such(repo: Pat
     got = alock(odd, "acquire", "x", **A)
     assert got.code == 2 and "the current directory's name holds a control character" in got.err
     assert alock(odd, "acquire", ":/top/**", **A).code == 0  # anchored: the name is not needed
+
+
+@pytest.mark.parametrize("since", ["0001-01-01", "9999-12-31T23:59:59", "1969-12-31T23:00:00Z"])
+def test_log_since_the_ends_of_the_calendar(repo: Path, since: str) -> None:
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    got = alock(repo, "log", "--since", since)
+    assert got.code == 0 and "Traceback" not in got.err, got

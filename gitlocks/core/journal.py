@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from gitlocks.core.record import format_time, parse_duration
@@ -146,8 +146,16 @@ def since_time(text: str, now: datetime) -> str:
             f"invalid --since {text!r}: use a duration back from now (15m, 2h, 1d) "
             "or a time such as 2025-01-31 or 2025-01-31T12:00:00Z"
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # a time without a zone is local, as in git
+    try:
+        if moment.tzinfo is None:
+            moment = moment.astimezone()  # a time without a zone is local, as in git
+        moment = moment.astimezone(timezone.utc)
+    except (OverflowError, ValueError, OSError):  # at datetime's very ends
+        moment = datetime(1970 if moment.year < 2000 else 9000, 1, 1, tzinfo=timezone.utc)
+    if moment.year < 1970:
+        return format_time(datetime(1970, 1, 1, tzinfo=timezone.utc))  # before every event
+    if moment.year > 9000:
+        return format_time(datetime(9000, 1, 1, tzinfo=timezone.utc))  # after every event
     return format_time(moment)
 
 

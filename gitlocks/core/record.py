@@ -27,6 +27,7 @@ _DURATION_RE = re.compile(
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
+MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
 
 
 # ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
@@ -71,6 +72,10 @@ def parse_time(text: str) -> datetime:
         raise RecordError(f"not an RFC 3339 UTC time: {text!r}") from exc
     if moment.tzinfo is not None:
         raise RecordError(f"not an RFC 3339 UTC time: {text!r}")
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        # Far enough from datetime's limits that no arithmetic on it (an expiry plus
+        # interruptedKeep, a rounded-up fraction) can overflow, and four digits as text.
+        raise RecordError(f"a time outside the years {MIN_YEAR}-{MAX_YEAR}: {text!r}")
     return moment.replace(tzinfo=timezone.utc)
 
 
