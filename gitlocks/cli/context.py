@@ -101,6 +101,8 @@ def user_text(value: str, what: str, limit: int) -> str:
 
 def warn_problems(ctx: Context) -> None:
     """Report refs under the lock namespace that hold no usable record, on stderr."""
+    for warning in ctx.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     found = ctx.store.problems()
     if found:
         sys.stderr.write(problems(found) + "\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -32,13 +31,12 @@ def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
     ctx = context(as_id, fresh=fresh)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
-    table, live = live_table(ctx)
-    if table.problems:
-        sys.stderr.write(render.problems(table.problems) + "\n")
+    _, live = live_table(ctx)
     if as_json:
         dump_json([r.to_dict() for r in live])
     else:
         out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live)))
+    warn_problems(ctx)
 
 
 @app.command("list")

@@ -15,6 +15,7 @@ from typing import Any
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.core.table import Table
+from gitlocks.errors import UsageError
 from gitlocks.identity import Identity, host_identity, process_alive
 from gitlocks.layout import DEFAULT_INTERRUPTED_KEEP_SECONDS, DEFAULT_STALE_SECONDS
 from gitlocks.store.local import Change, Store
@@ -38,9 +39,19 @@ class Context:
     def now(self) -> datetime:
         return self.clock()
 
+    # What the command should tell the user but could decide without (a bad setting that
+    # only shapes what is shown): the command line prints these on stderr.
+    warnings: list[str] = field(default_factory=list)
+
     def stale_seconds(self) -> int:
+        """``alock.staleAfter``: it only marks quiet holders STALE, so a bad value falls
+        back to the default with a warning instead of stopping the command."""
         if self.stale_after is None:
-            self.stale_after = stale_after_seconds(self.store.config_get)
+            try:
+                self.stale_after = stale_after_seconds(self.store.config_get)
+            except UsageError as exc:
+                self.warnings.append(f"{exc}; using the default, 10m")
+                self.stale_after = DEFAULT_STALE_SECONDS
         return self.stale_after
 
     def session_host_id(self) -> str:
