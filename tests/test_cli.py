@@ -365,3 +365,14 @@ def test_renew_keeps_the_lifetime_a_lock_was_claimed_with(repo: Path) -> None:
 def test_bad_reason_text(repo: Path, args: list[str], needle: str) -> None:
     got = alock(repo, *args, **A)
     assert got.code == 2 and needle in got.err and "Traceback" not in got.err
+
+
+def test_help_verb_and_usage_lines_as_the_manual_writes_them(repo: Path) -> None:
+    listing = alock(repo, "help")
+    assert listing.code == 0 and listing.out.startswith("usage: git alock VERB")
+    one = alock(repo, "help", "acquire")
+    assert one.code == 0 and "Usage: git alock acquire [OPTIONS] PATTERN..." in one.out
+    assert "{" not in one.out.split("Usage:", 1)[1].splitlines()[0]
+    missing = alock(repo, "acquire")
+    assert missing.code == 2 and "Missing argument 'PATTERN...'" in missing.err
+    assert alock(repo, "help", "nope").code == 2

@@ -77,6 +77,13 @@ def run(args: list[str]) -> int:
         sys.stderr.write("error: name a verb, e.g. git alock acquire PATTERN\n")
         return EXIT_ERROR
     verb = args[0]
+    if verb == "help":  # as in git: ``help`` alone lists the verbs, ``help VERB`` is VERB -h
+        if len(args) == 1:
+            sys.stdout.write(usage())
+            return EXIT_OK
+        if args[1] in VERBS:
+            return _run_verb(args[1], ["-h"])
+        verb = args[1]
     if verb not in VERBS:
         if verb.startswith("-"):
             raise UsageError(f"No such option: {verb}\n{HINT.removesuffix(chr(10))}")
@@ -113,5 +120,10 @@ def _command(app: Any, verb: str, typer: Any) -> Any:
                 context_settings={"help_option_names": list(HELP_OPTIONS)},
             )
             single.registered_commands.append(info)
-            return typer.main.get_command(single)
+            command = typer.main.get_command(single)
+            for param in command.params:
+                if param.param_type_name == "argument" and param.metavar:
+                    # As the manual writes it (PATTERN...): typer would brace a required one.
+                    param.make_metavar = lambda *_, _shown=param.metavar, **__: _shown
+            return command
     raise LookupError(f"verb {verb!r} is in the verb table but not in its module")
