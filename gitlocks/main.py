@@ -8,6 +8,7 @@ anything else is a bug, reported as one and never as exit 1 ("refused").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -34,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         if "--json" in args:  # an agent that asked for JSON gets a document it can parse
             doc = {"status": "error", "error": str(exc), "exit_code": exc.exit_code}
-            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            with contextlib.suppress(OSError):  # stdout itself may be what failed
+                sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
         return exc.exit_code
     except BrokenPipeError:
         return EXIT_ERROR

@@ -274,3 +274,28 @@ def test_log_since_the_ends_of_the_calendar(repo: Path, since: str) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
     got = alock(repo, "log", "--since", since)
     assert got.code == 0 and "Traceback" not in got.err, got
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_stdout_after_a_claim_says_what_was_done(repo: Path) -> None:
+    env = dict(os.environ, **A)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for extra in ([], ["--json"]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                ["git", "alock", "acquire", f"full{len(extra)}/**", *extra],
+                cwd=repo,
+                env=env,
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc
+        assert "cannot write the answer to standard output" in proc.stderr
+        assert f"the command itself ran: ACQUIRED full{len(extra)}/**" in proc.stderr
+    held = [r["paths"] for r in alock(repo, "list", "--json").json()]
+    assert held == [["full0/**"], ["full1/**"]]
+    piped = subprocess.run(
+        "git alock list | head -c 1", shell=True, cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert "Traceback" not in piped.stderr and "error" not in piped.stderr, piped

@@ -6,10 +6,13 @@ Imports only typer: ``version``, ``whoami`` and ``skill`` use it without the sto
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Annotated, Any, NoReturn
 
 import typer
+
+from gitlocks.errors import UsageError
 
 AsOption = Annotated[
     str | None,
@@ -37,18 +40,35 @@ def verbs() -> typer.Typer:
 def out(text: str) -> None:
     """A human reply on stdout (nothing for an empty one)."""
     if text:
-        sys.stdout.write(text + "\n")
+        _write(text + "\n", text)
 
 
-def dump_json(data: Any) -> None:
-    """The one JSON document a ``--json`` verb prints."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def dump_json(data: Any, said: str = "") -> None:
+    """The one JSON document a ``--json`` verb prints (``said``: the same answer as text)."""
+    _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", said)
+
+
+def _write(document: str, said: str) -> None:
+    """Write and flush the answer. A reader that went away (``| head``) is no error; a
+    stdout that cannot take it (a full disk) is, and says what was done all the same."""
+    try:
+        sys.stdout.write(document)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Nobody reads the rest: stop writing, as git does, and keep the verb's exit code.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    except OSError as exc:
+        first = f": {said.splitlines()[0]}" if said else ""
+        raise UsageError(
+            f"cannot write the answer to standard output ({exc.strerror or exc}); "
+            f"the command itself ran{first}"
+        ) from None
 
 
 def reply(data: Any, text: str, as_json: bool) -> None:
     """The verb's answer: ``data`` as JSON with ``--json``, else ``text``."""
     if as_json:
-        dump_json(data)
+        dump_json(data, text)
     else:
         out(text)
 
