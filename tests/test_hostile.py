@@ -299,3 +299,21 @@ def test_a_full_stdout_after_a_claim_says_what_was_done(repo: Path) -> None:
         "git alock list | head -c 1", shell=True, cwd=repo, env=env, capture_output=True, text=True
     )
     assert "Traceback" not in piped.stderr and "error" not in piped.stderr, piped
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("acquire", "x", "--ttl", "1" + "0" * 5000),
+        ("renew", "--ttl", "9" * 4301),
+        ("log", "--since", "1" + "0" * 5000),
+        ("watch", "--interval", "nan"),
+        ("watch", "--interval", "inf"),
+        ("watch", "--interval", "1e10"),
+    ],
+    ids=["ttl-5000-digits", "renew-4301-digits", "since-5000-digits", "nan", "inf", "1e10"],
+)
+def test_numbers_beyond_any_use_are_usage_errors(repo: Path, args: tuple[str, ...]) -> None:
+    got = alock(repo, *args, **A)
+    assert got.code == 2 and got.err.startswith("error: invalid"), got
+    assert "Traceback" not in got.err

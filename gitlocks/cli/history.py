@@ -13,7 +13,7 @@ from gitlocks.cli.common import AsOption, JsonOption, finish, out, reply, verbs
 from gitlocks.cli.context import context, say_staleness, warn_problems
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
-from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
+from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from gitlocks.render import journal as render_journal
 from gitlocks.render import status as render_status
 from gitlocks.service import journal
@@ -70,7 +70,8 @@ def log(
 @app.command()
 def watch(
     interval: Annotated[
-        float, typer.Option("--interval", help="Seconds between polls.", min=0.01)
+        float,
+        typer.Option("--interval", help="Seconds between polls (0.01 to 3600).", min=0.01),
     ] = 0.5,
     count: Annotated[
         int | None, typer.Option("--count", help="Stop after N events.", min=1)
@@ -84,6 +85,8 @@ def watch(
 
     Example: git alock watch --interval 1
     """
+    if not 0.01 <= interval <= 3600:  # also refuses nan and inf, which min= lets through
+        raise UsageError(f"invalid --interval {interval!r}: from 0.01 to 3600 seconds")
     store = Store.discover()
     deadline = None
     if timeout is not None:

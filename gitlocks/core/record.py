@@ -101,6 +101,8 @@ def parse_duration(text: str, *, what: str = "duration") -> int:
             f"invalid {what} {text!r}: use a positive whole number of seconds or a number "
             "with a unit, e.g. 90, 90s, 15m, 2h, 1d"
         )
+    if any(g and len(g.lstrip("0")) > 12 for g in match.groups()):
+        raise UsageError(f"invalid {what} {text[:40]!r}...: at most 366d")  # int() would balk
     days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
     total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
     if total <= 0:
