@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -376,3 +377,14 @@ def test_help_verb_and_usage_lines_as_the_manual_writes_them(repo: Path) -> None
     missing = alock(repo, "acquire")
     assert missing.code == 2 and "Missing argument 'PATTERN...'" in missing.err
     assert alock(repo, "help", "nope").code == 2
+
+
+def test_list_long_says_where_each_holder_runs(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    env = {"AGENT_ID": "agent-a", "AGENT_SESSION_PID": str(sleeper.pid)}
+    assert alock(repo, "acquire", "src/**", "-m", "why", **env).code == 0
+    lines = alock(repo, "list", "--long").out.splitlines()
+    assert lines[0].split() == ["ID", "HOLDER", "PATHS", "EXPIRES", "STATE", "WHERE", "REASON"]
+    assert f"{os.uname().nodename}:python" in lines[1] and f"[{sleeper.pid}]:{repo}" in lines[1]
+    assert alock(repo, "list").out.splitlines()[0].split()[-1] == "REASON"  # unchanged

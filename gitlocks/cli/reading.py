@@ -27,7 +27,13 @@ from gitlocks.service.lifecycle import states
 app = verbs()
 
 
-def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
+LongOption = Annotated[
+    bool,
+    typer.Option("--long", "-l", help="Also show where each holder runs: host, session, worktree."),
+]
+
+
+def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> None:
     ctx = context(as_id, fresh=fresh)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
@@ -35,23 +41,33 @@ def _list(as_id: str | None, as_json: bool, fresh: bool) -> None:
     if as_json:
         dump_json([r.to_dict() for r in live])
     else:
-        out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live)))
+        out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live), long=long))
     warn_problems(ctx)
 
 
 @app.command("list")
-def list_(as_id: AsOption = None, as_json: JsonOption = False, fresh: FreshOption = False) -> None:
+def list_(
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+    fresh: FreshOption = False,
+    long: LongOption = False,
+) -> None:
     """Show the lock table; your locks are marked with *.
 
-    Example: git alock list --json
+    Example: git alock list --long; git alock list --json
     """
-    _list(as_id, as_json, fresh)
+    _list(as_id, as_json, fresh, long)
 
 
 @app.command("ls", hidden=True)
-def ls(as_id: AsOption = None, as_json: JsonOption = False, fresh: FreshOption = False) -> None:
+def ls(
+    as_id: AsOption = None,
+    as_json: JsonOption = False,
+    fresh: FreshOption = False,
+    long: LongOption = False,
+) -> None:
     """Same as list."""
-    _list(as_id, as_json, fresh)
+    _list(as_id, as_json, fresh, long)
 
 
 @app.command()

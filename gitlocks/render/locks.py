@@ -150,11 +150,17 @@ def table(
     me: str,
     now: datetime,
     states: Mapping[str, str] | None = None,
+    *,
+    long: bool = False,
 ) -> str:
+    """The lock table; ``long`` adds where each holder runs (host, session, worktree)."""
     if not records:
         return "no locks"
     states = states or {}
-    rows = [("", "ID", "HOLDER", "PATHS", "EXPIRES", "STATE", "REASON")]
+    where: tuple[str, ...] = ("WHERE",) if long else ()
+    rows: list[tuple[str, ...]] = [
+        ("", "ID", "HOLDER", "PATHS", "EXPIRES", "STATE", *where, "REASON")
+    ]
     for r in records:
         left = (r.expires() - now).total_seconds()
         rows.append(
@@ -165,6 +171,7 @@ def table(
                 printable(" ".join(r.paths)),
                 f"in {format_duration(left)}" if left > 0 else "expired",
                 state_word(r, states.get(r.id, "live"), now),
+                *((printable(held_at(r)),) if long else ()),
                 printable(r.reason),
             )
         )
@@ -175,6 +182,12 @@ def table(
         for row in rows
     ]
     return printable_lines([line.rstrip() for line in lines])
+
+
+def held_at(record: LockRecord) -> str:
+    """``host:session[pid]:worktree``, compact: where to find a lock's holder."""
+    session = f":{record.session or 'pid'}[{record.pid}]" if record.pid else ""
+    return f"{record.host or '?'}{session}:{record.worktree or '?'}"
 
 
 def problems(found: Sequence[Problem]) -> str:
