@@ -464,3 +464,20 @@ def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> Non
     assert is_journal_commit(tip)
     assert not tip.parents  # not chained onto the project's history
     assert [e["event"] for e in journal.events(Store.discover(repo))] == ["granted"]
+
+
+def test_the_journal_names_who_removed_what_and_says_each_thing_once(repo: Path) -> None:
+    kid = {"AGENT_ID": "kid", "AGENT_PARENT_ID": "boss"}
+    assert alock(repo, "acquire", "k/**", **kid).code == 0
+    released = alock(repo, "release", "--all", AGENT_ID="boss")
+    assert released.word.startswith("RELEASED k/** of kid [lock "), released
+    assert alock(repo, "acquire", "a/**", "b/**", AGENT_ID="q").code == 0
+    assert alock(repo, "release", "a/**", AGENT_ID="q").code == 0
+    assert alock(repo, "acquire", "e/**", "--ttl", "1", AGENT_ID="e").code == 0
+    time.sleep(1.2)
+    assert alock(repo, "acquire", "f/**", AGENT_ID="f").code == 0
+    lines = alock(repo, "log").out.splitlines()
+    assert any(" released kid k/** by boss [lock " in ln for ln in lines), lines
+    assert any(" released q a/** (kept b/**) [lock " in ln for ln in lines), lines
+    assert any(" expired e e/** by f [lock " in ln for ln in lines), lines
+    assert not any(ln.count("a/**") > 1 for ln in lines), lines

@@ -64,7 +64,7 @@ def release(
     ctx = context(as_id)
     wanted = None if all_ else entries(ctx, require(patterns, "pattern (or --all)"))
     result = locks.release(ctx, wanted)
-    reply(result.to_dict(), render.release(result), as_json)
+    reply(result.to_dict(), render.release(result, ctx.identity.holder), as_json)
     finish(EXIT_REFUSED if result.held_by_others else EXIT_OK)
 
 

@@ -19,11 +19,21 @@ def format_event(event: Event) -> str:
         parts.append(f"kept {event.get('kept', '?')} events")
         return printable(" ".join(parts))
     parts.append(str(event.get("holder", "?")))
-    parts.append(_words(event.get("paths", [])))
+    paths, released = event.get("paths", []), event.get("released")
+    if isinstance(paths, list) and isinstance(released, list) and released != paths:
+        # Part of a lock: what went, then what the lock kept.
+        parts.append(_words(released))
+        kept = [p for p in paths if p not in released]
+        if kept:
+            parts.append(f"(kept {_words(kept)})")
+    else:
+        parts.append(_words(paths))
     for key in _DETAIL_KEYS:
         value = event.get(key)
         if value in (None, "", []):
             continue
+        if key == "released" and isinstance(value, list):
+            continue  # already on the line, as the paths released
         value = _words(value)
         parts.append(f'{key} "{value}"' if key in ("reason", "text") else f"{key} {value}")
     conflicts = event.get("conflicts", [])

@@ -104,11 +104,13 @@ def acquire(result: AcquireResult, now: datetime) -> str:
     return printable_lines(lines)
 
 
-def release(result: ReleaseResult) -> str:
+def release(result: ReleaseResult, me: str | None = None) -> str:
+    """``me``: the caller; a lock of another holder (a sub-agent's) names its holder."""
     lines = []
     for item in result.released:
         left = f", still holding {' '.join(item.remaining.paths)}" if item.remaining else ""
-        lines.append(f"RELEASED {' '.join(item.patterns)} [lock {item.record.id}]{left}")
+        theirs = f" of {item.record.holder}" if me and item.record.holder != me else ""
+        lines.append(f"RELEASED {' '.join(item.patterns)}{theirs} [lock {item.record.id}]{left}")
     for pattern, record in result.held_by_others:
         lines.append(
             f"HELD {pattern} by {record.holder}: not yours to release "

@@ -107,7 +107,8 @@ def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]
         else:
             extra = {}
         change.delete.append(record.id)
-        change.events.append(event("expired", record, now, **extra))
+        # ``by``: whose write swept it (the journal names who removed what, every time).
+        change.events.append(event("expired", record, now, by=ctx.identity.holder, **extra))
         gone.add(record.id)
     return gone
 

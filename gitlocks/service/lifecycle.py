@@ -89,10 +89,12 @@ def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: b
 # --- writers' helpers -----------------------------------------------------------------------
 
 
-def auto_release(record: LockRecord, now: datetime, change: Change, gone: set[str]) -> None:
-    """Schedule a dead, note-less lock for deletion by the current write."""
+def auto_release(
+    record: LockRecord, now: datetime, change: Change, gone: set[str], *, by: str
+) -> None:
+    """Schedule a dead, note-less lock for deletion by the current write (of ``by``)."""
     change.delete.append(record.id)
-    change.events.append(event("auto_released", record, now, pid=record.pid))
+    change.events.append(event("auto_released", record, now, pid=record.pid, by=by))
     gone.add(record.id)
 
 

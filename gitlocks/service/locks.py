@@ -120,7 +120,7 @@ def _crossed(
             continue
         state = life.state(record)
         if state == "dead":
-            lifecycle.auto_release(record, ctx.now(), change, gone)
+            lifecycle.auto_release(record, ctx.now(), change, gone, by=ctx.identity.holder)
             continue
         found = Conflict(record, pairs, state, life.quiet_seconds(record))
         if state != "interrupted":
