@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from gitlocks import identity
 from gitlocks.core.record import HOLDER_RE, validate_holder
@@ -516,3 +517,37 @@ def test_a_claim_through_a_short_lived_wrapper_warns(repo: Path) -> None:
         text=True,
     )
     assert explicit.returncode == 0 and "warning" not in explicit.stderr, explicit
+
+
+def test_a_closed_tmux_panes_claim_ends_with_it(tmp_path: Path, repo: Path) -> None:
+    """The pane's shell is the session: close the pane and its claim is released by the
+    next overlapping claim from another pane."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    socket = str(tmp_path / "tmux.sock")
+    env = child_env()
+    for key in ("AGENT_ID", "TMUX", "TMUX_PANE"):
+        env.pop(key, None)
+    base = ["tmux", "-S", socket, "-f", "/dev/null"]
+    out_a, out_b = tmp_path / "a.out", tmp_path / "b.out"
+    try:
+        subprocess.run([*base, "new-session", "-d", "-s", "t", "sleep", "60"], env=env, check=True)
+        body = f"cd {repo} && git alock acquire 'pane/**' > {out_a} 2>&1; sleep 60"
+        pane = subprocess.run(
+            [*base, "split-window", "-t", "t", "-P", "-F", "#{pane_id}", "sh", "-c", body],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        assert wait_until(lambda: "ACQUIRED" in (out_a.read_text() if out_a.exists() else ""))
+        subprocess.run([*base, "kill-pane", "-t", pane], env=env, check=True)
+        body = f"cd {repo} && git alock acquire 'pane/x' > {out_b} 2>&1; sleep 60"
+        subprocess.run([*base, "split-window", "-t", "t", "sh", "-c", body], env=env, check=True)
+        assert wait_until(lambda: out_b.exists() and out_b.read_text().strip() != "")
+        assert out_b.read_text().startswith("ACQUIRED pane/x"), out_b.read_text()
+        assert "warning" not in out_a.read_text() + out_b.read_text()  # a pane is no launcher
+    finally:
+        subprocess.run([*base, "kill-server"], env=env, capture_output=True)
+    log = git(repo, "log", "--format=%B", "refs/agent-locks-meta/journal")
+    assert '"event": "auto_released"' in log

@@ -44,4 +44,10 @@ SHORT_LIVED = (
 
 def short_lived(ident: Identity) -> bool:
     """A derived session that looks like a launcher about to exit (identity's heuristic)."""
-    return ident.session_source == "session" and started_just_before_us(ident.session)
+    # A terminal's shell lives as long as its terminal, however recently it started.
+    session = ident.session
+    return (
+        ident.session_source == "session"
+        and not session.terminal
+        and (started_just_before_us(session))
+    )
