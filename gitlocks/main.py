@@ -19,6 +19,11 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, GitlocksError
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
+        if args[:1] == ["guard"] and not {"-h", "--help"} & set(args):
+            # The agent guard's fast path: it runs before every edit an agent makes.
+            from gitlocks.agents.guard import main as guard_main
+
+            return guard_main(args[1:])
         if args[:1] == ["hook"]:
             # The git hooks' fast path: it runs on every commit, so no command-line
             # framework is imported (a verb brings in typer and click).

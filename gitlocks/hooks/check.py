@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
@@ -217,15 +218,24 @@ class Held:
     locks: tuple[LockRecord, ...]
 
 
-def find_held(table: Table, identity: Identity, now: datetime, paths: Sequence[str]) -> list[Held]:
+def find_held(
+    table: Table,
+    identity: Identity,
+    now: datetime,
+    paths: Sequence[str],
+    *,
+    committing: bool = True,
+) -> list[Held]:
     """The paths inside a live lock of a holder who is not a friend, in order.
 
     Live allows for the table's clock skew (remote mode): a lock another machine wrote
     counts until its expiry plus the allowance, as it does for the command line.
+    ``committing`` (the hooks): a sub-agent's locks are its parent's to commit; before an
+    edit (the agent guard) they block the parent, as ``acquire`` decides.
     """
     if not len(table):
         return []
-    theirs = _Theirs(table, identity, now)
+    theirs = _Theirs(table, identity, now, committing=committing)
     table.prepare([e for e in map(path_entry, paths) if e is not None])  # one batch read
     held = []
     for path in paths:
@@ -242,12 +252,17 @@ class _Theirs:
     path, judged as ``check`` and ``acquire`` judge it (``gitlocks.core.liveness``).
     """
 
-    def __init__(self, table: Table, identity: Identity, now: datetime) -> None:
+    def __init__(
+        self, table: Table, identity: Identity, now: datetime, *, committing: bool = True
+    ) -> None:
         self.table = table
         self.now = format_time(now)
         self.cutoff = table.cutoff(self.now)
         # Committing: a sub-agent's work is its parent's to commit (docs/design.md, 3.2).
-        self.ours = table.family(identity.holder, identity.parent)
+        if committing:
+            self.ours = table.family(identity.holder, identity.parent)
+        else:
+            self.ours = table.unblocking(identity.holder, identity.parent)
         self.life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
 
     @functools.cached_property
@@ -345,6 +360,9 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
         paths = staged.paths()
     else:
         paths = pushed_paths(push_updates(os.environ, stdin), cwd)
+    ignore = IgnoreList.of_tree(cwd or os.getcwd())  # git runs hooks at the top of the tree
+    if ignore:
+        paths = [p for p in paths if not ignore.ignored(p)]
     now = utcnow()
     identity = resolve_identity(None, session=hook_session())
     held = find_held(table, identity, now, paths) if paths else []

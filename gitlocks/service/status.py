@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
@@ -31,7 +32,10 @@ def status(ctx: Context) -> Status:
         except OSError as exc:
             tree.error = str(exc)
             edits = []
+        ignore = IgnoreList.of_tree(path)
         for xy, changed in edits:
+            if ignore and ignore.ignored(changed):
+                continue  # in .alockignore: nobody needs to claim it
             found = _claims_covering(table, changed, claims)
             tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
         trees.append(tree)

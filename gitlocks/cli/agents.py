@@ -1,0 +1,79 @@
+"""The agent verbs: guard (also run through main's fast path), install-agent-hooks and
+uninstall-agent-hooks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gitlocks.agents import settings
+from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.core.text import printable
+from gitlocks.errors import EXIT_OK, UsageError
+from gitlocks.store.local import Store
+
+app = verbs()
+
+ForOption = Annotated[str, typer.Option("--for", help="The agent harness: claude.")]
+LocalOption = Annotated[
+    bool,
+    typer.Option("--local", help="Use .claude/settings.local.json (personal, not committed)."),
+]
+WORDS = {
+    "installed": "INSTALLED",
+    "already_installed": "ALREADY INSTALLED",
+    "uninstalled": "UNINSTALLED",
+    "not_installed": "NOT INSTALLED",
+}
+
+
+def _harness(name: str) -> str:
+    if name != "claude":
+        raise UsageError(f"unknown harness {name!r}: the guard speaks Claude Code's hooks (claude)")
+    return name
+
+
+@app.command()
+def guard(harness: ForOption) -> None:
+    """Answer one hook event of an agent harness (JSON on stdin): deny edits inside others'
+    claims, claim the files the session edits (alock.guardMode claim|block|warn).
+
+    Example: echo "$EVENT" | git alock guard --for claude
+    """
+    from gitlocks.agents.guard import main  # the same code as main's fast path
+
+    finish(main(["--for", _harness(harness)]))
+
+
+def _say(change: settings.SettingsChange, as_json: bool, what: str) -> None:
+    text = printable(f"{WORDS[change.status]} {what} ({change.path})")
+    reply(change.to_dict(), text, as_json)
+
+
+@app.command("install-agent-hooks")
+def install_agent_hooks(
+    harness: ForOption, local: LocalOption = False, as_json: JsonOption = False
+) -> None:
+    """Register the guard in the harness's project settings, merged with what is there.
+
+    Example: git alock install-agent-hooks --for claude
+    """
+    _harness(harness)
+    change = settings.install(Store.discover().root, local=local)
+    _say(change, as_json, "the gitlocks guard for Claude Code")
+    finish(EXIT_OK)
+
+
+@app.command("uninstall-agent-hooks")
+def uninstall_agent_hooks(
+    harness: ForOption, local: LocalOption = False, as_json: JsonOption = False
+) -> None:
+    """Take the guard out of the harness's settings, leaving them as they were before.
+
+    Example: git alock uninstall-agent-hooks --for claude
+    """
+    _harness(harness)
+    change = settings.uninstall(Store.discover().root, local=local)
+    _say(change, as_json, "the gitlocks guard for Claude Code")
+    finish(EXIT_OK)

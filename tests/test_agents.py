@@ -1,0 +1,279 @@
+"""Issue 13: the agent guard (Claude Code's hooks), its settings installer and .alockignore.
+
+The guard is fed the JSON events Claude Code documents for its hooks, as a real process
+(``git alock guard --for claude``), in real repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git
+from helpers import Result, alock
+
+OTHER = {"AGENT_ID": "other-agent"}
+
+
+def guard(repo: Path, event: dict[str, Any] | str, **env: str) -> Result:
+    """``git alock guard --for claude`` with ``event`` on stdin, as the harness runs it."""
+    full = dict(os.environ)
+    full.pop("AGENT_ID", None)
+    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    full.update(env)
+    raw = event if isinstance(event, str) else json.dumps(event)
+    proc = subprocess.run(
+        ["git", "alock", "guard", "--for", "claude"],
+        cwd=repo,
+        env=full,
+        input=raw,
+        capture_output=True,
+        text=True,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def edit(repo: Path, path: str, session: str = "s-1", tool: str = "Edit") -> dict[str, Any]:
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return {
+        "session_id": session,
+        "cwd": str(repo),
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": {key: str(repo / path), "old_string": "a", "new_string": "b"},
+    }
+
+
+def event(repo: Path, name: str, session: str = "s-1") -> dict[str, Any]:
+    return {"session_id": session, "cwd": str(repo), "hook_event_name": name}
+
+
+def denial(got: Result) -> str:
+    """The documented PreToolUse denial's reason (exit 0, JSON on stdout)."""
+    assert got.code == 0, got
+    out = json.loads(got.out)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
+    reason: str = out["permissionDecisionReason"]
+    return reason
+
+
+def holders(repo: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for r in alock(repo, "list", "--json").json():
+        found.setdefault(r["holder"], []).extend(r["paths"])
+    return found
+
+
+def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
+    got = guard(repo, edit(repo, "src/app.py"))
+    assert got.code == 0 and got.out == "", got
+    [(holder, paths)] = holders(repo).items()
+    assert holder.startswith("claude-") and paths == ["src/app.py"]
+    [record] = alock(repo, "list", "--json").json()
+    assert record["reason"] == "Edit src/app.py"
+    again = guard(repo, edit(repo, "src/app.py", tool="Write"))
+    assert again.code == 0 and again.out == ""  # its own claim: allowed, nothing new
+    assert len(alock(repo, "list", "--json").json()) == 1
+    other = guard(repo, edit(repo, "src/app.py", session="s-2"))
+    assert f"held by {holder}" in denial(other)  # another session is another holder
+
+
+def test_an_edit_inside_anothers_claim_is_denied_naming_the_holder(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "rewrite auth", **OTHER).code == 0
+    for tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
+        reason = denial(guard(repo, edit(repo, "src/app.py", tool=tool)))
+        assert "src/** held by other-agent" in reason and '"rewrite auth"' in reason
+        assert "expires in" in reason and "git alock status" in reason
+    assert list(holders(repo)) == ["other-agent"]  # nothing was claimed
+
+
+def test_agent_id_is_the_holder_when_set(repo: Path) -> None:
+    assert guard(repo, edit(repo, "docs/x.md"), AGENT_ID="named").code == 0
+    assert holders(repo) == {"named": ["docs/x.md"]}
+
+
+@pytest.mark.parametrize("mode", ["block", "warn"])
+def test_block_and_warn_modes(repo: Path, mode: str) -> None:
+    git(repo, "config", "alock.guardMode", mode)
+    assert guard(repo, edit(repo, "src/free.py")).out == ""
+    assert holders(repo) == {}  # neither mode claims
+    assert alock(repo, "acquire", "src/**", **OTHER).code == 0
+    got = guard(repo, edit(repo, "src/app.py"))
+    if mode == "block":
+        assert "held by other-agent" in denial(got)
+    else:
+        out = json.loads(got.out)["hookSpecificOutput"]
+        assert "permissionDecision" not in out and "held by other-agent" in out["additionalContext"]
+
+
+def test_session_end_releases_the_sessions_claims_but_keeps_noted_work(repo: Path) -> None:
+    assert guard(repo, edit(repo, "src/a.py")).code == 0
+    assert guard(repo, edit(repo, "src/b.py")).code == 0
+    [holder] = holders(repo)
+    assert alock(repo, "note", "src/b.py", "half way", AGENT_ID=holder).code == 0
+    assert guard(repo, edit(repo, "docs/c.md", session="s-2")).code == 0
+    assert guard(repo, event(repo, "SessionEnd")).code == 0
+    left = holders(repo)
+    assert left[holder] == ["src/b.py"] and len(left) == 2  # the other session's stays
+
+
+def test_session_start_tells_the_agent_who_it_is_and_what_others_hold(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "refactor", **OTHER).code == 0
+    got = guard(repo, event(repo, "SessionStart"))
+    out = json.loads(got.out)["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart"
+    assert "you are claude-" in out["additionalContext"]
+    assert "src/** held by other-agent" in out["additionalContext"]
+
+
+def test_stop_renews_the_sessions_claims(repo: Path) -> None:
+    assert guard(repo, edit(repo, "src/a.py")).code == 0
+    before = alock(repo, "list", "--json").json()[0]["renewed_at"]
+    assert guard(repo, event(repo, "Stop")).code == 0
+    log = git(repo, "log", "--format=%B", "refs/agent-locks-meta/journal")
+    assert '"event": "renewed"' in log, (before, log)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{not json",
+        "[]",
+        json.dumps({"hook_event_name": "PreToolUse"}),
+        json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Edit"}),
+    ],
+    ids=["not-json", "not-object", "no-session", "no-path"],
+)
+def test_malformed_input_lets_the_call_through(repo: Path, payload: str) -> None:
+    got = guard(repo, payload)
+    assert got.code == 1 and got.err.startswith("gitlocks guard: ") and "let through" in got.err
+    assert "Traceback" not in got.err and got.out == ""
+
+
+def test_outside_paths_other_tools_and_non_repositories_never_block(
+    repo: Path, tmp_path: Path
+) -> None:
+    assert alock(repo, "acquire", "**", **OTHER).code == 0
+    outside = edit(repo, "x")
+    outside["tool_input"]["file_path"] = str(tmp_path / "elsewhere.py")
+    got = guard(repo, outside)
+    assert got.code == 1 and "outside the repository" in got.err
+    read = {**edit(repo, "src/app.py"), "tool_name": "Read"}
+    assert guard(repo, read).code == 1
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    nowhere = {**edit(plain, "a.py")}
+    got = guard(plain, nowhere)
+    assert got.code == 1 and "not inside a git working tree" in got.err
+    escaped = edit(repo, "../../etc/passwd")
+    assert guard(repo, escaped).code == 1
+
+
+def test_alockignore_paths_are_never_claimed_denied_or_reported(repo: Path) -> None:
+    (repo / ".alockignore").write_text("# generated\n*.lock\nCHANGELOG.md\n")
+    git(repo, "add", ".alockignore")
+    git(repo, "commit", "-q", "-m", "alockignore")
+    assert guard(repo, edit(repo, "poetry.lock")).out == ""
+    assert holders(repo) == {}
+    assert alock(repo, "acquire", "**", **OTHER).code == 0
+    assert guard(repo, edit(repo, "CHANGELOG.md")).out == ""  # not denied
+    assert "held by" in denial(guard(repo, edit(repo, "src/app.py")))
+    (repo / "CHANGELOG.md").write_text("everyone appends\n")
+    (repo / "src" / "app.py").write_text("mine\n")
+    status = alock(repo, "status", AGENT_ID="me").out
+    assert "CHANGELOG.md" not in status and "src/app.py" in status
+    git(repo, "add", "CHANGELOG.md")
+    hooked = subprocess.run(
+        [sys.executable, "-m", "gitlocks.main", "hook", "pre-commit"],
+        cwd=repo,
+        env={**os.environ, "AGENT_ID": "me"},
+        capture_output=True,
+        text=True,
+    )
+    assert "CHANGELOG.md" not in hooked.stderr, hooked
+
+
+def test_the_guards_fast_path_never_loads_pygit2_or_typer(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **OTHER).code == 0
+    probe = (
+        "import sys, io, json\n"
+        "from gitlocks.main import main\n"
+        "code = main(['guard', '--for', 'claude'])\n"
+        "heavy = sorted(m for m in ('pygit2', 'typer', 'click') if m in sys.modules)\n"
+        "sys.stderr.write('HEAVY=' + json.dumps(heavy) + '\\n')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=repo,
+        input=json.dumps(edit(repo, "src/app.py")),
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert "permissionDecision" in proc.stdout, proc
+    assert "HEAVY=[]" in proc.stderr, proc.stderr
+
+
+# --- install-agent-hooks / uninstall-agent-hooks ------------------------------------------
+
+
+EXISTING = {
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}],
+    },
+}
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_install_merges_and_uninstall_gives_back_the_settings(repo: Path, local: bool) -> None:
+    path = repo / ".claude" / ("settings.local.json" if local else "settings.json")
+    path.parent.mkdir()
+    path.write_text(json.dumps(EXISTING, indent=4))
+    flag = ["--local"] if local else []
+    got = alock(repo, "install-agent-hooks", "--for", "claude", *flag)
+    assert got.code == 0 and got.word.startswith("INSTALLED"), got
+    data = json.loads(path.read_text())
+    assert data["permissions"] == EXISTING["permissions"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0] == EXISTING["hooks"]["PreToolUse"][0]
+    assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert pre[1]["hooks"] == [{"type": "command", "command": "git alock guard --for claude"}]
+    for name in ("SessionStart", "SessionEnd", "Stop"):
+        assert any(
+            h["command"] == "git alock guard --for claude"
+            for g in data["hooks"][name]
+            for h in g["hooks"]
+        )
+    again = alock(repo, "install-agent-hooks", "--for", "claude", *flag)
+    assert again.word.startswith("ALREADY INSTALLED") and json.loads(path.read_text()) == data
+    gone = alock(repo, "uninstall-agent-hooks", "--for", "claude", *flag)
+    assert gone.word.startswith("UNINSTALLED")
+    assert json.loads(path.read_text()) == EXISTING
+    assert alock(repo, "uninstall-agent-hooks", "--for", "claude", *flag).word.startswith(
+        "NOT INSTALLED"
+    )
+
+
+def test_install_into_no_settings_and_uninstall_leaves_none(repo: Path) -> None:
+    assert alock(repo, "install-agent-hooks", "--for", "claude").code == 0
+    assert (repo / ".claude" / "settings.json").is_file()
+    assert alock(repo, "uninstall-agent-hooks", "--for", "claude").code == 0
+    assert not (repo / ".claude").exists()
+
+
+def test_installer_refuses_bad_settings_and_harnesses(repo: Path) -> None:
+    path = repo / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{broken")
+    got = alock(repo, "install-agent-hooks", "--for", "claude")
+    assert got.code == 2 and "not valid JSON" in got.err and path.read_text() == "{broken"
+    assert alock(repo, "install-agent-hooks", "--for", "vim").code == 2
+    assert guard(repo, edit(repo, "a")).code in (0, 1)  # the guard itself is unaffected
