@@ -80,6 +80,12 @@ def skill(
         out(f"ALREADY INSTALLED {done.path}")
     else:
         out(f"INSTALLED {done.path}")
+    if not as_json and tool == "claude" and done.status != "refused":
+        # The skill asks the agent to remember; the guard does not need it to.
+        sys.stderr.write(
+            "hint: git alock install-agent-hooks --for claude also makes Claude Code claim "
+            "before every edit, whether or not it remembers the skill\n"
+        )
     finish(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
 
 
