@@ -277,3 +277,59 @@ def test_installer_refuses_bad_settings_and_harnesses(repo: Path) -> None:
     assert got.code == 2 and "not valid JSON" in got.err and path.read_text() == "{broken"
     assert alock(repo, "install-agent-hooks", "--for", "vim").code == 2
     assert guard(repo, edit(repo, "a")).code in (0, 1)  # the guard itself is unaffected
+
+
+# --- git alock mcp --------------------------------------------------------------------------
+
+
+def test_the_mcp_server_passes_a_client_session(repo: Path) -> None:
+    """The SDK's own client, over stdio, against a real repository."""
+    mcp = pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    assert alock(repo, "acquire", "src/**", "-m", "refactor", **OTHER).code == 0
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
+    env["AGENT_ID"] = "mcp-agent"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "gitlocks.main", "mcp"], env=env, cwd=str(repo)
+    )
+
+    async def session() -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), mcp.ClientSession(read, write) as client:
+            await client.initialize()
+            tools = await client.list_tools()
+            answers["tools"] = sorted(t.name for t in tools.tools)
+
+            async def call(name: str, **arguments: Any) -> Any:
+                result = await client.call_tool(name, arguments)
+                assert not getattr(result, "is_error", getattr(result, "isError", False))
+                return json.loads(result.content[0].text)
+
+            answers["refused"] = await call("acquire", paths=["src/app.py"])
+            answers["acquired"] = await call("acquire", paths=["docs/**"], reason="docs")
+            answers["check"] = await call("check", paths=["docs/a.md", "src/x"])
+            answers["note"] = await call("note", path="docs/**", text="half way")
+            answers["whoami"] = await call("whoami")
+            answers["list"] = await call("list")
+            answers["status"] = await call("status")
+            answers["bad"] = await call("acquire", paths=["[a-"])
+            answers["release"] = await call("release", all=True)
+        return answers
+
+    got = anyio.run(session)
+    assert got["tools"] == sorted(
+        ["acquire", "release", "renew", "check", "list", "status", "note", "whoami"]
+    )
+    refused = got["refused"]
+    assert refused["status"] == "refused" and refused["conflicts"][0]["holder"] == "other-agent"
+    assert got["acquired"]["status"] == "acquired"
+    assert got["acquired"]["lock"]["holder"] == "mcp-agent"
+    assert [c["status"] for c in got["check"]] == ["yours", "held"]
+    assert got["whoami"]["holder"] == "mcp-agent"
+    assert sorted(r["holder"] for r in got["list"]) == ["mcp-agent", "other-agent"]
+    assert got["status"]["holder"] == "mcp-agent"
+    assert got["bad"]["status"] == "error" and "invalid pattern" in got["bad"]["error"]
+    assert got["release"]["status"] == "released"
+    assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["other-agent"]

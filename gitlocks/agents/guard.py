@@ -250,7 +250,7 @@ def claim(event: Event, repo: Repo, rel: str, identity: Identity, notes: list[st
     """Claim the file for the session (the store, and pygit2, only on this path)."""
     from gitlocks.service import locks  # imported here: only a claim needs the store
 
-    ctx = _context_of(repo, identity)
+    ctx = store_context(repo.root, identity)
     entry = path_entry(rel)
     if entry is None:
         raise Pass(f"{rel!r} cannot be named by a pattern: not guarded")
@@ -267,12 +267,13 @@ def claim(event: Event, repo: Repo, rel: str, identity: Identity, notes: list[st
     return _deny(reason, notes)
 
 
-def _context_of(repo: Repo, identity: Identity) -> Any:
+def store_context(root: Path, identity: Identity) -> Any:
+    """The service context of the repository at ``root`` (its remote's store in remote mode)."""
     # Imported here: the store brings in pygit2, which the guard's fast path avoids.
     from gitlocks.service.context import Context
     from gitlocks.store.local import Store
 
-    store = Store.discover(repo.root)
+    store = Store.discover(root)
     if store.config_get("alock.remote"):
         from gitlocks.store.remote import RemoteStore  # only in remote mode
 
@@ -295,7 +296,7 @@ def end_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
 
     repo = open_repo(event.cwd)
     identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
-    ctx = _context_of(repo, identity)
+    ctx = store_context(repo.root, identity)
     table = ctx.store.read_table()
     now = format_time(ctx.now())
     patterns = sorted(
@@ -314,7 +315,7 @@ def heartbeat(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
 
     repo = open_repo(event.cwd)
     identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
-    ctx = _context_of(repo, identity)
+    ctx = store_context(repo.root, identity)
     table = ctx.store.read_table()
     if any(r.holder == identity.holder for r in table.live(format_time(ctx.now()))):
         locks.renew(ctx, None, ttl=None)

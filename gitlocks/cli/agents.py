@@ -77,3 +77,18 @@ def uninstall_agent_hooks(
     change = settings.uninstall(Store.discover().root, local=local)
     _say(change, as_json, "the gitlocks guard for Claude Code")
     finish(EXIT_OK)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the lock tools over MCP on stdio (acquire, release, renew, check, list,
+    status, note, whoami), each answering the verb's --json document.
+
+    Needs the optional extra: pip install 'gitlocks[mcp]'.
+
+    Example: claude mcp add gitlocks -- git alock mcp
+    """
+    from gitlocks.agents.mcp import serve  # imported here: the MCP SDK, only for this verb
+
+    serve(Store.discover().root)
+    finish(EXIT_OK)

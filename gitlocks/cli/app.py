@@ -38,6 +38,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "guard": ("agents", "Answer an agent harness's hook event: deny or claim before an edit."),
     "install-agent-hooks": ("agents", "Register the guard in an agent harness's settings."),
     "uninstall-agent-hooks": ("agents", "Take the guard out of an agent harness's settings."),
+    "mcp": ("agents", "Serve the lock tools over MCP on stdio (needs gitlocks[mcp])."),
     "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
     "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
     "version": ("info", "Show the version."),
