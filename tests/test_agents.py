@@ -180,6 +180,9 @@ def test_alockignore_paths_are_never_claimed_denied_or_reported(repo: Path) -> N
     git(repo, "commit", "-q", "-m", "alockignore")
     assert guard(repo, edit(repo, "poetry.lock")).out == ""
     assert holders(repo) == {}
+    said = alock(repo, "acquire", "poetry.lock", AGENT_ID="me")
+    assert said.code == 0 and "poetry.lock is listed in .alockignore" in said.err
+    assert alock(repo, "release", "--all", AGENT_ID="me").code == 0
     assert alock(repo, "acquire", "**", **OTHER).code == 0
     assert guard(repo, edit(repo, "CHANGELOG.md")).out == ""  # not denied
     assert "held by" in denial(guard(repo, edit(repo, "src/app.py")))

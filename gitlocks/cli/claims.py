@@ -9,8 +9,10 @@ import typer
 
 from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
 from gitlocks.cli.context import context, entries, lifetime, require, user_text, warn_problems
+from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
@@ -40,6 +42,13 @@ def acquire(
     warn_problems(ctx)
     if result.status == "acquired" and short_lived(ctx.identity):
         sys.stderr.write(SHORT_LIVED + "\n")
+    ignore = IgnoreList.of_tree(ctx.store.root)
+    for entry in claim:
+        if ignore and ignore.ignored(entry.pattern):
+            sys.stderr.write(
+                f"note: {printable(entry.pattern)} is listed in .alockignore: nobody needs to "
+                "claim it (the guard and the hooks leave it alone)\n"
+            )
     reply(result.to_dict(), render.acquire(result, ctx.now()), as_json)
     finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
 
