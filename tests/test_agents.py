@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import git
 from helpers import Result, alock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 OTHER = {"AGENT_ID": "other-agent"}
 
@@ -336,3 +338,46 @@ def test_the_mcp_server_passes_a_client_session(repo: Path) -> None:
     assert got["bad"]["status"] == "error" and "invalid pattern" in got["bad"]["error"]
     assert got["release"]["status"] == "released"
     assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["other-agent"]
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from(["PreToolUse", "SessionStart", "SessionEnd", "Stop", "Other", ""]),
+    tool=st.sampled_from(["Edit", "Write", "MultiEdit", "NotebookEdit", "Bash", ""]) | JSONISH,
+    path=st.sampled_from(["src/a.py", "../x", "/etc/passwd", "", ".git/config", "a\nb"])
+    | st.text(max_size=40),
+    session=st.text(max_size=20) | JSONISH,
+    extra=JSONISH,
+)
+def test_hostile_events_never_break_the_guard(
+    repo: Path, name: str, tool: Any, path: str, session: Any, extra: Any
+) -> None:
+    """Whatever event arrives, the guard answers in the harness's terms: exit 0 (allowed,
+    maybe with a documented JSON answer), 1 (let through, reason on stderr) or a denial;
+    never a traceback, and the other agent's claim is never lost."""
+    if not alock(repo, "list", "--json").json():
+        assert alock(repo, "acquire", "held/**", **OTHER).code == 0
+    full = path if path.startswith("/") else str(repo / path)
+    payload = {
+        "session_id": session,
+        "cwd": str(repo),
+        "hook_event_name": name,
+        "tool_name": tool,
+        "tool_input": {"file_path": full, "notebook_path": extra},
+        "extra": extra,
+    }
+    got = guard(repo, payload)
+    assert got.code in (0, 1) and "Traceback" not in got.err, got
+    if got.out:
+        answer = json.loads(got.out)["hookSpecificOutput"]
+        assert answer["hookEventName"] in ("PreToolUse", "SessionStart")
+    assert "other-agent" in holders(repo)
