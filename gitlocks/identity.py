@@ -26,11 +26,14 @@ from gitlocks.errors import UsageError
 # waits on its command instead of exec'ing it (``uv run``, ``make``, ``npm exec``) is
 # short-lived: taken for the session, it would make a lock that dies with the command,
 # held by an id nobody can ask for again. ``AGENT_SESSION_SKIP`` adds names.
-PASS_THROUGH = frozenset(
+SHELLS = frozenset(
     {
-        # shells
         "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "yash",
         "tcsh", "csh", "busybox", "nu", "pwsh",
+    }
+)  # fmt: skip
+PASS_THROUGH = SHELLS | frozenset(
+    {
         # wrappers that exec or wait on a command
         "env", "sudo", "doas", "su", "runuser", "nohup", "nice", "ionice",
         "timeout", "setsid", "stdbuf", "time", "xargs", "flock", "chrt", "taskset",
@@ -57,7 +60,6 @@ TERMINAL_SERVERS = frozenset(
         "foot", "st", "terminator", "tilix", "konsole", "gnome-terminal-",
         "gnome-terminal-server", "xfce4-terminal", "mate-terminal", "lxterminal",
         "qterminal", "terminology", "ghostty", "Terminal", "iTerm2",
-        "systemd", "init", "launchd", "tini", "dumb-init",
     }
 )  # fmt: skip
 
@@ -266,7 +268,7 @@ def session_process(pid: int | None = None, env: Mapping[str, str] | None = None
             break
         if below is not None and is_terminal_server(info.name):
             proc, tty = below
-            return proc._replace(terminal=_terminal(info.name, tty, env))
+            return proc._replace(terminal=_terminal(info.name, tty, env, proc.pid))
         found = SessionProcess(current, info.start_time, info.name, host)
         if not is_pass_through(info.name, extra) or current <= 1 or info.ppid == current:
             break
@@ -275,11 +277,29 @@ def session_process(pid: int | None = None, env: Mapping[str, str] | None = None
     return found or SessionProcess(current, "", "", host)
 
 
-def _terminal(server: str, tty_nr: int, env: Mapping[str, str]) -> str:
+def _pane_of(pid: int, env: Mapping[str, str]) -> str:
+    """The tmux pane (``TMUX_PANE``) of process ``pid``, read from its own environment, so
+    that every command run in a pane names it alike; ours only where that cannot be read."""
+    raw = env.get("TMUX_PANE", "")
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for item in f.read(1 << 20).split(b"\0"):
+                if item.startswith(b"TMUX_PANE="):
+                    raw = item[10:].decode("ascii", "replace")
+                    break
+    except OSError:
+        pass
+    digits = raw.removeprefix("%")
+    if not (digits.isascii() and digits.isdigit() and len(digits) < 10):
+        return ""
+    return str(int(digits))
+
+
+def _terminal(server: str, tty_nr: int, env: Mapping[str, str], pid: int = 0) -> str:
     """A name for the terminal a session sits in, under terminal server ``server``."""
     tty = _tty_name(tty_nr)
-    pane = env.get("TMUX_PANE", "").lstrip("%")
-    if server.startswith("tmux") and pane.isascii() and pane.isdigit() and len(pane) < 10:
+    pane = _pane_of(pid, env) if server.startswith("tmux") else ""
+    if pane:
         return f"tmux-{pane}"
     kind = {"screen": "screen", "SCREEN": "screen", "sshd": "ssh", "dropbear": "ssh"}
     prefix = kind.get(server.split(" ", 1)[0].rstrip(":"), "tty")

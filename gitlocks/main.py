@@ -9,11 +9,13 @@ anything else is a bug, reported as one and never as exit 1 ("refused").
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import sys
 import traceback
 
-from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, GitlocksError
+from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +46,15 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
                 sys.stdout.flush()
         return exc.exit_code
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (``| head``): nobody to tell
+        _quiet_stdout()
+        return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
+            raise
+        # Help and usage text that stdout could not take (verbs report their own).
+        _quiet_stdout()
+        sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
         return EXIT_ERROR
     except Exception as exc:  # a bug: say so, and never exit 1 ("refused") for it
         sys.stderr.write(
@@ -53,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         traceback.print_exc()
         return EXIT_ERROR
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at nothing, so the interpreter's last flush at exit cannot fail again."""
+    with contextlib.suppress(OSError):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def _record(**fields: object) -> bytes:
         b'{"format": 1, "id": "evil", "reason": "' + b"x" * 400_000 + b'"}',
         b'{"format": 1, "id": "evil", "holder": "h", "paths": ["a"], "notes": [{"at": "junk"}]}',
         _record(expires_at="9999-12-31T23:59:59.5Z"),
+        _record(expires_at="9000-12-31T23:59:59.9Z"),
         _record(expires_at="0001-01-01T00:00:00Z", created_at="0001-01-01T00:00:00Z"),
         _record(notes=[{"at": "9999-12-31T23:59:59Z", "text": "n"}]),
     ],
@@ -55,6 +56,7 @@ def _record(**fields: object) -> bytes:
         "huge-blob",
         "bad-note-time",
         "year-9999",
+        "year-9000-rounded-up",
         "year-1",
         "note-9999",
     ],
@@ -317,3 +319,16 @@ def test_numbers_beyond_any_use_are_usage_errors(repo: Path, args: tuple[str, ..
     got = alock(repo, *args, **A)
     assert got.code == 2 and got.err.startswith("error: invalid"), got
     assert "Traceback" not in got.err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [["-h"], ["help"], ["help", "acquire"]])
+def test_help_on_a_full_stdout_is_an_error_not_a_traceback(repo: Path, args: list[str]) -> None:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            ["git-alock", *args], cwd=repo, env=env, stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc
+    assert "cannot write to standard output" in proc.stderr

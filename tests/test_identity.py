@@ -455,9 +455,10 @@ def test_a_terminal_sessions_id_names_the_terminal_and_the_user() -> None:
 
 
 def test_terminal_servers_are_never_the_session() -> None:
-    for name in ("tmux: server", "screen", "sshd", "gnome-terminal-", "kitty", "systemd"):
+    for name in ("tmux: server", "screen", "sshd", "gnome-terminal-", "kitty"):
         assert identity.is_terminal_server(name)
-    for name in ("claude", "codex", "node", "python3", "bash"):
+    # An init system is no terminal: a command it adopted has no terminal's shell above it.
+    for name in ("claude", "codex", "node", "python3", "bash", "systemd", "init"):
         assert not identity.is_terminal_server(name)
 
 
@@ -551,3 +552,11 @@ def test_a_closed_tmux_panes_claim_ends_with_it(tmp_path: Path, repo: Path) -> N
         subprocess.run([*base, "kill-server"], env=env, capture_output=True)
     log = git(repo, "log", "--format=%B", "refs/agent-locks-meta/journal")
     assert '"event": "auto_released"' in log
+
+
+def test_a_pane_is_named_from_the_panes_own_environment(tmp_path: Path, repo: Path) -> None:
+    """TMUX_PANE as the pane's shell has it, not as one command's environment says."""
+    script = "git alock whoami; TMUX_PANE=%77 git alock whoami; env -u TMUX_PANE git alock whoami"
+    [out] = _tmux_panes(tmp_path, repo, script, 1)
+    ids = [ln.split()[1] for ln in out.splitlines() if ln.startswith("holder: ")]
+    assert len(ids) == 3 and len(set(ids)) == 1 and ids[0].startswith("tmux-"), out

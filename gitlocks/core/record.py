@@ -90,6 +90,8 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
     moment = parse_time(text)
     if round_up and moment.microsecond:
         moment = moment.replace(microsecond=0) + timedelta(seconds=1)
+        if moment.year > MAX_YEAR:  # rounded past the last second a record may name
+            raise RecordError(f"a time outside the years {MIN_YEAR}-{MAX_YEAR}: {text!r}")
     return format_time(moment)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitlocks.core.text import printable_lines
-from gitlocks.identity import Identity, started_just_before_us
+from gitlocks.identity import SHELLS, Identity, started_just_before_us
 
 
 def whoami(ident: Identity) -> str:
@@ -44,10 +44,8 @@ SHORT_LIVED = (
 
 def short_lived(ident: Identity) -> bool:
     """A derived session that looks like a launcher about to exit (identity's heuristic)."""
-    # A terminal's shell lives as long as its terminal, however recently it started.
+    # A terminal's shell lives as long as its terminal, however recently it started; a
+    # terminal whose command is git alock itself (or a runner) does not.
     session = ident.session
-    return (
-        ident.session_source == "session"
-        and not session.terminal
-        and (started_just_before_us(session))
-    )
+    shell = bool(session.terminal) and session.name in SHELLS
+    return ident.session_source == "session" and not shell and started_just_before_us(session)
