@@ -230,7 +230,10 @@ def decide_edit(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
     notes = [*repo.warnings]
     if IgnoreList.of_tree(repo.root).ignored(rel):
         return Answer()  # in .alockignore: nobody needs to claim it
-    identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
+    # The holder comes from AGENT_ID or the session id; the harness process is looked up
+    # only when a claim records it (the walk up /proc is not free, and this runs a lot).
+    unknown = SessionProcess(0, "", "", "")
+    identity = resolve_identity(None, holder_env(event, harness, env), unknown)
     now = utcnow()
     found = list_refs(repo.common_dir, repo.reftable, str(repo.root))
     verdicts = read_verdicts(repo.common_dir)
@@ -243,7 +246,8 @@ def decide_edit(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
         return _deny(reason, notes)
     if repo.mode != "claim" or covering(table, identity, now, rel):
         return Answer(stderr=_lines(notes))
-    return claim(event, repo, rel, identity, notes)
+    session = harness_session()
+    return claim(event, repo, rel, identity._replace(session=session), notes)
 
 
 def claim(event: Event, repo: Repo, rel: str, identity: Identity, notes: list[str]) -> Answer:
