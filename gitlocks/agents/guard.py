@@ -21,10 +21,9 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.record import LockRecord, format_duration, format_time, parse_duration, utcnow
@@ -63,8 +62,7 @@ class Pass(Exception):
     """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
 
 
-@dataclass
-class Event:
+class Event(NamedTuple):
     """One harness event, as the guard needs it."""
 
     kind: str  # "edit", "start", "end", "stop" or "other"
@@ -74,8 +72,7 @@ class Event:
     path: str = ""  # absolute, for an edit
 
 
-@dataclass
-class Answer:
+class Answer(NamedTuple):
     """What the harness gets back."""
 
     code: int = EXIT_ALLOW
@@ -123,8 +120,7 @@ def holder_env(event: Event, harness: str, env: Mapping[str, str]) -> dict[str, 
     return found
 
 
-@dataclass
-class Repo:
+class Repo(NamedTuple):
     """The repository an event happens in, as the fast path reads it (no pygit2)."""
 
     root: Path
