@@ -332,3 +332,16 @@ def test_help_on_a_full_stdout_is_an_error_not_a_traceback(repo: Path, args: lis
         )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc
     assert "cannot write to standard output" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("garbage", "bad boolean config value"), ("Group", "bad boolean"), ("0400", "owner")],
+)
+def test_a_shared_repository_value_git_refuses_is_refused(
+    repo: Path, value: str, error: str
+) -> None:
+    git(repo, "config", "core.sharedRepository", value)
+    got = alock(repo, "acquire", "src/**", **A)
+    assert got.code == 2 and error in got.err, got
+    assert git(repo, "for-each-ref", "refs/agent-locks/") == ""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gitlocks.errors import UsageError
+
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0", "")
 
@@ -94,17 +96,25 @@ def shared_umask(value: str | None, current: int) -> int:
     """
     if value is None:
         return current
-    word = value.strip().lower()
-    if word in ("group", "true", "yes", "on", "1"):
+    word = value.strip()  # parsed as git parses it: exact words, octal, else a boolean
+    if word in ("group",):
         return current & ~0o070
-    if word in ("all", "world", "everybody", "2"):
+    if word in ("all", "world", "everybody"):
         return current & ~0o075
-    if word in ("umask", "false", "no", "off", "0", ""):
+    if word == "umask":
         return current
-    try:
-        mode = int(word, 8)
-    except ValueError:
-        return current  # git refuses such a repository; nothing to adjust here
-    if not 0 <= mode <= 0o777 or mode & 0o600 != 0o600:
-        return current  # git refuses a mode its owner cannot read and write
+    if word and all(c in "01234567" for c in word) and len(word) <= 6:
+        mode = int(word, 8) & 0o777
+        if mode in (0, 1, 2):  # git's old spellings: umask, group, everybody
+            return (current, current & ~0o070, current & ~0o075)[mode]
+        if mode & 0o600 != 0o600:
+            raise UsageError(
+                f"core.sharedRepository {value!r}: the owner of files must always have read "
+                "and write permissions (as git says)"
+            )
+    else:
+        shared = as_bool(word)
+        if shared is None:
+            raise UsageError(f"bad boolean config value {value!r} for 'core.sharedRepository'")
+        return current & ~0o070 if shared else current
     return ~(mode | (mode & 0o444) >> 2) & 0o777
