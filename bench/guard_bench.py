@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from benchlib import git, make_repo, seed_locks
+from scale_bench import compile_bytecode
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str = "") -> float:
@@ -56,6 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     alock = str(Path(sys.executable).parent / "git-alock")
+    compile_bytecode()  # as an installed package has it: no module compiled per run
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         os.environ.update(HOME=tmp, GIT_CONFIG_NOSYSTEM="1")
