@@ -381,3 +381,12 @@ def test_hostile_events_never_break_the_guard(
         answer = json.loads(got.out)["hookSpecificOutput"]
         assert answer["hookEventName"] in ("PreToolUse", "SessionStart")
     assert "other-agent" in holders(repo)
+
+
+def test_a_bad_alockignore_line_is_skipped_never_fatal(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", **OTHER).code == 0
+    (repo / ".alockignore").write_text("x\n!\nfoo\\\n*.lock\n")
+    assert "held by other-agent" in denial(guard(repo, edit(repo, "src/app.py")))
+    assert guard(repo, edit(repo, "poetry.lock")).out == ""
+    got = alock(repo, "status", AGENT_ID="me")
+    assert got.code == 0 and "Traceback" not in got.err

@@ -23,7 +23,14 @@ class IgnoreList:
             # Imported here: pathspec is only needed where a repository has the file.
             import pathspec
 
-            self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
+            kept = []
+            for line in lines:  # a line pathspec cannot read is skipped, never fatal
+                try:
+                    pathspec.GitIgnoreSpec.from_lines([line])
+                except Exception:  # pathspec's errors vary by version
+                    continue
+                kept.append(line)
+            self._spec = pathspec.GitIgnoreSpec.from_lines(kept) if kept else None
 
     def __bool__(self) -> bool:
         return self._spec is not None
@@ -36,8 +43,11 @@ class IgnoreList:
     def of_tree(cls, root: str | Path) -> IgnoreList:
         """The list at the top of the working tree ``root``; empty when it has none (or it
         cannot be read, or is too big to be a list of patterns)."""
+        path = Path(root) / IGNORE_FILE
         try:
-            with open(Path(root) / IGNORE_FILE, "rb") as f:
+            if not path.is_file():  # a fifo or a device would block or never end
+                return cls()
+            with open(path, "rb") as f:
                 raw = f.read(MAX_IGNORE_BYTES + 1)
         except OSError:
             return cls()
