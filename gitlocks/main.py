@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["hook"]:
             # The git hooks' fast path: it runs on every commit, so no command-line
             # framework is imported (a verb brings in typer and click).
-            from gitlocks.hooks.check import main as hook_main
+            from gitlocks.hooks import main as hook_main
 
             return hook_main(args[1:])
         from gitlocks.cli.app import run  # the verb table: imports only the verb run

@@ -424,13 +424,18 @@ def test_bundled_shims_are_the_installed_text() -> None:
 def test_install_is_idempotent_and_uninstall_cleans_up(repo: Path) -> None:
     first = alock(repo, "install-hooks", "--json")
     assert first.code == 0
-    [entry] = first.json()["hooks"]
-    assert entry["status"] == "installed" and entry["chained"] is None
+    entries = first.json()["hooks"]
+    assert [e["hook"] for e in entries] == ["pre-commit", "commit-msg", "post-commit"]
+    assert all(e["status"] == "installed" and e["chained"] is None for e in entries)
     assert alock(repo, "install-hooks").word.startswith("ALREADY INSTALLED pre-commit")
     both = alock(repo, "uninstall-hooks")
     assert both.code == 0
     # Only what was installed is reported: pre-push never was.
-    assert [ln.split(" (")[0] for ln in both.out.splitlines()] == ["UNINSTALLED pre-commit"]
+    assert [ln.split(" (")[0] for ln in both.out.splitlines()] == [
+        "UNINSTALLED pre-commit",
+        "UNINSTALLED commit-msg",
+        "UNINSTALLED post-commit",
+    ]
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     again = alock(repo, "uninstall-hooks")
     assert [ln.split(" (")[0] for ln in again.out.splitlines()] == ["NOT INSTALLED pre-commit"]
@@ -443,6 +448,8 @@ def test_a_hooks_directory_install_made_goes_with_the_last_hook(repo: Path) -> N
     got = alock(repo, "uninstall-hooks")
     assert [ln.split(" (")[0] for ln in got.out.splitlines()] == [
         "UNINSTALLED pre-commit",
+        "UNINSTALLED commit-msg",
+        "UNINSTALLED post-commit",
         "UNINSTALLED pre-push",
     ]
     assert not (repo / ".githooks").exists()

@@ -21,7 +21,8 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"core", "git", "identity", "errors", "layout"},
     "service": {"core", "git", "identity", "store", "errors", "layout"},
     "render": {"core", "identity", "errors", "layout"},
-    "hooks": {"core", "git", "identity", "render", "errors", "layout"},
+    # The store and the service only lazily, for the post-commit hook's one write.
+    "hooks": {"core", "git", "identity", "store", "service", "render", "errors", "layout"},
     "agents": {"core", "git", "identity", "store", "service", "render", "hooks", "errors"}
     | {"layout"},
     "main": {"cli", "hooks", "agents", "errors"},

@@ -34,12 +34,14 @@ VERBS: dict[str, tuple[str, str]] = {
     "whoami": ("info", "Show your agent id and parent, and where each came from."),
     "remote": ("remote", "Show, check or switch remote mode (locks decided on a git remote)."),
     "sync": ("remote", "Refresh the local view of the lock remote."),
-    "install-hooks": ("hooks", "Install the pre-commit hook (and pre-push with --pre-push)."),
+    "install-hooks": ("hooks", "Install the commit hooks (and pre-push with --pre-push)."),
     "guard": ("agents", "Answer an agent harness's hook event: deny or claim before an edit."),
     "install-agent-hooks": ("agents", "Register the guard in an agent harness's settings."),
     "uninstall-agent-hooks": ("agents", "Take the guard out of an agent harness's settings."),
     "mcp": ("agents", "Serve the lock tools over MCP on stdio (needs gitlocks[mcp])."),
     "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
+    "verify": ("verify", "Report commits in RANGE that changed paths in others' live claims."),
+    "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),
     "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
     "version": ("info", "Show the version."),
 }
@@ -102,6 +104,7 @@ def _run_verb(verb: str, args: list[str]) -> int:
 
     module = importlib.import_module(f"gitlocks.cli.{VERBS[verb][0]}")
     command = _command(module.app, verb, typer)
+    args = _fill_optional_values(args, getattr(module, "OPTIONAL_VALUES", {}))
     try:
         rv = command.main(args=args, prog_name=f"git alock {verb}", standalone_mode=False)
     except typer.Exit as exc:
@@ -111,6 +114,21 @@ def _run_verb(verb: str, args: list[str]) -> int:
     except typer.exceptions.TyperException as exc:  # click's usage errors
         raise UsageError(f"{exc.format_message()}\n{HINT.removesuffix(chr(10))}") from None
     return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str]:
+    """An option whose value may be left out (``--until-merged [BRANCH]``): given last, or
+    followed by another option, it gets its default, which click cannot do for typer."""
+    filled: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return filled + args[i:]
+        filled.append(arg)
+        if arg in defaults:
+            following = args[i + 1] if i + 1 < len(args) else None
+            if following is None or (following.startswith("-") and following != "-"):
+                filled.append(defaults[arg])
+    return filled
 
 
 def _command(app: Any, verb: str, typer: Any) -> Any:

@@ -16,9 +16,11 @@ from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
-from gitlocks.service import lifecycle, locks
+from gitlocks.service import landing, lifecycle, locks
 
 app = verbs()
+MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
+OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be left out
 
 
 @app.command()
@@ -28,6 +30,19 @@ def acquire(
     ],
     reason: Annotated[str, typer.Option("-m", "--reason", help="Why you claim it.")] = "",
     ttl: TtlOption = None,
+    shared: Annotated[
+        bool,
+        typer.Option("--shared", help="A shared claim: others may hold shared claims over it too."),
+    ] = False,
+    until_merged: Annotated[
+        str | None,
+        typer.Option(
+            "--until-merged",
+            metavar="[BRANCH]",
+            help="Release the claim once your commits in it land in BRANCH "
+            "(default: the main line).",
+        ),
+    ] = None,
     as_id: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -38,7 +53,18 @@ def acquire(
     ctx = context(as_id)
     claim = entries(ctx, patterns)
     life = lifetime(ctx, ttl)
-    result = locks.acquire(ctx, claim, reason=user_text(reason, "reason", 1000), ttl=life)
+    branch = None
+    if until_merged is not None:
+        wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
+        branch = landing.check_branch(ctx.store, wanted)
+    result = locks.acquire(
+        ctx,
+        claim,
+        reason=user_text(reason, "reason", 1000),
+        ttl=life,
+        shared=shared,
+        until_merged=branch,
+    )
     warn_problems(ctx)
     if result.status == "acquired" and short_lived(ctx.identity):
         sys.stderr.write(SHORT_LIVED + "\n")

@@ -9,6 +9,7 @@ import typer
 
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
 from gitlocks.errors import EXIT_OK
+from gitlocks.hooks import CLIENT_HOOKS
 from gitlocks.hooks import install as hooks
 from gitlocks.render.hooks import installed
 
@@ -22,14 +23,16 @@ def install_hooks(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Install the pre-commit hook (and pre-push with --pre-push) into this repository.
+    """Install the commit hooks (and pre-push with --pre-push) into this repository.
 
-    An existing hook is kept and still runs first. Warns by default;
-    git config alock.hookMode block makes the hooks refuse.
+    pre-commit checks the staged paths against others' claims; commit-msg adds an
+    Agent-Id trailer naming the agent; post-commit renews your claims on the paths you
+    commit. An existing hook is kept and still runs first. Warns by default;
+    git config alock.hookMode block makes the checks refuse.
 
     Example: git alock install-hooks --pre-push
     """
-    wanted = ["pre-commit", "pre-push"] if pre_push else ["pre-commit"]
+    wanted = [h for h in CLIENT_HOOKS if pre_push or h != "pre-push"]
     changes = hooks.install(hooks.hooks_dir(), wanted, sys.executable)
     reply({"hooks": [c.to_dict() for c in changes]}, installed(changes), as_json)
     finish(EXIT_OK)

@@ -28,6 +28,13 @@ MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
 MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
+COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")  # a full SHA-1 or SHA-256 id
+# A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less what
+# never names a branch in practice; read from any record, so checked without git.
+BRANCH_RE = re.compile(
+    r"^(?![-.])(?!.*(?:\.\.|@\{|//|/\.|\.lock/|\.lock\Z))[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
+)
+MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
 
 
 # ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
@@ -167,6 +174,11 @@ class LockRecord:
     # Where ``pid`` can be judged: boot id and pid namespace of the session (see
     # ``gitlocks.identity.host_identity``); empty: nowhere, the lock lives by its TTL.
     host_id: str = ""
+    # Shared: other shared claims may overlap it; an exclusive claim may not (design §3.4).
+    shared: bool = False
+    # Released ("landed") once the commits in ``awaiting`` are all in this branch.
+    until_merged: str | None = None
+    awaiting: tuple[str, ...] = ()  # the holder's commits inside the claim, oldest first
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def expires(self) -> datetime:
@@ -204,6 +216,9 @@ class LockRecord:
             "notes": [{"at": n.at, "text": n.text} for n in self.notes],
             "ttl": self.ttl,
             "host_id": self.host_id,
+            "shared": self.shared,
+            "until_merged": self.until_merged,
+            "awaiting": list(self.awaiting),
         }
         for key, value in self.extra.items():
             data.setdefault(key, value)
@@ -250,6 +265,9 @@ class LockRecord:
                 notes=tuple(_notes(data)),
                 ttl=_int(data, "ttl"),
                 host_id=_str(data, "host_id", default=""),
+                shared=_bool(data, "shared"),
+                until_merged=_opt_str(data, "until_merged"),
+                awaiting=tuple(_str_list(data, "awaiting", required=False)),
                 extra={k: v for k, v in data.items() if k not in known},
             )
         except (TypeError, KeyError) as exc:
@@ -258,6 +276,12 @@ class LockRecord:
             raise RecordError(f"invalid lock id {record.id!r}")
         if not record.paths:
             raise RecordError("a lock record needs at least one path")
+        if record.until_merged is not None and not BRANCH_RE.match(record.until_merged):
+            raise RecordError(f"field 'until_merged' is no branch name: {record.until_merged!r}")
+        if len(record.awaiting) > MAX_AWAITING or not all(
+            COMMIT_RE.match(c) for c in record.awaiting
+        ):
+            raise RecordError(f"field 'awaiting' must list at most {MAX_AWAITING} commit ids")
         if not 0 <= record.ttl <= MAX_TTL_SECONDS:
             raise RecordError(f"field 'ttl' must be between 0 and {MAX_TTL_SECONDS} seconds")
         return replace(
@@ -273,6 +297,13 @@ def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:
     value = data.get(key, default)
     if not isinstance(value, str):
         raise RecordError(f"field {key!r} must be a string")
+    return value
+
+
+def _bool(data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise RecordError(f"field {key!r} must be true or false")
     return value
 
 

@@ -68,7 +68,7 @@ def check_record(data: bytes) -> LockRecord | str:
 
 # Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
 # document of another format is not read at all.
-VERDICTS_FORMAT = 2
+VERDICTS_FORMAT = 3
 Verdict = Union["Summary", str]  # what a blob holds: a record's summary, or why it is none
 Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
 
@@ -163,11 +163,15 @@ class Summary(NamedTuple):
     parent: str | None
     expires_at: str
     buckets: tuple[str, ...]
+    # Waits for commits to land (``--until-merged`` with commits made): every write asks
+    # whether they have, so it must find these records without reading the others.
+    landing: bool = False
 
     @classmethod
     def of(cls, record: LockRecord) -> Summary:
         buckets = tuple(sorted({bucket_of(p) for p in record.paths}))
-        return cls(record.id, record.holder, record.parent, record.expires_at, buckets)
+        landing = bool(record.until_merged and record.awaiting)
+        return cls(record.id, record.holder, record.parent, record.expires_at, buckets, landing)
 
 
 def bucket_of(pattern: str) -> str:
@@ -358,6 +362,14 @@ class Table:
     def keys(self, patterns: Iterable[str]) -> set[str]:
         return {self.key(p) for p in patterns}
 
+    def landing(self) -> list[LockRecord]:
+        """Records waiting for their commits to land in a branch, oldest first."""
+        return [self.records[i] for i, s in sorted(self.summaries.items()) if s.landing]
+
+    def holders(self) -> list[str]:
+        """Every holder with a record in the table (read from summaries alone)."""
+        return [h for h, ids in self._by_holder.items() if ids]
+
     def held_by(self, holder: str) -> list[LockRecord]:
         return [self.records[i] for i in sorted(self._by_holder.get(holder, ()))]
 
@@ -453,6 +465,18 @@ class Table:
         return any(entries_overlap(x, y, ignore_case=self.ignore_case) for x in a for y in b)
 
 
+def holding(
+    locks: Iterable[LockRecord], friends: set[str]
+) -> tuple[list[LockRecord], list[LockRecord]]:
+    """Split the live locks covering one path into (theirs that hold it against you,
+    yours). An exclusive lock of theirs always holds it; their shared locks hold it only
+    against someone with no claim there: holding one, you share the path (design §3.4)."""
+    locks = list(locks)
+    mine = [r for r in locks if r.holder in friends]
+    theirs = [r for r in locks if r.holder not in friends and not (mine and r.shared)]
+    return theirs, mine
+
+
 # --- verdicts kept by blob id ----------------------------------------------------------------
 
 
@@ -461,7 +485,7 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     entries = {
         oid: v
         if isinstance(v, str)
-        else [v.id, v.holder, v.parent, v.expires_at, "\n".join(v.buckets)]
+        else [v.id, v.holder, v.parent, v.expires_at, "\n".join(v.buckets), v.landing]
         for oid, v in verdicts.items()
     }
     return json.dumps(
@@ -487,15 +511,18 @@ def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
         if type(value) is str:
             found[oid] = value
             continue
-        if type(value) is not list or len(value) != 5:
+        if type(value) is not list or len(value) != 6:
             continue
-        lock_id, holder, parent, expires_at, buckets = value
+        lock_id, holder, parent, expires_at, buckets, landing = value
         if (
             type(lock_id) is str
             and type(holder) is str
             and type(expires_at) is str
             and type(buckets) is str
+            and type(landing) is bool
             and (parent is None or type(parent) is str)
         ):  # buckets never hold a newline: patterns refuse control characters
-            found[oid] = Summary(lock_id, holder, parent, expires_at, tuple(buckets.split("\n")))
+            found[oid] = Summary(
+                lock_id, holder, parent, expires_at, tuple(buckets.split("\n")), landing
+            )
     return found

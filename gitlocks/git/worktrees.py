@@ -39,6 +39,18 @@ def worktrees(root: Path) -> list[tuple[str, str | None]]:
     return found
 
 
+def head(worktree: str) -> str | None:
+    """The commit checked out in ``worktree`` (None: unborn)."""
+    proc = run.start(
+        ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+        worktree,
+        env=run.Env.CLEAN,
+        error=OSError,
+    )
+    raw = run.finish(proc, ok=(0, 1), error=OSError)
+    return raw.decode().strip() or None
+
+
 def changes(worktree: str) -> list[tuple[str, str]]:
     """(XY, root-relative path) for each uncommitted change, untracked files included."""
     raw = _git(worktree, "status", "--porcelain", "-z", "--untracked-files=all")

@@ -1,9 +1,38 @@
 """The git hooks: what a commit or a push touches, whose claims it crosses, and installing them.
 
 Installed shims run ``from gitlocks.hooks import main``: keep that name here, for hooks
-installed by every version.
+installed by every version. Each hook's module is imported only when that hook runs.
 """
 
-from gitlocks.hooks.check import main
+from __future__ import annotations
 
-__all__ = ["main"]
+import importlib
+import sys
+from collections.abc import Sequence
+
+# hook -> the module under gitlocks.hooks whose ``main(argv)`` runs it (argv[0] is the hook).
+HOOKS = {
+    "pre-commit": "check",
+    "pre-push": "check",
+    "commit-msg": "trailer",
+    "post-commit": "commit",
+    "pre-receive": "receive",
+}
+# The hooks install-hooks puts into a working repository (pre-push only when asked);
+# pre-receive belongs to a bare repository you host (install-remote-hook).
+CLIENT_HOOKS = ("pre-commit", "commit-msg", "post-commit", "pre-push")
+# Hooks that read git's list of refs on standard input.
+STDIN_HOOKS = ("pre-push", "pre-receive")
+
+
+def main(argv: Sequence[str]) -> int:
+    """``git-alock hook HOOK [ARGS...]``: run one hook, return its exit code."""
+    if not argv or argv[0] not in HOOKS:
+        sys.stderr.write(f"error: usage: git-alock hook {'|'.join(HOOKS)} [ARGS...]\n")
+        return 2
+    module = importlib.import_module(f"gitlocks.hooks.{HOOKS[argv[0]]}")
+    code: int = module.main(argv)
+    return code
+
+
+__all__ = ["CLIENT_HOOKS", "HOOKS", "STDIN_HOOKS", "main"]

@@ -33,6 +33,7 @@ from gitlocks.core.table import (
     Table,
     Verdict,
     decode_verdicts,
+    holding,
     lazy_table,
     record_entries,
 )
@@ -47,6 +48,7 @@ from gitlocks.git.changes import (
     pushed_paths,
     start_git,
 )
+from gitlocks.hooks import HOOKS
 from gitlocks.identity import (
     Identity,
     SessionProcess,
@@ -266,9 +268,9 @@ class _Theirs:
         self.life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
 
     @functools.cached_property
-    def live(self) -> list[LockRecord]:
-        """Every live lock of theirs: read only for a path no pattern can spell."""
-        return [r for r in self.table.live(self.now) if self.alive(r) and r.holder not in self.ours]
+    def everyone(self) -> list[LockRecord]:
+        """Every live lock: read only for a path no pattern can spell."""
+        return [r for r in self.table.live(self.now) if self.alive(r)]
 
     def alive(self, record: LockRecord) -> bool:
         return record.expires_at > self.cutoff and not self.life.dead(record)
@@ -277,9 +279,10 @@ class _Theirs:
         """Their live locks covering ``path``, by id."""
         entry = path_entry(path)
         if entry is None:  # a name no pattern can spell: decided one lock at a time
-            return [r for r in self.live if _covers(r, path, self.table.ignore_case)]
-        found = (self.table.records[i] for i in sorted(self.table.covering(entry)))
-        return [r for r in found if self.alive(r) and r.holder not in self.ours]
+            found = [r for r in self.everyone if _covers(r, path, self.table.ignore_case)]
+            return holding(found, self.ours)[0]
+        ids = sorted(self.table.covering(entry))
+        return holding([r for i in ids if self.alive(r := self.table.records[i])], self.ours)[0]
 
 
 def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
@@ -288,7 +291,7 @@ def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
 
 def _runs_hooks(proc: SessionProcess) -> bool:
     """A hook script, or the pre-commit framework: between git and us, never the session."""
-    if proc.name.startswith(HOOK_NAMES):  # comm is cut at 15 characters
+    if proc.name.startswith(tuple(HOOKS)):  # comm is cut at 15 characters
         return True
     args = _cmdline(proc.pid)
     return any(a in ("pre_commit", "-mpre_commit") or a.endswith("/pre-commit") for a in args)
@@ -321,6 +324,30 @@ def hook_session() -> SessionProcess:
     return proc
 
 
+def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity, bool]:
+    """Who commits, and whether that is an agent we know: ``AGENT_ID`` (or ``--as``); else
+    the holder of a live lock recorded with this very session process (an agent whose id
+    the guard derived from its harness's session, design §6.5); else the derived holder,
+    known only while it holds a live lock. Unknown: no trailer is written for it."""
+    if identity.holder_source != "session":
+        return identity, True
+    session = identity.session
+    stamp = format_time(now)
+    if session.pid and session.start_time and session.name:
+        # Only the holders named after this session's program are read (the guard names
+        # them so: ``claude-3f2a9c1e``): a commit never costs a read of the whole table.
+        here = (session.pid, session.start_time, host_identity())
+        prefix = session.name + "-"
+        for holder in sorted(h for h in table.holders() if h.startswith(prefix)):
+            for record in table.held_by(holder):
+                if table.is_live(record, stamp) and (
+                    (record.pid, record.pid_start, record.host_id) == here
+                ):
+                    return identity._replace(holder=record.holder, parent=record.parent), True
+    known = any(table.is_live(r, stamp) for r in table.held_by(identity.holder))
+    return identity, known
+
+
 # --- the hook entry point -----------------------------------------------------------------
 
 
@@ -343,19 +370,32 @@ class HookReport:
         )
 
 
+class TableReader:
+    """The configuration and the lock table, as a hook reads them through git: started at
+    once, so that other git calls of the hook run meanwhile, and finished when needed."""
+
+    def __init__(self, cwd: str | None) -> None:
+        self.cwd = cwd
+        self._config = start_git(_CONFIG_ARGS, cwd)
+        self._common = start_git(["rev-parse", "--git-common-dir"], cwd)
+
+    def finish(self) -> tuple[HookConfig, Table]:
+        settings = parse_config(finish_git(self._config, ok=(0, 1)))  # 1: none of the keys
+        common_dir = os.fsdecode(finish_git(self._common).strip())
+        if self.cwd is not None:
+            common_dir = os.path.join(self.cwd, common_dir)
+        found = list_refs(common_dir, settings.reftable, self.cwd)
+        verdicts = read_verdicts(common_dir)
+        table = read_table(found, self.cwd, settings.ignore_case, settings.skew, verdicts)
+        return settings, table
+
+
 def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
-    config = start_git(_CONFIG_ARGS, cwd)
-    common = start_git(["rev-parse", "--git-common-dir"], cwd)
+    reading = TableReader(cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
-    settings = parse_config(finish_git(config, ok=(0, 1)))  # 1: none of the keys is set
-    common_dir = os.fsdecode(finish_git(common).strip())
-    if cwd is not None:
-        common_dir = os.path.join(cwd, common_dir)
-    found = list_refs(common_dir, settings.reftable, cwd)
-    verdicts = read_verdicts(common_dir)
-    table = read_table(found, cwd, settings.ignore_case, settings.skew, verdicts)
+    settings, table = reading.finish()
     if staged is not None:
         paths = staged.paths()
     else:

@@ -17,7 +17,7 @@ from typing import Any
 
 from gitlocks.errors import Refused, StoreError, UsageError
 from gitlocks.git.changes import git_output
-from gitlocks.hooks.check import HOOK_NAMES
+from gitlocks.hooks import CLIENT_HOOKS, HOOKS, STDIN_HOOKS
 
 MARKER = "# gitlocks-hook: installed by git alock install-hooks"
 # A foreign hook we chain is kept under its own name in this folder of the hooks
@@ -34,8 +34,7 @@ LEGACY_SUFFIX = ".alock-chained"
 _SHIM = """\
 #!/bin/sh
 {marker}
-# Warns when a {verb} touches paths inside another holder's live lock (git alock).
-# git config alock.hookMode block: refuse instead. git {verb} --no-verify: skip it.
+{about}
 ALOCK_PYTHON={python}
 hook={hook}
 # The hook kept from before install-hooks runs first, as if it were still "$0": hook
@@ -80,17 +79,42 @@ _CHAIN_PUSH = """\
     rm -f "$input\""""
 
 
+# What each shim says it does, in its comment lines.
+_ABOUT = {
+    "pre-commit": (
+        "Warns when a commit touches paths inside another holder's live lock (git alock).",
+        "git config alock.hookMode block: refuse instead. git commit --no-verify: skip it.",
+    ),
+    "pre-push": (
+        "Warns when a push touches paths inside another holder's live lock (git alock).",
+        "git config alock.hookMode block: refuse instead. git push --no-verify: skip it.",
+    ),
+    "commit-msg": (
+        "Adds an Agent-Id trailer naming the agent that commits (git alock), once:",
+        "never a second one for the same agent. Rebases and cherry-picks keep theirs.",
+    ),
+    "post-commit": (
+        "Renews the committer's own claims on the paths it committed (git alock):",
+        "a commit is a heartbeat. It never changes the commit.",
+    ),
+    "pre-receive": (
+        "Refuses a push that changes paths inside another holder's live lock (git alock),",
+        "decided on the lock table stored in this repository. Lock refs always pass.",
+    ),
+}
+
+
 def shim_text(hook: str, python: str = "") -> str:
     """The hook script for ``hook``; ``python`` is baked in as ``ALOCK_PYTHON``."""
-    if hook not in HOOK_NAMES:
-        raise UsageError(f"unknown hook {hook!r}: use one of {', '.join(HOOK_NAMES)}")
+    if hook not in HOOKS:
+        raise UsageError(f"unknown hook {hook!r}: use one of {', '.join(HOOKS)}")
     return _SHIM.format(
         marker=MARKER,
         hook=hook,
-        verb="commit" if hook == "pre-commit" else "push",
+        about="\n".join("# " + line for line in _ABOUT[hook]),
         python=shlex.quote(python) if python else "''",
         chained_dir=CHAINED_DIR,
-        run_chained=_CHAIN_COMMIT if hook == "pre-commit" else _CHAIN_PUSH.format(),
+        run_chained=_CHAIN_PUSH.format() if hook in STDIN_HOOKS else _CHAIN_COMMIT,
     )
 
 
@@ -203,7 +227,7 @@ def _write_hook(path: Path, text: str) -> None:
         raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
 
 
-def uninstall(directory: Path, hooks: Sequence[str] = HOOK_NAMES) -> list[HookChange]:
+def uninstall(directory: Path, hooks: Sequence[str] = CLIENT_HOOKS) -> list[HookChange]:
     """Remove our shims and put back the hooks they chained, as they were."""
     changes = []
     for hook in hooks:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from gitlocks.core.record import LockRecord, format_duration
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
+from gitlocks.render.locks import kind
 
 if TYPE_CHECKING:  # the hooks import this module: their result type is named for types only
     from gitlocks.hooks.install import HookChange
@@ -31,7 +32,7 @@ def held_line(path: str, record: LockRecord, now: datetime) -> str:
     left = (record.expires() - now).total_seconds()
     reason = f' "{record.reason}"' if record.reason else ""
     return (
-        f"HELD {path} by {record.holder} ({' '.join(record.paths)}){reason}, "
+        f"HELD {path} by {record.holder}{kind(record)} ({' '.join(record.paths)}){reason}, "
         f"expires in {format_duration(left)} [lock {record.id}]"
     )
 

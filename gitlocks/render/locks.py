@@ -42,6 +42,14 @@ def expires(record: LockRecord, now: datetime) -> str:
     return f"expires in {format_duration(delta)}"
 
 
+def kind(record: LockRecord) -> str:
+    """`` (shared, until merged into main)``: how a claim differs from a plain one."""
+    parts = ["shared"] if record.shared else []
+    if record.until_merged:
+        parts.append(f"until merged into {record.until_merged}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _reason(record: LockRecord) -> str:
     return f' "{record.reason}"' if record.reason else ""
 
@@ -57,7 +65,8 @@ def held_line(conflict: Conflict, now: datetime) -> str:
     theirs = sorted({t for _, t in conflict.overlapping})
     mine = sorted({m for m, _ in conflict.overlapping})
     return printable(
-        f"HELD {' '.join(theirs)} by {record.holder} (crosses your {' '.join(mine)})"
+        f"HELD {' '.join(theirs)} by {record.holder}{kind(record)} "
+        f"(crosses your {' '.join(mine)})"
         f"{_stale(conflict)}{_reason(record)}, {expires(record, now)} [lock {record.id}]"
     )
 
@@ -82,13 +91,14 @@ def acquire(result: AcquireResult, now: datetime) -> str:
     if result.status == "acquired" and result.lock is not None:
         lock = result.lock
         return printable(
-            f"ACQUIRED {' '.join(lock.paths)} as {lock.holder}, {expires(lock, now)} "
+            f"ACQUIRED {' '.join(lock.paths)}{kind(lock)} as {lock.holder}, {expires(lock, now)} "
             f"[lock {lock.id}]"
         )
     if result.status == "already_yours" and result.lock is not None:
         lock = result.lock
         return printable(
-            f"ALREADY YOURS {' '.join(lock.paths)}, {expires(lock, now)} [lock {lock.id}]"
+            f"ALREADY YOURS {' '.join(lock.paths)}{kind(lock)}, {expires(lock, now)} "
+            f"[lock {lock.id}]"
         )
     if result.status == "interrupted":
         return interrupted([c.record for c in result.conflicts])
@@ -96,6 +106,11 @@ def acquire(result: AcquireResult, now: datetime) -> str:
     lines += [held_line(c, now) for c in result.conflicts]
     if result.hint:
         lines.append(f"hint: {result.hint}")
+    elif result.conflicts and all(c.record.shared for c in result.conflicts):
+        lines.append(
+            "hint: they hold it shared: git alock acquire --shared shares it with them; "
+            "an exclusive claim waits for them to release"
+        )
     elif result.conflicts:
         lines.append(
             "hint: claim a part nobody holds, wait for the lock to expire or be released, "
@@ -130,11 +145,12 @@ def check(items: Sequence[CheckItem], now: datetime) -> str:
             lines.append(f"FREE {item.path}")
         elif item.status == "yours":
             lock = item.locks[0]
-            lines.append(f"YOURS {item.path} [{lock.holder}, lock {lock.id}]")
+            shared = ", shared" if lock.shared else ""
+            lines.append(f"YOURS {item.path} [{lock.holder}{shared}, lock {lock.id}]")
         else:
             for lock in item.locks:
                 lines.append(
-                    f"HELD {item.path} by {lock.holder} ({' '.join(lock.paths)})"
+                    f"HELD {item.path} by {lock.holder}{kind(lock)} ({' '.join(lock.paths)})"
                     f"{_reason(lock)}, {expires(lock, now)} [lock {lock.id}]"
                 )
     return printable_lines(lines)
@@ -170,7 +186,7 @@ def table(
                 "*" if r.holder == me else "",
                 r.id,
                 r.holder,
-                printable(" ".join(r.paths)),
+                printable(" ".join(r.paths) + kind(r)),
                 f"in {format_duration(left)}" if left > 0 else "expired",
                 state_word(r, states.get(r.id, "live"), now),
                 *((printable(held_at(r)),) if long else ()),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable_lines
-from gitlocks.render.locks import expires, state_word
+from gitlocks.render.locks import expires, kind, state_word
 
 if TYPE_CHECKING:  # the service's result objects, named for types only
     from gitlocks.service.results import Status
@@ -20,7 +20,8 @@ def lock_line(record: LockRecord, state: str, now: datetime) -> str:
     notes = f", {count} note{'s' if count != 1 else ''}" if count else ""
     reason = f' "{record.reason}"' if record.reason else ""
     return (
-        f"{' '.join(record.paths)} by {record.holder}{reason}, {expires(record, now)}"
+        f"{' '.join(record.paths)}{kind(record)} by {record.holder}{reason}, "
+        f"{expires(record, now)}"
         f"{extra}{notes} [lock {record.id}]"
     )
 

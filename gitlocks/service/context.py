@@ -18,6 +18,7 @@ from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
 from gitlocks.identity import Identity, host_identity, process_alive
 from gitlocks.layout import DEFAULT_INTERRUPTED_KEEP_SECONDS, DEFAULT_STALE_SECONDS
+from gitlocks.service import landing
 from gitlocks.store.local import Change, Store
 
 
@@ -76,6 +77,18 @@ class Context:
         return self.keep_interrupted
 
 
+def open_context(start: str | os.PathLike[str] | None, identity: Identity) -> Context:
+    """The service context of the repository at ``start``: its remote's store in remote
+    mode, else its own refs."""
+    store = Store.discover(start)
+    if store.config_get("alock.remote"):
+        # Imported here: the remote protocol costs start-up time; only remote mode needs it.
+        from gitlocks.store.remote import RemoteStore
+
+        store = RemoteStore(store.repo)
+    return Context(store=store, identity=identity)
+
+
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
     event = {
         "event": kind,
@@ -93,7 +106,8 @@ def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]
 
     Interrupted work (a dead holder's lock with notes) is kept past its expiry, until it
     is resumed or broken, or ``alock.interruptedKeep`` has passed: it blocks nobody's
-    narrower claim, and a crash must never lose it by accident.
+    narrower claim, and a crash must never lose it by accident. A claim whose work has
+    landed in its branch (``--until-merged``) is released too (``landing``).
     """
     gone = set()
     expired = table.expired(format_time(now))
@@ -109,6 +123,20 @@ def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]
         change.delete.append(record.id)
         # ``by``: whose write swept it (the journal names who removed what, every time).
         change.events.append(event("expired", record, now, by=ctx.identity.holder, **extra))
+        gone.add(record.id)
+    for record in landing.land(ctx.store, table, gone, ctx.host_id):
+        change.delete.append(record.id)
+        commits = list(record.awaiting)
+        change.events.append(
+            event(
+                "landed",
+                record,
+                now,
+                by=ctx.identity.holder,
+                branch=record.until_merged,
+                commits=commits,
+            )
+        )
         gone.add(record.id)
     return gone
 

@@ -11,11 +11,13 @@ import os
 import socket
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     GENERATED_ID_RE,
     LOCK_ID_RE,
+    MAX_AWAITING,
     LockRecord,
     Note,
     expiry_from,
@@ -23,7 +25,7 @@ from gitlocks.core.record import (
     new_lock_id,
 )
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
-from gitlocks.core.table import Table, record_entries
+from gitlocks.core.table import Table, holding, record_entries
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import journal, lifecycle
 from gitlocks.service.context import Context, event, live_table, sweep
@@ -47,9 +49,20 @@ MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 
 
 def acquire(
-    ctx: Context, entries: list[ScopeEntry], *, reason: str = "", ttl: int = DEFAULT_TTL_SECONDS
+    ctx: Context,
+    entries: list[ScopeEntry],
+    *,
+    reason: str = "",
+    ttl: int = DEFAULT_TTL_SECONDS,
+    shared: bool = False,
+    until_merged: str | None = None,
 ) -> AcquireResult:
-    """Claim every entry or none of them."""
+    """Claim every entry or none of them.
+
+    ``shared``: a claim other shared claims may overlap (an exclusive one may not, either
+    way round). ``until_merged``: the branch whose containing the holder's commits inside
+    the claim releases it (journaled ``landed``).
+    """
 
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
@@ -61,20 +74,25 @@ def acquire(
         # Liveness is judged only here, on the records this claim crosses: a claim costs
         # time in the locks it might meet, never in the size of the table.
         life = ctx.liveness()
-        conflicts, interrupted = _crossed(ctx, table, entries, life, change, gone)
+        conflicts, interrupted = _crossed(ctx, table, entries, life, change, gone, shared)
         if conflicts:
             return change, AcquireResult("refused", conflicts=conflicts)
         if interrupted:
             return change, AcquireResult("interrupted", conflicts=interrupted)
         own = [r for r in table.held_by(ctx.identity.holder) if r.id not in gone]
-        held = {table.key(p): r for r in own for p in r.paths}
+        # A claim of the other kind on the same pattern is no answer: ask for it anew.
+        held = {table.key(p): r for r in own if r.shared == shared for p in r.paths}
         new = [e for e in entries if table.key(e.pattern) not in held]
         if not new:
             lock = held[table.key(entries[0].pattern)]
             return change, _already_yours(ctx, lock, life, ttl, change)
         record = _new_record(ctx, new, reason, ttl, now)
+        record = record.with_changes(shared=shared, until_merged=until_merged)
         change.put.append(record)
-        change.events.append(event("granted", record, now, reason=reason))
+        kind: dict[str, Any] = {"shared": True} if shared else {}
+        if until_merged:
+            kind["until_merged"] = until_merged
+        change.events.append(event("granted", record, now, reason=reason, **kind))
         return change, AcquireResult("acquired", lock=record)
 
     result: AcquireResult = ctx.store.transact(decide)
@@ -106,10 +124,12 @@ def _crossed(
     life: Liveness,
     change: Change,
     gone: set[str],
+    shared: bool = False,
 ) -> tuple[list[Conflict], list[Conflict]]:
     """The live claims of others this claim crosses, and the interrupted work it would take.
 
-    A dead holder's note-less lock met on the way is released by this same write.
+    A dead holder's note-less lock met on the way is released by this same write. Shared
+    claims cross only exclusive ones.
     """
     ident = ctx.identity
     elders = set(table.ancestors(ident.holder, ident.parent))
@@ -117,6 +137,8 @@ def _crossed(
     for lock_id, pairs in sorted(table.overlaps(entries).items()):
         record = table.records[lock_id]
         if lock_id in gone or record.holder == ident.holder or record.holder in elders:
+            continue
+        if shared and record.shared:
             continue
         state = life.state(record)
         if state == "dead":
@@ -377,6 +399,42 @@ def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list
     return [r for r in found if r.holder != me]  # your own: release them
 
 
+def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRecord]:
+    """A commit by the holder inside its own claims: renew them for their lifetime, and
+    let a claim that waits for its work to land wait for this commit too (design §6.8).
+
+    Only the asker's own live locks are touched; the journal says ``renewed`` with the
+    commit. Returns the locks renewed.
+    """
+    ident = ctx.identity
+
+    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+        now = ctx.now()
+        change = Change()
+        gone = sweep(ctx, table, now, change)
+        renewed = []
+        for lock_id in lock_ids:
+            record = table.get(lock_id)
+            if record is None or lock_id in gone or record.holder != ident.holder:
+                continue
+            longer = expiry_from(now, record.ttl or DEFAULT_TTL_SECONDS)
+            updated = record.with_changes(
+                renewed_at=format_time(now), expires_at=max(longer, record.expires_at)
+            )
+            if record.until_merged and commit not in record.awaiting:
+                awaiting = (*record.awaiting, commit)[-MAX_AWAITING:]
+                updated = updated.with_changes(awaiting=awaiting)
+            change.put.append(updated)
+            change.events.append(
+                event("renewed", updated, now, expires_at=updated.expires_at, commit=commit)
+            )
+            renewed.append(updated)
+        return change, renewed
+
+    result: list[LockRecord] = ctx.store.transact(decide)
+    return result
+
+
 # --- reading ------------------------------------------------------------------------------
 
 
@@ -400,7 +458,7 @@ def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) 
         locks = [table.records[i] for i in sorted(table.covering(entry))]
         # A dead holder's lock (interrupted work too) blocks no path, as in acquire.
         locks = [r for r in locks if table.is_live(r, now) and not life.dead(r)]
-        theirs = [r for r in locks if r.holder not in friends]
+        theirs, _ = holding(locks, friends)
         if theirs:
             items.append(CheckItem(entry.pattern, "held", theirs))
         elif locks:
@@ -433,7 +491,7 @@ def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
                 for r, scope in claims
                 if any(entry_covers(e, path, ignore_case=table.ignore_case) for e in scope)
             ]
-            held = [r for r in covering if r.holder not in friends]
+            held, _ = holding(covering, friends)
             status: CheckStatus = "held" if held else "yours" if covering else "free"
             by_path[path] = CheckItem(path, status, held or covering)
     return [by_path[path] for path in entries]

@@ -201,6 +201,30 @@ class Store:
         branch = None if self.repo.head_is_detached else head.shorthand
         return (branch, str(head.target))
 
+    def landing_ref(self, branch: str) -> str:
+        """The ref a claim ``--until-merged branch`` waits on: the local branch here; the
+        lock remote's copy of it in remote mode (``RemoteStore``)."""
+        return f"refs/heads/{branch}"
+
+    def commit_of(self, ref: str) -> str | None:
+        """The commit ``ref`` names (tags peeled), or None: no such ref, or no commit."""
+        try:
+            found = self.repo.references.get(ref)
+            if found is None:
+                return None
+            return str(found.peel(pygit2.Commit).id)
+        except (pygit2.GitError, ValueError, KeyError, TypeError):
+            return None
+
+    def contains(self, tip: str, commit: str) -> bool:
+        """Whether ``commit`` is ``tip`` or one of its ancestors (False when unknown)."""
+        if tip == commit:
+            return True
+        try:
+            return bool(self.repo.descendant_of(tip, commit))
+        except (pygit2.GitError, ValueError, KeyError):
+            return False
+
     # --- reading ------------------------------------------------------------------------
 
     def version(self) -> str | None:
@@ -219,8 +243,12 @@ class Store:
 
     def journal_symref(self) -> str | None:
         """Where a symbolic journal ref points (a planted one), else None."""
+        return self.symref_target(JOURNAL_REF)
+
+    def symref_target(self, name: str) -> str | None:
+        """Where the symbolic ref ``name`` points, else None (none, or not symbolic)."""
         try:
-            ref = self.repo.references.get(JOURNAL_REF)
+            ref = self.repo.references.get(name)
         except (pygit2.GitError, ValueError):
             return None
         return str(ref.target) if ref is not None and isinstance(ref.target, str) else None

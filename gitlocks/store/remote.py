@@ -566,6 +566,28 @@ class RemoteStore(Store):
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
             return self.fetch()
 
+    def landing_ref(self, branch: str) -> str:
+        """In remote mode a claim waits for its commits to land on the remote's branch."""
+        return f"refs/remotes/{self.remote}/{branch}"
+
+    def fetch_branches(self, branches: list[str]) -> None:
+        """Refresh the remote-tracking refs of ``branches`` (as ``git fetch REMOTE B``
+        does), for the claims waiting to land there; a branch the remote lacks is skipped."""
+        for branch in branches:
+            self._git(
+                [
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    "--no-write-fetch-head",
+                    "--no-recurse-submodules",
+                    "--refmap=",
+                    self.remote,
+                    f"+refs/heads/{branch}:{self.landing_ref(branch)}",
+                ],
+                what="fetch from",
+            )  # a failure (no such branch there) leaves the ref as it was
+
     def probe(self, *, write: bool = False) -> None:
         """Check that the remote answers and takes atomic pushes; raise ``RemoteError`` if not.
 

@@ -1,0 +1,86 @@
+"""The post-commit hook: a commit is a heartbeat for the committer's own claims.
+
+A commit by a holder that touches paths inside its own live claims renews them (journaled
+``renewed`` with the commit), and a claim made ``--until-merged`` records the commit as
+one it waits for (docs/design.md, section 6.8). The question is asked on the hook's fast
+path (git's command line, no pygit2); only a commit that does touch its holder's claims
+pays for the write. git ignores post-commit's exit code; this hook never fails anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from gitlocks.core.record import LockRecord, format_time, utcnow
+from gitlocks.core.scope import path_entry
+from gitlocks.core.table import Table
+from gitlocks.core.text import printable
+from gitlocks.errors import GitlocksError
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks.check import TableReader, committer, hook_session
+from gitlocks.identity import Identity, resolve_identity
+from gitlocks.render.hooks import PREFIX
+
+
+def committed(cwd: str | None = None) -> tuple[str, list[str]]:
+    """HEAD's id and the paths it changed against its first parent (all, for a root)."""
+    head = os.fsdecode(finish_git(start_git(["rev-list", "--parents", "-n1", "HEAD"], cwd)))
+    ids = head.split()
+    args = ["diff-tree", "-r", "-z", "--name-only", "--no-commit-id", "--no-renames"]
+    args += [ids[1], ids[0]] if len(ids) > 1 else ["--root", ids[0]]
+    raw = finish_git(start_git(args, cwd))
+    return ids[0], [os.fsdecode(p) for p in raw.split(b"\0") if p]
+
+
+def own_claims(table: Table, identity: Identity, paths: Sequence[str]) -> list[LockRecord]:
+    """The holder's own live locks covering any of ``paths``, oldest first."""
+    stamp = format_time(utcnow())
+    mine = [r for r in table.held_by(identity.holder) if table.is_live(r, stamp)]
+    if not mine:
+        return []
+    ids = {r.id for r in mine}
+    found: set[str] = set()
+    entries = [e for e in map(path_entry, paths) if e is not None]
+    table.prepare(entries)
+    for entry in entries:
+        found.update(i for i in table.covering(entry) if i in ids)
+    return [r for r in mine if r.id in found]
+
+
+def run(cwd: str | None = None) -> list[LockRecord]:
+    """Renew the committer's claims the last commit touched; the locks renewed."""
+    reading = TableReader(cwd)
+    commit, paths = committed(cwd)
+    _, table = reading.finish()
+    identity, _ = committer(table, resolve_identity(None, session=hook_session()), utcnow())
+    claims = own_claims(table, identity, paths) if paths else []
+    if not claims:
+        return []
+    # Imported here: only a commit inside the committer's own claims writes, and the
+    # store brings in pygit2, which the hooks' fast path avoids.
+    from gitlocks.service.context import open_context
+    from gitlocks.service.locks import heartbeat
+
+    ctx = open_context(cwd, identity)
+    return heartbeat(ctx, [r.id for r in claims], commit)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``git-alock hook post-commit``: renew quietly (the journal says it); always exit 0."""
+    try:
+        run()
+    except GitlocksError as exc:
+        sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; claims not renewed\n")
+        return 0
+    except Exception as exc:  # a bug: say so; the commit is made already
+        import traceback  # only on this path: a bug in a hook
+
+        sys.stderr.write(
+            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
+            "This is a bug in gitlocks; please report it with the traceback below.\n"
+        )
+        traceback.print_exc()
+        return 0
+    return 0
