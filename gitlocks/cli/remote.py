@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.cli.context import context
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import remote as render
 from gitlocks.service import remote as service
@@ -59,5 +60,5 @@ def sync(as_json: JsonOption = False) -> None:
     store = Store.discover()
     if not store.config_get("alock.remote"):
         raise UsageError("local mode: there is no lock remote to sync (git alock remote NAME)")
-    result = service.sync(store)
+    result = service.sync(context(None))
     reply(result.to_dict(), render.synced(result), as_json)

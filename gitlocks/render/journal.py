@@ -5,7 +5,18 @@ from __future__ import annotations
 from gitlocks.core.journal import COMPACTED, Event
 from gitlocks.core.text import printable
 
-_DETAIL_KEYS = ("by", "from", "reason", "text", "released", "expires_at", "pid")
+_DETAIL_KEYS = (
+    "by",
+    "from",
+    "reason",
+    "text",
+    "released",
+    "expires_at",
+    "pid",
+    "branch",
+    "by_commit",
+    "until_merged",
+)
 
 
 def format_event(event: Event) -> str:
@@ -35,7 +46,12 @@ def format_event(event: Event) -> str:
         if key == "released" and isinstance(value, list):
             continue  # already on the line, as the paths released
         value = _words(value)
+        if key == "by_commit":
+            parts.append(f"by commit {value[:12]}")
+            continue
         parts.append(f'{key} "{value}"' if key in ("reason", "text") else f"{key} {value}")
+    if event.get("shared") is True:
+        parts.append("shared")
     conflicts = event.get("conflicts", [])
     for conflict in conflicts if isinstance(conflicts, list) else []:
         if isinstance(conflict, dict):

@@ -35,9 +35,16 @@ def state(shown: RemoteState) -> str:
 
 
 def synced(result: SyncResult) -> str:
-    return f"SYNCED {result.remote}: {result.locks} lock(s) on the remote" + (
-        "" if result.changed else ", no change"
-    )
+    lines = [
+        f"SYNCED {result.remote}: {result.locks} lock(s) on the remote"
+        + ("" if result.changed else ", no change")
+    ]
+    lines += [
+        f"LANDED {' '.join(r.paths)} of {r.holder}: its work is in {r.until_merged}, "
+        f"claim released [lock {r.id}]"
+        for r in result.landed
+    ]
+    return printable_lines(lines)
 
 
 def switched_on(result: SwitchResult) -> str:

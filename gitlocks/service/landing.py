@@ -92,3 +92,10 @@ def landed(store: Store, record: LockRecord, table: Table, host_id: str) -> bool
 def land(store: Store, table: Table, gone: set[str], host_id: str) -> list[LockRecord]:
     """The records (not already ``gone``) whose work has landed, oldest first."""
     return [r for r in table.landing() if r.id not in gone and landed(store, r, table, host_id)]
+
+
+def waiting_branches(table: Table, host_id: str) -> list[str]:
+    """The branches this machine's claims wait on (for ``sync`` to refresh first)."""
+    return sorted(
+        {r.until_merged for r in table.landing() if r.until_merged and r.host_id == host_id}
+    )

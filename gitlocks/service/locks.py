@@ -426,7 +426,7 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
                 updated = updated.with_changes(awaiting=awaiting)
             change.put.append(updated)
             change.events.append(
-                event("renewed", updated, now, expires_at=updated.expires_at, commit=commit)
+                event("renewed", updated, now, expires_at=updated.expires_at, by_commit=commit)
             )
             renewed.append(updated)
         return change, renewed

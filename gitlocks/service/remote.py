@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gitlocks.store.local import Store
+from gitlocks.core.record import LockRecord
+from gitlocks.core.table import Table
+from gitlocks.service import landing
+from gitlocks.service.context import Context, sweep
+from gitlocks.store.local import Change, Store
 from gitlocks.store.remote import RemoteStore, read_sync_times
 
 
@@ -35,6 +39,7 @@ class SyncResult:
     remote: str
     changed: bool
     locks: int
+    landed: list[LockRecord] = field(default_factory=list)  # released: their work landed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +47,7 @@ class SyncResult:
             "remote": self.remote,
             "changed": self.changed,
             "locks": self.locks,
+            "landed": [r.to_dict() for r in self.landed],
         }
 
 
@@ -55,10 +61,27 @@ def show(store: Store) -> RemoteState:
     return RemoteState(name, store.config_get(f"remote.{name}.url"), view_age(store, name))
 
 
-def sync(store: Store) -> SyncResult:
-    remote = RemoteStore(store.repo)
+def sync(ctx: Context) -> SyncResult:
+    """Fetch the remote's lock table; then refresh the branches this machine's claims
+    wait on and release, by one write, those whose work has landed there."""
+    remote = ctx.store
+    if not isinstance(remote, RemoteStore):
+        remote = RemoteStore(ctx.store.repo)
+        ctx = replace(ctx, store=remote)
     changed = remote.sync()
-    return SyncResult(remote.remote, changed, len(remote.remote_table()))
+    branches = landing.waiting_branches(remote.read_table(), ctx.host_id)
+    landed: list[LockRecord] = []
+    if branches:
+        remote.fetch_branches(branches)
+
+        def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+            change = Change()
+            sweep(ctx, table, ctx.now(), change)
+            found = [e["id"] for e in change.events if e["event"] == "landed"]
+            return change, [table.records[i] for i in found]
+
+        landed = remote.transact(decide)
+    return SyncResult(remote.remote, changed, len(remote.remote_table()), landed)
 
 
 def view_age(store: Store, name: str) -> float | None:
