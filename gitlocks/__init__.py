@@ -5,10 +5,24 @@ The public, pure API (no git needed) is the scope engine::
     >>> from gitlocks import patterns_overlap, pattern_covers
     >>> patterns_overlap("src/**/api", "src/api")
     True
+
+It is loaded on first use: the hooks import this package on every commit, and most of
+them never need the scope engine.
 """
 
-from gitlocks.core.scope import pattern_covers, patterns_overlap
+from __future__ import annotations
+
+from typing import Any
+
 from gitlocks.errors import InvalidPattern
 
 __version__ = "0.1.0"
 __all__ = ["InvalidPattern", "__version__", "pattern_covers", "patterns_overlap"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("pattern_covers", "patterns_overlap"):
+        from gitlocks.core import scope  # the scope engine, on first use (see above)
+
+        return getattr(scope, name)
+    raise AttributeError(f"module 'gitlocks' has no attribute {name!r}")

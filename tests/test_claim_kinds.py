@@ -321,13 +321,17 @@ def test_a_hostile_landing_record_blocks_nothing_else(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "--until-merged", "main", **A).code == 0
     record = record_of(repo, "src/**")
     record["awaiting"] = ["f" * 40, "0" * 40]
-    blob = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=repo,
-        input=json.dumps(record).encode(),
-        capture_output=True,
-        check=True,
-    ).stdout.decode().strip()
+    blob = (
+        subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=repo,
+            input=json.dumps(record).encode(),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
     git(repo, "update-ref", f"refs/agent-locks/{record['id']}", blob)
     got = alock(repo, "acquire", "other/**", **B)
     assert got.code == 0, got.err
@@ -358,3 +362,36 @@ def test_in_remote_mode_the_claim_lands_in_the_remotes_branch_on_sync(tmp_path: 
     assert remote_locks(bare) == {}
     assert any(e["event"] == "landed" for e in remote_events(bare))
     assert git(mine, "rev-parse", "main") != git(mine, "rev-parse", "feature")
+
+
+def test_a_landing_record_naming_a_foreign_directory_never_runs_git_there(
+    hooked: Path, tmp_path: Path
+) -> None:
+    """A record is anyone's text: its worktree must be one of this repository's worktrees,
+    or git would run in a directory whose own configuration it obeys."""
+    evil = tmp_path / "evil"
+    git(tmp_path, "init", "-q", str(evil))
+    marker = tmp_path / "ran"
+    git(evil, "config", "core.fsmonitor", f"touch {marker}; false")
+    git(hooked, "checkout", "-q", "-b", "feature")
+    assert alock(hooked, "acquire", "src/**", "--until-merged", "main", **A).code == 0
+    edit_and_commit(hooked, "src/app.py", "one\n", A)
+    git(hooked, "checkout", "-q", "main")
+    git(hooked, "merge", "-q", "--ff-only", "feature")
+    record = record_of(hooked, "src/**")
+    record["worktree"] = str(evil)
+    blob = (
+        subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=hooked,
+            input=json.dumps(record).encode(),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    git(hooked, "update-ref", f"refs/agent-locks/{record['id']}", blob)
+    assert alock(hooked, "acquire", "other/**", **B).code == 0
+    assert not marker.exists()
+    assert record_of(hooked, "src/**")["worktree"] == str(evil)  # not landed: kept

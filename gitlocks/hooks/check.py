@@ -48,15 +48,12 @@ from gitlocks.git.changes import (
     pushed_paths,
     start_git,
 )
-from gitlocks.hooks import HOOKS
+from gitlocks.hooks.session import hook_session
 from gitlocks.identity import (
     Identity,
-    SessionProcess,
     host_identity,
-    parent_pid,
     process_alive,
     resolve_identity,
-    session_process,
 )
 from gitlocks.layout import (
     DEFAULT_SKEW_SECONDS,
@@ -287,41 +284,6 @@ class _Theirs:
 
 def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
     return any(entry_covers(e, path, ignore_case=ignore_case) for e in record_entries(record))
-
-
-def _runs_hooks(proc: SessionProcess) -> bool:
-    """A hook script, or the pre-commit framework: between git and us, never the session."""
-    if proc.name.startswith(tuple(HOOKS)):  # comm is cut at 15 characters
-        return True
-    args = _cmdline(proc.pid)
-    return any(a in ("pre_commit", "-mpre_commit") or a.endswith("/pre-commit") for a in args)
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [os.fsdecode(a) for a in f.read().split(b"\0") if a]
-    except OSError:
-        return []
-
-
-def hook_session() -> SessionProcess:
-    """The session process as the command line sees it, seen from inside a hook.
-
-    The command line's chain is ``session -> shell -> git -> git-alock``; a hook adds git's
-    hook process (named after the hook, not a shell) and maybe the pre-commit framework,
-    which would otherwise be taken for the session and give the committer another id.
-    """
-    pid = os.getppid()
-    proc = session_process(pid)
-    for _ in range(8):
-        if not _runs_hooks(proc):
-            break
-        parent = parent_pid(proc.pid)
-        if parent is None or parent <= 1:
-            break
-        proc = session_process(parent)
-    return proc
 
 
 def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity, bool]:

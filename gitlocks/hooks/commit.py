@@ -19,9 +19,15 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.hooks.check import TableReader, committer, hook_session
+from gitlocks.hooks.check import TableReader, committer
+from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
 from gitlocks.render.hooks import PREFIX
+
+
+# In remote mode the heartbeat is a push. A commit is made already and waits for it: a
+# remote that does not answer soon is left for the next commit to renew.
+HEARTBEAT_TIMEOUT_SECONDS = 5.0
 
 
 def committed(cwd: str | None = None) -> tuple[str, list[str]]:
@@ -64,6 +70,8 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     from gitlocks.service.locks import heartbeat
 
     ctx = open_context(cwd, identity)
+    if hasattr(ctx.store, "timeout"):  # remote mode: a commit never waits long on a remote
+        ctx.store.timeout = min(ctx.store.timeout, HEARTBEAT_TIMEOUT_SECONDS)
     return heartbeat(ctx, [r.id for r in claims], commit)
 
 

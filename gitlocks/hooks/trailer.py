@@ -19,11 +19,11 @@ from gitlocks.core.record import utcnow
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.changes import finish_git, git_output, start_git
-from gitlocks.hooks.check import TableReader, committer, hook_session
+from gitlocks.hooks.session import hook_session
 from gitlocks.identity import resolve_identity
-from gitlocks.render.hooks import PREFIX
 
 TRAILER = "Agent-Id"
+PREFIX = "alock: "  # the hooks' prefix (``render.hooks``, which needs the table to import)
 SCISSORS = " ------------------------ >8 ------------------------"
 
 
@@ -33,6 +33,9 @@ def agent_id(cwd: str | None = None) -> str | None:
     identity = resolve_identity(None, session=hook_session())
     if identity.holder_source != "session":
         return identity.holder
+    # Imported here: only without AGENT_ID is the lock table (and its engine) needed.
+    from gitlocks.hooks.check import TableReader, committer
+
     _, table = TableReader(cwd).finish()
     found, known = committer(table, identity, utcnow())
     return found.holder if known else None

@@ -74,7 +74,7 @@ def landed(store: Store, record: LockRecord, table: Table, host_id: str) -> bool
     inside = [c for c in record.awaiting if store.contains(tip, c)]
     if not inside:
         return False
-    if record.host_id != host_id or not record.worktree or not os.path.isdir(record.worktree):
+    if record.host_id != host_id or not _our_worktree(store, record.worktree):
         return False  # the holder's worktree is not here to be asked
     try:
         head = worktrees.head(record.worktree)
@@ -87,6 +87,16 @@ def landed(store: Store, record: LockRecord, table: Table, host_id: str) -> bool
     entries = record_entries(record)
     case = table.ignore_case
     return not any(entry_covers(e, p, ignore_case=case) for _, p in dirty for e in entries)
+
+
+def _our_worktree(store: Store, path: str) -> bool:
+    """Whether ``path`` is a worktree of this repository on this machine. Only such a
+    directory is ever asked for its status: a record is anyone's text, and git run in a
+    directory it names would obey that directory's own configuration."""
+    if not path or not os.path.isabs(path) or not os.path.isdir(path):
+        return False
+    real = os.path.realpath(path)
+    return any(os.path.realpath(tree) == real for tree, _ in worktrees.worktrees(store.root))
 
 
 def land(store: Store, table: Table, gone: set[str], host_id: str) -> list[LockRecord]:

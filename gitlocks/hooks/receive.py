@@ -1,0 +1,172 @@
+"""The pre-receive hook: a repository you host refuses pushes into others' live claims.
+
+git runs it in the receiving repository, before any ref moves, with one
+``<old> <new> <ref>`` line per pushed ref on standard input and the pushed objects in a
+quarantine that the environment git sets makes visible to every git it starts. The commits
+a push brings, those reachable from a new value and from no ref the repository has
+(``git log <new>... --not --all``), are judged as ``git alock verify`` judges them
+(``gitlocks.hooks.verify``, the same code), against the lock table stored in this
+repository (its ``refs/agent-locks/*``, which clients in remote mode keep current).
+
+- Lock refs, the journal and remote-mode staging (``refs/agent-locks*``) always pass: they
+  hold no commits, and every claim in remote mode is such a push. Deletions always pass.
+- Every other ref is checked, tags and notes too: a commit is judged by what it changes,
+  whichever ref brings it in, and a commit already in the repository is never judged again.
+- It refuses (exit 1) by default; ``git config alock.hookMode warn`` in this repository
+  makes it report and accept.
+- Fail-open: when the check cannot run (an unreadable table, a missing git, a bug), it says
+  so and accepts the push. Claims are advisory; a broken check must not stop a team.
+
+A push of lock refs alone (each claim, in remote mode) runs nothing but this module's
+imports: the check's modules are loaded only when a push brings commits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitlocks.core.text import printable
+from gitlocks.errors import EXIT_ERROR, EXIT_OK, GitlocksError, NotARepository, UsageError
+from gitlocks.git import run
+from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
+
+HOOK = "pre-receive"
+if TYPE_CHECKING:  # the check is imported only when a push brings commits
+    from gitlocks.hooks.check import HookConfig
+
+PREFIX = "alock: "  # as gitlocks.render.hooks.PREFIX: the client hooks' lines
+# Refs that are gitlocks' own: never judged.
+PASSING_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
+
+
+def pushed_tips(lines: Iterable[str]) -> list[str]:
+    """The new values to judge, from pre-receive's ``<old> <new> <ref>`` lines: neither a
+    deletion nor one of gitlocks' own refs."""
+    tips = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        _old, new, ref = parts
+        if not new.strip("0") or ref.startswith(PASSING_PREFIXES):
+            continue
+        tips.append(new)
+    return list(dict.fromkeys(tips))
+
+
+def receive_config(raw: bytes) -> HookConfig:
+    """The hook's settings from ``git config -z --get-regexp`` output: ``alock.hookMode``
+    is ``block`` unless this repository says ``warn`` (an installed remote hook is there
+    to refuse), and every lock here counts until its expiry plus ``alock.clockSkew``
+    (default 30s): each was written by some client's clock, as in remote mode."""
+    # Imported here: only a push that brings commits loads the check.
+    from gitlocks.hooks.check import parse_config
+
+    items = [item for item in raw.split(b"\0") if item]
+    mode = "block"
+    warning = None
+    rest = []
+    for item in items:
+        key, _, value = item.partition(b"\n")
+        if key.lower() == b"alock.hookmode":
+            text = os.fsdecode(value).strip().lower()
+            if text in ("warn", "block"):
+                mode = text
+            else:
+                warning = (
+                    f"unknown alock.hookMode {os.fsdecode(value)!r} (use warn or block): refusing"
+                )
+        elif key.lower() != b"alock.remote":
+            rest.append(item)
+    # The repository itself is the lock remote its clients decide on: skew as theirs.
+    settings = parse_config(b"\0".join([*rest, b"alock.remote\nthis-repository", b""]))
+    warnings = "; ".join(w for w in (warning, settings.warning) if w) or None
+    return replace(settings, mode=mode, warning=warnings)
+
+
+def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]:
+    """The exit code and the lines for the pusher (on stderr: git relays them)."""
+    tips = pushed_tips(lines)
+    if not tips:
+        return EXIT_OK, ""
+    # Imported here: only a push that brings commits loads the check and its report.
+    from gitlocks.hooks.verify import check_commits
+    from gitlocks.render.verify import receive_report
+
+    result = check_commits([*tips, "--not", "--all", "--"], cwd, read_config=receive_config)
+    mode = result.config.mode if result.config is not None else "block"
+    code = result.exit_code if mode == "block" else EXIT_OK
+    return code, receive_report(result, mode)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``git-alock hook pre-receive``: judge the push; never a traceback."""
+    if list(argv[:1]) != [HOOK]:
+        sys.stderr.write(f"error: usage: git-alock hook {HOOK}\n")
+        return EXIT_ERROR
+    try:
+        code, text = run_receive(sys.stdin)
+    except GitlocksError as exc:
+        sys.stderr.write(
+            f"{PREFIX}error: {printable(str(exc))}; push accepted without the lock check\n"
+        )
+        return EXIT_OK
+    except Exception as exc:  # a bug: say so, but an advisory check never stops a push
+        sys.stderr.write(
+            f"{PREFIX}internal error: {exc.__class__.__name__}: {printable(str(exc))}; "
+            "push accepted without the lock check (a bug in gitlocks: please report it)\n"
+        )
+        return EXIT_OK
+    sys.stderr.write(text)
+    return code
+
+
+# --- installing it into a repository you host -------------------------------------------
+
+
+def remote_hooks_dir(path: str, *, force: bool = False) -> Path:
+    """The hooks directory of the repository at ``path`` (``core.hooksPath`` honoured).
+
+    ``path`` must be the repository itself (a bare repository's directory, or the top of
+    a working tree), never a folder inside another one. A repository with a working tree
+    is refused unless ``force``: pushes to a checked-out branch are refused by git anyway
+    (``receive.denyCurrentBranch``), so a hosted repository is normally bare.
+    """
+    where = os.path.abspath(path)
+    if not os.path.isdir(where):
+        raise NotARepository(f"{path} is not a git repository (no such directory)")
+    # Our own repository's variables (GIT_DIR inside a hook) must not name another one.
+    proc = run.start(
+        ["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-path", "hooks",
+         "--show-cdup"],
+        where,
+        env=run.Env.CLEAN,
+        error=NotARepository,
+    )  # fmt: skip
+    try:
+        out = run.finish(proc, error=NotARepository)
+    except NotARepository:
+        raise NotARepository(f"{path} is not a git repository") from None
+    lines = os.fsdecode(out).split("\n")
+    bare = lines[0] == "true"
+    git_dir, hooks = lines[1], lines[2]
+    real = os.path.realpath(where)
+    top = os.path.realpath(
+        git_dir if bare else os.path.join(where, lines[3] if len(lines) > 3 else "")
+    )
+    if top != real:
+        raise NotARepository(
+            f"{path} is not a git repository but a folder inside {top}: name the repository"
+        )
+    if not bare and not force:
+        raise UsageError(
+            f"{path} is not a bare repository: a hosted repository that receives pushes "
+            "normally is (git refuses pushes to its checked-out branch); --force installs "
+            "the hook anyway"
+        )
+    return Path(where, hooks).resolve()

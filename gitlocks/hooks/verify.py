@@ -1,0 +1,343 @@
+"""Commits already made, judged against the lock table: ``git alock verify`` and the
+pre-receive hook (docs/hooks.md, "Verify commits already made" and "A remote that refuses").
+
+A commit belongs to the agents its ``Agent-Id:`` trailers name (git's trailer syntax,
+read by git itself). A path it changes is reported when it lies inside a live claim held
+against every one of them, judged as the commit hooks judge a committer
+(``gitlocks.hooks.check.find_held``: own, ancestors' and sub-agents' claims are theirs). A
+commit naming no valid agent is nobody's: every live claim counts against it.
+
+A commit changes what it changes against its first parent (a merge: everything it brings
+into the line it was made on), a root commit against the empty tree. Whatever the number of
+commits, the question costs a constant number of git processes: one ``git log`` lists them
+with their parents, subjects and trailers, one ``git diff-tree --stdin`` reads the paths of
+all of them (only when some claim is live at all), one ``cat-file`` reads the committed
+``.alockignore``, besides the table's own reads. Part of the hook path: imports neither
+typer nor pygit2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList
+from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
+from gitlocks.core.table import Problem, Table
+from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks.check import (
+    HookConfig,
+    find_held,
+    list_refs,
+    parse_config,
+    read_table,
+    read_verdicts,
+)
+from gitlocks.identity import Identity, SessionProcess
+
+TRAILER = "Agent-Id"
+# The holder a commit without a valid Agent-Id is judged as: no holder id can contain a
+# space or parentheses, so it is nobody's family and every live claim counts against it.
+NOBODY = "(no agent)"
+# One record per commit (-z): "<oid> <parents...>", the subject (git joins its lines, so it
+# holds no newline), then one line per Agent-Id value (unfolded: no newline either).
+_LOG_ARGS = (
+    "log",
+    "-z",
+    "--no-show-signature",
+    "--no-color",
+    f"--format=%H %P%n%s%n%(trailers:key={TRAILER},valueonly)",
+)
+# Raw output, not --name-only: a header ("<oid>") can never be taken for a path, since a
+# path always follows a ":<modes> <oids> <status>" entry. No rename detection: a rename
+# changes both its paths. --always: a header even for a commit that changes nothing.
+_DIFF_TREE_ARGS = (
+    *("diff-tree", "--stdin", "-r", "-z", "--raw"),
+    *("--root", "--always", "--no-renames"),
+)
+# Every key the check reads, asked once (git prints keys in lower case).
+CONFIG_ARGS = (
+    "config",
+    "-z",
+    "--get-regexp",
+    "^(alock\\.hookmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
+    "|extensions\\.refstorage)$",
+)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of the range: who made it, by its trailers, and what it says it is."""
+
+    oid: str
+    parents: tuple[str, ...]
+    subject: str
+    agents: tuple[str, ...]  # the valid Agent-Id values, each once, in order
+    invalid: tuple[str, ...] = ()  # Agent-Id values that are no holder id
+
+    @property
+    def short(self) -> str:
+        return self.oid[:12]
+
+    @property
+    def judged_as(self) -> tuple[str, ...]:
+        return self.agents or (NOBODY,)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A path one commit changed inside claims held against every agent of the commit."""
+
+    commit: Commit
+    path: str
+    locks: tuple[LockRecord, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit.oid,
+            "subject": self.commit.subject,
+            "agents": list(self.commit.agents),
+            "path": self.path,
+            "locks": [r.to_dict() for r in self.locks],
+        }
+
+
+@dataclass
+class Verification:
+    """The answer for a range of commits (or the commits a push brings)."""
+
+    commits: list[Commit]
+    findings: list[Finding]
+    now: datetime
+    config: HookConfig | None = None  # None: no commit, so nothing was read
+    warnings: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "held" if self.findings else "clean"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_REFUSED if self.findings else EXIT_OK
+
+    def warning_lines(self) -> list[str]:
+        lines = list(self.warnings)
+        lines += [f"{p.ref} is not a usable lock ({p.reason}); ignored" for p in self.problems]
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "commits": len(self.commits),
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": self.warning_lines(),
+        }
+
+
+# --- reading the commits -------------------------------------------------------------------
+
+
+def parse_log(raw: bytes) -> list[Commit]:
+    """``git log -z`` output in the format of ``_LOG_ARGS``."""
+    commits = []
+    for record in raw.split(b"\0"):
+        lines = record.decode("utf-8", "replace").split("\n")
+        if len(lines) < 2 or not lines[0]:
+            continue
+        oid, *parents = lines[0].split()
+        agents: list[str] = []
+        invalid: list[str] = []
+        for value in (v.strip() for v in lines[2:]):
+            if not value or value in agents or value in invalid:
+                continue
+            try:
+                agents.append(validate_holder(value, what=f"{TRAILER} trailer"))
+            except InvalidHolder:
+                invalid.append(value)
+        commits.append(Commit(oid, tuple(parents), lines[1], tuple(agents), tuple(invalid)))
+    return commits
+
+
+def parse_diff_tree(raw: bytes) -> dict[str, list[str]]:
+    """Paths by commit from ``git diff-tree --stdin -z --raw --always`` output."""
+    fields = raw.split(b"\0")
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    i = 0
+    while i < len(fields):
+        token = fields[i]
+        i += 1
+        if token.startswith(b":"):
+            status = token.rsplit(b" ", 1)[-1]
+            width = 2 if status[:1] in (b"R", b"C") else 1
+            current.extend(os.fsdecode(name) for name in fields[i : i + width])
+            i += width
+        elif token:
+            current = found.setdefault(token.decode("ascii", "replace"), [])
+    return found
+
+
+def _diff_feed(commits: Iterable[Commit]) -> bytes:
+    """One line per commit: itself and its first parent; a root commit alone."""
+    return "".join(
+        f"{c.oid} {c.parents[0]}\n" if c.parents else f"{c.oid}\n" for c in commits
+    ).encode()
+
+
+def _shallow(common_dir: str) -> set[str]:
+    """The commits a shallow clone cut the parents of (none in a full clone)."""
+    try:
+        with open(os.path.join(common_dir, "shallow"), "rb") as f:
+            return set(f.read().decode("ascii", "replace").split())
+    except OSError:
+        return set()
+
+
+def _parse_ignore(raw: bytes) -> IgnoreList:
+    """``cat-file --batch`` output for ``HEAD:.alockignore``: the blob, or "missing"."""
+    header, _, rest = raw.partition(b"\n")
+    parts = header.split()
+    if len(parts) != 3 or parts[1] != b"blob" or int(parts[2]) > MAX_IGNORE_BYTES:
+        return IgnoreList()
+    return IgnoreList(rest[: int(parts[2])].decode("utf-8", "replace"))
+
+
+# --- judging ----------------------------------------------------------------------------------
+
+
+def agent_identity(agent: str, table: Table) -> Identity:
+    """The identity a commit's agent is judged as: its parent is the one its claims record
+    (a commit names no parent), and no session (pid 0), as for an explicit id."""
+    parent = table.parent_of(agent) if agent != NOBODY else None
+    return Identity(
+        holder=agent,
+        holder_source=TRAILER,
+        parent=parent,
+        parent_source="lock table" if parent else None,
+        session=SessionProcess(0, "", "", ""),
+        session_id=agent,
+        session_source="none",
+    )
+
+
+def judge(
+    commits: Sequence[Commit],
+    changed: Mapping[str, Sequence[str]],
+    table: Table,
+    now: datetime,
+    ignore: IgnoreList,
+) -> list[Finding]:
+    """Every (commit, path) inside live claims held against all of the commit's agents.
+
+    Each agent is asked once, for the union of its commits' paths, so the cost grows with
+    the number of distinct agents and paths, not of commits.
+    """
+    wanted: dict[str, set[str]] = {}
+    for commit in commits:
+        for agent in commit.judged_as:
+            wanted.setdefault(agent, set()).update(changed.get(commit.oid, ()))
+    held: dict[str, dict[str, tuple[LockRecord, ...]]] = {}
+    for agent, paths in wanted.items():
+        kept = sorted(p for p in paths if not ignore.ignored(p))
+        identity = agent_identity(agent, table)
+        found = find_held(table, identity, now, kept, committing=True) if kept else []
+        held[agent] = {h.path: h.locks for h in found}
+    findings = []
+    for commit in commits:
+        for path in changed.get(commit.oid, ()):
+            each = [held[agent].get(path, ()) for agent in commit.judged_as]
+            common = set.intersection(*({r.id for r in locks} for locks in each))
+            locks = tuple(r for r in each[0] if r.id in common)
+            if locks:
+                findings.append(Finding(commit, path, locks))
+    return findings
+
+
+# --- the whole question -----------------------------------------------------------------------
+
+
+ConfigReader = Callable[[bytes], HookConfig]
+
+
+def check_commits(
+    rev_args: Sequence[str],
+    cwd: str | None = None,
+    *,
+    read_config: ConfigReader = parse_config,
+    bad_range: Sequence[str] | None = None,
+) -> Verification:
+    """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table.
+
+    ``bad_range``: the revisions as the user typed them; a ``git log`` failure is then
+    their mistake (exit 2, naming them), not a store problem.
+    """
+    # Independent git calls run side by side: each costs a process start.
+    common = start_git(["rev-parse", "--git-common-dir"], cwd)
+    log = start_git([*_LOG_ARGS, *rev_args], cwd)
+    config = start_git(CONFIG_ARGS, cwd)
+    ignore = start_git(["cat-file", "--batch"], cwd)
+    common_dir = ""
+    try:
+        common_dir = os.path.join(cwd or "", os.fsdecode(finish_git(common).strip()))
+        raw_log = finish_git(log)
+    except StoreError as exc:
+        for proc in (log, config, ignore):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        if bad_range is None or not common_dir:
+            raise
+        detail = str(exc).removeprefix("git log failed: ").removeprefix("fatal: ")
+        raise UsageError(f"bad revision range {' '.join(bad_range)!r}: {detail}") from None
+    commits = parse_log(raw_log)
+    raw_config = finish_git(config, ok=(0, 1))  # 1: none of the keys is set
+    ignored = _parse_ignore(finish_git(ignore, f"HEAD:{IGNORE_FILE}\n".encode()))
+    now = utcnow()
+    if not commits:
+        return Verification([], [], now)
+    settings = read_config(raw_config)
+    warnings = [settings.warning] if settings.warning else []
+    shallow = _shallow(common_dir)
+    judged = []
+    for commit in commits:
+        if not commit.parents and commit.oid in shallow:
+            warnings.append(
+                f"commit {commit.short} is where a shallow clone was cut: its changes are "
+                "unknown, so it was not checked (fetch the whole history: fetch-depth: 0)"
+            )
+            continue
+        warnings += [
+            f"commit {commit.short}: {TRAILER} {value!r} is no valid agent id; ignored"
+            for value in commit.invalid
+        ]
+        judged.append(commit)
+    table = read_table(
+        list_refs(common_dir, settings.reftable, cwd),
+        cwd,
+        settings.ignore_case,
+        settings.skew,
+        read_verdicts(common_dir),
+    )
+    changed: dict[str, list[str]] = {}
+    cutoff = table.cutoff(format_time(now))
+    if any(s.expires_at > cutoff for s in table.summaries.values()):
+        # Without a live claim no commit can cross one: a push into a repository where
+        # nobody claims anything (a first push of a long history) reads no paths at all.
+        feed = _diff_feed(judged)
+        changed = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), feed))
+    findings = judge(judged, changed, table, now, ignored)
+    return Verification(judged, findings, now, settings, warnings, table.problems)
+
+
+def verify_range(revisions: Sequence[str], cwd: str | None = None) -> Verification:
+    """``git alock verify RANGE...``: the commits ``git rev-list RANGE...`` names."""
+    if not revisions:
+        raise UsageError("name the commits to verify, e.g. git alock verify origin/main..HEAD")
+    # --end-of-options: a revision is never read as an option, whatever it starts with.
+    rev_args = ["--end-of-options", *revisions, "--"]
+    return check_commits(rev_args, cwd, bad_range=revisions)
