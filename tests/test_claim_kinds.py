@@ -162,10 +162,8 @@ def test_holding_matches_the_acquire_rule(locks: list[tuple[str, bool]]) -> None
     records = [_record(h, s) for h, s in locks]
     theirs, mine = holding(records, {"me"})
     others = [r for r in records if r.holder != "me"]
-    if not mine:
-        expected = others  # I hold nothing: an exclusive claim, refused by any of theirs
-    else:
-        expected = [r for r in others if not r.shared]
+    # Holding nothing there, I could only claim it exclusively: any of theirs refuses it.
+    expected = [r for r in others if not (mine and r.shared)]
     assert theirs == expected
     assert mine == [r for r in records if r.holder == "me"]
 

@@ -24,7 +24,6 @@ from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
 from gitlocks.render.hooks import PREFIX
 
-
 # In remote mode the heartbeat is a push. A commit is made already and waits for it: a
 # remote that does not answer soon is left for the next commit to renew.
 HEARTBEAT_TIMEOUT_SECONDS = 5.0

@@ -98,7 +98,10 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
     from gitlocks.hooks.verify import check_commits
     from gitlocks.render.verify import receive_report
 
-    result = check_commits([*tips, "--not", "--all", "--"], cwd, read_config=receive_config)
+    # The tips on standard input: a mirror push may bring more than a command line holds.
+    feed = "".join(tip + "\n" for tip in tips).encode()
+    rev_args = ["--stdin", "--not", "--all", "--"]
+    result = check_commits(rev_args, cwd, read_config=receive_config, feed=feed)
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK
     return code, receive_report(result, mode)
@@ -110,7 +113,8 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"error: usage: git-alock hook {HOOK}\n")
         return EXIT_ERROR
     try:
-        code, text = run_receive(sys.stdin)
+        lines = sys.stdin.buffer.read().decode("utf-8", "surrogateescape").splitlines()
+        code, text = run_receive(lines)
     except GitlocksError as exc:
         sys.stderr.write(
             f"{PREFIX}error: {printable(str(exc))}; push accepted without the lock check\n"

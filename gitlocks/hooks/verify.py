@@ -270,11 +270,13 @@ def check_commits(
     *,
     read_config: ConfigReader = parse_config,
     bad_range: Sequence[str] | None = None,
+    feed: bytes = b"",
 ) -> Verification:
     """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table.
 
     ``bad_range``: the revisions as the user typed them; a ``git log`` failure is then
-    their mistake (exit 2, naming them), not a store problem.
+    their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
+    ``git log`` (revisions, one a line, with ``--stdin``).
     """
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
@@ -284,7 +286,7 @@ def check_commits(
     common_dir = ""
     try:
         common_dir = os.path.join(cwd or "", os.fsdecode(finish_git(common).strip()))
-        raw_log = finish_git(log)
+        raw_log = finish_git(log, feed)
     except StoreError as exc:
         for proc in (log, config, ignore):
             if proc.poll() is None:

@@ -1,0 +1,95 @@
+"""The verbs for commits already made: verify (CI, reviewers) and install-remote-hook."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from gitlocks.cli.common import JsonOption, finish, out, reply, verbs
+from gitlocks.errors import EXIT_OK, UsageError
+from gitlocks.hooks import install as hooks
+from gitlocks.hooks.receive import HOOK, remote_hooks_dir
+from gitlocks.hooks.verify import verify_range
+from gitlocks.render import verify as render
+from gitlocks.render.hooks import installed
+
+app = verbs()
+
+FORMATS = ("text", "json", "github")
+
+
+@app.command()
+def verify(
+    revisions: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RANGE...",
+            help="Commits as git rev-list takes them: origin/main..HEAD, a branch, ^a b.",
+        ),
+    ],
+    as_json: JsonOption = False,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--format", metavar="FORMAT", help="text (default), json, or github (annotations)."
+        ),
+    ] = None,
+) -> None:
+    """Report commits that changed paths inside another holder's live claim.
+
+    A commit's agents are its Agent-Id trailers; a commit without one is judged against
+    every claim. Exit 1 when anything is reported. The lock table is this repository's
+    (in remote mode the local view: git alock sync first).
+
+    Example: git alock verify origin/main..HEAD --format github
+    """
+    chosen = (output or "text").strip().lower()
+    if chosen not in FORMATS:
+        raise UsageError(f"unknown --format {output!r}: use {', '.join(FORMATS)}")
+    if as_json and chosen not in ("text", "json"):
+        raise UsageError("--json and --format github cannot be used together")
+    result = verify_range(revisions)
+    if as_json or chosen == "json":
+        sys.stderr.write(render.warnings(result))
+        reply(result.to_dict(), render.report(result), True)
+    elif chosen == "github":
+        out(render.github(result))
+    else:
+        sys.stderr.write(render.warnings(result))
+        out(render.report(result))
+    finish(result.exit_code)
+
+
+@app.command("install-remote-hook")
+def install_remote_hook(
+    repository: Annotated[
+        str,
+        typer.Argument(metavar="BARE-REPO", help="The repository you host, e.g. /srv/git/app.git."),
+    ],
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove the hook and restore any it chained.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Install into a repository with a working tree too.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Make a repository you host refuse pushes into others' live claims (pre-receive).
+
+    Commits are judged as verify judges them, against the lock table stored in that
+    repository. An existing pre-receive hook is kept and still runs first.
+    git config alock.hookMode warn (in that repository) reports and accepts instead.
+
+    Example: git alock install-remote-hook /srv/git/app.git
+    """
+    directory = remote_hooks_dir(repository, force=force or uninstall)
+    if uninstall:
+        changes = hooks.uninstall(directory, [HOOK])
+    else:
+        changes = hooks.install(directory, [HOOK], sys.executable)
+    data = {"repository": os.path.abspath(repository), "hooks": [c.to_dict() for c in changes]}
+    reply(data, installed(changes), as_json)
+    finish(EXIT_OK)
