@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 OTHER = {"AGENT_ID": "other-agent"}
 
 
-def guard(repo: Path, event: dict[str, Any] | str, **env: str) -> Result:
+def guard(
+    repo: Path, event: dict[str, Any] | str, timeout: float | None = None, **env: str
+) -> Result:
     """``git alock guard --for claude`` with ``event`` on stdin, as the harness runs it."""
     full = dict(os.environ)
     full.pop("AGENT_ID", None)
@@ -36,6 +38,7 @@ def guard(repo: Path, event: dict[str, Any] | str, **env: str) -> Result:
         input=raw,
         capture_output=True,
         text=True,
+        timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
@@ -164,14 +167,16 @@ def test_outside_paths_other_tools_and_non_repositories_never_block(
     outside = edit(repo, "x")
     outside["tool_input"]["file_path"] = str(tmp_path / "elsewhere.py")
     got = guard(repo, outside)
-    assert got.code == 1 and "outside the repository" in got.err
+    assert got.code == 1 and "outside any git working tree" in got.err
     read = {**edit(repo, "src/app.py"), "tool_name": "Read"}
     assert guard(repo, read).code == 1
     plain = tmp_path / "plain"
     plain.mkdir()
     nowhere = {**edit(plain, "a.py")}
     got = guard(plain, nowhere)
-    assert got.code == 1 and "not inside a git working tree" in got.err
+    assert got.code == 1 and "outside any git working tree" in got.err
+    start = guard(plain, event(plain, "SessionStart"))
+    assert start.code == 1 and "not inside a git working tree" in start.err
     escaped = edit(repo, "../../etc/passwd")
     assert guard(repo, escaped).code == 1
 

@@ -9,9 +9,10 @@ default), so claiming before editing happens whether or not the agent remembers.
 It runs before every edit, so it takes the hooks' fast path: no command-line framework,
 and the table read from the lock refs' files without pygit2. Only a claim, a session's
 end and a heartbeat load the store (docs/design.md, section 6.5). It is never in the way
-by accident: a path outside the repository, another tool, malformed input or an
-unreadable store lets the call through, with the reason on stderr and exit 1 (the
-harnesses' "non-blocking error").
+by accident: a path outside any repository, a directory, another tool, malformed input
+or an unreadable store lets the call through, with the reason on stderr and exit 1 (the
+harnesses' "non-blocking error"). The edited file, not the session's directory, decides
+which repository (and so which lock table) is asked.
 """
 
 from __future__ import annotations
@@ -26,8 +27,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitlocks.core.ignore import IgnoreList
-from gitlocks.core.record import LockRecord, format_duration, format_time, parse_duration, utcnow
-from gitlocks.core.scope import make_entry, path_entry
+from gitlocks.core.record import (
+    LockRecord,
+    expiry_from,
+    format_duration,
+    format_time,
+    parse_duration,
+    utcnow,
+)
+from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
@@ -46,6 +54,9 @@ EDIT_TOOLS = {
     "NotebookEdit": "notebook_path",
 }
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # a tool call's input; Write carries the whole file
+# A denial names at most this many claims, and this many patterns of each: a lock of
+# thousands of patterns must not make a reason of megabytes.
+SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 PREFIX = "gitlocks guard: "
 
@@ -96,6 +107,8 @@ def parse_claude(raw: bytes) -> Event:
         raise Pass("the hook event has no hook_event_name or session_id")
     if not isinstance(cwd, str) or not cwd:
         cwd = os.getcwd()
+    elif _malformed(cwd):
+        raise Pass("malformed input: cwd holds a NUL or an unpaired surrogate")
     kinds = {"SessionStart": "start", "SessionEnd": "end", "Stop": "stop"}
     if name != "PreToolUse":
         return Event(kinds.get(name, "other"), session, cwd)
@@ -107,7 +120,14 @@ def parse_claude(raw: bytes) -> Event:
     path = tool_input.get(key) if isinstance(tool_input, dict) else None
     if not isinstance(path, str) or not path:
         raise Pass(f"{tool} names no {key}")
+    if _malformed(path):
+        raise Pass(f"malformed input: the {key} of {tool} holds a NUL or an unpaired surrogate")
     return Event("edit", session, cwd, tool=str(tool), path=path)
+
+
+def _malformed(text: str) -> bool:
+    """A NUL or a lone surrogate: JSON can carry them, no file name holds them."""
+    return "\0" in text or any("\ud800" <= c <= "\udfff" for c in text)
 
 
 def holder_env(event: Event, harness: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -133,21 +153,27 @@ class Repo(NamedTuple):
     warnings: list[str]
 
 
-def open_repo(cwd: str) -> Repo:
-    """The working tree around ``cwd`` and the settings the guard reads."""
-    if not os.path.isdir(cwd):
-        raise Pass(f"the session's directory {cwd!r} does not exist")
-    top = start_git(["rev-parse", "--show-toplevel", "--git-common-dir"], cwd)
-    config = start_git(_CONFIG_ARGS, cwd)
+def open_repo(directory: str, *, edited: str = "") -> Repo:
+    """The working tree around ``directory`` and the settings the guard reads; ``edited``
+    names the file whose repository it is, for the message when there is none."""
+    if not os.path.isdir(directory):
+        raise Pass(f"the session's directory {directory!r} {_what_is(directory)}")
+    top = start_git(["rev-parse", "--show-toplevel", "--git-common-dir"], directory)
+    config = start_git(_CONFIG_ARGS, directory)
+    nowhere = (
+        f"{edited} is outside any git working tree: not guarded"
+        if edited
+        else f"{directory!r} is not inside a git working tree"
+    )
     try:
         lines = os.fsdecode(finish_git(top)).splitlines()
     except GitlocksError:
-        raise Pass(f"{cwd!r} is not inside a git working tree") from None
+        raise Pass(nowhere) from None
     raw = finish_git(config, ok=(0, 1))
     if len(lines) < 2:
-        raise Pass(f"{cwd!r} is not inside a git working tree")
+        raise Pass(nowhere)
     root = Path(lines[0])
-    common = lines[1] if os.path.isabs(lines[1]) else os.path.join(cwd, lines[1])
+    common = lines[1] if os.path.isabs(lines[1]) else os.path.join(directory, lines[1])
     values: dict[str, str] = {}
     for item in raw.split(b"\0"):
         key, _, value = item.decode("utf-8", "replace").partition("\n")
@@ -170,17 +196,39 @@ def open_repo(cwd: str) -> Repo:
     )  # fmt: skip
 
 
-def relative(repo: Repo, path: str) -> str:
-    """``path`` relative to the top of the working tree; Pass when it lies outside."""
-    full = Path(path) if os.path.isabs(path) else repo.root / path
+def _what_is(path: str) -> str:
+    """What stands at ``path``, when it is no directory: for a message."""
+    if os.path.isfile(path):
+        return "is a file, not a directory"
+    return "is not a directory" if os.path.lexists(path) else "does not exist"
+
+
+def locate(event: Event) -> tuple[Repo, str]:
+    """The repository the edited file lies in, and its path from the top of that tree.
+
+    The file decides, not the session's directory: a nested repository, a submodule or
+    another worktree of the same repository (whose claims are the same table) is found
+    from the file's nearest existing directory. A relative path is the event's ``cwd``'s.
+    """
+    full = os.path.realpath(os.path.join(event.cwd, event.path))  # what exists resolved
+    if os.path.isdir(full):
+        raise Pass(f"{event.path} is a directory, and {event.tool} edits files: not guarded")
+    parts = Path(full).parts
+    # Inside a .git directory git has no working tree: ask from the one around it.
+    inside = [i for i, part in enumerate(parts) if part.casefold() == ".git"]
+    here = Path(*parts[: inside[-1]]) if inside else Path(full).parent
+    while not os.path.isdir(here):  # "/" is one
+        if os.path.lexists(here):
+            raise Pass(f"{event.path} cannot be a file: {here} {_what_is(os.fspath(here))}")
+        here = here.parent
+    repo = open_repo(os.fspath(here), edited=event.path)
     try:
-        # The file may not exist yet (Write creates it): resolve what exists above it.
-        rel = Path(os.path.realpath(full)).relative_to(os.path.realpath(repo.root))
+        rel = Path(full).relative_to(os.path.realpath(repo.root))
     except ValueError:
-        raise Pass(f"{path} is outside the repository at {repo.root}: not guarded") from None
-    if not rel.parts or rel.parts[0] == ".git":
-        raise Pass(f"{path} is no file of the working tree: not guarded")
-    return rel.as_posix()
+        raise Pass(f"{event.path} is outside the repository at {repo.root}: not guarded") from None
+    if not rel.parts or any(part.casefold() == ".git" for part in rel.parts):
+        raise Pass(f"{event.path} is no file of the working tree: not guarded")
+    return repo, rel.as_posix()
 
 
 def harness_session() -> SessionProcess:
@@ -191,21 +239,40 @@ def harness_session() -> SessionProcess:
 # --- deciding ---------------------------------------------------------------------------
 
 
-def _where(record: LockRecord, now: datetime) -> str:
+def _where(record: LockRecord, now: datetime, patterns: Sequence[str] = ()) -> str:
+    """One claim, for a message: ``patterns`` of it first (those crossing the path), at
+    most a few, the holder's reason quoted so that no character of it can break out."""
+    shown = [*patterns, *(p for p in record.paths if p not in patterns)][:SHOWN_PATTERNS]
+    more = len(record.paths) - len(shown)
+    paths = " ".join(shown) + (f" and {more} more pattern(s)" if more > 0 else "")
     left = format_duration((record.expires() - now).total_seconds())
-    reason = f', reason "{record.reason}"' if record.reason else ""
-    return (
-        f"{' '.join(record.paths)} held by {record.holder}{reason}, expires in {left} "
-        f"[lock {record.id}]"
-    )
+    reason = f", reason {json.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
+    return f"{paths} held by {record.holder}{reason}, expires in {left} [lock {record.id}]"
 
 
-def held_reason(rel: str, locks: Sequence[LockRecord], now: datetime) -> str:
-    held = "; ".join(_where(r, now) for r in locks)
+def _crossing(record: LockRecord, rel: str, ignore_case: bool) -> list[str]:
+    """The patterns of ``record`` that cover ``rel``."""
+    found: list[str] = []
+    for pattern in record.paths:
+        try:
+            entry = ScopeEntry(pattern, exact=pattern in record.exact)
+            if entry_covers(entry, rel, ignore_case=ignore_case):
+                found.append(pattern)
+        except GitlocksError:  # a stored pattern this version cannot read: not shown first
+            continue
+        if len(found) == SHOWN_PATTERNS:
+            break
+    return found
+
+
+def held_reason(rel: str, locks: Sequence[LockRecord], now: datetime, ignore_case: bool) -> str:
+    shown = [_where(r, now, _crossing(r, rel, ignore_case)) for r in locks[:SHOWN_LOCKS]]
+    if len(locks) > SHOWN_LOCKS:
+        shown.append(f"and {len(locks) - SHOWN_LOCKS} more claim(s)")
     return printable(
-        f"gitlocks: {rel} is inside another agent's claim: {held}. Do not edit it: work on "
-        "something else, claim a part nobody holds (git alock acquire), or ask the holder "
-        "to release it (git alock status shows every claim)."
+        f"gitlocks: {rel} is inside another agent's claim: {'; '.join(shown)}. Do not edit "
+        "it: work on something else, claim a part nobody holds (git alock acquire), or ask "
+        "the holder to release it (git alock status shows every claim)."
     )
 
 
@@ -221,8 +288,7 @@ def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[
 
 
 def decide_edit(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
-    repo = open_repo(event.cwd)
-    rel = relative(repo, event.path)
+    repo, rel = locate(event)
     notes = [*repo.warnings]
     if IgnoreList.of_tree(repo.root).ignored(rel):
         return Answer()  # in .alockignore: nobody needs to claim it
@@ -236,7 +302,7 @@ def decide_edit(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
     table = read_table(found, str(repo.root), repo.ignore_case, repo.skew, verdicts)
     held = find_held(table, identity, now, [rel], committing=False)
     if held:
-        reason = held_reason(rel, held[0].locks, now)
+        reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
         if repo.mode == "warn":
             return _context(reason, notes)
         return _deny(reason, notes)
@@ -260,7 +326,7 @@ def claim(event: Event, repo: Repo, rel: str, identity: Identity, notes: list[st
     now = ctx.now()
     holders = [c.record for c in result.conflicts]
     reason = (
-        held_reason(rel, holders, now)
+        held_reason(rel, holders, now, repo.ignore_case)
         if holders
         else (f"gitlocks: {rel} could not be claimed ({result.status}); git alock status says why")
     )
@@ -289,37 +355,63 @@ def _ttl(ctx: Any) -> int:
         return DEFAULT_TTL_SECONDS
 
 
-def end_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
-    """SessionEnd: release the session's claims; those with notes are left to become
-    interrupted work when the harness exits, as after a crash."""
-    from gitlocks.service import locks  # imported here: only this event writes
+def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord]:
+    """The live locks this harness process claimed: the holder's, recorded with this very
+    session (pid and start time). Another harness under the same ``AGENT_ID``, or a claim
+    made by hand under that id, is someone else's to end."""
+    me = identity.session
+    if not me.pid or not me.start_time:
+        return []
+    mine = (identity.holder, me.pid, me.start_time, me.host)
+    return [r for r in table.live(now) if (r.holder, r.pid, r.pid_start, r.host) == mine]
+
+
+def _session_write(event: Event, harness: str, env: Mapping[str, str], kind: str) -> Answer:
+    """End the session's locks (``released``, those with notes kept) or renew them."""
+    # Imported here: only these events write, and the store brings in pygit2.
+    from gitlocks.service.context import event as journal_event
+    from gitlocks.service.context import sweep
+    from gitlocks.store.local import Change
 
     repo = open_repo(event.cwd)
     identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
     ctx = store_context(repo.root, identity)
-    table = ctx.store.read_table()
-    now = format_time(ctx.now())
-    patterns = sorted(
-        {p for r in table.live(now) if r.holder == identity.holder and not r.notes for p in r.paths}
-    )
-    if patterns:
-        root = os.fspath(ctx.store.root)
-        entries = [make_entry(":/" + p, root=root) for p in patterns]
-        locks.release(ctx, entries)
+    if not session_locks(ctx.store.read_table(), identity, format_time(ctx.now())):
+        return Answer()  # the common case, decided without the store's mutex
+    ttl = _ttl(ctx)
+
+    def decide(table: Table) -> tuple[Change, None]:
+        now = ctx.now()
+        change = Change()
+        gone = sweep(ctx, table, now, change)
+        for record in session_locks(table, identity, format_time(now)):
+            if record.id in gone or (kind == "released" and record.notes):
+                continue
+            if kind == "released":
+                change.delete.append(record.id)
+                change.events.append(journal_event(kind, record, now, by=identity.holder))
+                continue
+            life = record.ttl or ttl
+            fresh = record.with_changes(
+                renewed_at=format_time(now), expires_at=expiry_from(now, life), ttl=life
+            )
+            change.put.append(fresh)
+            change.events.append(journal_event(kind, fresh, now, expires_at=fresh.expires_at))
+        return change, None
+
+    ctx.store.transact(decide)
     return Answer()
+
+
+def end_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
+    """SessionEnd: release the session's claims; those with notes are left to become
+    interrupted work when the harness exits, as after a crash."""
+    return _session_write(event, harness, env, "released")
 
 
 def heartbeat(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
     """Stop (the agent finished a turn): renew the session's claims, a heartbeat."""
-    from gitlocks.service import locks  # imported here: only this event writes
-
-    repo = open_repo(event.cwd)
-    identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
-    ctx = store_context(repo.root, identity)
-    table = ctx.store.read_table()
-    if any(r.holder == identity.holder for r in table.live(format_time(ctx.now()))):
-        locks.renew(ctx, None, ttl=None)
-    return Answer()
+    return _session_write(event, harness, env, "renewed")
 
 
 def start_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
@@ -340,7 +432,7 @@ def start_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
         lines += [f"- {_where(r, now)}" for r in theirs[:20]]
         if len(theirs) > 20:
             lines.append("- ... (git alock status shows them all)")
-    text = printable("\n".join(lines)).replace("\\n", "\n")
+    text = "\n".join(map(printable, lines))  # each line escaped: a reason cannot add one
     doc = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     return Answer(stdout=json.dumps(doc))
 
@@ -349,7 +441,7 @@ def start_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
 
 
 def _lines(notes: Sequence[str]) -> str:
-    return "".join(f"{PREFIX}{n}\n" for n in notes)
+    return "".join(f"{PREFIX}{printable(n)}\n" for n in notes)
 
 
 def _deny(reason: str, notes: Sequence[str]) -> Answer:

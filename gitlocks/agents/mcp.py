@@ -8,6 +8,11 @@ the top of the working tree. The holder is ``AGENT_ID`` from the server's enviro
 else derived from the process that started the server (the harness), whose life is the
 session's (docs/design.md, section 6.6). Built on the official ``mcp`` SDK, an optional
 extra (``pip install 'gitlocks[mcp]'``) imported only by this verb.
+
+The arguments are checked here, as sent, not by the SDK: its validation answers in its
+own words, coerces (``all: "yes"`` became true), and its JSON reader drops a request
+holding an escaped lone surrogate without an answer. So every call, well formed or not,
+gets one of our documents, bad input ``{"status": "error", ...}``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,20 @@ INSTRUCTIONS = (
     "result's status is 'refused', do not edit: its conflicts name who holds what. Renew "
     "long work, add notes as you go, release when done."
 )
+MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store for long
+MAX_PATTERN_CHARS = 4096  # PATH_MAX
+
+# Each tool's arguments and their kinds; a kind ending in "?" may be left out or null.
+ARGUMENTS: dict[str, dict[str, str]] = {
+    "acquire": {"paths": "paths", "reason": "text?", "ttl": "text?"},
+    "release": {"paths": "paths?", "all": "bool?"},
+    "renew": {"paths": "paths?", "ttl": "text?"},
+    "check": {"paths": "paths"},
+    "list": {},
+    "status": {},
+    "note": {"path": "pattern", "text": "text"},
+    "whoami": {},
+}
 
 
 class Server:
@@ -56,19 +77,19 @@ class Server:
         configured = ctx.store.config_get("alock.ttl")
         return parse_duration(configured, what="alock.ttl") if configured else DEFAULT_TTL_SECONDS
 
-    def acquire(self, paths: list[str], reason: str = "", ttl: str | None = None) -> Any:
+    def acquire(self, paths: list[str], reason: str | None = "", ttl: str | None = None) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
         ctx = self._ctx()
         return locks.acquire(
-            ctx, self._entries(ctx, paths), reason=reason[:1000], ttl=self._ttl(ctx, ttl)
+            ctx, self._entries(ctx, paths), reason=(reason or "")[:1000], ttl=self._ttl(ctx, ttl)
         ).to_dict()
 
-    def release(self, paths: list[str] | None = None, all: bool = False) -> Any:
+    def release(self, paths: list[str] | None = None, all: bool | None = False) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
         ctx = self._ctx()
-        if all == bool(paths):
+        if bool(all) == bool(paths):
             raise UsageError("give paths, or all=true, not both")
         return locks.release(ctx, None if all else self._entries(ctx, paths or [])).to_dict()
 
@@ -107,15 +128,75 @@ class Server:
         return self.identity.to_dict()
 
 
-def call(server: Server, tool: str, arguments: dict[str, Any]) -> str:
+def _string(value: Any, what: str, limit: int | None = None) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"{what} must be a string, not {_kind(value)}")
+    if "\0" in value or any("\ud800" <= c <= "\udfff" for c in value):
+        raise UsageError(f"{what} holds a NUL or an unpaired surrogate, which no text may hold")
+    if limit is not None and len(value) > limit:
+        raise UsageError(f"{what} is longer than {limit} characters")
+    return value
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type, for a message."""
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    names.update({list: "an array", dict: "an object", type(None): "null"})
+    return names.get(type(value), type(value).__name__)
+
+
+def _checked(value: Any, kind: str, what: str) -> Any:
+    """``value`` as the argument's ``kind`` wants it, exactly (no coercion); UsageError
+    with what is wrong otherwise."""
+    if value is None and kind.endswith("?"):
+        return None
+    kind = kind.rstrip("?")
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise UsageError(f"{what} must be true or false, not {_kind(value)} {value!r}")
+        return value
+    if kind == "paths":
+        if not isinstance(value, list):
+            raise UsageError(f"{what} must be an array of paths or patterns, not {_kind(value)}")
+        if len(value) > MAX_PATHS:
+            raise UsageError(f"{what}: at most {MAX_PATHS} per call, got {len(value)}")
+        return [_string(v, f"{what}[{i}]", MAX_PATTERN_CHARS) for i, v in enumerate(value)]
+    return _string(value, what, MAX_PATTERN_CHARS if kind == "pattern" else None)
+
+
+def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
+    """The arguments of a call to ``tool``, checked against what it takes."""
+    takes = ARGUMENTS.get(tool)
+    if takes is None:
+        raise UsageError(f"no tool {tool!r}: the tools are {', '.join(ARGUMENTS)}")
+    if not isinstance(arguments, dict):
+        raise UsageError(f"the arguments must be an object, not {_kind(arguments)}")
+    unknown = sorted(set(arguments) - set(takes))
+    if unknown:
+        known = ", ".join(takes) or "no arguments"
+        raise UsageError(f"{tool} takes no argument {unknown[0]!r} (it takes {known})")
+    for name, kind in takes.items():
+        if name not in arguments and not kind.endswith("?"):
+            raise UsageError(f"{tool} needs the argument {name!r}")
+    return {k: _checked(v, takes[k], k) for k, v in arguments.items()}
+
+
+def call(server: Server, tool: str, arguments: Any) -> str:
     """One tool call, as the JSON text of its result; an error is a result too."""
     try:
-        result = getattr(server, tool)(**arguments)
+        checked = check_arguments(tool, arguments)
+        result = getattr(server, tool)(**checked)
     except GitlocksError as exc:
         result = {"status": "error", "error": str(exc), "exit_code": exc.exit_code}
-    except TypeError as exc:  # arguments the tool does not take
-        result = {"status": "error", "error": f"bad arguments: {exc}", "exit_code": 2}
-    return json.dumps(result, ensure_ascii=False)
+    except Exception as exc:  # a bug must still answer, and never look like a refusal
+        error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
+        result = {"status": "error", "error": error, "exit_code": 2}
+    text = json.dumps(result, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # an undecodable file name's bytes: escaped, still JSON
+        text = json.dumps(result)
+    return text
 
 
 TOOLS = {
@@ -130,45 +211,103 @@ TOOLS = {
     "whoami": "Your holder id, parent and session, and where each came from.",
 }
 
+# A lone surrogate escaped in a request's JSON (an escaped backslash, a valid pair, or a
+# lone one, matched left to right so that "\\\\ud800" is no escape).
+_ESCAPES = re.compile(
+    rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
+    rb"(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
+)
 
-def serve(root: Path) -> None:
-    """Run the server on stdio until the client goes away."""
-    factory: Any
+
+def mend(line: bytes) -> bytes:
+    """``line`` with each escaped lone surrogate made an escaped NUL: the SDK's reader
+    would drop the whole request unanswered; a NUL reaches the checks, which refuse it."""
+    return _ESCAPES.sub(lambda m: b"\\u0000" if m[3] else m[0], line)
+
+
+def _mend_stdin() -> None:
+    """Serve the SDK a standard input whose lines went through :func:`mend`."""
+    try:
+        source = os.dup(0)
+        read_end, write_end = os.pipe()
+        os.dup2(read_end, 0)
+        os.close(read_end)
+    except OSError:
+        return  # served as it is
+
+    def pump() -> None:
+        with open(source, "rb") as src, open(write_end, "wb") as dst:
+            for line in src:
+                try:
+                    dst.write(mend(line))
+                    dst.flush()
+                except OSError:  # the server has gone
+                    return
+
+    threading.Thread(target=pump, name="gitlocks-mcp-stdin", daemon=True).start()
+
+
+def _sdk() -> tuple[Any, bool]:
+    """The SDK's server class, and whether it is 2.x's (its call_tool answers a result)."""
     try:  # an optional extra, and only this verb needs it: looked up when it runs
-        factory = importlib.import_module("mcp.server.mcpserver").MCPServer
+        return importlib.import_module("mcp.server.mcpserver").MCPServer, True
     except ImportError:
         try:
-            factory = importlib.import_module("mcp.server.fastmcp").FastMCP  # SDK before 2.0
+            return importlib.import_module("mcp.server.fastmcp").FastMCP, False  # SDK 1.x
         except ImportError:
             raise UsageError(
                 "the MCP server needs the mcp package: pip install 'gitlocks[mcp]'"
             ) from None
-    server = Server(root)
-    app = factory("gitlocks", instructions=INSTRUCTIONS)
 
+
+def serve(root: Path) -> None:
+    """Run the server on stdio until the client goes away."""
+    factory, modern = _sdk()
+    # Imported here, with the SDK they come with: only this verb needs them.
+    import anyio
+    from mcp.types import CallToolResult, TextContent
+
+    server = Server(root)
+    one_at_a_time = threading.Lock()
+
+    def answer(tool: str, arguments: Any) -> str:
+        with one_at_a_time:
+            return call(server, tool, arguments)
+
+    class App(factory):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: Any, context: Any = None) -> Any:
+            """Every call, its arguments as sent: checked by :func:`check_arguments`."""
+            text = await anyio.to_thread.run_sync(answer, name, arguments)
+            content: list[Any] = [TextContent(type="text", text=text)]
+            return CallToolResult(content=content) if modern else content
+
+    app = App("gitlocks", instructions=INSTRUCTIONS)
+
+    # The functions give the SDK each tool's published argument schema; App.call_tool
+    # answers every call itself.
     def acquire(paths: list[str], reason: str = "", ttl: str | None = None) -> str:
-        return call(server, "acquire", {"paths": paths, "reason": reason, "ttl": ttl})
+        return answer("acquire", {"paths": paths, "reason": reason, "ttl": ttl})
 
     def release(paths: list[str] | None = None, all: bool = False) -> str:
-        return call(server, "release", {"paths": paths, "all": all})
+        return answer("release", {"paths": paths, "all": all})
 
     def renew(paths: list[str] | None = None, ttl: str | None = None) -> str:
-        return call(server, "renew", {"paths": paths, "ttl": ttl})
+        return answer("renew", {"paths": paths, "ttl": ttl})
 
     def check(paths: list[str]) -> str:
-        return call(server, "check", {"paths": paths})
+        return answer("check", {"paths": paths})
 
     def list_locks() -> str:
-        return call(server, "list", {})
+        return answer("list", {})
 
     def status() -> str:
-        return call(server, "status", {})
+        return answer("status", {})
 
     def note(path: str, text: str) -> str:
-        return call(server, "note", {"path": path, "text": text})
+        return answer("note", {"path": path, "text": text})
 
     def whoami() -> str:
-        return call(server, "whoami", {})
+        return answer("whoami", {})
 
     functions: dict[str, Any] = {
         "acquire": acquire,
@@ -181,5 +320,10 @@ def serve(root: Path) -> None:
         "whoami": whoami,
     }
     for name, function in functions.items():
-        app.tool(name=name, description=TOOLS[name])(function)
+        try:  # the result is text (our JSON document), not the SDK's structured output
+            register = app.tool(name=name, description=TOOLS[name], structured_output=False)
+        except TypeError:  # an SDK before 1.10 has no structured output at all
+            register = app.tool(name=name, description=TOOLS[name])
+        register(function)
+    _mend_stdin()
     app.run("stdio")

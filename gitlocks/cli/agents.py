@@ -60,7 +60,8 @@ def install_agent_hooks(
     Example: git alock install-agent-hooks --for claude
     """
     _harness(harness)
-    change = settings.install(Store.discover().root, local=local)
+    store = Store.discover()
+    change = settings.install(store.root, local=local, git_dir=store.git_dir)
     _say(change, as_json, "the gitlocks guard for Claude Code")
     finish(EXIT_OK)
 
@@ -74,7 +75,8 @@ def uninstall_agent_hooks(
     Example: git alock uninstall-agent-hooks --for claude
     """
     _harness(harness)
-    change = settings.uninstall(Store.discover().root, local=local)
+    store = Store.discover()
+    change = settings.uninstall(store.root, local=local, git_dir=store.git_dir)
     _say(change, as_json, "the gitlocks guard for Claude Code")
     finish(EXIT_OK)
 

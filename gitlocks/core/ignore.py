@@ -2,42 +2,334 @@
 that everyone appends to), in gitignore syntax, committed at the top of the working tree.
 
 The agent guard never claims or denies them, and the hooks and ``status`` do not report
-them (docs/design.md, section 6.4). Pure: callers read the file; pathspec matches.
+them (docs/design.md, section 6.4). Pure: callers read the file; this module matches.
+
+The rules are git's own (``dir.c`` and ``wildmatch.c``), byte for byte: the last matching
+line decides, ``!`` re-includes, a trailing ``/`` matches directories only, a line without
+``/`` matches a name at any depth, and nothing below an excluded directory can be
+re-included. git's matcher backtracks, and so do the regular expressions pathspec
+compiles: a line like ``*a*a*a*a*a*b`` against a long name of ``a`` runs for minutes.
+Here every line is one non-deterministic automaton, and all the lines of a file run
+together as one bit-parallel automaton (a bit per state, a Python integer per set of
+states): matching a path costs a few integer operations per byte of the path, whatever
+the patterns.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 IGNORE_FILE = ".alockignore"
 MAX_IGNORE_BYTES = 64 * 1024  # a committed list of a few patterns; more is not read
+
+_SLASH = 0x2F
+_ALL = (1 << 256) - 2  # every byte but NUL, which no path holds
+_NO_SLASH = _ALL & ~(1 << _SLASH)
+
+
+def _bytes_of(chars: bytes | range) -> int:
+    mask = 0
+    for b in chars:
+        mask |= 1 << b
+    return mask
+
+
+# wildmatch's character classes, with git's locale-independent ctype (ctype.c).
+_CLASSES = {
+    b"alnum": _bytes_of(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+    b"alpha": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+    b"blank": _bytes_of(b" \t"),
+    b"cntrl": _bytes_of(range(1, 0x20)) | 1 << 0x7F,
+    b"digit": _bytes_of(b"0123456789"),
+    b"graph": _bytes_of(range(0x21, 0x7F)),
+    b"lower": _bytes_of(b"abcdefghijklmnopqrstuvwxyz"),
+    b"print": _bytes_of(range(0x20, 0x7F)),
+    b"punct": _bytes_of(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+    b"space": _bytes_of(b"\t\n\r "),
+    b"upper": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+    b"xdigit": _bytes_of(b"0123456789ABCDEFabcdef"),
+}
+
+
+class _State(NamedTuple):
+    """One state of a line's automaton, numbered by its place in the list."""
+
+    step: int = 0  # the bytes that move on to the next state
+    loop: int = 0  # the bytes that stay here
+    skip1: bool = False  # the next state is reached by reading nothing
+    skip2: bool = False  # so is the one after it
+
+
+class _Line(NamedTuple):
+    states: list[_State]  # the accepting state follows the last one
+    negative: bool  # "!pattern": re-includes
+    dir_only: bool  # "pattern/": matches directories only
+    basename: bool  # no "/": matches a name at any depth
+
+
+class _Dead(Exception):
+    """A line git reads but that can never match (an unterminated ``[``, a lone ``\\``)."""
+
+
+def _simple_length(pattern: bytes) -> int:
+    """How many bytes come before the first of git's glob specials (``*?[\\``)."""
+    for i, b in enumerate(pattern):
+        if b in b"*?[\\":
+            return i
+    return len(pattern)
+
+
+def _parse_class(p: bytes, i: int) -> tuple[int, int]:
+    """The bytes the class whose ``[`` is at ``i - 1`` matches, and the index after its
+    ``]``; wildmatch's reading exactly (a leading ``]`` is literal, ``!`` or ``^`` negates,
+    ``-`` between two characters is a range, ``[:name:]`` a named class)."""
+    n = len(p)
+    negated = i < n and p[i] in b"!^"
+    i += negated
+    members = 0
+    prev = 0
+    if i >= n:
+        raise _Dead
+    ch = p[i]
+    while True:
+        if ch == 0x5C:  # "\": the next byte, whatever it is
+            i += 1
+            if i >= n:
+                raise _Dead
+            ch = p[i]
+            members |= 1 << ch
+        elif ch == 0x2D and prev and i + 1 < n and p[i + 1] != 0x5D:  # a range
+            i += 1
+            ch = p[i]
+            if ch == 0x5C:
+                i += 1
+                if i >= n:
+                    raise _Dead
+                ch = p[i]
+            members |= _bytes_of(range(prev, ch + 1))
+            ch = 0
+        elif ch == 0x5B and i + 1 < n and p[i + 1] == 0x3A:  # "[:"
+            end = p.find(b"]", i + 2)
+            if end < 0:
+                raise _Dead
+            if end - (i + 2) - 1 < 0 or p[end - 1] != 0x3A:
+                members |= 1 << ch  # no ":]": a plain "["
+            else:
+                named = _CLASSES.get(p[i + 2 : end - 1])
+                if named is None:
+                    raise _Dead
+                members |= named
+                ch = 0
+                i = end
+        else:
+            members |= 1 << ch
+        prev = ch
+        i += 1
+        if i >= n:
+            raise _Dead
+        ch = p[i]
+        if ch == 0x5D:
+            break
+    if negated:
+        members = _ALL & ~members
+    return members & _NO_SLASH, i + 1
+
+
+def _states(p: bytes, start: int, pathname: bool) -> list[_State]:
+    """wildmatch's reading of ``p`` as automaton states. ``start`` is where git starts
+    wildmatch after comparing the literal prefix itself: a ``**`` there counts as
+    standing at the start of the pattern."""
+    out: list[_State] = []
+    i, n = 0, len(p)
+    while i < n:
+        b = p[i]
+        if b == 0x5C:  # "\x": x itself; a lone "\" at the end never matches
+            if i + 1 >= n:
+                raise _Dead
+            out.append(_State(step=1 << p[i + 1]))
+            i += 2
+        elif b == 0x3F:  # "?"
+            out.append(_State(step=_NO_SLASH))
+            i += 1
+        elif b == 0x5B:  # "["
+            members, i = _parse_class(p, i + 1)
+            out.append(_State(step=members))
+        elif b == 0x2A:  # "*" or a run of them
+            j = i
+            while j < n and p[j] == 0x2A:
+                j += 1
+            whole = (i == start or p[i - 1] == _SLASH) and (
+                j == n or p[j] == _SLASH or p[j : j + 2] == b"\\/"
+            )
+            if pathname and j - i >= 2 and whole and j < n and p[j] == _SLASH:
+                # "**/": nothing, or anything that ends with "/" (a run of them is one).
+                if out[-2:] != _ANY_DIRS:
+                    out += _ANY_DIRS
+                i = j + 1
+            elif pathname and j - i >= 2 and whole:
+                out.append(_State(loop=_ALL, skip1=True))  # "**" at the end: anything
+                i = j
+            else:
+                out.append(_State(loop=_NO_SLASH, skip1=True))
+                i = j
+        else:
+            out.append(_State(step=1 << b))
+            i += 1
+    return out
+
+
+# "**/": an entry state that skips both, or a state that reads anything until a "/".
+_ANY_DIRS = [_State(skip1=True, skip2=True), _State(step=1 << _SLASH, loop=_ALL)]
+
+
+def _trim_trailing_spaces(line: bytes) -> bytes:
+    """git's trim_trailing_spaces: trailing spaces go, unless escaped by a backslash."""
+    last_space = -1
+    i = 0
+    while i < len(line):
+        b = line[i]
+        if b == 0x20:
+            if last_space < 0:
+                last_space = i
+        elif b == 0x5C:
+            i += 1
+            if i >= len(line):
+                return line
+            last_space = -1
+        else:
+            last_space = -1
+        i += 1
+    return line[:last_space] if last_space >= 0 else line
+
+
+def _parse_line(raw: bytes) -> _Line | None:
+    """One line of the file, as git's add_patterns_from_buffer and parse_path_pattern read
+    it; None for a comment, a blank line, or one that can never match."""
+    if not raw or raw.startswith(b"#"):
+        return None
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    p = _trim_trailing_spaces(raw.split(b"\0", 1)[0])  # git reads a line as a C string
+    negative = p.startswith(b"!")
+    p = p[1:] if negative else p
+    dir_only = p.endswith(b"/")
+    p = p[:-1] if dir_only else p
+    basename = b"/" not in p
+    if not basename and p.startswith(b"/"):
+        p = p[1:]
+    if not p:
+        return None
+    try:
+        states = _states(p, _simple_length(p), pathname=not basename)
+    except _Dead:
+        return None
+    return _Line(states, negative, dir_only, basename)
 
 
 class IgnoreList:
     """The patterns of one ``.alockignore``; an empty list ignores nothing."""
 
-    def __init__(self, text: str = "") -> None:
-        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-        self._spec = None
-        if lines:
-            # Imported here: pathspec is only needed where a repository has the file.
-            import pathspec
-
-            kept = []
-            for line in lines:  # a line pathspec cannot read is skipped, never fatal
-                try:
-                    pathspec.GitIgnoreSpec.from_lines([line])
-                except Exception:  # pathspec's errors vary by version
-                    continue
-                kept.append(line)
-            self._spec = pathspec.GitIgnoreSpec.from_lines(kept) if kept else None
+    def __init__(self, text: str | bytes = "") -> None:
+        raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+        if raw.startswith(b"\xef\xbb\xbf"):  # git skips a UTF-8 byte order mark
+            raw = raw[3:]
+        lines = [line for line in map(_parse_line, raw.split(b"\n")) if line is not None]
+        self._lines = len(lines)
+        step: dict[int, list[int]] = {}  # byte set -> the states that read it
+        loop: dict[int, list[int]] = {}
+        skip1: list[int] = []
+        skip2: list[int] = []
+        path_start: list[int] = []  # the first state of each line, by where it starts
+        name_start: list[int] = []
+        accept_dir: list[int] = []
+        accept_file: list[int] = []
+        negative: list[int] = []
+        pos = 0
+        for line in lines:
+            (name_start if line.basename else path_start).append(pos)
+            for state in line.states:
+                if state.step:
+                    step.setdefault(state.step, []).append(pos)
+                if state.loop:
+                    loop.setdefault(state.loop, []).append(pos)
+                if state.skip1:
+                    skip1.append(pos)
+                if state.skip2:
+                    skip2.append(pos)
+                pos += 1
+            # Accepting states are in line order: the highest one set is the last line
+            # that matches, the one git lets decide.
+            accept_dir.append(pos)
+            if not line.dir_only:
+                accept_file.append(pos)
+            if line.negative:
+                negative.append(pos)
+            pos += 1
+        self._step = [(m, _bits(ps, pos)) for m, ps in step.items()]
+        self._loop = [(m, _bits(ps, pos)) for m, ps in loop.items()]
+        self._skip1, self._skip2 = _bits(skip1, pos), _bits(skip2, pos)
+        self._path_start, self._name_start = _bits(path_start, pos), _bits(name_start, pos)
+        self._accept_dir, self._accept_file = _bits(accept_dir, pos), _bits(accept_file, pos)
+        self._negative = _bits(negative, pos)
+        self._by_byte: dict[int, tuple[int, int]] = {}
 
     def __bool__(self) -> bool:
-        return self._spec is not None
+        return self._lines > 0
+
+    def _tables(self, b: int) -> tuple[int, int]:
+        """The states that move on reading byte ``b``, and those that stay."""
+        found = self._by_byte.get(b)
+        if found is None:
+            steps = loops = 0
+            for mask, states in self._step:
+                if mask >> b & 1:
+                    steps |= states
+            for mask, states in self._loop:
+                if mask >> b & 1:
+                    loops |= states
+            found = self._by_byte[b] = (steps, loops)
+        return found
+
+    def _read(self, states: int, b: int) -> int:
+        steps, loops = self._tables(b)
+        return self._close(((states & steps) << 1) | (states & loops))
+
+    def _close(self, states: int) -> int:
+        """Add every state reached by reading nothing (a few rounds: runs of skips are
+        short, since a run of ``**/`` is kept as one)."""
+        skip1, skip2 = self._skip1, self._skip2
+        while True:
+            more = states | ((states & skip1) << 1) | ((states & skip2) << 2)
+            if more == states:
+                return states
+            states = more
 
     def ignored(self, path: str) -> bool:
-        """Whether the root-relative ``path`` is one nobody needs to claim."""
-        return self._spec is not None and bool(self._spec.match_file(path))
+        """Whether the root-relative ``path`` is one nobody needs to claim (as ``git
+        check-ignore`` answers for a file; a trailing ``/`` names a directory)."""
+        if not self._lines:
+            return False
+        try:  # a file name's undecodable bytes come back as they were read
+            raw = path.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raw = path.encode("utf-8", "surrogatepass")
+        names = [n for n in raw.split(b"/") if n and n != b"."]
+        states = 0
+        for depth, name in enumerate(names):
+            states = self._path_start if depth == 0 else self._read(states, _SLASH)
+            states = self._close(states | self._name_start)
+            for b in name:
+                states = self._read(states, b)
+            last = depth == len(names) - 1
+            directory = not last or raw.endswith(b"/")
+            matched = states & (self._accept_dir if directory else self._accept_file)
+            if matched:
+                excluded = not self._negative >> (matched.bit_length() - 1) & 1
+                if excluded or last:
+                    # An excluded directory excludes all below it: git never looks inside.
+                    return excluded
+        return False
 
     @classmethod
     def of_tree(cls, root: str | Path) -> IgnoreList:
@@ -53,4 +345,12 @@ class IgnoreList:
             return cls()
         if len(raw) > MAX_IGNORE_BYTES:
             return cls()
-        return cls(raw.decode("utf-8", "replace"))
+        return cls(raw)
+
+
+def _bits(positions: list[int], size: int) -> int:
+    """The set of states ``positions`` (all below ``size``) as one integer, in linear time."""
+    buf = bytearray(size // 8 + 1)
+    for p in positions:
+        buf[p >> 3] |= 1 << (p & 7)
+    return int.from_bytes(buf, "little")
