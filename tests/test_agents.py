@@ -325,6 +325,9 @@ def test_the_mcp_server_passes_a_client_session(repo: Path) -> None:
             answers["list"] = await call("list")
             answers["status"] = await call("status")
             answers["bad"] = await call("acquire", paths=["[a-"])
+            answers["shared"] = await call("acquire", paths=["CHANGES.md"], shared=True)
+            answers["landing"] = await call("acquire", paths=["lib/**"], until_merged="")
+            answers["no_branch"] = await call("acquire", paths=["x/**"], until_merged="nope")
             answers["release"] = await call("release", all=True)
         return answers
 
@@ -341,8 +344,24 @@ def test_the_mcp_server_passes_a_client_session(repo: Path) -> None:
     assert sorted(r["holder"] for r in got["list"]) == ["mcp-agent", "other-agent"]
     assert got["status"]["holder"] == "mcp-agent"
     assert got["bad"]["status"] == "error" and "invalid pattern" in got["bad"]["error"]
+    assert got["shared"]["lock"]["shared"] is True
+    assert got["landing"]["lock"]["until_merged"] == "main"  # the main line
+    assert got["no_branch"]["status"] == "error" and "no branch 'nope'" in got["no_branch"]["error"]
     assert got["release"]["status"] == "released"
     assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["other-agent"]
+
+
+def test_the_guard_lets_sharers_edit_and_tells_others_how_to_share(repo: Path) -> None:
+    assert alock(repo, "acquire", "--shared", "docs/**", "-m", "appending", **OTHER).code == 0
+    reason = denial(guard(repo, edit(repo, "docs/CHANGES.md"), AGENT_ID="me"))
+    assert "held shared by other-agent" in reason
+    assert "git alock acquire --shared docs/CHANGES.md" in reason
+    assert alock(repo, "acquire", "--shared", "docs/CHANGES.md", AGENT_ID="me").code == 0
+    allowed = guard(repo, edit(repo, "docs/CHANGES.md"), AGENT_ID="me")
+    assert allowed.code == 0 and allowed.out == "", allowed
+    # An exclusive claim is no share: its holder still denies.
+    assert alock(repo, "acquire", "src/**", **OTHER).code == 0
+    assert "--shared" not in denial(guard(repo, edit(repo, "src/app.py"), AGENT_ID="me"))
 
 
 JSONISH = st.recursive(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -247,7 +248,8 @@ def _where(record: LockRecord, now: datetime, patterns: Sequence[str] = ()) -> s
     paths = " ".join(shown) + (f" and {more} more pattern(s)" if more > 0 else "")
     left = format_duration((record.expires() - now).total_seconds())
     reason = f", reason {json.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
-    return f"{paths} held by {record.holder}{reason}, expires in {left} [lock {record.id}]"
+    kind = " shared" if record.shared else ""
+    return f"{paths} held{kind} by {record.holder}{reason}, expires in {left} [lock {record.id}]"
 
 
 def _crossing(record: LockRecord, rel: str, ignore_case: bool) -> list[str]:
@@ -269,11 +271,17 @@ def held_reason(rel: str, locks: Sequence[LockRecord], now: datetime, ignore_cas
     shown = [_where(r, now, _crossing(r, rel, ignore_case)) for r in locks[:SHOWN_LOCKS]]
     if len(locks) > SHOWN_LOCKS:
         shown.append(f"and {len(locks) - SHOWN_LOCKS} more claim(s)")
-    return printable(
-        f"gitlocks: {rel} is inside another agent's claim: {'; '.join(shown)}. Do not edit "
-        "it: work on something else, claim a part nobody holds (git alock acquire), or ask "
-        "the holder to release it (git alock status shows every claim)."
-    )
+    if all(r.shared for r in locks):  # they share it: so may this agent, by saying so
+        what = (
+            f"Do not edit it unclaimed: to edit it alongside them, claim it shared first "
+            f"(git alock acquire --shared {shlex.quote(rel)}), or work on something else."
+        )
+    else:
+        what = (
+            "Do not edit it: work on something else, claim a part nobody holds (git alock "
+            "acquire), or ask the holder to release it (git alock status shows every claim)."
+        )
+    return printable(f"gitlocks: {rel} is inside another agent's claim: {'; '.join(shown)}. {what}")
 
 
 def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[LockRecord]:
@@ -336,15 +344,9 @@ def claim(event: Event, repo: Repo, rel: str, identity: Identity, notes: list[st
 def store_context(root: Path, identity: Identity) -> Any:
     """The service context of the repository at ``root`` (its remote's store in remote mode)."""
     # Imported here: the store brings in pygit2, which the guard's fast path avoids.
-    from gitlocks.service.context import Context
-    from gitlocks.store.local import Store
+    from gitlocks.service.context import open_context
 
-    store = Store.discover(root)
-    if store.config_get("alock.remote"):
-        from gitlocks.store.remote import RemoteStore  # only in remote mode
-
-        store = RemoteStore(store.repo)
-    return Context(store=store, identity=identity)
+    return open_context(root, identity)
 
 
 def _ttl(ctx: Any) -> int:

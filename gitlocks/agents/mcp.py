@@ -25,7 +25,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from gitlocks.agents.guard import store_context
 from gitlocks.core.record import parse_duration
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import GitlocksError, UsageError
@@ -43,7 +42,13 @@ MAX_PATTERN_CHARS = 4096  # PATH_MAX
 
 # Each tool's arguments and their kinds; a kind ending in "?" may be left out or null.
 ARGUMENTS: dict[str, dict[str, str]] = {
-    "acquire": {"paths": "paths", "reason": "text?", "ttl": "text?"},
+    "acquire": {
+        "paths": "paths",
+        "reason": "text?",
+        "ttl": "text?",
+        "shared": "bool?",
+        "until_merged": "text?",
+    },
     "release": {"paths": "paths?", "all": "bool?"},
     "renew": {"paths": "paths?", "ttl": "text?"},
     "check": {"paths": "paths"},
@@ -63,7 +68,9 @@ class Server:
         self.root = root
 
     def _ctx(self) -> Any:
-        return store_context(self.root, self.identity)
+        from gitlocks.service.context import open_context  # the store (pygit2), once
+
+        return open_context(self.root, self.identity)
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         if not paths:
@@ -77,12 +84,29 @@ class Server:
         configured = ctx.store.config_get("alock.ttl")
         return parse_duration(configured, what="alock.ttl") if configured else DEFAULT_TTL_SECONDS
 
-    def acquire(self, paths: list[str], reason: str | None = "", ttl: str | None = None) -> Any:
-        from gitlocks.service import locks  # imported here: the store's layer, once
+    def acquire(
+        self,
+        paths: list[str],
+        reason: str | None = "",
+        ttl: str | None = None,
+        shared: bool | None = False,
+        until_merged: str | None = None,
+    ) -> Any:
+        """``until_merged``: a branch, or "" for the main line (``--until-merged``)."""
+        from gitlocks.service import landing, locks  # imported here: the store's layer, once
 
         ctx = self._ctx()
+        branch = None
+        if until_merged is not None:
+            wanted = until_merged or landing.main_line(ctx.store)
+            branch = landing.check_branch(ctx.store, wanted)
         return locks.acquire(
-            ctx, self._entries(ctx, paths), reason=(reason or "")[:1000], ttl=self._ttl(ctx, ttl)
+            ctx,
+            self._entries(ctx, paths),
+            reason=(reason or "")[:1000],
+            ttl=self._ttl(ctx, ttl),
+            shared=bool(shared),
+            until_merged=branch,
         ).to_dict()
 
     def release(self, paths: list[str] | None = None, all: bool | None = False) -> Any:
@@ -201,7 +225,10 @@ def call(server: Server, tool: str, arguments: Any) -> str:
 
 TOOLS = {
     "acquire": "Claim paths (glob patterns) before editing them, all or none. A refusal "
-    "names each holder, its pattern, reason and expiry: do not edit those paths.",
+    "names each holder, its pattern, reason and expiry: do not edit those paths. "
+    "shared=true: a claim other shared claims may overlap (readers, appenders). "
+    'until_merged: a branch ("" for the main line); the claim ends once your commits '
+    "in it land there.",
     "release": "Give back paths of your locks, or all=true for all of yours.",
     "renew": "Extend your locks' expiry from now (all of yours without paths).",
     "check": "FREE, YOURS or HELD for each path.",
@@ -285,8 +312,15 @@ def serve(root: Path) -> None:
 
     # The functions give the SDK each tool's published argument schema; App.call_tool
     # answers every call itself.
-    def acquire(paths: list[str], reason: str = "", ttl: str | None = None) -> str:
-        return answer("acquire", {"paths": paths, "reason": reason, "ttl": ttl})
+    def acquire(
+        paths: list[str],
+        reason: str = "",
+        ttl: str | None = None,
+        shared: bool = False,
+        until_merged: str | None = None,
+    ) -> str:
+        arguments = {"paths": paths, "reason": reason, "ttl": ttl, "shared": shared}
+        return answer("acquire", {**arguments, "until_merged": until_merged})
 
     def release(paths: list[str] | None = None, all: bool = False) -> str:
         return answer("release", {"paths": paths, "all": all})
