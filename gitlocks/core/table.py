@@ -493,12 +493,26 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     ).encode()
 
 
+# The last document decoded and its verdicts: a command may read the file twice (the agent
+# guard's question, then the store's write). Callers never change the dict they get.
+_last_decoded: tuple[bytes, dict[str, Verdict]] | None = None
+
+
 def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     """Verdicts from ``encode_verdicts``; none at all from a document that is not one.
 
     Each entry is checked for shape: a hand-edited or half-written file costs a re-read
     of the records, never a wrong answer about their shape.
     """
+    global _last_decoded
+    if _last_decoded is not None and _last_decoded[0] == raw:
+        return _last_decoded[1]
+    found = _decode_verdicts(raw)
+    _last_decoded = (raw, found)
+    return found
+
+
+def _decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     try:
         data = json.loads(raw)
         entries = data["verdicts"] if data.get("format") == VERDICTS_FORMAT else {}

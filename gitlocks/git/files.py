@@ -45,10 +45,28 @@ def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
         packed = (common_dir / "packed-refs").read_bytes()
     except OSError:
         return Scan(found, symbolic)
+    for name, oid in _packed(packed, prefixes):
+        if name not in symbolic:
+            found.setdefault(name, oid)
+    return Scan(found, symbolic)
+
+
+# The last packed-refs text read and its lines under the prefixes: a command reads the
+# table more than once (the agent guard's question, then the store's write), and with
+# 10,000 locks parsing the file costs more than comparing it.
+_last_packed: tuple[bytes, tuple[str, ...], list[tuple[str, str]]] | None = None
+
+
+def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(name, id) of the lines of ``packed`` under ``prefixes``, in file order."""
+    global _last_packed
+    if _last_packed is not None and _last_packed[1] == prefixes and _last_packed[0] == packed:
+        return _last_packed[2]
     alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
     pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
-    for match in re.finditer(pattern, packed, re.MULTILINE):
-        name = match.group(2).decode("utf-8", "replace")
-        if name not in symbolic:
-            found.setdefault(name, match.group(1).decode())
-    return Scan(found, symbolic)
+    lines = [
+        (match.group(2).decode("utf-8", "replace"), match.group(1).decode())
+        for match in re.finditer(pattern, packed, re.MULTILINE)
+    ]
+    _last_packed = (packed, prefixes, lines)
+    return lines
