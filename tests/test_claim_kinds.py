@@ -393,3 +393,11 @@ def test_a_landing_record_naming_a_foreign_directory_never_runs_git_there(
     assert alock(hooked, "acquire", "other/**", **B).code == 0
     assert not marker.exists()
     assert record_of(hooked, "src/**")["worktree"] == str(evil)  # not landed: kept
+
+
+def test_status_names_an_edit_inside_a_shared_claim_as_such(repo: Path) -> None:
+    assert alock(repo, "acquire", "--shared", "src/**", **A).code == 0
+    (repo / "src" / "app.py").write_text("edited\n")
+    assert "inside the shared claim of agent-a" in alock(repo, "status", **B).out
+    assert alock(repo, "acquire", "--shared", "src/app.py", **B).code == 0
+    assert "inside the shared claim" not in alock(repo, "status", **B).out

@@ -70,6 +70,8 @@ def status(report: Status, now: datetime) -> str:
             else:
                 holders = ", ".join(sorted({r.holder for r in edit.locks}))
                 kind = "interrupted work of" if edit.status == "interrupted" else "claim of"
+                if edit.status == "others" and all(r.shared for r in edit.locks):
+                    kind = "shared claim of"  # claim it --shared too, and it is yours
                 where = f"inside the {kind} {holders}"
             lines.append(f"    {edit.xy.replace(' ', '.')} {edit.path}  {where}")
     if not flagged:
