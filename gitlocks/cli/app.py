@@ -116,18 +116,29 @@ def _run_verb(verb: str, args: list[str]) -> int:
     return rv if isinstance(rv, int) else EXIT_OK
 
 
+# Options of any verb that take a value: the word after one is that value, never an option.
+VALUE_OPTIONS = ("-m", "--reason", "--ttl", "--as", "--until-merged", "--interval", "-n")
+
+
 def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str]:
     """An option whose value may be left out (``--until-merged [BRANCH]``): given last, or
     followed by another option, it gets its default, which click cannot do for typer."""
     filled: list[str] = []
-    for i, arg in enumerate(args):
+    i = 0
+    while i < len(args):
+        arg = args[i]
         if arg == "--":
             return filled + args[i:]
         filled.append(arg)
-        if arg in defaults:
-            following = args[i + 1] if i + 1 < len(args) else None
-            if following is None or (following.startswith("-") and following != "-"):
-                filled.append(defaults[arg])
+        following = args[i + 1] if i + 1 < len(args) else None
+        if arg in defaults and (
+            following is None or (following.startswith("-") and following != "-")
+        ):
+            filled.append(defaults[arg])
+        elif arg in VALUE_OPTIONS and following is not None:
+            filled.append(following)  # its value, whatever it looks like
+            i += 1
+        i += 1
     return filled
 
 

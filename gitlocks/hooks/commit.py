@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.scope import path_entry
@@ -25,7 +26,8 @@ from gitlocks.identity import Identity, resolve_identity
 from gitlocks.render.hooks import PREFIX
 
 # In remote mode the heartbeat is a push. A commit is made already and waits for it: a
-# remote that does not answer soon is left for the next commit to renew.
+# remote that does not answer soon, or a store another process holds (a sync waiting on a
+# slow remote holds it for up to twice alock.remoteTimeout), is left for the next commit.
 HEARTBEAT_TIMEOUT_SECONDS = 5.0
 
 
@@ -71,7 +73,18 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     ctx = open_context(cwd, identity)
     if hasattr(ctx.store, "timeout"):  # remote mode: a commit never waits long on a remote
         ctx.store.timeout = min(ctx.store.timeout, HEARTBEAT_TIMEOUT_SECONDS)
+    _bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)
     return heartbeat(ctx, [r.id for r in claims], commit)
+
+
+def _bound_mutex(store: object, seconds: float) -> None:
+    """Make ``store`` wait at most ``seconds`` for its mutex, whatever its callers ask."""
+    mutex: Callable[..., AbstractContextManager[None]] = getattr(store, "mutex")  # noqa: B009
+
+    def bounded(timeout: float = seconds) -> AbstractContextManager[None]:
+        return mutex(min(timeout, seconds))
+
+    setattr(store, "mutex", bounded)  # noqa: B010
 
 
 def main(argv: Sequence[str]) -> int:

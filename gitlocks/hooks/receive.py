@@ -9,9 +9,13 @@ a push brings, those reachable from a new value and from no ref the repository h
 repository (its ``refs/agent-locks/*``, which clients in remote mode keep current).
 
 - Lock refs, the journal and remote-mode staging (``refs/agent-locks*``) always pass: they
-  hold no commits, and every claim in remote mode is such a push. Deletions always pass.
-- Every other ref is checked, tags and notes too: a commit is judged by what it changes,
-  whichever ref brings it in, and a commit already in the repository is never judged again.
+  hold no commits, and every claim in remote mode is such a push. Notes (``refs/notes/*``)
+  pass: their trees name commits, not files. Deletions always pass.
+- Every other ref is checked, tags too: a commit is judged by what it changes, whichever
+  ref brings it in, and a commit already on a ref that was judged is never judged again
+  (one that came in under a passing ref is judged when it reaches another).
+- Replace refs are not followed (``verify.stored_objects``): what is judged is what is
+  stored, never what a pushed ``refs/replace/*`` says it is.
 - It refuses (exit 1) by default; ``git config alock.hookMode warn`` in this repository
   makes it report and accept.
 - Fail-open: when the check cannot run (an unreadable table, a missing git, a bug), it says
@@ -41,7 +45,14 @@ if TYPE_CHECKING:  # the check is imported only when a push brings commits
 
 PREFIX = "alock: "  # as gitlocks.render.hooks.PREFIX: the client hooks' lines
 # Refs that are gitlocks' own: never judged.
-PASSING_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
+OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
+# git notes: their commits' trees name commits ("4d31.../", "4d/31..."), not the project's
+# files, so a claim on the whole tree would refuse every notes push.
+NOTES_PREFIX = "refs/notes/"
+PASSING_PREFIXES = (*OWN_PREFIXES, NOTES_PREFIX)
+# What a push brings is what no ref has yet, but refs that pass unjudged do not count: a
+# commit pushed first under one of them, then to a branch, is judged when it gets there.
+NOT_JUDGED_YET = tuple(f"--exclude={prefix}*" for prefix in PASSING_PREFIXES)
 
 
 def pushed_tips(lines: Iterable[str]) -> list[str]:
@@ -100,7 +111,7 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
 
     # The tips on standard input: a mirror push may bring more than a command line holds.
     feed = "".join(tip + "\n" for tip in tips).encode()
-    rev_args = ["--stdin", "--not", "--all", "--"]
+    rev_args = ["--stdin", "--not", *NOT_JUDGED_YET, "--all", "--"]
     result = check_commits(rev_args, cwd, read_config=receive_config, feed=feed)
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK

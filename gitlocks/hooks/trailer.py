@@ -6,7 +6,9 @@ written by git's own ``interpret-trailers`` (so git's trailer rules, separators 
 comment handling apply) with ``--if-exists addIfDifferent``: an amend by the same agent
 never adds a second one. Rebases and cherry-picks do not run commit-msg (unless a message
 is edited), so the trailers they carry over stay as they were. A message that is empty
-but for comments is left alone: git aborts that commit, and a trailer would make it go on.
+but for comments git will strip is left alone: git aborts that commit, and a trailer would
+make it go on. Comment lines git keeps (``git commit -m "#123 fix"``, where no editor ran,
+or ``commit.cleanup`` verbatim, whitespace or scissors) are the message, and get it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from gitlocks.identity import resolve_identity
 TRAILER = "Agent-Id"
 PREFIX = "alock: "  # the hooks' prefix (``render.hooks``, which needs the table to import)
 SCISSORS = " ------------------------ >8 ------------------------"
+COMMENT_CHOICES = "#;@!$%^&|:"  # git's own choices for core.commentChar=auto
 
 
 def agent_id(cwd: str | None = None) -> str | None:
@@ -41,13 +44,19 @@ def agent_id(cwd: str | None = None) -> str | None:
     return found.holder if known else None
 
 
-def has_content(message: str, comment: str) -> bool:
-    """Whether ``message`` says anything once comments and a ``-v`` diff are gone."""
+def has_content(message: str, comment: str, *, comments_kept: bool = False) -> bool:
+    """Whether ``message`` says anything once comments and a ``-v`` diff are gone.
+
+    ``comments_kept``: git will keep lines that start with the comment character (the
+    message did not go through an editor, or ``commit.cleanup`` keeps them), so such a
+    line is content too: ``git commit -m "#123 fix the parser"`` says something.
+    """
     for line in message.splitlines():
         if comment and line.startswith(comment):
             if line == comment + SCISSORS:
                 return False  # what follows is the diff git shows, never the message
-            continue
+            if not comments_kept:
+                continue
         if line.strip():
             return True
     return False
@@ -56,9 +65,53 @@ def has_content(message: str, comment: str) -> bool:
 def comment_char(cwd: str | None) -> str:
     """``core.commentChar`` as git reads it (``auto`` picks a character git then
     strips anyway, so ``#`` is as good a guess as any for deciding emptiness)."""
-    proc = start_git(["config", "--get", "core.commentChar"], cwd)
-    value = os.fsdecode(finish_git(proc, ok=(0, 1))).rstrip("\n")
-    return "#" if not value or value == "auto" else value
+    return cleanup_settings(cwd)[0]
+
+
+def cleanup_settings(cwd: str | None) -> tuple[str, str]:
+    """(``core.commentChar``, ``commit.cleanup``) as git reads them, in one call."""
+    proc = start_git(
+        ["config", "-z", "--get-regexp", r"^(core\.commentchar|commit\.cleanup)$"], cwd
+    )
+    values: dict[str, str] = {}
+    for item in finish_git(proc, ok=(0, 1)).split(b"\0"):
+        key, _, value = os.fsdecode(item).partition("\n")
+        if key:
+            values[key.lower()] = value
+    char = values.get("core.commentchar", "")
+    cleanup = values.get("commit.cleanup", "default").strip().lower()
+    return ("#" if not char or char == "auto" else char), cleanup
+
+
+def editor_used(parent: int | None = None) -> bool:
+    """Whether git had this message edited (or may have): only then does its default
+    cleanup strip comment lines.
+
+    git tells a hook that no editor ran by setting ``GIT_EDITOR=:`` for it (``git commit
+    -m``, ``-F``, ``--no-edit``). A ``:`` that git inherited is the user's own setting and
+    tells nothing, so the committing git's own environment is asked; when it cannot be
+    read (no ``/proc``), the answer is yes, as it was before: a message left with comments
+    only is then never given a trailer that would turn git's abort into a commit.
+    """
+    if os.environ.get("GIT_EDITOR") != ":":
+        return True
+    pid = os.getppid() if parent is None else parent
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            inherited = f.read().split(b"\0")
+    except OSError:
+        return True
+    return b"GIT_EDITOR=:" in inherited
+
+
+def comments_kept(cleanup: str, edited: bool) -> bool:
+    """Whether git keeps comment lines in the message it commits (``git commit``'s
+    ``--cleanup`` modes: ``default`` strips them only when the message was edited)."""
+    if cleanup in ("verbatim", "whitespace", "scissors"):
+        return True
+    if cleanup == "strip":
+        return False
+    return not edited
 
 
 def add_trailer(message_file: str, agent: str, cwd: str | None = None) -> bool:
@@ -66,14 +119,29 @@ def add_trailer(message_file: str, agent: str, cwd: str | None = None) -> bool:
     nothing at all. Returns whether the file was changed."""
     with open(message_file, "rb") as f:
         before = f.read()
-    if not has_content(before.decode("utf-8", "replace"), comment_char(cwd)):
+    comment, cleanup = cleanup_settings(cwd)
+    kept = comments_kept(cleanup, editor_used())
+    text = before.decode("utf-8", "replace")
+    if not has_content(text, comment, comments_kept=kept):
         return False
+    # Lines git keeps are no comments to interpret-trailers either: it would put the
+    # trailer above a last "#..." line as above a comment, so it is told another
+    # character, one that starts no line.
+    options = []
+    if kept:
+        starts = {line[:1] for line in text.splitlines()}
+        free = [c for c in COMMENT_CHOICES if c not in starts]
+        if free:
+            options = ["-c", f"core.commentChar={free[0]}"]
     git_output(
         [
+            *options,
             "interpret-trailers",
             "--in-place",
             "--if-exists",
             "addIfDifferent",
+            "--if-missing",  # whatever trailer.ifMissing says: the trailer is the point
+            "add",
             "--trailer",
             f"{TRAILER}: {agent}",
             message_file,

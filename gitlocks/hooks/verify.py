@@ -19,7 +19,8 @@ typer nor pygit2.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -264,6 +265,26 @@ def judge(
 ConfigReader = Callable[[bytes], HookConfig]
 
 
+# Replace refs (``refs/replace/*``) make git read one object as another: anyone who can
+# push one could have a commit, a claim's record or .alockignore judged as something else.
+# Every git the check starts reads the objects as stored.
+NO_REPLACE = "GIT_NO_REPLACE_OBJECTS"
+
+
+@contextmanager
+def stored_objects() -> Iterator[None]:
+    """Every git started meanwhile ignores replace refs (the variable is put back after)."""
+    saved = os.environ.get(NO_REPLACE)
+    os.environ[NO_REPLACE] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(NO_REPLACE, None)
+        else:
+            os.environ[NO_REPLACE] = saved
+
+
 def check_commits(
     rev_args: Sequence[str],
     cwd: str | None = None,
@@ -272,12 +293,28 @@ def check_commits(
     bad_range: Sequence[str] | None = None,
     feed: bytes = b"",
 ) -> Verification:
-    """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table.
+    """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
+    every object read as stored (no replace refs).
 
     ``bad_range``: the revisions as the user typed them; a ``git log`` failure is then
     their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
     ``git log`` (revisions, one a line, with ``--stdin``).
     """
+    with stored_objects():
+        return _check_commits(
+            rev_args, cwd, read_config=read_config, bad_range=bad_range, feed=feed
+        )
+
+
+def _check_commits(
+    rev_args: Sequence[str],
+    cwd: str | None = None,
+    *,
+    read_config: ConfigReader = parse_config,
+    bad_range: Sequence[str] | None = None,
+    feed: bytes = b"",
+) -> Verification:
+    """``check_commits``, replace refs already off."""
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
     log = start_git([*_LOG_ARGS, *rev_args], cwd)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 
+import pygit2
+
 from gitlocks.core.record import BRANCH_RE, LockRecord
-from gitlocks.core.scope import entry_covers
+from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
-from gitlocks.git import worktrees
+from gitlocks.git import run, worktrees
 from gitlocks.store.local import Store
 
 MAIN_LINE_GUESSES = ("main", "master", "trunk")
@@ -48,7 +50,9 @@ def main_line(store: Store) -> str:
 def check_branch(store: Store, branch: str) -> str:
     """``branch`` if a claim may wait for it: a branch name whose ref exists now."""
     name = branch.removeprefix("refs/heads/")
-    if not BRANCH_RE.match(name):
+    # HEAD is no branch (git refuses the name), though in remote mode
+    # refs/remotes/R/HEAD exists: a symbolic ref that sync would never refresh.
+    if not BRANCH_RE.match(name) or name == "HEAD":
         raise UsageError(f"invalid branch name {branch!r} for --until-merged")
     if store.commit_of(store.landing_ref(name)) is None:
         where = store.landing_ref(name)
@@ -59,14 +63,31 @@ def check_branch(store: Store, branch: str) -> str:
     return name
 
 
-def landed(store: Store, record: LockRecord, table: Table, host_id: str) -> bool:
+# Commits of the holder's HEAD, not in the branch, read for changes inside the claim
+# before it may land; beyond this many, the work is taken as not landed yet.
+MAX_UNLANDED_COMMITS = 1000
+
+
+def landed(
+    store: Store,
+    record: LockRecord,
+    table: Table,
+    host_id: str,
+    trees: set[str] | None = None,
+) -> bool:
     """Whether ``record``'s work has landed in its branch.
 
     Its commits are in the branch, or (a rebase made them anew) no longer in the holder's
-    worktree's HEAD, at least one being in the branch; and that worktree, which must be
-    on this machine to be asked, has no uncommitted change inside the claim.
+    worktree's HEAD, at least one being in the branch; that worktree, which must be on
+    this machine to be asked, has no uncommitted change inside the claim; and its HEAD
+    has no commit the branch lacks that changes a path inside the claim (one the
+    post-commit hook did not record: made with --no-verify, or the very commit whose
+    heartbeat is asking). ``trees``: this repository's worktrees (real paths), when known.
+
+    The cheap questions come first: a record of another machine (anyone's to write, with
+    up to 1,000 commits) costs no ancestry walk here.
     """
-    if not record.until_merged or not record.awaiting:
+    if not record.until_merged or not record.awaiting or record.host_id != host_id:
         return False
     tip = store.commit_of(store.landing_ref(record.until_merged))
     if tip is None:
@@ -74,11 +95,11 @@ def landed(store: Store, record: LockRecord, table: Table, host_id: str) -> bool
     inside = [c for c in record.awaiting if store.contains(tip, c)]
     if not inside:
         return False
-    if record.host_id != host_id or not _our_worktree(store, record.worktree):
+    if not _our_worktree(store, record.worktree, trees):
         return False  # the holder's worktree is not here to be asked
     try:
         head = worktrees.head(record.worktree)
-        dirty = worktrees.changes(record.worktree)
+        dirty = _uncommitted(record.worktree)
     except OSError:
         return False
     rest = [c for c in record.awaiting if c not in inside]
@@ -86,22 +107,85 @@ def landed(store: Store, record: LockRecord, table: Table, host_id: str) -> bool
         return False  # some of the holder's work is not in the branch yet
     entries = record_entries(record)
     case = table.ignore_case
-    return not any(entry_covers(e, p, ignore_case=case) for _, p in dirty for e in entries)
+    if any(entry_covers(e, p, ignore_case=case) for p in dirty for e in entries):
+        return False
+    return head is None or not _unlanded_inside(store, head, tip, entries, case)
 
 
-def _our_worktree(store: Store, path: str) -> bool:
+def _uncommitted(worktree: str) -> list[str]:
+    """The paths of the worktree's uncommitted changes, untracked files included, both
+    sides of a rename. Asked without git's optional locks: the worktree is another
+    agent's, and a ``git status`` that refreshed its index would hold ``index.lock`` under
+    that agent's own ``git add`` or ``git commit``."""
+    raw = run.output(
+        [
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+        ],
+        worktree,
+        env=run.Env.CLEAN,
+        error=OSError,
+    )
+    return [
+        item[3:].decode("utf-8", "surrogateescape") for item in raw.split(b"\0") if len(item) > 3
+    ]
+
+
+def _unlanded_inside(
+    store: Store, head: str, tip: str, entries: list[ScopeEntry], ignore_case: bool
+) -> bool:
+    """Whether a commit of ``head`` that ``tip`` lacks changes a path inside ``entries``
+    (against its first parent); too many such commits to read count as yes."""
+    if store.contains(tip, head):
+        return False
+    repo = store.repo
+    try:
+        walker = repo.walk(head, pygit2.enums.SortMode.NONE)
+        walker.hide(tip)
+        for count, commit in enumerate(walker):
+            if count >= MAX_UNLANDED_COMMITS:
+                return True
+            if commit.parents:
+                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+            else:
+                diff = commit.tree.diff_to_tree(swap=True)
+            for delta in diff.deltas:
+                for side in (delta.old_file, delta.new_file):
+                    path = side.raw_path.decode("utf-8", "surrogateescape")
+                    if any(entry_covers(e, path, ignore_case=ignore_case) for e in entries):
+                        return True
+    except (pygit2.GitError, KeyError, ValueError):
+        return True  # cannot tell: not landed, as with any doubt
+    return False
+
+
+def _our_worktree(store: Store, path: str, trees: set[str] | None = None) -> bool:
     """Whether ``path`` is a worktree of this repository on this machine. Only such a
     directory is ever asked for its status: a record is anyone's text, and git run in a
     directory it names would obey that directory's own configuration."""
     if not path or not os.path.isabs(path) or not os.path.isdir(path):
         return False
-    real = os.path.realpath(path)
-    return any(os.path.realpath(tree) == real for tree, _ in worktrees.worktrees(store.root))
+    if trees is None:
+        trees = our_worktrees(store)
+    return os.path.realpath(path) in trees
+
+
+def our_worktrees(store: Store) -> set[str]:
+    """The real paths of this repository's worktrees."""
+    return {os.path.realpath(tree) for tree, _ in worktrees.worktrees(store.root)}
 
 
 def land(store: Store, table: Table, gone: set[str], host_id: str) -> list[LockRecord]:
     """The records (not already ``gone``) whose work has landed, oldest first."""
-    return [r for r in table.landing() if r.id not in gone and landed(store, r, table, host_id)]
+    waiting = [r for r in table.landing() if r.id not in gone and r.host_id == host_id]
+    if not waiting:
+        return []
+    trees = our_worktrees(store)
+    return [r for r in waiting if landed(store, r, table, host_id, trees)]
 
 
 def waiting_branches(table: Table, host_id: str) -> list[str]:

@@ -158,6 +158,8 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
                 continue
             if other.holder in elders or life.dead(other):
                 continue
+            if taken.shared and other.shared:
+                continue  # shared work crosses only exclusive claims, as in acquire
             conflicts.append(Conflict(other, pairs, state=life.state(other)))
         if conflicts:
             return change, ResumeResult("refused", previous=taken, conflicts=conflicts)
@@ -177,6 +179,7 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
             worktree=str(store.root),
             branch=branch,
             head=head,
+            awaiting=(),  # the commits it waited for were the previous holder's, elsewhere
         )
         change.put.append(lock)
         change.events.append(event("resumed", lock, now, by=ident.holder, **{"from": taken.holder}))
