@@ -401,3 +401,15 @@ def test_status_names_an_edit_inside_a_shared_claim_as_such(repo: Path) -> None:
     assert "inside the shared claim of agent-a" in alock(repo, "status", **B).out
     assert alock(repo, "acquire", "--shared", "src/app.py", **B).code == 0
     assert "inside the shared claim" not in alock(repo, "status", **B).out
+
+
+def test_verify_shows_the_kind_and_lets_sharers_commits_pass(repo: Path) -> None:
+    assert alock(repo, "acquire", "--shared", "docs/**", **A).code == 0
+    assert alock(repo, "acquire", "--shared", "docs/b.md", **B).code == 0
+    base = git(repo, "rev-parse", "HEAD").strip()
+    edit_and_commit(repo, "docs/b.md", "b\n", {}, "--trailer", "Agent-Id: agent-b")
+    edit_and_commit(repo, "docs/c.md", "c\n", {}, "--trailer", "Agent-Id: agent-c")
+    got = alock(repo, "verify", f"{base}..HEAD")
+    assert got.code == 1
+    [held] = [line for line in got.out.splitlines() if line.startswith("HELD")]
+    assert held.startswith("HELD docs/c.md") and "by agent-a (shared, docs/**" in held

@@ -33,7 +33,8 @@ def _claim(record: LockRecord, now: datetime) -> str:
     """``(<patterns>, "<reason>", expires in 29m) [lock <id>]``"""
     left = format_duration((record.expires() - now).total_seconds())
     reason = f', "{record.reason}"' if record.reason else ""
-    return f"({' '.join(record.paths)}{reason}, expires in {left}) [lock {record.id}]"
+    kind = "shared, " if record.shared else ""
+    return f"({kind}{' '.join(record.paths)}{reason}, expires in {left}) [lock {record.id}]"
 
 
 def held_line(finding: Finding, record: LockRecord, now: datetime) -> str:
