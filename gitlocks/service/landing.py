@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 
-import pygit2
-
 from gitlocks.core.record import BRANCH_RE, LockRecord
 from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
@@ -142,25 +140,10 @@ def _unlanded_inside(
     (against its first parent); too many such commits to read count as yes."""
     if store.contains(tip, head):
         return False
-    repo = store.repo
-    try:
-        walker = repo.walk(head, pygit2.enums.SortMode.NONE)
-        walker.hide(tip)
-        for count, commit in enumerate(walker):
-            if count >= MAX_UNLANDED_COMMITS:
-                return True
-            if commit.parents:
-                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-            else:
-                diff = commit.tree.diff_to_tree(swap=True)
-            for delta in diff.deltas:
-                for side in (delta.old_file, delta.new_file):
-                    path = side.raw_path.decode("utf-8", "surrogateescape")
-                    if any(entry_covers(e, path, ignore_case=ignore_case) for e in entries):
-                        return True
-    except (pygit2.GitError, KeyError, ValueError):
-        return True  # cannot tell: not landed, as with any doubt
-    return False
+    changed = store.paths_changed_since(head, tip, MAX_UNLANDED_COMMITS)
+    if changed is None:
+        return True  # too many, or cannot tell: not landed, as with any doubt
+    return any(entry_covers(e, p, ignore_case=ignore_case) for p in changed for e in entries)
 
 
 def _our_worktree(store: Store, path: str, trees: set[str] | None = None) -> bool:

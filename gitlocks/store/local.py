@@ -225,6 +225,28 @@ class Store:
         except (pygit2.GitError, ValueError, KeyError):
             return False
 
+    def paths_changed_since(self, head: str, base: str, limit: int) -> set[str] | None:
+        """The paths changed (both sides, against the first parent) by the commits of
+        ``head`` that ``base`` lacks; None when there are more than ``limit`` of them or
+        they cannot be read."""
+        changed: set[str] = set()
+        try:
+            walker = self.repo.walk(head, pygit2.enums.SortMode.NONE)
+            walker.hide(base)
+            for count, commit in enumerate(walker):
+                if count >= limit:
+                    return None
+                if commit.parents:
+                    diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+                else:
+                    diff = commit.tree.diff_to_tree(swap=True)
+                for delta in diff.deltas:
+                    for side in (delta.old_file, delta.new_file):
+                        changed.add(side.raw_path.decode("utf-8", "surrogateescape"))
+        except (pygit2.GitError, KeyError, ValueError):
+            return None
+        return changed
+
     # --- reading ------------------------------------------------------------------------
 
     def version(self) -> str | None:
