@@ -8,7 +8,8 @@ by ``benchlib.seed_locks``), medians over interleaved runs:
 - the pre-commit hook on a commit of 10 staged paths (as git runs it);
 - the guard on an edit inside another agent's claim (denied: the fast path);
 - the guard on an edit of a file the session already holds (allowed: the fast path);
-- the guard on the first edit of a free file (claimed: the store, and pygit2, load).
+- the guard on the first edit of a free file (claimed: the store, and pygit2, load);
+- the same denial for Gemini CLI (``--for gemini``: its BeforeTool event), the same core.
 
 Usage: python bench/guard_bench.py [--runs N] [--sizes 10,1000]
 """
@@ -45,6 +46,18 @@ def edit(repo: Path, path: str, session: str) -> str:
             "cwd": str(repo),
             "hook_event_name": "PreToolUse",
             "tool_name": "Edit",
+            "tool_input": {"file_path": str(repo / path), "old_string": "a", "new_string": "b"},
+        }
+    )
+
+
+def gemini_edit(repo: Path, path: str, session: str) -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "cwd": str(repo),
+            "hook_event_name": "BeforeTool",
+            "tool_name": "replace",
             "tool_input": {"file_path": str(repo / path), "old_string": "a", "new_string": "b"},
         }
     )
@@ -92,6 +105,9 @@ def main() -> None:
             ),
             "guard: edit of the session's own file": lambda r, i: run(
                 [alock, "guard", "--for", "claude"], r, env, edit(r, "mine.py", "bench")
+            ),
+            "guard (gemini): edit inside another's claim": lambda r, i: run(
+                [alock, "guard", "--for", "gemini"], r, env, gemini_edit(r, "area0/x.py", "bench")
             ),
             "guard: first edit of a free file (claims)": lambda r, i: run(
                 [alock, "guard", "--for", "claude"], r, env, edit(r, f"new{i}.py", "bench")

@@ -1,10 +1,12 @@
 """``git alock guard --for HARNESS``: the agent guard, run by a coding agent's own hooks.
 
-The harness (Claude Code) runs it before every edit, and at the start and end of a
-session, with one event as JSON on stdin; the guard answers in the harness's format. An
-edit inside another holder's live claim is denied, naming the holder; an edit of a path
-nobody holds claims that file for the session (``alock.guardMode`` = ``claim``, the
-default), so claiming before editing happens whether or not the agent remembers.
+The harness (Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI) runs it before every
+edit, and at the start and end of a session, with one event as JSON on stdin; the guard
+answers in the harness's format (``gitlocks.agents.harnesses`` reads and writes each one;
+this module decides, the same for all). An edit inside another holder's live claim is
+denied, naming the holder; an edit of a path nobody holds claims that file for the
+session (``alock.guardMode`` = ``claim``, the default), so claiming before editing happens
+whether or not the agent remembers.
 
 It runs before every edit, so it takes the hooks' fast path: no command-line framework,
 and the table read from the lock refs' files without pygit2. Only a claim, a session's
@@ -27,6 +29,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitlocks.agents.harnesses import (
+    EXIT_ALLOW,
+    EXIT_PASS,
+    HARNESSES,
+    Answer,
+    Event,
+    Harness,
+    Pass,
+    parse,
+)
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.record import (
     LockRecord,
@@ -45,20 +57,11 @@ from gitlocks.hooks.check import find_held, list_refs, read_table, read_verdicts
 from gitlocks.identity import Identity, SessionProcess, resolve_identity, session_process
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 
-HARNESSES = ("claude",)
 MODES = ("claim", "block", "warn")
-# Claude Code's editing tools, and where each names its file (tool_input).
-EDIT_TOOLS = {
-    "Edit": "file_path",
-    "Write": "file_path",
-    "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-}
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # a tool call's input; Write carries the whole file
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
-EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 PREFIX = "gitlocks guard: "
 
 _CONFIG_ARGS = (
@@ -68,67 +71,6 @@ _CONFIG_ARGS = (
     "^(alock\\.guardmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
     "|extensions\\.refstorage)$",
 )
-
-
-class Pass(Exception):
-    """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
-
-
-class Event(NamedTuple):
-    """One harness event, as the guard needs it."""
-
-    kind: str  # "edit", "start", "end", "stop" or "other"
-    session_id: str
-    cwd: str
-    tool: str = ""
-    path: str = ""  # absolute, for an edit
-
-
-class Answer(NamedTuple):
-    """What the harness gets back."""
-
-    code: int = EXIT_ALLOW
-    stdout: str = ""
-    stderr: str = ""
-
-
-def parse_claude(raw: bytes) -> Event:
-    """A Claude Code hook event: ``hook_event_name``, ``session_id``, ``cwd``, and for a
-    tool, ``tool_name`` and ``tool_input`` (its file path absolute)."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise Pass(f"the hook event is not JSON ({exc.__class__.__name__})") from None
-    if not isinstance(data, dict):
-        raise Pass("the hook event is not a JSON object")
-    name = data.get("hook_event_name")
-    session = data.get("session_id")
-    cwd = data.get("cwd")
-    if not isinstance(name, str) or not isinstance(session, str) or not session:
-        raise Pass("the hook event has no hook_event_name or session_id")
-    if not isinstance(cwd, str) or not cwd:
-        cwd = os.getcwd()
-    elif _malformed(cwd):
-        raise Pass("malformed input: cwd holds a NUL or an unpaired surrogate")
-    kinds = {"SessionStart": "start", "SessionEnd": "end", "Stop": "stop"}
-    if name != "PreToolUse":
-        return Event(kinds.get(name, "other"), session, cwd)
-    tool = data.get("tool_name")
-    key = EDIT_TOOLS.get(tool) if isinstance(tool, str) else None
-    if key is None:
-        return Event("other", session, cwd, tool=str(tool))
-    tool_input = data.get("tool_input")
-    path = tool_input.get(key) if isinstance(tool_input, dict) else None
-    if not isinstance(path, str) or not path:
-        raise Pass(f"{tool} names no {key}")
-    if _malformed(path):
-        raise Pass(f"malformed input: the {key} of {tool} holds a NUL or an unpaired surrogate")
-    return Event("edit", session, cwd, tool=str(tool), path=path)
-
-
-def _malformed(text: str) -> bool:
-    """A NUL or a lone surrogate: JSON can carry them, no file name holds them."""
-    return "\0" in text or any("\ud800" <= c <= "\udfff" for c in text)
 
 
 def holder_env(event: Event, harness: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -204,31 +146,32 @@ def _what_is(path: str) -> str:
     return "is not a directory" if os.path.lexists(path) else "does not exist"
 
 
-def locate(event: Event) -> tuple[Repo, str]:
-    """The repository the edited file lies in, and its path from the top of that tree.
+def locate(event: Event, path: str) -> tuple[Repo, str]:
+    """The repository the edited file ``path`` lies in, and its path from the top of that
+    tree.
 
     The file decides, not the session's directory: a nested repository, a submodule or
     another worktree of the same repository (whose claims are the same table) is found
     from the file's nearest existing directory. A relative path is the event's ``cwd``'s.
     """
-    full = os.path.realpath(os.path.join(event.cwd, event.path))  # what exists resolved
+    full = os.path.realpath(os.path.join(event.cwd, path))  # what exists resolved
     if os.path.isdir(full):
-        raise Pass(f"{event.path} is a directory, and {event.tool} edits files: not guarded")
+        raise Pass(f"{path} is a directory, and {event.tool} edits files: not guarded")
     parts = Path(full).parts
     # Inside a .git directory git has no working tree: ask from the one around it.
     inside = [i for i, part in enumerate(parts) if part.casefold() == ".git"]
     here = Path(*parts[: inside[-1]]) if inside else Path(full).parent
     while not os.path.isdir(here):  # "/" is one
         if os.path.lexists(here):
-            raise Pass(f"{event.path} cannot be a file: {here} {_what_is(os.fspath(here))}")
+            raise Pass(f"{path} cannot be a file: {here} {_what_is(os.fspath(here))}")
         here = here.parent
-    repo = open_repo(os.fspath(here), edited=event.path)
+    repo = open_repo(os.fspath(here), edited=path)
     try:
         rel = Path(full).relative_to(os.path.realpath(repo.root))
     except ValueError:
-        raise Pass(f"{event.path} is outside the repository at {repo.root}: not guarded") from None
+        raise Pass(f"{path} is outside the repository at {repo.root}: not guarded") from None
     if not rel.parts or any(part.casefold() == ".git" for part in rel.parts):
-        raise Pass(f"{event.path} is no file of the working tree: not guarded")
+        raise Pass(f"{path} is no file of the working tree: not guarded")
     return repo, rel.as_posix()
 
 
@@ -295,50 +238,100 @@ def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[
     return [r for r in found if r.holder in mine and r.expires_at > stamp]
 
 
-def decide_edit(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
-    repo, rel = locate(event)
-    notes = [*repo.warnings]
-    if IgnoreList.of_tree(repo.root).ignored(rel):
-        return Answer()  # in .alockignore: nobody needs to claim it
+def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
+    """The files the edit writes that a repository guards, each once, and notes. A lone
+    file that no repository guards lets the call through, as does a patch none of whose
+    files is guarded; a patch's other files are only noted."""
+    found: dict[tuple[str, str], tuple[Repo, str]] = {}
+    notes: list[str] = []
+    for path in event.paths:
+        try:
+            repo, rel = locate(event, path)
+        except Pass as why:
+            if len(event.paths) == 1:
+                raise
+            notes.append(str(why))
+            continue
+        found.setdefault((os.fspath(repo.root), rel), (repo, rel))
+        notes += [w for w in repo.warnings if w not in notes]
+    if not found:
+        raise Pass("; ".join(notes))
+    return list(found.values()), notes
+
+
+def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
+    """Deny the edit when a file it writes lies in another holder's live claim; else, in
+    ``claim`` mode, claim the free ones for the session. Each repository's own settings
+    decide for its files."""
+    targets, notes = _targets(event)
     # The holder comes from AGENT_ID or the session id; the harness process is looked up
     # only when a claim records it (the walk up /proc is not free, and this runs a lot).
     unknown = SessionProcess(0, "", "", "")
-    identity = resolve_identity(None, holder_env(event, harness, env), unknown)
+    identity = resolve_identity(None, holder_env(event, harness.name, env), unknown)
     now = utcnow()
-    found = list_refs(repo.common_dir, repo.reftable, str(repo.root))
-    verdicts = read_verdicts(repo.common_dir)
-    table = read_table(found, str(repo.root), repo.ignore_case, repo.skew, verdicts)
-    held = find_held(table, identity, now, [rel], committing=False)
-    if held:
-        reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
-        if repo.mode == "warn":
-            return _context(reason, notes)
-        return _deny(reason, notes)
-    if repo.mode != "claim" or covering(table, identity, now, rel):
-        return Answer(stderr=_lines(notes))
-    session = harness_session()
-    return claim(event, repo, rel, identity._replace(session=session), notes)
+    tables: dict[str, Table] = {}
+    denied: list[str] = []
+    warned: list[str] = []
+    free: dict[str, tuple[Repo, list[str]]] = {}
+    for repo, rel in targets:
+        if IgnoreList.of_tree(repo.root).ignored(rel):
+            continue  # in .alockignore: nobody needs to claim it
+        root = os.fspath(repo.root)
+        if root not in tables:
+            found = list_refs(repo.common_dir, repo.reftable, root)
+            verdicts = read_verdicts(repo.common_dir)
+            tables[root] = read_table(found, root, repo.ignore_case, repo.skew, verdicts)
+        table = tables[root]
+        held = find_held(table, identity, now, [rel], committing=False)
+        if held:
+            reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
+            (warned if repo.mode == "warn" else denied).append(reason)
+        elif repo.mode == "claim" and not covering(table, identity, now, rel):
+            free.setdefault(root, (repo, []))[1].append(rel)
+    if denied:
+        return _deny(harness, _several([*denied, *warned]), notes)
+    if free:
+        identity = identity._replace(session=harness_session())
+        for repo, rels in free.values():
+            refused = claim(event, repo, rels, identity)
+            if refused:
+                return _deny(harness, refused, notes)
+    if warned:
+        return _warn(harness, _several(warned), notes)
+    return Answer(stderr=_lines(notes))
 
 
-def claim(event: Event, repo: Repo, rel: str, identity: Identity, notes: list[str]) -> Answer:
-    """Claim the file for the session (the store, and pygit2, only on this path)."""
+def _several(reasons: Sequence[str]) -> str:
+    """The reasons of a patch's files, at most a few: a patch of thousands of held files
+    must not make an answer of megabytes."""
+    more = len(reasons) - SHOWN_LOCKS
+    return " ".join([*reasons[:SHOWN_LOCKS], *([f"And {more} more file(s)."] if more > 0 else [])])
+
+
+def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> str:
+    """Claim the files (of one repository) for the session, in one lock; the reason to
+    deny when someone else got there first, else "". The store, and pygit2, load only on
+    this path."""
     from gitlocks.service import locks  # imported here: only a claim needs the store
 
+    entries = [path_entry(rel) for rel in rels]
+    named = [e for e in entries if e is not None]
+    if len(named) < len(entries):
+        raise Pass(f"{rels[entries.index(None)]!r} cannot be named by a pattern: not guarded")
     ctx = store_context(repo.root, identity)
-    entry = path_entry(rel)
-    if entry is None:
-        raise Pass(f"{rel!r} cannot be named by a pattern: not guarded")
-    result = locks.acquire(ctx, [entry], reason=f"{event.tool} {rel}"[:1000], ttl=_ttl(ctx))
+    why = f"{event.tool} {' '.join(rels)}"[:1000]
+    result = locks.acquire(ctx, named, reason=why, ttl=_ttl(ctx))
     if result.status in ("acquired", "already_yours"):
-        return Answer(stderr=_lines(notes))
+        return ""
     now = ctx.now()
     holders = [c.record for c in result.conflicts]
-    reason = (
-        held_reason(rel, holders, now, repo.ignore_case)
-        if holders
-        else (f"gitlocks: {rel} could not be claimed ({result.status}); git alock status says why")
-    )
-    return _deny(reason, notes)
+    if not holders:
+        return (
+            f"gitlocks: {' '.join(rels)} could not be claimed ({result.status}); "
+            "git alock status says why"
+        )
+    crossed = [r for r in rels if any(_crossing(h, r, repo.ignore_case) for h in holders)]
+    return held_reason((crossed or [*rels])[0], holders, now, repo.ignore_case)
 
 
 def store_context(root: Path, identity: Identity) -> Any:
@@ -368,7 +361,7 @@ def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord
     return [r for r in table.live(now) if (r.holder, r.pid, r.pid_start, r.host) == mine]
 
 
-def _session_write(event: Event, harness: str, env: Mapping[str, str], kind: str) -> Answer:
+def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind: str) -> Answer:
     """End the session's locks (``released``, those with notes kept) or renew them."""
     # Imported here: only these events write, and the store brings in pygit2.
     from gitlocks.service.context import event as journal_event
@@ -376,7 +369,7 @@ def _session_write(event: Event, harness: str, env: Mapping[str, str], kind: str
     from gitlocks.store.local import Change
 
     repo = open_repo(event.cwd)
-    identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
+    identity = resolve_identity(None, holder_env(event, harness.name, env), harness_session())
     ctx = store_context(repo.root, identity)
     if not session_locks(ctx.store.read_table(), identity, format_time(ctx.now())):
         return Answer()  # the common case, decided without the store's mutex
@@ -405,21 +398,21 @@ def _session_write(event: Event, harness: str, env: Mapping[str, str], kind: str
     return Answer()
 
 
-def end_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
+def end_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
     """SessionEnd: release the session's claims; those with notes are left to become
     interrupted work when the harness exits, as after a crash."""
     return _session_write(event, harness, env, "released")
 
 
-def heartbeat(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
+def heartbeat(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
     """Stop (the agent finished a turn): renew the session's claims, a heartbeat."""
     return _session_write(event, harness, env, "renewed")
 
 
-def start_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
+def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
     """SessionStart: tell the agent who it is and what others hold (additional context)."""
     repo = open_repo(event.cwd)
-    identity = resolve_identity(None, holder_env(event, harness, env), harness_session())
+    identity = resolve_identity(None, holder_env(event, harness.name, env), harness_session())
     found = list_refs(repo.common_dir, repo.reftable, str(repo.root))
     table = read_table(found, str(repo.root), repo.ignore_case, repo.skew,
                        read_verdicts(repo.common_dir))  # fmt: skip
@@ -435,8 +428,7 @@ def start_session(event: Event, harness: str, env: Mapping[str, str]) -> Answer:
         if len(theirs) > 20:
             lines.append("- ... (git alock status shows them all)")
     text = "\n".join(map(printable, lines))  # each line escaped: a reason cannot add one
-    doc = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-    return Answer(stdout=json.dumps(doc))
+    return Answer(stdout=harness.context(text))
 
 
 # --- answering ----------------------------------------------------------------------------
@@ -446,25 +438,24 @@ def _lines(notes: Sequence[str]) -> str:
     return "".join(f"{PREFIX}{printable(n)}\n" for n in notes)
 
 
-def _deny(reason: str, notes: Sequence[str]) -> Answer:
-    doc = {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
-    return Answer(EXIT_ALLOW, json.dumps(doc), _lines(notes))
+def _deny(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
+    """The harness's documented denial (exit 0, JSON on stdout)."""
+    return Answer(EXIT_ALLOW, harness.deny(reason), _lines(notes))
 
 
-def _context(reason: str, notes: Sequence[str]) -> Answer:
-    doc = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": reason}}
-    return Answer(EXIT_ALLOW, json.dumps(doc), _lines(notes))
+def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
+    """``warn`` mode: the edit goes on and the agent is told, where the harness has a way;
+    else the reason goes with the notes, on stderr."""
+    said = harness.warn(reason)
+    if said is None:
+        return Answer(EXIT_ALLOW, "", _lines([*notes, reason]))
+    return Answer(EXIT_ALLOW, said, _lines(notes))
 
 
-def run(harness: str, raw: bytes, env: Mapping[str, str]) -> Answer:
-    """The answer to one event of ``harness``."""
-    event = parse_claude(raw)
+def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -> Answer:
+    """The answer to one event of ``harness`` (``named``: the event, when the hook's
+    command line names it)."""
+    event = parse(harness, raw, named)
     if event.kind == "edit":
         return decide_edit(event, harness, env)
     if event.kind == "start":
@@ -473,28 +464,45 @@ def run(harness: str, raw: bytes, env: Mapping[str, str]) -> Answer:
         return end_session(event, harness, env)
     if event.kind == "stop":
         return heartbeat(event, harness, env)
+    if event.kind == "ignore":
+        return Answer()  # another tool, where the harness cannot be told to send edits only
     raise Pass(f"nothing to guard in this event ({event.tool or 'not an edit'})")
 
 
+def _options(args: Sequence[str]) -> dict[str, str] | None:
+    """``--for NAME`` and ``--event NAME`` (either as ``--opt=NAME``); None when malformed."""
+    found: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if name not in ("--for", "--event") or name in found:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        found[name] = value
+    return found
+
+
 def main(argv: Sequence[str]) -> int:
-    """``git-alock guard --for HARNESS``: read one event on stdin, answer, exit."""
-    args = list(argv)
-    harness = None
-    if len(args) == 2 and args[0] == "--for":
-        harness = args[1]
-    elif len(args) == 1 and args[0].startswith("--for="):
-        harness = args[0].split("=", 1)[1]
-    if harness not in HARNESSES:
+    """``git-alock guard --for HARNESS [--event EVENT]``: read one event on stdin, answer,
+    exit."""
+    options = _options(argv)
+    name = None if options is None else options.get("--for")
+    if name not in HARNESSES or options is None:
         sys.stderr.write(
-            f"error: usage: git alock guard --for {'|'.join(HARNESSES)} (one hook event as "
-            "JSON on stdin)\n"
+            f"error: usage: git alock guard --for {'|'.join(HARNESSES)} [--event EVENT] "
+            "(one hook event as JSON on stdin)\n"
         )
-        return 2 if harness is None else EXIT_PASS
+        return 2 if name is None else EXIT_PASS
+    harness = HARNESSES[name]
     try:
         raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
         if len(raw) > MAX_EVENT_BYTES:
             raise Pass("the hook event is larger than the guard reads")
-        answer = run(harness, raw, os.environ)
+        answer = run(harness, raw, os.environ, options.get("--event", ""))
     except Pass as why:
         sys.stderr.write(f"{PREFIX}{printable(str(why))}; let through\n")
         return EXIT_PASS

@@ -1,16 +1,19 @@
 """Registering the guard in a harness's project settings, and taking it out again.
 
-Claude Code reads hooks from ``.claude/settings.json`` (shared, committed) or
-``.claude/settings.local.json`` (``--local``, personal): ``{"hooks": {EVENT: [{"matcher":
-..., "hooks": [{"type": "command", "command": ...}]}]}}``. Installing adds one group of
-ours per event, merged into what is there, never touching another hook or setting, and
-is idempotent. Uninstalling removes exactly those groups (equal to what install adds: a
-user's own group that runs the same command differently is the user's), and gives back
+Each harness keeps its hooks in a JSON file of the project (``HOOK_FILES``): Claude Code
+in ``.claude/settings.json`` (or ``.claude/settings.local.json``, ``--local``), Gemini CLI
+in ``.gemini/settings.json``, Codex CLI in ``.codex/hooks.json``, all three as ``{"hooks":
+{EVENT: [{"matcher": ..., "hooks": [{"type": "command", "command": ...}]}]}}``; GitHub
+Copilot CLI in any ``.github/hooks/*.json``, ours ``gitlocks.json``, as ``{"version": 1,
+"hooks": {EVENT: [{"type": "command", "bash": ...}]}}``. Installing adds one entry of ours
+per event, merged into what is there, never touching another hook or setting, and is
+idempotent. Uninstalling removes exactly those entries (equal to what install adds: a
+user's own entry that runs the same command differently is the user's), and gives back
 the settings it found (docs/design.md, section 6.5): install remembers the file as it
-was, in the worktree's git directory, so that the containers it created go with it and
-those the user had stay, even empty; when nothing else changed meanwhile, the original
-bytes come back. Writes go through a symbolic link to its target and keep the file's
-mode, byte order mark, indentation and line ends.
+was, in the worktree's git directory, so that the containers (and directories) it
+created go with it and those the user had stay, even empty; when nothing else changed
+meanwhile, the original bytes come back. Writes go through a symbolic link to its target
+and keep the file's mode, byte order mark, indentation and line ends.
 """
 
 from __future__ import annotations
@@ -20,21 +23,90 @@ import contextlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.errors import UsageError
 
-GUARD_COMMAND = "git alock guard --for claude"
-EDIT_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
-# event -> the matcher our entry uses (None: the event takes none).
-CLAUDE_EVENTS: dict[str, str | None] = {
-    "PreToolUse": EDIT_MATCHER,
-    "SessionStart": None,
-    "SessionEnd": None,
-    "Stop": None,
+
+def _command(harness: str) -> dict[str, Any]:
+    return {"type": "command", "command": f"git alock guard --for {harness}"}
+
+
+def _groups(command: dict[str, Any], matchers: Mapping[str, str | None]) -> dict[str, Any]:
+    """One group per event, of Claude Code's shape: the matcher (when the event takes
+    one) and the one command."""
+    return {
+        event: {"hooks": [command]} if matcher is None else {"matcher": matcher, "hooks": [command]}
+        for event, matcher in matchers.items()
+    }
+
+
+@dataclass(frozen=True)
+class HookFile:
+    """Where a harness keeps its project hooks, and the one entry install adds per event."""
+
+    harness: str
+    path: str  # from the top of the working tree
+    local: str | None  # the personal file, for --local (Claude Code's only)
+    entries: Mapping[str, Any]  # event -> our entry; only an entry equal to it is ours
+    skeleton: Mapping[str, Any] = field(default_factory=dict)  # what a new file starts with
+
+
+HOOK_FILES = {
+    "claude": HookFile(
+        "claude",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        _groups(
+            _command("claude"),
+            {
+                "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit",
+                "SessionStart": None,
+                "SessionEnd": None,
+                "Stop": None,
+            },
+        ),
+    ),
+    # A name lets `/hooks disable gitlocks-guard` switch the guard off (docs/hooks/index.md).
+    "gemini": HookFile(
+        "gemini",
+        ".gemini/settings.json",
+        None,
+        _groups(
+            {"name": "gitlocks-guard", **_command("gemini")},
+            {
+                "BeforeTool": "write_file|replace",
+                "SessionStart": None,
+                "SessionEnd": None,
+                "AfterAgent": None,
+            },
+        ),
+    ),
+    "codex": HookFile(
+        "codex",
+        ".codex/hooks.json",
+        None,
+        _groups(
+            _command("codex"), {"PreToolUse": "apply_patch", "SessionStart": None, "Stop": None}
+        ),
+    ),
+    # Copilot's events do not say which they are: each command names its own.
+    "copilot": HookFile(
+        "copilot",
+        ".github/hooks/gitlocks.json",
+        None,
+        {
+            event: {"type": "command", "bash": f"git alock guard --for copilot --event {event}"}
+            for event in ("preToolUse", "agentStop", "sessionEnd")
+        },
+        skeleton={"version": 1},
+    ),
 }
+
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # In the worktree's git directory: each settings file as install found it.
 MEMORY_FILE = "agent-locks-settings.json"
@@ -50,15 +122,35 @@ class SettingsChange:
         return {"path": os.fspath(self.path), "status": self.status}
 
 
-def settings_path(root: Path, *, local: bool) -> Path:
-    return root / ".claude" / ("settings.local.json" if local else "settings.json")
+def hook_file(harness: str) -> HookFile:
+    found = HOOK_FILES.get(harness)
+    if found is None:
+        raise UsageError(f"unknown harness {harness!r}: the guard speaks {', '.join(HOOK_FILES)}")
+    return found
 
 
-def our_group(event: str) -> dict[str, Any]:
-    """The one group install adds for ``event``; only a group equal to it is ours."""
-    group: dict[str, Any] = {"hooks": [{"type": "command", "command": GUARD_COMMAND}]}
-    matcher = CLAUDE_EVENTS[event]
-    return group if matcher is None else {"matcher": matcher, **group}
+def settings_path(root: Path, *, local: bool, harness: str = "claude") -> Path:
+    spec = hook_file(harness)
+    if local and spec.local is None:
+        title = HARNESSES[harness].title
+        raise UsageError(f"--local: {title} has no personal project settings file")
+    return root / (spec.local if local and spec.local else spec.path)
+
+
+def _memory_key(spec: HookFile, path: Path, root: Path) -> str:
+    """The name install remembers a file under: Claude Code's by its bare name, as since
+    the first version; the others by their path (Gemini's is a settings.json too)."""
+    return path.name if spec.harness == "claude" else path.relative_to(root).as_posix()
+
+
+def _missing_dirs(path: Path, root: Path) -> list[str]:
+    """The directories above ``path`` (up to ``root``) that do not exist yet, deepest first."""
+    missing = []
+    here = path.parent
+    while here != root and not here.exists():
+        missing.append(here.relative_to(root).as_posix())
+        here = here.parent
+    return missing
 
 
 def _read_raw(path: Path) -> bytes | None:
@@ -163,36 +255,46 @@ def _hooks(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return hooks
 
 
-def install(root: Path, *, local: bool = False, git_dir: Path | None = None) -> SettingsChange:
-    """Merge the guard's hooks into the settings; idempotent. ``git_dir`` (the worktree's)
-    keeps the settings as found, for uninstall."""
-    path = settings_path(root, local=local)
+def install(
+    root: Path, harness: str = "claude", *, local: bool = False, git_dir: Path | None = None
+) -> SettingsChange:
+    """Merge the guard's hooks into the harness's settings; idempotent. ``git_dir`` (the
+    worktree's) keeps the settings as found, for uninstall."""
+    spec = hook_file(harness)
+    path = settings_path(root, local=local, harness=harness)
     raw = _read_raw(path)
     data = {} if raw is None else _parse(raw, path)
     before = json.loads(json.dumps(data))
+    for key, value in spec.skeleton.items():
+        data.setdefault(key, value)
     hooks = _hooks(data, path)
-    for event in CLAUDE_EVENTS:
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
+    for event, ours in spec.entries.items():
+        entries = hooks.setdefault(event, [])
+        if not isinstance(entries, list):
             raise UsageError(f"{path}: hooks.{event} is not a list; nothing was changed")
-        if our_group(event) not in groups:
-            groups.append(our_group(event))
+        if ours not in entries:
+            entries.append(json.loads(json.dumps(ours)))
     if _same(data, before):
         return SettingsChange(path, "already_installed")
     found = {
         "before": None if raw is None else base64.b64encode(raw).decode(),
         "directory": path.parent.is_dir(),
+        "made": _missing_dirs(path, root),
     }
     _write(path, _render(data, raw))
-    if path.name not in _recall(git_dir):  # an older memory is the truer original
-        _remember(git_dir, path.name, found)
+    key = _memory_key(spec, path, root)
+    if key not in _recall(git_dir):  # an older memory is the truer original
+        _remember(git_dir, key, found)
     return SettingsChange(path, "installed")
 
 
-def uninstall(root: Path, *, local: bool = False, git_dir: Path | None = None) -> SettingsChange:
-    """Remove the guard's groups, and the containers install created that are left empty;
-    the settings as found before install when nothing else changed since."""
-    path = settings_path(root, local=local)
+def uninstall(
+    root: Path, harness: str = "claude", *, local: bool = False, git_dir: Path | None = None
+) -> SettingsChange:
+    """Remove the guard's entries, and the containers install created that are left
+    empty; the settings as found before install when nothing else changed since."""
+    spec = hook_file(harness)
+    path = settings_path(root, local=local, harness=harness)
     raw = _read_raw(path)
     data = None if raw is None else _parse(raw, path)
     hooks = data.get("hooks") if data is not None else None
@@ -200,15 +302,16 @@ def uninstall(root: Path, *, local: bool = False, git_dir: Path | None = None) -
         return SettingsChange(path, "not_installed")
     emptied = []
     removed = False
-    for event in CLAUDE_EVENTS:
-        groups = hooks.get(event)
-        if isinstance(groups, list) and our_group(event) in groups:
+    for event, ours in spec.entries.items():
+        entries = hooks.get(event)
+        if isinstance(entries, list) and ours in entries:
             removed = True
-            hooks[event] = [g for g in groups if g != our_group(event)]
+            hooks[event] = [e for e in entries if e != ours]
             emptied += [] if hooks[event] else [event]
     if not removed:
         return SettingsChange(path, "not_installed")
-    found = _recall(git_dir).get(path.name)
+    key = _memory_key(spec, path, root)
+    found = _recall(git_dir).get(key)
     found = found if isinstance(found, dict) else {}
     original = _original(found, path)
     had = original.get("hooks") if original is not None else None
@@ -217,17 +320,35 @@ def uninstall(root: Path, *, local: bool = False, git_dir: Path | None = None) -
             del hooks[event]
     if not hooks and not (original is not None and "hooks" in original):
         del data["hooks"]
-    if found and found.get("before") is None and not data:
+    # What install started a file with ("version") goes only with the rest of its work:
+    # in a file that holds anything else now, it is what that needs.
+    bare = {k: v for k, v in data.items() if not _added(spec, original, k, v)}
+    if found and found.get("before") is None and not bare:
         path.unlink()  # install made the file, and it holds nothing else
-        if not found.get("directory"):
-            with contextlib.suppress(OSError):  # nor .claude/, if install made that too
-                path.parent.rmdir()
-    elif original is not None and _same(data, original):
+        _remove_dirs(root, path, found)
+    elif original is not None and _same(bare, original):
         _write(path, base64.b64decode(found["before"]))  # the very bytes it found
     else:
         _write(path, _render(data, raw))
-    _remember(git_dir, path.name, None)
+    _remember(git_dir, key, None)
     return SettingsChange(path, "uninstalled")
+
+
+def _added(spec: HookFile, original: dict[str, Any] | None, name: str, value: Any) -> bool:
+    """Whether install put ``name`` there: a skeleton key the original file lacked."""
+    missing = original is None or name not in original
+    return missing and name in spec.skeleton and _same(value, spec.skeleton[name])
+
+
+def _remove_dirs(root: Path, path: Path, found: Mapping[str, Any]) -> None:
+    """The directories install made for the file, when nothing else came into them."""
+    made = found.get("made")
+    if not isinstance(made, list):  # remembered by a version that knew one level only
+        made = [] if found.get("directory") else [path.parent.relative_to(root).as_posix()]
+    for name in made:
+        if isinstance(name, str) and name and ".." not in Path(name).parts:
+            with contextlib.suppress(OSError):  # not empty: someone else's now
+                (root / name).rmdir()
 
 
 def _original(found: Any, path: Path) -> dict[str, Any] | None:

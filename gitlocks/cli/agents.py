@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gitlocks.agents import settings
+from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, UsageError
@@ -15,10 +16,18 @@ from gitlocks.store.local import Store
 
 app = verbs()
 
-ForOption = Annotated[str, typer.Option("--for", help="The agent harness: claude.")]
+ForOption = Annotated[
+    str, typer.Option("--for", help=f"The agent harness: {', '.join(HARNESSES)}.")
+]
+EventOption = Annotated[
+    str,
+    typer.Option("--event", help="The event, for a harness whose events do not say (copilot)."),
+]
 LocalOption = Annotated[
     bool,
-    typer.Option("--local", help="Use .claude/settings.local.json (personal, not committed)."),
+    typer.Option(
+        "--local", help="Claude Code: use .claude/settings.local.json (personal, not committed)."
+    ),
 ]
 WORDS = {
     "installed": "INSTALLED",
@@ -29,13 +38,13 @@ WORDS = {
 
 
 def _harness(name: str) -> str:
-    if name != "claude":
-        raise UsageError(f"unknown harness {name!r}: the guard speaks Claude Code's hooks (claude)")
+    if name not in HARNESSES:
+        raise UsageError(f"unknown harness {name!r}: the guard speaks {', '.join(HARNESSES)}")
     return name
 
 
 @app.command()
-def guard(harness: ForOption) -> None:
+def guard(harness: ForOption, event: EventOption = "") -> None:
     """Answer one hook event of an agent harness (JSON on stdin): deny edits inside others'
     claims, claim the files the session edits (alock.guardMode claim|block|warn).
 
@@ -43,7 +52,7 @@ def guard(harness: ForOption) -> None:
     """
     from gitlocks.agents.guard import main  # the same code as main's fast path
 
-    finish(main(["--for", _harness(harness)]))
+    finish(main(["--for", _harness(harness), *(["--event", event] if event else [])]))
 
 
 def _say(change: settings.SettingsChange, as_json: bool, what: str) -> None:
@@ -55,14 +64,16 @@ def _say(change: settings.SettingsChange, as_json: bool, what: str) -> None:
 def install_agent_hooks(
     harness: ForOption, local: LocalOption = False, as_json: JsonOption = False
 ) -> None:
-    """Register the guard in the harness's project settings, merged with what is there.
+    """Register the guard in the harness's project settings, merged with what is there:
+    .claude/settings.json, .gemini/settings.json, .codex/hooks.json or
+    .github/hooks/gitlocks.json.
 
     Example: git alock install-agent-hooks --for claude
     """
-    _harness(harness)
+    name = _harness(harness)
     store = Store.discover()
-    change = settings.install(store.root, local=local, git_dir=store.git_dir)
-    _say(change, as_json, "the gitlocks guard for Claude Code")
+    change = settings.install(store.root, name, local=local, git_dir=store.git_dir)
+    _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
     finish(EXIT_OK)
 
 
@@ -74,10 +85,10 @@ def uninstall_agent_hooks(
 
     Example: git alock uninstall-agent-hooks --for claude
     """
-    _harness(harness)
+    name = _harness(harness)
     store = Store.discover()
-    change = settings.uninstall(store.root, local=local, git_dir=store.git_dir)
-    _say(change, as_json, "the gitlocks guard for Claude Code")
+    change = settings.uninstall(store.root, name, local=local, git_dir=store.git_dir)
+    _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
     finish(EXIT_OK)
 
 
