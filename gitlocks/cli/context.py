@@ -16,27 +16,22 @@ from gitlocks.errors import UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS, JOURNAL_REF
 from gitlocks.render.locks import problems
-from gitlocks.service.context import Context
+from gitlocks.service.context import Context, open_context
 from gitlocks.store.local import Store
 
 
 def context(as_id: str | None, *, fresh: bool = False) -> Context:
     """The store of the current repository (the remote's in remote mode) and who asks."""
-    store = Store.discover()
-    target = store.journal_symref()
+    ctx = open_context(None, lambda: resolve_identity(as_id))
+    target = ctx.store.journal_symref()
     if target is not None:
         sys.stderr.write(
             f"warning: {JOURNAL_REF} is a symbolic ref to {target}: never followed; "
             "the next write replaces it with a fresh journal\n"
         )
-    if store.config_get("alock.remote"):
-        # Imported here: the remote protocol costs start-up time, and only remote mode needs it.
-        from gitlocks.store.remote import RemoteStore
-
-        store = RemoteStore(store.repo)
-        if fresh:
-            store.sync()
-    return Context(store=store, identity=resolve_identity(as_id))
+    if fresh:
+        ctx.store.sync()
+    return ctx
 
 
 def say_staleness(store: Store) -> None:

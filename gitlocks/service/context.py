@@ -77,16 +77,20 @@ class Context:
         return self.keep_interrupted
 
 
-def open_context(start: str | os.PathLike[str] | None, identity: Identity) -> Context:
+def open_context(
+    start: str | os.PathLike[str] | None, identity: Identity | Callable[[], Identity]
+) -> Context:
     """The service context of the repository at ``start``: its remote's store in remote
-    mode, else its own refs."""
+    mode, else its own refs. ``identity`` may be a function, called once the repository
+    is found (not being in one is the first error to report)."""
     store = Store.discover(start)
     if store.config_get("alock.remote"):
         # Imported here: the remote protocol costs start-up time; only remote mode needs it.
         from gitlocks.store.remote import RemoteStore
 
         store = RemoteStore(store.repo)
-    return Context(store=store, identity=identity)
+    who = identity if isinstance(identity, Identity) else identity()
+    return Context(store=store, identity=who)
 
 
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:

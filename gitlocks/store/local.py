@@ -201,6 +201,11 @@ class Store:
         branch = None if self.repo.head_is_detached else head.shorthand
         return (branch, str(head.target))
 
+    def sync(self) -> bool:
+        """Refresh the view of the lock remote: nothing to do for the local store, which
+        is the authority (``RemoteStore`` fetches). Returns whether anything changed."""
+        return False
+
     def landing_ref(self, branch: str) -> str:
         """The ref a claim ``--until-merged branch`` waits on: the local branch here; the
         lock remote's copy of it in remote mode (``RemoteStore``)."""
