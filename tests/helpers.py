@@ -72,3 +72,13 @@ def alock_process(cwd: Path, *args: str, env: dict[str, str] | None = None) -> R
         ["git", "alock", *args], cwd=cwd, env=full_env, capture_output=True, text=True
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """git as a user runs it: gitlocks on PATH (its hooks run as real processes) and, maybe,
+    an agent id."""
+    full = dict(os.environ)
+    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    full.update(env or {})
+    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
+    return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock
+from helpers import Result, alock, run_git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,14 +22,6 @@ BIN = os.path.dirname(sys.executable)
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
 C = {"AGENT_ID": "agent-c"}
-
-
-def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
-    full = dict(os.environ)
-    full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
-    full.update(env or {})
-    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def edit_and_commit(

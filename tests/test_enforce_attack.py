@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock
+from helpers import Result, alock, run_git
 from remote_fixtures import make_bare, make_clone
 
 from gitlocks.layout import MUTEX_NAME
@@ -27,15 +27,6 @@ BIN = os.path.dirname(sys.executable)
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
 C = {"AGENT_ID": "agent-c"}
-
-
-def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
-    """git as a user runs it, gitlocks on PATH, its hooks running as real processes."""
-    full = dict(os.environ)
-    full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
-    full.update(env or {})
-    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def commit(cwd: Path, rel: str, text: str, env: dict[str, str], *args: str) -> Result:

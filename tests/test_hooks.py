@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import Result, alock, alock_process
+from helpers import Result, alock, alock_process, run_git
 
 from gitlocks.core.scope import make_entry
 from gitlocks.git import changes as hook_paths
@@ -24,15 +24,6 @@ PROJECT = Path(__file__).resolve().parents[1]
 BIN = os.path.dirname(sys.executable)
 A = {"AGENT_ID": "agent-a", "AGENT_PARENT_ID": "lead-a"}
 B = {"AGENT_ID": "agent-b", "AGENT_PARENT_ID": "lead-b"}
-
-
-def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
-    """git as a user runs it: with gitlocks on PATH and, maybe, an agent id."""
-    full = dict(os.environ)
-    full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
-    full.update(env or {})
-    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def commit(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:

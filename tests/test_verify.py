@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock, alock_process
+from helpers import Result, alock, alock_process, run_git
 from remote_fixtures import Daemon, daemon, make_bare, make_clone
 
 from gitlocks.hooks import install as hook_install
@@ -23,15 +23,6 @@ __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 BIN = os.path.dirname(sys.executable)
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
-
-
-def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
-    """git as a user runs it, with gitlocks on PATH."""
-    full = dict(os.environ)
-    full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
-    full.update(env or {})
-    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def edit(cwd: Path, rel: str, text: str = "x\n") -> None:

@@ -66,7 +66,7 @@ from gitlocks.render.hooks import PREFIX
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
-_CONFIG_ARGS = (
+CONFIG_ARGS = (  # every key the checks read, asked once (git prints keys in lower case)
     "config",
     "-z",
     "--get-regexp",
@@ -338,7 +338,7 @@ class TableReader:
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
-        self._config = start_git(_CONFIG_ARGS, cwd)
+        self._config = start_git(CONFIG_ARGS, cwd)
         self._common = start_git(["rev-parse", "--git-common-dir"], cwd)
 
     def finish(self) -> tuple[HookConfig, Table]:

@@ -31,6 +31,7 @@ from gitlocks.core.table import Problem, Table
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import (
+    CONFIG_ARGS,
     HookConfig,
     find_held,
     list_refs,
@@ -59,14 +60,6 @@ _LOG_ARGS = (
 _DIFF_TREE_ARGS = (
     *("diff-tree", "--stdin", "-r", "-z", "--raw"),
     *("--root", "--always", "--no-renames"),
-)
-# Every key the check reads, asked once (git prints keys in lower case).
-CONFIG_ARGS = (
-    "config",
-    "-z",
-    "--get-regexp",
-    "^(alock\\.hookmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
-    "|extensions\\.refstorage)$",
 )
 
 
