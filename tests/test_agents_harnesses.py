@@ -318,8 +318,12 @@ def test_other_tools_pass_each_harness_in_its_own_way(repo: Path) -> None:
     read = gemini_event(repo, "BeforeTool", "s", tool_name="read_file",
                         tool_input={"file_path": str(repo / "README.md")})  # fmt: skip
     let_through(run_guard(repo, "gemini", read), "read_file")
+    # Codex's shell reaches the guard (it may run apply_patch): a command without a patch
+    # gets silence; any other tool is let through, said.
     shell = codex_event(repo, "PreToolUse", "s", tool_name="Bash", tool_input={"command": "ls"})
-    let_through(run_guard(repo, "codex", shell), "Bash")
+    assert run_guard(repo, "codex", shell) == Result(0, "", "")
+    web = codex_event(repo, "PreToolUse", "s", tool_name="web_search", tool_input={"q": "x"})
+    let_through(run_guard(repo, "codex", web), "web_search")
     # Copilot's preToolUse cannot be narrowed to edits: every other tool gets silence.
     bash = copilot_event(repo, "s", toolName="bash", toolArgs='{"command": "ls"}')
     quiet = run_guard(repo, "copilot", bash, "preToolUse")
@@ -433,7 +437,8 @@ def test_patch_paths_finds_every_file_and_never_raises(names: list[str], junk: s
 @given(
     name=st.sampled_from(NAMES),
     event=st.sampled_from(["preToolUse", "BeforeTool", "PreToolUse", "SessionEnd", "Stop", ""]),
-    tool=st.sampled_from(["edit", "replace", "apply_patch", "write_file", ""]) | st.integers(),
+    tool=st.sampled_from(["edit", "replace", "apply_patch", "write_file", "Bash", ""])
+    | st.integers(),
     args=st.none() | st.text(max_size=40) | st.dictionaries(st.text(max_size=8), st.text()),
 )
 def test_hostile_events_never_break_any_harness(
@@ -487,7 +492,7 @@ def test_install_writes_each_harness_documented_shape(repo: Path) -> None:
     )
     codex = json.loads((repo / FILES["codex"]).read_text())["hooks"]
     command = {"type": "command", "command": "git alock guard --for codex"}
-    assert codex.pop("PreToolUse") == [{"matcher": "apply_patch", "hooks": [command]}]
+    assert codex.pop("PreToolUse") == [{"matcher": "apply_patch|Bash", "hooks": [command]}]
     assert codex == {"SessionStart": [{"hooks": [command]}], "Stop": [{"hooks": [command]}]}
     copilot = json.loads((repo / FILES["copilot"]).read_text())
     assert copilot["version"] == 1 and sorted(copilot["hooks"]) == [

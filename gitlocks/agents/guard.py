@@ -58,7 +58,10 @@ from gitlocks.identity import Identity, SessionProcess, resolve_identity, sessio
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 
 MODES = ("claim", "block", "warn")
-MAX_EVENT_BYTES = 4 * 1024 * 1024  # a tool call's input; Write carries the whole file
+# A tool call's input: a write carries the whole file, a patch every change. A bigger
+# event is let through unread, so the cap is well above what agents write (a lockfile
+# or generated code of several MiB).
+MAX_EVENT_BYTES = 64 * 1024 * 1024
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
@@ -146,13 +149,24 @@ def _what_is(path: str) -> str:
     return "is not a directory" if os.path.lexists(path) else "does not exist"
 
 
-def locate(event: Event, path: str) -> tuple[Repo, str]:
+def _anchor(directory: Path) -> str:
+    """The nearest directory from ``directory`` up that holds a ``.git``: git finds the
+    same repository from every directory below it (short of one holding another)."""
+    for here in (directory, *directory.parents):
+        if os.path.lexists(here / ".git"):
+            return os.fspath(here)
+    return ""
+
+
+def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tuple[Repo, str]:
     """The repository the edited file ``path`` lies in, and its path from the top of that
     tree.
 
     The file decides, not the session's directory: a nested repository, a submodule or
     another worktree of the same repository (whose claims are the same table) is found
     from the file's nearest existing directory. A relative path is the event's ``cwd``'s.
+    ``found`` keeps the repositories already asked for, by the directory holding their
+    ``.git``: a patch of thousands of files asks git once per repository, not per file.
     """
     full = os.path.realpath(os.path.join(event.cwd, path))  # what exists resolved
     if os.path.isdir(full):
@@ -165,7 +179,12 @@ def locate(event: Event, path: str) -> tuple[Repo, str]:
         if os.path.lexists(here):
             raise Pass(f"{path} cannot be a file: {here} {_what_is(os.fspath(here))}")
         here = here.parent
-    repo = open_repo(os.fspath(here), edited=path)
+    anchor = _anchor(here) if found is not None else ""
+    repo = found.get(anchor) if found is not None and anchor else None
+    if repo is None:
+        repo = open_repo(os.fspath(here), edited=path)
+        if found is not None and anchor:
+            found[anchor] = repo
     try:
         rel = Path(full).relative_to(os.path.realpath(repo.root))
     except ValueError:
@@ -244,9 +263,10 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     files is guarded; a patch's other files are only noted."""
     found: dict[tuple[str, str], tuple[Repo, str]] = {}
     notes: list[str] = []
+    repos: dict[str, Repo] = {}
     for path in event.paths:
         try:
-            repo, rel = locate(event, path)
+            repo, rel = locate(event, path, repos)
         except Pass as why:
             if len(event.paths) == 1:
                 raise
@@ -273,10 +293,13 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     denied: list[str] = []
     warned: list[str] = []
     free: dict[str, tuple[Repo, list[str]]] = {}
+    ignores: dict[str, IgnoreList] = {}
     for repo, rel in targets:
-        if IgnoreList.of_tree(repo.root).ignored(rel):
-            continue  # in .alockignore: nobody needs to claim it
         root = os.fspath(repo.root)
+        if root not in ignores:
+            ignores[root] = IgnoreList.of_tree(repo.root)
+        if ignores[root].ignored(rel):
+            continue  # in .alockignore: nobody needs to claim it
         if root not in tables:
             found = list_refs(repo.common_dir, repo.reftable, root)
             verdicts = read_verdicts(repo.common_dir)
@@ -486,6 +509,11 @@ def _options(args: Sequence[str]) -> dict[str, str] | None:
     return found
 
 
+def _named(args: Sequence[str]) -> bool:
+    """Whether the command line names a harness at all (then a harness runs it)."""
+    return any(word == "--for" or word.startswith("--for=") for word in args)
+
+
 def main(argv: Sequence[str]) -> int:
     """``git-alock guard --for HARNESS [--event EVENT]``: read one event on stdin, answer,
     exit."""
@@ -496,7 +524,9 @@ def main(argv: Sequence[str]) -> int:
             f"error: usage: git alock guard --for {'|'.join(HARNESSES)} [--event EVENT] "
             "(one hook event as JSON on stdin)\n"
         )
-        return 2 if name is None else EXIT_PASS
+        # Exit 2 is every harness's "block": only a command line naming no harness at all
+        # (a person's, not a hook's) is a usage error; a hook's typo must not deny edits.
+        return EXIT_PASS if _named(argv) else 2
     harness = HARNESSES[name]
     try:
         raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -55,6 +56,9 @@ class Fields(NamedTuple):
     kinds: Mapping[str, str]  # the other events the guard answers -> start, end or stop
     tools: Mapping[str, Paths]  # editing tool -> its files
     others: str = "other"  # another tool: "other" (let through, said) or "ignore" (silent)
+    # Tools that edit only sometimes (a shell applying a patch): a call naming no file is
+    # no edit, answered with silence.
+    quiet: frozenset[str] = frozenset()
 
 
 class Harness(NamedTuple):
@@ -102,21 +106,40 @@ ADD, DELETE, UPDATE, MOVE = (
 )
 EOF_MARK = "*** End of File"
 HEREDOCS = ("<<EOF", "<<'EOF'", '<<"EOF"')
+# What Rust's str::trim strips (char::is_whitespace, Unicode White_Space). Python's
+# str.strip also strips U+001C..U+001F, which Codex keeps in a file name.
+RUST_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
-def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    """Every file an apply_patch call writes, read as Codex's own (lenient) parser does."""
-    text = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(text, str):
-        return None
-    lines = text.strip().splitlines()
+def _trim(text: str) -> str:
+    return text.strip(RUST_SPACE)
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split as Rust's ``str::lines`` splits it: at line feeds only, a carriage
+    return before one dropped. Python's ``splitlines`` also breaks at a form feed, U+2028
+    and more, which a patch's text may hold: a line Codex reads whole was read as two."""
+    parts = text.split("\n")
+    last = parts.pop()
+    lines = [part[:-1] if part.endswith("\r") else part for part in parts]
+    return [*lines, last] if last else lines
+
+
+def parse_patch(text: str) -> tuple[str, ...] | None:
+    """Every file an apply_patch patch writes, read as Codex's own (lenient) parser reads
+    it; None when Codex would refuse the patch (so it writes nothing)."""
+    lines = _lines(_trim(text))
     if len(lines) >= 4 and lines[0] in HEREDOCS and lines[-1].endswith("EOF"):
         lines = lines[1:-1]  # the heredoc a model sometimes wraps it in
-    if len(lines) < 2 or lines[0].strip() != BEGIN or lines[-1].strip() != END:
+    if len(lines) < 2 or _trim(lines[0]) != BEGIN or _trim(lines[-1]) != END:
         return None
     body, found, i = lines[1:-1], [], 0
     while i < len(body):
-        head = body[i].strip()
+        head = _trim(body[i])
         i += 1
         if head.startswith(ADD):
             found.append(head[len(ADD) :])
@@ -127,14 +150,69 @@ def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
         elif head.startswith(UPDATE):
             found.append(head[len(UPDATE) :])
             if i < len(body) and body[i].startswith(MOVE):
+                # Untrimmed, and possibly empty: Codex then fails on this hunk, but only
+                # after writing the hunks before it.
                 found.append(body[i][len(MOVE) :])
                 i += 1
             # Its chunks run to the next line starting with "*" (bar the end-of-file mark).
-            while i < len(body) and (not body[i].startswith("*") or body[i].strip() == EOF_MARK):
+            while i < len(body) and (not body[i].startswith("*") or _trim(body[i]) == EOF_MARK):
                 i += 1
         else:
             return None  # no hunk header: Codex refuses the patch itself
-    return tuple(found) if found and all(found) else None
+    return tuple(found) if found else None
+
+
+def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
+    """Every file an apply_patch call writes (``tool_input``: ``{"command": <patch>}``)."""
+    text = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return parse_patch(text) if isinstance(text, str) else None
+
+
+# Codex also runs apply_patch given to its shell tool (hook tool name "Bash"), as
+# `apply_patch <<'EOF' ...` or `cd DIR && apply_patch <<'EOF' ...`
+# (codex-rs/apply-patch/src/invocation.rs), and puts an apply_patch command on the shell's
+# PATH besides.
+_APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
+_CD_FIRST = re.compile(
+    r"\s*cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*(?:apply_patch|applypatch)(?![\w.-])"
+)
+
+
+def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
+    """Every file a shell command applying a patch writes; None when it applies none.
+
+    The patch is read from its first "*** Begin Patch" line to its last "*** End Patch"
+    line, as Codex reads a heredoc's body; should that not parse (several patches, or
+    quoting), every hunk header between them counts: a file too many rather than too few.
+    A leading `cd DIR &&` makes the names DIR's; the shell tool's own `workdir` is not in
+    the hook's input, so the event's cwd stands for it.
+    """
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if isinstance(command, list) and all(isinstance(word, str) for word in command):
+        command = "\n".join(command)  # an argv: ["apply_patch", PATCH], [SHELL, "-lc", SCRIPT]
+    if not isinstance(command, str) or BEGIN not in command or not _APPLY.search(command):
+        return None
+    lines = _lines(command)
+    starts = [n for n, line in enumerate(lines) if BEGIN in line]
+    ends = [n for n, line in enumerate(lines) if END in line and n > starts[0]]
+    if not ends:
+        return None
+    span = lines[starts[0] : ends[-1] + 1]
+    span[0] = span[0][span[0].index(BEGIN) :]
+    span[-1] = span[-1][: span[-1].rindex(END) + len(END)]
+    found = parse_patch("\n".join(span))
+    if found is None:
+        heads = [_trim(line) for line in span]
+        found = tuple(
+            [head[len(m) :] for head in heads for m in (ADD, DELETE, UPDATE) if head.startswith(m)]
+            + [line[len(MOVE) :] for line in span if line.startswith(MOVE)]
+        )
+    cd = _CD_FIRST.match(command)
+    if cd is None or not found:
+        return found or None
+    word = cd.group(1)
+    directory = word[1:-1] if word[0] in "'\"" else word
+    return tuple(os.path.join(directory, name) for name in found)
 
 
 def _load(raw: bytes) -> dict[str, Any]:
@@ -174,6 +252,8 @@ def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
     if paths_of is None:
         return Event(f.others, session, cwd, tool=str(tool))
     paths = paths_of(data.get(f.tool_input))
+    if not paths and tool in f.quiet:
+        return Event("ignore", session, cwd, tool=str(tool))
     if not paths:
         raise Pass(f"{tool} names no file in its {f.tool_input}")
     if any(malformed(p) for p in paths):
@@ -201,10 +281,11 @@ def _start_context(text: str) -> str:
     return _specific("SessionStart", additionalContext=text)
 
 
-def _fields(edit_event: str, kinds: Mapping[str, str], tools: Mapping[str, Paths]) -> Fields:
+def _fields(edit_event: str, kinds: Mapping[str, str], tools: Mapping[str, Paths],
+            quiet: frozenset[str] = frozenset()) -> Fields:  # fmt: skip
     """The fields of a harness whose events are Claude Code's shape."""
     return Fields("hook_event_name", "session_id", "tool_name", "tool_input", edit_event,
-                  kinds, tools)  # fmt: skip
+                  kinds, tools, quiet=quiet)  # fmt: skip
 
 
 # Claude Code: code.claude.com/docs/en/hooks. Its editing tools, and where each names its file.
@@ -243,12 +324,16 @@ GEMINI = Harness(
 )
 
 # Codex CLI: openai/codex codex-rs/hooks (schema/generated/*.json, src/events/pre_tool_use.rs);
-# edits go through apply_patch, its tool_input {"command": <patch>}. Codex has no SessionEnd.
+# edits go through apply_patch, its tool_input {"command": <patch>}, or through its shell
+# tool ("Bash", {"command": <script>}) running apply_patch. Codex has no SessionEnd.
 CODEX = Harness(
     name="codex",
     title="Codex CLI",
     fields=_fields(
-        "PreToolUse", {"SessionStart": "start", "Stop": "stop"}, {"apply_patch": patch_paths}
+        "PreToolUse",
+        {"SessionStart": "start", "Stop": "stop"},
+        {"apply_patch": patch_paths, "Bash": shell_patch_paths},
+        quiet=frozenset({"Bash"}),
     ),
     deny=_claude_deny,
     warn=_claude_warn,

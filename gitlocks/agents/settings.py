@@ -86,12 +86,15 @@ HOOK_FILES = {
             },
         ),
     ),
+    # Codex runs apply_patch given to its shell tool too ("Bash"): the guard reads every
+    # shell command, and answers those that apply no patch with silence.
     "codex": HookFile(
         "codex",
         ".codex/hooks.json",
         None,
         _groups(
-            _command("codex"), {"PreToolUse": "apply_patch", "SessionStart": None, "Stop": None}
+            _command("codex"),
+            {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
         ),
     ),
     # Copilot's events do not say which they are: each command names its own.
@@ -169,11 +172,52 @@ def _read_raw(path: Path) -> bytes | None:
     return raw
 
 
+def _uncommented(text: str) -> str | None:
+    """``text`` without its ``//`` and ``/* */`` comments (strings left whole), or None when
+    it has none. Gemini CLI reads its settings so (strip-json-comments)."""
+    out, i, cut = [], 0, False
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            end = i + 1
+            while end < len(text) and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i, cut = (len(text) if i < 0 else i), True
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i, cut = (len(text) if i < 0 else i + 2), True
+            out.append(" ")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out) if cut else None
+
+
+def _loads(text: str | None) -> bool:
+    """Whether ``text`` is a JSON object."""
+    try:
+        return text is not None and isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     try:
         text = raw.removeprefix(BOM).decode("utf-8")
+    except ValueError:
+        raise UsageError(f"{path} is not valid JSON; fix it first (nothing was changed)") from None
+    try:
         data = json.loads(text) if text.strip() else {}
     except (ValueError, RecursionError):
+        if _loads(_uncommented(text)):
+            raise UsageError(
+                f"{path} holds comments, which install cannot keep; nothing was changed "
+                "(take them out, or add the hooks by hand)"
+            ) from None
         raise UsageError(f"{path} is not valid JSON; fix it first (nothing was changed)") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path} does not hold a JSON object; nothing was changed")
@@ -300,21 +344,29 @@ def uninstall(
     hooks = data.get("hooks") if data is not None else None
     if data is None or not isinstance(hooks, dict):
         return SettingsChange(path, "not_installed")
-    emptied = []
-    removed = False
-    for event, ours in spec.entries.items():
-        entries = hooks.get(event)
-        if isinstance(entries, list) and ours in entries:
-            removed = True
-            hooks[event] = [e for e in entries if e != ours]
-            emptied += [] if hooks[event] else [event]
-    if not removed:
-        return SettingsChange(path, "not_installed")
     key = _memory_key(spec, path, root)
     found = _recall(git_dir).get(key)
     found = found if isinstance(found, dict) else {}
     original = _original(found, path)
     had = original.get("hooks") if original is not None else None
+    emptied = []
+    removed = False
+    for event, ours in spec.entries.items():
+        entries = hooks.get(event)
+        if not isinstance(entries, list):
+            continue
+        # Entries equal to ours that the file already held before install (a teammate's,
+        # committed) stay: install appended its own after them.
+        before = had.get(event) if isinstance(had, dict) else None
+        kept = before.count(ours) if isinstance(before, list) else 0
+        drop = [i for i, e in enumerate(entries) if e == ours][kept:]
+        if not drop:
+            continue
+        removed = True
+        hooks[event] = [e for i, e in enumerate(entries) if i not in drop]
+        emptied += [] if hooks[event] else [event]
+    if not removed:
+        return SettingsChange(path, "not_installed")
     for event in emptied:  # a list left empty is install's, unless the user had it
         if not (isinstance(had, dict) and event in had):
             del hooks[event]
