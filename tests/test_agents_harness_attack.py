@@ -228,3 +228,49 @@ def test_uninstall_keeps_the_entries_the_file_already_had(repo: Path, name: str)
     assert h.install(repo, name).startswith("INSTALLED")
     assert h.uninstall(repo, name).startswith("UNINSTALLED")
     assert path.read_bytes() == before
+
+
+# --- the installer's memory and the files it may not write -----------------------------------
+
+
+def test_a_read_only_settings_file_is_left_alone(repo: Path) -> None:
+    path = repo / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "x"}\n')
+    path.chmod(0o444)
+    got = alock(repo, "install-agent-hooks", "--for", "claude")
+    assert got.code == 2 and "read-only" in got.err
+    assert path.read_text() == '{"model": "x"}\n' and (path.stat().st_mode & 0o777) == 0o444
+
+
+def test_a_settings_file_deleted_by_hand_is_new_again_for_uninstall(repo: Path) -> None:
+    path = repo / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "x"}\n')
+    h.install(repo, "claude")
+    path.unlink()  # by hand: the file install found is gone
+    h.install(repo, "claude")
+    h.uninstall(repo, "claude")
+    assert not path.exists()  # it was made by the last install: uninstall takes it away
+
+
+FILES = {"claude": ".claude/settings.json", **h.FILES}
+
+
+def test_installs_for_several_harnesses_at_once_keep_every_memory(repo: Path) -> None:
+    import subprocess
+    import sys
+
+    for name in ("claude", "gemini", "codex", "copilot"):
+        target = repo / FILES[name]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"kept": name}) + "\n")
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    procs = [
+        subprocess.Popen(["git", "alock", "install-agent-hooks", "--for", name], cwd=repo, env=env)
+        for name in ("claude", "gemini", "codex", "copilot")
+    ]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    for name in ("claude", "gemini", "codex", "copilot"):
+        h.uninstall(repo, name)
+        assert (repo / FILES[name]).read_text() == json.dumps({"kept": name}) + "\n"

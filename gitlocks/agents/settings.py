@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -245,6 +246,9 @@ def _write(path: Path, raw: bytes) -> None:
     """Replace the file with ``raw`` atomically: the target of a symbolic link, not the
     link; the file's mode kept."""
     target = Path(os.path.realpath(path))
+    if target.exists() and not os.stat(target).st_mode & 0o222:
+        # os.replace needs only the directory: a file its owner made read-only stays so.
+        raise UsageError(f"cannot write {path}: it is read-only; nothing was changed")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
@@ -277,15 +281,20 @@ def _recall(git_dir: Path | None) -> dict[str, Any]:
 
 
 def _remember(git_dir: Path | None, name: str, entry: dict[str, Any] | None) -> None:
+    """Keep (or, ``None``, forget) what install found for the settings file ``name``;
+    under a lock, so installs for several harnesses at once lose none of it."""
     memory = _memory(git_dir)
     if memory is None:
         return
-    known = _recall(git_dir)
-    if entry is None:
-        known.pop(name, None)
-    else:
-        known[name] = entry
-    with contextlib.suppress(OSError):  # a lost memory only makes uninstall guess
+    # A lost memory only makes uninstall guess: an error here is no reason to fail.
+    lock_path = memory.with_name(memory.name + ".lock")
+    with contextlib.suppress(OSError, UsageError), open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        known = _recall(git_dir)
+        if entry is None:
+            known.pop(name, None)
+        else:
+            known[name] = entry
         if known:
             _write(memory, json.dumps(known).encode())
         else:
@@ -327,7 +336,10 @@ def install(
     }
     _write(path, _render(data, raw))
     key = _memory_key(spec, path, root)
-    if key not in _recall(git_dir):  # an older memory is the truer original
+    kept = _recall(git_dir).get(key)
+    # An older memory is the truer original, unless the file it describes is gone (or
+    # came back) since: deleted by hand after an install, the file is new again.
+    if not isinstance(kept, dict) or (kept.get("before") is None) != (raw is None):
         _remember(git_dir, key, found)
     return SettingsChange(path, "installed")
 
