@@ -45,7 +45,6 @@ from gitlocks.core.record import (
     expiry_from,
     format_duration,
     format_time,
-    parse_duration,
     utcnow,
 )
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
@@ -366,11 +365,12 @@ def store_context(root: Path, identity: Identity) -> Any:
 
 
 def _ttl(ctx: Any) -> int:
-    configured = ctx.store.config_get("alock.ttl")
+    """``alock.ttl``; a bad value never stops an edit, it only means the default."""
     try:
-        return parse_duration(configured, what="alock.ttl") if configured else DEFAULT_TTL_SECONDS
+        ttl: int = ctx.ttl()
     except GitlocksError:
         return DEFAULT_TTL_SECONDS
+    return ttl
 
 
 def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord]:

@@ -25,11 +25,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from gitlocks.core.record import parse_duration
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import resolve_identity, session_process
-from gitlocks.layout import DEFAULT_TTL_SECONDS
 
 INSTRUCTIONS = (
     "Advisory path locks shared by the agents working in this git repository. Before "
@@ -79,10 +77,8 @@ class Server:
         return [make_entry(p, cwd="", root=root, is_file=ctx.store.is_file) for p in paths]
 
     def _ttl(self, ctx: Any, ttl: str | None) -> int:
-        if ttl:
-            return parse_duration(ttl, what="ttl")
-        configured = ctx.store.config_get("alock.ttl")
-        return parse_duration(configured, what="alock.ttl") if configured else DEFAULT_TTL_SECONDS
+        ttl_seconds: int = ctx.ttl(ttl or None, what="ttl")
+        return ttl_seconds
 
     def acquire(
         self,

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 from gitlocks.core.glob import first_control
-from gitlocks.core.record import parse_duration
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.errors import UsageError
 from gitlocks.identity import resolve_identity
-from gitlocks.layout import DEFAULT_TTL_SECONDS, JOURNAL_REF
+from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
 from gitlocks.service.context import Context, open_context
 from gitlocks.store.local import Store
@@ -75,12 +74,7 @@ def _cwd(store: Store) -> str:
 
 def lifetime(ctx: Context, typed: str | None) -> int:
     """``--ttl`` if given, else ``alock.ttl``, else the default."""
-    if typed is not None:
-        return parse_duration(typed, what="--ttl")
-    configured = ctx.store.config_get("alock.ttl")
-    if configured is not None:
-        return parse_duration(configured, what="alock.ttl")
-    return DEFAULT_TTL_SECONDS
+    return ctx.ttl(typed)
 
 
 def user_text(value: str, what: str, limit: int) -> str:

@@ -17,7 +17,11 @@ from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
 from gitlocks.identity import Identity, host_identity, process_alive
-from gitlocks.layout import DEFAULT_INTERRUPTED_KEEP_SECONDS, DEFAULT_STALE_SECONDS
+from gitlocks.layout import (
+    DEFAULT_INTERRUPTED_KEEP_SECONDS,
+    DEFAULT_STALE_SECONDS,
+    DEFAULT_TTL_SECONDS,
+)
 from gitlocks.service import landing
 from gitlocks.store.local import Change, Store
 
@@ -64,6 +68,15 @@ class Context:
     def liveness(self) -> Liveness:
         """A judge of holders for one decision (remembers each process it asked about)."""
         return Liveness(self.host_id, self.alive, self.now(), self.stale_seconds())
+
+    def ttl(self, typed: str | None = None, *, what: str = "--ttl") -> int:
+        """A claim's lifetime: ``typed`` if given, else ``alock.ttl``, else 30 minutes."""
+        if typed is not None:
+            return parse_duration(typed, what=what)
+        configured = self.store.config_get("alock.ttl")
+        if configured is not None:
+            return parse_duration(configured, what="alock.ttl")
+        return DEFAULT_TTL_SECONDS
 
     def interrupted_keep(self) -> int:
         """How long expired interrupted work is kept: ``alock.interruptedKeep``, else 7d."""
