@@ -11,13 +11,13 @@ Stdlib only: this module is imported by every command, so it must stay cheap.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
 from gitlocks.errors import UsageError
 
@@ -335,7 +335,7 @@ def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
     (``tmux-3-alice-1f2e3d``): readable, and unique per (pid, start time, user, host)."""
     user = _current_user() if user is None else user
     key = "\0".join((str(proc.pid), proc.start_time, user, proc.host))
-    digest = hashlib.sha256(key.encode()).hexdigest()
+    digest = sha256_hex(key.encode())
     if proc.terminal:
         who = re.sub(r"[^A-Za-z0-9._-]+", "-", user)[:20].strip("-.") or "user"
         label = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.terminal)[:30].strip("-.") or "tty"

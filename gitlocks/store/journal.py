@@ -12,7 +12,6 @@ parent's tree, touching only what changed.
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
@@ -21,6 +20,7 @@ from typing import Any, NamedTuple
 import pygit2
 
 from gitlocks.core import journal
+from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import LOCK_ID_RE
 
 TABLE_MARKER = b"gitlocks lock table, format 1\n"
@@ -55,7 +55,7 @@ def _locks_tree(tree: pygit2.Tree) -> pygit2.Tree | None:
 @functools.lru_cache(maxsize=1 << 16)
 def shard_of(lock_id: str) -> str:
     """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
-    return hashlib.sha1(lock_id.encode(), usedforsecurity=False).hexdigest()[:2]
+    return sha1_hex(lock_id.encode())[:2]
 
 
 def is_journal_commit(commit: pygit2.Commit) -> bool:
