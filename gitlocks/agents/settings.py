@@ -119,6 +119,8 @@ BOM = b"\xef\xbb\xbf"
 
 @dataclass
 class SettingsChange:
+    """What install or uninstall did to one settings file."""
+
     path: Path
     status: str  # "installed", "already_installed", "uninstalled", "not_installed"
 

@@ -9,7 +9,6 @@ import typer
 
 from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
 from gitlocks.cli.context import context, entries, lifetime, require, user_text, warn_problems
-from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import printable
@@ -68,6 +67,8 @@ def acquire(
     warn_problems(ctx)
     if result.status == "acquired" and short_lived(ctx.identity):
         sys.stderr.write(SHORT_LIVED + "\n")
+    from gitlocks.core.ignore import IgnoreList  # only this note reads .alockignore
+
     ignore = IgnoreList.of_tree(ctx.store.root)
     for entry in claim:
         if ignore and ignore.ignored(entry.pattern):

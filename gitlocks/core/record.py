@@ -153,6 +153,8 @@ class Note(NamedTuple):
 
 @dataclass(frozen=True)
 class LockRecord:
+    """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1)."""
+
     id: str
     holder: str
     paths: tuple[str, ...]

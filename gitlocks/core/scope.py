@@ -353,6 +353,8 @@ class _Node(Generic[K]):
 
 @dataclass(frozen=True)
 class _Item(Generic[K]):
+    """One pattern of the index, with what it is compiled to."""
+
     compiled: CompiledPattern
     node: _Node[K]
     group: str | GlobSeg

@@ -41,6 +41,8 @@ _NO_ATOMIC = "does not support --atomic"
 
 @dataclass(frozen=True)
 class GitRun:
+    """One git command run against a remote: its exit code and output."""
+
     code: int
     out: str
     err: str

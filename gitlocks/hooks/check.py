@@ -80,6 +80,8 @@ CONFIG_ARGS = (  # every key the checks read, asked once (git prints keys in low
 
 @dataclass(frozen=True)
 class HookConfig:
+    """The hooks' settings, read from git config in one call."""
+
     mode: str  # warn or block
     ignore_case: bool
     warning: str | None = None
@@ -315,6 +317,8 @@ def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity
 
 @dataclass
 class HookReport:
+    """A hook's answer: the paths held, the problems seen, and its exit code."""
+
     hook: str
     config: HookConfig
     held: list[Held]

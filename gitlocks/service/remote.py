@@ -36,6 +36,8 @@ class RemoteState:
 
 @dataclass
 class SyncResult:
+    """What ``sync`` fetched, and the claims it released because their work landed."""
+
     remote: str
     changed: bool
     locks: int

@@ -32,6 +32,8 @@ AcquireStatus = Literal["acquired", "already_yours", "refused", "interrupted"]
 
 @dataclass
 class AcquireResult:
+    """What ``acquire`` decided: the lock granted, or the conflicts that refused it."""
+
     status: AcquireStatus
     lock: LockRecord | None = None
     conflicts: list[Conflict] = field(default_factory=list)
@@ -54,6 +56,8 @@ class Released(NamedTuple):
 
 @dataclass
 class ReleaseResult:
+    """What ``release`` gave back, and what it could not."""
+
     released: list[Released] = field(default_factory=list)
     not_locked: list[str] = field(default_factory=list)
     held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
@@ -122,6 +126,8 @@ class CheckItem(NamedTuple):
 
 @dataclass
 class BreakResult:
+    """The locks ``break`` removed, the unusable refs it cleared, and the ones it left."""
+
     locks: list[LockRecord] = field(default_factory=list)
     unusable: list[str] = field(default_factory=list)  # refs that held no usable record
     yours: list[LockRecord] = field(default_factory=list)  # targets that are the caller's
@@ -140,6 +146,8 @@ class BreakResult:
 
 @dataclass
 class ResumeResult:
+    """What ``resume`` did with interrupted work."""
+
     status: Literal["resumed", "held", "not_locked", "refused"]
     lock: LockRecord | None = None  # the taken-over lock
     previous: LockRecord | None = None  # as the dead holder left it
@@ -176,6 +184,8 @@ class Edit:
 
 @dataclass
 class WorktreeEdits:
+    """One worktree's uncommitted edits, each placed against the claims."""
+
     path: str
     branch: str | None
     edits: list[Edit] = field(default_factory=list)
@@ -194,6 +204,8 @@ class WorktreeEdits:
 
 @dataclass
 class Status:
+    """``status``: you, your locks, others', and every worktree's edits."""
+
     holder: str
     parent: str | None
     yours: list[LockRecord]

@@ -64,6 +64,8 @@ def destination(tool: str, base: Path) -> Path:
 
 @dataclass
 class Installed:
+    """Where ``skill install`` wrote the instructions, and how."""
+
     status: Literal["installed", "updated", "unchanged", "refused"]
     path: Path
     tool: str = ""

@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -63,6 +62,12 @@ from gitlocks.store.refs import RefWriter
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 
 T = TypeVar("T")
+
+
+def jitter() -> float:
+    """A random fraction in [0, 1) for spreading retries (the ``random`` module would cost
+    every command its import; only a contended write waits)."""
+    return int.from_bytes(os.urandom(2), "big") / 65536
 
 
 @dataclass
@@ -589,5 +594,5 @@ def _flock(fd: int, timeout: float) -> None:
             raise StoreError(
                 f"the lock store is busy: another gitlocks process held it for {timeout:.0f}s"
             )
-        time.sleep(delay * (1 + random.random()))
+        time.sleep(delay * (1 + jitter()))
         delay = min(delay * 2, 0.02)

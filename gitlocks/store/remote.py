@@ -35,7 +35,6 @@ import contextlib
 import json
 import math
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -69,7 +68,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
     SYNC_FILE,
 )
-from gitlocks.store.local import Change, Store, check_sizes
+from gitlocks.store.local import Change, Store, check_sizes, jitter
 
 T = TypeVar("T")
 
@@ -307,7 +306,7 @@ class RemoteStore(Store):
             if self._push(table, change):
                 self.lease_override = None
                 return result
-            time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt)))
+            time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))
             moved = self.fetch()
             if moved:
                 self.lease_override = None

@@ -227,6 +227,8 @@ def _restore_staging(remote: RemoteStore, before: dict[str, str]) -> None:
 
 @dataclass
 class OffResult:
+    """What switching back to local mode kept and left."""
+
     remote: str | None
     mirrored: int = 0
     forgotten: int = 0
