@@ -32,7 +32,8 @@ COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")  # a full SHA-1 or S
 # A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less what
 # never names a branch in practice; read from any record, so checked without git.
 BRANCH_RE = re.compile(
-    r"^(?![-.])(?!.*(?:\.\.|@\{|//|/\.|\.lock/|\.lock\Z))[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
+    r"^(?![-.])(?!HEAD\Z)(?!.*(?:\.\.|@\{|//|/\.|\.lock/|\.lock\Z|/HEAD\Z))"
+    r"[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
 )
 MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
 

@@ -392,19 +392,25 @@ class Table:
         return chain
 
     def descendants(self, holder: str) -> set[str]:
-        """Holders whose parent chain in the table leads to ``holder``."""
+        """Holders with a record whose parent chain leads to ``holder`` (an id may work
+        for several leads: each of its records names its own parent)."""
         found: set[str] = set()
-        for other in self._by_holder:
-            seen: set[str] = set()
-            parent = self.parent_of(other)
-            while parent and parent not in seen:
-                if parent == holder:
-                    found.add(other)
-                    break
-                seen.add(parent)
-                parent = self.parent_of(parent)
-        found.discard(holder)
+        for other, ids in self._by_holder.items():
+            parents = {self.summaries[i].parent for i in ids}
+            if other != holder and any(self.leads_to(p, holder) for p in parents):
+                found.add(other)
         return found
+
+    def leads_to(self, parent: str | None, holder: str) -> bool:
+        """Whether the parent chain starting at ``parent`` (a record's own ``parent``,
+        then what the holders above declared) reaches ``holder``."""
+        seen: set[str] = set()
+        while parent and parent not in seen and len(seen) < 32:
+            if parent == holder:
+                return True
+            seen.add(parent)
+            parent = self.parent_of(parent)
+        return False
 
     def unblocking(self, holder: str, parent: str | None) -> set[str]:
         """Holders whose locks never block ``holder``: itself and its ancestors. A

@@ -37,7 +37,8 @@ def main_line(store: Store) -> str:
     configured = store.config_get("init.defaultBranch")
     guesses = ([configured] if configured else []) + list(MAIN_LINE_GUESSES)
     for name in guesses:
-        if BRANCH_RE.match(name) and store.commit_of(store.landing_ref(name)) is not None:
+        refs = (f"refs/heads/{name}", prefix + name, store.landing_ref(name))
+        if BRANCH_RE.match(name) and any(store.commit_of(ref) for ref in refs):
             return name
     raise UsageError(
         "cannot tell this repository's main line (no remote HEAD, and no main, master or "
@@ -50,12 +51,15 @@ def check_branch(store: Store, branch: str) -> str:
     name = branch.removeprefix("refs/heads/")
     # HEAD is no branch (git refuses the name), though in remote mode
     # refs/remotes/R/HEAD exists: a symbolic ref that sync would never refresh.
-    if not BRANCH_RE.match(name) or name == "HEAD":
+    if not BRANCH_RE.match(name):
         raise UsageError(f"invalid branch name {branch!r} for --until-merged")
     if store.commit_of(store.landing_ref(name)) is None:
-        where = store.landing_ref(name)
+        store.fetch_branches([name])  # remote mode: the remote's branch, fetched now
+    if store.commit_of(store.landing_ref(name)) is None:
+        remote = store.config_get("alock.remote")
+        where = f"the lock remote {remote} has none" if remote else "no such local branch"
         raise UsageError(
-            f"no branch {name!r} to wait for ({where} does not exist): "
+            f"no branch {name!r} to wait for ({where}): "
             "name a branch that exists, e.g. the one your work is merged into"
         )
     return name

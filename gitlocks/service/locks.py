@@ -232,10 +232,13 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
         gone = sweep(ctx, table, now, change)
         result = ReleaseResult()
         if entries is None:
+            # Records, not holders: a sub-agent id one lead shares with another is
+            # released only where its own record names this asker up its chain.
             holders = {ident.holder} | table.descendants(ident.holder)
             for holder in sorted(holders):
                 for record in table.held_by(holder):
-                    if record.id not in gone:
+                    mine = holder == ident.holder or table.leads_to(record.parent, ident.holder)
+                    if record.id not in gone and mine:
                         change.delete.append(record.id)
                         change.events.append(event("released", record, now, by=ident.holder))
                         result.released.append(Released(record, list(record.paths), None))

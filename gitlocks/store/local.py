@@ -211,6 +211,9 @@ class Store:
         is the authority (``RemoteStore`` fetches). Returns whether anything changed."""
         return False
 
+    def fetch_branches(self, branches: list[str]) -> None:
+        """Refresh the branches claims wait on: the local ones need no fetch."""
+
     def landing_ref(self, branch: str) -> str:
         """The ref a claim ``--until-merged branch`` waits on: the local branch here; the
         lock remote's copy of it in remote mode (``RemoteStore``)."""

@@ -114,6 +114,9 @@ def config_seconds(store: Store, key: str, default: int, *, zero: bool = False) 
         ) from None
 
 
+MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
+
+
 class RemoteStore(Store):
     """A store whose writes are decided on ``alock.remote`` by compare-and-swap pushes."""
 
@@ -566,13 +569,17 @@ class RemoteStore(Store):
             return self.fetch()
 
     def landing_ref(self, branch: str) -> str:
-        """In remote mode a claim waits for its commits to land on the remote's branch."""
-        return f"refs/remotes/{self.remote}/{branch}"
+        """In remote mode a claim waits for its commits to land on the remote's branch, as
+        gitlocks last fetched it into its own namespace: never into the user's
+        remote-tracking refs, where a planted record naming ``HEAD`` would write through
+        ``refs/remotes/R/HEAD`` onto ``R/main``."""
+        return f"{self.staging}heads/{branch}"
 
     def fetch_branches(self, branches: list[str]) -> None:
-        """Refresh the remote-tracking refs of ``branches`` (as ``git fetch REMOTE B``
-        does), for the claims waiting to land there; a branch the remote lacks is skipped."""
-        for branch in branches:
+        """Refresh ``landing_ref`` of ``branches`` (at most MAX_LANDING_BRANCHES, so
+        planted records cannot make a sync fetch without end); a branch the remote lacks
+        is skipped."""
+        for branch in sorted(set(branches))[:MAX_LANDING_BRANCHES]:
             self._git(
                 [
                     "fetch",
