@@ -164,3 +164,63 @@ def test_landing_branches_are_fetched_into_gitlocks_own_refs(tmp_path: Path) -> 
     assert git(mine, "rev-parse", "refs/agent-locks-remote/origin/heads/main").strip() == (
         git(bare, "rev-parse", "main").strip()
     )
+
+
+def test_planted_landing_records_cost_a_write_a_bounded_number_of_questions(
+    repo: Path,
+) -> None:
+    """Forty records that name this machine, this worktree and a thousand commits each:
+    a write asks about a few of them, a few commits each, and stays quick; a real claim
+    among them still lands within a few writes."""
+    import subprocess
+    import time
+
+    from gitlocks.core.record import LockRecord, utcnow
+    from gitlocks.identity import host_identity
+
+    assert alock(repo, "install-hooks").code == 0
+    git(repo, "checkout", "-q", "-b", "feature")
+    assert alock(repo, "acquire", "real/**", "--until-merged", "main", **A).code == 0
+    (repo / "real").mkdir()
+    (repo / "real" / "x.py").write_text("x\n")
+    git(repo, "add", "-A")
+    assert run_git(repo, "commit", "-q", "-m", "real work", env=A).code == 0
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "feature")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    for i in range(40):
+        record = LockRecord(
+            id=f"0000000000{i:02d}-planted",
+            holder="mallory",
+            paths=(f"p{i}/**",),
+            created_at=stamp,
+            renewed_at=stamp,
+            expires_at="2099-01-01T00:00:00Z",
+            host_id=host_identity(),
+            worktree=str(repo),
+            until_merged="main",
+            awaiting=tuple([head] * 1000),
+        )
+        (repo / f"p{i}").mkdir()
+        (repo / f"p{i}" / "dirty").write_text("keeps it from landing\n")
+        blob = (
+            subprocess.run(
+                ["git", "hash-object", "-w", "--stdin"],
+                cwd=repo,
+                input=record.to_json(),
+                capture_output=True,
+                check=True,
+            )
+            .stdout.decode()
+            .strip()
+        )
+        git(repo, "update-ref", f"refs/agent-locks/{record.id}", blob)
+    for i in range(12):
+        start = time.monotonic()
+        assert alock(repo, "acquire", f"w{i}/**", **B).code == 0
+        assert time.monotonic() - start < 5
+        if all("real/**" not in r["paths"] for r in alock(repo, "list", "--json").json()):
+            break
+    else:
+        raise AssertionError("the real claim never landed among the planted ones")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import BRANCH_RE, LockRecord
 from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
@@ -20,6 +21,8 @@ from gitlocks.git import run, worktrees
 from gitlocks.store.local import Store
 
 MAIN_LINE_GUESSES = ("main", "master", "trunk")
+CHECKED_COMMITS = 16  # the newest awaited commits one landing question reads
+CHECKED_RECORDS = 8  # the waiting records one write asks about
 
 
 def main_line(store: Store) -> str:
@@ -94,7 +97,11 @@ def landed(
     tip = store.commit_of(store.landing_ref(record.until_merged))
     if tip is None:
         return False
-    inside = [c for c in record.awaiting if store.contains(tip, c)]
+    # The newest commits decide: the older ones are their ancestors, or were rewritten.
+    # A record may list 1,000 (anyone can write one): asking about each would cost every
+    # write that many ancestry walks.
+    awaited = record.awaiting[-CHECKED_COMMITS:]
+    inside = [c for c in awaited if store.contains(tip, c)]
     if not inside:
         return False
     if not _our_worktree(store, record.worktree, trees):
@@ -104,7 +111,7 @@ def landed(
         dirty = _uncommitted(record.worktree)
     except OSError:
         return False
-    rest = [c for c in record.awaiting if c not in inside]
+    rest = [c for c in awaited if c not in inside]
     if head is not None and any(store.contains(head, c) for c in rest):
         return False  # some of the holder's work is not in the branch yet
     entries = record_entries(record)
@@ -172,6 +179,12 @@ def land(store: Store, table: Table, gone: set[str], host_id: str) -> list[LockR
     if not waiting:
         return []
     trees = our_worktrees(store)
+    # At most a few a write, drawn afresh each time: planted records must neither make
+    # every write slow nor, always drawn first, keep a real claim from being asked.
+    if len(waiting) > CHECKED_RECORDS:
+        salt = os.urandom(8).hex()
+        drawn = sorted(waiting, key=lambda r: sha1_hex((salt + r.id).encode()))
+        waiting = sorted(drawn[:CHECKED_RECORDS], key=lambda r: r.id)
     return [r for r in waiting if landed(store, r, table, host_id, trees)]
 
 
