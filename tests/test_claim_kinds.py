@@ -152,7 +152,12 @@ def test_holding_matches_the_acquire_rule(locks: list[tuple[str, bool]]) -> None
     """A path is held against me exactly when acquiring it would be refused for the kind I
     could ask for: exclusive if I hold nothing there, else the kind I hold."""
     records = [_record(h, s) for h, s in locks]
-    theirs, mine = holding(records, {"me"})
+
+    class Me:  # the asker's side: its own locks
+        def __contains__(self, record: LockRecord) -> bool:
+            return record.holder == "me"
+
+    theirs, mine = holding(records, Me())  # type: ignore[arg-type]
     others = [r for r in records if r.holder != "me"]
     # Holding nothing there, I could only claim it exclusively: any of theirs refuses it.
     expected = [r for r in others if not (mine and r.shared)]

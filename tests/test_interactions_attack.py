@@ -224,3 +224,33 @@ def test_planted_landing_records_cost_a_write_a_bounded_number_of_questions(
             break
     else:
         raise AssertionError("the real claim never landed among the planted ones")
+
+
+def test_a_sub_agent_working_for_two_leads_is_each_leads_only_where_it_says(
+    repo: Path,
+) -> None:
+    """check (and the hooks, status, verify) decide per record: reviewer's claim made for
+    lead-b is not lead-a's to commit into, whichever record sorts first."""
+    for_a = alock(repo, "acquire", "docs/a.md", AGENT_ID="reviewer", AGENT_PARENT_ID="lead-a")
+    for_b = alock(repo, "acquire", "docs/b.md", AGENT_ID="reviewer", AGENT_PARENT_ID="lead-b")
+    assert for_a.code == 0 and for_b.code == 0
+    (repo / "docs").mkdir(exist_ok=True)
+    for name in ("a.md", "b.md"):
+        (repo / "docs" / name).write_text("edited\n")
+    git(repo, "add", "docs")
+    for lead, mine, theirs in (("lead-a", "a.md", "b.md"), ("lead-b", "b.md", "a.md")):
+        got = alock(repo, "check", "--staged", "--json", AGENT_ID=lead)
+        status = {item["path"]: item["status"] for item in got.json()}
+        assert status[f"docs/{mine}"] == "yours" and status[f"docs/{theirs}"] == "held", lead
+
+
+def test_switching_to_remote_mode_lets_shared_claims_share(tmp_path: Path) -> None:
+    from remote_fixtures import make_bare, make_clone
+
+    bare = make_bare(tmp_path / "shared.git")
+    first = make_clone(bare.as_uri(), tmp_path / "first")
+    second = make_clone(bare.as_uri(), tmp_path / "second", remote_mode=False)
+    assert alock(first, "acquire", "--shared", "docs/**", **A).code == 0
+    assert alock(second, "acquire", "--shared", "docs/x.md", **B).code == 0
+    switched = alock(second, "remote", "origin")
+    assert switched.code == 0, switched.out + switched.err

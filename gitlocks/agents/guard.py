@@ -253,7 +253,7 @@ def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[
     mine = table.unblocking(identity.holder, identity.parent)
     stamp = table.cutoff(format_time(now))
     found = [table.records[i] for i in sorted(table.covering(entry))]
-    return [r for r in found if r.holder in mine and r.expires_at > stamp]
+    return [r for r in found if r in mine and r.expires_at > stamp]
 
 
 def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:

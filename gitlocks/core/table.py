@@ -412,15 +412,16 @@ class Table:
             parent = self.parent_of(parent)
         return False
 
-    def unblocking(self, holder: str, parent: str | None) -> set[str]:
-        """Holders whose locks never block ``holder``: itself and its ancestors. A
-        sub-agent's lock does block its parent, so ``check`` and the hooks answer as
-        ``acquire`` decides."""
-        return {holder, *self.ancestors(holder, parent)}
+    def unblocking(self, holder: str, parent: str | None) -> Friends:
+        """Whose locks never block ``holder``: its own and its ancestors'. A sub-agent's
+        lock does block its parent, so ``check`` and the hooks answer as ``acquire``
+        decides."""
+        return Friends(self, holder, parent, sub_agents=False)
 
-    def family(self, holder: str, parent: str | None) -> set[str]:
-        """Holders whose locks are YOURS to ``holder``: itself, ancestors, descendants."""
-        return {holder, *self.ancestors(holder, parent)} | self.descendants(holder)
+    def family(self, holder: str, parent: str | None) -> Friends:
+        """Whose locks are YOURS to ``holder``: its own, its ancestors', and its
+        sub-agents' (each record by its own parent chain)."""
+        return Friends(self, holder, parent, sub_agents=True)
 
     def cutoff(self, now: str) -> str:
         """The ``expires_at`` at or before which a record counts as expired at ``now``."""
@@ -471,15 +472,32 @@ class Table:
         return any(entries_overlap(x, y, ignore_case=self.ignore_case) for x in a for y in b)
 
 
+class Friends:
+    """Whose locks are a holder's own side, decided per record: the holder's and its
+    ancestors' by holder, a sub-agent's by the record's own ``parent`` chain (an id may
+    work for two leads: each record says for whom)."""
+
+    def __init__(self, table: Table, holder: str, parent: str | None, *, sub_agents: bool):
+        self.holders = {holder, *table.ancestors(holder, parent)}
+        self._table = table
+        self._holder = holder
+        self._sub_agents = sub_agents
+
+    def __contains__(self, record: LockRecord) -> bool:
+        if record.holder in self.holders:
+            return True
+        return self._sub_agents and self._table.leads_to(record.parent, self._holder)
+
+
 def holding(
-    locks: Iterable[LockRecord], friends: set[str]
+    locks: Iterable[LockRecord], friends: Friends
 ) -> tuple[list[LockRecord], list[LockRecord]]:
     """Split the live locks covering one path into (theirs that hold it against you,
     yours). An exclusive lock of theirs always holds it; their shared locks hold it only
     against someone with no claim there: holding one, you share the path (design §3.4)."""
     locks = list(locks)
-    mine = [r for r in locks if r.holder in friends]
-    theirs = [r for r in locks if r.holder not in friends and not (mine and r.shared)]
+    mine = [r for r in locks if r in friends]
+    theirs = [r for r in locks if r not in friends and not (mine and r.shared)]
     return theirs, mine
 
 

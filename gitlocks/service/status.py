@@ -8,7 +8,7 @@ from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
-from gitlocks.core.table import Table, record_entries
+from gitlocks.core.table import Friends, Table, record_entries
 from gitlocks.git.worktrees import changes, worktrees
 from gitlocks.service.context import Context, live_table
 from gitlocks.service.results import Edit, Status, WorktreeEdits
@@ -21,8 +21,8 @@ def status(ctx: Context) -> Status:
     life = ctx.liveness()
     friends = table.family(ident.holder, ident.parent)
     states_by_id = {r.id: life.state(r) for r in live}
-    yours = [r for r in live if r.holder in friends]
-    others = [r for r in live if r.holder not in friends]
+    yours = [r for r in live if r in friends]
+    others = [r for r in live if r not in friends]
     claims = {r.id for r in live if states_by_id[r.id] != "dead"}
     trees = []
     for path, branch in worktrees(ctx.store.root):
@@ -47,13 +47,13 @@ def _classify(
     path: str,
     xy: str,
     found: list[LockRecord],
-    friends: set[str],
+    friends: Friends,
     states_by_id: dict[str, State],
 ) -> Edit:
     if not found:
         return Edit(path, xy, "unclaimed")
-    if any(r.holder in friends for r in found):
-        return Edit(path, xy, "yours", [r for r in found if r.holder in friends])
+    if any(r in friends for r in found):
+        return Edit(path, xy, "yours", [r for r in found if r in friends])
     if all(states_by_id[r.id] == "interrupted" for r in found):
         return Edit(path, xy, "interrupted", found)
     return Edit(path, xy, "others", [r for r in found if states_by_id[r.id] != "interrupted"])

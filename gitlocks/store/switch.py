@@ -79,7 +79,9 @@ def blockers(table: Table, record: LockRecord, now: str) -> list[LockRecord]:
     found = []
     for lock_id in sorted(table.overlaps(record_entries(record))):
         theirs = table.records[lock_id]
-        if lock_id != record.id and theirs.holder not in friends and table.is_live(theirs, now):
+        if lock_id == record.id or theirs.holder in friends or not table.is_live(theirs, now):
+            continue
+        if not (record.shared and theirs.shared):  # shared claims cross only exclusive ones
             found.append(theirs)
     return found
 
