@@ -82,3 +82,25 @@ def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     full.update(env or {})
     proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, text=True)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write_blob(repo: Path, data: bytes | str | dict[str, Any]) -> str:
+    """``data`` (a dict as JSON) stored as a blob in ``repo``, as plain git would; its id."""
+    raw = json.dumps(data).encode() if isinstance(data, dict) else data
+    raw = raw.encode() if isinstance(raw, str) else raw
+    proc = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repo,
+        input=raw,
+        capture_output=True,
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+def plant(repo: Path, lock_id: str, data: bytes | str | dict[str, Any]) -> str:
+    """Point ``refs/agent-locks/<lock_id>`` at ``data``, as a hostile clone or a hand edit
+    would (no gitlocks code involved); the blob's id."""
+    blob = write_blob(repo, data)
+    subprocess.run(["git", "update-ref", f"refs/agent-locks/{lock_id}", blob], cwd=repo, check=True)
+    return blob

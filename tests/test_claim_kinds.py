@@ -3,7 +3,6 @@ as heartbeats: through real commits, merges, rebases and cherry-picks."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock, run_git
+from helpers import Result, alock, plant, run_git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -316,18 +315,7 @@ def test_a_hostile_landing_record_blocks_nothing_else(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "--until-merged", "main", **A).code == 0
     record = record_of(repo, "src/**")
     record["awaiting"] = ["f" * 40, "0" * 40]
-    blob = (
-        subprocess.run(
-            ["git", "hash-object", "-w", "--stdin"],
-            cwd=repo,
-            input=json.dumps(record).encode(),
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    git(repo, "update-ref", f"refs/agent-locks/{record['id']}", blob)
+    plant(repo, str(record["id"]), record)
     got = alock(repo, "acquire", "other/**", **B)
     assert got.code == 0, got.err
     assert record_of(repo, "src/**")["awaiting"] == record["awaiting"]
@@ -375,18 +363,7 @@ def test_a_landing_record_naming_a_foreign_directory_never_runs_git_there(
     git(hooked, "merge", "-q", "--ff-only", "feature")
     record = record_of(hooked, "src/**")
     record["worktree"] = str(evil)
-    blob = (
-        subprocess.run(
-            ["git", "hash-object", "-w", "--stdin"],
-            cwd=hooked,
-            input=json.dumps(record).encode(),
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    git(hooked, "update-ref", f"refs/agent-locks/{record['id']}", blob)
+    plant(hooked, str(record["id"]), record)
     assert alock(hooked, "acquire", "other/**", **B).code == 0
     assert not marker.exists()
     assert record_of(hooked, "src/**")["worktree"] == str(evil)  # not landed: kept

@@ -8,7 +8,6 @@ fails without its fix.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock, run_git
+from helpers import Result, alock, plant, run_git, write_blob
 from remote_fixtures import make_bare, make_clone
 
 from gitlocks.layout import MUTEX_NAME
@@ -155,14 +154,8 @@ def test_a_replaced_claim_record_is_read_as_stored(hosted: tuple[Path, Path]) ->
     blob = git(bare, "rev-parse", f"refs/agent-locks/{mine['id']}").strip()
     old = "2001-01-01T00:00:00Z"
     expired = dict(mine, created_at=old, renewed_at=old, expires_at=old)
-    copy = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=clone,
-        input=json.dumps(expired).encode(),
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    git(clone, "push", "-q", "origin", f"{copy.strip()}:refs/replace/{blob}")
+    copy = write_blob(clone, expired)
+    git(clone, "push", "-q", "origin", f"{copy}:refs/replace/{blob}")
     got = run_git(clone, "push", "origin", f"{tip}:refs/heads/main")
     assert got.code == 1 and "REFUSED push" in got.err, got.err
     # verify reads the objects as stored too (a clone can hold replace refs of its own).
@@ -276,14 +269,7 @@ def test_other_machines_records_cost_no_ancestry_walk(
         "until_merged": "main",
         "awaiting": [tip] * 1000,
     }
-    blob = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=hooked,
-        input=json.dumps(record).encode(),
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    git(hooked, "update-ref", "refs/agent-locks/planted-landing", blob.strip())
+    plant(hooked, "planted-landing", record)
     asked: list[str] = []
     contains = Store.contains
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock, run_git
+from helpers import alock, plant, run_git
 
 LEAD_A = {"AGENT_ID": "lead-a"}
 LEAD_B = {"AGENT_ID": "lead-b"}
@@ -172,7 +172,6 @@ def test_planted_landing_records_cost_a_write_a_bounded_number_of_questions(
     """Forty records that name this machine, this worktree and a thousand commits each:
     a write asks about a few of them, a few commits each, and stays quick; a real claim
     among them still lands within a few writes."""
-    import subprocess
     import time
 
     from gitlocks.core.record import LockRecord, utcnow
@@ -204,18 +203,7 @@ def test_planted_landing_records_cost_a_write_a_bounded_number_of_questions(
         )
         (repo / f"p{i}").mkdir()
         (repo / f"p{i}" / "dirty").write_text("keeps it from landing\n")
-        blob = (
-            subprocess.run(
-                ["git", "hash-object", "-w", "--stdin"],
-                cwd=repo,
-                input=record.to_json(),
-                capture_output=True,
-                check=True,
-            )
-            .stdout.decode()
-            .strip()
-        )
-        git(repo, "update-ref", f"refs/agent-locks/{record.id}", blob)
+        plant(repo, record.id, record.to_json())
     for i in range(12):
         start = time.monotonic()
         assert alock(repo, "acquire", f"w{i}/**", **B).code == 0

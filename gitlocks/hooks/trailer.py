@@ -62,12 +62,6 @@ def has_content(message: str, comment: str, *, comments_kept: bool = False) -> b
     return False
 
 
-def comment_char(cwd: str | None) -> str:
-    """``core.commentChar`` as git reads it (``auto`` picks a character git then
-    strips anyway, so ``#`` is as good a guess as any for deciding emptiness)."""
-    return cleanup_settings(cwd)[0]
-
-
 def cleanup_settings(cwd: str | None) -> tuple[str, str]:
     """(``core.commentChar``, ``commit.cleanup``) as git reads them, in one call."""
     proc = start_git(

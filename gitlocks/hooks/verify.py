@@ -278,6 +278,7 @@ def stored_objects() -> Iterator[None]:
             os.environ[NO_REPLACE] = saved
 
 
+@stored_objects()  # every object read as stored: a pushed replace ref changes nothing
 def check_commits(
     rev_args: Sequence[str],
     cwd: str | None = None,
@@ -293,21 +294,6 @@ def check_commits(
     their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
     ``git log`` (revisions, one a line, with ``--stdin``).
     """
-    with stored_objects():
-        return _check_commits(
-            rev_args, cwd, read_config=read_config, bad_range=bad_range, feed=feed
-        )
-
-
-def _check_commits(
-    rev_args: Sequence[str],
-    cwd: str | None = None,
-    *,
-    read_config: ConfigReader = parse_config,
-    bad_range: Sequence[str] | None = None,
-    feed: bytes = b"",
-) -> Verification:
-    """``check_commits``, replace refs already off."""
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
     log = start_git([*_LOG_ARGS, *rev_args], cwd)
