@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
-from gitlocks.errors import UsageError
+from gitlocks.errors import InvalidHolder, UsageError
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
 # matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that
@@ -46,6 +46,8 @@ PASS_THROUGH = SHELLS | frozenset(
         "make", "gmake", "just", "direnv", "mise", "rtx", "asdf", "nix", "nix-shell",
         "devbox", "watchexec", "entr", "nodemon", "pre-commit", "pre-push",
         "git",
+        # sandboxes an agent harness runs its shell commands in
+        "codex-linux-sandbox", "bwrap", "sandbox-exec", "firejail",
     }
 )  # fmt: skip
 
@@ -69,6 +71,10 @@ SHORT_LIVED_SECONDS = 2.0
 
 # Comma-separated extra process names to walk past, for runners not listed above.
 SKIP_ENV = "AGENT_SESSION_SKIP"
+
+# The holder a harness session exported to its shell tool (Claude Code's CLAUDE_ENV_FILE):
+# asked after the process tree, for a shell whose sandbox hides the harness process.
+HOLDER_ENV = "GITLOCKS_HOLDER"
 
 # Linux keeps the first 15 bytes of a process name (``comm``).
 _COMM_LEN = 15
@@ -218,6 +224,33 @@ def parent_pid(pid: int) -> int | None:
     return info.ppid if info else None
 
 
+def parent_chain(pid: int) -> list[tuple[int, str, str]]:
+    """``pid`` and its ancestors up to (not including) pid 1, as (pid, start time, name):
+    at most ``_MAX_WALK`` of them, nearest first; empty where ``pid`` cannot be read."""
+    found: list[tuple[int, str, str]] = []
+    current = pid
+    for _ in range(_MAX_WALK):
+        if current <= 1:
+            break
+        info = _proc_info(current)
+        if info is None:
+            break
+        found.append((current, info.start_time, info.name))
+        if info.ppid == current:
+            break
+        current = info.ppid
+    return found
+
+
+def valid_holder(value: str) -> bool:
+    """Whether ``value`` is a usable holder id (``validate_holder`` without raising)."""
+    try:
+        validate_holder(value)
+    except InvalidHolder:
+        return False
+    return True
+
+
 def skip_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
     """The extra pass-through names of ``AGENT_SESSION_SKIP`` (comma-separated)."""
     raw = (os.environ if env is None else env).get(SKIP_ENV, "")
@@ -348,7 +381,7 @@ class Identity(NamedTuple):
     """The holder and parent for this invocation, and where each came from."""
 
     holder: str
-    holder_source: str  # "--as", "AGENT_ID" or "session"
+    holder_source: str  # "--as", "AGENT_ID", "harness" (gitlocks.sessions) or "session"
     parent: str | None
     parent_source: str | None  # "AGENT_PARENT_ID" or None: a parent is only ever declared
     # The process whose life is the holder's: recorded in its locks, judged for liveness.
@@ -356,7 +389,13 @@ class Identity(NamedTuple):
     # locks then live by their TTL and heartbeats alone.
     session: SessionProcess
     session_id: str  # the id derived from the session found, whether or not it is the holder
-    session_source: str = "session"  # "session", "AGENT_SESSION_PID" or "none"
+    session_source: str = "session"  # "session", "harness", "AGENT_SESSION_PID" or "none"
+
+    @property
+    def derived(self) -> bool:
+        """Whether the holder was derived from the process tree alone (no id was given and
+        no harness session named one): such a holder is known only by its locks."""
+        return self.holder_source == "session"
 
     def to_dict(self) -> dict[str, Any]:
         session = self.session
@@ -380,35 +419,72 @@ def resolve_identity(
     as_id: str | None = None,
     env: Mapping[str, str] | None = None,
     session: SessionProcess | None = None,
+    *,
+    harness: bool = True,
 ) -> Identity:
-    """Holder: ``--as``, else ``AGENT_ID``, else the session's id. Parent: ``AGENT_PARENT_ID``
-    only; nothing is inferred from the process tree (docs/design.md, section 3.2).
+    """Holder: ``--as``, else ``AGENT_ID``, else the agent harness session this process runs
+    under (``gitlocks.sessions``), else the session's derived id. Parent: ``AGENT_PARENT_ID``,
+    else the one the harness session declared; nothing is inferred from the process tree
+    (docs/design.md, section 3.2).
 
     The session, whose death ends the holder's claims, is the process that embodies the
-    holder: the one named by ``AGENT_SESSION_PID``; else, for a derived holder, the session
-    found by walking up from us; ``session`` when a caller gives one. An explicit id with
-    none of these has no session: a wrapper that ran ``git alock`` and exited must not take
-    the claim with it. A parent equal to the holder is dropped. An empty variable counts as
-    unset (``AGENT_ID= git alock ...``).
+    holder: the one named by ``AGENT_SESSION_PID``; else the registered harness whose
+    holder this is (an explicit id equal to the harness's own counts: the guard adopted
+    it); else, for a derived holder, the session found by walking up from us (``session``
+    when a caller gives one). An explicit id with none of these has no session: a wrapper
+    that ran ``git alock`` and exited must not take the claim with it. A parent equal to
+    the holder is dropped. An empty variable counts as unset (``AGENT_ID= git alock ...``).
+    ``harness=False`` skips the register (the guard, which is the harness's own voice).
     """
     env = os.environ if env is None else env
     declared = _declared_session(env)
-    given = session if session is not None else declared
-    found = given if given is not None else session_process(env=env)
-    session_id = session_holder_id(found)
 
     if as_id is not None:
         holder, holder_source = validate_holder(as_id, what="--as id"), "--as"
     elif env.get("AGENT_ID"):
         holder, holder_source = validate_holder(env["AGENT_ID"], what="AGENT_ID"), "AGENT_ID"
     else:
-        holder, holder_source = session_id, "session"
+        holder, holder_source = "", "session"
+
+    registered = None
+    if harness:
+        from gitlocks.sessions import lookup  # the register reads this module's facts
+
+        registered = lookup(env)
+        if registered is not None and holder and registered.holder != holder:
+            registered = None  # an explicit id of its own: a sub-agent, not the harness
 
     parent: str | None = None
     parent_source: str | None = None
     if env.get("AGENT_PARENT_ID"):
         parent = validate_holder(env["AGENT_PARENT_ID"], what="AGENT_PARENT_ID")
         parent_source = "AGENT_PARENT_ID"
+    elif registered is not None and registered.parent:
+        parent, parent_source = registered.parent, "harness"
+
+    if registered is not None:
+        if not holder:
+            holder, holder_source = registered.holder, "harness"
+        embodied = declared if declared is not None else registered.session
+        source = "AGENT_SESSION_PID" if declared is not None else "harness"
+        if parent == holder:
+            parent, parent_source = None, None
+        return Identity(
+            holder, holder_source, parent, parent_source, embodied, registered.holder, source
+        )
+
+    given = session if session is not None else declared
+    found = given if given is not None else session_process(env=env)
+    session_id = session_holder_id(found)
+    exported = env.get(HOLDER_ENV, "") if harness else ""
+    if not holder and exported:
+        holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
+        if parent == holder:
+            parent, parent_source = None, None
+        none = SessionProcess(0, "", found.name, found.host)
+        return Identity(holder, holder_source, parent, parent_source, none, session_id, "none")
+    if not holder:
+        holder = session_id
     if parent == holder:
         parent, parent_source = None, None
 

@@ -18,6 +18,7 @@ from conftest import git
 from helpers import Result, alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.harness import StandIn
 
 OTHER = {"AGENT_ID": "other-agent"}
 
@@ -41,6 +42,15 @@ def guard(
         timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def second_session(repo: Path, event: dict[str, Any]) -> Result:
+    """``event`` from another session: another harness process, as a real one would be."""
+    session = StandIn(repo.parent / "second", "claude", cwd=repo)
+    try:
+        return session.guard(event)
+    finally:
+        session.close()
 
 
 def edit(repo: Path, path: str, session: str = "s-1", tool: str = "Edit") -> dict[str, Any]:
@@ -84,7 +94,7 @@ def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
     again = guard(repo, edit(repo, "src/app.py", tool="Write"))
     assert again.code == 0 and again.out == ""  # its own claim: allowed, nothing new
     assert len(alock(repo, "list", "--json").json()) == 1
-    other = guard(repo, edit(repo, "src/app.py", session="s-2"))
+    other = second_session(repo, edit(repo, "src/app.py", session="s-2"))
     assert f"held by {holder}" in denial(other)  # another session is another holder
 
 
@@ -121,7 +131,7 @@ def test_session_end_releases_the_sessions_claims_but_keeps_noted_work(repo: Pat
     assert guard(repo, edit(repo, "src/b.py")).code == 0
     [holder] = holders(repo)
     assert alock(repo, "note", "src/b.py", "half way", AGENT_ID=holder).code == 0
-    assert guard(repo, edit(repo, "docs/c.md", session="s-2")).code == 0
+    assert second_session(repo, edit(repo, "docs/c.md", session="s-2")).code == 0
     assert guard(repo, event(repo, "SessionEnd")).code == 0
     left = holders(repo)
     assert left[holder] == ["src/b.py"] and len(left) == 2  # the other session's stays

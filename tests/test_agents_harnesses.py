@@ -22,6 +22,7 @@ from conftest import git
 from helpers import Result, alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.harness import StandIn
 
 from gitlocks.agents.harnesses import patch_paths
 
@@ -142,6 +143,18 @@ def edit_guard(repo: Path, spec: Spec, path: str, session: str = "s-1", **env: s
     return run_guard(repo, spec.name, spec.edit(repo, path, session), named, **env)
 
 
+def second_session_edit(repo: Path, spec: Spec, path: str) -> Result:
+    """The same edit by another session: another harness process, as a real one would be."""
+    named = " --event preToolUse" if spec.name == "copilot" else ""
+    session = StandIn(repo.parent / "second", "node", cwd=repo)
+    try:
+        return session.hook(
+            f"git alock guard --for {spec.name}{named}", spec.edit(repo, path, "s-2")
+        )
+    finally:
+        session.close()
+
+
 def event_guard(repo: Path, spec: Spec, kind: str, session: str = "s-1") -> Result:
     payload, named = spec.events[kind](repo, session)
     return run_guard(repo, spec.name, payload, named)
@@ -176,7 +189,7 @@ def test_a_free_file_is_claimed_and_another_session_is_denied(repo: Path, name: 
     again = edit_guard(repo, spec, "src/app.py")
     assert again.code == 0 and again.out == ""  # its own claim
     assert len(alock(repo, "list", "--json").json()) == 1
-    assert f"held by {holder}" in spec.denial(edit_guard(repo, spec, "src/app.py", "s-2"))
+    assert f"held by {holder}" in spec.denial(second_session_edit(repo, spec, "src/app.py"))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -226,7 +239,7 @@ def test_session_end_releases_the_sessions_claims_but_keeps_noted_work(
     assert edit_guard(repo, spec, "src/b.py").code == 0
     [holder] = holders(repo)
     assert alock(repo, "note", "src/b.py", "half way", AGENT_ID=holder).code == 0
-    assert edit_guard(repo, spec, "docs/c.md", "s-2").code == 0
+    assert second_session_edit(repo, spec, "docs/c.md").code == 0
     got = event_guard(repo, spec, "end")
     assert got.code == 0 and got.out == "", got
     left = holders(repo)

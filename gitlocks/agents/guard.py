@@ -19,7 +19,6 @@ which repository (and so which lock table) is asked.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -29,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitlocks import sessions
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
@@ -46,6 +46,7 @@ from gitlocks.core.record import (
     format_duration,
     format_time,
     utcnow,
+    validate_holder,
 )
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
@@ -53,7 +54,14 @@ from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import find_held, list_refs, read_table, read_verdicts
-from gitlocks.identity import Identity, SessionProcess, resolve_identity, session_process
+from gitlocks.identity import (
+    HOLDER_ENV,
+    Identity,
+    SessionProcess,
+    resolve_identity,
+    session_holder_id,
+    session_process,
+)
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 
 MODES = ("claim", "block", "warn")
@@ -75,14 +83,34 @@ _CONFIG_ARGS = (
 )
 
 
-def holder_env(event: Event, harness: str, env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the guard's identity is resolved in: ``AGENT_ID`` if set, else an
-    id derived from the harness and its session id, stable for the whole session."""
-    found = dict(env)
-    if not found.get("AGENT_ID"):
-        digest = hashlib.sha256(event.session_id.encode("utf-8", "replace")).hexdigest()
-        found["AGENT_ID"] = f"{harness}-{digest[:8]}"
-    return found
+def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
+    """Who the session is: ``AGENT_ID`` when the harness was started with one (the guard
+    adopts it), else the holder this harness process was registered as, else a new one,
+    ``<harness>-<8 hex>`` derived from the process as the command line derives its ids.
+
+    The harness process is registered (``gitlocks.sessions``), so that every command its
+    shell runs, the MCP server it started and the hooks of its commits resolve to the
+    same holder (docs/design.md, section 3.2).
+    """
+    proc = harness_session()
+    if env.get("AGENT_ID"):
+        identity = resolve_identity(None, env, proc, harness=False)
+        identity = identity._replace(session_source="harness")
+    else:
+        known = sessions.entry(proc, env)
+        holder = known.holder if known else session_holder_id(proc._replace(name=harness))
+        parent = env.get("AGENT_PARENT_ID") or (known.parent if known else None) or None
+        if parent is not None:
+            parent = validate_holder(parent, what="AGENT_PARENT_ID")
+        identity = Identity(
+            holder, "harness", None if parent == holder else parent,
+            "AGENT_PARENT_ID" if env.get("AGENT_PARENT_ID") else "harness",
+            proc, holder, "harness",
+        )  # fmt: skip
+        if identity.parent is None:
+            identity = identity._replace(parent_source=None)
+    sessions.register(proc, identity.holder, identity.parent, harness, env)
+    return identity
 
 
 class Repo(NamedTuple):
@@ -246,14 +274,15 @@ def held_reason(rel: str, locks: Sequence[LockRecord], now: datetime, ignore_cas
 
 
 def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[LockRecord]:
-    """Live locks of the holder's side (itself, its ancestors) covering ``rel``."""
+    """The holder's own live locks covering ``rel``. An ancestor's claim does not count: a
+    sub-agent editing inside its lead's claim claims the file for itself, so that sibling
+    sub-agents block each other there as ``acquire`` says they do (design §3.2)."""
     entry = path_entry(rel)
     if entry is None:
         return []
-    mine = table.unblocking(identity.holder, identity.parent)
     stamp = table.cutoff(format_time(now))
     found = [table.records[i] for i in sorted(table.covering(entry))]
-    return [r for r in found if r in mine and r.expires_at > stamp]
+    return [r for r in found if r.holder == identity.holder and r.expires_at > stamp]
 
 
 def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
@@ -283,10 +312,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     ``claim`` mode, claim the free ones for the session. Each repository's own settings
     decide for its files."""
     targets, notes = _targets(event)
-    # The holder comes from AGENT_ID or the session id; the harness process is looked up
-    # only when a claim records it (the walk up /proc is not free, and this runs a lot).
-    unknown = SessionProcess(0, "", "", "")
-    identity = resolve_identity(None, holder_env(event, harness.name, env), unknown)
+    identity = session_identity(harness.name, env)
     now = utcnow()
     tables: dict[str, Table] = {}
     denied: list[str] = []
@@ -313,7 +339,6 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     if denied:
         return _deny(harness, _several([*denied, *warned]), notes)
     if free:
-        identity = identity._replace(session=harness_session())
         for repo, rels in free.values():
             refused = claim(event, repo, rels, identity)
             if refused:
@@ -344,6 +369,7 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
     why = f"{event.tool} {' '.join(rels)}"[:1000]
     result = locks.acquire(ctx, named, reason=why, ttl=_ttl(ctx))
     if result.status in ("acquired", "already_yours"):
+        sessions.add_repository(identity.session, repo.common_dir, os.fspath(repo.root))
         return ""
     now = ctx.now()
     holders = [c.record for c in result.conflicts]
@@ -385,17 +411,41 @@ def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord
 
 
 def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind: str) -> Answer:
-    """End the session's locks (``released``, those with notes kept) or renew them."""
+    """End the session's locks (``released``, those with notes kept) or renew them, in
+    every repository the session claimed in (nested ones and submodules too), not only
+    the one around its directory."""
+    identity = session_identity(harness.name, env)
+    roots: dict[str, Path] = {}
+    try:
+        here = open_repo(event.cwd)
+        roots[os.path.realpath(here.common_dir)] = here.root
+    except Pass:
+        pass  # the session's directory is in no repository; its claims may be elsewhere
+    for common, top in sessions.repositories(identity.session, env):
+        roots.setdefault(common, Path(top))
+    notes: list[str] = []
+    for root in roots.values():
+        try:
+            _end_or_renew(root, identity, kind)
+        except GitlocksError as exc:
+            notes.append(f"{root}: {exc}")
+    if kind == "released":
+        sessions.forget(identity.session, env)
+    if not roots:
+        raise Pass(f"{event.cwd!r} is not inside a git working tree")
+    return Answer(stderr=_lines(notes))
+
+
+def _end_or_renew(root: Path, identity: Identity, kind: str) -> None:
+    """Release or renew the session's locks in the repository at ``root``."""
     # Imported here: only these events write, and the store brings in pygit2.
     from gitlocks.service.context import event as journal_event
     from gitlocks.service.context import sweep
     from gitlocks.store.local import Change
 
-    repo = open_repo(event.cwd)
-    identity = resolve_identity(None, holder_env(event, harness.name, env), harness_session())
-    ctx = store_context(repo.root, identity)
+    ctx = store_context(root, identity)
     if not session_locks(ctx.store.read_table(), identity, format_time(ctx.now())):
-        return Answer()  # the common case, decided without the store's mutex
+        return  # the common case, decided without the store's mutex
     ttl = _ttl(ctx)
 
     def decide(table: Table) -> tuple[Change, None]:
@@ -418,7 +468,6 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
         return change, None
 
     ctx.store.transact(decide)
-    return Answer()
 
 
 def end_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
@@ -434,16 +483,20 @@ def heartbeat(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
 
 def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
     """SessionStart: tell the agent who it is and what others hold (additional context)."""
+    identity = session_identity(harness.name, env)
+    sessions.prune(env)
+    _export_identity(identity, env)
     repo = open_repo(event.cwd)
-    identity = resolve_identity(None, holder_env(event, harness.name, env), harness_session())
     found = list_refs(repo.common_dir, repo.reftable, str(repo.root))
     table = read_table(found, str(repo.root), repo.ignore_case, repo.skew,
                        read_verdicts(repo.common_dir))  # fmt: skip
     now = utcnow()
     theirs = [r for r in table.live(format_time(now)) if r.holder != identity.holder]
     lines = [
-        f"gitlocks: you are {identity.holder}. Edits claim their file for you "
-        f"(alock.guardMode {repo.mode}); an edit inside another agent's claim is denied.",
+        f"gitlocks: the guard is active; you are {identity.holder}. Edits claim their file "
+        f"for you (alock.guardMode {repo.mode}); an edit inside another agent's claim is "
+        "denied. Every git alock command you run, and your commits, act as "
+        f"{identity.holder}: set no AGENT_ID.",
     ]
     if theirs:
         lines.append(f"Claims held by others ({len(theirs)}):")
@@ -452,6 +505,22 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
             lines.append("- ... (git alock status shows them all)")
     text = "\n".join(map(printable, lines))  # each line escaped: a reason cannot add one
     return Answer(stdout=harness.context(text))
+
+
+def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
+    """Claude Code's ``CLAUDE_ENV_FILE``: variables written there are exported to every
+    command of its shell tool. ``GITLOCKS_HOLDER`` there names the holder even where the
+    shell runs in a sandbox that hides the harness process; unlike ``AGENT_ID`` a harness
+    started from that shell does not adopt it (docs/design.md, section 3.2)."""
+    path = env.get("CLAUDE_ENV_FILE", "")
+    if not path or not os.path.isabs(path):
+        return
+    line = f"export {HOLDER_ENV}={identity.holder}\n"
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line)
+    except OSError:
+        return
 
 
 # --- answering ----------------------------------------------------------------------------

@@ -293,7 +293,7 @@ def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity
     the holder of a live lock recorded with this very session process (an agent whose id
     the guard derived from its harness's session, design §6.5); else the derived holder,
     known only while it holds a live lock. Unknown: no trailer is written for it."""
-    if identity.holder_source != "session":
+    if not identity.derived:
         return identity, True
     session = identity.session
     stamp = format_time(now)
@@ -324,6 +324,7 @@ class HookReport:
     held: list[Held]
     problems: list[Problem]
     now: datetime
+    unnamed: bool = False  # the commit names no agent (no trailer will say who made it)
 
     @property
     def exit_code(self) -> int:
@@ -332,8 +333,9 @@ class HookReport:
     def render(self) -> str:
         held = [(h.path, h.locks) for h in self.held]
         return render_hooks.report(
-            self.hook, self.config.mode, self.config.warning, self.problems, held, self.now
-        )
+            self.hook, self.config.mode, self.config.warning, self.problems, held, self.now,
+            self.unnamed,
+        )  # fmt: skip
 
 
 class TableReader:
@@ -370,9 +372,13 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     if ignore:
         paths = [p for p in paths if not ignore.ignored(p)]
     now = utcnow()
-    identity = resolve_identity(None, session=hook_session())
+    # Who commits, as the commit-msg hook names it: the session's holder, AGENT_ID, or
+    # the derived holder while it holds a claim; else nobody known, and that is said.
+    identity, known = committer(table, resolve_identity(None, session=hook_session()), now)
     held = find_held(table, identity, now, paths) if paths else []
-    return HookReport(hook, settings, held, table.problems if paths else [], now)
+    report = HookReport(hook, settings, held, table.problems if paths else [], now)
+    report.unnamed = not known and hook == "pre-commit"
+    return report
 
 
 def main(argv: Sequence[str]) -> int:

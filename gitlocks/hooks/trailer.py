@@ -34,7 +34,7 @@ def agent_id(cwd: str | None = None) -> str | None:
     """The id of the agent committing, or None when no agent is known (docs/design.md,
     section 6.7): ``AGENT_ID`` costs no git call; otherwise the lock table is read."""
     identity = resolve_identity(None, session=hook_session())
-    if identity.holder_source != "session":
+    if not identity.derived:
         return identity.holder
     # Imported here: only without AGENT_ID is the lock table (and its engine) needed.
     from gitlocks.hooks.check import TableReader, committer
@@ -118,6 +118,12 @@ def add_trailer(message_file: str, agent: str, cwd: str | None = None) -> bool:
     text = before.decode("utf-8", "replace")
     if not has_content(text, comment, comments_kept=kept):
         return False
+    if not before.endswith(b"\n"):
+        # ``git merge -m`` writes its message without a final newline, and
+        # interpret-trailers then puts the trailer on the very next line: no trailer at
+        # all to git. A newline first gives it its blank line.
+        with open(message_file, "ab") as f:
+            f.write(b"\n")
     # Lines git keeps are no comments to interpret-trailers either: it would put the
     # trailer above a last "#..." line as above a comment, so it is told another
     # character, one that starts no line.

@@ -44,15 +44,27 @@ def report(
     problems: Sequence[Problem],
     held: Sequence[tuple[str, Sequence[LockRecord]]],
     now: datetime,
+    unnamed: bool = False,
 ) -> str:
-    """The hook's lines on stderr, each prefixed so it stands out in git's output."""
+    """The hook's lines on stderr, each prefixed so it stands out in git's output.
+    ``unnamed``: the commit names no agent, so even its holder's own claims count as
+    another's; said, with how to name one."""
     lines = [warning] if warning else []
     lines += [f"warning: {p.ref} is not a usable lock ({p.reason}); ignored" for p in problems]
     for path, locks in held:
         lines += [held_line(path, record, now) for record in locks]
+    if held and unnamed:
+        lines.append(UNNAMED)
     if held:
         lines.append(advice(hook, mode, len(held)))
     return "".join(f"{PREFIX}{printable(line)}\n" for line in lines)
+
+
+UNNAMED = (
+    "this commit names no agent: if these claims are yours, set AGENT_ID (or commit from "
+    "the agent session that holds them) and install the commit-msg hook (git alock "
+    "install-hooks)"
+)
 
 
 def advice(hook: str, mode: str, count: int) -> str:

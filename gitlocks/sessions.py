@@ -1,0 +1,275 @@
+"""Harness sessions: which holder an agent harness process is, for everything it runs.
+
+An agent harness (Claude Code, Codex CLI, Gemini CLI, Copilot CLI) is one process per
+session. Its guard hook, the commands its shell tool runs, the MCP server it started and
+the git hooks of the commits it makes are all its descendants. The guard records, on the
+session's first event, that this process (its pid and start time, on this host and pid
+namespace) is holder H; every gitlocks process with that process among its ancestors then
+resolves to H (docs/design.md, section 3.2). So one session is one holder, whatever its
+process is called, and two sessions are two.
+
+The register is a directory of small files under the user's state directory
+(``$XDG_STATE_HOME/gitlocks/sessions``, else ``~/.local/state/gitlocks/sessions``), one
+per session process, named after its pid and a digest of its start time and host
+identity, so a reused pid never finds another session's entry. A second file per session
+lists the repositories the session claimed in, one line each, appended: ``Stop`` and
+``SessionEnd`` act in all of them. Nothing here is authoritative about locks: an entry only
+names a holder; the lock table stays the one truth.
+
+Stdlib only, and cheap: every command without ``AGENT_ID`` asks it. When the directory does
+not exist the answer costs one ``stat``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from gitlocks.core.digest import sha256_hex
+from gitlocks.identity import (
+    SessionProcess,
+    host_identity,
+    parent_chain,
+    process_alive,
+    valid_holder,
+)
+
+# Entries are tiny; a larger file is no entry of ours and is not read.
+MAX_ENTRY_BYTES = 64 * 1024
+# The repositories one session claimed in: a bound, so a hostile file cannot cost much.
+MAX_REPOS = 256
+# Pruning looks at this many entries at most per call.
+MAX_PRUNE = 512
+
+
+class Registered(NamedTuple):
+    """A harness session and the holder it is."""
+
+    session: SessionProcess
+    holder: str
+    parent: str | None
+    harness: str
+
+
+def register_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """Where the register lives, or None when no home is known."""
+    env = os.environ if env is None else env
+    state = env.get("XDG_STATE_HOME", "")
+    if state and os.path.isabs(state):
+        return Path(state) / "gitlocks" / "sessions"
+    home = env.get("HOME", "")
+    if not home or not os.path.isabs(home):
+        return None
+    return Path(home) / ".local" / "state" / "gitlocks" / "sessions"
+
+
+def _key(pid: int, start_time: str) -> str:
+    digest = sha256_hex("\0".join((start_time, host_identity())).encode())
+    return f"{pid}-{digest[:16]}"
+
+
+def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Registered | None:
+    """The nearest registered harness session among our ancestors (from ``start``, by
+    default our parent, upwards), or None."""
+    where = register_dir(env)
+    if where is None or not where.is_dir():
+        return None
+    if not host_identity():
+        return None  # no pid can be judged here (no /proc): an entry could be anyone's
+    for pid, start_time, _name in parent_chain(os.getppid() if start is None else start):
+        found = _read(where, pid, start_time)
+        if found is not None:
+            return found
+    return None
+
+
+def _read(where: Path, pid: int, start_time: str) -> Registered | None:
+    try:
+        with open(where / (_key(pid, start_time) + ".json"), "rb") as f:
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > MAX_ENTRY_BYTES:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    holder, parent, harness = data.get("holder"), data.get("parent"), data.get("harness")
+    if data.get("pid") != pid or data.get("start_time") != start_time:
+        return None  # another process's entry under this name: not ours to believe
+    if not isinstance(holder, str) or not valid_holder(holder):
+        return None
+    if parent is not None and (not isinstance(parent, str) or not valid_holder(parent)):
+        parent = None
+    name = data.get("name") if isinstance(data.get("name"), str) else ""
+    session = SessionProcess(pid, start_time, str(name), os.uname().nodename)
+    return Registered(session, holder, parent, harness if isinstance(harness, str) else "")
+
+
+def register(
+    session: SessionProcess,
+    holder: str,
+    parent: str | None,
+    harness: str,
+    env: Mapping[str, str] | None = None,
+) -> bool:
+    """Record that ``session`` is ``holder``; whether the register could be written. An
+    entry that already says so is left alone (every event asks; only the first writes)."""
+    where = register_dir(env)
+    if where is None or not session.pid or not session.start_time or not host_identity():
+        return False
+    current = _read(where, session.pid, session.start_time)
+    if current is not None and (current.holder, current.parent) == (holder, parent):
+        return True
+    doc = {
+        "holder": holder,
+        "parent": parent,
+        "harness": harness,
+        "pid": session.pid,
+        "start_time": session.start_time,
+        "name": session.name,
+        "host_id": host_identity(),
+    }
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(where / (_key(session.pid, session.start_time) + ".json"), json.dumps(doc))
+    except OSError:
+        return False
+    return True
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def add_repository(
+    session: SessionProcess, common_dir: str, root: str, env: Mapping[str, str] | None = None
+) -> None:
+    """Remember that ``session`` claimed in the repository of ``common_dir``, whose working
+    tree ``root`` it acted in."""
+    where = register_dir(env)
+    if where is None or not session.pid or not session.start_time:
+        return
+    common = os.path.realpath(common_dir)
+    if any(common == known for known, _ in repositories(session, env)):
+        return
+    line = json.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
+    path = where / (_key(session.pid, session.start_time) + ".repos")
+    with contextlib.suppress(OSError):
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # One short line per append: O_APPEND keeps concurrent appends whole.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
+
+
+def repositories(
+    session: SessionProcess, env: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(git common directory, working tree) of each repository ``session`` claimed in, as
+    recorded, where both still exist."""
+    where = register_dir(env)
+    if where is None or not session.pid:
+        return []
+    try:
+        with open(where / (_key(session.pid, session.start_time) + ".repos"), "rb") as f:
+            raw = f.read(MAX_ENTRY_BYTES)
+    except OSError:
+        return []
+    found: list[tuple[str, str]] = []
+    for line in raw.decode("utf-8", "surrogateescape").splitlines()[:MAX_REPOS]:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        common, root = item.get("common"), item.get("root")
+        if not (isinstance(common, str) and isinstance(root, str)):
+            continue
+        if not (os.path.isabs(common) and os.path.isabs(root)):
+            continue
+        if any(common == known for known, _ in found):
+            continue
+        if os.path.isdir(common) and os.path.isdir(root):
+            found.append((common, root))
+    return found
+
+
+def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> None:
+    """Remove ``session``'s entry (its end)."""
+    where = register_dir(env)
+    if where is None or not session.pid:
+        return
+    key = _key(session.pid, session.start_time)
+    for suffix in (".json", ".repos"):
+        with contextlib.suppress(OSError):
+            os.unlink(where / (key + suffix))
+
+
+def prune(env: Mapping[str, str] | None = None) -> int:
+    """Remove the entries of sessions whose process is gone; how many."""
+    where = register_dir(env)
+    if where is None:
+        return 0
+    gone = 0
+    for path in _entries(where):
+        registered = _load(path)
+        if registered is None:
+            continue
+        session = registered.session
+        if not process_alive(session.pid, session.start_time):
+            forget(session, env)
+            gone += 1
+    return gone
+
+
+def _entries(where: Path) -> Iterator[Path]:
+    try:
+        with os.scandir(where) as it:
+            for n, entry in enumerate(it):
+                if n >= MAX_PRUNE:
+                    return
+                if entry.name.endswith(".json") and not entry.name.startswith("."):
+                    yield Path(entry.path)
+    except OSError:
+        return
+
+
+def _load(path: Path) -> Registered | None:
+    pid_text = path.name.split("-", 1)[0]
+    if not pid_text.isdigit():
+        return None
+    try:
+        data = json.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
+    except (OSError, ValueError):
+        return None
+    start_time = data.get("start_time") if isinstance(data, dict) else None
+    if not isinstance(start_time, str):
+        return None
+    return _read(path.parent, int(pid_text), start_time)
+
+
+def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
+    """The register's entry for exactly ``session``, or None."""
+    where = register_dir(env)
+    if where is None or not session.pid or not session.start_time or not host_identity():
+        return None
+    return _read(where, session.pid, session.start_time)

@@ -1,0 +1,147 @@
+"""A stand-in agent harness: a long-lived process named like the real one (``claude``,
+``node``, ``codex``, ``gemini``, ``copilot``) that does what a harness does, so that every
+gitlocks process under it sees the process tree a real session gives:
+
+- runs its hooks through ``sh -c`` with the event as JSON on stdin;
+- runs the agent's commands through ``bash -c`` (its shell tool);
+- starts ``git alock mcp`` itself and talks to it with the official MCP SDK client.
+
+The process is Python under another name: a symbolic link named like the harness, so
+that the kernel names the process after it (``/proc/PID/comm``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from helpers import Result
+
+SCRIPT = r"""
+import json, os, subprocess, sys
+
+for extra in os.environ.get("STANDIN_SYSPATH", "").split(os.pathsep):
+    if extra and extra not in sys.path:
+        sys.path.append(extra)
+
+
+def mcp_calls(cwd, env, calls):
+    import anyio
+    import mcp
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command="git", args=["alock", "mcp"], env=env, cwd=cwd)
+
+    async def session():
+        answers = []
+        async with stdio_client(params) as (read, write), mcp.ClientSession(read, write) as c:
+            await c.initialize()
+            for name, arguments in calls:
+                result = await c.call_tool(name, arguments)
+                error = bool(getattr(result, "isError", getattr(result, "is_error", False)))
+                answers.append({"error": error, "text": result.content[0].text})
+        return answers
+
+    return anyio.run(session)
+
+
+for line in sys.stdin:
+    request = json.loads(line)
+    env = {**os.environ, **request.get("env", {})}
+    for name in request.get("unset", []):
+        env.pop(name, None)
+    env.pop("STANDIN_SYSPATH", None)
+    kind, cwd = request["kind"], request["cwd"]
+    if kind == "mcp":
+        answer = {"code": 0, "out": json.dumps(mcp_calls(cwd, env, request["calls"])), "err": ""}
+    else:
+        shell = ["sh", "-c"] if kind == "hook" else ["bash", "-c"]
+        proc = subprocess.run(
+            [*shell, request["command"]], input=request.get("stdin", ""), cwd=cwd, env=env,
+            capture_output=True, text=True,
+        )
+        answer = {"code": proc.returncode, "out": proc.stdout, "err": proc.stderr}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+"""
+
+
+class StandIn:
+    """One harness session: a process named ``name`` running hooks, shell commands and
+    MCP calls for the test, as its children."""
+
+    def __init__(self, where: Path, name: str = "claude", cwd: Path | None = None, **env: str):
+        where.mkdir(parents=True, exist_ok=True)
+        exe = where / name
+        if not exe.exists():
+            exe.symlink_to(sys.executable)
+        full = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
+        full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+        full["STANDIN_SYSPATH"] = os.pathsep.join(p for p in sys.path if p)
+        full.update(env)
+        self.name = name
+        self.cwd = cwd or where
+        self.proc = subprocess.Popen(
+            [str(exe), "-c", SCRIPT],
+            cwd=self.cwd,
+            env=full,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _ask(self, request: dict[str, Any]) -> Result:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        request.setdefault("cwd", str(self.cwd))
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, "the stand-in harness died"
+        got = json.loads(line)
+        return Result(got["code"], got["out"], got["err"])
+
+    def hook(self, command: str, event: dict[str, Any] | str, **env: str) -> Result:
+        """Run a hook command through ``sh -c`` with ``event`` on stdin, as harnesses do."""
+        raw = event if isinstance(event, str) else json.dumps(event)
+        return self._ask({"kind": "hook", "command": command, "stdin": raw, "env": env})
+
+    def guard(self, event: dict[str, Any] | str, harness: str = "", **env: str) -> Result:
+        """The guard's hook as install-agent-hooks writes it for this harness."""
+        return self.hook(f"git alock guard --for {harness or self.name}", event, **env)
+
+    def shell(self, command: str, cwd: Path | None = None, **env: str) -> Result:
+        """The agent's shell tool: ``bash -c COMMAND``."""
+        request: dict[str, Any] = {"kind": "shell", "command": command, "env": env}
+        if cwd is not None:
+            request["cwd"] = str(cwd)
+        return self._ask(request)
+
+    def mcp(self, *calls: tuple[str, dict[str, Any]], cwd: Path | None = None) -> list[Any]:
+        """Start ``git alock mcp`` from this process, make ``calls`` through the SDK's
+        client, and return each result as {"error": bool, "text": str}."""
+        request: dict[str, Any] = {"kind": "mcp", "calls": [list(c) for c in calls]}
+        if cwd is not None:
+            request["cwd"] = str(cwd)
+        got = self._ask(request)
+        answers: list[Any] = json.loads(got.out)
+        return answers
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
