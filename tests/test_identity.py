@@ -29,7 +29,7 @@ from gitlocks.identity import (
     session_process,
 )
 
-SOURCE_ROOT = Path(identity.__file__).resolve().parents[1]
+SOURCE_ROOT = Path(identity.__file__).resolve().parents[2]
 
 # A child that prints the session it sees, as JSON.
 PROBE = textwrap.dedent(

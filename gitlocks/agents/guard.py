@@ -28,7 +28,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitlocks import sessions
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
@@ -61,6 +60,7 @@ from gitlocks.identity import (
     resolve_identity,
     session_holder_id,
     session_process,
+    sessions,
 )
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 
@@ -88,7 +88,7 @@ def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
     adopts it), else the holder this harness process was registered as, else a new one,
     ``<harness>-<8 hex>`` derived from the process as the command line derives its ids.
 
-    The harness process is registered (``gitlocks.sessions``), so that every command its
+    The harness process is registered (``gitlocks.identity.sessions``), so that every command its
     shell runs, the MCP server it started and the hooks of its commits resolve to the
     same holder (docs/design.md, section 3.2).
     """

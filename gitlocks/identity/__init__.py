@@ -381,7 +381,7 @@ class Identity(NamedTuple):
     """The holder and parent for this invocation, and where each came from."""
 
     holder: str
-    holder_source: str  # "--as", "AGENT_ID", "harness" (gitlocks.sessions) or "session"
+    holder_source: str  # "--as", "AGENT_ID", "harness" (gitlocks.identity.sessions) or "session"
     parent: str | None
     parent_source: str | None  # "AGENT_PARENT_ID" or None: a parent is only ever declared
     # The process whose life is the holder's: recorded in its locks, judged for liveness.
@@ -422,10 +422,10 @@ def resolve_identity(
     *,
     harness: bool = True,
 ) -> Identity:
-    """Holder: ``--as``, else ``AGENT_ID``, else the agent harness session this process runs
-    under (``gitlocks.sessions``), else the session's derived id. Parent: ``AGENT_PARENT_ID``,
-    else the one the harness session declared; nothing is inferred from the process tree
-    (docs/design.md, section 3.2).
+    """Holder: ``--as``, else ``AGENT_ID``, else the agent harness session this process
+    runs under (``gitlocks.identity.sessions``), else the session's derived id. Parent:
+    ``AGENT_PARENT_ID``, else the one the harness session declared; nothing is inferred
+    from the process tree (docs/design.md, section 3.2).
 
     The session, whose death ends the holder's claims, is the process that embodies the
     holder: the one named by ``AGENT_SESSION_PID``; else the registered harness whose
@@ -448,7 +448,7 @@ def resolve_identity(
 
     registered = None
     if harness:
-        from gitlocks.sessions import lookup  # the register reads this module's facts
+        from gitlocks.identity.sessions import lookup  # the register reads this module's facts
 
         registered = lookup(env)
         if registered is not None and holder and registered.holder != holder:
