@@ -180,8 +180,9 @@ def test_session_end_releases_every_claim_of_the_session_in_every_repository(
     assert denied(agent.guard(edit(repo, "src/app.py"))) == ""
     assert denied(agent.guard(edit(repo, "vendor/lib/x.py"))) == ""
     assert agent.shell("git alock acquire 'docs/**'").code == 0
+    assert agent.shell("git alock acquire 'more/**'", cwd=nested).code == 0
     agent.mcp(("acquire", {"paths": ["notes/**"]}))
-    assert len(records(repo)) == 3 and len(records(nested)) == 1
+    assert len(records(repo)) == 3 and len(records(nested)) == 2
     assert agent.guard(event(repo, "Stop")).code == 0
     log = git(nested, "log", "--format=%B", "refs/agent-locks-meta/journal")
     assert '"event": "renewed"' in log
@@ -228,3 +229,26 @@ def test_a_shell_whose_sandbox_hides_the_harness_reads_the_exported_holder(
     # A command that cannot see its harness (here: run outside it) but got the export.
     got = alock(repo, "whoami", "--json", GITLOCKS_HOLDER=me, HOME=os.environ["HOME"] + "-x")
     assert got.json()["holder"] == me
+
+
+def test_mcp_errors_are_tool_errors_and_nothing_is_cut(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    agent = start(standins, tmp_path, repo)
+    holder_of(agent, repo)
+    assert alock(repo, "acquire", "src/**", AGENT_ID="alice").code == 0
+    refused, neither, long_reason, long_note, slow_ttl, bad = agent.mcp(
+        ("acquire", {"paths": ["src/app.py"]}),
+        ("release", {}),
+        ("acquire", {"paths": ["a/**"], "reason": "r" * 1001}),
+        ("note", {"path": "src/**", "text": "n" * 4001}),
+        ("acquire", {"paths": ["b/**"], "ttl": " " * 200 + "x"}),
+        ("acquire", {"paths": ["[a-"]}),
+    )
+    assert not refused["error"] and json.loads(refused["text"])["status"] == "refused"
+    assert neither["error"] and "name the paths to release, or all=true" in neither["text"]
+    assert long_reason["error"] and "at most 1000" in long_reason["text"]
+    assert long_note["error"] and "at most 4000" in long_note["text"]
+    assert slow_ttl["error"] and "invalid ttl" in slow_ttl["text"]
+    assert bad["error"] and "invalid pattern" in bad["text"]
+    assert {r["holder"] for r in records(repo)} == {"alice"}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gitlocks.core.scope import ScopeEntry, make_entry
+from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import resolve_identity, session_process
 
@@ -99,7 +100,7 @@ class Server:
         return locks.acquire(
             ctx,
             self._entries(ctx, paths),
-            reason=(reason or "")[:1000],
+            reason=user_text(reason or "", "reason", MAX_REASON_CHARS),
             ttl=self._ttl(ctx, ttl),
             shared=bool(shared),
             until_merged=branch,
@@ -108,9 +109,11 @@ class Server:
     def release(self, paths: list[str] | None = None, all: bool | None = False) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
-        ctx = self._ctx()
-        if bool(all) == bool(paths):
+        if not all and not paths:
+            raise UsageError("name the paths to release, or all=true for all of yours")
+        if all and paths:
             raise UsageError("give paths, or all=true, not both")
+        ctx = self._ctx()
         return locks.release(ctx, None if all else self._entries(ctx, paths or [])).to_dict()
 
     def renew(self, paths: list[str] | None = None, ttl: str | None = None) -> Any:
@@ -142,7 +145,7 @@ class Server:
 
         ctx = self._ctx()
         [entry] = self._entries(ctx, [path])
-        return locks.note(ctx, entry, text[:4000]).to_dict()
+        return locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS)).to_dict()
 
     def whoami(self) -> Any:
         return self.identity.to_dict()
@@ -218,6 +221,8 @@ def call(server: Server, tool: str, arguments: Any) -> str:
         text = json.dumps(result)
     return text
 
+
+ERROR_START = '{"status": "error"'  # how :func:`call` writes every error's document
 
 TOOLS = {
     "acquire": "Claim paths (glob patterns) before editing them, all or none. A refusal "
@@ -301,8 +306,15 @@ def serve(root: Path) -> None:
         async def call_tool(self, name: str, arguments: Any, context: Any = None) -> Any:
             """Every call, its arguments as sent: checked by :func:`check_arguments`."""
             text = await anyio.to_thread.run_sync(answer, name, arguments)
+            failed = text.startswith(ERROR_START)
             content: list[Any] = [TextContent(type="text", text=text)]
-            return CallToolResult(content=content) if modern else content
+            if not modern:
+                if failed:  # 1.x makes a raised error a result with isError set
+                    raise RuntimeError(text)
+                return content
+            # An error is a tool error (isError), so a client tells it from an answer; a
+            # refusal is an answer.
+            return CallToolResult.model_validate({"content": content, "isError": failed})
 
     app = App("gitlocks", instructions=INSTRUCTIONS)
 

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
-from gitlocks.cli.context import context, entries, lifetime, require, user_text, warn_problems
+from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
-from gitlocks.core.text import printable
+from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
@@ -59,7 +59,7 @@ def acquire(
     result = locks.acquire(
         ctx,
         claim,
-        reason=user_text(reason, "reason", 1000),
+        reason=user_text(reason, "reason", MAX_REASON_CHARS),
         ttl=life,
         shared=shared,
         until_merged=branch,
@@ -140,7 +140,7 @@ def note(
         raise UsageError("the note is empty")
     ctx = context(as_id)
     [entry] = entries(ctx, [pattern])
-    result = locks.note(ctx, entry, user_text(text, "note", 4000))
+    result = locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS))
     reply(result.to_dict(), render.note(result), as_json)
     finish(EXIT_OK if result.lock else EXIT_REFUSED)
 

@@ -77,17 +77,6 @@ def lifetime(ctx: Context, typed: str | None) -> int:
     return ctx.ttl(typed)
 
 
-def user_text(value: str, what: str, limit: int) -> str:
-    """A reason or note as typed: valid UTF-8 and of a sane size (records stay small)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError(f"the {what} is not valid UTF-8") from None
-    if len(value) > limit:
-        raise UsageError(f"the {what} is {len(value)} characters long; at most {limit}")
-    return value
-
-
 def warn_problems(ctx: Context) -> None:
     """Report refs under the lock namespace that hold no usable record, on stderr."""
     for warning in ctx.warnings:

@@ -21,9 +21,7 @@ FORMAT = 1
 LOCK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # The shape ``new_lock_id`` makes: text like this names a lock, never a path.
 GENERATED_ID_RE = re.compile(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z")
-_DURATION_RE = re.compile(
-    r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$"
-)
+_DURATION_UNITS = "dhms"  # in the order they may be written: 1d2h3m4s
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
@@ -104,22 +102,57 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
 
 
 def parse_duration(text: str, *, what: str = "duration") -> int:
-    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``) to whole seconds, at least 1."""
-    match = _DURATION_RE.match(text) if text.strip() else None
-    if match is None or not any(match.groups()):
+    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``, spaces allowed between the
+    parts) to whole seconds, at least 1. One pass over the text: no pattern that could
+    backtrack, whatever an agent sends."""
+    groups = _duration_parts(text)
+    if groups is None:
         raise UsageError(
-            f"invalid {what} {text!r}: use a positive whole number of seconds or a number "
-            "with a unit, e.g. 90, 90s, 15m, 2h, 1d"
+            f"invalid {what} {text[:40]!r}: use a positive whole number of seconds or a "
+            "number with a unit, e.g. 90, 90s, 15m, 2h, 1d"
         )
-    if any(g and len(g.lstrip("0")) > 12 for g in match.groups()):
+    if any(g and len(g.lstrip("0")) > 12 for g in groups):
         raise UsageError(f"invalid {what} {text[:40]!r}...: at most 366d")  # int() would balk
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in groups)
     total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
     if total <= 0:
         raise UsageError(f"invalid {what} {text!r}: must be longer than zero")
     if total > MAX_TTL_SECONDS:
         raise UsageError(f"invalid {what} {text!r}: at most 366d")
     return total
+
+
+def _duration_parts(text: str) -> list[str] | None:
+    """The digits given for days, hours, minutes and seconds, in that order ("" for a part
+    left out), or None when ``text`` is no duration. A last number without a unit is
+    seconds."""
+    found = ["", "", "", ""]
+    at, end, next_unit = 0, len(text), 0
+    while True:
+        while at < end and text[at].isspace():
+            at += 1
+        if at == end:
+            break
+        start = at
+        while at < end and text[at] in "0123456789":
+            at += 1
+        if at == start or next_unit == len(_DURATION_UNITS):
+            return None
+        digits = text[start:at]
+        while at < end and text[at].isspace():
+            at += 1
+        unit = text[at] if at < end else ""
+        if unit and unit in _DURATION_UNITS:
+            index = _DURATION_UNITS.index(unit)
+            at += 1
+        elif not unit:
+            index = 3  # a bare number: seconds, and nothing may follow it
+        else:
+            return None
+        if index < next_unit:
+            return None
+        found[index], next_unit = digits, index + 1
+    return found if any(found) else None
 
 
 def format_duration(seconds: float) -> str:

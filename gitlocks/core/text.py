@@ -45,3 +45,21 @@ def printable_lines(lines: list[str]) -> str:
 
 
 __all__ = ["printable", "printable_lines"]
+
+
+MAX_REASON_CHARS = 1000  # a claim's reason: records stay small
+MAX_NOTE_CHARS = 4000  # one progress note
+
+
+def user_text(value: str, what: str, limit: int) -> str:
+    """A reason or note as given: valid UTF-8 and of a sane size (records stay small).
+    Too long is refused, never cut: an agent must know its words were not kept."""
+    from gitlocks.errors import UsageError  # the error type only where one is raised
+
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"the {what} is not valid UTF-8") from None
+    if len(value) > limit:
+        raise UsageError(f"the {what} is {len(value)} characters long; at most {limit}")
+    return value

@@ -24,6 +24,11 @@ def whoami(ident: Identity) -> str:
             f"session: {session.name} pid {session.pid}{where} on {session.host} "
             f"(from {ident.session_source})"
         )
+    if ident.holder_source == "harness":
+        lines.append(
+            "hint: this is your agent session's id, the one its guard, its shell, its MCP "
+            "server and its commits all use: set no AGENT_ID unless you are a sub-agent"
+        )
     if ident.holder_source == "session":
         lines.append(
             "hint: this id is derived from the session and ends with it; set AGENT_ID to "

@@ -103,6 +103,12 @@ def open_context(
 
         store = RemoteStore(store.repo)
     who = identity if isinstance(identity, Identity) else identity()
+    if who.session_source == "harness":
+        # A harness session acting here, through its shell or MCP: its end releases, and
+        # its turns renew, what it claims in this repository too (docs/design.md, §6.5).
+        from gitlocks.identity.sessions import add_repository
+
+        add_repository(who.session, os.fspath(store.common_dir), os.fspath(store.root))
     return Context(store=store, identity=who)
 
 
