@@ -252,3 +252,12 @@ def test_mcp_errors_are_tool_errors_and_nothing_is_cut(
     assert slow_ttl["error"] and "invalid ttl" in slow_ttl["text"]
     assert bad["error"] and "invalid pattern" in bad["text"]
     assert {r["holder"] for r in records(repo)} == {"alice"}
+
+
+def test_check_inside_a_shared_claim_names_the_askers_own_lock(repo: Path) -> None:
+    assert alock(repo, "acquire", "--shared", "src/**", AGENT_ID="alice").code == 0
+    mine = alock(repo, "acquire", "--shared", "src/**", "--json", AGENT_ID="bob").json()
+    got = alock(repo, "check", "src/app.py", AGENT_ID="bob")
+    assert got.code == 0 and got.out.startswith("YOURS src/app.py [bob, shared, lock "), got
+    [item] = alock(repo, "check", "src/app.py", "--json", AGENT_ID="bob").json()
+    assert [r["id"] for r in item["locks"]] == [mine["lock"]["id"]]

@@ -461,11 +461,12 @@ def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) 
         locks = [table.records[i] for i in sorted(table.covering(entry))]
         # A dead holder's lock (interrupted work too) blocks no path, as in acquire.
         locks = [r for r in locks if table.is_live(r, now) and not life.dead(r)]
-        theirs, _ = holding(locks, friends)
+        theirs, mine = holding(locks, friends)
         if theirs:
             items.append(CheckItem(entry.pattern, "held", theirs))
         elif locks:
-            items.append(CheckItem(entry.pattern, "yours", locks))
+            # Yours: name your own locks, not the sharers' beside them.
+            items.append(CheckItem(entry.pattern, "yours", mine or locks))
         else:
             items.append(CheckItem(entry.pattern, "free", []))
     return items
@@ -494,7 +495,7 @@ def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
                 for r, scope in claims
                 if any(entry_covers(e, path, ignore_case=table.ignore_case) for e in scope)
             ]
-            held, _ = holding(covering, friends)
+            held, own = holding(covering, friends)
             status: CheckStatus = "held" if held else "yours" if covering else "free"
-            by_path[path] = CheckItem(path, status, held or covering)
+            by_path[path] = CheckItem(path, status, held or own or covering)
     return [by_path[path] for path in entries]
