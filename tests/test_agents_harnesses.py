@@ -275,10 +275,12 @@ def test_session_start_tells_the_agent_who_it_is(repo: Path, name: str) -> None:
     assert "src/** held by other-agent" in out["additionalContext"]
 
 
-def test_copilot_session_start_is_not_ours(repo: Path) -> None:
-    """Copilot CLI ignores a sessionStart hook's output: install registers none."""
+def test_copilot_session_start_registers_the_session_and_says_nothing(repo: Path) -> None:
+    """Copilot CLI ignores a sessionStart hook's output: the guard answers with silence,
+    and only names the session's holder for the commands run under it."""
     start = copilot_event(repo, "s-1", source="new")
-    let_through(run_guard(repo, "copilot", start, "sessionStart"), "nothing to guard")
+    got = run_guard(repo, "copilot", start, "sessionStart")
+    assert got.code == 0 and got.out == "" and got.err == "", got
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -509,7 +511,7 @@ def test_install_writes_each_harness_documented_shape(repo: Path) -> None:
     assert codex == {"SessionStart": [{"hooks": [command]}], "Stop": [{"hooks": [command]}]}
     copilot = json.loads((repo / FILES["copilot"]).read_text())
     assert copilot["version"] == 1 and sorted(copilot["hooks"]) == [
-        "agentStop", "preToolUse", "sessionEnd"]  # fmt: skip
+        "agentStop", "preToolUse", "sessionEnd", "sessionStart"]  # fmt: skip
     for event, entries in copilot["hooks"].items():
         assert entries == [{"type": "command",
                             "bash": f"git alock guard --for copilot --event {event}"}]  # fmt: skip

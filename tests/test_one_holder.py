@@ -261,3 +261,37 @@ def test_check_inside_a_shared_claim_names_the_askers_own_lock(repo: Path) -> No
     assert got.code == 0 and got.out.startswith("YOURS src/app.py [bob, shared, lock "), got
     [item] = alock(repo, "check", "src/app.py", "--json", AGENT_ID="bob").json()
     assert [r["id"] for r in item["locks"]] == [mine["lock"]["id"]]
+
+
+def test_install_refuses_a_committed_symlink_out_of_the_repository(
+    repo: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (repo / ".claude").symlink_to(outside, target_is_directory=True)
+    git(repo, "add", ".claude")
+    git(repo, "commit", "-qm", "a link out")
+    got = alock(repo, "install-agent-hooks", "--for", "claude")
+    assert got.code == 2 and "committed symbolic link out of the repository" in got.err, got
+    assert list(outside.iterdir()) == []
+
+
+def test_install_off_path_names_the_interpreter_and_says_so(repo: Path) -> None:
+    bare_path = os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "git-alock").exists()
+    )
+    got = alock(repo, "install-agent-hooks", "--for", "claude", PATH=bare_path)
+    assert got.code == 0 and "git-alock is not on PATH" in got.err, got
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert command.endswith(" -m gitlocks guard --for claude") and os.path.isabs(
+        command.split()[0].strip("'")
+    )
+    # That command runs the guard: a session started under it is told so.
+    proc = subprocess.run(
+        ["sh", "-c", command], input=json.dumps(event(repo, "SessionStart")),
+        capture_output=True, text=True, env={**os.environ, "PATH": bare_path},
+    )  # fmt: skip
+    assert "the guard is active" in proc.stdout, proc
+    assert alock(repo, "uninstall-agent-hooks", "--for", "claude").code == 0
+    assert not (repo / ".claude").exists()

@@ -354,7 +354,7 @@ COPILOT = Harness(
         tool="toolName",
         tool_input="toolArgs",
         edit_event="preToolUse",
-        kinds={"sessionEnd": "end", "agentStop": "stop"},
+        kinds={"sessionStart": "start", "sessionEnd": "end", "agentStop": "stop"},
         tools={"edit": _json_args("path")},
         others="ignore",
     ),

@@ -24,6 +24,9 @@ import fcntl
 import json
 import os
 import re
+import shlex
+import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +34,30 @@ from typing import Any
 
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.errors import UsageError
+from gitlocks.git.changes import git_output
+
+# How a hook names the guard: through git, which finds git-alock on the harness's PATH.
+GIT_PREFIX = "git alock"
 
 
-def _command(harness: str) -> dict[str, Any]:
-    return {"type": "command", "command": f"git alock guard --for {harness}"}
+def guard_prefix() -> tuple[str, str | None]:
+    """How the hooks installed now should run the guard, and a warning when that is not
+    the portable ``git alock``: where git-alock is not on PATH, the interpreter running
+    this install is named by its full path (as the git hooks remember theirs), so the
+    guard still runs; but that path means nothing on another machine."""
+    if shutil.which("git-alock"):
+        return GIT_PREFIX, None
+    prefix = f"{shlex.quote(sys.executable)} -m gitlocks"
+    return prefix, (
+        "git-alock is not on PATH, so the hooks run the guard as "
+        f"{prefix}: a harness on another machine will not find it there; put git-alock "
+        "on PATH (activate its environment) and install again to write the portable "
+        "command"
+    )
+
+
+def _command(harness: str, prefix: str = GIT_PREFIX) -> dict[str, Any]:
+    return {"type": "command", "command": f"{prefix} guard --for {harness}"}
 
 
 def _groups(command: dict[str, Any], matchers: Mapping[str, str | None]) -> dict[str, Any]:
@@ -57,59 +80,63 @@ class HookFile:
     skeleton: Mapping[str, Any] = field(default_factory=dict)  # what a new file starts with
 
 
-HOOK_FILES = {
-    "claude": HookFile(
-        "claude",
-        ".claude/settings.json",
-        ".claude/settings.local.json",
-        _groups(
-            _command("claude"),
+def _hook_files(prefix: str) -> dict[str, HookFile]:
+    return {
+        "claude": HookFile(
+            "claude",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            _groups(
+                _command("claude", prefix),
+                {
+                    "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit",
+                    "SessionStart": None,
+                    "SessionEnd": None,
+                    "Stop": None,
+                },
+            ),
+        ),
+        # A name lets `/hooks disable gitlocks-guard` switch the guard off (docs/hooks/index.md).
+        "gemini": HookFile(
+            "gemini",
+            ".gemini/settings.json",
+            None,
+            _groups(
+                {"name": "gitlocks-guard", **_command("gemini", prefix)},
+                {
+                    "BeforeTool": "write_file|replace",
+                    "SessionStart": None,
+                    "SessionEnd": None,
+                    "AfterAgent": None,
+                },
+            ),
+        ),
+        # Codex runs apply_patch given to its shell tool too ("Bash"): the guard reads every
+        # shell command, and answers those that apply no patch with silence.
+        "codex": HookFile(
+            "codex",
+            ".codex/hooks.json",
+            None,
+            _groups(
+                _command("codex", prefix),
+                {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
+            ),
+        ),
+        # Copilot's events do not say which they are: each command names its own.
+        "copilot": HookFile(
+            "copilot",
+            ".github/hooks/gitlocks.json",
+            None,
             {
-                "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit",
-                "SessionStart": None,
-                "SessionEnd": None,
-                "Stop": None,
+                event: {"type": "command", "bash": f"{prefix} guard --for copilot --event {event}"}
+                for event in ("sessionStart", "preToolUse", "agentStop", "sessionEnd")
             },
+            skeleton={"version": 1},
         ),
-    ),
-    # A name lets `/hooks disable gitlocks-guard` switch the guard off (docs/hooks/index.md).
-    "gemini": HookFile(
-        "gemini",
-        ".gemini/settings.json",
-        None,
-        _groups(
-            {"name": "gitlocks-guard", **_command("gemini")},
-            {
-                "BeforeTool": "write_file|replace",
-                "SessionStart": None,
-                "SessionEnd": None,
-                "AfterAgent": None,
-            },
-        ),
-    ),
-    # Codex runs apply_patch given to its shell tool too ("Bash"): the guard reads every
-    # shell command, and answers those that apply no patch with silence.
-    "codex": HookFile(
-        "codex",
-        ".codex/hooks.json",
-        None,
-        _groups(
-            _command("codex"),
-            {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
-        ),
-    ),
-    # Copilot's events do not say which they are: each command names its own.
-    "copilot": HookFile(
-        "copilot",
-        ".github/hooks/gitlocks.json",
-        None,
-        {
-            event: {"type": "command", "bash": f"git alock guard --for copilot --event {event}"}
-            for event in ("preToolUse", "agentStop", "sessionEnd")
-        },
-        skeleton={"version": 1},
-    ),
-}
+    }
+
+
+HOOK_FILES = _hook_files(GIT_PREFIX)
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # In the worktree's git directory: each settings file as install found it.
@@ -128,11 +155,34 @@ class SettingsChange:
         return {"path": os.fspath(self.path), "status": self.status}
 
 
-def hook_file(harness: str) -> HookFile:
-    found = HOOK_FILES.get(harness)
+def hook_file(harness: str, prefix: str = GIT_PREFIX) -> HookFile:
+    found = (HOOK_FILES if prefix == GIT_PREFIX else _hook_files(prefix)).get(harness)
     if found is None:
         raise UsageError(f"unknown harness {harness!r}: the guard speaks {', '.join(HOOK_FILES)}")
     return found
+
+
+def _inside(path: Path, root: Path) -> None:
+    """Refuse a settings file that is, or lies under, a committed symbolic link leading
+    out of the working tree: a cloned repository must not make install write wherever
+    its author chose. A link of the user's own (not committed) is written through."""
+    top = os.path.realpath(root)
+    if os.path.commonpath([os.path.realpath(path), top]) == top:
+        return
+    here = root
+    for part in path.relative_to(root).parts:
+        here = here / part
+        if not here.is_symlink():
+            continue
+        target = os.path.realpath(here)
+        if os.path.commonpath([target, top]) == top:
+            continue
+        rel = here.relative_to(root).as_posix()
+        if git_output(["ls-files", "-z", "--", rel], os.fspath(root)).strip(b"\0"):
+            raise UsageError(
+                f"{rel} is a committed symbolic link out of the repository (to {target}); "
+                "nothing was changed"
+            )
 
 
 def settings_path(root: Path, *, local: bool, harness: str = "claude") -> Path:
@@ -311,12 +361,18 @@ def _hooks(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 
 def install(
-    root: Path, harness: str = "claude", *, local: bool = False, git_dir: Path | None = None
+    root: Path,
+    harness: str = "claude",
+    *,
+    local: bool = False,
+    git_dir: Path | None = None,
+    prefix: str = GIT_PREFIX,
 ) -> SettingsChange:
     """Merge the guard's hooks into the harness's settings; idempotent. ``git_dir`` (the
     worktree's) keeps the settings as found, for uninstall."""
-    spec = hook_file(harness)
+    spec = hook_file(harness, prefix)
     path = settings_path(root, local=local, harness=harness)
+    _inside(path, root)
     raw = _read_raw(path)
     data = {} if raw is None else _parse(raw, path)
     before = json.loads(json.dumps(data))
@@ -352,7 +408,10 @@ def uninstall(
     """Remove the guard's entries, and the containers install created that are left
     empty; the settings as found before install when nothing else changed since."""
     spec = hook_file(harness)
+    # Our entries under either command: the portable one, and this interpreter's.
+    specs = [spec, hook_file(harness, guard_prefix()[0]), hook_file(harness, _own_prefix())]
     path = settings_path(root, local=local, harness=harness)
+    _inside(path, root)
     raw = _read_raw(path)
     data = None if raw is None else _parse(raw, path)
     hooks = data.get("hooks") if data is not None else None
@@ -365,15 +424,16 @@ def uninstall(
     had = original.get("hooks") if original is not None else None
     emptied = []
     removed = False
-    for event, ours in spec.entries.items():
+    for event in spec.entries:
         entries = hooks.get(event)
         if not isinstance(entries, list):
             continue
+        ours = [one.entries[event] for one in specs]
         # Entries equal to ours that the file already held before install (a teammate's,
         # committed) stay: install appended its own after them.
         before = had.get(event) if isinstance(had, dict) else None
-        kept = before.count(ours) if isinstance(before, list) else 0
-        drop = [i for i, e in enumerate(entries) if e == ours][kept:]
+        kept = sum(e in ours for e in before) if isinstance(before, list) else 0
+        drop = [i for i, e in enumerate(entries) if e in ours][kept:]
         if not drop:
             continue
         removed = True
@@ -398,6 +458,10 @@ def uninstall(
         _write(path, _render(data, raw))
     _remember(git_dir, key, None)
     return SettingsChange(path, "uninstalled")
+
+
+def _own_prefix() -> str:
+    return f"{shlex.quote(sys.executable)} -m gitlocks"
 
 
 def _added(spec: HookFile, original: dict[str, Any] | None, name: str, value: Any) -> bool:

@@ -3,6 +3,7 @@ uninstall-agent-hooks."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -72,7 +73,10 @@ def install_agent_hooks(
     """
     name = _harness(harness)
     store = Store.discover()
-    change = settings.install(store.root, name, local=local, git_dir=store.git_dir)
+    prefix, warning = settings.guard_prefix()
+    change = settings.install(store.root, name, local=local, git_dir=store.git_dir, prefix=prefix)
+    if warning:
+        sys.stderr.write(f"warning: {printable(warning)}\n")
     _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
     finish(EXIT_OK)
 
