@@ -66,7 +66,10 @@ def ls(
     fresh: FreshOption = False,
     long: LongOption = False,
 ) -> None:
-    """Same as list."""
+    """Show the lock table (same as list); your locks are marked with *.
+
+    Example: git alock ls; git alock ls --long
+    """
     _list(as_id, as_json, fresh, long)
 
 
