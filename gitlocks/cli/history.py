@@ -41,7 +41,7 @@ def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 
     Example: git alock status
     """
-    ctx = context(as_id)
+    ctx = context(as_id, land=True)
     say_staleness(ctx.store)
     report = status_of(ctx)
     warn_problems(ctx)

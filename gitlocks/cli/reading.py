@@ -34,7 +34,7 @@ LongOption = Annotated[
 
 
 def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> None:
-    ctx = context(as_id, fresh=fresh)
+    ctx = context(as_id, fresh=fresh, land=True)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     _, live = live_table(ctx)
@@ -91,7 +91,7 @@ def check(
     """
     if staged and paths:
         raise UsageError("give paths or --staged, not both")
-    ctx = context(as_id, fresh=fresh)
+    ctx = context(as_id, fresh=fresh, land=True)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     if staged:

@@ -88,6 +88,7 @@ class HookConfig:
     # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
     skew: int = 0
     reftable: bool = False  # refs not in files: list them through git
+    remote: str | None = None  # alock.remote: the lock remote in remote mode
 
 
 def parse_config(raw: bytes) -> HookConfig:
@@ -110,7 +111,14 @@ def parse_config(raw: bytes) -> HookConfig:
     if skew_warning:
         warnings.append(skew_warning)
     storage = (values.get("extensions.refstorage") or "files").strip().lower()
-    return HookConfig(mode, ignore_case, "; ".join(warnings) or None, skew, storage != "files")
+    return HookConfig(
+        mode,
+        ignore_case,
+        "; ".join(warnings) or None,
+        skew,
+        storage != "files",
+        values.get("alock.remote") or None,
+    )
 
 
 def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
