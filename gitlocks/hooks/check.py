@@ -11,6 +11,7 @@ out of ``sys.modules``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -23,6 +24,7 @@ from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
+    format_duration,
     format_time,
     parse_duration,
     utcnow,
@@ -364,12 +366,53 @@ class TableReader:
         return settings, table
 
 
+# A push is about to reach a remote anyway: in remote mode pre-push first fetches the lock
+# table, so that it never warns from a view older than the claims (a claim released from
+# another clone). It waits this long at most (less if alock.remoteTimeout says less), then
+# says how old the view it judged by is.
+PRE_PUSH_FETCH_SECONDS = 3
+
+
+def refresh_view(cwd: str | None, remote: str) -> str | None:
+    """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS;
+    None when done, else the line saying how old the view is and why it stayed so."""
+    # Imported here: only remote mode's pre-push pays for pygit2 and the remote protocol.
+    import time
+
+    from gitlocks.hooks.commit import _bound_mutex
+    from gitlocks.store.local import Store
+    from gitlocks.store.remote import RemoteStore, read_sync_times
+
+    store = Store.discover(cwd)
+    try:
+        view = RemoteStore(store.repo)
+        view.timeout = min(view.timeout, PRE_PUSH_FETCH_SECONDS)
+        _bound_mutex(view, PRE_PUSH_FETCH_SECONDS)
+        view.sync()
+        return None
+    except GitlocksError as exc:
+        synced = read_sync_times(store).get(remote)
+        when = (
+            "never fetched"
+            if synced is None
+            else f"from {format_duration(max(0.0, time.time() - synced))} ago"
+        )
+        return f"lock view {when}; could not reach {remote} ({exc})"
+
+
 def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
     settings, table = reading.finish()
+    if hook == "pre-push" and settings.remote:
+        stale = refresh_view(cwd, settings.remote)
+        if stale is None:
+            settings, table = TableReader(cwd).finish()  # the view just fetched
+        else:
+            said = "; ".join(w for w in (settings.warning, stale) if w)
+            settings = dataclasses.replace(settings, warning=said)
     if staged is not None:
         paths = staged.paths()
     else:
