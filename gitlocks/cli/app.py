@@ -33,7 +33,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "watch": ("history", "Follow the journal live, one line per event, until Ctrl-C."),
     "whoami": ("info", "Show your agent id and parent, and where each came from."),
     "remote": ("remote", "Show, check or switch remote mode (locks decided on a git remote)."),
-    "sync": ("remote", "Refresh the local view of the lock remote."),
+    "sync": ("remote", "Refresh the lock remote's view; release your claims whose work landed."),
     "install-hooks": ("hooks", "Install the commit hooks (and pre-push with --pre-push)."),
     "guard": ("agents", "Answer an agent harness's hook event: deny or claim before an edit."),
     "install-agent-hooks": ("agents", "Register the guard in an agent harness's settings."),
