@@ -3,6 +3,9 @@ old its view is: never a warning about a claim released from another clone."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 from pathlib import Path
 
 from conftest import git
@@ -75,3 +78,29 @@ def test_pre_push_in_local_mode_fetches_nothing(tmp_path: Path) -> None:
     pushed = run_git(a, "push", "-q", "origin", "HEAD:main", env=BOB)
     assert pushed.code == 0 and pushed.err == "", pushed.err
     assert "refs/agent-locks" not in git(a, "for-each-ref")
+
+
+def test_pre_push_waits_on_a_silent_lock_remote_only_briefly(tmp_path: Path) -> None:
+    """A lock remote that takes the connection and never answers: the push goes on after
+    the hook's bound (a few seconds, not alock.remoteTimeout's 30), and the hook says so."""
+    bare = make_bare(tmp_path / "shared.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    git(a, "remote", "add", "locks", bare.as_uri())
+    assert alock(a, "remote", "locks").code == 0
+    assert alock(a, "install-hooks", "--pre-push").code == 0
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        git(a, "config", "remote.locks.url", f"git://127.0.0.1:{port}/shared.git")
+        commit_inside(a)
+        proc = subprocess.run(
+            ["git", "push", "-q", "origin", "HEAD:main"],
+            cwd=a,
+            env={**os.environ, **BOB},
+            capture_output=True,
+            text=True,
+            timeout=25,  # far more than the hook's bound, far less than alock.remoteTimeout
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "; could not reach locks" in proc.stderr, proc.stderr
