@@ -479,3 +479,28 @@ def test_sync_in_local_mode_asks_about_landing(hooked: Path) -> None:
     assert lock_refs(hooked) == []
     doc = alock(hooked, "sync", "--json", **B).json()
     assert doc["status"] == "synced" and doc["remote"] is None and doc["landed"] == []
+
+
+@pytest.mark.parametrize("hook", ["post-merge", "post-rewrite"])
+def test_the_landing_hooks_ask_through_git_alone_when_nothing_waits(
+    hooked: Path, hook: str
+) -> None:
+    assert alock(hooked, "acquire", "src/**", **A).code == 0  # a claim, but none waits
+    probe = (
+        "import sys\n"
+        "from gitlocks.main import main\n"
+        f"code = main(['hook', {hook!r}])\n"
+        "heavy = sorted(m for m in sys.modules\n"
+        "    if m.split('.')[0] in ('typer', 'click', 'pygit2'))\n"
+        "print(code, heavy)\n"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=hooked,
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, **B},
+    )
+    assert got.stdout.strip() == "0 []", got.stderr
+    assert got.stderr == ""
