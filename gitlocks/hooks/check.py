@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -377,8 +378,6 @@ def refresh_view(cwd: str | None, remote: str) -> str | None:
     """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS;
     None when done, else the line saying how old the view is and why it stayed so."""
     # Imported here: only remote mode's pre-push pays for pygit2 and the remote protocol.
-    import time
-
     from gitlocks.hooks.commit import _bound_mutex
     from gitlocks.store.local import Store
     from gitlocks.store.remote import RemoteStore, read_sync_times
