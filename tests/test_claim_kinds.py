@@ -16,8 +16,11 @@ from hypothesis import strategies as st
 
 from gitlocks.core.record import LockRecord, RecordError
 from gitlocks.core.table import holding
+from gitlocks.hooks import HOOKS
+from gitlocks.hooks.install import shim_text
 
 BIN = os.path.dirname(sys.executable)
+PROJECT = Path(__file__).resolve().parents[1]
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
 C = {"AGENT_ID": "agent-c"}
@@ -49,6 +52,10 @@ def record_of(cwd: Path, pattern: str, **env: str) -> dict[str, object]:
 
 def events(cwd: Path) -> list[dict[str, object]]:
     return [dict(e) for e in alock(cwd, "log", "--json").json()]
+
+
+# A merge made where our hooks do not run (another clone, hooks off).
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 
 
 @pytest.fixture
@@ -264,7 +271,7 @@ def test_until_merged_claim_lands_when_its_commits_reach_the_branch(hooked: Path
     assert record_of(hooked, "src/**")["id"] == record["id"]
     git(hooked, "checkout", "-q", "main")
     git(hooked, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
-    # The next write anywhere releases it, journaled as landed.
+    # The merge released it (the post-merge hook), journaled as landed.
     assert alock(hooked, "acquire", "more/**", **B).code == 0
     assert all("src/**" not in r["paths"] for r in alock(hooked, "list", "--json").json())
     [landed] = [e for e in events(hooked) if e["event"] == "landed"]
@@ -277,7 +284,7 @@ def test_uncommitted_changes_inside_the_claim_keep_it(hooked: Path) -> None:
     assert alock(hooked, "acquire", "src/**", "--until-merged", "main", **A).code == 0
     edit_and_commit(hooked, "src/app.py", "one\n", A)
     git(hooked, "checkout", "-q", "main")
-    git(hooked, "merge", "-q", "--ff-only", "feature")
+    git(hooked, *NO_HOOKS, "merge", "-q", "--ff-only", "feature")  # landed by nobody yet
     (hooked / "src" / "new.py").write_text("still working\n")  # untracked, inside
     assert alock(hooked, "acquire", "more/**", **B).code == 0
     assert record_of(hooked, "src/**")["until_merged"] == "main"
@@ -359,9 +366,9 @@ def test_a_landing_record_naming_a_foreign_directory_never_runs_git_there(
     git(hooked, "checkout", "-q", "-b", "feature")
     assert alock(hooked, "acquire", "src/**", "--until-merged", "main", **A).code == 0
     edit_and_commit(hooked, "src/app.py", "one\n", A)
-    git(hooked, "checkout", "-q", "main")
-    git(hooked, "merge", "-q", "--ff-only", "feature")
     record = record_of(hooked, "src/**")
+    git(hooked, "checkout", "-q", "main")
+    git(hooked, *NO_HOOKS, "merge", "-q", "--ff-only", "feature")
     record["worktree"] = str(evil)
     plant(hooked, str(record["id"]), record)
     assert alock(hooked, "acquire", "other/**", **B).code == 0
@@ -387,3 +394,113 @@ def test_verify_shows_the_kind_and_lets_sharers_commits_pass(repo: Path) -> None
     assert got.code == 1
     [held] = [line for line in got.out.splitlines() if line.startswith("HELD")]
     assert held.startswith("HELD docs/c.md") and "by agent-a (shared, docs/**" in held
+
+
+# --- a merge is noticed where people look ---------------------------------------------------
+
+
+def lock_refs(cwd: Path) -> list[str]:
+    """The lock refs, read by git alone (a read verb would itself ask about landing)."""
+    return git(cwd, "for-each-ref", "--format=%(refname)", "refs/agent-locks/").split()
+
+
+def feature_work(cwd: Path) -> str:
+    """agent-a claims src/** until merged into main and commits inside it on feature."""
+    git(cwd, "checkout", "-q", "-b", "feature")
+    assert alock(cwd, "acquire", "src/**", "--until-merged", "main", **A).code == 0
+    edit_and_commit(cwd, "src/app.py", "one\n", A)
+    assert record_of(cwd, "src/**")["awaiting"]
+    git(cwd, "checkout", "-q", "main")
+    [ref] = lock_refs(cwd)
+    return ref
+
+
+def test_a_merge_lands_the_claim_through_the_post_merge_hook(hooked: Path) -> None:
+    feature_work(hooked)
+    merged = run_git(hooked, "merge", "-q", "--no-ff", "-m", "merge feature", "feature", env=B)
+    assert merged.code == 0, merged.err
+    assert "alock: LANDED src/** of agent-a: its work is in main" in merged.err
+    assert lock_refs(hooked) == []  # gone before any verb ran
+    [landed] = [e for e in events(hooked) if e["event"] == "landed"]
+    assert landed["by"] == "agent-b" and landed["branch"] == "main"
+
+
+def test_a_rebase_that_lands_the_work_runs_post_rewrite(hooked: Path) -> None:
+    feature_work(hooked)
+    edit_and_commit(hooked, "README.md", "main moved on\n", B)
+    rebased = run_git(hooked, "rebase", "-q", "feature", env=B)  # main's commit made anew
+    assert rebased.code == 0, rebased.err
+    assert "alock: LANDED src/** of agent-a" in rebased.err
+    assert lock_refs(hooked) == []
+
+
+def test_a_merge_that_lands_nothing_is_quiet(hooked: Path, tmp_path: Path) -> None:
+    wt = tmp_path / "feature"
+    git(hooked, "worktree", "add", "-q", "-b", "feature", str(wt))
+    assert alock(wt, "acquire", "src/**", "--until-merged", "main", **A).code == 0
+    edit_and_commit(wt, "src/app.py", "one\n", A)
+    edit_and_commit(wt, "src/app.py", "two\n", A)
+    merged = run_git(hooked, "merge", "-q", "feature~1", env=B)  # only the first commit
+    assert merged.code == 0 and merged.err == "", merged.err
+    assert len(lock_refs(hooked)) == 1
+    rest = run_git(hooked, "merge", "-q", "feature", env=B)
+    assert "alock: LANDED src/** of agent-a" in rest.err and lock_refs(hooked) == []
+
+
+def test_every_bundled_hook_is_the_installed_text() -> None:
+    for name in HOOKS:
+        assert (PROJECT / "hooks" / name).read_text() == shim_text(name), name
+
+
+@pytest.mark.parametrize("verb", [("check", "src/app.py"), ("list",), ("status",)])
+def test_without_the_merge_hook_the_next_read_lands_the_claim(
+    hooked: Path, verb: tuple[str, ...]
+) -> None:
+    (hooked / ".git" / "hooks" / "post-merge").unlink()
+    ref = feature_work(hooked)
+    git(hooked, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    assert lock_refs(hooked) == [ref]  # nobody asked yet
+    got = alock(hooked, *verb, **B)
+    assert got.code == 0, got
+    assert "src/**" not in got.out and lock_refs(hooked) == []
+    if verb[0] == "check":
+        assert got.word.startswith("FREE")
+
+
+def test_sync_in_local_mode_asks_about_landing(hooked: Path) -> None:
+    (hooked / ".git" / "hooks" / "post-merge").unlink()
+    feature_work(hooked)
+    nothing = alock(hooked, "sync", **B)
+    assert nothing.code == 0 and nothing.word.startswith("SYNCED local mode: 1 lock(s)"), nothing
+    git(hooked, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    got = alock(hooked, "sync", **B)
+    assert got.code == 0, got
+    assert "LANDED src/** of agent-a: its work is in main, claim released" in got.out
+    assert lock_refs(hooked) == []
+    doc = alock(hooked, "sync", "--json", **B).json()
+    assert doc["status"] == "synced" and doc["remote"] is None and doc["landed"] == []
+
+
+@pytest.mark.parametrize("hook", ["post-merge", "post-rewrite"])
+def test_the_landing_hooks_ask_through_git_alone_when_nothing_waits(
+    hooked: Path, hook: str
+) -> None:
+    assert alock(hooked, "acquire", "src/**", **A).code == 0  # a claim, but none waits
+    probe = (
+        "import sys\n"
+        "from gitlocks.main import main\n"
+        f"code = main(['hook', {hook!r}])\n"
+        "heavy = sorted(m for m in sys.modules\n"
+        "    if m.split('.')[0] in ('typer', 'click', 'pygit2'))\n"
+        "print(code, heavy)\n"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=hooked,
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, **B},
+    )
+    assert got.stdout.strip() == "0 []", got.stderr
+    assert got.stderr == ""

@@ -191,11 +191,16 @@ def feature(hooked: Path, tmp_path: Path) -> Path:
     return wt
 
 
+# A merge made where our hooks do not run (another clone, hooks off): the post-merge hook
+# would land the claim at once, before the change these tests make after it.
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+
+
 def test_a_new_commit_inside_the_claim_keeps_it_from_landing(hooked: Path, feature: Path) -> None:
     """The first commit landed; the holder goes on and commits again inside the claim. The
     heartbeat of that very commit swept first, found the claim landed (the new commit was
     not awaited yet, the worktree clean) and released it while the work was unmerged."""
-    git(hooked, "merge", "-q", "--ff-only", "feat")
+    git(hooked, *NO_HOOKS, "merge", "-q", "--ff-only", "feat")
     commit(feature, "src/app.py", "2\n", A, "-m", "second")
     assert [r["paths"] for r in records(feature)] == [["src/**"]]
     assert "landed" not in events(feature)
@@ -211,7 +216,7 @@ def test_a_commit_made_without_hooks_keeps_the_claim_too(
 ) -> None:
     """A commit the post-commit hook never saw (hooks off, another clone's tool) is not
     awaited; the claim landed on the first commit alone while this one was unmerged."""
-    git(hooked, "merge", "-q", "--ff-only", "feat")
+    git(hooked, *NO_HOOKS, "merge", "-q", "--ff-only", "feat")
     (feature / "src" / "app.py").write_text("2\n")
     none = tmp_path / "no-hooks"
     none.mkdir()
@@ -226,7 +231,7 @@ def test_a_rename_out_of_the_claim_is_an_uncommitted_change_inside(
 ) -> None:
     """A staged rename of a file out of the claim changes the claim (its source goes), but
     the status reading kept only the destination, and the claim landed."""
-    git(hooked, "merge", "-q", "--ff-only", "feat")
+    git(hooked, *NO_HOOKS, "merge", "-q", "--ff-only", "feat")
     git(feature, "mv", "src/app.py", "moved.py")
     assert alock(hooked, "acquire", "docs/**", **B).code == 0
     assert sorted(str(r["holder"]) for r in records(hooked)) == ["agent-a", "agent-b"]

@@ -416,7 +416,13 @@ def test_install_is_idempotent_and_uninstall_cleans_up(repo: Path) -> None:
     first = alock(repo, "install-hooks", "--json")
     assert first.code == 0
     entries = first.json()["hooks"]
-    assert [e["hook"] for e in entries] == ["pre-commit", "commit-msg", "post-commit"]
+    assert [e["hook"] for e in entries] == [
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "post-merge",
+        "post-rewrite",
+    ]
     assert all(e["status"] == "installed" and e["chained"] is None for e in entries)
     assert alock(repo, "install-hooks").word.startswith("ALREADY INSTALLED pre-commit")
     both = alock(repo, "uninstall-hooks")
@@ -426,6 +432,8 @@ def test_install_is_idempotent_and_uninstall_cleans_up(repo: Path) -> None:
         "UNINSTALLED pre-commit",
         "UNINSTALLED commit-msg",
         "UNINSTALLED post-commit",
+        "UNINSTALLED post-merge",
+        "UNINSTALLED post-rewrite",
     ]
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     again = alock(repo, "uninstall-hooks")
@@ -441,6 +449,8 @@ def test_a_hooks_directory_install_made_goes_with_the_last_hook(repo: Path) -> N
         "UNINSTALLED pre-commit",
         "UNINSTALLED commit-msg",
         "UNINSTALLED post-commit",
+        "UNINSTALLED post-merge",
+        "UNINSTALLED post-rewrite",
         "UNINSTALLED pre-push",
     ]
     assert not (repo / ".githooks").exists()

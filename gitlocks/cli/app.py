@@ -33,7 +33,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "watch": ("history", "Follow the journal live, one line per event, until Ctrl-C."),
     "whoami": ("info", "Show your agent id and parent, and where each came from."),
     "remote": ("remote", "Show, check or switch remote mode (locks decided on a git remote)."),
-    "sync": ("remote", "Refresh the local view of the lock remote."),
+    "sync": ("remote", "Refresh the lock remote's view; release your claims whose work landed."),
     "install-hooks": ("hooks", "Install the commit hooks (and pre-push with --pre-push)."),
     "guard": ("agents", "Answer an agent harness's hook event: deny or claim before an edit."),
     "install-agent-hooks": ("agents", "Register the guard in an agent harness's settings."),
@@ -76,6 +76,7 @@ def usage() -> str:
 
 def run(args: list[str]) -> int:
     """Run one command line; return its exit code. ``GitlocksError`` propagates."""
+    args = _as_after_verb(args)
     if not args or args[0] in HELP_OPTIONS:
         sys.stdout.write(usage())
         if args:
@@ -97,6 +98,26 @@ def run(args: list[str]) -> int:
         maybe = f" Did you mean '{close[0]}'?" if close else ""
         raise UsageError(f"No such command '{verb}'.{maybe}\n{HINT.removesuffix(chr(10))}")
     return _run_verb(verb, args[1:])
+
+
+def _as_after_verb(args: list[str]) -> list[str]:
+    """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...``: who acts is said
+    before the verb as naturally as after it (``git -c`` style)."""
+    moved: list[str] = []
+    while args and (args[0] == "--as" or args[0].startswith("--as=")):
+        if args[0] == "--as":
+            if len(args) < 2:
+                raise UsageError("--as needs an agent id, e.g. git alock --as NAME acquire PATTERN")
+            moved += args[:2]
+            args = args[2:]
+        else:
+            moved.append(args[0])
+            args = args[1:]
+    if not moved:
+        return args
+    if not args or args[0].startswith("-"):
+        raise UsageError("name a verb after --as, e.g. git alock --as NAME acquire PATTERN")
+    return [args[0], *moved, *args[1:]]
 
 
 def _run_verb(verb: str, args: list[str]) -> int:

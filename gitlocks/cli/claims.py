@@ -15,7 +15,7 @@ from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
-from gitlocks.service import landing, lifecycle, locks
+from gitlocks.service import landing, lifecycle, locks, typos
 
 app = verbs()
 MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
@@ -76,7 +76,18 @@ def acquire(
                 f"note: {printable(entry.pattern)} is listed in .alockignore: nobody needs to "
                 "claim it (the guard and the hooks leave it alone)\n"
             )
-    reply(result.to_dict(), render.acquire(result, ctx.now()), as_json)
+    doc = result.to_dict()
+    missing: list[typos.Uncovered] = []
+    if result.status == "acquired":
+        missing = typos.uncovered(str(ctx.store.root), claim, ignore_case=ctx.store.ignore_case)
+        doc["covers_nothing"] = [m.to_dict() for m in missing]
+    reply(doc, render.acquire(result, ctx.now()), as_json)
+    # After the answer, so that output read with 2>&1 still starts with its word.
+    for m in missing:
+        closest = f"; the closest existing path is {m.closest}" if m.closest else ""
+        sys.stderr.write(
+            printable(f"note: {m.pattern} covers nothing that exists yet{closest}") + "\n"
+        )
     finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
 
 

@@ -28,6 +28,26 @@ TtlOption = Annotated[
 ]
 
 
+def whole_number(typed: str, option: str) -> int:
+    """A count typed for ``option``: a whole number, at least 1 (read here, not by click,
+    so that a bad one is reported as every other bad value is)."""
+    text = typed.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise UsageError(f"invalid {option} {typed!r}: use a whole number of at least 1, e.g. 20")
+    return int(text)
+
+
+def poll_interval(typed: str) -> float:
+    """``--interval``: seconds from 0.01 to 3600 (nan and inf are refused too)."""
+    try:
+        value = float(typed)
+    except ValueError:
+        value = float("nan")
+    if not 0.01 <= value <= 3600:
+        raise UsageError(f"invalid --interval {typed!r}: use seconds from 0.01 to 3600, e.g. 0.5")
+    return value
+
+
 def verbs() -> typer.Typer:
     """The typer app a verb module registers its verbs on."""
     return typer.Typer(

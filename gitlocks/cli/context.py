@@ -11,16 +11,22 @@ from pathlib import Path
 
 from gitlocks.core.glob import first_control
 from gitlocks.core.scope import ScopeEntry, make_entry
-from gitlocks.errors import UsageError
+from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
+from gitlocks.service import landing
 from gitlocks.service.context import Context, open_context
 from gitlocks.store.local import Store
 
 
-def context(as_id: str | None, *, fresh: bool = False) -> Context:
-    """The store of the current repository (the remote's in remote mode) and who asks."""
+def context(as_id: str | None, *, fresh: bool = False, land: bool = False) -> Context:
+    """The store of the current repository (the remote's in remote mode) and who asks.
+
+    ``land`` (the reading verbs): in local mode, first release this machine's claims
+    whose work has landed, so that a merge is seen by the next read (every write asks
+    anyway; in remote mode ``sync`` asks, as the branch is the remote's).
+    """
     ctx = open_context(None, lambda: resolve_identity(as_id))
     target = ctx.store.journal_symref()
     if target is not None:
@@ -30,7 +36,21 @@ def context(as_id: str | None, *, fresh: bool = False) -> Context:
         )
     if fresh:
         ctx.store.sync()
+    if land and not ctx.store.config_get("alock.remote"):
+        _land(ctx)
     return ctx
+
+
+def _land(ctx: Context) -> None:
+    """Release landed claims before a read; a read still answers if that write fails."""
+    if not landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
+        return  # the cheap question: no claim of this machine waits (summaries only)
+    from gitlocks.service.remote import land_waiting  # only when some claim waits
+
+    try:
+        land_waiting(ctx)
+    except GitlocksError as exc:
+        ctx.warnings.append(f"claims whose work landed were not released: {exc}")
 
 
 def say_staleness(store: Store) -> None:

@@ -9,11 +9,20 @@ from typing import Annotated
 
 import typer
 
-from gitlocks.cli.common import AsOption, JsonOption, finish, out, reply, verbs
+from gitlocks.cli.common import (
+    AsOption,
+    JsonOption,
+    finish,
+    out,
+    poll_interval,
+    reply,
+    verbs,
+    whole_number,
+)
 from gitlocks.cli.context import context, say_staleness, warn_problems
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
-from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
 from gitlocks.render import journal as render_journal
 from gitlocks.render import status as render_status
 from gitlocks.service import journal
@@ -32,7 +41,7 @@ def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 
     Example: git alock status
     """
-    ctx = context(as_id)
+    ctx = context(as_id, land=True)
     say_staleness(ctx.store)
     report = status_of(ctx)
     warn_problems(ctx)
@@ -43,7 +52,7 @@ def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 @app.command()
 def log(
     count: Annotated[
-        int | None, typer.Option("-n", "--max-count", help="Show at most N events.", min=1)
+        str | None, typer.Option("-n", "--max-count", metavar="N", help="Show at most N events.")
     ] = None,
     since: Annotated[
         str | None,
@@ -56,10 +65,11 @@ def log(
 
     Example: git alock log -n 20 --since 2h
     """
+    limit = whole_number(count, "-n") if count is not None else None
     store = Store.discover()
     after = core_journal.since_time(since, utcnow()) if since else None
-    shared = journal.events(store, limit=count, since=after)
-    found = core_journal.merged(shared, journal.refusals(store, since=after), count)
+    shared = journal.events(store, limit=limit, since=after)
+    found = core_journal.merged(shared, journal.refusals(store, since=after), limit)
     if reverse:
         found.reverse()
     text = "\n".join(render_journal.format_event(e) for e in found) or "no events"
@@ -70,11 +80,11 @@ def log(
 @app.command()
 def watch(
     interval: Annotated[
-        float,
-        typer.Option("--interval", help="Seconds between polls (0.01 to 3600).", min=0.01),
-    ] = 0.5,
+        str,
+        typer.Option("--interval", metavar="SECONDS", help="Seconds between polls (0.01 to 3600)."),
+    ] = "0.5",
     count: Annotated[
-        int | None, typer.Option("--count", help="Stop after N events.", min=1)
+        str | None, typer.Option("--count", metavar="N", help="Stop after N events.")
     ] = None,
     timeout: Annotated[
         str | None, typer.Option("--timeout", help="Stop after this long: 30s, 5m.")
@@ -85,20 +95,20 @@ def watch(
 
     Example: git alock watch --interval 1
     """
-    if not 0.01 <= interval <= 3600:  # also refuses nan and inf, which min= lets through
-        raise UsageError(f"invalid --interval {interval!r}: from 0.01 to 3600 seconds")
+    every = poll_interval(interval)
+    stop_after = whole_number(count, "--count") if count is not None else None
     store = Store.discover()
     deadline = None
     if timeout is not None:
         deadline = time.monotonic() + parse_duration(timeout, what="--timeout")
     seen = 0
     try:
-        for batch in journal.follow(store, interval=interval):
+        for batch in journal.follow(store, interval=every):
             for event in batch:
                 line = json.dumps(event, ensure_ascii=False, sort_keys=True)
                 out(line if as_json else render_journal.format_event(event))
                 seen += 1
-                if count is not None and seen >= count:
+                if stop_after is not None and seen >= stop_after:
                     finish(EXIT_OK)
             sys.stdout.flush()
             if deadline is not None and time.monotonic() >= deadline:

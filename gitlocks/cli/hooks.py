@@ -27,8 +27,9 @@ def install_hooks(
 
     pre-commit checks the staged paths against others' claims; commit-msg adds an
     Agent-Id trailer naming the agent; post-commit renews your claims on the paths you
-    commit. An existing hook is kept and still runs first. Warns by default;
-    git config alock.hookMode block makes the checks refuse.
+    commit; post-merge and post-rewrite release your --until-merged claims whose work a
+    merge or rebase has landed. An existing hook is kept and still runs first. Warns by
+    default; git config alock.hookMode block makes the checks refuse.
 
     Example: git alock install-hooks --pre-push
     """

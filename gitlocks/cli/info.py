@@ -35,7 +35,10 @@ def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 
 @app.command()
 def version(as_json: JsonOption = False) -> None:
-    """Show the version."""
+    """Show the version.
+
+    Example: git alock version --json
+    """
     reply({"version": __version__}, f"gitlocks {__version__}", as_json)
 
 

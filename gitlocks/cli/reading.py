@@ -34,7 +34,7 @@ LongOption = Annotated[
 
 
 def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> None:
-    ctx = context(as_id, fresh=fresh)
+    ctx = context(as_id, fresh=fresh, land=True)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     _, live = live_table(ctx)
@@ -66,7 +66,10 @@ def ls(
     fresh: FreshOption = False,
     long: LongOption = False,
 ) -> None:
-    """Same as list."""
+    """Show the lock table (same as list); your locks are marked with *.
+
+    Example: git alock ls; git alock ls --long
+    """
     _list(as_id, as_json, fresh, long)
 
 
@@ -88,7 +91,7 @@ def check(
     """
     if staged and paths:
         raise UsageError("give paths or --staged, not both")
-    ctx = context(as_id, fresh=fresh)
+    ctx = context(as_id, fresh=fresh, land=True)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     if staged:

@@ -53,12 +53,10 @@ def remote_(
 
 @app.command("sync")
 def sync(as_json: JsonOption = False) -> None:
-    """Refresh the local view of the lock remote (fetches only the lock refs).
+    """Refresh the local view of the lock remote (fetches only the lock refs), and
+    release your claims whose work has landed (--until-merged); in local mode, only that.
 
     Example: git alock sync
     """
-    store = Store.discover()
-    if not store.config_get("alock.remote"):
-        raise UsageError("local mode: there is no lock remote to sync (git alock remote NAME)")
     result = service.sync(context(None))
     reply(result.to_dict(), render.synced(result), as_json)

@@ -16,13 +16,15 @@ HOOKS = {
     "pre-push": "check",
     "commit-msg": "trailer",
     "post-commit": "commit",
+    "post-merge": "landed",
+    "post-rewrite": "landed",
     "pre-receive": "receive",
 }
 # The hooks install-hooks puts into a working repository (pre-push only when asked);
 # pre-receive belongs to a bare repository you host (install-remote-hook).
-CLIENT_HOOKS = ("pre-commit", "commit-msg", "post-commit", "pre-push")
-# Hooks that read git's list of refs on standard input.
-STDIN_HOOKS = ("pre-push", "pre-receive")
+CLIENT_HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "post-rewrite", "pre-push")
+# Hooks that read a list from git on standard input (refs, or rewritten commits).
+STDIN_HOOKS = ("pre-push", "pre-receive", "post-rewrite")
 
 
 def main(argv: Sequence[str]) -> int:

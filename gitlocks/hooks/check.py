@@ -11,9 +11,11 @@ out of ``sys.modules``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +25,7 @@ from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
+    format_duration,
     format_time,
     parse_duration,
     utcnow,
@@ -88,6 +91,7 @@ class HookConfig:
     # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
     skew: int = 0
     reftable: bool = False  # refs not in files: list them through git
+    remote: str | None = None  # alock.remote: the lock remote in remote mode
 
 
 def parse_config(raw: bytes) -> HookConfig:
@@ -110,7 +114,14 @@ def parse_config(raw: bytes) -> HookConfig:
     if skew_warning:
         warnings.append(skew_warning)
     storage = (values.get("extensions.refstorage") or "files").strip().lower()
-    return HookConfig(mode, ignore_case, "; ".join(warnings) or None, skew, storage != "files")
+    return HookConfig(
+        mode,
+        ignore_case,
+        "; ".join(warnings) or None,
+        skew,
+        storage != "files",
+        values.get("alock.remote") or None,
+    )
 
 
 def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
@@ -358,12 +369,51 @@ class TableReader:
         return settings, table
 
 
+# A push is about to reach a remote anyway: in remote mode pre-push first fetches the lock
+# table, so that it never warns from a view older than the claims (a claim released from
+# another clone). It waits this long at most (less if alock.remoteTimeout says less), then
+# says how old the view it judged by is.
+PRE_PUSH_FETCH_SECONDS = 3
+
+
+def refresh_view(cwd: str | None, remote: str) -> str | None:
+    """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS;
+    None when done, else the line saying how old the view is and why it stayed so."""
+    # Imported here: only remote mode's pre-push pays for pygit2 and the remote protocol.
+    from gitlocks.hooks.commit import _bound_mutex
+    from gitlocks.store.local import Store
+    from gitlocks.store.remote import RemoteStore, read_sync_times
+
+    store = Store.discover(cwd)
+    try:
+        view = RemoteStore(store.repo)
+        view.timeout = min(view.timeout, PRE_PUSH_FETCH_SECONDS)
+        _bound_mutex(view, PRE_PUSH_FETCH_SECONDS)
+        view.sync()
+        return None
+    except GitlocksError as exc:
+        synced = read_sync_times(store).get(remote)
+        when = (
+            "never fetched"
+            if synced is None
+            else f"from {format_duration(max(0.0, time.time() - synced))} ago"
+        )
+        return f"lock view {when}; could not reach {remote} ({exc})"
+
+
 def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
     settings, table = reading.finish()
+    if hook == "pre-push" and settings.remote:
+        stale = refresh_view(cwd, settings.remote)
+        if stale is None:
+            settings, table = TableReader(cwd).finish()  # the view just fetched
+        else:
+            said = "; ".join(w for w in (settings.warning, stale) if w)
+            settings = dataclasses.replace(settings, warning=said)
     if staged is not None:
         paths = staged.paths()
     else:

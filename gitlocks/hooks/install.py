@@ -97,6 +97,14 @@ _ABOUT = {
         "Renews the committer's own claims on the paths it committed (git alock):",
         "a commit is a heartbeat. It never changes the commit.",
     ),
+    "post-merge": (
+        "Releases your claims made --until-merged whose work a merge has landed (git alock),",
+        "so that they are gone before anyone looks. It never changes the merge.",
+    ),
+    "post-rewrite": (
+        "Releases your claims made --until-merged whose work has landed, after a rebase",
+        "or an amend (git alock). It never changes the commits.",
+    ),
     "pre-receive": (
         "Refuses a push that changes paths inside another holder's live lock (git alock),",
         "decided on the lock table stored in this repository. Lock refs always pass.",

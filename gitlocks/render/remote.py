@@ -35,10 +35,13 @@ def state(shown: RemoteState) -> str:
 
 
 def synced(result: SyncResult) -> str:
-    lines = [
-        f"SYNCED {result.remote}: {result.locks} lock(s) on the remote"
-        + ("" if result.changed else ", no change")
-    ]
+    if result.remote is None:
+        lines = [f"SYNCED local mode: {result.locks} lock(s), no lock remote to fetch"]
+    else:
+        lines = [
+            f"SYNCED {result.remote}: {result.locks} lock(s) on the remote"
+            + ("" if result.changed else ", no change")
+        ]
     lines += [
         f"LANDED {' '.join(r.paths)} of {r.holder}: its work is in {r.until_merged}, "
         f"claim released [lock {r.id}]"

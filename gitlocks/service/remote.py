@@ -36,9 +36,10 @@ class RemoteState:
 
 @dataclass
 class SyncResult:
-    """What ``sync`` fetched, and the claims it released because their work landed."""
+    """What ``sync`` fetched, and the claims it released because their work landed
+    (``remote`` None: local mode, where nothing is fetched and only landing is asked)."""
 
-    remote: str
+    remote: str | None
     changed: bool
     locks: int
     landed: list[LockRecord] = field(default_factory=list)  # released: their work landed
@@ -65,7 +66,11 @@ def show(store: Store) -> RemoteState:
 
 def sync(ctx: Context) -> SyncResult:
     """Fetch the remote's lock table; then refresh the branches this machine's claims
-    wait on and release, by one write, those whose work has landed there."""
+    wait on and release, by one write, those whose work has landed there. In local mode
+    there is nothing to fetch: only the landing question is asked."""
+    if not ctx.store.config_get("alock.remote"):
+        released = land_waiting(ctx)
+        return SyncResult(None, bool(released), len(ctx.store.read_table()), released)
     remote = ctx.store
     if not isinstance(remote, RemoteStore):
         remote = RemoteStore(ctx.store.repo)
@@ -84,6 +89,30 @@ def sync(ctx: Context) -> SyncResult:
 
         landed = remote.transact(decide)
     return SyncResult(remote.remote, changed, len(remote.remote_table()), landed)
+
+
+def land_waiting(ctx: Context) -> list[LockRecord]:
+    """Release, by one write, this machine's claims whose work has landed in their branch.
+
+    The cheap question first: a table where no record of this machine waits (read from
+    the summaries) costs nothing more; then the landing question itself, read-only; only
+    when some claim has landed is the store's mutex taken and the release written. What
+    a merge (the post-merge hook), a rewrite, ``sync`` and the reading verbs ask.
+    """
+    table = ctx.store.read_table()
+    if not landing.waiting_branches(table, ctx.host_id):
+        return []
+    if not landing.land(ctx.store, table, set(), ctx.host_id):
+        return []
+
+    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+        change = Change()
+        sweep(ctx, table, ctx.now(), change)
+        found = [e["id"] for e in change.events if e["event"] == "landed"]
+        return change, [table.records[i] for i in found]
+
+    landed: list[LockRecord] = ctx.store.transact(decide)
+    return landed
 
 
 def view_age(store: Store, name: str) -> float | None:

@@ -125,9 +125,16 @@ class RemoteStore(Store):
         name = remote if remote is not None else self.config_get("alock.remote")
         if not name:
             raise UsageError("no lock remote: set one with git alock remote NAME")
+        # A name typed now (``git alock remote NAME``) is not yet alock.remote: say which.
+        where = "" if remote is not None else " (alock.remote)"
         if not _REMOTE_NAME_RE.match(name) or ".." in name:
-            raise UsageError(f"invalid remote name {name!r} (alock.remote)")
+            raise UsageError(f"invalid remote name {name!r}{where}")
         if self.config_get(f"remote.{name}.url") is None:
+            if remote is not None:
+                raise RemoteError(
+                    f"no such remote {name!r}; nothing changed (git remote -v lists them; "
+                    f"git remote add {name} URL adds one)"
+                )
             raise RemoteError(
                 f"alock.remote names {name!r}, but this repository has no such remote "
                 f"(git remote -v lists them; git alock remote --off returns to local mode)"

@@ -1,0 +1,76 @@
+"""The post-merge and post-rewrite hooks: a merge may land a claim's work.
+
+A claim made ``--until-merged BRANCH`` is released once its commits are in BRANCH
+(``gitlocks.service.landing``). Every write asks, and so do ``sync`` and the reading
+verbs; these hooks ask right after a merge (``git merge``, ``git pull``) or a rewrite
+(``git rebase``, ``git commit --amend``), so that the claim is gone before anyone looks.
+The cheap question comes first, on the hooks' fast path (git's command line, no
+pygit2): does a record of this machine wait at all? Only then is the store opened.
+
+In remote mode a claim waits for the remote's branch, which only ``sync`` fetches: a
+local merge lands nothing there until it is pushed, so these hooks leave it to ``sync``.
+git ignores both hooks' exit codes; they never fail anyway.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from gitlocks.core.record import LockRecord
+from gitlocks.core.text import printable
+from gitlocks.errors import GitlocksError
+from gitlocks.hooks.check import TableReader
+from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS, _bound_mutex
+from gitlocks.hooks.session import hook_session
+from gitlocks.identity import host_identity, resolve_identity
+from gitlocks.render.hooks import PREFIX
+
+HOOK_NAMES = ("post-merge", "post-rewrite")
+
+
+def run(cwd: str | None = None) -> list[LockRecord]:
+    """Release this machine's claims whose work has landed; the claims released."""
+    settings, table = TableReader(cwd).finish()
+    if settings.remote:
+        return []
+    host = host_identity()
+    if not any(r.host_id == host for r in table.landing()):
+        return []
+    # Imported here: the store brings in pygit2, which the hooks' fast path avoids.
+    from gitlocks.service.context import open_context
+    from gitlocks.service.remote import land_waiting
+
+    ctx = open_context(cwd, lambda: resolve_identity(None, session=hook_session()))
+    _bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)  # the merge is made: never wait long
+    return land_waiting(ctx)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``git-alock hook post-merge|post-rewrite``: say what landed; always exit 0."""
+    hook = argv[0] if argv else "post-merge"
+    if hook == "post-rewrite":
+        sys.stdin.read()  # git's list of rewritten commits: read, so git never writes in vain
+    try:
+        landed = run()
+    except GitlocksError as exc:
+        sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {hook} landing check skipped\n")
+        return 0
+    except Exception as exc:  # a bug: say so; the merge is made already
+        import traceback  # only on this path: a bug in a hook
+
+        sys.stderr.write(
+            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
+            "This is a bug in gitlocks; please report it with the traceback below.\n"
+        )
+        traceback.print_exc()
+        return 0
+    for record in landed:
+        sys.stderr.write(
+            printable(
+                f"{PREFIX}LANDED {' '.join(record.paths)} of {record.holder}: its work is in "
+                f"{record.until_merged}, claim released [lock {record.id}]"
+            )
+            + "\n"
+        )
+    return 0

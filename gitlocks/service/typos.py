@@ -1,0 +1,135 @@
+"""Claims that cover nothing that exists: a typo (``srcc/**``, ``SRC/auth``), or a file
+about to be written. Still claimed (an agent claims a file before writing it), but worth a
+note naming the closest existing path.
+
+Cheap at any size: a pattern whose literal part (the segments before its first wildcard)
+exists in the working tree is taken to cover something, without listing anything; only
+when some pattern's literal part is missing is the index listed, once
+(``git ls-files``), and each missing segment compared (``difflib``) with the names at its
+depth under the part that does exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
+from gitlocks.git import run
+
+# The names compared at one depth: beyond this many, only those that start like the name
+# typed or are about as long, and of those this many.
+MAX_NAMES = 5000
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    """A claimed pattern that covers no existing path, and the closest path that exists."""
+
+    pattern: str
+    closest: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "closest": self.closest}
+
+
+def literal_part(pattern: str) -> list[str]:
+    """The segments of ``pattern`` before its first wildcard, unescaped."""
+    if pattern == WHOLE_TREE:
+        return []
+    found = []
+    for segment in pattern.split("/"):
+        if has_wildcards(segment):
+            break
+        found.append(literal_path(segment))
+    return found
+
+
+def uncovered(
+    root: str,
+    claim: Sequence[ScopeEntry],
+    *,
+    ignore_case: bool = False,
+    list_files: Callable[[], list[str]] | None = None,
+) -> list[Uncovered]:
+    """The patterns of ``claim`` whose literal part exists neither in the working tree
+    nor in the index, each with the closest existing path (None when nothing is close)."""
+    missing = [
+        (entry.pattern, parts)
+        for entry in claim
+        if (parts := literal_part(entry.pattern))
+        and not os.path.lexists(os.path.join(root, *parts))
+    ]
+    if not missing:
+        return []
+    files = (list_files or (lambda: tracked_files(root)))()
+    fold = str.casefold if ignore_case else str
+    tracked = {fold(p) for p in files}
+    found = []
+    for pattern, parts in missing:
+        literal = fold("/".join(parts))
+        if literal in tracked or any(p.startswith(literal + "/") for p in tracked):
+            continue  # in the index, deleted from the tree: it covers that
+        found.append(Uncovered(pattern, _closest(parts, files, root)))
+    return found
+
+
+def _closest(parts: list[str], files: list[str], root: str) -> str | None:
+    """Walk ``parts`` down the tree, replacing each missing name by the closest one at its
+    depth; the path reached, if any name was replaced and every one was found."""
+    reached: list[str] = []
+    replaced = False
+    for part in parts:
+        names = _names_under(reached, files, root)
+        if part in names:
+            reached.append(part)
+            continue
+        close = _close_name(part, names)
+        if close is None:
+            return None
+        reached.append(close)
+        replaced = True
+    return "/".join(reached) if replaced else None
+
+
+def _close_name(name: str, names: list[str]) -> str | None:
+    """The name in ``names`` closest to ``name``: a case-only difference first, then
+    difflib's best match, compared without case (``SRC`` is ``src``)."""
+    if len(names) > MAX_NAMES:
+        first, size = name[:1].casefold(), len(name)
+        names = [n for n in names if n[:1].casefold() == first or abs(len(n) - size) <= 1][
+            :MAX_NAMES
+        ]
+    folded: dict[str, str] = {}
+    for candidate in names:
+        folded.setdefault(candidate.casefold(), candidate)
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
+
+
+def _names_under(parent: list[str], files: list[str], root: str) -> list[str]:
+    """The names one level below ``parent``, in the index or on disk (one directory read)."""
+    prefix = "/".join(parent) + "/" if parent else ""
+    names: set[str] = set()
+    for path in files:
+        if path.startswith(prefix):
+            names.add(path[len(prefix) :].split("/", 1)[0])
+    with contextlib.suppress(OSError):
+        names.update(os.listdir(os.path.join(root, *parent)))
+    names.discard(".git")
+    return sorted(names)
+
+
+def tracked_files(root: str) -> list[str]:
+    """The index's paths, root-relative (one ``git ls-files``); none if git cannot tell."""
+    try:
+        raw = run.output(["ls-files", "-z", "--cached"], root, env=run.Env.CLEAN, error=OSError)
+    except OSError:
+        return []
+    return [os.fsdecode(p) for p in raw.split(b"\0") if p]

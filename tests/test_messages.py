@@ -1,0 +1,90 @@
+"""What a newcomer reads: every bad input in our ``error:`` form, ``--as`` on either side
+of the verb, an example in every verb's help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock, alock_process
+
+from gitlocks.cli.app import VERBS
+
+
+def test_remote_naming_no_remote_says_so_without_blaming_the_setting(repo: Path) -> None:
+    got = alock(repo, "remote", "nosuch")
+    assert got.code == 2 and got.err.startswith("error: no such remote 'nosuch'"), got
+    assert "alock.remote" not in got.err and "nothing changed" in got.err
+    assert git(repo, "config", "--get", "alock.remote", check=False) == ""
+
+
+def test_a_remote_setting_naming_no_remote_names_the_setting(repo: Path) -> None:
+    git(repo, "config", "alock.remote", "gone")
+    got = alock(repo, "list")
+    assert got.code == 2 and "alock.remote names 'gone'" in got.err, got
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--as", "bob", "acquire", "src/**"),
+        ("--as=bob", "acquire", "src/**"),
+        ("acquire", "--as", "bob", "src/**"),
+        ("acquire", "src/**", "--as", "bob"),
+    ],
+    ids=["before", "before-equals", "after-verb", "last"],
+)
+def test_as_goes_before_or_after_the_verb(repo: Path, args: tuple[str, ...]) -> None:
+    got = alock(repo, *args)
+    assert got.code == 0 and got.out.startswith("ACQUIRED src/** as bob"), got
+    assert alock(repo, "list", "--json").json()[0]["holder"] == "bob"
+
+
+def test_as_before_the_verb_through_git(repo: Path) -> None:
+    got = alock_process(repo, "--as", "carol", "acquire", "src/**")
+    assert got.code == 0 and got.out.startswith("ACQUIRED src/** as carol"), got
+    mine = alock_process(repo, "--as", "carol", "check", "src/app.py")
+    assert mine.code == 0 and mine.out.startswith("YOURS"), mine
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--as",), ("--as", "bob"), ("--as", "bob", "--json")],
+    ids=["no-id", "no-verb", "option-not-verb"],
+)
+def test_as_without_an_id_or_a_verb_is_a_usage_error(repo: Path, args: tuple[str, ...]) -> None:
+    got = alock(repo, *args)
+    assert got.code == 2 and got.err.startswith("error: ") and "--as" in got.err, got
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("log", "-n", "abc"), "-n"),
+        (("log", "--max-count", "0"), "-n"),
+        (("log", "-n", "-3"), "-n"),
+        (("watch", "--count", "x"), "--count"),
+        (("watch", "--interval", "soon"), "--interval"),
+        (("watch", "--interval", "0"), "--interval"),
+    ],
+)
+def test_typed_values_are_reported_in_our_form(
+    repo: Path, args: tuple[str, ...], option: str
+) -> None:
+    got = alock(repo, *args)
+    assert got.code == 2, got
+    assert got.err.startswith(f"error: invalid {option} "), got.err
+    assert "Invalid value" not in got.err and "not a valid" not in got.err
+
+
+def test_log_count_still_limits(repo: Path) -> None:
+    for n in range(3):
+        alock(repo, "acquire", f"d{n}", AGENT_ID="a")
+    assert len(alock(repo, "log", "-n", "2").out.splitlines()) == 2
+
+
+def test_every_verb_has_an_example_in_its_help(repo: Path) -> None:
+    for verb in VERBS:
+        got = alock(repo, verb, "--help")
+        assert got.code == 0 and "Example" in got.out, verb

@@ -1,0 +1,106 @@
+"""A claim on nothing that exists is still a claim, with a note naming the closest path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock
+
+from gitlocks.core.scope import make_entry
+from gitlocks.service import typos
+
+A = {"AGENT_ID": "agent-a"}
+
+
+@pytest.fixture
+def tree(repo: Path) -> Path:
+    for path in ("src/auth/login.py", "src/api/routes.py", "docs/guide.md"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "tree")
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("pattern", "closest"),
+    [
+        ("srcc/**", "src"),
+        ("SRC/auth", "src/auth"),
+        ("src/atuh/*.py", "src/auth"),
+        ("dcos/guide.md", "docs/guide.md"),
+    ],
+)
+def test_a_typo_is_claimed_with_a_note_naming_the_closest_path(
+    tree: Path, pattern: str, closest: str
+) -> None:
+    got = alock(tree, "acquire", pattern, **A)
+    assert got.code == 0 and got.word.startswith(f"ACQUIRED {pattern}"), got
+    assert f"note: {pattern} covers nothing that exists yet" in got.err
+    assert f"the closest existing path is {closest}" in got.err
+    doc = alock(tree, "acquire", pattern, "--json", **A).json()  # already yours: no note
+    assert doc["status"] == "already_yours" and "covers_nothing" not in doc
+
+
+def test_the_json_answer_names_the_closest_path(tree: Path) -> None:
+    doc = alock(tree, "acquire", "srcc/**", "docs/**", "--json", **A).json()
+    assert doc["status"] == "acquired"
+    assert doc["covers_nothing"] == [{"pattern": "srcc/**", "closest": "src"}]
+
+
+@pytest.mark.parametrize(
+    "pattern", ["src/**", "src/auth", "src/*.py", "*.md", "**", "src/auth/login.py"]
+)
+def test_a_pattern_over_existing_paths_gets_no_note(tree: Path, pattern: str) -> None:
+    got = alock(tree, "acquire", pattern, "--json", **A)
+    assert got.code == 0 and got.json()["covers_nothing"] == [], got
+    assert "note:" not in got.err
+
+
+def test_a_new_file_is_claimed_with_a_plain_note(tree: Path) -> None:
+    got = alock(tree, "acquire", "brand-new-module/**", **A)
+    assert got.code == 0 and got.word.startswith("ACQUIRED brand-new-module/**")
+    assert "note: brand-new-module/** covers nothing that exists yet\n" in got.err
+
+
+def test_untracked_and_deleted_paths_count_as_existing(tree: Path) -> None:
+    (tree / "scratch").mkdir()
+    (tree / "scratch" / "n.txt").write_text("untracked\n")
+    (tree / "docs" / "guide.md").unlink()  # deleted, still in the index
+    for pattern in ("scratch/**", "docs/guide.md"):
+        got = alock(tree, "acquire", pattern, **A)
+        assert got.code == 0 and "note:" not in got.err, got
+
+
+def test_case_insensitive_repositories_need_no_note_for_case(tree: Path) -> None:
+    git(tree, "config", "core.ignoreCase", "true")
+    (tree / "docs" / "guide.md").unlink()  # only the index has it, in its own case
+    got = alock(tree, "acquire", "DOCS/Guide.md", **A)
+    assert got.code == 0 and "note:" not in got.err, got
+
+
+def test_the_index_is_listed_only_when_a_literal_part_is_missing(tree: Path) -> None:
+    def never() -> list[str]:
+        raise AssertionError("listed the index")
+
+    claim = [make_entry(p, cwd="", root=str(tree)) for p in ("src/**", "src/*/x.py", "**")]
+    assert typos.uncovered(str(tree), claim, list_files=never) == []
+    listed: list[int] = []
+
+    def once() -> list[str]:
+        listed.append(1)
+        return typos.tracked_files(str(tree))
+
+    claim = [make_entry(p, cwd="", root=str(tree)) for p in ("srcc/**", "dcos/**")]
+    found = typos.uncovered(str(tree), claim, list_files=once)
+    assert [(u.pattern, u.closest) for u in found] == [("srcc/**", "src"), ("dcos/**", "docs")]
+    assert listed == [1]
+
+
+def test_many_names_stay_bounded(tree: Path) -> None:
+    files = [f"pkg{i}/mod.py" for i in range(20000)] + ["src/auth/login.py", "sr/x"]
+    claim = [make_entry("srcc/**", cwd="", root=str(tree))]
+    [found] = typos.uncovered(str(tree), claim, list_files=lambda: files)
+    assert found.closest == "src"
