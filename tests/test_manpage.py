@@ -24,3 +24,15 @@ def test_manpage_names_every_verb_and_setting() -> None:
 def test_manpage_is_packaged() -> None:
     pyproject = (MANPAGE.parent.parent / "pyproject.toml").read_text()
     assert '"share/man/man1" = ["man/git-alock.1"]' in pyproject
+
+
+def test_the_version_is_written_once_and_the_page_agrees() -> None:
+    """``gitlocks.__version__`` is the version; packaging reads it, the page names it."""
+    from importlib.metadata import version
+
+    from gitlocks import __version__
+
+    assert version("gitlocks") == __version__
+    pyproject = (MANPAGE.parent.parent / "pyproject.toml").read_text()
+    assert re.search(r"^version\s*=\s*\"", pyproject, flags=re.MULTILINE) is None
+    assert f'"gitlocks {__version__}"' in MANPAGE.read_text().splitlines()[0]
