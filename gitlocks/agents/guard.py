@@ -51,8 +51,15 @@ from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
+from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.hooks.check import find_held, list_refs, read_table, read_verdicts
+from gitlocks.hooks.check import (
+    CommittedIgnores,
+    find_held,
+    list_refs,
+    read_table,
+    read_verdicts,
+)
 from gitlocks.identity import Identity, SessionProcess, resolve_identity, session_process
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 
@@ -65,14 +72,6 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
 PREFIX = "gitlocks guard: "
-
-_CONFIG_ARGS = (
-    "config",
-    "-z",
-    "--get-regexp",
-    "^(alock\\.guardmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
-    "|extensions\\.refstorage)$",
-)
 
 
 def holder_env(event: Event, harness: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -96,6 +95,7 @@ class Repo(NamedTuple):
     skew: int
     reftable: bool
     warnings: list[str]
+    ignore: IgnoreList  # .alockignore as committed at HEAD, never as being edited
 
 
 def open_repo(directory: str, *, edited: str = "") -> Repo:
@@ -104,7 +104,8 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     if not os.path.isdir(directory):
         raise Pass(f"the session's directory {directory!r} {_what_is(directory)}")
     top = start_git(["rev-parse", "--show-toplevel", "--git-common-dir"], directory)
-    config = start_git(_CONFIG_ARGS, directory)
+    config = settings.start(directory)
+    committed = CommittedIgnores(["HEAD"], directory)
     nowhere = (
         f"{edited} is outside any git working tree: not guarded"
         if edited
@@ -113,32 +114,29 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     try:
         lines = os.fsdecode(finish_git(top)).splitlines()
     except GitlocksError:
+        for proc in (config, committed.proc):
+            proc.kill()
+            proc.communicate()
         raise Pass(nowhere) from None
-    raw = finish_git(config, ok=(0, 1))
+    configured = settings.finish(config)
+    (ignore,) = committed.finish()
     if len(lines) < 2:
         raise Pass(nowhere)
     root = Path(lines[0])
     common = lines[1] if os.path.isabs(lines[1]) else os.path.join(directory, lines[1])
-    values: dict[str, str] = {}
-    for item in raw.split(b"\0"):
-        key, _, value = item.decode("utf-8", "replace").partition("\n")
-        if key:
-            values[key.lower()] = value
     warnings = []
-    mode = values.get("alock.guardmode", "claim").strip().lower() or "claim"
+    mode = (configured.get("alock.guardMode") or "claim").strip().lower() or "claim"
     if mode not in MODES:
         warnings.append(f"unknown alock.guardMode {mode!r} (claim, block or warn): claim")
         mode = "claim"
-    ignore_case = values.get("core.ignorecase", "false").strip().lower() in ("true", "1", "yes")
-    try:
-        skew = int(values.get("alock.clockskew", "0") or 0) if values.get("alock.remote") else 0
-    except ValueError:
-        skew = 0
-    storage = values.get("extensions.refstorage", "files").strip().lower()
+    # As the hooks read them (``gitlocks.hooks.check.hook_config``): the same reader.
+    ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
+    skew, skew_warning = configured.clock_skew()
+    warnings += [w for w in (case_warning, skew_warning) if w]
+    remote = bool(configured.get("alock.remote"))
     return Repo(
-        root, common, mode, bool(values.get("alock.remote")), ignore_case, skew,
-        storage not in ("", "files"), warnings,
-    )  # fmt: skip
+        root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore
+    )
 
 
 def _what_is(path: str) -> str:
@@ -292,12 +290,9 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     denied: list[str] = []
     warned: list[str] = []
     free: dict[str, tuple[Repo, list[str]]] = {}
-    ignores: dict[str, IgnoreList] = {}
     for repo, rel in targets:
         root = os.fspath(repo.root)
-        if root not in ignores:
-            ignores[root] = IgnoreList.of_tree(repo.root)
-        if ignores[root].ignored(rel):
+        if repo.ignore.ignored(rel):
             continue  # in .alockignore: nobody needs to claim it
         if root not in tables:
             found = list_refs(repo.common_dir, repo.reftable, root)

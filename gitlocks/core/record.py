@@ -21,9 +21,6 @@ FORMAT = 1
 LOCK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # The shape ``new_lock_id`` makes: text like this names a lock, never a path.
 GENERATED_ID_RE = re.compile(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z")
-_DURATION_RE = re.compile(
-    r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$"
-)
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
@@ -105,21 +102,56 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
 
 def parse_duration(text: str, *, what: str = "duration") -> int:
     """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``) to whole seconds, at least 1."""
-    match = _DURATION_RE.match(text) if text.strip() else None
-    if match is None or not any(match.groups()):
+    groups = _duration_groups(text)
+    if groups is None or not any(groups):
         raise UsageError(
             f"invalid {what} {text!r}: use a positive whole number of seconds or a number "
             "with a unit, e.g. 90, 90s, 15m, 2h, 1d"
         )
-    if any(g and len(g.lstrip("0")) > 12 for g in match.groups()):
+    if any(g and len(g.lstrip("0")) > 12 for g in groups):
         raise UsageError(f"invalid {what} {text[:40]!r}...: at most 366d")  # int() would balk
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in groups)
     total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
     if total <= 0:
         raise UsageError(f"invalid {what} {text!r}: must be longer than zero")
     if total > MAX_TTL_SECONDS:
         raise UsageError(f"invalid {what} {text!r}: at most 366d")
     return total
+
+
+_UNITS = "dhms"
+
+
+def _duration_groups(text: str) -> list[str] | None:
+    """The digits given for days, hours, minutes and seconds ("" for none), read in one
+    pass: numbers each followed by a unit, the units in that order, each at most once; a
+    last number may go without ``s``. Spaces may stand anywhere between. None when
+    ``text`` is no such duration."""
+    groups = ["", "", "", ""]
+    nxt = 0  # the first unit still allowed
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i == n:
+            return groups
+        start = i
+        while i < n and text[i].isdecimal():
+            i += 1
+        if i == start:
+            return None
+        digits = text[start:i]
+        while i < n and text[i].isspace():
+            i += 1
+        unit = _UNITS.find(text[i]) if i < n else -1
+        if unit < 0:  # a bare number: seconds, and nothing may follow it
+            unit = 3
+        else:
+            i += 1
+        if unit < nxt:
+            return None
+        groups[unit] = digits
+        nxt = unit + 1
 
 
 def format_duration(seconds: float) -> str:
