@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
@@ -290,6 +291,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     denied: list[str] = []
     warned: list[str] = []
     free: dict[str, tuple[Repo, list[str]]] = {}
+    unclaimed: list[str] = []
     for repo, rel in targets:
         root = os.fspath(repo.root)
         if repo.ignore.ignored(rel):
@@ -304,7 +306,16 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
             (warned if repo.mode == "warn" else denied).append(reason)
         elif repo.mode == "claim" and not covering(table, identity, now, rel):
-            free.setdefault(root, (repo, []))[1].append(rel)
+            if event.claimable:
+                free.setdefault(root, (repo, []))[1].append(rel)
+            elif rel not in unclaimed:
+                unclaimed.append(rel)
+    if unclaimed:
+        notes.append(
+            f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"
+            f"{' ...' if len(unclaimed) > SHOWN_LOCKS else ''} (the patch may run in "
+            "one directory or another: a cd before it may fail)"
+        )
     if denied:
         return _deny(harness, _several([*denied, *warned]), notes)
     if free:
@@ -473,7 +484,16 @@ def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
 def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -> Answer:
     """The answer to one event of ``harness`` (``named``: the event, when the hook's
     command line names it)."""
-    event = parse(harness, raw, named)
+    try:
+        event = parse(harness, raw, named)
+    except Unjudgeable as why:
+        # The files are known, the directory they are named from is not: no claim can be
+        # judged, and none is made on a guess. The agent is told the form that can be.
+        reason = (
+            f"gitlocks: this patch cannot be checked against other agents' claims: {why}. "
+            f"To apply it, {USE_INSTEAD}."
+        )
+        return _deny(harness, printable(reason), [])
     if event.kind == "edit":
         return decide_edit(event, harness, env)
     if event.kind == "start":
