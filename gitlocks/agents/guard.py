@@ -156,13 +156,63 @@ def _anchor(directory: Path) -> str:
     return ""
 
 
+def deciding_repo(here: Path, edited: str) -> Repo:
+    """The repository that decides for files in the directory ``here``: the one that
+    tracks them, not merely the nearest ``.git``.
+
+    A ``.git`` made inside another repository's tree (``git -C src/api init``, or a
+    ``.git`` file naming some other git dir) must not take files the outer repository
+    tracks out of its claims. The outer repository decides when it tracks files in the
+    inner one's directory, unless the inner one is a registered submodule of it or a
+    worktree of the same repository (the same table). A ``.git`` git cannot open leaves
+    the decision to the repository around it.
+    """
+    try:
+        inner = open_repo(os.fspath(here), edited=edited)
+    except Pass:
+        anchor = _anchor(here)
+        parent = Path(anchor).parent if anchor else None
+        if parent is None or parent == Path(anchor) or not _anchor(parent):
+            raise
+        return deciding_repo(parent, edited)  # a broken .git: the repository around it
+    parent = inner.root.parent
+    if parent == inner.root or not _anchor(parent):
+        return inner  # no repository around it: the common case costs no git call
+    try:
+        outer = deciding_repo(parent, edited)
+    except Pass:
+        return inner
+    if os.path.realpath(outer.common_dir) == os.path.realpath(inner.common_dir):
+        return inner  # a worktree of the same repository: the same claims
+    try:
+        rel = os.path.realpath(inner.root)
+        rel = Path(rel).relative_to(os.path.realpath(outer.root)).as_posix()
+    except ValueError:
+        return inner
+    return inner if _own_repository(outer, rel) else outer
+
+
+def _own_repository(outer: Repo, rel: str) -> bool:
+    """Whether the repository at ``rel`` inside ``outer``'s tree decides for its own files:
+    a submodule ``outer`` records there, or a directory ``outer`` tracks nothing in (a
+    home directory kept in git holds projects it does not track)."""
+    listed = start_git(["ls-files", "-s", "-z", "--", rel], os.fspath(outer.root))
+    entries = [e for e in finish_git(listed).split(b"\0") if e]
+    for entry in entries:
+        info, _, name = entry.partition(b"\t")
+        if info.startswith(b"160000 ") and os.fsdecode(name) == rel:
+            return True  # a submodule: it decides for its files
+    return not entries
+
+
 def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tuple[Repo, str]:
     """The repository the edited file ``path`` lies in, and its path from the top of that
     tree.
 
     The file decides, not the session's directory: a nested repository, a submodule or
     another worktree of the same repository (whose claims are the same table) is found
-    from the file's nearest existing directory. A relative path is the event's ``cwd``'s.
+    from the file's nearest existing directory, and the repository that tracks the file
+    decides (``deciding_repo``). A relative path is the event's ``cwd``'s.
     ``found`` keeps the repositories already asked for, by the directory holding their
     ``.git``: a patch of thousands of files asks git once per repository, not per file.
     """
@@ -180,7 +230,7 @@ def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tup
     anchor = _anchor(here) if found is not None else ""
     repo = found.get(anchor) if found is not None and anchor else None
     if repo is None:
-        repo = open_repo(os.fspath(here), edited=path)
+        repo = deciding_repo(here, path)
         if found is not None and anchor:
             found[anchor] = repo
     try:
