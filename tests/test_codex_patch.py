@@ -164,6 +164,8 @@ ORACLE = {
     "subshell-before": heredoc("(cd src) && "),
     "quoted-name": heredoc("cd 'sp ace' && "),
     "dotdot": heredoc("cd src/api && cd .. && "),
+    "continued": heredoc("cd src/api \\\n  && "),
+    "comment": heredoc("# go there\ncd src/api # the api\n"),
 }
 
 
@@ -201,3 +203,16 @@ def test_shapes() -> None:
     assert shell_patch_paths({"command": heredoc("cd docs && ", doc)}) == ("docs/d.md",)
     with pytest.raises(Unjudgeable):
         shell_patch_paths({"command": ["sh", "-c", heredoc("cd $X && ")]})
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -rn 'apply_patch' docs; echo '*** Begin Patch'",
+        ["grep", "apply_patch", "*** Begin Patch"],
+        "echo '*** Begin Patch' | apply_patch",
+    ],
+)
+def test_a_command_with_no_file_to_write_gets_silence(repo: Path, command: object) -> None:
+    """No patch naming a file: nothing is written, nothing to deny or claim."""
+    assert shell_patch_paths({"command": command}) is None

@@ -173,6 +173,8 @@ def words(script: str) -> list[Word | str]:
         c = script[i]
         if c in " \t":
             i += 1
+        elif script.startswith("\\\n", i):  # a line continued
+            i += 2
         elif c == "\n":
             out.append(";")
             i += 1
@@ -441,13 +443,14 @@ def _argv(argv: list[str]) -> tuple[str, ...] | None:
     names = [os.path.basename(word) for word in argv]
     at = next((i for i, name in enumerate(names) if name in APPLY_NAMES), None)
     if at is None:
-        if _APPLY.search("\n".join(argv)):
+        if _APPLY.search("\n".join(argv)) and _files("\n".join(argv)):
             raise Unjudgeable("apply_patch is run in a way that cannot be read")
         return None
+    files = _files("\n".join(argv[at + 1 :]))
+    if not files:
+        return None  # no patch for it to apply
     walk = _Walk()
-    walk.run([Word(word) for word in argv[:at]])
-    patch = "\n".join(argv[at + 1 :])
-    return _named(_files(patch), walk.here) or None if BEGIN in patch else None
+    return _named(files, walk.run([Word(word) for word in argv[:at]]))
 
 
 def _shell_script(argv: list[str]) -> str | None:
@@ -464,27 +467,27 @@ def _shell_script(argv: list[str]) -> str | None:
 
 
 def _script(script: str) -> tuple[str, ...] | None:
-    """A shell script that may apply a patch."""
+    """A shell script that may apply a patch (None: it holds no patch that names a file,
+    so it writes none)."""
     if BEGIN not in script:
         return None
     found = _APPLY.search(script)
     if found is None:
         return None
     if found.start() >= script.find(BEGIN):
-        raise Unjudgeable("the patch comes before apply_patch reads it")
+        if _files(script):
+            raise Unjudgeable("the patch comes before apply_patch reads it")
+        return None
     tail = script[found.end() :]
     heredoc = _HEREDOC.match(tail)
-    if heredoc is not None:
-        body, rest = _heredoc(tail, heredoc)
-    else:  # the patch as an argument: nothing may follow it that could apply another
-        body, rest = tail, ""
-        if len(_APPLY.findall(script)) > 1:
-            raise Unjudgeable("several apply_patch calls in one command")
-    if _APPLY.search(rest):
+    body, rest = _heredoc(tail, heredoc) if heredoc is not None else (tail, "")
+    files = _files(body)
+    if not files:
+        return None
+    # The patch as an argument: nothing after apply_patch may apply another.
+    if _APPLY.search(rest) or (heredoc is None and len(_APPLY.findall(script)) > 1):
         raise Unjudgeable("several apply_patch calls in one command")
-    walk = _Walk()
-    directories = walk.run(words(script[: found.start()]))
-    return _named(_files(body), directories) or None
+    return _named(files, _Walk().run(words(script[: found.start()])))
 
 
 def _heredoc(tail: str, heredoc: re.Match[str]) -> tuple[str, str]:
