@@ -133,7 +133,8 @@ class Store:
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
         if start is None and os.environ.get("GIT_DIR"):
-            return cls(_from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE")))
+            found = _from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE"))
+            return cls(*found)
         start = os.fspath(start) if start is not None else current_directory()
         try:
             path = pygit2.discover_repository(start)
@@ -540,23 +541,27 @@ def check_sizes(change: Change) -> None:
             )
 
 
-def _from_environment(git_dir: str, work_tree: str | None) -> pygit2.Repository:
+def _from_environment(
+    git_dir: str, work_tree: str | None
+) -> tuple[pygit2.Repository, settings.Settings]:
     """The repository ``GIT_DIR`` names, as git opens it (``git --git-dir ... alock``): its
-    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory."""
+    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
+    Its settings come with it, read once."""
     try:
         repo = pygit2.Repository(os.path.abspath(git_dir))
     except pygit2.GitError as exc:
         raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {exc}") from exc
+    found = settings.read(git_dir=repo.path)
     if work_tree is not None:
         top = os.path.abspath(work_tree)
     else:
-        configured = settings.read(git_dir=os.path.abspath(git_dir)).get("core.worktree")
+        configured = found.get("core.worktree")
         top = os.path.join(repo.path, str(configured)) if configured else os.getcwd()
     try:
         repo.workdir = os.path.abspath(top)
     except (pygit2.GitError, ValueError) as exc:
         raise NotARepository(f"cannot use the working tree {work_tree!r}: {exc}") from exc
-    return repo
+    return repo, found
 
 
 def _common_dir(git_dir: Path) -> Path:
