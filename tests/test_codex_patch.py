@@ -166,6 +166,7 @@ ORACLE = {
     "dotdot": heredoc("cd src/api && cd .. && "),
     "continued": heredoc("cd src/api \\\n  && "),
     "comment": heredoc("# go there\ncd src/api # the api\n"),
+    "group-around": "{ " + heredoc("cd src/api && ").rstrip("\n") + "\n}",
 }
 
 

@@ -351,6 +351,8 @@ class _Walk:
         rest = list(command)
         while rest:
             word = rest.pop(0)
+            if word.text == "{" and not word.dynamic:
+                continue  # a group opened around it
             if _assignment(word):
                 if word.text.partition("=")[0] in MOVING_NAMES:
                     raise Unjudgeable(f"{word.text.partition('=')[0]} is set for apply_patch")
