@@ -17,6 +17,7 @@ from helpers import Result, alock, alock_process, run_git
 
 from gitlocks.core.scope import make_entry
 from gitlocks.git import changes as hook_paths
+from gitlocks.git.settings import Settings
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
 
@@ -763,9 +764,9 @@ def test_remote_mode_allows_for_clock_skew(repo: Path) -> None:
         ({"alock.remote": "origin", "alock.clockskew": "soon"}, 30, True),
     ],
 )
-def test_parse_config_clock_skew(config: dict[str, str], skew: int, warned: bool) -> None:
+def test_hook_config_clock_skew(config: dict[str, str], skew: int, warned: bool) -> None:
     raw = b"".join(f"{key}\n{value}\0".encode() for key, value in config.items())
-    parsed = hooks.parse_config(raw)
+    parsed = hooks.hook_config(Settings.parse(raw))
     assert parsed.skew == skew
     assert (parsed.warning is not None) == warned
     if warned:

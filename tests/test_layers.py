@@ -196,3 +196,27 @@ def test_top_level_help_needs_no_command_line_framework(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert proc.stderr.endswith("TYPER=False"), proc.stderr
+
+
+SETTINGS_MODULE = "gitlocks.git.settings"
+
+
+def test_only_the_settings_module_runs_git_config() -> None:
+    """Settings are read (and written) in one place: a ``"config"`` word in a git
+    command line, or pygit2's ``.config``, anywhere else is a second reader."""
+    wrong = []
+    for module, tree in MODULES.items():
+        if module == SETTINGS_MODULE:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.List, ast.Tuple)) and any(
+                isinstance(e, ast.Constant) and e.value == "config" for e in node.elts
+            ):
+                wrong.append(f"{module}:{node.lineno}: git config")
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr == "config"
+                and "repo" in ast.unparse(node.value)
+            ):
+                wrong.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    assert not wrong, wrong

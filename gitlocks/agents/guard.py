@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
@@ -51,8 +52,15 @@ from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
+from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.hooks.check import find_held, list_refs, read_table, read_verdicts
+from gitlocks.hooks.check import (
+    CommittedIgnores,
+    find_held,
+    list_refs,
+    read_table,
+    read_verdicts,
+)
 from gitlocks.identity import (
     HOLDER_ENV,
     Identity,
@@ -73,14 +81,6 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
 PREFIX = "gitlocks guard: "
-
-_CONFIG_ARGS = (
-    "config",
-    "-z",
-    "--get-regexp",
-    "^(alock\\.guardmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
-    "|extensions\\.refstorage)$",
-)
 
 
 def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
@@ -124,6 +124,7 @@ class Repo(NamedTuple):
     skew: int
     reftable: bool
     warnings: list[str]
+    ignore: IgnoreList  # .alockignore as committed at HEAD, never as being edited
 
 
 def open_repo(directory: str, *, edited: str = "") -> Repo:
@@ -132,7 +133,8 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     if not os.path.isdir(directory):
         raise Pass(f"the session's directory {directory!r} {_what_is(directory)}")
     top = start_git(["rev-parse", "--show-toplevel", "--git-common-dir"], directory)
-    config = start_git(_CONFIG_ARGS, directory)
+    config = settings.start(directory)
+    committed = CommittedIgnores(["HEAD"], directory)
     nowhere = (
         f"{edited} is outside any git working tree: not guarded"
         if edited
@@ -141,32 +143,29 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     try:
         lines = os.fsdecode(finish_git(top)).splitlines()
     except GitlocksError:
+        for proc in (config, committed.proc):
+            proc.kill()
+            proc.communicate()
         raise Pass(nowhere) from None
-    raw = finish_git(config, ok=(0, 1))
+    configured = settings.finish(config)
+    (ignore,) = committed.finish()
     if len(lines) < 2:
         raise Pass(nowhere)
     root = Path(lines[0])
     common = lines[1] if os.path.isabs(lines[1]) else os.path.join(directory, lines[1])
-    values: dict[str, str] = {}
-    for item in raw.split(b"\0"):
-        key, _, value = item.decode("utf-8", "replace").partition("\n")
-        if key:
-            values[key.lower()] = value
     warnings = []
-    mode = values.get("alock.guardmode", "claim").strip().lower() or "claim"
+    mode = (configured.get("alock.guardMode") or "claim").strip().lower() or "claim"
     if mode not in MODES:
         warnings.append(f"unknown alock.guardMode {mode!r} (claim, block or warn): claim")
         mode = "claim"
-    ignore_case = values.get("core.ignorecase", "false").strip().lower() in ("true", "1", "yes")
-    try:
-        skew = int(values.get("alock.clockskew", "0") or 0) if values.get("alock.remote") else 0
-    except ValueError:
-        skew = 0
-    storage = values.get("extensions.refstorage", "files").strip().lower()
+    # As the hooks read them (``gitlocks.hooks.check.hook_config``): the same reader.
+    ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
+    skew, skew_warning = configured.clock_skew()
+    warnings += [w for w in (case_warning, skew_warning) if w]
+    remote = bool(configured.get("alock.remote"))
     return Repo(
-        root, common, mode, bool(values.get("alock.remote")), ignore_case, skew,
-        storage not in ("", "files"), warnings,
-    )  # fmt: skip
+        root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore
+    )
 
 
 def _what_is(path: str) -> str:
@@ -185,13 +184,63 @@ def _anchor(directory: Path) -> str:
     return ""
 
 
+def deciding_repo(here: Path, edited: str) -> Repo:
+    """The repository that decides for files in the directory ``here``: the one that
+    tracks them, not merely the nearest ``.git``.
+
+    A ``.git`` made inside another repository's tree (``git -C src/api init``, or a
+    ``.git`` file naming some other git dir) must not take files the outer repository
+    tracks out of its claims. The outer repository decides when it tracks files in the
+    inner one's directory, unless the inner one is a registered submodule of it or a
+    worktree of the same repository (the same table). A ``.git`` git cannot open leaves
+    the decision to the repository around it.
+    """
+    try:
+        inner = open_repo(os.fspath(here), edited=edited)
+    except Pass:
+        anchor = _anchor(here)
+        parent = Path(anchor).parent if anchor else None
+        if parent is None or parent == Path(anchor) or not _anchor(parent):
+            raise
+        return deciding_repo(parent, edited)  # a broken .git: the repository around it
+    parent = inner.root.parent
+    if parent == inner.root or not _anchor(parent):
+        return inner  # no repository around it: the common case costs no git call
+    try:
+        outer = deciding_repo(parent, edited)
+    except Pass:
+        return inner
+    if os.path.realpath(outer.common_dir) == os.path.realpath(inner.common_dir):
+        return inner  # a worktree of the same repository: the same claims
+    try:
+        rel = os.path.realpath(inner.root)
+        rel = Path(rel).relative_to(os.path.realpath(outer.root)).as_posix()
+    except ValueError:
+        return inner
+    return inner if _own_repository(outer, rel) else outer
+
+
+def _own_repository(outer: Repo, rel: str) -> bool:
+    """Whether the repository at ``rel`` inside ``outer``'s tree decides for its own files:
+    a submodule ``outer`` records there, or a directory ``outer`` tracks nothing in (a
+    home directory kept in git holds projects it does not track)."""
+    listed = start_git(["ls-files", "-s", "-z", "--", rel], os.fspath(outer.root))
+    entries = [e for e in finish_git(listed).split(b"\0") if e]
+    for entry in entries:
+        info, _, name = entry.partition(b"\t")
+        if info.startswith(b"160000 ") and os.fsdecode(name) == rel:
+            return True  # a submodule: it decides for its files
+    return not entries
+
+
 def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tuple[Repo, str]:
     """The repository the edited file ``path`` lies in, and its path from the top of that
     tree.
 
     The file decides, not the session's directory: a nested repository, a submodule or
     another worktree of the same repository (whose claims are the same table) is found
-    from the file's nearest existing directory. A relative path is the event's ``cwd``'s.
+    from the file's nearest existing directory, and the repository that tracks the file
+    decides (``deciding_repo``). A relative path is the event's ``cwd``'s.
     ``found`` keeps the repositories already asked for, by the directory holding their
     ``.git``: a patch of thousands of files asks git once per repository, not per file.
     """
@@ -209,7 +258,7 @@ def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tup
     anchor = _anchor(here) if found is not None else ""
     repo = found.get(anchor) if found is not None and anchor else None
     if repo is None:
-        repo = open_repo(os.fspath(here), edited=path)
+        repo = deciding_repo(here, path)
         if found is not None and anchor:
             found[anchor] = repo
     try:
@@ -318,12 +367,10 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     denied: list[str] = []
     warned: list[str] = []
     free: dict[str, tuple[Repo, list[str]]] = {}
-    ignores: dict[str, IgnoreList] = {}
+    unclaimed: list[str] = []
     for repo, rel in targets:
         root = os.fspath(repo.root)
-        if root not in ignores:
-            ignores[root] = IgnoreList.of_tree(repo.root)
-        if ignores[root].ignored(rel):
+        if repo.ignore.ignored(rel):
             continue  # in .alockignore: nobody needs to claim it
         if root not in tables:
             found = list_refs(repo.common_dir, repo.reftable, root)
@@ -335,7 +382,16 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
             (warned if repo.mode == "warn" else denied).append(reason)
         elif repo.mode == "claim" and not covering(table, identity, now, rel):
-            free.setdefault(root, (repo, []))[1].append(rel)
+            if event.claimable:
+                free.setdefault(root, (repo, []))[1].append(rel)
+            elif rel not in unclaimed:
+                unclaimed.append(rel)
+    if unclaimed:
+        notes.append(
+            f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"
+            f"{' ...' if len(unclaimed) > SHOWN_LOCKS else ''} (the patch may run in "
+            "one directory or another: a cd before it may fail)"
+        )
     if denied:
         return _deny(harness, _several([*denied, *warned]), notes)
     if free:
@@ -547,7 +603,16 @@ def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
 def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -> Answer:
     """The answer to one event of ``harness`` (``named``: the event, when the hook's
     command line names it)."""
-    event = parse(harness, raw, named)
+    try:
+        event = parse(harness, raw, named)
+    except Unjudgeable as why:
+        # The files are known, the directory they are named from is not: no claim can be
+        # judged, and none is made on a guess. The agent is told the form that can be.
+        reason = (
+            f"gitlocks: this patch cannot be checked against other agents' claims: {why}. "
+            f"To apply it, {USE_INSTEAD}."
+        )
+        return _deny(harness, printable(reason), [])
     if event.kind == "edit":
         return decide_edit(event, harness, env)
     if event.kind == "start":

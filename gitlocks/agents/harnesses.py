@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
+
+from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
@@ -31,6 +32,9 @@ class Event(NamedTuple):
     cwd: str
     tool: str = ""
     paths: tuple[str, ...] = ()  # the files an edit writes, as the event names them
+    # False: the paths are candidates (a patch that may run in one directory or another):
+    # each is judged, none claimed.
+    claimable: bool = True
 
 
 class Answer(NamedTuple):
@@ -95,126 +99,6 @@ def _json_args(name: str) -> Paths:
     return paths
 
 
-# Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
-# starts with one of these; an Update hunk may move the file (both names are written).
-BEGIN, END = "*** Begin Patch", "*** End Patch"
-ADD, DELETE, UPDATE, MOVE = (
-    "*** Add File: ",
-    "*** Delete File: ",
-    "*** Update File: ",
-    "*** Move to: ",
-)
-EOF_MARK = "*** End of File"
-HEREDOCS = ("<<EOF", "<<'EOF'", '<<"EOF"')
-# What Rust's str::trim strips (char::is_whitespace, Unicode White_Space). Python's
-# str.strip also strips U+001C..U+001F, which Codex keeps in a file name.
-RUST_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def _trim(text: str) -> str:
-    return text.strip(RUST_SPACE)
-
-
-def _lines(text: str) -> list[str]:
-    """``text`` split as Rust's ``str::lines`` splits it: at line feeds only, a carriage
-    return before one dropped. Python's ``splitlines`` also breaks at a form feed, U+2028
-    and more, which a patch's text may hold: a line Codex reads whole was read as two."""
-    parts = text.split("\n")
-    last = parts.pop()
-    lines = [part[:-1] if part.endswith("\r") else part for part in parts]
-    return [*lines, last] if last else lines
-
-
-def parse_patch(text: str) -> tuple[str, ...] | None:
-    """Every file an apply_patch patch writes, read as Codex's own (lenient) parser reads
-    it; None when Codex would refuse the patch (so it writes nothing)."""
-    lines = _lines(_trim(text))
-    if len(lines) >= 4 and lines[0] in HEREDOCS and lines[-1].endswith("EOF"):
-        lines = lines[1:-1]  # the heredoc a model sometimes wraps it in
-    if len(lines) < 2 or _trim(lines[0]) != BEGIN or _trim(lines[-1]) != END:
-        return None
-    body, found, i = lines[1:-1], [], 0
-    while i < len(body):
-        head = _trim(body[i])
-        i += 1
-        if head.startswith(ADD):
-            found.append(head[len(ADD) :])
-            while i < len(body) and body[i].startswith("+"):
-                i += 1
-        elif head.startswith(DELETE):
-            found.append(head[len(DELETE) :])
-        elif head.startswith(UPDATE):
-            found.append(head[len(UPDATE) :])
-            if i < len(body) and body[i].startswith(MOVE):
-                # Untrimmed, and possibly empty: Codex then fails on this hunk, but only
-                # after writing the hunks before it.
-                found.append(body[i][len(MOVE) :])
-                i += 1
-            # Its chunks run to the next line starting with "*" (bar the end-of-file mark).
-            while i < len(body) and (not body[i].startswith("*") or _trim(body[i]) == EOF_MARK):
-                i += 1
-        else:
-            return None  # no hunk header: Codex refuses the patch itself
-    return tuple(found) if found else None
-
-
-def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    """Every file an apply_patch call writes (``tool_input``: ``{"command": <patch>}``)."""
-    text = tool_input.get("command") if isinstance(tool_input, dict) else None
-    return parse_patch(text) if isinstance(text, str) else None
-
-
-# Codex also runs apply_patch given to its shell tool (hook tool name "Bash"), as
-# `apply_patch <<'EOF' ...` or `cd DIR && apply_patch <<'EOF' ...`
-# (codex-rs/apply-patch/src/invocation.rs), and puts an apply_patch command on the shell's
-# PATH besides.
-_APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
-_CD_FIRST = re.compile(
-    r"\s*cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*(?:apply_patch|applypatch)(?![\w.-])"
-)
-
-
-def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    """Every file a shell command applying a patch writes; None when it applies none.
-
-    The patch is read from its first "*** Begin Patch" line to its last "*** End Patch"
-    line, as Codex reads a heredoc's body; should that not parse (several patches, or
-    quoting), every hunk header between them counts: a file too many rather than too few.
-    A leading `cd DIR &&` makes the names DIR's; the shell tool's own `workdir` is not in
-    the hook's input, so the event's cwd stands for it.
-    """
-    command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if isinstance(command, list) and all(isinstance(word, str) for word in command):
-        command = "\n".join(command)  # an argv: ["apply_patch", PATCH], [SHELL, "-lc", SCRIPT]
-    if not isinstance(command, str) or BEGIN not in command or not _APPLY.search(command):
-        return None
-    lines = _lines(command)
-    starts = [n for n, line in enumerate(lines) if BEGIN in line]
-    ends = [n for n, line in enumerate(lines) if END in line and n > starts[0]]
-    if not ends:
-        return None
-    span = lines[starts[0] : ends[-1] + 1]
-    span[0] = span[0][span[0].index(BEGIN) :]
-    span[-1] = span[-1][: span[-1].rindex(END) + len(END)]
-    found = parse_patch("\n".join(span))
-    if found is None:
-        heads = [_trim(line) for line in span]
-        found = tuple(
-            [head[len(m) :] for head in heads for m in (ADD, DELETE, UPDATE) if head.startswith(m)]
-            + [line[len(MOVE) :] for line in span if line.startswith(MOVE)]
-        )
-    cd = _CD_FIRST.match(command)
-    if cd is None or not found:
-        return found or None
-    word = cd.group(1)
-    directory = word[1:-1] if word[0] in "'\"" else word
-    return tuple(os.path.join(directory, name) for name in found)
-
-
 def _load(raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw)
@@ -258,7 +142,8 @@ def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
         raise Pass(f"{tool} names no file in its {f.tool_input}")
     if any(malformed(p) for p in paths):
         raise Pass(f"malformed input: a file named by {tool} holds a NUL or an unpaired surrogate")
-    return Event("edit", session, cwd, tool=str(tool), paths=paths)
+    claimable = not isinstance(paths, Candidates)
+    return Event("edit", session, cwd, str(tool), tuple(paths), claimable)
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -325,7 +210,8 @@ GEMINI = Harness(
 
 # Codex CLI: openai/codex codex-rs/hooks (schema/generated/*.json, src/events/pre_tool_use.rs);
 # edits go through apply_patch, its tool_input {"command": <patch>}, or through its shell
-# tool ("Bash", {"command": <script>}) running apply_patch. Codex has no SessionEnd.
+# tool ("Bash", {"command": <script>}) running apply_patch (``gitlocks.agents.codex_patch``
+# reads both). Codex has no SessionEnd.
 CODEX = Harness(
     name="codex",
     title="Codex CLI",

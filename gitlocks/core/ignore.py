@@ -20,6 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
+from gitlocks.errors import InvalidPattern
+
 IGNORE_FILE = ".alockignore"
 MAX_IGNORE_BYTES = 64 * 1024  # a committed list of a few patterns; more is not read
 
@@ -62,6 +65,7 @@ class _State(NamedTuple):
 
 
 class _Line(NamedTuple):
+    text: bytes  # the pattern as read: no "!", no trailing "/", no leading "/"
     states: list[_State]  # the accepting state follows the last one
     negative: bool  # "!pattern": re-includes
     dir_only: bool  # "pattern/": matches directories only
@@ -224,7 +228,7 @@ def _parse_line(raw: bytes) -> _Line | None:
         states = _states(p, _simple_length(p), pathname=not basename)
     except _Dead:
         return None
-    return _Line(states, negative, dir_only, basename)
+    return _Line(p, states, negative, dir_only, basename)
 
 
 class IgnoreList:
@@ -236,6 +240,7 @@ class IgnoreList:
             raw = raw[3:]
         lines = [line for line in map(_parse_line, raw.split(b"\n")) if line is not None]
         self._lines = len(lines)
+        self.parsed = [(line.text, line.negative, line.basename) for line in lines]
         step: dict[int, list[int]] = {}  # byte set -> the states that read it
         loop: dict[int, list[int]] = {}
         skip1: list[int] = []
@@ -346,6 +351,29 @@ class IgnoreList:
         if len(raw) > MAX_IGNORE_BYTES:
             return cls()
         return cls(raw)
+
+
+def newly_exempt(old: IgnoreList, new: IgnoreList) -> list[tuple[str, ScopeEntry]]:
+    """What ``new`` may exempt that ``old`` did not, as scopes a claim can be checked
+    against: each line of ``new`` that ``old`` lacks (every line of ``new`` when ``old``
+    re-included something ``new`` no longer does), with the scope covering every path
+    that line can match. Wider than exact (a directory-only line counts for files too),
+    never narrower; a line no scope can spell stands for the whole tree."""
+    before = set(old.parsed)
+    lost_negation = any(neg and line not in new.parsed for line in old.parsed if (neg := line[1]))
+    found = []
+    for line in new.parsed:
+        text, negative, basename = line
+        if negative or (line in before and not lost_negation):
+            continue
+        shown = text.decode("utf-8", "replace")
+        pattern = "**/" + shown if basename else shown
+        try:
+            entry = ScopeEntry(normalize_pattern(pattern))
+        except (InvalidPattern, ValueError):
+            entry = ScopeEntry(WHOLE_TREE)
+        found.append((shown, entry))
+    return found
 
 
 def _bits(positions: list[int], size: int) -> int:

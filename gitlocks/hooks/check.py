@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from gitlocks.core.ignore import IgnoreList
+from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
     format_duration,
     format_time,
-    parse_duration,
     utcnow,
 )
-from gitlocks.core.scope import entry_covers, path_entry
+from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -42,15 +41,15 @@ from gitlocks.core.table import (
 )
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
-from gitlocks.git import files
+from gitlocks.git import files, settings
 from gitlocks.git.changes import (
     Staged,
     finish_git,
-    git_output,
     push_updates,
     pushed_paths,
     start_git,
 )
+from gitlocks.git.settings import Settings
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import (
     Identity,
@@ -59,7 +58,6 @@ from gitlocks.identity import (
     resolve_identity,
 )
 from gitlocks.layout import (
-    DEFAULT_SKEW_SECONDS,
     DEFAULT_STALE_SECONDS,
     LOCK_PREFIX,
     VERDICTS_FILE,
@@ -69,13 +67,6 @@ from gitlocks.render.hooks import PREFIX
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")
-CONFIG_ARGS = (  # every key the checks read, asked once (git prints keys in lower case)
-    "config",
-    "-z",
-    "--get-regexp",
-    "^(alock\\.hookmode|alock\\.remote|alock\\.clockskew|core\\.ignorecase"
-    "|extensions\\.refstorage)$",
-)
 
 
 # --- the lock table and the configuration, through git ------------------------------------
@@ -94,50 +85,33 @@ class HookConfig:
     remote: str | None = None  # alock.remote: the lock remote in remote mode
 
 
-def parse_config(raw: bytes) -> HookConfig:
-    """``git config -z --get-regexp`` output: ``key\\nvalue\\0`` (``key\\0`` when bare)."""
-    values: dict[str, str | None] = {}
-    for item in raw.split(b"\0"):
-        if item:
-            key, sep, value = os.fsdecode(item).partition("\n")
-            values[key.lower()] = value if sep else None
-    case = values.get("core.ignorecase", "false")
-    ignore_case = case is None or case.strip().lower() in ("true", "yes", "on", "1")
+def hook_config(configured: Settings, *, receiving: bool = False) -> HookConfig:
+    """The hooks' settings, from the repository's one settings reading. ``receiving``
+    (the remote's pre-receive hook): ``block`` unless the repository says ``warn`` (an
+    installed remote hook is there to refuse), and the clock-skew allowance of remote
+    mode, since every lock there was written by some client's clock."""
     warnings = []
-    skew, skew_warning = _skew(values)
-    raw_mode = values.get("alock.hookmode")
-    if raw_mode is None or raw_mode.strip().lower() in MODES:
-        mode = (raw_mode or "warn").strip().lower()
+    ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
+    skew, skew_warning = configured.clock_skew(remote=True if receiving else None)
+    fallback = "block" if receiving else "warn"
+    raw_mode = configured.get("alock.hookMode")
+    if raw_mode is None:
+        mode = fallback
+    elif raw_mode.strip().lower() in MODES:
+        mode = raw_mode.strip().lower()
     else:
-        mode = "warn"
-        warnings.append(f"unknown alock.hookMode {raw_mode!r} (use warn or block): warning only")
-    if skew_warning:
-        warnings.append(skew_warning)
-    storage = (values.get("extensions.refstorage") or "files").strip().lower()
+        mode = fallback
+        said = "refusing" if receiving else "warning only"
+        warnings.append(f"unknown alock.hookMode {raw_mode!r} (use warn or block): {said}")
+    warnings += [w for w in (case_warning, skew_warning) if w]
     return HookConfig(
         mode,
         ignore_case,
         "; ".join(warnings) or None,
         skew,
-        storage != "files",
-        values.get("alock.remote") or None,
+        configured.reftable,
+        configured.get("alock.remote") or None,
     )
-
-
-def _skew(values: Mapping[str, str | None]) -> tuple[int, str | None]:
-    """Remote mode's ``alock.clockSkew`` (default 30s; ``0`` for none), as the store reads
-    it; 0 in local mode, where every lock was written by this machine's clock."""
-    if not values.get("alock.remote"):
-        return 0, None
-    raw = values.get("alock.clockskew")
-    if raw is None:
-        return DEFAULT_SKEW_SECONDS, None
-    if raw.strip() in ("0", "0s"):
-        return 0, None
-    try:
-        return parse_duration(raw, what="alock.clockSkew"), None
-    except GitlocksError as exc:
-        return DEFAULT_SKEW_SECONDS, f"{exc}; allowing {DEFAULT_SKEW_SECONDS}s"
 
 
 REFS_FORMAT = "--format=%(objectname) %(refname) %(symref)"
@@ -219,6 +193,44 @@ def _read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | N
     return found
 
 
+class CommittedIgnores:
+    """``.alockignore`` as committed at some revisions (``HEAD``, ``""`` for the index,
+    a commit id), from one ``cat-file --batch`` started with the hook's other git calls.
+    A list is a committed decision: never read from the working tree, where the change
+    it would exempt is being made. ``blobs``: the names are the lists' blob ids."""
+
+    def __init__(self, revisions: Sequence[str], cwd: str | None, *, blobs: bool = False) -> None:
+        names = revisions if blobs else [f"{rev}:{IGNORE_FILE}" for rev in revisions]
+        self.feed = "".join(f"{name}\n" for name in names).encode()
+        self.count = len(revisions)
+        self.proc = start_git(["cat-file", "--batch"], cwd)
+
+    def finish(self) -> list[IgnoreList]:
+        """One list for each revision, in order (empty where it has none)."""
+        return parse_ignores(finish_git(self.proc, self.feed), self.count)
+
+
+def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
+    """``cat-file --batch`` output for ``count`` names of ``.alockignore`` blobs: a
+    ``<oid> blob <size>`` header and the contents, or ``<name> missing``."""
+    found: list[IgnoreList] = []
+    pos = 0
+    while len(found) < count and pos < len(out):
+        end = out.find(b"\n", pos)
+        end = len(out) if end < 0 else end
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) != 3 or not header[2].isdigit():  # "<name> missing"
+            found.append(IgnoreList())
+            continue
+        size = int(header[2])
+        blob = out[pos : pos + size]
+        pos += size + 1
+        usable = header[1] == b"blob" and size <= MAX_IGNORE_BYTES
+        found.append(IgnoreList(blob) if usable else IgnoreList())
+    return found + [IgnoreList()] * (count - len(found))
+
+
 # --- the check ----------------------------------------------------------------------------
 
 
@@ -285,6 +297,11 @@ class _Theirs:
     def alive(self, record: LockRecord) -> bool:
         return record.expires_at > self.cutoff and not self.life.dead(record)
 
+    def crossing(self, entry: ScopeEntry) -> list[LockRecord]:
+        """Their live locks whose scope meets ``entry``'s, by id."""
+        ids = sorted(self.table.overlaps([entry]))
+        return holding([r for i in ids if self.alive(r := self.table.records[i])], self.ours)[0]
+
     def covering(self, path: str) -> list[LockRecord]:
         """Their live locks covering ``path``, by id."""
         entry = path_entry(path)
@@ -293,6 +310,33 @@ class _Theirs:
             return holding(found, self.ours)[0]
         ids = sorted(self.table.covering(entry))
         return holding([r for i in ids if self.alive(r := self.table.records[i])], self.ours)[0]
+
+
+def exemptions_held(
+    table: Table,
+    identity: Identity,
+    now: datetime,
+    old: IgnoreList,
+    new: IgnoreList,
+    *,
+    committing: bool = True,
+) -> list[Held]:
+    """A change of ``.alockignore`` from ``old`` to ``new``, judged as a change of every
+    path it newly exempts: each new line whose scope meets a live claim of a holder who
+    is not a friend is held by that claim. Without this, one commit (or push) could
+    exempt a claimed directory and the next edit in it would go unjudged."""
+    if not len(table):
+        return []
+    found = newly_exempt(old, new)
+    if not found:
+        return []
+    theirs = _Theirs(table, identity, now, committing=committing)
+    held = []
+    for line, entry in found:
+        locks = theirs.crossing(entry)
+        if locks:
+            held.append(Held(f"{IGNORE_FILE} (newly exempts {line})", tuple(locks)))
+    return held
 
 
 def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
@@ -355,18 +399,18 @@ class TableReader:
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
-        self._config = start_git(CONFIG_ARGS, cwd)
+        self._config = settings.start(cwd)
         self._common = start_git(["rev-parse", "--git-common-dir"], cwd)
 
     def finish(self) -> tuple[HookConfig, Table]:
-        settings = parse_config(finish_git(self._config, ok=(0, 1)))  # 1: none of the keys
+        configured = hook_config(settings.finish(self._config))
         common_dir = os.fsdecode(finish_git(self._common).strip())
         if self.cwd is not None:
             common_dir = os.path.join(self.cwd, common_dir)
-        found = list_refs(common_dir, settings.reftable, self.cwd)
+        found = list_refs(common_dir, configured.reftable, self.cwd)
         verdicts = read_verdicts(common_dir)
-        table = read_table(found, self.cwd, settings.ignore_case, settings.skew, verdicts)
-        return settings, table
+        table = read_table(found, self.cwd, configured.ignore_case, configured.skew, verdicts)
+        return configured, table
 
 
 # A push is about to reach a remote anyway: in remote mode pre-push first fetches the lock
@@ -406,27 +450,34 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
-    settings, table = reading.finish()
-    if hook == "pre-push" and settings.remote:
-        stale = refresh_view(cwd, settings.remote)
+    if staged is not None:  # the list committed at HEAD decides; the staged one is judged
+        ignores = CommittedIgnores(["HEAD", ""], cwd)
+    else:  # the remote's last known value decides; the pushed tip's is judged
+        updates = push_updates(os.environ, stdin)
+        base = next((u.remote_sha for u in updates if u.remote_sha.strip("0")), "HEAD")
+        tip = next((u.local_sha for u in updates if u.local_sha.strip("0")), "HEAD")
+        ignores = CommittedIgnores([base, tip], cwd)
+    configured, table = reading.finish()
+    if hook == "pre-push" and configured.remote:
+        stale = refresh_view(cwd, configured.remote)
         if stale is None:
-            settings, table = TableReader(cwd).finish()  # the view just fetched
+            configured, table = TableReader(cwd).finish()  # the view just fetched
         else:
-            said = "; ".join(w for w in (settings.warning, stale) if w)
-            settings = dataclasses.replace(settings, warning=said)
-    if staged is not None:
-        paths = staged.paths()
-    else:
-        paths = pushed_paths(push_updates(os.environ, stdin), cwd)
-    ignore = IgnoreList.of_tree(cwd or os.getcwd())  # git runs hooks at the top of the tree
-    if ignore:
-        paths = [p for p in paths if not ignore.ignored(p)]
+            said = "; ".join(w for w in (configured.warning, stale) if w)
+            configured = dataclasses.replace(configured, warning=said)
+    paths = staged.paths() if staged is not None else pushed_paths(updates, cwd)
+    old, new = ignores.finish()
+    changes_ignore = IGNORE_FILE in paths
+    if old:
+        paths = [p for p in paths if not old.ignored(p)]
     now = utcnow()
     # Who commits, as the commit-msg hook names it: the session's holder, AGENT_ID, or
     # the derived holder while it holds a claim; else nobody known, and that is said.
     identity, known = committer(table, resolve_identity(None, session=hook_session()), now)
     held = find_held(table, identity, now, paths) if paths else []
-    report = HookReport(hook, settings, held, table.problems if paths else [], now)
+    if changes_ignore:
+        held += exemptions_held(table, identity, now, old, new)
+    report = HookReport(hook, configured, held, table.problems if paths else [], now)
     report.unnamed = not known and hook == "pre-commit"
     return report
 
@@ -461,6 +512,6 @@ def main(argv: Sequence[str]) -> int:
 
 def _configured_mode() -> str:
     try:
-        return parse_config(git_output(["config", "-z", "--get-regexp", "^alock\\.hookmode$"])).mode
+        return hook_config(settings.read()).mode
     except GitlocksError:
         return "warn"

@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +40,7 @@ from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
 
 HOOK = "pre-receive"
 if TYPE_CHECKING:  # the check is imported only when a push brings commits
+    from gitlocks.git.settings import Settings
     from gitlocks.hooks.check import HookConfig
 
 PREFIX = "alock: "  # as gitlocks.render.hooks.PREFIX: the client hooks' lines
@@ -70,34 +70,12 @@ def pushed_tips(lines: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(tips))
 
 
-def receive_config(raw: bytes) -> HookConfig:
-    """The hook's settings from ``git config -z --get-regexp`` output: ``alock.hookMode``
-    is ``block`` unless this repository says ``warn`` (an installed remote hook is there
-    to refuse), and every lock here counts until its expiry plus ``alock.clockSkew``
-    (default 30s): each was written by some client's clock, as in remote mode."""
+def receive_config(configured: Settings) -> HookConfig:
+    """The hook's settings (``gitlocks.hooks.check.hook_config``, as the receiving end)."""
     # Imported here: only a push that brings commits loads the check.
-    from gitlocks.hooks.check import parse_config
+    from gitlocks.hooks.check import hook_config
 
-    items = [item for item in raw.split(b"\0") if item]
-    mode = "block"
-    warning = None
-    rest = []
-    for item in items:
-        key, _, value = item.partition(b"\n")
-        if key.lower() == b"alock.hookmode":
-            text = os.fsdecode(value).strip().lower()
-            if text in ("warn", "block"):
-                mode = text
-            else:
-                warning = (
-                    f"unknown alock.hookMode {os.fsdecode(value)!r} (use warn or block): refusing"
-                )
-        elif key.lower() != b"alock.remote":
-            rest.append(item)
-    # The repository itself is the lock remote its clients decide on: skew as theirs.
-    settings = parse_config(b"\0".join([*rest, b"alock.remote\nthis-repository", b""]))
-    warnings = "; ".join(w for w in (warning, settings.warning) if w) or None
-    return replace(settings, mode=mode, warning=warnings)
+    return hook_config(configured, receiving=True)
 
 
 def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]:

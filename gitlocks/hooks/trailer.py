@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from gitlocks.core.record import utcnow
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
-from gitlocks.git.changes import finish_git, git_output, start_git
+from gitlocks.git import settings
+from gitlocks.git.changes import git_output
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import resolve_identity
 
@@ -64,16 +65,9 @@ def has_content(message: str, comment: str, *, comments_kept: bool = False) -> b
 
 def cleanup_settings(cwd: str | None) -> tuple[str, str]:
     """(``core.commentChar``, ``commit.cleanup``) as git reads them, in one call."""
-    proc = start_git(
-        ["config", "-z", "--get-regexp", r"^(core\.commentchar|commit\.cleanup)$"], cwd
-    )
-    values: dict[str, str] = {}
-    for item in finish_git(proc, ok=(0, 1)).split(b"\0"):
-        key, _, value = os.fsdecode(item).partition("\n")
-        if key:
-            values[key.lower()] = value
-    char = values.get("core.commentchar", "")
-    cleanup = values.get("commit.cleanup", "default").strip().lower()
+    configured = settings.read(cwd)
+    char = configured.raw("core.commentChar") or ""
+    cleanup = (configured.get("commit.cleanup") or "default").strip().lower()
     return ("#" if not char or char == "auto" else char), cleanup
 
 

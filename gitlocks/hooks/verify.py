@@ -11,9 +11,9 @@ A commit changes what it changes against its first parent (a merge: everything i
 into the line it was made on), a root commit against the empty tree. Whatever the number of
 commits, the question costs a constant number of git processes: one ``git log`` lists them
 with their parents, subjects and trailers, one ``git diff-tree --stdin`` reads the paths of
-all of them (only when some claim is live at all), one ``cat-file`` reads the committed
-``.alockignore``, besides the table's own reads. Part of the hook path: imports neither
-typer nor pygit2.
+all of them and two ``cat-file`` calls the ``.alockignore`` each commit's parent committed
+(only when some claim is live at all), besides the table's own reads. Part of the hook
+path: imports neither typer nor pygit2.
 """
 
 from __future__ import annotations
@@ -29,13 +29,16 @@ from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
+from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.settings import Settings
 from gitlocks.hooks.check import (
-    CONFIG_ARGS,
+    CommittedIgnores,
     HookConfig,
+    exemptions_held,
     find_held,
+    hook_config,
     list_refs,
-    parse_config,
     read_table,
     read_verdicts,
 )
@@ -192,13 +195,51 @@ def _shallow(common_dir: str) -> set[str]:
         return set()
 
 
-def _parse_ignore(raw: bytes) -> IgnoreList:
-    """``cat-file --batch`` output for ``HEAD:.alockignore``: the blob, or "missing"."""
-    header, _, rest = raw.partition(b"\n")
-    parts = header.split()
-    if len(parts) != 3 or parts[1] != b"blob" or int(parts[2]) > MAX_IGNORE_BYTES:
-        return IgnoreList()
-    return IgnoreList(rest[: int(parts[2])].decode("utf-8", "replace"))
+@dataclass(frozen=True)
+class Ignores:
+    """The ``.alockignore`` each commit is judged under, and the one it commits.
+
+    A commit is judged under the list its first parent committed (a root commit under
+    none): the list is a decision made before the change, never by it. A commit that
+    changes the list has it judged as a change of every path it newly exempts."""
+
+    before: Mapping[str, IgnoreList] = field(default_factory=dict)  # by commit
+    after: Mapping[str, IgnoreList] = field(default_factory=dict)  # commits changing it
+
+    def of(self, commit: Commit) -> IgnoreList:
+        return self.before.get(commit.oid) or IgnoreList()
+
+
+def read_ignores(
+    commits: Sequence[Commit], changed: Mapping[str, Sequence[str]], cwd: str | None
+) -> Ignores:
+    """The lists of ``commits``, in two git processes whatever their number: one
+    ``cat-file --batch-check`` names each revision's blob, one ``--batch`` reads each
+    distinct blob once."""
+    revisions: dict[str, None] = {}
+    for commit in commits:
+        if commit.parents:
+            revisions[commit.parents[0]] = None
+        if IGNORE_FILE in changed.get(commit.oid, ()):
+            revisions[commit.oid] = None
+    if not revisions:
+        return Ignores()
+    feed = "".join(f"{rev}:{IGNORE_FILE}\n" for rev in revisions).encode()
+    out = finish_git(start_git(["cat-file", "--batch-check"], cwd), feed).decode("ascii", "replace")
+    blob_of: dict[str, str] = {}
+    for rev, line in zip(revisions, out.splitlines(), strict=False):
+        parts = line.split()  # "<oid> blob <size>", or "<name> missing"
+        if len(parts) == 3 and parts[1] == "blob" and int(parts[2]) <= MAX_IGNORE_BYTES:
+            blob_of[rev] = parts[0]
+    blobs = list(dict.fromkeys(blob_of.values()))
+    lists = dict(zip(blobs, CommittedIgnores(blobs, cwd, blobs=True).finish(), strict=True))
+    by_rev = {rev: lists[blob] for rev, blob in blob_of.items()}
+    empty = IgnoreList()
+    before = {c.oid: by_rev.get(c.parents[0], empty) for c in commits if c.parents}
+    after = {
+        c.oid: by_rev.get(c.oid, empty) for c in commits if IGNORE_FILE in changed.get(c.oid, ())
+    }
+    return Ignores(before, after)
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -224,27 +265,39 @@ def judge(
     changed: Mapping[str, Sequence[str]],
     table: Table,
     now: datetime,
-    ignore: IgnoreList,
+    ignores: Ignores,
 ) -> list[Finding]:
-    """Every (commit, path) inside live claims held against all of the commit's agents.
+    """Every (commit, path) inside live claims held against all of the commit's agents,
+    each commit's paths read under the list its parent committed, and a change of that
+    list judged as a change of the paths it newly exempts.
 
     Each agent is asked once, for the union of its commits' paths, so the cost grows with
     the number of distinct agents and paths, not of commits.
     """
+    kept: dict[str, list[str]] = {}
     wanted: dict[str, set[str]] = {}
     for commit in commits:
+        ignore = ignores.of(commit)
+        kept[commit.oid] = [p for p in changed.get(commit.oid, ()) if not ignore.ignored(p)]
         for agent in commit.judged_as:
-            wanted.setdefault(agent, set()).update(changed.get(commit.oid, ()))
+            wanted.setdefault(agent, set()).update(kept[commit.oid])
     held: dict[str, dict[str, tuple[LockRecord, ...]]] = {}
     for agent, paths in wanted.items():
-        kept = sorted(p for p in paths if not ignore.ignored(p))
         identity = agent_identity(agent, table)
-        found = find_held(table, identity, now, kept, committing=True) if kept else []
+        found = find_held(table, identity, now, sorted(paths), committing=True) if paths else []
         held[agent] = {h.path: h.locks for h in found}
     findings = []
     for commit in commits:
-        for path in changed.get(commit.oid, ()):
-            each = [held[agent].get(path, ()) for agent in commit.judged_as]
+        crossed = {path: [held[agent].get(path, ()) for agent in commit.judged_as]
+                   for path in kept[commit.oid]}  # fmt: skip
+        if commit.oid in ignores.after:
+            old, new = ignores.of(commit), ignores.after[commit.oid]
+            for agent in commit.judged_as:
+                identity = agent_identity(agent, table)
+                for h in exemptions_held(table, identity, now, old, new):
+                    crossed.setdefault(h.path, [()] * len(commit.judged_as))
+                    crossed[h.path][commit.judged_as.index(agent)] = h.locks
+        for path, each in crossed.items():
             common = set.intersection(*({r.id for r in locks} for locks in each))
             locks = tuple(r for r in each[0] if r.id in common)
             if locks:
@@ -255,7 +308,7 @@ def judge(
 # --- the whole question -----------------------------------------------------------------------
 
 
-ConfigReader = Callable[[bytes], HookConfig]
+ConfigReader = Callable[[Settings], HookConfig]
 
 
 # Replace refs (``refs/replace/*``) make git read one object as another: anyone who can
@@ -283,7 +336,7 @@ def check_commits(
     rev_args: Sequence[str],
     cwd: str | None = None,
     *,
-    read_config: ConfigReader = parse_config,
+    read_config: ConfigReader = hook_config,
     bad_range: Sequence[str] | None = None,
     feed: bytes = b"",
 ) -> Verification:
@@ -297,14 +350,13 @@ def check_commits(
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
     log = start_git([*_LOG_ARGS, *rev_args], cwd)
-    config = start_git(CONFIG_ARGS, cwd)
-    ignore = start_git(["cat-file", "--batch"], cwd)
+    config = settings.start(cwd)
     common_dir = ""
     try:
         common_dir = os.path.join(cwd or "", os.fsdecode(finish_git(common).strip()))
         raw_log = finish_git(log, feed)
     except StoreError as exc:
-        for proc in (log, config, ignore):
+        for proc in (log, config):
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
@@ -313,13 +365,12 @@ def check_commits(
         detail = str(exc).removeprefix("git log failed: ").removeprefix("fatal: ")
         raise UsageError(f"bad revision range {' '.join(bad_range)!r}: {detail}") from None
     commits = parse_log(raw_log)
-    raw_config = finish_git(config, ok=(0, 1))  # 1: none of the keys is set
-    ignored = _parse_ignore(finish_git(ignore, f"HEAD:{IGNORE_FILE}\n".encode()))
+    configured = settings.finish(config)
     now = utcnow()
     if not commits:
         return Verification([], [], now)
-    settings = read_config(raw_config)
-    warnings = [settings.warning] if settings.warning else []
+    hook_settings = read_config(configured)
+    warnings = [hook_settings.warning] if hook_settings.warning else []
     shallow = _shallow(common_dir)
     judged = []
     for commit in commits:
@@ -335,10 +386,10 @@ def check_commits(
         ]
         judged.append(commit)
     table = read_table(
-        list_refs(common_dir, settings.reftable, cwd),
+        list_refs(common_dir, hook_settings.reftable, cwd),
         cwd,
-        settings.ignore_case,
-        settings.skew,
+        hook_settings.ignore_case,
+        hook_settings.skew,
         read_verdicts(common_dir),
     )
     changed: dict[str, list[str]] = {}
@@ -348,8 +399,9 @@ def check_commits(
         # nobody claims anything (a first push of a long history) reads no paths at all.
         feed = _diff_feed(judged)
         changed = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), feed))
-    findings = judge(judged, changed, table, now, ignored)
-    return Verification(judged, findings, now, settings, warnings, table.problems)
+    ignores = read_ignores(judged, changed, cwd) if changed else Ignores()
+    findings = judge(judged, changed, table, now, ignores)
+    return Verification(judged, findings, now, hook_settings, warnings, table.problems)
 
 
 def verify_range(revisions: Sequence[str], cwd: str | None = None) -> Verification:

@@ -16,6 +16,7 @@ from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
+from gitlocks.git.settings import Settings
 from gitlocks.identity import Identity, host_identity, process_alive
 from gitlocks.layout import (
     DEFAULT_INTERRUPTED_KEEP_SECONDS,
@@ -53,7 +54,7 @@ class Context:
         back to the default with a warning instead of stopping the command."""
         if self.stale_after is None:
             try:
-                self.stale_after = stale_after_seconds(self.store.config_get)
+                self.stale_after = stale_after_seconds(self.store.settings)
             except UsageError as exc:
                 self.warnings.append(f"{exc}; using the default, 10m")
                 self.stale_after = DEFAULT_STALE_SECONDS
@@ -73,19 +74,13 @@ class Context:
         """A claim's lifetime: ``typed`` if given, else ``alock.ttl``, else 30 minutes."""
         if typed is not None:
             return parse_duration(typed, what=what)
-        configured = self.store.config_get("alock.ttl")
-        if configured is not None:
-            return parse_duration(configured, what="alock.ttl")
-        return DEFAULT_TTL_SECONDS
+        return self.store.settings.duration("alock.ttl", DEFAULT_TTL_SECONDS)
 
     def interrupted_keep(self) -> int:
         """How long expired interrupted work is kept: ``alock.interruptedKeep``, else 7d."""
         if self.keep_interrupted is None:
-            configured = self.store.config_get("alock.interruptedKeep")
-            self.keep_interrupted = (
-                DEFAULT_INTERRUPTED_KEEP_SECONDS
-                if configured is None
-                else parse_duration(configured, what="alock.interruptedKeep")
+            self.keep_interrupted = self.store.settings.duration(
+                "alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS
             )
         return self.keep_interrupted
 
@@ -101,7 +96,7 @@ def open_context(
         # Imported here: the remote protocol costs start-up time; only remote mode needs it.
         from gitlocks.store.remote import RemoteStore
 
-        store = RemoteStore(store.repo)
+        store = RemoteStore(store.repo, configured=store.settings)
     who = identity if isinstance(identity, Identity) else identity()
     if who.session_source == "harness":
         # A harness session acting here, through its shell or MCP: its end releases, and
@@ -171,9 +166,6 @@ def live_table(ctx: Context) -> tuple[Table, list[LockRecord]]:
     return table, table.live(now)
 
 
-def stale_after_seconds(config_get: Callable[[str], str | None]) -> int:
+def stale_after_seconds(configured: Settings) -> int:
     """``alock.staleAfter`` as seconds, else the 10 minute default."""
-    configured = config_get("alock.staleAfter")
-    if configured is None:
-        return DEFAULT_STALE_SECONDS
-    return parse_duration(configured, what="alock.staleAfter")
+    return configured.duration("alock.staleAfter", DEFAULT_STALE_SECONDS)

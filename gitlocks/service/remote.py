@@ -59,7 +59,7 @@ def show(store: Store) -> RemoteState:
     name = store.config_get("alock.remote")
     if not name:
         return RemoteState(None)
-    remote = RemoteStore(store.repo)
+    remote = RemoteStore(store.repo, configured=store.settings)
     remote.probe()
     return RemoteState(name, store.config_get(f"remote.{name}.url"), view_age(store, name))
 
@@ -73,7 +73,7 @@ def sync(ctx: Context) -> SyncResult:
         return SyncResult(None, bool(released), len(ctx.store.read_table()), released)
     remote = ctx.store
     if not isinstance(remote, RemoteStore):
-        remote = RemoteStore(ctx.store.repo)
+        remote = RemoteStore(ctx.store.repo, configured=ctx.store.settings)
         ctx = replace(ctx, store=remote)
     changed = remote.sync()
     branches = landing.waiting_branches(remote.read_table(), ctx.host_id)

@@ -48,7 +48,7 @@ from gitlocks.core.table import (
     read_record,
 )
 from gitlocks.errors import NotARepository, StoreError, UsageError
-from gitlocks.git import config, files
+from gitlocks.git import files, settings
 from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
@@ -103,19 +103,22 @@ def current_directory() -> str:
 class Store:
     """A repository's lock refs, with a table cached by the journal ref's value."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(
+        self, repo: pygit2.Repository, configured: settings.Settings | None = None
+    ) -> None:
         if repo.is_bare:
             raise NotARepository("this is a bare repository: run git alock inside a working tree")
         self.repo = repo
-        self._command_line = config.command_line(os.environ)  # git -c key=value
         self.git_dir = Path(repo.path)
+        # Every setting, read once (git -c included): ``configured`` when already read.
+        self.settings = configured or settings.read(git_dir=os.fspath(self.git_dir))
         self.common_dir = _common_dir(self.git_dir)
         self.root = Path(repo.workdir).resolve() if repo.workdir else Path.cwd()
-        self.ignore_case = self.config_bool("core.ignoreCase", False)
+        self.ignore_case = self.settings.flag("core.ignoreCase", False)
         # Files and directories we create get the modes git would give them in a shared
         # repository (the mutex, logs, ref directories, object fan-out directories).
         current = os.umask(0)
-        os.umask(config.shared_umask(self.config_get("core.sharedRepository"), current))
+        os.umask(settings.shared_umask(self.config_get("core.sharedRepository"), current))
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
@@ -130,7 +133,8 @@ class Store:
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
         if start is None and os.environ.get("GIT_DIR"):
-            return cls(_from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE")))
+            found = _from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE"))
+            return cls(*found)
         start = os.fspath(start) if start is not None else current_directory()
         try:
             path = pygit2.discover_repository(start)
@@ -155,31 +159,18 @@ class Store:
     # --- configuration and worktree facts ---------------------------------------------
 
     def config_get(self, key: str) -> str | None:
-        """A setting: from ``git -c`` first (as git does), else from the config files."""
-        key = config.normalise_key(key)
-        if key in self._command_line:
-            given = self._command_line[key]
-            return "true" if given is None else given
-        try:
-            value = self.repo.config[key]
-        except (KeyError, pygit2.GitError):
-            return None
-        return str(value)
-
-    def config_bool(self, key: str, default: bool) -> bool:
-        if config.normalise_key(key) in self._command_line:
-            given = self._command_line[config.normalise_key(key)]
-            value = config.as_bool(given)
-            if value is None:
-                raise UsageError(f"bad boolean config value {given!r} for {key!r} (git -c)")
-            return value
-        try:
-            return bool(self.repo.config.get_bool(key))
-        except (KeyError, pygit2.GitError):
-            return default
+        """A setting, as git reads it (``git -c`` first, then the config files)."""
+        return self.settings.get(key)
 
     def config_set(self, key: str, value: str) -> None:
-        self.repo.config[key] = value
+        """Write a setting to the repository's config; the settings are read again."""
+        settings.write(os.fspath(self.git_dir), key, value)
+        self.settings = settings.read(git_dir=os.fspath(self.git_dir))
+
+    def config_unset(self, key: str) -> None:
+        """Remove a setting from the repository's config; the settings are read again."""
+        settings.unset(os.fspath(self.git_dir), key)
+        self.settings = settings.read(git_dir=os.fspath(self.git_dir))
 
     def is_file(self, path: str) -> bool:
         """Whether a root-relative path names a file in the working tree or the index."""
@@ -550,26 +541,27 @@ def check_sizes(change: Change) -> None:
             )
 
 
-def _from_environment(git_dir: str, work_tree: str | None) -> pygit2.Repository:
+def _from_environment(
+    git_dir: str, work_tree: str | None
+) -> tuple[pygit2.Repository, settings.Settings]:
     """The repository ``GIT_DIR`` names, as git opens it (``git --git-dir ... alock``): its
-    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory."""
+    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
+    Its settings come with it, read once."""
     try:
         repo = pygit2.Repository(os.path.abspath(git_dir))
     except pygit2.GitError as exc:
         raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {exc}") from exc
+    found = settings.read(git_dir=repo.path)
     if work_tree is not None:
         top = os.path.abspath(work_tree)
     else:
-        try:
-            configured = repo.config["core.worktree"]
-        except (KeyError, pygit2.GitError):
-            configured = None
+        configured = found.get("core.worktree")
         top = os.path.join(repo.path, str(configured)) if configured else os.getcwd()
     try:
         repo.workdir = os.path.abspath(top)
     except (pygit2.GitError, ValueError) as exc:
         raise NotARepository(f"cannot use the working tree {work_tree!r}: {exc}") from exc
-    return repo
+    return repo, found
 
 
 def _common_dir(git_dir: Path) -> Path:

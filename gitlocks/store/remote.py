@@ -43,7 +43,7 @@ from typing import TypeVar
 
 import pygit2
 
-from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, parse_duration, utcnow
+from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, StoreError, UsageError
 from gitlocks.git.remote import (
@@ -56,6 +56,7 @@ from gitlocks.git.remote import (
     run_git,
     summarise,
 )
+from gitlocks.git.settings import Settings
 from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
     DEFAULT_SKEW_SECONDS,
@@ -91,27 +92,6 @@ class RemoteTable(Table):
 
 
 _NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
-_ZERO_RE = re.compile(r"^\s*0+\s*[smhd]?\s*$")
-
-
-def config_seconds(store: Store, key: str, default: int, *, zero: bool = False) -> int:
-    """A duration setting; ``0`` only when ``zero`` allows it. Errors name the key."""
-    value = store.config_get(key)
-    if value is None:
-        return default
-    if _ZERO_RE.match(value):
-        if zero:
-            return 0
-        raise UsageError(
-            f"invalid {key} {value!r}: must be longer than zero "
-            f"(fix it with git config {key} 30s, or unset it with git config --unset {key})"
-        )
-    try:
-        return parse_duration(value, what=key)
-    except GitlocksError as exc:
-        raise UsageError(
-            f"{exc} (fix it with git config {key} 30s, or unset it with git config --unset {key})"
-        ) from None
 
 
 MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
@@ -120,8 +100,14 @@ MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
 class RemoteStore(Store):
     """A store whose writes are decided on ``alock.remote`` by compare-and-swap pushes."""
 
-    def __init__(self, repo: pygit2.Repository, remote: str | None = None) -> None:
-        super().__init__(repo)
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        remote: str | None = None,
+        *,
+        configured: Settings | None = None,
+    ) -> None:
+        super().__init__(repo, configured)
         name = remote if remote is not None else self.config_get("alock.remote")
         if not name:
             raise UsageError("no lock remote: set one with git alock remote NAME")
@@ -140,8 +126,8 @@ class RemoteStore(Store):
                 f"(git remote -v lists them; git alock remote --off returns to local mode)"
             )
         self.remote = name
-        self.timeout = config_seconds(self, "alock.remoteTimeout", DEFAULT_REMOTE_TIMEOUT_SECONDS)
-        self.skew = config_seconds(self, "alock.clockSkew", DEFAULT_SKEW_SECONDS, zero=True)
+        self.timeout = self.settings.duration("alock.remoteTimeout", DEFAULT_REMOTE_TIMEOUT_SECONDS)
+        self.skew = self.settings.duration("alock.clockSkew", DEFAULT_SKEW_SECONDS, zero=True)
         self.staging = f"{STAGING_PREFIX}{name}/"
         self.detached = f"{self.staging}detached/"
         self.detached_journal = f"{self.staging}detached-journal"

@@ -16,12 +16,9 @@ pushed only if the remote still holds the value it was copied from.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-
-import pygit2
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
@@ -92,7 +89,7 @@ def enable(store: Store, name: str) -> SwitchResult:
     Refuses (changing nothing locally, configuration included) when one of them overlaps a
     live lock on the remote that would block it: one of the two claims has to go first.
     """
-    remote = RemoteStore(store.repo, name)
+    remote = RemoteStore(store.repo, name, configured=store.settings)
     remote.mirroring = False  # staging only, until the switch is decided
     remote.probe(write=True)
     with remote.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * remote.timeout):
@@ -257,7 +254,7 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
         return OffResult(None)
     result = OffResult(name)
     try:
-        remote: RemoteStore | None = RemoteStore(store.repo, name)
+        remote: RemoteStore | None = RemoteStore(store.repo, name, configured=store.settings)
     except RemoteError:  # the remote is gone from the config: nothing staged to read
         remote = None
     except GitlocksError as exc:  # an invalid name, or another invalid alock.* setting
@@ -286,7 +283,6 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
             times = read_sync_times(store)
             times.pop(name, None)
             write_sync_times(store, times)
-    with contextlib.suppress(KeyError, pygit2.GitError):
-        del store.repo.config["alock.remote"]
+    store.config_unset("alock.remote")
     result.still_set = store.config_get("alock.remote")
     return result

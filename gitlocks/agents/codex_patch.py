@@ -1,0 +1,516 @@
+"""Codex CLI's patches: which files an ``apply_patch`` writes, and from which directory.
+
+Codex edits through its ``apply_patch`` tool (``{"command": <patch>}``), and models also
+send a patch to its shell tool (hook tool name ``Bash``): ``apply_patch <<'EOF' ...``,
+which Codex intercepts and applies itself (with a leading ``cd DIR &&``,
+codex-rs/apply-patch/src/invocation.rs), or any other shell form, which reaches the
+``apply_patch`` command Codex puts on the shell's PATH and applies the patch in whatever
+directory the shell is in by then.
+
+So a shell command's patch names its files relative to a directory the shell decides. The
+part of the script before ``apply_patch`` is read as the shell would run it, as far as it
+can be known for certain: ``cd``/``pushd`` with literal directories (``$PWD`` too), in
+sequences (``;``, ``&&``, newlines), groups and subshells, and ``env -C`` before the
+command; commands that cannot move the shell (``mkdir``, ``echo``, ...) in between. A
+``cd`` that may fail before ``;`` leaves two candidate directories, and the files are named
+in every one. Anything else (a variable, a command substitution, ``||``, a pipe, an
+unknown command, a second ``apply_patch``) raises ``Unjudgeable``: the guard denies the
+call and says which form to use, and no file is guessed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+# Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
+# starts with one of these; an Update hunk may move the file (both names are written).
+BEGIN, END = "*** Begin Patch", "*** End Patch"
+ADD, DELETE, UPDATE, MOVE = (
+    "*** Add File: ",
+    "*** Delete File: ",
+    "*** Update File: ",
+    "*** Move to: ",
+)
+EOF_MARK = "*** End of File"
+HEREDOCS = ("<<EOF", "<<'EOF'", '<<"EOF"')
+# What Rust's str::trim strips (char::is_whitespace, Unicode White_Space). Python's
+# str.strip also strips U+001C..U+001F, which Codex keeps in a file name.
+RUST_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+APPLY_NAMES = ("apply_patch", "applypatch")
+SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
+# Commands that cannot change the shell's directory: external programs, and builtins that
+# leave it alone. A function of the same name would be defined in the script first, which
+# is never read as harmless.
+HARMLESS = frozenset(
+    {
+        *("echo", "printf", "true", ":", "mkdir", "ls", "pwd", "test", "[", "cat", "touch"),
+        *("rm", "cp", "mv", "git", "sed", "grep", "head", "tail", "wc", "sleep", "chmod"),
+        *("date", "which", "set", "rg", "find", "stat", "diff", "sort", "uniq", "tree"),
+    }
+)
+# Variables that move ``cd``'s idea of where a name is, or of where the shell is.
+MOVING_NAMES = frozenset({"CDPATH", "PWD", "OLDPWD", "HOME"})
+USE_INSTEAD = (
+    "use the apply_patch tool, or apply_patch <<'EOF' with paths relative to the working "
+    "directory (cd DIR && apply_patch <<'EOF' with a literal DIR also works)"
+)
+
+
+class Unjudgeable(Exception):
+    """A patch is applied from a directory that cannot be known for certain."""
+
+
+class Candidates(tuple[str, ...]):
+    """Files a patch may write, from more than one directory it may run in (a ``cd`` that
+    may fail before ``;``): each is judged, none is claimed on the guess."""
+
+
+def _trim(text: str) -> str:
+    return text.strip(RUST_SPACE)
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split as Rust's ``str::lines`` splits it: at line feeds only, a carriage
+    return before one dropped. Python's ``splitlines`` also breaks at a form feed, U+2028
+    and more, which a patch's text may hold: a line Codex reads whole was read as two."""
+    parts = text.split("\n")
+    last = parts.pop()
+    lines = [part[:-1] if part.endswith("\r") else part for part in parts]
+    return [*lines, last] if last else lines
+
+
+def parse_patch(text: str) -> tuple[str, ...] | None:
+    """Every file an apply_patch patch writes, read as Codex's own (lenient) parser reads
+    it; None when Codex would refuse the patch (so it writes nothing)."""
+    lines = _lines(_trim(text))
+    if len(lines) >= 4 and lines[0] in HEREDOCS and lines[-1].endswith("EOF"):
+        lines = lines[1:-1]  # the heredoc a model sometimes wraps it in
+    if len(lines) < 2 or _trim(lines[0]) != BEGIN or _trim(lines[-1]) != END:
+        return None
+    body, found, i = lines[1:-1], [], 0
+    while i < len(body):
+        head = _trim(body[i])
+        i += 1
+        if head.startswith(ADD):
+            found.append(head[len(ADD) :])
+            while i < len(body) and body[i].startswith("+"):
+                i += 1
+        elif head.startswith(DELETE):
+            found.append(head[len(DELETE) :])
+        elif head.startswith(UPDATE):
+            found.append(head[len(UPDATE) :])
+            if i < len(body) and body[i].startswith(MOVE):
+                # Untrimmed, and possibly empty: Codex then fails on this hunk, but only
+                # after writing the hunks before it.
+                found.append(body[i][len(MOVE) :])
+                i += 1
+            # Its chunks run to the next line starting with "*" (bar the end-of-file mark).
+            while i < len(body) and (not body[i].startswith("*") or _trim(body[i]) == EOF_MARK):
+                i += 1
+        else:
+            return None  # no hunk header: Codex refuses the patch itself
+    return tuple(found) if found else None
+
+
+def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
+    """Every file an apply_patch call writes (``tool_input``: ``{"command": <patch>}``)."""
+    text = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return parse_patch(text) if isinstance(text, str) else None
+
+
+def _files(text: str) -> tuple[str, ...]:
+    """The files of the patch in ``text`` (from its first "*** Begin Patch" line to its
+    last "*** End Patch" line); should that not parse (quoting, junk), every hunk header
+    counts: a file too many rather than too few."""
+    lines = _lines(text)
+    starts = [n for n, line in enumerate(lines) if BEGIN in line]
+    ends = [n for n, line in enumerate(lines) if starts and END in line and n > starts[0]]
+    if not ends:
+        return ()
+    span = lines[starts[0] : ends[-1] + 1]
+    span[0] = span[0][span[0].index(BEGIN) :]
+    span[-1] = span[-1][: span[-1].rindex(END) + len(END)]
+    found = parse_patch("\n".join(span))
+    if found is None:
+        heads = [_trim(line) for line in span]
+        found = tuple(
+            [head[len(m) :] for head in heads for m in (ADD, DELETE, UPDATE) if head.startswith(m)]
+            + [line[len(MOVE) :] for line in span if line.startswith(MOVE)]
+        )
+    return found
+
+
+# --- the shell's words ------------------------------------------------------------------------
+
+
+class Word(NamedTuple):
+    """One shell word: its text with quotes removed, and whether the shell decides it only
+    when it runs (an expansion: ``$``, a command substitution, ``~``, a glob)."""
+
+    text: str
+    dynamic: bool = False
+    pwd: bool = False  # it starts with $PWD (or ${PWD}), then only literal text
+
+
+_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "<", ">")
+_BREAK = " \t\n;&|()<>"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def words(script: str) -> list[Word | str]:
+    """``script`` as shell words and operators (``;`` for a newline); ``Unjudgeable``
+    where it cannot be split for certain (an unterminated quote)."""
+    out: list[Word | str] = []
+    i, n = 0, len(script)
+    while i < n:
+        c = script[i]
+        if c in " \t":
+            i += 1
+        elif script.startswith("\\\n", i):  # a line continued
+            i += 2
+        elif c == "\n":
+            out.append(";")
+            i += 1
+        elif c == "#":  # a comment, to the end of the line
+            end = script.find("\n", i)
+            i = n if end < 0 else end
+        elif op := next((op for op in _OPERATORS if script.startswith(op, i)), None):
+            out.append(op)
+            i += len(op)
+        else:
+            word, i = _word(script, i)
+            out.append(word)
+    return out
+
+
+def _word(script: str, i: int) -> tuple[Word, int]:
+    """The word starting at ``i``, and where it ends."""
+    text: list[str] = []
+    dynamic = pwd = False
+    n = len(script)
+    start = i
+    while i < n and script[i] not in _BREAK:
+        c = script[i]
+        if c == "\\":
+            if script.startswith("\\\n", i):
+                i += 2
+                continue
+            text.append(script[i + 1 : i + 2])
+            i += 2
+        elif c == "'":
+            end = script.find("'", i + 1)
+            if end < 0:
+                raise Unjudgeable("an unterminated quote before apply_patch")
+            text.append(script[i + 1 : end])
+            i = end + 1
+        elif c == '"':
+            i += 1
+            while i < n and script[i] != '"':
+                if script[i] == "\\" and i + 1 < n:
+                    text.append(script[i + 1])
+                    i += 2
+                    continue
+                if script[i] in "$`":
+                    if i == start + 1 and not text and _pwd_at(script, i):
+                        pwd = True
+                        i += _pwd_at(script, i)
+                        continue
+                    dynamic = True
+                text.append(script[i])
+                i += 1
+            if i >= n:
+                raise Unjudgeable("an unterminated quote before apply_patch")
+            i += 1
+        elif c in "$`":
+            if script.startswith("$(", i):
+                raise Unjudgeable("a command substitution before apply_patch")
+            if i == start and _pwd_at(script, i):
+                pwd = True
+                i += _pwd_at(script, i)
+                continue
+            dynamic = True
+            text.append(c)
+            i += 1
+        else:
+            if c in "*?[{}" or (c == "~" and i == start):
+                dynamic = True
+            text.append(c)
+            i += 1
+    found = "".join(text)
+    if found in ("{", "}") and script[start] in "{}":
+        dynamic = False  # a group's braces, not an expansion
+    return Word(found, dynamic, pwd), i
+
+
+def _pwd_at(script: str, i: int) -> int:
+    """The length of a ``$PWD`` or ``${PWD}`` at ``i`` (not ``$PWDX``); 0 for none."""
+    if script.startswith("${PWD}", i):
+        return 6
+    if script.startswith("$PWD", i) and not re.match(r"[A-Za-z0-9_]", script[i + 4 : i + 5]):
+        return 4
+    return 0
+
+
+# --- where the shell is when apply_patch runs --------------------------------------------------
+
+
+class _Walk:
+    """The directories the shell may be in, relative to where it starts ("" for there),
+    as the script's commands run; ``Unjudgeable`` when that cannot be known for certain.
+
+    ``here`` holds those reached when every command of the current ``&&`` list succeeded;
+    ``failed`` those where one of them failed (the next command after ``;`` runs there too).
+    """
+
+    def __init__(self) -> None:
+        self.here: list[str] = [""]
+        self.failed: list[str] = []
+        self.saved: list[tuple[list[str], list[str]]] = []  # at each open "("
+
+    def run(self, tokens: Sequence[Word | str]) -> list[str]:
+        """The directories the command after ``tokens`` starts in."""
+        command: list[Word] = []
+        for token in tokens:
+            if isinstance(token, Word):
+                command.append(token)
+            elif token == "&&":
+                self._command(command)
+                command = []
+            elif token == ";":
+                self._command(command)
+                command = []
+                self.here = _merge(self.here, self.failed)
+                self.failed = []
+            elif token == "(":
+                if command:  # "name()": a function is defined
+                    raise Unjudgeable("a function is defined before apply_patch")
+                self.saved.append((self.here, self.failed))
+                self.failed = []
+            elif token == ")":
+                self._command(command)
+                command = []
+                if not self.saved:
+                    raise Unjudgeable("an unbalanced ')' before apply_patch")
+                self.here, failed = self.saved.pop()  # a subshell moves nobody
+                self.failed = _merge(failed, self.here)
+            else:
+                raise Unjudgeable(f"'{token}' before apply_patch")
+        self._prefix(command)
+        return self.here
+
+    def _command(self, command: list[Word]) -> None:
+        """One whole command before apply_patch."""
+        while command and command[0].text in ("{", "}") and not command[0].dynamic:
+            command = command[1:]  # a group: the shell's own, no directory of its own
+        if not command:
+            return
+        name = command[0]
+        if _assignment(name):
+            self._assign(command)
+            return
+        if name.dynamic:
+            raise Unjudgeable("a command named by an expansion before apply_patch")
+        if name.text in ("cd", "pushd"):
+            self._cd(command[1:], name.text)
+        elif name.text == "export":
+            for word in command[1:]:
+                if word.text.partition("=")[0] in MOVING_NAMES:
+                    raise Unjudgeable(f"export {word.text.partition('=')[0]} before apply_patch")
+            self.failed = _merge(self.failed, self.here)
+        elif name.text in HARMLESS:
+            self.failed = _merge(self.failed, self.here)  # it may fail: the list stops
+        else:
+            raise Unjudgeable(f"{name.text!r} runs before apply_patch")
+
+    def _assign(self, command: list[Word]) -> None:
+        for word in command:
+            if not _assignment(word):
+                self._command(command[command.index(word) :])
+                return
+            if word.text.partition("=")[0] in MOVING_NAMES:
+                raise Unjudgeable(f"{word.text.partition('=')[0]} is set before apply_patch")
+
+    def _cd(self, args: list[Word], name: str) -> None:
+        args = [a for a in args if a.text not in ("-P", "-L", "--") or a.dynamic]
+        if len(args) != 1 or args[0].text in ("", "-") or args[0].text.startswith("-"):
+            raise Unjudgeable(f"{name} without one literal directory before apply_patch")
+        target = _directory(args[0], name)
+        self.failed = _merge(self.failed, self.here)  # a cd that fails leaves it as it was
+        self.here = [_join(d, target) for d in self.here]
+
+    def _prefix(self, command: list[Word]) -> None:
+        """The words before apply_patch in its own command: assignments, ``env`` (its
+        ``-C DIR``), ``exec``, ``command``."""
+        rest = list(command)
+        while rest:
+            word = rest.pop(0)
+            if word.text == "{" and not word.dynamic:
+                continue  # a group opened around it
+            if _assignment(word):
+                if word.text.partition("=")[0] in MOVING_NAMES:
+                    raise Unjudgeable(f"{word.text.partition('=')[0]} is set for apply_patch")
+            elif word.dynamic:
+                raise Unjudgeable("an expansion before apply_patch")
+            elif word.text in ("exec", "command", "time", "nohup"):
+                continue
+            elif word.text == "env":
+                rest = self._env(rest)
+            else:
+                raise Unjudgeable(f"apply_patch is run through {word.text!r}")
+
+    def _env(self, rest: list[Word]) -> list[Word]:
+        """``env``'s options; the words after them."""
+        while rest and (rest[0].text.startswith("-") or _assignment(rest[0])):
+            word = rest.pop(0)
+            if word.dynamic:
+                raise Unjudgeable("an expansion in env's arguments before apply_patch")
+            if word.text in ("-C", "--chdir") and rest:
+                target = _directory(rest.pop(0), "env -C")
+                self.here = [_join(d, target) for d in self.here]
+            elif word.text.startswith("--chdir="):
+                target = _directory(Word(word.text.partition("=")[2]), "env --chdir")
+                self.here = [_join(d, target) for d in self.here]
+            elif word.text.startswith("-C") and len(word.text) > 2:
+                target = _directory(Word(word.text[2:]), "env -C")
+                self.here = [_join(d, target) for d in self.here]
+            elif word.text in ("-u", "--unset") and rest:
+                rest.pop(0)
+            elif _assignment(word):
+                if word.text.partition("=")[0] in MOVING_NAMES:
+                    raise Unjudgeable(f"{word.text.partition('=')[0]} is set for apply_patch")
+            elif word.text not in ("-i", "--ignore-environment", "-", "--") and not (
+                word.text.startswith("--unset=")
+            ):
+                raise Unjudgeable(f"env {word.text} before apply_patch")
+        return rest
+
+
+def _assignment(word: Word) -> bool:
+    name, eq, _ = word.text.partition("=")
+    return bool(eq) and not word.pwd and _NAME.fullmatch(name) is not None
+
+
+def _directory(word: Word, how: str) -> str:
+    """A literal directory (``$PWD`` leading it stands for where the shell is)."""
+    if word.dynamic or not (word.text or word.pwd):
+        raise Unjudgeable(f"{how} to a directory known only when the shell runs")
+    if word.pwd:
+        return "./" + word.text.lstrip("/") if word.text else "."
+    return word.text
+
+
+def _join(here: str, target: str) -> str:
+    joined = os.path.join(here, target)
+    return os.path.normpath(joined) if joined else ""
+
+
+def _merge(a: list[str], b: list[str]) -> list[str]:
+    return list(dict.fromkeys([*a, *b]))
+
+
+# --- the shell tool's command -----------------------------------------------------------------
+
+_APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
+_HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([^\s;&|()<>'\"]+))")
+
+
+def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
+    """Every file a shell command applying a patch writes, named from the directory the
+    event's ``cwd`` stands for (Codex's ``workdir`` is not in the hook's input); None when
+    it applies none. ``Unjudgeable`` when the directory it applies the patch in cannot be
+    known for certain."""
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if isinstance(command, list) and all(isinstance(word, str) for word in command):
+        return _argv(command)
+    if not isinstance(command, str):
+        return None
+    return _script(command)
+
+
+def _argv(argv: list[str]) -> tuple[str, ...] | None:
+    """A command given as an argument vector: a shell running a script, or a program run
+    with its arguments (no shell: nothing in them is expanded)."""
+    if not argv or not any(BEGIN in word for word in argv):
+        return None
+    script = _shell_script(argv)
+    if script is not None:
+        return _script(script)
+    names = [os.path.basename(word) for word in argv]
+    at = next((i for i, name in enumerate(names) if name in APPLY_NAMES), None)
+    if at is None:
+        if _APPLY.search("\n".join(argv)) and _files("\n".join(argv)):
+            raise Unjudgeable("apply_patch is run in a way that cannot be read")
+        return None
+    files = _files("\n".join(argv[at + 1 :]))
+    if not files:
+        return None  # no patch for it to apply
+    walk = _Walk()
+    return _named(files, walk.run([Word(word) for word in argv[:at]]))
+
+
+def _shell_script(argv: list[str]) -> str | None:
+    """The script of ``[SHELL, options..., -c, SCRIPT, args...]`` (``-lc`` and the like
+    too); None when ``argv`` is no shell running a script."""
+    if os.path.basename(argv[0]) not in SHELLS:
+        return None
+    for i, word in enumerate(argv[1:], 1):
+        if not word.startswith("-") or word == "--":
+            return None
+        if "c" in word[1:] and not word.startswith("--"):
+            return argv[i + 1] if i + 1 < len(argv) else None
+    return None
+
+
+def _script(script: str) -> tuple[str, ...] | None:
+    """A shell script that may apply a patch (None: it holds no patch that names a file,
+    so it writes none)."""
+    if BEGIN not in script:
+        return None
+    found = _APPLY.search(script)
+    if found is None:
+        return None
+    if found.start() >= script.find(BEGIN):
+        if _files(script):
+            raise Unjudgeable("the patch comes before apply_patch reads it")
+        return None
+    tail = script[found.end() :]
+    heredoc = _HEREDOC.match(tail)
+    body, rest = _heredoc(tail, heredoc) if heredoc is not None else (tail, "")
+    files = _files(body)
+    if not files:
+        return None
+    # The patch as an argument: nothing after apply_patch may apply another.
+    if _APPLY.search(rest) or (heredoc is None and len(_APPLY.findall(script)) > 1):
+        raise Unjudgeable("several apply_patch calls in one command")
+    return _named(files, _Walk().run(words(script[: found.start()])))
+
+
+def _heredoc(tail: str, heredoc: re.Match[str]) -> tuple[str, str]:
+    """The body of the here-document ``heredoc`` opens, and the script after it: its lines
+    start on the next line and end at the delimiter's line, as the shell reads them."""
+    delimiter = next(g for g in heredoc.groups()[1:] if g is not None)
+    strip_tabs = heredoc.group(1) == "-"
+    start = tail.find("\n", heredoc.end())
+    if start < 0:
+        return "", ""
+    lines = tail[start + 1 :].split("\n")
+    for n, line in enumerate(lines):
+        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            return "\n".join(lines[:n]), "\n".join(lines[n + 1 :])
+    return "\n".join(lines), ""  # unterminated: the shell reads to the end
+
+
+def _named(files: Sequence[str], directories: Sequence[str]) -> tuple[str, ...]:
+    """Each file as named from each directory the shell may be in (``Candidates`` when
+    there are several)."""
+    found = tuple(
+        dict.fromkeys(os.path.join(d, name) if d else name for d in directories for name in files)
+    )
+    return Candidates(found) if len(directories) > 1 and found else found
