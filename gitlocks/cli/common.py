@@ -32,9 +32,13 @@ def whole_number(typed: str, option: str) -> int:
     """A count typed for ``option``: a whole number, at least 1 (read here, not by click,
     so that a bad one is reported as every other bad value is)."""
     text = typed.strip()
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise UsageError(f"invalid {option} {typed!r}: use a whole number of at least 1, e.g. 20")
-    return int(text)
+    # Past a billion nothing changes (the journal is never that long), and int() refuses
+    # thousands of digits: such a count is read as the most there could be.
+    digits = text.lstrip("0")
+    if not (text.isascii() and text.isdigit()) or not digits:
+        shown = typed if len(typed) <= 40 else typed[:40] + "..."
+        raise UsageError(f"invalid {option} {shown!r}: use a whole number of at least 1, e.g. 20")
+    return 10**9 if len(digits) > 9 else int(digits)
 
 
 def poll_interval(typed: str) -> float:
