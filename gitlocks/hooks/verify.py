@@ -29,6 +29,7 @@ from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
+from gitlocks.git import files
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import (
     CONFIG_ARGS,
@@ -256,6 +257,7 @@ def judge(
 
 
 ConfigReader = Callable[[bytes], HookConfig]
+TableSource = Callable[[str | None], files.Scan | None]
 
 
 # Replace refs (``refs/replace/*``) make git read one object as another: anyone who can
@@ -286,13 +288,15 @@ def check_commits(
     read_config: ConfigReader = parse_config,
     bad_range: Sequence[str] | None = None,
     feed: bytes = b"",
+    table_source: TableSource | None = None,
 ) -> Verification:
     """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
     every object read as stored (no replace refs).
 
     ``bad_range``: the revisions as the user typed them; a ``git log`` failure is then
     their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
-    ``git log`` (revisions, one a line, with ``--stdin``).
+    ``git log`` (revisions, one a line, with ``--stdin``). ``table_source``: the lock refs
+    to judge on (a hosted repository's journal table); None, or its None: the lock refs.
     """
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
@@ -334,8 +338,9 @@ def check_commits(
             for value in commit.invalid
         ]
         judged.append(commit)
+    source = table_source(cwd) if table_source is not None else None
     table = read_table(
-        list_refs(common_dir, settings.reftable, cwd),
+        source if source is not None else list_refs(common_dir, settings.reftable, cwd),
         cwd,
         settings.ignore_case,
         settings.skew,

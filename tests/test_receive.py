@@ -1,0 +1,222 @@
+"""The pre-receive hook decides on the journal's table, and guards it: real bare remotes,
+real pushes (file:// and ``git daemon`` on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git
+from helpers import Result, alock, run_git, write_blob
+from remote_fixtures import Daemon, daemon, finish, make_bare, make_clone, remote_locks
+from remote_fixtures import alock_cli as start_alock
+
+from gitlocks.core.record import LockRecord
+from gitlocks.store.journal import Journal
+
+__all__ = ["daemon"]  # the fixture, imported so pytest finds it
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+JOURNAL = "refs/agent-locks-meta/journal"
+
+
+def commit(cwd: Path, message: str, agent: str, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        path = cwd / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(cwd, "add", "-A")
+    git(cwd, "commit", "-q", "-m", message, "--trailer", f"Agent-Id: {agent}")
+    return git(cwd, "rev-parse", "HEAD").strip()
+
+
+def remote_lines(result: Result) -> list[str]:
+    return [
+        line.removeprefix("remote: ").rstrip()
+        for line in result.err.splitlines()
+        if line.startswith("remote: alock: ")
+    ]
+
+
+def ref(bare: Path, name: str) -> str:
+    return git(bare, "rev-parse", "--verify", "-q", name, check=False).strip()
+
+
+@pytest.fixture
+def hosted(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare repository with the hook, and a clone in remote mode where agent-a holds
+    src/api/**."""
+    bare = make_bare(tmp_path / "hosted.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    got = alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A)
+    assert got.code == 0, got.err
+    return bare, holder
+
+
+def lock_id(bare: Path) -> str:
+    (found,) = remote_locks(bare)
+    return found
+
+
+def mallory_record(bare: Path) -> dict[str, object]:
+    """A well-formed live record of holder mallory over ``**``."""
+    record = next(iter(remote_locks(bare).values())).to_dict()
+    record.update(id="mallory-1", holder="mallory", paths=["**"], exact=[], reason="mine")
+    LockRecord.from_json(json.dumps(record).encode())  # it parses
+    return record
+
+
+# --- the check decides on the table ---------------------------------------------------------
+
+
+def test_a_lock_ref_deleted_on_the_remote_does_not_blind_the_check(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, _ = hosted
+    # Deleted where no hook runs (on the host itself): the journal's table still holds it.
+    git(bare, "update-ref", "-d", f"refs/agent-locks/{lock_id(bare)}")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
+    refused = run_git(other, "push", "-q", "origin", "main")
+    assert refused.code != 0
+    assert remote_lines(refused)[0].startswith("alock: HELD src/api/auth.py in ")
+
+
+def test_a_planted_lock_ref_blocks_no_push(hosted: tuple[Path, Path], tmp_path: Path) -> None:
+    bare, _ = hosted
+    blob = write_blob(bare, mallory_record(bare))
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", blob)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    commit(other, "b edits lib", "agent-b", {"lib/x.py": "b\n"})
+    pushed = run_git(other, "push", "-q", "origin", "main")
+    assert pushed.code == 0 and not remote_lines(pushed), pushed.err
+
+
+# --- the remote guards its table --------------------------------------------------------------
+
+
+def test_deleting_a_live_claims_lock_ref_is_refused(hosted: tuple[Path, Path]) -> None:
+    bare, holder = hosted
+    name = f"refs/agent-locks/{lock_id(bare)}"
+    before = ref(bare, name)
+    refused = run_git(holder, "push", "origin", f":{name}")
+    assert refused.code != 0
+    lines = remote_lines(refused)
+    assert f"alock: the push deletes {name}, a claim the lock table still holds" in lines[0]
+    assert lines[-1].startswith("alock: REFUSED push: it would change the lock table")
+    assert ref(bare, name) == before
+
+
+def test_planting_a_lock_ref_is_refused(hosted: tuple[Path, Path]) -> None:
+    bare, holder = hosted
+    blob = write_blob(holder, mallory_record(bare))
+    refused = run_git(holder, "push", "origin", f"{blob}:refs/agent-locks/mallory-1")
+    assert refused.code != 0
+    assert "a lock the lock table does not hold" in remote_lines(refused)[0]
+    assert not ref(bare, "refs/agent-locks/mallory-1")
+
+
+def test_deleting_rewinding_or_replacing_the_journal_is_refused(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, holder = hosted
+    assert alock(holder, "renew", **A).code == 0  # a second journal commit
+    tip = ref(bare, JOURNAL)
+    deleted = run_git(holder, "push", "origin", f":{JOURNAL}")
+    assert deleted.code != 0
+    assert f"the push deletes {JOURNAL}" in remote_lines(deleted)[0]
+    git(holder, "fetch", "-q", "origin", f"{JOURNAL}:refs/tmp/journal")
+    rewound = run_git(holder, "push", "--force", "origin", f"refs/tmp/journal~1:{JOURNAL}")
+    assert rewound.code != 0
+    assert "which does not descend from it" in remote_lines(rewound)[0]
+    project = run_git(holder, "push", "--force", "origin", f"HEAD:{JOURNAL}")
+    assert project.code != 0
+    assert "which is no gitlocks journal commit" in remote_lines(project)[0]
+    # A journal commit of another chain, carrying an empty table.
+    repo = pygit2.Repository(str(holder))
+    stranger = str(Journal(repo, lambda key: None).write(None, [{"event": "fresh"}], {}))
+    replaced = run_git(holder, "push", "--force", "origin", f"{stranger}:{JOURNAL}")
+    assert replaced.code != 0
+    assert ref(bare, JOURNAL) == tip
+
+
+def test_a_journal_moved_without_its_lock_refs_is_refused(hosted: tuple[Path, Path]) -> None:
+    bare, holder = hosted
+    git(holder, "fetch", "-q", "origin", f"{JOURNAL}:refs/tmp/journal")
+    tip = ref(holder, "refs/tmp/journal")
+    repo = pygit2.Repository(str(holder))
+    empty = str(Journal(repo, lambda key: None).write(tip, [{"event": "break"}], {}))
+    refused = run_git(holder, "push", "origin", f"{empty}:{JOURNAL}")
+    assert refused.code != 0
+    assert "in the lock table but leaves its lock ref as it was" in remote_lines(refused)[0]
+    assert ref(bare, JOURNAL) == tip
+
+
+def test_a_mirror_push_from_a_fresh_clone_is_refused_and_the_claim_stands(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, _ = hosted
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    mirrored = run_git(fresh, "push", "--mirror", "origin")
+    assert mirrored.code != 0
+    assert any(f"the push deletes {JOURNAL}" in line for line in remote_lines(mirrored))
+    assert len(remote_locks(bare)) == 1
+    other = make_clone(bare.as_uri(), tmp_path / "other")
+    listed = alock(other, "list", "--fresh", "--json")
+    assert [r["holder"] for r in listed.json()] == ["agent-a"], listed.out
+    refused = alock(other, "acquire", "src/api/auth.py", **B)
+    assert refused.code == 1, refused.out
+
+
+def test_the_projects_own_writes_pass_the_guard(hosted: tuple[Path, Path], tmp_path: Path) -> None:
+    bare, holder = hosted
+    # Compaction every few writes: a new root naming the old tip must pass too.
+    git(holder, "config", "alock.journalKeep", "2")
+    other = make_clone(bare.as_uri(), tmp_path / "other", config={"alock.journalKeep": "2"})
+    steps = [
+        (holder, ("acquire", "docs/**"), A),
+        (other, ("acquire", "lib/**"), B),
+        (holder, ("renew",), A),
+        (other, ("note", "lib/**", "halfway"), B),
+        (holder, ("release", "docs/**"), A),
+        (other, ("break", "src/api/**"), B),
+        (other, ("release", "--all"), B),
+        (holder, ("acquire", "src/**"), A),
+        (holder, ("sync",), A),
+    ]
+    for cwd, args, env in steps:
+        got = alock(cwd, *args, **env)
+        assert got.code == 0, (args, got.out, got.err)
+    assert [r.holder for r in remote_locks(bare).values()] == ["agent-a"]
+    # Switching off and on again (the probe refs, the adoption push) passes too.
+    assert alock(other, "remote", "--off").code == 0
+    assert alock(other, "acquire", "tools/**", **B).code == 0
+    switched = alock(other, "remote", "origin")
+    assert switched.code == 0, switched.err
+    assert sorted(r.holder for r in remote_locks(bare).values()) == ["agent-a", "agent-b"]
+
+
+def test_racing_clones_over_git_daemon_pass_the_guard(daemon: Daemon, tmp_path: Path) -> None:
+    bare = make_bare(daemon.base / "served.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    clones = [make_clone(daemon.url("served.git"), tmp_path / f"c{i}") for i in range(3)]
+    procs = [
+        start_alock(c, "acquire", f"area{i}/**", env={"AGENT_ID": f"agent-{i}"})
+        for i, c in enumerate(clones)
+    ]
+    results = [finish(p) for p in procs]
+    assert all(r.code == 0 for r in results), [r.err for r in results]
+    contested = [
+        start_alock(c, "acquire", "shared/**", env={"AGENT_ID": f"rival-{i}"})
+        for i, c in enumerate(clones)
+    ]
+    granted = [finish(p) for p in contested]
+    assert sorted(r.code for r in granted) == [0, 1, 1], [r.err for r in granted]
+    assert len(remote_locks(bare)) == 4
