@@ -98,6 +98,16 @@ def test_a_planted_lock_ref_blocks_no_push(hosted: tuple[Path, Path], tmp_path: 
     assert pushed.code == 0 and not remote_lines(pushed), pushed.err
 
 
+def test_the_next_write_deletes_a_planted_lock_ref(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, holder = hosted
+    blob = write_blob(bare, mallory_record(bare))
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", blob)
+    assert alock(holder, "acquire", "docs/**", **A).code == 0
+    assert not ref(bare, "refs/agent-locks/mallory-1"), "the write cleaned it up"
+
+
 # --- the remote guards its table --------------------------------------------------------------
 
 

@@ -293,6 +293,8 @@ class RemoteStore(Store):
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
+        if self.look_before_writing():
+            fetched = True
         deadline = time.monotonic() + self.timeout
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
@@ -333,6 +335,41 @@ class RemoteStore(Store):
             f"in {self.timeout}s, alock.remoteTimeout); try again"
         )
 
+    def check_not_lost(self) -> None:
+        """Raise when the remote's journal as last fetched lost live claims the local view
+        holds (deleted or moved back by plain git): never mirrored, never decided on."""
+        if not self.mirroring:
+            return  # a switch not yet decided has no view of this remote to lose
+        # Imported here: the restore module builds on this one.
+        from gitlocks.store.restore import lost_view
+
+        lost = lost_view(self, self.staged_journal())
+        if lost is not None:
+            raise RemoteError(lost)
+
+    def look_before_writing(self) -> bool:
+        """Ask the remote for its lock refs (one ``ls-remote``) before a write decides; True
+        when that made it fetch.
+
+        Where the journal carries the table, a lock ref out of step with it (pushed or
+        deleted by hand, on a host without the hook) is leased on as it is, so this very
+        write repairs it: a planted ref is deleted. Where there is no table yet (no journal,
+        or one from before journal commits carried it) the lock refs are the table: when
+        they differ from the copy, the write fetches them and decides on them, as
+        ``check --fresh`` does.
+        """
+        self.check_not_lost()
+        actual = self.actual_lock_refs()
+        table = self.remote_table()
+        if self.journal_store.table(table.version) is None:
+            if actual != self.staged_lock_refs():
+                self.fetch()
+                return True
+            return False
+        if actual != table.leases:
+            self.lease_override = actual
+        return False
+
     def _push(self, table: RemoteTable, change: Change) -> bool:
         """One compare-and-swap push of ``change``; True when it won, False on a lost race.
 
@@ -366,9 +403,13 @@ class RemoteStore(Store):
         for lock_id in differ:
             have, want = table.leases.get(lock_id), new.get(lock_id)
             ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs or (have is not None and not self._is_blob(have)):
+            if ref in self.remote_symrefs or (
+                have is not None and have in self.repo and not self._is_blob(have)
+            ):
                 # A symref, or a ref that reads as no blob (a symref the remote would not
-                # name, to a branch or tag): never pushed to, leased or deleted.
+                # name, to a branch or tag): never pushed to, leased or deleted. A value
+                # this clone never fetched (a lock ref pushed by hand, which no table
+                # holds) is deleted with a lease on it.
                 if lock_id in touched:
                     raise self._symref_error(ref)
                 continue  # reported, never followed, never repaired
@@ -505,6 +546,7 @@ class RemoteStore(Store):
             # table, and a fetch costs the same for 10 locks or 10,000.
             self._fetch_lock_refs()
         new_locks, new_journal = self.staged()
+        self.check_not_lost()
         moved = len({*old_locks.items()} ^ {*new_locks.items()})
         self.pack_if_many(moved)
         self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
