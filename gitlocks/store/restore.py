@@ -65,6 +65,8 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
     repo = remote.repo
     if journal is None:
         what = "has vanished"
+    elif remote.journal_store.commit_of(journal) is None:
+        return None  # no journal commit at all: every write stops on it already (5.5)
     elif _continues(remote, journal, view):
         return None
     elif _is_ancestor(repo, journal, view):
