@@ -14,6 +14,8 @@ from remote_fixtures import Daemon, daemon, finish, make_bare, make_clone, remot
 from remote_fixtures import alock_cli as start_alock
 
 from gitlocks.core.record import LockRecord
+from gitlocks.hooks import hosted as hosted_table
+from gitlocks.hooks import receive
 from gitlocks.store.journal import Journal
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
@@ -217,16 +219,67 @@ def test_racing_clones_over_git_daemon_pass_the_guard(daemon: Daemon, tmp_path: 
     bare = make_bare(daemon.base / "served.git")
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
     clones = [make_clone(daemon.url("served.git"), tmp_path / f"c{i}") for i in range(3)]
+    # Writes racing for the journal: a loser refused by the guard retries as after a lost
+    # lease, so every claim on its own scope is granted.
     procs = [
-        start_alock(c, "acquire", f"area{i}/**", env={"AGENT_ID": f"agent-{i}"})
+        start_alock(c, "acquire", f"area{i}-{n}/**", env={"AGENT_ID": f"agent-{i}"})
+        for n in range(3)
         for i, c in enumerate(clones)
     ]
     results = [finish(p) for p in procs]
     assert all(r.code == 0 for r in results), [r.err for r in results]
+    for i, c in enumerate(clones):
+        assert alock(c, "release", "--all", **{"AGENT_ID": f"agent-{i}"}).code == 0
     contested = [
         start_alock(c, "acquire", "shared/**", env={"AGENT_ID": f"rival-{i}"})
         for i, c in enumerate(clones)
     ]
     granted = [finish(p) for p in contested]
     assert sorted(r.code for r in granted) == [0, 1, 1], [r.err for r in granted]
-    assert len(remote_locks(bare)) == 4
+    assert len(remote_locks(bare)) == 1
+
+
+def test_a_push_naming_stale_old_values_is_refused_whole(hosted: tuple[Path, Path]) -> None:
+    """A push that is not atomic applies every ref whose old value holds: one stale line
+    (a lost race) must not let the others through unjudged."""
+    bare, _ = hosted
+    name = f"refs/agent-locks/{lock_id(bare)}"
+    zero = "0" * 40
+    lines = [f"{'1' * 40} {zero} {JOURNAL}", f"{ref(bare, name)} {zero} {name}"]
+    problems = hosted_table.guard(lines, str(bare))
+    assert problems and "the lock table moved since this push was prepared" in problems[0]
+    assert receive.run_receive(lines, str(bare))[0] == 1
+
+
+def test_a_write_that_loses_the_race_inside_the_hook_retries(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Another write lands after git showed this one the refs and before its pre-receive
+    runs: the guard refuses it, and the writer decides again on the new table."""
+    bare, holder = hosted
+    other = make_clone(bare.as_uri(), tmp_path / "other")
+    before = ref(bare, JOURNAL)
+    assert alock(other, "acquire", "lib/**", **B).code == 0
+    won = ref(bare, JOURNAL)
+    (lib_id,) = (i for i, r in remote_locks(bare).items() if r.holder == "agent-b")
+    lib_value = ref(bare, f"refs/agent-locks/{lib_id}")
+    # Back to before that write; the hook puts it in place just before it judges the next.
+    git(bare, "update-ref", JOURNAL, before, won)
+    git(bare, "update-ref", "-d", f"refs/agent-locks/{lib_id}")
+    hook = bare / "hooks" / "pre-receive"
+    shim = hook.read_text()
+    (bare / "race-once").write_text("")
+    hook.write_text(
+        "#!/bin/sh\n"
+        "if [ -f race-once ]; then\n"
+        "  rm race-once\n"
+        f"  env -u GIT_QUARANTINE_PATH git update-ref {JOURNAL} {won} {before}\n"
+        f"  env -u GIT_QUARANTINE_PATH git update-ref refs/agent-locks/{lib_id} {lib_value}\n"
+        "fi\n" + shim.split("\n", 1)[1]
+    )
+    assert alock(holder, "sync").code == 0  # its view: before
+    got = alock(holder, "acquire", "docs/**", **A)
+    assert got.code == 0, got.err
+    assert not (bare / "race-once").exists(), "the race happened"
+    holders = sorted((r.holder, r.paths[0]) for r in remote_locks(bare).values())
+    assert holders == [("agent-a", "docs/**"), ("agent-a", "src/api/**"), ("agent-b", "lib/**")]

@@ -186,14 +186,20 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
         return []
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
-    if any(
-        (None if is_zero(old_value) else old_value) != stated.get(name)
+    stale = sorted(
+        name
         for name, (old_value, _) in pushed.items()
-        if name == JOURNAL_REF or name[len(LOCK_PREFIX) :] in locks
-    ):
-        # A compare-and-swap that has lost already (another write got in first): git
-        # refuses it when it updates the refs, and the writer fetches and decides again.
-        return []
+        if (name == JOURNAL_REF or name[len(LOCK_PREFIX) :] in locks)
+        and (None if is_zero(old_value) else old_value) != stated.get(name)
+    )
+    if stale:
+        # A write that lost a race (another got in after git showed it the refs): refused
+        # here, since a push that is not atomic would still apply its other refs. The
+        # project's writer sees the journal moved, fetches and decides again.
+        return [
+            f"the lock table moved since this push was prepared ({stale[0]} is no longer "
+            "what it names as its old value): fetch and decide again"
+        ]
     old = read_journal(journal_now, cwd) if journal_now is not None else None
     problems: list[str] = []
     new = old

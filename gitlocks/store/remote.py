@@ -444,10 +444,28 @@ class RemoteStore(Store):
         if lost_race(lines):
             self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
             return False
+        if any("hook declined" in ln.reason for ln in lines) and self._journal_moved(table):
+            # The remote's pre-receive guard refuses a write whose journal lease no longer
+            # holds (docs/design.md, section 6.9): a lost race, not a refusal.
+            return False
         raise self._refused(lines, run)
+
+    def _journal_moved(self, table: RemoteTable) -> bool:
+        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
+        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else table.version
+        return (now or None) != table.version
 
     def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
         reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
+        said = [
+            line.removeprefix("remote: ").strip()
+            for line in run.err.splitlines()
+            if line.startswith("remote: alock: ")
+        ]
+        if said:  # the remote's own gitlocks hook said why: that is the answer
+            return RemoteError(
+                f"the lock remote {self.remote!r} refused the write: " + "; ".join(said)
+            )
         return RemoteError(
             f"the lock remote {self.remote!r} refused the lock refs ({'; '.join(reasons)}). "
             f"{extra}Some hosts refuse refs outside refs/heads and refs/tags, refs that point "
