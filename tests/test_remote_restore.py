@@ -123,3 +123,15 @@ def test_without_a_journal_check_fresh_and_acquire_agree(tmp_path: Path) -> None
     acquired = alock(b, "acquire", "src/app.py", **B)
     assert acquired.code == 1, (acquired.out, acquired.err)
     assert "mallory" in acquired.out
+
+
+def test_break_names_a_hand_pushed_lock_ref_to_delete_it(tmp_path: Path) -> None:
+    bare, a, _ = claimed(tmp_path)
+    record = next(iter(remote_locks(bare).values())).to_dict()
+    record.update(id="mallory-1", holder="mallory", paths=["**"], exact=[])
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", write_blob(bare, json.dumps(record)))
+    assert alock(a, "check", "--fresh", "docs/x.md", **B).code == 0, "it blocks nobody"
+    broken = alock(a, "break", "mallory-1", **B)
+    assert broken.code == 0, (broken.out, broken.err)
+    assert not ref(bare, "refs/agent-locks/mallory-1")
+    assert [r.holder for r in remote_locks(bare).values()] == ["agent-a"]

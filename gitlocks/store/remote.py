@@ -240,6 +240,18 @@ class RemoteStore(Store):
             for name, target in sorted(self.remote_symrefs.items())
             if name.startswith(LOCK_PREFIX)
         )
+        if self.lease_override is not None and self.journal_store.table(journal) is not None:
+            # Lock refs the table does not hold (pushed by hand): they decide nothing, the
+            # next write deletes them, and ``break ID`` names one to do just that.
+            loaded.problems.extend(
+                Problem(
+                    ref=LOCK_PREFIX + i,
+                    oid=oid,
+                    reason=f"a lock ref on {self.remote} that its lock table does not hold",
+                )
+                for i, oid in sorted(leases.items())
+                if i not in content and LOCK_PREFIX + i not in self.remote_symrefs
+            )
         table = RemoteTable(
             version=journal,
             ignore_case=self.ignore_case,
