@@ -10,7 +10,15 @@ import pygit2
 import pytest
 from conftest import git
 from helpers import Result, alock, run_git, write_blob
-from remote_fixtures import Daemon, daemon, finish, make_bare, make_clone, remote_locks
+from remote_fixtures import (
+    Daemon,
+    daemon,
+    finish,
+    make_bare,
+    make_clone,
+    remote_events,
+    remote_locks,
+)
 from remote_fixtures import alock_cli as start_alock
 
 from gitlocks.core.record import LockRecord
@@ -207,6 +215,7 @@ def test_the_projects_own_writes_pass_the_guard(hosted: tuple[Path, Path], tmp_p
         got = alock(cwd, *args, **env)
         assert got.code == 0, (args, got.out, got.err)
     assert [r.holder for r in remote_locks(bare).values()] == ["agent-a"]
+    assert any(e["event"] == "compacted" for e in remote_events(bare)), "a compaction passed"
     # Switching off and on again (the probe refs, the adoption push) passes too.
     assert alock(other, "remote", "--off").code == 0
     assert alock(other, "acquire", "tools/**", **B).code == 0

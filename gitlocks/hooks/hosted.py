@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
 from gitlocks.core.record import LOCK_ID_RE
@@ -54,12 +54,12 @@ class JournalCommit:
     table: dict[str, str] | None
 
 
-def _batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, bytes] | None]:
-    """``cat-file --batch`` of ``names``: (type, contents) each, None for a missing one."""
+def _batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, str, bytes] | None]:
+    """``cat-file --batch`` of ``names``: (oid, type, contents) each, None for a missing one."""
     out = finish_git(
         start_git(["cat-file", "--batch"], cwd), "".join(n + "\n" for n in names).encode()
     )
-    found: list[tuple[str, bytes] | None] = []
+    found: list[tuple[str, str, bytes] | None] = []
     pos = 0
     while pos < len(out) and len(found) < len(names):
         end = out.index(b"\n", pos)
@@ -69,51 +69,110 @@ def _batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, bytes] | No
             found.append(None)
             continue
         size = int(header[2])
-        found.append((header[1].decode(), out[pos : pos + size]))
+        found.append((header[0].decode(), header[1].decode(), out[pos : pos + size]))
         pos += size + 1
     return found
 
 
-def read_journal(oid: str, cwd: str | None = None) -> JournalCommit | None:
-    """The journal commit ``oid`` names, read as git stores it; None when it is none (a
-    missing object, a project commit, a tree that is no table)."""
-    got = _batch([oid, f"{oid}^{{tree}}"], cwd)
-    if len(got) != 2 or got[0] is None or got[0][0] != "commit":
+def _tree_names(raw: bytes, hash_bytes: int) -> dict[str, str]:
+    """Entry name -> mode of a tree object as stored (``<mode> <name>\\0<hash>``...)."""
+    names: dict[str, str] = {}
+    pos = 0
+    while pos < len(raw):
+        nul = raw.index(b"\0", pos)
+        mode, _, name = raw[pos:nul].partition(b" ")
+        names[os.fsdecode(name)] = mode.decode("ascii", "replace")
+        pos = nul + 1 + hash_bytes
+    return names
+
+
+def _lock_path(lock_id: str) -> str:
+    return f"locks/{shard_of(lock_id)}/{lock_id}"
+
+
+def read_heads(
+    oids: Sequence[str], cwd: str | None, lookups: Sequence[str] = ()
+) -> tuple[list[JournalCommit | None], dict[str, str | None]]:
+    """The journal commits ``oids`` name, each None when it is none (a missing object, a
+    project commit, a tree that is no table), their tables not yet read (``table`` is
+    ``{}`` for a table commit, None for one from before commits carried it); and the value
+    the last of them gives each lock id in ``lookups``. One ``cat-file`` in all."""
+    names = [n for oid in oids for n in (oid, f"{oid}^{{tree}}", f"{oid}:format")]
+    last = oids[-1] if oids else ""
+    names += [f"{last}:{_lock_path(i)}" for i in lookups]
+    got = _batch(names, cwd)
+    heads: list[JournalCommit | None] = []
+    for n, oid in enumerate(oids):
+        commit, tree, marker = got[3 * n : 3 * n + 3]
+        heads.append(_head(oid, commit, tree, marker))
+    found = {}
+    for lock_id, entry in zip(lookups, got[3 * len(oids) :], strict=False):
+        found[lock_id] = entry[0] if entry is not None and entry[1] == "blob" else None
+    return heads, found
+
+
+def _head(
+    oid: str,
+    commit: tuple[str, str, bytes] | None,
+    tree: tuple[str, str, bytes] | None,
+    marker: tuple[str, str, bytes] | None,
+) -> JournalCommit | None:
+    if commit is None or commit[1] != "commit" or tree is None:
         return None
-    head, _, body = got[0][1].decode("utf-8", "replace").partition("\n\n")
-    tree = ""
-    parents = []
-    for line in head.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "tree":
-            tree = value.strip()
-        elif key == "parent":
-            parents.append(value.strip())
+    head, _, body = commit[2].decode("utf-8", "replace").partition("\n\n")
+    parents = [line[7:].strip() for line in head.splitlines() if line.startswith("parent ")]
     if not is_journal_commit(len(parents), 0, body):
         return None
-    listing = finish_git(start_git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd))
-    entries = [e for e in listing.split(b"\0") if e]
-    if not entries:  # an empty tree: a journal from before commits carried the table
-        return JournalCommit(oid, tuple(parents), tree, body, None)
-    table: dict[str, str] = {}
-    marker = None
-    for entry in entries:
-        meta, _, raw_path = entry.partition(b"\t")
-        _mode, kind, blob = meta.decode("ascii", "replace").split(" ")
-        path = os.fsdecode(raw_path)
-        if path == "format" and kind == "blob":
-            marker = blob
-            continue
-        match = _ENTRY_RE.match(path)
-        if match is None:
-            return None  # anything else: no table tree, so no journal commit
-        shard, lock_id = match.groups()
-        if kind == "blob" and LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
-            table[lock_id] = blob
-    format_blob = _batch([marker], cwd)[0] if marker else None
-    if format_blob is None or format_blob != ("blob", TABLE_MARKER):
+    if not tree[2]:  # an empty tree: a journal from before commits carried the table
+        return JournalCommit(oid, tuple(parents), tree[0], body, None)
+    names = _tree_names(tree[2], len(tree[0]) // 2)
+    if not names.keys() <= {"format", "locks"} or names.get("locks", "40000") != "40000":
         return None
-    return JournalCommit(oid, tuple(parents), tree, body, table)
+    if marker is None or marker[1:] != ("blob", TABLE_MARKER):
+        return None
+    return JournalCommit(oid, tuple(parents), tree[0], body, {})
+
+
+def read_table_of(oid: str, cwd: str | None) -> dict[str, str]:
+    """Every lock of a table commit's tree (``ls-tree``): names a lock ref can have, in the
+    subtree of their hash; anything else there is no lock, as for clients."""
+    listing = finish_git(start_git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd))
+    table: dict[str, str] = {}
+    for entry in listing.split(b"\0"):
+        meta, _, raw_path = entry.partition(b"\t")
+        parts = meta.decode("ascii", "replace").split(" ")
+        match = _ENTRY_RE.match(os.fsdecode(raw_path))
+        if len(parts) == 3 and parts[1] == "blob" and match is not None:
+            shard, lock_id = match.groups()
+            if LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
+                table[lock_id] = parts[2]
+    return table
+
+
+def read_journal(oid: str, cwd: str | None = None) -> JournalCommit | None:
+    """The journal commit ``oid`` names with its whole table; None when it is none."""
+    (head,), _ = read_heads([oid], cwd)
+    if head is None or head.table is None:
+        return head
+    return replace(head, table=read_table_of(oid, cwd))
+
+
+def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, str | None]:
+    """Lock id -> its value in ``new_tree`` (None: gone) for every lock the two table trees
+    hold differently (``diff-tree``: only what changed is read, however large the table)."""
+    raw = finish_git(start_git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree], cwd))
+    fields = raw.split(b"\0")
+    found: dict[str, str | None] = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.decode("ascii", "replace").split(" ")
+        match = _ENTRY_RE.match(os.fsdecode(path))
+        if len(parts) != 5 or match is None:
+            continue
+        shard, lock_id = match.groups()
+        if LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
+            blob = parts[1] in ("100644", "100755")
+            found[lock_id] = parts[3] if blob and not is_zero(parts[3]) else None
+    return found
 
 
 def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
@@ -149,28 +208,64 @@ def table_refs(cwd: str | None = None) -> files.Scan | None:
 # --- guarding the table ------------------------------------------------------------------------
 
 
-def _descends(new: JournalCommit, old: str, old_tree: str, cwd: str | None) -> bool:
+def _descends(new: JournalCommit, old: JournalCommit, cwd: str | None) -> bool:
     """Whether ``new`` continues the chain at ``old``: ``old`` is an ancestor, or ``new``
     stands on a compacted root that names ``old`` and carries its table."""
-    proc = start_git(["merge-base", "--is-ancestor", old, new.oid], cwd)
+    proc = start_git(["merge-base", "--is-ancestor", old.oid, new.oid], cwd)
     finish_git(proc, ok=(0, 1))
     if proc.returncode == 0:
         return True
     for oid in (new.oid, *new.parents[:1]):
-        commit = new if oid == new.oid else read_journal(oid, cwd)
+        commit = new if oid == new.oid else read_heads([oid], cwd)[0][0]
         if commit is None or commit.parents:
             continue
         for event in parse_events(commit.message):
-            if event.get("event") == COMPACTED and event.get("previous") == old:
-                return commit.tree == old_tree
+            if event.get("event") == COMPACTED and event.get("previous") == old.oid:
+                return commit.tree == old.tree
     return False
+
+
+def _journal_problem(
+    pushed: Mapping[str, tuple[str, str]],
+    journal_now: str | None,
+    old: JournalCommit | None,
+    new: JournalCommit | None,
+    cwd: str | None,
+) -> str | None:
+    """What is wrong with where the push moves the journal, if anything."""
+    if JOURNAL_REF not in pushed:
+        return None
+    new_oid = pushed[JOURNAL_REF][1]
+    if is_zero(new_oid):
+        if journal_now is None:
+            return None
+        return (
+            f"the push deletes {JOURNAL_REF}, the lock table every clone decides on (a git "
+            "push --mirror or --prune from a clone that never fetched it?): push without it "
+            "(name the refs to push)"
+        )
+    if new is None:
+        return (
+            f"the push moves {JOURNAL_REF} to {new_oid[:12]}, which is no gitlocks journal "
+            "commit: only git alock writes it"
+        )
+    if old is not None and not _descends(new, old, cwd):
+        return (
+            f"the push moves {JOURNAL_REF} from {old.oid[:12]} to {new_oid[:12]}, which does "
+            "not descend from it: that would rewind or replace the lock table (git alock "
+            "sync, then write again)"
+        )
+    return None
 
 
 def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
     """Why a push must be refused for what it does to the lock table (empty: it may pass).
 
     ``lines``: pre-receive's ``<old> <new> <ref>`` lines (only those in the lock namespaces
-    matter). Probe refs (``git alock remote NAME`` checks a remote with them) pass.
+    matter). Probe refs (``git alock remote NAME`` checks a remote with them) pass. A
+    claim's push costs a few git processes whatever the size of the table: the two
+    journal commits and the pushed locks' entries in one ``cat-file``, what changed
+    between the tables in one ``diff-tree``.
     """
     pushed: dict[str, tuple[str, str]] = {}
     for line in lines:
@@ -200,49 +295,27 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
             f"the lock table moved since this push was prepared ({stale[0]} is no longer "
             "what it names as its old value): fetch and decide again"
         ]
-    old = read_journal(journal_now, cwd) if journal_now is not None else None
-    problems: list[str] = []
-    new = old
-    if JOURNAL_REF in pushed:
-        _, new_oid = pushed[JOURNAL_REF]
-        if is_zero(new_oid):
-            if journal_now is not None:
-                return [
-                    f"the push deletes {JOURNAL_REF}, the lock table every clone decides on "
-                    "(a git push --mirror or --prune from a clone that never fetched it?): "
-                    "push without it (name the refs to push)"
-                ]
-            new = None
-        else:
-            new = read_journal(new_oid, cwd)
-            if new is None:
-                return [
-                    f"the push moves {JOURNAL_REF} to {new_oid[:12]}, which is no gitlocks "
-                    "journal commit: only git alock writes it"
-                ]
-            if (
-                journal_now is not None
-                and old is not None
-                and not _descends(new, journal_now, old.tree, cwd)
-            ):
-                return [
-                    f"the push moves {JOURNAL_REF} from {journal_now[:12]} to "
-                    f"{new_oid[:12]}, which does not descend from it: that would rewind "
-                    "or replace the lock table (git alock sync, then write again)"
-                ]
+    new_oid = pushed[JOURNAL_REF][1] if JOURNAL_REF in pushed else journal_now
+    if new_oid is not None and is_zero(new_oid):
+        new_oid = None
+    oids = [o for o in (journal_now, new_oid) if o is not None]
+    heads, wanted = read_heads(oids, cwd, sorted(locks) if new_oid is not None else ())
+    old = heads[0] if journal_now is not None else None
+    new = heads[-1] if new_oid is not None else None
+    problem = _journal_problem(pushed, journal_now, old, new, cwd)
+    if problem is not None:
+        return [problem]
     if new is None or new.table is None:
-        return problems  # no table here: the lock refs are the table, as for clients
+        return []  # no table here: the lock refs are the table, as for clients
     after = dict(refs_now)
     for lock_id, (_, value) in locks.items():
         if is_zero(value):
             after.pop(lock_id, None)
         else:
             after[lock_id] = value
-    before_table: Mapping[str, str] = (old.table or {}) if old is not None else {}
-    if old is not None and old.table is None:
-        before_table = refs_now  # the lock refs were the table until now
+    problems: list[str] = []
     for lock_id in sorted(locks):
-        want, have = new.table.get(lock_id), after.get(lock_id)
+        want, have = wanted.get(lock_id), after.get(lock_id)
         if want == have:
             continue
         ref = LOCK_PREFIX + lock_id
@@ -258,10 +331,18 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
             )
         else:
             problems.append(f"the push sets {ref} to a value the lock table does not hold")
-    for lock_id in sorted(before_table.keys() | new.table.keys()):
-        if lock_id in locks or before_table.get(lock_id) == new.table.get(lock_id):
-            continue
-        if after.get(lock_id) != new.table.get(lock_id):
+    # The locks whose entry the push changes in the table: each ref must move with it.
+    changed: Mapping[str, str | None]
+    if old is not None and old.table is not None:
+        changed = changed_locks(old.tree, new.tree, cwd) if old.oid != new.oid else {}
+    else:  # no table before (the lock refs were the table): the whole new table
+        table = read_table_of(new.oid, cwd)
+        before = refs_now if old is not None else {}
+        changed = {
+            i: table.get(i) for i in before.keys() | table.keys() if before.get(i) != table.get(i)
+        }
+    for lock_id, entry in sorted(changed.items()):
+        if lock_id not in locks and after.get(lock_id) != entry:
             problems.append(
                 f"the push changes {LOCK_PREFIX}{lock_id} in the lock table but leaves its "
                 "lock ref as it was"
