@@ -4,11 +4,16 @@ so, never decide on the loss, and put the last view back. Real bare remotes over
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
+import pygit2
 from conftest import git
 from helpers import alock, write_blob
 from remote_fixtures import make_bare, make_clone, remote_events, remote_locks
+
+from gitlocks.core import journal
+from gitlocks.store.journal import Journal
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -135,3 +140,16 @@ def test_break_names_a_hand_pushed_lock_ref_to_delete_it(tmp_path: Path) -> None
     assert broken.code == 0, (broken.out, broken.err)
     assert not ref(bare, "refs/agent-locks/mallory-1")
     assert [r.holder for r in remote_locks(bare).values()] == ["agent-a"]
+
+
+def test_a_forged_compacted_root_naming_the_last_tip_is_reported(tmp_path: Path) -> None:
+    bare, _, b = claimed(tmp_path)
+    tip = ref(bare, JOURNAL)
+    repo = pygit2.Repository(str(b))
+    sig = pygit2.Signature("gitlocks", "gitlocks@localhost")
+    marker = journal.compaction_marker(datetime.now(timezone.utc), 0, tip)
+    empty = Journal(repo, lambda key: None).tree(None, {})
+    forged = repo.create_commit(None, sig, sig, journal.message([marker], 1), empty, [])
+    git(b, "push", "-q", "--force", "origin", f"{forged}:{JOURNAL}")
+    got = alock(b, "sync")
+    assert got.code == 2 and "which does not continue it" in got.err, got.err

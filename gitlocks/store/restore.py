@@ -45,10 +45,17 @@ def _continues(remote: RemoteStore, new: str, view: str) -> bool:
         return True
     entries = list(remote.journal_store.walk(new))
     root = remote.journal_store.commit_of(entries[-1].commit) if entries else None
-    return (
-        root is not None
-        and not root.parent_ids
-        and any(e.get("event") == COMPACTED for e in entries[-1].events)
+    if root is None or root.parent_ids:
+        return False
+    marker = next((e for e in entries[-1].events if e.get("event") == COMPACTED), None)
+    if marker is None:
+        return False
+    previous = remote.journal_store.commit_of(str(marker.get("previous", "")))
+    if previous is None:
+        return True  # a tip this clone never fetched: nothing here to hold it against
+    # A compacted root carries its previous tip's tree, and that tip continues the view.
+    return root.tree_id == previous.tree_id and (
+        str(previous.id) == view or _is_ancestor(remote.repo, view, str(previous.id))
     )
 
 
