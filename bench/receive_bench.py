@@ -33,7 +33,6 @@ from gitlocks.hooks import install as hook_install
 HOLDERS = 7
 
 
-
 def claim_lines(bare: Path) -> str:
     """The lines of one claim in remote mode: the journal moved to a commit carrying the
     table plus one new lock, and that lock's ref created (the objects written, no ref moved)."""
@@ -52,6 +51,7 @@ def claim_lines(bare: Path) -> str:
         f"{journal} {new} refs/agent-locks-meta/journal\n"
         f"{'0' * 40} {blob} refs/agent-locks/1a2b3c-bench\n"
     )
+
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str], feed: str = "") -> float:
     start = time.perf_counter()
