@@ -33,6 +33,26 @@ from gitlocks.hooks import install as hook_install
 HOLDERS = 7
 
 
+def claim_lines(bare: Path) -> str:
+    """The lines of one claim in remote mode: the journal moved to a commit carrying the
+    table plus one new lock, and that lock's ref created (the objects written, no ref moved)."""
+    # The package's internal API, imported here only (as benchlib.seed_locks does).
+    import pygit2
+
+    from gitlocks.store.journal import Journal
+
+    repo = pygit2.Repository(str(bare))
+    journal = str(repo.references["refs/agent-locks-meta/journal"].target)
+    store = Journal(repo, lambda key: None)
+    table = store.table(journal) or {}
+    blob = str(repo.create_blob(b'{"bench": "a record"}\n'))
+    new = str(store.write(journal, [{"event": "acquired"}], {**table, "1a2b3c-bench": blob}))
+    return (
+        f"{journal} {new} refs/agent-locks-meta/journal\n"
+        f"{'0' * 40} {blob} refs/agent-locks/1a2b3c-bench\n"
+    )
+
+
 def timed(cmd: list[str], cwd: Path, env: dict[str, str], feed: str = "") -> float:
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, input=feed, capture_output=True, text=True)
@@ -129,7 +149,7 @@ def main() -> None:
         hook_env = {**env, "GIT_DIR": "."}
         line = f"{base} {tip} refs/heads/main\n"
         alone = [timed(hook, bare, hook_env, line) for _ in range(args.runs)]
-        lock_line = f"{'0' * 40} {tip} refs/agent-locks/1a2b3c-probe\n"
+        lock_line = claim_lines(bare)
         locks_only = [timed(hook, bare, hook_env, lock_line) for _ in range(args.runs)]
         floor = [timed([sys.executable, "-c", "pass"], bare, hook_env) for _ in range(args.runs)]
 

@@ -72,7 +72,8 @@ def test_verify_reports_other_agents_and_nobodys_commits(claimed: Path) -> None:
     assert got.code == 1, got.err
     assert held(got) == [("src/api/auth.py", "nobody"), ("src/api/auth.py", "by b")]
     line = got.out.splitlines()[0]
-    assert line.startswith("HELD src/api/auth.py in ") and ' "nobody" by agent-a ' in line
+    assert line.startswith("HELD src/api/auth.py in ")
+    assert ' "nobody" changed by (no agent), claimed by agent-a ' in line
     assert '(src/api/**, "rewrite auth", expires in 30m) [lock ' in line
     assert got.out.splitlines()[-1] == (
         "2 paths in 2 of 4 commits checked inside other holders' live claims"
@@ -203,7 +204,8 @@ def test_json_document(claimed: Path) -> None:
     assert set(doc) == {"status", "commits", "findings", "warnings"}
     assert (doc["status"], doc["commits"], doc["warnings"]) == ("held", 1, [])
     [finding] = doc["findings"]
-    assert set(finding) == {"commit", "subject", "agents", "path", "locks"}
+    assert set(finding) == {"commit", "subject", "agents", "path", "holders", "locks"}
+    assert finding["holders"] == ["agent-a"]
     assert (finding["commit"], finding["subject"], finding["agents"]) == (sha, "by b", ["agent-b"])
     assert finding["locks"][0]["holder"] == "agent-a"
     assert finding["locks"][0]["paths"] == ["src/api/**"]
@@ -223,6 +225,7 @@ def test_github_annotations_escape_what_the_runner_would_read(claimed: Path) -> 
     assert line.startswith("::error file=docs/a%2Cb%3Ac%25.md,title=gitlocks::docs/a,b:c%25.md ")
     assert '"50%25 done,\\nsee: notes"' in line  # printable first: no line break at all
     assert '"a, b: c"' in line
+    assert "is inside a live claim of agent-a (" in line and "; changed by agent-b in " in line
     assert alock(claimed, "verify", "HEAD~1..HEAD~1", "--format", "github").out == (
         "CLEAN 0 commits checked\n"
     )
@@ -272,7 +275,14 @@ def test_a_shallow_clones_cut_is_not_judged(claimed: Path, tmp_path: Path) -> No
     commit(claimed, "two", "agent-b", files={"src/api/2.py": "1\n"})
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "1", claimed.as_uri(), str(shallow))
-    git(shallow, "fetch", "-q", "origin", "+refs/agent-locks/*:refs/agent-locks/*")
+    git(
+        shallow,
+        "fetch",
+        "-q",
+        "origin",
+        "+refs/agent-locks/*:refs/agent-locks/*",
+        "+refs/agent-locks-meta/*:refs/agent-locks-meta/*",
+    )
     got = alock(shallow, "verify", "HEAD")
     assert got.code == 0 and "shallow clone was cut" in got.err
 
@@ -282,7 +292,13 @@ def test_ci_reads_fetched_lock_refs(claimed: Path, tmp_path: Path) -> None:
     ci = tmp_path / "ci"
     git(tmp_path, "clone", "-q", claimed.as_uri(), str(ci))
     commit(ci, "by b", "agent-b", files={"src/api/auth.py": "b\n"})
-    assert alock(ci, "verify", "origin/main..HEAD").code == 0, "no lock refs fetched yet"
+    unseen = alock(ci, "verify", "origin/main..HEAD")
+    assert unseen.code == 2 and not unseen.out, "no lock refs fetched yet: no CLEAN"
+    assert (
+        "run git fetch --no-tags origin '+refs/agent-locks/*:refs/agent-locks/*' "
+        "'+refs/agent-locks-meta/*:refs/agent-locks-meta/*' first" in unseen.err
+    )
+    assert alock(ci, "verify", "origin/main..HEAD", "--no-table-ok").code == 0
     git(
         ci,
         "fetch",
@@ -352,7 +368,10 @@ def _refuses_and_accepts(url: str, bare: Path, work: Path) -> None:
     assert refused.code != 0
     lines = remote_lines(refused)
     assert lines[0].startswith("alock: HELD src/api/auth.py in ")
-    assert ' "b edits api" by agent-a (src/api/**, "rewrite auth", expires in ' in lines[0]
+    assert (
+        ' "b edits api" changed by agent-b, claimed by agent-a (src/api/**, "rewrite auth", '
+        "expires in " in lines[0]
+    )
     assert lines[-1].startswith("alock: REFUSED push: 1 path in 1 commit ")
     assert "pre-receive hook declined" in refused.err
     assert branch_of(bare) == before, "nothing moved"
@@ -605,3 +624,29 @@ def test_render_clean_word() -> None:
     result = verify.Verification([], [], verify.utcnow())
     assert render.report(result) == "CLEAN 0 commits checked"
     assert json.loads(json.dumps(result.to_dict()))["status"] == "clean"
+
+
+# --- loud where a quiet answer would mislead ----------------------------------------------------
+
+
+@pytest.mark.parametrize("revision", ["HEAD^{tree}", "HEAD:README.md", "HEAD~1..HEAD^{tree}"])
+def test_a_revision_that_names_no_commit_is_an_error(claimed: Path, revision: str) -> None:
+    commit(claimed, "by b", "agent-b", files={"src/api/auth.py": "b\n"})
+    got = alock(claimed, "verify", revision)
+    assert got.code == 2 and not got.out, got.out
+    assert got.err.startswith(f"error: {revision!r} names a ")
+    assert "not a commit" in got.err and "Traceback" not in got.err
+
+
+def test_a_tag_of_a_commit_is_a_commit(claimed: Path) -> None:
+    commit(claimed, "by b", "agent-b", files={"src/api/auth.py": "b\n"})
+    git(claimed, "tag", "-a", "-m", "annotated", "v1")
+    assert alock(claimed, "verify", "v1~1..v1").code == 1
+
+
+def test_no_table_in_sight_names_the_sync_in_remote_mode(tmp_path: Path) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    work = make_clone(bare.as_uri(), tmp_path / "work")  # remote mode, no journal anywhere
+    got = alock(work, "verify", "HEAD")
+    assert got.code == 2 and "run git alock sync first" in got.err, got.err
+    assert alock(work, "verify", "HEAD", "--no-table-ok").code == 0

@@ -28,6 +28,13 @@ def remote_(
         bool,
         typer.Option("--forget", help="With --off: drop the locks mirrored from the remote."),
     ] = False,
+    restore: Annotated[
+        bool,
+        typer.Option(
+            "--restore",
+            help="Put this clone's last view back on the remote, whose journal was lost.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Show, check or switch remote mode (locks decided on a shared git remote).
@@ -38,8 +45,20 @@ def remote_(
         raise UsageError("give a remote name or --off, not both")
     if forget and not off:
         raise UsageError("--forget goes with --off")
+    if restore and (off or name):
+        raise UsageError("--restore goes alone (the lock remote is alock.remote)")
     store = Store.discover()
-    if off:
+    if restore:
+        if not store.config_get("alock.remote"):
+            raise UsageError(
+                "local mode: there is no lock remote to restore (git alock remote NAME)"
+            )
+        # Imported here: only this rare verb needs it.
+        from gitlocks.store.restore import restore as put_back
+
+        done = put_back(store)
+        reply(done.to_dict(), render.restored(done), as_json)
+    elif off:
         left = switch.disable(store, forget=forget)
         reply(left.to_dict(), render.switched_off(left), as_json)
     elif name:

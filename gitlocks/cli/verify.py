@@ -37,12 +37,20 @@ def verify(
             "--format", metavar="FORMAT", help="text (default), json, or github (annotations)."
         ),
     ] = None,
+    no_table_ok: Annotated[
+        bool,
+        typer.Option(
+            "--no-table-ok",
+            help="Pass where no lock table was ever fetched (else exit 2 with the fetch to run).",
+        ),
+    ] = False,
 ) -> None:
     """Report commits that changed paths inside another holder's live claim.
 
     A commit's agents are its Agent-Id trailers; a commit without one is judged against
     every claim. Exit 1 when anything is reported. The lock table is this repository's
-    (in remote mode the local view: git alock sync first).
+    (in remote mode the local view: git alock sync first); where none was ever fetched,
+    exit 2 names the fetch to run.
 
     Example: git alock verify origin/main..HEAD --format github
     """
@@ -51,7 +59,7 @@ def verify(
         raise UsageError(f"unknown --format {output!r}: use {', '.join(FORMATS)}")
     if as_json and chosen not in ("text", "json"):
         raise UsageError("--json and --format github cannot be used together")
-    result = verify_range(revisions)
+    result = verify_range(revisions, no_table_ok=no_table_ok)
     if as_json or chosen == "json":
         sys.stderr.write(render.warnings(result))
         reply(result.to_dict(), render.report(result), True)

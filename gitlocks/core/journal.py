@@ -13,12 +13,14 @@ whose root commit carries a ``compacted`` marker and the retained events.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
+from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.errors import UsageError
 
@@ -37,6 +39,16 @@ _SEQ_RE = re.compile(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
 
 
 COMPACTED = "compacted"
+
+# A journal commit's tree is the table: this marker blob as ``format``, and each lock's
+# record at ``locks/<shard_of(id)>/<id>``.
+TABLE_MARKER = b"gitlocks lock table, format 1\n"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def shard_of(lock_id: str) -> str:
+    """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
+    return sha1_hex(lock_id.encode())[:2]
 
 
 def summary(event: Event) -> str:

@@ -6,11 +6,14 @@ quarantine that the environment git sets makes visible to every git it starts. T
 a push brings, those reachable from a new value and from no ref the repository has
 (``git log <new>... --not --all``), are judged as ``git alock verify`` judges them
 (``gitlocks.hooks.verify``, the same code), against the lock table stored in this
-repository (its ``refs/agent-locks/*``, which clients in remote mode keep current).
+repository: the one its journal commit carries, as clients decide (its lock refs only
+where there is no journal, or one from before journal commits carried the table).
 
-- Lock refs, the journal and remote-mode staging (``refs/agent-locks*``) always pass: they
-  hold no commits, and every claim in remote mode is such a push. Notes (``refs/notes/*``)
-  pass: their trees name commits, not files. Deletions always pass.
+- Lock refs and the journal hold no commits: a push of them is judged by what it does to
+  the table (``gitlocks.hooks.hosted``): one that deletes, rewinds or contradicts it is
+  refused in every mode. Remote-mode staging (``refs/agent-locks-remote/*``) passes.
+  Notes (``refs/notes/*``) pass: their trees name commits, not files. Deletions of other
+  refs pass.
 - Every other ref is checked, tags too: a commit is judged by what it changes, whichever
   ref brings it in, and a commit already on a ref that was judged is never judged again
   (one that came in under a passing ref is judged when it reaches another).
@@ -21,8 +24,8 @@ repository (its ``refs/agent-locks/*``, which clients in remote mode keep curren
 - Fail-open: when the check cannot run (an unreadable table, a missing git, a bug), it says
   so and accepts the push. Claims are advisory; a broken check must not stop a team.
 
-A push of lock refs alone (each claim, in remote mode) runs nothing but this module's
-imports: the check's modules are loaded only when a push brings commits.
+A push of lock refs alone (each claim, in remote mode) loads the table guard only: the
+claim check's modules are loaded only when a push brings commits.
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitlocks.core.text import printable
-from gitlocks.errors import EXIT_ERROR, EXIT_OK, GitlocksError, NotARepository, UsageError
+from gitlocks.errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_REFUSED,
+    GitlocksError,
+    NotARepository,
+    UsageError,
+)
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
 
@@ -78,19 +88,50 @@ def receive_config(configured: Settings) -> HookConfig:
     return hook_config(configured, receiving=True)
 
 
+def guard_table(lines: Sequence[str], cwd: str | None = None) -> tuple[int, str]:
+    """Refuse (exit 1, whatever ``alock.hookMode`` says) a push that would delete, rewind
+    or contradict the lock table (``gitlocks.hooks.hosted``): claims of every clone would
+    be lost, where a claim check in warn mode only lets one commit through."""
+    refs = [parts[2] for parts in (line.split() for line in lines) if len(parts) == 3]
+    if not any(ref.startswith(OWN_REF_PREFIXES) for ref in refs):
+        return EXIT_OK, ""
+    # Imported here: a push of branches alone never loads the table guard.
+    from gitlocks.hooks.hosted import guard_or_error
+
+    problems = guard_or_error(lines, cwd)
+    if not problems:
+        return EXIT_OK, ""
+    text = "".join(f"{PREFIX}{printable(p)}\n" for p in problems)
+    advice = (
+        "REFUSED push: it would change the lock table other than git alock does. Lock refs "
+        "and the journal are written by git alock alone; to push everything else, name the "
+        "refs (never --mirror or --prune over refs/agent-locks*)"
+    )
+    return EXIT_REFUSED, f"{text}{PREFIX}{advice}\n"
+
+
 def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]:
     """The exit code and the lines for the pusher (on stderr: git relays them)."""
+    lines = list(lines)
+    code, text = guard_table(lines, cwd)
+    if code != EXIT_OK:
+        return code, text
     tips = pushed_tips(lines)
     if not tips:
         return EXIT_OK, ""
     # Imported here: only a push that brings commits loads the check and its report.
+    from gitlocks.hooks.hosted import table_refs
     from gitlocks.hooks.verify import check_commits
     from gitlocks.render.verify import receive_report
 
     # The tips on standard input: a mirror push may bring more than a command line holds.
     feed = "".join(tip + "\n" for tip in tips).encode()
     rev_args = ["--stdin", "--not", *NOT_JUDGED_YET, "--all", "--"]
-    result = check_commits(rev_args, cwd, read_config=receive_config, feed=feed)
+    # Judged on the journal commit's table, as clients decide: a lock ref deleted or
+    # planted by hand neither blinds nor blocks the check.
+    result = check_commits(
+        rev_args, cwd, read_config=receive_config, feed=feed, table_source=table_refs
+    )
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK
     return code, receive_report(result, mode)

@@ -29,7 +29,7 @@ from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
-from gitlocks.git import settings
+from gitlocks.git import files, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
 from gitlocks.hooks.check import (
@@ -43,6 +43,7 @@ from gitlocks.hooks.check import (
     read_verdicts,
 )
 from gitlocks.identity import Identity, SessionProcess
+from gitlocks.layout import JOURNAL_REF
 
 TRAILER = "Agent-Id"
 # The holder a commit without a valid Agent-Id is judged as: no holder id can contain a
@@ -97,8 +98,9 @@ class Finding:
         return {
             "commit": self.commit.oid,
             "subject": self.commit.subject,
-            "agents": list(self.commit.agents),
+            "agents": list(self.commit.agents),  # who made the commit (its trailers)
             "path": self.path,
+            "holders": sorted({r.holder for r in self.locks}),  # whose claims it crossed
             "locks": [r.to_dict() for r in self.locks],
         }
 
@@ -309,6 +311,7 @@ def judge(
 
 
 ConfigReader = Callable[[Settings], HookConfig]
+TableSource = Callable[[str | None], files.Scan | None]
 
 
 # Replace refs (``refs/replace/*``) make git read one object as another: anyone who can
@@ -339,13 +342,15 @@ def check_commits(
     read_config: ConfigReader = hook_config,
     bad_range: Sequence[str] | None = None,
     feed: bytes = b"",
+    table_source: TableSource | None = None,
 ) -> Verification:
     """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
     every object read as stored (no replace refs).
 
     ``bad_range``: the revisions as the user typed them; a ``git log`` failure is then
     their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
-    ``git log`` (revisions, one a line, with ``--stdin``).
+    ``git log`` (revisions, one a line, with ``--stdin``). ``table_source``: the lock refs
+    to judge on (a hosted repository's journal table); None, or its None: the lock refs.
     """
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
@@ -385,8 +390,9 @@ def check_commits(
             for value in commit.invalid
         ]
         judged.append(commit)
+    source = table_source(cwd) if table_source is not None else None
     table = read_table(
-        list_refs(common_dir, hook_settings.reftable, cwd),
+        source if source is not None else list_refs(common_dir, hook_settings.reftable, cwd),
         cwd,
         hook_settings.ignore_case,
         hook_settings.skew,
@@ -404,10 +410,78 @@ def check_commits(
     return Verification(judged, findings, now, hook_settings, warnings, table.problems)
 
 
-def verify_range(revisions: Sequence[str], cwd: str | None = None) -> Verification:
-    """``git alock verify RANGE...``: the commits ``git rev-list RANGE...`` names."""
+def verify_range(
+    revisions: Sequence[str], cwd: str | None = None, *, no_table_ok: bool = False
+) -> Verification:
+    """``git alock verify RANGE...``: the commits ``git rev-list RANGE...`` names.
+
+    Loud where a quiet answer would mislead: a revision that names no commit (a tree, a
+    file) and a repository with no lock table in sight (``no_table_ok`` allows the last)
+    are errors, exit 2, never ``CLEAN``.
+    """
     if not revisions:
         raise UsageError("name the commits to verify, e.g. git alock verify origin/main..HEAD")
+    with stored_objects():
+        _only_commits(revisions, cwd)
+    if not no_table_ok:
+        _table_in_sight(cwd)
     # --end-of-options: a revision is never read as an option, whatever it starts with.
     rev_args = ["--end-of-options", *revisions, "--"]
     return check_commits(rev_args, cwd, bad_range=revisions)
+
+
+def _only_commits(revisions: Sequence[str], cwd: str | None) -> None:
+    """Every object the revisions name is a commit (or a tag of one): ``HEAD^{tree}`` or
+    ``HEAD:README.md`` would list no commit at all, and so pass every check."""
+    named = ", ".join(repr(r) for r in revisions)
+    proc = start_git(["rev-parse", "--end-of-options", *revisions, "--"], cwd)
+    try:
+        out = finish_git(proc)
+    except StoreError as exc:
+        detail = str(exc).removeprefix("git rev-parse failed: ").removeprefix("fatal: ")
+        raise UsageError(f"bad revision range {named}: {detail}") from None
+    oids = [
+        line.lstrip("^")
+        for line in out.decode("ascii", "replace").split()
+        if line.lstrip("^") and all(c in "0123456789abcdef" for c in line.lstrip("^"))
+    ]
+    if not oids:
+        return
+    feed = "".join(f"{oid}\n{oid}^{{commit}}\n" for oid in oids).encode()
+    answers = (
+        finish_git(start_git(["cat-file", "--batch-check=%(objecttype)"], cwd), feed)
+        .decode("ascii", "replace")
+        .splitlines()
+    )
+    for kind, peeled in zip(answers[0::2], answers[1::2], strict=False):
+        if peeled != "commit":
+            raise UsageError(
+                f"{named} names a {kind.split()[-1]}, not a commit: verify takes commits and "
+                "ranges of them (e.g. git alock verify origin/main..HEAD)"
+            )
+
+
+def fetch_command(cwd: str | None) -> str:
+    """How this clone gets the lock table: ``git alock sync`` in remote mode, else a fetch
+    of the lock namespaces from its first remote (``origin`` where there is one)."""
+    if settings.read(cwd).get("alock.remote"):
+        return "git alock sync"
+    names = finish_git(start_git(["remote"], cwd)).decode("utf-8", "replace").split()
+    remote = "origin" if "origin" in names or not names else names[0]
+    return (
+        f"git fetch --no-tags {remote} '+refs/agent-locks/*:refs/agent-locks/*' "
+        "'+refs/agent-locks-meta/*:refs/agent-locks-meta/*'"
+    )
+
+
+def _table_in_sight(cwd: str | None) -> None:
+    """A repository without the journal ref has never seen a lock table: a clone that
+    never fetched the lock refs would call every range clean."""
+    found = finish_git(start_git(["for-each-ref", "--count=1", JOURNAL_REF], cwd))
+    if found.strip():
+        return
+    raise UsageError(
+        f"no lock table here ({JOURNAL_REF} is missing: this clone never fetched the lock "
+        f"refs, or nobody ever claimed anything): run {fetch_command(cwd)} first, or pass "
+        "--no-table-ok to check against no claims at all"
+    )

@@ -10,6 +10,7 @@ from gitlocks.render.locks import expires
 
 if TYPE_CHECKING:  # results of the store's mode switch; named for types only
     from gitlocks.service.remote import RemoteState, SyncResult
+    from gitlocks.store.restore import RestoreResult
     from gitlocks.store.switch import OffResult, SwitchResult
 
 
@@ -100,3 +101,10 @@ def switched_off(result: OffResult) -> str:
     if result.still_set:
         text += f"\nwarning: alock.remote is still set to {result.still_set!r} in another config"
     return text
+
+
+def restored(result: RestoreResult) -> str:
+    if not result.restored:
+        return f"NOTHING TO RESTORE on {result.remote}: {result.reason}"
+    journal = (result.journal or "")[:12]
+    return f"RESTORED {result.locks} lock(s) on {result.remote} (journal {journal})"

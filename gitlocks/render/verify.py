@@ -37,13 +37,19 @@ def _claim(record: LockRecord, now: datetime) -> str:
     return f"({kind}{' '.join(record.paths)}{reason}, expires in {left}) [lock {record.id}]"
 
 
+def crossed_by(finding: Finding) -> str:
+    """The agents a commit belongs to (its trailers), or ``(no agent)``: who crossed the
+    claim, never to be read as who holds it."""
+    return " and ".join(finding.commit.judged_as)
+
+
 def held_line(finding: Finding, record: LockRecord, now: datetime) -> str:
-    """``HELD <path> in <commit> "<subject>" by <holder> (<patterns>, "<reason>", expires in
-    ...) [lock <id>]``"""
+    """``HELD <path> in <commit> "<subject>" changed by <agents>, claimed by <holder>
+    (<patterns>, "<reason>", expires in ...) [lock <id>]``"""
     commit = finding.commit
     return (
         f"HELD {finding.path} in {commit.short} {_subject(commit.subject)} "
-        f"by {record.holder} {_claim(record, now)}"
+        f"changed by {crossed_by(finding)}, claimed by {record.holder} {_claim(record, now)}"
     )
 
 
@@ -96,8 +102,8 @@ def github(result: Verification) -> str:
             commit = finding.commit
             message = (
                 f"{finding.path} is inside a live claim of {record.holder} "
-                f"{_claim(record, result.now)}; changed in {commit.short} "
-                f"{_subject(commit.subject)}"
+                f"{_claim(record, result.now)}; changed by {crossed_by(finding)} in "
+                f"{commit.short} {_subject(commit.subject)}"
             )
             lines.append(
                 f"::error file={escape_property(finding.path)},title={TITLE}::"

@@ -11,7 +11,6 @@ parent's tree, touching only what changed.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
@@ -20,10 +19,10 @@ from typing import Any, NamedTuple
 import pygit2
 
 from gitlocks.core import journal
-from gitlocks.core.digest import sha1_hex
+from gitlocks.core.journal import TABLE_MARKER, shard_of
 from gitlocks.core.record import LOCK_ID_RE
 
-TABLE_MARKER = b"gitlocks lock table, format 1\n"
+__all__ = ["TABLE_MARKER", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
 _SIGNATURE = ("gitlocks", "gitlocks@localhost")
 _BLOB_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 
@@ -50,12 +49,6 @@ def _locks_tree(tree: pygit2.Tree) -> pygit2.Tree | None:
         return None
     locks = tree["locks"]
     return locks if isinstance(locks, pygit2.Tree) else None
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def shard_of(lock_id: str) -> str:
-    """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
-    return sha1_hex(lock_id.encode())[:2]
 
 
 def is_journal_commit(commit: pygit2.Commit) -> bool:

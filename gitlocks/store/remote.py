@@ -233,6 +233,18 @@ class RemoteStore(Store):
             for name, target in sorted(self.remote_symrefs.items())
             if name.startswith(LOCK_PREFIX)
         )
+        if self.lease_override is not None and self.journal_store.table(journal) is not None:
+            # Lock refs the table does not hold (pushed by hand): they decide nothing, the
+            # next write deletes them, and ``break ID`` names one to do just that.
+            loaded.problems.extend(
+                Problem(
+                    ref=LOCK_PREFIX + i,
+                    oid=oid,
+                    reason=f"a lock ref on {self.remote} that its lock table does not hold",
+                )
+                for i, oid in sorted(leases.items())
+                if i not in content and LOCK_PREFIX + i not in self.remote_symrefs
+            )
         table = RemoteTable(
             version=journal,
             ignore_case=self.ignore_case,
@@ -286,6 +298,8 @@ class RemoteStore(Store):
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
+        if self.look_before_writing():
+            fetched = True
         deadline = time.monotonic() + self.timeout
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
@@ -326,6 +340,41 @@ class RemoteStore(Store):
             f"in {self.timeout}s, alock.remoteTimeout); try again"
         )
 
+    def check_not_lost(self) -> None:
+        """Raise when the remote's journal as last fetched lost live claims the local view
+        holds (deleted or moved back by plain git): never mirrored, never decided on."""
+        if not self.mirroring:
+            return  # a switch not yet decided has no view of this remote to lose
+        # Imported here: the restore module builds on this one.
+        from gitlocks.store.restore import lost_view
+
+        lost = lost_view(self, self.staged_journal())
+        if lost is not None:
+            raise RemoteError(lost)
+
+    def look_before_writing(self) -> bool:
+        """Ask the remote for its lock refs (one ``ls-remote``) before a write decides; True
+        when that made it fetch.
+
+        Where the journal carries the table, a lock ref out of step with it (pushed or
+        deleted by hand, on a host without the hook) is leased on as it is, so this very
+        write repairs it: a planted ref is deleted. Where there is no table yet (no journal,
+        or one from before journal commits carried it) the lock refs are the table: when
+        they differ from the copy, the write fetches them and decides on them, as
+        ``check --fresh`` does.
+        """
+        self.check_not_lost()
+        actual = self.actual_lock_refs()
+        table = self.remote_table()
+        if self.journal_store.table(table.version) is None:
+            if actual != self.staged_lock_refs():
+                self.fetch()
+                return True
+            return False
+        if actual != table.leases:
+            self.lease_override = actual
+        return False
+
     def _push(self, table: RemoteTable, change: Change) -> bool:
         """One compare-and-swap push of ``change``; True when it won, False on a lost race.
 
@@ -359,9 +408,13 @@ class RemoteStore(Store):
         for lock_id in differ:
             have, want = table.leases.get(lock_id), new.get(lock_id)
             ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs or (have is not None and not self._is_blob(have)):
+            if ref in self.remote_symrefs or (
+                have is not None and have in self.repo and not self._is_blob(have)
+            ):
                 # A symref, or a ref that reads as no blob (a symref the remote would not
-                # name, to a branch or tag): never pushed to, leased or deleted.
+                # name, to a branch or tag): never pushed to, leased or deleted. A value
+                # this clone never fetched (a lock ref pushed by hand, which no table
+                # holds) is deleted with a lease on it.
                 if lock_id in touched:
                     raise self._symref_error(ref)
                 continue  # reported, never followed, never repaired
@@ -396,10 +449,28 @@ class RemoteStore(Store):
         if lost_race(lines):
             self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
             return False
+        if any("hook declined" in ln.reason for ln in lines) and self._journal_moved(table):
+            # The remote's pre-receive guard refuses a write whose journal lease no longer
+            # holds (docs/design.md, section 6.9): a lost race, not a refusal.
+            return False
         raise self._refused(lines, run)
+
+    def _journal_moved(self, table: RemoteTable) -> bool:
+        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
+        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else table.version
+        return (now or None) != table.version
 
     def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
         reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
+        said = [
+            line.removeprefix("remote: ").strip()
+            for line in run.err.splitlines()
+            if line.startswith("remote: alock: ")
+        ]
+        if said:  # the remote's own gitlocks hook said why: that is the answer
+            return RemoteError(
+                f"the lock remote {self.remote!r} refused the write: " + "; ".join(said)
+            )
         return RemoteError(
             f"the lock remote {self.remote!r} refused the lock refs ({'; '.join(reasons)}). "
             f"{extra}Some hosts refuse refs outside refs/heads and refs/tags, refs that point "
@@ -498,6 +569,7 @@ class RemoteStore(Store):
             # table, and a fetch costs the same for 10 locks or 10,000.
             self._fetch_lock_refs()
         new_locks, new_journal = self.staged()
+        self.check_not_lost()
         moved = len({*old_locks.items()} ^ {*new_locks.items()})
         self.pack_if_many(moved)
         self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)

@@ -1,0 +1,359 @@
+"""The lock table of a repository you host, as its pre-receive hook reads and guards it.
+
+Clients decide on the table the journal commit carries (``refs/agent-locks-meta/journal``,
+docs/design.md section 5.4), never on the lock refs, which a remote updates one at a time.
+The hook does the same: its claim check reads that table, and a push that touches the
+lock namespaces is judged against it (``guard``):
+
+- the journal is never deleted, rewound or moved to anything but a journal commit that
+  descends from the one it held (a compacted root counts when it names the old tip and
+  carries its table);
+- after the push every lock ref the push names holds what the new table says (a deletion
+  where the table holds none), and every lock whose entry the push changes in the table
+  has its ref moved with it.
+
+So a plain ``git push --mirror`` from a clone that never fetched the lock refs, a hand-made
+deletion of a live claim's ref, or a planted lock ref are refused; the project's own
+writes (one atomic push of the journal and the lock refs that differ) pass. The guard
+judges the table's shape and history, not who writes it: a push shaped like a gitlocks
+write (``git alock break``) is a write, recorded in the journal like any other.
+
+Stdlib and git only, like the rest of the hook: no pygit2, no typer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
+from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.errors import StoreError
+from gitlocks.git import files
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES
+
+_ENTRY_RE = re.compile(r"^locks/([0-9a-f]{2})/([^/]+)$")
+
+
+def is_zero(oid: str) -> bool:
+    return not oid.strip("0")
+
+
+@dataclass(frozen=True)
+class JournalCommit:
+    """A journal commit as stored: its parents, events and (None: written before journal
+    commits carried it) its table, lock id -> blob id."""
+
+    oid: str
+    parents: tuple[str, ...]
+    tree: str
+    message: str
+    table: dict[str, str] | None
+
+
+def _batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, str, bytes] | None]:
+    """``cat-file --batch`` of ``names``: (oid, type, contents) each, None for a missing one."""
+    out = finish_git(
+        start_git(["cat-file", "--batch"], cwd), "".join(n + "\n" for n in names).encode()
+    )
+    found: list[tuple[str, str, bytes] | None] = []
+    pos = 0
+    while pos < len(out) and len(found) < len(names):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) != 3:  # "<name> missing" / "ambiguous"
+            found.append(None)
+            continue
+        size = int(header[2])
+        found.append((header[0].decode(), header[1].decode(), out[pos : pos + size]))
+        pos += size + 1
+    return found
+
+
+def _tree_names(raw: bytes, hash_bytes: int) -> dict[str, str]:
+    """Entry name -> mode of a tree object as stored (``<mode> <name>\\0<hash>``...)."""
+    names: dict[str, str] = {}
+    pos = 0
+    while pos < len(raw):
+        nul = raw.index(b"\0", pos)
+        mode, _, name = raw[pos:nul].partition(b" ")
+        names[os.fsdecode(name)] = mode.decode("ascii", "replace")
+        pos = nul + 1 + hash_bytes
+    return names
+
+
+def _lock_path(lock_id: str) -> str:
+    return f"locks/{shard_of(lock_id)}/{lock_id}"
+
+
+def read_heads(
+    oids: Sequence[str], cwd: str | None, lookups: Sequence[str] = ()
+) -> tuple[list[JournalCommit | None], dict[str, str | None]]:
+    """The journal commits ``oids`` name, each None when it is none (a missing object, a
+    project commit, a tree that is no table), their tables not yet read (``table`` is
+    ``{}`` for a table commit, None for one from before commits carried it); and the value
+    the last of them gives each lock id in ``lookups``. One ``cat-file`` in all."""
+    names = [n for oid in oids for n in (oid, f"{oid}^{{tree}}", f"{oid}:format")]
+    last = oids[-1] if oids else ""
+    names += [f"{last}:{_lock_path(i)}" for i in lookups]
+    got = _batch(names, cwd)
+    heads: list[JournalCommit | None] = []
+    for n, oid in enumerate(oids):
+        commit, tree, marker = got[3 * n : 3 * n + 3]
+        heads.append(_head(oid, commit, tree, marker))
+    found = {}
+    for lock_id, entry in zip(lookups, got[3 * len(oids) :], strict=False):
+        found[lock_id] = entry[0] if entry is not None and entry[1] == "blob" else None
+    return heads, found
+
+
+def _head(
+    oid: str,
+    commit: tuple[str, str, bytes] | None,
+    tree: tuple[str, str, bytes] | None,
+    marker: tuple[str, str, bytes] | None,
+) -> JournalCommit | None:
+    if commit is None or commit[1] != "commit" or tree is None:
+        return None
+    head, _, body = commit[2].decode("utf-8", "replace").partition("\n\n")
+    parents = [line[7:].strip() for line in head.splitlines() if line.startswith("parent ")]
+    if not is_journal_commit(len(parents), 0, body):
+        return None
+    if not tree[2]:  # an empty tree: a journal from before commits carried the table
+        return JournalCommit(oid, tuple(parents), tree[0], body, None)
+    names = _tree_names(tree[2], len(tree[0]) // 2)
+    if not names.keys() <= {"format", "locks"} or names.get("locks", "40000") != "40000":
+        return None
+    if marker is None or marker[1:] != ("blob", TABLE_MARKER):
+        return None
+    return JournalCommit(oid, tuple(parents), tree[0], body, {})
+
+
+def read_table_of(oid: str, cwd: str | None) -> dict[str, str]:
+    """Every lock of a table commit's tree (``ls-tree``): names a lock ref can have, in the
+    subtree of their hash; anything else there is no lock, as for clients."""
+    listing = finish_git(start_git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd))
+    table: dict[str, str] = {}
+    for entry in listing.split(b"\0"):
+        meta, _, raw_path = entry.partition(b"\t")
+        parts = meta.decode("ascii", "replace").split(" ")
+        match = _ENTRY_RE.match(os.fsdecode(raw_path))
+        if len(parts) == 3 and parts[1] == "blob" and match is not None:
+            shard, lock_id = match.groups()
+            if LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
+                table[lock_id] = parts[2]
+    return table
+
+
+def read_journal(oid: str, cwd: str | None = None) -> JournalCommit | None:
+    """The journal commit ``oid`` names with its whole table; None when it is none."""
+    (head,), _ = read_heads([oid], cwd)
+    if head is None or head.table is None:
+        return head
+    return replace(head, table=read_table_of(oid, cwd))
+
+
+def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, str | None]:
+    """Lock id -> its value in ``new_tree`` (None: gone) for every lock the two table trees
+    hold differently (``diff-tree``: only what changed is read, however large the table)."""
+    raw = finish_git(start_git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree], cwd))
+    fields = raw.split(b"\0")
+    found: dict[str, str | None] = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.decode("ascii", "replace").split(" ")
+        match = _ENTRY_RE.match(os.fsdecode(path))
+        if len(parts) != 5 or match is None:
+            continue
+        shard, lock_id = match.groups()
+        if LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
+            blob = parts[1] in ("100644", "100755")
+            found[lock_id] = parts[3] if blob and not is_zero(parts[3]) else None
+    return found
+
+
+def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
+    """(the journal ref's value, lock id -> value of each lock ref) as the repository has
+    them now; probe refs (deeper names) are no locks."""
+    out = finish_git(
+        start_git(
+            ["for-each-ref", "--format=%(objectname) %(refname)", LOCK_PREFIX, JOURNAL_REF], cwd
+        )
+    )
+    journal = None
+    locks: dict[str, str] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        oid, _, name = line.partition(" ")
+        if name == JOURNAL_REF:
+            journal = oid
+        elif name.startswith(LOCK_PREFIX) and "/" not in name[len(LOCK_PREFIX) :]:
+            locks[name[len(LOCK_PREFIX) :]] = oid
+    return journal, locks
+
+
+def table_refs(cwd: str | None = None) -> files.Scan | None:
+    """The table the journal commit carries, as lock refs (name -> blob); None where the
+    repository has no journal, or one from before journal commits carried the table
+    (then its lock refs are the table, as for clients)."""
+    journal, _ = current_refs(cwd)
+    found = read_journal(journal, cwd) if journal is not None else None
+    if found is None or found.table is None:
+        return None
+    return files.Scan({LOCK_PREFIX + i: oid for i, oid in found.table.items()}, {})
+
+
+# --- guarding the table ------------------------------------------------------------------------
+
+
+def _descends(new: JournalCommit, old: JournalCommit, cwd: str | None) -> bool:
+    """Whether ``new`` continues the chain at ``old``: ``old`` is an ancestor, or ``new``
+    stands on a compacted root that names ``old`` and carries its table."""
+    proc = start_git(["merge-base", "--is-ancestor", old.oid, new.oid], cwd)
+    finish_git(proc, ok=(0, 1))
+    if proc.returncode == 0:
+        return True
+    for oid in (new.oid, *new.parents[:1]):
+        commit = new if oid == new.oid else read_heads([oid], cwd)[0][0]
+        if commit is None or commit.parents:
+            continue
+        for event in parse_events(commit.message):
+            if event.get("event") == COMPACTED and event.get("previous") == old.oid:
+                return commit.tree == old.tree
+    return False
+
+
+def _journal_problem(
+    pushed: Mapping[str, tuple[str, str]],
+    journal_now: str | None,
+    old: JournalCommit | None,
+    new: JournalCommit | None,
+    cwd: str | None,
+) -> str | None:
+    """What is wrong with where the push moves the journal, if anything."""
+    if JOURNAL_REF not in pushed:
+        return None
+    new_oid = pushed[JOURNAL_REF][1]
+    if is_zero(new_oid):
+        if journal_now is None:
+            return None
+        return (
+            f"the push deletes {JOURNAL_REF}, the lock table every clone decides on (a git "
+            "push --mirror or --prune from a clone that never fetched it?): push without it "
+            "(name the refs to push)"
+        )
+    if new is None:
+        return (
+            f"the push moves {JOURNAL_REF} to {new_oid[:12]}, which is no gitlocks journal "
+            "commit: only git alock writes it"
+        )
+    if old is not None and not _descends(new, old, cwd):
+        return (
+            f"the push moves {JOURNAL_REF} from {old.oid[:12]} to {new_oid[:12]}, which does "
+            "not descend from it: that would rewind or replace the lock table (git alock "
+            "sync, then write again)"
+        )
+    return None
+
+
+def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
+    """Why a push must be refused for what it does to the lock table (empty: it may pass).
+
+    ``lines``: pre-receive's ``<old> <new> <ref>`` lines (only those in the lock namespaces
+    matter). Probe refs (``git alock remote NAME`` checks a remote with them) pass. A
+    claim's push costs a few git processes whatever the size of the table: the two
+    journal commits and the pushed locks' entries in one ``cat-file``, what changed
+    between the tables in one ``diff-tree``.
+    """
+    pushed: dict[str, tuple[str, str]] = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3:
+            pushed[parts[2]] = (parts[0], parts[1])
+    locks = {
+        ref[len(LOCK_PREFIX) :]: values
+        for ref, values in pushed.items()
+        if ref.startswith(LOCK_PREFIX) and not ref.startswith(PROBE_PREFIXES)
+    }
+    if JOURNAL_REF not in pushed and not locks:
+        return []
+    journal_now, refs_now = current_refs(cwd)
+    stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
+    stale = sorted(
+        name
+        for name, (old_value, _) in pushed.items()
+        if (name == JOURNAL_REF or name[len(LOCK_PREFIX) :] in locks)
+        and (None if is_zero(old_value) else old_value) != stated.get(name)
+    )
+    if stale:
+        # A write that lost a race (another got in after git showed it the refs): refused
+        # here, since a push that is not atomic would still apply its other refs. The
+        # project's writer sees the journal moved, fetches and decides again.
+        return [
+            f"the lock table moved since this push was prepared ({stale[0]} is no longer "
+            "what it names as its old value): fetch and decide again"
+        ]
+    new_oid = pushed[JOURNAL_REF][1] if JOURNAL_REF in pushed else journal_now
+    if new_oid is not None and is_zero(new_oid):
+        new_oid = None
+    oids = [o for o in (journal_now, new_oid) if o is not None]
+    heads, wanted = read_heads(oids, cwd, sorted(locks) if new_oid is not None else ())
+    old = heads[0] if journal_now is not None else None
+    new = heads[-1] if new_oid is not None else None
+    problem = _journal_problem(pushed, journal_now, old, new, cwd)
+    if problem is not None:
+        return [problem]
+    if new is None or new.table is None:
+        return []  # no table here: the lock refs are the table, as for clients
+    after = dict(refs_now)
+    for lock_id, (_, value) in locks.items():
+        if is_zero(value):
+            after.pop(lock_id, None)
+        else:
+            after[lock_id] = value
+    problems: list[str] = []
+    for lock_id in sorted(locks):
+        want, have = wanted.get(lock_id), after.get(lock_id)
+        if want == have:
+            continue
+        ref = LOCK_PREFIX + lock_id
+        if have is None:
+            problems.append(
+                f"the push deletes {ref}, a claim the lock table still holds (release or "
+                "break it with git alock)"
+            )
+        elif want is None:
+            problems.append(
+                f"the push sets {ref}, a lock the lock table does not hold (claim with "
+                "git alock acquire)"
+            )
+        else:
+            problems.append(f"the push sets {ref} to a value the lock table does not hold")
+    # The locks whose entry the push changes in the table: each ref must move with it.
+    changed: Mapping[str, str | None]
+    if old is not None and old.table is not None:
+        changed = changed_locks(old.tree, new.tree, cwd) if old.oid != new.oid else {}
+    else:  # no table before (the lock refs were the table): the whole new table
+        table = read_table_of(new.oid, cwd)
+        before = refs_now if old is not None else {}
+        changed = {
+            i: table.get(i) for i in before.keys() | table.keys() if before.get(i) != table.get(i)
+        }
+    for lock_id, entry in sorted(changed.items()):
+        if lock_id not in locks and after.get(lock_id) != entry:
+            problems.append(
+                f"the push changes {LOCK_PREFIX}{lock_id} in the lock table but leaves its "
+                "lock ref as it was"
+            )
+    return problems
+
+
+def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:
+    """``guard``, where a failure to read the table is a refusal too: a table that cannot
+    be read cannot be shown to stay whole."""
+    try:
+        return guard(lines, cwd)
+    except (StoreError, ValueError) as exc:
+        return [f"the lock table could not be read ({exc})"]

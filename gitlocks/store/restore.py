@@ -1,0 +1,175 @@
+"""A lock remote whose journal was lost, noticed and put back.
+
+Where no pre-receive hook guards it (a plain host), plain git can delete the remote's
+journal (``git push --mirror`` from a clone that never fetched it) or move it back. Every
+clone in remote mode remembers the remote journal commit its local view mirrors
+(``refs/agent-locks-remote/<remote>/view``), and that commit carries the whole table. So:
+
+- ``lost_view``: a fetch that finds the journal gone, moved to an ancestor of the view, or
+  replaced by a chain that does not continue it (a compacted root excepted), while the view
+  holds live claims, reports it and leaves the view alone: the clone never decides on an
+  empty table it did not see emptied by gitlocks.
+- ``restore`` (``git alock remote --restore``): one compare-and-swap push of a new journal
+  commit on the view's (so the history continues from the last one known), carrying the
+  view's table and whatever the remote holds now (its newer value wins for one lock), and
+  every lock ref to match. Nothing that either side held is lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from gitlocks.core.journal import COMPACTED
+from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
+from gitlocks.errors import RemoteError, UsageError
+from gitlocks.git.remote import lost_race, porcelain
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS
+from gitlocks.store.local import Store
+from gitlocks.store.remote import RemoteStore
+
+
+def _live(remote: RemoteStore, table: dict[str, str]) -> list[LockRecord]:
+    loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(table.items())), None)
+    loaded.skew = remote.skew
+    return loaded.live(format_time(utcnow()))
+
+
+def _continues(remote: RemoteStore, new: str, view: str) -> bool:
+    """Whether the journal at ``new`` continues the one at ``view``: ``view`` is an
+    ancestor, or the chain at ``new`` starts at a compacted root (which names a tip this
+    clone may never have fetched)."""
+    if _is_ancestor(remote.repo, view, new):
+        return True
+    entries = list(remote.journal_store.walk(new))
+    root = remote.journal_store.commit_of(entries[-1].commit) if entries else None
+    if root is None or root.parent_ids:
+        return False
+    marker = next((e for e in entries[-1].events if e.get("event") == COMPACTED), None)
+    if marker is None:
+        return False
+    previous = remote.journal_store.commit_of(str(marker.get("previous", "")))
+    if previous is None:
+        return True  # a tip this clone never fetched: nothing here to hold it against
+    # A compacted root carries its previous tip's tree, and that tip continues the view.
+    return root.tree_id == previous.tree_id and (
+        str(previous.id) == view or _is_ancestor(remote.repo, view, str(previous.id))
+    )
+
+
+def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
+    """What happened to the remote's journal (now ``journal``) since the local view
+    mirrored it, when the view holds live claims; None when nothing was lost."""
+    view = remote.view_journal()
+    if view is None or journal == view:
+        return None
+    mirrored = remote.mirrored()
+    live = _live(remote, mirrored) if mirrored else []
+    if not live:
+        return None
+    repo = remote.repo
+    if journal is None:
+        what = "has vanished"
+    elif remote.journal_store.commit_of(journal) is None:
+        return None  # no journal commit at all: every write stops on it already (5.5)
+    elif _continues(remote, journal, view):
+        return None
+    elif _is_ancestor(repo, journal, view):
+        what = f"went back to an older commit ({journal[:12]})"
+    else:
+        what = f"was replaced by {journal[:12]}, which does not continue it"
+    first = live[0]
+    return (
+        f"the journal {JOURNAL_REF} on the lock remote {remote.remote!r} {what} since this "
+        f"clone last saw it at {view[:12]}, while {len(live)} live claim(s) stood there "
+        f"(e.g. {' '.join(first.paths)} held by {first.holder}); nothing was changed here. "
+        "Plain git on the remote (a push --mirror or --force) does this; "
+        "git alock remote --restore puts this clone's last view back on the remote; "
+        f"git alock remote --off --forget, then git alock remote {remote.remote}, accepts "
+        "the remote as it is now"
+    )
+
+
+def _is_ancestor(repo: pygit2.Repository, older: str, newer: str) -> bool:
+    try:
+        return bool(repo.descendant_of(newer, older))
+    except (ValueError, KeyError, pygit2.GitError):
+        return False
+
+
+@dataclass
+class RestoreResult:
+    remote: str
+    restored: bool
+    locks: int = 0
+    journal: str | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": "restored" if self.restored else "nothing",
+            "remote": self.remote,
+            "locks": self.locks,
+            "journal": self.journal,
+            "reason": self.reason,
+        }
+
+
+def restore(store: Store) -> RestoreResult:
+    """``git alock remote --restore``: put the local view's table back on the remote."""
+    remote = RemoteStore(store.repo)
+    with remote.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * remote.timeout):
+        view = remote.view_journal()
+        if view is None or remote.journal_store.commit_of(view) is None:
+            raise UsageError(
+                f"nothing to restore: this clone has no view of {remote.remote!r}'s lock table "
+                "(git alock sync makes one)"
+            )
+        remote.mirroring = False  # fetch the remote's state into staging only
+        try:
+            remote.fetch()
+        finally:
+            remote.mirroring = True
+        staged, current = remote.staged()
+        if lost_view(remote, current) is None:
+            remote.fetch()  # nothing lost: mirror it as any sync would
+            return RestoreResult(remote.remote, False, reason="the remote's journal continues")
+        kept = remote.mirrored()
+        now_there = remote.journal_store.table(current) if current is not None else None
+        merged = {**kept, **(now_there if now_there is not None else staged)}
+        actual = remote.actual_lock_refs()
+        event = {
+            "event": "restored",
+            "at": format_time(utcnow()),
+            "holder": "",
+            "paths": [],
+            "locks": len(merged),
+            "from": view,
+            "replacing": current,
+        }
+        commit = str(remote.journal_store.write(view, [event], merged))
+        leases = [f"--force-with-lease={JOURNAL_REF}:{current or ''}"]
+        specs = [f"{commit}:{JOURNAL_REF}"]
+        for lock_id in sorted(actual.keys() | merged.keys()):
+            have, want = actual.get(lock_id), merged.get(lock_id)
+            ref = LOCK_PREFIX + lock_id
+            if have == want or not LOCK_ID_RE.match(lock_id) or ref in remote.remote_symrefs:
+                continue
+            leases.append(f"--force-with-lease={ref}:{have or ''}")
+            specs.append(f"{want}:{ref}" if want else f":{ref}")
+        run = remote._git(
+            ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.remote, *specs],
+            what="push to",
+        )
+        lines = porcelain(run.out)
+        if run.code != 0 or not lines:
+            if lines and lost_race(lines):
+                raise RemoteError(
+                    f"the lock remote {remote.remote!r} changed while restoring; nothing was "
+                    "changed there: run git alock remote --restore again"
+                )
+            raise remote._refused(lines, run)
+        remote._mirror(actual, merged, commit, write_staging=True, table=merged, previous=current)
+        return RestoreResult(remote.remote, True, len(merged), commit)
