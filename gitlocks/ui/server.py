@@ -66,6 +66,8 @@ class Board:
         self.pages = 0  # open event streams
         self.sync_error: str | None = None
         self.compared: dict[str, Any] = {}
+        self.memo: view.Memo = {}
+        self.build_seconds = 0.0
         self.state = b""
         self._rebuild([])
 
@@ -82,7 +84,10 @@ class Board:
             if remote and self.pages and now - synced >= SYNC_SECONDS:
                 synced = now
                 self._sync()  # what it brings shows at the next poll, as any new event
-            if batch or (self.pages and now - refreshed >= REFRESH_SECONDS):
+            # A large table takes longer to judge: refresh it less often, so that an open
+            # page never keeps the machine busy (at most a twentieth of one core).
+            every = max(REFRESH_SECONDS, 20 * self.build_seconds)
+            if batch or (self.pages and now - refreshed >= every):
                 refreshed = now
                 self._rebuild([view.event_view(e) for e in batch])
 
@@ -97,10 +102,12 @@ class Board:
             self.sync_error = str(exc)
 
     def _rebuild(self, events: list[dict[str, Any]]) -> None:
-        snap = view.snapshot(self.ctx)
+        started = time.monotonic()
+        snap = view.snapshot(self.ctx, self.memo)
         snap["sync_error"] = self.sync_error
         compared = {k: v for k, v in snap.items() if k != "now"}
         if not events and compared == self.compared:
+            self.build_seconds = time.monotonic() - started
             return  # nothing the page shows has changed
         self.compared = compared
         with self.cond:
@@ -112,6 +119,7 @@ class Board:
             message = {"seq": self.seq, "events": events}
             self.backlog.append((self.seq, _sse(self.seq, message)))
             self.cond.notify_all()
+        self.build_seconds = time.monotonic() - started
 
     # --- the request threads --------------------------------------------------------------
 

@@ -30,12 +30,21 @@ MAX_FILES = 50_000
 JOURNAL_EVENTS = 200  # events the page starts with; it adds the new ones as they come
 
 
-def snapshot(ctx: Context) -> dict[str, Any]:
-    """Everything the page draws, at this moment."""
+Memo = dict[int, tuple[LockRecord, dict[str, Any]]]
+
+
+def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
+    """Everything the page draws, at this moment.
+
+    ``memo`` keeps what each record looks like on the page between two snapshots: the
+    store hands back the same record objects while nothing under them moved, so a
+    refresh at 10,000 locks redraws only their states.
+    """
     report = status_of(ctx)
     store = ctx.store
     records = report.yours + report.others
     records.sort(key=lambda r: (r.created_at, r.id))
+    locks = _locks(records, report, {} if memo is None else memo)
     files = _files(os.fspath(store.root))
     remote = store.config_get("alock.remote")
     return {
@@ -44,8 +53,8 @@ def snapshot(ctx: Context) -> dict[str, Any]:
         "now": format_time(ctx.now()),
         "stale_after": ctx.stale_seconds(),
         "remote": None if not remote else {"name": remote, "synced_at": _synced_at(store, remote)},
-        "locks": [_lock(r, report) for r in records],
-        "holders": _holders(records, report),
+        "locks": locks,
+        "holders": _holders(locks),
         "files": files[:MAX_FILES],
         "files_left_out": max(0, len(files) - MAX_FILES),
         "worktrees": [_worktree(t.path, t.branch, t.error, t.edits) for t in report.worktrees],
@@ -89,43 +98,56 @@ def anchor(pattern: str) -> tuple[str, bool]:
     return "/".join(literal), False
 
 
-def _lock(record: LockRecord, report: Status) -> dict[str, Any]:
-    data = record.to_dict()
-    data["state"] = report.states.get(record.id, "live")
-    data["quiet_seconds"] = round(report.quiet.get(record.id, 0.0))
-    data["last_active"] = format_time(record.last_active())
-    data["anchors"] = [list(anchor(p)) for p in record.paths]
-    return data
-
-
-def _holders(records: list[LockRecord], report: Status) -> list[dict[str, Any]]:
-    """One entry per holder: where it runs, its parent and sub-agents, its claims."""
-    by_holder: dict[str, list[LockRecord]] = {}
+def _locks(records: list[LockRecord], report: Status, memo: Memo) -> list[dict[str, Any]]:
+    found = []
+    kept: Memo = {}
     for record in records:
-        by_holder.setdefault(record.holder, []).append(record)
-    parents = {h: next((r.parent for r in rs if r.parent), None) for h, rs in by_holder.items()}
+        seen = memo.get(id(record))
+        if seen is not None and seen[0] is record:
+            base = seen[1]
+        else:
+            base = record.to_dict()
+            base["last_active"] = format_time(record.last_active())
+            base["anchors"] = [list(anchor(p)) for p in record.paths]
+        kept[id(record)] = (record, base)
+        found.append({**base, "state": report.states.get(record.id, "live")})
+    memo.clear()
+    memo.update(kept)
+    return found
+
+
+def _holders(locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per holder: where it runs, its parent and sub-agents, its claims."""
+    by_holder: dict[str, list[dict[str, Any]]] = {}
+    for lock in locks:
+        by_holder.setdefault(lock["holder"], []).append(lock)
+    parents = {
+        h: next((x["parent"] for x in xs if x["parent"]), None) for h, xs in by_holder.items()
+    }
     found: list[dict[str, Any]] = []
-    for holder, held in by_holder.items():
-        newest = max(held, key=lambda r: r.last_active())
-        states: set[str] = {report.states.get(r.id, "live") for r in held}
+    for holder in sorted(by_holder):
+        held = by_holder[holder]
+        newest = max(held, key=_last_active)
         found.append(
             {
                 "holder": holder,
                 "parent": parents[holder],
                 "children": sorted(h for h, p in parents.items() if p == holder),
-                "host": newest.host,
-                "session": newest.session,
-                "pid": newest.pid,
-                "worktree": newest.worktree,
-                "branch": newest.branch,
-                "last_active": format_time(newest.last_active()),
-                "quiet_seconds": round(min(report.quiet.get(r.id, 0.0) for r in held)),
-                "state": _worst(states),
-                "locks": [r.id for r in held],
+                "host": newest["host"],
+                "session": newest["session"],
+                "pid": newest["pid"],
+                "worktree": newest["worktree"],
+                "branch": newest["branch"],
+                "last_active": newest["last_active"],
+                "state": _worst({x["state"] for x in held}),
+                "locks": [x["id"] for x in held],
             }
         )
-    found.sort(key=lambda h: str(h["holder"]))
     return found
+
+
+def _last_active(lock: dict[str, Any]) -> str:
+    return str(lock["last_active"])  # RFC 3339 UTC, one spelling: sorts as time
 
 
 def _worst(states: set[str]) -> str:

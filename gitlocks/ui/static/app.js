@@ -315,7 +315,7 @@ function show(id) {
   const field = (k, v) => { if (v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)) return; add(dl, h("dt", null, k), h("dd", null, Array.isArray(v) ? v.join("\n") : v)); };
   field("paths", lock.paths);
   field("reason", lock.reason);
-  field("state", (STATE_WORDS[lock.state] || lock.state) + (lock.state === "live" ? "" : `, quiet ${dur(lock.quiet_seconds)}`));
+  field("state", (STATE_WORDS[lock.state] || lock.state) + (lock.state === "live" ? "" : `, last heard of ${ago(lock.last_active)}`));
   field("kind", (lock.shared ? "shared" : "exclusive") + (lock.until_merged ? `, released once merged into ${lock.until_merged}` : ""));
   if (lock.awaiting.length) field("waiting for", lock.awaiting.map((c) => c.slice(0, 12)));
   field("expires", `${lock.expires_at} (${until(lock.expires_at)})`);
