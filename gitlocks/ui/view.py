@@ -73,8 +73,12 @@ def recent_events(ctx: Context) -> list[dict[str, Any]]:
 def event_view(event: Event) -> dict[str, Any]:
     """One event for the page: its line as ``log`` prints it, and what it is about."""
     paths = event.get("paths")
+    text = format_event(event)
+    at, kind, holder = (str(event.get(k, "")) for k in ("at", "event", "holder"))
+    said = f"{at} {kind}{' (local)' if event.get('local') else ''} {holder} "
     return {
-        "text": format_event(event),
+        "text": text,
+        "detail": text[len(said) :] if text.startswith(said) else text,
         "event": str(event.get("event", "?")),
         "at": str(event.get("at", "")),
         "holder": str(event.get("holder", "")),

@@ -176,7 +176,8 @@ const WHERE = {
 };
 function editMark(wt, e) {
   const [kind, words] = WHERE[e.where] || ["warn", e.where];
-  const el = h("span", "edit " + kind, e.xy.trim() || "M");
+  const where = wt.path.split("/").filter(Boolean).pop() || wt.path;
+  const el = h("span", "edit " + kind, (e.xy.trim() || "M") + (e.where === "elsewhere" ? " in " + where : ""));
   el.title = `${words}: edited in ${wt.path}${e.holders.length ? " (claim of " + e.holders.join(", ") + ")" : ""}`;
   return el;
 }
@@ -242,7 +243,8 @@ function journalRow(ev, fresh) {
   const li = h("li", "ev ev-" + ev.event.replace(/[^a-z_-]/gi, "") + (fresh ? " fresh" : ""));
   add(li, h("span", "time", clock(ev.at)), h("span", "kind", ev.event + (ev.local ? " (local)" : "")));
   if (ev.holder) add(li, paint(h("span", "name-tag", ev.holder), ev.holder));
-  li.appendChild(h("div", "line", ev.text));
+  li.appendChild(h("div", "line", ev.detail));
+  li.title = ev.text;
   if (ev.id) li.addEventListener("click", () => show(ev.id));
   return li;
 }
