@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import git
+from helpers import alock, alock_process, plant
+from remote_fixtures import Daemon, daemon, make_bare, make_clone
 
-from tests.conftest import git
-from tests.helpers import alock, alock_process, plant
+__all__ = ["daemon"]  # the fixture, imported so pytest finds it
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -319,6 +321,34 @@ def test_a_request_without_the_token_gets_nothing(browser: Page, repo: Path, ser
     browser.goto(f"{base}/")  # what a browser shows without the token: none of the page
     assert browser.eval("document.getElementById('holders') === null")
     assert "gitlocks" not in text_of(browser)
+    ui.stop()
+
+
+@needs_chromium
+def test_remote_mode_shows_how_fresh_the_view_is_and_follows_a_sync(
+    browser: Page, tmp_path: Path, daemon: Daemon, serve: Any
+) -> None:
+    make_bare(daemon.base / "shared.git")
+    mine = make_clone(daemon.url("shared.git"), tmp_path / "mine")
+    theirs = make_clone(daemon.url("shared.git"), tmp_path / "theirs")
+    assert alock(mine, "acquire", "README.md", AGENT_ID="alice").code == 0
+    ui = serve(mine)
+
+    browser.goto(ui.url)
+    mode = browser.wait_for(
+        "document.getElementById('mode').innerText.includes('view as of')"
+        " && document.getElementById('mode').innerText",
+        "the remote mode and the age of its view",
+    )
+    assert "REMOTE origin" in mode
+    # Another machine's claim reaches the page once this clone's view is refreshed.
+    assert alock(theirs, "acquire", "docs/**", AGENT_ID="bob").code == 0
+    got = alock_process(mine, "sync")
+    assert got.code == 0, got
+    browser.wait_for(
+        "document.getElementById('holders').innerText.includes('bob')",
+        "bob's claim from the other clone",
+    )
     ui.stop()
 
 
