@@ -313,6 +313,8 @@ def test_a_request_without_the_token_gets_nothing(browser: Page, repo: Path, ser
     code, body, _ = fetch(f"{ui.url}state", method="POST")  # nothing changes through it
     assert code >= 400 and body == b""
 
+    code, body, _ = fetch(ui.url.rstrip("/"))  # followed to the page itself
+    assert code == 200 and b'src="app.js"' in body
     code, body, headers = fetch(f"{ui.url}state")
     assert code == 200 and json.loads(body)["repo"] == "repo"
     assert "script-src 'self'" in headers["Content-Security-Policy"]
@@ -408,6 +410,35 @@ def test_bad_port_is_a_usage_error(repo: Path) -> None:
         port = taken.getsockname()[1]
         got = alock(repo, "ui", "--port", str(port), "--no-browser")
     assert got.code == 2 and got.err.startswith("error: cannot listen on 127.0.0.1"), got
+
+
+def test_not_in_a_repository_is_an_error(tmp_path: Path) -> None:
+    got = alock(tmp_path, "ui", "--no-browser")
+    assert got.code == 2 and got.err.startswith("error:"), got
+
+
+def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None:
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(browser)}
+    env.pop("DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        deadline = time.monotonic() + 20
+        while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert opened.read_text() == url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
 
 
 def test_help_gives_an_example(repo: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -39,13 +40,30 @@ def ui(
         out(server.url)
         sys.stderr.write("serving the live page; Ctrl-C stops it\n")
         if not no_browser:
-            # Imported here: only a run that opens a browser needs it.
-            import webbrowser
-
-            webbrowser.open(server.url)
+            _open(server.url)
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
         finish(EXIT_INTERRUPTED)
     finally:
         board.stop()
         server.server_close()
+
+
+def _open(url: str) -> None:
+    """Open the page in the user's browser, if there is one to open it in. Without a
+    display (an ssh session), Python's ``webbrowser`` would start a text browser in this
+    very terminal: only ``$BROWSER`` is used then."""
+    graphical = sys.platform in ("darwin", "win32") or any(
+        os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
+    )
+    opened = False
+    if graphical:
+        # Imported here: only a run that opens a browser needs it.
+        import webbrowser
+
+        try:
+            opened = webbrowser.open(url)
+        except webbrowser.Error:
+            opened = False
+    if not opened:
+        sys.stderr.write("note: no browser opened; open the URL above\n")

@@ -167,13 +167,21 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"
-    server_version = "gitlocks"
-    sys_version = ""
+
+    def version_string(self) -> str:
+        return "gitlocks"
 
     def do_GET(self) -> None:
         name = self._route()
         if name is None:
             self._empty(404)
+        elif name == "" and not self.path.split("?", 1)[0].endswith("/"):
+            # The page's files are named relative to the token's directory.
+            self.send_response(308)
+            self.send_header("Location", f"/{self.server.token}/")
+            self._headers(None)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif name in self.server.static:
             body, kind = self.server.static[name]
             self._send(body, kind)
