@@ -19,15 +19,34 @@ function $(id) { return document.getElementById(id); }
 function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
 
 // --- colours: one per holder, stable across reloads -------------------------------------
-function hue(name) {
-  let x = 2166136261;
+// Distinct, readable on white; purple (INTERRUPTED) and red (an edit in another's claim)
+// are left out, so that a holder's colour never reads as a warning.
+const PALETTE = ["#1f6fd1", "#c2570c", "#0f8a7e", "#c0267d", "#3a8a1c", "#8a5a12",
+                 "#3b4cc0", "#0a7fa8", "#6b7a0f", "#4b6584", "#a87a00"];
+let COLOURS = new Map();
+function hash(name) {
+  let x = 2166136261;  // FNV-1a, then a finaliser so names alike in all but a letter differ
   for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }
-  return ((x >>> 0) % 360);
+  x ^= x >>> 16; x = Math.imul(x, 0x85ebca6b); x ^= x >>> 13; x = Math.imul(x, 0xc2b2ae35); x ^= x >>> 16;
+  return x >>> 0;
+}
+function assignColours(names) {
+  // Each holder keeps the colour its name hashes to unless another took it first (in name
+  // order): a colour stays put as holders come and go, and no two share one while the
+  // palette lasts.
+  const taken = new Set();
+  COLOURS = new Map();
+  for (const name of [...new Set(names)].sort()) {
+    let i = hash(name) % PALETTE.length;
+    for (let k = 0; k < PALETTE.length && taken.has(i); k++) i = (i + 1) % PALETTE.length;
+    taken.add(i);
+    COLOURS.set(name, PALETTE[i]);
+  }
 }
 function paint(el, holder) {
-  const h0 = hue(holder);
-  el.style.setProperty("--c", `hsl(${h0} 62% 42%)`);
-  el.style.setProperty("--bg", `hsl(${h0} 75% 94%)`);
+  const c = COLOURS.get(holder) || PALETTE[hash(holder) % PALETTE.length];
+  el.style.setProperty("--c", c);
+  el.style.setProperty("--bg", `color-mix(in srgb, ${c} 9%, white)`);
   return el;
 }
 
@@ -96,6 +115,7 @@ function place(root, path, dir) {
   }
   return at;
 }
+const NAMES = new Intl.Collator(undefined, { numeric: true });  // area2 before area10
 function buildTree(st) {
   const root = node(st.repo, "", true);
   for (const f of st.files) place(root, f, false).known = true;
@@ -133,7 +153,7 @@ function renderTree(root) {
   }
 }
 function kids(frag, n, depth) {
-  const all = [...n.kids.values()].sort((a, b) => (b.dir - a.dir) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const all = [...n.kids.values()].sort((a, b) => (b.dir - a.dir) || NAMES.compare(a.name, b.name));
   const cold = all.filter((k) => !k.hot && !k.dir);
   const showCold = S.more.has(n.path) || cold.length <= 3 || !n.hot;
   for (const k of all) {
@@ -153,7 +173,7 @@ function row(frag, n, depth) {
   r.style.paddingLeft = (depth * 16 + 6) + "px";
   r.dataset.path = n.path;
   const open = n.dir && isOpen(n);
-  add(r, h("span", "twist", n.dir ? (open ? "▾" : "▸") : ""));
+  add(r, h("span", "twist", n.dir && n.kids.size ? (open ? "▾" : "▸") : ""));
   add(r, h("span", "name", n.dir ? (n.path === "" ? n.name + "/" : n.name + "/") : n.name));
   if (n.dir && !open) add(r, h("span", "count", n.files === 1 ? "1 file" : `${n.files} files`));
   if (!n.known && !n.dir) add(r, h("span", "count", "not in git yet"));
@@ -372,6 +392,7 @@ function pick(el) {
 // --- loading and following ----------------------------------------------------------------------
 function render() {
   const st = S.state;
+  assignColours(st.holders.flatMap((x) => [x.holder, ...(x.parent ? [x.parent] : [])]));
   renderTop(st);
   renderTree(buildTree(st));
   renderHolders(st);
