@@ -74,7 +74,17 @@ class Board:
     # --- the follower thread --------------------------------------------------------------
 
     def follow(self) -> None:
-        """Follow the journal until stopped, publishing each change."""
+        """Follow the journal until stopped, publishing each change. A store that cannot
+        be read for a while (a repository being repacked, a disk full) is said on the
+        page, and followed again a second later; the page keeps its last view."""
+        while not self.stopped.is_set():
+            try:
+                self._follow()
+            except (GitlocksError, OSError) as exc:
+                self._publish({"error": str(exc)})
+                self._pause(1.0)
+
+    def _follow(self) -> None:
         remote = bool(self.ctx.store.config_get("alock.remote"))
         refreshed = synced = time.monotonic()
         for batch in journal.follow(self.ctx.store, interval=POLL_SECONDS, sleep=self._pause):
@@ -110,16 +120,20 @@ class Board:
             self.build_seconds = time.monotonic() - started
             return  # nothing the page shows has changed
         self.compared = compared
+        self._publish({"events": events}, snap)
+        self.build_seconds = time.monotonic() - started
+
+    def _publish(self, message: dict[str, Any], snap: dict[str, Any] | None = None) -> None:
+        """Tell every page: a new state document (``snap``), new events, or an error."""
         with self.cond:
             self.seq += 1
-            self.events.extend(events)
-            snap["seq"] = self.seq
-            snap["events"] = list(self.events)
-            self.state = json.dumps(snap, separators=(",", ":")).encode()
-            message = {"seq": self.seq, "events": events}
-            self.backlog.append((self.seq, _sse(self.seq, message)))
+            if snap is not None:
+                self.events.extend(message["events"])
+                snap["seq"] = self.seq
+                snap["events"] = list(self.events)
+                self.state = json.dumps(snap, separators=(",", ":")).encode()
+            self.backlog.append((self.seq, _sse(self.seq, {"seq": self.seq, **message})))
             self.cond.notify_all()
-        self.build_seconds = time.monotonic() - started
 
     # --- the request threads --------------------------------------------------------------
 

@@ -434,6 +434,13 @@ function follow(seq) {
   es.addEventListener("error", () => { $("link").textContent = "reconnecting…"; $("link").className = "link down"; });
   es.addEventListener("change", (m) => {
     const msg = JSON.parse(m.data);
+    if (msg.error) {
+      $("link").textContent = "cannot read the locks: " + msg.error;
+      $("link").className = "link down";
+      return;
+    }
+    $("link").textContent = "live";
+    $("link").className = "link up";
     if (msg.reload) S.rejournal = true;  // missed more than the server keeps
     else if (msg.events && msg.events.length) addEvents(msg.events);
     load();
