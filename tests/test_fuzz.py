@@ -38,6 +38,7 @@ from gitlocks.cli.app import VERBS, _command
 from gitlocks.identity import host_identity, process_start_time
 from gitlocks.layout import SYNC_FILE, VERDICTS_FILE
 from gitlocks.service import journal
+from gitlocks.ui import server as ui_server
 
 # docs/design.md 7.2: nothing else is ever an exit code (3 is not one).
 DOCUMENTED_EXIT_CODES = {0, 1, 2, 130}
@@ -666,6 +667,10 @@ def _interrupting_sleep(seconds: float) -> None:
     raise KeyboardInterrupt
 
 
+def _interrupted_serving(self: ui_server.Server, poll_interval: float = 0.5) -> None:
+    raise KeyboardInterrupt
+
+
 @dataclass
 class Stage:
     repo: Path
@@ -775,6 +780,11 @@ def stage(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stage:
     defaults = journal.follow.__kwdefaults__
     assert defaults is not None and "sleep" in defaults
     monkeypatch.setitem(defaults, "sleep", _interrupting_sleep)
+    # ``ui`` serves until Ctrl-C: here Ctrl-C comes as soon as it would start serving,
+    # and no browser is ever opened.
+    monkeypatch.setattr(ui_server.Server, "serve_forever", _interrupted_serving)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        monkeypatch.delenv(name, raising=False)
     for name in ("outside", "into"):
         (tmp_path / name).mkdir()
     (tmp_path / "not-a-dir").write_text("a file\n")

@@ -31,6 +31,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "status": ("history", "Your locks, others', and uncommitted edits outside your claims."),
     "log": ("history", "Show the journal of lock events, newest first."),
     "watch": ("history", "Follow the journal live, one line per event, until Ctrl-C."),
+    "ui": ("ui", "Serve a live page of claims, holders, edits and the journal on 127.0.0.1."),
     "whoami": ("info", "Show your agent id and parent, and where each came from."),
     "remote": ("remote", "Show, check or switch remote mode (locks decided on a git remote)."),
     "sync": ("remote", "Refresh the lock remote's view; release your claims whose work landed."),

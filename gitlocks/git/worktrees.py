@@ -67,3 +67,9 @@ def changes(worktree: str) -> list[tuple[str, str]]:
             i += 1  # the rename's source follows; the destination is where work lies
         changes.append((xy, path))
     return changes
+
+
+def tracked(worktree: str) -> list[str]:
+    """The root-relative paths of the files git tracks in ``worktree`` (``git ls-files``)."""
+    raw = _git(worktree, "ls-files", "-z", "--full-name", ":/")
+    return [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]

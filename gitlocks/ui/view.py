@@ -1,0 +1,212 @@
+"""What the page shows, as one JSON-ready document: claims, holders, the tree, the edits.
+
+Built from the same service calls as ``list`` and ``status`` (the live table, liveness,
+each worktree's edits placed against the claims), so the page and the terminal agree.
+Nothing here changes the store, and nothing here renders markup: the page draws every
+value as text.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+from gitlocks.core import journal as core_journal
+from gitlocks.core.journal import Event
+from gitlocks.core.record import LockRecord, format_time
+from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
+from gitlocks.git.worktrees import tracked
+from gitlocks.render.journal import format_event
+from gitlocks.service import journal
+from gitlocks.service.context import Context
+from gitlocks.service.results import Edit, Status
+from gitlocks.service.status import status as status_of
+from gitlocks.store.local import Store
+
+# Files of the repository the tree shows at most: beyond that it lists only what claims
+# and edits touch (a page of a million rows helps nobody, and costs the first render).
+MAX_FILES = 50_000
+JOURNAL_EVENTS = 200  # events the page starts with; it adds the new ones as they come
+
+
+Memo = dict[int, tuple[LockRecord, dict[str, Any]]]
+
+
+def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
+    """Everything the page draws, at this moment.
+
+    ``memo`` keeps what each record looks like on the page between two snapshots: the
+    store hands back the same record objects while nothing under them moved, so a
+    refresh at 10,000 locks redraws only their states.
+    """
+    report = status_of(ctx)
+    store = ctx.store
+    records = report.yours + report.others
+    records.sort(key=lambda r: (r.created_at, r.id))
+    locks = _locks(records, report, {} if memo is None else memo)
+    files = _files(os.fspath(store.root))
+    remote = store.config_get("alock.remote")
+    return {
+        "repo": os.path.basename(os.fspath(store.root).rstrip("/")) or "/",
+        "root": os.fspath(store.root),
+        "now": format_time(ctx.now()),
+        "stale_after": ctx.stale_seconds(),
+        "remote": None if not remote else {"name": remote, "synced_at": _synced_at(store, remote)},
+        "locks": locks,
+        "holders": _holders(locks),
+        "files": files[:MAX_FILES],
+        "files_left_out": max(0, len(files) - MAX_FILES),
+        "worktrees": [_worktree(t.path, t.branch, t.error, t.edits) for t in report.worktrees],
+        "problems": [{"ref": p.ref, "reason": p.reason} for p in store.problems()],
+        "warnings": list(ctx.warnings),
+    }
+
+
+def recent_events(ctx: Context) -> list[dict[str, Any]]:
+    """The newest journal events and local refusals, oldest first, as the page shows them."""
+    shared = journal.events(ctx.store, limit=JOURNAL_EVENTS)
+    found = core_journal.merged(shared, journal.refusals(ctx.store), JOURNAL_EVENTS)
+    return [event_view(e) for e in reversed(found)]
+
+
+def event_view(event: Event) -> dict[str, Any]:
+    """One event for the page: its line as ``log`` prints it, and what it is about."""
+    paths = event.get("paths")
+    text = format_event(event)
+    at, kind, holder = (str(event.get(k, "")) for k in ("at", "event", "holder"))
+    said = f"{at} {kind}{' (local)' if event.get('local') else ''} {holder} "
+    return {
+        "text": text,
+        "detail": text[len(said) :] if text.startswith(said) else text,
+        "event": str(event.get("event", "?")),
+        "at": str(event.get("at", "")),
+        "holder": str(event.get("holder", "")),
+        "id": str(event.get("id", "")),
+        "paths": [str(p) for p in paths] if isinstance(paths, list) else [],
+        "local": bool(event.get("local")),
+    }
+
+
+def anchor(pattern: str) -> tuple[str, bool]:
+    """Where a claim is drawn in the tree: the literal part of its pattern ("" for the
+    root), and whether the claim covers everything under it (a directory)."""
+    if pattern == WHOLE_TREE:
+        return "", True
+    literal: list[str] = []
+    segments = pattern.split("/")
+    for segment in segments:
+        if has_wildcards(segment):
+            return "/".join(literal), True
+        literal.append(literal_path(segment))
+    return "/".join(literal), False
+
+
+def _locks(records: list[LockRecord], report: Status, memo: Memo) -> list[dict[str, Any]]:
+    found = []
+    kept: Memo = {}
+    for record in records:
+        seen = memo.get(id(record))
+        if seen is not None and seen[0] is record:
+            base = seen[1]
+        else:
+            base = record.to_dict()
+            base["last_active"] = format_time(record.last_active())
+            base["anchors"] = [list(anchor(p)) for p in record.paths]
+        kept[id(record)] = (record, base)
+        found.append({**base, "state": report.states.get(record.id, "live")})
+    memo.clear()
+    memo.update(kept)
+    return found
+
+
+def _holders(locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per holder: where it runs, its parent and sub-agents, its claims."""
+    by_holder: dict[str, list[dict[str, Any]]] = {}
+    for lock in locks:
+        by_holder.setdefault(lock["holder"], []).append(lock)
+    parents = {
+        h: next((x["parent"] for x in xs if x["parent"]), None) for h, xs in by_holder.items()
+    }
+    found: list[dict[str, Any]] = []
+    for holder in sorted(by_holder):
+        held = by_holder[holder]
+        newest = max(held, key=_last_active)
+        found.append(
+            {
+                "holder": holder,
+                "parent": parents[holder],
+                "children": sorted(h for h, p in parents.items() if p == holder),
+                "host": newest["host"],
+                "session": newest["session"],
+                "pid": newest["pid"],
+                "worktree": newest["worktree"],
+                "branch": newest["branch"],
+                "last_active": newest["last_active"],
+                "state": _worst({x["state"] for x in held}),
+                "locks": [x["id"] for x in held],
+            }
+        )
+    return found
+
+
+def _last_active(lock: dict[str, Any]) -> str:
+    return str(lock["last_active"])  # RFC 3339 UTC, one spelling: sorts as time
+
+
+def _worst(states: set[str]) -> str:
+    for state in ("interrupted", "dead", "stale"):
+        if state in states:
+            return state
+    return "live"
+
+
+def _worktree(
+    path: str, branch: str | None, error: str | None, edits: list[Edit]
+) -> dict[str, Any]:
+    """A worktree's edits, each told as the page tells it: in a claim held from this
+    worktree, in a claim held from another one (someone else's ground), interrupted work,
+    or in no claim at all."""
+    shown = []
+    for edit in edits:
+        where: str = edit.status
+        if where in ("yours", "others"):
+            here = any(_same_dir(r.worktree, path) for r in edit.locks)
+            where = "claimed" if here else "elsewhere"
+        shown.append(
+            {
+                "path": edit.path,
+                "xy": edit.xy,
+                "where": where,
+                "holders": sorted({r.holder for r in edit.locks}),
+                "ids": [r.id for r in edit.locks],
+            }
+        )
+    return {"path": path, "branch": branch, "error": error, "edits": shown}
+
+
+def _files(root: str) -> list[str]:
+    try:
+        return tracked(root)
+    except OSError:
+        return []
+
+
+def _same_dir(a: str, b: str) -> bool:
+    if not a:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.normpath(a) == os.path.normpath(b)
+
+
+def _synced_at(store: Store, name: str) -> str | None:
+    """When the local view of the lock remote ``name`` was last refreshed (None: never)."""
+    # Imported here: only remote mode has a view to age.
+    from gitlocks.store.remote import read_sync_times
+
+    synced = read_sync_times(store).get(name)
+    if synced is None:
+        return None
+    return format_time(datetime.fromtimestamp(synced, timezone.utc))
