@@ -13,7 +13,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,14 +51,18 @@ def test_a_backtracking_alockignore_cannot_stall_the_guard(repo: Path) -> None:
     lines = [f"{BACKTRACKING}{i}" for i in range(60_000 // (len(BACKTRACKING) + 4))]
     (repo / ".alockignore").write_text("\n".join(lines) + "\n")
     long = "/".join(["a" * 200] * 8) + "/" + "a" * 250
-    started = time.monotonic()
-    got = base.guard(repo, base.edit(repo, long), timeout=30)
-    assert time.monotonic() - started < 5, "the guard stalled on .alockignore"
+    # A backtracking matcher takes hours here; the bound only keeps a hang from stalling
+    # the suite, far above what a linear one needs.
+    got = base.guard(repo, base.edit(repo, long), timeout=60)
     assert got.code == 0 and [r["paths"] for r in records(repo)] == [[long]]
-    started = time.monotonic()
-    assert not IgnoreList(BACKTRACKING).ignored("a" * 4000)
-    assert IgnoreList(BACKTRACKING).ignored("a" * 4000 + "b")
-    assert time.monotonic() - started < 2
+    probe = (
+        "from gitlocks.core.ignore import IgnoreList\n"
+        f"ignore = IgnoreList({BACKTRACKING!r})\n"
+        "print(ignore.ignored('a' * 4000), ignore.ignored('a' * 4000 + 'b'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.stdout.split() == ["False", "True"], done
 
 
 # --- 6. .alockignore reads as git reads a .gitignore --------------------------------------
