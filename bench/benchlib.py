@@ -39,8 +39,9 @@ def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
     # module layout is still moving, and this function is the one place to update.
     import socket
 
+    from gitlocks.core.change import Change
     from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
-    from gitlocks.store.local import Change, Store
+    from gitlocks.store.local import Store
 
     store = Store.discover(repo)
     branch, head = store.head_info()

@@ -25,12 +25,13 @@ from pathlib import Path
 
 from benchlib import make_repo
 
+from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import Context
 from gitlocks.service.locks import acquire, release
-from gitlocks.store.local import Change, Store
+from gitlocks.store.local import Store
 
 QUICK = "--quick" in sys.argv
 

@@ -495,9 +495,9 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
 def _end_or_renew(root: Path, identity: Identity, kind: str) -> None:
     """Release or renew the session's locks in the repository at ``root``."""
     # Imported here: only these events write, and the store brings in pygit2.
+    from gitlocks.core.change import Change
     from gitlocks.service.context import event as journal_event
     from gitlocks.service.context import sweep
-    from gitlocks.store.local import Change
 
     ctx = store_context(root, identity)
     if not session_locks(ctx.store.read_table(), identity, format_time(ctx.now())):

@@ -17,7 +17,7 @@ from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
 from gitlocks.service import landing
 from gitlocks.service.context import Context, open_context
-from gitlocks.store.local import Store
+from gitlocks.store.base import LockStore
 
 
 def context(as_id: str | None, *, fresh: bool = False, land: bool = False) -> Context:
@@ -53,7 +53,7 @@ def _land(ctx: Context) -> None:
         ctx.warnings.append(f"claims whose work landed were not released: {exc}")
 
 
-def say_staleness(store: Store) -> None:
+def say_staleness(store: LockStore) -> None:
     """In remote mode, say on stderr how old the local view is."""
     name = store.config_get("alock.remote")
     if name:
@@ -83,7 +83,7 @@ def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:
     return found
 
 
-def _cwd(store: Store) -> str:
+def _cwd(store: LockStore) -> str:
     here = Path.cwd().resolve()
     try:
         rel = here.relative_to(store.root)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
 from gitlocks.core.table import Table
@@ -24,14 +25,15 @@ from gitlocks.layout import (
     DEFAULT_TTL_SECONDS,
 )
 from gitlocks.service import landing
-from gitlocks.store.local import Change, Store
+from gitlocks.store.base import LockStore
+from gitlocks.store.local import Store
 
 
 @dataclass
 class Context:
     """Who is asking, of which store, at what time."""
 
-    store: Store
+    store: LockStore
     identity: Identity
     clock: Callable[[], datetime] = utcnow
     # Whether (pid, start time) is still the same running process; injectable for tests.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gitlocks.core.journal import COMPACTED, Event, interleave, json_objects
 from gitlocks.layout import REFUSALS_FILE
-from gitlocks.store.local import Store
+from gitlocks.store.base import LockStore
 
 REFUSALS_KEEP = 1000
 # Trim the refusal log when it grows past this size (about 2 * REFUSALS_KEEP lines).
@@ -27,7 +27,7 @@ REFUSALS_TRIM_BYTES = 512 * 1024
 # --- reading --------------------------------------------------------------------------------
 
 
-def events(store: Store, *, limit: int | None = None, since: str | None = None) -> list[Event]:
+def events(store: LockStore, *, limit: int | None = None, since: str | None = None) -> list[Event]:
     """Journal events, newest first, each with the ``commit`` that recorded it.
 
     ``since`` is an RFC 3339 UTC time: older events are left out. The walk stops at
@@ -48,11 +48,11 @@ def events(store: Store, *, limit: int | None = None, since: str | None = None) 
 # --- the local refusal log ------------------------------------------------------------------
 
 
-def refusals_path(store: Store) -> Path:
+def refusals_path(store: LockStore) -> Path:
     return store.common_dir / REFUSALS_FILE
 
 
-def record_refusal(store: Store, event: Event) -> None:
+def record_refusal(store: LockStore, event: Event) -> None:
     """Append a refusal to the local log; best effort, never fails the command."""
     path = refusals_path(store)
     line = json.dumps({**event, "local": True}, ensure_ascii=False, sort_keys=True) + "\n"
@@ -79,7 +79,7 @@ def _trim(path: Path) -> None:
     os.replace(tmp, path)
 
 
-def refusals(store: Store, *, since: str | None = None) -> list[Event]:
+def refusals(store: LockStore, *, since: str | None = None) -> list[Event]:
     """Local refusals, newest first."""
     try:
         raw = refusals_path(store).read_text(encoding="utf-8", errors="replace")
@@ -92,7 +92,7 @@ def refusals(store: Store, *, since: str | None = None) -> list[Event]:
 # --- following ------------------------------------------------------------------------------
 
 
-def _new_since(store: Store, seen: str | None, version: str) -> list[Event]:
+def _new_since(store: LockStore, seen: str | None, version: str) -> list[Event]:
     """Events of commits after ``seen`` up to ``version``, oldest first, each once.
 
     A compaction between two polls starts a new chain whose root repeats retained events
@@ -132,7 +132,7 @@ def _new_since(store: Store, seen: str | None, version: str) -> list[Event]:
 
 
 def follow(
-    store: Store,
+    store: LockStore,
     *,
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,

@@ -18,14 +18,14 @@ from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
 from gitlocks.git import run, worktrees
-from gitlocks.store.local import Store
+from gitlocks.store.base import LockStore
 
 MAIN_LINE_GUESSES = ("main", "master", "trunk")
 CHECKED_COMMITS = 16  # the newest awaited commits one landing question reads
 CHECKED_RECORDS = 8  # the waiting records one write asks about
 
 
-def main_line(store: Store) -> str:
+def main_line(store: LockStore) -> str:
     """The repository's main line, which ``--until-merged`` waits for when not told.
 
     The branch the remote's HEAD names (``refs/remotes/R/HEAD``; R is the lock remote in
@@ -49,7 +49,7 @@ def main_line(store: Store) -> str:
     )
 
 
-def check_branch(store: Store, branch: str) -> str:
+def check_branch(store: LockStore, branch: str) -> str:
     """``branch`` if a claim may wait for it: a branch name whose ref exists now."""
     name = branch.removeprefix("refs/heads/")
     # HEAD is no branch (git refuses the name), though in remote mode
@@ -74,7 +74,7 @@ MAX_UNLANDED_COMMITS = 1000
 
 
 def landed(
-    store: Store,
+    store: LockStore,
     record: LockRecord,
     table: Table,
     host_id: str,
@@ -145,7 +145,7 @@ def _uncommitted(worktree: str) -> list[str]:
 
 
 def _unlanded_inside(
-    store: Store, head: str, tip: str, entries: list[ScopeEntry], ignore_case: bool
+    store: LockStore, head: str, tip: str, entries: list[ScopeEntry], ignore_case: bool
 ) -> bool:
     """Whether a commit of ``head`` that ``tip`` lacks changes a path inside ``entries``
     (against its first parent); too many such commits to read count as yes."""
@@ -157,7 +157,7 @@ def _unlanded_inside(
     return any(entry_covers(e, p, ignore_case=ignore_case) for p in changed for e in entries)
 
 
-def _our_worktree(store: Store, path: str, trees: set[str] | None = None) -> bool:
+def _our_worktree(store: LockStore, path: str, trees: set[str] | None = None) -> bool:
     """Whether ``path`` is a worktree of this repository on this machine. Only such a
     directory is ever asked for its status: a record is anyone's text, and git run in a
     directory it names would obey that directory's own configuration."""
@@ -168,12 +168,12 @@ def _our_worktree(store: Store, path: str, trees: set[str] | None = None) -> boo
     return os.path.realpath(path) in trees
 
 
-def our_worktrees(store: Store) -> set[str]:
+def our_worktrees(store: LockStore) -> set[str]:
     """The real paths of this repository's worktrees."""
     return {os.path.realpath(tree) for tree, _ in worktrees.worktrees(store.root)}
 
 
-def land(store: Store, table: Table, gone: set[str], host_id: str) -> list[LockRecord]:
+def land(store: LockStore, table: Table, gone: set[str], host_id: str) -> list[LockRecord]:
     """The records (not already ``gone``) whose work has landed, oldest first."""
     waiting = [r for r in table.landing() if r.id not in gone and r.host_id == host_id]
     if not waiting:

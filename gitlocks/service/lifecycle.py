@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness, State
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
@@ -37,7 +38,6 @@ from gitlocks.core.scope import (
 from gitlocks.core.table import Table, record_entries
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
-from gitlocks.store.local import Change
 
 # --- "the same scope" -----------------------------------------------------------------------
 

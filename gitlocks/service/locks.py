@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     GENERATED_ID_RE,
@@ -40,7 +41,6 @@ from gitlocks.service.results import (
     ReleaseResult,
     RenewResult,
 )
-from gitlocks.store.local import Change
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 

@@ -6,11 +6,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Table
+from gitlocks.errors import StoreError
 from gitlocks.service import landing
 from gitlocks.service.context import Context, sweep
-from gitlocks.store.local import Change, Store
+from gitlocks.store.base import LockStore
+from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore, read_sync_times
 
 
@@ -73,7 +76,9 @@ def sync(ctx: Context) -> SyncResult:
         return SyncResult(None, bool(released), len(ctx.store.read_table()), released)
     remote = ctx.store
     if not isinstance(remote, RemoteStore):
-        remote = RemoteStore(ctx.store.repo, configured=ctx.store.settings)
+        if not isinstance(remote, Store):
+            raise StoreError("this lock store has no remote to sync with")
+        remote = RemoteStore(remote.repo, configured=remote.settings)
         ctx = replace(ctx, store=remote)
     changed = remote.sync()
     branches = landing.waiting_branches(remote.read_table(), ctx.host_id)
@@ -115,7 +120,9 @@ def land_waiting(ctx: Context) -> list[LockRecord]:
     return landed
 
 
-def view_age(store: Store, name: str) -> float | None:
+def view_age(store: LockStore, name: str) -> float | None:
     """Seconds since the local view of ``name`` was last refreshed (None: never)."""
+    if not isinstance(store, Store):
+        return None  # no repository, no remote view
     synced = read_sync_times(store).get(name)
     return None if synced is None else max(0.0, time.time() - synced)

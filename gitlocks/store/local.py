@@ -31,13 +31,13 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pygit2
 
-from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
+from gitlocks.core.change import Change, check_sizes
+from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -47,7 +47,7 @@ from gitlocks.core.table import (
     lazy_table,
     read_record,
 )
-from gitlocks.errors import NotARepository, StoreError, UsageError
+from gitlocks.errors import NotARepository, StoreError
 from gitlocks.git import files, settings
 from gitlocks.layout import (
     JOURNAL_REF,
@@ -68,18 +68,6 @@ def jitter() -> float:
     """A random fraction in [0, 1) for spreading retries (the ``random`` module would cost
     every command its import; only a contended write waits)."""
     return int.from_bytes(os.urandom(2), "big") / 65536
-
-
-@dataclass
-class Change:
-    """What one write does: records to create or replace, ids to delete, events to journal."""
-
-    put: list[LockRecord] = field(default_factory=list)
-    delete: list[str] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.put or self.delete)
 
 
 class _Conflict(Exception):
@@ -528,17 +516,6 @@ class Store:
     ) -> Iterator[JournalEntry]:
         """Journal entries (commits), newest first, from ``start`` or the journal ref."""
         return self.journal_store.walk(self.version() if start is None else start, limit)
-
-
-def check_sizes(change: Change) -> None:
-    """Refuse a record too big to be read back (see ``MAX_RECORD_BYTES``)."""
-    for record in change.put:
-        size = len(record.to_json())
-        if size > MAX_RECORD_BYTES:
-            raise UsageError(
-                f"the lock record would be {size} bytes, more than the {MAX_RECORD_BYTES} a "
-                "record may hold: claim fewer or shorter patterns, or write shorter notes"
-            )
 
 
 def _from_environment(

@@ -43,6 +43,7 @@ from typing import TypeVar
 
 import pygit2
 
+from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, StoreError, UsageError
@@ -69,7 +70,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
     SYNC_FILE,
 )
-from gitlocks.store.local import Change, Store, check_sizes, jitter
+from gitlocks.store.local import Store, jitter
 
 T = TypeVar("T")
 

@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.layout import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, STAGING_PREFIX
-from gitlocks.store.local import Change, Store
+from gitlocks.store.local import Store
 from gitlocks.store.remote import (
     TRIES,
     RemoteStore,

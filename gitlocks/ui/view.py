@@ -22,7 +22,7 @@ from gitlocks.service import journal
 from gitlocks.service.context import Context
 from gitlocks.service.results import Edit, Status
 from gitlocks.service.status import status as status_of
-from gitlocks.store.local import Store
+from gitlocks.store.base import LockStore
 
 # Files of the repository the tree shows at most: beyond that it lists only what claims
 # and edits touch (a page of a million rows helps nobody, and costs the first render).
@@ -201,11 +201,14 @@ def _same_dir(a: str, b: str) -> bool:
         return os.path.normpath(a) == os.path.normpath(b)
 
 
-def _synced_at(store: Store, name: str) -> str | None:
+def _synced_at(store: LockStore, name: str) -> str | None:
     """When the local view of the lock remote ``name`` was last refreshed (None: never)."""
     # Imported here: only remote mode has a view to age.
+    from gitlocks.store.local import Store
     from gitlocks.store.remote import read_sync_times
 
+    if not isinstance(store, Store):
+        return None  # no repository, no remote view
     synced = read_sync_times(store).get(name)
     if synced is None:
         return None

@@ -1,0 +1,85 @@
+"""What the services ask of a lock store: the contract every store keeps.
+
+Three stores keep it: the repository's own refs (``store/local.py``), a shared remote
+(``store/remote.py``) and an in-memory twin (``store/memory.py``) for tests that need
+no repository. One contract suite (``tests/store/test_contract.py``) runs against all
+three, as dulwich runs one refs suite against each of its containers.
+
+The promises, whatever the store:
+
+- ``read_table()`` is the whole table as of one moment (docs/design.md, section 5.4);
+- ``transact(decide)`` calls ``decide`` with the current table and applies the change it
+  returns as one compare-and-swap step: no other write lands between the table ``decide``
+  saw and the change; on a lost race ``decide`` runs again on the new table, so it must be
+  a pure function of the table. An empty change writes nothing;
+- every applied change is one journal entry holding its events, newest first in
+  ``journal()``;
+- records are validated as they are read: a blob that is no record is a ``Problem``, never
+  an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from gitlocks.core.change import Change
+from gitlocks.core.table import Problem, Table
+from gitlocks.git.settings import Settings
+
+T = TypeVar("T")
+
+
+class Entry(Protocol):
+    """One journal entry: the commit (or the twin's id for it) and its events."""
+
+    @property
+    def commit(self) -> str: ...
+
+    @property
+    def events(self) -> tuple[dict[str, Any], ...]: ...
+
+
+class LockStore(Protocol):
+    """The lock table of one repository, as the services use it."""
+
+    root: Path  # the working tree the command runs in
+    common_dir: Path  # where per-repository files live (refusal log, mutex)
+    git_dir: Path
+    settings: Settings
+    ignore_case: bool
+    skew: int  # seconds a lock outlives its expiry (remote mode's clock-skew allowance)
+
+    def config_get(self, key: str) -> str | None: ...
+
+    def is_file(self, path: str) -> bool: ...
+
+    def head_info(self) -> tuple[str | None, str | None]: ...
+
+    def version(self) -> str | None: ...
+
+    def symref_target(self, name: str) -> str | None: ...
+
+    def journal_symref(self) -> str | None: ...
+
+    def read_table(self) -> Table: ...
+
+    def problems(self) -> list[Problem]: ...
+
+    def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = 5) -> T: ...
+
+    def journal(self, limit: int | None = None, *, start: str | None = None) -> Iterator[Entry]: ...
+
+    # Landing (docs/design.md, section 6.8): where branches are, and what they hold.
+    def sync(self) -> bool: ...
+
+    def fetch_branches(self, branches: list[str]) -> None: ...
+
+    def landing_ref(self, branch: str) -> str: ...
+
+    def commit_of(self, ref: str) -> str | None: ...
+
+    def contains(self, tip: str, commit: str) -> bool: ...
+
+    def paths_changed_since(self, head: str, base: str, limit: int) -> set[str] | None: ...
