@@ -243,7 +243,7 @@ def test_the_guards_fast_path_never_loads_pygit2_or_typer(repo: Path) -> None:
 # --- install-agent-hooks / uninstall-agent-hooks ------------------------------------------
 
 
-EXISTING = {
+EXISTING: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],

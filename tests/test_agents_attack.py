@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import test_agents as base
 from conftest import git
-from helpers import alock
+from helpers import Result, alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +36,7 @@ def records(repo: Path) -> list[dict[str, Any]]:
     return result
 
 
-def let_through(got: base.Result, *words: str) -> None:
+def let_through(got: Result, *words: str) -> None:
     """The guard's non-blocking answer: exit 1, the reason on stderr, no traceback."""
     assert got.code == 1 and got.out == "", got
     assert got.err.startswith("gitlocks guard: ") and "Traceback" not in got.err, got
@@ -435,7 +435,7 @@ def mcp_session(repo: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any
 
 
 def test_mcp_bad_arguments_get_our_error_document(repo: Path) -> None:
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("acquire", {"paths": "src/app.py"}),
         ("acquire", {"paths": [1]}),
         ("release", {"all": "yes"}),

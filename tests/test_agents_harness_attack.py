@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import test_agents_harnesses as h
-from helpers import alock
+from helpers import Result, alock
 
-from gitlocks.agents.harnesses import patch_paths
+from gitlocks.agents.codex_patch import patch_paths
 from gitlocks.agents.settings import HOOK_FILES
 
 OTHER = h.OTHER
@@ -99,7 +99,7 @@ def test_apply_patch_through_codexs_shell_is_guarded(repo: Path) -> None:
     got = h.run_guard(
         repo, "codex", codex_shell(repo, heredoc(h.patch("*** Add File: d.md\n+x\n")))
     )
-    assert got == h.Result(0, "", ""), got
+    assert got == Result(0, "", ""), got
     assert h.holders(repo)["other-agent"] == ["src/**"] and len(h.holders(repo)) == 2
 
 
@@ -107,7 +107,7 @@ def test_apply_patch_through_codexs_shell_is_guarded(repo: Path) -> None:
 def test_other_shell_commands_get_silence(repo: Path, command: str) -> None:
     """Every shell command now reaches the guard: one that applies no patch is answered with
     silence (exit 0), so that Codex does not log a failed hook for each."""
-    assert h.run_guard(repo, "codex", codex_shell(repo, command)) == h.Result(0, "", "")
+    assert h.run_guard(repo, "codex", codex_shell(repo, command)) == Result(0, "", "")
 
 
 def test_install_registers_the_guard_for_codexs_shell_too(repo: Path) -> None:
@@ -199,8 +199,7 @@ def test_shell_patch_paths_never_raise() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from gitlocks.agents.codex_patch import Unjudgeable
-    from gitlocks.agents.harnesses import shell_patch_paths
+    from gitlocks.agents.codex_patch import Unjudgeable, shell_patch_paths
 
     parts = st.sampled_from(["apply_patch", "cd a && ", "<<'EOF'", "EOF", "*** Begin Patch",
                              "*** End Patch", "*** Add File: x", "+y", "*** Move to: ", "\n",

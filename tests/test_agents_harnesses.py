@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.harness import StandIn
 
-from gitlocks.agents.harnesses import patch_paths
+from gitlocks.agents.codex_patch import patch_paths
 
 OTHER = {"AGENT_ID": "other-agent"}
 
@@ -535,7 +535,7 @@ def test_uninstall_keeps_the_directories_it_did_not_make(repo: Path) -> None:
     assert sorted(p.name for p in (repo / ".github").iterdir()) == ["workflows"]
 
 
-BEFORE = {
+BEFORE: dict[str, dict[str, Any]] = {
     "gemini": {"general": {"vimMode": True}, "hooksConfig": {"disabled": ["x"]},
                "hooks": {"BeforeTool": [{"matcher": "run_shell_command",
                                          "hooks": [{"type": "command", "command": "audit.sh"}]}]}},

@@ -192,6 +192,7 @@ def _plant_odd_entry(bare: Path) -> None:
     remote = pygit2.Repository(str(bare))
     ref = remote.references[JOURNAL_REF]
     old = remote[ref.target]
+    assert isinstance(old, pygit2.Commit)
     root = remote.TreeBuilder(old.tree)
     locks = remote.TreeBuilder(old.tree["locks"]) if "locks" in old.tree else remote.TreeBuilder()
     locks.insert("a b", remote.create_blob(b"not a record\n"), pygit2.GIT_FILEMODE_BLOB)

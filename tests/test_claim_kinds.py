@@ -240,8 +240,8 @@ def test_a_commit_inside_your_claim_renews_it_and_is_journaled(hooked: Path) -> 
     subprocess.run(["sleep", "1.1"], check=True)
     edit_and_commit(hooked, "src/app.py", "renew\n", A)
     after = record_of(hooked, "src/**")
-    assert after["expires_at"] > before["expires_at"]
-    assert after["renewed_at"] > before["renewed_at"]
+    assert str(after["expires_at"]) > str(before["expires_at"])
+    assert str(after["renewed_at"]) > str(before["renewed_at"])
     head = git(hooked, "rev-parse", "HEAD").strip()
     renewed = [e for e in events(hooked) if e["event"] == "renewed"]
     assert renewed and renewed[0]["by_commit"] == head

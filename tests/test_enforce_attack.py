@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
@@ -43,7 +44,7 @@ def trailers(cwd: Path, rev: str = "HEAD") -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
-def records(cwd: Path) -> list[dict[str, object]]:
+def records(cwd: Path) -> list[dict[str, Any]]:
     return [dict(r) for r in alock(cwd, "list", "--json").json()]
 
 
@@ -187,7 +188,7 @@ def feature(hooked: Path, tmp_path: Path) -> Path:
     assert alock(wt, "acquire", "src/**", "--until-merged", "main", **A).code == 0
     commit(wt, "src/app.py", "1\n", A, "-m", "first")
     [record] = records(wt)
-    assert len(record["awaiting"]) == 1  # type: ignore[arg-type]
+    assert len(record["awaiting"]) == 1
     return wt
 
 
@@ -221,7 +222,7 @@ def test_a_commit_made_without_hooks_keeps_the_claim_too(
     none = tmp_path / "no-hooks"
     none.mkdir()
     git(feature, "-c", f"core.hooksPath={none}", "commit", "-q", "-am", "unrecorded")
-    assert len(records(hooked)[0]["awaiting"]) == 1  # type: ignore[arg-type]
+    assert len(records(hooked)[0]["awaiting"]) == 1
     assert alock(hooked, "acquire", "docs/**", **B).code == 0
     assert sorted(str(r["holder"]) for r in records(hooked)) == ["agent-a", "agent-b"]
 
@@ -409,5 +410,5 @@ def test_concurrent_commits_lose_no_heartbeat(hooked: Path, tmp_path: Path, coun
         assert proc.returncode == 0 and b"error" not in err, err
     heads = {git(wt, "rev-parse", "HEAD").strip() for wt in trees}
     [record] = records(hooked)
-    assert set(record["awaiting"]) == heads  # type: ignore[arg-type]
+    assert set(record["awaiting"]) == heads
     assert events(hooked).count("renewed") == count

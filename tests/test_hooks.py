@@ -16,6 +16,8 @@ from conftest import git
 from helpers import Result, alock, alock_process, run_git
 
 from gitlocks.core.scope import make_entry
+from gitlocks.core.table import Friends
+from gitlocks.core.text import printable
 from gitlocks.git import changes as hook_paths
 from gitlocks.git.settings import Settings
 from gitlocks.hooks import check as hooks
@@ -721,9 +723,9 @@ def test_control_characters_in_names_and_reasons_are_escaped(hooked: Path) -> No
 
 
 def test_printable() -> None:
-    assert hooks.printable("plain é ü") == "plain é ü"
-    assert hooks.printable("a\nb\rc\td") == "a\\nb\\rc\\td"
-    assert hooks.printable("\x00\x1b\x7f\x85\u2028") == "\\x00\\x1b\\x7f\\x85\\u2028"
+    assert printable("plain é ü") == "plain é ü"
+    assert printable("a\nb\rc\td") == "a\\nb\\rc\\td"
+    assert printable("\x00\x1b\x7f\x85\u2028") == "\\x00\\x1b\\x7f\\x85\\u2028"
 
 
 def _expired_a_moment_ago(repo: Path) -> None:
@@ -789,7 +791,7 @@ def test_check_paths_decides_odd_names_from_one_reading(
     calls = []
     family = Table.family
 
-    def counting(self: Table, holder: str, parent: str | None) -> set[str]:
+    def counting(self: Table, holder: str, parent: str | None) -> Friends:
         calls.append(holder)
         return family(self, holder, parent)
 

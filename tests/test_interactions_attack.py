@@ -132,11 +132,11 @@ def test_a_sub_agents_guarded_edit_inside_its_parents_claim_passes(repo: Path) -
     from test_agents import edit, guard
 
     assert alock(repo, "acquire", "src/**", **LEAD_A).code == 0
-    got = guard(repo, edit(repo, "src/app.py"), AGENT_ID="kid", AGENT_PARENT_ID="lead-a")
+    got = guard(repo, edit(repo, "src/app.py"), None, AGENT_ID="kid", AGENT_PARENT_ID="lead-a")
     assert got.code == 0 and "deny" not in got.out, got.out
     assert alock(repo, "acquire", "--shared", "docs/**", AGENT_ID="kid2",
                  AGENT_PARENT_ID="lead-b").code == 0  # fmt: skip
-    denied = guard(repo, edit(repo, "docs/x.md"), **LEAD_B)
+    denied = guard(repo, edit(repo, "docs/x.md"), None, **LEAD_B)
     assert "deny" in denied.out or denied.code == 2, denied.out
 
 

@@ -78,7 +78,7 @@ def start(standins: list[StandIn], tmp_path: Path, repo: Path, name: str = "clau
 def holder_of(session: StandIn, repo: Path, harness: str = "claude") -> str:
     got = session.guard(event(repo, "SessionStart"), harness)
     assert got.code == 0, got
-    text = json.loads(got.out)["hookSpecificOutput"]["additionalContext"]
+    text = str(json.loads(got.out)["hookSpecificOutput"]["additionalContext"])
     assert "the guard is active" in text
     return text.split("you are ", 1)[1].split(".", 1)[0]
 

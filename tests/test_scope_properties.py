@@ -269,6 +269,7 @@ def test_any_text_is_valid_or_invalid_pattern(text: str, other: str) -> None:
     except InvalidPattern:
         stored = None
     else:
+        assert stored is not None
         assert normalize_pattern(stored) == stored  # stored forms are fixed points
         validate_pattern(stored)
     try:

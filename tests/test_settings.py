@@ -24,6 +24,7 @@ from gitlocks.hooks.check import hook_config
 from gitlocks.hooks.receive import receive_config
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import open_context
+from gitlocks.store.local import Store
 
 VALUES = [
     *("true", "TRUE", "Yes", "on", "1", "2", "0", "false", "no", "Off", ""),
@@ -124,13 +125,14 @@ def test_a_bad_duration_names_the_key_and_the_fix(repo: Path) -> None:
 
 
 def test_writes_are_read_back(repo: Path) -> None:
-    ctx = open_context(repo, resolve_identity("agent-a"))
-    ctx.store.config_set("alock.staleAfter", "20m")
-    assert ctx.store.config_get("alock.staleafter") == "20m"
+    store = open_context(repo, resolve_identity("agent-a")).store
+    assert isinstance(store, Store)
+    store.config_set("alock.staleAfter", "20m")
+    assert store.config_get("alock.staleafter") == "20m"
     assert git(repo, "config", "alock.staleAfter").strip() == "20m"
-    ctx.store.config_unset("alock.staleAfter")
-    ctx.store.config_unset("alock.staleAfter")  # gone already: nothing to do
-    assert ctx.store.config_get("alock.staleAfter") is None
+    store.config_unset("alock.staleAfter")
+    store.config_unset("alock.staleAfter")  # gone already: nothing to do
+    assert store.config_get("alock.staleAfter") is None
 
 
 # --- one git process for the settings, on the fast paths -----------------------------------

@@ -14,6 +14,7 @@ from conftest import git
 from helpers import Result, alock, alock_process, run_git
 from remote_fixtures import Daemon, daemon, make_bare, make_clone
 
+from gitlocks.core.record import utcnow
 from gitlocks.hooks import install as hook_install
 from gitlocks.hooks import receive, verify
 from gitlocks.render import verify as render
@@ -621,7 +622,7 @@ def test_manual_names_the_verbs() -> None:
 
 
 def test_render_clean_word() -> None:
-    result = verify.Verification([], [], verify.utcnow())
+    result = verify.Verification([], [], utcnow())
     assert render.report(result) == "CLEAN 0 commits checked"
     assert json.loads(json.dumps(result.to_dict()))["status"] == "clean"
 
