@@ -44,6 +44,8 @@ MAX_ENTRY_BYTES = 64 * 1024
 MAX_REPOS = 256
 # Pruning looks at this many entries at most per call.
 MAX_PRUNE = 512
+# What a corrupt file makes json.loads raise: a nesting too deep is a RecursionError.
+_UNREADABLE = (ValueError, RecursionError)
 
 
 class Registered(NamedTuple):
@@ -97,7 +99,7 @@ def _read(where: Path, pid: int, start_time: str) -> Registered | None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except _UNREADABLE:
         return None
     if not isinstance(data, dict):
         return None
@@ -197,7 +199,7 @@ def repositories(
     for line in raw.decode("utf-8", "surrogateescape").splitlines()[:MAX_REPOS]:
         try:
             item = json.loads(line)
-        except ValueError:
+        except _UNREADABLE:
             continue
         if not isinstance(item, dict):
             continue
@@ -259,7 +261,7 @@ def _load(path: Path) -> Registered | None:
         return None
     try:
         data = json.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
-    except (OSError, ValueError):
+    except (OSError, *_UNREADABLE):
         return None
     start_time = data.get("start_time") if isinstance(data, dict) else None
     if not isinstance(start_time, str):
