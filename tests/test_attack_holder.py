@@ -5,6 +5,8 @@ agent loop. Each session is a stand-in harness process (``tests/support/harness.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +78,66 @@ def test_a_deeply_nested_line_of_repositories_does_not_stop_session_end(
     got = agent.guard(event(repo, "SessionEnd"))
     assert got.code == 0 and "internal error" not in got.err, got
     assert records(repo) == []
+
+
+# --- the MCP server starts with the harness, before its first hook ---------------------------
+
+
+def test_an_mcp_server_started_before_the_first_hook_is_the_sessions_holder(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # Harnesses start their MCP servers as they start, alongside SessionStart: the server
+    # may be up before the guard has registered the session.
+    agent = start(standins, tmp_path, repo, "node")
+    [who, claim] = agent.mcp(
+        ("whoami", {}),
+        ("acquire", {"paths": ["lib/**"]}),
+        between=("git alock guard --for gemini", event(repo, "SessionStart")),
+    )
+    me = whoami(agent)["holder"]
+    assert str(me).startswith("gemini-")
+    assert json.loads(who["text"])["holder"] == me
+    assert json.loads(claim["text"])["status"] == "acquired"
+    assert denied(agent.guard(edit(repo, "lib/x.py", "gemini"), "gemini")) == ""
+    assert {r["holder"] for r in records(repo)} == {me}
+
+
+# --- a harness started from another harness's shell ----------------------------------------
+
+# A process named like a harness, registered by its own guard, that runs one command through
+# bash (its shell tool): the stand-in started from it is a harness inside a harness's shell.
+OUTER = r"""
+import subprocess, sys
+subprocess.run(["sh", "-c", "git alock guard --for claude"], input=sys.argv[1], text=True,
+               capture_output=True)
+sys.exit(subprocess.call(["bash", "-c", '"$@"; exit $?', "bash", *sys.argv[2:]]))
+"""
+
+
+def nested(standins: list[StandIn], tmp_path: Path, repo: Path) -> tuple[StandIn, str]:
+    """A stand-in ``claude`` run from the shell of an outer, registered ``claude``; the
+    outer session's holder."""
+    where = tmp_path / "outer"
+    where.mkdir()
+    outer = where / "claude"
+    outer.symlink_to(os.path.realpath(shutil.which("python3") or "python3"))
+    start = json.dumps(event(repo, "SessionStart"))
+    inner = StandIn(tmp_path / "inner", "claude", cwd=repo, wrap=(str(outer), "-c", OUTER, start))
+    standins.append(inner)
+    assert inner.shell("true").code == 0  # up, and the outer registered before it started
+    registered = register_dir()
+    assert registered is not None
+    holders = {json.loads(p.read_text())["holder"] for p in registered.glob("*.json")}
+    assert len(holders) == 1, holders
+    return inner, holders.pop()
+
+
+def test_a_harness_in_a_harness_shell_is_its_own_holder(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    inner, outer = nested(standins, tmp_path, repo)
+    mine = holder_of(inner, repo)
+    assert mine != outer
+    assert whoami(inner)["holder"] == mine
+    [who] = inner.mcp(("whoami", {}))
+    assert json.loads(who["text"])["holder"] == mine
