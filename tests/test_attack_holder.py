@@ -141,3 +141,14 @@ def test_a_harness_in_a_harness_shell_is_its_own_holder(
     assert whoami(inner)["holder"] == mine
     [who] = inner.mcp(("whoami", {}))
     assert json.loads(who["text"])["holder"] == mine
+
+
+def test_a_harness_in_a_harness_shell_is_not_the_outer_holder_before_its_guard(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # Its repository has no guard for it (another harness's hooks, or none): its commands
+    # must not act as the harness that started it, whose claims they could release.
+    inner, outer = nested(standins, tmp_path, repo)
+    assert whoami(inner)["holder"] != outer
+    # Claude Code exports the outer holder to its shell tool: the inner harness inherits it.
+    assert whoami(inner, GITLOCKS_HOLDER=outer)["holder"] != outer

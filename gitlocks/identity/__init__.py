@@ -76,6 +76,11 @@ SKIP_ENV = "AGENT_SESSION_SKIP"
 # asked after the process tree, for a shell whose sandbox hides the harness process.
 HOLDER_ENV = "GITLOCKS_HOLDER"
 
+# The agent harnesses' own process names. One of them met unregistered on the way up is a
+# session of its own whose guard has not spoken (or is not installed): not the harness
+# whose shell started it, nor the holder that harness exported.
+HARNESS_PROCESSES = frozenset({"claude", "codex", "gemini", "copilot"})
+
 # Linux keeps the first 15 bytes of a process name (``comm``).
 _COMM_LEN = 15
 
@@ -476,7 +481,7 @@ def resolve_identity(
     given = session if session is not None else declared
     found = given if given is not None else session_process(env=env)
     session_id = session_holder_id(found)
-    exported = env.get(HOLDER_ENV, "") if harness else ""
+    exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
     if not holder and exported:
         holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
         if parent == holder:

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.identity import (
+    HARNESS_PROCESSES,
     SessionProcess,
     host_identity,
     parent_chain,
@@ -82,10 +83,12 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
         return None
     if not host_identity():
         return None  # no pid can be judged here (no /proc): an entry could be anyone's
-    for pid, start_time, _name in parent_chain(os.getppid() if start is None else start):
+    for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
         found = _read(where, pid, start_time)
         if found is not None:
             return found
+        if name in HARNESS_PROCESSES:
+            return None  # a harness of its own, started from another's shell: not that one
     return None
 
 
