@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,3 +153,46 @@ def test_a_harness_in_a_harness_shell_is_not_the_outer_holder_before_its_guard(
     assert whoami(inner)["holder"] != outer
     # Claude Code exports the outer holder to its shell tool: the inner harness inherits it.
     assert whoami(inner, GITLOCKS_HOLDER=outer)["holder"] != outer
+
+
+# --- a harness that is pid 1 (a container's entry point) -----------------------------------
+
+
+def pid_namespace() -> tuple[str, ...]:
+    """The command that runs the rest as pid 1 of a new pid namespace (and /proc)."""
+    wrap = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc")
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    probe = subprocess.run([*wrap, "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("no unprivileged pid namespaces here")
+    return wrap
+
+
+def test_a_harness_that_is_pid_one_is_the_holder_of_its_shell(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # `docker run IMAGE gemini`: the harness is the container's pid 1.
+    agent = StandIn(tmp_path / "bin", "node", cwd=repo, wrap=pid_namespace())
+    standins.append(agent)
+    assert agent.shell("echo $PPID").out.strip() == "1"
+    me = holder_of(agent, repo, "gemini")
+    assert whoami(agent)["holder"] == me
+    assert agent.shell("git alock acquire 'pkg/**'").code == 0
+    assert denied(agent.guard(edit(repo, "pkg/a.py", "gemini"), "gemini")) == ""
+
+
+def test_a_guard_run_from_a_shell_at_the_top_registers_no_shell(repo: Path) -> None:
+    # Run by hand (or from an orphaned hook) the guard finds no harness above it, only a
+    # shell that is pid 1: registered, it would make every command below it that holder.
+    script = (
+        "git alock guard --for claude >/dev/null 2>&1 <<'EOF'\n"
+        + json.dumps(event(repo, "SessionStart"))
+        + "\nEOF\ngit alock whoami --json"
+    )
+    env = {**os.environ, "PATH": os.path.dirname(os.path.realpath(shutil.which("git-alock") or ""))
+           + os.pathsep + os.environ["PATH"]}  # fmt: skip
+    got = subprocess.run([*pid_namespace(), "bash", "-c", script], cwd=repo, env=env,
+                         capture_output=True, text=True)  # fmt: skip
+    assert got.returncode == 0, got
+    assert json.loads(got.stdout)["holder_source"] != "harness", got.stdout

@@ -81,6 +81,15 @@ HOLDER_ENV = "GITLOCKS_HOLDER"
 # whose shell started it, nor the holder that harness exported.
 HARNESS_PROCESSES = frozenset({"claude", "codex", "gemini", "copilot"})
 
+# Init systems and subreapers: every orphan ends up below one, so none is ever a session
+# in the harness register, even where it is the first process that is no pass-through.
+INIT_PROCESSES = frozenset(
+    {
+        "systemd", "init", "launchd", "tini", "dumb-init", "docker-init", "catatonit",
+        "s6-svscan", "runit", "openrc-init", "containerd-shim", "runsv",
+    }
+)  # fmt: skip
+
 # Linux keeps the first 15 bytes of a process name (``comm``).
 _COMM_LEN = 15
 
@@ -230,18 +239,19 @@ def parent_pid(pid: int) -> int | None:
 
 
 def parent_chain(pid: int) -> list[tuple[int, str, str]]:
-    """``pid`` and its ancestors up to (not including) pid 1, as (pid, start time, name):
-    at most ``_MAX_WALK`` of them, nearest first; empty where ``pid`` cannot be read."""
+    """``pid`` and its ancestors up to pid 1, as (pid, start time, name): at most
+    ``_MAX_WALK`` of them, nearest first; empty where ``pid`` cannot be read. Pid 1 is
+    included: in a container it is whatever the container runs, an agent harness too."""
     found: list[tuple[int, str, str]] = []
     current = pid
     for _ in range(_MAX_WALK):
-        if current <= 1:
+        if current < 1:
             break
         info = _proc_info(current)
         if info is None:
             break
         found.append((current, info.start_time, info.name))
-        if info.ppid == current:
+        if current == 1 or info.ppid == current:
             break
         current = info.ppid
     return found

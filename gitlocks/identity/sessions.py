@@ -32,8 +32,11 @@ from typing import NamedTuple
 from gitlocks.core.digest import sha256_hex
 from gitlocks.identity import (
     HARNESS_PROCESSES,
+    INIT_PROCESSES,
     SessionProcess,
     host_identity,
+    is_pass_through,
+    is_terminal_server,
     parent_chain,
     process_alive,
     valid_holder,
@@ -85,7 +88,7 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
         return None  # no pid can be judged here (no /proc): an entry could be anyone's
     for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
         found = _read(where, pid, start_time)
-        if found is not None:
+        if found is not None and name not in INIT_PROCESSES:
             return found
         if name in HARNESS_PROCESSES:
             return None  # a harness of its own, started from another's shell: not that one
@@ -130,6 +133,8 @@ def register(
     where = register_dir(env)
     if where is None or not session.pid or not session.start_time or not host_identity():
         return False
+    if not can_be_harness(session.name):
+        return False
     current = _read(where, session.pid, session.start_time)
     if current is not None and (current.holder, current.parent) == (holder, parent):
         return True
@@ -148,6 +153,13 @@ def register(
     except OSError:
         return False
     return True
+
+
+def can_be_harness(name: str) -> bool:
+    """Whether a process so named may be registered: never a shell, a wrapper, a terminal
+    server or an init system (a guard run by hand, or from an orphaned hook, finds one of
+    those), whose descendants are every command of a terminal, or of the machine."""
+    return not (name in INIT_PROCESSES or is_pass_through(name) or is_terminal_server(name))
 
 
 def write_atomic(path: Path, text: str) -> None:
