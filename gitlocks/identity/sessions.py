@@ -88,7 +88,7 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
         return None  # no pid can be judged here (no /proc): an entry could be anyone's
     for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
         found = _read(where, pid, start_time)
-        if found is not None and name not in INIT_PROCESSES:
+        if found is not None and can_be_harness(name):
             return found
         if name in HARNESS_PROCESSES:
             return None  # a harness of its own, started from another's shell: not that one
