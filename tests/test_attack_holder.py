@@ -196,3 +196,28 @@ def test_a_guard_run_from_a_shell_at_the_top_registers_no_shell(repo: Path) -> N
                          capture_output=True, text=True)  # fmt: skip
     assert got.returncode == 0, got
     assert json.loads(got.stdout)["holder_source"] != "harness", got.stdout
+
+
+def plant(session: StandIn, holder: str) -> Path:
+    """An entry naming ``holder`` for the stand-in's process, as another would write it."""
+    path = entry_file(session)
+    start_time = process_start_time(session.pid)
+    doc = {"holder": holder, "parent": None, "harness": "claude", "pid": session.pid,
+           "start_time": start_time, "name": session.name}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_register_others_can_write_is_not_believed(
+    repo: Path, tmp_path: Path, standins: list[StandIn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # XDG_STATE_HOME on a shared directory: anyone who can write the register could name
+    # the holder of every session of ours, the guard's own included.
+    state = tmp_path / "shared-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    agent = start(standins, tmp_path, repo, XDG_STATE_HOME=str(state))
+    sessions_dir = plant(agent, "mallory").parent
+    sessions_dir.chmod(0o777)
+    assert whoami(agent)["holder"] != "mallory"
+    assert holder_of(agent, repo) != "mallory"

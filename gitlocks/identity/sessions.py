@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -73,6 +74,17 @@ def register_dir(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(home) / ".local" / "state" / "gitlocks" / "sessions"
 
 
+def trusted(where: Path) -> bool:
+    """Whether ``where`` is a directory of ours that nobody else can write: an entry names
+    the holder of every command below a process, the guard's own included, so a register
+    on a shared directory (``XDG_STATE_HOME=/tmp/...``) is neither read nor written."""
+    try:
+        st = os.stat(where)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def _key(pid: int, start_time: str) -> str:
     digest = sha256_hex("\0".join((start_time, host_identity())).encode())
     return f"{pid}-{digest[:16]}"
@@ -82,7 +94,7 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
     """The nearest registered harness session among our ancestors (from ``start``, by
     default our parent, upwards), or None."""
     where = register_dir(env)
-    if where is None or not where.is_dir():
+    if where is None or not trusted(where):
         return None
     if not host_identity():
         return None  # no pid can be judged here (no /proc): an entry could be anyone's
@@ -135,6 +147,10 @@ def register(
         return False
     if not can_be_harness(session.name):
         return False
+    with contextlib.suppress(OSError):
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not trusted(where):
+        return False
     current = _read(where, session.pid, session.start_time)
     if current is not None and (current.holder, current.parent) == (holder, parent):
         return True
@@ -148,7 +164,6 @@ def register(
         "host_id": host_identity(),
     }
     try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_atomic(where / (_key(session.pid, session.start_time) + ".json"), json.dumps(doc))
     except OSError:
         return False
@@ -189,6 +204,8 @@ def add_repository(
     path = where / (_key(session.pid, session.start_time) + ".repos")
     with contextlib.suppress(OSError):
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not trusted(where):
+            return
         # One short line per append: O_APPEND keeps concurrent appends whole.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
@@ -203,7 +220,7 @@ def repositories(
     """(git common directory, working tree) of each repository ``session`` claimed in, as
     recorded, where both still exist."""
     where = register_dir(env)
-    if where is None or not session.pid:
+    if where is None or not trusted(where) or not session.pid:
         return []
     try:
         with open(where / (_key(session.pid, session.start_time) + ".repos"), "rb") as f:
@@ -233,7 +250,7 @@ def repositories(
 def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> None:
     """Remove ``session``'s entry (its end)."""
     where = register_dir(env)
-    if where is None or not session.pid:
+    if where is None or not trusted(where) or not session.pid:
         return
     key = _key(session.pid, session.start_time)
     for suffix in (".json", ".repos"):
@@ -244,7 +261,7 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
 def prune(env: Mapping[str, str] | None = None) -> int:
     """Remove the entries of sessions whose process is gone; how many."""
     where = register_dir(env)
-    if where is None:
+    if where is None or not trusted(where):
         return 0
     gone = 0
     for path in _entries(where):
@@ -287,6 +304,12 @@ def _load(path: Path) -> Registered | None:
 def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
     """The register's entry for exactly ``session``, or None."""
     where = register_dir(env)
-    if where is None or not session.pid or not session.start_time or not host_identity():
+    if (
+        where is None
+        or not trusted(where)
+        or not session.pid
+        or not session.start_time
+        or not host_identity()
+    ):
         return None
     return _read(where, session.pid, session.start_time)
