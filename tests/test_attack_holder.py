@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import git
+from helpers import alock
 from support.harness import StandIn
 from test_one_holder import denied, edit, event, holder_of, records
 
@@ -221,3 +223,74 @@ def test_a_register_others_can_write_is_not_believed(
     sessions_dir.chmod(0o777)
     assert whoami(agent)["holder"] != "mallory"
     assert holder_of(agent, repo) != "mallory"
+
+
+# --- the trailer -----------------------------------------------------------------------------
+
+
+def trailer(repo: Path, rev: str = "HEAD") -> str:
+    return git(repo, "log", "-1", "--format=%(trailers:key=Agent-Id,valueonly)", rev).strip()
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["no newline at the end", "crlf\r\n\r\nbody\r\n", "subject\n\nSigned-off-by: A <a@b>"],
+)
+def test_every_commit_message_gets_a_real_trailer(
+    repo: Path, tmp_path: Path, standins: list[StandIn], message: str
+) -> None:
+    assert alock(repo, "install-hooks").code == 0
+    agent = start(standins, tmp_path, repo)
+    me = holder_of(agent, repo)
+    assert denied(agent.guard(edit(repo, "src/app.py"))) == ""
+    (repo / "src" / "app.py").write_text("changed\n")
+    (tmp_path / "msg").write_bytes(message.encode())
+    got = agent.shell(f"git commit -qa -F {tmp_path / 'msg'}")
+    assert got.code == 0, got
+    assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
+    # An amend keeps one trailer; a merge without -m gets one too.
+    assert agent.shell("git commit -q --amend --no-edit").code == 0
+    assert trailer(repo).splitlines() == [me]
+    git(repo, "checkout", "-q", "-b", "side", "HEAD~1")
+    (repo / "side.txt").write_text("side\n")
+    git(repo, "add", "side.txt")
+    git(repo, "commit", "-qm", "side")
+    git(repo, "checkout", "-q", "main")
+    assert agent.shell("git merge -q --no-ff --no-edit side").code == 0
+    assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
+
+
+# --- races -----------------------------------------------------------------------------------
+
+
+def test_parallel_first_events_of_one_session_make_one_holder(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # Claude Code runs the hooks of parallel tool calls at once: the session's first events
+    # race to register it and to note its repository.
+    agent = start(standins, tmp_path, repo)
+    for i in range(8):
+        (tmp_path / f"ev{i}").write_text(json.dumps(edit(repo, f"src/f{i}.py")))
+    script = " ".join(
+        f"git alock guard --for claude <{tmp_path / f'ev{i}'} >{tmp_path / f'out{i}'} &"
+        for i in range(8)
+    )
+    assert agent.hook(script + " wait", "").code == 0
+    for i in range(8):
+        assert denied(agent.guard(edit(repo, f"src/f{i}.py"))) == ""  # nothing held by another
+    me = whoami(agent)["holder"]
+    assert {r["holder"] for r in records(repo)} == {me}
+    assert len({p for r in records(repo) for p in r["paths"]}) == 8
+    repos = entry_file(agent, ".repos").read_text().splitlines()
+    assert len({json.loads(line)["common"] for line in repos}) == 1
+    assert agent.guard(event(repo, "SessionEnd")).code == 0
+    assert records(repo) == []
+
+
+def test_two_sessions_starting_at_once_are_two_holders(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    one, two = start(standins, tmp_path, repo), start(standins, tmp_path, repo)
+    first, second = holder_of(one, repo), holder_of(two, repo)
+    assert first != second
+    assert whoami(one)["holder"] == first and whoami(two)["holder"] == second
