@@ -294,3 +294,27 @@ def test_two_sessions_starting_at_once_are_two_holders(
     first, second = holder_of(one, repo), holder_of(two, repo)
     assert first != second
     assert whoami(one)["holder"] == first and whoami(two)["holder"] == second
+
+
+# --- a shell in a sandbox that hides the harness ----------------------------------------------
+
+
+def sandboxed(command: str) -> str:
+    """``command`` as a sandboxed shell tool runs it: in a pid namespace of its own, where
+    the harness process cannot be seen."""
+    return " ".join([*pid_namespace(), "bash", "-c", json.dumps(command)])
+
+
+def test_session_end_releases_what_its_sandboxed_shell_claimed(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    env_file = tmp_path / "claude-env.sh"
+    env_file.write_text("")
+    agent = start(standins, tmp_path, repo, CLAUDE_ENV_FILE=str(env_file))
+    me = holder_of(agent, repo)
+    exported = {"GITLOCKS_HOLDER": me}  # what Claude Code's shell tool gets from the file
+    got = agent.shell(sandboxed("git alock acquire 'docs/**' --json"), **exported)
+    assert got.code == 0 and json.loads(got.out)["lock"]["holder"] == me, got
+    assert denied(agent.guard(edit(repo, "docs/a.md"))) == ""
+    assert agent.guard(event(repo, "SessionEnd")).code == 0
+    assert records(repo) == []

@@ -402,12 +402,20 @@ def _ttl(ctx: Any) -> int:
 def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord]:
     """The live locks this harness process claimed: the holder's, recorded with this very
     session (pid and start time). Another harness under the same ``AGENT_ID``, or a claim
-    made by hand under that id, is someone else's to end."""
+    made by hand under that id, is someone else's to end. A holder derived for this very
+    harness is nobody else's: its claims without a session (made from a sandboxed shell
+    that could not see the harness, by the exported ``GITLOCKS_HOLDER``) are the session's
+    too."""
     me = identity.session
     if not me.pid or not me.start_time:
         return []
     mine = (identity.holder, me.pid, me.start_time, me.host)
-    return [r for r in table.live(now) if (r.holder, r.pid, r.pid_start, r.host) == mine]
+    unembodied = (identity.holder, 0) if identity.holder_source == "harness" else None
+    return [
+        r
+        for r in table.live(now)
+        if (r.holder, r.pid, r.pid_start, r.host) == mine or (r.holder, r.pid) == unembodied
+    ]
 
 
 def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind: str) -> Answer:
