@@ -318,3 +318,20 @@ def test_session_end_releases_what_its_sandboxed_shell_claimed(
     assert denied(agent.guard(edit(repo, "docs/a.md"))) == ""
     assert agent.guard(event(repo, "SessionEnd")).code == 0
     assert records(repo) == []
+
+
+# --- no register --------------------------------------------------------------------------------
+
+
+def test_without_a_register_the_guard_and_the_shell_still_agree(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # A state directory that cannot be made (here: a file where it would go; as on a
+    # system without /proc, where no entry is ever written): each command derives its id.
+    blocked = tmp_path / "state-is-a-file"
+    blocked.write_text("")
+    agent = start(standins, tmp_path, repo, "node", XDG_STATE_HOME=str(blocked))
+    me = holder_of(agent, repo, "gemini")
+    assert whoami(agent)["holder"] == me
+    assert agent.shell("git alock acquire 'pkg/**'").code == 0
+    assert denied(agent.guard(edit(repo, "pkg/a.py", "gemini"), "gemini")) == ""

@@ -86,7 +86,8 @@ _CONFIG_ARGS = (
 def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
     """Who the session is: ``AGENT_ID`` when the harness was started with one (the guard
     adopts it), else the holder this harness process was registered as, else a new one,
-    ``<harness>-<8 hex>`` derived from the process as the command line derives its ids.
+    ``<harness>-<8 hex>`` derived from the process as the command line derives its ids;
+    where no register can be written, the command line's own id for this process.
 
     The harness process is registered (``gitlocks.identity.sessions``), so that every command its
     shell runs, the MCP server it started and the hooks of its commits resolve to the
@@ -109,6 +110,15 @@ def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
         )  # fmt: skip
         if identity.parent is None:
             identity = identity._replace(parent_source=None)
+        written = sessions.register(proc, holder, identity.parent, harness, env)
+        if known is None and not written:
+            # No register (no state directory, no /proc): every command below derives its
+            # id from this process, by the process's own name (``node``), so the guard does.
+            own = session_holder_id(proc)
+            if identity.parent == own:
+                identity = identity._replace(parent=None, parent_source=None)
+            return identity._replace(holder=own, session_id=own)
+        return identity
     sessions.register(proc, identity.holder, identity.parent, harness, env)
     return identity
 
