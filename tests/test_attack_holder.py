@@ -335,3 +335,24 @@ def test_without_a_register_the_guard_and_the_shell_still_agree(
     assert whoami(agent)["holder"] == me
     assert agent.shell("git alock acquire 'pkg/**'").code == 0
     assert denied(agent.guard(edit(repo, "pkg/a.py", "gemini"), "gemini")) == ""
+
+
+@pytest.mark.parametrize("conclude", ["git commit --no-edit -q", "GIT_EDITOR=true git commit -q"])
+def test_a_merge_concluded_after_a_conflict_gets_a_real_trailer(
+    repo: Path, tmp_path: Path, standins: list[StandIn], conclude: str
+) -> None:
+    assert alock(repo, "install-hooks").code == 0
+    agent = start(standins, tmp_path, repo)
+    me = holder_of(agent, repo)
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "README.md").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    assert agent.shell("git merge -q side").code != 0  # a conflict
+    (repo / "README.md").write_text("both\n")
+    git(repo, "add", "README.md")
+    got = agent.shell(conclude)
+    assert got.code == 0, got
+    assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
