@@ -356,3 +356,24 @@ def test_a_merge_concluded_after_a_conflict_gets_a_real_trailer(
     got = agent.shell(conclude)
     assert got.code == 0, got
     assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
+
+
+def test_session_end_finds_a_repository_after_many_that_are_gone(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # A long session claims in many short-lived repositories (a test suite's, scratch
+    # clones) that are deleted since: the list of them must not hide the ones that remain.
+    nested = repo / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    agent = start(standins, tmp_path, repo)
+    holder_of(agent, repo)
+    gone = tmp_path / ("scratch-" + "x" * 100)
+    lines = [
+        json.dumps({"common": f"{gone}-{i}/.git", "root": f"{gone}-{i}"}) + "\n" for i in range(600)
+    ]
+    entry_file(agent, ".repos").write_text("".join(lines))
+    assert denied(agent.guard(edit(repo, "vendor/lib/x.py"))) == ""
+    assert len(records(nested)) == 1
+    assert agent.guard(event(repo, "SessionEnd")).code == 0
+    assert records(nested) == []

@@ -199,16 +199,29 @@ def add_repository(
         return
     common = os.path.realpath(common_dir)
     if any(common == known for known, _ in repositories(session, env)):
-        return
+        return  # the common case, decided without a lock
+    import fcntl  # only here: a repository new to the session
+
     line = json.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
     path = where / (_key(session.pid, session.start_time) + ".repos")
     with contextlib.suppress(OSError):
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not trusted(where):
             return
-        # One short line per append: O_APPEND keeps concurrent appends whole.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
+            # One writer at a time (parallel hooks of one session): an append, or, when the
+            # list is full, a rewrite that drops the repositories gone since (scratch
+            # clones, a test suite's), so that they never hide the ones that remain.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.pread(fd, MAX_ENTRY_BYTES + 1, 0)
+            known = _existing(raw)
+            if any(common == c for c, _ in known):
+                return
+            if len(raw) + len(line) > MAX_ENTRY_BYTES:
+                kept = "".join(json.dumps({"common": c, "root": r}) + "\n" for c, r in known)
+                os.ftruncate(fd, 0)
+                line = kept + line
             os.write(fd, line.encode("utf-8", "surrogateescape"))
         finally:
             os.close(fd)
@@ -227,8 +240,14 @@ def repositories(
             raw = f.read(MAX_ENTRY_BYTES)
     except OSError:
         return []
+    return _existing(raw)
+
+
+def _existing(raw: bytes) -> list[tuple[str, str]]:
+    """The repositories of a list (``raw``) that still exist, each once, at most
+    ``MAX_REPOS``."""
     found: list[tuple[str, str]] = []
-    for line in raw.decode("utf-8", "surrogateescape").splitlines()[:MAX_REPOS]:
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
         try:
             item = json.loads(line)
         except _UNREADABLE:
@@ -244,6 +263,8 @@ def repositories(
             continue
         if os.path.isdir(common) and os.path.isdir(root):
             found.append((common, root))
+            if len(found) == MAX_REPOS:
+                break
     return found
 
 
