@@ -377,3 +377,52 @@ def test_session_end_finds_a_repository_after_many_that_are_gone(
     assert len(records(nested)) == 1
     assert agent.guard(event(repo, "SessionEnd")).code == 0
     assert records(nested) == []
+
+
+def test_the_holder_is_stable_across_new_session_ids_of_one_process(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # /clear: SessionEnd, then SessionStart with a new session id, in the same process.
+    agent = start(standins, tmp_path, repo)
+    me = holder_of(agent, repo)
+    assert agent.guard(event(repo, "SessionEnd")).code == 0
+    again = agent.guard({**event(repo, "SessionStart"), "session_id": "sess-2", "source": "clear"})
+    assert f"you are {me}." in again.out
+    assert whoami(agent)["holder"] == me
+
+
+# --- install-agent-hooks and links ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "harness, link, target",
+    [
+        ("claude", ".claude", "../outside"),  # relative, to a directory
+        ("claude", ".claude/settings.json", "../../outside/settings.json"),  # to a file
+        ("copilot", ".github", "../outside"),
+        ("gemini", ".gemini", "inside/../../outside"),  # through a directory of the tree
+    ],
+)
+def test_install_refuses_every_committed_link_out_of_the_repository(
+    repo: Path, tmp_path: Path, harness: str, link: str, target: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "inside").mkdir()
+    (repo / "inside" / "keep").write_text("")
+    (repo / link).parent.mkdir(parents=True, exist_ok=True)
+    (repo / link).symlink_to(target)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a link out")
+    got = alock(repo, "install-agent-hooks", "--for", harness)
+    assert got.code == 2 and "committed symbolic link" in got.err, got
+    assert list(outside.iterdir()) == []
+
+
+def test_install_writes_through_a_link_of_the_users_own(repo: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "my-claude"
+    mine.mkdir()
+    (repo / ".claude").symlink_to(mine)  # not committed: the user's choice
+    got = alock(repo, "install-agent-hooks", "--for", "claude")
+    assert got.code == 0, got
+    assert (mine / "settings.json").exists()
