@@ -426,3 +426,33 @@ def test_install_writes_through_a_link_of_the_users_own(repo: Path, tmp_path: Pa
     got = alock(repo, "install-agent-hooks", "--for", "claude")
     assert got.code == 0, got
     assert (mine / "settings.json").exists()
+
+
+def test_a_process_that_left_the_session_does_not_keep_its_exported_holder(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    # The agent starts something that outlives its command and leaves the harness's tree
+    # (a tmux server a person attaches to later, a daemon): with the exported variable in
+    # its environment, it must not act as the session, which its tree does not hold.
+    env_file = tmp_path / "claude-env.sh"
+    env_file.write_text("")
+    agent = start(standins, tmp_path, repo, CLAUDE_ENV_FILE=str(env_file))
+    me = holder_of(agent, repo)
+    exported = dict(
+        line.removeprefix("export ").split("=", 1) for line in env_file.read_text().splitlines()
+    )
+    fifo, out = tmp_path / "go", tmp_path / "who.json"
+    os.mkfifo(fifo)
+    detached = f"(sh -c 'read x <{fifo}; git alock whoami --json >{out}.tmp; mv {out}.tmp {out}'"
+    got = agent.shell(detached + " </dev/null >/dev/null 2>&1 &)", **exported)
+    assert got.code == 0, got  # its shell is gone: the command's parent is no more
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    for _ in range(600):
+        if out.exists():
+            break
+        subprocess.run(["sleep", "0.05"])
+    assert json.loads(out.read_text())["holder"] != me
+    # Inside a sandbox that hides the harness, the exported holder still counts.
+    inside = agent.shell(sandboxed("git alock whoami --json"), **exported)
+    assert json.loads(inside.out)["holder"] == me, inside

@@ -55,8 +55,10 @@ from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import find_held, list_refs, read_table, read_verdicts
 from gitlocks.identity import (
     HOLDER_ENV,
+    HOLDER_SCOPE_ENV,
     Identity,
     SessionProcess,
+    holder_scope,
     resolve_identity,
     session_holder_id,
     session_process,
@@ -534,6 +536,8 @@ def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
     if not path or not os.path.isabs(path):
         return
     line = f"export {HOLDER_ENV}={identity.holder}\n"
+    if holder_scope():
+        line += f"export {HOLDER_SCOPE_ENV}={holder_scope()}\n"
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(line)

@@ -75,6 +75,8 @@ SKIP_ENV = "AGENT_SESSION_SKIP"
 # The holder a harness session exported to its shell tool (Claude Code's CLAUDE_ENV_FILE):
 # asked after the process tree, for a shell whose sandbox hides the harness process.
 HOLDER_ENV = "GITLOCKS_HOLDER"
+# Exported beside it: a tag of the pid namespace the harness runs in (``holder_scope``).
+HOLDER_SCOPE_ENV = "GITLOCKS_HOLDER_SCOPE"
 
 # The agent harnesses' own process names. One of them met unregistered on the way up is a
 # session of its own whose guard has not spoken (or is not installed): not the harness
@@ -149,6 +151,24 @@ def host_identity() -> str:
         return ""
     boot = _boot_id()
     return "" if boot == "unknown-boot" else f"{boot}:{namespace}"
+
+
+def holder_scope() -> str:
+    """A tag of this pid namespace on this boot (of ``host_identity``); "" where unknown."""
+    ident = host_identity()
+    return sha256_hex(ident.encode())[:16] if ident else ""
+
+
+def left_the_session(env: Mapping[str, str]) -> bool:
+    """Whether a process that was given an exported holder has left the harness's tree:
+    it runs where the harness does (same pid namespace) and sees all its ancestors up to
+    pid 1, none of them the harness, so no sandbox hides it (a daemon, a tmux server the
+    agent started)."""
+    scope = env.get(HOLDER_SCOPE_ENV, "")
+    if not scope or scope != holder_scope():
+        return False  # another namespace (a sandbox's), or a harness that did not say
+    chain = parent_chain(os.getppid())
+    return bool(chain) and chain[-1][0] == 1
 
 
 def _linux_info(pid: int) -> _ProcInfo | None:
@@ -492,6 +512,8 @@ def resolve_identity(
     found = given if given is not None else session_process(env=env)
     session_id = session_holder_id(found)
     exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
+    if exported and left_the_session(env):
+        exported = ""
     if not holder and exported:
         holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
         if parent == holder:
