@@ -323,14 +323,17 @@ def test_session_end_releases_what_its_sandboxed_shell_claimed(
 # --- no register --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("where", ["state-is-a-file", "relative-home"])
 def test_without_a_register_the_guard_and_the_shell_still_agree(
-    repo: Path, tmp_path: Path, standins: list[StandIn]
+    repo: Path, tmp_path: Path, standins: list[StandIn], where: str
 ) -> None:
-    # A state directory that cannot be made (here: a file where it would go; as on a
-    # system without /proc, where no entry is ever written): each command derives its id.
-    blocked = tmp_path / "state-is-a-file"
+    # A state directory that cannot be made (a file where it would go, a relative HOME;
+    # as on a system without /proc, where no entry is ever written): each command
+    # derives its id.
+    blocked = tmp_path / where
     blocked.write_text("")
-    agent = start(standins, tmp_path, repo, "node", XDG_STATE_HOME=str(blocked))
+    env = {"XDG_STATE_HOME": str(blocked)} if where == "state-is-a-file" else {"HOME": where}
+    agent = start(standins, tmp_path, repo, "node", **env)
     me = holder_of(agent, repo, "gemini")
     assert whoami(agent)["holder"] == me
     assert agent.shell("git alock acquire 'pkg/**'").code == 0
@@ -456,3 +459,20 @@ def test_a_process_that_left_the_session_does_not_keep_its_exported_holder(
     # Inside a sandbox that hides the harness, the exported holder still counts.
     inside = agent.shell(sandboxed("git alock whoami --json"), **exported)
     assert json.loads(inside.out)["holder"] == me, inside
+
+
+def test_a_harness_started_with_an_id_is_that_holder_everywhere(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    agent = start(standins, tmp_path, repo, AGENT_ID="lead", AGENT_PARENT_ID="boss")
+    assert holder_of(agent, repo) == "lead"
+    assert agent.shell("git alock acquire 'src/**'").code == 0
+    unset = agent.shell("unset AGENT_ID AGENT_PARENT_ID; git alock whoami --json")
+    who = json.loads(unset.out)
+    assert (who["holder"], who["parent"], who["session"]["pid"]) == ("lead", "boss", agent.pid)
+    assert agent.shell("unset AGENT_ID; git alock acquire 'docs/**'").code == 0
+    assert denied(agent.guard(edit(repo, "src/app.py"))) == ""
+    sub = agent.shell("git alock acquire lib/x.py --json", AGENT_ID="sub", AGENT_PARENT_ID="")
+    assert json.loads(sub.out)["lock"]["parent"] is None  # a parent is only ever declared
+    assert agent.guard(event(repo, "SessionEnd")).code == 0
+    assert [r["holder"] for r in records(repo)] == ["sub"]
