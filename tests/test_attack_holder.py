@@ -476,3 +476,48 @@ def test_a_harness_started_with_an_id_is_that_holder_everywhere(
     assert json.loads(sub.out)["lock"]["parent"] is None  # a parent is only ever declared
     assert agent.guard(event(repo, "SessionEnd")).code == 0
     assert [r["holder"] for r in records(repo)] == ["sub"]
+
+
+# --- what pruning leaves ------------------------------------------------------------------------
+
+
+def a_dead_pid() -> int:
+    pid = int(Path("/proc/sys/kernel/pid_max").read_text()) - 1
+    while Path(f"/proc/{pid}").exists():
+        pid -= 1
+    return pid
+
+
+def test_session_start_prunes_what_crashes_and_reboots_left(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    from gitlocks.identity import host_identity
+
+    where = register_dir()
+    assert where is not None
+    where.mkdir(parents=True, mode=0o700)
+    boot, namespace = host_identity().split(":", 1)
+    dead = a_dead_pid()
+
+    def planted(name: str, host: str, host_id: str) -> Path:
+        doc = {"holder": "old", "parent": None, "harness": "claude", "pid": 4242,
+               "start_time": "x:1", "name": "claude", "host_id": host_id, "host": host}  # fmt: skip
+        (where / f"4242-{name}.repos").write_text("")
+        path = where / f"4242-{name}.json"
+        path.write_text(json.dumps(doc))
+        return path
+
+    rebooted = planted("a" * 16, os.uname().nodename, f"another-boot:{namespace}")
+    container = planted("b" * 16, os.uname().nodename, f"{boot}:another-namespace")
+    elsewhere = planted("c" * 16, "another-machine", f"another-boot:{namespace}")
+    orphan = where / f"{dead}-{'d' * 16}.repos"  # its entry forgotten, then appended to
+    orphan.write_text("")
+    left = where / f".{dead}-{'e' * 16}.json.{dead}.tmp"  # a writer killed before its rename
+    left.write_text("{")
+    os.utime(left, (1, 1))
+    agent = start(standins, tmp_path, repo)
+    holder_of(agent, repo)
+    assert not rebooted.exists() and not rebooted.with_suffix(".repos").exists()
+    assert not orphan.exists() and not left.exists()
+    assert container.exists() and elsewhere.exists()  # not ours to judge
+    assert entry_file(agent).exists()

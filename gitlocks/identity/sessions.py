@@ -40,6 +40,7 @@ from gitlocks.identity import (
     is_terminal_server,
     parent_chain,
     process_alive,
+    process_start_time,
     valid_holder,
 )
 
@@ -49,6 +50,8 @@ MAX_ENTRY_BYTES = 64 * 1024
 MAX_REPOS = 256
 # Pruning looks at this many entries at most per call.
 MAX_PRUNE = 512
+# A temporary file this old was left by a writer killed between its write and its rename.
+STALE_TMP_SECONDS = 3600
 # What a corrupt file makes json.loads raise: a nesting too deep is a RecursionError.
 _UNREADABLE = (ValueError, RecursionError)
 
@@ -162,6 +165,7 @@ def register(
         "start_time": session.start_time,
         "name": session.name,
         "host_id": host_identity(),
+        "host": os.uname().nodename,
     }
     try:
         write_atomic(where / (_key(session.pid, session.start_time) + ".json"), json.dumps(doc))
@@ -280,46 +284,86 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
 
 
 def prune(env: Mapping[str, str] | None = None) -> int:
-    """Remove the entries of sessions whose process is gone; how many."""
+    """Remove the entries of sessions whose process is gone, or whose machine rebooted
+    since; and what writers left behind: a list of repositories without its entry whose
+    process is gone, a temporary file of a writer killed before its rename. How many
+    entries went."""
     where = register_dir(env)
     if where is None or not trusted(where):
         return 0
     gone = 0
-    for path in _entries(where):
-        registered = _load(path)
-        if registered is None:
-            continue
-        session = registered.session
-        if not process_alive(session.pid, session.start_time):
-            forget(session, env)
-            gone += 1
+    for entry in _entries(where):
+        path = Path(entry.path)
+        if entry.name.startswith("."):
+            if entry.name.endswith(".tmp") and _older_than(entry, STALE_TMP_SECONDS):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        elif entry.name.endswith(".json"):
+            gone += _prune_entry(path, env)
+        elif entry.name.endswith(".repos") and not os.path.lexists(path.with_suffix(".json")):
+            pid = entry.name.split("-", 1)[0]
+            if pid.isdigit() and process_start_time(int(pid)) is None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
     return gone
 
 
-def _entries(where: Path) -> Iterator[Path]:
+def _prune_entry(path: Path, env: Mapping[str, str] | None) -> int:
+    data = _doc(path)
+    pid_text = path.name.split("-", 1)[0]
+    start_time = data.get("start_time") if data is not None else None
+    if data is None or not pid_text.isdigit() or not isinstance(start_time, str):
+        return 0
+    host_id = data.get("host_id")
+    boot = host_identity().split(":", 1)[0]
+    if (
+        data.get("host") == os.uname().nodename
+        and isinstance(host_id, str)
+        and boot
+        and host_id.split(":", 1)[0] != boot
+    ):
+        # Written on this machine before it last booted: no process of it is left. (Another
+        # machine sharing this home has a name of its own; a container shares the boot.)
+        for stale in (path, path.with_suffix(".repos")):
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+        return 1
+    registered = _read(path.parent, int(pid_text), start_time)
+    if registered is None:
+        return 0
+    session = registered.session
+    if process_alive(session.pid, session.start_time):
+        return 0
+    forget(session, env)
+    return 1
+
+
+def _older_than(entry: os.DirEntry[str], seconds: float) -> bool:
+    import time  # only here: pruning is the register's one use of the clock
+
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime > seconds
+    except OSError:
+        return False
+
+
+def _entries(where: Path) -> Iterator[os.DirEntry[str]]:
     try:
         with os.scandir(where) as it:
             for n, entry in enumerate(it):
                 if n >= MAX_PRUNE:
                     return
-                if entry.name.endswith(".json") and not entry.name.startswith("."):
-                    yield Path(entry.path)
+                yield entry
     except OSError:
         return
 
 
-def _load(path: Path) -> Registered | None:
-    pid_text = path.name.split("-", 1)[0]
-    if not pid_text.isdigit():
-        return None
+def _doc(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
     except (OSError, *_UNREADABLE):
         return None
-    start_time = data.get("start_time") if isinstance(data, dict) else None
-    if not isinstance(start_time, str):
-        return None
-    return _read(path.parent, int(pid_text), start_time)
+    return data if isinstance(data, dict) else None
 
 
 def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
