@@ -449,8 +449,16 @@ def test_a_process_that_left_the_session_does_not_keep_its_exported_holder(
     detached = f"(sh -c 'read x <{fifo}; git alock whoami --json >{out}.tmp; mv {out}.tmp {out}'"
     got = agent.shell(detached + " </dev/null >/dev/null 2>&1 &)", **exported)
     assert got.code == 0, got  # its shell is gone: the command's parent is no more
-    with open(fifo, "w") as f:
-        f.write("go\n")
+    writer = -1
+    for _ in range(600):  # until its reader is there (never blocking on a dead one)
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            subprocess.run(["sleep", "0.05"])
+    assert writer >= 0, "the detached command never started"
+    os.write(writer, b"go\n")
+    os.close(writer)
     for _ in range(600):
         if out.exists():
             break
