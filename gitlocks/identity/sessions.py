@@ -150,10 +150,11 @@ def register(
         return False
     if not can_be_harness(session.name):
         return False
-    with contextlib.suppress(OSError):
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not trusted(where):
-        return False
+    if not trusted(where):  # every event asks: the directory is made only once
+        with contextlib.suppress(OSError):
+            where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not trusted(where):
+            return False
     current = _read(where, session.pid, session.start_time)
     if current is not None and (current.holder, current.parent) == (holder, parent):
         return True
