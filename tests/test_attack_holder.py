@@ -117,15 +117,17 @@ sys.exit(subprocess.call(["bash", "-c", '"$@"; exit $?', "bash", *sys.argv[2:]])
 """
 
 
-def nested(standins: list[StandIn], tmp_path: Path, repo: Path) -> tuple[StandIn, str]:
-    """A stand-in ``claude`` run from the shell of an outer, registered ``claude``; the
-    outer session's holder."""
+def nested(
+    standins: list[StandIn], tmp_path: Path, repo: Path, name: str = "claude"
+) -> tuple[StandIn, str]:
+    """A stand-in harness (``name``) run from the shell of an outer, registered ``claude``;
+    the outer session's holder."""
     where = tmp_path / "outer"
     where.mkdir()
     outer = where / "claude"
     outer.symlink_to(os.path.realpath(shutil.which("python3") or "python3"))
     start = json.dumps(event(repo, "SessionStart"))
-    inner = StandIn(tmp_path / "inner", "claude", cwd=repo, wrap=(str(outer), "-c", OUTER, start))
+    inner = StandIn(tmp_path / "inner", name, cwd=repo, wrap=(str(outer), "-c", OUTER, start))
     standins.append(inner)
     assert inner.shell("true").code == 0  # up, and the outer registered before it started
     registered = register_dir()
@@ -155,6 +157,19 @@ def test_a_harness_in_a_harness_shell_is_not_the_outer_holder_before_its_guard(
     assert whoami(inner)["holder"] != outer
     # Claude Code exports the outer holder to its shell tool: the inner harness inherits it.
     assert whoami(inner, GITLOCKS_HOLDER=outer)["holder"] != outer
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a harness run by node is no harness to the register walk until its guard has "
+    "registered it: without the guard in its repository, its commands act as the outer "
+    "harness whose shell started it",
+)
+def test_a_node_harness_in_a_harness_shell_is_not_the_outer_holder_before_its_guard(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    inner, outer = nested(standins, tmp_path, repo, "node")
+    assert whoami(inner)["holder"] != outer
 
 
 # --- a harness that is pid 1 (a container's entry point) -----------------------------------
