@@ -159,18 +159,6 @@ def holder_scope() -> str:
     return sha256_hex(ident.encode())[:16] if ident else ""
 
 
-def left_the_session(env: Mapping[str, str]) -> bool:
-    """Whether a process that was given an exported holder has left the harness's tree:
-    it runs where the harness does (same pid namespace) and sees all its ancestors up to
-    pid 1, none of them the harness, so no sandbox hides it (a daemon, a tmux server the
-    agent started)."""
-    scope = env.get(HOLDER_SCOPE_ENV, "")
-    if not scope or scope != holder_scope():
-        return False  # another namespace (a sandbox's), or a harness that did not say
-    chain = parent_chain(os.getppid())
-    return bool(chain) and chain[-1][0] == 1
-
-
 def _linux_info(pid: int) -> _ProcInfo | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -512,8 +500,11 @@ def resolve_identity(
     found = given if given is not None else session_process(env=env)
     session_id = session_holder_id(found)
     exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
-    if exported and left_the_session(env):
-        exported = ""
+    if exported:
+        from gitlocks.identity.sessions import left_the_session
+
+        if left_the_session(env):
+            exported = ""
     if not holder and exported:
         holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
         if parent == holder:

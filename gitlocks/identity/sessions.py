@@ -33,8 +33,10 @@ from typing import NamedTuple
 from gitlocks.core.digest import sha256_hex
 from gitlocks.identity import (
     HARNESS_PROCESSES,
+    HOLDER_SCOPE_ENV,
     INIT_PROCESSES,
     SessionProcess,
+    holder_scope,
     host_identity,
     is_pass_through,
     is_terminal_server,
@@ -108,6 +110,23 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
         if name in HARNESS_PROCESSES:
             return None  # a harness of its own, started from another's shell: not that one
     return None
+
+
+def left_the_session(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a process that was given an exported holder (``GITLOCKS_HOLDER``) has left
+    the harness's tree: it runs where the harness does (the same pid namespace, named by
+    ``GITLOCKS_HOLDER_SCOPE``), reads the register and sees all its ancestors up to pid 1,
+    so no sandbox hides the harness from it, and none of them is the harness (a daemon, a
+    tmux server the agent started)."""
+    env = os.environ if env is None else env
+    scope = env.get(HOLDER_SCOPE_ENV, "")
+    if not scope or scope != holder_scope():
+        return False  # another namespace (a sandbox's), or a harness that did not say
+    where = register_dir(env)
+    if where is None or not trusted(where):
+        return False  # no register to find the harness in: the exported holder is all
+    chain = parent_chain(os.getppid())
+    return bool(chain) and chain[-1][0] == 1
 
 
 def _read(where: Path, pid: int, start_time: str) -> Registered | None:
