@@ -501,7 +501,7 @@ def resolve_identity(
     session_id = session_holder_id(found)
     exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
     if exported:
-        from gitlocks.identity.sessions import left_the_session
+        from gitlocks.identity.sessions import left_the_session  # it reads this module's facts
 
         if left_the_session(env):
             exported = ""
