@@ -544,3 +544,19 @@ def test_session_start_prunes_what_crashes_and_reboots_left(
     assert not orphan.exists() and not left.exists()
     assert container.exists() and elsewhere.exists()  # not ours to judge
     assert entry_file(agent).exists()
+
+
+# --- durations ----------------------------------------------------------------------------------
+
+
+def test_a_ttl_of_many_leading_zeros_is_a_usage_error_or_a_ttl(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    zeros = "0" * 5000
+    got = alock(repo, "acquire", "--ttl", zeros + "5m", "a.txt", AGENT_ID="alice")
+    assert got.code == 0 and "Traceback" not in got.err, got
+    assert alock(repo, "list", "--json").json()[0]["ttl"] == 300
+    agent = start(standins, tmp_path, repo)
+    holder_of(agent, repo)
+    [answer] = agent.mcp(("acquire", {"paths": ["b.txt"], "ttl": zeros + "1"}))
+    assert "internal error" not in answer["text"], answer
