@@ -560,3 +560,19 @@ def test_a_ttl_of_many_leading_zeros_is_a_usage_error_or_a_ttl(
     holder_of(agent, repo)
     [answer] = agent.mcp(("acquire", {"paths": ["b.txt"], "ttl": zeros + "1"}))
     assert "internal error" not in answer["text"], answer
+
+
+def test_session_end_with_a_repository_deleted_since(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    other = tmp_path / "scratch"
+    other.mkdir()
+    git(other, "init", "-q")
+    agent = start(standins, tmp_path, repo)
+    holder_of(agent, repo)
+    assert denied(agent.guard(edit(repo, "src/app.py"))) == ""
+    assert agent.shell("git alock acquire 'x/**'", cwd=other).code == 0
+    shutil.rmtree(other)
+    got = agent.guard(event(repo, "SessionEnd"))
+    assert got.code == 0 and "error" not in got.err, got
+    assert records(repo) == []
