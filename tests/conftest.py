@@ -30,7 +30,7 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
         if name.startswith("GIT_") and name != "GIT_CONFIG_NOSYSTEM":
             monkeypatch.delenv(name, raising=False)
     for name in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID", "GITLOCKS_HOLDER",
-                 "CLAUDE_ENV_FILE", "XDG_STATE_HOME"):  # fmt: skip
+                 "GITLOCKS_HOLDER_SCOPE", "CLAUDE_ENV_FILE", "XDG_STATE_HOME"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.invalid")

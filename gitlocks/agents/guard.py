@@ -63,8 +63,10 @@ from gitlocks.hooks.check import (
 )
 from gitlocks.identity import (
     HOLDER_ENV,
+    HOLDER_SCOPE_ENV,
     Identity,
     SessionProcess,
+    holder_scope,
     resolve_identity,
     session_holder_id,
     session_process,
@@ -86,7 +88,8 @@ PREFIX = "gitlocks guard: "
 def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
     """Who the session is: ``AGENT_ID`` when the harness was started with one (the guard
     adopts it), else the holder this harness process was registered as, else a new one,
-    ``<harness>-<8 hex>`` derived from the process as the command line derives its ids.
+    ``<harness>-<8 hex>`` derived from the process as the command line derives its ids;
+    where no register can be written, the command line's own id for this process.
 
     The harness process is registered (``gitlocks.identity.sessions``), so that every command its
     shell runs, the MCP server it started and the hooks of its commits resolve to the
@@ -109,6 +112,15 @@ def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
         )  # fmt: skip
         if identity.parent is None:
             identity = identity._replace(parent_source=None)
+        written = sessions.register(proc, holder, identity.parent, harness, env)
+        if known is None and not written:
+            # No register (no state directory, no /proc): every command below derives its
+            # id from this process, by the process's own name (``node``), so the guard does.
+            own = session_holder_id(proc)
+            if identity.parent == own:
+                identity = identity._replace(parent=None, parent_source=None)
+            return identity._replace(holder=own, session_id=own)
+        return identity
     sessions.register(proc, identity.holder, identity.parent, harness, env)
     return identity
 
@@ -458,12 +470,20 @@ def _ttl(ctx: Any) -> int:
 def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord]:
     """The live locks this harness process claimed: the holder's, recorded with this very
     session (pid and start time). Another harness under the same ``AGENT_ID``, or a claim
-    made by hand under that id, is someone else's to end."""
+    made by hand under that id, is someone else's to end. A holder derived for this very
+    harness is nobody else's: its claims without a session (made from a sandboxed shell
+    that could not see the harness, by the exported ``GITLOCKS_HOLDER``) are the session's
+    too."""
     me = identity.session
     if not me.pid or not me.start_time:
         return []
     mine = (identity.holder, me.pid, me.start_time, me.host)
-    return [r for r in table.live(now) if (r.holder, r.pid, r.pid_start, r.host) == mine]
+    unembodied = (identity.holder, 0) if identity.holder_source == "harness" else None
+    return [
+        r
+        for r in table.live(now)
+        if (r.holder, r.pid, r.pid_start, r.host) == mine or (r.holder, r.pid) == unembodied
+    ]
 
 
 def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind: str) -> Answer:
@@ -572,6 +592,8 @@ def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
     if not path or not os.path.isabs(path):
         return
     line = f"export {HOLDER_ENV}={identity.holder}\n"
+    if holder_scope():
+        line += f"export {HOLDER_SCOPE_ENV}={holder_scope()}\n"
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(line)

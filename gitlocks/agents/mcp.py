@@ -28,7 +28,7 @@ from typing import Any
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
-from gitlocks.identity import resolve_identity, session_process
+from gitlocks.identity import Identity, resolve_identity, session_process
 
 INSTRUCTIONS = (
     "Advisory path locks shared by the agents working in this git repository. Before "
@@ -62,9 +62,15 @@ class Server:
     """The tools, bound to one repository and one holder."""
 
     def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
-        env = dict(os.environ if env is None else env)
-        self.identity = resolve_identity(None, env, session_process())
+        self.env = dict(os.environ if env is None else env)
         self.root = root
+        _ = self.identity  # a bad AGENT_ID stops the server as it starts, not at a call
+
+    @property
+    def identity(self) -> Identity:
+        """Who calls, asked at each call: the harness starts its MCP servers as it starts,
+        maybe before its guard has registered the session (and so named its holder)."""
+        return resolve_identity(None, self.env, session_process(env=self.env))
 
     def _ctx(self) -> Any:
         from gitlocks.service.context import open_context  # the store (pygit2), once

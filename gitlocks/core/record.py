@@ -113,12 +113,13 @@ def parse_duration(text: str, *, what: str = "duration") -> int:
         )
     if any(g and len(g.lstrip("0")) > 12 for g in groups):
         raise UsageError(f"invalid {what} {text[:40]!r}...: at most 366d")  # int() would balk
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in groups)
+    # Leading zeros stripped: int() refuses a string of more than 4300 digits.
+    days, hours, minutes, seconds = (int(g.lstrip("0") or "0") for g in groups)
     total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
     if total <= 0:
-        raise UsageError(f"invalid {what} {text!r}: must be longer than zero")
+        raise UsageError(f"invalid {what} {text[:40]!r}: must be longer than zero")
     if total > MAX_TTL_SECONDS:
-        raise UsageError(f"invalid {what} {text!r}: at most 366d")
+        raise UsageError(f"invalid {what} {text[:40]!r}: at most 366d")
     return total
 
 

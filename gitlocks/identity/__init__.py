@@ -75,6 +75,22 @@ SKIP_ENV = "AGENT_SESSION_SKIP"
 # The holder a harness session exported to its shell tool (Claude Code's CLAUDE_ENV_FILE):
 # asked after the process tree, for a shell whose sandbox hides the harness process.
 HOLDER_ENV = "GITLOCKS_HOLDER"
+# Exported beside it: a tag of the pid namespace the harness runs in (``holder_scope``).
+HOLDER_SCOPE_ENV = "GITLOCKS_HOLDER_SCOPE"
+
+# The agent harnesses' own process names. One of them met unregistered on the way up is a
+# session of its own whose guard has not spoken (or is not installed): not the harness
+# whose shell started it, nor the holder that harness exported.
+HARNESS_PROCESSES = frozenset({"claude", "codex", "gemini", "copilot"})
+
+# Init systems and subreapers: every orphan ends up below one, so none is ever a session
+# in the harness register, even where it is the first process that is no pass-through.
+INIT_PROCESSES = frozenset(
+    {
+        "systemd", "init", "launchd", "tini", "dumb-init", "docker-init", "catatonit",
+        "s6-svscan", "runit", "openrc-init", "containerd-shim", "runsv",
+    }
+)  # fmt: skip
 
 # Linux keeps the first 15 bytes of a process name (``comm``).
 _COMM_LEN = 15
@@ -135,6 +151,12 @@ def host_identity() -> str:
         return ""
     boot = _boot_id()
     return "" if boot == "unknown-boot" else f"{boot}:{namespace}"
+
+
+def holder_scope() -> str:
+    """A tag of this pid namespace on this boot (of ``host_identity``); "" where unknown."""
+    ident = host_identity()
+    return sha256_hex(ident.encode())[:16] if ident else ""
 
 
 def _linux_info(pid: int) -> _ProcInfo | None:
@@ -225,18 +247,19 @@ def parent_pid(pid: int) -> int | None:
 
 
 def parent_chain(pid: int) -> list[tuple[int, str, str]]:
-    """``pid`` and its ancestors up to (not including) pid 1, as (pid, start time, name):
-    at most ``_MAX_WALK`` of them, nearest first; empty where ``pid`` cannot be read."""
+    """``pid`` and its ancestors up to pid 1, as (pid, start time, name): at most
+    ``_MAX_WALK`` of them, nearest first; empty where ``pid`` cannot be read. Pid 1 is
+    included: in a container it is whatever the container runs, an agent harness too."""
     found: list[tuple[int, str, str]] = []
     current = pid
     for _ in range(_MAX_WALK):
-        if current <= 1:
+        if current < 1:
             break
         info = _proc_info(current)
         if info is None:
             break
         found.append((current, info.start_time, info.name))
-        if info.ppid == current:
+        if current == 1 or info.ppid == current:
             break
         current = info.ppid
     return found
@@ -476,7 +499,12 @@ def resolve_identity(
     given = session if session is not None else declared
     found = given if given is not None else session_process(env=env)
     session_id = session_holder_id(found)
-    exported = env.get(HOLDER_ENV, "") if harness else ""
+    exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
+    if exported:
+        from gitlocks.identity.sessions import left_the_session  # it reads this module's facts
+
+        if left_the_session(env):
+            exported = ""
     if not holder and exported:
         holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
         if parent == holder:

@@ -25,16 +25,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.identity import (
+    HARNESS_PROCESSES,
+    HOLDER_SCOPE_ENV,
+    INIT_PROCESSES,
     SessionProcess,
+    holder_scope,
     host_identity,
+    is_pass_through,
+    is_terminal_server,
     parent_chain,
     process_alive,
+    process_start_time,
     valid_holder,
 )
 
@@ -44,6 +52,10 @@ MAX_ENTRY_BYTES = 64 * 1024
 MAX_REPOS = 256
 # Pruning looks at this many entries at most per call.
 MAX_PRUNE = 512
+# A temporary file this old was left by a writer killed between its write and its rename.
+STALE_TMP_SECONDS = 3600
+# What a corrupt file makes json.loads raise: a nesting too deep is a RecursionError.
+_UNREADABLE = (ValueError, RecursionError)
 
 
 class Registered(NamedTuple):
@@ -67,6 +79,17 @@ def register_dir(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(home) / ".local" / "state" / "gitlocks" / "sessions"
 
 
+def trusted(where: Path) -> bool:
+    """Whether ``where`` is a directory of ours that nobody else can write: an entry names
+    the holder of every command below a process, the guard's own included, so a register
+    on a shared directory (``XDG_STATE_HOME=/tmp/...``) is neither read nor written."""
+    try:
+        st = os.stat(where)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def _key(pid: int, start_time: str) -> str:
     digest = sha256_hex("\0".join((start_time, host_identity())).encode())
     return f"{pid}-{digest[:16]}"
@@ -76,15 +99,34 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
     """The nearest registered harness session among our ancestors (from ``start``, by
     default our parent, upwards), or None."""
     where = register_dir(env)
-    if where is None or not where.is_dir():
+    if where is None or not trusted(where):
         return None
     if not host_identity():
         return None  # no pid can be judged here (no /proc): an entry could be anyone's
-    for pid, start_time, _name in parent_chain(os.getppid() if start is None else start):
+    for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
         found = _read(where, pid, start_time)
-        if found is not None:
+        if found is not None and can_be_harness(name):
             return found
+        if name in HARNESS_PROCESSES:
+            return None  # a harness of its own, started from another's shell: not that one
     return None
+
+
+def left_the_session(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a process that was given an exported holder (``GITLOCKS_HOLDER``) has left
+    the harness's tree: it runs where the harness does (the same pid namespace, named by
+    ``GITLOCKS_HOLDER_SCOPE``), reads the register and sees all its ancestors up to pid 1,
+    so no sandbox hides the harness from it, and none of them is the harness (a daemon, a
+    tmux server the agent started)."""
+    env = os.environ if env is None else env
+    scope = env.get(HOLDER_SCOPE_ENV, "")
+    if not scope or scope != holder_scope():
+        return False  # another namespace (a sandbox's), or a harness that did not say
+    where = register_dir(env)
+    if where is None or not trusted(where):
+        return False  # no register to find the harness in: the exported holder is all
+    chain = parent_chain(os.getppid())
+    return bool(chain) and chain[-1][0] == 1
 
 
 def _read(where: Path, pid: int, start_time: str) -> Registered | None:
@@ -97,7 +139,7 @@ def _read(where: Path, pid: int, start_time: str) -> Registered | None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except _UNREADABLE:
         return None
     if not isinstance(data, dict):
         return None
@@ -125,6 +167,13 @@ def register(
     where = register_dir(env)
     if where is None or not session.pid or not session.start_time or not host_identity():
         return False
+    if not can_be_harness(session.name):
+        return False
+    if not trusted(where):  # every event asks: the directory is made only once
+        with contextlib.suppress(OSError):
+            where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not trusted(where):
+            return False
     current = _read(where, session.pid, session.start_time)
     if current is not None and (current.holder, current.parent) == (holder, parent):
         return True
@@ -136,13 +185,20 @@ def register(
         "start_time": session.start_time,
         "name": session.name,
         "host_id": host_identity(),
+        "host": os.uname().nodename,
     }
     try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_atomic(where / (_key(session.pid, session.start_time) + ".json"), json.dumps(doc))
     except OSError:
         return False
     return True
+
+
+def can_be_harness(name: str) -> bool:
+    """Whether a process so named may be registered: never a shell, a wrapper, a terminal
+    server or an init system (a guard run by hand, or from an orphaned hook, finds one of
+    those), whose descendants are every command of a terminal, or of the machine."""
+    return not (name in INIT_PROCESSES or is_pass_through(name) or is_terminal_server(name))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -167,14 +223,29 @@ def add_repository(
         return
     common = os.path.realpath(common_dir)
     if any(common == known for known, _ in repositories(session, env)):
-        return
+        return  # the common case, decided without a lock
+    import fcntl  # only here: a repository new to the session
+
     line = json.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
     path = where / (_key(session.pid, session.start_time) + ".repos")
     with contextlib.suppress(OSError):
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # One short line per append: O_APPEND keeps concurrent appends whole.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        if not trusted(where):
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
+            # One writer at a time (parallel hooks of one session): an append, or, when the
+            # list is full, a rewrite that drops the repositories gone since (scratch
+            # clones, a test suite's), so that they never hide the ones that remain.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.pread(fd, MAX_ENTRY_BYTES + 1, 0)
+            known = _existing(raw)
+            if any(common == c for c, _ in known):
+                return
+            if len(raw) + len(line) > MAX_ENTRY_BYTES:
+                kept = "".join(json.dumps({"common": c, "root": r}) + "\n" for c, r in known)
+                os.ftruncate(fd, 0)
+                line = kept + line
             os.write(fd, line.encode("utf-8", "surrogateescape"))
         finally:
             os.close(fd)
@@ -186,18 +257,24 @@ def repositories(
     """(git common directory, working tree) of each repository ``session`` claimed in, as
     recorded, where both still exist."""
     where = register_dir(env)
-    if where is None or not session.pid:
+    if where is None or not trusted(where) or not session.pid:
         return []
     try:
         with open(where / (_key(session.pid, session.start_time) + ".repos"), "rb") as f:
             raw = f.read(MAX_ENTRY_BYTES)
     except OSError:
         return []
+    return _existing(raw)
+
+
+def _existing(raw: bytes) -> list[tuple[str, str]]:
+    """The repositories of a list (``raw``) that still exist, each once, at most
+    ``MAX_REPOS``."""
     found: list[tuple[str, str]] = []
-    for line in raw.decode("utf-8", "surrogateescape").splitlines()[:MAX_REPOS]:
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
         try:
             item = json.loads(line)
-        except ValueError:
+        except _UNREADABLE:
             continue
         if not isinstance(item, dict):
             continue
@@ -210,13 +287,15 @@ def repositories(
             continue
         if os.path.isdir(common) and os.path.isdir(root):
             found.append((common, root))
+            if len(found) == MAX_REPOS:
+                break
     return found
 
 
 def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> None:
     """Remove ``session``'s entry (its end)."""
     where = register_dir(env)
-    if where is None or not session.pid:
+    if where is None or not trusted(where) or not session.pid:
         return
     key = _key(session.pid, session.start_time)
     for suffix in (".json", ".repos"):
@@ -225,51 +304,97 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
 
 
 def prune(env: Mapping[str, str] | None = None) -> int:
-    """Remove the entries of sessions whose process is gone; how many."""
+    """Remove the entries of sessions whose process is gone, or whose machine rebooted
+    since; and what writers left behind: a list of repositories without its entry whose
+    process is gone, a temporary file of a writer killed before its rename. How many
+    entries went."""
     where = register_dir(env)
-    if where is None:
+    if where is None or not trusted(where):
         return 0
     gone = 0
-    for path in _entries(where):
-        registered = _load(path)
-        if registered is None:
-            continue
-        session = registered.session
-        if not process_alive(session.pid, session.start_time):
-            forget(session, env)
-            gone += 1
+    for entry in _entries(where):
+        path = Path(entry.path)
+        if entry.name.startswith("."):
+            if entry.name.endswith(".tmp") and _older_than(entry, STALE_TMP_SECONDS):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        elif entry.name.endswith(".json"):
+            gone += _prune_entry(path, env)
+        elif entry.name.endswith(".repos") and not os.path.lexists(path.with_suffix(".json")):
+            pid = entry.name.split("-", 1)[0]
+            if pid.isdigit() and process_start_time(int(pid)) is None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
     return gone
 
 
-def _entries(where: Path) -> Iterator[Path]:
+def _prune_entry(path: Path, env: Mapping[str, str] | None) -> int:
+    data = _doc(path)
+    pid_text = path.name.split("-", 1)[0]
+    start_time = data.get("start_time") if data is not None else None
+    if data is None or not pid_text.isdigit() or not isinstance(start_time, str):
+        return 0
+    host_id = data.get("host_id")
+    boot = host_identity().split(":", 1)[0]
+    if (
+        data.get("host") == os.uname().nodename
+        and isinstance(host_id, str)
+        and boot
+        and host_id.split(":", 1)[0] != boot
+    ):
+        # Written on this machine before it last booted: no process of it is left. (Another
+        # machine sharing this home has a name of its own; a container shares the boot.)
+        for stale in (path, path.with_suffix(".repos")):
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+        return 1
+    registered = _read(path.parent, int(pid_text), start_time)
+    if registered is None:
+        return 0
+    session = registered.session
+    if process_alive(session.pid, session.start_time):
+        return 0
+    forget(session, env)
+    return 1
+
+
+def _older_than(entry: os.DirEntry[str], seconds: float) -> bool:
+    import time  # only here: pruning is the register's one use of the clock
+
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime > seconds
+    except OSError:
+        return False
+
+
+def _entries(where: Path) -> Iterator[os.DirEntry[str]]:
     try:
         with os.scandir(where) as it:
             for n, entry in enumerate(it):
                 if n >= MAX_PRUNE:
                     return
-                if entry.name.endswith(".json") and not entry.name.startswith("."):
-                    yield Path(entry.path)
+                yield entry
     except OSError:
         return
 
 
-def _load(path: Path) -> Registered | None:
-    pid_text = path.name.split("-", 1)[0]
-    if not pid_text.isdigit():
-        return None
+def _doc(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
-    except (OSError, ValueError):
+    except (OSError, *_UNREADABLE):
         return None
-    start_time = data.get("start_time") if isinstance(data, dict) else None
-    if not isinstance(start_time, str):
-        return None
-    return _read(path.parent, int(pid_text), start_time)
+    return data if isinstance(data, dict) else None
 
 
 def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
     """The register's entry for exactly ``session``, or None."""
     where = register_dir(env)
-    if where is None or not session.pid or not session.start_time or not host_identity():
+    if (
+        where is None
+        or not trusted(where)
+        or not session.pid
+        or not session.start_time
+        or not host_identity()
+    ):
         return None
     return _read(where, session.pid, session.start_time)

@@ -29,7 +29,7 @@ for extra in os.environ.get("STANDIN_SYSPATH", "").split(os.pathsep):
         sys.path.append(extra)
 
 
-def mcp_calls(cwd, env, calls):
+def mcp_calls(cwd, env, calls, between=None):
     import anyio
     import mcp
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -40,6 +40,9 @@ def mcp_calls(cwd, env, calls):
         answers = []
         async with stdio_client(params) as (read, write), mcp.ClientSession(read, write) as c:
             await c.initialize()
+            if between is not None:  # a hook that runs once the server is up
+                subprocess.run(["sh", "-c", between["command"]], input=between["stdin"],
+                               cwd=cwd, env=env, capture_output=True, text=True)
             for name, arguments in calls:
                 result = await c.call_tool(name, arguments)
                 error = bool(getattr(result, "isError", getattr(result, "is_error", False)))
@@ -57,7 +60,9 @@ for line in sys.stdin:
     env.pop("STANDIN_SYSPATH", None)
     kind, cwd = request["kind"], request["cwd"]
     if kind == "mcp":
-        answer = {"code": 0, "out": json.dumps(mcp_calls(cwd, env, request["calls"])), "err": ""}
+        answer = {"code": 0, "out": json.dumps(
+            mcp_calls(cwd, env, request["calls"], request.get("between"))
+        ), "err": ""}
     else:
         shell = ["sh", "-c"] if kind == "hook" else ["bash", "-c"]
         proc = subprocess.run(
@@ -74,7 +79,14 @@ class StandIn:
     """One harness session: a process named ``name`` running hooks, shell commands and
     MCP calls for the test, as its children."""
 
-    def __init__(self, where: Path, name: str = "claude", cwd: Path | None = None, **env: str):
+    def __init__(
+        self,
+        where: Path,
+        name: str = "claude",
+        cwd: Path | None = None,
+        wrap: tuple[str, ...] = (),
+        **env: str,
+    ):
         where.mkdir(parents=True, exist_ok=True)
         exe = where / name
         if not exe.exists():
@@ -86,7 +98,7 @@ class StandIn:
         self.name = name
         self.cwd = cwd or where
         self.proc = subprocess.Popen(
-            [str(exe), "-c", SCRIPT],
+            [*wrap, str(exe), "-c", SCRIPT],
             cwd=self.cwd,
             env=full,
             stdin=subprocess.PIPE,
@@ -124,10 +136,18 @@ class StandIn:
             request["cwd"] = str(cwd)
         return self._ask(request)
 
-    def mcp(self, *calls: tuple[str, dict[str, Any]], cwd: Path | None = None) -> list[Any]:
+    def mcp(
+        self,
+        *calls: tuple[str, dict[str, Any]],
+        cwd: Path | None = None,
+        between: tuple[str, dict[str, Any]] | None = None,
+    ) -> list[Any]:
         """Start ``git alock mcp`` from this process, make ``calls`` through the SDK's
-        client, and return each result as {"error": bool, "text": str}."""
+        client, and return each result as {"error": bool, "text": str}. ``between``: a hook
+        command and its event, run once the server is up and before the calls."""
         request: dict[str, Any] = {"kind": "mcp", "calls": [list(c) for c in calls]}
+        if between is not None:
+            request["between"] = {"command": between[0], "stdin": json.dumps(between[1])}
         if cwd is not None:
             request["cwd"] = str(cwd)
         got = self._ask(request)
