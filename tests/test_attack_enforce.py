@@ -1,0 +1,71 @@
+"""An outsider's attacks on enforcement: the guard, the commit hooks, verify and the
+remote's pre-receive check, each driven as it really runs (real repositories, real
+pushes to bare remotes with the hook installed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock, run_git
+from remote_fixtures import make_bare, make_clone
+
+from gitlocks.core.ignore import IgnoreList, newly_exempt
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+
+
+def commit(cwd: Path, message: str, agent: str, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        path = cwd / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(cwd, "add", "-A")
+    git(cwd, "commit", "-q", "-m", message, "--trailer", f"Agent-Id: {agent}")
+    return git(cwd, "rev-parse", "HEAD").strip()
+
+
+def hosted_with_ignore(tmp_path: Path, ignore: str) -> tuple[Path, Path, Path]:
+    """A bare repository with the hook whose main commits ``ignore`` as its .alockignore,
+    then a claim of agent-a on src/api/**; and a plain clone of agent-b's."""
+    bare = make_bare(tmp_path / "hosted.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    commit(holder, "ignore list", "agent-a", {".alockignore": ignore})
+    git(holder, "push", "-q", "origin", "HEAD:main")
+    got = alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A)
+    assert got.code == 0, got.err
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    return bare, holder, other
+
+
+# --- .alockignore: a change that exempts without adding a line ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # The last matching line decides: the same two lines, swapped.
+        ("src/api/**\n!src/api/**\n", "!src/api/**\nsrc/api/**\n"),
+        # A line already there, repeated after the negation that overrode it.
+        ("src/api/**\n!src/api/**\n", "src/api/**\n!src/api/**\nsrc/api/**\n"),
+        # A directory-only line (it matches no file) made a line for files too.
+        ("src/api/auth.py/\n", "src/api/auth.py\n"),
+    ],
+)
+def test_an_ignore_change_that_exempts_without_a_new_line_is_seen(old: str, new: str) -> None:
+    before, after = IgnoreList(old), IgnoreList(new)
+    assert not before.ignored("src/api/auth.py") and after.ignored("src/api/auth.py")
+    assert newly_exempt(before, after), "the change exempts src/api/auth.py"
+
+
+def test_reordering_the_ignore_list_is_no_two_push_bypass_of_the_remote(tmp_path: Path) -> None:
+    _, _, other = hosted_with_ignore(tmp_path, "src/api/**\n!src/api/**\n")
+    commit(other, "reorder", "agent-b", {".alockignore": "!src/api/**\nsrc/api/**\n"})
+    first = run_git(other, "push", "origin", "HEAD:main")
+    commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
+    second = run_git(other, "push", "origin", "HEAD:main")
+    assert first.code != 0 or second.code != 0, "agent-b edited inside agent-a's live claim"
