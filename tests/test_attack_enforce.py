@@ -69,3 +69,38 @@ def test_reordering_the_ignore_list_is_no_two_push_bypass_of_the_remote(tmp_path
     commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
     second = run_git(other, "push", "origin", "HEAD:main")
     assert first.code != 0 or second.code != 0, "agent-b edited inside agent-a's live claim"
+
+
+# --- pre-push: a new branch is judged under the list before it, not its own ----------------
+
+
+def test_pre_push_of_a_new_branch_judges_under_the_list_before_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "plain.git"
+    git(tmp_path, "init", "-q", "--bare", bare.name)
+    git(repo, "remote", "add", "origin", bare.as_uri())
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
+    git(repo, "fetch", "-q", "origin")
+    assert alock(repo, "acquire", "src/**", "-m", "rewrite", **A).code == 0
+    assert alock(repo, "install-hooks", "--pre-push").code == 0
+    git(repo, "config", "alock.hookMode", "block")
+    # Committed past the pre-commit check: the list and the edit it would exempt at once.
+    (repo / ".alockignore").write_text("src/\n")
+    (repo / "src" / "app.py").write_text("b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "b edits app", "--trailer", "Agent-Id: agent-b")
+    pushed = run_git(repo, "push", "origin", "HEAD:refs/heads/feature", env=B)
+    assert pushed.code != 0, pushed.err
+    assert "src/app.py" in pushed.err
+
+
+def test_pre_push_of_a_tag_naming_a_blob_is_no_error(repo: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "plain.git"
+    git(tmp_path, "init", "-q", "--bare", bare.name)
+    git(repo, "remote", "add", "origin", bare.as_uri())
+    assert alock(repo, "install-hooks", "--pre-push").code == 0
+    git(repo, "config", "alock.hookMode", "block")
+    git(repo, "tag", "readme", "HEAD:README.md")
+    pushed = run_git(repo, "push", "origin", "refs/tags/readme")
+    assert pushed.code == 0, pushed.err
