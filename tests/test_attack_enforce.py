@@ -15,6 +15,7 @@ from gitlocks.core.ignore import IgnoreList, newly_exempt
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
+JOURNAL = "refs/agent-locks-meta/journal"
 
 
 def commit(cwd: Path, message: str, agent: str, files: dict[str, str]) -> str:
@@ -104,3 +105,37 @@ def test_pre_push_of_a_tag_naming_a_blob_is_no_error(repo: Path, tmp_path: Path)
     git(repo, "tag", "readme", "HEAD:README.md")
     pushed = run_git(repo, "push", "origin", "refs/tags/readme")
     assert pushed.code == 0, pushed.err
+
+
+# --- the table guard: a journal commit of the old shape on top of a table ----------------
+
+
+@pytest.fixture
+def hosted(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare repository with the hook, and a clone in remote mode where agent-a holds
+    src/api/**."""
+    bare = make_bare(tmp_path / "hosted.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    got = alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A)
+    assert got.code == 0, got.err
+    return bare, holder
+
+
+def test_a_journal_commit_without_a_table_on_top_of_one_is_refused(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, holder = hosted
+    git(holder, "fetch", "-q", "origin", f"{JOURNAL}:refs/tmp/journal")
+    tip = git(holder, "rev-parse", "refs/tmp/journal").strip()
+    message = git(holder, "log", "-1", "--format=%B", tip)
+    empty_tree = git(holder, "mktree").strip()
+    # The shape of a journal commit from before commits carried the table: an empty tree.
+    legacy = git(holder, "commit-tree", empty_tree, "-p", tip, "-m", message).strip()
+    lock_ref = git(bare, "for-each-ref", "--format=%(refname)", "refs/agent-locks/").strip()
+    wiped = run_git(holder, "push", "--atomic", "origin", f"{legacy}:{JOURNAL}", f":{lock_ref}")
+    assert wiped.code != 0, "the table guard let the claim's lock ref go with the table"
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
+    assert run_git(other, "push", "-q", "origin", "main").code != 0
