@@ -139,3 +139,24 @@ def test_a_journal_commit_without_a_table_on_top_of_one_is_refused(
     git(tmp_path, "clone", "-q", bare.as_uri(), "other")
     commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
     assert run_git(other, "push", "-q", "origin", "main").code != 0
+
+
+def test_a_client_notices_its_claims_lost_to_a_journal_commit_without_a_table(
+    tmp_path: Path,
+) -> None:
+    bare = make_bare(tmp_path / "plain.git")  # a plain host: no hook
+    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    assert alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A).code == 0
+    git(holder, "fetch", "-q", "origin", f"{JOURNAL}:refs/tmp/journal")
+    tip = git(holder, "rev-parse", "refs/tmp/journal").strip()
+    message = git(holder, "log", "-1", "--format=%B", tip)
+    legacy = git(holder, "commit-tree", git(holder, "mktree").strip(), "-p", tip, "-m", message)
+    lock_ref = git(bare, "for-each-ref", "--format=%(refname)", "refs/agent-locks/").strip()
+    wiped = run_git(holder, "push", "origin", f"{legacy.strip()}:{JOURNAL}", f":{lock_ref}")
+    assert wiped.code == 0, wiped.err
+    listed = alock(holder, "list", "--fresh", "--json")
+    assert listed.code == 2, listed.out
+    assert "which carries no lock table" in listed.err
+    assert alock(holder, "remote", "--restore").code == 0
+    other = make_clone(bare.as_uri(), tmp_path / "other")
+    assert alock(other, "acquire", "src/api/auth.py", **B).code == 1
