@@ -4,6 +4,10 @@ pushes to bare remotes with the hook installed)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,3 +164,110 @@ def test_a_client_notices_its_claims_lost_to_a_journal_commit_without_a_table(
     assert alock(holder, "remote", "--restore").code == 0
     other = make_clone(bare.as_uri(), tmp_path / "other")
     assert alock(other, "acquire", "src/api/auth.py", **B).code == 1
+
+
+# --- Codex: patches whose file names the shell makes ----------------------------------------
+
+
+@pytest.fixture
+def codex(tmp_path: Path) -> Path:
+    """A stand-in ``codex`` running the guard through ``sh -c``, as Codex runs its hooks."""
+    bindir = tmp_path / "harness"
+    bindir.mkdir()
+    program = bindir / "codex"
+    program.write_text("#!/bin/sh\nsh -c 'git alock guard --for codex'\n")
+    program.chmod(0o755)
+    return program
+
+
+@pytest.fixture
+def api(repo: Path) -> Path:
+    """``repo`` with src/api/auth.py, claimed by another agent."""
+    (repo / "src" / "api").mkdir()
+    (repo / "src" / "api" / "auth.py").write_text("a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "api")
+    assert alock(repo, "acquire", "src/api/**", "-m", "auth", AGENT_ID="other-agent").code == 0
+    return repo
+
+
+def run_codex(codex: Path, repo: Path, command: object) -> dict[str, object] | None:
+    """The guard's answer to Codex's shell tool running ``command``: the hook output, or
+    None for silence (the call goes on)."""
+    event = {"session_id": "s-1", "turn_id": "turn-1", "transcript_path": None,
+             "cwd": str(repo), "hook_event_name": "PreToolUse", "model": "gpt-5",
+             "permission_mode": "default", "tool_name": "Bash", "tool_use_id": "call-1",
+             "tool_input": {"command": command}}  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(
+        [str(codex)], cwd=repo, env=env, input=json.dumps(event), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["hookSpecificOutput"] if proc.stdout.strip() else None
+
+
+def patch_of(header: str) -> str:
+    return f"*** Begin Patch\n*** Update File: {header}\n@@\n-a\n+b\n*** End Patch\n"
+
+
+def where_bash_applies(tmp_path: Path, argv: list[str]) -> list[str]:
+    """The file names a stand-in ``apply_patch`` receives when bash runs ``argv`` for
+    real (standard input or its argument)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    log = tmp_path / "got"
+    (bindir / "apply_patch").write_text(
+        f'#!/bin/sh\n{{ if [ $# -gt 0 ]; then printf "%s" "$1"; else cat; fi; }} >> {log}\n'
+    )
+    (bindir / "apply_patch").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=True)
+    text = log.read_text()
+    return [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("*** Up")]
+
+
+SHELL_MADE = {
+    # An unquoted here-document: the shell expands it before apply_patch reads it.
+    "substitution": "true; apply_patch <<EOF\n" + patch_of("$(echo src/api)/auth.py") + "EOF\n",
+    "continued": "true; apply_patch <<EOF\n" + patch_of("src/ap\\\ni/auth.py") + "EOF\n",
+    "variable": "D=src/api; apply_patch <<EOF\n" + patch_of("$D/auth.py") + "EOF\n",
+}
+
+
+@pytest.mark.parametrize("script", SHELL_MADE.values(), ids=SHELL_MADE.keys())
+def test_a_file_name_the_shell_expands_is_never_judged_as_written(
+    api: Path, codex: Path, tmp_path: Path, script: str
+) -> None:
+    assert where_bash_applies(tmp_path, ["bash", "-c", script]) == ["src/api/auth.py"]
+    answer = run_codex(codex, api, script)
+    assert answer is not None and answer["permissionDecision"] == "deny", answer
+    assert alock(api, "list", "--json").json()[0]["holder"] == "other-agent"
+    assert len(alock(api, "list", "--json").json()) == 1, "nothing claimed on a guess"
+
+
+def test_a_patch_passed_to_the_shells_script_as_an_argument_is_judged(
+    api: Path, codex: Path, tmp_path: Path
+) -> None:
+    argv = ["bash", "-c", 'cd src/api && apply_patch "$1"', "bash", patch_of("auth.py")]
+    (tmp_path / "src" / "api").mkdir(parents=True)
+    assert where_bash_applies(tmp_path, argv) == ["auth.py"]  # in src/api: bash cd'd there
+    answer = run_codex(codex, api, argv)
+    assert answer is not None and answer["permissionDecision"] == "deny", answer
+
+
+@pytest.mark.parametrize("delimiter", ["E\\OF", 'E"O"F', "E'O'F"])
+def test_a_here_document_ends_where_the_shell_ends_it(
+    api: Path, codex: Path, tmp_path: Path, delimiter: str
+) -> None:
+    """A partly quoted delimiter ends at its unquoted word: what follows is the script
+    again, and a second patch there is applied from the directory it cds to."""
+    add = "*** Begin Patch\n*** Add File: x.py\n+x\n*** End Patch\n"
+    script = (
+        f"apply_patch <<{delimiter}\n{add}EOF\n"
+        f"cd src/api && apply_patch <<'EOF'\n{patch_of('auth.py')}EOF\n"
+    )
+    (tmp_path / "src" / "api").mkdir(parents=True)
+    assert where_bash_applies(tmp_path, ["bash", "-c", script]) == ["auth.py"]
+    answer = run_codex(codex, api, script)
+    assert answer is not None and answer["permissionDecision"] == "deny", answer
