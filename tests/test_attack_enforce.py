@@ -271,3 +271,30 @@ def test_a_here_document_ends_where_the_shell_ends_it(
     assert where_bash_applies(tmp_path, ["bash", "-c", script]) == ["auth.py"]
     answer = run_codex(codex, api, script)
     assert answer is not None and answer["permissionDecision"] == "deny", answer
+
+
+# --- verify in CI decides on the journal's table, as every client does ------------------------
+
+FETCH_TABLE = (
+    "+refs/agent-locks/*:refs/agent-locks/*",
+    "+refs/agent-locks-meta/*:refs/agent-locks-meta/*",
+)
+
+
+def test_verify_in_ci_is_not_blinded_by_a_lock_ref_deleted_on_a_plain_host(
+    tmp_path: Path,
+) -> None:
+    bare = make_bare(tmp_path / "plain.git")  # GitHub-like: no hook, verify in CI instead
+    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    assert alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A).code == 0
+    lock_ref = git(bare, "for-each-ref", "--format=%(refname)", "refs/agent-locks/").strip()
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
+    git(other, "push", "-q", "origin", f":{lock_ref}", "HEAD:refs/heads/feature")
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "ci")
+    git(ci, "fetch", "-q", "--no-tags", "origin", *FETCH_TABLE)
+    got = alock(ci, "verify", "origin/main..origin/feature")
+    assert got.code == 1, got.out + got.err
+    assert "src/api/auth.py" in got.out

@@ -427,7 +427,20 @@ def verify_range(
         _table_in_sight(cwd)
     # --end-of-options: a revision is never read as an option, whatever it starts with.
     rev_args = ["--end-of-options", *revisions, "--"]
-    return check_commits(rev_args, cwd, bad_range=revisions)
+    return check_commits(rev_args, cwd, bad_range=revisions, table_source=_journal_table)
+
+
+def _journal_table(cwd: str | None) -> files.Scan | None:
+    """The table the journal commit carries, as clients decide (docs/design.md 5.4): a CI
+    clone fetched the lock refs beside it from a host where anyone may delete or plant one.
+    None (the lock refs decide) in remote mode, whose lock refs are the view mirrored from
+    the remote's journal table, and where the journal carries no table."""
+    if settings.read(cwd).get("alock.remote"):
+        return None
+    # Imported here: the hosted table's reader is git alone, like the rest of the hook path.
+    from gitlocks.hooks.hosted import table_refs
+
+    return table_refs(cwd)
 
 
 def _only_commits(revisions: Sequence[str], cwd: str | None) -> None:
