@@ -298,3 +298,50 @@ def test_verify_in_ci_is_not_blinded_by_a_lock_ref_deleted_on_a_plain_host(
     got = alock(ci, "verify", "origin/main..origin/feature")
     assert got.code == 1, got.out + got.err
     assert "src/api/auth.py" in got.out
+
+
+# --- the remote: a ref moved so that claimed work is undone -----------------------------------
+
+
+@pytest.mark.parametrize("how", ["force", "merge-order"])
+def test_claimed_work_undone_on_a_branch_is_refused(
+    hosted: tuple[Path, Path], tmp_path: Path, how: str
+) -> None:
+    bare, holder = hosted
+    stale = tmp_path / "stale"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "stale")
+    commit(holder, "a's work", "agent-a", {"src/api/auth.py": "a\n"})
+    git(holder, "push", "-q", "origin", "HEAD:main")
+    if how == "force":  # a careless agent's force push from a clone that never pulled
+        commit(stale, "b's work", "agent-b", {"lib/x.py": "b\n"})
+        pushed = run_git(stale, "push", "--force", "origin", "HEAD:main")
+    else:  # a merge whose first parent is from before a's work, its tree without it
+        git(stale, "fetch", "-q", "origin")
+        old = git(stale, "rev-parse", "HEAD").strip()
+        git(stale, "merge", "-q", "--no-ff", "-s", "ours", "origin/main", "-m", "merge")
+        git(stale, "commit", "-q", "--amend", "-m", "merge\n\nAgent-Id: agent-b")
+        assert git(stale, "rev-parse", "HEAD^1").strip() == old
+        pushed = run_git(stale, "push", "origin", "HEAD:main")
+    assert pushed.code != 0, "agent-a's work in its live claim was undone on main"
+    assert git(bare, "show", "main:src/api/auth.py") == "a\n"
+
+
+def test_the_holder_may_undo_its_own_work_and_others_work_elsewhere_lands(
+    hosted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, holder = hosted
+    first = git(holder, "rev-parse", "HEAD").strip()
+    commit(holder, "a's work", "agent-a", {"src/api/auth.py": "a\n"})
+    git(holder, "push", "-q", "origin", "HEAD:main")
+    # A branch pushed, then landed on main by a fast-forward: its commits were judged.
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    commit(other, "b's work", "agent-b", {"lib/x.py": "b\n"})
+    assert run_git(other, "push", "-q", "origin", "HEAD:feature").code == 0
+    assert run_git(other, "push", "-q", "origin", "HEAD:main").code == 0
+    # The holder rewinds main past its own commit: its claim, its tip's trailer.
+    git(holder, "fetch", "-q", "origin")
+    git(holder, "reset", "-q", "--hard", first)
+    commit(holder, "a starts over", "agent-a", {"src/api/other.py": "a\n"})
+    pushed = run_git(holder, "push", "--force", "origin", "HEAD:main")
+    assert pushed.code == 0, pushed.err

@@ -17,6 +17,9 @@ where there is no journal, or one from before journal commits carried the table)
 - Every other ref is checked, tags too: a commit is judged by what it changes, whichever
   ref brings it in, and a commit already on a ref that was judged is never judged again
   (one that came in under a passing ref is judged when it reaches another).
+- What lands on a ref the push moves is judged too: the paths the ref's old and new tips
+  differ in that no commit ``old..new`` changes (a force push that drops others' work, a
+  merge whose first parent is from before it), as changed by the new tip's agents.
 - Replace refs are not followed (``verify.stored_objects``): what is judged is what is
   stored, never what a pushed ``refs/replace/*`` says it is.
 - It refuses (exit 1) by default; ``git config alock.hookMode warn`` in this repository
@@ -80,6 +83,20 @@ def pushed_tips(lines: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(tips))
 
 
+def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """(old, new) of each judged ref the push moves (neither created nor deleted): what
+    lands on it is judged as well as the commits it brings (``verify.undone``)."""
+    moved = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        old, new, ref = parts
+        if old.strip("0") and new.strip("0") and not ref.startswith(PASSING_PREFIXES):
+            moved.append((old, new))
+    return moved
+
+
 def receive_config(configured: Settings) -> HookConfig:
     """The hook's settings (``gitlocks.hooks.check.hook_config``, as the receiving end)."""
     # Imported here: only a push that brings commits loads the check.
@@ -130,7 +147,12 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
     # Judged on the journal commit's table, as clients decide: a lock ref deleted or
     # planted by hand neither blinds nor blocks the check.
     result = check_commits(
-        rev_args, cwd, read_config=receive_config, feed=feed, table_source=table_refs
+        rev_args,
+        cwd,
+        read_config=receive_config,
+        feed=feed,
+        table_source=table_refs,
+        landing=moved_refs(lines),
     )
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK
