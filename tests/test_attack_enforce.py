@@ -370,3 +370,19 @@ def test_verify_in_a_shallow_ci_clone_is_not_clean(tmp_path: Path) -> None:
     git(ci, "fetch", "-q", "--no-tags", "origin", *FETCH_TABLE)
     got = alock(ci, "verify", "HEAD")
     assert got.code != 0, got.out + got.err
+
+
+DISGUISED = {
+    "quotes-inside": "ap''ply_patch <<'EOF'\n" + patch_of("src/api/auth.py") + "EOF\n",
+    "backslash": "a\\pply_patch <<'EOF'\n" + patch_of("src/api/auth.py") + "EOF\n",
+    "by-path": "$(command -v apply_patch) <<'EOF'\n" + patch_of("src/api/auth.py") + "EOF\n",
+}
+
+
+@pytest.mark.parametrize("script", DISGUISED.values(), ids=DISGUISED.keys())
+def test_apply_patch_spelled_otherwise_is_not_silence(
+    api: Path, codex: Path, tmp_path: Path, script: str
+) -> None:
+    assert where_bash_applies(tmp_path, ["bash", "-c", script]) == ["src/api/auth.py"]
+    answer = run_codex(codex, api, script)
+    assert answer is not None and answer["permissionDecision"] == "deny", answer

@@ -479,6 +479,8 @@ def _script(script: str) -> tuple[str, ...] | None:
         return None
     found = _APPLY.search(script)
     if found is None:
+        if _files(script):  # ap''ply_patch, a\pply_patch: the shell runs apply_patch
+            raise Unjudgeable("a patch applied by a command the guard cannot read")
         return None
     if found.start() >= script.find(BEGIN):
         if _files(script):
