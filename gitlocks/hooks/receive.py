@@ -17,7 +17,7 @@ where there is no journal, or one from before journal commits carried the table)
 - Every other ref is checked, tags too: a commit is judged by what it changes, whichever
   ref brings it in, and a commit already on a ref that was judged is never judged again
   (one that came in under a passing ref is judged when it reaches another).
-- What lands on a ref the push moves is judged too: the paths the ref's old and new tips
+- What lands on a branch the push moves is judged too: the paths its old and new tips
   differ in that no commit ``old..new`` changes (a force push that drops others' work, a
   merge whose first parent is from before it), as changed by the new tip's agents.
 - Replace refs are not followed (``verify.stored_objects``): what is judged is what is
@@ -62,6 +62,7 @@ OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
 # git notes: their commits' trees name commits ("4d31.../", "4d/31..."), not the project's
 # files, so a claim on the whole tree would refuse every notes push.
 NOTES_PREFIX = "refs/notes/"
+BRANCH_PREFIX = "refs/heads/"
 PASSING_PREFIXES = (*OWN_PREFIXES, NOTES_PREFIX)
 # What a push brings is what no ref has yet, but refs that pass unjudged do not count: a
 # commit pushed first under one of them, then to a branch, is judged when it gets there.
@@ -84,15 +85,16 @@ def pushed_tips(lines: Iterable[str]) -> list[str]:
 
 
 def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
-    """(old, new) of each judged ref the push moves (neither created nor deleted): what
-    lands on it is judged as well as the commits it brings (``verify.undone``)."""
+    """(old, new) of each branch the push moves (neither created nor deleted): what
+    lands on it is judged as well as the commits it brings (``verify.undone``). A tag
+    moved is no work landing anywhere."""
     moved = []
     for line in lines:
         parts = line.split()
         if len(parts) != 3:
             continue
         old, new, ref = parts
-        if old.strip("0") and new.strip("0") and not ref.startswith(PASSING_PREFIXES):
+        if old.strip("0") and new.strip("0") and ref.startswith(BRANCH_PREFIX):
             moved.append((old, new))
     return moved
 
