@@ -418,7 +418,7 @@ def _merge(a: list[str], b: list[str]) -> list[str]:
 # --- the shell tool's command -----------------------------------------------------------------
 
 _APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
-_HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([^\s;&|()<>'\"]+))")
+_HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
 
 
 def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
@@ -439,8 +439,12 @@ def _argv(argv: list[str]) -> tuple[str, ...] | None:
     with its arguments (no shell: nothing in them is expanded)."""
     if not argv or not any(BEGIN in word for word in argv):
         return None
-    script = _shell_script(argv)
-    if script is not None:
+    at_script = _shell_script(argv)
+    if at_script is not None:
+        script, place = at_script
+        if _APPLY.search(script) and _files("\n".join(argv[place + 1 :])):
+            # "$1", "$@": the script's own arguments reach apply_patch unread here.
+            raise Unjudgeable("the patch is an argument of the shell's script")
         return _script(script)
     names = [os.path.basename(word) for word in argv]
     at = next((i for i, name in enumerate(names) if name in APPLY_NAMES), None)
@@ -455,16 +459,16 @@ def _argv(argv: list[str]) -> tuple[str, ...] | None:
     return _named(files, walk.run([Word(word) for word in argv[:at]]))
 
 
-def _shell_script(argv: list[str]) -> str | None:
+def _shell_script(argv: list[str]) -> tuple[str, int] | None:
     """The script of ``[SHELL, options..., -c, SCRIPT, args...]`` (``-lc`` and the like
-    too); None when ``argv`` is no shell running a script."""
+    too) and its place in ``argv``; None when ``argv`` is no shell running a script."""
     if os.path.basename(argv[0]) not in SHELLS:
         return None
     for i, word in enumerate(argv[1:], 1):
         if not word.startswith("-") or word == "--":
             return None
         if "c" in word[1:] and not word.startswith("--"):
-            return argv[i + 1] if i + 1 < len(argv) else None
+            return (argv[i + 1], i + 1) if i + 1 < len(argv) else None
     return None
 
 
@@ -475,6 +479,8 @@ def _script(script: str) -> tuple[str, ...] | None:
         return None
     found = _APPLY.search(script)
     if found is None:
+        if _files(script):  # ap''ply_patch, a\pply_patch: the shell runs apply_patch
+            raise Unjudgeable("a patch applied by a command the guard cannot read")
         return None
     if found.start() >= script.find(BEGIN):
         if _files(script):
@@ -482,27 +488,50 @@ def _script(script: str) -> tuple[str, ...] | None:
         return None
     tail = script[found.end() :]
     heredoc = _HEREDOC.match(tail)
-    body, rest = _heredoc(tail, heredoc) if heredoc is not None else (tail, "")
+    opened = _delimiter(tail, heredoc) if heredoc is not None else None
+    body, rest = _heredoc(tail, opened) if opened is not None else (tail, "")
     files = _files(body)
     if not files:
         return None
-    # The patch as an argument: nothing after apply_patch may apply another.
-    if _APPLY.search(rest) or (heredoc is None and len(_APPLY.findall(script)) > 1):
+    if opened is not None and not opened.quoted and any(c in body for c in "$`\\"):
+        # An unquoted delimiter: the shell expands $, ` and \ in the body first, and a
+        # file name (or a whole hunk header) may come out of that.
+        raise Unjudgeable("an unquoted here-document the shell expands")
+    if _APPLY.search(rest) or (opened is None and len(_APPLY.findall(script)) > 1):
         raise Unjudgeable("several apply_patch calls in one command")
     return _named(files, _Walk().run(words(script[: found.start()])))
 
 
-def _heredoc(tail: str, heredoc: re.Match[str]) -> tuple[str, str]:
-    """The body of the here-document ``heredoc`` opens, and the script after it: its lines
+class _Opened(NamedTuple):
+    """A here-document as its ``<<`` opens it."""
+
+    delimiter: str  # the word, its quotes removed, as the shell ends the body at it
+    quoted: bool  # any part of the word quoted: the body is not expanded
+    strip_tabs: bool  # ``<<-``
+    end: int  # where the word ends
+
+
+def _delimiter(tail: str, heredoc: re.Match[str]) -> _Opened:
+    """The delimiter word after ``<<``, read as the shell reads it: quotes and backslashes
+    removed (``E\\OF``, ``E"O"F`` and ``'EOF'`` all end at ``EOF``), and quoted if any part
+    of it was."""
+    word, end = _word(tail, heredoc.end())
+    raw = tail[heredoc.end() : end]
+    if "$" in raw or "`" in raw:
+        raise Unjudgeable("a here-document delimiter the guard does not read")
+    quoted = any(c in raw for c in "'\"\\")
+    return _Opened(word.text, quoted, heredoc.group(1) == "-", end)
+
+
+def _heredoc(tail: str, opened: _Opened) -> tuple[str, str]:
+    """The body of the here-document ``opened``, and the script after it: its lines
     start on the next line and end at the delimiter's line, as the shell reads them."""
-    delimiter = next(g for g in heredoc.groups()[1:] if g is not None)
-    strip_tabs = heredoc.group(1) == "-"
-    start = tail.find("\n", heredoc.end())
+    start = tail.find("\n", opened.end)
     if start < 0:
         return "", ""
     lines = tail[start + 1 :].split("\n")
     for n, line in enumerate(lines):
-        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+        if (line.lstrip("\t") if opened.strip_tabs else line) == opened.delimiter:
             return "\n".join(lines[:n]), "\n".join(lines[n + 1 :])
     return "\n".join(lines), ""  # unterminated: the shell reads to the end
 

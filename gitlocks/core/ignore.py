@@ -240,7 +240,7 @@ class IgnoreList:
             raw = raw[3:]
         lines = [line for line in map(_parse_line, raw.split(b"\n")) if line is not None]
         self._lines = len(lines)
-        self.parsed = [(line.text, line.negative, line.basename) for line in lines]
+        self.parsed = [(ln.text, ln.negative, ln.basename, ln.dir_only) for ln in lines]
         step: dict[int, list[int]] = {}  # byte set -> the states that read it
         loop: dict[int, list[int]] = {}
         skip1: list[int] = []
@@ -355,16 +355,30 @@ class IgnoreList:
 
 def newly_exempt(old: IgnoreList, new: IgnoreList) -> list[tuple[str, ScopeEntry]]:
     """What ``new`` may exempt that ``old`` did not, as scopes a claim can be checked
-    against: each line of ``new`` that ``old`` lacks (every line of ``new`` when ``old``
-    re-included something ``new`` no longer does), with the scope covering every path
-    that line can match. Wider than exact (a directory-only line counts for files too),
-    never narrower; a line no scope can spell stands for the whole tree."""
-    before = set(old.parsed)
-    lost_negation = any(neg and line not in new.parsed for line in old.parsed if (neg := line[1]))
+    against: each line of ``new`` that could exempt a path ``old`` did not, with the scope
+    covering every path that line can match. Wider than exact (a directory-only line
+    counts for files too), never narrower; a line no scope can spell stands for the whole
+    tree.
+
+    The last matching line decides, so a line ``old`` has is known only where every
+    negation that followed it in ``old`` still follows it in ``new``: a path it exempts
+    there was exempt before. Swapping a line with the negation after it, repeating it
+    below that negation, dropping the negation or making a directory-only line one for
+    files too each count as the line's own change."""
+    # Where each negation of ``new`` last stands; for each line of ``old``, at its last
+    # place (the fewest negations follow it there), the earliest of those places over the
+    # negations that follow it in ``old``: the line is known in ``new`` before that.
+    last_in_new = {line: n for n, line in enumerate(new.parsed) if line[1]}
+    known_before: dict[tuple[bytes, bool, bool, bool], float] = {}
+    earliest = float("inf")
+    for line in reversed(old.parsed):
+        if line[1]:
+            earliest = min(earliest, last_in_new.get(line, -1))
+        known_before.setdefault(line, earliest)
     found = []
-    for line in new.parsed:
-        text, negative, basename = line
-        if negative or (line in before and not lost_negation):
+    for n, line in enumerate(new.parsed):
+        text, negative, basename, _dir_only = line
+        if negative or n < known_before.get(line, -1):
             continue
         shown = text.decode("utf-8", "replace")
         pattern = "**/" + shown if basename else shown

@@ -43,8 +43,11 @@ from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
 from gitlocks.git import files, settings
 from gitlocks.git.changes import (
+    RefUpdate,
     Staged,
+    commits_among,
     finish_git,
+    git_output,
     push_updates,
     pushed_paths,
     start_git,
@@ -445,6 +448,20 @@ def refresh_view(cwd: str | None, remote: str) -> str | None:
         return f"lock view {when}; could not reach {remote} ({exc})"
 
 
+def _before_pushed(updates: Sequence[RefUpdate], cwd: str | None) -> str:
+    """The revision whose ``.alockignore`` decides for a push of new refs: the first
+    parent of the oldest commit it brings that no remote-tracking ref has (a root commit's
+    names nothing, so no list); the pushed tip's own list would exempt its own change."""
+    shas = [u.local_sha for u in updates if u.local_sha.strip("0")]
+    known = commits_among(shas, cwd)  # a tag of a tree or a blob brings no commit
+    tips = [sha for sha in shas if sha in known]
+    if not tips:
+        return "HEAD"
+    args = ["rev-list", "--topo-order", "--reverse", *tips, "--not", "--remotes", "--"]
+    oldest = git_output(args, cwd).split(b"\n", 1)[0].decode("ascii", "replace").strip()
+    return f"{oldest}^" if oldest else tips[0]
+
+
 def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
@@ -454,8 +471,10 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
         ignores = CommittedIgnores(["HEAD", ""], cwd)
     else:  # the remote's last known value decides; the pushed tip's is judged
         updates = push_updates(os.environ, stdin)
-        base = next((u.remote_sha for u in updates if u.remote_sha.strip("0")), "HEAD")
         tip = next((u.local_sha for u in updates if u.local_sha.strip("0")), "HEAD")
+        base = next((u.remote_sha for u in updates if u.remote_sha.strip("0")), None)
+        if base is None:  # a new ref: the list before the first commit it brings
+            base = _before_pushed(updates, cwd)
         ignores = CommittedIgnores([base, tip], cwd)
     configured, table = reading.finish()
     if hook == "pre-push" and configured.remote:

@@ -7,7 +7,8 @@ lock namespaces is judged against it (``guard``):
 
 - the journal is never deleted, rewound or moved to anything but a journal commit that
   descends from the one it held (a compacted root counts when it names the old tip and
-  carries its table);
+  carries its table), nor from a commit carrying the table to one of the older shape that
+  carries none (which would make the lock refs the table again);
 - after the push every lock ref the push names holds what the new table says (a deletion
   where the table holds none), and every lock whose entry the push changes in the table
   has its ref moved with it.
@@ -248,6 +249,12 @@ def _journal_problem(
         return (
             f"the push moves {JOURNAL_REF} to {new_oid[:12]}, which is no gitlocks journal "
             "commit: only git alock writes it"
+        )
+    if old is not None and old.table is not None and new.table is None:
+        return (
+            f"the push moves {JOURNAL_REF} to {new_oid[:12]}, a journal commit that carries "
+            "no lock table, after one that does: that would hand the table back to the "
+            "lock refs (only a client from before commits carried the table writes those)"
         )
     if old is not None and not _descends(new, old, cwd):
         return (

@@ -17,6 +17,9 @@ where there is no journal, or one from before journal commits carried the table)
 - Every other ref is checked, tags too: a commit is judged by what it changes, whichever
   ref brings it in, and a commit already on a ref that was judged is never judged again
   (one that came in under a passing ref is judged when it reaches another).
+- What lands on a branch the push moves is judged too: the paths its old and new tips
+  differ in that no commit ``old..new`` changes (a force push that drops others' work, a
+  merge whose first parent is from before it), as changed by the new tip's agents.
 - Replace refs are not followed (``verify.stored_objects``): what is judged is what is
   stored, never what a pushed ``refs/replace/*`` says it is.
 - It refuses (exit 1) by default; ``git config alock.hookMode warn`` in this repository
@@ -59,6 +62,7 @@ OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
 # git notes: their commits' trees name commits ("4d31.../", "4d/31..."), not the project's
 # files, so a claim on the whole tree would refuse every notes push.
 NOTES_PREFIX = "refs/notes/"
+BRANCH_PREFIX = "refs/heads/"
 PASSING_PREFIXES = (*OWN_PREFIXES, NOTES_PREFIX)
 # What a push brings is what no ref has yet, but refs that pass unjudged do not count: a
 # commit pushed first under one of them, then to a branch, is judged when it gets there.
@@ -78,6 +82,21 @@ def pushed_tips(lines: Iterable[str]) -> list[str]:
             continue
         tips.append(new)
     return list(dict.fromkeys(tips))
+
+
+def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """(old, new) of each branch the push moves (neither created nor deleted): what
+    lands on it is judged as well as the commits it brings (``verify.undone``). A tag
+    moved is no work landing anywhere."""
+    moved = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        old, new, ref = parts
+        if old.strip("0") and new.strip("0") and ref.startswith(BRANCH_PREFIX):
+            moved.append((old, new))
+    return moved
 
 
 def receive_config(configured: Settings) -> HookConfig:
@@ -130,7 +149,12 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
     # Judged on the journal commit's table, as clients decide: a lock ref deleted or
     # planted by hand neither blinds nor blocks the check.
     result = check_commits(
-        rev_args, cwd, read_config=receive_config, feed=feed, table_source=table_refs
+        rev_args,
+        cwd,
+        read_config=receive_config,
+        feed=feed,
+        table_source=table_refs,
+        landing=moved_refs(lines),
     )
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK

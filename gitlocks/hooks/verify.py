@@ -343,6 +343,7 @@ def check_commits(
     bad_range: Sequence[str] | None = None,
     feed: bytes = b"",
     table_source: TableSource | None = None,
+    landing: Sequence[tuple[str, str]] = (),
 ) -> Verification:
     """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
     every object read as stored (no replace refs).
@@ -351,6 +352,7 @@ def check_commits(
     their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
     ``git log`` (revisions, one a line, with ``--stdin``). ``table_source``: the lock refs
     to judge on (a hosted repository's journal table); None, or its None: the lock refs.
+    ``landing``: the (old, new) values of the refs a push moves (``undone``).
     """
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
@@ -372,7 +374,7 @@ def check_commits(
     commits = parse_log(raw_log)
     configured = settings.finish(config)
     now = utcnow()
-    if not commits:
+    if not commits and not landing:
         return Verification([], [], now)
     hook_settings = read_config(configured)
     warnings = [hook_settings.warning] if hook_settings.warning else []
@@ -407,7 +409,57 @@ def check_commits(
         changed = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), feed))
     ignores = read_ignores(judged, changed, cwd) if changed else Ignores()
     findings = judge(judged, changed, table, now, ignores)
+    if landing and any(s.expires_at > cutoff for s in table.summaries.values()):
+        findings += undone(landing, changed, table, now, cwd)
     return Verification(judged, findings, now, hook_settings, warnings, table.problems)
+
+
+def _diff_paths(old: str, new: str, cwd: str | None) -> list[str] | None:
+    """The paths whose content differs between two commits' trees; None where either is
+    no commit (a tag of a tree or a blob moves no files)."""
+    try:
+        raw = finish_git(
+            start_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)
+        )  # fmt: skip
+    except StoreError:
+        return None
+    return [os.fsdecode(p) for p in raw.split(b"\0") if p]
+
+
+def undone(
+    landing: Sequence[tuple[str, str]],
+    changed: Mapping[str, Sequence[str]],
+    table: Table,
+    now: datetime,
+    cwd: str | None,
+) -> list[Finding]:
+    """The paths a ref's move changes that none of the commits it brings onto that ref
+    changes: a force push that drops commits, or a merge whose first parent is from before
+    them (its tree without them), undoes work on the branch though no commit changes it.
+    Judged as changed by the new tip's agents, under the list the old tip committed; the
+    commits ``old..new`` are judged by ``judge`` (those ``changed`` holds) or were when
+    they reached the repository."""
+    findings: list[Finding] = []
+    for old, new in landing:
+        paths = _diff_paths(old, new, cwd)
+        if not paths:
+            continue
+        between = parse_log(finish_git(start_git([*_LOG_ARGS, new, "--not", old, "--"], cwd)))
+        missing = [c for c in between if c.oid not in changed]
+        read = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), _diff_feed(missing)))
+        explained = {p for c in between for p in (changed.get(c.oid) or read.get(c.oid) or ())}
+        hidden = [p for p in paths if p not in explained]
+        if not hidden:
+            continue
+        tip = next((c for c in between if c.oid == new), None)
+        if tip is None:
+            named = parse_log(finish_git(start_git([*_LOG_ARGS, "--no-walk", new, "--"], cwd)))
+            tip = named[0] if named else Commit(new, (), "", ())
+        lists = CommittedIgnores([old, new], cwd).finish()
+        ignores = Ignores({tip.oid: lists[0]}, {tip.oid: lists[1]} if IGNORE_FILE in hidden else {})
+        findings += judge([tip], {tip.oid: hidden}, table, now, ignores)
+    return findings
 
 
 def verify_range(
@@ -427,7 +479,20 @@ def verify_range(
         _table_in_sight(cwd)
     # --end-of-options: a revision is never read as an option, whatever it starts with.
     rev_args = ["--end-of-options", *revisions, "--"]
-    return check_commits(rev_args, cwd, bad_range=revisions)
+    return check_commits(rev_args, cwd, bad_range=revisions, table_source=_journal_table)
+
+
+def _journal_table(cwd: str | None) -> files.Scan | None:
+    """The table the journal commit carries, as clients decide (docs/design.md 5.4): a CI
+    clone fetched the lock refs beside it from a host where anyone may delete or plant one.
+    None (the lock refs decide) in remote mode, whose lock refs are the view mirrored from
+    the remote's journal table, and where the journal carries no table."""
+    if settings.read(cwd).get("alock.remote"):
+        return None
+    # Imported here: the hosted table's reader is git alone, like the rest of the hook path.
+    from gitlocks.hooks.hosted import table_refs
+
+    return table_refs(cwd)
 
 
 def _only_commits(revisions: Sequence[str], cwd: str | None) -> None:

@@ -5,10 +5,11 @@ journal (``git push --mirror`` from a clone that never fetched it) or move it ba
 clone in remote mode remembers the remote journal commit its local view mirrors
 (``refs/agent-locks-remote/<remote>/view``), and that commit carries the whole table. So:
 
-- ``lost_view``: a fetch that finds the journal gone, moved to an ancestor of the view, or
-  replaced by a chain that does not continue it (a compacted root excepted), while the view
-  holds live claims, reports it and leaves the view alone: the clone never decides on an
-  empty table it did not see emptied by gitlocks.
+- ``lost_view``: a fetch that finds the journal gone, moved to an ancestor of the view,
+  replaced by a chain that does not continue it (a compacted root excepted), or continued
+  by a commit of the older shape that carries no table while the lock refs dropped claims,
+  while the view holds live claims, reports it and leaves the view alone: the clone never
+  decides on an empty table it did not see emptied by gitlocks.
 - ``restore`` (``git alock remote --restore``): one compare-and-swap push of a new journal
   commit on the view's (so the history continues from the last one known), carrying the
   view's table and whatever the remote holds now (its newer value wins for one lock), and
@@ -75,7 +76,15 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
     elif remote.journal_store.commit_of(journal) is None:
         return None  # no journal commit at all: every write stops on it already (5.5)
     elif _continues(remote, journal, view):
-        return None
+        if remote.journal_store.table(journal) is not None:
+            return None
+        # A commit of the older shape, carrying no table: the lock refs are the table
+        # again, and what they no longer hold was lost with it.
+        refs = remote.staged_lock_refs()
+        live = [r for r in live if r.id not in refs]
+        if not live:
+            return None
+        what = f"moved to {journal[:12]}, which carries no lock table, and its lock refs lost"
     elif _is_ancestor(repo, journal, view):
         what = f"went back to an older commit ({journal[:12]})"
     else:
