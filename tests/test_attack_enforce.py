@@ -350,13 +350,6 @@ def test_the_holder_may_undo_its_own_work_and_others_work_elsewhere_lands(
 # --- verify: what it could not see -------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify skips a shallow clone's cut commit with a warning and still answers "
-    "CLEAN, exit 0 (docs/hooks.md documents the skip); design 6.10 promises it never "
-    "answers CLEAN for what it could not see. A product decision: exit 2 unless a flag "
-    "allows it, as for a missing table",
-)
 def test_verify_in_a_shallow_ci_clone_is_not_clean(tmp_path: Path) -> None:
     bare = make_bare(tmp_path / "plain.git")
     holder = make_clone(bare.as_uri(), tmp_path / "holder")
@@ -369,7 +362,7 @@ def test_verify_in_a_shallow_ci_clone_is_not_clean(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", "--depth", "1", bare.as_uri(), "ci")
     git(ci, "fetch", "-q", "--no-tags", "origin", *FETCH_TABLE)
     got = alock(ci, "verify", "HEAD")
-    assert got.code != 0, got.out + got.err
+    assert got.code == 2 and "fetch-depth: 0" in got.err, got.out + got.err
 
 
 DISGUISED = {

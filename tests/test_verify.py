@@ -271,7 +271,7 @@ def test_from_a_subdirectory_paths_are_the_repositorys(claimed: Path) -> None:
     assert held(alock(claimed / "src", "verify", "HEAD~1..HEAD")) == [("src/api/auth.py", "by b")]
 
 
-def test_a_shallow_clones_cut_is_not_judged(claimed: Path, tmp_path: Path) -> None:
+def test_a_shallow_clones_cut_is_an_error_unless_skipped(claimed: Path, tmp_path: Path) -> None:
     commit(claimed, "one", "agent-b", files={"src/api/1.py": "1\n"})
     commit(claimed, "two", "agent-b", files={"src/api/2.py": "1\n"})
     shallow = tmp_path / "shallow"
@@ -285,7 +285,9 @@ def test_a_shallow_clones_cut_is_not_judged(claimed: Path, tmp_path: Path) -> No
         "+refs/agent-locks-meta/*:refs/agent-locks-meta/*",
     )
     got = alock(shallow, "verify", "HEAD")
-    assert got.code == 0 and "shallow clone was cut" in got.err
+    assert got.code == 2 and "shallow clone was cut" in got.err and "--unshallow" in got.err
+    skipped = alock(shallow, "verify", "HEAD", "--shallow-ok")
+    assert skipped.code == 0 and "shallow clone was cut" in skipped.err
 
 
 def test_ci_reads_fetched_lock_refs(claimed: Path, tmp_path: Path) -> None:

@@ -44,6 +44,13 @@ def verify(
             help="Pass where no lock table was ever fetched (else exit 2 with the fetch to run).",
         ),
     ] = False,
+    shallow_ok: Annotated[
+        bool,
+        typer.Option(
+            "--shallow-ok",
+            help="Skip, with a warning, commits where a shallow clone was cut (else exit 2).",
+        ),
+    ] = False,
 ) -> None:
     """Report commits that changed paths inside another holder's live claim.
 
@@ -59,7 +66,7 @@ def verify(
         raise UsageError(f"unknown --format {output!r}: use {', '.join(FORMATS)}")
     if as_json and chosen not in ("text", "json"):
         raise UsageError("--json and --format github cannot be used together")
-    result = verify_range(revisions, no_table_ok=no_table_ok)
+    result = verify_range(revisions, no_table_ok=no_table_ok, shallow_ok=shallow_ok)
     if as_json or chosen == "json":
         sys.stderr.write(render.warnings(result))
         reply(result.to_dict(), render.report(result), True)

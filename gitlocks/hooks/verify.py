@@ -344,6 +344,7 @@ def check_commits(
     feed: bytes = b"",
     table_source: TableSource | None = None,
     landing: Sequence[tuple[str, str]] = (),
+    shallow_ok: bool = True,
 ) -> Verification:
     """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
     every object read as stored (no replace refs).
@@ -382,6 +383,13 @@ def check_commits(
     judged = []
     for commit in commits:
         if not commit.parents and commit.oid in shallow:
+            if not shallow_ok:
+                raise UsageError(
+                    f"commit {commit.short} is where this shallow clone was cut: its changes "
+                    "are unknown, so nothing can be said of them. Fetch the whole history "
+                    "(git fetch --unshallow; fetch-depth: 0 in actions/checkout), or pass "
+                    "--shallow-ok to skip such commits"
+                )
             warnings.append(
                 f"commit {commit.short} is where a shallow clone was cut: its changes are "
                 "unknown, so it was not checked (fetch the whole history: fetch-depth: 0)"
@@ -463,13 +471,18 @@ def undone(
 
 
 def verify_range(
-    revisions: Sequence[str], cwd: str | None = None, *, no_table_ok: bool = False
+    revisions: Sequence[str],
+    cwd: str | None = None,
+    *,
+    no_table_ok: bool = False,
+    shallow_ok: bool = False,
 ) -> Verification:
     """``git alock verify RANGE...``: the commits ``git rev-list RANGE...`` names.
 
     Loud where a quiet answer would mislead: a revision that names no commit (a tree, a
-    file) and a repository with no lock table in sight (``no_table_ok`` allows the last)
-    are errors, exit 2, never ``CLEAN``.
+    file), a repository with no lock table in sight (``no_table_ok`` allows it) and a
+    commit where a shallow clone was cut (``shallow_ok`` skips it) are errors, exit 2,
+    never ``CLEAN``.
     """
     if not revisions:
         raise UsageError("name the commits to verify, e.g. git alock verify origin/main..HEAD")
@@ -479,7 +492,9 @@ def verify_range(
         _table_in_sight(cwd)
     # --end-of-options: a revision is never read as an option, whatever it starts with.
     rev_args = ["--end-of-options", *revisions, "--"]
-    return check_commits(rev_args, cwd, bad_range=revisions, table_source=_journal_table)
+    return check_commits(
+        rev_args, cwd, bad_range=revisions, table_source=_journal_table, shallow_ok=shallow_ok
+    )
 
 
 def _journal_table(cwd: str | None) -> files.Scan | None:
