@@ -41,6 +41,9 @@ POLL_SECONDS = 0.25  # journal ref reads: new events reach the page well within 
 REFRESH_SECONDS = 5.0  # edits and liveness, while a page is open
 SYNC_SECONDS = 30.0  # remote mode: fetch the lock remote's state, while a page is open
 KEEPALIVE_SECONDS = 15.0
+# A connection that sends no request for this long is closed: one thread per connection,
+# and any local process may open many and say nothing (an event stream only writes).
+IDLE_SECONDS = 10.0
 BACKLOG = 500  # change messages kept for a page that reconnects
 STATIC = {
     "": ("index.html", "text/html; charset=utf-8"),
@@ -181,6 +184,7 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_SECONDS
 
     def version_string(self) -> str:
         return "gitlocks"
@@ -225,10 +229,11 @@ class Handler(BaseHTTPRequestHandler):
         since = 0
         for part in query.split("&"):
             key, _, value = part.partition("=")
-            if key == "since" and value.isdigit():
+            # isdigit() alone also takes "²", which int() refuses.
+            if key == "since" and value.isascii() and value.isdigit():
                 since = int(value[:18])
         header = self.headers.get("Last-Event-ID", "")
-        if header.isdigit():
+        if header.isascii() and header.isdigit():
             since = max(since, int(header[:18]))
         self.send_response(200)
         self._headers("text/event-stream")
