@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+import test_docs
 from test_ui import serve
 
 from gitlocks.core.scope import make_entry
@@ -78,3 +80,41 @@ def test_a_claim_of_many_new_files_reads_the_index_once(tmp_path: Path) -> None:
     assert found[18].closest == "pkg0/mod18.py"
     assert sum(u.closest is not None for u in found) <= typos.MAX_SUGGESTED
     assert files.reads <= 3, files.reads
+
+
+# --- the docs' console blocks -------------------------------------------------------------------
+
+
+def _block(text: str) -> test_docs.Block:
+    body = list(enumerate(text.strip("\n").splitlines(), start=1))
+    return test_docs.Block(test_docs.PROJECT / "README.md", 1, test_docs.parse(body))
+
+
+TOUR = """
+$ AGENT_ID=alice git alock acquire README.md --ttl {ttl}
+ACQUIRED README.md as alice, expires in {said} [lock 1a2268d3fb2-311280c0ae]
+$ AGENT_ID=bob git alock acquire 'docs/**'
+ACQUIRED docs/** as bob, expires in 30m [lock {bobs}]
+$ AGENT_ID=bob git alock check README.md
+HELD README.md by alice (README.md), expires in {said} [lock 1a2268d3fb2-311280c0ae]
+"""
+RIGHT = {"ttl": "2h", "said": "2h", "bobs": "1a2268d4185-3116d826d7"}
+
+
+def test_a_true_block_passes(tmp_path: Path) -> None:
+    test_docs.test_console_block_runs_as_shown(_block(TOUR.format(**RIGHT)), tmp_path)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"said": "30m"},  # the docs say 30m where the tool says 2h: durations were all masked
+        {"bobs": "1a2268d3fb2-311280c0ae"},  # bob's claim named with alice's lock id
+    ],
+    ids=["duration", "lock-id"],
+)
+def test_a_block_that_drifted_fails(wrong: dict[str, str], tmp_path: Path) -> None:
+    with pytest.raises(AssertionError):
+        test_docs.test_console_block_runs_as_shown(
+            _block(TOUR.format(**{**RIGHT, **wrong})), tmp_path
+        )
