@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 import test_docs
-from test_ui import serve
+from helpers import alock
+from test_ui import Page, browser, needs_chromium, serve, text_of
 
 from gitlocks.core.scope import make_entry
 from gitlocks.service import typos
 
-__all__ = ["serve"]  # the fixture, imported so pytest finds it
+__all__ = ["browser", "serve"]  # the fixtures, imported so pytest finds them
 
 
 def _raw(port: int, request: bytes, bound: float = 30) -> bytes:
@@ -53,6 +54,30 @@ def test_a_connection_that_never_sends_a_request_is_closed(repo: Path, serve: An
     with socket.create_connection(("127.0.0.1", ui.port), timeout=60) as sock:
         sock.sendall(b"GET /")  # and never the rest
         assert sock.recv(4096) == b""  # closed by the server, well within the bound
+    ui.stop()
+
+
+@needs_chromium
+def test_a_path_that_reads_backwards_is_shown_escaped(
+    browser: Page, repo: Path, serve: Any
+) -> None:
+    """The terminal escapes bidirectional overrides and invisible characters
+    (``src/\\u202eyp.htua``); the page drew them raw, so a claim of that path read as a
+    claim of ``src/auth.py`` beside the real one."""
+    spoof = "src/\u202eyp.htua"
+    reason = "fix\u200b auth\nFREE src/auth.py"
+    assert alock(repo, "acquire", spoof, "-m", reason, AGENT_ID="mallory").code == 0
+    ui = serve(repo)
+    browser.goto(ui.url)
+    browser.wait_for("!!document.querySelector('#holders .card')", "a holder card")
+    browser.eval("document.querySelector('#holders .chip').click()")
+    browser.wait_for("!document.getElementById('detail').hidden", "the claim's detail")
+    text = text_of(browser)
+    titles = browser.eval("[...document.querySelectorAll('[title]')].map(e => e.title).join()")
+    for shown in (text, titles):
+        assert "\u202e" not in shown and "\u200b" not in shown, shown
+    assert "src/\\u202eyp.htua" in text, text
+    assert "fix\\u200b auth\\nFREE src/auth.py" in text, text
     ui.stop()
 
 
