@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import test_docs
-from helpers import alock
+from conftest import git
+from helpers import alock, run_git
 from test_ui import Page, browser, needs_chromium, serve, text_of
 
 from gitlocks.core.scope import make_entry
@@ -79,6 +80,46 @@ def test_a_path_that_reads_backwards_is_shown_escaped(
     assert "src/\\u202eyp.htua" in text, text
     assert "fix\\u200b auth\\nFREE src/auth.py" in text, text
     ui.stop()
+
+
+# --- landing ----------------------------------------------------------------------------------
+
+
+def test_a_commit_on_the_awaited_branch_itself_lands_nothing(repo: Path) -> None:
+    """A claim until merged into main, worked on main itself: its first commit is in main
+    at once, so the claim was released there (the next read asks), work unfinished, and
+    anyone could take the paths. It ends as a claim waiting for a feature branch does."""
+    assert alock(repo, "install-hooks").code == 0
+    main = git(repo, "branch", "--show-current").strip()
+    agent = {"AGENT_ID": "alice"}
+    assert alock(repo, "acquire", "src/**", "--until-merged", main, **agent).code == 0
+    (repo / "src" / "app.py").write_text("step 1 of 3\n")
+    assert run_git(repo, "commit", "-qam", "step 1", env=agent).code == 0
+    held = alock(repo, "list", "--json").json()
+    assert [r["paths"] for r in held] == [["src/**"]], held
+    assert alock(repo, "acquire", "src/app.py", AGENT_ID="bob").code == 1
+
+    git(repo, "checkout", "-q", "-b", "feature")  # the same claim's work on a branch lands
+    (repo / "src" / "app.py").write_text("step 2 of 3\n")
+    assert run_git(repo, "commit", "-qam", "step 2", env=agent).code == 0
+    git(repo, "checkout", "-q", main)
+    assert run_git(repo, "merge", "-q", "--ff-only", "feature", env=agent).code == 0
+    assert alock(repo, "list", "--json").json() == []
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--as", "x", "version"), ("version", "--as=x"), ("--as", "x", "help"), ("--as=x", "help")],
+)
+def test_as_given_to_a_verb_that_acts_for_nobody_says_so(repo: Path, args: tuple[str, ...]) -> None:
+    """``--as`` before the verb works now, yet a verb without it still said ``No such
+    option: --as``: the very message a newcomer was misled by."""
+    got = alock(repo, *args)
+    assert got.code == 2 and got.err.startswith("error: "), got
+    assert "takes no --as" in got.err and "No such option" not in got.err, got.err
 
 
 # --- typo notes ---------------------------------------------------------------------------------
