@@ -3,6 +3,7 @@ messages): each test here failed before the fix it names."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 import test_docs
 from conftest import git
 from helpers import alock, run_git
-from test_ui import Page, browser, needs_chromium, serve, text_of
+from test_ui import Page, browser, fetch, needs_chromium, serve, text_of
 
 from gitlocks.core.scope import make_entry
 from gitlocks.service import typos
@@ -105,6 +106,29 @@ def test_a_commit_on_the_awaited_branch_itself_lands_nothing(repo: Path) -> None
     git(repo, "checkout", "-q", main)
     assert run_git(repo, "merge", "-q", "--ff-only", "feature", env=agent).code == 0
     assert alock(repo, "list", "--json").json() == []
+
+
+def test_the_page_leaves_off_a_claim_whose_work_landed_as_list_does(
+    repo: Path, worktree: Path, serve: Any
+) -> None:
+    """A merge git made without hooks (a tool, core.hooksPath) lands a claim: ``list``
+    releases it before answering, yet the page, which writes nothing, showed it held."""
+    assert alock(repo, "install-hooks").code == 0
+    main = git(repo, "branch", "--show-current").strip()
+    agent = {"AGENT_ID": "alice"}
+    assert alock(worktree, "acquire", "src/**", "--until-merged", main, **agent).code == 0
+    (worktree / "src" / "app.py").write_text("done\n")
+    assert run_git(worktree, "commit", "-qam", "done", env=agent).code == 0
+    git(repo, "-c", "core.hooksPath=/dev/null", "merge", "-q", "--ff-only", "side")
+    journal = git(repo, "rev-parse", "refs/agent-locks-meta/journal")
+
+    ui = serve(repo)
+    code, body, _ = fetch(f"{ui.url}state")
+    assert code == 200
+    assert json.loads(body)["locks"] == [], body
+    ui.stop()
+    assert git(repo, "rev-parse", "refs/agent-locks-meta/journal") == journal  # read-only
+    assert alock(repo, "list", "--json").json() == []  # the terminal agrees
 
 
 # --- messages ---------------------------------------------------------------------------------
