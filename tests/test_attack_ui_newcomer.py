@@ -149,6 +149,17 @@ def test_as_given_to_a_verb_that_acts_for_nobody_says_so(repo: Path, args: tuple
 # --- typo notes ---------------------------------------------------------------------------------
 
 
+def test_a_name_in_another_unicode_form_is_told_apart(repo: Path) -> None:
+    """The tree spells ``café.py`` as e + combining accent; the claim, as one code point.
+    The note named the closest path, printed exactly as the pattern: no help at all."""
+    (repo / "cafe\u0301.py").write_text("x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a file named in NFD")
+    got = alock(repo, "acquire", "caf\u00e9.py", AGENT_ID="alice")
+    assert got.code == 0, got
+    assert "another Unicode form (cafe\\u0301.py)" in got.err, got.err
+
+
 class Counted(list[str]):
     """The index's paths, counting how often they are read through."""
 
