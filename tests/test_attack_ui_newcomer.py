@@ -146,6 +146,18 @@ def test_as_given_to_a_verb_that_acts_for_nobody_says_so(repo: Path, args: tuple
     assert "takes no --as" in got.err and "No such option" not in got.err, got.err
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("--as", "--json", "acquire", "src/**"), ("acquire", "src/**", "--as", "--json")],
+)
+def test_as_followed_by_an_option_is_no_agent_id(repo: Path, args: tuple[str, ...]) -> None:
+    """``--as --json``: the id forgotten, the next option was taken for it, and the claim
+    made as the holder ``--json``."""
+    got = alock(repo, *args)
+    assert got.code == 2 and "--as needs an agent id" in got.err, got
+    assert alock(repo, "list", "--json").json() == []
+
+
 # --- typo notes ---------------------------------------------------------------------------------
 
 
