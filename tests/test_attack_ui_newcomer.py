@@ -4,6 +4,7 @@ messages): each test here failed before the fix it names."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,27 @@ def test_a_connection_that_never_sends_a_request_is_closed(repo: Path, serve: An
     with socket.create_connection(("127.0.0.1", ui.port), timeout=60) as sock:
         sock.sendall(b"GET /")  # and never the rest
         assert sock.recv(4096) == b""  # closed by the server, well within the bound
+    ui.stop()
+
+
+def test_a_request_trickled_a_byte_at_a_time_is_cut_off(repo: Path, serve: Any) -> None:
+    """Each byte came within the idle bound, so the connection was never idle: a request
+    sent slowly enough held its thread for ever."""
+    ui = serve(repo)
+    with socket.create_connection(("127.0.0.1", ui.port), timeout=60) as sock:
+        sock.sendall(b"GET /")
+        closed = False
+        for _ in range(60):  # a minute at most, well past the server's bound
+            try:
+                sock.sendall(b"x")
+            except OSError:
+                closed = True
+                break
+            ready, _, _ = select.select([sock], [], [], 1.0)
+            if ready and sock.recv(4096) == b"":
+                closed = True
+                break
+        assert closed
     ui.stop()
 
 
