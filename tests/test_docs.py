@@ -4,9 +4,11 @@ Each block runs in a fresh repository (a few files: ``SAMPLE_TREE``), one ``bash
 session per block, through the installed ``git alock``, so the ``$`` lines' environment
 prefixes (``AGENT_ID=... git alock ...``) and ``echo $?`` mean what they mean to a reader.
 What a command printed (stdout and stderr, as a terminal shows them) is compared with the
-lines under it, blank lines aside, after masking what differs from run to run: lock ids,
-times, durations, commit hashes and runs of spaces (table columns); the repository is
-written ``~/app``.
+lines under it, blank lines aside, after masking what differs from run to run: times,
+commit hashes and runs of spaces (table columns); the repository is written ``~/app``.
+Lock ids read as the order they first appear in the block (a line naming the wrong lock
+still differs), and durations must agree within a run's slack (``59m`` for ``1h``, never
+``2h`` for ``30m``).
 
 A block that cannot run here (a remote host, an agent harness) is marked by the line
 ``<!-- no-test -->`` right above it; keep those few.
@@ -31,10 +33,12 @@ NO_TEST = "<!-- no-test -->"
 SAMPLE_TREE = ("README.md", "src/api/auth.py", "src/web/app.js", "docs/guide.md")
 MARK = "@@gitlocks-doc-test@@"
 
+LOCK_ID = re.compile(r"\b[0-9a-f]{11}-[0-9a-f]{10}\b")
+DURATION = re.compile(r"\b(\d+(?:\.\d+)?)(ms|[smhd])(?:(\d+)([smh]))?\b")
+UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 MASKS = [
-    (re.compile(r"\b[0-9a-f]{11}-[0-9a-f]{10}\b"), "<id>"),
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b"), "<time>"),
-    (re.compile(r"\b\d+(?:\.\d+)?(?:ms|[smhd])(?:\d+[smh])?\b"), "<duration>"),
+    (DURATION, "<duration>"),
     (re.compile(r"\b[0-9a-f]{7,40}\b"), "<hash>"),
     (re.compile(r"[ \t]+"), " "),
 ]
@@ -89,14 +93,37 @@ def parse(body: list[tuple[int, str]]) -> list[Command]:
     return commands
 
 
-def mask(text: str, repo: Path | None = None) -> str:
+def mask(text: str, repo: Path | None = None, ids: dict[str, str] | None = None) -> str:
     """``text`` with what differs from run to run masked; the repository's own path (in
-    what a command printed) reads as the docs write it, ``~/app``."""
+    what a command printed) reads as the docs write it, ``~/app``. With ``ids`` (one per
+    block and side) each lock id reads as the order it first appeared in, ``<id1>``..., so
+    a line that names the wrong lock still differs."""
     if repo is not None:
         text = text.replace(os.fspath(repo), "~/app")
+    if ids is None:
+        text = LOCK_ID.sub("<id>", text)
+    else:
+        text = LOCK_ID.sub(lambda m: ids.setdefault(m[0], f"<id{len(ids) + 1}>"), text)
     for pattern, replacement in MASKS:
         text = pattern.sub(replacement, text)
     return text.strip()
+
+
+def durations(text: str) -> list[float]:
+    """The durations ``text`` says, in seconds (``1h30m``, ``250ms``...)."""
+    return [
+        float(n) * UNIT_SECONDS[u] + (float(m) * UNIT_SECONDS[v] if m else 0.0)
+        for n, u, m, v in DURATION.findall(text)
+    ]
+
+
+def same_durations(shown: str, printed: str) -> bool:
+    """Whether ``printed`` says the durations ``shown`` says, give or take what a run
+    takes and how the tool rounds (``59m`` for ``1h``), but never ``2h`` for ``30m``."""
+    a, b = durations(shown), durations(printed)
+    if len(a) != len(b):
+        return False
+    return all(abs(x - y) <= max(90.0, 0.05 * max(x, y)) for x, y in zip(a, b, strict=True))
 
 
 def run_block(block: Block, cwd: Path) -> list[list[str]]:
@@ -141,11 +168,15 @@ def test_console_block_runs_as_shown(block: Block, tmp_path: Path) -> None:
     repo = sample_repository(tmp_path / "repo")
     outputs = run_block(block, repo)
     assert len(outputs) == len(block.commands), outputs
+    shown_ids: dict[str, str] = {}
+    printed_ids: dict[str, str] = {}
     for command, got in zip(block.commands, outputs, strict=True):
         where = f"{block.path.relative_to(PROJECT)}:{command.line}: $ {command.text}"
-        expected = [mask(ln) for ln in command.expected]
-        actual = [mask(ln, repo) for ln in got]
+        expected = [mask(ln, ids=shown_ids) for ln in command.expected]
+        actual = [mask(ln, repo, ids=printed_ids) for ln in got]
         assert actual == expected, f"{where}\nprinted:\n" + "\n".join(got)
+        for shown, printed in zip(command.expected, got, strict=True):
+            assert same_durations(shown, printed), f"{where}\nprinted:\n" + "\n".join(got)
 
 
 def test_masks_keep_what_matters() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 import sys
 from typing import Any
 
@@ -91,6 +92,8 @@ def run(args: list[str]) -> int:
             return EXIT_OK
         if args[1] in VERBS:
             return _run_verb(args[1], ["-h"])
+        if args[1] == "--as" or args[1].startswith("--as="):
+            raise UsageError(f"help acts for no agent, so it takes no --as\n{HINT.rstrip()}")
         verb = args[1]
     if verb not in VERBS:
         if verb.startswith("-"):
@@ -134,7 +137,10 @@ def _run_verb(verb: str, args: list[str]) -> int:
     except typer.Abort:
         return EXIT_INTERRUPTED
     except typer.exceptions.TyperException as exc:  # click's usage errors
-        raise UsageError(f"{exc.format_message()}\n{HINT.removesuffix(chr(10))}") from None
+        said = exc.format_message()
+        if re.match(r"No such option: --as(?![\w-])", said):  # before the verb or after
+            said = f"{verb} acts for no agent, so it takes no --as"
+        raise UsageError(f"{said}\n{HINT.removesuffix(chr(10))}") from None
     return rv if isinstance(rv, int) else EXIT_OK
 
 

@@ -85,10 +85,24 @@ def acquire(
     # After the answer, so that output read with 2>&1 still starts with its word.
     for m in missing:
         closest = f"; the closest existing path is {m.closest}" if m.closest else ""
+        literal = "/".join(typos.literal_part(m.pattern))
+        if m.closest and _nfc(m.closest) == _nfc(literal):
+            # Printed alike, so say how they differ: é as one code point or as e + accent.
+            spelled = m.closest.encode("ascii", "backslashreplace").decode()
+            closest += (
+                f", the same name in another Unicode form ({spelled}): "
+                "claim it as the tree spells it"
+            )
         sys.stderr.write(
             printable(f"note: {m.pattern} covers nothing that exists yet{closest}") + "\n"
         )
     finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
+
+
+def _nfc(text: str) -> str:
+    import unicodedata  # only a note that names a look-alike needs it
+
+    return unicodedata.normalize("NFC", text)
 
 
 @app.command()

@@ -462,6 +462,9 @@ def resolve_identity(
     env = os.environ if env is None else env
     declared = _declared_session(env)
 
+    if as_id is not None and as_id.startswith("--"):
+        # ``--as --json``: the next option was taken as the id, the id itself forgotten.
+        raise InvalidHolder(f"--as needs an agent id before the next option, not {as_id!r}")
     if as_id is not None:
         holder, holder_source = validate_holder(as_id, what="--as id"), "--as"
     elif env.get("AGENT_ID"):

@@ -410,6 +410,9 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
     commit. Returns the locks renewed.
     """
     ident = ctx.identity
+    # In local mode a commit made on the branch a claim waits for is in that branch at
+    # once: awaited, it would land the claim at the holder's first commit, work unfinished.
+    here = None if ctx.store.config_get("alock.remote") else ctx.store.head_info()[0]
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         now = ctx.now()
@@ -424,7 +427,8 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
             updated = record.with_changes(
                 renewed_at=format_time(now), expires_at=max(longer, record.expires_at)
             )
-            if record.until_merged and commit not in record.awaiting:
+            waits = record.until_merged and record.until_merged != here
+            if waits and commit not in record.awaiting:
                 awaiting = (*record.awaiting, commit)[-MAX_AWAITING:]
                 updated = updated.with_changes(awaiting=awaiting)
             change.put.append(updated)

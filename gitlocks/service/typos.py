@@ -24,6 +24,8 @@ from gitlocks.git import run
 # The names compared at one depth: beyond this many, only those that start like the name
 # typed or are about as long, and of those this many.
 MAX_NAMES = 5000
+# Missing patterns of one claim given a closest path; the others are only named.
+MAX_SUGGESTED = 20
 
 
 @dataclass(frozen=True)
@@ -69,22 +71,28 @@ def uncovered(
     files = (list_files or (lambda: tracked_files(root)))()
     fold = str.casefold if ignore_case else str
     tracked = {fold(p) for p in files}
+    index = _Index(files, root)
     found = []
+    suggested = 0
     for pattern, parts in missing:
         literal = fold("/".join(parts))
-        if literal in tracked or any(p.startswith(literal + "/") for p in tracked):
+        if literal in tracked or literal in index.dirs(fold):
             continue  # in the index, deleted from the tree: it covers that
-        found.append(Uncovered(pattern, _closest(parts, files, root)))
+        closest = None
+        if suggested < MAX_SUGGESTED:  # an agent may claim thousands of new files at once
+            suggested += 1
+            closest = _closest(parts, index)
+        found.append(Uncovered(pattern, closest))
     return found
 
 
-def _closest(parts: list[str], files: list[str], root: str) -> str | None:
+def _closest(parts: list[str], index: _Index) -> str | None:
     """Walk ``parts`` down the tree, replacing each missing name by the closest one at its
     depth; the path reached, if any name was replaced and every one was found."""
     reached: list[str] = []
     replaced = False
     for part in parts:
-        names = _names_under(reached, files, root)
+        names = index.names_under(reached)
         if part in names:
             reached.append(part)
             continue
@@ -113,17 +121,37 @@ def _close_name(name: str, names: list[str]) -> str | None:
     return folded[close[0]] if close else None
 
 
-def _names_under(parent: list[str], files: list[str], root: str) -> list[str]:
-    """The names one level below ``parent``, in the index or on disk (one directory read)."""
-    prefix = "/".join(parent) + "/" if parent else ""
-    names: set[str] = set()
-    for path in files:
-        if path.startswith(prefix):
-            names.add(path[len(prefix) :].split("/", 1)[0])
-    with contextlib.suppress(OSError):
-        names.update(os.listdir(os.path.join(root, *parent)))
-    names.discard(".git")
-    return sorted(names)
+class _Index:
+    """The index's paths by directory, read once however many patterns are asked about."""
+
+    def __init__(self, files: list[str], root: str) -> None:
+        self.root = root
+        self.children: dict[str, set[str]] = {}
+        for path in files:
+            parts = path.split("/")
+            for depth in range(len(parts)):
+                prefix = "/".join(parts[:depth])
+                self.children.setdefault(prefix, set()).add(parts[depth])
+        self.listed: dict[str, list[str]] = {}
+        self.folded: dict[Callable[[str], str], set[str]] = {}
+
+    def dirs(self, fold: Callable[[str], str]) -> set[str]:
+        """The directories of the index, ``fold``-ed."""
+        if fold not in self.folded:
+            self.folded[fold] = {fold(d) for d in self.children if d}
+        return self.folded[fold]
+
+    def names_under(self, parent: list[str]) -> list[str]:
+        """The names one level below ``parent``, in the index or on disk (one directory
+        read)."""
+        prefix = "/".join(parent)
+        if prefix not in self.listed:
+            names = set(self.children.get(prefix, ()))
+            with contextlib.suppress(OSError):
+                names.update(os.listdir(os.path.join(self.root, *parent)))
+            names.discard(".git")
+            self.listed[prefix] = sorted(names)
+        return self.listed[prefix]
 
 
 def tracked_files(root: str) -> list[str]:

@@ -20,9 +20,11 @@ Server-Sent Events.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import secrets
+import socket
 import threading
 import time
 from collections import deque
@@ -41,6 +43,10 @@ POLL_SECONDS = 0.25  # journal ref reads: new events reach the page well within 
 REFRESH_SECONDS = 5.0  # edits and liveness, while a page is open
 SYNC_SECONDS = 30.0  # remote mode: fetch the lock remote's state, while a page is open
 KEEPALIVE_SECONDS = 15.0
+# A request must arrive whole within this long, or its connection is closed: one thread
+# per connection, and any local process may open many and say nothing, or trickle a
+# byte at a time (an event stream, once asked for, only writes).
+IDLE_SECONDS = 10.0
 BACKLOG = 500  # change messages kept for a page that reconnects
 STATIC = {
     "": ("index.html", "text/html; charset=utf-8"),
@@ -181,9 +187,28 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_SECONDS
 
     def version_string(self) -> str:
         return "gitlocks"
+
+    def handle_one_request(self) -> None:
+        self._deadline = threading.Timer(IDLE_SECONDS, self._give_up)
+        self._deadline.daemon = True
+        self._deadline.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self._deadline.cancel()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()  # the request line and headers, read whole
+        self._deadline.cancel()
+        return parsed
+
+    def _give_up(self) -> None:
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def do_GET(self) -> None:
         name = self._route()
@@ -225,10 +250,11 @@ class Handler(BaseHTTPRequestHandler):
         since = 0
         for part in query.split("&"):
             key, _, value = part.partition("=")
-            if key == "since" and value.isdigit():
+            # isdigit() alone also takes "²", which int() refuses.
+            if key == "since" and value.isascii() and value.isdigit():
                 since = int(value[:18])
         header = self.headers.get("Last-Event-ID", "")
-        if header.isdigit():
+        if header.isascii() and header.isdigit():
             since = max(since, int(header[:18]))
         self.send_response(200)
         self._headers("text/event-stream")

@@ -16,9 +16,10 @@ from gitlocks.core import journal as core_journal
 from gitlocks.core.journal import Event
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
+from gitlocks.errors import GitlocksError
 from gitlocks.git.worktrees import tracked
 from gitlocks.render.journal import format_event
-from gitlocks.service import journal
+from gitlocks.service import journal, landing
 from gitlocks.service.context import Context
 from gitlocks.service.results import Edit, Status
 from gitlocks.service.status import status as status_of
@@ -42,7 +43,8 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
     """
     report = status_of(ctx)
     store = ctx.store
-    records = report.yours + report.others
+    gone = _landed(ctx)
+    records = [r for r in report.yours + report.others if r.id not in gone]
     records.sort(key=lambda r: (r.created_at, r.id))
     locks = _locks(records, report, {} if memo is None else memo)
     files = _files(os.fspath(store.root))
@@ -183,6 +185,22 @@ def _worktree(
             }
         )
     return {"path": path, "branch": branch, "error": error, "edits": shown}
+
+
+def _landed(ctx: Context) -> set[str]:
+    """The claims whose work has landed, which ``list`` would release before answering
+    (local mode): left off the page, so that the page and the terminal agree. Asked
+    read-only: the page itself writes nothing."""
+    store = ctx.store
+    if store.config_get("alock.remote"):
+        return set()
+    table = store.read_table()
+    if not landing.waiting_branches(table, ctx.host_id):
+        return set()  # the cheap question: no claim of this machine waits
+    try:
+        return {r.id for r in landing.land(store, table, set(), ctx.host_id)}
+    except (GitlocksError, OSError):
+        return set()
 
 
 def _files(root: str) -> list[str]:

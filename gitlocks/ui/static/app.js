@@ -8,10 +8,23 @@ const S = { state: null, offset: 0, open: new Set(), shut: new Set(), more: new 
 const LIMIT_CLAIMS = 12;   // claims listed per holder card
 const LIMIT_JOURNAL = 300; // journal lines kept on the page
 
+// Control characters, bidirectional overrides and invisible characters are shown escaped,
+// as the terminal shows them (gitlocks.core.text.printable): no path reads backwards, and
+// two names that differ only by an invisible character never read alike.
+const UNSAFE = /[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]/gu;
+const NAMED = { "\n": "\\n", "\t": "\\t", "\r": "\\r" };
+function shown(text) {
+  return String(text).replace(UNSAFE, (ch) => {
+    const code = ch.charCodeAt(0);
+    if (NAMED[ch]) return NAMED[ch];
+    if (code >= 0xdc80 && code <= 0xdcff) return "\\x" + (code - 0xdc00).toString(16).padStart(2, "0");
+    return code <= 0xff ? "\\x" + code.toString(16).padStart(2, "0") : "\\u" + code.toString(16).padStart(4, "0");
+  });
+}
 function h(tag, cls, text) {
   const el = document.createElement(tag);
   if (cls) el.className = cls;
-  if (text !== undefined && text !== null) el.textContent = String(text);
+  if (text !== undefined && text !== null) el.textContent = shown(text);
   return el;
 }
 function add(parent, ...kids) { for (const k of kids) if (k) parent.appendChild(k); return parent; }
@@ -89,7 +102,7 @@ function chip(lock, text) {
   if (lock.shared) { el.classList.add("shared"); add(el, h("span", "tag", "shared")); }
   if (STATE_WORDS[lock.state]) { el.classList.add(lock.state); add(el, h("span", "tag", STATE_WORDS[lock.state])); }
   if (lock.until_merged) { el.classList.add("merged"); add(el, h("span", "tag", "until " + lock.until_merged)); }
-  el.title = lock.paths.join("  ");
+  el.title = shown(lock.paths.join("  "));
   el.addEventListener("click", (ev) => { ev.stopPropagation(); show(lock.id); });
   return el;
 }
@@ -198,7 +211,7 @@ function editMark(wt, e) {
   const [kind, words] = WHERE[e.where] || ["warn", e.where];
   const where = wt.path.split("/").filter(Boolean).pop() || wt.path;
   const el = h("span", "edit " + kind, (e.xy.trim() || "M") + (e.where === "elsewhere" ? " in " + where : ""));
-  el.title = `${words}: edited in ${wt.path}${e.holders.length ? " (claim of " + e.holders.join(", ") + ")" : ""}`;
+  el.title = shown(`${words}: edited in ${wt.path}${e.holders.length ? " (claim of " + e.holders.join(", ") + ")" : ""}`);
   return el;
 }
 
@@ -264,7 +277,7 @@ function journalRow(ev, fresh) {
   add(li, h("span", "time", clock(ev.at)), h("span", "kind", ev.event + (ev.local ? " (local)" : "")));
   if (ev.holder) add(li, paint(h("span", "name-tag", ev.holder), ev.holder));
   li.appendChild(h("div", "line", ev.detail));
-  li.title = ev.text;
+  li.title = shown(ev.text);
   if (ev.id) li.addEventListener("click", () => show(ev.id));
   return li;
 }
@@ -282,8 +295,8 @@ function addEvents(events) {
 
 // --- header, legend, banner -----------------------------------------------------------------
 function renderTop(st) {
-  $("repo").textContent = st.repo;
-  $("repo").title = st.root;
+  $("repo").textContent = shown(st.repo);
+  $("repo").title = shown(st.root);
   const mode = clear($("mode"));
   if (st.remote) {
     const age = st.remote.synced_at ? ago(st.remote.synced_at) : "never";
@@ -328,13 +341,13 @@ function show(id) {
   const title = clear($("detail-title"));
   pane.hidden = false;
   if (!lock) {
-    title.textContent = "Lock " + id;
+    title.textContent = shown("Lock " + id);
     body.appendChild(h("p", "empty", "No longer in the table (released, expired or broken)."));
     return;
   }
   title.appendChild(chip(lock, ""));
   const dl = h("dl", "fields");
-  const field = (k, v) => { if (v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)) return; add(dl, h("dt", null, k), h("dd", null, Array.isArray(v) ? v.join("\n") : v)); };
+  const field = (k, v) => { if (v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)) return; const dd = h("dd", null, Array.isArray(v) ? null : v); if (Array.isArray(v)) dd.textContent = v.map(shown).join("\n"); add(dl, h("dt", null, k), dd); };
   field("paths", lock.paths);
   field("reason", lock.reason);
   field("state", (STATE_WORDS[lock.state] || lock.state) + (lock.state === "live" ? "" : `, last heard of ${ago(lock.last_active)}`));
@@ -435,7 +448,7 @@ function follow(seq) {
   es.addEventListener("change", (m) => {
     const msg = JSON.parse(m.data);
     if (msg.error) {
-      $("link").textContent = "cannot read the locks: " + msg.error;
+      $("link").textContent = shown("cannot read the locks: " + msg.error);
       $("link").className = "link down";
       return;
     }
