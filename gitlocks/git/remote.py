@@ -48,14 +48,23 @@ class GitRun:
     err: str
 
 
-def run_git(git_dir: str, args: list[str], *, remote: str, what: str, timeout: float) -> GitRun:
-    """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteError``."""
+def run_git(
+    git_dir: str,
+    args: list[str],
+    *,
+    remote: str,
+    what: str,
+    timeout: float,
+    setting: str = "alock.remoteTimeout",
+) -> GitRun:
+    """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteTimeout``
+    (``setting`` names the bound, for the message)."""
     done = run.bounded(
         [f"--git-dir={git_dir}", *_CONFIG, *args],
         env=run.Env.REMOTE,
         timeout=timeout,
         timed_out=(
-            f"{what} {remote!r} timed out after {timeout:g}s (alock.remoteTimeout); nothing "
+            f"{what} {remote!r} timed out after {timeout:g}s ({setting}); nothing "
             "changed locally"
             + (
                 ". The remote may still have applied the push: git alock sync shows its state"
