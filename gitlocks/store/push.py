@@ -20,13 +20,15 @@ import pygit2
 
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.table import Table
-from gitlocks.errors import GitlocksError, RemoteError
+from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import (
     GitRun,
     PushLine,
     failure,
     lost_race,
+    never_sent,
     porcelain,
+    remote_side,
     summarise,
 )
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
@@ -47,6 +49,13 @@ class RemotePush(Mirror):
 
     lease_override: dict[str, str] | None
     _rejected: str | None
+    pushes = 0  # pushes sent by this store (what the push budget counts)
+
+    def fetch(self) -> bool:  # the remote store's; the settling of a push needs it
+        raise NotImplementedError
+
+    def staged_journal(self) -> str | None:
+        raise NotImplementedError
 
     def _push(self, table: RemoteTable, change: Change) -> bool:
         """One compare-and-swap push of ``change``; True when it won, False on a lost race.
@@ -95,10 +104,14 @@ class RemotePush(Mirror):
                 continue  # missing on the remote: only a write of that lock puts it back
             leases.append(f"--force-with-lease={ref}:{have or ''}")
             specs.append(f"{want}:{ref}" if want else f":{ref}")
-        run = self._git(
-            ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
-            what="push to",
-        )
+        self.pushes += 1
+        try:
+            run = self._git(
+                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+                what="push to",
+            )
+        except RemoteTimeout as exc:
+            return self._settle(table, commit, str(exc))
         lines = porcelain(run.out)
         if run.code == 0 and lines:
             if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
@@ -117,8 +130,12 @@ class RemotePush(Mirror):
                     previous=table.version,
                 )
             return True
-        if not lines or "does not support --atomic" in run.err:
+        if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
             raise failure(run, self.remote, "push")
+        if not lines:
+            # Sent, but no answer came back (the connection broke, the server died): the
+            # push may have landed. Ask the remote before saying anything.
+            return self._settle(table, commit, summarise(run.err))
         if lost_race(lines):
             self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
             return False
@@ -126,7 +143,40 @@ class RemotePush(Mirror):
             # The remote's pre-receive guard refuses a write whose journal lease no longer
             # holds (docs/design.md, section 6.9): a lost race, not a refusal.
             return False
+        broke = remote_side(lines, run.err)
+        if broke is not None:
+            raise RemoteError(
+                f"the lock remote {self.remote!r} failed on its own side and stored nothing "
+                f"(git said: {broke}). This is no refusal of lock refs: the remote's disk "
+                "or repository needs looking at (full, read-only, being repacked?). Try again "
+                "later"
+            )
         raise self._refused(lines, run)
+
+    def _settle(self, table: RemoteTable, commit: str, said: str) -> bool:
+        """A push whose outcome is unknown (sent, then no answer): fetch the remote's
+        journal and answer from it. True when ``commit`` landed (the journal holds it, or
+        a later write on top of it); False when another writer's commit is there instead (a
+        lost race: decide again); raises when nothing moved or the remote cannot be asked.
+        """
+        try:
+            self.fetch()
+        except RemoteError as exc:
+            raise RemoteError(
+                f"the push to the lock remote {self.remote!r} was sent but no answer came back "
+                f"({said}), and the remote cannot be asked now whether it landed ({exc}). "
+                "It may have: git alock sync tells once the remote answers"
+            ) from exc
+        now = self.staged_journal()
+        if now is not None and (now == commit or self.journal_store.descends(now, commit)):
+            self.lease_override = None
+            return True
+        if now != table.version:
+            return False  # another write landed instead of ours: decide again on it
+        raise RemoteError(
+            f"the push to the lock remote {self.remote!r} broke off ({said}) and did not "
+            "land: the remote's journal is unchanged, nothing was written. Try again"
+        )
 
     def _journal_moved(self, table: RemoteTable) -> bool:
         run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
