@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gitlocks.core.liveness import Liveness
-from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
+from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
 from gitlocks.git.settings import Settings
@@ -48,6 +48,21 @@ class Context:
     # What the command should tell the user but could decide without (a bad setting that
     # only shapes what is shown): the command line prints these on stderr.
     warnings: list[str] = field(default_factory=list)
+
+    def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
+        """Whether renewing ``record`` for ``lifetime`` from now is worth a write.
+
+        In local mode a renewal is a ref write: always. In remote mode it is a push,
+        counted against what the host accepts (a few a minute per repository): only once
+        less than half its lifetime is left, since until then nobody else could take the
+        claim before the holder's next chance to renew. ``share``: the renewal rides on a
+        push made anyway; then a quarter used is enough, so later turns need no push of
+        their own.
+        """
+        if not getattr(self.store, "remote", None):
+            return True
+        left = (parse_time(record.expires_at) - self.now()).total_seconds()
+        return left < lifetime * (0.75 if share else 0.5)
 
     def stale_seconds(self) -> int:
         """``alock.staleAfter``: it only marks quiet holders STALE, so a bad value falls
