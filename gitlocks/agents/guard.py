@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -490,6 +491,7 @@ def bound_remote(store: Any) -> None:
     if bound < store.timeout:
         store.timeout = bound
         store.timeout_setting = "alock.guardRemoteTimeout"
+    store.deadline = time.monotonic() + store.timeout  # the whole wait, not each run
     # Another process of this clone may hold the store (a sync waiting on the remote).
     from gitlocks.hooks.commit import bound_mutex  # imported here: only the store path
 

@@ -17,7 +17,7 @@ import time
 
 import pygit2
 
-from gitlocks.errors import RemoteError, StoreError
+from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.remote import GitRun, run_git
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
 from gitlocks.store.local import Store
@@ -39,14 +39,25 @@ class Mirror(Store):
     _remote_cache: object | None
     _staged_cache: tuple[dict[str, str], str | None] | None
     _local_cache: tuple[tuple[object, ...], dict[str, str]] | None
+    # When set (time.monotonic()), every run against the remote ends by then: the agent
+    # guard's whole wait on the remote, however many runs a write takes.
+    deadline: float | None = None
 
     def _git(self, args: list[str], *, what: str) -> GitRun:
+        timeout = self.timeout
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                raise RemoteTimeout(
+                    f"{what} {self.remote!r} not tried: the lock remote took {self.timeout:g}s "
+                    f"({self.timeout_setting}) already; nothing changed locally"
+                )
         return run_git(
             os.fspath(self.git_dir),
             args,
             remote=self.remote,
             what=what,
-            timeout=self.timeout,
+            timeout=timeout,
             setting=self.timeout_setting,
         )
 

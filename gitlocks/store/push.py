@@ -14,6 +14,7 @@ section 5.7).
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 import pygit2
@@ -143,14 +144,6 @@ class RemotePush(Mirror):
             # The remote's pre-receive guard refuses a write whose journal lease no longer
             # holds (docs/design.md, section 6.9): a lost race, not a refusal.
             return False
-        broke = remote_side(lines, run.err)
-        if broke is not None:
-            raise RemoteError(
-                f"the lock remote {self.remote!r} failed on its own side and stored nothing "
-                f"(git said: {broke}). This is no refusal of lock refs: the remote's disk "
-                "or repository needs looking at (full, read-only, being repacked?). Try again "
-                "later"
-            )
         raise self._refused(lines, run)
 
     def _settle(self, table: RemoteTable, commit: str, said: str) -> bool:
@@ -159,6 +152,8 @@ class RemotePush(Mirror):
         a later write on top of it); False when another writer's commit is there instead (a
         lost race: decide again); raises when nothing moved or the remote cannot be asked.
         """
+        if self.deadline is not None:  # asking costs one more bound, never less
+            self.deadline = max(self.deadline, time.monotonic() + self.timeout)
         try:
             self.fetch()
         except RemoteError as exc:
@@ -184,6 +179,14 @@ class RemotePush(Mirror):
         return (now or None) != table.version
 
     def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
+        broke = remote_side(lines, run.err)
+        if broke is not None:
+            return RemoteError(
+                f"the lock remote {self.remote!r} failed on its own side and stored nothing "
+                f"(git said: {broke}). This is no refusal of lock refs: the remote's disk "
+                "or repository needs looking at (full, read-only, being repacked?). Try again "
+                "later"
+            )
         reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
         said = [
             line.removeprefix("remote: ").strip()
