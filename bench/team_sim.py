@@ -21,7 +21,7 @@ optimistic as remote mode's is: it looks at the remote (an ``ls-remote``), decid
 (the measured local service time), pushes; it wins unless another write landed on one of
 the refs it leases in between; a loser fetches, backs off as ``gitlocks.store.remote`` does
 and tries again, up to ``alock.remoteTimeout``. Today's single journal leases one ref for
-every write; the sharded journal of docs/design.md section 5.9 leases only the shards a
+every write; the sharded journal of docs/design.md section 5.10 leases only the shards a
 scope can touch (a scope with a wildcard at the top leases them all). The model reports
 pushes per minute (per session, total), claim latency p50/p95 and rejected pushes per write
 for both.
