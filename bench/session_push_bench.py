@@ -13,7 +13,8 @@ through ``sh -c`` with the event as JSON on stdin, as Claude Code does:
 - Stop at the end of every turn (renews when due); SessionEnd at the end (releases).
 
 An hour is simulated in ``60 / --scale`` minutes with every duration scaled alike: the
-claims' lifetime (alock.ttl, 30 minutes) becomes ``1800 / scale`` seconds, and turns are
+claims' lifetime (alock.ttl, 30 minutes) becomes ``1800 / scale`` seconds, alock.staleAfter
+(10 minutes) ``600 / scale``, and turns are
 ``120 / scale`` seconds apart. Pushes are counted on the remote, a bare repository whose
 pre-receive hook writes one line per push it receives; each journal commit the session
 added is one push that landed, and its events say what the push was for.
@@ -36,7 +37,7 @@ from pathlib import Path
 from benchlib import GitDaemon, git
 
 TURNS, FILES, COMMIT_EVERY = 30, 20, 3
-HOUR, TTL = 3600.0, 1800
+HOUR, TTL, STALE = 3600.0, 1800, 600
 JOURNAL = "refs/agent-locks-meta/journal"
 
 
@@ -93,7 +94,10 @@ def journal_kinds(bare: Path, since: str) -> list[list[str]]:
         if "\x00" not in chunk:
             continue
         body = chunk.split("\x00", 1)[1]
-        kinds = [json.loads(ln)["event"] for ln in body.splitlines() if ln.startswith("{")]
+        events = [json.loads(ln) for ln in body.splitlines() if ln.startswith("{")]
+        kinds = [e["event"] for e in events]
+        if os.environ.get("SESSION_BENCH_TRACE"):
+            print(events[0].get("at"), kinds, [e.get("by_commit", "")[:7] for e in events])
         commits.append(kinds)
     return commits
 
@@ -126,6 +130,7 @@ def main() -> None:
             git(base, "clone", "-q", url, repo.name)
             ttl = max(2, round(TTL / args.scale))
             git(repo, "config", "alock.ttl", f"{ttl}s")
+            git(repo, "config", "alock.staleAfter", f"{max(1, round(STALE / args.scale))}s")
             alock = [sys.executable, "-m", "gitlocks"]
             for cmd in (["remote", "origin"], ["install-hooks"],
                         ["install-agent-hooks", "--for", "claude"]):  # fmt: skip
@@ -157,7 +162,7 @@ def main() -> None:
     why = collections.Counter("+".join(sorted(set(k))) for k in commits)
     print(f"guarded Claude Code session over {args.url}://: {TURNS} turns, {FILES} files, "
           f"{TURNS // COMMIT_EVERY} commits, one hour simulated in {took:.0f} s "
-          f"(scale {args.scale:g}: alock.ttl {ttl}s for 30m)")  # fmt: skip
+          f"(scale {args.scale:g}: alock.ttl {ttl}s for 30m, alock.staleAfter alike)")  # fmt: skip
     print(f"pushes received by the remote: {pushes}")
     print(f"journal commits the session wrote: {len(commits)}")
     for kinds, count in sorted(why.items(), key=lambda kv: -kv[1]):

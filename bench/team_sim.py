@@ -28,6 +28,7 @@ for both.
 
 Usage: python bench/team_sim.py [--clones 2,4,8] [--writes 10] [--duels 10] [--delay 0]
        [--agents 1000] [--machines 100] [--push-ms 300] [--shards 64] [--top-wildcard 0.02]
+       [--session-pushes 24] [--local-ms MS] [--skip-real]
 """
 
 from __future__ import annotations
@@ -345,7 +346,8 @@ def main() -> None:
     parser.add_argument("--push-ms", type=float, default=300.0)
     parser.add_argument("--shards", type=int, default=64)
     parser.add_argument("--top-wildcard", type=float, default=0.02)
-    parser.add_argument("--session-pushes", type=float, default=22.0)
+    parser.add_argument("--session-pushes", type=float, default=24.0)
+    parser.add_argument("--local-ms", type=float, help="local work per attempt (else measured)")
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--skip-real", action="store_true")
     args = parser.parse_args()
@@ -371,6 +373,8 @@ def main() -> None:
     # The local share of a write's time: the least contended p50, less the per-push delay
     # and the loopback's own git round trips (a look and a push, about a tenth each).
     local_s = max(0.02, (real[0].p50 - args.delay) * 0.8) if real else 0.25
+    if args.local_ms is not None:
+        local_s = args.local_ms / 1000.0
     push_s = args.push_ms / 1000.0
     look_s = push_s / 2
     print()

@@ -587,9 +587,10 @@ def renew_session(
     *,
     share: bool,
 ) -> None:
-    """Add to ``change`` the renewal of the session's claims, when one is due: then every
-    one of them that has used a quarter of its lifetime renews in the same write, so one
-    push serves them all (``Context.renewal_due``)."""
+    """Add to ``change`` the renewal of the session's claims, when one is due
+    (``Context.renewal_due``). A renewal pushed for its own sake renews them all, so they
+    fall due together again; one riding on a claim's push renews those that have used a
+    quarter of their lifetime (or half the quiet before STALE)."""
     from gitlocks.service.context import event as journal_event  # the store path only
 
     mine = [r for r in session_locks(table, identity, format_time(now)) if r.id not in gone]
@@ -597,7 +598,7 @@ def renew_session(
         return
     for record in mine:
         life = record.ttl or ttl
-        if not ctx.renewal_due(record, life, share=True):
+        if share and not ctx.renewal_due(record, life, share=True):
             continue
         fresh = record.with_changes(
             renewed_at=format_time(now), expires_at=expiry_from(now, life), ttl=life

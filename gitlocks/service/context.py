@@ -54,15 +54,21 @@ class Context:
 
         In local mode a renewal is a ref write: always. In remote mode it is a push,
         counted against what the host accepts (a few a minute per repository): only once
-        less than half its lifetime is left, since until then nobody else could take the
-        claim before the holder's next chance to renew. ``share``: the renewal rides on a
-        push made anyway; then a quarter used is enough, so later turns need no push of
-        their own.
+        less than half its lifetime is left (before that nobody could take the claim
+        before the holder's next chance to renew), or once its holder has been quiet for
+        three quarters of ``alock.staleAfter`` (others would soon read it as STALE).
+        ``share``: the renewal rides on a push made anyway; then a quarter of the
+        lifetime used, or half the quiet, is enough, so later turns need no push of their
+        own.
         """
         if not getattr(self.store, "remote", None):
             return True
-        left = (parse_time(record.expires_at) - self.now()).total_seconds()
-        return left < lifetime * (0.75 if share else 0.5)
+        now = self.now()
+        left = (parse_time(record.expires_at) - now).total_seconds()
+        quiet = (now - record.last_active()).total_seconds()
+        if share:
+            return left < lifetime * 0.75 or quiet >= self.stale_seconds() * 0.5
+        return left < lifetime * 0.5 or quiet >= self.stale_seconds() * 0.75
 
     def stale_seconds(self) -> int:
         """``alock.staleAfter``: it only marks quiet holders STALE, so a bad value falls

@@ -444,6 +444,21 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
                 event("renewed", updated, now, expires_at=updated.expires_at, by_commit=commit)
             )
             renewed.append(updated)
+        if renewed and getattr(ctx.store, "remote", None):
+            # The push is made anyway: the holder's other claims that have used a quarter
+            # of their lifetime renew on it (remote mode, where each push counts).
+            done = {r.id for r in renewed} | gone
+            for record in table.held_by(ident.holder):
+                life = record.ttl or DEFAULT_TTL_SECONDS
+                if record.id in done or not ctx.renewal_due(record, life, share=True):
+                    continue
+                if not table.is_live(record, format_time(now)):
+                    continue
+                updated = record.with_changes(
+                    renewed_at=format_time(now), expires_at=expiry_from(now, life)
+                )
+                change.put.append(updated)
+                change.events.append(event("renewed", updated, now, expires_at=updated.expires_at))
         return change, renewed
 
     result: list[LockRecord] = ctx.store.transact(decide)
