@@ -145,3 +145,31 @@ def test_the_guard_waits_briefly_on_a_slow_remote_and_tells_the_agent(
     assert "alock.guardRemoteTimeout" in told
     hook.unlink()
     assert alock(clone, "list", "--json").json() == []
+
+
+def test_a_quiet_holder_renews_before_others_would_read_it_as_stale(
+    bare: Path, clone: Path, session: Any
+) -> None:
+    git(clone, "config", "alock.staleAfter", "4s")  # the lifetime stays 30 minutes
+    counter = _count_pushes(bare)
+    assert session.guard(_edit(clone, "src/a.py")).code == 0
+    assert session.guard(_stop(clone)).code == 0
+    assert _pushes(counter) == 1
+    time.sleep(3.2)  # past three quarters of 4s of quiet
+    assert session.guard(_stop(clone)).code == 0
+    assert _pushes(counter) == 2 and _kinds(bare)[-1] == "renewed"
+
+
+def test_a_heartbeats_push_carries_the_holders_other_claims(bare: Path, clone: Path) -> None:
+    assert alock(clone, "install-hooks").code == 0
+    git(clone, "config", "alock.ttl", "8s")
+    assert alock(clone, "acquire", "src/**", **A).code == 0
+    assert alock(clone, "acquire", "docs/**", **A).code == 0
+    counter = _count_pushes(bare)
+    time.sleep(4.5)  # both past half their lifetime
+    (clone / "src").mkdir()
+    (clone / "src" / "x.py").write_text("x\n")
+    git(clone, "add", "src")
+    _commit(clone, "inside src/** only")
+    assert _pushes(counter) == 1
+    assert _kinds(bare)[-2:] == ["renewed", "renewed"]  # docs/** rode along
