@@ -48,6 +48,10 @@ class RemoteError(GitlocksError):
     """The lock remote is unreachable, refused us, or cannot do what remote mode needs."""
 
 
+class RemoteTimeout(RemoteError):
+    """A command run against the lock remote took longer than its bound and was killed."""
+
+
 class Refused(GitlocksError):
     """The answer is no: the action is not allowed for this holder."""
 

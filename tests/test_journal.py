@@ -266,7 +266,7 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
     for clone in (a, b):
         git(clone, "config", "alock.clockSkew", "0")
     assert alock(a, "acquire", "src/**", **A).code == 0
-    assert alock(a, "renew", **A).code == 0
+    assert alock(a, "renew", "--ttl", "2h", **A).code == 0
     assert alock(a, "note", "src/**", "half", **A).code == 0
     assert alock(a, "release", "src/**", **A).code == 0
     assert alock(a, "acquire", "docs/**", **A).code == 0

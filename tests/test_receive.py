@@ -146,7 +146,7 @@ def test_deleting_rewinding_or_replacing_the_journal_is_refused(
     hosted: tuple[Path, Path], tmp_path: Path
 ) -> None:
     bare, holder = hosted
-    assert alock(holder, "renew", **A).code == 0  # a second journal commit
+    assert alock(holder, "renew", "--ttl", "2h", **A).code == 0  # a second journal commit
     tip = ref(bare, JOURNAL)
     deleted = run_git(holder, "push", "origin", f":{JOURNAL}")
     assert deleted.code != 0
@@ -203,7 +203,7 @@ def test_the_projects_own_writes_pass_the_guard(hosted: tuple[Path, Path], tmp_p
     steps = [
         (holder, ("acquire", "docs/**"), A),
         (other, ("acquire", "lib/**"), B),
-        (holder, ("renew",), A),
+        (holder, ("renew", "--ttl", "2h"), A),
         (other, ("note", "lib/**", "halfway"), B),
         (holder, ("release", "docs/**"), A),
         (other, ("break", "src/api/**"), B),

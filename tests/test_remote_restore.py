@@ -103,7 +103,7 @@ def test_a_hand_pushed_lock_ref_is_deleted_by_the_next_write(tmp_path: Path) -> 
     record.update(id="mallory-1", holder="mallory", paths=["**"], exact=[])
     blob = write_blob(a, json.dumps(record))
     git(a, "push", "-q", "origin", f"{blob}:refs/agent-locks/mallory-1")
-    assert alock(a, "renew", **A).code == 0
+    assert alock(a, "renew", "--ttl", "2h", **A).code == 0  # a write (a fresh claim is kept)
     assert not ref(bare, "refs/agent-locks/mallory-1")
     assert [r.holder for r in remote_locks(bare).values()] == ["agent-a"]
 

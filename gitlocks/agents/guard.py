@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -51,7 +52,7 @@ from gitlocks.core.record import (
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
-from gitlocks.errors import GitlocksError
+from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import (
@@ -72,7 +73,7 @@ from gitlocks.identity import (
     session_process,
     sessions,
 )
-from gitlocks.layout import DEFAULT_TTL_SECONDS
+from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
 
 MODES = ("claim", "block", "warn")
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
@@ -408,12 +409,27 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
         return _deny(harness, _several([*denied, *warned]), notes)
     if free:
         for repo, rels in free.values():
-            refused = claim(event, repo, rels, identity)
+            try:
+                refused = claim(event, repo, rels, identity)
+            except RemoteError as exc:
+                # The lock remote did not answer in time (or at all): an edit is never
+                # stalled on it. The edit goes on, and the agent is told it is unclaimed.
+                warned.append(unclaimed_reason(rels, exc))
+                continue
             if refused:
                 return _deny(harness, refused, notes)
     if warned:
         return _warn(harness, _several(warned), notes)
     return Answer(stderr=_lines(notes))
+
+
+def unclaimed_reason(rels: Sequence[str], exc: RemoteError) -> str:
+    shown = " ".join(rels[:SHOWN_LOCKS]) + (" ..." if len(rels) > SHOWN_LOCKS else "")
+    return (
+        f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. Other agents are not "
+        f"kept out of it; claim it with git alock acquire {rels[0]} once the lock remote "
+        "answers"
+    )
 
 
 def _several(reasons: Sequence[str]) -> str:
@@ -427,7 +443,9 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
     """Claim the files (of one repository) for the session, in one lock; the reason to
     deny when someone else got there first, else "". The store, and pygit2, load only on
     this path."""
-    from gitlocks.service import locks  # imported here: only a claim needs the store
+    # Imported here: only a claim needs the store.
+    from gitlocks.core.change import Change
+    from gitlocks.service import locks
 
     entries = [path_entry(rel) for rel in rels]
     named = [e for e in entries if e is not None]
@@ -435,7 +453,17 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
         raise Pass(f"{rels[entries.index(None)]!r} cannot be named by a pattern: not guarded")
     ctx = store_context(repo.root, identity)
     why = f"{event.tool} {' '.join(rels)}"[:1000]
-    result = locks.acquire(ctx, named, reason=why, ttl=_ttl(ctx))
+    ttl = _ttl(ctx)
+
+    def ride_along(table: Table, now: datetime, change: Change, gone: set[str]) -> None:
+        # The claim is a push anyway: the session's older claims renew on it, so the end
+        # of a turn seldom needs a push of its own.
+        renew_session(ctx, table, identity, now, change, gone, ttl, share=True)
+
+    remote = bool(getattr(ctx.store, "remote", None))  # a local write costs no push
+    result = locks.acquire(
+        ctx, named, reason=why, ttl=ttl, ride_along=ride_along if remote else None
+    )
     if result.status in ("acquired", "already_yours"):
         sessions.add_repository(identity.session, repo.common_dir, os.fspath(repo.root))
         return ""
@@ -455,7 +483,31 @@ def store_context(root: Path, identity: Identity) -> Any:
     # Imported here: the store brings in pygit2, which the guard's fast path avoids.
     from gitlocks.service.context import open_context
 
-    return open_context(root, identity)
+    ctx = open_context(root, identity)
+    bound_remote(ctx.store)
+    return ctx
+
+
+def bound_remote(store: Any) -> None:
+    """In remote mode, wait on the lock remote at most ``alock.guardRemoteTimeout`` (a few
+    seconds): an agent's edit, or the end of its turn, must not stall on a slow or
+    unreachable remote for ``alock.remoteTimeout``."""
+    if not hasattr(store, "timeout_setting"):
+        return  # local mode: nothing to wait on
+    try:
+        bound = store.settings.duration(
+            "alock.guardRemoteTimeout", DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS
+        )
+    except GitlocksError:
+        bound = DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS  # a bad value never stops an edit
+    if bound < store.timeout:
+        store.timeout = bound
+        store.timeout_setting = "alock.guardRemoteTimeout"
+    store.deadline = time.monotonic() + store.timeout  # the whole wait, not each run
+    # Another process of this clone may hold the store (a sync waiting on the remote).
+    from gitlocks.hooks.commit import bound_mutex  # imported here: only the store path
+
+    bound_mutex(store, 2.0 * store.timeout)
 
 
 def _ttl(ctx: Any) -> int:
@@ -520,30 +572,59 @@ def _end_or_renew(root: Path, identity: Identity, kind: str) -> None:
     from gitlocks.service.context import sweep
 
     ctx = store_context(root, identity)
-    if not session_locks(ctx.store.read_table(), identity, format_time(ctx.now())):
-        return  # the common case, decided without the store's mutex
     ttl = _ttl(ctx)
+    mine = session_locks(ctx.store.read_table(), identity, format_time(ctx.now()))
+    if kind == "renewed":
+        mine = [r for r in mine if ctx.renewal_due(r, r.ttl or ttl)]
+    if not mine:
+        return  # the common case, decided without the store's mutex (and the remote)
 
     def decide(table: Table) -> tuple[Change, None]:
         now = ctx.now()
         change = Change()
         gone = sweep(ctx, table, now, change)
+        if kind == "renewed":
+            renew_session(ctx, table, identity, now, change, gone, ttl, share=False)
+            return change, None
         for record in session_locks(table, identity, format_time(now)):
-            if record.id in gone or (kind == "released" and record.notes):
+            if record.id in gone or record.notes:
                 continue
-            if kind == "released":
-                change.delete.append(record.id)
-                change.events.append(journal_event(kind, record, now, by=identity.holder))
-                continue
-            life = record.ttl or ttl
-            fresh = record.with_changes(
-                renewed_at=format_time(now), expires_at=expiry_from(now, life), ttl=life
-            )
-            change.put.append(fresh)
-            change.events.append(journal_event(kind, fresh, now, expires_at=fresh.expires_at))
+            change.delete.append(record.id)
+            change.events.append(journal_event(kind, record, now, by=identity.holder))
         return change, None
 
     ctx.store.transact(decide)
+
+
+def renew_session(
+    ctx: Any,
+    table: Table,
+    identity: Identity,
+    now: datetime,
+    change: Any,
+    gone: set[str],
+    ttl: int,
+    *,
+    share: bool,
+) -> None:
+    """Add to ``change`` the renewal of the session's claims, when one is due
+    (``Context.renewal_due``). A renewal pushed for its own sake renews them all, so they
+    fall due together again; one riding on a claim's push renews those that have used a
+    quarter of their lifetime (or half the quiet before STALE)."""
+    from gitlocks.service.context import event as journal_event  # the store path only
+
+    mine = [r for r in session_locks(table, identity, format_time(now)) if r.id not in gone]
+    if not any(ctx.renewal_due(r, r.ttl or ttl, share=share) for r in mine):
+        return
+    for record in mine:
+        life = record.ttl or ttl
+        if share and not ctx.renewal_due(record, life, share=True):
+            continue
+        fresh = record.with_changes(
+            renewed_at=format_time(now), expires_at=expiry_from(now, life), ttl=life
+        )
+        change.put.append(fresh)
+        change.events.append(journal_event("renewed", fresh, now, expires_at=fresh.expires_at))
 
 
 def end_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:

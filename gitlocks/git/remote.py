@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gitlocks.errors import RemoteError
+from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
 
 # Keep our ref writes out of reflogs (gc complains about blob reflogs, section 5), and keep
@@ -48,14 +48,23 @@ class GitRun:
     err: str
 
 
-def run_git(git_dir: str, args: list[str], *, remote: str, what: str, timeout: float) -> GitRun:
-    """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteError``."""
+def run_git(
+    git_dir: str,
+    args: list[str],
+    *,
+    remote: str,
+    what: str,
+    timeout: float,
+    setting: str = "alock.remoteTimeout",
+) -> GitRun:
+    """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteTimeout``
+    (``setting`` names the bound, for the message)."""
     done = run.bounded(
         [f"--git-dir={git_dir}", *_CONFIG, *args],
         env=run.Env.REMOTE,
         timeout=timeout,
         timed_out=(
-            f"{what} {remote!r} timed out after {timeout:g}s (alock.remoteTimeout); nothing "
+            f"{what} {remote!r} timed out after {timeout:g}s ({setting}); nothing "
             "changed locally"
             + (
                 ". The remote may still have applied the push: git alock sync shows its state"
@@ -63,7 +72,7 @@ def run_git(git_dir: str, args: list[str], *, remote: str, what: str, timeout: f
                 else ""
             )
         ),
-        error=RemoteError,
+        error=RemoteTimeout,
     )
     out, err = done.stdout, done.stderr
     return GitRun(done.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
@@ -95,7 +104,12 @@ def summarise(stderr: str) -> str:
     lines = [ln for ln in lines if not ln.startswith(("hint:", "To ", "Done"))]
     noise = ("the remote end hung up", "failed to push some refs", "please make sure")
     telling = [ln for ln in lines if not any(n in ln.lower() for n in noise)]
-    picked = [ln for ln in telling if ln.startswith(("fatal:", "error:", "ERROR:", "remote:"))]
+    # git's errno line follows "unable to connect" on a line of its own: keep it.
+    picked = [
+        ln
+        for ln in telling
+        if ln.startswith(("fatal:", "error:", "ERROR:", "remote:")) or "errno=" in ln
+    ]
     chosen = (picked or telling or lines)[:3]
     return " / ".join(chosen) if chosen else "git gave no reason"
 
@@ -134,3 +148,53 @@ def lost_race(lines: list[PushLine]) -> bool:
     return bool(rejected) and all(
         any(r in ln.reason for r in RACE_REASONS) or "atomic" in ln.reason for ln in rejected
     )
+
+
+# What a remote says when it failed on its own side (a full or read-only disk, a crash, a
+# repository being repacked), as opposed to a host that refuses refs like ours.
+REMOTE_SIDE = (
+    "unpacker error",
+    "unpack failed",
+    "missing necessary objects",
+    "unable to create temporary object directory",
+    "unable to migrate objects",
+    "failed to write",
+    "no space left",
+    "read-only file system",
+    "unable to write",
+    "index-pack abnormal exit",
+    "unpack-objects abnormal exit",
+    "disk quota",
+)
+
+# git's words for a connection that never opened: nothing was sent.
+NOT_SENT = (
+    "unable to connect",
+    "could not resolve host",
+    "connection refused",
+    "could not read from remote repository",
+    "does not appear to be a git repository",
+    "repository not found",
+    "failed to connect",
+    "no route to host",
+    "network is unreachable",
+)
+
+
+def remote_side(lines: list[PushLine], stderr: str) -> str | None:
+    """git's own reason when a push failed on the remote's side, else None."""
+    said = [ln.reason for ln in lines if ln.flag == "!"]
+    for text in stderr.splitlines():
+        text = text.strip()
+        if text.startswith("error: remote unpack failed:"):
+            return text.removeprefix("error: remote unpack failed:").strip()
+    for reason in said:
+        if any(r in reason.lower() for r in REMOTE_SIDE):
+            return reason
+    return None
+
+
+def never_sent(stderr: str) -> bool:
+    """Whether git's stderr says the push's connection never opened."""
+    low = stderr.lower()
+    return any(word in low for word in NOT_SENT) and "hung up" not in low

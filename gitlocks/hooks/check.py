@@ -427,7 +427,7 @@ def refresh_view(cwd: str | None, remote: str) -> str | None:
     """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS;
     None when done, else the line saying how old the view is and why it stayed so."""
     # Imported here: only remote mode's pre-push pays for pygit2 and the remote protocol.
-    from gitlocks.hooks.commit import _bound_mutex
+    from gitlocks.hooks.commit import bound_mutex
     from gitlocks.store.local import Store
     from gitlocks.store.remote import RemoteStore, read_sync_times
 
@@ -435,7 +435,7 @@ def refresh_view(cwd: str | None, remote: str) -> str | None:
     try:
         view = RemoteStore(store.repo)
         view.timeout = min(view.timeout, PRE_PUSH_FETCH_SECONDS)
-        _bound_mutex(view, PRE_PUSH_FETCH_SECONDS)
+        bound_mutex(view, PRE_PUSH_FETCH_SECONDS)
         view.sync()
         return None
     except GitlocksError as exc:

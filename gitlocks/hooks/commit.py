@@ -23,6 +23,7 @@ from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import TableReader, committer
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
+from gitlocks.layout import DEFAULT_TTL_SECONDS
 from gitlocks.render.hooks import PREFIX
 
 # In remote mode the heartbeat is a push. A commit is made already and waits for it: a
@@ -71,13 +72,21 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     from gitlocks.service.locks import heartbeat
 
     ctx = open_context(cwd, identity)
+    claims = [
+        r
+        for r in claims
+        if (r.until_merged and commit not in r.awaiting)
+        or ctx.renewal_due(r, r.ttl or DEFAULT_TTL_SECONDS)
+    ]
+    if not claims:
+        return []  # fresh enough: a push would tell nobody anything (remote mode)
     if hasattr(ctx.store, "timeout"):  # remote mode: a commit never waits long on a remote
         ctx.store.timeout = min(ctx.store.timeout, HEARTBEAT_TIMEOUT_SECONDS)
-    _bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)
+    bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)
     return heartbeat(ctx, [r.id for r in claims], commit)
 
 
-def _bound_mutex(store: object, seconds: float) -> None:
+def bound_mutex(store: object, seconds: float) -> None:
     """Make ``store`` wait at most ``seconds`` for its mutex, whatever its callers ask."""
     mutex: Callable[..., AbstractContextManager[None]] = getattr(store, "mutex")  # noqa: B009
 

@@ -21,7 +21,7 @@ from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.hooks.check import TableReader
-from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS, _bound_mutex
+from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS, bound_mutex
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import host_identity, resolve_identity
 from gitlocks.render.hooks import PREFIX
@@ -42,7 +42,7 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     from gitlocks.service.remote import land_waiting
 
     ctx = open_context(cwd, lambda: resolve_identity(None, session=hook_session()))
-    _bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)  # the merge is made: never wait long
+    bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)  # the merge is made: never wait long
     return land_waiting(ctx)
 
 

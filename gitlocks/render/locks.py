@@ -215,10 +215,15 @@ def problems(found: Sequence[Problem]) -> str:
 
 
 def renew(result: RenewResult, now: datetime) -> str:
-    if not result.locks:
+    if not result:
         return "NOT LOCKED: you hold no live lock to renew; acquire again"
     return printable_lines(
         [f"RENEWED {' '.join(r.paths)}, {expires(r, now)} [lock {r.id}]" for r in result.locks]
+        + [
+            f"KEPT {' '.join(r.paths)}, {expires(r, now)}: more than half its lifetime is "
+            f"left, so the lock remote is not asked yet [lock {r.id}]"
+            for r in result.kept
+        ]
     )
 
 

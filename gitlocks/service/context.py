@@ -14,7 +14,7 @@ from typing import Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness
-from gitlocks.core.record import LockRecord, format_time, parse_duration, utcnow
+from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
 from gitlocks.git.settings import Settings
@@ -50,6 +50,27 @@ class Context:
     # What the command should tell the user but could decide without (a bad setting that
     # only shapes what is shown): the command line prints these on stderr.
     warnings: list[str] = field(default_factory=list)
+
+    def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
+        """Whether renewing ``record`` for ``lifetime`` from now is worth a write.
+
+        In local mode a renewal is a ref write: always. In remote mode it is a push,
+        counted against what the host accepts (a few a minute per repository): only once
+        less than half its lifetime is left (before that nobody could take the claim
+        before the holder's next chance to renew), or once its holder has been quiet for
+        three quarters of ``alock.staleAfter`` (others would soon read it as STALE).
+        ``share``: the renewal rides on a push made anyway; then a quarter of the
+        lifetime used, or half the quiet, is enough, so later turns need no push of their
+        own.
+        """
+        if not getattr(self.store, "remote", None):
+            return True
+        now = self.now()
+        left = (parse_time(record.expires_at) - now).total_seconds()
+        quiet = (now - record.last_active()).total_seconds()
+        if share:
+            return left < lifetime * 0.75 or quiet >= self.stale_seconds() * 0.5
+        return left < lifetime * 0.5 or quiet >= self.stale_seconds() * 0.75
 
     def stale_seconds(self) -> int:
         """``alock.staleAfter``: it only marks quiet holders STALE, so a bad value falls

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -56,12 +56,14 @@ def acquire(
     ttl: int = DEFAULT_TTL_SECONDS,
     shared: bool = False,
     until_merged: str | None = None,
+    ride_along: Callable[[Table, datetime, Change, set[str]], None] | None = None,
 ) -> AcquireResult:
     """Claim every entry or none of them.
 
     ``shared``: a claim other shared claims may overlap (an exclusive one may not, either
     way round). ``until_merged``: the branch whose containing the holder's commits inside
-    the claim releases it (journaled ``landed``).
+    the claim releases it (journaled ``landed``). ``ride_along(table, now, change, gone)``
+    adds to a granted claim's write what may share its push (the agent guard's renewals).
     """
 
     def decide(table: Table) -> tuple[Change, AcquireResult]:
@@ -93,6 +95,8 @@ def acquire(
         if until_merged:
             kind["until_merged"] = until_merged
         change.events.append(event("granted", record, now, reason=reason, **kind))
+        if ride_along is not None:
+            ride_along(table, now, change, gone)
         return change, AcquireResult("acquired", lock=record)
 
     result: AcquireResult = ctx.store.transact(decide)
@@ -291,7 +295,9 @@ def renew(
     """Extend my locks (those holding one of ``entries``, or all) from now.
 
     By ``ttl`` when given, else by the lifetime each lock was claimed with: a heartbeat
-    must never shorten a lock claimed for longer than the default.
+    must never shorten a lock claimed for longer than the default. A lock whose lifetime
+    stays the same is renewed only when due (``Context.renewal_due``); one that is not
+    is reported kept.
     """
     ident = ctx.identity
 
@@ -301,18 +307,21 @@ def renew(
         gone = sweep(ctx, table, now, change)
         wanted = None if entries is None else table.keys(e.pattern for e in entries)
         life = ctx.liveness()
-        renewed = []
+        renewed, kept = [], []
         for record in table.held_by(ident.holder):
             if record.id in gone or (wanted is not None and not wanted & table.keys(record.paths)):
                 continue
             lifetime = ttl or record.ttl or default_ttl
+            if lifetime == record.ttl and not ctx.renewal_due(record, lifetime):
+                kept.append(record)  # more than half its lifetime left: no push for it
+                continue
             fresh = lifecycle.rebind(ctx, record, life).with_changes(
                 renewed_at=format_time(now), expires_at=expiry_from(now, lifetime), ttl=lifetime
             )
             change.put.append(fresh)
             change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
             renewed.append(fresh)
-        return change, RenewResult(renewed)
+        return change, RenewResult(renewed, kept)
 
     return ctx.store.transact(decide)
 
@@ -423,6 +432,9 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
             record = table.get(lock_id)
             if record is None or lock_id in gone or record.holder != ident.holder:
                 continue
+            awaits = bool(record.until_merged) and commit not in record.awaiting
+            if not awaits and not ctx.renewal_due(record, record.ttl or DEFAULT_TTL_SECONDS):
+                continue  # nothing anyone could want from this write
             longer = expiry_from(now, record.ttl or DEFAULT_TTL_SECONDS)
             updated = record.with_changes(
                 renewed_at=format_time(now), expires_at=max(longer, record.expires_at)
@@ -436,6 +448,21 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
                 event("renewed", updated, now, expires_at=updated.expires_at, by_commit=commit)
             )
             renewed.append(updated)
+        if renewed and getattr(ctx.store, "remote", None):
+            # The push is made anyway: the holder's other claims that have used a quarter
+            # of their lifetime renew on it (remote mode, where each push counts).
+            done = {r.id for r in renewed} | gone
+            for record in table.held_by(ident.holder):
+                life = record.ttl or DEFAULT_TTL_SECONDS
+                if record.id in done or not ctx.renewal_due(record, life, share=True):
+                    continue
+                if not table.is_live(record, format_time(now)):
+                    continue
+                updated = record.with_changes(
+                    renewed_at=format_time(now), expires_at=expiry_from(now, life)
+                )
+                change.put.append(updated)
+                change.events.append(event("renewed", updated, now, expires_at=updated.expires_at))
         return change, renewed
 
     result: list[LockRecord] = ctx.store.transact(decide)

@@ -80,17 +80,22 @@ class ReleaseResult:
 
 @dataclass
 class RenewResult:
-    """The locks a renewal extended (none: the caller holds no live lock there)."""
+    """The locks a renewal extended, and those kept as they are because more than half
+    their lifetime is left (remote mode: no push for them); neither: the caller holds no
+    live lock there."""
 
     locks: list[LockRecord] = field(default_factory=list)
+    kept: list[LockRecord] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.locks)
+        return bool(self.locks or self.kept)
 
     def to_dict(self) -> dict[str, Any]:
+        status = "renewed" if self.locks else "kept" if self.kept else "not_locked"
         return {
-            "status": "renewed" if self.locks else "not_locked",
+            "status": status,
             "locks": [r.to_dict() for r in self.locks],
+            "kept": [r.to_dict() for r in self.kept],
         }
 
 

@@ -81,6 +81,13 @@ class Journal:
             return None
         return commit if isinstance(commit, pygit2.Commit) and is_journal_commit(commit) else None
 
+    def descends(self, later: str, earlier: str) -> bool:
+        """Whether journal commit ``later`` was written on top of ``earlier``."""
+        try:
+            return bool(self.repo.descendant_of(later, earlier))
+        except (ValueError, pygit2.GitError):
+            return False
+
     def table(self, oid: str | None) -> dict[str, str] | None:
         """The table (lock id -> blob id) a journal commit carries; None when it carries
         none (no such commit, or one written before journal commits held the table).

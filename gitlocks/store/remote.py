@@ -15,12 +15,7 @@ journal ``refs/agent-locks-meta/journal``. A clone keeps two things:
   ``list``, ``check`` and the hook read it offline. A local lock that was never pushed is
   never deleted or overwritten by a mirror (the ``fetch --prune`` trap, docs/design.md section 9).
 
-Why a push is a compare-and-swap: ``git push --atomic --force-with-lease=<ref>:<old>``
-sends each ref's expected old value with its new one; receive-pack locks every ref,
-compares the old values and applies all of the updates or none. Every write moves the
-journal ref to a new commit that names its predecessor, so its values never repeat, and a
-push that wins proves nobody wrote between our read and our write: two overlapping claims
-from different clones can never both win, even though they touch different lock refs.
+A push is a compare-and-swap (``gitlocks.store.push``, docs/design.md section 5.7).
 
 Writers are optimistic: they decide against the last known remote state and push. With a
 current view an uncontended claim costs one push; with a stale one the lease fails before
@@ -32,45 +27,34 @@ already yours) is confirmed by a fetch before it is given.
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import pygit2
 
-from gitlocks.core.change import Change, check_sizes
+from gitlocks.core.change import Change
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
-from gitlocks.errors import GitlocksError, RemoteError, StoreError, UsageError
-from gitlocks.git.remote import (
-    GitRun,
-    PushLine,
-    failure,
-    lost_race,
-    no_atomic,
-    porcelain,
-    run_git,
-    summarise,
-)
+from gitlocks.errors import RemoteError, UsageError
+from gitlocks.git.remote import failure, no_atomic, porcelain
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
     DEFAULT_SKEW_SECONDS,
     JOURNAL_REF,
-    LOCAL_JOURNAL_REF,
     LOCK_PREFIX,
-    META_PREFIX,
     MUTEX_TIMEOUT_SECONDS,
     PROBE_PREFIXES,
     STAGING_PREFIX,
-    SYNC_FILE,
 )
-from gitlocks.store.local import Store, jitter
+from gitlocks.store.local import jitter
+from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
+from gitlocks.store.push import RemotePush, RemoteTable
+
+__all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
 T = TypeVar("T")
 
@@ -80,25 +64,13 @@ T = TypeVar("T")
 # before the others' next round.
 TRIES = 60
 BACKOFF_CAP_SECONDS = 0.2
-PACK_AFTER = 256  # loose refs written at once, past which refs are packed
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
-
-
-@dataclass
-class RemoteTable(Table):
-    """The remote's table as last seen (its journal commit's), with the values its lock
-    refs had when fetched: what a push leases on and repairs."""
-
-    leases: dict[str, str] = field(default_factory=dict)
-
-
-_NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
 
 
 MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
 
 
-class RemoteStore(Store):
+class RemoteStore(RemotePush):
     """A store whose writes are decided on ``alock.remote`` by compare-and-swap pushes."""
 
     def __init__(
@@ -128,6 +100,7 @@ class RemoteStore(Store):
             )
         self.remote = name
         self.timeout = self.settings.duration("alock.remoteTimeout", DEFAULT_REMOTE_TIMEOUT_SECONDS)
+        self.timeout_setting = "alock.remoteTimeout"  # named when a timeout ends a run
         self.skew = self.settings.duration("alock.clockSkew", DEFAULT_SKEW_SECONDS, zero=True)
         self.staging = f"{STAGING_PREFIX}{name}/"
         self.detached = f"{self.staging}detached/"
@@ -191,22 +164,6 @@ class RemoteStore(Store):
         """Every ref a fetch or push writes under staging, probes included (to restore)."""
         return self.scan_refs((self.staging + "locks/", self.staging + "meta/"))
 
-    def local_locks(self) -> dict[str, str]:
-        """The local view: lock id -> blob id (only lock namespaces are read).
-
-        Kept while the refs' fingerprint stands still: one write reads it before and after
-        its push.
-        """
-        fingerprint = self.fingerprint()
-        if self._local_cache is None or self._local_cache[0] != fingerprint:
-            found = {
-                name[len(LOCK_PREFIX) :]: oid
-                for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
-                if "/" not in name[len(LOCK_PREFIX) :]
-            }
-            self._local_cache = (fingerprint, found)
-        return dict(self._local_cache[1])
-
     def detached_copies(self) -> tuple[dict[str, str], str | None]:
         """(lock id -> value, journal) as mirrored when the clone last left this remote."""
         copies = {
@@ -258,13 +215,6 @@ class RemoteStore(Store):
         )
         self._remote_cache = table
         return table
-
-    def mirrored(self) -> dict[str, str]:
-        """The remote's table as the local view last mirrored it (lock id -> blob id)."""
-        ref = self.repo.references.get(self.view_ref)
-        if ref is None or not isinstance(ref.target, pygit2.Oid):
-            return {}
-        return self.journal_store.table(str(ref.target)) or {}
 
     def unpushed(self) -> list[LockRecord]:
         """Local locks that are not the remote's as last seen: never pushed, or changed."""
@@ -375,183 +325,6 @@ class RemoteStore(Store):
         if actual != table.leases:
             self.lease_override = actual
         return False
-
-    def _push(self, table: RemoteTable, change: Change) -> bool:
-        """One compare-and-swap push of ``change``; True when it won, False on a lost race.
-
-        The lease on the journal commit the decision was made on proves nobody wrote since.
-        Each lock ref that differs from the new table (the change, and any ref a crash or
-        plain git left behind) is pushed with a lease on the value it was fetched with, so
-        the push also repairs the refs; a symbolic ref is never pushed to.
-        """
-        self._rejected = None
-        check_sizes(change)
-        new = dict(table.refs)
-        for lock_id in change.delete:
-            new.pop(lock_id, None)
-        for record in change.put:
-            new[record.id] = str(self.repo.create_blob(record.to_json()))
-        touched = {*change.delete, *(r.id for r in change.put)}
-        differ = [
-            i
-            for i in sorted(table.leases.keys() | new.keys())
-            if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
-        ]
-        if not self._check_journal(table.version):
-            return False
-        if self.journal_store.table(table.version) is None or self.lease_override is not None:
-            # The leases are lock refs as the remote showed them, not blobs gitlocks wrote:
-            # learn which are symbolic first (docs/design.md, section 5.5).
-            self.check_symrefs()
-        commit = str(self.journal_store.write(table.version, change.events, new))
-        leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
-        specs = [f"{commit}:{JOURNAL_REF}"]
-        for lock_id in differ:
-            have, want = table.leases.get(lock_id), new.get(lock_id)
-            ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs or (
-                have is not None and have in self.repo and not self._is_blob(have)
-            ):
-                # A symref, or a ref that reads as no blob (a symref the remote would not
-                # name, to a branch or tag): never pushed to, leased or deleted. A value
-                # this clone never fetched (a lock ref pushed by hand, which no table
-                # holds) is deleted with a lease on it.
-                if lock_id in touched:
-                    raise self._symref_error(ref)
-                continue  # reported, never followed, never repaired
-            if have is None and want is not None and lock_id not in touched:
-                continue  # missing on the remote: only a write of that lock puts it back
-            leases.append(f"--force-with-lease={ref}:{have or ''}")
-            specs.append(f"{want}:{ref}" if want else f":{ref}")
-        run = self._git(
-            ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
-            what="push to",
-        )
-        lines = porcelain(run.out)
-        if run.code == 0 and lines:
-            if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
-                return False  # someone pushed this very journal commit: not our win
-            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
-            after = {**new, **kept}
-            # The remote granted it: that is the answer. If the local view cannot follow now,
-            # the next fetch repairs it (its view ref still names what it last mirrored).
-            with contextlib.suppress(GitlocksError):
-                self._mirror(
-                    table.leases,
-                    after,
-                    commit,
-                    write_staging=True,
-                    table=new,
-                    previous=table.version,
-                )
-            return True
-        if not lines or "does not support --atomic" in run.err:
-            raise failure(run, self.remote, "push")
-        if lost_race(lines):
-            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
-            return False
-        if any("hook declined" in ln.reason for ln in lines) and self._journal_moved(table):
-            # The remote's pre-receive guard refuses a write whose journal lease no longer
-            # holds (docs/design.md, section 6.9): a lost race, not a refusal.
-            return False
-        raise self._refused(lines, run)
-
-    def _journal_moved(self, table: RemoteTable) -> bool:
-        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
-        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else table.version
-        return (now or None) != table.version
-
-    def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
-        reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
-        said = [
-            line.removeprefix("remote: ").strip()
-            for line in run.err.splitlines()
-            if line.startswith("remote: alock: ")
-        ]
-        if said:  # the remote's own gitlocks hook said why: that is the answer
-            return RemoteError(
-                f"the lock remote {self.remote!r} refused the write: " + "; ".join(said)
-            )
-        return RemoteError(
-            f"the lock remote {self.remote!r} refused the lock refs ({'; '.join(reasons)}). "
-            f"{extra}Some hosts refuse refs outside refs/heads and refs/tags, refs that point "
-            "at blobs, or deleting refs, or hide them (receive.hideRefs): use a dedicated "
-            "bare repository as the lock remote, or local mode (git alock remote --off)"
-        )
-
-    def _symref_error(self, ref: str) -> RemoteError:
-        target = self.remote_symrefs.get(ref)
-        what = f"a symbolic ref to {target}" if target else "not a lock record (no blob)"
-        return RemoteError(
-            f"{ref} on the lock remote {self.remote!r} is {what}: gitlocks never writes "
-            "through or over one. Remove it on the remote itself (it was not made by gitlocks)"
-        )
-
-    def _is_blob(self, oid: str) -> bool:
-        """Whether ``oid`` is a blob this repository holds (what a lock ref points at)."""
-        try:
-            return isinstance(self.repo.get(oid), pygit2.Blob)
-        except (ValueError, pygit2.GitError):
-            return False
-
-    def _check_journal(self, version: str | None) -> bool:
-        """Before a push leases the journal ref on ``version``: it must hold a journal.
-
-        A symbolic journal ref on the remote fetches as its target's value, and a branch's
-        commit is no journal commit. Whether the ref is a symref cannot always be asked
-        (``ls-remote --symref`` names none but HEAD over protocol v0), so a remote journal
-        ref holding anything but a journal commit is never written over: it must be put
-        right on the remote itself (docs/design.md, section 5.5). False when the remote's
-        journal is no longer ``version`` (put right since we looked): fetch and decide again.
-        """
-        if version is None or self.journal_store.commit_of(version) is not None:
-            return True
-        self.check_symrefs([JOURNAL_REF])  # raises, naming it, for a symref it can see
-        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
-        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else version
-        if now != version:
-            return False  # put right on the remote since we looked: fetch and decide again
-        raise RemoteError(
-            f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} holds "
-            f"{version[:12]}, which is not a gitlocks journal commit (moved by hand, or a "
-            "symbolic ref to a branch); nothing was changed. Put it right on the remote "
-            f"itself (git push {self.remote} :{JOURNAL_REF} deletes it; the next write "
-            "then starts a fresh journal)"
-        )
-
-    def check_symrefs(self, names: list[str] | None = None) -> None:
-        """Learn which of ``names`` (default: every ref in the remote's lock namespaces) are
-        symbolic on the remote, just before we push to them or read the journal.
-
-        Asking for the names about to be written keeps the question small however many
-        locks the remote holds (the remote filters refs by name).
-        """
-        asked = names if names is not None and len(names) <= 256 else None
-        patterns = asked if asked is not None else [f"{LOCK_PREFIX}*", f"{META_PREFIX}*"]
-        run = self._git(
-            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
-            what="ls-remote of",
-        )
-        if run.code != 0:
-            raise failure(run, self.remote, "ls-remote")
-        found = {}
-        for line in run.out.splitlines():
-            if line.startswith("ref: ") and "\t" in line:
-                target, name = line[5:].split("\t", 1)
-                found[name] = target
-        if asked is None:
-            self.remote_symrefs = found
-        else:
-            for name in asked:
-                self.remote_symrefs.pop(name, None)
-            self.remote_symrefs.update({n: t for n, t in found.items() if n in asked})
-        self._remote_cache = None
-        if JOURNAL_REF in found:
-            raise RemoteError(
-                f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} is a symbolic "
-                f"ref to {found[JOURNAL_REF]}: gitlocks never writes through one. Remove it on "
-                "the remote itself (it was not made by gitlocks); nothing was changed"
-            )
 
     # --- reading the remote ---------------------------------------------------------------
 
@@ -714,159 +487,3 @@ class RemoteStore(Store):
                 else ""
             )
             raise self._refused(lines, run, left)
-
-    def _git(self, args: list[str], *, what: str) -> GitRun:
-        return run_git(
-            os.fspath(self.git_dir), args, remote=self.remote, what=what, timeout=self.timeout
-        )
-
-    # --- the local view ---------------------------------------------------------------------
-
-    def _mirror(
-        self,
-        old: dict[str, str],
-        new: dict[str, str],
-        journal: str | None,
-        *,
-        write_staging: bool,
-        table: dict[str, str] | None = None,
-        previous: str | None = None,
-    ) -> None:
-        """Move staging (when asked) from the remote's lock refs ``old`` to ``new`` and, when
-        ``mirroring``, the local view to the remote's table (``table``, else the one its
-        journal commit carries), and note when we last heard from the remote.
-        """
-        updates: dict[str, str | None] = {}
-        if write_staging:
-            if journal is not None:
-                updates[f"{self.staging}meta/journal"] = journal
-            if self.journal_store.table(journal) is None:  # lock refs are the table
-                for lock_id in sorted(old.keys() | new.keys()):
-                    if old.get(lock_id) != new.get(lock_id):
-                        updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
-        if self.mirroring:
-            if table is None:
-                table = self.journal_store.table(journal)
-            if table is None:  # a journal from before commits carried the table
-                table = {i: v for i, v in new.items() if LOCK_PREFIX + i not in self.remote_symrefs}
-            updates.update(self.view_updates(old, table, journal))
-            local = self.version()
-            if local is not None and local not in (journal, self.view_journal(), previous):
-                # Not the remote's (alock.remote set by hand on a clone with local history).
-                updates.update(self.keep_local_journal(local))
-        self.set_refs(updates)
-        if self.mirroring:
-            self.stamp_sync()
-
-    def view_journal(self) -> str | None:
-        ref = self.repo.references.get(self.view_ref)
-        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
-
-    def view_updates(
-        self, old: dict[str, str], new: dict[str, str], journal: str | None
-    ) -> dict[str, str | None]:
-        """What moves the local view to the remote's table ``new``.
-
-        The view is repaired from the whole table, not a difference: a lock is changed
-        only where the local value is the one last mirrored (the view ref's table; for a
-        clone that has none yet, the remote's refs ``old``). A local lock whose value is
-        neither that nor ``new``'s was never pushed: it is left exactly as it is.
-        """
-        basis = self.mirrored() if self.view_journal() is not None else old
-        updates: dict[str, str | None] = {}
-        local = self.local_locks()
-        for lock_id in sorted(basis.keys() | new.keys() | local.keys()):
-            mine = local.get(lock_id)
-            if mine is not None and mine not in (basis.get(lock_id), new.get(lock_id)):
-                continue
-            if mine != new.get(lock_id):
-                updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
-        if journal is not None:
-            if self.version() != journal:
-                updates[JOURNAL_REF] = journal
-            if self.view_journal() != journal:
-                updates[self.view_ref] = journal
-        return updates
-
-    def keep_local_journal(self, journal: str) -> dict[str, str | None]:
-        """Save a local journal as ``local-journal`` (an older one moves to
-        ``local-journal-N``): the remote's journal replaces it in the local view."""
-        updates: dict[str, str | None] = {LOCAL_JOURNAL_REF: journal}
-        ref = self.repo.references.get(LOCAL_JOURNAL_REF)
-        if ref is not None and str(ref.target) != journal:
-            numbers = [
-                int(m.group(1))
-                for name in self.scan_refs((META_PREFIX,))
-                if (m := _NUMBERED.match(name))
-            ]
-            updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)
-        return updates
-
-    def set_refs(self, updates: dict[str, str | None]) -> None:
-        """Set or (``None``) delete refs in one local transaction."""
-        if not updates:
-            return
-        try:
-            self.ref_writer().write(updates, message="gitlocks remote")
-        except StoreError as exc:
-            raise RemoteError(f"cannot update the local view of the lock remote: {exc}") from exc
-        finally:
-            self._cache = None
-            self._remote_cache = None
-            self._staged_cache = None
-        self.pack_if_many(len(updates))
-
-    def pack_if_many(self, written: int) -> None:
-        """Pack refs after a mirror wrote many loose ones (a switch, a first fetch): every
-        later read of thousands of loose refs would cost a file each (we hold the mutex, and
-        gitlocks runs its own git with gc.auto off, so nothing else would pack them)."""
-        if written >= PACK_AFTER:
-            self._git(["pack-refs", "--all"], what="pack-refs in")
-            self._staged_cache = None
-
-    def _clear_staging_lockfiles(self) -> None:
-        """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""
-        base = self.common_dir / self.staging
-        if not base.is_dir():
-            return
-        # Only our fetches write staging, and only under the mutex we hold: any lock file
-        # there is a killed fetch's.
-        for path in base.rglob("*.lock"):
-            rel = path.relative_to(self.common_dir).as_posix()
-            self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
-
-    # --- when we last heard from the remote ------------------------------------------------
-
-    def stamp_sync(self) -> None:
-        write_sync_times(self, {**read_sync_times(self), self.remote: time.time()})
-
-    def last_sync(self) -> float | None:
-        return read_sync_times(self).get(self.remote)
-
-
-def read_sync_times(store: Store) -> dict[str, float]:
-    try:
-        data = json.loads((store.common_dir / SYNC_FILE).read_text())
-    except (OSError, ValueError, RecursionError):  # absent, not JSON, hostile
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    found = {}
-    for key, value in data.items():
-        try:
-            if isinstance(value, (int, float)) and math.isfinite(float(value)):
-                found[key] = float(value)
-        except OverflowError:
-            continue
-    return found
-
-
-def write_sync_times(store: Store, times: dict[str, float]) -> None:
-    path = store.common_dir / SYNC_FILE
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(times, sort_keys=True))
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise RemoteError(f"cannot record the sync time in {path}: {exc.strerror}") from exc

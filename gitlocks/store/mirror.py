@@ -1,0 +1,236 @@
+"""Remote mode's local side: staging as last seen, the local view that mirrors the remote's
+table, and when the clone last heard from the remote.
+
+``RemoteStore`` (``gitlocks.store.remote``) builds on this: its pushes and fetches move
+staging and then call ``_mirror`` so that ``list``, ``check`` and the hooks read the
+remote's table offline. A local lock that was never pushed is never deleted or
+overwritten by a mirror (docs/design.md, section 9).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+
+import pygit2
+
+from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
+from gitlocks.git.remote import GitRun, run_git
+from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
+from gitlocks.store.local import Store
+
+PACK_AFTER = 256  # loose refs written at once, past which refs are packed
+_NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
+
+
+class Mirror(Store):
+    """The local half of a remote store (attributes set by ``RemoteStore.__init__``)."""
+
+    remote: str
+    timeout: float
+    timeout_setting: str
+    staging: str
+    view_ref: str
+    mirroring: bool
+    remote_symrefs: dict[str, str]
+    _remote_cache: object | None
+    _staged_cache: tuple[dict[str, str], str | None] | None
+    _local_cache: tuple[tuple[object, ...], dict[str, str]] | None
+    # When set (time.monotonic()), every run against the remote ends by then: the agent
+    # guard's whole wait on the remote, however many runs a write takes.
+    deadline: float | None = None
+
+    def _git(self, args: list[str], *, what: str) -> GitRun:
+        timeout = self.timeout
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                raise RemoteTimeout(
+                    f"{what} {self.remote!r} not tried: the lock remote took {self.timeout:g}s "
+                    f"({self.timeout_setting}) already; nothing changed locally"
+                )
+        return run_git(
+            os.fspath(self.git_dir),
+            args,
+            remote=self.remote,
+            what=what,
+            timeout=timeout,
+            setting=self.timeout_setting,
+        )
+
+    def local_locks(self) -> dict[str, str]:
+        """The local view: lock id -> blob id (only lock namespaces are read).
+
+        Kept while the refs' fingerprint stands still: one write reads it before and after
+        its push.
+        """
+        fingerprint = self.fingerprint()
+        if self._local_cache is None or self._local_cache[0] != fingerprint:
+            found = {
+                name[len(LOCK_PREFIX) :]: oid
+                for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
+                if "/" not in name[len(LOCK_PREFIX) :]
+            }
+            self._local_cache = (fingerprint, found)
+        return dict(self._local_cache[1])
+
+    def mirrored(self) -> dict[str, str]:
+        """The remote's table as the local view last mirrored it (lock id -> blob id)."""
+        ref = self.repo.references.get(self.view_ref)
+        if ref is None or not isinstance(ref.target, pygit2.Oid):
+            return {}
+        return self.journal_store.table(str(ref.target)) or {}
+
+    # --- the local view ---------------------------------------------------------------------
+
+    def _mirror(
+        self,
+        old: dict[str, str],
+        new: dict[str, str],
+        journal: str | None,
+        *,
+        write_staging: bool,
+        table: dict[str, str] | None = None,
+        previous: str | None = None,
+    ) -> None:
+        """Move staging (when asked) from the remote's lock refs ``old`` to ``new`` and, when
+        ``mirroring``, the local view to the remote's table (``table``, else the one its
+        journal commit carries), and note when we last heard from the remote.
+        """
+        updates: dict[str, str | None] = {}
+        if write_staging:
+            if journal is not None:
+                updates[f"{self.staging}meta/journal"] = journal
+            if self.journal_store.table(journal) is None:  # lock refs are the table
+                for lock_id in sorted(old.keys() | new.keys()):
+                    if old.get(lock_id) != new.get(lock_id):
+                        updates[f"{self.staging}locks/{lock_id}"] = new.get(lock_id)
+        if self.mirroring:
+            if table is None:
+                table = self.journal_store.table(journal)
+            if table is None:  # a journal from before commits carried the table
+                table = {i: v for i, v in new.items() if LOCK_PREFIX + i not in self.remote_symrefs}
+            updates.update(self.view_updates(old, table, journal))
+            local = self.version()
+            if local is not None and local not in (journal, self.view_journal(), previous):
+                # Not the remote's (alock.remote set by hand on a clone with local history).
+                updates.update(self.keep_local_journal(local))
+        self.set_refs(updates)
+        if self.mirroring:
+            self.stamp_sync()
+
+    def view_journal(self) -> str | None:
+        ref = self.repo.references.get(self.view_ref)
+        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
+
+    def view_updates(
+        self, old: dict[str, str], new: dict[str, str], journal: str | None
+    ) -> dict[str, str | None]:
+        """What moves the local view to the remote's table ``new``.
+
+        The view is repaired from the whole table, not a difference: a lock is changed
+        only where the local value is the one last mirrored (the view ref's table; for a
+        clone that has none yet, the remote's refs ``old``). A local lock whose value is
+        neither that nor ``new``'s was never pushed: it is left exactly as it is.
+        """
+        basis = self.mirrored() if self.view_journal() is not None else old
+        updates: dict[str, str | None] = {}
+        local = self.local_locks()
+        for lock_id in sorted(basis.keys() | new.keys() | local.keys()):
+            mine = local.get(lock_id)
+            if mine is not None and mine not in (basis.get(lock_id), new.get(lock_id)):
+                continue
+            if mine != new.get(lock_id):
+                updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
+        if journal is not None:
+            if self.version() != journal:
+                updates[JOURNAL_REF] = journal
+            if self.view_journal() != journal:
+                updates[self.view_ref] = journal
+        return updates
+
+    def keep_local_journal(self, journal: str) -> dict[str, str | None]:
+        """Save a local journal as ``local-journal`` (an older one moves to
+        ``local-journal-N``): the remote's journal replaces it in the local view."""
+        updates: dict[str, str | None] = {LOCAL_JOURNAL_REF: journal}
+        ref = self.repo.references.get(LOCAL_JOURNAL_REF)
+        if ref is not None and str(ref.target) != journal:
+            numbers = [
+                int(m.group(1))
+                for name in self.scan_refs((META_PREFIX,))
+                if (m := _NUMBERED.match(name))
+            ]
+            updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)
+        return updates
+
+    def set_refs(self, updates: dict[str, str | None]) -> None:
+        """Set or (``None``) delete refs in one local transaction."""
+        if not updates:
+            return
+        try:
+            self.ref_writer().write(updates, message="gitlocks remote")
+        except StoreError as exc:
+            raise RemoteError(f"cannot update the local view of the lock remote: {exc}") from exc
+        finally:
+            self._cache = None
+            self._remote_cache = None
+            self._staged_cache = None
+        self.pack_if_many(len(updates))
+
+    def pack_if_many(self, written: int) -> None:
+        """Pack refs after a mirror wrote many loose ones (a switch, a first fetch): every
+        later read of thousands of loose refs would cost a file each (we hold the mutex, and
+        gitlocks runs its own git with gc.auto off, so nothing else would pack them)."""
+        if written >= PACK_AFTER:
+            self._git(["pack-refs", "--all"], what="pack-refs in")
+            self._staged_cache = None
+
+    def _clear_staging_lockfiles(self) -> None:
+        """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""
+        base = self.common_dir / self.staging
+        if not base.is_dir():
+            return
+        # Only our fetches write staging, and only under the mutex we hold: any lock file
+        # there is a killed fetch's.
+        for path in base.rglob("*.lock"):
+            rel = path.relative_to(self.common_dir).as_posix()
+            self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
+
+    # --- when we last heard from the remote ------------------------------------------------
+
+    def stamp_sync(self) -> None:
+        write_sync_times(self, {**read_sync_times(self), self.remote: time.time()})
+
+    def last_sync(self) -> float | None:
+        return read_sync_times(self).get(self.remote)
+
+
+def read_sync_times(store: Store) -> dict[str, float]:
+    try:
+        data = json.loads((store.common_dir / SYNC_FILE).read_text())
+    except (OSError, ValueError, RecursionError):  # absent, not JSON, hostile
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    found = {}
+    for key, value in data.items():
+        try:
+            if isinstance(value, (int, float)) and math.isfinite(float(value)):
+                found[key] = float(value)
+        except OverflowError:
+            continue
+    return found
+
+
+def write_sync_times(store: Store, times: dict[str, float]) -> None:
+    path = store.common_dir / SYNC_FILE
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(times, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RemoteError(f"cannot record the sync time in {path}: {exc.strerror}") from exc

@@ -1,0 +1,279 @@
+"""Remote mode's push: one compare-and-swap of the journal and the lock refs it changes, and
+an answer that is always true: won, lost a race, refused by the host, failed on the
+remote's side, or (connection lost after sending, a timeout) settled by asking the remote
+whether it landed.
+
+Why a push is a compare-and-swap: ``git push --atomic --force-with-lease=<ref>:<old>``
+sends each ref's expected old value with its new one; receive-pack locks every ref,
+compares the old values and applies all of the updates or none. Every write moves the
+journal ref to a new commit that names its predecessor, so its values never repeat, and a
+push that wins proves nobody wrote between our read and our write (docs/design.md,
+section 5.7).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import pygit2
+
+from gitlocks.core.change import Change, check_sizes
+from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.table import Table
+from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
+from gitlocks.git.remote import (
+    GitRun,
+    PushLine,
+    failure,
+    lost_race,
+    never_sent,
+    porcelain,
+    remote_side,
+    summarise,
+)
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
+from gitlocks.store.mirror import Mirror
+
+
+@dataclass
+class RemoteTable(Table):
+    """The remote's table as last seen (its journal commit's), with the values its lock
+    refs had when fetched: what a push leases on and repairs."""
+
+    leases: dict[str, str] = field(default_factory=dict)
+
+
+class RemotePush(Mirror):
+    """Pushing a decided change to the remote (``RemoteStore`` decides and retries)."""
+
+    lease_override: dict[str, str] | None
+    _rejected: str | None
+    pushes = 0  # pushes sent by this store (what the push budget counts)
+
+    def fetch(self) -> bool:  # the remote store's; the settling of a push needs it
+        raise NotImplementedError
+
+    def staged_journal(self) -> str | None:
+        raise NotImplementedError
+
+    def _push(self, table: RemoteTable, change: Change) -> bool:
+        """One compare-and-swap push of ``change``; True when it won, False on a lost race.
+
+        The lease on the journal commit the decision was made on proves nobody wrote since.
+        Each lock ref that differs from the new table (the change, and any ref a crash or
+        plain git left behind) is pushed with a lease on the value it was fetched with, so
+        the push also repairs the refs; a symbolic ref is never pushed to.
+        """
+        self._rejected = None
+        check_sizes(change)
+        new = dict(table.refs)
+        for lock_id in change.delete:
+            new.pop(lock_id, None)
+        for record in change.put:
+            new[record.id] = str(self.repo.create_blob(record.to_json()))
+        touched = {*change.delete, *(r.id for r in change.put)}
+        differ = [
+            i
+            for i in sorted(table.leases.keys() | new.keys())
+            if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
+        ]
+        if not self._check_journal(table.version):
+            return False
+        if self.journal_store.table(table.version) is None or self.lease_override is not None:
+            # The leases are lock refs as the remote showed them, not blobs gitlocks wrote:
+            # learn which are symbolic first (docs/design.md, section 5.5).
+            self.check_symrefs()
+        commit = str(self.journal_store.write(table.version, change.events, new))
+        leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
+        specs = [f"{commit}:{JOURNAL_REF}"]
+        for lock_id in differ:
+            have, want = table.leases.get(lock_id), new.get(lock_id)
+            ref = LOCK_PREFIX + lock_id
+            if ref in self.remote_symrefs or (
+                have is not None and have in self.repo and not self._is_blob(have)
+            ):
+                # A symref, or a ref that reads as no blob (a symref the remote would not
+                # name, to a branch or tag): never pushed to, leased or deleted. A value
+                # this clone never fetched (a lock ref pushed by hand, which no table
+                # holds) is deleted with a lease on it.
+                if lock_id in touched:
+                    raise self._symref_error(ref)
+                continue  # reported, never followed, never repaired
+            if have is None and want is not None and lock_id not in touched:
+                continue  # missing on the remote: only a write of that lock puts it back
+            leases.append(f"--force-with-lease={ref}:{have or ''}")
+            specs.append(f"{want}:{ref}" if want else f":{ref}")
+        self.pushes += 1
+        try:
+            run = self._git(
+                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+                what="push to",
+            )
+        except RemoteTimeout as exc:
+            return self._settle(table, commit, str(exc))
+        lines = porcelain(run.out)
+        if run.code == 0 and lines:
+            if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
+                return False  # someone pushed this very journal commit: not our win
+            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
+            after = {**new, **kept}
+            # The remote granted it: that is the answer. If the local view cannot follow now,
+            # the next fetch repairs it (its view ref still names what it last mirrored).
+            with contextlib.suppress(GitlocksError):
+                self._mirror(
+                    table.leases,
+                    after,
+                    commit,
+                    write_staging=True,
+                    table=new,
+                    previous=table.version,
+                )
+            return True
+        if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
+            raise failure(run, self.remote, "push")
+        if not lines:
+            # Sent, but no answer came back (the connection broke, the server died): the
+            # push may have landed. Ask the remote before saying anything.
+            return self._settle(table, commit, summarise(run.err))
+        if lost_race(lines):
+            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
+            return False
+        if any("hook declined" in ln.reason for ln in lines) and self._journal_moved(table):
+            # The remote's pre-receive guard refuses a write whose journal lease no longer
+            # holds (docs/design.md, section 6.9): a lost race, not a refusal.
+            return False
+        raise self._refused(lines, run)
+
+    def _settle(self, table: RemoteTable, commit: str, said: str) -> bool:
+        """A push whose outcome is unknown (sent, then no answer): fetch the remote's
+        journal and answer from it. True when ``commit`` landed (the journal holds it, or
+        a later write on top of it); False when another writer's commit is there instead (a
+        lost race: decide again); raises when nothing moved or the remote cannot be asked.
+        """
+        if self.deadline is not None:  # asking costs one more bound, never less
+            self.deadline = max(self.deadline, time.monotonic() + self.timeout)
+        try:
+            self.fetch()
+        except RemoteError as exc:
+            raise RemoteError(
+                f"the push to the lock remote {self.remote!r} was sent but no answer came back "
+                f"({said}), and the remote cannot be asked now whether it landed ({exc}). "
+                "It may have: git alock sync tells once the remote answers"
+            ) from exc
+        now = self.staged_journal()
+        if now is not None and (now == commit or self.journal_store.descends(now, commit)):
+            self.lease_override = None
+            return True
+        if now != table.version:
+            return False  # another write landed instead of ours: decide again on it
+        raise RemoteError(
+            f"the push to the lock remote {self.remote!r} broke off ({said}) and did not "
+            "land: the remote's journal is unchanged, nothing was written. Try again"
+        )
+
+    def _journal_moved(self, table: RemoteTable) -> bool:
+        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
+        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else table.version
+        return (now or None) != table.version
+
+    def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
+        broke = remote_side(lines, run.err)
+        if broke is not None:
+            return RemoteError(
+                f"the lock remote {self.remote!r} failed on its own side and stored nothing "
+                f"(git said: {broke}). This is no refusal of lock refs: the remote's disk "
+                "or repository needs looking at (full, read-only, being repacked?). Try again "
+                "later"
+            )
+        reasons = sorted({ln.reason for ln in lines if ln.flag == "!"}) or [summarise(run.err)]
+        said = [
+            line.removeprefix("remote: ").strip()
+            for line in run.err.splitlines()
+            if line.startswith("remote: alock: ")
+        ]
+        if said:  # the remote's own gitlocks hook said why: that is the answer
+            return RemoteError(
+                f"the lock remote {self.remote!r} refused the write: " + "; ".join(said)
+            )
+        return RemoteError(
+            f"the lock remote {self.remote!r} refused the lock refs ({'; '.join(reasons)}). "
+            f"{extra}Some hosts refuse refs outside refs/heads and refs/tags, refs that point "
+            "at blobs, or deleting refs, or hide them (receive.hideRefs): use a dedicated "
+            "bare repository as the lock remote, or local mode (git alock remote --off)"
+        )
+
+    def _symref_error(self, ref: str) -> RemoteError:
+        target = self.remote_symrefs.get(ref)
+        what = f"a symbolic ref to {target}" if target else "not a lock record (no blob)"
+        return RemoteError(
+            f"{ref} on the lock remote {self.remote!r} is {what}: gitlocks never writes "
+            "through or over one. Remove it on the remote itself (it was not made by gitlocks)"
+        )
+
+    def _is_blob(self, oid: str) -> bool:
+        """Whether ``oid`` is a blob this repository holds (what a lock ref points at)."""
+        try:
+            return isinstance(self.repo.get(oid), pygit2.Blob)
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def _check_journal(self, version: str | None) -> bool:
+        """Before a push leases the journal ref on ``version``: it must hold a journal.
+
+        A symbolic journal ref on the remote fetches as its target's value, and a branch's
+        commit is no journal commit. Whether the ref is a symref cannot always be asked
+        (``ls-remote --symref`` names none but HEAD over protocol v0), so a remote journal
+        ref holding anything but a journal commit is never written over: it must be put
+        right on the remote itself (docs/design.md, section 5.5). False when the remote's
+        journal is no longer ``version`` (put right since we looked): fetch and decide again.
+        """
+        if version is None or self.journal_store.commit_of(version) is not None:
+            return True
+        self.check_symrefs([JOURNAL_REF])  # raises, naming it, for a symref it can see
+        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
+        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else version
+        if now != version:
+            return False  # put right on the remote since we looked: fetch and decide again
+        raise RemoteError(
+            f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} holds "
+            f"{version[:12]}, which is not a gitlocks journal commit (moved by hand, or a "
+            "symbolic ref to a branch); nothing was changed. Put it right on the remote "
+            f"itself (git push {self.remote} :{JOURNAL_REF} deletes it; the next write "
+            "then starts a fresh journal)"
+        )
+
+    def check_symrefs(self, names: list[str] | None = None) -> None:
+        """Learn which of ``names`` (default: every ref in the remote's lock namespaces) are
+        symbolic on the remote, just before we push to them or read the journal.
+
+        Asking for the names about to be written keeps the question small however many
+        locks the remote holds (the remote filters refs by name).
+        """
+        asked = names if names is not None and len(names) <= 256 else None
+        patterns = asked if asked is not None else [f"{LOCK_PREFIX}*", f"{META_PREFIX}*"]
+        run = self._git(
+            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
+            what="ls-remote of",
+        )
+        if run.code != 0:
+            raise failure(run, self.remote, "ls-remote")
+        found = {}
+        for line in run.out.splitlines():
+            if line.startswith("ref: ") and "\t" in line:
+                target, name = line[5:].split("\t", 1)
+                found[name] = target
+        if asked is None:
+            self.remote_symrefs = found
+        else:
+            for name in asked:
+                self.remote_symrefs.pop(name, None)
+            self.remote_symrefs.update({n: t for n, t in found.items() if n in asked})
+        self._remote_cache = None
+        if JOURNAL_REF in found:
+            raise RemoteError(
+                f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} is a symbolic "
+                f"ref to {found[JOURNAL_REF]}: gitlocks never writes through one. Remove it on "
+                "the remote itself (it was not made by gitlocks); nothing was changed"
+            )

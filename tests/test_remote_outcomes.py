@@ -1,0 +1,117 @@
+"""Every outcome of a push told truly: a push whose answer never came back is settled by
+asking the remote; a failure on the remote's side is told apart from a host refusing the
+lock refs, with git's own reason."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import alock
+from remote_fixtures import Daemon, daemon, make_bare, make_clone, refs_of, remote_locks
+
+from gitlocks.git.remote import GitRun, never_sent, porcelain, remote_side, summarise
+
+__all__ = ["daemon"]  # the fixture, imported so pytest finds it
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+
+
+def _kill_receive_pack(bare: Path, state: str) -> None:
+    """Make the remote's receive-pack die (SIGKILL) when its ref transaction reaches
+    ``state``: "committed" is after the refs moved, before the client hears of it;
+    "prepared" is before anything moved."""
+    hook = bare / "hooks" / "reference-transaction"
+    hook.write_text(f'#!/bin/sh\nif [ "$1" = {state} ]; then kill -9 "$PPID"; fi\n')
+    hook.chmod(0o755)
+
+
+def _unhook(bare: Path) -> None:
+    (bare / "hooks" / "reference-transaction").unlink()
+    for stale in (bare / "refs").rglob("*.lock"):  # what the killed receive-pack left
+        stale.unlink()
+
+
+@pytest.fixture(params=["file", "daemon"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    if request.param == "file":
+        bare = make_bare(tmp_path / "locks.git")
+        return bare, bare.as_uri()
+    served: Daemon = request.getfixturevalue("daemon")
+    return make_bare(served.base / "locks.git"), served.url("locks.git")
+
+
+def test_server_killed_after_the_update_the_claim_landed_and_is_told(
+    served: tuple[Path, str], tmp_path: Path
+) -> None:
+    bare, url = served
+    a = make_clone(url, tmp_path / "a")
+    b = make_clone(url, tmp_path / "b")
+    _kill_receive_pack(bare, "committed")
+    got = alock(a, "acquire", "src/**", "-m", "work", **A)
+    assert got.code == 0, got.err
+    assert got.word.startswith("ACQUIRED"), got.out
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
+    _unhook(bare)
+    assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # the view followed
+    assert alock(b, "acquire", "src/x.py", **B).code == 1
+    assert alock(a, "release", "src/**", **A).code == 0
+
+
+def test_server_killed_before_the_update_nothing_landed_and_is_told(
+    served: tuple[Path, str], tmp_path: Path
+) -> None:
+    bare, url = served
+    a = make_clone(url, tmp_path / "a")
+    _kill_receive_pack(bare, "prepared")
+    before = refs_of(a)
+    got = alock(a, "acquire", "src/**", **A)
+    assert got.code == 2, got.out
+    assert "did not land" in got.err and "nothing was written" in got.err
+    assert "refused the lock refs" not in got.err
+    assert remote_locks(bare) == {}
+    assert refs_of(a) == before
+    _unhook(bare)
+    assert alock(a, "acquire", "src/**", **A).code == 0
+
+
+def test_remote_missing_objects_is_its_own_failure_not_a_refusal(
+    tmp_path: Path,
+) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    # The remote lost its objects (a broken disk, a repack gone wrong): it cannot take a
+    # push that builds on what it no longer has.
+    shutil.rmtree(bare / "objects")
+    (bare / "objects" / "pack").mkdir(parents=True)
+    (bare / "objects" / "info").mkdir()
+    got = alock(a, "acquire", "src/**", **A)
+    assert got.code == 2, got.out
+    assert "refused the lock refs" not in got.err
+    assert "failed on its own side" in got.err and "missing necessary objects" in got.err
+
+
+def test_git_reasons_are_kept_and_sorted() -> None:
+    unpack = GitRun(
+        1,
+        "!\tab:refs/agent-locks-meta/journal\t[remote rejected] (unpacker error)\n",
+        "error: remote unpack failed: unable to create temporary object directory\n"
+        "error: failed to push some refs to 'git://h/locks.git'\n",
+    )
+    lines = porcelain(unpack.out)
+    assert remote_side(lines, unpack.err) == "unable to create temporary object directory"
+    missing = porcelain("!\tab:refs/agent-locks/x\t[remote rejected] (missing necessary objects)")
+    assert remote_side(missing, "") == "missing necessary objects"
+    hidden = porcelain("!\tab:refs/agent-locks/x\t[remote rejected] (deny updating a hidden ref)")
+    assert remote_side(hidden, "") is None
+    refused = "fatal: unable to connect to 127.0.0.1:\n"
+    refused += "127.0.0.1[0: 127.0.0.1]: errno=Connection refused\n"
+    assert "errno=Connection refused" in summarise(refused)
+    assert never_sent(refused)
+    assert not never_sent(
+        "send-pack: unexpected disconnect while reading sideband packet\n"
+        "fatal: the remote end hung up unexpectedly\n"
+    )
