@@ -1,4 +1,4 @@
-"""Issue 13: the agent guard (Claude Code's hooks), its settings installer and .alockignore.
+"""The agent guard (Claude Code's hooks), its settings installer and .alockignore.
 
 The guard is fed the JSON events Claude Code documents for its hooks, as a real process
 (``git alock guard --for claude``), in real repositories.
@@ -15,73 +15,10 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import Result, alock
+from helpers import alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.harness import StandIn
-
-OTHER = {"AGENT_ID": "other-agent"}
-
-
-def guard(
-    repo: Path, event: dict[str, Any] | str, timeout: float | None = None, **env: str
-) -> Result:
-    """``git alock guard --for claude`` with ``event`` on stdin, as the harness runs it."""
-    full = dict(os.environ)
-    full.pop("AGENT_ID", None)
-    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
-    full.update(env)
-    raw = event if isinstance(event, str) else json.dumps(event)
-    proc = subprocess.run(
-        ["git", "alock", "guard", "--for", "claude"],
-        cwd=repo,
-        env=full,
-        input=raw,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-def second_session(repo: Path, event: dict[str, Any]) -> Result:
-    """``event`` from another session: another harness process, as a real one would be."""
-    session = StandIn(repo.parent / "second", "claude", cwd=repo)
-    try:
-        return session.guard(event)
-    finally:
-        session.close()
-
-
-def edit(repo: Path, path: str, session: str = "s-1", tool: str = "Edit") -> dict[str, Any]:
-    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
-    return {
-        "session_id": session,
-        "cwd": str(repo),
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": {key: str(repo / path), "old_string": "a", "new_string": "b"},
-    }
-
-
-def event(repo: Path, name: str, session: str = "s-1") -> dict[str, Any]:
-    return {"session_id": session, "cwd": str(repo), "hook_event_name": name}
-
-
-def denial(got: Result) -> str:
-    """The documented PreToolUse denial's reason (exit 0, JSON on stdout)."""
-    assert got.code == 0, got
-    out = json.loads(got.out)["hookSpecificOutput"]
-    assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
-    reason: str = out["permissionDecisionReason"]
-    return reason
-
-
-def holders(repo: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for r in alock(repo, "list", "--json").json():
-        found.setdefault(r["holder"], []).extend(r["paths"])
-    return found
+from support.guard import OTHER, denial, edit, event, guard, holders, second_session
 
 
 def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:

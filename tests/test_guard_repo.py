@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from helpers import alock
-from test_agents import OTHER, denial, edit, guard
+from support.guard import OTHER, denial, edit, guard
 
 
 @pytest.fixture

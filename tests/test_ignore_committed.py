@@ -11,7 +11,7 @@ import pytest
 from conftest import git
 from helpers import alock, run_git
 from remote_fixtures import Daemon, daemon, make_bare, make_clone
-from test_agents import denial, edit, guard
+from support.guard import denial, edit, guard
 from test_verify import commit, remote_lines
 
 from gitlocks.core.ignore import IgnoreList, newly_exempt

@@ -129,7 +129,7 @@ def test_a_hand_edited_verdict_cannot_hide_a_landing_record(repo: Path) -> None:
 def test_a_sub_agents_guarded_edit_inside_its_parents_claim_passes(repo: Path) -> None:
     """Held: the guard lets a declared sub-agent edit inside its parent's exclusive claim,
     and the parent's own edit inside the sub-agent's shared claim is denied."""
-    from test_agents import edit, guard
+    from support.guard import edit, guard
 
     assert alock(repo, "acquire", "src/**", **LEAD_A).code == 0
     got = guard(repo, edit(repo, "src/app.py"), None, AGENT_ID="kid", AGENT_PARENT_ID="lead-a")

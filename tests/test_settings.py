@@ -14,7 +14,7 @@ import pytest
 from conftest import git
 from hypothesis import given
 from hypothesis import strategies as st
-from test_agents import denial, edit, guard
+from support.guard import denial, edit, guard
 
 from gitlocks.agents.guard import open_repo
 from gitlocks.core.record import parse_duration
