@@ -1,4 +1,4 @@
-"""Benchmark: what the bundled hooks add to a whole ``git commit`` (issue 14).
+"""Benchmark: what the bundled hooks add to a whole ``git commit``.
 
 ``install-hooks`` now installs three hooks: pre-commit (the check), commit-msg (the
 Agent-Id trailer) and post-commit (the heartbeat). Each row is a real ``git commit`` of one

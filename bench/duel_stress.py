@@ -8,7 +8,7 @@ wait for a shared start time (a barrier across processes: each sleeps until then
 execs ``git alock``); at most one may print ACQUIRED. The winner releases, and the next round
 starts. At the end the bare remote's journal is replayed (``git log --format=%B
 refs/agent-locks-meta/journal``): never two ``granted`` events for duel/** without a release
-between. tests/test_consistency.py runs 30 rounds of the same duel.
+between. tests/store/test_consistency.py runs 30 rounds of the same duel.
 
 Usage: python bench/duel_stress.py [--rounds N] [--lead SECONDS] [--remote-timeout T]
 """
@@ -31,7 +31,7 @@ from benchlib import GitDaemon, git, make_repo
 
 PATTERN = "duel/**"
 JOURNAL = "refs/agent-locks-meta/journal"
-# Events after which a lock no longer exists (tests/test_consistency.py).
+# Events after which a lock no longer exists (tests/store/test_consistency.py).
 GONE = {"released", "expired", "broken", "auto_released"}
 # Sleeps until a shared start time, says how late it woke, then becomes ``git alock``.
 _AT = r"""

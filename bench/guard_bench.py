@@ -1,4 +1,4 @@
-"""The agent guard's whole-process cost, next to the pre-commit hook's (issue 13).
+"""The agent guard's whole-process cost, next to the pre-commit hook's.
 
 Claude Code runs ``git alock guard --for claude`` before every edit, so it must cost no
 more than the pre-commit hook. Measured as processes, with 10 and 1,000 live locks (seeded

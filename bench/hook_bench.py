@@ -1,4 +1,4 @@
-"""Benchmark of the bundled pre-commit hook (issue 5). A plain script: prints figures.
+"""Benchmark of the bundled pre-commit hook. A plain script: prints figures.
 
 1. A commit of 10 staged paths with 50 live locks: the installed hook, run as git runs it,
    against the floor ``python -c "import pygit2"`` (goal: at most 1.2x). Medians over

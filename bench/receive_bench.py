@@ -1,4 +1,4 @@
-"""Benchmark of the pre-receive hook (issue 14). A plain script: prints figures.
+"""Benchmark of the pre-receive hook. A plain script: prints figures.
 
 A bare repository holds 1,000 live claims (``area<i>/**``, seven holders, refs packed as a
 host packs them). A clone pushes 100 new commits, each changing five files, one of them

@@ -1,4 +1,4 @@
-"""Attacks on enforcement (issue 14): the Agent-Id trailer, verify, the remote's pre-receive
+"""Enforcement at its edges: the Agent-Id trailer, verify, the remote's pre-receive
 hook, commits as heartbeats, claims that end when their work lands, and shared claims.
 
 Each test is a defect found by attacking these features from outside, with real git: it
@@ -318,7 +318,7 @@ def test_until_merged_head_is_refused_in_remote_mode(tmp_path: Path) -> None:
     assert alock(clone, "acquire", "src/**", "--until-merged", **A).code == 0  # main
 
 
-# --- defects outside the files this review may change ------------------------------------------
+# --- the store and the hooks around them ------------------------------------------
 
 
 def _interrupt(cwd: Path, sleeper: subprocess.Popen[bytes], *args: str) -> None:

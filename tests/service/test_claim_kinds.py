@@ -20,7 +20,7 @@ from gitlocks.hooks import HOOKS
 from gitlocks.hooks.install import shim_text
 
 BIN = os.path.dirname(sys.executable)
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = Path(__file__).resolve().parents[2]
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
 C = {"AGENT_ID": "agent-c"}

@@ -23,7 +23,7 @@ from gitlocks.git.settings import Settings
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = Path(__file__).resolve().parents[2]
 BIN = os.path.dirname(sys.executable)
 A = {"AGENT_ID": "agent-a", "AGENT_PARENT_ID": "lead-a"}
 B = {"AGENT_ID": "agent-b", "AGENT_PARENT_ID": "lead-b"}

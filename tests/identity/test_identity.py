@@ -435,7 +435,7 @@ def test_defaults_read_the_environment_and_the_real_session(
     assert derived.holder == ident.session_id and derived.session == session_process()
 
 
-# --- terminals, panes and launchers (issue 12) ------------------------------------------------
+# --- terminals, panes and launchers ------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-import test_agents_harnesses as h
+import test_harnesses as h
 from helpers import Result, alock
 
 from gitlocks.agents.codex_patch import patch_paths

@@ -1,4 +1,4 @@
-"""Issue 13: the guard behind Gemini CLI's, Codex CLI's and GitHub Copilot CLI's hooks.
+"""The guard behind Gemini CLI's, Codex CLI's and GitHub Copilot CLI's hooks.
 
 Each harness is fed the JSON its own documentation (or source) shows, as a real process
 (``git alock guard --for NAME``), in real repositories; the installer runs on real

@@ -618,7 +618,7 @@ def test_install_remote_hook_honours_core_hooks_path(tmp_path: Path) -> None:
 
 
 def test_manual_names_the_verbs() -> None:
-    text = (Path(__file__).resolve().parents[1] / "docs" / "hooks.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "hooks.md").read_text()
     for needle in ("git alock verify", "install-remote-hook", "refs/agent-locks/*"):
         assert needle in text
 

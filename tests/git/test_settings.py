@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.guard import denial, edit, guard
 
-from gitlocks.agents.guard import open_repo
+from gitlocks.agents.repos import open_repo
 from gitlocks.core.record import parse_duration
 from gitlocks.errors import UsageError
 from gitlocks.git import settings

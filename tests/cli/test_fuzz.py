@@ -75,7 +75,7 @@ def _options(verb: str) -> tuple[list[str], list[str]]:
 
 OPTIONS = {verb: _options(verb) for verb in VERBS}
 # Verbs that speak another protocol on stdin (a harness's hook event, MCP): fuzzed with
-# hostile events in tests/test_agents.py, not with arguments here.
+# hostile events in tests/agents/test_guard.py, not with arguments here.
 STDIN_VERBS = {"guard", "mcp"}
 FUZZED = [verb for verb in VERBS if verb not in STDIN_VERBS]
 # `skill install --into DIR` writes there: it only ever gets a directory inside the test's

@@ -46,7 +46,7 @@ def test_text_ships_with_front_matter_and_the_protocol() -> None:
     assert TEXT.startswith("---\nname: gitlocks\ndescription: ")
     for needle in ("AGENT_ID", "--as", "renew", "release", "INTERRUPTED WORK", "STALE"):
         assert needle in TEXT
-    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert '"data/*"' in pyproject
 
 

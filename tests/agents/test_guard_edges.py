@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_agents as base
+import test_guard as base
 from conftest import git
 from helpers import Result, alock
 from hypothesis import HealthCheck, given, settings

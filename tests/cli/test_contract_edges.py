@@ -1,5 +1,5 @@
-"""An outside review's attacks: each test fails on the code it was written against and says
-what the contract (docs/design.md) expects instead.
+"""The product contract (docs/design.md) at its edges: each test failed on the code it was
+written against, and says what the contract expects instead.
 
 Local tests use real repositories; the remote ones (marked slow) use bare repositories over
 ``file://``, never the network.

@@ -1,4 +1,4 @@
-"""Issue 10: one consistent lock table, and nothing outside the lock namespaces.
+"""One consistent lock table, and nothing outside the lock namespaces.
 
 Everything here goes through the command line (``alock`` in-process, or ``git alock`` as a
 real process) and plain git: records are read with ``git cat-file`` and

@@ -1,0 +1,185 @@
+"""Which repository an edited file belongs to, and its settings, as the guard reads them.
+
+The edited file decides, not the session's directory: a nested repository, a submodule or
+another worktree of the same repository is found from the file's nearest existing
+directory, and the repository that tracks a file decides it, not the nearest ``.git``
+(docs/design.md, section 6.5). Everything here goes through git alone (no pygit2): the
+guard runs before every edit.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from gitlocks.agents.harnesses import (
+    Event,
+    Pass,
+)
+from gitlocks.core.ignore import IgnoreList
+from gitlocks.errors import GitlocksError
+from gitlocks.git import settings
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks.check import (
+    CommittedIgnores,
+)
+
+MODES = ("claim", "block", "warn")
+
+
+class Repo(NamedTuple):
+    """The repository an event happens in, as the fast path reads it (no pygit2)."""
+
+    root: Path
+    common_dir: str
+    mode: str
+    remote: bool
+    ignore_case: bool
+    skew: int
+    reftable: bool
+    warnings: list[str]
+    ignore: IgnoreList  # .alockignore as committed at HEAD, never as being edited
+
+
+def open_repo(directory: str, *, edited: str = "") -> Repo:
+    """The working tree around ``directory`` and the settings the guard reads; ``edited``
+    names the file whose repository it is, for the message when there is none."""
+    if not os.path.isdir(directory):
+        raise Pass(f"the session's directory {directory!r} {_what_is(directory)}")
+    top = start_git(["rev-parse", "--show-toplevel", "--git-common-dir"], directory)
+    config = settings.start(directory)
+    committed = CommittedIgnores(["HEAD"], directory)
+    nowhere = (
+        f"{edited} is outside any git working tree: not guarded"
+        if edited
+        else f"{directory!r} is not inside a git working tree"
+    )
+    try:
+        lines = os.fsdecode(finish_git(top)).splitlines()
+    except GitlocksError:
+        for proc in (config, committed.proc):
+            proc.kill()
+            proc.communicate()
+        raise Pass(nowhere) from None
+    configured = settings.finish(config)
+    (ignore,) = committed.finish()
+    if len(lines) < 2:
+        raise Pass(nowhere)
+    root = Path(lines[0])
+    common = lines[1] if os.path.isabs(lines[1]) else os.path.join(directory, lines[1])
+    warnings = []
+    mode = (configured.get("alock.guardMode") or "claim").strip().lower() or "claim"
+    if mode not in MODES:
+        warnings.append(f"unknown alock.guardMode {mode!r} (claim, block or warn): claim")
+        mode = "claim"
+    # As the hooks read them (``gitlocks.hooks.check.hook_config``): the same reader.
+    ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
+    skew, skew_warning = configured.clock_skew()
+    warnings += [w for w in (case_warning, skew_warning) if w]
+    remote = bool(configured.get("alock.remote"))
+    return Repo(
+        root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore
+    )
+
+
+def _what_is(path: str) -> str:
+    """What stands at ``path``, when it is no directory: for a message."""
+    if os.path.isfile(path):
+        return "is a file, not a directory"
+    return "is not a directory" if os.path.lexists(path) else "does not exist"
+
+
+def _anchor(directory: Path) -> str:
+    """The nearest directory from ``directory`` up that holds a ``.git``: git finds the
+    same repository from every directory below it (short of one holding another)."""
+    for here in (directory, *directory.parents):
+        if os.path.lexists(here / ".git"):
+            return os.fspath(here)
+    return ""
+
+
+def deciding_repo(here: Path, edited: str) -> Repo:
+    """The repository that decides for files in the directory ``here``: the one that
+    tracks them, not merely the nearest ``.git``.
+
+    A ``.git`` made inside another repository's tree (``git -C src/api init``, or a
+    ``.git`` file naming some other git dir) must not take files the outer repository
+    tracks out of its claims. The outer repository decides when it tracks files in the
+    inner one's directory, unless the inner one is a registered submodule of it or a
+    worktree of the same repository (the same table). A ``.git`` git cannot open leaves
+    the decision to the repository around it.
+    """
+    try:
+        inner = open_repo(os.fspath(here), edited=edited)
+    except Pass:
+        anchor = _anchor(here)
+        parent = Path(anchor).parent if anchor else None
+        if parent is None or parent == Path(anchor) or not _anchor(parent):
+            raise
+        return deciding_repo(parent, edited)  # a broken .git: the repository around it
+    parent = inner.root.parent
+    if parent == inner.root or not _anchor(parent):
+        return inner  # no repository around it: the common case costs no git call
+    try:
+        outer = deciding_repo(parent, edited)
+    except Pass:
+        return inner
+    if os.path.realpath(outer.common_dir) == os.path.realpath(inner.common_dir):
+        return inner  # a worktree of the same repository: the same claims
+    try:
+        rel = os.path.realpath(inner.root)
+        rel = Path(rel).relative_to(os.path.realpath(outer.root)).as_posix()
+    except ValueError:
+        return inner
+    return inner if _own_repository(outer, rel) else outer
+
+
+def _own_repository(outer: Repo, rel: str) -> bool:
+    """Whether the repository at ``rel`` inside ``outer``'s tree decides for its own files:
+    a submodule ``outer`` records there, or a directory ``outer`` tracks nothing in (a
+    home directory kept in git holds projects it does not track)."""
+    listed = start_git(["ls-files", "-s", "-z", "--", rel], os.fspath(outer.root))
+    entries = [e for e in finish_git(listed).split(b"\0") if e]
+    for entry in entries:
+        info, _, name = entry.partition(b"\t")
+        if info.startswith(b"160000 ") and os.fsdecode(name) == rel:
+            return True  # a submodule: it decides for its files
+    return not entries
+
+
+def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tuple[Repo, str]:
+    """The repository the edited file ``path`` lies in, and its path from the top of that
+    tree.
+
+    The file decides, not the session's directory: a nested repository, a submodule or
+    another worktree of the same repository (whose claims are the same table) is found
+    from the file's nearest existing directory, and the repository that tracks the file
+    decides (``deciding_repo``). A relative path is the event's ``cwd``'s.
+    ``found`` keeps the repositories already asked for, by the directory holding their
+    ``.git``: a patch of thousands of files asks git once per repository, not per file.
+    """
+    full = os.path.realpath(os.path.join(event.cwd, path))  # what exists resolved
+    if os.path.isdir(full):
+        raise Pass(f"{path} is a directory, and {event.tool} edits files: not guarded")
+    parts = Path(full).parts
+    # Inside a .git directory git has no working tree: ask from the one around it.
+    inside = [i for i, part in enumerate(parts) if part.casefold() == ".git"]
+    here = Path(*parts[: inside[-1]]) if inside else Path(full).parent
+    while not os.path.isdir(here):  # "/" is one
+        if os.path.lexists(here):
+            raise Pass(f"{path} cannot be a file: {here} {_what_is(os.fspath(here))}")
+        here = here.parent
+    anchor = _anchor(here) if found is not None else ""
+    repo = found.get(anchor) if found is not None and anchor else None
+    if repo is None:
+        repo = deciding_repo(here, path)
+        if found is not None and anchor:
+            found[anchor] = repo
+    try:
+        rel = Path(full).relative_to(os.path.realpath(repo.root))
+    except ValueError:
+        raise Pass(f"{path} is outside the repository at {repo.root}: not guarded") from None
+    if not rel.parts or any(part.casefold() == ".git" for part in rel.parts):
+        raise Pass(f"{path} is no file of the working tree: not guarded")
+    return repo, rel.as_posix()
