@@ -70,3 +70,27 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     ]
     _last_packed = (packed, prefixes, lines)
     return lines
+
+
+def read(common_dir: Path, name: str) -> tuple[str | None, str | None]:
+    """``(object id, symbolic target)`` of the ref ``name``: the loose file, else its line
+    of ``packed-refs``; ``(None, None)`` when there is no such ref."""
+    try:
+        with open(common_dir / name, "rb") as fh:
+            value = fh.read(256).strip().decode("ascii", "replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        value = ""
+    except OSError:
+        return None, None
+    if _HEX_RE.match(value):
+        return value, None
+    if value.startswith("ref:"):
+        return None, value[4:].strip()
+    try:
+        packed = (common_dir / "packed-refs").read_bytes()
+    except OSError:
+        return None, None
+    match = re.search(
+        rb"^([0-9a-f]{40,64}) " + re.escape(name.encode()) + rb"$", packed, re.MULTILINE
+    )
+    return (match.group(1).decode(), None) if match else (None, None)
