@@ -13,7 +13,6 @@ import errno
 import json
 import os
 import sys
-import traceback
 
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
@@ -61,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
             f"error: internal error: {exc.__class__.__name__}: {exc}\n"
             "This is a bug in gitlocks; please report it with the traceback below.\n"
         )
+        import traceback  # only for a bug
+
         traceback.print_exc()
         return EXIT_ERROR
 

@@ -11,10 +11,8 @@ become exit codes.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
-import inspect
 import sys
 import typing
 from typing import Annotated, Any
@@ -100,6 +98,8 @@ def run(args: list[str]) -> int:
     if verb not in VERBS:
         if verb.startswith("-"):
             raise UsageError(f"No such option: {verb}\n{HINT.removesuffix(chr(10))}")
+        import difflib  # only for a verb mistyped
+
         close = difflib.get_close_matches(verb, [v for v, (_, t) in VERBS.items() if t], n=1)
         maybe = f" Did you mean '{close[0]}'?" if close else ""
         raise UsageError(f"No such command '{verb}'.{maybe}\n{HINT.removesuffix(chr(10))}")
@@ -207,6 +207,8 @@ def _command(app: declare.Verbs, verb: str, typer: Any) -> Any:
 
 def _for_typer(func: Any, typer: Any) -> Any:
     """``func`` with its declared options and arguments as typer's."""
+    import inspect  # typer reads signatures anyway: no cost of ours
+
     hints = typing.get_type_hints(func, include_extras=True)
     signature = inspect.signature(func)
     converted = []

@@ -16,7 +16,6 @@ are the framework's own. Values stay strings: the verbs read them themselves.
 
 from __future__ import annotations
 
-import inspect
 import typing
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -83,22 +82,26 @@ class Param(NamedTuple):
 def params(func: Callable[..., Any]) -> list[Param]:
     """The parameters ``func`` declares, in order."""
     hints = typing.get_type_hints(func, include_extras=True)
+    code = func.__code__
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    defaults = dict(zip(names[::-1], (func.__defaults__ or ())[::-1], strict=False))
+    defaults.update(func.__kwdefaults__ or {})
     found = []
-    for p in inspect.signature(func).parameters.values():
-        hint = hints[p.name]
+    for name in names:
+        hint = hints[name]
         declared = getattr(hint, "__metadata__", ())
         meta = next(m for m in declared if isinstance(m, Option | Argument))
         base = typing.get_args(hint)[0]
         many = list in {typing.get_origin(a) for a in (base, *typing.get_args(base))}
         plain = base in _PLAIN
-        required = p.default is inspect.Parameter.empty
-        default = None if required else p.default
+        required = name not in defaults
+        default = defaults.get(name)
         if isinstance(meta, Option):
             kind = "flag" if base is bool else "value"
-            found.append(Param(p.name, kind, meta.names, required, default, plain))
+            found.append(Param(name, kind, meta.names, required, default, plain))
         else:
             kind = "many" if many else "one"
-            found.append(Param(p.name, kind, (), required, default, plain))
+            found.append(Param(name, kind, (), required, default, plain))
     return found
 
 

@@ -17,7 +17,6 @@ from gitlocks.cli.common import (
 from gitlocks.cli.context import context, entries, require, say_staleness, warn_problems
 from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
-from gitlocks.git.changes import staged_paths
 from gitlocks.render import locks as render
 from gitlocks.service import locks
 from gitlocks.service.context import live_table
@@ -94,6 +93,8 @@ def check(
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     if staged:
+        from gitlocks.git.changes import staged_paths  # only --staged reads the index
+
         items = locks.check_paths(ctx, staged_paths())
     else:
         items = locks.check(ctx, entries(ctx, require(paths, "path (or --staged)")))
