@@ -160,7 +160,15 @@ class Store:
             found = _from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE"))
             return cls(*found)
         start = os.fspath(start) if start is not None else current_directory()
-        return cls(_discover(start))
+        # Both at once: the settings of the repository git finds, while it says where.
+        config = settings.start(start, clean=True)
+        try:
+            where = _discover(start)
+        except BaseException:
+            config.kill()
+            config.communicate()
+            raise
+        return cls(where, settings.finish(config))
 
     @property
     def repo(self) -> pygit2.Repository:
