@@ -48,7 +48,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),
     "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
     "version": ("info", "Show the version."),
+    "completion": ("completion", "Print the shell completion script: bash, zsh or fish."),
 }
+
+COMPLETE_VAR = "_GIT_ALOCK_COMPLETE"  # set by the completion script when it asks
 
 HELP_OPTIONS = ("-h", "--help")
 HINT = "hint: git alock -h lists the verbs; git alock VERB -h shows a verb's options\n"
@@ -184,6 +187,28 @@ def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str
             i += 1
         i += 1
     return filled
+
+
+def complete() -> int:
+    """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
+    command = everything()
+    return int(command.main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
+                            standalone_mode=True) or 0)  # fmt: skip
+
+
+def everything() -> Any:
+    """One click group of every verb: for shell completion only (a command imports only
+    its own verb)."""
+    import click
+    import typer
+
+    group = click.Group("git-alock")
+    for verb, (module_name, text) in VERBS.items():
+        module = importlib.import_module(f"gitlocks.cli.{module_name}")
+        command = _command(module.app, verb, typer)
+        command.hidden = not text
+        group.add_command(command, verb)
+    return group
 
 
 def _command(app: declare.Verbs, verb: str, typer: Any) -> Any:
