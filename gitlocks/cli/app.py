@@ -199,6 +199,7 @@ def complete() -> int:
 def everything() -> Any:
     """One click group of every verb: for shell completion only (a command imports only
     its own verb)."""
+    # The framework, for a shell's request only.
     import click
     import typer
 

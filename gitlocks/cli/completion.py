@@ -39,9 +39,10 @@ def completion(
     """
     if shell not in SHELLS:
         raise UsageError(f"unknown shell {shell!r}: use bash, zsh or fish")
+    # click writes the script, from every verb: only this verb pays for both.
     from click.shell_completion import get_completion_class
 
-    from gitlocks.cli.app import COMPLETE_VAR, everything
+    from gitlocks.cli.app import COMPLETE_VAR, everything  # the verb table, circular at top
 
     found = get_completion_class(shell)
     assert found is not None

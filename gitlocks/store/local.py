@@ -158,7 +158,7 @@ class Store:
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
         if start is None and os.environ.get("GIT_DIR"):
             found = _from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE"))
-            return cls(*found)
+            return cls(found[0], configured=found[1])
         start = os.fspath(start) if start is not None else current_directory()
         # Both at once: the settings of the repository git finds, while it says where.
         config = settings.start(start, clean=True)
@@ -168,7 +168,7 @@ class Store:
             config.kill()
             config.communicate()
             raise
-        return cls(where, settings.finish(config))
+        return cls(where, configured=settings.finish(config))
 
     @property
     def repo(self) -> pygit2.Repository:
