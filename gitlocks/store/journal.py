@@ -139,29 +139,22 @@ class Journal:
         Locks sit in 256 subtrees by a hash of their id (``locks/<xx>/<id>``), so a write
         stores and sends a few small trees, not one that grows with the table.
         """
+        # A subtree is named by its contents: one ``base`` already has hashes to the same
+        # id and is not written again, so its trees need not even be read to be reused.
         objects = self.objects
-        base_tree = objects.tree(base.tree) if base is not None else None
-        old = _locks_tree(objects, base_tree) if base_tree else None
-        old_shards = {e.name: e for e in old if e.mode == MODE_TREE} if old is not None else {}
-        wanted: dict[str, dict[str, str]] = {}
+        wanted: dict[str, list[tuple[str, str]]] = {}
+        match = LOCK_ID_RE.match
         for lock_id, oid in refs.items():
-            if LOCK_ID_RE.match(lock_id):
-                wanted.setdefault(shard_of(lock_id), {})[lock_id] = oid
-        kept = objects.read_many(old_shards[s].id for s in wanted if s in old_shards)
+            if match(lock_id):
+                wanted.setdefault(shard_of(lock_id), []).append((lock_id, oid))
         top: list[Entry] = []
-        for shard in sorted(old_shards.keys() | wanted.keys()):
-            entries = wanted.get(shard)
-            if not entries:
-                continue
-            before = old_shards.get(shard)
-            subtree = kept.get(before.id) if before is not None else None
-            if before is not None and subtree is not None and subtree[0] == "tree":
-                had = {e.name: e.id for e in objects.parse_tree(subtree[1])}
-                if had == entries:
-                    top.append(Entry(MODE_TREE, shard, before.id))
-                    continue
-            blobs = [Entry(MODE_BLOB, lock_id, oid) for lock_id, oid in entries.items()]
-            top.append(Entry(MODE_TREE, shard, objects.write_tree(blobs)))
+        for shard in sorted(wanted):
+            # Blobs only, with names holding no "/": git's order is the names' own.
+            raw = b"".join(
+                b"100644 %s\0%s" % (lock_id.encode(), bytes.fromhex(oid))
+                for lock_id, oid in sorted(wanted[shard])
+            )
+            top.append(Entry(MODE_TREE, shard, objects.write("tree", raw)))
         if self._marker is None:
             self._marker = objects.write_blob(TABLE_MARKER)
         root = [Entry(MODE_BLOB, "format", self._marker)]
