@@ -56,6 +56,7 @@ class Objects:
     def __init__(self, git_dir: Path, common_dir: Path, object_format: str | None) -> None:
         self.git_dir = git_dir
         self.directory = common_dir / "objects"
+        self._prefix = f"{self.directory}{os.sep}"
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
         self._setgid = bool(_mode_of(self.directory) & stat.S_ISGID)
@@ -101,9 +102,12 @@ class Objects:
         return found
 
     def _read_loose(self, oid: str) -> tuple[str, bytes] | None:
-        try:
-            with open(self.directory / oid[:2] / oid[2:], "rb") as f:
-                raw = zlib.decompress(f.read())
+        try:  # os.open and one read: a table of 10,000 reads that many files
+            fd = os.open(f"{self._prefix}{oid[:2]}/{oid[2:]}", os.O_RDONLY)
+            try:
+                raw = zlib.decompress(_read_all(fd))
+            finally:
+                os.close(fd)
         except (OSError, zlib.error):
             return None  # not loose (packed, or in an alternate), or unreadable: ask git
         header, nul, body = raw.partition(b"\0")
@@ -251,6 +255,17 @@ def parse_commit(oid: str, raw: bytes) -> Commit:
         elif key == b"parent":
             parents.append(value.decode("ascii", "replace"))
     return Commit(oid, tree, tuple(parents), message.decode("utf-8", "replace"))
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    data = os.read(fd, size + 1)
+    while len(data) <= size:  # a short read: keep reading to the end
+        more = os.read(fd, size + 1 - len(data))
+        if not more:
+            break
+        data += more
+    return data
 
 
 def _tree_key(entry: Entry) -> bytes:
