@@ -214,7 +214,7 @@ class Store:
             error=StoreError,
         )  # fmt: skip
         out, _ = proc.communicate()
-        return proc.returncode == 0 and path.encode() + b"\0" in out.split(b"\0")[0] + b"\0"
+        return proc.returncode == 0 and path.encode() in out.split(b"\0")
 
     def head_info(self) -> tuple[str | None, str | None]:
         """(branch name or None when detached, head commit id or None when unborn)."""

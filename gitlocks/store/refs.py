@@ -121,8 +121,11 @@ class RefWriter:
         steps = [locks, [JOURNAL_REF] if JOURNAL_REF in updates else []]
         if not self.separate:
             steps = [[*locks, *steps[1]]]
-        txs = [self._transaction(names, updates, old, message) for names in steps if names]
+        txs: list[Transaction] = []
         try:
+            for names in steps:
+                if names:
+                    txs.append(self._transaction(names, updates, old, message))
             for tx in reversed(txs):  # the journal's first: held while the locks move
                 tx.prepare()
             if expect is not None:
