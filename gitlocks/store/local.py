@@ -629,6 +629,8 @@ def _discover(start: str) -> Location:
                 "run git alock inside a repository's working tree"
             )
         reason = detail[-1].removeprefix("fatal: ")
+        if reason.startswith("bad "):  # a setting git cannot read: its own words say which
+            raise NotARepository(reason)
         raise NotARepository(f"cannot open a git repository at {start}: {reason}")
     git_dir, bare, inside = lines[:3]
     if bare != "true" and (inside == "true" or len(lines) < 4):
