@@ -5,8 +5,9 @@ whose tree is the lock table after the write: a ``format`` marker blob and
 ``locks/<xx>/<id>`` (``xx`` from a hash of the id), the same blob as
 ``refs/agent-locks/<id>``. So one ref read gives a
 consistent table (docs/design.md, sections 4.4 and 5.4): a remote's lock refs can be seen
-half-updated by a concurrent fetch, its journal commit cannot. Trees are built from the
-parent's tree, touching only what changed.
+half-updated by a concurrent fetch, its journal commit cannot. Trees are hashed from the
+table: a subtree whose locks did not change has the id the parent's has, and is not
+written again.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class Journal:
         return commit
 
     def tree(self, base: Commit | None, refs: Mapping[str, str]) -> str:
-        """A table tree holding ``refs``, built from ``base``'s table where there is one.
+        """A table tree holding ``refs`` (``base``, the parent, shares every unchanged subtree).
 
         Locks sit in 256 subtrees by a hash of their id (``locks/<xx>/<id>``), so a write
         stores and sends a few small trees, not one that grows with the table.
