@@ -13,7 +13,6 @@ import errno
 import json
 import os
 import sys
-import traceback
 
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
@@ -21,6 +20,11 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
+        if argv is None and "_GIT_ALOCK_COMPLETE" in os.environ:
+            # A shell asking what could come next (``git alock completion``).
+            from gitlocks.cli.app import complete
+
+            return complete()
         if args[:1] == ["guard"] and not {"-h", "--help"} & set(args):
             # The agent guard's fast path: it runs before every edit an agent makes.
             from gitlocks.agents.guard import main as guard_main
@@ -61,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
             f"error: internal error: {exc.__class__.__name__}: {exc}\n"
             "This is a bug in gitlocks; please report it with the traceback below.\n"
         )
+        import traceback  # only for a bug
+
         traceback.print_exc()
         return EXIT_ERROR
 

@@ -6,27 +6,24 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import typer
-
 from gitlocks.agents import settings
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.cli.declare import Option
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.store.local import Store
 
 app = verbs()
 
-ForOption = Annotated[
-    str, typer.Option("--for", help=f"The agent harness: {', '.join(HARNESSES)}.")
-]
+ForOption = Annotated[str, Option("--for", help=f"The agent harness: {', '.join(HARNESSES)}.")]
 EventOption = Annotated[
     str,
-    typer.Option("--event", help="The event, for a harness whose events do not say (copilot)."),
+    Option("--event", help="The event, for a harness whose events do not say (copilot)."),
 ]
 LocalOption = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--local", help="Claude Code: use .claude/settings.local.json (personal, not committed)."
     ),
 ]

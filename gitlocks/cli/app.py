@@ -1,21 +1,24 @@
 """The ``git alock`` command line: a table of verbs, each module imported only when run.
 
-Most of a command's latency is its imports (typer, and pygit2 through the store), so the
-verb table names each verb's module and one line of help, and only the module of the verb
-being run is imported: ``git alock -h`` imports neither typer nor pygit2, ``version`` and
-``whoami`` never load the store. Each verb module registers its verbs on its own typer
-app (``gitlocks.cli.common.verbs``); here they are found by name and run. Errors are
-raised to ``gitlocks.main``, the one place they become exit codes.
+Most of a command's latency is its imports, so the verb table names each verb's module
+and one line of help, and only the module of the verb being run is imported: ``git alock
+-h`` imports no verb, ``version`` and ``whoami`` never load the store. Each verb module
+declares its verbs (``gitlocks.cli.declare``); a command line the small parser there
+takes runs without typer, and typer answers the rest (help, usage errors, completion)
+from the same declaration. Errors are raised to ``gitlocks.main``, the one place they
+become exit codes.
 """
 
 from __future__ import annotations
 
-import difflib
+import functools
 import importlib
 import re
 import sys
-from typing import Any
+import typing
+from typing import Annotated, Any
 
+from gitlocks.cli import declare
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 # verb -> (module under gitlocks.cli, one line of help); "" help: hidden.
@@ -46,7 +49,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),
     "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
     "version": ("info", "Show the version."),
+    "completion": ("completion", "Print the shell completion script: bash, zsh or fish."),
 }
+
+COMPLETE_VAR = "_GIT_ALOCK_COMPLETE"  # set by the completion script when it asks
 
 HELP_OPTIONS = ("-h", "--help")
 HINT = "hint: git alock -h lists the verbs; git alock VERB -h shows a verb's options\n"
@@ -98,6 +104,8 @@ def run(args: list[str]) -> int:
     if verb not in VERBS:
         if verb.startswith("-"):
             raise UsageError(f"No such option: {verb}\n{HINT.removesuffix(chr(10))}")
+        import difflib  # only for a verb mistyped
+
         close = difflib.get_close_matches(verb, [v for v, (_, t) in VERBS.items() if t], n=1)
         maybe = f" Did you mean '{close[0]}'?" if close else ""
         raise UsageError(f"No such command '{verb}'.{maybe}\n{HINT.removesuffix(chr(10))}")
@@ -125,13 +133,30 @@ def _as_after_verb(args: list[str]) -> list[str]:
 
 
 def _run_verb(verb: str, args: list[str]) -> int:
-    import typer  # the command-line framework: only once a verb is known to run
-
     module = importlib.import_module(f"gitlocks.cli.{VERBS[verb][0]}")
-    command = _command(module.app, verb, typer)
     args = _fill_optional_values(args, getattr(module, "OPTIONAL_VALUES", {}))
+    callback = module.app.commands[verb].callback
+    values = declare.parse(callback, args)
+    if values is not None:  # a command line typed right: no framework to import
+        try:
+            callback(**values)
+        except declare.Exit as exc:
+            return exc.code
+        except (EOFError, KeyboardInterrupt):
+            sys.stderr.write("\n")  # as click says it, below
+            return EXIT_INTERRUPTED
+        return EXIT_OK
+    return _run_with_typer(module.app, verb, args)
+
+
+def _run_with_typer(app: declare.Verbs, verb: str, args: list[str]) -> int:
+    import typer  # help, usage errors and completion: the framework's own words
+
+    command = _command(app, verb, typer)
     try:
         rv = command.main(args=args, prog_name=f"git alock {verb}", standalone_mode=False)
+    except declare.Exit as exc:
+        return exc.code
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:
@@ -170,21 +195,71 @@ def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str
     return filled
 
 
-def _command(app: Any, verb: str, typer: Any) -> Any:
+def complete() -> int:
+    """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
+    command = everything()
+    return int(command.main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
+                            standalone_mode=True) or 0)  # fmt: skip
+
+
+def everything() -> Any:
+    """One click group of every verb: for shell completion only (a command imports only
+    its own verb)."""
+    # The framework, for a shell's request only.
+    import click
+    import typer
+
+    group = click.Group("git-alock")
+    for verb, (module_name, text) in VERBS.items():
+        module = importlib.import_module(f"gitlocks.cli.{module_name}")
+        command = _command(module.app, verb, typer)
+        command.hidden = not text
+        group.add_command(command, verb)
+    return group
+
+
+def _command(app: declare.Verbs, verb: str, typer: Any) -> Any:
     """The click command of ``verb`` alone: converting only the verb run saves time."""
-    for info in app.registered_commands:
-        callback = info.callback
-        if (info.name or (callback.__name__ if callback else "")) == verb:
-            single = typer.Typer(
-                add_completion=False,
-                pretty_exceptions_enable=False,
-                context_settings={"help_option_names": list(HELP_OPTIONS)},
-            )
-            single.registered_commands.append(info)
-            command = typer.main.get_command(single)
-            for param in command.params:
-                if param.param_type_name == "argument" and param.metavar:
-                    # As the manual writes it (PATTERN...): typer would brace a required one.
-                    param.make_metavar = lambda *_, _shown=param.metavar, **__: _shown
-            return command
-    raise LookupError(f"verb {verb!r} is in the verb table but not in its module")
+    found = app.commands.get(verb)
+    if found is None:
+        raise LookupError(f"verb {verb!r} is in the verb table but not in its module")
+    single = typer.Typer(
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": list(HELP_OPTIONS)},
+    )
+    single.command(verb, hidden=found.hidden)(_for_typer(found.callback, typer))
+    command = typer.main.get_command(single)
+    for param in command.params:
+        if param.param_type_name == "argument" and param.metavar:
+            # As the manual writes it (PATTERN...): typer would brace a required one.
+            param.make_metavar = lambda *_, _shown=param.metavar, **__: _shown
+    return command
+
+
+def _for_typer(func: Any, typer: Any) -> Any:
+    """``func`` with its declared options and arguments as typer's."""
+    import inspect  # typer reads signatures anyway: no cost of ours
+
+    hints = typing.get_type_hints(func, include_extras=True)
+    signature = inspect.signature(func)
+    converted = []
+    for p in signature.parameters.values():
+        base, *metadata = typing.get_args(hints[p.name])
+        meta = [
+            typer.Option(*m.names, **m.settings)
+            if isinstance(m, declare.Option)
+            else typer.Argument(**m.settings)
+            if isinstance(m, declare.Argument)
+            else m
+            for m in metadata
+        ]
+        converted.append(p.replace(annotation=Annotated.__class_getitem__((base, *meta))))  # type: ignore[attr-defined]
+
+    @functools.wraps(func)
+    def command(**values: Any) -> Any:
+        return func(**values)
+
+    command.__signature__ = signature.replace(parameters=converted)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in converted}
+    return command

@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
 from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
+from gitlocks.cli.declare import Argument, Option
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
@@ -24,18 +23,16 @@ OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be le
 
 @app.command()
 def acquire(
-    patterns: Annotated[
-        list[str], typer.Argument(metavar="PATTERN...", help="Glob patterns to claim.")
-    ],
-    reason: Annotated[str, typer.Option("-m", "--reason", help="Why you claim it.")] = "",
+    patterns: Annotated[list[str], Argument(metavar="PATTERN...", help="Glob patterns to claim.")],
+    reason: Annotated[str, Option("-m", "--reason", help="Why you claim it.")] = "",
     ttl: TtlOption = None,
     shared: Annotated[
         bool,
-        typer.Option("--shared", help="A shared claim: others may hold shared claims over it too."),
+        Option("--shared", help="A shared claim: others may hold shared claims over it too."),
     ] = False,
     until_merged: Annotated[
         str | None,
-        typer.Option(
+        Option(
             "--until-merged",
             metavar="[BRANCH]",
             help="Release the claim once your commits in it land in BRANCH "
@@ -108,11 +105,9 @@ def _nfc(text: str) -> str:
 @app.command()
 def release(
     patterns: Annotated[
-        list[str] | None, typer.Argument(metavar="[PATTERN...]", help="Patterns to give back.")
+        list[str] | None, Argument(metavar="[PATTERN...]", help="Patterns to give back.")
     ] = None,
-    all_: Annotated[
-        bool, typer.Option("--all", help="Release all yours and your sub-agents'.")
-    ] = False,
+    all_: Annotated[bool, Option("--all", help="Release all yours and your sub-agents'.")] = False,
     as_id: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -132,7 +127,7 @@ def release(
 @app.command()
 def renew(
     patterns: Annotated[
-        list[str] | None, typer.Argument(metavar="[PATTERN...]", help="Patterns to renew.")
+        list[str] | None, Argument(metavar="[PATTERN...]", help="Patterns to renew.")
     ] = None,
     ttl: TtlOption = None,
     as_id: AsOption = None,
@@ -152,8 +147,8 @@ def renew(
 
 @app.command()
 def note(
-    pattern: Annotated[str, typer.Argument(metavar="PATTERN", help="A pattern of your lock.")],
-    text: Annotated[str, typer.Argument(metavar="TEXT", help="The progress note.")],
+    pattern: Annotated[str, Argument(metavar="PATTERN", help="A pattern of your lock.")],
+    text: Annotated[str, Argument(metavar="TEXT", help="The progress note.")],
     as_id: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -172,9 +167,7 @@ def note(
 
 @app.command("break")
 def break_(
-    targets: Annotated[
-        list[str], typer.Argument(metavar="ID|PATTERN...", help="Lock ids or patterns.")
-    ],
+    targets: Annotated[list[str], Argument(metavar="ID|PATTERN...", help="Lock ids or patterns.")],
     as_id: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -191,11 +184,11 @@ def break_(
 @app.command()
 def resume(
     pattern: Annotated[
-        str, typer.Argument(metavar="PATTERN", help="A pattern (or lock id) of the work.")
+        str, Argument(metavar="PATTERN", help="A pattern (or lock id) of the work.")
     ],
     ttl: Annotated[
         str | None,
-        typer.Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."),
+        Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."),
     ] = None,
     as_id: AsOption = None,
     as_json: JsonOption = False,

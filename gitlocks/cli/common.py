@@ -1,6 +1,6 @@
 """What every verb module shares: the common options and how results are written.
 
-Imports only typer: ``version``, ``whoami`` and ``skill`` use it without the store.
+Imports no framework: ``version``, ``whoami`` and ``skill`` use it without the store.
 """
 
 from __future__ import annotations
@@ -10,21 +10,20 @@ import os
 import sys
 from typing import Annotated, Any, NoReturn
 
-import typer
-
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.errors import UsageError
 
 AsOption = Annotated[
     str | None,
-    typer.Option("--as", help="Act as this agent id (default: $AGENT_ID, else the session)."),
+    Option("--as", help="Act as this agent id (default: $AGENT_ID, else the session)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+JsonOption = Annotated[bool, Option("--json", help="Print one JSON document.")]
 FreshOption = Annotated[
-    bool, typer.Option("--fresh", help="In remote mode, fetch the lock remote's state first.")
+    bool, Option("--fresh", help="In remote mode, fetch the lock remote's state first.")
 ]
 TtlOption = Annotated[
     str | None,
-    typer.Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."),
+    Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."),
 ]
 
 
@@ -52,13 +51,9 @@ def poll_interval(typed: str) -> float:
     return value
 
 
-def verbs() -> typer.Typer:
-    """The typer app a verb module registers its verbs on."""
-    return typer.Typer(
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
+def verbs() -> Verbs:
+    """The table a verb module registers its verbs on."""
+    return Verbs()
 
 
 def out(text: str) -> None:
@@ -99,4 +94,4 @@ def reply(data: Any, text: str, as_json: bool) -> None:
 
 def finish(code: int) -> NoReturn:
     """End the verb with ``code`` (the command line returns it as the exit code)."""
-    raise typer.Exit(code)
+    raise Exit(code)

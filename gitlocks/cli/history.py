@@ -7,8 +7,6 @@ import sys
 import time
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import (
     AsOption,
     JsonOption,
@@ -20,6 +18,7 @@ from gitlocks.cli.common import (
     whole_number,
 )
 from gitlocks.cli.context import context, say_staleness, warn_problems
+from gitlocks.cli.declare import Option
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
@@ -52,13 +51,13 @@ def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 @app.command()
 def log(
     count: Annotated[
-        str | None, typer.Option("-n", "--max-count", metavar="N", help="Show at most N events.")
+        str | None, Option("-n", "--max-count", metavar="N", help="Show at most N events.")
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Only events after: 2h, 1d, or a date/time."),
+        Option("--since", help="Only events after: 2h, 1d, or a date/time."),
     ] = None,
-    reverse: Annotated[bool, typer.Option("--reverse", help="Oldest first.")] = False,
+    reverse: Annotated[bool, Option("--reverse", help="Oldest first.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Show the journal of lock events, newest first, with local refusals marked.
@@ -81,13 +80,13 @@ def log(
 def watch(
     interval: Annotated[
         str,
-        typer.Option("--interval", metavar="SECONDS", help="Seconds between polls (0.01 to 3600)."),
+        Option("--interval", metavar="SECONDS", help="Seconds between polls (0.01 to 3600)."),
     ] = "0.5",
     count: Annotated[
-        str | None, typer.Option("--count", metavar="N", help="Stop after N events.")
+        str | None, Option("--count", metavar="N", help="Stop after N events.")
     ] = None,
     timeout: Annotated[
-        str | None, typer.Option("--timeout", help="Stop after this long: 30s, 5m.")
+        str | None, Option("--timeout", help="Stop after this long: 30s, 5m.")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:

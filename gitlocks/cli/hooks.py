@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.cli.declare import Option
 from gitlocks.errors import EXIT_OK
 from gitlocks.hooks import CLIENT_HOOKS
 from gitlocks.hooks import install as hooks
@@ -19,7 +18,7 @@ app = verbs()
 @app.command("install-hooks")
 def install_hooks(
     pre_push: Annotated[
-        bool, typer.Option("--pre-push", help="Also check the commits you push.")
+        bool, Option("--pre-push", help="Also check the commits you push.")
     ] = False,
     as_json: JsonOption = False,
 ) -> None:

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from gitlocks import __version__
 from gitlocks.cli.common import AsOption, JsonOption, dump_json, finish, out, reply, verbs
+from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.render.identity import whoami as whoami_text
@@ -44,15 +43,13 @@ def version(as_json: JsonOption = False) -> None:
 
 @app.command()
 def skill(
-    action: Annotated[str, typer.Argument(metavar="install|show", help="install or show.")],
-    tool: Annotated[str, typer.Option("--for", help="claude, codex, cursor or agents.")] = "claude",
+    action: Annotated[str, Argument(metavar="install|show", help="install or show.")],
+    tool: Annotated[str, Option("--for", help="claude, codex, cursor or agents.")] = "claude",
     into: Annotated[
         str | None,
-        typer.Option("--into", help="Base directory (default: the repository's root)."),
+        Option("--into", help="Base directory (default: the repository's root)."),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace a different existing copy.")
-    ] = False,
+    force: Annotated[bool, Option("--force", help="Replace a different existing copy.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Install or show the instructions that teach a coding agent to use git alock.

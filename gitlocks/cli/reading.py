@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import (
     AsOption,
     FreshOption,
@@ -17,8 +15,8 @@ from gitlocks.cli.common import (
     verbs,
 )
 from gitlocks.cli.context import context, entries, require, say_staleness, warn_problems
+from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
-from gitlocks.git.changes import staged_paths
 from gitlocks.render import locks as render
 from gitlocks.service import locks
 from gitlocks.service.context import live_table
@@ -29,7 +27,7 @@ app = verbs()
 
 LongOption = Annotated[
     bool,
-    typer.Option("--long", "-l", help="Also show where each holder runs: host, session, worktree."),
+    Option("--long", "-l", help="Also show where each holder runs: host, session, worktree."),
 ]
 
 
@@ -76,10 +74,10 @@ def ls(
 @app.command()
 def check(
     paths: Annotated[
-        list[str] | None, typer.Argument(metavar="[PATH...]", help="Paths to ask about.")
+        list[str] | None, Argument(metavar="[PATH...]", help="Paths to ask about.")
     ] = None,
     staged: Annotated[
-        bool, typer.Option("--staged", help="Check the paths staged for the next commit.")
+        bool, Option("--staged", help="Check the paths staged for the next commit.")
     ] = False,
     as_id: AsOption = None,
     as_json: JsonOption = False,
@@ -95,6 +93,8 @@ def check(
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     if staged:
+        from gitlocks.git.changes import staged_paths  # only --staged reads the index
+
         items = locks.check_paths(ctx, staged_paths())
     else:
         items = locks.check(ctx, entries(ctx, require(paths, "path (or --staged)")))

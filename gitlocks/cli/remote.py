@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
 from gitlocks.cli.context import context
+from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import remote as render
 from gitlocks.service import remote as service
@@ -21,16 +20,16 @@ app = verbs()
 @app.command("remote")
 def remote_(
     name: Annotated[
-        str | None, typer.Argument(metavar="[NAME]", help="A git remote to share locks on.")
+        str | None, Argument(metavar="[NAME]", help="A git remote to share locks on.")
     ] = None,
-    off: Annotated[bool, typer.Option("--off", help="Return to local mode.")] = False,
+    off: Annotated[bool, Option("--off", help="Return to local mode.")] = False,
     forget: Annotated[
         bool,
-        typer.Option("--forget", help="With --off: drop the locks mirrored from the remote."),
+        Option("--forget", help="With --off: drop the locks mirrored from the remote."),
     ] = False,
     restore: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--restore",
             help="Put this clone's last view back on the remote, whose journal was lost.",
         ),

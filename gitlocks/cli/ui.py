@@ -6,10 +6,9 @@ import os
 import sys
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import finish, out, verbs
 from gitlocks.cli.context import context
+from gitlocks.cli.declare import Option
 from gitlocks.errors import EXIT_INTERRUPTED, UsageError
 from gitlocks.ui import server as ui_server
 
@@ -18,11 +17,9 @@ app = verbs()
 
 @app.command()
 def ui(
-    port: Annotated[
-        int, typer.Option("--port", help="Port on 127.0.0.1 (default: any free port).")
-    ] = 0,
+    port: Annotated[int, Option("--port", help="Port on 127.0.0.1 (default: any free port).")] = 0,
     no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Print the URL only; open no browser.")
+        bool, Option("--no-browser", help="Print the URL only; open no browser.")
     ] = False,
 ) -> None:
     """Serve a live, read-only page of claims, holders, edits and the journal, until Ctrl-C.

@@ -6,9 +6,8 @@ import os
 import sys
 from typing import Annotated
 
-import typer
-
 from gitlocks.cli.common import JsonOption, finish, out, reply, verbs
+from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.hooks import install as hooks
 from gitlocks.hooks.receive import HOOK, remote_hooks_dir
@@ -25,7 +24,7 @@ FORMATS = ("text", "json", "github")
 def verify(
     revisions: Annotated[
         list[str],
-        typer.Argument(
+        Argument(
             metavar="RANGE...",
             help="Commits as git rev-list takes them: origin/main..HEAD, a branch, ^a b.",
         ),
@@ -33,20 +32,18 @@ def verify(
     as_json: JsonOption = False,
     output: Annotated[
         str | None,
-        typer.Option(
-            "--format", metavar="FORMAT", help="text (default), json, or github (annotations)."
-        ),
+        Option("--format", metavar="FORMAT", help="text (default), json, or github (annotations)."),
     ] = None,
     no_table_ok: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--no-table-ok",
             help="Pass where no lock table was ever fetched (else exit 2 with the fetch to run).",
         ),
     ] = False,
     shallow_ok: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--shallow-ok",
             help="Skip, with a warning, commits where a shallow clone was cut (else exit 2).",
         ),
@@ -82,13 +79,13 @@ def verify(
 def install_remote_hook(
     repository: Annotated[
         str,
-        typer.Argument(metavar="BARE-REPO", help="The repository you host, e.g. /srv/git/app.git."),
+        Argument(metavar="BARE-REPO", help="The repository you host, e.g. /srv/git/app.git."),
     ],
     uninstall: Annotated[
-        bool, typer.Option("--uninstall", help="Remove the hook and restore any it chained.")
+        bool, Option("--uninstall", help="Remove the hook and restore any it chained.")
     ] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="Install into a repository with a working tree too.")
+        bool, Option("--force", help="Install into a repository with a working tree too.")
     ] = False,
     as_json: JsonOption = False,
 ) -> None:

@@ -51,22 +51,56 @@ def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
     return Scan(found, symbolic)
 
 
-# The last packed-refs text read and its lines under the prefixes: a command reads the
-# table more than once (the agent guard's question, then the store's write), and with
+# The last packed-refs text read and its lines under each set of prefixes: a command reads
+# the table more than once (the agent guard's question, then the store's write), and with
 # 10,000 locks parsing the file costs more than comparing it.
-_last_packed: tuple[bytes, tuple[str, ...], list[tuple[str, str]]] | None = None
+_last_packed: dict[tuple[str, ...], tuple[bytes, list[tuple[str, str]]]] = {}
 
 
 def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     """(name, id) of the lines of ``packed`` under ``prefixes``, in file order."""
-    global _last_packed
-    if _last_packed is not None and _last_packed[1] == prefixes and _last_packed[0] == packed:
-        return _last_packed[2]
+    known = _last_packed.get(prefixes)
+    if known is not None and known[0] == packed:
+        return known[1]
     alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
     pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
     lines = [
         (match.group(2).decode("utf-8", "replace"), match.group(1).decode())
         for match in re.finditer(pattern, packed, re.MULTILINE)
     ]
-    _last_packed = (packed, prefixes, lines)
+    _last_packed[prefixes] = (packed, lines)
     return lines
+
+
+def read(common_dir: Path, name: str) -> tuple[str | None, str | None]:
+    """``(object id, symbolic target)`` of the ref ``name``: the loose file, else its line
+    of ``packed-refs``; ``(None, None)`` when there is no such ref."""
+    try:
+        with open(common_dir / name, "rb") as fh:
+            value = fh.read(256).strip().decode("ascii", "replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        value = ""
+    except OSError:
+        return None, None
+    if _HEX_RE.match(value):
+        return value, None
+    if value.startswith("ref:"):
+        return None, value[4:].strip()
+    try:
+        packed = (common_dir / "packed-refs").read_bytes()
+    except OSError:
+        return None, None
+    namespace = name[: name.rfind("/") + 1]
+    return _packed_by_name(packed, namespace).get(name), None
+
+
+def _packed_by_name(packed: bytes, namespace: str) -> dict[str, str]:
+    """The lines of ``packed`` under ``namespace``, by name (parsed once per content)."""
+    found = _packed_dicts.get(namespace)
+    if found is None or found[0] != packed:
+        found = (packed, dict(_packed(packed, (namespace,))))
+        _packed_dicts[namespace] = found
+    return found[1]
+
+
+_packed_dicts: dict[str, tuple[bytes, dict[str, str]]] = {}

@@ -190,11 +190,14 @@ def _args(git_dir: str | None) -> list[str]:
     return [*(["--git-dir", git_dir] if git_dir else []), *LIST_ARGS]
 
 
-def start(cwd: str | None = None, *, git_dir: str | None = None) -> subprocess.Popen[bytes]:
+def start(
+    cwd: str | None = None, *, git_dir: str | None = None, clean: bool = False
+) -> subprocess.Popen[bytes]:
     """Start reading the settings, for another git call to run meanwhile. ``git_dir``
     names the repository (another one than the environment's, so its variables are
-    cleared); else git finds it from ``cwd`` and the environment, as a hook must."""
-    env = run.Env.CLEAN if git_dir else run.Env.INHERIT
+    cleared); else git finds it from ``cwd`` and the environment, as a hook must, or
+    from ``cwd`` alone when ``clean``."""
+    env = run.Env.CLEAN if git_dir or clean else run.Env.INHERIT
     return run.start(_args(git_dir), cwd, env=env, error=StoreError)
 
 

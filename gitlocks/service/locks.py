@@ -8,7 +8,6 @@ decision code serves every backend.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -211,7 +210,7 @@ def _new_record(
         created_at=stamp,
         renewed_at=stamp,
         expires_at=expiry_from(now, ttl),
-        host=ident.session.host or socket.gethostname(),
+        host=ident.session.host or os.uname().nodename,
         host_id=ctx.session_host_id(),
         pid=ident.session.pid,
         pid_start=ident.session.start_time,

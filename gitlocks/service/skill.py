@@ -15,7 +15,6 @@ Nothing is overwritten unless asked: a different existing copy is refused withou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +27,8 @@ END = "<!-- gitlocks:end -->"
 
 def skill_text() -> str:
     """The shipped SKILL.md, front matter included."""
+    from importlib import resources  # brings in tempfile: only when a skill is read
+
     return (resources.files("gitlocks") / "data" / "SKILL.md").read_text(encoding="utf-8")
 
 

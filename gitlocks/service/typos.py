@@ -12,7 +12,6 @@ depth under the part that does exist.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,6 +116,8 @@ def _close_name(name: str, names: list[str]) -> str | None:
         folded.setdefault(candidate.casefold(), candidate)
     if name.casefold() in folded:
         return folded[name.casefold()]
+    import difflib  # only when a pattern covers nothing
+
     close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
     return folded[close[0]] if close else None
 

@@ -5,8 +5,9 @@ whose tree is the lock table after the write: a ``format`` marker blob and
 ``locks/<xx>/<id>`` (``xx`` from a hash of the id), the same blob as
 ``refs/agent-locks/<id>``. So one ref read gives a
 consistent table (docs/design.md, sections 4.4 and 5.4): a remote's lock refs can be seen
-half-updated by a concurrent fetch, its journal commit cannot. Trees are built from the
-parent's tree, touching only what changed.
+half-updated by a concurrent fetch, its journal commit cannot. Trees are hashed from the
+table: a subtree whose locks did not change has the id the parent's has, and is not
+written again.
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-import pygit2
-
 from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, shard_of
 from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.errors import StoreError
+from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
+from gitlocks.git.run import Env, finish, start
 
 __all__ = ["TABLE_MARKER", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
-_SIGNATURE = ("gitlocks", "gitlocks@localhost")
-_BLOB_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 
 
 class JournalEntry(NamedTuple):
@@ -32,61 +32,60 @@ class JournalEntry(NamedTuple):
     events: tuple[dict[str, Any], ...]
 
 
-def _is_table_tree(tree: pygit2.Tree) -> bool:
+def _is_table_tree(objects: Objects, tree: list[Entry]) -> bool:
     """A ``format`` marker blob, and at most a ``locks`` tree beside it."""
-    names = {entry.name for entry in tree}
-    if "format" not in names or not names <= {"format", "locks"}:
+    names = {entry.name: entry for entry in tree}
+    if "format" not in names or not names.keys() <= {"format", "locks"}:
         return False
-    marker = tree["format"]
-    if not isinstance(marker, pygit2.Blob) or marker.data != TABLE_MARKER:
+    marker = objects.read(names["format"].id)
+    if marker is None or marker != ("blob", TABLE_MARKER):
         return False
-    return "locks" not in names or isinstance(tree["locks"], pygit2.Tree)
+    return "locks" not in names or names["locks"].mode == MODE_TREE
 
 
-def _locks_tree(tree: pygit2.Tree) -> pygit2.Tree | None:
+def _locks_tree(objects: Objects, tree: list[Entry]) -> list[Entry] | None:
     """The ``locks`` tree of a table tree; None for an empty table or no table."""
-    if not _is_table_tree(tree) or "locks" not in tree:
+    if not _is_table_tree(objects, tree):
         return None
-    locks = tree["locks"]
-    return locks if isinstance(locks, pygit2.Tree) else None
+    locks = next((e for e in tree if e.name == "locks"), None)
+    return None if locks is None else objects.tree(locks.id)
 
 
-def is_journal_commit(commit: pygit2.Commit) -> bool:
+def is_journal_commit(objects: Objects, commit: Commit) -> bool:
     """Whether ``commit`` is one of the journal's: an empty tree or a table tree, at most
     one parent, a ``Journal-Seq`` trailer (see ``gitlocks.core.journal``)."""
-    try:
-        tree = commit.tree
-        table = len(tree) == 0 or _is_table_tree(tree)
-        return table and journal.is_journal_commit(len(commit.parent_ids), 0, commit.message)
-    except (KeyError, ValueError, AttributeError, pygit2.GitError):
+    tree = objects.tree(commit.tree)
+    if tree is None:
         return False
+    table = len(tree) == 0 or _is_table_tree(objects, tree)
+    return table and journal.is_journal_commit(len(commit.parent_ids), 0, commit.message)
 
 
 class Journal:
-    """Writes and reads journal commits in ``repo``."""
+    """Writes and reads journal commits in the object database ``objects``."""
 
-    def __init__(self, repo: pygit2.Repository, config_get: Callable[[str], str | None]) -> None:
-        self.repo = repo
+    def __init__(self, objects: Objects, config_get: Callable[[str], str | None]) -> None:
+        self.objects = objects
         self.config_get = config_get
-        self._marker: pygit2.Oid | None = None
+        self._marker: str | None = None
         self._tables: dict[str | None, dict[str, str] | None] = {}
 
-    def commit_of(self, oid: str | None) -> pygit2.Commit | None:
+    def commit_of(self, oid: str | None) -> Commit | None:
         """The journal commit ``oid`` names, or None (absent, or not a journal commit)."""
-        if oid is None:
-            return None
-        try:
-            commit = self.repo.get(oid)
-        except (ValueError, pygit2.GitError):
-            return None
-        return commit if isinstance(commit, pygit2.Commit) and is_journal_commit(commit) else None
+        commit = self.objects.commit(oid)
+        return commit if commit is not None and is_journal_commit(self.objects, commit) else None
 
     def descends(self, later: str, earlier: str) -> bool:
         """Whether journal commit ``later`` was written on top of ``earlier``."""
-        try:
-            return bool(self.repo.descendant_of(later, earlier))
-        except (ValueError, pygit2.GitError):
-            return False
+        if later == earlier:
+            return False  # a commit is no descendant of itself (as libgit2 answers)
+        proc = start(
+            ["--git-dir", str(self.objects.git_dir), "merge-base", "--is-ancestor", earlier, later],
+            env=Env.CLEAN,
+            error=StoreError,
+        )
+        finish(proc, ok=(0, 1, 128), error=StoreError)  # 128: no such commit here
+        return proc.returncode == 0
 
     def table(self, oid: str | None) -> dict[str, str] | None:
         """The table (lock id -> blob id) a journal commit carries; None when it carries
@@ -103,37 +102,34 @@ class Journal:
         """The table (lock id -> blob id) a journal commit carries; None when it carries
         none (no such commit, or one written before journal commits held the table)."""
         commit = self.commit_of(oid)
-        if commit is None or len(commit.tree) == 0:
+        tree = self.objects.tree(commit.tree) if commit is not None else None
+        if not tree:
             return None
-        locks = _locks_tree(commit.tree)
+        locks = _locks_tree(self.objects, tree)
         if locks is None:
             return {}
         # Only names a lock ref can have, in the subtree of their hash: any other entry
         # (written by hand, or by a hostile remote) is no lock, and no name we would ever
         # write a ref under.
         found: dict[str, str] = {}
-        for shard in locks:
-            subtree = (
-                self.repo.get(shard.id) if shard.filemode == pygit2.GIT_FILEMODE_TREE else None
-            )
-            if not isinstance(subtree, pygit2.Tree):
+        shards = [e for e in locks if e.mode == MODE_TREE]
+        read = self.objects.read_many(e.id for e in shards)
+        for shard in shards:
+            found_tree = read.get(shard.id)
+            if found_tree is None or found_tree[0] != "tree":
                 continue
-            for e in subtree:
-                name = str(e.name)
-                if (
-                    e.filemode in _BLOB_MODES
-                    and LOCK_ID_RE.match(name)
-                    and shard_of(name) == shard.name
-                ):
-                    found[name] = str(e.id)
+            for e in self.objects.parse_tree(found_tree[1]):
+                name = e.name
+                if e.mode in BLOB_MODES and LOCK_ID_RE.match(name) and shard_of(name) == shard.name:
+                    found[name] = e.id
         return found
 
     def write(
         self, parent: str | None, events: list[dict[str, Any]], refs: Mapping[str, str]
-    ) -> pygit2.Oid:
+    ) -> str:
         """The next journal commit on ``parent``, its tree the table ``refs`` (lock id ->
         blob id); on a long chain, on a compacted root."""
-        sig = pygit2.Signature(*_SIGNATURE, int(time.time()), 0)
+        when = int(time.time())
         head = self.commit_of(parent)
         seq = 1
         if head is None:
@@ -142,61 +138,46 @@ class Journal:
             seq = journal.parse_seq(head.message) + 1
             policy = journal.KeepPolicy.from_config(self.config_get)
             if policy.due(seq - 1) and parent is not None:
-                root = self._compact(parent, policy, sig, head.tree.id)
+                root = self._compact(parent, policy, when, head.tree)
                 if root != parent:
                     parent, seq = root, 2
         tree = self.tree(head, refs)
-        parents: list[pygit2.Oid] = [pygit2.Oid(hex=parent)] if parent else []
         text = journal.message(events, seq)
-        commit = self.repo.create_commit(None, sig, sig, text, tree, parents)
+        commit = self.objects.write_commit(tree, [parent] if parent else [], text, when)
         # The table it carries is the one just written: no need to read it back.
-        self._tables[str(commit)] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
+        self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
         return commit
 
-    def tree(self, base: pygit2.Commit | None, refs: Mapping[str, str]) -> pygit2.Oid:
-        """A table tree holding ``refs``, built from ``base``'s table where there is one.
+    def tree(self, base: Commit | None, refs: Mapping[str, str]) -> str:
+        """A table tree holding ``refs`` (``base``, the parent, shares every unchanged subtree).
 
         Locks sit in 256 subtrees by a hash of their id (``locks/<xx>/<id>``), so a write
         stores and sends a few small trees, not one that grows with the table.
         """
-        repo = self.repo
-        old = _locks_tree(base.tree) if base is not None else None
-        old_shards = (
-            {str(e.name): e for e in old if e.filemode == pygit2.GIT_FILEMODE_TREE}
-            if old is not None
-            else {}
-        )
-        wanted: dict[str, dict[str, str]] = {}
+        # A subtree is named by its contents: one ``base`` already has hashes to the same
+        # id and is not written again, so its trees need not even be read to be reused.
+        objects = self.objects
+        wanted: dict[str, list[tuple[str, str]]] = {}
+        match = LOCK_ID_RE.match
         for lock_id, oid in refs.items():
-            if LOCK_ID_RE.match(lock_id):
-                wanted.setdefault(shard_of(lock_id), {})[lock_id] = oid
-        top = repo.TreeBuilder()
-        for shard in sorted(old_shards.keys() | wanted.keys()):
-            entries = wanted.get(shard)
-            if not entries:
-                continue
-            before = old_shards.get(shard)
-            subtree = repo[before.id] if before is not None else None
-            if isinstance(subtree, pygit2.Tree):
-                had = {str(e.name): str(e.id) for e in subtree}
-                if had == entries:
-                    top.insert(shard, subtree.id, pygit2.GIT_FILEMODE_TREE)
-                    continue
-            builder = repo.TreeBuilder()
-            for lock_id, oid in sorted(entries.items()):
-                builder.insert(lock_id, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
-            top.insert(shard, builder.write(), pygit2.GIT_FILEMODE_TREE)
+            if match(lock_id):
+                wanted.setdefault(shard_of(lock_id), []).append((lock_id, oid))
+        top: list[Entry] = []
+        for shard in sorted(wanted):
+            # Blobs only, with names holding no "/": git's order is the names' own.
+            raw = b"".join(
+                b"100644 %s\0%s" % (lock_id.encode(), bytes.fromhex(oid))
+                for lock_id, oid in sorted(wanted[shard])
+            )
+            top.append(Entry(MODE_TREE, shard, objects.write("tree", raw)))
         if self._marker is None:
-            self._marker = repo.create_blob(TABLE_MARKER)
-        root = repo.TreeBuilder()
-        root.insert("format", self._marker, pygit2.GIT_FILEMODE_BLOB)
+            self._marker = objects.write_blob(TABLE_MARKER)
+        root = [Entry(MODE_BLOB, "format", self._marker)]
         if wanted:
-            root.insert("locks", top.write(), pygit2.GIT_FILEMODE_TREE)
-        return root.write()
+            root.append(Entry(MODE_TREE, "locks", objects.write_tree(top)))
+        return objects.write_tree(root)
 
-    def _compact(
-        self, tip: str, policy: journal.KeepPolicy, sig: pygit2.Signature, tree: pygit2.Oid
-    ) -> str:
+    def _compact(self, tip: str, policy: journal.KeepPolicy, when: int, tree: str) -> str:
         """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.
 
         Returns ``tip`` itself when nothing would be dropped (an age policy on a busy day).
@@ -212,7 +193,7 @@ class Journal:
             return tip
         marker = journal.compaction_marker(datetime.now(timezone.utc), len(kept), tip)
         message = journal.message([marker, *kept], 1)
-        return str(self.repo.create_commit(None, sig, sig, message, tree, []))
+        return self.objects.write_commit(tree, [], message, when)
 
     def walk(self, start: str | None, limit: int | None = None) -> Iterator[JournalEntry]:
         """Journal entries (commits), newest first, from ``start``.
@@ -223,13 +204,9 @@ class Journal:
         commit = self.commit_of(start)
         count = 0
         while commit is not None and (limit is None or count < limit):
-            yield JournalEntry(str(commit.id), tuple(journal.parse_events(commit.message)))
+            yield JournalEntry(commit.id, tuple(journal.parse_events(commit.message)))
             count += 1
             parents = commit.parent_ids
-            try:
-                nxt = self.repo[parents[0]] if parents else None
-            except KeyError:
-                return  # a shallow or pruned history: the journal ends here
-            commit = (
-                nxt if isinstance(nxt, pygit2.Commit) and is_journal_commit(nxt) else None
-            )  # never wander into project history
+            # Absent (a shallow or pruned history): the journal ends here. Not a journal
+            # commit: never wander into project history.
+            commit = self.commit_of(parents[0]) if parents else None

@@ -13,13 +13,19 @@ every write also compare-and-swaps the journal ref, with the lock refs it touche
 locked (docs/design.md, sections 4.2 and 9).
 
 Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
-killed while it holds a ``<ref>.lock`` file leaves the file behind, and pygit2 then fails
-at once for everyone. A ``flock`` is released by the kernel when its process dies, so the
+killed while it holds a ``<ref>.lock`` file leaves the file behind, and git then refuses
+that ref to everyone. A ``flock`` is released by the kernel when its process dies, so the
 mutex says who is busy: nobody else is while we hold it. A writer also logs what it is
 about to change in the mutex file (``gitlocks.store.refs``), so the next one, taking the
 mutex, finishes or undoes a dead writer's update before it reads anything, and clears
 only that writer's ``.lock`` files. Any other ``.lock`` file belongs to some other git
 command: we wait a few seconds for it, then fail with a message naming it.
+
+No library: objects are written as loose files (``gitlocks.git.objects``), refs move
+through ``git update-ref --stdin`` (``gitlocks.store.refs``), and lock refs are read from
+their files. libgit2's binding costs a command more to import than all the rest, so it is
+opened (``Store.repo``) only by what still needs it: remote mode, and questions about
+project history (``--until-merged``).
 """
 
 from __future__ import annotations
@@ -32,9 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
-
-import pygit2
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LockRecord, format_time, utcnow
@@ -49,6 +53,8 @@ from gitlocks.core.table import (
 )
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.git import files, settings
+from gitlocks.git.objects import Objects
+from gitlocks.git.run import Env, start
 from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
@@ -58,6 +64,9 @@ from gitlocks.layout import (
 )
 from gitlocks.store.journal import Journal, JournalEntry
 from gitlocks.store.refs import RefWriter
+
+if TYPE_CHECKING:
+    import pygit2
 
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 
@@ -88,20 +97,35 @@ def current_directory() -> str:
         ) from None
 
 
+class Location(NamedTuple):
+    """Where a repository is: its git directory and working tree (None when bare)."""
+
+    git_dir: str
+    workdir: str | None
+    bare: bool
+
+
 class Store:
     """A repository's lock refs, with a table cached by the journal ref's value."""
 
     def __init__(
-        self, repo: pygit2.Repository, configured: settings.Settings | None = None
+        self, repo: Location | pygit2.Repository, configured: settings.Settings | None = None
     ) -> None:
-        if repo.is_bare:
+        if isinstance(repo, Location):
+            where, self._repo = repo, None
+        else:  # an open libgit2 repository: kept, for what still asks for one
+            where, self._repo = Location(repo.path, repo.workdir, repo.is_bare), repo
+        if where.bare:
             raise NotARepository("this is a bare repository: run git alock inside a working tree")
-        self.repo = repo
-        self.git_dir = Path(repo.path)
+        self.git_dir = Path(where.git_dir)
         # Every setting, read once (git -c included): ``configured`` when already read.
         self.settings = configured or settings.read(git_dir=os.fspath(self.git_dir))
         self.common_dir = _common_dir(self.git_dir)
-        self.root = Path(repo.workdir).resolve() if repo.workdir else Path.cwd()
+        self.root = Path(where.workdir).resolve() if where.workdir else Path.cwd()
+        self.reftable = self.settings.reftable
+        self.objects = Objects(
+            self.git_dir, self.common_dir, self.config_get("extensions.objectFormat")
+        )
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         # Files and directories we create get the modes git would give them in a shared
         # repository (the mutex, logs, ref directories, object fan-out directories).
@@ -113,7 +137,7 @@ class Store:
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._verdicts_cache: tuple[tuple[int, int, int], dict[str, Verdict]] | None = None
-        self.journal_store = Journal(repo, self.config_get)
+        self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
@@ -122,27 +146,29 @@ class Store:
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
         if start is None and os.environ.get("GIT_DIR"):
             found = _from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE"))
-            return cls(*found)
+            return cls(found[0], configured=found[1])
         start = os.fspath(start) if start is not None else current_directory()
+        # Both at once: the settings of the repository git finds, while it says where.
+        config = settings.start(start, clean=True)
         try:
-            path = pygit2.discover_repository(start)
-        except pygit2.GitError as exc:
-            raise NotARepository(f"cannot open a git repository at {start}: {exc}") from exc
-        if path is None:
-            raise NotARepository(
-                "not a git repository (or any of the parent directories): "
-                "run git alock inside a repository's working tree"
-            )
-        try:
-            repo = pygit2.Repository(path)
-        except pygit2.GitError as exc:
-            raise NotARepository(f"cannot open the git repository at {path}: {exc}") from exc
-        here = Path(start).resolve()
-        git_dirs = {Path(path).resolve(), _common_dir(Path(path)).resolve()}
-        if not repo.is_bare and any(here.is_relative_to(d) for d in git_dirs):
-            # Anywhere inside the git directory: no working tree to anchor patterns in.
-            raise NotARepository("run git alock inside the working tree, not inside .git")
-        return cls(repo)
+            where = _discover(start)
+        except BaseException:
+            config.kill()
+            config.communicate()
+            raise
+        return cls(where, configured=settings.finish(config))
+
+    @property
+    def repo(self) -> pygit2.Repository:
+        """The repository opened with libgit2, on first use (remote mode, history)."""
+        if self._repo is None:
+            import pygit2  # costs more than the rest of a command: only when asked for
+
+            repo = pygit2.Repository(os.fspath(self.git_dir))
+            if repo.workdir is None or Path(repo.workdir).resolve() != self.root:
+                repo.workdir = os.fspath(self.root)
+            self._repo = repo
+        return self._repo
 
     # --- configuration and worktree facts ---------------------------------------------
 
@@ -168,22 +194,57 @@ class Store:
                 return True
         except OSError:  # a name too long for the file system, a permission: not a file here
             pass
-        try:
-            return path in self.repo.index
-        except pygit2.GitError:
-            return False
+        # Not in the working tree: is it in the index (deleted, not yet committed)?
+        proc = start(
+            ["--git-dir", os.fspath(self.git_dir), "--work-tree", os.fspath(self.root),
+             "ls-files", "-z", "--", f":(literal){path}"],
+            env=Env.CLEAN,
+            error=StoreError,
+        )  # fmt: skip
+        out, _ = proc.communicate()
+        return proc.returncode == 0 and path.encode() in out.split(b"\0")
 
     def head_info(self) -> tuple[str | None, str | None]:
         """(branch name or None when detached, head commit id or None when unborn)."""
+        if self.reftable:
+            return self._head_from_git()
         try:
-            if self.repo.head_is_unborn:
-                ref = self.repo.lookup_reference("HEAD").target
-                return (str(ref).removeprefix("refs/heads/"), None)
-            head = self.repo.head
-        except pygit2.GitError:
+            head = (self.git_dir / "HEAD").read_bytes().strip().decode("utf-8", "replace")
+        except OSError:
             return (None, None)
-        branch = None if self.repo.head_is_detached else head.shorthand
-        return (branch, str(head.target))
+        if _HEX_RE.match(head):
+            return (None, head)
+        if not head.startswith("ref:"):
+            return (None, None)
+        target = head[4:].strip()
+        return (target.removeprefix("refs/heads/"), self.ref_value(target))
+
+    def _head_from_git(self) -> tuple[str | None, str | None]:
+        out = self._git_lines(["symbolic-ref", "-q", "HEAD"])
+        branch = out[0].removeprefix("refs/heads/") if out else None
+        commit = self._git_lines(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
+        return (branch, commit[0] if commit else None)
+
+    def _git_lines(self, args: list[str]) -> list[str]:
+        proc = start(["--git-dir", os.fspath(self.git_dir), *args], env=Env.CLEAN, error=StoreError)
+        out, _ = proc.communicate()
+        return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
+
+    def ref_value(self, name: str) -> str | None:
+        """The object id the ref ``name`` holds; None when absent or symbolic (never
+        followed). Read from its file, or from git for other ref backends."""
+        return self._read_ref(name)[0]
+
+    def _read_ref(self, name: str) -> tuple[str | None, str | None]:
+        if not self.reftable:
+            return files.read(self.common_dir, name)
+        fmt = "--format=%(objectname) %(refname) %(symref)"
+        for line in self._git_lines(["for-each-ref", fmt, name]):
+            oid, _, rest = line.partition(" ")
+            ref, _, target = rest.partition(" ")
+            if ref == name:
+                return (None, target) if target else (oid, None)
+        return (None, None)
 
     def sync(self) -> bool:
         """Refresh the view of the lock remote: nothing to do for the local store, which
@@ -200,27 +261,34 @@ class Store:
 
     def commit_of(self, ref: str) -> str | None:
         """The commit ``ref`` names (tags peeled), or None: no such ref, or no commit."""
-        try:
-            found = self.repo.references.get(ref)
-            if found is None:
+        oid = self.ref_value(ref)
+        for _ in range(10):  # a tag of a tag ...: a few levels, never a loop
+            found = self.objects.read(oid) if oid else None
+            if found is None or found[0] not in ("commit", "tag"):
                 return None
-            return str(found.peel(pygit2.Commit).id)
-        except (pygit2.GitError, ValueError, KeyError, TypeError):
-            return None
+            if found[0] == "commit":
+                return oid
+            head = found[1].split(b"\n", 1)[0]
+            oid = head[len(b"object ") :].decode() if head.startswith(b"object ") else None
+        return None
 
     def contains(self, tip: str, commit: str) -> bool:
         """Whether ``commit`` is ``tip`` or one of its ancestors (False when unknown)."""
         if tip == commit:
             return True
-        try:
-            return bool(self.repo.descendant_of(tip, commit))
-        except (pygit2.GitError, ValueError, KeyError):
+        if not (_HEX_RE.match(tip) and _HEX_RE.match(commit)):
             return False
+        proc = start(["--git-dir", os.fspath(self.git_dir), "merge-base", "--is-ancestor",
+                      commit, tip], env=Env.CLEAN, error=StoreError)  # fmt: skip
+        proc.communicate()
+        return proc.returncode == 0
 
     def paths_changed_since(self, head: str, base: str, limit: int) -> set[str] | None:
         """The paths changed (both sides, against the first parent) by the commits of
         ``head`` that ``base`` lacks; None when there are more than ``limit`` of them or
         they cannot be read."""
+        import pygit2  # history's diffs: libgit2 reads them faster than git's processes
+
         changed: set[str] = set()
         try:
             walker = self.repo.walk(head, pygit2.enums.SortMode.NONE)
@@ -247,13 +315,7 @@ class Store:
         A symbolic journal ref is never followed: it reads as no journal (the next write
         replaces it with a real one).
         """
-        try:
-            ref = self.repo.references.get(JOURNAL_REF)
-        except (pygit2.GitError, ValueError):
-            return None
-        if ref is None or not isinstance(ref.target, pygit2.Oid):
-            return None
-        return str(ref.target)
+        return self.ref_value(JOURNAL_REF)
 
     def journal_symref(self) -> str | None:
         """Where a symbolic journal ref points (a planted one), else None."""
@@ -261,11 +323,7 @@ class Store:
 
     def symref_target(self, name: str) -> str | None:
         """Where the symbolic ref ``name`` points, else None (none, or not symbolic)."""
-        try:
-            ref = self.repo.references.get(name)
-        except (pygit2.GitError, ValueError):
-            return None
-        return str(ref.target) if ref is not None and isinstance(ref.target, str) else None
+        return self._read_ref(name)[1]
 
     def fingerprint(self) -> tuple[object, ...]:
         """What moves when any lock ref moves: the journal ref, the directory of the loose
@@ -331,10 +389,11 @@ class Store:
         return table
 
     def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        read = self.objects.read_many(oids)
         found: dict[str, tuple[bytes | None, str]] = {}
         for oid in oids:
-            _, _, data, kind = self.read_object("", oid)
-            found[oid] = (data, kind)
+            kind, data = read.get(oid, ("blob", None))
+            found[oid] = (data if kind == "blob" else None, kind)
         return found
 
     def _verdicts(self) -> dict[str, Verdict]:
@@ -374,13 +433,11 @@ class Store:
 
     def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
         """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""
-        try:
-            obj = self.repo[oid]
-        except (KeyError, ValueError, pygit2.GitError):
+        found = self.objects.read(oid)
+        if found is None:
             return name, oid, None, "blob"
-        if not isinstance(obj, pygit2.Blob):
-            return name, oid, None, obj.type_str
-        return name, oid, obj.data, "blob"
+        kind, data = found
+        return name, oid, data if kind == "blob" else None, kind
 
     def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]:
         """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name.
@@ -391,17 +448,25 @@ class Store:
         Loose refs are read first, and win, so a concurrent pack-refs loses nothing. Other ref
         storage backends (reftable) fall back to the iterator.
         """
-        storage = self.config_get("extensions.refStorage")
-        if storage is not None and storage.lower() != "files":
-            return {
-                ref.name: str(ref.target)
-                for ref in self.repo.references.iterator()
-                if ref.name.startswith(prefixes) and isinstance(ref.target, pygit2.Oid)
-            }
-        found = files.scan(self.common_dir, prefixes)
+        if self.reftable:
+            found = self._scan_with_git(prefixes)
+        else:
+            found = files.scan(self.common_dir, prefixes)
         if LOCK_PREFIX in prefixes:
             self.symrefs = {n: t for n, t in found.symbolic.items() if n.startswith(LOCK_PREFIX)}
         return found.refs
+
+    def _scan_with_git(self, prefixes: tuple[str, ...]) -> files.Scan:
+        fmt = "--format=%(objectname) %(refname) %(symref)"
+        refs, symbolic = {}, {}
+        for line in self._git_lines(["for-each-ref", fmt, *prefixes]):
+            oid, _, rest = line.partition(" ")
+            name, _, target = rest.partition(" ")
+            if target:
+                symbolic[name] = target
+            else:
+                refs[name] = oid
+        return files.Scan(refs, symbolic)
 
     def read_record(self, name: str, oid: str) -> LockRecord | Problem:
         return read_record(*self.read_object(name, oid))
@@ -449,7 +514,6 @@ class Store:
             os.close(fd)  # closing releases the flock
 
     def _apply(self, table: Table, change: Change) -> None:
-        repo = self.repo
         check_sizes(change)
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
@@ -457,7 +521,7 @@ class Store:
             refs.pop(lock_id, None)
             updates[LOCK_PREFIX + lock_id] = None
         for record in change.put:
-            refs[record.id] = str(repo.create_blob(record.to_json()))
+            refs[record.id] = self.objects.write_blob(record.to_json())
             updates[LOCK_PREFIX + record.id] = refs[record.id]
         events = list(change.events)
         if self.journal_reset is not None:
@@ -507,7 +571,14 @@ class Store:
         """The writer of our refs; only while we hold the mutex (see ``gitlocks.store.refs``)."""
         if self._mutex_fd is None:
             raise StoreError("internal: refs are written only under the store mutex")
-        return RefWriter(self.repo, self.common_dir, self._mutex_fd)
+        return RefWriter(
+            os.fspath(self.git_dir),
+            self.common_dir,
+            self._mutex_fd,
+            self.ref_value,
+            hexlen=self.objects.hexlen,
+            separate=not self.reftable,
+        )
 
     # --- the journal --------------------------------------------------------------------
 
@@ -518,27 +589,62 @@ class Store:
         return self.journal_store.walk(self.version() if start is None else start, limit)
 
 
-def _from_environment(
-    git_dir: str, work_tree: str | None
-) -> tuple[pygit2.Repository, settings.Settings]:
+def _discover(start: str) -> Location:
+    """The repository around ``start``, as git finds it."""
+    proc = start_git(
+        ["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--is-inside-git-dir",
+         "--show-toplevel"],
+        start,
+    )  # fmt: skip
+    out, err = proc.communicate()
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 3:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        if not detail or "not a git repository" in detail[-1]:
+            raise NotARepository(
+                "not a git repository (or any of the parent directories): "
+                "run git alock inside a repository's working tree"
+            )
+        reason = detail[-1].removeprefix("fatal: ")
+        if reason.startswith("bad "):  # a setting git cannot read: its own words say which
+            raise NotARepository(reason)
+        raise NotARepository(f"cannot open a git repository at {start}: {reason}")
+    git_dir, bare, inside = lines[:3]
+    if bare != "true" and (inside == "true" or len(lines) < 4):
+        # Anywhere inside the git directory: no working tree to anchor patterns in.
+        raise NotARepository("run git alock inside the working tree, not inside .git")
+    return Location(git_dir, None if bare == "true" else lines[3], bare == "true")
+
+
+def start_git(args: list[str], cwd: str) -> Any:
+    try:
+        return start(args, cwd, env=Env.CLEAN, error=NotARepository)
+    except NotADirectoryError as exc:  # pragma: no cover - cwd checked by the caller
+        raise NotARepository(f"cannot open a git repository at {cwd}: {exc}") from exc
+
+
+def _from_environment(git_dir: str, work_tree: str | None) -> tuple[Location, settings.Settings]:
     """The repository ``GIT_DIR`` names, as git opens it (``git --git-dir ... alock``): its
     working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
     Its settings come with it, read once."""
-    try:
-        repo = pygit2.Repository(os.path.abspath(git_dir))
-    except pygit2.GitError as exc:
-        raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {exc}") from exc
-    found = settings.read(git_dir=repo.path)
+    path = os.path.abspath(git_dir)
+    proc = start(["--git-dir", path, "rev-parse", "--absolute-git-dir"], env=Env.CLEAN,
+                 error=NotARepository)  # fmt: skip
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        reason = detail[-1].removeprefix("fatal: ") if detail else "not a repository"
+        raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {reason}")
+    path = out.decode("utf-8", "surrogateescape").strip()
+    found = settings.read(git_dir=path)
     if work_tree is not None:
         top = os.path.abspath(work_tree)
     else:
         configured = found.get("core.worktree")
-        top = os.path.join(repo.path, str(configured)) if configured else os.getcwd()
-    try:
-        repo.workdir = os.path.abspath(top)
-    except (pygit2.GitError, ValueError) as exc:
-        raise NotARepository(f"cannot use the working tree {work_tree!r}: {exc}") from exc
-    return repo, found
+        top = os.path.join(path, str(configured)) if configured else os.getcwd()
+    if not os.path.isdir(top):
+        raise NotARepository(f"cannot use the working tree {work_tree!r}: not a directory")
+    return Location(path, os.path.abspath(top), False), found
 
 
 def _common_dir(git_dir: Path) -> Path:

@@ -1,9 +1,11 @@
 """Writing gitlocks' refs so that a failure or a crash never leaves journal and locks apart.
 
-A write moves some lock refs and (usually) the journal ref. libgit2 applies a
-transaction's refs one by one in no set order, and a delete of a packed ref can fail
-half-way when ``git pack-refs`` holds ``packed-refs.lock``. So a write here is two steps
-with one commit point (docs/design.md, section 4.3):
+A write moves some lock refs and (usually) the journal ref, each through git's own
+transaction (``git update-ref --stdin``, ``gitlocks.git.transaction``). Lock refs and the
+journal ref are two transactions, not one, because a ref backend may apply one
+transaction's refs one by one (the files backend deletes packed refs through
+``packed-refs``, which ``git pack-refs`` can hold). So a write is two steps with one
+commit point (docs/design.md, section 4.3):
 
 1. the lock refs move, in one transaction, while the journal ref stays locked;
 2. the journal ref moves: the commit point.
@@ -26,9 +28,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import pygit2
-
 from gitlocks.errors import StoreError
+from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
 Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
@@ -52,21 +53,30 @@ def is_own_ref(name: object) -> bool:
 
 
 class RefWriter:
-    """Applies ref updates through the log in the mutex file open at ``fd``."""
+    """Applies ref updates through the log in the mutex file open at ``fd``.
 
-    def __init__(self, repo: pygit2.Repository, common_dir: Path, fd: int) -> None:
-        self.repo = repo
+    ``current`` reads a ref's value (None: absent or symbolic); ``separate`` says whether
+    the lock refs and the journal ref move in two transactions (the files backend, see the
+    module's docstring) or one (a backend that applies a transaction at once: reftable,
+    whose single lock over every ref would make a second transaction wait for the first).
+    """
+
+    def __init__(
+        self,
+        git_dir: str,
+        common_dir: Path,
+        fd: int,
+        current: Callable[[str], str | None],
+        *,
+        hexlen: int = 40,
+        separate: bool = True,
+    ) -> None:
+        self.git_dir = git_dir
         self.common_dir = common_dir
         self.fd = fd
-
-    def current(self, name: str) -> str | None:
-        try:
-            ref = self.repo.references.get(name)
-        except (pygit2.GitError, ValueError):
-            return None
-        if ref is None or not isinstance(ref.target, pygit2.Oid):
-            return None
-        return str(ref.target)
+        self.current = current
+        self.hexlen = hexlen
+        self.separate = separate
 
     def write(
         self,
@@ -89,8 +99,8 @@ class RefWriter:
         old = {name: self.current(name) for name in updates}
         self._log({"pid": os.getpid(), "old": old, "new": dict(updates)})
         try:
-            self._apply(updates, message, expect)
-        except pygit2.GitError as exc:
+            self._apply(updates, old, message, expect)
+        except RefsRefused as exc:
             self._put_back(old, updates)
             raise StoreError(f"cannot update the lock refs: {exc}") from exc
         except BaseException:
@@ -99,24 +109,45 @@ class RefWriter:
         self._clear()
 
     def _apply(
-        self, updates: Updates, message: str, expect: Callable[[], None] | None = None
+        self,
+        updates: Updates,
+        old: Mapping[str, str | None],
+        message: str,
+        expect: Callable[[], None] | None = None,
     ) -> None:
-        locks = {n: v for n, v in updates.items() if n != JOURNAL_REF}
-        with self.repo.transaction() as journal_tx:
-            if JOURNAL_REF in updates:
-                journal_tx.lock_ref(JOURNAL_REF)  # held while the locks move
-            if locks:
-                with self.repo.transaction() as tx:  # commits the locks on leaving
-                    for name in locks:
-                        tx.lock_ref(name)
-                    if expect is not None:
-                        expect()
-                    for name, value in locks.items():
-                        _queue(tx, self.repo, name, value, message)
-            elif expect is not None:
+        """Lock the journal ref (git's compare of its old value included), then move the
+        lock refs while it stays locked, then the journal ref: the commit point."""
+        locks = [n for n in updates if n != JOURNAL_REF]
+        steps = [locks, [JOURNAL_REF] if JOURNAL_REF in updates else []]
+        if not self.separate:
+            steps = [[*locks, *steps[1]]]
+        txs: list[Transaction] = []
+        try:
+            for names in steps:
+                if names:
+                    txs.append(self._transaction(names, updates, old, message))
+            for tx in reversed(txs):  # the journal's first: held while the locks move
+                tx.prepare()
+            if expect is not None:
                 expect()
-            if JOURNAL_REF in updates:  # the commit point, on leaving
-                _queue(journal_tx, self.repo, JOURNAL_REF, updates[JOURNAL_REF], message)
+            for tx in txs:
+                _commit(tx)
+        finally:
+            for tx in txs:
+                tx.abort()  # whatever was not committed moves nowhere
+
+    def _transaction(
+        self,
+        names: list[str],
+        updates: Updates,
+        old: Mapping[str, str | None],
+        message: str,
+    ) -> Transaction:
+        tx = Transaction(self.git_dir, message)
+        tx.names = tuple(names)
+        for name in names:
+            tx.queue(name, updates[name], old.get(name), self.hexlen)
+        return tx
 
     def _put_back(self, old: Mapping[str, str | None], updates: Updates) -> None:
         """Undo a failed write: every ref that moved gets its old value back."""
@@ -124,8 +155,9 @@ class RefWriter:
         for _ in range(50):
             try:
                 if moved:
-                    self._apply(moved, "gitlocks: undo a failed write")
-            except pygit2.GitError:
+                    now = {n: updates.get(n) for n in moved}
+                    self._apply(moved, now, "gitlocks: undo a failed write")
+            except RefsRefused:
                 time.sleep(0.05)  # pack-refs again: the log stays until we manage
                 continue
             self._clear()
@@ -159,9 +191,10 @@ class RefWriter:
                 if n != JOURNAL_REF and n in target and self.current(n) != target.get(n)
             }
             if repair:
+                now = {n: self.current(n) for n in repair}
                 try:
-                    self._apply(repair, "gitlocks: finish a dead writer's update")
-                except pygit2.GitError as exc:
+                    self._apply(repair, now, "gitlocks: finish a dead writer's update")
+                except RefsRefused as exc:
                     raise StoreError(
                         f"cannot finish the update of a gitlocks process that died: {exc}"
                     ) from exc
@@ -213,18 +246,9 @@ class RefWriter:
         os.ftruncate(self.fd, 0)
 
 
-def _queue(
-    tx: pygit2.ReferenceTransaction,
-    repo: pygit2.Repository,
-    name: str,
-    value: str | None,
-    message: str,
-) -> None:
-    if value is None:
-        if repo.references.get(name) is not None:
-            tx.remove(name)
-    else:
-        tx.set_target(name, pygit2.Oid(hex=value), message=message)
+def _commit(tx: Transaction) -> None:
+    """Commit one transaction: its refs move (one place, so a test can fail or kill it)."""
+    tx.commit()
 
 
 def _read_log(

@@ -55,7 +55,7 @@ def _continues(remote: RemoteStore, new: str, view: str) -> bool:
     if previous is None:
         return True  # a tip this clone never fetched: nothing here to hold it against
     # A compacted root carries its previous tip's tree, and that tip continues the view.
-    return root.tree_id == previous.tree_id and (
+    return root.tree == previous.tree and (
         str(previous.id) == view or _is_ancestor(remote.repo, view, str(previous.id))
     )
 

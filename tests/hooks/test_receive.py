@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pygit2
 import pytest
 from conftest import git
 from helpers import Result, alock, run_git, write_blob
@@ -25,6 +24,7 @@ from gitlocks.core.record import LockRecord
 from gitlocks.hooks import hosted as hosted_table
 from gitlocks.hooks import receive
 from gitlocks.store.journal import Journal
+from gitlocks.store.local import Store
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 
@@ -159,8 +159,8 @@ def test_deleting_rewinding_or_replacing_the_journal_is_refused(
     assert project.code != 0
     assert "which is no gitlocks journal commit" in remote_lines(project)[0]
     # A journal commit of another chain, carrying an empty table.
-    repo = pygit2.Repository(str(holder))
-    stranger = str(Journal(repo, lambda key: None).write(None, [{"event": "fresh"}], {}))
+    objects = Store.discover(holder).objects
+    stranger = Journal(objects, lambda key: None).write(None, [{"event": "fresh"}], {})
     replaced = run_git(holder, "push", "--force", "origin", f"{stranger}:{JOURNAL}")
     assert replaced.code != 0
     assert ref(bare, JOURNAL) == tip
@@ -170,8 +170,8 @@ def test_a_journal_moved_without_its_lock_refs_is_refused(hosted: tuple[Path, Pa
     bare, holder = hosted
     git(holder, "fetch", "-q", "origin", f"{JOURNAL}:refs/tmp/journal")
     tip = ref(holder, "refs/tmp/journal")
-    repo = pygit2.Repository(str(holder))
-    empty = str(Journal(repo, lambda key: None).write(tip, [{"event": "break"}], {}))
+    objects = Store.discover(holder).objects
+    empty = Journal(objects, lambda key: None).write(tip, [{"event": "break"}], {})
     refused = run_git(holder, "push", "origin", f"{empty}:{JOURNAL}")
     assert refused.code != 0
     assert "in the lock table but leaves its lock ref as it was" in remote_lines(refused)[0]

@@ -441,19 +441,26 @@ def test_is_journal_commit(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
     r = pygit2.Repository(str(repo))
     tip = r.get(r.references[JOURNAL_REF].target)
-    assert is_journal_commit(tip)
-    assert not is_journal_commit(r.head.peel(pygit2.Commit))  # the project's history
+    objects = Store.discover(repo).objects
+
+    def is_journal(oid: object) -> bool:
+        commit = objects.commit(str(oid))
+        assert commit is not None
+        return is_journal_commit(objects, commit)
+
+    assert is_journal(tip.id)
+    assert not is_journal(r.head.target)  # the project's history
     sig = pygit2.Signature("t", "t@example.invalid", 0, 0)
     empty = r.TreeBuilder().write()
     plain = r.get(r.create_commit(None, sig, sig, "no trailer\n", empty, []))
-    assert not is_journal_commit(plain)
+    assert not is_journal(plain.id)
     merge = r.get(
         r.create_commit(None, sig, sig, "m\n\nJournal-Seq: 3\n", empty, [tip.id, plain.id])
     )
-    assert not is_journal_commit(merge)
+    assert not is_journal(merge.id)
     full_tree = r.head.peel(pygit2.Commit).tree_id
     with_files = r.get(r.create_commit(None, sig, sig, "x\n\nJournal-Seq: 2\n", full_tree, []))
-    assert not is_journal_commit(with_files)
+    assert not is_journal(with_files.id)
 
 
 def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> None:
@@ -461,7 +468,9 @@ def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> Non
     assert alock(repo, "acquire", "src/**", **A).code == 0
     r = pygit2.Repository(str(repo))
     tip = r.get(r.references[JOURNAL_REF].target)
-    assert is_journal_commit(tip)
+    objects = Store.discover(repo).objects
+    commit = objects.commit(str(tip.id))
+    assert commit is not None and is_journal_commit(objects, commit)
     assert not tip.parents  # not chained onto the project's history
     assert [e["event"] for e in journal.events(Store.discover(repo))] == ["granted"]
 

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pygit2
 import pytest
 from conftest import git
 from helpers import Result, alock
 from remote_fixtures import make_bare, make_clone, remote_events
 
+from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.store import refs as refs_module
 
 LOCKS = "refs/agent-locks/"
@@ -152,12 +152,12 @@ def die(*args, **kwargs):
 if sys.argv[2] == "before-mirror":
     RemoteStore._mirror = die
 else:
-    queue = refs._queue
-    def queue_or_die(tx, repo, name, value, message):
-        if name == JOURNAL_REF:
+    commit = refs._commit
+    def commit_or_die(tx):
+        if JOURNAL_REF in tx.names:
             os._exit(9)
-        queue(tx, repo, name, value, message)
-    refs._queue = queue_or_die
+        commit(tx)
+    refs._commit = commit_or_die
 RemoteStore(pygit2.Repository(sys.argv[1])).sync()
 """
 
@@ -421,40 +421,31 @@ def test_fresh_packed_refs_lock_survives_and_is_named(
 # --- 4. a write that fails half-way ---------------------------------------------------------
 
 
-def _fail_queue_call(monkeypatch: pytest.MonkeyPatch, n: int) -> list[dict[str, str | None]]:
-    """Make the ``n``-th ref queued raise ``pygit2.GitError``; what each earlier queued ref
-    held at that moment is recorded (to show they had moved already)."""
-    real = refs_module._queue
-    names: list[str] = []
-    seen: list[dict[str, str | None]] = []
+def _fail_commit(monkeypatch: pytest.MonkeyPatch, repo: Path, n: int) -> list[dict[str, str]]:
+    """Make the ``n``-th transaction's commit fail as git would refuse it; what the lock
+    refs held at that moment is recorded (to show whether they had moved already)."""
+    real = refs_module._commit
+    count: list[int] = []
+    seen: list[dict[str, str]] = []
 
-    def queue(
-        tx: pygit2.ReferenceTransaction,
-        repo: pygit2.Repository,
-        name: str,
-        value: str | None,
-        message: str,
-    ) -> None:
-        names.append(name)
-        if len(names) == n:
-            current = {}
-            for earlier in names[:-1]:
-                ref = repo.references.get(earlier)
-                current[earlier] = None if ref is None else str(ref.target)
-            seen.append(current)
-            raise pygit2.GitError("injected: failed half-way")
-        real(tx, repo, name, value, message)
+    def commit(tx: Transaction) -> None:
+        count.append(1)
+        if len(count) == n:
+            seen.append(lock_refs(repo))
+            raise RefsRefused("injected: failed half-way")
+        real(tx)
 
-    monkeypatch.setattr(refs_module, "_queue", queue)
+    monkeypatch.setattr(refs_module, "_commit", commit)
     return seen
 
 
-# (verb args, the queued call that fails, whether lock refs had moved by then)
+# (verb args, the transaction whose commit fails (the lock refs', then the journal's),
+# whether lock refs had moved by then)
 HALF_WAY = {
     "acquire-two-scopes": (("acquire", "a/**", "b/**"), 2, True),
     "release-one-pattern": (("release", "docs/**"), 2, True),
-    "release-all-journal": (("release", "--all"), 3, True),
-    "release-all-second-ref": (("release", "--all"), 2, False),
+    "release-all-journal": (("release", "--all"), 2, True),
+    "release-all-locks": (("release", "--all"), 1, False),
 }
 
 
@@ -467,19 +458,14 @@ def test_write_failing_half_way_leaves_no_event(
     assert alock(repo, "acquire", "src/**", **A).code == 0
     common = repo / ".git"
     tip, before, events = rev(repo, JOURNAL), lock_refs(repo), journal_events(repo)
-    seen = _fail_queue_call(monkeypatch, n)
+    seen = _fail_commit(monkeypatch, repo, n)
     got = alock(repo, *args, **A)
     monkeypatch.undo()
     no_crash(got)
     assert got.code == 2, got
     assert len(seen) == 1, "the fault was never injected"
-    if moved:  # the fault came after the lock refs had moved
-        changed = {
-            name: value
-            for name, value in seen[0].items()
-            if value != before.get(name[len(LOCKS) :])
-        }
-        assert changed and JOURNAL not in seen[0], seen
+    # Moved: the fault came after the lock refs had moved (with the journal still behind).
+    assert (seen[0] != before) == moved, seen
     assert rev(repo, JOURNAL) == tip, "the journal moved"
     assert lock_refs(repo) == before, "a lock ref was left at its new value"
     assert journal_events(repo) == events

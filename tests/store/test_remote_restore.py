@@ -14,6 +14,7 @@ from remote_fixtures import make_bare, make_clone, remote_events, remote_locks
 
 from gitlocks.core import journal
 from gitlocks.store.journal import Journal
+from gitlocks.store.local import Store
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -148,7 +149,7 @@ def test_a_forged_compacted_root_naming_the_last_tip_is_reported(tmp_path: Path)
     repo = pygit2.Repository(str(b))
     sig = pygit2.Signature("gitlocks", "gitlocks@localhost")
     marker = journal.compaction_marker(datetime.now(timezone.utc), 0, tip)
-    empty = Journal(repo, lambda key: None).tree(None, {})
+    empty = pygit2.Oid(hex=Journal(Store.discover(b).objects, lambda key: None).tree(None, {}))
     forged = repo.create_commit(None, sig, sig, journal.message([marker], 1), empty, [])
     git(b, "push", "-q", "--force", "origin", f"{forged}:{JOURNAL}")
     got = alock(b, "sync")

@@ -1,0 +1,50 @@
+"""``git alock completion SHELL``: the script that lets a shell complete verbs and options.
+
+The script is click's, for the ``git-alock`` command; for bash it also defines
+``_git_alock``, the function git's own completion calls for ``git alock ...``. Completing
+runs ``git-alock`` with ``_GIT_ALOCK_COMPLETE`` set, which ``gitlocks.main`` hands to
+``gitlocks.cli.app.complete``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from gitlocks.cli.common import out, verbs
+from gitlocks.cli.declare import Argument
+from gitlocks.errors import UsageError
+
+app = verbs()
+
+SHELLS = ("bash", "zsh", "fish")
+
+# git's bash completion calls _git_<subcommand> for ``git alock ...``: the words after
+# ``git`` become git-alock's own command line.
+GIT_BASH_SHIM = """
+_git_alock() {
+    local COMP_WORDS=("git-alock" "${COMP_WORDS[@]:2}")
+    local COMP_CWORD=$((COMP_CWORD - 1))
+    _git_alock_completion git-alock
+}
+"""
+
+
+@app.command()
+def completion(
+    shell: Annotated[str, Argument(metavar="bash|zsh|fish", help="The shell.")],
+) -> None:
+    """Print the shell completion script: bash, zsh or fish.
+
+    Example: eval "$(git alock completion bash)"
+    """
+    if shell not in SHELLS:
+        raise UsageError(f"unknown shell {shell!r}: use bash, zsh or fish")
+    # click writes the script, from every verb: only this verb pays for both.
+    from click.shell_completion import get_completion_class
+
+    from gitlocks.cli.app import COMPLETE_VAR, everything  # the verb table, circular at top
+
+    found = get_completion_class(shell)
+    assert found is not None
+    script = found(everything(), {}, "git-alock", COMPLETE_VAR).source()
+    out(script.rstrip("\n") + ("\n" + GIT_BASH_SHIM.rstrip("\n") if shell == "bash" else ""))

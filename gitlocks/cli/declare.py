@@ -1,0 +1,163 @@
+"""The verbs' one declaration, and the small parser that runs a verb from it.
+
+A verb is a function whose parameters say what it takes: ``Annotated[str | None,
+Option("--ttl", help=...)]``, ``Annotated[list[str], Argument(metavar="PATTERN...")]``.
+Two readers share that declaration:
+
+- ``parse`` (here, standard library only): the known options and arguments of a command
+  line typed correctly, the case of every command an agent or a hook runs. It parses what
+  click would parse, the same way, or declines (returns None);
+- typer (``gitlocks.cli.app``), for everything ``parse`` declines: help, usage errors with
+  click's wording, shell completion.
+
+So a verb run correctly never imports the command-line framework, and its help and errors
+are the framework's own. Values stay strings: the verbs read them themselves.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class Option:
+    """An option of a verb: its names (``-m``, ``--reason``) and help."""
+
+    def __init__(self, *names: str, **settings: Any) -> None:
+        self.names = names
+        self.settings = settings
+
+
+class Argument:
+    """A positional argument of a verb."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+
+
+class Exit(Exception):
+    """End the verb with ``code`` as the command's exit code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Verb(NamedTuple):
+    name: str
+    callback: Callable[..., Any]
+    hidden: bool
+
+
+class Verbs:
+    """The verbs of one module, registered by ``@app.command()``."""
+
+    def __init__(self) -> None:
+        self.commands: dict[str, Verb] = {}
+
+    def command(
+        self, name: str | None = None, *, hidden: bool = False
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+            verb = name or func.__name__
+            self.commands[verb] = Verb(verb, func, hidden)
+            return func
+
+        return register
+
+
+_PLAIN = (str, str | None, bool, list[str], list[str] | None)
+
+
+class Param(NamedTuple):
+    name: str
+    kind: str  # "flag", "value" (an option taking one), "one" or "many" (arguments)
+    names: tuple[str, ...]  # an option's spellings
+    required: bool
+    default: Any
+    plain: bool  # text, a flag or a list of text: what ``parse`` hands over as typed
+
+
+def params(func: Callable[..., Any]) -> list[Param]:
+    """The parameters ``func`` declares, in order."""
+    hints = typing.get_type_hints(func, include_extras=True)
+    code = func.__code__
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    defaults = dict(zip(names[::-1], (func.__defaults__ or ())[::-1], strict=False))
+    defaults.update(func.__kwdefaults__ or {})
+    found = []
+    for name in names:
+        hint = hints[name]
+        declared = getattr(hint, "__metadata__", ())
+        meta = next(m for m in declared if isinstance(m, Option | Argument))
+        base = typing.get_args(hint)[0]
+        many = list in {typing.get_origin(a) for a in (base, *typing.get_args(base))}
+        plain = base in _PLAIN
+        required = name not in defaults
+        default = defaults.get(name)
+        if isinstance(meta, Option):
+            kind = "flag" if base is bool else "value"
+            found.append(Param(name, kind, meta.names, required, default, plain))
+        else:
+            kind = "many" if many else "one"
+            found.append(Param(name, kind, (), required, default, plain))
+    return found
+
+
+def parse(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments ``func`` gets from ``args``; None for anything this parser
+    does not take on (help, an unknown option, a missing or extra argument, ``--x=`` of a
+    flag): typer answers those, in its own words."""
+    declared = params(func)
+    if declared and not all(p.plain for p in declared):
+        return None  # a number or a choice: converted and checked by click
+    options = {n: p for p in declared for n in p.names}
+    positional = [p for p in declared if p.kind in ("one", "many")]
+    if any(p.kind == "many" for p in positional[:-1]):
+        return None  # a list before another argument: click's sharing-out, not ours
+    values: dict[str, Any] = {}
+    words: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            words += args[i:]
+            break
+        if not arg.startswith("-") or arg == "-":
+            words.append(arg)
+            continue
+        name, eq, attached = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        p = options.get(name)
+        if p is None:
+            return None
+        if p.kind == "flag":
+            if eq:
+                return None
+            values[p.name] = True
+        elif eq:
+            values[p.name] = attached
+        elif i < len(args):
+            values[p.name] = args[i]  # the next word, whatever it looks like (as click)
+            i += 1
+        else:
+            return None
+    for p in positional:
+        if p.kind == "many":
+            taken, words = words, []
+            if not taken and p.required:
+                return None
+            values[p.name] = taken or p.default
+        elif words:
+            values[p.name] = words.pop(0)
+        elif p.required:
+            return None
+    if words:
+        return None
+    for p in declared:
+        if p.name not in values:
+            if p.required:
+                return None
+            values[p.name] = p.default
+    return values

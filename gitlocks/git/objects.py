@@ -1,0 +1,284 @@
+"""git's object store, read and written the simple way: no library, few processes.
+
+Blobs, trees and commits are written as loose objects, exactly as git writes them: the
+header ``<type> <size>\\0`` and the contents, deflated, named by their hash (SHA-1, or
+SHA-256 under ``extensions.objectFormat``). A new object is written to a temporary file
+in the objects directory and linked into place, so no reader ever sees half of one and an
+existing object is never overwritten (the same name is the same contents). Modes follow
+the umask the store set from ``core.sharedRepository``.
+
+Reading takes a loose object from its file; anything else (packed, or in an alternate)
+from one ``git cat-file --batch``. Importing this costs nothing beyond the standard library:
+that is the point (a lock command's time was mostly the import of libgit2's binding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import subprocess
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from gitlocks.errors import StoreError
+from gitlocks.git.run import Env, start
+
+MODE_TREE = 0o040000
+MODE_BLOB = 0o100644
+MODE_EXECUTABLE = 0o100755
+BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
+
+
+class Entry(NamedTuple):
+    """One entry of a tree."""
+
+    mode: int
+    name: str
+    id: str
+
+
+class Commit(NamedTuple):
+    """The parts of a commit gitlocks reads."""
+
+    id: str
+    tree: str
+    parent_ids: tuple[str, ...]
+    message: str
+
+
+class Objects:
+    """The object database of the repository whose git directory is ``git_dir``."""
+
+    def __init__(self, git_dir: Path, common_dir: Path, object_format: str | None) -> None:
+        self.git_dir = git_dir
+        self.directory = common_dir / "objects"
+        self._prefix = f"{self.directory}{os.sep}"
+        self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
+        self.hexlen = 64 if self.sha256 else 40
+        self._setgid = bool(_mode_of(self.directory) & stat.S_ISGID)
+        self._batch: subprocess.Popen[bytes] | None = None  # cat-file, once one is needed
+        self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
+
+    def close(self) -> None:
+        """Stop the ``cat-file`` process, if one was started."""
+        proc, self._batch = self._batch, None
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # --- reading ------------------------------------------------------------------------
+
+    def read(self, oid: str) -> tuple[str, bytes] | None:
+        """``(type, contents)`` of object ``oid``, or None when there is none."""
+        return self.read_many([oid]).get(oid)
+
+    def read_many(self, oids: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+        """``(type, contents)`` by id of those of ``oids`` that exist: loose ones from
+        their files, the rest from one ``cat-file --batch``."""
+        found: dict[str, tuple[str, bytes]] = {}
+        rest: list[str] = []
+        for oid in dict.fromkeys(oids):
+            if len(oid) != self.hexlen or not _is_hex(oid):
+                continue
+            loose = self._seen.get(oid) or self._read_loose(oid)
+            if loose is None:
+                rest.append(oid)
+            else:
+                found[oid] = loose
+        if rest:
+            found.update(self._read_batch(rest))
+        if len(self._seen) < 100_000:
+            self._seen.update(found)
+        return found
+
+    def _read_loose(self, oid: str) -> tuple[str, bytes] | None:
+        try:  # os.open and one read: a table of 10,000 reads that many files
+            fd = os.open(f"{self._prefix}{oid[:2]}/{oid[2:]}", os.O_RDONLY)
+            try:
+                raw = zlib.decompress(_read_all(fd))
+            finally:
+                os.close(fd)
+        except (OSError, zlib.error):
+            return None  # not loose (packed, or in an alternate), or unreadable: ask git
+        header, nul, body = raw.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if not nul or not size.isdigit() or int(size) != len(body):
+            return None
+        return kind.decode("ascii", "replace"), body
+
+    def _read_batch(self, oids: Sequence[str]) -> dict[str, tuple[str, bytes]]:
+        """From one ``cat-file --batch`` kept for the command's life: ``<oid>\n`` in,
+        ``<oid> <type> <size>\n<contents>\n`` (or ``<oid> missing\n``) out."""
+        if self._batch is None:
+            self._batch = start(
+                ["--git-dir", os.fspath(self.git_dir), "cat-file", "--batch"],
+                env=Env.CLEAN,
+                error=StoreError,
+            )
+        proc = self._batch
+        found: dict[str, tuple[str, bytes]] = {}
+        try:
+            for i in range(0, len(oids), 256):  # input well under a pipe's buffer
+                found.update(self._batch_chunk(proc, oids[i : i + 256]))
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise StoreError(f"cannot read the object database: {exc}") from exc
+        return found
+
+    @staticmethod
+    def _batch_chunk(
+        proc: subprocess.Popen[bytes], oids: Sequence[str]
+    ) -> dict[str, tuple[str, bytes]]:
+        assert proc.stdin is not None and proc.stdout is not None
+        found: dict[str, tuple[str, bytes]] = {}
+        proc.stdin.write("".join(o + "\n" for o in oids).encode())
+        proc.stdin.flush()
+        for _ in oids:
+            header = proc.stdout.readline().split()
+            if len(header) != 3:  # "<oid> missing"
+                if not header:
+                    raise OSError("cat-file ended early")
+                continue
+            body = proc.stdout.read(int(header[2]) + 1)[:-1]
+            found[header[0].decode()] = (header[1].decode(), body)
+        return found
+
+    def parse_tree(self, raw: bytes) -> list[Entry]:
+        """The entries of a tree's contents, in this repository's hash size."""
+        return parse_tree(raw, self.hexlen // 2)
+
+    def commit(self, oid: str | None) -> Commit | None:
+        """The commit ``oid`` names, or None (absent, or not a commit)."""
+        found = self.read(oid) if oid else None
+        if oid is None or found is None or found[0] != "commit":
+            return None
+        return parse_commit(oid, found[1])
+
+    def tree(self, oid: str) -> list[Entry] | None:
+        """The entries of the tree ``oid``, or None (absent, or not a tree)."""
+        found = self.read(oid)
+        if found is None or found[0] != "tree":
+            return None
+        return self.parse_tree(found[1])
+
+    # --- writing ------------------------------------------------------------------------
+
+    def hash(self, kind: str, data: bytes) -> str:
+        """The id ``data`` has as an object of type ``kind``."""
+        digest = hashlib.sha256() if self.sha256 else hashlib.sha1()
+        digest.update(b"%s %d\0" % (kind.encode(), len(data)))
+        digest.update(data)
+        return digest.hexdigest()
+
+    def write(self, kind: str, data: bytes) -> str:
+        """Store ``data`` as an object of type ``kind``; its id."""
+        oid = self.hash(kind, data)
+        path = self.directory / oid[:2] / oid[2:]
+        if path.exists():
+            return oid  # the same name is the same contents: never rewritten
+        fanout = path.parent
+        try:
+            fanout.mkdir(exist_ok=True)
+            if self._setgid:  # as git's shared directories: new ones keep the group
+                os.chmod(fanout, _mode_of(fanout) | stat.S_ISGID)
+        except OSError as exc:
+            raise StoreError(f"cannot write to {fanout}: {exc.strerror}") from exc
+        tmp = fanout / f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}"
+        payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)  # never replaces: an existing object stays as it is
+        except OSError as exc:
+            raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+        return oid
+
+    def write_blob(self, data: bytes) -> str:
+        return self.write("blob", data)
+
+    def write_tree(self, entries: Iterable[Entry]) -> str:
+        """A tree of ``entries``, in git's order (a tree's name sorts as ``name/``)."""
+        raw = bytearray()
+        for e in sorted(entries, key=_tree_key):
+            raw += b"%o %s\0" % (e.mode, e.name.encode()) + bytes.fromhex(e.id)
+        return self.write("tree", bytes(raw))
+
+    def write_commit(self, tree: str, parents: Sequence[str], message: str, when: int) -> str:
+        """A commit by gitlocks (author and committer alike) at ``when`` (seconds, UTC)."""
+        person = f"gitlocks <gitlocks@localhost> {when} +0000"
+        lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
+        lines += [f"author {person}", f"committer {person}", "", message]
+        return self.write("commit", "\n".join(lines).encode())
+
+
+def parse_tree(raw: bytes, size: int) -> list[Entry]:
+    """The entries of a tree's contents (``<mode> <name>\\0<raw id>`` each)."""
+    entries: list[Entry] = []
+    pos = 0
+    while pos < len(raw):
+        space = raw.index(b" ", pos)
+        nul = raw.index(b"\0", space)
+        mode = int(raw[pos:space], 8)
+        name = raw[space + 1 : nul].decode("utf-8", "surrogateescape")
+        entries.append(Entry(mode, name, raw[nul + 1 : nul + 1 + size].hex()))
+        pos = nul + 1 + size
+    return entries
+
+
+def parse_commit(oid: str, raw: bytes) -> Commit:
+    """The tree, parents and message of a commit's contents."""
+    head, _, message = raw.partition(b"\n\n")
+    tree = ""
+    parents: list[str] = []
+    for line in head.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        if key == b"tree":
+            tree = value.decode("ascii", "replace")
+        elif key == b"parent":
+            parents.append(value.decode("ascii", "replace"))
+    return Commit(oid, tree, tuple(parents), message.decode("utf-8", "replace"))
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    data = os.read(fd, size + 1)
+    while len(data) <= size:  # a short read: keep reading to the end
+        more = os.read(fd, size + 1 - len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
+def _tree_key(entry: Entry) -> bytes:
+    name = entry.name.encode()
+    return name + b"/" if entry.mode == MODE_TREE else name
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+def _mode_of(path: Path) -> int:
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return 0

@@ -1,0 +1,119 @@
+"""Moving refs with git's own transaction: ``git update-ref --stdin``.
+
+``start``, one ``update``/``delete`` per ref with the value it must still have, then
+``prepare``: git takes every ref's lock and compares each old value, or refuses the whole
+transaction. Until ``commit`` nothing has moved, and ``abort`` (or git going away) lets
+every lock go. It works with every ref backend git has (files, reftable), which a library
+reading ref files itself would not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Mapping
+
+from gitlocks.errors import StoreError
+from gitlocks.git.run import Env, start
+
+
+class RefsRefused(StoreError):
+    """git refused a transaction: a lock held, or a ref not at the value expected."""
+
+
+class Transaction:
+    """One ``git update-ref --stdin`` transaction in the repository at ``git_dir``."""
+
+    def __init__(self, git_dir: str, message: str) -> None:
+        self.names: tuple[str, ...] = ()  # what it moves, as its owner says
+        self.proc = start(
+            ["--git-dir", git_dir, "update-ref", "-m", message, "--stdin"],
+            env=Env.CLEAN,
+            error=StoreError,
+        )
+        self._send("start")
+
+    def queue(self, name: str, new: str | None, old: str | None, hexlen: int) -> None:
+        """Move ``name`` to ``new`` (None: delete it) if it still holds ``old`` (None:
+        absent). The compare is git's own, under the ref's lock."""
+        zero = "0" * hexlen
+        if new is None:
+            if old is not None:  # deleting what is not there: nothing to do
+                self._write(f"delete {name} {old}")
+        else:
+            self._write(f"update {name} {new} {old or zero}")
+
+    def prepare(self) -> None:
+        """Lock every ref queued and compare its value; ``RefsRefused`` when git will not."""
+        self._send("prepare")
+
+    def commit(self) -> None:
+        """Move every ref queued, all at once as far as readers of one ref can tell."""
+        self._send("commit")
+        self._close()
+
+    def abort(self) -> None:
+        """Move nothing and let every lock go (safe to call at any point, more than once)."""
+        if self.proc.returncode is None and self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.write(b"abort\n")
+        self._close(quiet=True)
+
+    def _write(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+        except OSError as exc:
+            raise self._refused() from exc
+
+    def _send(self, verb: str) -> None:
+        """Send ``verb`` and wait for git's ``<verb>: ok``."""
+        self._write(verb)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.flush()
+        except OSError as exc:
+            raise self._refused() from exc
+        reply = self.proc.stdout.readline()
+        if reply.strip() != f"{verb}: ok".encode():
+            raise self._refused()
+
+    def _refused(self) -> RefsRefused:
+        self._close(quiet=True)
+        err = b""
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
+            err = self.proc.stderr.read()
+            self.proc.stderr.close()
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        detail = lines[-1].removeprefix("fatal: ") if lines else f"exit {self.proc.returncode}"
+        return RefsRefused(detail)
+
+    def _close(self, quiet: bool = False) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if not quiet and self.proc.returncode != 0:
+            raise self._refused()
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
+            self.proc.stderr.close()
+
+
+def update(git_dir: str, updates: Mapping[str, tuple[str | None, str | None]], hexlen: int) -> None:
+    """Move each ref ``name -> (new, old)`` in one transaction."""
+    tx = Transaction(os.fspath(git_dir), "gitlocks")
+    try:
+        for name, (new, old) in updates.items():
+            tx.queue(name, new, old, hexlen)
+        tx.prepare()
+        tx.commit()
+    except BaseException:
+        tx.abort()
+        raise

@@ -1,0 +1,97 @@
+"""Objects written and read without a library, checked against git itself."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+
+from conftest import git
+from helpers import alock
+
+from gitlocks.git.objects import MODE_BLOB, MODE_TREE, Entry, Objects
+from gitlocks.store.local import Store
+
+
+def objects_of(repo: Path) -> Objects:
+    return Store.discover(repo).objects
+
+
+def hash_object(repo: Path, text: str) -> str:
+    """The id git gives ``text`` as a blob."""
+    argv = ["git", "hash-object", "--stdin"]
+    return subprocess.run(argv, cwd=repo, input=text, capture_output=True, text=True).stdout.strip()
+
+
+def test_blobs_trees_and_commits_are_what_git_writes(repo: Path) -> None:
+    objects = objects_of(repo)
+    blob = objects.write_blob(b"hello\n")
+    assert blob == hash_object(repo, "hello\n")
+    tree = objects.write_tree([Entry(MODE_BLOB, "b", blob), Entry(MODE_BLOB, "a.txt", blob)])
+    listing = git(repo, "ls-tree", tree)
+    assert listing.splitlines() == [f"100644 blob {blob}\ta.txt", f"100644 blob {blob}\tb"]
+    sub = objects.write_tree([Entry(MODE_TREE, "a", tree), Entry(MODE_BLOB, "a.txt", blob)])
+    # git's order: a tree sorts as its name followed by "/", after "a.txt"
+    assert [line.split("\t")[1] for line in git(repo, "ls-tree", sub).splitlines()] == [
+        "a.txt",
+        "a",
+    ]
+    commit = objects.write_commit(tree, [], "a message\n\nJournal-Seq: 1\n", 1_700_000_000)
+    assert git(repo, "cat-file", "-t", commit).strip() == "commit"
+    assert git(repo, "log", "-1", "--format=%an <%ae> %at%n%B", commit).startswith(
+        "gitlocks <gitlocks@localhost> 1700000000\na message"
+    )
+    git(repo, "fsck", "--strict", "--no-dangling")
+    read = objects.commit(commit)
+    assert read is not None and read.tree == tree and read.parent_ids == ()
+    assert objects.tree(sub) == [Entry(MODE_BLOB, "a.txt", blob), Entry(MODE_TREE, "a", tree)]
+
+
+def test_packed_objects_are_read_through_git(repo: Path) -> None:
+    assert alock(repo, "acquire", "src/**", "-m", "packed", AGENT_ID="a").code == 0
+    git(repo, "repack", "-adq")
+    git(repo, "prune-packed")
+    table = Store.discover(repo).read_table()
+    [record] = list(table)
+    assert record.reason == "packed"
+    assert not list((repo / ".git" / "objects").glob("??/*"))  # nothing loose was left
+
+
+def test_an_existing_object_is_never_rewritten(repo: Path) -> None:
+    objects = objects_of(repo)
+    blob = objects.write_blob(b"same\n")
+    path = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    before = path.stat()
+    assert objects.write_blob(b"same\n") == blob
+    after = path.stat()
+    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+    assert not [p for p in path.parent.iterdir() if p.name.startswith("tmp_obj_")]
+
+
+def test_sha256_repositories(tmp_path: Path) -> None:
+    repo = tmp_path / "r256"
+    git(tmp_path, "init", "-q", "--object-format=sha256", str(repo))
+    (repo / "a.txt").write_text("x\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "one")
+    objects = objects_of(repo)
+    blob = objects.write_blob(b"hello\n")
+    assert len(blob) == 64 and blob == hash_object(repo, "hello\n")
+    got = alock(repo, "acquire", "a.txt", AGENT_ID="a")
+    assert got.code == 0, got
+    assert alock(repo, "check", "a.txt", AGENT_ID="b").code == 1
+    git(repo, "fsck", "--strict", "--no-dangling")
+
+
+def test_shared_repository_modes(repo: Path) -> None:
+    git(repo, "config", "core.sharedRepository", "group")
+    objects_dir = repo / ".git" / "objects"
+    before = {p for p in objects_dir.glob("??")} | set(objects_dir.glob("??/*"))
+    assert alock(repo, "acquire", "src/**", AGENT_ID="a").code == 0
+    written = [p for p in objects_dir.glob("??/*") if p not in before]
+    assert written
+    for path in written:
+        assert path.stat().st_mode & 0o040, path  # group may read
+        assert not path.stat().st_mode & 0o222, path  # nobody writes an object
+    for fanout in {p.parent for p in written} - before:
+        assert stat.S_IMODE(fanout.stat().st_mode) & 0o070 == 0o070, fanout

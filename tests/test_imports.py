@@ -1,0 +1,203 @@
+"""The import budget of each command agents and hooks run often.
+
+Most of a command's time is its imports, so each fast path has a budget: the gitlocks
+modules it may load, no third-party module at all (no pygit2, typer, click), and none of
+the heavy standard modules it has no use for. A verb that starts loading something new
+fails here, and its budget is raised on purpose or the import is moved off its path.
+Each runs as its own process, as an agent or git runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import alock
+
+# Loaded by every verb that reads or writes the lock table: the store, the table and the
+# scope engine, the service, the renderer, the small parser.
+STORE_VERBS = frozenset(
+    {
+        "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.layout",
+        "gitlocks.cli", "gitlocks.cli.app", "gitlocks.cli.common", "gitlocks.cli.context",
+        "gitlocks.cli.declare", "gitlocks.cli.reading", "gitlocks.cli.claims",
+        "gitlocks.cli.history",
+        "gitlocks.core", "gitlocks.core.digest", "gitlocks.core.glob", "gitlocks.core.journal",
+        "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
+        "gitlocks.core.table", "gitlocks.core.text", "gitlocks.core.ignore",
+        "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
+        "gitlocks.git.settings", "gitlocks.git.transaction", "gitlocks.git.worktrees",
+        "gitlocks.git.changes",
+        "gitlocks.identity", "gitlocks.identity.sessions",
+        "gitlocks.render", "gitlocks.render.locks", "gitlocks.render.identity",
+        "gitlocks.render.status", "gitlocks.render.journal",
+        "gitlocks.service", "gitlocks.service.context", "gitlocks.service.journal",
+        "gitlocks.service.landing", "gitlocks.service.lifecycle", "gitlocks.service.locks",
+        "gitlocks.service.results", "gitlocks.service.typos", "gitlocks.service.status",
+        "gitlocks.store", "gitlocks.store.journal", "gitlocks.store.local", "gitlocks.store.refs",
+    }
+)  # fmt: skip
+
+WHOAMI = frozenset(
+    {
+        "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
+        "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
+        "gitlocks.core.digest", "gitlocks.core.record", "gitlocks.core.text",
+        "gitlocks.identity", "gitlocks.identity.sessions", "gitlocks.render",
+        "gitlocks.render.identity", "gitlocks.service", "gitlocks.service.skill",
+    }
+)  # fmt: skip
+
+# Standard modules none of these commands needs: each costs a few milliseconds.
+HEAVY_STDLIB = frozenset(
+    {
+        "argparse", "asyncio", "concurrent", "difflib", "email", "http", "logging",
+        "multiprocessing", "random", "socket", "sqlite3", "ssl", "tempfile", "traceback",
+        "unittest", "uuid", "xml", "zipfile",
+    }
+)  # fmt: skip
+
+# Third-party modules the interpreter itself loads at startup (site's .pth files).
+STARTUP = {"__main__", "_distutils_hack"}
+
+PROBE = r"""
+import json, sys
+from gitlocks.main import main
+args = json.loads(sys.argv[1])
+if args == ["mcp-call"]:
+    from pathlib import Path
+    from gitlocks.agents.mcp import Server
+    Server(Path.cwd()).list()
+    code = 0
+else:
+    code = main(args)
+sys.stdout.flush()
+sys.stderr.write("\nMODULES=" + json.dumps(sorted(sys.modules)) + "\n")
+sys.stderr.write("CODE=%d\n" % code)
+"""
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+
+
+def loaded(
+    repo: Path, args: list[str], stdin: str = "", env: dict[str, str] | None = A
+) -> set[str]:
+    """The modules a process running ``args`` had loaded when it finished (``env`` None:
+    no AGENT_ID, as a harness runs the guard)."""
+    environ = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**environ, **(env or {})},
+    )
+    if args[0] == "guard":
+        assert "permissionDecision" in proc.stdout, proc  # it did answer: a denial
+    marker = proc.stderr.rfind("\nMODULES=")
+    assert marker >= 0, proc.stderr
+    line = proc.stderr[marker + len("\nMODULES=") :].splitlines()[0]
+    code = int(proc.stderr.rsplit("CODE=", 1)[1])
+    assert code in (0, 1), proc.stderr
+    return set(json.loads(line))
+
+
+def within_budget(modules: set[str], budget: frozenset[str]) -> None:
+    third_party = {
+        m
+        for m in modules
+        if m.split(".")[0] not in sys.stdlib_module_names
+        and m.split(".")[0] != "gitlocks"
+        and m not in STARTUP
+        and not m.startswith("__editable__")
+    }
+    assert not third_party, f"third-party modules loaded: {sorted(third_party)}"
+    heavy = {m for m in modules if m.split(".")[0] in HEAVY_STDLIB}
+    assert not heavy, f"heavy standard modules loaded: {sorted(heavy)}"
+    ours = {m for m in modules if m.split(".")[0] == "gitlocks"}
+    assert ours <= budget, f"over budget: {sorted(ours - budget)}"
+
+
+@pytest.fixture
+def held(repo: Path) -> Path:
+    """agent-b holds src/**; agent-a holds docs/**."""
+    assert alock(repo, "acquire", "src/**", **B).code == 0
+    assert alock(repo, "acquire", "docs/**", **A).code == 0
+    return repo
+
+
+VERBS = {
+    "acquire": ["acquire", "README.md", "-m", "work"],
+    "list": ["list"],
+    "list --json": ["list", "--json"],
+    "check": ["check", "src/a.py", "free.txt"],
+    "status": ["status"],
+    "renew": ["renew", "--ttl", "1h"],
+    "note": ["note", "docs/**", "half done"],
+    "release": ["release", "docs/**"],
+}
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_each_fast_verb_stays_within_its_import_budget(held: Path, verb: str) -> None:
+    within_budget(loaded(held, VERBS[verb]), STORE_VERBS)
+
+
+def test_whoami_loads_no_store(held: Path) -> None:
+    within_budget(loaded(held, ["whoami"]), WHOAMI)
+
+
+def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:
+    budget = STORE_VERBS | {"gitlocks.agents", "gitlocks.agents.mcp"}
+    within_budget(loaded(held, ["mcp-call"]), budget)
+
+
+HOOKS_BUDGET = frozenset(
+    {
+        "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.layout",
+        "gitlocks.hooks", "gitlocks.hooks.check", "gitlocks.hooks.trailer",
+        "gitlocks.hooks.commit", "gitlocks.hooks.session",
+        "gitlocks.core", "gitlocks.core.digest", "gitlocks.core.glob", "gitlocks.core.ignore",
+        "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
+        "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",
+        "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",
+        "gitlocks.git.changes",
+        "gitlocks.identity", "gitlocks.identity.sessions",
+        "gitlocks.render", "gitlocks.render.hooks", "gitlocks.render.locks",
+    }
+)  # fmt: skip
+
+
+def test_the_three_commit_hooks_stay_within_their_budget(held: Path, tmp_path: Path) -> None:
+    (held / "lib").mkdir()
+    (held / "lib" / "a.py").write_text("x\n")
+    git(held, "add", "lib/a.py")
+    within_budget(loaded(held, ["hook", "pre-commit"]), HOOKS_BUDGET)
+    message = tmp_path / "MSG"
+    message.write_text("a change\n")
+    within_budget(loaded(held, ["hook", "commit-msg", str(message)]), HOOKS_BUDGET)
+    git(held, "commit", "-q", "--no-verify", "-m", "a change")
+    within_budget(loaded(held, ["hook", "post-commit"]), HOOKS_BUDGET)
+
+
+def test_the_guard_stays_within_its_budget(held: Path) -> None:
+    event = {
+        "session_id": "s1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(held / "src" / "app.py")},
+    }
+    git(held, "config", "alock.guardMode", "block")
+    modules = loaded(held, ["guard", "--for", "claude"], json.dumps(event), None)
+    budget = HOOKS_BUDGET | {
+        "gitlocks.agents", "gitlocks.agents.guard", "gitlocks.agents.harnesses",
+        "gitlocks.agents.codex_patch",
+    }  # fmt: skip
+    within_budget(modules, budget)
