@@ -27,7 +27,8 @@ STORE_VERBS = frozenset(
         "gitlocks.cli", "gitlocks.cli.app", "gitlocks.cli.common", "gitlocks.cli.context",
         "gitlocks.cli.declare", "gitlocks.cli.reading", "gitlocks.cli.claims",
         "gitlocks.cli.history",
-        "gitlocks.core", "gitlocks.core.digest", "gitlocks.core.glob", "gitlocks.core.journal",
+        "gitlocks.core", "gitlocks.core.change", "gitlocks.core.digest", "gitlocks.core.glob",
+        "gitlocks.core.journal",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.text", "gitlocks.core.ignore",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
@@ -198,6 +199,7 @@ def test_the_guard_stays_within_its_budget(held: Path) -> None:
     modules = loaded(held, ["guard", "--for", "claude"], json.dumps(event), None)
     budget = HOOKS_BUDGET | {
         "gitlocks.agents", "gitlocks.agents.guard", "gitlocks.agents.harnesses",
+        "gitlocks.agents.repos", "gitlocks.agents.session",
         "gitlocks.agents.codex_patch",
     }  # fmt: skip
     within_budget(modules, budget)

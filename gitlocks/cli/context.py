@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitlocks.core.glob import first_control
 from gitlocks.core.scope import ScopeEntry, make_entry
@@ -17,7 +18,9 @@ from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
 from gitlocks.service import landing
 from gitlocks.service.context import Context, open_context
-from gitlocks.store.base import LockStore
+
+if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from gitlocks.store.base import LockStore
 
 
 def context(as_id: str | None, *, fresh: bool = False, land: bool = False) -> Context:

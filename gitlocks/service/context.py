@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness
@@ -25,8 +25,10 @@ from gitlocks.layout import (
     DEFAULT_TTL_SECONDS,
 )
 from gitlocks.service import landing
-from gitlocks.store.base import LockStore
 from gitlocks.store.local import Store
+
+if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from gitlocks.store.base import LockStore
 
 
 @dataclass

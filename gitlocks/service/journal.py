@@ -14,10 +14,13 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitlocks.core.journal import COMPACTED, Event, interleave, json_objects
 from gitlocks.layout import REFUSALS_FILE
-from gitlocks.store.base import LockStore
+
+if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from gitlocks.store.base import LockStore
 
 REFUSALS_KEEP = 1000
 # Trim the refusal log when it grows past this size (about 2 * REFUSALS_KEEP lines).

@@ -11,6 +11,7 @@ without them (docs/design.md, section 6.8).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import BRANCH_RE, LockRecord
@@ -18,7 +19,9 @@ from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
 from gitlocks.git import run, worktrees
-from gitlocks.store.base import LockStore
+
+if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from gitlocks.store.base import LockStore
 
 MAIN_LINE_GUESSES = ("main", "master", "trunk")
 CHECKED_COMMITS = 16  # the newest awaited commits one landing question reads

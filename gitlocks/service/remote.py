@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord
@@ -12,9 +12,11 @@ from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
 from gitlocks.service import landing
 from gitlocks.service.context import Context, sweep
-from gitlocks.store.base import LockStore
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore, read_sync_times
+
+if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from gitlocks.store.base import LockStore
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core import journal as core_journal
 from gitlocks.core.journal import Event
@@ -23,7 +23,9 @@ from gitlocks.service import journal, landing
 from gitlocks.service.context import Context
 from gitlocks.service.results import Edit, Status
 from gitlocks.service.status import status as status_of
-from gitlocks.store.base import LockStore
+
+if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from gitlocks.store.base import LockStore
 
 # Files of the repository the tree shows at most: beyond that it lists only what claims
 # and edits touch (a page of a million rows helps nobody, and costs the first render).
