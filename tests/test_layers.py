@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -224,3 +225,53 @@ def test_only_the_settings_module_runs_git_config() -> None:
             ):
                 wrong.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
     assert not wrong, wrong
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_passes_six_hundred_lines() -> None:
+    """A module that grows past this does more than one job: split it by job."""
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, long
+
+
+TESTS = Path(__file__).resolve().parent
+# Folders of tests that are no package folder: the shared builders, and the tests of the
+# project as a whole (docs, layers, imports, the manual page) at the top.
+NOT_PACKAGES = {"support", "__pycache__"}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """Each folder of tests is named after the package folder whose code it tests, so a
+    change and its tests are found in the same place."""
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders - NOT_PACKAGES <= packages, sorted(folders - NOT_PACKAGES - packages)
+
+
+def test_no_test_asserts_on_the_wall_clock() -> None:
+    """A time budget fails on a busy machine: speed is measured in bench/, never asserted.
+    An upper bound on an elapsed time is such a budget (a lower bound, "it did wait", and a
+    deadline that only ends a bounded loop are not)."""
+    clock = re.compile(r"(time\.monotonic|time\.time|time\.perf_counter)\(\) - ")
+    found = []
+    for path in TESTS.rglob("test_*.py"):
+        lines = path.read_text().splitlines()
+        timed = {
+            m.group(1)
+            for line in lines
+            if (m := re.match(r"\s*(\w+) = .*", line)) and clock.search(line)
+        }
+        for number, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text.startswith("assert"):
+                continue
+            names = "|".join(map(re.escape, timed)) or "(?!)"
+            if re.search(rf"\b({names})\s*<", text) or (clock.search(text) and "<" in text):
+                found.append(f"{path.relative_to(TESTS)}:{number}: {text}")
+    assert not found, found

@@ -92,7 +92,8 @@ def skill(
 def _repo_root() -> Path:
     """The working tree's root, or the current directory outside a repository."""
     # Imported here: the store brings in pygit2, which only this path of this verb needs.
-    from gitlocks.store.local import Store, current_directory
+    from gitlocks.store.local import Store
+    from gitlocks.store.location import current_directory
 
     try:
         return Store.discover().root

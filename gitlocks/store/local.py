@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LockRecord, format_time, utcnow
@@ -68,6 +68,14 @@ from gitlocks.store.refs import RefWriter
 if TYPE_CHECKING:
     import pygit2
 
+from gitlocks.store.location import (
+    Location,
+    common_dir_of,
+    current_directory,
+    discover_location,
+    location_from_environment,
+)
+
 _HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 
 T = TypeVar("T")
@@ -86,25 +94,6 @@ class _Conflict(Exception):
 KEEP_VERDICTS_AFTER = 32  # new verdicts worth rewriting the verdicts file of a large table
 
 
-def current_directory() -> str:
-    """``os.getcwd()``, or a clear error when the directory was deleted under us."""
-    try:
-        return os.getcwd()
-    except FileNotFoundError:
-        raise NotARepository(
-            "the current directory no longer exists (deleted or moved away): cd into the "
-            "working tree again"
-        ) from None
-
-
-class Location(NamedTuple):
-    """Where a repository is: its git directory and working tree (None when bare)."""
-
-    git_dir: str
-    workdir: str | None
-    bare: bool
-
-
 class Store:
     """A repository's lock refs, with a table cached by the journal ref's value."""
 
@@ -120,7 +109,7 @@ class Store:
         self.git_dir = Path(where.git_dir)
         # Every setting, read once (git -c included): ``configured`` when already read.
         self.settings = configured or settings.read(git_dir=os.fspath(self.git_dir))
-        self.common_dir = _common_dir(self.git_dir)
+        self.common_dir = common_dir_of(self.git_dir)
         self.root = Path(where.workdir).resolve() if where.workdir else Path.cwd()
         self.reftable = self.settings.reftable
         self.objects = Objects(
@@ -145,13 +134,15 @@ class Store:
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
         if start is None and os.environ.get("GIT_DIR"):
-            found = _from_environment(os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE"))
+            found = location_from_environment(
+                os.environ["GIT_DIR"], os.environ.get("GIT_WORK_TREE")
+            )
             return cls(found[0], configured=found[1])
         start = os.fspath(start) if start is not None else current_directory()
         # Both at once: the settings of the repository git finds, while it says where.
         config = settings.start(start, clean=True)
         try:
-            where = _discover(start)
+            where = discover_location(start)
         except BaseException:
             config.kill()
             config.communicate()
@@ -587,75 +578,6 @@ class Store:
     ) -> Iterator[JournalEntry]:
         """Journal entries (commits), newest first, from ``start`` or the journal ref."""
         return self.journal_store.walk(self.version() if start is None else start, limit)
-
-
-def _discover(start: str) -> Location:
-    """The repository around ``start``, as git finds it."""
-    proc = start_git(
-        ["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--is-inside-git-dir",
-         "--show-toplevel"],
-        start,
-    )  # fmt: skip
-    out, err = proc.communicate()
-    lines = out.decode("utf-8", "surrogateescape").splitlines()
-    if len(lines) < 3:
-        detail = err.decode("utf-8", "replace").strip().splitlines()
-        if not detail or "not a git repository" in detail[-1]:
-            raise NotARepository(
-                "not a git repository (or any of the parent directories): "
-                "run git alock inside a repository's working tree"
-            )
-        reason = detail[-1].removeprefix("fatal: ")
-        if reason.startswith("bad "):  # a setting git cannot read: its own words say which
-            raise NotARepository(reason)
-        raise NotARepository(f"cannot open a git repository at {start}: {reason}")
-    git_dir, bare, inside = lines[:3]
-    if bare != "true" and (inside == "true" or len(lines) < 4):
-        # Anywhere inside the git directory: no working tree to anchor patterns in.
-        raise NotARepository("run git alock inside the working tree, not inside .git")
-    return Location(git_dir, None if bare == "true" else lines[3], bare == "true")
-
-
-def start_git(args: list[str], cwd: str) -> Any:
-    try:
-        return start(args, cwd, env=Env.CLEAN, error=NotARepository)
-    except NotADirectoryError as exc:  # pragma: no cover - cwd checked by the caller
-        raise NotARepository(f"cannot open a git repository at {cwd}: {exc}") from exc
-
-
-def _from_environment(git_dir: str, work_tree: str | None) -> tuple[Location, settings.Settings]:
-    """The repository ``GIT_DIR`` names, as git opens it (``git --git-dir ... alock``): its
-    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
-    Its settings come with it, read once."""
-    path = os.path.abspath(git_dir)
-    proc = start(["--git-dir", path, "rev-parse", "--absolute-git-dir"], env=Env.CLEAN,
-                 error=NotARepository)  # fmt: skip
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        detail = err.decode("utf-8", "replace").strip().splitlines()
-        reason = detail[-1].removeprefix("fatal: ") if detail else "not a repository"
-        raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {reason}")
-    path = out.decode("utf-8", "surrogateescape").strip()
-    found = settings.read(git_dir=path)
-    if work_tree is not None:
-        top = os.path.abspath(work_tree)
-    else:
-        configured = found.get("core.worktree")
-        top = os.path.join(path, str(configured)) if configured else os.getcwd()
-    if not os.path.isdir(top):
-        raise NotARepository(f"cannot use the working tree {work_tree!r}: not a directory")
-    return Location(path, os.path.abspath(top), False), found
-
-
-def _common_dir(git_dir: Path) -> Path:
-    """A linked worktree's git dir names the shared one in its ``commondir`` file."""
-    pointer = git_dir / "commondir"
-    try:
-        text = pointer.read_text().strip()
-    except OSError:
-        return git_dir
-    common = Path(text)
-    return (common if common.is_absolute() else git_dir / common).resolve()
 
 
 def _flock(fd: int, timeout: float) -> None:

@@ -1,0 +1,107 @@
+"""Finding the repository a command runs in, as git finds it: its git directory, its
+working tree, and its settings, read once (``git rev-parse`` and ``git config`` run side
+by side). ``GIT_DIR`` and ``GIT_WORK_TREE`` are honoured as git honours them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitlocks.errors import NotARepository
+from gitlocks.git import settings
+from gitlocks.git.run import Env, start
+
+if TYPE_CHECKING:
+    pass
+
+
+def current_directory() -> str:
+    """``os.getcwd()``, or a clear error when the directory was deleted under us."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise NotARepository(
+            "the current directory no longer exists (deleted or moved away): cd into the "
+            "working tree again"
+        ) from None
+
+
+class Location(NamedTuple):
+    """Where a repository is: its git directory and working tree (None when bare)."""
+
+    git_dir: str
+    workdir: str | None
+    bare: bool
+
+
+def discover_location(start: str) -> Location:
+    """The repository around ``start``, as git finds it."""
+    proc = start_git(
+        ["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--is-inside-git-dir",
+         "--show-toplevel"],
+        start,
+    )  # fmt: skip
+    out, err = proc.communicate()
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 3:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        if not detail or "not a git repository" in detail[-1]:
+            raise NotARepository(
+                "not a git repository (or any of the parent directories): "
+                "run git alock inside a repository's working tree"
+            )
+        reason = detail[-1].removeprefix("fatal: ")
+        if reason.startswith("bad "):  # a setting git cannot read: its own words say which
+            raise NotARepository(reason)
+        raise NotARepository(f"cannot open a git repository at {start}: {reason}")
+    git_dir, bare, inside = lines[:3]
+    if bare != "true" and (inside == "true" or len(lines) < 4):
+        # Anywhere inside the git directory: no working tree to anchor patterns in.
+        raise NotARepository("run git alock inside the working tree, not inside .git")
+    return Location(git_dir, None if bare == "true" else lines[3], bare == "true")
+
+
+def start_git(args: list[str], cwd: str) -> Any:
+    try:
+        return start(args, cwd, env=Env.CLEAN, error=NotARepository)
+    except NotADirectoryError as exc:  # pragma: no cover - cwd checked by the caller
+        raise NotARepository(f"cannot open a git repository at {cwd}: {exc}") from exc
+
+
+def location_from_environment(
+    git_dir: str, work_tree: str | None
+) -> tuple[Location, settings.Settings]:
+    """The repository ``GIT_DIR`` names, as git opens it (``git --git-dir ... alock``): its
+    working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
+    Its settings come with it, read once."""
+    path = os.path.abspath(git_dir)
+    proc = start(["--git-dir", path, "rev-parse", "--absolute-git-dir"], env=Env.CLEAN,
+                 error=NotARepository)  # fmt: skip
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        reason = detail[-1].removeprefix("fatal: ") if detail else "not a repository"
+        raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {reason}")
+    path = out.decode("utf-8", "surrogateescape").strip()
+    found = settings.read(git_dir=path)
+    if work_tree is not None:
+        top = os.path.abspath(work_tree)
+    else:
+        configured = found.get("core.worktree")
+        top = os.path.join(path, str(configured)) if configured else os.getcwd()
+    if not os.path.isdir(top):
+        raise NotARepository(f"cannot use the working tree {work_tree!r}: not a directory")
+    return Location(path, os.path.abspath(top), False), found
+
+
+def common_dir_of(git_dir: Path) -> Path:
+    """A linked worktree's git dir names the shared one in its ``commondir`` file."""
+    pointer = git_dir / "commondir"
+    try:
+        text = pointer.read_text().strip()
+    except OSError:
+        return git_dir
+    common = Path(text)
+    return (common if common.is_absolute() else git_dir / common).resolve()
