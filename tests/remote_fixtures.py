@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -54,7 +55,8 @@ def remote_locks(bare: Path) -> dict[str, LockRecord]:
     found = {}
     for name in repo.references:
         if name.startswith("refs/agent-locks/"):
-            record = LockRecord.from_json(repo[repo.references[name].target].data)
+            blob: Any = repo[repo.references[name].target]
+            record = LockRecord.from_json(blob.data)
             found[record.id] = record
     return found
 

@@ -70,7 +70,7 @@ def standins(tmp_path: Path) -> Iterator[list[StandIn]]:
 
 def start(standins: list[StandIn], tmp_path: Path, repo: Path, name: str = "claude",
           **env: str) -> StandIn:  # fmt: skip
-    one = StandIn(tmp_path / f"bin-{len(standins)}", name, cwd=repo, **env)
+    one = StandIn(tmp_path / f"bin-{len(standins)}", name, repo, (), **env)
     standins.append(one)
     return one
 

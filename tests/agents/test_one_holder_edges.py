@@ -32,7 +32,7 @@ def standins() -> Iterator[list[StandIn]]:
 def start(
     standins: list[StandIn], tmp_path: Path, repo: Path, name: str = "claude", **env: str
 ) -> StandIn:
-    one = StandIn(tmp_path / f"bin-{len(standins)}", name, cwd=repo, **env)
+    one = StandIn(tmp_path / f"bin-{len(standins)}", name, repo, (), **env)
     standins.append(one)
     return one
 
@@ -328,7 +328,7 @@ def test_session_end_releases_what_its_sandboxed_shell_claimed(
     agent = start(standins, tmp_path, repo, CLAUDE_ENV_FILE=str(env_file))
     me = holder_of(agent, repo)
     exported = {"GITLOCKS_HOLDER": me}  # what Claude Code's shell tool gets from the file
-    got = agent.shell(sandboxed("git alock acquire 'docs/**' --json"), **exported)
+    got = agent.shell(sandboxed("git alock acquire 'docs/**' --json"), None, **exported)
     assert got.code == 0 and json.loads(got.out)["lock"]["holder"] == me, got
     assert denied(agent.guard(edit(repo, "docs/a.md"))) == ""
     assert agent.guard(event(repo, "SessionEnd")).code == 0
@@ -462,7 +462,7 @@ def test_a_process_that_left_the_session_does_not_keep_its_exported_holder(
     fifo, out = tmp_path / "go", tmp_path / "who.json"
     os.mkfifo(fifo)
     detached = f"(sh -c 'read x <{fifo}; git alock whoami --json >{out}.tmp; mv {out}.tmp {out}'"
-    got = agent.shell(detached + " </dev/null >/dev/null 2>&1 &)", **exported)
+    got = agent.shell(detached + " </dev/null >/dev/null 2>&1 &)", None, **exported)
     assert got.code == 0, got  # its shell is gone: the command's parent is no more
     writer = -1
     for _ in range(600):  # until its reader is there (never blocking on a dead one)
@@ -480,7 +480,7 @@ def test_a_process_that_left_the_session_does_not_keep_its_exported_holder(
         subprocess.run(["sleep", "0.05"])
     assert json.loads(out.read_text())["holder"] != me
     # Inside a sandbox that hides the harness, the exported holder still counts.
-    inside = agent.shell(sandboxed("git alock whoami --json"), **exported)
+    inside = agent.shell(sandboxed("git alock whoami --json"), None, **exported)
     assert json.loads(inside.out)["holder"] == me, inside
 
 

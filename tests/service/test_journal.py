@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pygit2
 import pytest
@@ -131,7 +131,8 @@ def test_journal_is_compacted_keeping_the_last_events(repo: Path) -> None:
     assert len(chain) <= 10
     root = chain[-1]
     assert root.events[0]["event"] == "compacted" and root.events[0]["kept"] == 5
-    assert not pygit2.Repository(str(repo)).get(chain[-1].commit).parents
+    root_commit: Any = pygit2.Repository(str(repo)).get(chain[-1].commit)
+    assert not root_commit.parents
     log = journal.events(store)
     paths = [e["paths"][0] for e in log if e["event"] == "granted"]
     assert paths[0] == "d22/**" and len(paths) >= 5
@@ -234,7 +235,7 @@ def test_journal_ref_is_a_commit_chain_carrying_the_table(repo: Path) -> None:
 
     lock_id = alock(repo, "acquire", "src/**", "--json", **A).json()["lock"]["id"]
     r = pygit2.Repository(str(repo))
-    tip = r.get(r.references[JOURNAL_REF].target)
+    tip: Any = r.get(r.references[JOURNAL_REF].target)
     assert sorted(e.name for e in tip.tree) == ["format", "locks"]
     assert [e.name for e in tip.tree["locks"]] == [shard_of(lock_id)]
     entry = tip.tree["locks"][shard_of(lock_id)][lock_id]
@@ -248,7 +249,8 @@ def test_journal_ref_is_a_commit_chain_carrying_the_table(repo: Path) -> None:
         for n in r.references
         if n.startswith("refs/agent-locks/")
     }
-    in_tree = {e.name for shard in tip.tree["locks"] for e in r[shard.id]}
+    shards: Any = tip.tree["locks"]
+    in_tree = {e.name for shard in shards for e in cast(Any, r[shard.id])}
     assert in_tree == on_refs and len(on_refs) == 1
     assert os.path.exists(repo / ".git" / "agent-locks.mutex")
 
@@ -440,7 +442,7 @@ def test_log_and_watch_lines_escape_user_text(repo: Path) -> None:
 def test_is_journal_commit(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
     r = pygit2.Repository(str(repo))
-    tip = r.get(r.references[JOURNAL_REF].target)
+    tip: Any = r.get(r.references[JOURNAL_REF].target)
     objects = Store.discover(repo).objects
 
     def is_journal(oid: object) -> bool:
@@ -452,14 +454,14 @@ def test_is_journal_commit(repo: Path) -> None:
     assert not is_journal(r.head.target)  # the project's history
     sig = pygit2.Signature("t", "t@example.invalid", 0, 0)
     empty = r.TreeBuilder().write()
-    plain = r.get(r.create_commit(None, sig, sig, "no trailer\n", empty, []))
+    plain: Any = r.get(r.create_commit(None, sig, sig, "no trailer\n", empty, []))
     assert not is_journal(plain.id)
-    merge = r.get(
+    merge: Any = r.get(
         r.create_commit(None, sig, sig, "m\n\nJournal-Seq: 3\n", empty, [tip.id, plain.id])
     )
     assert not is_journal(merge.id)
     full_tree = r.head.peel(pygit2.Commit).tree_id
-    with_files = r.get(r.create_commit(None, sig, sig, "x\n\nJournal-Seq: 2\n", full_tree, []))
+    with_files: Any = r.get(r.create_commit(None, sig, sig, "x\n\nJournal-Seq: 2\n", full_tree, []))
     assert not is_journal(with_files.id)
 
 
@@ -467,7 +469,7 @@ def test_journal_ref_on_a_project_commit_starts_a_fresh_chain(repo: Path) -> Non
     git(repo, "update-ref", JOURNAL_REF, "HEAD")
     assert alock(repo, "acquire", "src/**", **A).code == 0
     r = pygit2.Repository(str(repo))
-    tip = r.get(r.references[JOURNAL_REF].target)
+    tip: Any = r.get(r.references[JOURNAL_REF].target)
     objects = Store.discover(repo).objects
     commit = objects.commit(str(tip.id))
     assert commit is not None and is_journal_commit(objects, commit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -413,8 +414,9 @@ def test_remote_operations_scan_only_the_lock_namespaces(
     def everything(*args: object, **kwargs: object) -> object:
         raise AssertionError("scanned every ref of the repository")
 
-    monkeypatch.setattr(pygit2.repository.References, "iterator", everything)
-    monkeypatch.setattr(pygit2.repository.References, "__iter__", everything)
+    references: Any = pygit2.repository.References  # type: ignore[attr-defined]
+    monkeypatch.setattr(references, "iterator", everything)
+    monkeypatch.setattr(references, "__iter__", everything)
     monkeypatch.setattr(pygit2.Repository, "listall_references", everything)
     assert alock(a, "acquire", "src/**", **A).code == 0
     assert alock(a, "sync").code == 0
@@ -539,7 +541,8 @@ def test_four_clones_two_claimers_each_race(daemon: Daemon, tmp_path: Path) -> N
     live: dict[str, tuple[str, tuple[str, ...]]] = {}
     for event in remote_events(bare):
         if event["event"] == "granted":
-            entry = (str(event["holder"]), tuple(event["paths"]))  # type: ignore[arg-type]
+            paths: Any = event["paths"]
+            entry: tuple[str, tuple[str, ...]] = (str(event["holder"]), tuple(paths))
             clash = _overlapping_pairs([entry, *live.values()])
             assert not clash, f"journal: {event} granted while {clash} were live"
             live[str(event["id"])] = entry
