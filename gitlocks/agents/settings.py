@@ -35,6 +35,7 @@ from typing import Any
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.errors import UsageError
 from gitlocks.git.changes import git_output
+from gitlocks.git.files import write_atomic
 
 # How a hook names the guard: through git, which finds git-alock on the harness's PATH.
 GIT_PREFIX = "git alock"
@@ -302,19 +303,13 @@ def _write(path: Path, raw: bytes) -> None:
         # os.replace needs only the directory: a file its owner made read-only stays so.
         raise UsageError(f"cannot write {path}: it is read-only; nothing was changed")
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         mode = os.stat(target).st_mode & 0o7777
     except OSError:
         mode = None
     try:
-        with open(tmp, "wb") as f:
-            f.write(raw)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        write_atomic(target, raw, mode)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 

@@ -26,7 +26,10 @@ MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
 MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
-COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")  # a full SHA-1 or SHA-256 id
+# A full object id, SHA-1 or SHA-256: the one pattern every module checks ids with. ``\Z``,
+# never ``$``, which also matches before a final newline.
+OBJECT_ID_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+COMMIT_RE = OBJECT_ID_RE  # a commit a claim waits for is named by its full id
 # A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less what
 # never names a branch in practice; read from any record, so checked without git.
 BRANCH_RE = re.compile(
@@ -41,6 +44,11 @@ MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
 HOLDER_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
 
 HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
+
+
+def is_object_id(text: str) -> bool:
+    """Whether ``text`` is a full object id (40 or 64 lower-case hex digits)."""
+    return OBJECT_ID_RE.match(text) is not None
 
 
 def validate_holder(value: str, *, what: str = "agent id") -> str:

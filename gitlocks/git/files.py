@@ -9,12 +9,13 @@ regular-expression pass). Loose refs are read first, and win, so a concurrent
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
 from typing import NamedTuple
 
-_HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
+from gitlocks.core.record import is_object_id
 
 
 class Scan(NamedTuple):
@@ -37,7 +38,7 @@ def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
                         value = fh.read(256).strip().decode("ascii", "replace")
                 except OSError:
                     continue  # deleted while we looked: gone
-                if _HEX_RE.match(value):
+                if is_object_id(value):
                     found[f"{rel}/{filename}"] = value
                 elif value.startswith("ref:"):
                     symbolic[f"{rel}/{filename}"] = value[4:].strip()
@@ -63,7 +64,7 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     if known is not None and known[0] == packed:
         return known[1]
     alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
-    pattern = rb"^([0-9a-f]{40,64}) ((?:" + alternatives + rb")[^\n]*)$"
+    pattern = rb"^((?:[0-9a-f]{40}|[0-9a-f]{64})) ((?:" + alternatives + rb")[^\n]*)$"
     lines = [
         (match.group(2).decode("utf-8", "replace"), match.group(1).decode())
         for match in re.finditer(pattern, packed, re.MULTILINE)
@@ -82,7 +83,7 @@ def read(common_dir: Path, name: str) -> tuple[str | None, str | None]:
         value = ""
     except OSError:
         return None, None
-    if _HEX_RE.match(value):
+    if is_object_id(value):
         return value, None
     if value.startswith("ref:"):
         return None, value[4:].strip()
@@ -104,3 +105,21 @@ def _packed_by_name(packed: bytes, namespace: str) -> dict[str, str]:
 
 
 _packed_dicts: dict[str, tuple[bytes, dict[str, str]]] = {}
+
+
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` whole or not at all: a temporary file beside it, then
+    a rename, so a reader never sees half a file and a crash leaves the old one. ``mode``
+    is given to the new file (else the umask decides). Raises ``OSError``; callers say in
+    their own words what could not be written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -17,6 +17,7 @@ from typing import Any
 
 from gitlocks.errors import Refused, StoreError, UsageError
 from gitlocks.git.changes import git_output
+from gitlocks.git.files import write_atomic
 from gitlocks.hooks import CLIENT_HOOKS, HOOKS, STDIN_HOOKS
 
 MARKER = "# gitlocks-hook: installed by git alock install-hooks"
@@ -225,13 +226,9 @@ def _move_hook(source: Path, target: Path) -> None:
 
 
 def _write_hook(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.alock-tmp")
     try:
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        os.replace(tmp, path)
+        write_atomic(path, text.encode(), 0o755)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
 
 

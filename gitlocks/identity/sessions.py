@@ -188,7 +188,11 @@ def register(
         "host": os.uname().nodename,
     }
     try:
-        write_atomic(where / (_key(session.pid, session.start_time) + ".json"), json.dumps(doc))
+        # Imported here: only the guard's first event of a session writes an entry.
+        from gitlocks.git.files import write_atomic
+
+        entry_path = where / (_key(session.pid, session.start_time) + ".json")
+        write_atomic(entry_path, json.dumps(doc).encode())
     except OSError:
         return False
     return True
@@ -199,18 +203,6 @@ def can_be_harness(name: str) -> bool:
     server or an init system (a guard run by hand, or from an orphaned hook, finds one of
     those), whose descendants are every command of a terminal, or of the machine."""
     return not (name in INIT_PROCESSES or is_pass_through(name) or is_terminal_server(name))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def add_repository(

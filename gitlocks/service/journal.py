@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitlocks.core.journal import COMPACTED, Event, interleave, json_objects
+from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
 
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
@@ -77,9 +78,7 @@ def _trim(path: Path) -> None:
     # Replace by rename so readers never see a half-written file; a refusal appended
     # between our read and the rename is lost, which a bounded local log can afford.
     lines = path.read_bytes().splitlines(keepends=True)[-REFUSALS_KEEP:]
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(b"".join(lines))
-    os.replace(tmp, path)
+    write_atomic(path, b"".join(lines))
 
 
 def refusals(store: LockStore, *, since: str | None = None) -> list[Event]:

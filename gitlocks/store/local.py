@@ -33,7 +33,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -68,6 +67,7 @@ from gitlocks.store.refs import RefWriter
 if TYPE_CHECKING:
     import pygit2
 
+from gitlocks.core.record import is_object_id
 from gitlocks.store.location import (
     Location,
     common_dir_of,
@@ -75,8 +75,6 @@ from gitlocks.store.location import (
     discover_location,
     location_from_environment,
 )
-
-_HEX_RE = re.compile(r"^[0-9a-f]{40,64}$")
 
 T = TypeVar("T")
 
@@ -203,7 +201,7 @@ class Store:
             head = (self.git_dir / "HEAD").read_bytes().strip().decode("utf-8", "replace")
         except OSError:
             return (None, None)
-        if _HEX_RE.match(head):
+        if is_object_id(head):
             return (None, head)
         if not head.startswith("ref:"):
             return (None, None)
@@ -267,7 +265,7 @@ class Store:
         """Whether ``commit`` is ``tip`` or one of its ancestors (False when unknown)."""
         if tip == commit:
             return True
-        if not (_HEX_RE.match(tip) and _HEX_RE.match(commit)):
+        if not (is_object_id(tip) and is_object_id(commit)):
             return False
         proc = start(["--git-dir", os.fspath(self.git_dir), "merge-base", "--is-ancestor",
                       commit, tip], env=Env.CLEAN, error=StoreError)  # fmt: skip
@@ -413,14 +411,12 @@ class Store:
         if len(kept) > 2 * len(current) + 1000:
             kept = {oid: v for oid, v in kept.items() if oid in current or oid in fresh}
         path = self.common_dir / VERDICTS_FILE
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_bytes(encode_verdicts(kept))
-            os.replace(tmp, path)
+            files.write_atomic(path, encode_verdicts(kept))
             st = path.stat()
             self._verdicts_cache = ((st.st_ino, st.st_size, st.st_mtime_ns), kept)
         except OSError:
-            tmp.unlink(missing_ok=True)  # a cache: losing it costs time, never an answer
+            pass  # a cache: losing it costs time, never an answer
 
     def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
         """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""

@@ -18,6 +18,7 @@ import time
 import pygit2
 
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
+from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, run_git
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
 from gitlocks.store.local import Store
@@ -227,10 +228,7 @@ def read_sync_times(store: Store) -> dict[str, float]:
 
 def write_sync_times(store: Store, times: dict[str, float]) -> None:
     path = store.common_dir / SYNC_FILE
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(times, sort_keys=True))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(times, sort_keys=True).encode())
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise RemoteError(f"cannot record the sync time in {path}: {exc.strerror}") from exc

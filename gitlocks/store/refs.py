@@ -28,12 +28,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from gitlocks.core.record import is_object_id
 from gitlocks.errors import StoreError
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
 Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
-_HEX_RE = re.compile(r"^[0-9a-f]{40,64}\Z")
 
 # A ref name gitlocks may write: inside its namespaces, plain components, nothing odd.
 _OWN_REF_RE = re.compile(
@@ -271,5 +271,5 @@ def _values(data: dict[object, object]) -> dict[str, str | None]:
     return {
         k: v
         for k, v in data.items()
-        if isinstance(k, str) and (v is None or (isinstance(v, str) and _HEX_RE.match(v)))
+        if isinstance(k, str) and (v is None or (isinstance(v, str) and is_object_id(v)))
     }
