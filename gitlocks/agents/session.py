@@ -23,7 +23,6 @@ from gitlocks.agents.repos import open_repo
 from gitlocks.core.record import (
     LockRecord,
     expiry_from,
-    format_duration,
     format_time,
     utcnow,
     validate_holder,
@@ -48,6 +47,7 @@ from gitlocks.identity import (
     sessions,
 )
 from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
+from gitlocks.render.locks import expires
 
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
@@ -106,10 +106,11 @@ def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = 
     shown = [*patterns, *(p for p in record.paths if p not in patterns)][:SHOWN_PATTERNS]
     more = len(record.paths) - len(shown)
     paths = " ".join(shown) + (f" and {more} more pattern(s)" if more > 0 else "")
-    left = format_duration((record.expires() - now).total_seconds())
     reason = f", reason {json.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
     kind = " shared" if record.shared else ""
-    return f"{paths} held{kind} by {record.holder}{reason}, expires in {left} [lock {record.id}]"
+    return (
+        f"{paths} held{kind} by {record.holder}{reason}, {expires(record, now)} [lock {record.id}]"
+    )
 
 
 def store_context(root: Path, identity: Identity) -> Any:

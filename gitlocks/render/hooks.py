@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from gitlocks.core.record import LockRecord, format_duration
+from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
-from gitlocks.render.locks import kind
+from gitlocks.render.locks import expires, kind
 
 if TYPE_CHECKING:  # the hooks import this module: their result type is named for types only
     from gitlocks.hooks.install import HookChange
@@ -29,11 +29,10 @@ _WORDS = {
 
 
 def held_line(path: str, record: LockRecord, now: datetime) -> str:
-    left = (record.expires() - now).total_seconds()
     reason = f' "{record.reason}"' if record.reason else ""
     return (
         f"HELD {path} by {record.holder}{kind(record)} ({' '.join(record.paths)}){reason}, "
-        f"expires in {format_duration(left)} [lock {record.id}]"
+        f"{expires(record, now)} [lock {record.id}]"
     )
 
 

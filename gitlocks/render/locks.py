@@ -36,6 +36,8 @@ def until(stamp: str, now: datetime) -> str:
 
 
 def expires(record: LockRecord, now: datetime) -> str:
+    """``expires in 29m``, or ``expired 2m ago`` for a lock kept past its expiry (remote
+    mode's clock-skew allowance, interrupted work): the one wording of a lock's expiry."""
     delta = (record.expires() - now).total_seconds()
     if delta <= 0:
         return f"expired {format_duration(-delta)} ago"

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from gitlocks.core.record import LockRecord, format_duration
+from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.render.hooks import PREFIX
+from gitlocks.render.locks import expires
 
 if TYPE_CHECKING:  # the hooks import this module: their result types are named for types only
     from gitlocks.hooks.verify import Finding, Verification
@@ -31,10 +32,9 @@ def _subject(text: str) -> str:
 
 def _claim(record: LockRecord, now: datetime) -> str:
     """``(<patterns>, "<reason>", expires in 29m) [lock <id>]``"""
-    left = format_duration((record.expires() - now).total_seconds())
     reason = f', "{record.reason}"' if record.reason else ""
     kind = "shared, " if record.shared else ""
-    return f"({kind}{' '.join(record.paths)}{reason}, expires in {left}) [lock {record.id}]"
+    return f"({kind}{' '.join(record.paths)}{reason}, {expires(record, now)}) [lock {record.id}]"
 
 
 def crossed_by(finding: Finding) -> str:
