@@ -18,6 +18,10 @@ class GitlocksError(Exception):
 
     exit_code = EXIT_ERROR
 
+    def to_dict(self) -> dict[str, object]:
+        """The error as a JSON document: what ``--json`` and MCP answer in its place."""
+        return {"status": "error", "error": str(self), "exit_code": self.exit_code}
+
 
 class UsageError(GitlocksError):
     """Bad input: a pattern, duration, holder id or option that cannot be used."""

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     except GitlocksError as exc:
         sys.stderr.write(f"error: {exc}\n")
         if "--json" in args:  # an agent that asked for JSON gets a document it can parse
-            doc = {"status": "error", "error": str(exc), "exit_code": exc.exit_code}
+            doc = exc.to_dict()
             with contextlib.suppress(OSError):  # stdout itself may be what failed
                 sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
                 sys.stdout.flush()

@@ -216,7 +216,7 @@ def call(server: Server, tool: str, arguments: Any) -> str:
         checked = check_arguments(tool, arguments)
         result = getattr(server, tool)(**checked)
     except GitlocksError as exc:
-        result = {"status": "error", "error": str(exc), "exit_code": exc.exit_code}
+        result = exc.to_dict()
     except Exception as exc:  # a bug must still answer, and never look like a refusal
         error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
         result = {"status": "error", "error": error, "exit_code": 2}

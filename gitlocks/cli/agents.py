@@ -12,6 +12,7 @@ from gitlocks.cli.common import JsonOption, finish, reply, verbs
 from gitlocks.cli.declare import Option
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, UsageError
+from gitlocks.render.hooks import INSTALL_WORDS
 from gitlocks.store.local import Store
 
 app = verbs()
@@ -27,12 +28,6 @@ LocalOption = Annotated[
         "--local", help="Claude Code: use .claude/settings.local.json (personal, not committed)."
     ),
 ]
-WORDS = {
-    "installed": "INSTALLED",
-    "already_installed": "ALREADY INSTALLED",
-    "uninstalled": "UNINSTALLED",
-    "not_installed": "NOT INSTALLED",
-}
 
 
 def _harness(name: str) -> str:
@@ -54,7 +49,7 @@ def guard(harness: ForOption, event: EventOption = "") -> None:
 
 
 def _say(change: settings.SettingsChange, as_json: bool, what: str) -> None:
-    text = printable(f"{WORDS[change.status]} {what} ({change.path})")
+    text = printable(f"{INSTALL_WORDS[change.status]} {what} ({change.path})")
     reply(change.to_dict(), text, as_json)
 
 

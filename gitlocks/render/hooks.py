@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # the hooks import this module: their result type is named fo
 
 PREFIX = "alock: "
 
-_WORDS = {
+# The one word for each outcome of installing hooks, git's or an agent harness's.
+INSTALL_WORDS = {
     "installed": "INSTALLED",
     "updated": "INSTALLED",
     "already_installed": "ALREADY INSTALLED",
@@ -89,7 +90,7 @@ def installed(changes: Sequence[HookChange]) -> str:
     """One line per hook: the word, the hook, its path, and any chained hook."""
     lines = []
     for change in changes:
-        line = f"{_WORDS[change.status]} {change.hook} ({change.path})"
+        line = f"{INSTALL_WORDS[change.status]} {change.hook} ({change.path})"
         if change.chained is not None and change.status != "uninstalled":
             kept = f"{change.chained.parent.name}/{change.chained.name}"
             line += f"; runs your previous hook first, kept as {kept}"
