@@ -51,9 +51,15 @@ def head(worktree: str) -> str | None:
     return raw.decode().strip() or None
 
 
-def changes(worktree: str) -> list[tuple[str, str]]:
-    """(XY, root-relative path) for each uncommitted change, untracked files included."""
-    raw = _git(worktree, "status", "--porcelain", "-z", "--untracked-files=all")
+def changes(worktree: str, *, renames: bool = True) -> list[tuple[str, str]]:
+    """(XY, root-relative path) for each uncommitted change, untracked files included; a
+    rename as its destination, or (``renames=False``) as both sides.
+
+    Asked without git's optional locks: the worktree is often another agent's, and a
+    ``git status`` that refreshed its index would hold ``index.lock`` under that agent's
+    own ``git add`` or ``git commit``."""
+    args = ["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"]
+    raw = _git(worktree, *args, *([] if renames else ["--no-renames"]))
     fields = raw.split(b"\0")
     changes = []
     i = 0

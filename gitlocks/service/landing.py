@@ -18,7 +18,7 @@ from gitlocks.core.record import BRANCH_RE, LockRecord
 from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
-from gitlocks.git import run, worktrees
+from gitlocks.git import worktrees
 
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from gitlocks.store.base import LockStore
@@ -126,25 +126,8 @@ def landed(
 
 def _uncommitted(worktree: str) -> list[str]:
     """The paths of the worktree's uncommitted changes, untracked files included, both
-    sides of a rename. Asked without git's optional locks: the worktree is another
-    agent's, and a ``git status`` that refreshed its index would hold ``index.lock`` under
-    that agent's own ``git add`` or ``git commit``."""
-    raw = run.output(
-        [
-            "--no-optional-locks",
-            "status",
-            "--porcelain",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-        ],
-        worktree,
-        env=run.Env.CLEAN,
-        error=OSError,
-    )
-    return [
-        item[3:].decode("utf-8", "surrogateescape") for item in raw.split(b"\0") if len(item) > 3
-    ]
+    sides of a rename."""
+    return [path for _, path in worktrees.changes(worktree, renames=False)]
 
 
 def _unlanded_inside(
