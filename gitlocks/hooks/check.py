@@ -12,7 +12,6 @@ out of ``sys.modules``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import sys
 import time
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from gitlocks.core.claims import Claims
 from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
@@ -29,15 +29,13 @@ from gitlocks.core.record import (
     format_time,
     utcnow,
 )
-from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
+from gitlocks.core.scope import path_entry
 from gitlocks.core.table import (
     Problem,
     Table,
     Verdict,
     decode_verdicts,
-    holding,
     lazy_table,
-    record_entries,
 )
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
@@ -262,57 +260,20 @@ def find_held(
     """
     if not len(table):
         return []
-    theirs = _Theirs(table, identity, now, committing=committing)
+    theirs = _claims(table, identity, now, committing=committing)
     table.prepare([e for e in map(path_entry, paths) if e is not None])  # one batch read
     held = []
     for path in paths:
-        locks = theirs.covering(path)
+        locks = theirs.held(path)
         if locks:
             held.append(Held(path, tuple(locks)))
     return held
 
 
-class _Theirs:
-    """The live locks of holders who are not friends: computed once for many paths.
-
-    A lock whose holder's session is known dead (interrupted work included) blocks no
-    path, judged as ``check`` and ``acquire`` judge it (``gitlocks.core.liveness``).
-    """
-
-    def __init__(
-        self, table: Table, identity: Identity, now: datetime, *, committing: bool = True
-    ) -> None:
-        self.table = table
-        self.now = format_time(now)
-        self.cutoff = table.cutoff(self.now)
-        # Committing: a sub-agent's work is its parent's to commit (docs/design.md, 3.2).
-        if committing:
-            self.ours = table.family(identity.holder, identity.parent)
-        else:
-            self.ours = table.unblocking(identity.holder, identity.parent)
-        self.life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
-
-    @functools.cached_property
-    def everyone(self) -> list[LockRecord]:
-        """Every live lock: read only for a path no pattern can spell."""
-        return [r for r in self.table.live(self.now) if self.alive(r)]
-
-    def alive(self, record: LockRecord) -> bool:
-        return record.expires_at > self.cutoff and not self.life.dead(record)
-
-    def crossing(self, entry: ScopeEntry) -> list[LockRecord]:
-        """Their live locks whose scope meets ``entry``'s, by id."""
-        ids = sorted(self.table.overlaps([entry]))
-        return holding([r for i in ids if self.alive(r := self.table.records[i])], self.ours)[0]
-
-    def covering(self, path: str) -> list[LockRecord]:
-        """Their live locks covering ``path``, by id."""
-        entry = path_entry(path)
-        if entry is None:  # a name no pattern can spell: decided one lock at a time
-            found = [r for r in self.everyone if _covers(r, path, self.table.ignore_case)]
-            return holding(found, self.ours)[0]
-        ids = sorted(self.table.covering(entry))
-        return holding([r for i in ids if self.alive(r := self.table.records[i])], self.ours)[0]
+def _claims(table: Table, identity: Identity, now: datetime, *, committing: bool) -> Claims:
+    """The live claims as ``identity`` sees them, its sessions judged from this process."""
+    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
+    return Claims(table, identity.holder, identity.parent, now, life, committing=committing)
 
 
 def exemptions_held(
@@ -333,17 +294,13 @@ def exemptions_held(
     found = newly_exempt(old, new)
     if not found:
         return []
-    theirs = _Theirs(table, identity, now, committing=committing)
+    theirs = _claims(table, identity, now, committing=committing)
     held = []
     for line, entry in found:
         locks = theirs.crossing(entry)
         if locks:
             held.append(Held(f"{IGNORE_FILE} (newly exempts {line})", tuple(locks)))
     return held
-
-
-def _covers(record: LockRecord, path: str, ignore_case: bool) -> bool:
-    return any(entry_covers(e, path, ignore_case=ignore_case) for e in record_entries(record))
 
 
 def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity, bool]:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from gitlocks.core.change import Change
+from gitlocks.core.claims import Claims
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     GENERATED_ID_RE,
@@ -24,16 +25,15 @@ from gitlocks.core.record import (
     format_time,
     new_lock_id,
 )
-from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
-from gitlocks.core.table import Table, holding, record_entries
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.table import Table, record_entries
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import journal, lifecycle
-from gitlocks.service.context import Context, event, live_table, sweep
+from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import (
     AcquireResult,
     BreakResult,
     CheckItem,
-    CheckStatus,
     Conflict,
     NoteResult,
     Released,
@@ -478,54 +478,32 @@ def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) 
     parent. ``committing`` (the staged paths, the hooks' question): a sub-agent's work is
     its parent's to commit, so its locks are YOURS (docs/design.md, section 3.2).
     """
-    ident = ctx.identity
-    table = ctx.store.read_table()
-    now = format_time(ctx.now())
-    if committing:
-        friends = table.family(ident.holder, ident.parent)
-    else:
-        friends = table.unblocking(ident.holder, ident.parent)
-    life = ctx.liveness()
-    items = []
-    for entry in entries:
-        locks = [table.records[i] for i in sorted(table.covering(entry))]
-        # A dead holder's lock (interrupted work too) blocks no path, as in acquire.
-        locks = [r for r in locks if table.is_live(r, now) and not life.dead(r)]
-        theirs, mine = holding(locks, friends)
-        if theirs:
-            items.append(CheckItem(entry.pattern, "held", theirs))
-        elif locks:
-            # Yours: name your own locks, not the sharers' beside them.
-            items.append(CheckItem(entry.pattern, "yours", mine or locks))
-        else:
-            items.append(CheckItem(entry.pattern, "free", []))
-    return items
+    claims = _claims(ctx, committing=committing)
+    return [_answer(entry.pattern, claims.covering(entry), claims) for entry in entries]
 
 
 def check_paths(ctx: Context, paths: Sequence[str]) -> list[CheckItem]:
-    """FREE, YOURS or HELD for each concrete path (``git alock check --staged``).
+    """FREE, YOURS or HELD for each concrete path (``git alock check --staged``); a file
+    name that no pattern can spell is decided one live lock at a time."""
+    claims = _claims(ctx, committing=True)
+    return [_answer(path, claims.covering_path(path), claims) for path in paths]
 
-    A file name that no pattern can spell (a control character in it) is decided one
-    live lock at a time instead of through the scope index.
-    """
-    entries = {path: path_entry(path) for path in paths}
-    normal = {path: entry for path, entry in entries.items() if entry is not None}
-    checked = check(ctx, list(normal.values()), committing=True)
-    by_path = {path: item._replace(path=path) for path, item in zip(normal, checked, strict=True)}
-    odd = [path for path, entry in entries.items() if entry is None]
-    if odd:
-        ident = ctx.identity
-        table, live = live_table(ctx)
-        friends = table.family(ident.holder, ident.parent)
-        life = ctx.liveness()
-        claims = [(r, record_entries(r)) for r in live if not life.dead(r)]
-        for path in odd:
-            covering = [
-                r
-                for r, scope in claims
-                if any(entry_covers(e, path, ignore_case=table.ignore_case) for e in scope)
-            ]
-            held, own = holding(covering, friends)
-            status: CheckStatus = "held" if held else "yours" if covering else "free"
-            by_path[path] = CheckItem(path, status, held or own or covering)
-    return [by_path[path] for path in entries]
+
+def _claims(ctx: Context, *, committing: bool) -> Claims:
+    ident = ctx.identity
+    table = ctx.store.read_table()
+    return Claims(
+        table, ident.holder, ident.parent, ctx.now(), ctx.liveness(), committing=committing
+    )
+
+
+def _answer(path: str, locks: list[LockRecord], claims: Claims) -> CheckItem:
+    """One path's answer, from the live claims covering it (a dead holder's lock, interrupted
+    work too, blocks no path, as in acquire)."""
+    theirs, mine = claims.split(locks)
+    if theirs:
+        return CheckItem(path, "held", theirs)
+    if locks:
+        # Yours: name your own locks, not the sharers' beside them.
+        return CheckItem(path, "yours", mine or locks)
+    return CheckItem(path, "free", [])
