@@ -172,6 +172,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",
+        "gitlocks.git.table",
         "gitlocks.git.changes",
         "gitlocks.identity", "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.hooks", "gitlocks.render.locks",

@@ -60,11 +60,9 @@ from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError, RemoteError
+from gitlocks.git.table import list_refs, read_table, read_verdicts
 from gitlocks.hooks.check import (
     find_held,
-    list_refs,
-    read_table,
-    read_verdicts,
 )
 from gitlocks.identity import (
     Identity,

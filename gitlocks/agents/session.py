@@ -30,11 +30,7 @@ from gitlocks.core.record import (
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
-from gitlocks.hooks.check import (
-    list_refs,
-    read_table,
-    read_verdicts,
-)
+from gitlocks.git.table import list_refs, read_table, read_verdicts
 from gitlocks.identity import (
     HOLDER_ENV,
     HOLDER_SCOPE_ENV,

@@ -15,10 +15,9 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 from gitlocks.core.claims import Claims
 from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
@@ -33,13 +32,10 @@ from gitlocks.core.scope import path_entry
 from gitlocks.core.table import (
     Problem,
     Table,
-    Verdict,
-    decode_verdicts,
-    lazy_table,
 )
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
-from gitlocks.git import files, settings
+from gitlocks.git import settings
 from gitlocks.git.changes import (
     RefUpdate,
     Staged,
@@ -51,6 +47,7 @@ from gitlocks.git.changes import (
     start_git,
 )
 from gitlocks.git.settings import Settings
+from gitlocks.git.table import list_refs, read_table, read_verdicts
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import (
     Identity,
@@ -60,8 +57,6 @@ from gitlocks.identity import (
 )
 from gitlocks.layout import (
     DEFAULT_STALE_SECONDS,
-    LOCK_PREFIX,
-    VERDICTS_FILE,
 )
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
@@ -113,85 +108,6 @@ def hook_config(configured: Settings, *, receiving: bool = False) -> HookConfig:
         configured.reftable,
         configured.get("alock.remote") or None,
     )
-
-
-REFS_FORMAT = "--format=%(objectname) %(refname) %(symref)"
-
-
-def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
-    """The lock refs: read from the files that hold them, or from git for other backends."""
-    if not reftable:
-        return files.scan(Path(common_dir), (LOCK_PREFIX,))
-    out = finish_git(start_git(["for-each-ref", REFS_FORMAT, LOCK_PREFIX], cwd))
-    refs, symbolic = {}, {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        oid, _, rest = line.partition(" ")
-        name, _, target = rest.partition(" ")
-        if target:
-            symbolic[name] = target
-        else:
-            refs[name] = oid
-    return files.Scan(refs, symbolic)
-
-
-def read_table(
-    found: files.Scan,
-    cwd: str | None,
-    ignore_case: bool,
-    skew: int = 0,
-    verdicts: Mapping[str, Verdict] | None = None,
-) -> Table:
-    """The lock table of ``found`` lock refs, through the one loader: records are read
-    (one ``cat-file`` batch) only when a path can reach them, and not at all where the
-    store's kept ``verdicts`` already say what a blob holds."""
-
-    def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        return _read_objects(oids, cwd) if oids else {}
-
-    table, _ = lazy_table(
-        sorted(found.refs.items()),
-        known=verdicts or {},
-        read=read,
-        version=None,
-        ignore_case=ignore_case,
-        skew=skew,
-    )
-    table.problems.extend(
-        Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
-        for name, target in sorted(found.symbolic.items())
-    )
-    return table
-
-
-def read_verdicts(common_dir: str) -> dict[str, Verdict]:
-    """The store's kept verdicts, by blob id (the hooks read them, never write them)."""
-    path = os.path.join(common_dir, VERDICTS_FILE)
-    try:
-        with open(path, "rb") as f:
-            return decode_verdicts(f.read())
-    except OSError:
-        return {}
-
-
-def _read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
-    """(contents, type) by id, from one ``cat-file --batch`` (``<oid> <type> <size>\\n``
-    then the contents; ``<oid> missing`` for none). Only blobs are kept whole."""
-    out = finish_git(
-        start_git(["cat-file", "--batch"], cwd), "".join(o + "\n" for o in oids).encode()
-    )
-    found: dict[str, tuple[bytes | None, str]] = {}
-    pos = 0
-    while pos < len(out):
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) != 3:  # "<oid> missing"
-            continue
-        size = int(header[2])
-        kind = header[1].decode()
-        found[header[0].decode()] = (out[pos : pos + size] if kind == "blob" else None, kind)
-        pos += size + 1
-    return found
 
 
 class CommittedIgnores:

@@ -32,15 +32,13 @@ from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, Us
 from gitlocks.git import files, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
+from gitlocks.git.table import list_refs, read_table, read_verdicts
 from gitlocks.hooks.check import (
     CommittedIgnores,
     HookConfig,
     exemptions_held,
     find_held,
     hook_config,
-    list_refs,
-    read_table,
-    read_verdicts,
 )
 from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import JOURNAL_REF

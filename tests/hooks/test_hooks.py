@@ -19,6 +19,7 @@ from gitlocks.core.scope import make_entry
 from gitlocks.core.table import Friends
 from gitlocks.core.text import printable
 from gitlocks.git import changes as hook_paths
+from gitlocks.git import table as fast_table
 from gitlocks.git.settings import Settings
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
@@ -970,9 +971,9 @@ def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
     store = Store.discover(hooked)
     common = str(store.common_dir)
     for reftable in (False, True):  # from the files, and through git for-each-ref
-        found = hooks.list_refs(common, reftable, str(hooked))
-        for verdicts in ({}, hooks.read_verdicts(common)):
-            table = hooks.read_table(found, str(hooked), False, verdicts=verdicts)
+        found = fast_table.list_refs(common, reftable, str(hooked))
+        for verdicts in ({}, fast_table.read_verdicts(common)):
+            table = fast_table.read_table(found, str(hooked), False, verdicts=verdicts)
             assert dict(table.records) == dict(store.read_table().records)
             assert len(table.records) == 2 and not table.problems
 

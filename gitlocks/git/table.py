@@ -1,0 +1,107 @@
+"""The lock table read through the git command line, without pygit2: the fast path of
+the git hooks, the agent guard and the remote's check, which run before every edit and
+in every commit (docs/design.md, section 6). One ``for-each-ref`` (or the ref files
+themselves) lists the lock refs; one ``cat-file --batch`` reads the records a question
+needs; the store's kept verdicts spare the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from gitlocks.core.table import (
+    Problem,
+    Table,
+    Verdict,
+    decode_verdicts,
+    lazy_table,
+)
+from gitlocks.git import files
+from gitlocks.git.changes import (
+    finish_git,
+    start_git,
+)
+from gitlocks.layout import (
+    LOCK_PREFIX,
+    VERDICTS_FILE,
+)
+
+REFS_FORMAT = "--format=%(objectname) %(refname) %(symref)"
+
+
+def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
+    """The lock refs: read from the files that hold them, or from git for other backends."""
+    if not reftable:
+        return files.scan(Path(common_dir), (LOCK_PREFIX,))
+    out = finish_git(start_git(["for-each-ref", REFS_FORMAT, LOCK_PREFIX], cwd))
+    refs, symbolic = {}, {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        oid, _, rest = line.partition(" ")
+        name, _, target = rest.partition(" ")
+        if target:
+            symbolic[name] = target
+        else:
+            refs[name] = oid
+    return files.Scan(refs, symbolic)
+
+
+def read_table(
+    found: files.Scan,
+    cwd: str | None,
+    ignore_case: bool,
+    skew: int = 0,
+    verdicts: Mapping[str, Verdict] | None = None,
+) -> Table:
+    """The lock table of ``found`` lock refs, through the one loader: records are read
+    (one ``cat-file`` batch) only when a path can reach them, and not at all where the
+    store's kept ``verdicts`` already say what a blob holds."""
+
+    def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        return read_objects(oids, cwd) if oids else {}
+
+    table, _ = lazy_table(
+        sorted(found.refs.items()),
+        known=verdicts or {},
+        read=read,
+        version=None,
+        ignore_case=ignore_case,
+        skew=skew,
+    )
+    table.problems.extend(
+        Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
+        for name, target in sorted(found.symbolic.items())
+    )
+    return table
+
+
+def read_verdicts(common_dir: str) -> dict[str, Verdict]:
+    """The store's kept verdicts, by blob id (the hooks read them, never write them)."""
+    path = os.path.join(common_dir, VERDICTS_FILE)
+    try:
+        with open(path, "rb") as f:
+            return decode_verdicts(f.read())
+    except OSError:
+        return {}
+
+
+def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+    """(contents, type) by id, from one ``cat-file --batch`` (``<oid> <type> <size>\\n``
+    then the contents; ``<oid> missing`` for none). Only blobs are kept whole."""
+    out = finish_git(
+        start_git(["cat-file", "--batch"], cwd), "".join(o + "\n" for o in oids).encode()
+    )
+    found: dict[str, tuple[bytes | None, str]] = {}
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) != 3:  # "<oid> missing"
+            continue
+        size = int(header[2])
+        kind = header[1].decode()
+        found[header[0].decode()] = (out[pos : pos + size] if kind == "blob" else None, kind)
+        pos += size + 1
+    return found
