@@ -36,11 +36,15 @@ class Transaction:
 
     def queue(self, name: str, new: str | None, old: str | None, hexlen: int) -> None:
         """Move ``name`` to ``new`` (None: delete it) if it still holds ``old`` (None:
-        absent). The compare is git's own, under the ref's lock."""
+        absent, or symbolic). The compare is git's own, under the ref's lock."""
         zero = "0" * hexlen
-        if new is None:
-            if old is not None:  # deleting what is not there: nothing to do
-                self._write(f"delete {name} {old}")
+        if new is None and old is None:
+            # Absent, or a symbolic ref (read as no value): the ref itself goes, never
+            # what a symbolic one names; deleting what is not there moves nothing.
+            self._write("option no-deref")
+            self._write(f"delete {name}")
+        elif new is None:
+            self._write(f"delete {name} {old}")
         else:
             self._write(f"update {name} {new} {old or zero}")
 
