@@ -11,11 +11,21 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from conftest import git
 from helpers import alock
+from remote_fixtures import make_bare, make_clone
+
+from gitlocks.core.record import utcnow
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.identity import resolve_identity
+from gitlocks.service.context import Context
+from gitlocks.service.lifecycle import states
+from gitlocks.service.locks import acquire, renew
+from gitlocks.store.remote import RemoteStore
 
 LOCKS = "refs/agent-locks/"
 JOURNAL = "refs/agent-locks-meta/journal"
@@ -193,3 +203,41 @@ def test_release_of_packed_refs_killed_at_each_step_is_all_or_nothing(
         assert got.code == 1, f"a release killed before its commit point happened: {got}"
     assert_whole(repo)
     assert alock(repo, "acquire", "docs/x.md", **B).code == 1  # untouched throughout
+
+
+# --- remote mode: the push budget against what others read ----------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a renewal pushes only at 3/4 of alock.staleAfter of quiet, so a holder renewing "
+    "every interval between 1/2 and 3/4 of it skips the push due before others read STALE",
+)
+def test_a_holder_renewing_well_inside_stale_after_never_reads_as_stale(tmp_path: Path) -> None:
+    """Design 5.9: a renewal that pushes nothing must still leave the claim readable as live
+    until the holder's next renewal. agent-a renews every 6 minutes, well inside the lifetime
+    (1h) and alock.staleAfter (10m); another clone, reading just before each renewal, must
+    never see agent-a's claim as STALE. The renewal at 6m is kept (quiet 6m < 7.5m), so until
+    the one at 12m pushes, the claim reads as quiet since 0: STALE from 10m."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    t0 = utcnow()
+
+    def ctx(repo: Path, agent: str, seconds: float) -> Context:
+        at = t0 + timedelta(seconds=seconds)
+        return Context(
+            store=RemoteStore.discover(repo),
+            identity=resolve_identity(agent),
+            clock=lambda: at,
+            alive=lambda pid, start: True,
+        )
+
+    assert acquire(ctx(a, "agent-a", 0), [ScopeEntry("src/**")], ttl=3600).status == "acquired"
+    seen = []
+    for k in (1, 2, 3, 4):
+        reader = ctx(b, "agent-b", 360 * k - 1)
+        reader.store.sync()
+        seen += [(360 * k - 1, s) for s in states(reader, reader.store.read_table()).values()]
+        renew(ctx(a, "agent-a", 360 * k), None)
+    assert [s for _, s in seen] == ["live"] * 4, f"(seconds, state) another clone read: {seen}"
