@@ -123,14 +123,21 @@ class Store:
         self.common_dir = _common_dir(self.git_dir)
         self.root = Path(where.workdir).resolve() if where.workdir else Path.cwd()
         self.reftable = self.settings.reftable
-        self.objects = Objects(
-            self.git_dir, self.common_dir, self.config_get("extensions.objectFormat")
-        )
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         # Files and directories we create get the modes git would give them in a shared
         # repository (the mutex, logs, ref directories, object fan-out directories).
+        shared_value = self.config_get("core.sharedRepository")
         current = os.umask(0)
-        os.umask(settings.shared_umask(self.config_get("core.sharedRepository"), current))
+        os.umask(current)  # read, and put back before a bad value can raise
+        os.umask(settings.shared_umask(shared_value, current))
+        # Shared when it opens any permission (a value meaning "umask" opens none).
+        shared = settings.shared_umask(shared_value, 0o777) != 0o777
+        self.objects = Objects(
+            self.git_dir,
+            self.common_dir,
+            self.config_get("extensions.objectFormat"),
+            shared=shared,
+        )
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from datetime import timedelta
@@ -21,10 +22,12 @@ from remote_fixtures import make_bare, make_clone
 
 from gitlocks.core.record import utcnow
 from gitlocks.core.scope import ScopeEntry
+from gitlocks.errors import GitlocksError
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import Context
 from gitlocks.service.lifecycle import states
 from gitlocks.service.locks import acquire, renew
+from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
 LOCKS = "refs/agent-locks/"
@@ -241,3 +244,46 @@ def test_a_holder_renewing_well_inside_stale_after_never_reads_as_stale(tmp_path
         seen += [(360 * k - 1, s) for s in states(reader, reader.store.read_table()).values()]
         renew(ctx(a, "agent-a", 360 * k), None)
     assert [s for _, s in seen] == ["live"] * 4, f"(seconds, state) another clone read: {seen}"
+
+
+# --- a shared repository made shared after git init -----------------------------------------
+
+
+def test_object_directories_keep_the_group_as_gits_own_in_a_shared_repository(
+    repo: Path,
+) -> None:
+    """``core.sharedRepository`` set after ``git init`` (objects/ itself has no setgid bit):
+    git gives every fan-out directory it creates the set-group-id bit, so objects later
+    written there by other members of the group keep the repository's group. gitlocks' own
+    fan-out directories did not, and git never fixes a directory it did not create."""
+    git(repo, "config", "core.sharedRepository", "group")
+    objects_dir = repo / ".git" / "objects"
+    assert not objects_dir.stat().st_mode & stat.S_ISGID
+    before = set(objects_dir.glob("??"))
+    for n in range(40):  # some land in a new fan-out directory
+        (repo / "scratch.txt").write_text(f"git's own {n}\n")
+        oid = git(repo, "hash-object", "-w", "scratch.txt").strip()
+        if objects_dir / oid[:2] not in before:
+            break
+    gits = objects_dir / oid[:2]
+    assert gits not in before and gits.stat().st_mode & stat.S_ISGID, "git's own, as a reference"
+    before = set(objects_dir.glob("??"))
+    for n in range(8):
+        assert alock(repo, "acquire", f"dir{n}/**", **A).code == 0
+    ours = set(objects_dir.glob("??")) - before
+    assert ours, "no new fan-out directory was made"
+    lacking = sorted(p.name for p in ours if not p.stat().st_mode & stat.S_ISGID)
+    assert not lacking, f"fan-out directories without the set-group-id bit: {lacking}"
+
+
+def test_a_refused_shared_repository_value_leaves_the_umask_as_it_was(repo: Path) -> None:
+    """The store opened in a long-lived process (the MCP server, the page) with a value git
+    refuses: the error, and the process's umask untouched (it was left at 0 before)."""
+    git(repo, "config", "core.sharedRepository", "garbage")
+    mask = os.umask(0o022)
+    try:
+        with pytest.raises(GitlocksError, match="bad boolean"):
+            Store.discover(repo)
+        assert os.umask(0o022) == 0o022, "the umask was left changed"
+    finally:
+        os.umask(mask)
