@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from helpers import alock
-from remote_fixtures import make_bare, make_clone
+from remote_fixtures import Daemon, daemon, make_bare, make_clone, remote_locks
 
 from gitlocks.core.record import utcnow
 from gitlocks.core.scope import ScopeEntry
@@ -29,6 +29,8 @@ from gitlocks.service.lifecycle import states
 from gitlocks.service.locks import acquire, renew
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
+
+__all__ = ["daemon"]  # the fixture, imported so pytest finds it
 
 LOCKS = "refs/agent-locks/"
 JOURNAL = "refs/agent-locks-meta/journal"
@@ -287,3 +289,40 @@ def test_a_refused_shared_repository_value_leaves_the_umask_as_it_was(repo: Path
         assert os.umask(0o022) == 0o022, "the umask was left changed"
     finally:
         os.umask(mask)
+
+
+# --- remote mode: a push that outlives its timeout ------------------------------------------
+
+
+def test_a_push_that_timed_out_is_never_said_to_have_written_nothing(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    """The remote is slow to accept (its pre-receive hook takes 4 s), and the client gives up
+    after alock.remoteTimeout (1 s). receive-pack goes on without the client and lands the
+    push. The fetch that settles the outcome came too early to see it, so the command must
+    not say the push did not land, or that nothing was written: it did, a moment later."""
+    bare = make_bare(daemon.base / "locks.git")
+    a = make_clone(daemon.url("locks.git"), tmp_path / "a")
+    marker = tmp_path / "hook-done"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ncat >/dev/null\nsleep 4\ntouch '{marker}'\n")
+    hook.chmod(0o755)
+    git(a, "config", "alock.remoteTimeout", "1s")
+    got = alock(a, "acquire", "src/**", **A)
+    finish_wait = subprocess.run(
+        ["sh", "-c", 'i=0; while [ ! -e "$1" ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done',
+         "sh", str(marker)],
+        check=False,
+    )  # fmt: skip
+    assert finish_wait.returncode == 0 and marker.exists(), "the remote's hook never finished"
+    landed = False
+    for _ in range(200):  # receive-pack moves the refs just after its hook
+        if remote_locks(bare):
+            landed = True
+            break
+        subprocess.run(["sleep", "0.02"], check=False)
+    if landed:
+        said = got.out + got.err
+        assert "did not land" not in said and "nothing was written" not in said, (
+            f"told the push wrote nothing, and it landed:\n{said}"
+        )
