@@ -84,7 +84,7 @@ class Transaction:
             raise self._refused()
 
     def _refused(self) -> RefsRefused:
-        self._close(quiet=True)
+        self._close(quiet=True, keep_err=True)  # git's reason is read once it has ended
         err = b""
         if self.proc.stderr is not None and not self.proc.stderr.closed:
             err = self.proc.stderr.read()
@@ -93,7 +93,7 @@ class Transaction:
         detail = lines[-1].removeprefix("fatal: ") if lines else f"exit {self.proc.returncode}"
         return RefsRefused(detail)
 
-    def _close(self, quiet: bool = False) -> None:
+    def _close(self, quiet: bool = False, keep_err: bool = False) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
@@ -106,7 +106,7 @@ class Transaction:
             self.proc.stdout.close()
         if not quiet and self.proc.returncode != 0:
             raise self._refused()
-        if self.proc.stderr is not None and not self.proc.stderr.closed:
+        if not keep_err and self.proc.stderr is not None and not self.proc.stderr.closed:
             self.proc.stderr.close()
 
 

@@ -23,6 +23,7 @@ from remote_fixtures import Daemon, daemon, make_bare, make_clone, remote_locks
 from gitlocks.core.record import utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.errors import GitlocksError
+from gitlocks.git.transaction import RefsRefused, update
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import Context
 from gitlocks.service.lifecycle import states
@@ -326,3 +327,19 @@ def test_a_push_that_timed_out_is_never_said_to_have_written_nothing(
         assert "did not land" not in said and "nothing was written" not in said, (
             f"told the push wrote nothing, and it landed:\n{said}"
         )
+
+
+# --- git's reason for refusing a transaction ------------------------------------------------
+
+
+def test_a_refused_transaction_says_gits_reason(repo: Path) -> None:
+    """A ref not at the value expected: the error carries git's own words, not "exit 128"
+    (its standard error was closed before it was read)."""
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", LOCKS + "x", head)
+    wrong = "1" * len(head)
+    with pytest.raises(RefsRefused) as refused:
+        update(str(repo / ".git"), {LOCKS + "x": (None, wrong)}, len(head))
+    said = str(refused.value)
+    assert "exit 128" not in said and LOCKS + "x" in said, said
+    assert rev(repo, LOCKS + "x") == head
