@@ -130,6 +130,7 @@ class Objects:
                 ["--git-dir", os.fspath(self.git_dir), "cat-file", "--batch"],
                 env=Env.CLEAN,
                 error=StoreError,
+                keep_stderr=False,  # one complaint per unreadable object, never read
             )
         proc = self._batch
         found: dict[str, tuple[str, bytes]] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -343,3 +344,56 @@ def test_a_refused_transaction_says_gits_reason(repo: Path) -> None:
     said = str(refused.value)
     assert "exit 128" not in said and LOCKS + "x" in said, said
     assert rev(repo, LOCKS + "x") == head
+
+
+# --- many unreadable objects ----------------------------------------------------------------
+
+
+def test_many_lock_refs_at_corrupt_loose_objects_never_hang_a_verb(repo: Path) -> None:
+    """Design 3.7: a bad record never breaks a verb. 900 lock refs whose loose objects are
+    corrupt: each falls through to ``git cat-file --batch``, which complains about each on
+    its standard error; nobody read that pipe, so it filled, cat-file stopped, and ``list``
+    waited for it for ever."""
+    blobs = repo / ".git" / "scratch"
+    blobs.mkdir()
+    paths = []
+    for n in range(900):
+        path = blobs / f"b{n}"
+        path.write_text(f'{{"id": "x{n}", "junk": {n}}}\n')
+        paths.append(str(path))
+    got = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin-paths"],
+        cwd=repo,
+        input="\n".join(paths) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    oids = got.stdout.split()
+    lines = "".join(
+        f"create {LOCKS}1a2324c0000-{n:010d} {oid}\n" for n, oid in enumerate(oids, start=1)
+    )
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=repo, input=lines, text=True, check=True)
+    for oid in oids:
+        loose = repo / ".git" / "objects" / oid[:2] / oid[2:]
+        loose.chmod(0o644)
+        loose.write_bytes(b"x")  # no longer zlib: unreadable, for us and for git
+    env = dict(
+        os.environ,
+        AGENT_ID="agent-a",
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+    )
+    proc = subprocess.Popen(
+        ["git", "alock", "list"], cwd=repo, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # git, gitlocks and its cat-file
+        proc.communicate()
+        pytest.fail("git alock list never ended: it hung on 900 unreadable lock objects")
+    listed = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    assert listed.returncode == 0, listed.stderr[-500:]
+    assert listed.stderr.count("is not a usable lock") == 900
+    assert alock(repo, "acquire", "src/**", **A).code == 0
