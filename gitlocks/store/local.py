@@ -171,7 +171,14 @@ class Store:
         if self._repo is None:
             import pygit2  # costs more than the rest of a command: only when asked for
 
-            repo = pygit2.Repository(os.fspath(self.git_dir))
+            try:
+                repo = pygit2.Repository(os.fspath(self.git_dir))
+            except pygit2.GitError as exc:  # a SHA-256 repository, with libgit2 1.x
+                raise StoreError(
+                    f"libgit2 cannot open this repository ({exc}); remote mode and "
+                    "--until-merged need it, everything else works in local mode "
+                    "(git alock remote --off)"
+                ) from exc
             if repo.workdir is None or Path(repo.workdir).resolve() != self.root:
                 repo.workdir = os.fspath(self.root)
             self._repo = repo

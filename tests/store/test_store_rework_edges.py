@@ -397,3 +397,33 @@ def test_many_lock_refs_at_corrupt_loose_objects_never_hang_a_verb(repo: Path) -
     assert listed.returncode == 0, listed.stderr[-500:]
     assert listed.stderr.count("is not a usable lock") == 900
     assert alock(repo, "acquire", "src/**", **A).code == 0
+
+
+# --- SHA-256 repositories and remote mode ---------------------------------------------------
+
+
+def test_remote_mode_in_a_sha256_repository_is_an_error_never_a_traceback(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    """The local store reads and writes SHA-256 objects itself; remote mode still opens the
+    repository with libgit2, which may not know the format. Switching, or a setting made
+    by hand, must then be an ``error:`` (exit 2), not an internal error with a traceback,
+    and ``remote --off`` must still get out of it."""
+    bare = daemon.base / "locks.git"
+    git(daemon.base, "init", "-q", "--bare", "--object-format=sha256", bare.name)
+    seed = tmp_path / "seed"
+    git(tmp_path, "init", "-q", "--object-format=sha256", seed.name)
+    git(seed, "commit", "-q", "--allow-empty", "-m", "initial")
+    git(seed, "push", "-q", str(bare), "HEAD:refs/heads/main")
+    a = tmp_path / "a"
+    git(tmp_path, "clone", "-q", daemon.url("locks.git"), a.name)
+    assert alock(a, "acquire", "src/**", **A).code == 0  # local mode: no libgit2
+    switched = alock(a, "remote", "origin", **A)
+    assert "Traceback" not in switched.err and "internal error" not in switched.err, switched
+    if switched.code != 0:  # libgit2 without SHA-256
+        assert switched.code == 2 and switched.err.startswith("error: "), switched
+        git(a, "config", "alock.remote", "origin")
+        listed = alock(a, "list", **A)
+        assert listed.code == 2 and "Traceback" not in listed.err, listed
+        assert alock(a, "remote", "--off", **A).code == 0
+    assert alock(a, "acquire", "src/x.py", **B).code == 1
