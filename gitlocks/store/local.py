@@ -98,11 +98,13 @@ def current_directory() -> str:
 
 
 class Location(NamedTuple):
-    """Where a repository is: its git directory and working tree (None when bare)."""
+    """Where a repository is: its git directory and working tree (None when bare), and
+    the object format git says it has (None: not asked)."""
 
     git_dir: str
     workdir: str | None
     bare: bool
+    object_format: str | None = None
 
 
 class Store:
@@ -132,12 +134,10 @@ class Store:
         os.umask(settings.shared_umask(shared_value, current))
         # Shared when it opens any permission (a value meaning "umask" opens none).
         shared = settings.shared_umask(shared_value, 0o777) != 0o777
-        self.objects = Objects(
-            self.git_dir,
-            self.common_dir,
-            self.config_get("extensions.objectFormat"),
-            shared=shared,
-        )
+        # As git says, when asked: it reads extensions.objectFormat from the repository's
+        # own config only, never from git -c or a global file, as the settings would.
+        object_format = where.object_format or self.config_get("extensions.objectFormat")
+        self.objects = Objects(self.git_dir, self.common_dir, object_format, shared=shared)
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
@@ -606,13 +606,13 @@ class Store:
 def _discover(start: str) -> Location:
     """The repository around ``start``, as git finds it."""
     proc = start_git(
-        ["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--is-inside-git-dir",
-         "--show-toplevel"],
+        ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",
+         "--is-inside-git-dir", "--show-toplevel"],
         start,
     )  # fmt: skip
     out, err = proc.communicate()
     lines = out.decode("utf-8", "surrogateescape").splitlines()
-    if len(lines) < 3:
+    if len(lines) < 4:
         detail = err.decode("utf-8", "replace").strip().splitlines()
         if not detail or "not a git repository" in detail[-1]:
             raise NotARepository(
@@ -623,11 +623,12 @@ def _discover(start: str) -> Location:
         if reason.startswith("bad "):  # a setting git cannot read: its own words say which
             raise NotARepository(reason)
         raise NotARepository(f"cannot open a git repository at {start}: {reason}")
-    git_dir, bare, inside = lines[:3]
-    if bare != "true" and (inside == "true" or len(lines) < 4):
+    fmt, git_dir, bare, inside = lines[:4]
+    if bare != "true" and (inside == "true" or len(lines) < 5):
         # Anywhere inside the git directory: no working tree to anchor patterns in.
         raise NotARepository("run git alock inside the working tree, not inside .git")
-    return Location(git_dir, None if bare == "true" else lines[3], bare == "true")
+    top = None if bare == "true" else lines[4]
+    return Location(git_dir, top, bare == "true", _known_format(fmt))
 
 
 def start_git(args: list[str], cwd: str) -> Any:
@@ -642,14 +643,14 @@ def _from_environment(git_dir: str, work_tree: str | None) -> tuple[Location, se
     working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
     Its settings come with it, read once."""
     path = os.path.abspath(git_dir)
-    proc = start(["--git-dir", path, "rev-parse", "--absolute-git-dir"], env=Env.CLEAN,
-                 error=NotARepository)  # fmt: skip
+    proc = start(["--git-dir", path, "rev-parse", "--show-object-format", "--absolute-git-dir"],
+                 env=Env.CLEAN, error=NotARepository)  # fmt: skip
     out, err = proc.communicate()
     if proc.returncode != 0:
         detail = err.decode("utf-8", "replace").strip().splitlines()
         reason = detail[-1].removeprefix("fatal: ") if detail else "not a repository"
         raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {reason}")
-    path = out.decode("utf-8", "surrogateescape").strip()
+    fmt, _, path = out.decode("utf-8", "surrogateescape").strip().partition("\n")
     found = settings.read(git_dir=path)
     if work_tree is not None:
         top = os.path.abspath(work_tree)
@@ -658,7 +659,13 @@ def _from_environment(git_dir: str, work_tree: str | None) -> tuple[Location, se
         top = os.path.join(path, str(configured)) if configured else os.getcwd()
     if not os.path.isdir(top):
         raise NotARepository(f"cannot use the working tree {work_tree!r}: not a directory")
-    return Location(path, os.path.abspath(top), False), found
+    return Location(path, os.path.abspath(top), False, _known_format(fmt)), found
+
+
+def _known_format(said: str) -> str | None:
+    """An object format ``rev-parse --show-object-format`` printed, or None (a git too old
+    to know the option echoes it back)."""
+    return said if said in ("sha1", "sha256") else None
 
 
 def _common_dir(git_dir: Path) -> Path:

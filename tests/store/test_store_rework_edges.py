@@ -427,3 +427,28 @@ def test_remote_mode_in_a_sha256_repository_is_an_error_never_a_traceback(
         assert listed.code == 2 and "Traceback" not in listed.err, listed
         assert alock(a, "remote", "--off", **A).code == 0
     assert alock(a, "acquire", "src/x.py", **B).code == 1
+
+
+# --- the object format is the repository's, as git reads it ---------------------------------
+
+
+@pytest.mark.parametrize("where", ["global", "command line"])
+def test_the_object_format_is_the_repositorys_own(repo: Path, where: str) -> None:
+    """git takes extensions.objectFormat from the repository's own config only. A global
+    setting or ``git -c`` made gitlocks hash SHA-256 objects into a SHA-1 repository: junk
+    files under objects/ (``git fsck``: bad sha1 file) and every write refused."""
+    env = dict(os.environ, AGENT_ID="agent-a")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    command = ["git", "alock", "acquire", "src/**"]
+    if where == "global":
+        git(repo, "config", "--global", "extensions.objectFormat", "sha256")
+    else:
+        command[1:1] = ["-c", "extensions.objectFormat=sha256"]
+    assert git(repo, "rev-parse", "--show-object-format").strip() == "sha1"
+    got = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, check=False)
+    assert got.returncode == 0, got.stderr
+    assert len(lock_refs(repo)) == 1 and len(next(iter(lock_refs(repo).values()))) == 40
+    fsck = subprocess.run(
+        ["git", "fsck", "--no-dangling"], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert "bad sha1 file" not in fsck.stderr, fsck.stderr
