@@ -452,3 +452,37 @@ def test_the_object_format_is_the_repositorys_own(repo: Path, where: str) -> Non
         ["git", "fsck", "--no-dangling"], cwd=repo, capture_output=True, text=True, check=False
     )
     assert "bad sha1 file" not in fsck.stderr, fsck.stderr
+
+
+# --- an oversized lock object ---------------------------------------------------------------
+
+_LIST_WITHIN = r"""
+import resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from gitlocks.main import main
+sys.exit(main(["list"]))
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a loose object is inflated whole (and cat-file's output read whole) before its "
+    "size is judged: a 300 MB blob of zeros, 1.3 MB on disk, costs a reader 600 MB",
+)
+def test_an_oversized_lock_object_is_judged_without_inflating_it(repo: Path) -> None:
+    """Design 3.7: a record over MAX_RECORD_BYTES is no usable record. A planted lock ref at
+    a blob of 300 MB of zeros (1.3 MB deflated) must read as that, in a reader limited to
+    512 MB of address space, instead of costing every reader the whole blob in memory."""
+    made = subprocess.run(
+        ["sh", "-c", "head -c 300000000 /dev/zero | git hash-object -w --stdin"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    git(repo, "update-ref", LOCKS + "1a2324c0000-0000000001", made.stdout.strip())
+    env = dict(os.environ, AGENT_ID="agent-a")
+    got = subprocess.run(
+        [sys.executable, "-c", _LIST_WITHIN, str(512 * 1024 * 1024)],
+        cwd=repo, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr[-800:]
+    assert "is not a usable lock" in got.stderr
