@@ -5,7 +5,8 @@ header ``<type> <size>\\0`` and the contents, deflated, named by their hash (SHA
 SHA-256 under ``extensions.objectFormat``). A new object is written to a temporary file
 in the objects directory and linked into place, so no reader ever sees half of one and an
 existing object is never overwritten (the same name is the same contents). Modes follow
-the umask the store set from ``core.sharedRepository``.
+the umask the store set from ``core.sharedRepository``; in a shared repository new fan-out
+directories get the set-group-id bit, as git gives its own.
 
 Reading takes a loose object from its file; anything else (packed, or in an alternate)
 from one ``git cat-file --batch``. Importing this costs nothing beyond the standard library:
@@ -53,13 +54,18 @@ class Commit(NamedTuple):
 class Objects:
     """The object database of the repository whose git directory is ``git_dir``."""
 
-    def __init__(self, git_dir: Path, common_dir: Path, object_format: str | None) -> None:
+    def __init__(
+        self, git_dir: Path, common_dir: Path, object_format: str | None, *, shared: bool = False
+    ) -> None:
         self.git_dir = git_dir
         self.directory = common_dir / "objects"
         self._prefix = f"{self.directory}{os.sep}"
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
-        self._setgid = bool(_mode_of(self.directory) & stat.S_ISGID)
+        # New fan-out directories keep the group, as git's: in a shared repository always
+        # (git sets the bit on each directory it makes, whatever objects/ has), else as
+        # objects/ does.
+        self._setgid = shared or bool(_mode_of(self.directory) & stat.S_ISGID)
         self._batch: subprocess.Popen[bytes] | None = None  # cat-file, once one is needed
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
 
@@ -124,6 +130,7 @@ class Objects:
                 ["--git-dir", os.fspath(self.git_dir), "cat-file", "--batch"],
                 env=Env.CLEAN,
                 error=StoreError,
+                keep_stderr=False,  # one complaint per unreadable object, never read
             )
         proc = self._batch
         found: dict[str, tuple[str, bytes]] = {}

@@ -77,9 +77,15 @@ def start(
     *,
     env: Env,
     error: type[Exception],
+    keep_stderr: bool = True,
 ) -> subprocess.Popen[bytes]:
-    """Start ``git ARGS``; finish it with ``finish``, feeding its stdin then."""
-    return _popen(args, cwd, env, error, stdin=subprocess.PIPE, session=False)
+    """Start ``git ARGS``; finish it with ``finish``, feeding its stdin then.
+
+    ``keep_stderr=False`` for a process kept talking to (``cat-file --batch``): a pipe
+    nobody reads fills up with its complaints and stops it, and us with it.
+    """
+    stderr = subprocess.PIPE if keep_stderr else subprocess.DEVNULL
+    return _popen(args, cwd, env, error, stdin=subprocess.PIPE, session=False, stderr=stderr)
 
 
 def finish(
@@ -149,6 +155,7 @@ def _popen(
     *,
     stdin: int,
     session: bool,
+    stderr: int = subprocess.PIPE,
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
@@ -156,7 +163,7 @@ def _popen(
             cwd=cwd,
             stdin=stdin,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=stderr,
             env=environment(env),
             start_new_session=session,
         )

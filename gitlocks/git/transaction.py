@@ -36,11 +36,15 @@ class Transaction:
 
     def queue(self, name: str, new: str | None, old: str | None, hexlen: int) -> None:
         """Move ``name`` to ``new`` (None: delete it) if it still holds ``old`` (None:
-        absent). The compare is git's own, under the ref's lock."""
+        absent, or symbolic). The compare is git's own, under the ref's lock."""
         zero = "0" * hexlen
-        if new is None:
-            if old is not None:  # deleting what is not there: nothing to do
-                self._write(f"delete {name} {old}")
+        if new is None and old is None:
+            # Absent, or a symbolic ref (read as no value): the ref itself goes, never
+            # what a symbolic one names; deleting what is not there moves nothing.
+            self._write("option no-deref")
+            self._write(f"delete {name}")
+        elif new is None:
+            self._write(f"delete {name} {old}")
         else:
             self._write(f"update {name} {new} {old or zero}")
 
@@ -80,7 +84,7 @@ class Transaction:
             raise self._refused()
 
     def _refused(self) -> RefsRefused:
-        self._close(quiet=True)
+        self._close(quiet=True, keep_err=True)  # git's reason is read once it has ended
         err = b""
         if self.proc.stderr is not None and not self.proc.stderr.closed:
             err = self.proc.stderr.read()
@@ -89,7 +93,7 @@ class Transaction:
         detail = lines[-1].removeprefix("fatal: ") if lines else f"exit {self.proc.returncode}"
         return RefsRefused(detail)
 
-    def _close(self, quiet: bool = False) -> None:
+    def _close(self, quiet: bool = False, keep_err: bool = False) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
@@ -102,7 +106,7 @@ class Transaction:
             self.proc.stdout.close()
         if not quiet and self.proc.returncode != 0:
             raise self._refused()
-        if self.proc.stderr is not None and not self.proc.stderr.closed:
+        if not keep_err and self.proc.stderr is not None and not self.proc.stderr.closed:
             self.proc.stderr.close()
 
 

@@ -110,14 +110,19 @@ class Store:
         self.common_dir = common_dir_of(self.git_dir)
         self.root = Path(where.workdir).resolve() if where.workdir else Path.cwd()
         self.reftable = self.settings.reftable
-        self.objects = Objects(
-            self.git_dir, self.common_dir, self.config_get("extensions.objectFormat")
-        )
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         # Files and directories we create get the modes git would give them in a shared
         # repository (the mutex, logs, ref directories, object fan-out directories).
+        shared_value = self.config_get("core.sharedRepository")
         current = os.umask(0)
-        os.umask(settings.shared_umask(self.config_get("core.sharedRepository"), current))
+        os.umask(current)  # read, and put back before a bad value can raise
+        os.umask(settings.shared_umask(shared_value, current))
+        # Shared when it opens any permission (a value meaning "umask" opens none).
+        shared = settings.shared_umask(shared_value, 0o777) != 0o777
+        # As git says, when asked: it reads extensions.objectFormat from the repository's
+        # own config only, never from git -c or a global file, as the settings would.
+        object_format = where.object_format or self.config_get("extensions.objectFormat")
+        self.objects = Objects(self.git_dir, self.common_dir, object_format, shared=shared)
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_fingerprint: tuple[object, ...] = ()
@@ -153,7 +158,14 @@ class Store:
         if self._repo is None:
             import pygit2  # costs more than the rest of a command: only when asked for
 
-            repo = pygit2.Repository(os.fspath(self.git_dir))
+            try:
+                repo = pygit2.Repository(os.fspath(self.git_dir))
+            except pygit2.GitError as exc:  # a SHA-256 repository, with libgit2 1.x
+                raise StoreError(
+                    f"libgit2 cannot open this repository ({exc}); remote mode and "
+                    "--until-merged need it, everything else works in local mode "
+                    "(git alock remote --off)"
+                ) from exc
             if repo.workdir is None or Path(repo.workdir).resolve() != self.root:
                 repo.workdir = os.fspath(self.root)
             self._repo = repo

@@ -29,23 +29,25 @@ def current_directory() -> str:
 
 
 class Location(NamedTuple):
-    """Where a repository is: its git directory and working tree (None when bare)."""
+    """Where a repository is: its git directory and working tree (None when bare), and
+    the object format git says it has (None: not asked)."""
 
     git_dir: str
     workdir: str | None
     bare: bool
+    object_format: str | None = None
 
 
 def discover_location(start: str) -> Location:
     """The repository around ``start``, as git finds it."""
     proc = start_git(
-        ["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--is-inside-git-dir",
-         "--show-toplevel"],
+        ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",
+         "--is-inside-git-dir", "--show-toplevel"],
         start,
     )  # fmt: skip
     out, err = proc.communicate()
     lines = out.decode("utf-8", "surrogateescape").splitlines()
-    if len(lines) < 3:
+    if len(lines) < 4:
         detail = err.decode("utf-8", "replace").strip().splitlines()
         if not detail or "not a git repository" in detail[-1]:
             raise NotARepository(
@@ -56,11 +58,12 @@ def discover_location(start: str) -> Location:
         if reason.startswith("bad "):  # a setting git cannot read: its own words say which
             raise NotARepository(reason)
         raise NotARepository(f"cannot open a git repository at {start}: {reason}")
-    git_dir, bare, inside = lines[:3]
-    if bare != "true" and (inside == "true" or len(lines) < 4):
+    fmt, git_dir, bare, inside = lines[:4]
+    if bare != "true" and (inside == "true" or len(lines) < 5):
         # Anywhere inside the git directory: no working tree to anchor patterns in.
         raise NotARepository("run git alock inside the working tree, not inside .git")
-    return Location(git_dir, None if bare == "true" else lines[3], bare == "true")
+    top = None if bare == "true" else lines[4]
+    return Location(git_dir, top, bare == "true", known_format(fmt))
 
 
 def start_git(args: list[str], cwd: str) -> Any:
@@ -77,14 +80,14 @@ def location_from_environment(
     working tree is ``GIT_WORK_TREE``, else ``core.worktree``, else the current directory.
     Its settings come with it, read once."""
     path = os.path.abspath(git_dir)
-    proc = start(["--git-dir", path, "rev-parse", "--absolute-git-dir"], env=Env.CLEAN,
-                 error=NotARepository)  # fmt: skip
+    proc = start(["--git-dir", path, "rev-parse", "--show-object-format", "--absolute-git-dir"],
+                 env=Env.CLEAN, error=NotARepository)  # fmt: skip
     out, err = proc.communicate()
     if proc.returncode != 0:
         detail = err.decode("utf-8", "replace").strip().splitlines()
         reason = detail[-1].removeprefix("fatal: ") if detail else "not a repository"
         raise NotARepository(f"GIT_DIR {git_dir!r} is not a git repository: {reason}")
-    path = out.decode("utf-8", "surrogateescape").strip()
+    fmt, _, path = out.decode("utf-8", "surrogateescape").strip().partition("\n")
     found = settings.read(git_dir=path)
     if work_tree is not None:
         top = os.path.abspath(work_tree)
@@ -93,7 +96,7 @@ def location_from_environment(
         top = os.path.join(path, str(configured)) if configured else os.getcwd()
     if not os.path.isdir(top):
         raise NotARepository(f"cannot use the working tree {work_tree!r}: not a directory")
-    return Location(path, os.path.abspath(top), False), found
+    return Location(path, os.path.abspath(top), False, known_format(fmt)), found
 
 
 def common_dir_of(git_dir: Path) -> Path:
@@ -105,3 +108,9 @@ def common_dir_of(git_dir: Path) -> Path:
         return git_dir
     common = Path(text)
     return (common if common.is_absolute() else git_dir / common).resolve()
+
+
+def known_format(said: str) -> str | None:
+    """An object format ``rev-parse --show-object-format`` printed, or None (a git too old
+    to know the option echoes it back)."""
+    return said if said in ("sha1", "sha256") else None

@@ -112,7 +112,7 @@ class RemotePush(Mirror):
                 what="push to",
             )
         except RemoteTimeout as exc:
-            return self._settle(table, commit, str(exc))
+            return self._settle(table, commit, str(exc), gave_up=True)
         lines = porcelain(run.out)
         if run.code == 0 and lines:
             if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
@@ -146,11 +146,15 @@ class RemotePush(Mirror):
             return False
         raise self._refused(lines, run)
 
-    def _settle(self, table: RemoteTable, commit: str, said: str) -> bool:
+    def _settle(self, table: RemoteTable, commit: str, said: str, *, gave_up: bool = False) -> bool:
         """A push whose outcome is unknown (sent, then no answer): fetch the remote's
         journal and answer from it. True when ``commit`` landed (the journal holds it, or
         a later write on top of it); False when another writer's commit is there instead (a
         lost race: decide again); raises when nothing moved or the remote cannot be asked.
+
+        ``gave_up``: we stopped waiting (a timeout), so the remote may still be applying
+        the push: a journal not moved yet proves nothing, and is not called a push that
+        did not land.
         """
         if self.deadline is not None:  # asking costs one more bound, never less
             self.deadline = max(self.deadline, time.monotonic() + self.timeout)
@@ -168,6 +172,13 @@ class RemotePush(Mirror):
             return True
         if now != table.version:
             return False  # another write landed instead of ours: decide again on it
+        if gave_up:
+            said = said.split(". ", 1)[0]  # what follows is said here, in full
+            raise RemoteError(
+                f"the push to the lock remote {self.remote!r} got no answer in time ({said}); "
+                "it had not landed when the remote was asked, but the remote may still be "
+                "applying it: git alock sync tells whether it did, before you try again"
+            )
         raise RemoteError(
             f"the push to the lock remote {self.remote!r} broke off ({said}) and did not "
             "land: the remote's journal is unchanged, nothing was written. Try again"
