@@ -42,7 +42,7 @@ STORE_VERBS = frozenset(
         "gitlocks.service.landing", "gitlocks.service.lifecycle", "gitlocks.service.locks",
         "gitlocks.service.results", "gitlocks.service.typos", "gitlocks.service.status",
         "gitlocks.store", "gitlocks.store.journal", "gitlocks.store.local", "gitlocks.store.refs",
-        "gitlocks.store.location",
+        "gitlocks.store.location", "gitlocks.store.mutex",
     }
 )  # fmt: skip
 

@@ -30,10 +30,7 @@ project history (``--until-merged``).
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +59,7 @@ from gitlocks.layout import (
     VERDICTS_FILE,
 )
 from gitlocks.store.journal import Journal, JournalEntry
+from gitlocks.store.mutex import wait_for_flock
 from gitlocks.store.refs import RefWriter
 
 if TYPE_CHECKING:
@@ -77,12 +75,6 @@ from gitlocks.store.location import (
 )
 
 T = TypeVar("T")
-
-
-def jitter() -> float:
-    """A random fraction in [0, 1) for spreading retries (the ``random`` module would cost
-    every command its import; only a contended write waits)."""
-    return int.from_bytes(os.urandom(2), "big") / 65536
 
 
 class _Conflict(Exception):
@@ -501,7 +493,7 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot open the store mutex {path}: {exc.strerror}") from exc
         try:
-            _flock(fd, timeout)
+            wait_for_flock(fd, timeout)
             self._mutex_fd = fd
             # Before anything is read: a dead writer's half-done update is finished first,
             # so no decision ever rests on it (docs/design.md, section 4.3).
@@ -586,21 +578,3 @@ class Store:
     ) -> Iterator[JournalEntry]:
         """Journal entries (commits), newest first, from ``start`` or the journal ref."""
         return self.journal_store.walk(self.version() if start is None else start, limit)
-
-
-def _flock(fd: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    delay = 0.0005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise StoreError(f"cannot lock the store mutex: {exc.strerror}") from exc
-        if time.monotonic() > deadline:
-            raise StoreError(
-                f"the lock store is busy: another gitlocks process held it for {timeout:.0f}s"
-            )
-        time.sleep(delay * (1 + jitter()))
-        delay = min(delay * 2, 0.02)

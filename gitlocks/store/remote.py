@@ -50,8 +50,8 @@ from gitlocks.layout import (
     PROBE_PREFIXES,
     STAGING_PREFIX,
 )
-from gitlocks.store.local import jitter
 from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
+from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemotePush, RemoteTable
 
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]

@@ -90,7 +90,7 @@ def test_a_claim_carries_the_sessions_renewals(bare: Path, clone: Path, session:
     git(clone, "config", "alock.ttl", "8s")
     counter = _count_pushes(bare)
     assert session.guard(_edit(clone, "src/a.py")).code == 0
-    time.sleep(2.5)  # a quarter of its lifetime used
+    time.sleep(3.2)  # over a quarter of its lifetime used, counted in whole seconds
     assert session.guard(_edit(clone, "src/b.py")).code == 0
     assert _pushes(counter) == 2
     assert _kinds(bare)[-2:] == ["granted", "renewed"]  # one journal commit, one push
