@@ -20,6 +20,7 @@ Type checkers read ``@plain`` as a data class (``dataclass_transform``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 T = TypeVar("T")
@@ -94,8 +95,7 @@ def _fields(cls: type) -> dict[str, Field]:
 def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
     fields = _fields(cls)
     cls.__plain_fields__ = fields  # type: ignore[attr-defined]
-    names = list(fields)
-    scope: dict[str, Any] = {"_cls": cls, "_MISSING": _MISSING, "_Frozen": FrozenInstanceError}
+    scope: dict[str, Any] = {"_MISSING": _MISSING}
     params, body = [], []
     setter = "object.__setattr__(self, {0!r}, {1})" if frozen else "self.{0} = {1}"
     for name, spec in fields.items():
@@ -121,53 +121,73 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
         body.append(setter.format(name, value))
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
-    shown = [n for n in names if fields[n].repr]
-    compared = [n for n in names if fields[n].compare]
-    hashed = [n for n in names if fields[n].hash]
     source = [
         f"def __init__(self, {', '.join(params)}):",
         *(f"    {line}" for line in body or ["pass"]),
-        "def __repr__(self):",
-        "    return (self.__class__.__qualname__ + '('"
-        + "".join(
-            f" + {(', ' if i else '') + n + '='!r} + repr(self.{n})" for i, n in enumerate(shown)
-        )
-        + " + ')')",
     ]
-    if eq:
-        mine = "".join(f"self.{n}," for n in compared)
-        theirs = "".join(f"other.{n}," for n in compared)
-        source += [
-            "def __eq__(self, other):",
-            "    if other.__class__ is self.__class__:",
-            f"        return ({mine}) == ({theirs})",
-            "    return NotImplemented",
-        ]
-    if frozen:
-        source += [
-            "def __setattr__(self, name, value):",
-            f"    if type(self) is _cls or name in {tuple(names)!r}:",
-            "        raise _Frozen(f'cannot assign to field {name!r}')",
-            "    super(_cls, self).__setattr__(name, value)",
-            "def __delattr__(self, name):",
-            f"    if type(self) is _cls or name in {tuple(names)!r}:",
-            "        raise _Frozen(f'cannot delete field {name!r}')",
-            "    super(_cls, self).__delattr__(name)",
-        ]
-    if eq and frozen:
-        source += [
-            "def __hash__(self):",
-            f"    return hash(({''.join(f'self.{n},' for n in hashed)}))",
-        ]
     made: dict[str, Any] = {}
-    exec("\n".join(source), scope, made)
-    for name, function in made.items():
+    exec("\n".join(source), scope, made)  # only __init__ is compiled: it runs per instance
+    methods: dict[str, Any] = {"__init__": made["__init__"], **_methods(cls, fields, frozen, eq)}
+    for name, function in methods.items():
         function.__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, function)
     if eq and not frozen:
         cls.__hash__ = None  # type: ignore[assignment]
-    type.__setattr__(cls, "__match_args__", tuple(n for n in names if fields[n].init))
+    type.__setattr__(cls, "__match_args__", tuple(n for n in fields if fields[n].init))
     return cls
+
+
+def _methods(cls: type, fields: dict[str, Field], frozen: bool, eq: bool) -> dict[str, Any]:
+    """``__repr__``, and as asked ``__eq__``, ``__hash__``, ``__setattr__`` and
+    ``__delattr__``: closures over the field names, no compiling."""
+    names = tuple(fields)
+    shown = tuple(n for n in names if fields[n].repr)
+
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
+        return f"{self.__class__.__qualname__}({inner})"
+
+    found: dict[str, Any] = {"__repr__": __repr__}
+    compared = tuple(n for n in names if fields[n].compare)
+    hashed = tuple(n for n in names if fields[n].hash)
+
+    def values(of: tuple[str, ...]) -> Callable[[Any], Any]:
+        if len(of) > 1:
+            return attrgetter(*of)  # a tuple of them, read in C
+        return lambda obj: tuple(getattr(obj, n) for n in of)
+
+    if eq:
+        key = values(compared)
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                return key(self) == key(other)
+            return NotImplemented
+
+        found["__eq__"] = __eq__
+    if frozen:
+        owner: Any = cls
+
+        def __setattr__(self: Any, name: str, value: Any) -> None:
+            if type(self) is cls or name in names:
+                raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            super(owner, self).__setattr__(name, value)
+
+        def __delattr__(self: Any, name: str) -> None:
+            if type(self) is cls or name in names:
+                raise FrozenInstanceError(f"cannot delete field {name!r}")
+            super(owner, self).__delattr__(name)
+
+        found["__setattr__"] = __setattr__
+        found["__delattr__"] = __delattr__
+    if eq and frozen:
+        hash_key = values(hashed)
+
+        def __hash__(self: Any) -> int:
+            return hash(hash_key(self))
+
+        found["__hash__"] = __hash__
+    return found
 
 
 @overload
