@@ -80,7 +80,11 @@ def _fields(cls: type) -> dict[str, Field]:
     for base in reversed(cls.__mro__[1:]):
         found.update(getattr(base, "__plain_fields__", {}))
     # The class's own annotations, in order (inspect.get_annotations is what we avoid).
-    for name in cls.__dict__.get("__annotations__", {}):  # noqa: RUF063
+    annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+    for name, annotation in annotations.items():
+        kind = str(annotation).removeprefix("typing.").removeprefix("dataclasses.")
+        if kind.startswith(("ClassVar", "InitVar", "KW_ONLY")):
+            raise TypeError(f"@plain does not take {annotation} ({cls.__name__}.{name})")
         value = cls.__dict__.get(name, _MISSING)
         plain_default = Field(value, _MISSING, True, True, True, None)
         spec = value if isinstance(value, Field) else plain_default

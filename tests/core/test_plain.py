@@ -91,3 +91,10 @@ def test_replace_and_the_field_names() -> None:
         with pytest.raises(ValueError):
             replace(a, _seen=2)
     assert p.field_names(ours) == tuple(f.name for f in dataclasses.fields(theirs))
+
+
+def test_what_plain_does_not_take_is_refused_not_misread() -> None:
+    for annotation in ("ClassVar[int]", "InitVar[int]", "KW_ONLY"):
+        cls = type("Thing", (), {"__annotations__": {"x": annotation}})
+        with pytest.raises(TypeError, match="does not take"):
+            p.plain(cls)
