@@ -29,7 +29,7 @@ STORE_VERBS = frozenset(
         "gitlocks.cli.history",
         "gitlocks.core", "gitlocks.core.change", "gitlocks.core.claims", "gitlocks.core.digest",
         "gitlocks.core.glob",
-        "gitlocks.core.journal",
+        "gitlocks.core.journal", "gitlocks.core.plain",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.text", "gitlocks.core.ignore",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
@@ -50,16 +50,19 @@ WHOAMI = frozenset(
     {
         "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
         "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
-        "gitlocks.core.digest", "gitlocks.core.record", "gitlocks.core.text",
+        "gitlocks.core.digest", "gitlocks.core.plain", "gitlocks.core.record", "gitlocks.core.text",
         "gitlocks.identity", "gitlocks.identity.sessions", "gitlocks.render",
         "gitlocks.render.identity", "gitlocks.service", "gitlocks.service.skill",
     }
 )  # fmt: skip
 
 # Standard modules none of these commands needs: each costs a few milliseconds.
+# dataclasses brings inspect, ast, dis and tokenize (gitlocks.core.plain does its work);
+# hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests).
 HEAVY_STDLIB = frozenset(
     {
-        "argparse", "asyncio", "concurrent", "difflib", "email", "http", "logging",
+        "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "hashlib",
+        "http", "inspect", "logging",
         "multiprocessing", "random", "socket", "sqlite3", "ssl", "tempfile", "traceback",
         "unittest", "uuid", "xml", "zipfile",
     }
@@ -168,7 +171,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.hooks", "gitlocks.hooks.check", "gitlocks.hooks.trailer",
         "gitlocks.hooks.commit", "gitlocks.hooks.session",
         "gitlocks.core", "gitlocks.core.claims", "gitlocks.core.digest", "gitlocks.core.glob",
-        "gitlocks.core.ignore",
+        "gitlocks.core.ignore", "gitlocks.core.plain",
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",

@@ -6,14 +6,14 @@ Pure data, in the core: the guard and the services build changes without loading
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from gitlocks.core.plain import field, plain
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.errors import UsageError
 
 
-@dataclass
+@plain
 class Change:
     """What one write does: records to create or replace, ids to delete, events to journal."""
 

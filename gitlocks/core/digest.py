@@ -30,6 +30,11 @@ _sha1 = _builtin("sha1", ("_sha1",))
 _sha256 = _builtin("sha256", ("_sha2", "_sha256"))  # _sha2 from Python 3.12
 
 
+def hasher(sha256: bool) -> Any:
+    """A new SHA-256 (or SHA-1) object to feed: git's object ids in either format."""
+    return _sha256() if sha256 else _sha1()
+
+
 def sha1_hex(data: bytes) -> str:
     """The SHA-1 of ``data`` in hex (no security rests on it: a spread, not a secret)."""
     return str(_sha1(data).hexdigest())

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 
+from gitlocks.core.plain import plain
 from gitlocks.errors import InvalidPattern
 
 Ranges = tuple[tuple[int, int], ...]
@@ -56,7 +56,7 @@ GLOBSTAR = _Sentinel("GLOBSTAR")
 Token = Ranges | _Sentinel
 
 
-@dataclass(frozen=True, eq=False)
+@plain(frozen=True, eq=False)
 class GlobSeg:
     """One segment with wildcards. Identity equality: instances are interned by the cache
     of :func:`parse_segment`, which makes pair caches keyed on them cheap to hash."""

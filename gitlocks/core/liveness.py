@@ -8,17 +8,17 @@ class, so they judge alike (docs/design.md, section 3.3).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord
 
 # The state of a live (unexpired) lock.
 State = Literal["live", "stale", "dead", "interrupted"]
 
 
-@dataclass
+@plain
 class Liveness:
     """Judges records for one decision, each session process at most once."""
 

@@ -11,10 +11,10 @@ import math
 import os
 import re
 import time
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
+from gitlocks.core.plain import field, field_names, plain, replace
 from gitlocks.errors import InvalidHolder, UsageError
 
 FORMAT = 1
@@ -194,7 +194,7 @@ class Note(NamedTuple):
     text: str
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class LockRecord:
     """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1)."""
 
@@ -288,7 +288,7 @@ class LockRecord:
     def from_dict(cls, data: dict[str, Any]) -> LockRecord:
         if data.get("format") != FORMAT:
             raise RecordError(f"unsupported record format {data.get('format')!r}")
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"} | {"format"}
+        known = {f for f in field_names(cls) if f != "extra"} | {"format"}
         try:
             record = cls(
                 id=_str(data, "id"),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gitlocks.core.glob import (
@@ -36,6 +35,7 @@ from gitlocks.core.glob import (
     split_segments,
     unescape,
 )
+from gitlocks.core.plain import plain
 from gitlocks.errors import InvalidPattern
 
 __all__ = [
@@ -193,7 +193,7 @@ def _below_root(rest: str) -> str:
     return "/".join(segments)
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class ScopeEntry:
     """One pattern of a lock's scope, as recorded.
 
@@ -351,7 +351,7 @@ class _Node(Generic[K]):
             yield mark, bundles
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class _Item(Generic[K]):
     """One pattern of the index, with what it is compiled to."""
 

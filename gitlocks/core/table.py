@@ -10,11 +10,11 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple, Union
 
 from gitlocks.core.glob import compile_pattern
+from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
@@ -230,7 +230,7 @@ class LazyRecords(MutableMapping[str, LockRecord]):
         return len(self._ids)
 
 
-@dataclass
+@plain
 class Table:
     """Records by id, the refs that could not be read, and the store version they came from.
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitlocks.core.plain import plain
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
@@ -164,7 +164,7 @@ def _is_oid(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class RefUpdate:
     """One line of pre-push's standard input."""
 

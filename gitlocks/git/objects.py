@@ -16,7 +16,6 @@ that is the point (a lock command's time was mostly the import of libgit2's bind
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 import subprocess
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from gitlocks.core.digest import hasher
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, start
 
@@ -182,10 +182,10 @@ class Objects:
 
     def hash(self, kind: str, data: bytes) -> str:
         """The id ``data`` has as an object of type ``kind``."""
-        digest = hashlib.sha256() if self.sha256 else hashlib.sha1()
+        digest = hasher(self.sha256)  # the built-in digests: hashlib would load OpenSSL
         digest.update(b"%s %d\0" % (kind.encode(), len(data)))
         digest.update(data)
-        return digest.hexdigest()
+        return str(digest.hexdigest())
 
     def write(self, kind: str, data: bytes) -> str:
         """Store ``data`` as an object of type ``kind``; its id."""

@@ -11,17 +11,16 @@ out of ``sys.modules``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from gitlocks.core.claims import Claims
 from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
+from gitlocks.core.plain import plain, replace
 from gitlocks.core.record import (
     LockRecord,
     format_duration,
@@ -68,7 +67,7 @@ MODES = ("warn", "block")
 # --- the lock table and the configuration, through git ------------------------------------
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class HookConfig:
     """The hooks' settings, read from git config in one call."""
 
@@ -151,7 +150,7 @@ def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
 # --- the check ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class Held:
     """A path of the commit or push inside other holders' live locks."""
 
@@ -246,7 +245,7 @@ def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity
 # --- the hook entry point -----------------------------------------------------------------
 
 
-@dataclass
+@plain
 class HookReport:
     """A hook's answer: the paths held, the problems seen, and its exit code."""
 
@@ -356,7 +355,7 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
             configured, table = TableReader(cwd).finish()  # the view just fetched
         else:
             said = "; ".join(w for w in (configured.warning, stale) if w)
-            configured = dataclasses.replace(configured, warning=said)
+            configured = replace(configured, warning=said)
     paths = staged.paths() if staged is not None else pushed_paths(updates, cwd)
     old, new = ignores.finish()
     changes_ignore = IGNORE_FILE in paths

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness
+from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from gitlocks.store.base import LockStore
 
 
-@dataclass
+@plain
 class Context:
     """Who is asking, of which store, at what time."""
 

@@ -6,10 +6,10 @@ types without loading the store or pygit2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from gitlocks.core.liveness import State
+from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord
 
 
@@ -30,7 +30,7 @@ class Conflict(NamedTuple):
 AcquireStatus = Literal["acquired", "already_yours", "refused", "interrupted"]
 
 
-@dataclass
+@plain
 class AcquireResult:
     """What ``acquire`` decided: the lock granted, or the conflicts that refused it."""
 
@@ -54,7 +54,7 @@ class Released(NamedTuple):
     remaining: LockRecord | None  # what is left of the lock, or None when it is gone
 
 
-@dataclass
+@plain
 class ReleaseResult:
     """What ``release`` gave back, and what it could not."""
 
@@ -78,7 +78,7 @@ class ReleaseResult:
         }
 
 
-@dataclass
+@plain
 class RenewResult:
     """The locks a renewal extended, and those kept as they are because more than half
     their lifetime is left (remote mode: no push for them); neither: the caller holds no
@@ -99,7 +99,7 @@ class RenewResult:
         }
 
 
-@dataclass
+@plain
 class NoteResult:
     """The lock a note was added to, or None when the caller holds none there."""
 
@@ -129,7 +129,7 @@ class CheckItem(NamedTuple):
         }
 
 
-@dataclass
+@plain
 class BreakResult:
     """The locks ``break`` removed, the unusable refs it cleared, and the ones it left."""
 
@@ -149,7 +149,7 @@ class BreakResult:
         }
 
 
-@dataclass
+@plain
 class ResumeResult:
     """What ``resume`` did with interrupted work."""
 
@@ -169,7 +169,7 @@ class ResumeResult:
         }
 
 
-@dataclass
+@plain
 class Edit:
     """One uncommitted change in a worktree, and whose claim (if any) it lies in."""
 
@@ -187,7 +187,7 @@ class Edit:
         }
 
 
-@dataclass
+@plain
 class WorktreeEdits:
     """One worktree's uncommitted edits, each placed against the claims."""
 
@@ -207,7 +207,7 @@ class WorktreeEdits:
         }
 
 
-@dataclass
+@plain
 class Status:
     """``status``: you, your locks, others', and every worktree's edits."""
 

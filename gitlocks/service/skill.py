@@ -14,10 +14,10 @@ Nothing is overwritten unless asked: a different existing copy is refused withou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gitlocks.core.plain import plain
 from gitlocks.errors import UsageError
 
 TOOLS = ("claude", "codex", "cursor", "agents")
@@ -63,7 +63,7 @@ def destination(tool: str, base: Path) -> Path:
     return base / "AGENTS.md"
 
 
-@dataclass
+@plain
 class Installed:
     """Where ``skill install`` wrote the instructions, and how."""
 

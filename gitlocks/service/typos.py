@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from gitlocks.core.plain import plain
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
 from gitlocks.git import run
 
@@ -27,7 +27,7 @@ MAX_NAMES = 5000
 MAX_SUGGESTED = 20
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class Uncovered:
     """A claimed pattern that covers no existing path, and the closest path that exists."""
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
 
 import pygit2
 
 from gitlocks.core.change import Change, check_sizes
+from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
@@ -37,7 +37,7 @@ from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
 
 
-@dataclass
+@plain
 class RemoteTable(Table):
     """The remote's table as last seen (its journal commit's), with the values its lock
     refs had when fetched: what a push leases on and repairs."""

@@ -1,0 +1,228 @@
+"""Data classes without the ``dataclasses`` module: ``@plain``, ``field`` and ``replace``.
+
+Importing ``dataclasses`` loads ``inspect`` (and with it ``ast``, ``dis``, ``tokenize``),
+and each ``@dataclass`` compiles its methods one by one: together about a fifth of a lock
+command's own start-up. The classes every command loads are declared with ``@plain``
+instead, which writes the same methods as ``@dataclass`` does for the features gitlocks
+uses (defaults, ``field(default_factory=..., init=False, repr=False, compare=False,
+hash=False)``, ``frozen``, ``eq``, ``__post_init__``), compiled together in one go:
+
+- ``__init__`` takes the fields in order, defaults last, and calls ``__post_init__``;
+- ``__repr__`` is ``Name(field=value, ...)``; ``__eq__`` compares the fields as a tuple
+  with an instance of the same class only;
+- ``frozen``: setting or deleting a field raises ``FrozenInstanceError`` (an
+  ``AttributeError``), and ``__hash__`` hashes the compared fields; a mutable class with
+  ``eq`` is unhashable, one with ``eq=False`` keeps identity equality and hash.
+
+Type checkers read ``@plain`` as a data class (``dataclass_transform``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:  # in typing from Python 3.11; a mark for type checkers only
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: Any) -> Callable[[T], T]:
+        return lambda function: function
+
+
+_MISSING: Any = object()
+
+
+class FrozenInstanceError(AttributeError):
+    """A field of a frozen instance was set or deleted."""
+
+
+class Field:
+    """What ``field()`` says of one field; replaced by its default on the class."""
+
+    __slots__ = ("compare", "default", "default_factory", "hash", "init", "repr")
+
+    def __init__(
+        self,
+        default: Any,
+        default_factory: Any,
+        init: bool,
+        repr: bool,
+        compare: bool,
+        hash: bool | None,
+    ) -> None:
+        self.default = default
+        self.default_factory = default_factory
+        self.init = init
+        self.repr = repr
+        self.compare = compare
+        self.hash = compare if hash is None else hash
+
+
+def field(
+    *,
+    default: Any = _MISSING,
+    default_factory: Callable[[], Any] = _MISSING,
+    init: bool = True,
+    repr: bool = True,
+    compare: bool = True,
+    hash: bool | None = None,
+) -> Any:
+    """A field with more than a plain default (as ``dataclasses.field``)."""
+    return Field(default, default_factory, init, repr, compare, hash)
+
+
+def _fields(cls: type) -> dict[str, Field]:
+    found: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        found.update(getattr(base, "__plain_fields__", {}))
+    # The class's own annotations, in order (inspect.get_annotations is what we avoid).
+    annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+    for name, annotation in annotations.items():
+        kind = str(annotation).removeprefix("typing.").removeprefix("dataclasses.")
+        if kind.startswith(("ClassVar", "InitVar", "KW_ONLY")):
+            raise TypeError(f"@plain does not take {annotation} ({cls.__name__}.{name})")
+        value = cls.__dict__.get(name, _MISSING)
+        plain_default = Field(value, _MISSING, True, True, True, None)
+        spec = value if isinstance(value, Field) else plain_default
+        if spec.default is _MISSING and name in cls.__dict__:
+            delattr(cls, name)  # a field() without a default: no class attribute
+        elif spec.default is not _MISSING:
+            setattr(cls, name, spec.default)
+        found[name] = spec
+    return found
+
+
+def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
+    fields = _fields(cls)
+    cls.__plain_fields__ = fields  # type: ignore[attr-defined]
+    scope: dict[str, Any] = {"_MISSING": _MISSING}
+    params, body = [], []
+    setter = "object.__setattr__(self, {0!r}, {1})" if frozen else "self.{0} = {1}"
+    for name, spec in fields.items():
+        if spec.default_factory is not _MISSING:
+            scope[f"_factory_{name}"] = spec.default_factory
+            if spec.init:
+                params.append(f"{name}=_MISSING")
+                value = f"_factory_{name}() if {name} is _MISSING else {name}"
+            else:
+                value = f"_factory_{name}()"
+        elif not spec.init:
+            if spec.default is _MISSING:
+                continue  # set by __post_init__
+            scope[f"_default_{name}"] = spec.default
+            value = f"_default_{name}"
+        else:
+            if spec.default is _MISSING:
+                params.append(name)
+            else:
+                scope[f"_default_{name}"] = spec.default
+                params.append(f"{name}=_default_{name}")
+            value = name
+        body.append(setter.format(name, value))
+    if hasattr(cls, "__post_init__"):
+        body.append("self.__post_init__()")
+    source = [
+        f"def __init__(self, {', '.join(params)}):",
+        *(f"    {line}" for line in body or ["pass"]),
+    ]
+    made: dict[str, Any] = {}
+    exec("\n".join(source), scope, made)  # only __init__ is compiled: it runs per instance
+    methods: dict[str, Any] = {"__init__": made["__init__"], **_methods(cls, fields, frozen, eq)}
+    for name, function in methods.items():
+        function.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, function)
+    if eq and not frozen:
+        cls.__hash__ = None  # type: ignore[assignment]
+    type.__setattr__(cls, "__match_args__", tuple(n for n in fields if fields[n].init))
+    return cls
+
+
+def _methods(cls: type, fields: dict[str, Field], frozen: bool, eq: bool) -> dict[str, Any]:
+    """``__repr__``, and as asked ``__eq__``, ``__hash__``, ``__setattr__`` and
+    ``__delattr__``: closures over the field names, no compiling."""
+    names = tuple(fields)
+    shown = tuple(n for n in names if fields[n].repr)
+
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
+        return f"{self.__class__.__qualname__}({inner})"
+
+    found: dict[str, Any] = {"__repr__": __repr__}
+    compared = tuple(n for n in names if fields[n].compare)
+    hashed = tuple(n for n in names if fields[n].hash)
+
+    def values(of: tuple[str, ...]) -> Callable[[Any], Any]:
+        if len(of) > 1:
+            return attrgetter(*of)  # a tuple of them, read in C
+        return lambda obj: tuple(getattr(obj, n) for n in of)
+
+    if eq:
+        key = values(compared)
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                return key(self) == key(other)
+            return NotImplemented
+
+        found["__eq__"] = __eq__
+    if frozen:
+        owner: Any = cls
+
+        def __setattr__(self: Any, name: str, value: Any) -> None:
+            if type(self) is cls or name in names:
+                raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            super(owner, self).__setattr__(name, value)
+
+        def __delattr__(self: Any, name: str) -> None:
+            if type(self) is cls or name in names:
+                raise FrozenInstanceError(f"cannot delete field {name!r}")
+            super(owner, self).__delattr__(name)
+
+        found["__setattr__"] = __setattr__
+        found["__delattr__"] = __delattr__
+    if eq and frozen:
+        hash_key = values(hashed)
+
+        def __hash__(self: Any) -> int:
+            return hash(hash_key(self))
+
+        found["__hash__"] = __hash__
+    return found
+
+
+@overload
+def plain(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def plain(*, frozen: bool = False, eq: bool = True) -> Callable[[type[T]], type[T]]: ...
+
+
+@dataclass_transform(field_specifiers=(field,))
+def plain(
+    cls: type[T] | None = None, /, *, frozen: bool = False, eq: bool = True
+) -> type[T] | Callable[[type[T]], type[T]]:
+    """The class with a data class's methods (see the module's notes)."""
+    if cls is None:
+        return lambda c: _build(c, frozen, eq)
+    return _build(cls, frozen, eq)
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The names of the fields of a ``@plain`` class, in order."""
+    return tuple(cls.__plain_fields__)  # type: ignore[attr-defined]
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """A copy of ``obj`` with ``changes`` (as ``dataclasses.replace``)."""
+    fields: dict[str, Field] = type(obj).__plain_fields__  # type: ignore[attr-defined]
+    for name, spec in fields.items():
+        if spec.init and name not in changes:
+            changes[name] = getattr(obj, name)
+        elif not spec.init and name in changes:
+            raise ValueError(f"field {name} cannot be given to replace()")
+    return type(obj)(**changes)
