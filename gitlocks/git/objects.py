@@ -88,41 +88,61 @@ class Objects:
         """``(type, contents)`` of object ``oid``, or None when there is none."""
         return self.read_many([oid]).get(oid)
 
-    def read_many(self, oids: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+    def read_many(
+        self, oids: Iterable[str], *, limit: int | None = None
+    ) -> dict[str, tuple[str, bytes]]:
         """``(type, contents)`` by id of those of ``oids`` that exist: loose ones from
-        their files, the rest from one ``cat-file --batch``."""
+        their files, the rest from one ``cat-file --batch``.
+
+        ``limit``: an object larger than this many bytes is never held whole; its first
+        ``limit + 1`` bytes stand for it, enough for the caller to see it is too big. A
+        hostile blob of gigabytes of zeros, a few megabytes on disk, must not cost every
+        reader its inflated size (docs/design.md, section 3.7)."""
         found: dict[str, tuple[str, bytes]] = {}
         rest: list[str] = []
+        cut: set[str] = set()
         for oid in dict.fromkeys(oids):
             if len(oid) != self.hexlen or not _is_hex(oid):
                 continue
-            loose = self._seen.get(oid) or self._read_loose(oid)
+            loose = self._seen.get(oid) or self._read_loose(oid, limit)
             if loose is None:
                 rest.append(oid)
             else:
                 found[oid] = loose
         if rest:
-            found.update(self._read_batch(rest))
-        if len(self._seen) < 100_000:
-            self._seen.update(found)
+            found.update(self._read_batch(rest, limit))
+        if limit is not None:
+            cut = {oid for oid, (_, body) in found.items() if len(body) > limit}
+        if len(self._seen) < 100_000:  # a cut-short object is never remembered as whole
+            self._seen.update((o, v) for o, v in found.items() if o not in cut)
         return found
 
-    def _read_loose(self, oid: str) -> tuple[str, bytes] | None:
+    def _read_loose(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
         try:  # os.open and one read: a table of 10,000 reads that many files
             fd = os.open(f"{self._prefix}{oid[:2]}/{oid[2:]}", os.O_RDONLY)
             try:
-                raw = zlib.decompress(_read_all(fd))
+                packed = _read_all(fd)
             finally:
                 os.close(fd)
+            if limit is None:
+                raw = zlib.decompress(packed)
+            else:  # inflate no more than the header and limit + 1 bytes of contents
+                raw = zlib.decompressobj().decompress(packed, limit + 64)
         except (OSError, zlib.error):
             return None  # not loose (packed, or in an alternate), or unreadable: ask git
         header, nul, body = raw.partition(b"\0")
         kind, _, size = header.partition(b" ")
-        if not nul or not size.isdigit() or int(size) != len(body):
+        if not nul or not size.isdigit():
+            return None
+        if limit is not None and int(size) > limit:
+            return kind.decode("ascii", "replace"), body[: limit + 1]
+        if int(size) != len(body):
             return None
         return kind.decode("ascii", "replace"), body
 
-    def _read_batch(self, oids: Sequence[str]) -> dict[str, tuple[str, bytes]]:
+    def _read_batch(
+        self, oids: Sequence[str], limit: int | None = None
+    ) -> dict[str, tuple[str, bytes]]:
         """From one ``cat-file --batch`` kept for the command's life: ``<oid>\n`` in,
         ``<oid> <type> <size>\n<contents>\n`` (or ``<oid> missing\n``) out."""
         if self._batch is None:
@@ -136,7 +156,7 @@ class Objects:
         found: dict[str, tuple[str, bytes]] = {}
         try:
             for i in range(0, len(oids), 256):  # input well under a pipe's buffer
-                found.update(self._batch_chunk(proc, oids[i : i + 256]))
+                found.update(self._batch_chunk(proc, oids[i : i + 256], limit))
         except (OSError, ValueError) as exc:
             self.close()
             raise StoreError(f"cannot read the object database: {exc}") from exc
@@ -144,7 +164,7 @@ class Objects:
 
     @staticmethod
     def _batch_chunk(
-        proc: subprocess.Popen[bytes], oids: Sequence[str]
+        proc: subprocess.Popen[bytes], oids: Sequence[str], limit: int | None = None
     ) -> dict[str, tuple[str, bytes]]:
         assert proc.stdin is not None and proc.stdout is not None
         found: dict[str, tuple[str, bytes]] = {}
@@ -156,7 +176,17 @@ class Objects:
                 if not header:
                     raise OSError("cat-file ended early")
                 continue
-            body = proc.stdout.read(int(header[2]) + 1)[:-1]
+            size = int(header[2])
+            if limit is None or size <= limit:
+                body = proc.stdout.read(size + 1)[:-1]
+            else:  # keep limit + 1 bytes, read past the rest a piece at a time
+                body = proc.stdout.read(limit + 1)
+                left = size - len(body) + 1  # and the newline after the contents
+                while left > 0:
+                    piece = proc.stdout.read(min(left, 1 << 20))
+                    if not piece:
+                        raise OSError("cat-file ended early")
+                    left -= len(piece)
             found[header[0].decode()] = (header[1].decode(), body)
         return found
 

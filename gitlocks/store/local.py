@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
-from gitlocks.core.record import LockRecord, format_time, utcnow
+from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -382,7 +382,8 @@ class Store:
         return table
 
     def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        read = self.objects.read_many(oids)
+        # A record is at most MAX_RECORD_BYTES: a bigger blob is read only that far.
+        read = self.objects.read_many(oids, limit=MAX_RECORD_BYTES)
         found: dict[str, tuple[bytes | None, str]] = {}
         for oid in oids:
             kind, data = read.get(oid, ("blob", None))
