@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from gitlocks.core.record import MAX_RECORD_BYTES
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -18,7 +19,8 @@ from gitlocks.core.table import (
     decode_verdicts,
     lazy_table,
 )
-from gitlocks.git import files
+from gitlocks.errors import StoreError
+from gitlocks.git import files, run
 from gitlocks.git.changes import (
     finish_git,
     start_git,
@@ -88,20 +90,40 @@ def read_verdicts(common_dir: str) -> dict[str, Verdict]:
 
 def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
     """(contents, type) by id, from one ``cat-file --batch`` (``<oid> <type> <size>\\n``
-    then the contents; ``<oid> missing`` for none). Only blobs are kept whole."""
-    out = finish_git(
-        start_git(["cat-file", "--batch"], cwd), "".join(o + "\n" for o in oids).encode()
-    )
+    then the contents; ``<oid> missing`` for none). Only blobs are kept, and of a blob at
+    most ``MAX_RECORD_BYTES + 1`` bytes: a bigger one is no record, and a planted blob of
+    gigabytes must not cost a hook its size in memory (docs/design.md, section 3.7). The
+    ids go in a few hundred at a time and each answer is read before the next, so neither
+    pipe ever fills."""
+    proc = run.start(["cat-file", "--batch"], cwd, env=run.Env.INHERIT, error=StoreError,
+                     keep_stderr=False)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
     found: dict[str, tuple[bytes | None, str]] = {}
-    pos = 0
-    while pos < len(out):
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) != 3:  # "<oid> missing"
-            continue
-        size = int(header[2])
-        kind = header[1].decode()
-        found[header[0].decode()] = (out[pos : pos + size] if kind == "blob" else None, kind)
-        pos += size + 1
+    try:
+        for i in range(0, len(oids), 256):
+            chunk = oids[i : i + 256]
+            proc.stdin.write("".join(o + "\n" for o in chunk).encode())
+            proc.stdin.flush()
+            for _ in chunk:
+                header = proc.stdout.readline().split()
+                if len(header) != 3:  # "<oid> missing"
+                    if not header:
+                        raise StoreError("git cat-file ended early")
+                    continue
+                size, kind = int(header[2]), header[1].decode()
+                keep = MAX_RECORD_BYTES + 1 if kind == "blob" else 0
+                body = proc.stdout.read(min(size, keep))
+                left = size - len(body) + 1  # what is not kept, and the newline after it
+                while left > 0:
+                    piece = proc.stdout.read(min(left, 1 << 20))
+                    if not piece:
+                        raise StoreError("git cat-file ended early")
+                    left -= len(piece)
+                found[header[0].decode()] = (body if kind == "blob" else None, kind)
+    except OSError as exc:
+        raise StoreError(f"cannot read the lock records: {exc}") from exc
+    finally:
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.wait()
     return found

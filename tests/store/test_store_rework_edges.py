@@ -485,3 +485,32 @@ def test_an_oversized_lock_object_is_judged_without_inflating_it(repo: Path, sto
     )  # fmt: skip
     assert got.returncode == 0, got.stderr[-800:]
     assert "is not a usable lock" in got.stderr
+
+
+_HOOK_WITHIN = """
+import resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from gitlocks.main import main
+sys.exit(main(["hook", "pre-commit"]))
+"""
+
+
+def test_the_commit_hook_judges_an_oversized_lock_object_without_inflating_it(
+    repo: Path,
+) -> None:
+    """The hooks read records through git alone (git/table.py): the same bound holds there."""
+    made = subprocess.run(
+        ["sh", "-c", "head -c 300000000 /dev/zero | git hash-object -w --stdin"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    git(repo, "update-ref", LOCKS + "1a2324c0000-0000000002", made.stdout.strip())
+    git(repo, "repack", "-a", "-d", "-q")
+    (repo / "src" / "app.py").write_text("changed\n")
+    git(repo, "add", "src/app.py")
+    got = subprocess.run(
+        [sys.executable, "-c", _HOOK_WITHIN, str(512 * 1024 * 1024)],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr[-800:]
+    assert "is not a usable lock" in got.stderr, got.stderr
