@@ -56,6 +56,7 @@ from gitlocks.identity import (
 )
 from gitlocks.layout import (
     DEFAULT_STALE_SECONDS,
+    OWN_REF_PREFIXES,
 )
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
@@ -334,20 +335,38 @@ def _before_pushed(updates: Sequence[RefUpdate], cwd: str | None) -> str:
     return f"{oldest}^" if oldest else tips[0]
 
 
+def _apart(updates: list[RefUpdate]) -> list[list[RefUpdate]]:
+    """The refs of a push, each judged under its own lists: one ref's committed
+    ``.alockignore`` exempts nothing another ref brings. A push of one ref (or none that
+    brings commits) is one group, read as before."""
+    bringing = [
+        u
+        for u in updates
+        if u.local_sha.strip("0") and not u.remote_ref.startswith(OWN_REF_PREFIXES)
+    ]
+    return [[u] for u in bringing] if len(bringing) > 1 else [updates]
+
+
+def _ignore_revisions(updates: Sequence[RefUpdate], cwd: str | None) -> list[str]:
+    """The revision whose ``.alockignore`` decides for these updates, and the pushed tip."""
+    tip = next((u.local_sha for u in updates if u.local_sha.strip("0")), "HEAD")
+    base = next((u.remote_sha for u in updates if u.remote_sha.strip("0")), None)
+    if base is None:  # a new ref: the list before the first commit it brings
+        base = _before_pushed(updates, cwd)
+    return [base, tip]
+
+
 def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookReport:
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
     staged = Staged(cwd) if hook == "pre-commit" else None
+    groups: list[list[RefUpdate]] = []
     if staged is not None:  # the list committed at HEAD decides; the staged one is judged
-        ignores = CommittedIgnores(["HEAD", ""], cwd)
-    else:  # the remote's last known value decides; the pushed tip's is judged
-        updates = push_updates(os.environ, stdin)
-        tip = next((u.local_sha for u in updates if u.local_sha.strip("0")), "HEAD")
-        base = next((u.remote_sha for u in updates if u.remote_sha.strip("0")), None)
-        if base is None:  # a new ref: the list before the first commit it brings
-            base = _before_pushed(updates, cwd)
-        ignores = CommittedIgnores([base, tip], cwd)
+        judged = [CommittedIgnores(["HEAD", ""], cwd)]
+    else:  # each ref: the remote's last known value decides; the pushed tip's is judged
+        groups = _apart(push_updates(os.environ, stdin))
+        judged = [CommittedIgnores(_ignore_revisions(g, cwd), cwd) for g in groups]
     configured, table = reading.finish()
     if hook == "pre-push" and configured.remote:
         stale = refresh_view(cwd, configured.remote)
@@ -356,19 +375,25 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
         else:
             said = "; ".join(w for w in (configured.warning, stale) if w)
             configured = replace(configured, warning=said)
-    paths = staged.paths() if staged is not None else pushed_paths(updates, cwd)
-    old, new = ignores.finish()
-    changes_ignore = IGNORE_FILE in paths
-    if old:
-        paths = [p for p in paths if not old.ignored(p)]
     now = utcnow()
     # Who commits, as the commit-msg hook names it: the session's holder, AGENT_ID, or
     # the derived holder while it holds a claim; else nobody known, and that is said.
     identity, known = committer(table, resolve_identity(None, session=hook_session()), now)
-    held = find_held(table, identity, now, paths) if paths else []
-    if changes_ignore:
-        held += exemptions_held(table, identity, now, old, new)
-    report = HookReport(hook, configured, held, table.problems if paths else [], now)
+    held: list[Held] = []
+    any_paths = False
+    for i, ignores in enumerate(judged):
+        paths = staged.paths() if staged is not None else pushed_paths(groups[i], cwd)
+        old, new = ignores.finish()
+        changes_ignore = IGNORE_FILE in paths
+        any_paths = any_paths or bool(paths)
+        if old:
+            paths = [p for p in paths if not old.ignored(p)]
+        found = find_held(table, identity, now, paths) if paths else []
+        if changes_ignore:
+            found += exemptions_held(table, identity, now, old, new)
+        seen = {h.path for h in held}
+        held += [h for h in found if h.path not in seen]
+    report = HookReport(hook, configured, held, table.problems if any_paths else [], now)
     report.unnamed = not known and hook == "pre-commit"
     return report
 
