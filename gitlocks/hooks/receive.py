@@ -99,6 +99,23 @@ def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
     return moved
 
 
+def landing_bases(lines: Iterable[str]) -> list[str]:
+    """Where the pushed work lands: the old value of each ref the push updates, or
+    ``HEAD`` (the repository's default branch) for a ref it creates. Their
+    ``.alockignore`` must exempt a path too, not only the list the work's own history
+    carries (``verify.Ignores.anchors``)."""
+    bases = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        old, new, ref = parts
+        if not new.strip("0") or ref.startswith(PASSING_PREFIXES):
+            continue
+        bases.append(old if old.strip("0") else "HEAD")
+    return list(dict.fromkeys(bases))
+
+
 def receive_config(configured: Settings) -> HookConfig:
     """The hook's settings (``gitlocks.hooks.check.hook_config``, as the receiving end)."""
     # Imported here: only a push that brings commits loads the check.
@@ -155,6 +172,7 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
         feed=feed,
         table_source=table_refs,
         landing=moved_refs(lines),
+        anchors=landing_bases(lines),
     )
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK

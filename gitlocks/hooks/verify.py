@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -205,9 +205,16 @@ class Ignores:
 
     before: Mapping[str, IgnoreList] = field(default_factory=dict)  # by commit
     after: Mapping[str, IgnoreList] = field(default_factory=dict)  # commits changing it
+    # The lists of where the work lands (the pushed branch's old tip, the range's base):
+    # a path is exempt only where these exempt it too, so a list from any old commit in
+    # the history cannot exempt work landing on a branch that dropped it.
+    anchors: tuple[IgnoreList, ...] = ()
 
     def of(self, commit: Commit) -> IgnoreList:
         return self.before.get(commit.oid) or IgnoreList()
+
+    def exempt(self, commit: Commit, path: str) -> bool:
+        return self.of(commit).ignored(path) and all(a.ignored(path) for a in self.anchors)
 
 
 def read_ignores(
@@ -277,8 +284,7 @@ def judge(
     kept: dict[str, list[str]] = {}
     wanted: dict[str, set[str]] = {}
     for commit in commits:
-        ignore = ignores.of(commit)
-        kept[commit.oid] = [p for p in changed.get(commit.oid, ()) if not ignore.ignored(p)]
+        kept[commit.oid] = [p for p in changed.get(commit.oid, ()) if not ignores.exempt(commit, p)]
         for agent in commit.judged_as:
             wanted.setdefault(agent, set()).update(kept[commit.oid])
     held: dict[str, dict[str, tuple[LockRecord, ...]]] = {}
@@ -343,6 +349,7 @@ def check_commits(
     table_source: TableSource | None = None,
     landing: Sequence[tuple[str, str]] = (),
     shallow_ok: bool = True,
+    anchors: Sequence[str] = (),
 ) -> Verification:
     """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
     every object read as stored (no replace refs).
@@ -414,6 +421,9 @@ def check_commits(
         feed = _diff_feed(judged)
         changed = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), feed))
     ignores = read_ignores(judged, changed, cwd) if changed else Ignores()
+    if changed and anchors:
+        lists = tuple(CommittedIgnores(list(anchors), cwd).finish())
+        ignores = replace(ignores, anchors=lists)
     findings = judge(judged, changed, table, now, ignores)
     if landing and any(s.expires_at > cutoff for s in table.summaries.values()):
         findings += undone(landing, changed, table, now, cwd)
@@ -491,8 +501,26 @@ def verify_range(
     # --end-of-options: a revision is never read as an option, whatever it starts with.
     rev_args = ["--end-of-options", *revisions, "--"]
     return check_commits(
-        rev_args, cwd, bad_range=revisions, table_source=_journal_table, shallow_ok=shallow_ok
+        rev_args,
+        cwd,
+        bad_range=revisions,
+        table_source=_journal_table,
+        shallow_ok=shallow_ok,
+        anchors=range_bases(revisions),
     )
+
+
+def range_bases(revisions: Sequence[str]) -> list[str]:
+    """Where a range's work lands: ``A`` of ``A..B`` and of ``^A`` (``HEAD`` for ``..B``).
+    Its ``.alockignore`` must exempt a path too (``Ignores.anchors``). A range with no
+    base (a branch alone) has none: each commit's first parent's list decides."""
+    bases = []
+    for rev in revisions:
+        if rev.startswith("^") and len(rev) > 1:
+            bases.append(rev[1:])
+        elif ".." in rev and "..." not in rev:
+            bases.append(rev.split("..", 1)[0] or "HEAD")
+    return list(dict.fromkeys(bases))
 
 
 def _journal_table(cwd: str | None) -> files.Scan | None:

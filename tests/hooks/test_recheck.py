@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from conftest import git
 from helpers import alock, run_git
 from remote_fixtures import make_bare, make_clone
@@ -59,11 +58,6 @@ def _commit(cwd: Path, message: str, agent: str, files: dict[str, str]) -> None:
     git(cwd, "commit", "-q", "--no-verify", "-m", message, "--trailer", f"Agent-Id: {agent}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a brought commit is judged under its parent's .alockignore alone: a list from "
-    "anywhere in history exempts work that then lands on a branch whose list does not",
-)
 def test_an_old_list_in_history_exempts_nothing_landing_on_main(tmp_path: Path) -> None:
     """main once ignored src/, and dropped the line before the claim. Work based on that
     old commit, merged up to date with main and pushed to main, lands inside the live
@@ -92,3 +86,13 @@ def test_an_old_list_in_history_exempts_nothing_landing_on_main(tmp_path: Path) 
     pushed = run_git(other, "push", "origin", "HEAD:main", env=B)
     assert pushed.code != 0, pushed.err
     assert "src/app.py" in pushed.err
+
+
+def test_where_a_range_lands() -> None:
+    """verify judges a range's work under its base's list too (the list of where it lands)."""
+    from gitlocks.hooks.verify import range_bases
+
+    assert range_bases(["origin/main..HEAD"]) == ["origin/main"]
+    assert range_bases(["..feature"]) == ["HEAD"]
+    assert range_bases(["feature", "^main", "^release"]) == ["main", "release"]
+    assert range_bases(["feature"]) == [] and range_bases(["a...b"]) == []
