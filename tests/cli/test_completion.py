@@ -52,3 +52,12 @@ def test_bash_completes_git_alock_through_the_script(tmp_path: Path) -> None:
 def test_an_unknown_shell_is_a_usage_error(tmp_path: Path) -> None:
     got = alock(tmp_path, "completion", "tcsh")
     assert got.code == 2 and "error: unknown shell 'tcsh'" in got.err, got
+
+
+def test_the_click_completion_needs_is_a_declared_dependency() -> None:
+    """A plain ``pip install .`` must bring what ``completion`` imports: typer's own copy
+    of click has no shell completion, so ``click`` is declared, not found by chance."""
+    from importlib.metadata import requires
+
+    declared = [r.split(";")[0].strip() for r in requires("gitlocks") or []]
+    assert any(r.startswith("click") for r in declared), declared
