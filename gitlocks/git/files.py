@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from gitlocks.core.record import is_object_id
 
@@ -123,3 +123,35 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# ``git for-each-ref`` lines for ref backends other than files (reftable): id, name, and
+# the target of a symbolic ref (empty for any other).
+REFS_FORMAT = "--format=%(objectname) %(refname) %(symref)"
+
+
+def parse_refs(out: str) -> Scan:
+    """The refs of ``for-each-ref REFS_FORMAT`` output, symbolic ones apart."""
+    refs, symbolic = {}, {}
+    for line in out.splitlines():
+        oid, _, rest = line.partition(" ")
+        name, _, target = rest.partition(" ")
+        if target:
+            symbolic[name] = target
+        else:
+            refs[name] = oid
+    return Scan(refs, symbolic)
+
+
+def read_contents(stream: IO[bytes], size: int, keep: int | None = None) -> bytes:
+    """One object's contents from ``cat-file --batch`` output (``size`` bytes, then a
+    newline): the first ``keep`` bytes of them at most, the rest read past a piece at a
+    time, so an object of gigabytes never sits in memory. ``OSError`` if the stream ends."""
+    body = stream.read(size if keep is None else min(size, keep))
+    left = size - len(body) + 1  # what is not kept, and the newline after it
+    while left > 0:
+        piece = stream.read(min(left, 1 << 20))
+        if not piece:
+            raise OSError("git cat-file ended early")
+        left -= len(piece)
+    return body

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from gitlocks.core.digest import hasher
 from gitlocks.errors import StoreError
+from gitlocks.git.files import read_contents
 from gitlocks.git.run import Env, start
 
 MODE_TREE = 0o040000
@@ -176,17 +177,8 @@ class Objects:
                 if not header:
                     raise OSError("cat-file ended early")
                 continue
-            size = int(header[2])
-            if limit is None or size <= limit:
-                body = proc.stdout.read(size + 1)[:-1]
-            else:  # keep limit + 1 bytes, read past the rest a piece at a time
-                body = proc.stdout.read(limit + 1)
-                left = size - len(body) + 1  # and the newline after the contents
-                while left > 0:
-                    piece = proc.stdout.read(min(left, 1 << 20))
-                    if not piece:
-                        raise OSError("cat-file ended early")
-                    left -= len(piece)
+            keep = None if limit is None else limit + 1
+            body = read_contents(proc.stdout, int(header[2]), keep)
             found[header[0].decode()] = (header[1].decode(), body)
         return found
 

@@ -30,23 +30,13 @@ from gitlocks.layout import (
     VERDICTS_FILE,
 )
 
-REFS_FORMAT = "--format=%(objectname) %(refname) %(symref)"
-
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
     """The lock refs: read from the files that hold them, or from git for other backends."""
     if not reftable:
         return files.scan(Path(common_dir), (LOCK_PREFIX,))
-    out = finish_git(start_git(["for-each-ref", REFS_FORMAT, LOCK_PREFIX], cwd))
-    refs, symbolic = {}, {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        oid, _, rest = line.partition(" ")
-        name, _, target = rest.partition(" ")
-        if target:
-            symbolic[name] = target
-        else:
-            refs[name] = oid
-    return files.Scan(refs, symbolic)
+    out = finish_git(start_git(["for-each-ref", files.REFS_FORMAT, LOCK_PREFIX], cwd))
+    return files.parse_refs(out.decode("utf-8", "replace"))
 
 
 def read_table(
@@ -112,13 +102,7 @@ def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | No
                     continue
                 size, kind = int(header[2]), header[1].decode()
                 keep = MAX_RECORD_BYTES + 1 if kind == "blob" else 0
-                body = proc.stdout.read(min(size, keep))
-                left = size - len(body) + 1  # what is not kept, and the newline after it
-                while left > 0:
-                    piece = proc.stdout.read(min(left, 1 << 20))
-                    if not piece:
-                        raise StoreError("git cat-file ended early")
-                    left -= len(piece)
+                body = files.read_contents(proc.stdout, size, keep)
                 found[header[0].decode()] = (body if kind == "blob" else None, kind)
     except OSError as exc:
         raise StoreError(f"cannot read the lock records: {exc}") from exc

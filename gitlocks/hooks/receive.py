@@ -72,31 +72,33 @@ NOT_JUDGED_YET = tuple(f"--exclude={prefix}*" for prefix in PASSING_PREFIXES)
 def pushed_tips(lines: Iterable[str]) -> list[str]:
     """The new values to judge, from pre-receive's ``<old> <new> <ref>`` lines: neither a
     deletion nor one of gitlocks' own refs."""
-    tips = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 3:
-            continue
-        _old, new, ref = parts
-        if not new.strip("0") or ref.startswith(PASSING_PREFIXES):
-            continue
-        tips.append(new)
+    tips = [new for _old, new, _ref in _judged(lines)]
     return list(dict.fromkeys(tips))
+
+
+def _updates(lines: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(old, new, ref) of each well-formed ``<old> <new> <ref>`` line."""
+    return [(p[0], p[1], p[2]) for p in (line.split() for line in lines) if len(p) == 3]
+
+
+def _judged(lines: Iterable[str]) -> list[tuple[str, str, str]]:
+    """The updates whose new value is judged: neither a deletion nor gitlocks' own refs."""
+    return [
+        (old, new, ref)
+        for old, new, ref in _updates(lines)
+        if new.strip("0") and not ref.startswith(PASSING_PREFIXES)
+    ]
 
 
 def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
     """(old, new) of each branch the push moves (neither created nor deleted): what
     lands on it is judged as well as the commits it brings (``verify.undone``). A tag
     moved is no work landing anywhere."""
-    moved = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 3:
-            continue
-        old, new, ref = parts
-        if old.strip("0") and new.strip("0") and ref.startswith(BRANCH_PREFIX):
-            moved.append((old, new))
-    return moved
+    return [
+        (old, new)
+        for old, new, ref in _updates(lines)
+        if old.strip("0") and new.strip("0") and ref.startswith(BRANCH_PREFIX)
+    ]
 
 
 def landing_bases(lines: Iterable[str]) -> list[str]:
@@ -104,15 +106,7 @@ def landing_bases(lines: Iterable[str]) -> list[str]:
     ``HEAD`` (the repository's default branch) for a ref it creates. Their
     ``.alockignore`` must exempt a path too, not only the list the work's own history
     carries (``verify.Ignores.anchors``)."""
-    bases = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 3:
-            continue
-        old, new, ref = parts
-        if not new.strip("0") or ref.startswith(PASSING_PREFIXES):
-            continue
-        bases.append(old if old.strip("0") else "HEAD")
+    bases = [old if old.strip("0") else "HEAD" for old, _new, _ref in _judged(lines)]
     return list(dict.fromkeys(bases))
 
 

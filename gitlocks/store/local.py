@@ -449,16 +449,8 @@ class Store:
         return found.refs
 
     def _scan_with_git(self, prefixes: tuple[str, ...]) -> files.Scan:
-        fmt = "--format=%(objectname) %(refname) %(symref)"
-        refs, symbolic = {}, {}
-        for line in self._git_lines(["for-each-ref", fmt, *prefixes]):
-            oid, _, rest = line.partition(" ")
-            name, _, target = rest.partition(" ")
-            if target:
-                symbolic[name] = target
-            else:
-                refs[name] = oid
-        return files.Scan(refs, symbolic)
+        lines = self._git_lines(["for-each-ref", files.REFS_FORMAT, *prefixes])
+        return files.parse_refs("\n".join(lines))
 
     def read_record(self, name: str, oid: str) -> LockRecord | Problem:
         return read_record(*self.read_object(name, oid))
