@@ -114,3 +114,39 @@ def test_no_two_holders_ever_hold_overlapping_claims(
                     (p, q) for p in one.paths for q in other.paths if patterns_overlap(p, q)
                 ]
                 assert not crossing, (one, other)
+
+
+def test_in_remote_mode_a_renewal_is_due_at_half_its_lifetime_or_a_quarter_on_a_shared_push(
+    tmp_path: Path,
+) -> None:
+    store = MemoryStore(tmp_path)
+    assert locks.acquire(ctx(store, "alice"), entries("src/**"), ttl=80).status == "acquired"
+    [record] = store.read_table().held_by("alice")
+
+    def due(seconds: int, *, share: bool = False, remote: bool = True) -> bool:
+        store.remote = "origin" if remote else None  # type: ignore[attr-defined]
+        at = ctx(store, "alice", at=NOW + timedelta(seconds=seconds))
+        at.stale_after = 3600  # quiet never decides here: only the lifetime
+        return at.renewal_due(record, 80, share=share)
+
+    assert due(0, remote=False)  # local mode: a renewal is a ref write, always worth it
+    assert not due(19) and not due(39)
+    assert due(41)  # under half of 80 seconds left
+    assert not due(19, share=True) and due(21, share=True)  # a quarter used rides along
+
+
+def test_in_remote_mode_a_quiet_holder_is_due_before_others_would_read_it_stale(
+    tmp_path: Path,
+) -> None:
+    store = MemoryStore(tmp_path)
+    assert locks.acquire(ctx(store, "alice"), entries("src/**"), ttl=3600).status == "acquired"
+    [record] = store.read_table().held_by("alice")
+    store.remote = "origin"  # type: ignore[attr-defined]
+
+    def due(seconds: int, *, share: bool = False) -> bool:
+        at = ctx(store, "alice", at=NOW + timedelta(seconds=seconds))
+        at.stale_after = 100
+        return at.renewal_due(record, 3600, share=share)
+
+    assert not due(74) and due(75)  # three quarters of alock.staleAfter of quiet
+    assert not due(49, share=True) and due(50, share=True)  # half, on a push made anyway
