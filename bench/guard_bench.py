@@ -2,7 +2,7 @@
 
 Claude Code runs ``git alock guard --for claude`` before every edit, so it must cost no
 more than the pre-commit hook. Measured as processes, with 10 and 1,000 live locks (seeded
-by ``benchlib.seed_locks``), medians over interleaved runs:
+by ``support.records.seed_locks``), medians over interleaved runs:
 
 - the floor ``python -c "import pygit2"``;
 - the pre-commit hook on a commit of 10 staged paths (as git runs it);

@@ -36,7 +36,7 @@ HOLDERS = 7
 def claim_lines(bare: Path) -> str:
     """The lines of one claim in remote mode: the journal moved to a commit carrying the
     table plus one new lock, and that lock's ref created (the objects written, no ref moved)."""
-    # The package's internal API, imported here only (as benchlib.seed_locks does).
+    # The package's internal API, imported here only (as support.records.seed_locks does).
     import pygit2
 
     from gitlocks.store.journal import Journal

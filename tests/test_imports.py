@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 
 # Loaded by every verb that reads or writes the lock table: the store, the table and the
 # scope engine, the service, the renderer, the small parser.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock
+from support.cli import Result, alock
 
 from gitlocks.agents.codex_patch import Candidates, Unjudgeable, shell_patch_paths
 

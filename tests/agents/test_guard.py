@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import alock
 from support.guard import OTHER, denial, edit, event, guard, holders, second_session
 
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import test_guard as base
 from conftest import git
-from helpers import Result, alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import Result, alock
 from support.guard import denial, edit, event, guard
 
 from gitlocks.agents.mcp import mend

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 from support.guard import OTHER, denial, edit, guard
 
 

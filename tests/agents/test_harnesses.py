@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 import pytest
 from conftest import git
-from helpers import Result, alock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import Result, alock
 from support.harness import StandIn
 
 from gitlocks.agents.codex_patch import patch_paths

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import test_harnesses as h
-from helpers import Result, alock
+from support.cli import Result, alock
 
 from gitlocks.agents.codex_patch import patch_paths
 from gitlocks.agents.settings import HOOK_FILES

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 from support.harness import StandIn
 
 PRE_TOOL = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 from support.harness import StandIn
 from test_one_holder import denied, edit, event, holder_of, records
 

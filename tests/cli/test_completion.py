@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import alock
+from support.cli import alock
 
 ALOCK = str(Path(sys.executable).parent / "git-alock")
 

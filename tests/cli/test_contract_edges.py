@@ -17,8 +17,8 @@ from typing import Any
 import pygit2
 import pytest
 from conftest import git
-from helpers import Result, alock
-from remote_fixtures import make_bare, make_clone
+from support.cli import Result, alock
+from support.remote import make_bare, make_clone
 
 from gitlocks.core.record import expiry_from, format_time, utcnow
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, SYNC_FILE, VERDICTS_FILE

@@ -5,7 +5,7 @@ design documents (7.2: 0, 1, 2 and 130), and must lose nothing: a valid lock ano
 held before the run is still there, unchanged, afterwards, unless the run was a ``break``
 aimed at it. With ``--json`` the answer is one JSON document, errors included (7.4).
 
-Every run is in-process (``helpers.alock``): ``gitlocks.main`` turns any exception into
+Every run is in-process (``support.cli.alock``): ``gitlocks.main`` turns any exception into
 "internal error" plus a traceback on stderr, which is what these tests look for, and
 anything it lets through (``SystemExit``, ...) fails the test as it stands. One repository
 serves each test function; every example starts from the same lock table (the guard lock
@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 import typer
 from conftest import git
-from helpers import Result, alock
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support.cli import Result, alock
 
 from gitlocks import patterns_overlap
 from gitlocks.cli.app import VERBS, _command

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock, alock_process
+from support.cli import alock, alock_process
 
 from gitlocks.cli.app import VERBS
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import git
-from helpers import alock
+from support.cli import alock
 
 from gitlocks.git.objects import MODE_BLOB, MODE_TREE, Entry, Objects
 from gitlocks.store.local import Store

@@ -98,7 +98,7 @@ def test_the_guard_denies_by_case_when_core_ignore_case_is_on(repo: Path) -> Non
     git(repo, "config", "core.ignoreCase", "on")
     ctx = open_context(repo, resolve_identity("agent-a"))
     assert ctx.store.ignore_case
-    from helpers import alock
+    from support.cli import alock
 
     assert alock(repo, "acquire", "src/APP.py", AGENT_ID="agent-a").code == 0
     said = denial(guard(repo, edit(repo, "src/app.py")))
@@ -158,7 +158,7 @@ def _config_calls(bindir: Path) -> list[str]:
 
 
 def test_the_guard_and_the_pre_commit_check_run_git_config_once(repo: Path, counted: Path) -> None:
-    from helpers import alock
+    from support.cli import alock
 
     assert alock(repo, "acquire", "src/**", AGENT_ID="agent-a").code == 0
     env = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}

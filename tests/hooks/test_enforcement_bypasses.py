@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock, run_git
-from remote_fixtures import make_bare, make_clone
+from support.cli import alock, run_git
+from support.remote import make_bare, make_clone
 
 from gitlocks.core.ignore import IgnoreList, newly_exempt
 

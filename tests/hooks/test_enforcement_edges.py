@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import Result, alock, plant, run_git, write_blob
-from remote_fixtures import make_bare, make_clone
+from support.cli import Result, alock, run_git
+from support.records import plant, write_blob
+from support.remote import make_bare, make_clone
 
 from gitlocks.layout import MUTEX_NAME
 from gitlocks.store.local import Store

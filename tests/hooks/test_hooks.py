@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import Result, alock, alock_process, run_git
+from support.cli import Result, alock, alock_process, run_git
 
 from gitlocks.core.scope import make_entry
 from gitlocks.core.table import Friends

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock, run_git
-from remote_fixtures import Daemon, daemon, make_bare, make_clone
+from support.cli import alock, run_git
+from support.daemon import Daemon
 from support.guard import denial, edit, guard
+from support.remote import daemon, make_bare, make_clone
 from test_verify import commit, remote_lines
 
 from gitlocks.core.ignore import IgnoreList, newly_exempt

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 from conftest import git
-from helpers import alock, run_git
-from remote_fixtures import make_bare, make_clone
+from support.cli import alock, run_git
+from support.remote import make_bare, make_clone
 
 ALICE = {"AGENT_ID": "alice"}
 BOB = {"AGENT_ID": "bob"}

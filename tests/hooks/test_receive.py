@@ -8,17 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock, run_git, write_blob
-from remote_fixtures import (
-    Daemon,
-    daemon,
-    finish,
-    make_bare,
-    make_clone,
-    remote_events,
-    remote_locks,
-)
-from remote_fixtures import alock_cli as start_alock
+from support.cli import Result, alock, finish, run_git
+from support.cli import alock_cli as start_alock
+from support.daemon import Daemon
+from support.records import write_blob
+from support.remote import daemon, make_bare, make_clone, remote_events, remote_locks
 
 from gitlocks.core.record import LockRecord
 from gitlocks.hooks import hosted as hosted_table

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import git
-from helpers import alock, run_git
-from remote_fixtures import make_bare, make_clone
+from support.cli import alock, run_git
+from support.remote import make_bare, make_clone
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}

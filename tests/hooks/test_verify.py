@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock, alock_process, run_git
-from remote_fixtures import Daemon, daemon, make_bare, make_clone
+from support.cli import Result, alock, alock_process, run_git
+from support.daemon import Daemon
+from support.remote import daemon, make_bare, make_clone
 
 from gitlocks.core.record import utcnow
 from gitlocks.hooks import install as hook_install

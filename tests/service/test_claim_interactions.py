@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock, plant, run_git
+from support.cli import alock, run_git
+from support.records import plant
 
 LEAD_A = {"AGENT_ID": "lead-a"}
 LEAD_B = {"AGENT_ID": "lead-b"}
@@ -37,7 +38,7 @@ def test_release_all_releases_only_the_sub_agent_claims_made_for_the_asker(repo:
 def test_a_planted_record_waiting_for_HEAD_never_moves_the_victims_origin_main(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from remote_fixtures import make_bare, make_clone
+    from support.remote import make_bare, make_clone
 
     from gitlocks.service import landing
 
@@ -143,7 +144,7 @@ def test_a_sub_agents_guarded_edit_inside_its_parents_claim_passes(repo: Path) -
 def test_landing_branches_are_fetched_into_gitlocks_own_refs(tmp_path: Path) -> None:
     """Whatever branch a record waits for, sync fetches it under refs/agent-locks-remote/:
     the user's remote-tracking refs (and a symbolic ref among them) are never written."""
-    from remote_fixtures import make_bare, make_clone
+    from support.remote import make_bare, make_clone
 
     bare = make_bare(tmp_path / "shared.git")
     mine = make_clone(bare.as_uri(), tmp_path / "mine")
@@ -232,7 +233,7 @@ def test_a_sub_agent_working_for_two_leads_is_each_leads_only_where_it_says(
 
 
 def test_switching_to_remote_mode_lets_shared_claims_share(tmp_path: Path) -> None:
-    from remote_fixtures import make_bare, make_clone
+    from support.remote import make_bare, make_clone
 
     bare = make_bare(tmp_path / "shared.git")
     first = make_clone(bare.as_uri(), tmp_path / "first")

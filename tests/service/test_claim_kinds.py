@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock, plant, run_git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import Result, alock, run_git
+from support.records import plant
 
 from gitlocks.core.record import LockRecord, RecordError
 from gitlocks.core.table import holding
@@ -329,7 +330,7 @@ def test_a_hostile_landing_record_blocks_nothing_else(repo: Path) -> None:
 
 
 def test_in_remote_mode_the_claim_lands_in_the_remotes_branch_on_sync(tmp_path: Path) -> None:
-    from remote_fixtures import make_bare, make_clone, remote_events, remote_locks
+    from support.remote import make_bare, make_clone, remote_events, remote_locks
 
     bare = make_bare(tmp_path / "shared.git")
     mine = make_clone(bare.as_uri(), tmp_path / "mine")

@@ -15,7 +15,7 @@ from typing import Any, cast
 import pygit2
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 from test_lifecycle import ctx_for, entries, kill, proc_session
 
 from gitlocks.core import journal as core_journal
@@ -256,7 +256,7 @@ def test_journal_ref_is_a_commit_chain_carrying_the_table(repo: Path) -> None:
 
 
 def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
-    from remote_fixtures import make_bare, make_clone, remote_events
+    from support.remote import make_bare, make_clone, remote_events
 
     from gitlocks.identity import resolve_identity
     from gitlocks.service.context import Context

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.identity import SessionProcess, process_alive, process_start_time, resolve_identity

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from helpers import alock
+from support.cli import alock
 
 from gitlocks.service import skill
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
+from support.cli import alock
 
 from gitlocks.core.scope import make_entry
 from gitlocks.service import typos

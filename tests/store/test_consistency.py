@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import Result, alock
-from remote_fixtures import Daemon, daemon, finish, make_bare, make_clone
+from support.cli import Result, alock, finish
+from support.daemon import Daemon
+from support.remote import daemon, make_bare, make_clone
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 

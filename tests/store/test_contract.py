@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from remote_fixtures import make_bare, make_clone
+from support.remote import make_bare, make_clone
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, new_lock_id

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import Result, alock
+from support.cli import Result, alock
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}

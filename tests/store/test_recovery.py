@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import Result, alock
-from remote_fixtures import make_bare, make_clone, remote_events
+from support.cli import Result, alock
+from support.remote import make_bare, make_clone, remote_events
 
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.store import refs as refs_module

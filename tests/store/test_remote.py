@@ -10,18 +10,9 @@ from typing import Any
 import pygit2
 import pytest
 from conftest import git
-from helpers import Result, alock
-from remote_fixtures import (
-    Daemon,
-    alock_cli,
-    daemon,
-    finish,
-    make_bare,
-    make_clone,
-    refs_of,
-    remote_events,
-    remote_locks,
-)
+from support.cli import Result, alock, alock_cli, finish
+from support.daemon import Daemon
+from support.remote import daemon, make_bare, make_clone, refs_of, remote_events, remote_locks
 
 from gitlocks import patterns_overlap
 from gitlocks.core.record import utcnow

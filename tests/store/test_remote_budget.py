@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import alock
-from remote_fixtures import make_bare, make_clone, remote_events
+from support.cli import alock
 from support.harness import StandIn
+from support.remote import make_bare, make_clone, remote_events
 
 A = {"AGENT_ID": "agent-a"}
 

@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import alock
-from remote_fixtures import Daemon, daemon, make_bare, make_clone, refs_of, remote_locks
+from support.cli import alock
+from support.daemon import Daemon
+from support.remote import daemon, make_bare, make_clone, refs_of, remote_locks
 
 from gitlocks.git.remote import GitRun, never_sent, porcelain, remote_side, summarise
 

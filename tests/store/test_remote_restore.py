@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pygit2
 from conftest import git
-from helpers import alock, write_blob
-from remote_fixtures import make_bare, make_clone, remote_events, remote_locks
+from support.cli import alock
+from support.records import write_blob
+from support.remote import make_bare, make_clone, remote_events, remote_locks
 
 from gitlocks.core import journal
 from gitlocks.store.journal import Journal

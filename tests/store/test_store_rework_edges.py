@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers import alock
-from remote_fixtures import Daemon, daemon, make_bare, make_clone, remote_locks
+from support.cli import alock
+from support.daemon import Daemon
+from support.remote import daemon, make_bare, make_clone, remote_locks
 
 from gitlocks.core.record import utcnow
 from gitlocks.core.scope import ScopeEntry

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers import Result, alock
-
+from support.cli import Result, alock
 from support.harness import StandIn
 
 OTHER = {"AGENT_ID": "other-agent"}

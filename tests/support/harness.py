@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers import Result
+from support.cli import Result
 
 SCRIPT = r"""
 import json, os, subprocess, sys

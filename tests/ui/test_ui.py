@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 from conftest import git
-from helpers import alock, alock_process, plant
-from remote_fixtures import Daemon, daemon, make_bare, make_clone
+from support.cli import alock, alock_process
+from support.daemon import Daemon
+from support.records import plant
+from support.remote import daemon, make_bare, make_clone
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 

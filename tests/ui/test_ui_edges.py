@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import test_docs
 from conftest import git
-from helpers import alock, run_git
+from support.cli import alock, run_git
 from test_ui import Page, browser, fetch, needs_chromium, serve, text_of
 
 from gitlocks.core.scope import make_entry

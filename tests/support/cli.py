@@ -1,4 +1,5 @@
-"""Small helpers shared by the command-line tests."""
+"""Running gitlocks as the tests run it: in process (``alock``) or as its own process, and
+planting records by hand."""
 
 from __future__ import annotations
 
@@ -84,23 +85,21 @@ def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def write_blob(repo: Path, data: bytes | str | dict[str, Any]) -> str:
-    """``data`` (a dict as JSON) stored as a blob in ``repo``, as plain git would; its id."""
-    raw = json.dumps(data).encode() if isinstance(data, dict) else data
-    raw = raw.encode() if isinstance(raw, str) else raw
-    proc = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=repo,
-        input=raw,
-        capture_output=True,
-        check=True,
+def alock_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start the installed ``git-alock`` as its own process (racing tests)."""
+    full = dict(os.environ)
+    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    full.update(env or {})
+    return subprocess.Popen(
+        ["git", "alock", *args],
+        cwd=cwd,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    return proc.stdout.decode().strip()
 
 
-def plant(repo: Path, lock_id: str, data: bytes | str | dict[str, Any]) -> str:
-    """Point ``refs/agent-locks/<lock_id>`` at ``data``, as a hostile clone or a hand edit
-    would (no gitlocks code involved); the blob's id."""
-    blob = write_blob(repo, data)
-    subprocess.run(["git", "update-ref", f"refs/agent-locks/{lock_id}", blob], cwd=repo, check=True)
-    return blob
+def finish(proc: subprocess.Popen[str], timeout: float = 60) -> Result:
+    out, err = proc.communicate(timeout=timeout)
+    return Result(proc.returncode, out, err)

@@ -1,0 +1,70 @@
+"""Lock records made outside the command line: planted by hand as plain git or a hostile
+clone would, or seeded in bulk through the store (bench/ and the scale tests)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gitlocks.core.change import Change
+from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+from gitlocks.store.local import Store
+
+
+def write_blob(repo: Path, data: bytes | str | dict[str, Any]) -> str:
+    """``data`` (a dict as JSON) stored as a blob in ``repo``, as plain git would; its id."""
+    raw = json.dumps(data).encode() if isinstance(data, dict) else data
+    raw = raw.encode() if isinstance(raw, str) else raw
+    proc = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repo,
+        input=raw,
+        capture_output=True,
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+def plant(repo: Path, lock_id: str, data: bytes | str | dict[str, Any]) -> str:
+    """Point ``refs/agent-locks/<lock_id>`` at ``data``, as a hostile clone or a hand edit
+    would (no gitlocks code involved); the blob's id."""
+    blob = write_blob(repo, data)
+    subprocess.run(["git", "update-ref", f"refs/agent-locks/{lock_id}", blob], cwd=repo, check=True)
+    return blob
+
+
+def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
+    """``count`` live locks on ``area<i>/**`` held by ``agent-<i % holders>``, expiring 2h
+    ahead, written in one store transaction, then ``git pack-refs --all``.
+
+    They name no session process (pid 0), so liveness never judges them dead: they live by
+    their TTL, like claims made with an explicit id. 10,000 take a few seconds.
+    """
+    store = Store.discover(repo)
+    branch, head = store.head_info()
+    now = utcnow()
+    stamp = format_time(now)
+    ttl = 2 * 3600
+    records = [
+        LockRecord(
+            id=f"{new_lock_id()}-{i:06d}",
+            holder=f"agent-{i % holders}",
+            paths=(f"area{i}/**",),
+            reason=f"seeded lock {i}",
+            created_at=stamp,
+            renewed_at=stamp,
+            expires_at=expiry_from(now, ttl),
+            host=socket.gethostname(),
+            worktree=str(repo),
+            branch=branch,
+            head=head,
+            ttl=ttl,
+        )
+        for i in range(count)
+    ]
+    event = {"event": "seeded", "at": stamp, "holder": "bench", "paths": [], "count": count}
+    store.transact(lambda table: (Change(put=records, events=[event]), None))
+    subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
