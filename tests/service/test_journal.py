@@ -177,8 +177,9 @@ def watch_process(repo: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def wait_started(repo: Path) -> None:
-    # The watcher reads the journal ref once it has started; give it a moment.
-    time.sleep(1.0)
+    # The watcher reads the journal ref once it has started; give it a moment, and a
+    # loaded machine a second more (an event written before it reads counts as old).
+    time.sleep(2.0)
 
 
 def test_watch_prints_events_written_by_another_process(repo: Path) -> None:
