@@ -7,11 +7,10 @@ arguments, their kinds, defaults and help). The server publishes each tool's JSO
 from that table and checks each call against it; its methods are the tools' bodies, one
 per tool, taking the verb's parameters. Each result is the same JSON document as the
 verb's ``--json``, and a refusal is a normal result naming the holder, never a protocol
-error. Patterns are relative to
-the top of the working tree. The holder is ``AGENT_ID`` from the server's environment,
-else derived from the process that started the server (the harness), whose life is the
-session's (docs/design.md, section 6.6). Built on the official ``mcp`` SDK, an optional
-extra (``pip install 'gitlocks[mcp]'``) imported only by this verb.
+error. Patterns are relative to the top of the working tree. The holder is ``AGENT_ID``
+from the server's environment, else derived from the process that started the server (the
+harness), whose life is the session's (docs/design.md, section 6.6). Built on the official
+``mcp`` SDK, an optional extra (``pip install 'gitlocks[mcp]'``) imported only by this verb.
 
 The arguments are checked here, as sent, not by the SDK: its validation answers in its
 own words, coerces (``all: "yes"`` became true), and its JSON reader drops a request
@@ -100,8 +99,8 @@ class Server:
         self.root = root
         self.tools = tools
         for tool in tools.values():
-            body = getattr(self, tool.name, None)
-            takes = body.__code__.co_varnames[1 : body.__code__.co_argcount] if body else None
+            code = getattr(getattr(type(self), tool.name, None), "__code__", None)
+            takes = code.co_varnames[1 : code.co_argcount] if code else None
             if takes != tuple(a.param for a in tool.arguments):
                 raise TypeError(
                     f"the MCP tool {tool.name!r} takes {[a.param for a in tool.arguments]} "

@@ -163,6 +163,8 @@ def test_a_server_whose_body_drifts_from_the_declaration_does_not_start(repo: Pa
         Server(repo, {"release": drifted})
     with pytest.raises(TypeError, match=r"Server\.paint takes None"):
         Server(repo, {"paint": Tool("paint", "Paint.", ())})
+    with pytest.raises(TypeError, match=r"Server\.identity takes None"):  # no method
+        Server(repo, {"identity": Tool("identity", "Who.", ())})
     assert Server(repo, tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(TOOLS)
 
 
