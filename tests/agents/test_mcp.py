@@ -246,3 +246,33 @@ def test_the_client_sees_the_declared_schemas_and_the_checks_answer_as_before(
     assert set(typo) == set(by_cli)
     assert typo["covers_nothing"] == [{"pattern": "srcc/app.py", "closest": "src/app.py"}]
     assert released["status"] == "released"
+
+
+def shape(doc: Any) -> Any:
+    """A document's keys and nesting, without its values."""
+    if isinstance(doc, dict):
+        return {k: shape(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [shape(v) for v in doc[:1]]
+    return "value"
+
+
+def test_each_tool_answers_its_verbs_json_document(repo: Path) -> None:
+    """The same steps through the tools and through the command line's --json, on two
+    regions of the same repository: every answer has the same shape."""
+    steps: list[tuple[str, dict[str, Any], list[str]]] = [
+        ("acquire", {"paths": ["docs/**"], "reason": "r"}, ["acquire", "lib/**", "-m", "r"]),
+        ("check", {"paths": ["docs/a.md", "x.txt"]}, ["check", "lib/a.py", "y.txt"]),
+        ("note", {"path": "docs/**", "text": "half"}, ["note", "lib/**", "half"]),
+        ("renew", {}, ["renew"]),
+        ("renew", {"ttl": "2h"}, ["renew", "--ttl", "2h"]),
+        ("list", {}, ["list"]),
+        ("status", {}, ["status"]),
+        ("whoami", {}, ["whoami"]),
+        ("release", {"paths": ["docs/**"]}, ["release", "lib/**"]),
+        ("release", {"all": True}, ["release", "--all"]),
+    ]
+    _, by_tool = session(repo, [(name, arguments) for name, arguments, _ in steps])
+    for (name, _, args), got in zip(steps, by_tool, strict=True):
+        by_verb = alock(repo, *args, "--json", AGENT_ID="mcp-agent").json()
+        assert shape(got) == shape(by_verb), name
