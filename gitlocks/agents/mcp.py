@@ -20,6 +20,7 @@ gets one of our documents, bad input ``{"status": "error", ...}``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -114,10 +115,24 @@ class Server:
         maybe before its guard has registered the session (and so named its holder)."""
         return resolve_identity(None, self.env, session_process(env=self.env))
 
-    def _ctx(self) -> Any:
+    def _ctx(self, *, land: bool = False) -> Any:
+        """The store and who asks. ``land`` (the reading tools, as the reading verbs): in
+        local mode, first release this machine's claims whose work has landed, so that a
+        merge is seen by the next read; the read answers even if that write fails."""
         from gitlocks.service.context import open_context  # the store (pygit2), once
 
-        return open_context(self.root, self.identity)
+        ctx = open_context(self.root, self.identity)
+        if land and not ctx.store.config_get("alock.remote"):
+            from gitlocks.service import landing  # the store's layer, once
+
+            if not landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
+                return ctx  # the cheap question: no claim of this machine waits
+            from gitlocks.service.remote import land_waiting  # only when some claim waits
+
+            # The table as it stands if that fails: a read never fails for a write it tried.
+            with contextlib.suppress(GitlocksError):
+                land_waiting(ctx)
+        return ctx
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         if not paths:
@@ -182,19 +197,19 @@ class Server:
     def check(self, paths: list[str]) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
-        ctx = self._ctx()
+        ctx = self._ctx(land=True)
         return [item.to_dict() for item in locks.check(ctx, self._entries(ctx, paths))]
 
     def list(self) -> Any:
         from gitlocks.service.context import live_table  # imported here: the store's layer
 
-        _, live = live_table(self._ctx())
+        _, live = live_table(self._ctx(land=True))
         return [r.to_dict() for r in live]
 
     def status(self) -> Any:
         from gitlocks.service.status import status  # imported here: the store's layer
 
-        return status(self._ctx()).to_dict()
+        return status(self._ctx(land=True)).to_dict()
 
     def note(self, pattern: str, text: str) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once

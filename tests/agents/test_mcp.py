@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from support.cli import alock
+from conftest import git
+from support.cli import alock, run_git
 
 from gitlocks.agents.mcp import MAX_PATHS, MAX_PATTERN_CHARS, Server, Tool, ToolArgument, schema
 from gitlocks.cli import declare
@@ -276,3 +277,28 @@ def test_each_tool_answers_its_verbs_json_document(repo: Path) -> None:
     for (name, _, args), got in zip(steps, by_tool, strict=True):
         by_verb = alock(repo, *args, "--json", AGENT_ID="mcp-agent").json()
         assert shape(got) == shape(by_verb), name
+
+
+def test_the_reading_tools_release_landed_claims_first_as_the_reading_verbs_do(
+    repo: Path, worktree: Path
+) -> None:
+    """A merge git made without hooks lands a claim: ``list --json`` releases it before
+    answering, and so do the tools ``list``, ``check`` and ``status``."""
+    assert alock(repo, "install-hooks").code == 0
+    main = git(repo, "branch", "--show-current").strip()
+    agent = {"AGENT_ID": "alice"}
+    assert alock(worktree, "acquire", "src/**", "--until-merged", main, **agent).code == 0
+    (worktree / "src" / "app.py").write_text("done\n")
+    assert run_git(worktree, "commit", "-qam", "done", env=agent).code == 0
+    git(repo, "-c", "core.hooksPath=/dev/null", "merge", "-q", "--ff-only", "side")
+    _, [listed] = session(repo, [("list", {})])
+    assert listed == []
+    events = alock(repo, "log", "--json").json()
+    assert [e["event"] for e in events][:1] == ["landed"], events
+
+    assert alock(worktree, "acquire", "src/**", "--until-merged", main, **agent).code == 0
+    (worktree / "src" / "app.py").write_text("again\n")
+    assert run_git(worktree, "commit", "-qam", "again", env=agent).code == 0
+    git(repo, "-c", "core.hooksPath=/dev/null", "merge", "-q", "--ff-only", "side")
+    _, [[checked]] = session(repo, [("check", {"paths": ["src/app.py"]})])
+    assert checked["status"] == "free", checked
