@@ -2,17 +2,18 @@
 
 A verb is a function whose parameters say what it takes: ``Annotated[str | None,
 Option("--ttl", help=...)]``, ``Annotated[list[str], Argument(metavar="PATTERN...")]``.
-Two readers share that declaration:
+Three readers share that declaration:
 
 - ``parse`` (here, standard library only): the known options and arguments of a command
   line typed correctly, the case of every command an agent or a hook runs. It parses what
   click would parse, the same way, or declines (returns None);
 - typer (``gitlocks.cli.app``), for everything ``parse`` declines: help, usage errors with
   click's wording, shell completion;
-- and, for a verb that is also an MCP tool (``@app.command(tool=DESCRIPTION)``), the tool
-  table (``gitlocks.cli.tools``): the tool's arguments, their JSON schema and checks, and
-  their descriptions are the declared parameters and their help. A parameter the tool takes
-  otherwise than the command line (another name, not at all) says so with ``tool=InTool(...)``.
+- the MCP tool table (``gitlocks.cli.tools``), for a verb that is also a tool
+  (``@app.command(tool=DESCRIPTION)``): the tool's arguments, their JSON schema, their
+  checks and their descriptions are the declared parameters and their help. A parameter
+  the tool takes otherwise (another name, required, not at all) says so right here, with
+  ``tool=InTool(...)`` or ``tool=NOT_IN_TOOL``.
 
 So a verb run correctly never imports the command-line framework, and its help and errors
 are the framework's own. Values stay strings: the verbs read them themselves.
