@@ -78,7 +78,16 @@ args = json.loads(sys.argv[1])
 if args == ["mcp-call"]:
     from pathlib import Path
     from gitlocks.agents.mcp import Server
-    Server(Path.cwd()).list()
+    from gitlocks.cli.tools import tools
+    Server(Path.cwd(), tools(("list",))).list()
+    code = 0
+elif args == ["mcp-tools"]:
+    from pathlib import Path
+    from gitlocks.agents.mcp import Server, schema
+    from gitlocks.cli.tools import tools
+    table = tools()
+    [schema(t) for t in table.values()]
+    Server(Path.cwd(), table)
     code = 0
 else:
     code = main(args)
@@ -161,8 +170,21 @@ def test_whoami_loads_no_store(held: Path) -> None:
 
 
 def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:
-    budget = STORE_VERBS | {"gitlocks.agents", "gitlocks.agents.mcp"}
+    budget = STORE_VERBS | {"gitlocks.agents", "gitlocks.agents.mcp", "gitlocks.cli.tools"}
     within_budget(loaded(held, ["mcp-call"]), budget)
+
+
+def test_the_mcp_tool_table_needs_no_command_line_framework(held: Path) -> None:
+    """The server reads every tool's declaration without typer or click (the SDK, which
+    the probe does not load, is the server's only third-party import)."""
+    modules = loaded(held, ["mcp-tools"])
+    assert not {m for m in modules if m.split(".")[0] in ("typer", "click", "mcp")}
+    within_budget(
+        modules,
+        STORE_VERBS
+        | {"gitlocks.agents", "gitlocks.agents.mcp", "gitlocks.cli.tools", "gitlocks.cli.info"}
+        | {"gitlocks.service.skill"},
+    )
 
 
 HOOKS_BUDGET = frozenset(

@@ -1,13 +1,16 @@
 """``git alock mcp``: an MCP server over stdio, for agents that speak MCP.
 
 Tools ``acquire``, ``release``, ``renew``, ``check``, ``list``, ``status``, ``note`` and
-``whoami``, with arguments named as on the command line (``paths``, ``reason``, ``ttl``,
-``all``); each result is the same JSON document as the verb's ``--json``, and a refusal
-is a normal result naming the holder, never a protocol error. Patterns are relative to
-the top of the working tree. The holder is ``AGENT_ID`` from the server's environment,
-else derived from the process that started the server (the harness), whose life is the
-session's (docs/design.md, section 6.6). Built on the official ``mcp`` SDK, an optional
-extra (``pip install 'gitlocks[mcp]'``) imported only by this verb.
+``whoami``: the verbs of the command line, handed to the server as a table of ``Tool``s
+that ``gitlocks.cli.tools`` derives from the verbs' declarations (names, descriptions,
+arguments, their kinds, defaults and help). The server publishes each tool's JSON schema
+from that table and checks each call against it; its methods are the tools' bodies, one
+per tool, taking the verb's parameters. Each result is the same JSON document as the
+verb's ``--json``, and a refusal is a normal result naming the holder, never a protocol
+error. Patterns are relative to the top of the working tree. The holder is ``AGENT_ID``
+from the server's environment, else derived from the process that started the server (the
+harness), whose life is the session's (docs/design.md, section 6.6). Built on the official
+``mcp`` SDK, an optional extra (``pip install 'gitlocks[mcp]'``) imported only by this verb.
 
 The arguments are checked here, as sent, not by the SDK: its validation answers in its
 own words, coerces (``all: "yes"`` became true), and its JSON reader drops a request
@@ -17,13 +20,14 @@ gets one of our documents, bad input ``{"status": "error", ...}``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
@@ -39,31 +43,70 @@ INSTRUCTIONS = (
 MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store for long
 MAX_PATTERN_CHARS = 4096  # PATH_MAX
 
-# Each tool's arguments and their kinds; a kind ending in "?" may be left out or null.
-ARGUMENTS: dict[str, dict[str, str]] = {
-    "acquire": {
-        "paths": "paths",
-        "reason": "text?",
-        "ttl": "text?",
-        "shared": "bool?",
-        "until_merged": "text?",
-    },
-    "release": {"paths": "paths?", "all": "bool?"},
-    "renew": {"paths": "paths?", "ttl": "text?"},
-    "check": {"paths": "paths"},
-    "list": {},
-    "status": {},
-    "note": {"path": "pattern", "text": "text"},
-    "whoami": {},
-}
+
+class ToolArgument(NamedTuple):
+    """One argument of a tool, as its verb declares it."""
+
+    name: str  # as the tool takes it
+    param: str  # the verb's parameter it fills
+    kind: str  # "bool", "text", "pattern" (one path or pattern) or "paths" (an array of them)
+    required: bool  # else it may be left out or null: the verb's default then
+    default: Any
+    help: str
+
+
+class Tool(NamedTuple):
+    name: str
+    description: str
+    arguments: tuple[ToolArgument, ...]
+
+
+_TYPES = {"bool": "boolean", "text": "string", "pattern": "string"}
+
+
+def schema(tool: Tool) -> dict[str, Any]:
+    """The JSON schema of ``tool``'s arguments, as published to clients."""
+    properties: dict[str, Any] = {}
+    for a in tool.arguments:
+        if a.kind == "paths":
+            item = {"type": "string", "maxLength": MAX_PATTERN_CHARS}
+            prop: dict[str, Any] = {"type": "array", "items": item, "maxItems": MAX_PATHS}
+        else:
+            prop = {"type": _TYPES[a.kind]}
+            if a.kind == "pattern":
+                prop["maxLength"] = MAX_PATTERN_CHARS
+        if a.help:
+            prop["description"] = a.help
+        if not a.required and a.default is not None:
+            prop["default"] = a.default
+        properties[a.name] = prop
+    required = [a.name for a in tool.arguments if a.required]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 class Server:
-    """The tools, bound to one repository and one holder."""
+    """The tools, bound to one repository and one holder. Each tool is the method of its
+    name, taking the verb's parameters that the tool offers (all of them, defaults filled
+    in), so a declaration and its body cannot drift apart unnoticed: the server refuses to
+    start."""
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, tools: dict[str, Tool], env: dict[str, str] | None = None):
         self.env = dict(os.environ if env is None else env)
         self.root = root
+        self.tools = tools
+        for tool in tools.values():
+            code = getattr(getattr(type(self), tool.name, None), "__code__", None)
+            takes = code.co_varnames[1 : code.co_argcount] if code else None
+            if takes != tuple(a.param for a in tool.arguments):
+                raise TypeError(
+                    f"the MCP tool {tool.name!r} takes {[a.param for a in tool.arguments]} "
+                    f"as declared, but Server.{tool.name} takes {takes}"
+                )
         _ = self.identity  # a bad AGENT_ID stops the server as it starts, not at a call
 
     @property
@@ -72,10 +115,24 @@ class Server:
         maybe before its guard has registered the session (and so named its holder)."""
         return resolve_identity(None, self.env, session_process(env=self.env))
 
-    def _ctx(self) -> Any:
+    def _ctx(self, *, land: bool = False) -> Any:
+        """The store and who asks. ``land`` (the reading tools, as the reading verbs): in
+        local mode, first release this machine's claims whose work has landed, so that a
+        merge is seen by the next read; the read answers even if that write fails."""
         from gitlocks.service.context import open_context  # the store (pygit2), once
 
-        return open_context(self.root, self.identity)
+        ctx = open_context(self.root, self.identity)
+        if land and not ctx.store.config_get("alock.remote"):
+            from gitlocks.service import landing  # the store's layer, once
+
+            if not landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
+                return ctx  # the cheap question: no claim of this machine waits
+            from gitlocks.service.remote import land_waiting  # only when some claim waits
+
+            # The table as it stands if that fails: a read never fails for a write it tried.
+            with contextlib.suppress(GitlocksError):
+                land_waiting(ctx)
+        return ctx
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         if not paths:
@@ -89,68 +146,76 @@ class Server:
 
     def acquire(
         self,
-        paths: list[str],
-        reason: str | None = "",
-        ttl: str | None = None,
-        shared: bool | None = False,
-        until_merged: str | None = None,
+        patterns: list[str],
+        reason: str,
+        ttl: str | None,
+        shared: bool,
+        until_merged: str | None,
     ) -> Any:
         """``until_merged``: a branch, or "" for the main line (``--until-merged``)."""
-        from gitlocks.service import landing, locks  # imported here: the store's layer, once
+        # Imported here: the store's layer, once.
+        from gitlocks.service import landing, locks, typos
 
         ctx = self._ctx()
         branch = None
         if until_merged is not None:
             wanted = until_merged or landing.main_line(ctx.store)
             branch = landing.check_branch(ctx.store, wanted)
-        return locks.acquire(
+        claim = self._entries(ctx, patterns)
+        result = locks.acquire(
             ctx,
-            self._entries(ctx, paths),
-            reason=user_text(reason or "", "reason", MAX_REASON_CHARS),
+            claim,
+            reason=user_text(reason, "reason", MAX_REASON_CHARS),
             ttl=self._ttl(ctx, ttl),
-            shared=bool(shared),
+            shared=shared,
             until_merged=branch,
-        ).to_dict()
+        )
+        doc = result.to_dict()
+        if result.status == "acquired":  # as the verb's --json says it
+            missing = typos.uncovered(str(ctx.store.root), claim, ignore_case=ctx.store.ignore_case)
+            doc["covers_nothing"] = [m.to_dict() for m in missing]
+        return doc
 
-    def release(self, paths: list[str] | None = None, all: bool | None = False) -> Any:
+    def release(self, patterns: list[str] | None, all_: bool) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
-        if not all and not paths:
+        if not all_ and not patterns:
             raise UsageError("name the paths to release, or all=true for all of yours")
-        if all and paths:
+        if all_ and patterns:
             raise UsageError("give paths, or all=true, not both")
         ctx = self._ctx()
-        return locks.release(ctx, None if all else self._entries(ctx, paths or [])).to_dict()
+        return locks.release(ctx, None if all_ else self._entries(ctx, patterns or [])).to_dict()
 
-    def renew(self, paths: list[str] | None = None, ttl: str | None = None) -> Any:
+    def renew(self, patterns: list[str] | None, ttl: str | None) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
         ctx = self._ctx()
-        entries = self._entries(ctx, paths) if paths else None
-        return locks.renew(ctx, entries, ttl=self._ttl(ctx, ttl) if ttl else None).to_dict()
+        entries = self._entries(ctx, patterns) if patterns else None
+        asked = self._ttl(ctx, ttl) if ttl else None
+        return locks.renew(ctx, entries, ttl=asked, default_ttl=ctx.ttl(None)).to_dict()
 
     def check(self, paths: list[str]) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
-        ctx = self._ctx()
+        ctx = self._ctx(land=True)
         return [item.to_dict() for item in locks.check(ctx, self._entries(ctx, paths))]
 
     def list(self) -> Any:
         from gitlocks.service.context import live_table  # imported here: the store's layer
 
-        _, live = live_table(self._ctx())
+        _, live = live_table(self._ctx(land=True))
         return [r.to_dict() for r in live]
 
     def status(self) -> Any:
         from gitlocks.service.status import status  # imported here: the store's layer
 
-        return status(self._ctx()).to_dict()
+        return status(self._ctx(land=True)).to_dict()
 
-    def note(self, path: str, text: str) -> Any:
+    def note(self, pattern: str, text: str) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
         ctx = self._ctx()
-        [entry] = self._entries(ctx, [path])
+        [entry] = self._entries(ctx, [pattern])
         return locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS)).to_dict()
 
     def whoami(self) -> Any:
@@ -177,9 +242,6 @@ def _kind(value: Any) -> str:
 def _checked(value: Any, kind: str, what: str) -> Any:
     """``value`` as the argument's ``kind`` wants it, exactly (no coercion); UsageError
     with what is wrong otherwise."""
-    if value is None and kind.endswith("?"):
-        return None
-    kind = kind.rstrip("?")
     if kind == "bool":
         if not isinstance(value, bool):
             raise UsageError(f"{what} must be true or false, not {_kind(value)} {value!r}")
@@ -193,27 +255,36 @@ def _checked(value: Any, kind: str, what: str) -> Any:
     return _string(value, what, MAX_PATTERN_CHARS if kind == "pattern" else None)
 
 
-def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
-    """The arguments of a call to ``tool``, checked against what it takes."""
-    takes = ARGUMENTS.get(tool)
-    if takes is None:
-        raise UsageError(f"no tool {tool!r}: the tools are {', '.join(ARGUMENTS)}")
+def check_arguments(tools: dict[str, Tool], name: str, arguments: Any) -> dict[str, Any]:
+    """The arguments of a call to the tool ``name``, checked against what it takes, as the
+    verb's parameters (each one left out or null: its declared default)."""
+    tool = tools.get(name)
+    if tool is None:
+        raise UsageError(f"no tool {name!r}: the tools are {', '.join(tools)}")
     if not isinstance(arguments, dict):
         raise UsageError(f"the arguments must be an object, not {_kind(arguments)}")
+    takes = {a.name: a for a in tool.arguments}
     unknown = sorted(set(arguments) - set(takes))
     if unknown:
         known = ", ".join(takes) or "no arguments"
-        raise UsageError(f"{tool} takes no argument {unknown[0]!r} (it takes {known})")
-    for name, kind in takes.items():
-        if name not in arguments and not kind.endswith("?"):
-            raise UsageError(f"{tool} needs the argument {name!r}")
-    return {k: _checked(v, takes[k], k) for k, v in arguments.items()}
+        raise UsageError(f"{name} takes no argument {unknown[0]!r} (it takes {known})")
+    for a in tool.arguments:
+        if a.name not in arguments and a.required:
+            raise UsageError(f"{name} needs the argument {a.name!r}")
+    values = {}
+    for a in tool.arguments:
+        value = arguments.get(a.name)
+        if value is None and not a.required:
+            values[a.param] = a.default
+        else:
+            values[a.param] = _checked(value, a.kind, a.name)
+    return values
 
 
 def call(server: Server, tool: str, arguments: Any) -> str:
     """One tool call, as the JSON text of its result; an error is a result too."""
     try:
-        checked = check_arguments(tool, arguments)
+        checked = check_arguments(server.tools, tool, arguments)
         result = getattr(server, tool)(**checked)
     except GitlocksError as exc:
         result = exc.to_dict()
@@ -229,21 +300,6 @@ def call(server: Server, tool: str, arguments: Any) -> str:
 
 
 ERROR_START = '{"status": "error"'  # how :func:`call` writes every error's document
-
-TOOLS = {
-    "acquire": "Claim paths (glob patterns) before editing them, all or none. A refusal "
-    "names each holder, its pattern, reason and expiry: do not edit those paths. "
-    "shared=true: a claim other shared claims may overlap (readers, appenders). "
-    'until_merged: a branch ("" for the main line); the claim ends once your commits '
-    "in it land there.",
-    "release": "Give back paths of your locks, or all=true for all of yours.",
-    "renew": "Extend your locks' expiry from now (all of yours without paths).",
-    "check": "FREE, YOURS or HELD for each path.",
-    "list": "Every live lock.",
-    "status": "Your locks, others', and uncommitted edits outside your claims.",
-    "note": "Append a progress note to your lock on a path.",
-    "whoami": "Your holder id, parent and session, and where each came from.",
-}
 
 # A lone surrogate escaped in a request's JSON (an escaped backslash, a valid pair, or a
 # lone one, matched left to right so that "\\\\ud800" is no escape).
@@ -294,21 +350,34 @@ def _sdk() -> tuple[Any, bool]:
             ) from None
 
 
-def serve(root: Path) -> None:
-    """Run the server on stdio until the client goes away."""
+def serve(root: Path, tools: dict[str, Tool]) -> None:
+    """Run the server of ``tools`` on stdio until the client goes away."""
     factory, modern = _sdk()
     # Imported here, with the SDK they come with: only this verb needs them.
     import anyio
     from mcp.types import CallToolResult, TextContent
+    from mcp.types import Tool as Published
 
-    server = Server(root)
+    server = Server(root, tools)
     one_at_a_time = threading.Lock()
+    published = [
+        Published.model_validate(
+            {"name": t.name, "description": t.description, "inputSchema": schema(t)}
+        )
+        for t in tools.values()
+    ]
 
     def answer(tool: str, arguments: Any) -> str:
         with one_at_a_time:
             return call(server, tool, arguments)
 
+    # The SDK is given no functions: it would derive schemas of its own and check calls
+    # in its own words. These two answer tools/list and tools/call from the table.
     class App(factory):  # type: ignore[misc, valid-type]
+        async def list_tools(self) -> list[Any]:
+            """Each tool with the schema its verb's declaration gives."""
+            return published
+
         async def call_tool(self, name: str, arguments: Any, context: Any = None) -> Any:
             """Every call, its arguments as sent: checked by :func:`check_arguments`."""
             text = await anyio.to_thread.run_sync(answer, name, arguments)
@@ -323,55 +392,5 @@ def serve(root: Path) -> None:
             return CallToolResult.model_validate({"content": content, "isError": failed})
 
     app = App("gitlocks", instructions=INSTRUCTIONS)
-
-    # The functions give the SDK each tool's published argument schema; App.call_tool
-    # answers every call itself.
-    def acquire(
-        paths: list[str],
-        reason: str = "",
-        ttl: str | None = None,
-        shared: bool = False,
-        until_merged: str | None = None,
-    ) -> str:
-        arguments = {"paths": paths, "reason": reason, "ttl": ttl, "shared": shared}
-        return answer("acquire", {**arguments, "until_merged": until_merged})
-
-    def release(paths: list[str] | None = None, all: bool = False) -> str:
-        return answer("release", {"paths": paths, "all": all})
-
-    def renew(paths: list[str] | None = None, ttl: str | None = None) -> str:
-        return answer("renew", {"paths": paths, "ttl": ttl})
-
-    def check(paths: list[str]) -> str:
-        return answer("check", {"paths": paths})
-
-    def list_locks() -> str:
-        return answer("list", {})
-
-    def status() -> str:
-        return answer("status", {})
-
-    def note(path: str, text: str) -> str:
-        return answer("note", {"path": path, "text": text})
-
-    def whoami() -> str:
-        return answer("whoami", {})
-
-    functions: dict[str, Any] = {
-        "acquire": acquire,
-        "release": release,
-        "renew": renew,
-        "check": check,
-        "list": list_locks,
-        "status": status,
-        "note": note,
-        "whoami": whoami,
-    }
-    for name, function in functions.items():
-        try:  # the result is text (our JSON document), not the SDK's structured output
-            register = app.tool(name=name, description=TOOLS[name], structured_output=False)
-        except TypeError:  # an SDK before 1.10 has no structured output at all
-            register = app.tool(name=name, description=TOOLS[name])
-        register(function)
     _mend_stdin()
     app.run("stdio")

@@ -97,7 +97,9 @@ def mcp() -> None:
 
     Example: claude mcp add gitlocks -- git alock mcp
     """
-    from gitlocks.agents.mcp import serve  # imported here: the MCP SDK, only for this verb
+    # Imported here: the MCP SDK, and the verbs the tools are, only for this verb.
+    from gitlocks.agents.mcp import serve
+    from gitlocks.cli.tools import tools
 
-    serve(Store.discover().root)
+    serve(Store.discover().root, tools())
     finish(EXIT_OK)

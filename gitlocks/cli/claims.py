@@ -7,7 +7,7 @@ from typing import Annotated
 
 from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
 from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
-from gitlocks.cli.declare import Argument, Option
+from gitlocks.cli.declare import Argument, InTool, Option
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
@@ -21,9 +21,18 @@ MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt
 OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be left out
 
 
-@app.command()
+@app.command(
+    tool="Claim paths (glob patterns) before editing them, all or none. A refusal "
+    "names each holder, its pattern, reason and expiry: do not edit those paths. "
+    "shared=true: a claim other shared claims may overlap (readers, appenders). "
+    'until_merged: a branch ("" for the main line); the claim ends once your commits '
+    "in it land there."
+)
 def acquire(
-    patterns: Annotated[list[str], Argument(metavar="PATTERN...", help="Glob patterns to claim.")],
+    patterns: Annotated[
+        list[str],
+        Argument(metavar="PATTERN...", help="Glob patterns to claim.", tool=InTool("paths")),
+    ],
     reason: Annotated[str, Option("-m", "--reason", help="Why you claim it.")] = "",
     ttl: TtlOption = None,
     shared: Annotated[
@@ -102,10 +111,11 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-@app.command()
+@app.command(tool="Give back paths of your locks, or all=true for all of yours.")
 def release(
     patterns: Annotated[
-        list[str] | None, Argument(metavar="[PATTERN...]", help="Patterns to give back.")
+        list[str] | None,
+        Argument(metavar="[PATTERN...]", help="Patterns to give back.", tool=InTool("paths")),
     ] = None,
     all_: Annotated[bool, Option("--all", help="Release all yours and your sub-agents'.")] = False,
     as_id: AsOption = None,
@@ -124,10 +134,11 @@ def release(
     finish(EXIT_REFUSED if result.held_by_others else EXIT_OK)
 
 
-@app.command()
+@app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
 def renew(
     patterns: Annotated[
-        list[str] | None, Argument(metavar="[PATTERN...]", help="Patterns to renew.")
+        list[str] | None,
+        Argument(metavar="[PATTERN...]", help="Patterns to renew.", tool=InTool("paths")),
     ] = None,
     ttl: TtlOption = None,
     as_id: AsOption = None,
@@ -145,9 +156,14 @@ def renew(
     finish(EXIT_OK if result else EXIT_REFUSED)
 
 
-@app.command()
+@app.command(tool="Append a progress note to your lock on a path.")
 def note(
-    pattern: Annotated[str, Argument(metavar="PATTERN", help="A pattern of your lock.")],
+    pattern: Annotated[
+        str,
+        Argument(
+            metavar="PATTERN", help="A pattern of your lock.", tool=InTool("path", pattern=True)
+        ),
+    ],
     text: Annotated[str, Argument(metavar="TEXT", help="The progress note.")],
     as_id: AsOption = None,
     as_json: JsonOption = False,

@@ -10,16 +10,25 @@ import os
 import sys
 from typing import Annotated, Any, NoReturn
 
-from gitlocks.cli.declare import Exit, Option, Verbs
+from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
 from gitlocks.errors import UsageError
 
 AsOption = Annotated[
     str | None,
-    Option("--as", help="Act as this agent id (default: $AGENT_ID, else the session)."),
+    # An MCP tool acts for the server's holder only: it is named as the server starts.
+    Option(
+        "--as",
+        help="Act as this agent id (default: $AGENT_ID, else the session).",
+        tool=NOT_IN_TOOL,
+    ),
 ]
-JsonOption = Annotated[bool, Option("--json", help="Print one JSON document.")]
+# A tool's result is always the JSON document.
+JsonOption = Annotated[bool, Option("--json", help="Print one JSON document.", tool=NOT_IN_TOOL)]
 FreshOption = Annotated[
-    bool, Option("--fresh", help="In remote mode, fetch the lock remote's state first.")
+    bool,
+    Option(
+        "--fresh", help="In remote mode, fetch the lock remote's state first.", tool=NOT_IN_TOOL
+    ),
 ]
 TtlOption = Annotated[
     str | None,

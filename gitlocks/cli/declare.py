@@ -2,13 +2,18 @@
 
 A verb is a function whose parameters say what it takes: ``Annotated[str | None,
 Option("--ttl", help=...)]``, ``Annotated[list[str], Argument(metavar="PATTERN...")]``.
-Two readers share that declaration:
+Three readers share that declaration:
 
 - ``parse`` (here, standard library only): the known options and arguments of a command
   line typed correctly, the case of every command an agent or a hook runs. It parses what
   click would parse, the same way, or declines (returns None);
 - typer (``gitlocks.cli.app``), for everything ``parse`` declines: help, usage errors with
-  click's wording, shell completion.
+  click's wording, shell completion;
+- the MCP tool table (``gitlocks.cli.tools``), for a verb that is also a tool
+  (``@app.command(tool=DESCRIPTION)``): the tool's arguments, their JSON schema, their
+  checks and their descriptions are the declared parameters and their help. A parameter
+  the tool takes otherwise (another name, required, not at all) says so right here, with
+  ``tool=InTool(...)`` or ``tool=NOT_IN_TOOL``.
 
 So a verb run correctly never imports the command-line framework, and its help and errors
 are the framework's own. Values stay strings: the verbs read them themselves.
@@ -21,18 +26,35 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 
-class Option:
-    """An option of a verb: its names (``-m``, ``--reason``) and help."""
+class InTool(NamedTuple):
+    """How a verb's MCP tool takes one of its parameters, where that differs from the
+    command line. By default the tool takes it under the option's long name (``--until-merged``:
+    ``until_merged``) or the argument's parameter name, required as on the command line."""
 
-    def __init__(self, *names: str, **settings: Any) -> None:
+    name: str = ""  # the tool's name for it
+    required: bool | None = None  # required by the tool though optional on the command line
+    offered: bool = True  # False: the tool never takes it (who acts, the output's form)
+    pattern: bool = False  # a single path or pattern: held to a pattern's length
+
+
+NOT_IN_TOOL = InTool(offered=False)
+
+
+class Option:
+    """An option of a verb: its names (``-m``, ``--reason``), help, and how an MCP tool
+    takes it (``tool``); every other setting is typer's."""
+
+    def __init__(self, *names: str, tool: InTool = InTool(), **settings: Any) -> None:
         self.names = names
+        self.tool = tool
         self.settings = settings
 
 
 class Argument:
     """A positional argument of a verb."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *, tool: InTool = InTool(), **settings: Any) -> None:
+        self.tool = tool
         self.settings = settings
 
 
@@ -48,6 +70,7 @@ class Verb(NamedTuple):
     name: str
     callback: Callable[..., Any]
     hidden: bool
+    tool: str | None = None  # the MCP tool's description, for a verb that is also a tool
 
 
 class Verbs:
@@ -57,11 +80,13 @@ class Verbs:
         self.commands: dict[str, Verb] = {}
 
     def command(
-        self, name: str | None = None, *, hidden: bool = False
+        self, name: str | None = None, *, hidden: bool = False, tool: str | None = None
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a verb; ``tool``: it is also the MCP tool so described."""
+
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             verb = name or func.__name__
-            self.commands[verb] = Verb(verb, func, hidden)
+            self.commands[verb] = Verb(verb, func, hidden, tool)
             return func
 
         return register
@@ -77,6 +102,8 @@ class Param(NamedTuple):
     required: bool
     default: Any
     plain: bool  # text, a flag or a list of text: what ``parse`` hands over as typed
+    help: str = ""
+    tool: InTool = InTool()
 
 
 def params(func: Callable[..., Any]) -> list[Param]:
@@ -96,12 +123,13 @@ def params(func: Callable[..., Any]) -> list[Param]:
         plain = base in _PLAIN
         required = name not in defaults
         default = defaults.get(name)
+        text = meta.settings.get("help", "")
         if isinstance(meta, Option):
             kind = "flag" if base is bool else "value"
-            found.append(Param(name, kind, meta.names, required, default, plain))
+            found.append(Param(name, kind, meta.names, required, default, plain, text, meta.tool))
         else:
             kind = "many" if many else "one"
-            found.append(Param(name, kind, (), required, default, plain))
+            found.append(Param(name, kind, (), required, default, plain, text, meta.tool))
     return found
 
 

@@ -31,7 +31,7 @@ from gitlocks.store.local import Store
 app = verbs()
 
 
-@app.command()
+@app.command(tool="Your locks, others', and uncommitted edits outside your claims.")
 def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
     """Your locks, others' (STALE, INTERRUPTED), and uncommitted edits outside your claims.
 

@@ -22,7 +22,7 @@ from gitlocks.service import skill as skills
 app = verbs()
 
 
-@app.command()
+@app.command(tool="Your holder id, parent and session, and where each came from.")
 def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
     """Show your agent id and parent, and where each came from.
 

@@ -15,7 +15,7 @@ from gitlocks.cli.common import (
     verbs,
 )
 from gitlocks.cli.context import context, entries, require, say_staleness, warn_problems
-from gitlocks.cli.declare import Argument, Option
+from gitlocks.cli.declare import NOT_IN_TOOL, Argument, InTool, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
 from gitlocks.service import locks
@@ -27,7 +27,12 @@ app = verbs()
 
 LongOption = Annotated[
     bool,
-    Option("--long", "-l", help="Also show where each holder runs: host, session, worktree."),
+    Option(
+        "--long",
+        "-l",
+        help="Also show where each holder runs: host, session, worktree.",
+        tool=NOT_IN_TOOL,
+    ),
 ]
 
 
@@ -43,7 +48,7 @@ def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> 
     warn_problems(ctx)
 
 
-@app.command("list")
+@app.command("list", tool="Every live lock.")
 def list_(
     as_id: AsOption = None,
     as_json: JsonOption = False,
@@ -71,13 +76,16 @@ def ls(
     _list(as_id, as_json, fresh, long)
 
 
-@app.command()
+@app.command(tool="FREE, YOURS or HELD for each path.")
 def check(
     paths: Annotated[
-        list[str] | None, Argument(metavar="[PATH...]", help="Paths to ask about.")
+        list[str] | None,
+        # Without --staged, which no tool offers, paths are needed.
+        Argument(metavar="[PATH...]", help="Paths to ask about.", tool=InTool(required=True)),
     ] = None,
     staged: Annotated[
-        bool, Option("--staged", help="Check the paths staged for the next commit.")
+        bool,
+        Option("--staged", help="Check the paths staged for the next commit.", tool=NOT_IN_TOOL),
     ] = False,
     as_id: AsOption = None,
     as_json: JsonOption = False,
