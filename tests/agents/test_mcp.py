@@ -302,3 +302,15 @@ def test_the_reading_tools_release_landed_claims_first_as_the_reading_verbs_do(
     git(repo, "-c", "core.hooksPath=/dev/null", "merge", "-q", "--ff-only", "side")
     _, [[checked]] = session(repo, [("check", {"paths": ["src/app.py"]})])
     assert checked["status"] == "free", checked
+
+
+def test_the_mcp_verbs_help_names_exactly_the_tools_it_serves() -> None:
+    """The help is written by hand; this holds it to the table the server publishes."""
+    import re
+
+    from gitlocks.cli.agents import mcp
+    from gitlocks.cli.tools import TOOLS
+
+    listed = re.search(r"\(([^)]*)\)", " ".join((mcp.__doc__ or "").split()))
+    assert listed is not None
+    assert tuple(n.strip() for n in listed.group(1).split(",")) == TOOLS
