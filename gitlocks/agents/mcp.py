@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
-from gitlocks.identity import Identity, resolve_identity, session_process
+from gitlocks.identity import Identity, resolve_identity
 
 INSTRUCTIONS = (
     "Advisory path locks shared by the agents working in this git repository. Before "
@@ -112,8 +112,11 @@ class Server:
     @property
     def identity(self) -> Identity:
         """Who calls, asked at each call: the harness starts its MCP servers as it starts,
-        maybe before its guard has registered the session (and so named its holder)."""
-        return resolve_identity(None, self.env, session_process(env=self.env))
+        maybe before its guard has registered the session (and so named its holder). As
+        for every command: an explicit ``AGENT_ID`` that no registered harness has adopted
+        binds its claims to no process (they live by their TTL, as the shell's do); a
+        derived holder's session is the process that started the server."""
+        return resolve_identity(None, self.env)
 
     def _ctx(self, *, land: bool = False) -> Any:
         """The store and who asks. ``land`` (the reading tools, as the reading verbs): in
