@@ -138,13 +138,21 @@ class Server:
         return ctx
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
+        """The patterns as scope entries, without repeats (``a``, ``a/`` and ``./a`` are
+        one), as the verbs read them: a record never holds a pattern twice."""
         if not paths:
             raise UsageError("name at least one path or pattern")
         root = os.fspath(ctx.store.root)
-        return [make_entry(p, cwd="", root=root, is_file=ctx.store.is_file) for p in paths]
+        found: list[ScopeEntry] = []
+        for typed in paths:
+            entry = make_entry(typed, cwd="", root=root, is_file=ctx.store.is_file)
+            if entry not in found:
+                found.append(entry)
+        return found
 
     def _ttl(self, ctx: Any, ttl: str | None) -> int:
-        ttl_seconds: int = ctx.ttl(ttl or None, what="ttl")
+        """``ttl`` as given (an empty one is refused, as ``--ttl ''`` is), else the default."""
+        ttl_seconds: int = ctx.ttl(ttl, what="ttl")
         return ttl_seconds
 
     def acquire(
@@ -194,7 +202,7 @@ class Server:
 
         ctx = self._ctx()
         entries = self._entries(ctx, patterns) if patterns else None
-        asked = self._ttl(ctx, ttl) if ttl else None
+        asked = self._ttl(ctx, ttl) if ttl is not None else None
         return locks.renew(ctx, entries, ttl=asked, default_ttl=ctx.ttl(None)).to_dict()
 
     def check(self, paths: list[str]) -> Any:
@@ -217,6 +225,8 @@ class Server:
     def note(self, pattern: str, text: str) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
+        if not text.strip():
+            raise UsageError("the note is empty")
         ctx = self._ctx()
         [entry] = self._entries(ctx, [pattern])
         return locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS)).to_dict()

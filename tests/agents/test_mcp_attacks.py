@@ -54,3 +54,41 @@ def test_an_explicit_agent_id_binds_the_servers_claims_to_no_process_as_the_shel
     for path in ("lib/a.py", "pkg/a.py"):
         refused = alock(repo, "acquire", path, "--json", AGENT_ID="other")
         assert refused.code == 1 and refused.json()["conflicts"][0]["holder"] == "agent-7"
+
+
+# --- each tool takes its input as its verb does ----------------------------------------------
+
+# (tool, arguments, the verb's command line): the same input both ways.
+SAME_INPUT: list[tuple[str, dict[str, Any], str]] = [
+    ("note", {"path": "src/**", "text": ""}, "note 'src/**' ''"),
+    ("note", {"path": "src/**", "text": " \n\t"}, "note 'src/**' ' \n\t'"),
+    ("acquire", {"paths": ["lib/**"], "ttl": ""}, "acquire 'pkg/**' --ttl ''"),
+    ("renew", {"ttl": ""}, "renew --ttl ''"),
+    ("acquire", {"paths": ["ee", "ee/", "./ee"]}, "acquire ff ff/ ./ff"),
+    ("check", {"paths": ["x.txt", "./x.txt"]}, "check x.txt ./x.txt"),
+    ("release", {"paths": ["ee", "ee/"]}, "release ff ff/"),
+]
+
+
+def _outcome(doc: Any) -> Any:
+    """What a document says, without what differs between two claims (ids, times, paths)."""
+    if isinstance(doc, list):
+        return ["item" for _ in doc]
+    if doc.get("status") == "error":
+        return ("error", doc["exit_code"])
+    lock = doc.get("lock") or {}
+    released = doc.get("released") or []
+    return (doc["status"], len(lock.get("paths", [])), [len(r["paths"]) for r in released])
+
+
+def test_each_tool_takes_its_input_as_its_verb_does(repo: Path, claude: StandIn) -> None:
+    assert claude.shell("git alock acquire 'src/**' -m work").code == 0
+    answers = claude.mcp(*[(name, arguments) for name, arguments, _ in SAME_INPUT])
+    for (name, arguments, line), answer in zip(SAME_INPUT, answers, strict=True):
+        by_tool = json.loads(answer["text"])
+        got = claude.shell(f"git alock {line} --json")
+        by_verb = json.loads(got.out)
+        assert _outcome(by_tool) == _outcome(by_verb), (name, arguments, by_tool, by_verb)
+        assert answer["error"] == (got.code == 2), (name, arguments)
+    [mine] = [r for r in records(repo) if r["paths"] == ["src/**"]]
+    assert mine["notes"] == []  # no empty note was kept
