@@ -89,6 +89,37 @@ def schema(tool: Tool) -> dict[str, Any]:
     }
 
 
+# What the checks hand a body for each kind of argument, and how a message names it.
+_HANDED: dict[str, tuple[Any, str]] = {
+    "bool": (bool, "a boolean"),
+    "text": (str, "a string"),
+    "pattern": (str, "a string"),
+    "paths": (list[str], "an array of strings"),
+}
+
+
+def _held_to(tool: Tool, body: Any) -> None:
+    """TypeError unless ``body`` is annotated to take what the checks hand it for each of
+    ``tool``'s arguments: its kind, and null where an optional argument's declared default
+    is None. The names alone would let a declaration change an argument's type or make a
+    required one optional, and the body, unchanged, get what it cannot handle."""
+    import typing  # only as the server starts
+
+    hints = typing.get_type_hints(body)
+    for a in tool.arguments:
+        handed, said = _HANDED[a.kind]
+        if not a.required and a.default is None:
+            handed, said = handed | None, f"{said} or null"
+        elif not a.required and not isinstance(a.default, typing.get_origin(handed) or handed):
+            said = f"{said} or its default {a.default!r}"
+            handed = None  # no annotation takes a default of another type
+        if hints.get(a.param) != handed:
+            raise TypeError(
+                f"the MCP tool {tool.name!r} hands {a.name!r} {said} as declared, but "
+                f"Server.{tool.name} takes {a.param}: {hints.get(a.param)}"
+            )
+
+
 class Server:
     """The tools, bound to one repository and one holder. Each tool is the method of its
     name, taking the verb's parameters that the tool offers (all of them, defaults filled
@@ -100,13 +131,15 @@ class Server:
         self.root = root
         self.tools = tools
         for tool in tools.values():
-            code = getattr(getattr(type(self), tool.name, None), "__code__", None)
+            body = getattr(type(self), tool.name, None)
+            code = getattr(body, "__code__", None)
             takes = code.co_varnames[1 : code.co_argcount] if code else None
             if takes != tuple(a.param for a in tool.arguments):
                 raise TypeError(
                     f"the MCP tool {tool.name!r} takes {[a.param for a in tool.arguments]} "
                     f"as declared, but Server.{tool.name} takes {takes}"
                 )
+            _held_to(tool, body)
         _ = self.identity  # a bad AGENT_ID stops the server as it starts, not at a call
 
     @property

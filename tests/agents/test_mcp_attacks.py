@@ -6,6 +6,7 @@ verb does, and the server holds its bodies to the declaration they serve."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from typing import Any
 import pytest
 from support.cli import alock
 from support.harness import StandIn
+
+from gitlocks.agents.mcp import Server
+from gitlocks.cli.tools import tools
 
 pytest.importorskip("mcp")
 
@@ -92,3 +96,26 @@ def test_each_tool_takes_its_input_as_its_verb_does(repo: Path, claude: StandIn)
         assert answer["error"] == (got.code == 2), (name, arguments)
     [mine] = [r for r in records(repo) if r["paths"] == ["src/**"]]
     assert mine["notes"] == []  # no empty note was kept
+
+
+# --- the drift guard: a body must take what its declaration hands it -------------------------
+
+
+def test_a_declaration_whose_kinds_the_body_cannot_take_stops_the_server(repo: Path) -> None:
+    """Renaming is not the only drift: a parameter's type or default changed in the verb's
+    declaration reaches the tool's schema and checks, and the body, unchanged, would get a
+    list for text or null for a required note."""
+    table = tools(("acquire", "note"))
+    acquire, note = table["acquire"], table["note"]
+    listed = tuple(a._replace(kind="paths") if a.name == "reason" else a for a in acquire.arguments)
+    with pytest.raises(TypeError, match=r"'acquire' hands 'reason' .*array.* Server\.acquire"):
+        Server(repo, {"acquire": acquire._replace(arguments=listed)})
+    optional = tuple(
+        a._replace(required=False, default=None) if a.name == "text" else a for a in note.arguments
+    )
+    with pytest.raises(TypeError, match=r"'note' hands 'text' .*null.* Server\.note"):
+        Server(repo, {"note": note._replace(arguments=optional)})
+    flag = tuple(a._replace(kind="bool") if a.name == "path" else a for a in note.arguments)
+    with pytest.raises(TypeError, match=r"'note' hands 'path' .*boolean"):
+        Server(repo, {"note": note._replace(arguments=flag)})
+    assert Server(repo, tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(tools())
