@@ -14,8 +14,10 @@ harness), whose life is the session's (docs/design.md, section 6.6). Built on th
 
 The arguments are checked here, as sent, not by the SDK: its validation answers in its
 own words, coerces (``all: "yes"`` became true), and its JSON reader drops a request
-holding an escaped lone surrogate without an answer. So every call, well formed or not,
-gets one of our documents, bad input ``{"status": "error", ...}``.
+holding an escaped lone surrogate without an answer. So every call the protocol can read,
+well formed or not, gets one of our documents, bad input ``{"status": "error", ...}``; a
+request it cannot (``arguments`` not an object, a line that is no JSON) gets the SDK's
+JSON-RPC error, or no answer where there is no id to answer.
 """
 
 from __future__ import annotations
@@ -355,9 +357,21 @@ _ESCAPES = re.compile(
 )
 
 
+# Bytes that are no UTF-8, as surrogateescape reads them (an escaped backslash first, so
+# that a run after a lone backslash is taken with it).
+_UNDECODABLE = re.compile(r"(\\\\)|\\?[\udc80-\udcff]+")
+
+
 def mend(line: bytes) -> bytes:
-    """``line`` with each escaped lone surrogate made an escaped NUL: the SDK's reader
-    would drop the whole request unanswered; a NUL reaches the checks, which refuse it."""
+    """``line`` with each escaped lone surrogate, and each run of bytes that are no
+    UTF-8, made an escaped NUL: the SDK's reader would drop the whole request unanswered
+    for the first, and read the second as U+FFFD, so that a call would claim another path
+    than the one sent; a NUL reaches the checks, which refuse it."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", "surrogateescape")
+        line = _UNDECODABLE.sub(lambda m: m[1] or "\\u0000", text).encode("utf-8")
     return _ESCAPES.sub(lambda m: b"\\u0000" if m[3] else m[0], line)
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,3 +122,92 @@ def test_a_declaration_whose_kinds_the_body_cannot_take_stops_the_server(repo: P
     with pytest.raises(TypeError, match=r"'note' hands 'path' .*boolean"):
         Server(repo, {"note": note._replace(arguments=flag)})
     assert Server(repo, tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(tools())
+
+
+# --- raw lines on standard input ---------------------------------------------------------------
+
+
+class Raw:
+    """``git alock mcp`` spoken to line by line, as any client (or a broken one) may."""
+
+    def __init__(self, repo: Path) -> None:
+        env = {**os.environ, "AGENT_ID": "raw-agent"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gitlocks.main", "mcp"],
+            cwd=repo,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.watchdog = threading.Timer(60, self.proc.kill)
+        self.watchdog.start()
+        self.send(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}}
+        )  # fmt: skip
+        assert self.answer()["id"] == 0
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: Any) -> None:
+        raw = message if isinstance(message, bytes) else json.dumps(message).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self) -> Any:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the server answered nothing and went away"
+        return json.loads(line)
+
+    def call(self, ident: int, name: str, arguments: Any) -> Any:
+        params = {"name": name, "arguments": arguments}
+        self.send({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
+        got = self.answer()
+        assert got["id"] == ident, got
+        return got
+
+    def close(self) -> str:
+        """Standard input closed: the server ends; what it wrote on stderr."""
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        code = self.proc.wait()
+        self.watchdog.cancel()
+        err = self.proc.stderr.read().decode()
+        assert code == 0, err
+        return err
+
+
+def test_bytes_that_are_no_utf8_are_refused_not_claimed_as_another_path(repo: Path) -> None:
+    raw = Raw(repo)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "acquire", "arguments": {"paths": ["src/\x00.py"], "reason": "r"}}}  # fmt: skip
+    raw.send(json.dumps(call).replace("\\u0000", "\udcff\udcfe").encode("utf-8", "surrogateescape"))
+    got = raw.answer()
+    assert raw.close() == ""
+    doc = json.loads(got["result"]["content"][0]["text"])
+    assert got["result"]["isError"] and "NUL" in doc["error"], doc
+    assert records(repo) == []
+
+
+def test_broken_requests_are_answered_or_dropped_and_the_server_serves_on(repo: Path) -> None:
+    """Lines the protocol cannot read get the SDK's answer (a JSON-RPC error where there is
+    an id to answer, else nothing): never a traceback, a crash or a claim."""
+    raw = Raw(repo)
+    for line in (b"not json", b"{", b"[]", b"null", b"[" * 100_000 + b"]" * 100_000):
+        raw.send(line)
+    raw.send([{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "acquire", "arguments": {"paths": ["batch/**"]}}}])  # fmt: skip
+    raw.send({"jsonrpc": "2.0", "method": "tools/call",
+              "params": {"name": "acquire", "arguments": {"paths": ["notified/**"]}}})  # fmt: skip
+    for ident, arguments in enumerate([[], "paths", 5], start=2):
+        got = raw.call(ident, "acquire", arguments)
+        assert got["error"]["code"] == -32602, got  # invalid params: not an object
+    answered = raw.call(9, "acquire", {"paths": ["src/**"]})
+    doc = json.loads(answered["result"]["content"][0]["text"])
+    assert doc["status"] == "acquired"
+    err = raw.close()
+    assert "Traceback" not in err, err
+    assert [r["paths"] for r in records(repo)] == [["src/**"]]
