@@ -50,6 +50,10 @@ def tool(verb: declare.Verb) -> Tool:
                 help=p.help,
             )
         )
+    names = [a.name for a in arguments]
+    for name in names:
+        if names.count(name) > 1:  # one key of the call would fill both parameters
+            raise TypeError(f"the MCP tool {verb.name!r} takes two arguments named {name!r}")
     return Tool(verb.name, verb.tool, tuple(arguments))
 
 

@@ -12,14 +12,15 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from support.cli import alock
 from support.harness import StandIn
 
 from gitlocks.agents.mcp import Server
-from gitlocks.cli.tools import tools
+from gitlocks.cli import declare
+from gitlocks.cli.tools import tool, tools
 
 pytest.importorskip("mcp")
 
@@ -211,3 +212,21 @@ def test_broken_requests_are_answered_or_dropped_and_the_server_serves_on(repo: 
     err = raw.close()
     assert "Traceback" not in err, err
     assert [r["paths"] for r in records(repo)] == [["src/**"]]
+
+
+def test_two_parameters_a_tool_would_take_under_one_name_are_refused() -> None:
+    """An option added as ``--paths`` next to the argument the tool calls ``paths``: one key
+    of the call would fill both, silently."""
+    app = declare.Verbs()
+
+    @app.command(tool="Paint paths.")
+    def paint(
+        patterns: Annotated[
+            list[str], declare.Argument(help="What to paint.", tool=declare.InTool("paths"))
+        ],
+        paths: Annotated[str, declare.Option("--paths", help="A file of paths.")] = "",
+    ) -> None:
+        """Paint."""
+
+    with pytest.raises(TypeError, match="'paint' takes two arguments named 'paths'"):
+        tool(app.commands["paint"])
