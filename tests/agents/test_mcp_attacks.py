@@ -230,3 +230,29 @@ def test_two_parameters_a_tool_would_take_under_one_name_are_refused() -> None:
 
     with pytest.raises(TypeError, match="'paint' takes two arguments named 'paths'"):
         tool(app.commands["paint"])
+
+
+def test_a_refusal_through_mcp_names_the_holder_as_the_shells_does(
+    repo: Path, tmp_path: Path, claude: StandIn
+) -> None:
+    """Two sessions, no AGENT_ID: the first claims through its MCP server; the second is
+    refused through its own server and its shell alike, each naming the first's holder."""
+    [mine] = claude.mcp(("acquire", {"paths": ["src/**"], "reason": "rewrite"}))
+    first = json.loads(mine["text"])["lock"]["holder"]
+    assert first == json.loads(claude.shell("git alock whoami --json").out)["holder"]
+    other = StandIn(tmp_path / "bin-2", "claude", repo)
+    try:
+        [refused, held] = other.mcp(
+            ("acquire", {"paths": ["src/app.py"]}), ("check", {"paths": ["src/app.py"]})
+        )
+        by_shell = other.shell("git alock acquire src/app.py")
+    finally:
+        other.close()
+    doc = json.loads(refused["text"])
+    assert not refused["error"] and doc["status"] == "refused", doc
+    [conflict] = doc["conflicts"]
+    assert conflict["holder"] == first and conflict["reason"] == "rewrite"
+    assert conflict["overlapping"] == [["src/app.py", "src/**"]]
+    [item] = json.loads(held["text"])
+    assert item["status"] == "held" and item["locks"][0]["holder"] == first
+    assert by_shell.code == 1 and f"by {first}" in by_shell.out, by_shell
