@@ -64,6 +64,22 @@ def test_an_explicit_agent_id_binds_the_servers_claims_to_no_process_as_the_shel
         assert refused.code == 1 and refused.json()["conflicts"][0]["holder"] == "agent-7"
 
 
+def test_the_server_honours_agent_session_pid_as_the_shell_does(
+    repo: Path, tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """An integration names the process that embodies its agent: the server's claims are
+    bound to it, as the same agent's claims from its shell are, not to the server's parent."""
+    named = str(sleeper.pid)
+    agent = StandIn(tmp_path / "bin", "claude", repo, AGENT_ID="agent-8", AGENT_SESSION_PID=named)
+    try:
+        [claim] = agent.mcp(("acquire", {"paths": ["lib/**"]}))
+        by_shell = json.loads(agent.shell("git alock acquire 'pkg/**' --json").out)
+    finally:
+        agent.close()
+    by_tool = json.loads(claim["text"])["lock"]
+    assert by_tool["pid"] == by_shell["lock"]["pid"] == sleeper.pid, (by_tool, by_shell)
+
+
 # --- each tool takes its input as its verb does ----------------------------------------------
 
 # (tool, arguments, the verb's command line): the same input both ways.
