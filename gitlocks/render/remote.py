@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # results of the store's mode switch; named for types only
     from gitlocks.service.remote import RemoteState, SyncResult
     from gitlocks.store.restore import RestoreResult
     from gitlocks.store.switch import OffResult, SwitchResult
+    from gitlocks.store.upgrade import ShardResult
 
 
 def age(seconds: float | None) -> str:
@@ -101,6 +102,15 @@ def switched_off(result: OffResult) -> str:
     if result.still_set:
         text += f"\nwarning: alock.remote is still set to {result.still_set!r} in another config"
     return text
+
+
+def sharded(result: ShardResult) -> str:
+    if result.already:
+        return f"ALREADY SHARDED: {result.remote} keeps its lock table in {result.shards} shards"
+    return (
+        f"SHARDED {result.remote}: {result.locks} lock(s) in {result.shards} shard journals; "
+        "every clone writing there needs this version of gitlocks (older ones stop writing)"
+    )
 
 
 def restored(result: RestoreResult) -> str:

@@ -24,7 +24,9 @@ from gitlocks.errors import StoreError
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
 
-__all__ = ["TABLE_MARKER", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
+VIEW_EVENT = "shard_view"  # the one event of a sharded table's local view commit
+
+__all__ = ["TABLE_MARKER", "VIEW_EVENT", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
 
 
 class JournalEntry(NamedTuple):
@@ -147,6 +149,35 @@ class Journal:
         # The table it carries is the one just written: no need to read it back.
         self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
         return commit
+
+    def view(self, tips: Mapping[int, str | None], refs: Mapping[str, str]) -> str:
+        """The view commit of a sharded table: a journal commit written here only, never
+        pushed, whose tree is the union ``refs`` of the shard tables at ``tips`` (shard ->
+        its journal commit) and whose one event names them. Made from those alone (no
+        parent, a fixed time), so the same tips give the same commit."""
+        event = {"event": VIEW_EVENT, "shards": {str(k): tips[k] or "" for k in sorted(tips)}}
+        text = journal.message([event], 1)
+        commit = self.objects.write_commit(self.tree(None, refs), [], text, 0)
+        self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
+        return commit
+
+    def view_tips(self, oid: str | None) -> dict[int, str | None] | None:
+        """The shard tips a view commit names; None for any other commit."""
+        commit = self.commit_of(oid)
+        if commit is None or commit.parent_ids:
+            return None
+        events = journal.parse_events(commit.message)
+        if len(events) != 1 or events[0].get("event") != VIEW_EVENT:
+            return None
+        named = events[0].get("shards")
+        if not isinstance(named, dict):
+            return None
+        tips: dict[int, str | None] = {}
+        for key, value in named.items():
+            if not (isinstance(key, str) and key.isdigit() and isinstance(value, str)):
+                return None
+            tips[int(key)] = value or None
+        return tips
 
     def tree(self, base: Commit | None, refs: Mapping[str, str]) -> str:
         """A table tree holding ``refs`` (``base``, the parent, shares every unchanged subtree).

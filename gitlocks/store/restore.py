@@ -25,9 +25,10 @@ import pygit2
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
+from gitlocks.core.shard import record_shards
 from gitlocks.errors import RemoteError, UsageError
 from gitlocks.git.remote import lost_race, porcelain
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, SHARD_PREFIX
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
@@ -66,6 +67,8 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
     view = remote.view_journal()
     if view is None or journal == view:
         return None
+    if remote.shard_count() or remote.journal_store.view_tips(view) is not None:
+        return _lost_shard(remote, view, journal)
     mirrored = remote.mirrored()
     live = _live(remote, mirrored) if mirrored else []
     if not live:
@@ -98,6 +101,58 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
         "git alock remote --restore puts this clone's last view back on the remote; "
         f"git alock remote --off --forget, then git alock remote {remote.remote}, accepts "
         "the remote as it is now"
+    )
+
+
+def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | None:
+    """``lost_view`` for a sharded remote, or a view of one: each shard journal must
+    continue the one the view names (a view of the single journal, before the upgrade:
+    every shard continues that journal), or hold no live claim the view held there."""
+    store = remote.journal_store
+    before = store.view_tips(view)
+    now = store.view_tips(journal)
+    if now is None:  # no longer sharded (the format ref gone, or never there)
+        if journal is not None and store.commit_of(journal) is None:
+            return None  # no journal commit: every write stops on it already (5.5)
+        live = _live(remote, remote.mirrored())
+        if not live:
+            return None
+        return _lost_message(remote, "refs/agent-locks-meta/format", "has vanished", view, live)
+    count = len(now)
+    old = before if before is not None else dict.fromkeys(now, view)
+    for k in sorted(old):
+        was, tip = old[k], now.get(k)
+        if was is None or tip == was:
+            continue
+        live = [
+            r for r in _live(remote, store.table(was) or {}) if k in record_shards(r.paths, count)
+        ]
+        if not live:
+            continue
+        if tip is None:
+            what = "has vanished"
+        elif store.commit_of(tip) is None:
+            continue  # no journal commit: every write stops on it (5.5)
+        elif _continues(remote, tip, was):
+            continue
+        elif _is_ancestor(remote.repo, tip, was):
+            what = f"went back to an older commit ({tip[:12]})"
+        else:
+            what = f"was replaced by {tip[:12]}, which does not continue it"
+        return _lost_message(remote, f"{SHARD_PREFIX}{k}", what, was, live)
+    return None
+
+
+def _lost_message(
+    remote: RemoteStore, ref: str, what: str, view: str, live: list[LockRecord]
+) -> str:
+    first = live[0]
+    return (
+        f"{ref} on the lock remote {remote.remote!r} {what} since this clone last saw it at "
+        f"{view[:12]}, while {len(live)} live claim(s) stood there (e.g. "
+        f"{' '.join(first.paths)} held by {first.holder}); nothing was changed here. Plain "
+        "git on the remote (a push --mirror or --force) does this; git alock remote --off "
+        f"--forget, then git alock remote {remote.remote}, accepts the remote as it is now"
     )
 
 
@@ -141,6 +196,13 @@ def restore(store: Store) -> RestoreResult:
             remote.fetch()
         finally:
             remote.mirroring = True
+        if remote.shard_count() is not None or remote.journal_store.view_tips(view) is not None:
+            raise RemoteError(
+                f"the lock table of {remote.remote!r} is sharded (refs/agent-locks-meta/format), "
+                "and this version of remote --restore puts back a single journal only; nothing "
+                f"was changed. git alock remote --off --forget, then git alock remote "
+                f"{remote.remote}, accepts the remote as it is now"
+            )
         staged, current = remote.staged()
         if lost_view(remote, current) is None:
             remote.fetch()  # nothing lost: mirror it as any sync would
