@@ -34,7 +34,7 @@ from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES
+from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES, SHARD_PREFIX
 
 _ENTRY_RE = re.compile(r"^locks/([0-9a-f]{2})/([^/]+)$")
 
@@ -195,10 +195,37 @@ def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
     return journal, locks
 
 
+def shard_tips(cwd: str | None = None) -> dict[str, str] | None:
+    """Shard journal ref -> its commit where the repository's table is sharded (it holds
+    the format ref, docs/design.md section 5.10); None where it keeps one journal."""
+    out = finish_git(
+        start_git(
+            ["for-each-ref", "--format=%(objectname) %(refname)", FORMAT_REF, SHARD_PREFIX], cwd
+        )
+    )
+    found: dict[str, str] = {}
+    sharded = False
+    for line in out.decode("utf-8", "replace").splitlines():
+        oid, _, name = line.partition(" ")
+        if name == FORMAT_REF:
+            sharded = True
+        elif name.startswith(SHARD_PREFIX):
+            found[name] = oid
+    return found if sharded else None
+
+
 def table_refs(cwd: str | None = None) -> files.Scan | None:
     """The table the journal commit carries, as lock refs (name -> blob); None where the
     repository has no journal, or one from before journal commits carried the table
-    (then its lock refs are the table, as for clients)."""
+    (then its lock refs are the table, as for clients). A sharded table is the union of
+    its shard journals' tables."""
+    tips = shard_tips(cwd)
+    if tips is not None:
+        union: dict[str, str] = {}
+        for tip in sorted(tips.values()):
+            shard = read_journal(tip, cwd)
+            union.update(shard.table or {} if shard is not None else {})
+        return files.Scan({LOCK_PREFIX + i: oid for i, oid in union.items()}, {})
     journal, _ = current_refs(cwd)
     found = read_journal(journal, cwd) if journal is not None else None
     if found is None or found.table is None:
@@ -284,8 +311,15 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
         for ref, values in pushed.items()
         if ref.startswith(LOCK_PREFIX) and not ref.startswith(PROBE_PREFIXES)
     }
-    if JOURNAL_REF not in pushed and not locks:
+    if JOURNAL_REF not in pushed and not locks and not any(_sharding(r) for r in pushed):
         return []
+    if any(_sharding(r) for r in pushed) or shard_tips(cwd) is not None:
+        # Not judged half-way: a sharded table is refused whole until the guard reads it.
+        return [
+            "this lock table is sharded (refs/agent-locks-meta/format), and this version "
+            "of the pre-receive guard checks a single journal only: keep one journal on a "
+            "guarded remote, or remove the guard (git alock install-remote-hook) to shard it"
+        ]
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
     stale = sorted(
@@ -355,6 +389,10 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
                 "lock ref as it was"
             )
     return problems
+
+
+def _sharding(ref: str) -> bool:
+    return ref == FORMAT_REF or ref.startswith(SHARD_PREFIX)
 
 
 def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:
