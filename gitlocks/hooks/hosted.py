@@ -31,10 +31,18 @@ from dataclasses import dataclass, replace
 
 from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
 from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.shard import parse_format
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES, SHARD_PREFIX
+from gitlocks.layout import (
+    FORMAT_REF,
+    JOURNAL_REF,
+    LOCK_PREFIX,
+    MAX_SHARDS,
+    PROBE_PREFIXES,
+    SHARD_PREFIX,
+)
 
 _ENTRY_RE = re.compile(r"^locks/([0-9a-f]{2})/([^/]+)$")
 
@@ -198,20 +206,31 @@ def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
 def shard_tips(cwd: str | None = None) -> dict[str, str] | None:
     """Shard journal ref -> its commit where the repository's table is sharded (it holds
     the format ref, docs/design.md section 5.10); None where it keeps one journal."""
+    state = sharded_state(cwd)
+    return None if state is None else state[1]
+
+
+def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] | None:
+    """(the shard count the format ref states, None when it states none this version
+    reads; shard journal ref -> its commit), or None where the table is one journal."""
     out = finish_git(
         start_git(
             ["for-each-ref", "--format=%(objectname) %(refname)", FORMAT_REF, SHARD_PREFIX], cwd
         )
     )
-    found: dict[str, str] = {}
-    sharded = False
+    tips: dict[str, str] = {}
+    stated: str | None = None
     for line in out.decode("utf-8", "replace").splitlines():
         oid, _, name = line.partition(" ")
         if name == FORMAT_REF:
-            sharded = True
+            stated = oid
         elif name.startswith(SHARD_PREFIX):
-            found[name] = oid
-    return found if sharded else None
+            tips[name] = oid
+    if stated is None:
+        return None
+    (blob,) = _batch([stated], cwd)
+    count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
+    return count, tips
 
 
 def table_refs(cwd: str | None = None) -> files.Scan | None:
@@ -311,15 +330,20 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
         for ref, values in pushed.items()
         if ref.startswith(LOCK_PREFIX) and not ref.startswith(PROBE_PREFIXES)
     }
-    if JOURNAL_REF not in pushed and not locks and not any(_sharding(r) for r in pushed):
+    sharding = any(_sharding(r) for r in pushed)
+    if JOURNAL_REF not in pushed and not locks and not sharding:
         return []
-    if any(_sharding(r) for r in pushed) or shard_tips(cwd) is not None:
-        # Not judged half-way: a sharded table is refused whole until the guard reads it.
-        return [
-            "this lock table is sharded (refs/agent-locks-meta/format), and this version "
-            "of the pre-receive guard checks a single journal only: keep one journal on a "
-            "guarded remote, or remove the guard (git alock install-remote-hook) to shard it"
-        ]
+    state = sharded_state(cwd)
+    if state is not None:
+        # Imported here: the sharded guard builds on this module's readers.
+        from gitlocks.hooks.sharded import guard_shards
+
+        return guard_shards(pushed, locks, state[1], state[0], cwd)
+    if sharding:
+        # Imported here: the sharded guard builds on this module's readers.
+        from gitlocks.hooks.sharded import guard_upgrade
+
+        return guard_upgrade(pushed, locks, cwd)
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
     stale = sorted(

@@ -98,7 +98,9 @@ class ShardedPush(RemotePush):
         leased = {k for k, held in table.held.items() if touched & held.keys()}
         for record in change.put:
             leased |= record_shards(record.paths, count)
-        return leased
+        # A change no shard holds (the deletion of a lock ref pushed by hand, which no
+        # table names) is journaled in shard 0, so every write moves a journal.
+        return leased or {0}
 
     def _push_sharded(self, table: RemoteTable, change: Change) -> bool:
         """One compare-and-swap push of ``change`` to a sharded remote; True when it won,
@@ -120,6 +122,7 @@ class ShardedPush(RemotePush):
         # Only the lock refs of the leased shards: another shard's table may be older here
         # than on the remote, and its refs are repaired by a write that leases it.
         ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
+        ids |= touched - table.refs.keys()  # named by the change, held by no shard
         if self.lease_override is not None and self.tips_listed(table):
             ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
         differ = [

@@ -16,6 +16,7 @@ import pytest
 from conftest import git
 from support.cli import alock, cli_env, finish, run_git
 from support.daemon import Daemon
+from support.records import write_blob
 from support.remote import daemon, make_bare, make_clone, remote_locks
 
 from gitlocks.core.shard import record_shards
@@ -67,6 +68,18 @@ def check_consistent(bare: Path) -> None:
     for lock_id, record in remote_locks(bare).items():
         held = {k for k, table in tables.items() if lock_id in table}
         assert held == set(record_shards(record.paths, len(tables))), record.paths
+
+
+def settled(bare: Path) -> None:
+    """``check_consistent`` once the remote is done: a receive-pack whose client was killed
+    may still be applying the push (all of it or none), renaming refs one by one."""
+    for _ in range(50):
+        try:
+            check_consistent(bare)
+            return
+        except AssertionError:
+            time.sleep(0.2)
+    check_consistent(bare)
 
 
 def first_with_two_keys(count: int) -> tuple[str, str]:
@@ -189,13 +202,6 @@ def test_a_client_that_reads_the_journal_ref_refuses_to_write_after_the_upgrade(
     assert git(old, "rev-parse", JOURNAL) == git(bare, "rev-parse", JOURNAL)  # not written
 
 
-def test_restore_refuses_a_sharded_remote(two: tuple[Path, Path]) -> None:
-    a, _ = two
-    assert alock(a, "acquire", "src/**", **A).code == 0
-    got = alock(a, "remote", "--restore")
-    assert got.code == 2 and got.err.startswith("error: ") and "sharded" in got.err, got.err
-
-
 def test_a_lost_shard_journal_is_noticed(two: tuple[Path, Path], bare: Path) -> None:
     a, b = two
     assert alock(a, "acquire", "src/**", **A).code == 0
@@ -205,6 +211,27 @@ def test_a_lost_shard_journal_is_noticed(two: tuple[Path, Path], bare: Path) -> 
     got = alock(b, "acquire", "src/x.py", **B)
     assert got.code == 2 and f"refs/agent-locks-meta/shards/{k}" in got.err, got
     assert "has vanished" in got.err
+    # Put back from b's view, per shard: the lost claim stands again, nothing else moved.
+    before = shard_refs(bare)
+    restored = alock(b, "remote", "--restore", "--json")
+    assert restored.code == 0, restored.err
+    assert restored.json()["status"] == "restored"
+    after = shard_refs(bare)
+    assert {n for n in after if after[n] != before.get(n)} == {k}
+    check_consistent(bare)
+    assert alock(b, "acquire", "src/x.py", **B).code == 1
+    again = alock(b, "remote", "--restore", "--json")
+    assert again.code == 0 and again.json()["status"] == "nothing"
+    # Rewound by plain git: noticed, and put back on top of the rewinding commit.
+    assert alock(a, "acquire", "src/more/**", **A).code == 0
+    assert alock(b, "sync").code == 0
+    tip = after[k]
+    git(bare, "update-ref", f"refs/agent-locks-meta/shards/{k}", f"{tip}~1")
+    got = alock(b, "acquire", "src/y.py", **B)
+    assert got.code == 2 and "went back" in got.err, got
+    assert alock(b, "remote", "--restore").code == 0
+    check_consistent(bare)
+    assert len(remote_locks(bare)) == 2
 
 
 # --- same-instant duels ------------------------------------------------------------------
@@ -300,7 +327,7 @@ def test_a_claimer_killed_mid_push_leaves_the_tables_equal_to_the_refs(
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
         finish(proc)
-        check_consistent(bare)
+        settled(bare)
         # The other clone sees the remote as it is, and nothing is half-granted.
         assert alock(b, "sync").code == 0
         listed = alock(b, "list", "--json")
@@ -322,13 +349,24 @@ def test_a_claimer_killed_mid_push_leaves_the_tables_equal_to_the_refs(
 # --- the hosted pre-receive guard ----------------------------------------------------------
 
 
-def test_the_hosted_guard_checks_pushed_work_against_the_union_and_refuses_sharded_writes(
-    two: tuple[Path, Path], bare: Path, tmp_path: Path
-) -> None:
-    a, b = two
-    assert alock(a, "acquire", "src/api/**", **A).code == 0
-    assert alock(b, "acquire", "*.md", **B).code == 0  # held in every shard
+@pytest.fixture
+def guarded(bare: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A guarded remote where agent-a held src/api/** before it was sharded, with the
+    guard installed: the upgrade itself passes it."""
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(a, "acquire", "src/api/**", **A).code == 0
+    got = alock(a, "remote", "--shards", str(SHARDS))
+    assert got.code == 0, got.err
+    assert git(bare, "cat-file", "-p", FORMAT) == f"shards {SHARDS}\n"
+    assert alock(b, "acquire", "*.md", **B).code == 0  # held in every shard
+    return a, b
+
+
+def test_the_hosted_guard_checks_pushed_work_against_the_union_of_the_shards(
+    guarded: tuple[Path, Path], bare: Path, tmp_path: Path
+) -> None:
     # Deleted where no hook runs: the shard tables still hold the claim.
     [lock] = [i for i, r in remote_locks(bare).items() if r.paths == ("src/api/**",)]
     git(bare, "update-ref", "-d", f"refs/agent-locks/{lock}")
@@ -343,8 +381,88 @@ def test_the_hosted_guard_checks_pushed_work_against_the_union_and_refuses_shard
         assert refused.code != 0
         assert f"HELD {rel} in " in refused.err, refused.err
         git(other, "reset", "-q", "--hard", "HEAD~1")
-    # A write to the sharded table is refused whole, saying why, never judged half-way.
-    got = alock(a, "acquire", "lib/**", **A)
-    assert got.code == 2, got
-    assert "this lock table is sharded" in got.err and "guard" in got.err, got.err
-    assert not any(r.paths == ("lib/**",) for r in remote_locks(bare).values())
+
+
+def test_the_hosted_guard_passes_sharded_writes_and_guards_each_shard(
+    guarded: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = guarded
+    assert alock(a, "acquire", "lib/**", **A).code == 0
+    assert alock(b, "release", "*.md", **B).code == 0
+    assert alock(a, "release", "src/api/**", **A).code == 0
+    assert alock(b, "acquire", "src/api/x.py", **B).code == 0
+    check_consistent(bare)
+    [k] = record_shards(["lib/**"], SHARDS)
+    shard = f"refs/agent-locks-meta/shards/{k}"
+    tip = git(bare, "rev-parse", shard).strip()
+    [lib] = [i for i, r in remote_locks(bare).items() if r.paths == ("lib/**",)]
+    blob = git(bare, "rev-parse", f"refs/agent-locks/{lib}").strip()
+    attempts = {
+        "deletes": [f":{shard}"],
+        "does not descend": [f"{tip}~1:{shard}"],
+        "no gitlocks journal commit": ["refs/heads/main:" + shard],
+        "still holds": [f":refs/agent-locks/{lib}"],
+        "does not hold": [f"{blob}:refs/agent-locks/planted-1"],
+        "fixed": [f":{FORMAT}"],
+        "notice": [f"{tip}:{JOURNAL}"],
+    }
+    for said, specs in attempts.items():
+        refused = run_git(a, "push", "--force", "origin", *specs)
+        assert refused.code != 0, said
+        assert said in refused.err, (said, refused.err)
+    assert git(bare, "rev-parse", shard).strip() == tip
+    check_consistent(bare)
+
+
+def test_the_hosted_guard_refuses_a_sharding_that_is_not_the_upgrade(
+    bare: Path, tmp_path: Path
+) -> None:
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    blob = str(pygit2.Repository(str(a)).create_blob(b"shards 4\n"))
+    refused = run_git(a, "push", "origin", f"{blob}:{FORMAT}")
+    assert refused.code != 0
+    assert "is not the upgrade" in refused.err, refused.err
+    assert alock(a, "acquire", "lib/**", **A).code == 0  # still one journal, still guarded
+    assert not shard_refs(bare)
+
+
+def test_the_next_write_deletes_a_lock_ref_pushed_by_hand(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    record = next(iter(remote_locks(bare).values())).to_dict()
+    record.update(id="mallory-1", holder="mallory", paths=["**"], exact=[])
+    blob = write_blob(bare, record)
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", blob)
+    # b's view is older than the remote's shards: a ref it cannot place is left alone.
+    assert alock(b, "acquire", "lib/**", **B).code == 0  # decided on the shards: no claim
+    assert "mallory-1" in remote_locks(bare)
+    # With every shard where the clone read it, the ref is known to be hand-made.
+    assert alock(b, "sync").code == 0
+    assert alock(b, "acquire", "docs/**", **B).code == 0
+    assert "mallory-1" not in remote_locks(bare), "the write cleaned it up"
+    check_consistent(bare)
+
+
+def test_switching_to_a_sharded_remote_pushes_local_locks_into_their_shards(
+    two: tuple[Path, Path], bare: Path, tmp_path: Path
+) -> None:
+    a, _ = two
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    c = make_clone(bare.as_uri(), tmp_path / "c", remote_mode=False)
+    assert alock(c, "acquire", "docs/**", **B).code == 0  # local mode: never pushed
+    assert alock(c, "acquire", "src/x.py", AGENT_ID="agent-c").code == 0
+    refused = alock(c, "remote", "origin", "--json")
+    assert refused.code == 1 and refused.json()["status"] == "refused"
+    assert alock(c, "release", "src/x.py", AGENT_ID="agent-c").code == 0
+    switched = alock(c, "remote", "origin", "--json")
+    assert switched.code == 0, switched.err
+    assert [r["paths"] for r in switched.json()["pushed"]] == [["docs/**"]]
+    check_consistent(bare)
+    listed = sorted(r["paths"][0] for r in alock(c, "list", "--json").json())
+    assert listed == ["docs/**", "src/**"]
+    assert alock(c, "release", "docs/**", **B).code == 0
+    check_consistent(bare)
