@@ -326,7 +326,7 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
                 "changed there: run git alock remote --restore again"
             )
         raise remote._refused(lines, run)
-    restored = store.view(tips, union)
+    restored = remote.view_of(tips, union)
     moved = {f"{remote.staging}meta/shards/{k}": oid for k, oid in written.items()}
     remote._mirror(
         staged,

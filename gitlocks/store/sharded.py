@@ -19,6 +19,7 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pygit2
 
@@ -68,10 +69,29 @@ class ShardedPush(RemotePush):
         """(the union of the staged shard tables, its view commit)."""
         tips = self.staged_tips(count)
         union = self.union(tips)
+        return union, self.view_of(tips, union)
+
+    def view_of(
+        self,
+        tips: dict[int, str | None],
+        union: dict[str, str],
+        events: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """The view commit of the shards at ``tips``: the view ref's own when it names
+        them (so every process of this clone agrees), else a new one on it carrying
+        ``events`` (the shard journals' events since it, when not given)."""
         key = tuple(sorted(tips.items()))
         if key not in self._views:
-            self._views[key] = self.journal_store.view(tips, union)
-        return union, self._views[key]
+            previous = self.view_journal()
+            store = self.journal_store
+            if store.view_tips(previous) == tips:
+                self._views[key] = str(previous)
+            else:
+                if events is None:
+                    since = store.view_tips(previous) or {}
+                    events = store.shard_events(tips, since, previous)
+                self._views[key] = store.view(tips, union, previous, events)
+        return self._views[key]
 
     def union(self, tips: dict[int, str | None]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -166,7 +186,7 @@ class ShardedPush(RemotePush):
                 return False  # someone pushed these very journal commits: not our win
             kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
             tips = {**table.shards, **commits}
-            view = self.journal_store.view(tips, new)
+            view = self.view_of(tips, new, change.events)
             staged = {f"{self.staging}meta/shards/{k}": commits[k] for k in leased}
             with contextlib.suppress(GitlocksError):  # the next fetch repairs the view
                 self._mirror(

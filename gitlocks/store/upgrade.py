@@ -75,7 +75,7 @@ def shard(store: Store, count: int) -> ShardResult:
         event = {"event": "sharded", "at": format_time(utcnow()), "holder": "", "paths": []}
         objects = remote.journal_store.objects
         commits = {
-            k: remote.journal_store.write(journal, [{**event, "shard": k, "shards": count}], held)
+            k: remote.journal_store.write(journal, [{**event, "shards": count}], held)
             for k, held in split.items()
         }
         notice = objects.write_commit(

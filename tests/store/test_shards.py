@@ -181,6 +181,17 @@ def test_a_remote_written_by_the_previous_version_keeps_working_then_is_upgraded
     assert alock(b, "acquire", "src/x.py", **B).code == 0
     check_consistent(bare)
     assert len(remote_locks(bare)) == 3
+    # The log reads on from the single journal through the shards, each event once.
+    assert alock(a, "sync").code == 0
+    logged = [(e["event"], e.get("paths")) for e in alock(a, "log", "--json").json()]
+    assert logged == [
+        ("granted", ["src/x.py"]),
+        ("released", ["src/**"]),
+        ("granted", ["lib/**"]),
+        ("sharded", []),
+        ("granted", ["docs/**"]),
+        ("granted", ["src/**"]),
+    ], logged
 
 
 def test_a_client_that_reads_the_journal_ref_refuses_to_write_after_the_upgrade(
