@@ -174,6 +174,9 @@ def test_a_remote_written_by_the_previous_version_keeps_working_then_is_upgraded
     assert again.code == 0 and again.json()["status"] == "already"
     other = alock(a, "remote", "--shards", "8")
     assert other.code == 2 and other.err.startswith("error: "), other.err
+    for bad in ("0", "257", "many"):
+        got = alock(a, "remote", "--shards", bad)
+        assert got.code == 2 and got.err.startswith("error: "), got.err
     # b fetched before the upgrade: its next write reads the shards, no lost view.
     assert alock(b, "acquire", "src/x.py", **B).code == 1
     assert alock(b, "acquire", "lib/**", **B).code == 0
