@@ -30,9 +30,10 @@ def staleness(name: str, seconds: float | None) -> str:
 def state(shown: RemoteState) -> str:
     if shown.remote is None:
         return "LOCAL: locks live in this repository only (git alock remote NAME shares them)"
+    sharded = f"; its lock table in {shown.shards} shards" if shown.shards else ""
     return (
         f"REMOTE {shown.remote} ({shown.url}): reachable, takes atomic pushes; "
-        f"last synced {age(shown.synced_ago)}"
+        f"last synced {age(shown.synced_ago)}{sharded}"
     )
 
 

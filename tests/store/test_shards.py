@@ -480,3 +480,33 @@ def test_switching_to_a_sharded_remote_pushes_local_locks_into_their_shards(
     assert listed == ["docs/**", "src/**"]
     assert alock(c, "release", "docs/**", **B).code == 0
     check_consistent(bare)
+
+
+@pytest.mark.parametrize("sharded", [True, False])
+def test_writes_in_different_shards_never_reject_each_other(
+    sharded: bool, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """a decides on a table older than b's write: on shards b did not touch its push wins at
+    once; on one journal its lease fails, and it fetches and pushes again."""
+    from gitlocks.core.scope import ScopeEntry
+    from gitlocks.identity import resolve_identity
+    from gitlocks.service.context import Context
+    from gitlocks.service.locks import acquire
+    from gitlocks.store.remote import RemoteStore
+
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    if sharded:
+        assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    assert alock(a, "acquire", "warm/**", **A).code == 0  # a table to decide on, either way
+    one, other = first_with_two_keys(SHARDS)
+    monkeypatch.chdir(a)
+    store = RemoteStore(pygit2.Repository(str(a)))
+    ctx = Context(store=store, identity=resolve_identity("agent-a"))
+    store.sync()
+    assert alock(b, "acquire", f"{other}/**", **B).code == 0
+    got = acquire(ctx, [ScopeEntry(f"{one}/**")], ttl=600)
+    assert got.status == "acquired"
+    assert store.pushes == (1 if sharded else 2)
+    shown = alock(a, "remote", "--json").json()
+    assert shown["shards"] == (SHARDS if sharded else None)
