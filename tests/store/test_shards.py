@@ -510,3 +510,59 @@ def test_writes_in_different_shards_never_reject_each_other(
     assert store.pushes == (1 if sharded else 2)
     shown = alock(a, "remote", "--json").json()
     assert shown["shards"] == (SHARDS if sharded else None)
+
+
+# --- a push whose answer never came back -------------------------------------------------
+
+
+def _kill_receive_pack(bare: Path, state: str) -> None:
+    """The remote's receive-pack dies (SIGKILL) when its ref transaction reaches ``state``:
+    "committed" after the refs moved, "prepared" before."""
+    hook = bare / "hooks" / "reference-transaction"
+    hook.write_text(f'#!/bin/sh\nif [ "$1" = {state} ]; then kill -9 "$PPID"; fi\n')
+    hook.chmod(0o755)
+
+
+def _unhook(bare: Path) -> None:
+    (bare / "hooks" / "reference-transaction").unlink()
+    for stale in (bare / "refs").rglob("*.lock"):
+        stale.unlink()
+
+
+def test_an_unanswered_sharded_push_is_settled_by_a_fetch(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    _kill_receive_pack(bare, "committed")
+    got = alock(a, "acquire", "src/**", **A)
+    assert got.code == 0 and got.word.startswith("ACQUIRED"), got
+    _unhook(bare)
+    check_consistent(bare)
+    assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # the view followed
+    assert alock(b, "acquire", "src/x.py", **B).code == 1
+    _kill_receive_pack(bare, "prepared")
+    before = shard_refs(bare)
+    got = alock(b, "acquire", "lib/**", **B)
+    assert got.code == 2 and "did not land" in got.err, got
+    _unhook(bare)
+    assert shard_refs(bare) == before
+    assert alock(b, "acquire", "lib/**", **B).code == 0
+    check_consistent(bare)
+
+
+def test_a_shard_journal_moved_onto_a_branch_is_never_written_over(
+    two: tuple[Path, Path], bare: Path
+) -> None:
+    a, b = two
+    one, other = first_with_two_keys(SHARDS)
+    assert alock(a, "acquire", f"{other}/**", **A).code == 0
+    [k] = record_shards([f"{one}/**"], SHARDS)
+    shard = f"refs/agent-locks-meta/shards/{k}"
+    git(bare, "symbolic-ref", shard, "refs/heads/main")
+    main = git(bare, "rev-parse", "refs/heads/main")
+    got = alock(b, "acquire", f"{one}/**", **B)
+    assert got.code == 2 and shard in got.err and "not a gitlocks journal commit" in got.err
+    assert git(bare, "rev-parse", "refs/heads/main") == main  # the branch never moved
+    assert alock(b, "acquire", f"{other}/x.py", **B).code == 1  # other shards go on
+    assert alock(a, "release", f"{other}/**", **A).code == 0
+    assert git(bare, "rev-parse", "refs/heads/main") == main
