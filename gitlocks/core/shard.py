@@ -12,10 +12,10 @@ Pure: no git, no I/O, so every clone computes the same shards for the same scope
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 
+from gitlocks.core.digest import sha256_hex
 from gitlocks.core.glob import fold_text, is_literal_segment, split_segments, unescape
 
 
@@ -30,8 +30,8 @@ def shard_key(pattern: str, *, ignore_case: bool = False) -> str | None:
 
 def shard_of(key: str, count: int) -> int:
     """The shard of ``key`` among ``count``: the same on every machine and Python."""
-    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
-    return int.from_bytes(digest[:8], "big") % count
+    digest = sha256_hex(key.encode("utf-8", "surrogateescape"))
+    return int(digest[:16], 16) % count
 
 
 def shards(patterns: Iterable[str], count: int, *, ignore_case: bool = False) -> frozenset[int]:
