@@ -11,7 +11,9 @@ and the service time of an uncontended write. Then ``--duels`` rounds in which e
 claims ``duel/**`` at one instant (a barrier across processes): at most one may be granted,
 and the journal on the remote is replayed to count double grants. ``--delay`` makes the
 remote's pre-receive hook sleep that long on every push that reaches it: a stand-in for a
-distant host.
+distant host. Part 1 runs once per count in ``--real-shards``: 0 keeps the remote's single
+journal; a count shards it first with ``git alock remote --shards`` (the real sharded
+protocol, docs/design.md section 5.10), where duels are replayed from the shard journals.
 
 Part 2, modelled. A discrete-event simulation of ``--agents`` agents on ``--machines``
 machines (one clone each; a clone's writers take turns on its mutex) against a remote
@@ -20,7 +22,7 @@ bench/session_push_bench.py does (``--session-pushes`` an hour, Poisson), and a 
 optimistic as remote mode's is: it looks at the remote (an ``ls-remote``), decides locally
 (the measured local service time), pushes; it wins unless another write landed on one of
 the refs it leases in between; a loser fetches, backs off as ``gitlocks.store.remote`` does
-and tries again, up to ``alock.remoteTimeout``. Today's single journal leases one ref for
+and tries again, up to ``alock.remoteTimeout``. The single journal leases one ref for
 every write; the sharded journal of docs/design.md section 5.10 leases only the shards a
 scope can touch (a scope with a wildcard at the top leases them all). The model reports
 pushes per minute (per session, total), claim latency p50/p95 and rejected pushes per write
