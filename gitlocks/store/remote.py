@@ -1,7 +1,8 @@
 """Remote mode: the lock table lives on a shared git remote, the authority for every clone.
 
 The remote holds the same refs as a local store: ``refs/agent-locks/<id>`` and the
-journal ``refs/agent-locks-meta/journal``. A clone keeps two things:
+journal ``refs/agent-locks-meta/journal``, or, once sharded, shard journals whose tables'
+union is the table (``gitlocks.store.sharded``). A clone keeps two things:
 
 - staging, ``refs/agent-locks-remote/<remote>/{locks,meta}/*``: exactly the remote's
   lock namespaces as last seen (fetched, or pushed by us). Only remote mode writes there,
