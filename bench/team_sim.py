@@ -11,7 +11,9 @@ and the service time of an uncontended write. Then ``--duels`` rounds in which e
 claims ``duel/**`` at one instant (a barrier across processes): at most one may be granted,
 and the journal on the remote is replayed to count double grants. ``--delay`` makes the
 remote's pre-receive hook sleep that long on every push that reaches it: a stand-in for a
-distant host.
+distant host. Part 1 runs once per count in ``--real-shards``: 0 keeps the remote's single
+journal; a count shards it first with ``git alock remote --shards`` (the real sharded
+protocol, docs/design.md section 5.10), where duels are replayed from the shard journals.
 
 Part 2, modelled. A discrete-event simulation of ``--agents`` agents on ``--machines``
 machines (one clone each; a clone's writers take turns on its mutex) against a remote
@@ -20,13 +22,14 @@ bench/session_push_bench.py does (``--session-pushes`` an hour, Poisson), and a 
 optimistic as remote mode's is: it looks at the remote (an ``ls-remote``), decides locally
 (the measured local service time), pushes; it wins unless another write landed on one of
 the refs it leases in between; a loser fetches, backs off as ``gitlocks.store.remote`` does
-and tries again, up to ``alock.remoteTimeout``. Today's single journal leases one ref for
+and tries again, up to ``alock.remoteTimeout``. The single journal leases one ref for
 every write; the sharded journal of docs/design.md section 5.10 leases only the shards a
 scope can touch (a scope with a wildcard at the top leases them all). The model reports
 pushes per minute (per session, total), claim latency p50/p95 and rejected pushes per write
 for both.
 
-Usage: python bench/team_sim.py [--clones 2,4,8] [--writes 10] [--duels 10] [--delay 0]
+Usage: python bench/team_sim.py [--clones 2,4,8] [--real-shards 0,64] [--writes 10]
+       [--duels 10] [--delay 0]
        [--agents 1000] [--machines 100] [--push-ms 300] [--shards 64] [--top-wildcard 0.02]
        [--session-pushes 24] [--local-ms MS] [--skip-real]
 """
@@ -125,9 +128,11 @@ def dueller(clone: str, index: int, rounds: int, start: Any, out: Any) -> None:
     out.put(won)
 
 
-def double_grants(bare: Path) -> int:
-    """Replay the remote's journal: a grant of duel/** while it is held is a double grant."""
-    log = git(bare, "log", "--reverse", "--format=%B%x00", JOURNAL)
+def double_grants(bare: Path, sharded: bool) -> int:
+    """Replay the remote's journal (a sharded one's shard journals: duel/** sits in one):
+    a grant of duel/** while it is held is a double grant."""
+    where = ["--glob=refs/agent-locks-meta/shards/*"] if sharded else [JOURNAL]
+    log = git(bare, "log", "--reverse", "--format=%B%x00", *where)
     held: dict[str, str] = {}
     doubles = 0
     for body in log.split("\x00"):
@@ -146,6 +151,7 @@ def double_grants(bare: Path) -> int:
 
 
 class Real(NamedTuple):
+    shards: int
     clones: int
     p50: float
     p95: float
@@ -156,7 +162,11 @@ class Real(NamedTuple):
     doubles: int
 
 
-def run_real(base: Path, clones: int, writes: int, duels: int, delay: float) -> Real:
+def run_real(base: Path, clones: int, writes: int, duels: int, delay: float, shards: int) -> Real:
+    """``shards``: 0 keeps the single journal; else the remote is sharded first (the real
+    protocol, ``git alock remote --shards``)."""
+    base = base / f"s{shards}"
+    base.mkdir(exist_ok=True)
     served = base / f"served-{clones}"
     served.mkdir()
     bare = served / "locks.git"
@@ -178,6 +188,12 @@ def run_real(base: Path, clones: int, writes: int, duels: int, delay: float) -> 
             if switched.returncode != 0:
                 raise SystemExit(f"git alock remote origin: {switched.stderr}")
             paths.append(str(path))
+        if shards:
+            upgraded = subprocess.run([sys.executable, "-m", "gitlocks", "remote", "--shards",
+                                       str(shards)], cwd=paths[0], capture_output=True,
+                                      text=True)  # fmt: skip
+            if upgraded.returncode != 0:
+                raise SystemExit(f"git alock remote --shards: {upgraded.stderr}")
         if delay:
             hook = bare / "hooks" / "pre-receive"
             hook.write_text(f"#!/bin/sh\ncat >/dev/null\nsleep {delay}\n")
@@ -210,6 +226,7 @@ def run_real(base: Path, clones: int, writes: int, duels: int, delay: float) -> 
             proc.join()
     per_round = [sum(w[r] for w in wins) for r in range(duels)]
     return Real(
+        shards,
         clones,
         statistics.median(latencies),
         latencies[max(0, round(0.95 * len(latencies)) - 1)],
@@ -217,7 +234,7 @@ def run_real(base: Path, clones: int, writes: int, duels: int, delay: float) -> 
         gave_up,
         duels,
         sum(1 for n in per_round if n == 1),
-        sum(1 for n in per_round if n > 1) + double_grants(bare),
+        sum(1 for n in per_round if n > 1) + double_grants(bare, bool(shards)),
     )
 
 
@@ -350,26 +367,34 @@ def main() -> None:
     parser.add_argument("--local-ms", type=float, help="local work per attempt (else measured)")
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--skip-real", action="store_true")
+    parser.add_argument(
+        "--real-shards", default="0,64", help="shard counts of the real part (0: one journal)"
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.clones.split(",") if n]
 
-    print("Part 1, real: clones on loopback (git daemon on 127.0.0.1), single journal")
+    print("Part 1, real: clones on loopback (git daemon on 127.0.0.1); each clone claims its")
+    print("  own top-level directory; journal: one, or sharded (git alock remote --shards)")
     print(f"  per-push delay {args.delay:g}s; {args.writes} claims per clone, each released")
     real: list[Real] = []
     if not args.skip_real:
         with tempfile.TemporaryDirectory(prefix="alock-team-") as tmp:
             here = os.getcwd()
             try:
-                for n in counts:
-                    real.append(run_real(Path(tmp), n, args.writes, args.duels, args.delay))
+                for shards in (int(s) for s in args.real_shards.split(",") if s):
+                    for n in counts:
+                        got = run_real(Path(tmp), n, args.writes, args.duels, args.delay, shards)
+                        real.append(got)
             finally:
                 os.chdir(here)
-    print("  clones | claim p50 | claim p95 | rejected pushes/write | gave up | duels won alone "
-          "| doubles")  # fmt: skip
+    print("  journal    | clones | claim p50 | claim p95 | rejected pushes/write | gave up "
+          "| duels won alone | doubles")  # fmt: skip
     for r in real:
         duels = f"{r.duel_wins:>7d} of {r.duel_rounds:<5d}"
-        print(f"  {r.clones:6d} | {r.p50:8.2f}s | {r.p95:8.2f}s | {r.rejected_per_write:21.2f} "
-              f"| {r.gave_up:7d} | {duels} | {r.doubles}")  # fmt: skip
+        journal = f"{r.shards} shards" if r.shards else "single"
+        print(f"  {journal:<10} | {r.clones:6d} | {r.p50:8.2f}s | {r.p95:8.2f}s "
+              f"| {r.rejected_per_write:21.2f} | {r.gave_up:7d} | {duels} "
+              f"| {r.doubles}")  # fmt: skip
     # The local share of a write's time: the least contended p50, less the per-push delay
     # and the loopback's own git round trips (a look and a push, about a tenth each).
     local_s = max(0.02, (real[0].p50 - args.delay) * 0.8) if real else 0.25

@@ -34,11 +34,21 @@ def remote_(
             help="Put this clone's last view back on the remote, whose journal was lost.",
         ),
     ] = False,
+    shards: Annotated[
+        int | None,
+        Option(
+            "--shards",
+            metavar="N",
+            help="Keep the lock remote's table in N shard journals, so that claims that "
+            "cannot overlap never wait on each other (once; every clone needs this version).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show, check or switch remote mode (locks decided on a shared git remote).
 
-    Example: git alock remote origin   (then: git alock remote --off)
+    Example: git alock remote origin   (then: git alock remote --off;
+    git alock remote --shards 16 shards the lock remote's table)
     """
     if off and name:
         raise UsageError("give a remote name or --off, not both")
@@ -46,8 +56,18 @@ def remote_(
         raise UsageError("--forget goes with --off")
     if restore and (off or name):
         raise UsageError("--restore goes alone (the lock remote is alock.remote)")
+    if shards is not None and (off or name or restore):
+        raise UsageError("--shards goes alone (the lock remote is alock.remote)")
     store = Store.discover()
-    if restore:
+    if shards is not None:
+        if not store.config_get("alock.remote"):
+            raise UsageError("local mode: there is no lock remote to shard (git alock remote NAME)")
+        # Imported here: only this rare verb needs it.
+        from gitlocks.store.upgrade import shard
+
+        sharded = shard(store, shards)
+        reply(sharded.to_dict(), render.sharded(sharded), as_json)
+    elif restore:
         if not store.config_get("alock.remote"):
             raise UsageError(
                 "local mode: there is no lock remote to restore (git alock remote NAME)"

@@ -39,6 +39,9 @@ _SEQ_RE = re.compile(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
 
 
 COMPACTED = "compacted"
+# The first event of a sharded table's local view commit: names the shard journals' tips;
+# the remote's own history, never shown as an event.
+VIEW_EVENT = "shard_view"
 
 # A journal commit's tree is the table: this marker blob as ``format``, and each lock's
 # record at ``locks/<shard_of(id)>/<id>``.

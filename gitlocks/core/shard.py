@@ -12,9 +12,10 @@ Pure: no git, no I/O, so every clone computes the same shards for the same scope
 
 from __future__ import annotations
 
-import hashlib
+import re
 from collections.abc import Iterable
 
+from gitlocks.core.digest import sha256_hex
 from gitlocks.core.glob import fold_text, is_literal_segment, split_segments, unescape
 
 
@@ -29,8 +30,8 @@ def shard_key(pattern: str, *, ignore_case: bool = False) -> str | None:
 
 def shard_of(key: str, count: int) -> int:
     """The shard of ``key`` among ``count``: the same on every machine and Python."""
-    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
-    return int.from_bytes(digest[:8], "big") % count
+    digest = sha256_hex(key.encode("utf-8", "surrogateescape"))
+    return int(digest[:16], 16) % count
 
 
 def shards(patterns: Iterable[str], count: int, *, ignore_case: bool = False) -> frozenset[int]:
@@ -42,3 +43,35 @@ def shards(patterns: Iterable[str], count: int, *, ignore_case: bool = False) ->
             return frozenset(range(count))
         found.add(shard_of(key, count))
     return frozenset(found)
+
+
+# The format ref's blob, ``refs/agent-locks-meta/format``: a remote holding it keeps its
+# table in that many shard journals, and its single journal ref holds a commit that is no
+# journal commit (``SHARDED_NOTICE``), which every earlier version refuses to write over.
+_FORMAT_RE = re.compile(rb"^shards ([1-9][0-9]{0,3})\n?$")
+SHARDED_NOTICE = (
+    "this lock table is sharded: upgrade gitlocks\n\n"
+    "The lock table of this remote is kept in refs/agent-locks-meta/shards/*, as\n"
+    "refs/agent-locks-meta/format says. A gitlocks that reads only this journal ref\n"
+    "would miss it: it must not write here. Deleting this ref does not help.\n"
+)
+
+
+def format_blob(count: int) -> bytes:
+    return b"shards %d\n" % count
+
+
+def parse_format(data: bytes, limit: int) -> int | None:
+    """The shard count a format blob states; None when it states none in 1..``limit``."""
+    match = _FORMAT_RE.match(data)
+    if match is None:
+        return None
+    count = int(match.group(1))
+    return count if 1 <= count <= limit else None
+
+
+def record_shards(paths: Iterable[str], count: int) -> frozenset[int]:
+    """The shards a record of ``paths`` is held in. Keys are always case folded, so two
+    clones whose case rules differ still agree: a match under either rule is one after
+    folding, and the lemma holds for both."""
+    return shards(paths, count, ignore_case=True)

@@ -31,10 +31,18 @@ from dataclasses import dataclass, replace
 
 from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
 from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.shard import parse_format
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES
+from gitlocks.layout import (
+    FORMAT_REF,
+    JOURNAL_REF,
+    LOCK_PREFIX,
+    MAX_SHARDS,
+    PROBE_PREFIXES,
+    SHARD_PREFIX,
+)
 
 _ENTRY_RE = re.compile(r"^locks/([0-9a-f]{2})/([^/]+)$")
 
@@ -195,10 +203,48 @@ def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
     return journal, locks
 
 
+def shard_tips(cwd: str | None = None) -> dict[str, str] | None:
+    """Shard journal ref -> its commit where the repository's table is sharded (it holds
+    the format ref, docs/design.md section 5.10); None where it keeps one journal."""
+    state = sharded_state(cwd)
+    return None if state is None else state[1]
+
+
+def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] | None:
+    """(the shard count the format ref states, None when it states none this version
+    reads; shard journal ref -> its commit), or None where the table is one journal."""
+    out = finish_git(
+        start_git(
+            ["for-each-ref", "--format=%(objectname) %(refname)", FORMAT_REF, SHARD_PREFIX], cwd
+        )
+    )
+    tips: dict[str, str] = {}
+    stated: str | None = None
+    for line in out.decode("utf-8", "replace").splitlines():
+        oid, _, name = line.partition(" ")
+        if name == FORMAT_REF:
+            stated = oid
+        elif name.startswith(SHARD_PREFIX):
+            tips[name] = oid
+    if stated is None:
+        return None
+    (blob,) = _batch([stated], cwd)
+    count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
+    return count, tips
+
+
 def table_refs(cwd: str | None = None) -> files.Scan | None:
     """The table the journal commit carries, as lock refs (name -> blob); None where the
     repository has no journal, or one from before journal commits carried the table
-    (then its lock refs are the table, as for clients)."""
+    (then its lock refs are the table, as for clients). A sharded table is the union of
+    its shard journals' tables."""
+    tips = shard_tips(cwd)
+    if tips is not None:
+        union: dict[str, str] = {}
+        for tip in sorted(tips.values()):
+            shard = read_journal(tip, cwd)
+            union.update(shard.table or {} if shard is not None else {})
+        return files.Scan({LOCK_PREFIX + i: oid for i, oid in union.items()}, {})
     journal, _ = current_refs(cwd)
     found = read_journal(journal, cwd) if journal is not None else None
     if found is None or found.table is None:
@@ -284,8 +330,20 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
         for ref, values in pushed.items()
         if ref.startswith(LOCK_PREFIX) and not ref.startswith(PROBE_PREFIXES)
     }
-    if JOURNAL_REF not in pushed and not locks:
+    sharding = any(_sharding(r) for r in pushed)
+    if JOURNAL_REF not in pushed and not locks and not sharding:
         return []
+    state = sharded_state(cwd)
+    if state is not None:
+        # Imported here: the sharded guard builds on this module's readers.
+        from gitlocks.hooks.sharded import guard_shards
+
+        return guard_shards(pushed, locks, state[1], state[0], cwd)
+    if sharding:
+        # Imported here: the sharded guard builds on this module's readers.
+        from gitlocks.hooks.sharded import guard_upgrade
+
+        return guard_upgrade(pushed, locks, cwd)
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
     stale = sorted(
@@ -355,6 +413,10 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
                 "lock ref as it was"
             )
     return problems
+
+
+def _sharding(ref: str) -> bool:
+    return ref == FORMAT_REF or ref.startswith(SHARD_PREFIX)
 
 
 def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # results of the store's mode switch; named for types only
     from gitlocks.service.remote import RemoteState, SyncResult
     from gitlocks.store.restore import RestoreResult
     from gitlocks.store.switch import OffResult, SwitchResult
+    from gitlocks.store.upgrade import ShardResult
 
 
 def age(seconds: float | None) -> str:
@@ -29,9 +30,10 @@ def staleness(name: str, seconds: float | None) -> str:
 def state(shown: RemoteState) -> str:
     if shown.remote is None:
         return "LOCAL: locks live in this repository only (git alock remote NAME shares them)"
+    sharded = f"; its lock table in {shown.shards} shards" if shown.shards else ""
     return (
         f"REMOTE {shown.remote} ({shown.url}): reachable, takes atomic pushes; "
-        f"last synced {age(shown.synced_ago)}"
+        f"last synced {age(shown.synced_ago)}{sharded}"
     )
 
 
@@ -101,6 +103,15 @@ def switched_off(result: OffResult) -> str:
     if result.still_set:
         text += f"\nwarning: alock.remote is still set to {result.still_set!r} in another config"
     return text
+
+
+def sharded(result: ShardResult) -> str:
+    if result.already:
+        return f"ALREADY SHARDED: {result.remote} keeps its lock table in {result.shards} shards"
+    return (
+        f"SHARDED {result.remote}: {result.locks} lock(s) in {result.shards} shard journals; "
+        "every clone writing there needs this version of gitlocks (older ones stop writing)"
+    )
 
 
 def restored(result: RestoreResult) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitlocks.core.journal import COMPACTED, Event, interleave, json_objects
+from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
 from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
 
@@ -41,6 +41,8 @@ def events(store: LockStore, *, limit: int | None = None, since: str | None = No
     found: list[Event] = []
     for entry in store.journal():
         for event in reversed(entry.events):
+            if event.get("event") == VIEW_EVENT:
+                continue  # a sharded table's view commit names its shards: no event
             if since is not None and str(event.get("at", "")) < since:
                 continue
             found.append({**event, "commit": entry.commit})
@@ -122,7 +124,13 @@ def _new_since(store: LockStore, seen: str | None, version: str) -> list[Event]:
                 previous = marker if isinstance(marker, str) and marker else None
                 ended_at_root = False
                 break
-            batches.append([{**e, "commit": entry.commit} for e in entry.events])
+            batches.append(
+                [
+                    {**e, "commit": entry.commit}
+                    for e in entry.events
+                    if e.get("event") != VIEW_EVENT
+                ]
+            )
         chains.append(batches)
         if met or (seen is None and ended_at_root):
             met = True

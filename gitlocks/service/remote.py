@@ -27,6 +27,7 @@ class RemoteState:
     remote: str | None
     url: str | None = None
     synced_ago: float | None = None
+    shards: int | None = None  # a sharded lock table, as last fetched (docs/design.md 5.10)
 
     def to_dict(self) -> dict[str, Any]:
         if self.remote is None:
@@ -37,6 +38,7 @@ class RemoteState:
             "url": self.url,
             "atomic": True,
             "synced_ago": self.synced_ago,
+            "shards": self.shards,
         }
 
 
@@ -67,7 +69,8 @@ def show(store: Store) -> RemoteState:
         return RemoteState(None)
     remote = RemoteStore(store.repo, configured=store.settings)
     remote.probe()
-    return RemoteState(name, store.config_get(f"remote.{name}.url"), view_age(store, name))
+    url = store.config_get(f"remote.{name}.url")
+    return RemoteState(name, url, view_age(store, name), remote.shard_count() or None)
 
 
 def sync(ctx: Context) -> SyncResult:

@@ -12,19 +12,24 @@ written again.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from gitlocks.core import journal
-from gitlocks.core.journal import TABLE_MARKER, shard_of
+from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import StoreError
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
 
-__all__ = ["TABLE_MARKER", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
+VIEW_CHAIN = 2000  # local view commits in one chain
+SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
+SHARD_EVENTS_FIRST = 20  # ... for a clone's first view
+
+__all__ = ["TABLE_MARKER", "VIEW_EVENT", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
 
 
 class JournalEntry(NamedTuple):
@@ -147,6 +152,72 @@ class Journal:
         # The table it carries is the one just written: no need to read it back.
         self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
         return commit
+
+    def view(
+        self,
+        tips: Mapping[int, str | None],
+        refs: Mapping[str, str],
+        parent: str | None,
+        events: list[dict[str, Any]],
+    ) -> str:
+        """The view commit of a sharded table: a journal commit written here only, never
+        pushed, whose tree is the union ``refs`` of the shard tables at ``tips`` (shard ->
+        its journal commit). Its first event names the tips; the others are the shard
+        journals' events since ``parent``, the previous view (or the single journal the
+        remote had before it was sharded), so the local chain of views reads as a journal.
+        Past ``VIEW_CHAIN`` views a new chain starts."""
+        marker = {"event": VIEW_EVENT, "shards": {str(k): tips[k] or "" for k in sorted(tips)}}
+        head = self.commit_of(parent)
+        seq = journal.parse_seq(head.message) + 1 if head is not None else 1
+        if head is None or seq > VIEW_CHAIN:
+            parent, seq = None, 1
+        text = journal.message([marker, *events], seq)
+        tree = self.tree(None, refs)
+        commit = self.objects.write_commit(tree, [parent] if parent else [], text, int(time.time()))
+        self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
+        return commit
+
+    def view_tips(self, oid: str | None) -> dict[int, str | None] | None:
+        """The shard tips a view commit names; None for any other commit."""
+        commit = self.commit_of(oid)
+        if commit is None:
+            return None
+        events = journal.parse_events(commit.message)
+        if not events or events[0].get("event") != VIEW_EVENT:
+            return None
+        named = events[0].get("shards")
+        if not isinstance(named, dict):
+            return None
+        tips: dict[int, str | None] = {}
+        for key, value in named.items():
+            if not (isinstance(key, str) and key.isdigit() and isinstance(value, str)):
+                return None
+            tips[int(key)] = value or None
+        return tips
+
+    def shard_events(
+        self, tips: Mapping[int, str | None], since: Mapping[int, str | None], stop: str | None
+    ) -> list[dict[str, Any]]:
+        """The events of the shard journals at ``tips`` written after ``since`` (shard ->
+        the tip last seen; or, for every shard, ``stop``), oldest first, each once: a write
+        leasing several shards journals its events in each. Bounded per shard."""
+        seen: set[str] = set()
+        found: list[tuple[str, int, dict[str, Any]]] = []
+        for k in sorted(tips):
+            known = {since.get(k), stop} - {None}
+            limit = SHARD_EVENTS if known else SHARD_EVENTS_FIRST
+            for entry in self.walk(tips[k], limit):
+                if entry.commit in known:
+                    break
+                if entry.events and entry.events[0].get("event") == journal.COMPACTED:
+                    break  # a compacted root repeats events already told
+                for n, event in enumerate(entry.events):
+                    key = json.dumps(event, sort_keys=True)
+                    if key not in seen:
+                        seen.add(key)
+                        found.append((str(event.get("at", "")), n, event))
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [event for _, _, event in found]
 
     def tree(self, base: Commit | None, refs: Mapping[str, str]) -> str:
         """A table tree holding ``refs`` (``base``, the parent, shares every unchanged subtree).

@@ -96,13 +96,19 @@ class Mirror(Store):
         write_staging: bool,
         table: dict[str, str] | None = None,
         previous: str | None = None,
+        staged_meta: dict[str, str] | None = None,
     ) -> None:
         """Move staging (when asked) from the remote's lock refs ``old`` to ``new`` and, when
         ``mirroring``, the local view to the remote's table (``table``, else the one its
         journal commit carries), and note when we last heard from the remote.
+
+        ``staged_meta``: the staging refs a sharded write moved (its shard journals); then
+        ``journal`` is the view commit of their union, which staging never holds.
         """
         updates: dict[str, str | None] = {}
-        if write_staging:
+        if write_staging and staged_meta is not None:
+            updates.update(staged_meta)
+        elif write_staging:
             if journal is not None:
                 updates[f"{self.staging}meta/journal"] = journal
             if self.journal_store.table(journal) is None:  # lock refs are the table

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 
 import pygit2
 
@@ -43,6 +44,11 @@ class RemoteTable(Table):
     refs had when fetched: what a push leases on and repairs."""
 
     leases: dict[str, str] = field(default_factory=dict)
+    # A sharded remote (docs/design.md, section 5.10): shard -> the journal commit its
+    # table was read from, and shard -> its table (lock id -> blob id). Empty for a
+    # remote with one journal.
+    shards: dict[int, str | None] = field(default_factory=dict)
+    held: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
 class RemotePush(Mirror):
@@ -88,23 +94,9 @@ class RemotePush(Mirror):
         commit = str(self.journal_store.write(table.version, change.events, new))
         leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
-        for lock_id in differ:
-            have, want = table.leases.get(lock_id), new.get(lock_id)
-            ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs or (
-                have is not None and have in self.repo and not self._is_blob(have)
-            ):
-                # A symref, or a ref that reads as no blob (a symref the remote would not
-                # name, to a branch or tag): never pushed to, leased or deleted. A value
-                # this clone never fetched (a lock ref pushed by hand, which no table
-                # holds) is deleted with a lease on it.
-                if lock_id in touched:
-                    raise self._symref_error(ref)
-                continue  # reported, never followed, never repaired
-            if have is None and want is not None and lock_id not in touched:
-                continue  # missing on the remote: only a write of that lock puts it back
-            leases.append(f"--force-with-lease={ref}:{have or ''}")
-            specs.append(f"{want}:{ref}" if want else f":{ref}")
+        more_leases, more_specs = self.lock_ref_specs(table, new, differ, touched)
+        leases += more_leases
+        specs += more_specs
         self.pushes += 1
         try:
             run = self._git(
@@ -146,6 +138,32 @@ class RemotePush(Mirror):
             return False
         raise self._refused(lines, run)
 
+    def lock_ref_specs(
+        self, table: RemoteTable, new: dict[str, str], differ: list[str], touched: set[str]
+    ) -> tuple[list[str], list[str]]:
+        """The leases and refspecs that move the lock refs ``differ`` from their values in
+        ``table.leases`` to ``new``'s: a symbolic ref is never pushed to."""
+        leases: list[str] = []
+        specs: list[str] = []
+        for lock_id in differ:
+            have, want = table.leases.get(lock_id), new.get(lock_id)
+            ref = LOCK_PREFIX + lock_id
+            if ref in self.remote_symrefs or (
+                have is not None and have in self.repo and not self._is_blob(have)
+            ):
+                # A symref, or a ref that reads as no blob (a symref the remote would not
+                # name, to a branch or tag): never pushed to, leased or deleted. A value
+                # this clone never fetched (a lock ref pushed by hand, which no table
+                # holds) is deleted with a lease on it.
+                if lock_id in touched:
+                    raise self._symref_error(ref)
+                continue  # reported, never followed, never repaired
+            if have is None and want is not None and lock_id not in touched:
+                continue  # missing on the remote: only a write of that lock puts it back
+            leases.append(f"--force-with-lease={ref}:{have or ''}")
+            specs.append(f"{want}:{ref}" if want else f":{ref}")
+        return leases, specs
+
     def _settle(self, table: RemoteTable, commit: str, said: str, *, gave_up: bool = False) -> bool:
         """A push whose outcome is unknown (sent, then no answer): fetch the remote's
         journal and answer from it. True when ``commit`` landed (the journal holds it, or
@@ -156,6 +174,18 @@ class RemotePush(Mirror):
         the push: a journal not moved yet proves nothing, and is not called a push that
         did not land.
         """
+
+        def landed() -> bool | None:
+            now = self.staged_journal()
+            if now is not None and (now == commit or self.journal_store.descends(now, commit)):
+                return True
+            return None if now == table.version else False
+
+        return self.settle(landed, said, gave_up=gave_up)
+
+    def settle(self, landed: Callable[[], bool | None], said: str, *, gave_up: bool) -> bool:
+        """Fetch, then answer from ``landed``: True (ours is there), False (another write
+        is there instead), None (the remote is as it was: raise, saying so)."""
         if self.deadline is not None:  # asking costs one more bound, never less
             self.deadline = max(self.deadline, time.monotonic() + self.timeout)
         try:
@@ -166,12 +196,11 @@ class RemotePush(Mirror):
                 f"({said}), and the remote cannot be asked now whether it landed ({exc}). "
                 "It may have: git alock sync tells once the remote answers"
             ) from exc
-        now = self.staged_journal()
-        if now is not None and (now == commit or self.journal_store.descends(now, commit)):
-            self.lease_override = None
-            return True
-        if now != table.version:
-            return False  # another write landed instead of ours: decide again on it
+        outcome = landed()
+        if outcome is not None:
+            if outcome:
+                self.lease_override = None
+            return outcome
         if gave_up:
             said = said.split(". ", 1)[0]  # what follows is said here, in full
             raise RemoteError(

@@ -1,7 +1,8 @@
 """Remote mode: the lock table lives on a shared git remote, the authority for every clone.
 
 The remote holds the same refs as a local store: ``refs/agent-locks/<id>`` and the
-journal ``refs/agent-locks-meta/journal``. A clone keeps two things:
+journal ``refs/agent-locks-meta/journal``, or, once sharded, shard journals whose tables'
+union is the table (``gitlocks.store.sharded``). A clone keeps two things:
 
 - staging, ``refs/agent-locks-remote/<remote>/{locks,meta}/*``: exactly the remote's
   lock namespaces as last seen (fetched, or pushed by us). Only remote mode writes there,
@@ -48,11 +49,13 @@ from gitlocks.layout import (
     LOCK_PREFIX,
     MUTEX_TIMEOUT_SECONDS,
     PROBE_PREFIXES,
+    SHARD_PREFIX,
     STAGING_PREFIX,
 )
 from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
-from gitlocks.store.push import RemotePush, RemoteTable
+from gitlocks.store.push import RemoteTable
+from gitlocks.store.sharded import ShardedPush
 
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
@@ -70,7 +73,7 @@ _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
 MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
 
 
-class RemoteStore(RemotePush):
+class RemoteStore(ShardedPush):
     """A store whose writes are decided on ``alock.remote`` by compare-and-swap pushes."""
 
     def __init__(
@@ -118,6 +121,8 @@ class RemoteStore(RemotePush):
         # Symbolic refs in the remote's lock namespaces (name -> target): never followed.
         self.remote_symrefs: dict[str, str] = {}
         self._local_cache: tuple[tuple[object, ...], dict[str, str]] | None = None
+        self.listed_meta = {}
+        self._views = {}
 
     @contextlib.contextmanager
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
@@ -136,7 +141,10 @@ class RemoteStore(RemotePush):
 
         Cached until we write staging ourselves (only we do, under the mutex).
         """
-        if self._staged_cache is None:
+        count = self.shard_count() if self._staged_cache is None else None
+        if count:  # sharded: the union of the shard tables, as one view commit
+            self._staged_cache = self.sharded_staged(count)
+        elif self._staged_cache is None:
             journal = self.staged_journal()
             table = self.journal_store.table(journal)
             if table is not None:  # the journal carries the table: its refs mirror it
@@ -203,7 +211,10 @@ class RemoteStore(RemotePush):
                 for i, oid in sorted(leases.items())
                 if i not in content and LOCK_PREFIX + i not in self.remote_symrefs
             )
+        tips = self.journal_store.view_tips(journal) if self.shard_count() else None
         table = RemoteTable(
+            shards=tips or {},
+            held=self.shard_tables(tips) if tips else {},
             version=journal,
             ignore_case=self.ignore_case,
             records=loaded.records,
@@ -255,6 +266,7 @@ class RemoteStore(RemotePush):
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
                 break
+            self.check_format()
             table = self.remote_table()
             change, result = decide(table)
             self._decided = table
@@ -264,7 +276,7 @@ class RemoteStore(RemotePush):
                     return result
                 fetched = True
                 continue
-            if self._push(table, change):
+            if self._push_sharded(table, change) if table.shards else self._push(table, change):
                 self.lease_override = None
                 return result
             time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))
@@ -299,7 +311,7 @@ class RemoteStore(RemotePush):
         # Imported here: the restore module builds on this one.
         from gitlocks.store.restore import lost_view
 
-        lost = lost_view(self, self.staged_journal())
+        lost = lost_view(self, self.staged()[1])
         if lost is not None:
             raise RemoteError(lost)
 
@@ -322,7 +334,7 @@ class RemoteStore(RemotePush):
                 self.fetch()
                 return True
             return False
-        if actual != table.leases:
+        if actual != table.leases and (not table.shards or self.tips_listed(table)):
             self.lease_override = actual
         return False
 
@@ -337,7 +349,7 @@ class RemoteStore(RemotePush):
         self._clear_staging_lockfiles()
         self._staged_cache = None
         self._fetch(f"+refs/agent-locks-meta/*:{self.staging}meta/*")
-        if self.journal_store.table(self.staged_journal()) is None:
+        if not self.shard_count() and self.journal_store.table(self.staged_journal()) is None:
             # No table in the journal (none yet, or written before journals carried it):
             # the lock refs are the table. Otherwise the one journal commit is the whole
             # table, and a fetch costs the same for 10 locks or 10,000.
@@ -381,23 +393,32 @@ class RemoteStore(RemotePush):
         Symbolic refs among them are learnt too (``remote_symrefs``), so the repairing
         push never writes through one.
         """
+        # A sharded remote's shard journals are listed too, in the same answer: a lock ref
+        # no shard table holds is known to be hand-made only when every shard is still
+        # where this clone read it.
+        sharded = bool(self.shard_count())
+        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else [])]
         run = self._git(
-            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, f"{LOCK_PREFIX}*"],
+            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
             what="ls-remote of",
         )
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
         found = {}
         symrefs = {}
+        self.listed_meta = {}
         for line in run.out.splitlines():
             if line.startswith("ref: ") and "\t" in line:
                 target, name = line[5:].split("\t", 1)
-                symrefs[name] = target
+                if name.startswith(LOCK_PREFIX):
+                    symrefs[name] = target
                 continue
             oid, _, name = line.partition("\t")
             lock_id = name[len(LOCK_PREFIX) :]
             if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
                 found[lock_id] = oid
+            elif name.startswith(SHARD_PREFIX):
+                self.listed_meta[name] = oid
         others = {n: t for n, t in self.remote_symrefs.items() if not n.startswith(LOCK_PREFIX)}
         self.remote_symrefs = {**others, **symrefs}
         self._remote_cache = None

@@ -25,9 +25,10 @@ import pygit2
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
+from gitlocks.core.shard import record_shards
 from gitlocks.errors import RemoteError, UsageError
 from gitlocks.git.remote import lost_race, porcelain
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, SHARD_PREFIX
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
@@ -66,6 +67,8 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
     view = remote.view_journal()
     if view is None or journal == view:
         return None
+    if remote.shard_count() or remote.journal_store.view_tips(view) is not None:
+        return _lost_shard(remote, view, journal)
     mirrored = remote.mirrored()
     live = _live(remote, mirrored) if mirrored else []
     if not live:
@@ -98,6 +101,79 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
         "git alock remote --restore puts this clone's last view back on the remote; "
         f"git alock remote --off --forget, then git alock remote {remote.remote}, accepts "
         "the remote as it is now"
+    )
+
+
+def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | None:
+    """``lost_view`` for a sharded remote, or a view of one: each shard journal must
+    continue the one the view names (a view of the single journal, before the upgrade:
+    every shard continues that journal), or hold no live claim the view held there."""
+    store = remote.journal_store
+    if store.view_tips(journal) is None:  # no longer sharded (the format ref gone)
+        if journal is not None and store.commit_of(journal) is None:
+            return None  # no journal commit: every write stops on it already (5.5)
+        live = _live(remote, remote.mirrored())
+        if not live:
+            return None
+        return _lost_message(remote, "refs/agent-locks-meta/format", "has vanished", view, live)
+    losses = shard_losses(remote, view, journal)
+    if not losses:
+        return None
+    k, was, what, live = losses[0]
+    return _lost_message(remote, f"{SHARD_PREFIX}{k}", what, was, live)
+
+
+def shard_losses(
+    remote: RemoteStore, view: str, journal: str | None
+) -> list[tuple[int, str, str, list[LockRecord]]]:
+    """(shard, the commit the view names for it, what happened, the live claims it held)
+    for each shard journal that lost live claims since the view."""
+    store = remote.journal_store
+    before = store.view_tips(view)
+    now = store.view_tips(journal) or {}
+    old = before if before is not None else dict.fromkeys(now, view)
+    found = []
+    for k in sorted(old):
+        was, tip = old[k], now.get(k)
+        if was is None or tip == was:
+            continue
+        live = [
+            r
+            for r in _live(remote, store.table(was) or {})
+            if k in record_shards(r.paths, len(now))
+        ]
+        if not live:
+            continue
+        if tip is None:
+            what = "has vanished"
+        elif store.commit_of(tip) is None:
+            continue  # no journal commit: every write stops on it (5.5)
+        elif _continues(remote, tip, was):
+            continue
+        elif _is_ancestor(remote.repo, tip, was):
+            what = f"went back to an older commit ({tip[:12]})"
+        else:
+            what = f"was replaced by {tip[:12]}, which does not continue it"
+        found.append((k, was, what, live))
+    return found
+
+
+def _lost_message(
+    remote: RemoteStore, ref: str, what: str, view: str, live: list[LockRecord]
+) -> str:
+    first = live[0]
+    put_back = (
+        "git alock remote --restore puts this clone's last view of that shard back; "
+        if ref.startswith(SHARD_PREFIX)
+        else ""
+    )
+    return (
+        f"{ref} on the lock remote {remote.remote!r} {what} since this clone last saw it at "
+        f"{view[:12]}, while {len(live)} live claim(s) stood there (e.g. "
+        f"{' '.join(first.paths)} held by {first.holder}); nothing was changed here. Plain "
+        f"git on the remote (a push --mirror or --force) does this; {put_back}git alock "
+        f"remote --off --forget, then git alock remote {remote.remote}, accepts the remote as "
+        "it is now"
     )
 
 
@@ -141,6 +217,8 @@ def restore(store: Store) -> RestoreResult:
             remote.fetch()
         finally:
             remote.mirroring = True
+        if remote.shard_count() is not None or remote.journal_store.view_tips(view) is not None:
+            return _restore_shards(remote, view)
         staged, current = remote.staged()
         if lost_view(remote, current) is None:
             remote.fetch()  # nothing lost: mirror it as any sync would
@@ -182,3 +260,81 @@ def restore(store: Store) -> RestoreResult:
             raise remote._refused(lines, run)
         remote._mirror(actual, merged, commit, write_staging=True, table=merged, previous=current)
         return RestoreResult(remote.remote, True, len(merged), commit)
+
+
+def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
+    """``restore`` for a sharded remote: each shard journal that lost live claims gets a
+    journal commit on the one the view names for it, carrying that shard's table as the
+    view had it plus whatever the shard holds now (its value wins for one lock), all in one
+    compare-and-swap push with the lock refs that differ."""
+    store = remote.journal_store
+    staged, current = remote.staged()
+    if store.view_tips(view) is None or remote.shard_count() is None:
+        raise RemoteError(
+            f"the lock table of {remote.remote!r} was sharded or unsharded since this clone "
+            "last saw it; remote --restore puts back shard journals only onto the same "
+            "shards. Nothing was changed. git alock remote --off --forget, then git alock "
+            f"remote {remote.remote}, accepts the remote as it is now"
+        )
+    losses = shard_losses(remote, view, current)
+    if not losses:
+        remote.fetch()  # nothing lost: mirror it as any sync would
+        return RestoreResult(remote.remote, False, reason="every shard journal continues")
+    remote.check_format()
+    now = store.view_tips(current) or {}
+    tables = remote.shard_tables(now)
+    actual = remote.actual_lock_refs()
+    tips = dict(now)
+    written: dict[int, str] = {}
+    leases: list[str] = []
+    specs: list[str] = []
+    touched: set[str] = set()
+    for k, was, _, _ in losses:
+        merged = {**(store.table(was) or {}), **tables[k]}
+        touched |= merged.keys() | tables[k].keys()
+        event = {
+            "event": "restored",
+            "at": format_time(utcnow()),
+            "holder": "",
+            "paths": [],
+            "locks": len(merged),
+            "from": was,
+            "replacing": now.get(k),
+            "shard": k,
+        }
+        tips[k] = written[k] = str(store.write(was, [event], merged))
+        tables[k] = merged
+        leases.append(f"--force-with-lease={SHARD_PREFIX}{k}:{now.get(k) or ''}")
+        specs.append(f"{written[k]}:{SHARD_PREFIX}{k}")
+    union = {i: v for k in sorted(tables) for i, v in tables[k].items()}
+    for lock_id in sorted(touched):
+        have, want = actual.get(lock_id), union.get(lock_id)
+        ref = LOCK_PREFIX + lock_id
+        if have == want or not LOCK_ID_RE.match(lock_id) or ref in remote.remote_symrefs:
+            continue
+        leases.append(f"--force-with-lease={ref}:{have or ''}")
+        specs.append(f"{want}:{ref}" if want else f":{ref}")
+    run = remote._git(
+        ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.remote, *specs],
+        what="push to",
+    )
+    lines = porcelain(run.out)
+    if run.code != 0 or not lines:
+        if lines and lost_race(lines):
+            raise RemoteError(
+                f"the lock remote {remote.remote!r} changed while restoring; nothing was "
+                "changed there: run git alock remote --restore again"
+            )
+        raise remote._refused(lines, run)
+    restored = remote.view_of(tips, union)
+    moved = {f"{remote.staging}meta/shards/{k}": oid for k, oid in written.items()}
+    remote._mirror(
+        staged,
+        union,
+        restored,
+        write_staging=True,
+        table=union,
+        previous=current,
+        staged_meta=moved,
+    )
+    return RestoreResult(remote.remote, True, len(union), restored)

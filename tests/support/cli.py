@@ -103,3 +103,11 @@ def alock_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subpr
 def finish(proc: subprocess.Popen[str], timeout: float = 60) -> Result:
     out, err = proc.communicate(timeout=timeout)
     return Result(proc.returncode, out, err)
+
+
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Our environment, with the installed ``git-alock`` on PATH (as ``alock_process``)."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.update(extra or {})
+    return env

@@ -1,0 +1,204 @@
+"""The pre-receive guard of a sharded lock table (docs/design.md, sections 5.10 and 6.9).
+
+Each shard journal ``refs/agent-locks-meta/shards/<k>`` is guarded as the single journal
+is: never deleted, rewound or moved to anything but a journal commit carrying a table that
+continues the one it held. The format ref and the single journal ref (the notice that
+stops earlier versions) never move. After the push, every lock ref the push names holds
+what the union of the shard tables says, and every lock whose entry a pushed shard's table
+changes has its ref moved with it.
+
+Stdlib and git only, like the rest of the hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gitlocks.core.journal import is_journal_commit
+from gitlocks.core.shard import parse_format
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks.hosted import (
+    _batch,
+    _descends,
+    _lock_path,
+    changed_locks,
+    current_refs,
+    is_zero,
+    read_heads,
+    read_journal,
+)
+from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
+
+
+def _shard_number(ref: str, count: int) -> int | None:
+    name = ref[len(SHARD_PREFIX) :]
+    if not name.isdigit() or str(int(name)) != name or int(name) >= count:
+        return None
+    return int(name)
+
+
+def guard_shards(
+    pushed: Mapping[str, tuple[str, str]],
+    locks: Mapping[str, tuple[str, str]],
+    tips: Mapping[str, str],
+    count: int | None,
+    cwd: str | None,
+) -> list[str]:
+    """Why a push to a sharded table (``tips``: shard ref -> commit now; ``count``: what
+    the format ref states, None when unreadable) must be refused; empty when it may pass."""
+    if FORMAT_REF in pushed:
+        return [f"the push changes {FORMAT_REF}: the shard count of a lock table is fixed"]
+    if JOURNAL_REF in pushed:
+        return [
+            f"the push moves {JOURNAL_REF} of a sharded lock table: it holds the notice that "
+            "stops earlier versions of gitlocks from writing beside the shards"
+        ]
+    if count is None:
+        return [f"{FORMAT_REF} states no shard count this guard reads: upgrade gitlocks here"]
+    shards = {ref: values for ref, values in pushed.items() if ref.startswith(SHARD_PREFIX)}
+    for ref in sorted(shards):
+        if _shard_number(ref, count) is None:
+            return [f"the push writes {ref}, which is no shard of this {count}-shard lock table"]
+    _, refs_now = current_refs(cwd)
+    stated = {**tips, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
+    stale = sorted(
+        name
+        for name, (old_value, _) in pushed.items()
+        if (name in shards or name[len(LOCK_PREFIX) :] in locks)
+        and (None if is_zero(old_value) else old_value) != stated.get(name)
+    )
+    if stale:
+        return [
+            f"the lock table moved since this push was prepared ({stale[0]} is no longer "
+            "what it names as its old value): fetch and decide again"
+        ]
+    changed: set[str] = set()
+    for ref, (_, new_oid) in sorted(shards.items()):
+        if is_zero(new_oid):
+            return [f"the push deletes {ref}, a shard of the lock table every clone decides on"]
+        old_oid = tips.get(ref)
+        oids = [o for o in (old_oid, new_oid) if o is not None]
+        heads, _ = read_heads(oids, cwd)
+        old = heads[0] if old_oid is not None else None
+        new = heads[-1]
+        if new is None or new.table is None:
+            return [
+                f"the push moves {ref} to {new_oid[:12]}, which is no gitlocks journal commit "
+                "carrying a lock table: only git alock writes it"
+            ]
+        if old is not None and not _descends(new, old, cwd):
+            return [
+                f"the push moves {ref} from {old.oid[:12]} to {new_oid[:12]}, which does not "
+                "descend from it: that would rewind or replace the lock table"
+            ]
+        if old is not None and old.table is not None:
+            changed |= set(changed_locks(old.tree, new.tree, cwd))
+        else:
+            changed |= set(changed_locks(_empty_tree(cwd), new.tree, cwd))
+    after = dict(refs_now)
+    for lock_id, (_, value) in locks.items():
+        if is_zero(value):
+            after.pop(lock_id, None)
+        else:
+            after[lock_id] = value
+    heads_after = {**tips, **{ref: new_oid for ref, (_, new_oid) in shards.items()}}
+    wanted = _union_values(sorted(heads_after.values()), sorted({*locks, *changed}), cwd)
+    problems: list[str] = []
+    for lock_id in sorted(locks):
+        want, have = wanted.get(lock_id), after.get(lock_id)
+        if want == have:
+            continue
+        ref = LOCK_PREFIX + lock_id
+        if have is None:
+            problems.append(
+                f"the push deletes {ref}, a claim the lock table still holds (release or "
+                "break it with git alock)"
+            )
+        elif want is None:
+            problems.append(
+                f"the push sets {ref}, a lock the lock table does not hold (claim with "
+                "git alock acquire)"
+            )
+        else:
+            problems.append(f"the push sets {ref} to a value the lock table does not hold")
+    for lock_id in sorted(changed - set(locks)):
+        if after.get(lock_id) != wanted.get(lock_id):
+            problems.append(
+                f"the push changes {LOCK_PREFIX}{lock_id} in the lock table but leaves its "
+                "lock ref as it was"
+            )
+    return problems
+
+
+def _union_values(commits: list[str], lock_ids: list[str], cwd: str | None) -> dict[str, str]:
+    """Lock id -> its value in the union of the tables of ``commits``: one ``cat-file``."""
+    names = [f"{c}:{_lock_path(i)}" for c in commits for i in lock_ids]
+    found: dict[str, str] = {}
+    if not names:
+        return found
+    for name, entry in zip(names, _batch(names, cwd), strict=False):
+        if entry is not None and entry[1] == "blob":
+            found[name.rsplit("/", 1)[1]] = entry[0]
+    return found
+
+
+def _empty_tree(cwd: str | None) -> str:
+    out = finish_git(start_git(["hash-object", "-t", "tree", "--stdin"], cwd), b"")
+    return out.decode().strip()
+
+
+def guard_upgrade(
+    pushed: Mapping[str, tuple[str, str]],
+    locks: Mapping[str, tuple[str, str]],
+    cwd: str | None,
+) -> list[str]:
+    """Why a push that shards a single journal's table must be refused; empty when it is
+    the upgrade ``git alock remote --shards`` makes: the format ref and every shard journal
+    created, each shard's first commit a table commit on the journal it replaces, their
+    union that journal's table, the journal moved onto a commit that is no journal commit
+    on the old one, and no lock ref moved."""
+    refused = [
+        "the push shards the lock table, and is not the upgrade git alock remote --shards "
+        "makes (the format ref, every shard journal on the old journal, their tables the old "
+        "one's, the journal ref moved onto the notice)"
+    ]
+    format_values = pushed.get(FORMAT_REF)
+    if format_values is None or not is_zero(format_values[0]) or locks:
+        return refused
+    (blob,) = _batch([format_values[1]], cwd)
+    count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
+    wanted_refs = {FORMAT_REF, JOURNAL_REF, *(f"{SHARD_PREFIX}{k}" for k in range(count or 0))}
+    sharding = {r for r in pushed if r.startswith(SHARD_PREFIX) or r in (FORMAT_REF, JOURNAL_REF)}
+    if count is None or sharding != wanted_refs:
+        return refused
+    journal_now, refs_now = current_refs(cwd)
+    old_value, notice = pushed[JOURNAL_REF]
+    if (None if is_zero(old_value) else old_value) != journal_now:
+        return ["the lock table moved since this push was prepared: fetch and decide again"]
+    expected_parents = (journal_now,) if journal_now is not None else ()
+    (raw,) = _batch([notice], cwd)
+    if raw is None or raw[1] != "commit":
+        return refused
+    head, _, body = raw[2].decode("utf-8", "replace").partition("\n\n")
+    parents = tuple(ln[7:].strip() for ln in head.splitlines() if ln.startswith("parent "))
+    if parents != expected_parents or is_journal_commit(len(parents), 0, body):
+        return refused
+    before: dict[str, str] = dict(refs_now)
+    if journal_now is not None:
+        old = read_journal(journal_now, cwd)
+        if old is None:
+            return refused  # no journal commit there: nothing gitlocks wrote to split
+        if old.table is not None:
+            before = old.table
+    union: dict[str, str] = {}
+    for k in range(count):
+        tip = pushed[f"{SHARD_PREFIX}{k}"]
+        if not is_zero(tip[0]):
+            return refused
+        shard = read_journal(tip[1], cwd)
+        if shard is None or shard.table is None or shard.parents != expected_parents:
+            return refused
+        union.update(shard.table)
+    if union != before:
+        return refused
+    return []

@@ -1,0 +1,232 @@
+"""A sharded lock remote (docs/design.md, section 5.10): the table kept in shard journals,
+so that writes whose scopes cannot overlap lease no common ref and never reject each other.
+
+The format ref ``refs/agent-locks-meta/format`` (a blob ``shards S``) says a remote is
+sharded. Shard ``k``'s journal ``refs/agent-locks-meta/shards/<k>`` is a chain of journal
+commits whose tree is shard ``k``'s table; a record is held in the table of every shard
+its claim can touch (``gitlocks.core.shard``). The remote's table is the union of the
+shard tables. Locally that union is one **view commit** (``Journal.view``): a journal
+commit written here only, made from the shard tips alone, so the local view, the view ref
+and every reader that takes one commit for the table work as they do for one journal.
+
+A write leases exactly the shards its change touches: those of every record it puts (its
+claim's shards) and those holding every record it replaces or deletes. Its one atomic push
+moves each leased shard journal from the commit read to a new one carrying that shard's
+new table, with the lock refs that change. Two overlapping claims share a shard (the
+lemma), so the compare-and-swap argument of one journal holds on that shard's ref.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pygit2
+
+from gitlocks.core.change import Change, check_sizes
+from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.shard import parse_format, record_shards
+from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
+from gitlocks.git.remote import failure, lost_race, never_sent, porcelain, summarise
+from gitlocks.layout import LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
+from gitlocks.store.push import RemotePush, RemoteTable
+
+
+class ShardedPush(RemotePush):
+    """Reading and writing a sharded remote (``RemoteStore`` decides and retries)."""
+
+    # Refs under refs/agent-locks-meta/ as the last ls-remote listed them (sharded only).
+    listed_meta: dict[str, str]
+    _views: dict[tuple[tuple[int, str | None], ...], str]
+
+    def shard_count(self) -> int | None:
+        """The shard count staging's format ref states: None for a remote with one
+        journal, 0 for a format ref that states none this version reads."""
+        ref = self.repo.references.get(self.staging + "meta/format")
+        if ref is None or not isinstance(ref.target, pygit2.Oid):
+            return None
+        found = self.journal_store.objects.read(str(ref.target))
+        if found is None or found[0] != "blob":
+            return 0
+        return parse_format(found[1], MAX_SHARDS) or 0
+
+    def check_format(self) -> None:
+        """Before a write: a format ref this version cannot read stops it."""
+        if self.shard_count() == 0:
+            raise RemoteError(
+                f"refs/agent-locks-meta/format on the lock remote {self.remote!r} states no "
+                f"shard count this gitlocks reads (1 to {MAX_SHARDS}): a newer gitlocks wrote "
+                "it, or it was edited by hand; nothing was changed. Upgrade gitlocks"
+            )
+
+    def staged_tips(self, count: int) -> dict[int, str | None]:
+        """Shard -> its journal commit as last fetched or pushed (None: absent)."""
+        prefix = self.staging + "meta/shards/"
+        found = self.scan_refs((prefix,))
+        return {k: found.get(f"{prefix}{k}") for k in range(count)}
+
+    def sharded_staged(self, count: int) -> tuple[dict[str, str], str]:
+        """(the union of the staged shard tables, its view commit)."""
+        tips = self.staged_tips(count)
+        union = self.union(tips)
+        return union, self.view_of(tips, union)
+
+    def view_of(
+        self,
+        tips: dict[int, str | None],
+        union: dict[str, str],
+        events: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """The view commit of the shards at ``tips``: the view ref's own when it names
+        them (so every process of this clone agrees), else a new one on it carrying
+        ``events`` (the shard journals' events since it, when not given)."""
+        key = tuple(sorted(tips.items()))
+        if key not in self._views:
+            previous = self.view_journal()
+            store = self.journal_store
+            if store.view_tips(previous) == tips:
+                self._views[key] = str(previous)
+            else:
+                if events is None:
+                    since = store.view_tips(previous) or {}
+                    events = store.shard_events(tips, since, previous)
+                self._views[key] = store.view(tips, union, previous, events)
+        return self._views[key]
+
+    def union(self, tips: dict[int, str | None]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for k in sorted(tips):
+            found.update(self.journal_store.table(tips[k]) or {})
+        return found
+
+    def shard_tables(self, tips: dict[int, str | None]) -> dict[int, dict[str, str]]:
+        return {k: self.journal_store.table(tip) or {} for k, tip in tips.items()}
+
+    def tips_listed(self, table: RemoteTable) -> bool:
+        """Whether the last ls-remote found every shard where ``table`` was read: then a
+        lock ref it listed that no shard table holds was pushed by hand, not by a write
+        this clone has not fetched yet."""
+        return all(
+            self.listed_meta.get(f"{SHARD_PREFIX}{k}") == tip for k, tip in table.shards.items()
+        )
+
+    def leased_shards(self, table: RemoteTable, change: Change) -> set[int]:
+        """The shards ``change`` must lease: every shard of a record it puts, and every
+        shard holding a record it replaces or deletes."""
+        count = len(table.shards)
+        touched = {*change.delete, *(r.id for r in change.put)}
+        leased = {k for k, held in table.held.items() if touched & held.keys()}
+        for record in change.put:
+            leased |= record_shards(record.paths, count)
+        # A change no shard holds (the deletion of a lock ref pushed by hand, which no
+        # table names) is journaled in shard 0, so every write moves a journal.
+        return leased or {0}
+
+    def _push_sharded(self, table: RemoteTable, change: Change) -> bool:
+        """One compare-and-swap push of ``change`` to a sharded remote; True when it won,
+        False on a lost race (as ``_push``, with a lease per shard it touches)."""
+        self._rejected = None
+        check_sizes(change)
+        count = len(table.shards)
+        blobs = {r.id: str(self.repo.create_blob(r.to_json())) for r in change.put}
+        wants = {r.id: record_shards(r.paths, count) for r in change.put}
+        touched = {*change.delete, *blobs}
+        leased = sorted(self.leased_shards(table, change))
+        new_held: dict[int, dict[str, str]] = {}
+        for k in leased:
+            held = {i: v for i, v in table.held[k].items() if i not in touched}
+            held.update({i: blobs[i] for i, where in wants.items() if k in where})
+            new_held[k] = held
+        new = {i: v for i, v in table.refs.items() if i not in touched}
+        new.update(blobs)
+        # Only the lock refs of the leased shards: another shard's table may be older here
+        # than on the remote, and its refs are repaired by a write that leases it.
+        ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
+        ids |= touched - table.refs.keys()  # named by the change, held by no shard
+        if self.lease_override is not None and self.tips_listed(table):
+            ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
+        differ = [
+            i for i in sorted(ids) if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
+        ]
+        for k in leased:
+            self._check_shard(k, table.shards[k])
+        if self.lease_override is not None:
+            self.check_symrefs()  # leases as the remote listed them (section 5.5)
+        commits = {
+            k: str(self.journal_store.write(table.shards[k], change.events, new_held[k]))
+            for k in leased
+        }
+        leases = [f"--force-with-lease={SHARD_PREFIX}{k}:{table.shards[k] or ''}" for k in leased]
+        specs = [f"{commits[k]}:{SHARD_PREFIX}{k}" for k in leased]
+        more_leases, more_specs = self.lock_ref_specs(table, new, differ, touched)
+        leases += more_leases
+        specs += more_specs
+
+        def landed() -> bool | None:
+            now = self.staged_tips(count)
+            first = leased[0]
+            mine = commits[first]
+            if now[first] is not None and (
+                now[first] == mine or self.journal_store.descends(str(now[first]), mine)
+            ):
+                return True
+            return None if all(now[k] == table.shards[k] for k in leased) else False
+
+        self.pushes += 1
+        try:
+            run = self._git(
+                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+                what="push to",
+            )
+        except RemoteTimeout as exc:
+            return self.settle(landed, str(exc), gave_up=True)
+        lines = porcelain(run.out)
+        if run.code == 0 and lines:
+            if any(ln.ref.startswith(SHARD_PREFIX) and ln.flag == "=" for ln in lines):
+                return False  # someone pushed these very journal commits: not our win
+            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
+            tips = {**table.shards, **commits}
+            view = self.view_of(tips, new, change.events)
+            staged = {f"{self.staging}meta/shards/{k}": commits[k] for k in leased}
+            with contextlib.suppress(GitlocksError):  # the next fetch repairs the view
+                self._mirror(
+                    table.leases,
+                    {**new, **kept},
+                    view,
+                    write_staging=True,
+                    table=new,
+                    previous=table.version,
+                    staged_meta=staged,
+                )
+            return True
+        if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
+            raise failure(run, self.remote, "push")
+        if not lines:
+            return self.settle(landed, summarise(run.err), gave_up=False)
+        if lost_race(lines):
+            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
+            return False
+        if any("hook declined" in ln.reason for ln in lines) and self._shards_moved(table, leased):
+            return False  # the remote's guard refused a lease that no longer holds
+        raise self._refused(lines, run)
+
+    def _check_shard(self, k: int, tip: str | None) -> None:
+        """A shard ref holding anything but a journal commit is never written over."""
+        if tip is None or self.journal_store.commit_of(tip) is not None:
+            return
+        raise RemoteError(
+            f"the shard journal {SHARD_PREFIX}{k} on the lock remote {self.remote!r} holds "
+            f"{tip[:12]}, which is not a gitlocks journal commit (moved by hand); nothing was "
+            "changed. Put it right on the remote itself"
+        )
+
+    def _shards_moved(self, table: RemoteTable, leased: list[int]) -> bool:
+        refs = [f"{SHARD_PREFIX}{k}" for k in leased]
+        run = self._git(["ls-remote", self.remote, *refs], what="ls-remote of")
+        if run.code != 0:
+            return False
+        now = {}
+        for line in run.out.splitlines():
+            oid, _, name = line.partition("\t")
+            now[name.strip()] = oid.strip()
+        return any(now.get(f"{SHARD_PREFIX}{k}") != table.shards[k] for k in leased)
