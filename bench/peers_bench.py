@@ -233,7 +233,7 @@ def remote_clone(base: Path, url: str, name: str, alock: str, env: dict[str, str
     return path
 
 
-def trace_remote_claim(alock: str, repo: Path, env: dict[str, str]) -> list[str]:
+def trace_remote_claim(alock: str, repo: Path, env: dict[str, str], where: str) -> list[str]:
     """Where one remote claim's time goes: each git process it starts, in order, with
     when it started and ended (ms since the claim's process started) and what it ran."""
     with tempfile.NamedTemporaryFile(suffix=".json") as events:
@@ -258,7 +258,20 @@ def trace_remote_claim(alock: str, repo: Path, env: dict[str, str]) -> list[str]
                 began, argv = begun[sid]
                 rows.append(f"  {began:7.1f} -> {at:7.1f} ms  git {argv}")
     subprocess.run([alock, "release", "traced/x.py"], cwd=repo, env=env, capture_output=True)
-    head = f"one remote claim over file://: {total:.0f} ms in all; its git processes"
+    imports = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import gitlocks.store.remote"],
+        capture_output=True, text=True,
+    ).stderr.splitlines()  # fmt: skip
+    heavy = sorted(
+        (int(line.split("|")[1]), line.split("|")[2].strip())
+        for line in imports
+        if line.startswith("import time:") and "cumulative" not in line
+    )[-3:]
+    rows.append(
+        "  importing the remote store (cumulative us): "
+        + ", ".join(f"{n} {us}" for us, n in reversed(heavy))
+    )
+    head = f"one remote claim ({where}): {total:.0f} ms in all; its git processes"
     return [head + " (ms since it started; before the first: Python and imports):", *rows]
 
 
@@ -365,7 +378,8 @@ def main() -> None:
                             samples[label].append(ms)
             wall = time.perf_counter() - started
             if not args.no_remote:
-                trace = trace_remote_claim(alock, repos["file"], env)
+                for where in ("file", "daemon"):
+                    trace += trace_remote_claim(alock, repos[where], env, where)
         finally:
             if daemon is not None:
                 daemon.stop()

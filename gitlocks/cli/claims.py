@@ -53,14 +53,19 @@ def acquire(
     if until_merged is not None:
         wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
         branch = landing.check_branch(ctx.store, wanted)
-    result = locks.acquire(
-        ctx,
-        claim,
-        reason=user_text(reason, "reason", MAX_REASON_CHARS),
-        ttl=life,
-        shared=shared,
-        until_merged=branch,
-    )
+    root = str(ctx.store.root)
+    listing = typos.start_listing(root, claim)  # for the note below, while the claim is written
+    try:
+        result = locks.acquire(
+            ctx,
+            claim,
+            reason=user_text(reason, "reason", MAX_REASON_CHARS),
+            ttl=life,
+            shared=shared,
+            until_merged=branch,
+        )
+    finally:
+        listed = typos.finish_listing(listing)
     warn_problems(ctx)
     if result.status == "acquired" and short_lived(ctx.identity):
         sys.stderr.write(SHORT_LIVED + "\n")
@@ -76,7 +81,9 @@ def acquire(
     doc = result.to_dict()
     missing: list[typos.Uncovered] = []
     if result.status == "acquired":
-        missing = typos.uncovered(str(ctx.store.root), claim, ignore_case=ctx.store.ignore_case)
+        missing = typos.uncovered(
+            root, claim, ignore_case=ctx.store.ignore_case, list_files=lambda: listed
+        )
         doc["covers_nothing"] = [m.to_dict() for m in missing]
     reply(doc, render.acquire(result, ctx.now()), as_json)
     # After the answer, so that output read with 2>&1 still starts with its word.
