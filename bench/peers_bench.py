@@ -18,10 +18,11 @@ already sit:
   which opens the store), then one ``release`` (warm). The round trips are calls within
   a running process, not processes, and their ratio to ``python3 -c pass`` says so;
 - remote mode (``alock.remote origin``), against a bare remote reached by ``file://`` and
-  by a loopback ``git daemon``: ``acquire`` and ``release`` of one path beside one plain
-  ``git push`` of one new ref to the same remote (the yardstick), 10 locks of others on
-  the remote too. After the rounds, one traced remote claim says where its time goes:
-  each git process it starts (from ``GIT_TRACE2_EVENT``) and the imports;
+  another by a loopback ``git daemon``, each written by one clone only (uncontended):
+  ``acquire`` and ``release`` of one path beside one plain ``git push`` of one new ref to
+  the same remote (the yardstick), 10 locks of others on the remote too. After the
+  rounds, one traced remote claim over each says where its time goes: each git process it
+  starts (from ``GIT_TRACE2_EVENT``), and what importing the remote store costs;
 - claude-agent-sync (``agent-sync lock|locks|unlock``): exact-path locks in SQLite, a
   Python command line too. Skipped, with a note, when it is not installed.
 
@@ -334,16 +335,18 @@ def setup(
     if remote:
         served = base / "served"
         served.mkdir()
-        subprocess.run(
-            ["git", "clone", "-q", "--bare", str(repos["peer"]), str(served / "origin.git")],
-            check=True,
-            capture_output=True,
-        )
-        git(served / "origin.git", "config", "receive.denyDeletes", "false")
+        # One bare remote per transport, each written by its one clone: every claim is
+        # uncontended, its view of the remote fresh (a claim whose view is stale costs a
+        # refused push and a fetch more: bench/remote_bench.py measures that).
+        for name in ("file", "daemon"):
+            bare = served / f"{name}.git"
+            argv = ["git", "clone", "-q", "--bare", str(repos["peer"]), str(bare)]
+            subprocess.run(argv, check=True, capture_output=True)
+            git(bare, "config", "receive.denyDeletes", "false")
         daemon = GitDaemon(served)
         daemon.start()
-        repos["file"] = remote_clone(base, (served / "origin.git").as_uri(), "file", alock, env)
-        repos["daemon"] = remote_clone(base, daemon.url("origin.git"), "daemon", alock, env)
+        repos["file"] = remote_clone(base, (served / "file.git").as_uri(), "file", alock, env)
+        repos["daemon"] = remote_clone(base, daemon.url("daemon.git"), "daemon", alock, env)
     return repos, env, daemon
 
 
