@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -54,7 +55,10 @@ def acquire(
         wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
         branch = landing.check_branch(ctx.store, wanted)
     root = str(ctx.store.root)
-    listing = typos.start_listing(root, claim)  # for the note below, while the claim is written
+    sha256 = (ctx.store.config_get("extensions.objectFormat") or "").lower() == "sha256"
+    listing = typos.start_listing(  # for the note below, while the claim is written
+        root, claim, index=os.fspath(ctx.store.git_dir / "index"), hexlen=64 if sha256 else 40
+    )
     try:
         result = locks.acquire(
             ctx,

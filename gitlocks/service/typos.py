@@ -163,22 +163,36 @@ def tracked_files(root: str) -> list[str]:
     return finish_listing(start_listing(root))
 
 
-def start_listing(root: str, claim: Sequence[ScopeEntry] | None = None) -> Process | None:
+def start_listing(
+    root: str,
+    claim: Sequence[ScopeEntry] | None = None,
+    *,
+    index: str | None = None,
+    hexlen: int = 40,
+) -> Process | list[str] | None:
     """Start listing the index for ``uncovered``, to run while the claim is written; None
     when no pattern of ``claim`` can need it (every literal part exists), or git cannot be
-    started. Finish it with ``finish_listing``, whatever the claim's fate."""
+    started. Finish it with ``finish_listing``, whatever the claim's fate. ``index``: the
+    index file, read directly when it can be (``gitlocks.git.index``), git's listing
+    started only when it cannot."""
     if claim is not None and not any(_missing(root, entry.pattern) for entry in claim):
         return None
+    if index is not None:
+        from gitlocks.git.index import indexed_paths  # only when a pattern covers nothing
+
+        found = indexed_paths(index, hexlen)
+        if found is not None:
+            return found
     try:
         return run.start(["ls-files", "-z", "--cached"], root, env=run.Env.CLEAN, error=OSError)
     except OSError:
         return None
 
 
-def finish_listing(proc: Process | None) -> list[str]:
+def finish_listing(proc: Process | list[str] | None) -> list[str]:
     """The paths ``start_listing`` read (none if git could not tell)."""
-    if proc is None:
-        return []
+    if proc is None or isinstance(proc, list):
+        return proc or []
     try:
         raw = run.finish(proc, error=OSError)
     except OSError:

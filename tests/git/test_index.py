@@ -5,12 +5,14 @@ every index version git writes and for a split index."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import git
 
-from gitlocks.git.index import may_be_indexed
+from gitlocks.git.index import indexed_paths, may_be_indexed
 from gitlocks.store.local import Store
 
 # Staged then deleted from the tree (still in the index); never anywhere; the tail of an
@@ -89,3 +91,49 @@ def test_a_claim_on_a_staged_file_deleted_from_the_tree_stays_exact(repo: Path) 
     assert store.is_file("gone.txt")
     os.remove(repo / ".git" / "index")
     assert not store.is_file("gone.txt")
+
+
+def listed(repo: Path) -> list[str]:
+    return sorted(p for p in git(repo, "ls-files", "-z", "--cached").split("\0") if p)
+
+
+@pytest.mark.parametrize("kind", ["2", "3"])
+def test_the_index_file_lists_what_git_ls_files_lists(repo: Path, kind: str) -> None:
+    prepare(repo, kind)
+    # Longer than the flags can say (0xFFF): an entry only, no file could be that long.
+    long = "/".join(["d" * 200] * 21)
+    blob = git(repo, "rev-parse", "HEAD:README.md").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{long}")
+    found = indexed_paths(repo / ".git" / "index", 40)
+    assert found is not None and sorted(found) == listed(repo)
+    assert long in found
+
+
+def test_a_sha256_index_is_read_with_its_own_id_length(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "--object-format=sha256")
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.txt").write_text("b\n")
+    git(tmp_path, "add", "-A")
+    index = tmp_path / ".git" / "index"
+    assert indexed_paths(index, 64) == ["a.txt", "sub/b.txt"]
+    assert indexed_paths(index, 40) is None  # read with the wrong length: git decides
+
+
+@pytest.mark.parametrize("kind", ["4", "split", "sparse"])
+def test_an_index_it_cannot_list_is_left_to_git(repo: Path, kind: str) -> None:
+    prepare(repo, kind)
+    assert indexed_paths(repo / ".git" / "index", 40) is None
+
+
+def test_a_claim_on_a_new_file_notes_the_closest_path_without_git_ls_files(
+    repo: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace"
+    env = dict(os.environ, AGENT_ID="agent-a", GIT_TRACE=str(trace))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(["git", "alock", "acquire", "srcc/app.py"], cwd=repo, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc
+    assert "the closest existing path is src/app.py" in proc.stderr
+    assert "ls-files" not in trace.read_text()
