@@ -90,19 +90,22 @@ class Process:
 
     def communicate(self, feed: bytes = b"") -> tuple[bytes, bytes]:
         """Write ``feed`` to stdin and close it, read stdout and stderr to their ends, and
-        wait: ``(stdout, stderr)``."""
+        wait: ``(stdout, stderr)``. For a process not yet read from through ``stdout``
+        (what a stream has buffered is not seen here)."""
         out: list[bytes] = []
         err: list[bytes] = []
         sinks: dict[int, list[bytes]] = {}
         waiting = poll()
+        feeding = -1  # stdin's descriptor while there is something left to feed
         if not self.stdin.closed:
             try:
                 self.stdin.flush()
             except BrokenPipeError:
                 feed = b""
             if feed:
-                sinks[self.stdin.fileno()] = []
-                waiting.register(self.stdin, POLLOUT)
+                feeding = self.stdin.fileno()
+                sinks[feeding] = []
+                waiting.register(feeding, POLLOUT)
             else:
                 _close(self.stdin)
         for stream, sink in ((self.stdout, out), (self.stderr, err)):
@@ -110,7 +113,6 @@ class Process:
                 sinks[stream.fileno()] = sink
                 waiting.register(stream, POLLIN)
         view = memoryview(feed)
-        feeding = self.stdin.fileno() if feed else -1
         while sinks:
             for fd, event in waiting.poll():
                 if fd == feeding:
