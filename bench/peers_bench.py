@@ -2,11 +2,27 @@
 script: prints figures.
 
 Each round runs, in one fixed order, every command below once, each as a process as an
-agent runs it, in its own fresh repository where 10 locks of other holders already sit:
+agent or git runs it, in its own fresh repository where 10 locks of other holders
+already sit:
 
 - the floors: ``python3 -c pass`` (starting Python at all) and ``git rev-parse --git-dir``
   (starting git at all);
-- gitlocks: ``git-alock acquire|list|release|check|status`` and the guard's check of an edit;
+- every command agents and hooks run, local mode: ``acquire``, ``renew``, ``note``,
+  ``check``, ``list``, ``status``, ``whoami``, ``release``, the guard's check of an edit,
+  and the three commit hooks ``install-hooks`` installs (``pre-commit``, ``commit-msg``,
+  ``post-commit``), each run through its installed shim as git runs it (the staging and
+  the commit between them are not timed);
+- MCP: ``git alock mcp`` started per round and spoken to over stdio (JSON-RPC, one line
+  a message). Three figures: the server's start to its first answer (``initialize``,
+  which imports the MCP SDK), then one ``tools/call`` round trip ``acquire`` (the first,
+  which opens the store), then one ``release`` (warm). The round trips are calls within
+  a running process, not processes, and their ratio to ``python3 -c pass`` says so;
+- remote mode (``alock.remote origin``), against a bare remote reached by ``file://`` and
+  another by a loopback ``git daemon``, each written by one clone only (uncontended):
+  ``acquire`` and ``release`` of one path beside one plain ``git push`` of one new ref to
+  the same remote (the yardstick), 10 locks of others on the remote too. After the
+  rounds, one traced remote claim over each says where its time goes: each git process it
+  starts (from ``GIT_TRACE2_EVENT``), and what importing the remote store costs;
 - claude-agent-sync (``agent-sync lock|locks|unlock``): exact-path locks in SQLite, a
   Python command line too. Skipped, with a note, when it is not installed.
 
@@ -14,10 +30,10 @@ git-lfs's locks need its test server (lfstest-gitserver, built from git-lfs's so
 Go); where the Go toolchain or that source is missing the comparison is skipped with a note.
 
 Printed: per command the median milliseconds, and the medians of ratios paired within a
-round (gitlocks / peer, gitlocks / floor), so a busy moment of a shared machine hits both
-sides of a ratio alike.
+round (gitlocks / peer, gitlocks / floor, remote claim / push), so a busy moment of a
+shared machine hits both sides of a ratio alike.
 
-Usage: python bench/peers_bench.py [--runs N]
+Usage: python bench/peers_bench.py [--runs N] [--no-remote] [--no-mcp]
 """
 
 from __future__ import annotations
@@ -31,22 +47,40 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, Any, NamedTuple
 
-from benchlib import git, make_repo, seed_locks
+from benchlib import GitDaemon, git, make_repo, seed_locks
 from scale_bench import compile_bytecode
+
+PYTHON = "floor: python3 -c pass"
+GIT = "floor: git rev-parse --git-dir"
 
 
 class Cmd(NamedTuple):
     label: str
     argv: list[str]  # "{i}" becomes the round number
-    where: str  # "gitlocks" or "peer": the repository it runs in
+    where: str  # the repository it runs in: "gitlocks", "peer", "file", "daemon"
     codes: tuple[int, ...] = (0,)
     stdin: str = ""
+    before: Callable[[int, Path], None] | None = None  # untimed, in the same repository
 
 
-def commands(alock: str, peer: str | None) -> list[Cmd]:
+def stage(i: int, repo: Path) -> None:
+    """A change for the pre-commit hook to check: one new file, staged."""
+    (repo / "work").mkdir(exist_ok=True)
+    (repo / "work" / f"f{i}.txt").write_text(f"{i}\n")
+    git(repo, "add", f"work/f{i}.txt")
+    (repo / ".git" / "COMMIT_EDITMSG").write_text(f"change {i}\n")
+
+
+def commit(i: int, repo: Path) -> None:
+    """The commit the post-commit hook follows (its own hooks not run)."""
+    git(repo, "commit", "-q", "--no-verify", "-m", f"change {i}")
+
+
+def commands(alock: str, peer: str | None, remote: bool) -> list[Cmd]:
     py = sys.executable
     edit = {
         "session_id": "bench",
@@ -54,21 +88,43 @@ def commands(alock: str, peer: str | None) -> list[Cmd]:
         "tool_name": "Edit",
         "tool_input": {"file_path": "free{i}/app.py"},
     }
+    hooks = ".git/hooks/"
     found = [
-        Cmd("floor: python3 -c pass", [py, "-c", "pass"], "gitlocks"),
-        Cmd("floor: git rev-parse --git-dir", ["git", "rev-parse", "--git-dir"], "gitlocks"),
-        Cmd("gitlocks acquire", [alock, "acquire", "new{i}/x.py", "-m", "bench"], "gitlocks"),
-        Cmd("gitlocks list", [alock, "list"], "gitlocks"),
-        Cmd("gitlocks check", [alock, "check", "area5/a.py", "free/a.py"], "gitlocks", (0, 1)),
-        Cmd("gitlocks status", [alock, "status"], "gitlocks"),
-        Cmd("gitlocks release", [alock, "release", "new{i}/x.py"], "gitlocks"),
+        Cmd(PYTHON, [py, "-c", "pass"], "gitlocks"),
+        Cmd(GIT, ["git", "rev-parse", "--git-dir"], "gitlocks"),
+        Cmd("acquire", [alock, "acquire", "new{i}/x.py", "-m", "bench"], "gitlocks"),
+        Cmd("renew", [alock, "renew", "--ttl", "1h"], "gitlocks"),
+        Cmd("note", [alock, "note", "new{i}/x.py", "halfway"], "gitlocks"),
+        Cmd("check", [alock, "check", "area5/a.py", "free/a.py"], "gitlocks", (0, 1)),
+        Cmd("list", [alock, "list"], "gitlocks"),
+        Cmd("status", [alock, "status"], "gitlocks"),
+        Cmd("whoami", [alock, "whoami"], "gitlocks"),
+        Cmd("release", [alock, "release", "new{i}/x.py"], "gitlocks"),
         Cmd(
-            "gitlocks guard (block mode, free path)",
+            "guard (block mode, free path)",
             [alock, "guard", "--for", "claude"],
             "gitlocks",
             stdin=json.dumps(edit),
         ),
+        Cmd("hook pre-commit", [hooks + "pre-commit"], "gitlocks", before=stage),
+        Cmd("hook commit-msg", [hooks + "commit-msg", ".git/COMMIT_EDITMSG"], "gitlocks"),
+        Cmd("hook post-commit", [hooks + "post-commit"], "gitlocks", before=commit),
     ]
+    if remote:
+        for where in ("file", "daemon"):
+            found += [
+                Cmd(
+                    f"git push ({where})",
+                    ["git", "push", "-q", "origin", "HEAD:refs/bench/p{i}"],
+                    where,
+                ),
+                Cmd(
+                    f"remote acquire ({where})",
+                    [alock, "acquire", "r{i}/x.py", "-m", "bench"],
+                    where,
+                ),
+                Cmd(f"remote release ({where})", [alock, "release", "r{i}/x.py"], where),
+            ]
     if peer is not None:
         found += [
             Cmd("agent-sync lock", [peer, "lock", "new{i}/x.py", "--reason", "bench"], "peer"),
@@ -78,27 +134,29 @@ def commands(alock: str, peer: str | None) -> list[Cmd]:
     return found
 
 
+LOCAL = (
+    "acquire", "renew", "note", "check", "list", "status", "whoami", "release",
+    "guard (block mode, free path)", "hook pre-commit", "hook commit-msg", "hook post-commit",
+)  # fmt: skip
+MCP = ("mcp: start to first answer", "mcp: tools/call acquire (first)", "mcp: tools/call release")
 # (gitlocks command, what it is compared with)
 PAIRS = [
-    ("gitlocks acquire", "agent-sync lock"),
-    ("gitlocks list", "agent-sync locks"),
-    ("gitlocks release", "agent-sync unlock"),
+    ("acquire", "agent-sync lock"),
+    ("list", "agent-sync locks"),
+    ("release", "agent-sync unlock"),
+    *((verb, PYTHON) for verb in (*LOCAL, *MCP)),
     *(
-        (f"gitlocks {verb}", floor)
-        for verb in (
-            "acquire",
-            "list",
-            "check",
-            "status",
-            "release",
-            "guard (block mode, free path)",
-        )
-        for floor in ("floor: python3 -c pass", "floor: git rev-parse --git-dir")
+        (f"remote {verb} ({where})", f"git push ({where})")
+        for where in ("file", "daemon")
+        for verb in ("acquire", "release")
     ),
 ]
+TARGETS = {PYTHON: 2.5, "git push (file)": 1.3, "git push (daemon)": 1.3}
 
 
 def timed(cmd: Cmd, i: int, cwd: Path, env: dict[str, str]) -> float:
+    if cmd.before is not None:
+        cmd.before(i, cwd)
     argv = [a.replace("{i}", str(i)) for a in cmd.argv]
     stdin = cmd.stdin.replace("{i}", str(i)).encode()
     start = time.perf_counter()
@@ -110,6 +168,51 @@ def timed(cmd: Cmd, i: int, cwd: Path, env: dict[str, str]) -> float:
     return elapsed * 1000
 
 
+def mcp_round(alock: str, i: int, cwd: Path, env: dict[str, str]) -> list[float]:
+    """``git alock mcp`` started, asked ``initialize``, then ``acquire`` and ``release``
+    of one path: milliseconds to each answer (see the module's docstring)."""
+    proc = subprocess.Popen(
+        [alock, "mcp"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    send, read = proc.stdin, proc.stdout
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"},
+    }
+    path = [f"mcp{i}/x.py"]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("initialize", hello),
+        ("tools/call", {"name": "acquire", "arguments": {"paths": path}}),
+        ("tools/call", {"name": "release", "arguments": {"paths": path}}),
+    ]
+    spent = []
+    for n, (method, params) in enumerate(calls, 1):
+        start = time.perf_counter()
+        answer = rpc(send, read, {"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+        spent.append((time.perf_counter() - start) * 1000)
+        if "result" not in answer or answer["result"].get("isError"):
+            raise SystemExit(f"mcp {method}: {answer}")
+        if n == 1:
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            send.write(json.dumps(note).encode() + b"\n")
+    send.close()
+    proc.wait()
+    return spent
+
+
+def rpc(send: IO[bytes], read: IO[bytes], message: dict[str, Any]) -> dict[str, Any]:
+    send.write(json.dumps(message).encode() + b"\n")
+    send.flush()
+    line = read.readline()
+    if not line:
+        raise SystemExit("mcp: the server ended without answering")
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
 def seed_peer(peer: str, repo: Path, env: dict[str, str]) -> None:
     """10 exact-path locks of other agents in agent-sync's database."""
     subprocess.run([peer, "init"], cwd=repo, env=env, check=True, capture_output=True)
@@ -117,6 +220,81 @@ def seed_peer(peer: str, repo: Path, env: dict[str, str]) -> None:
         other = dict(env, AGENT_SYNC_ID=f"agent-{i % 7}")
         argv = [peer, "lock", f"area{i}/app.py", "--reason", "seeded", "--ttl", "120"]
         subprocess.run(argv, cwd=repo, env=other, check=True, capture_output=True)
+
+
+def remote_clone(base: Path, url: str, name: str, alock: str, env: dict[str, str]) -> Path:
+    """A clone of ``url`` in remote mode, with 10 locks of other holders on the remote."""
+    path = base / name
+    subprocess.run(["git", "clone", "-q", url, str(path)], check=True, capture_output=True)
+    git(path, "config", "alock.remote", "origin")
+    for k in range(10):
+        other = dict(env, AGENT_ID=f"agent-{k % 7}")
+        argv = [alock, "acquire", f"area{k}/**", "-m", "seeded", "--ttl", "2h"]
+        subprocess.run(argv, cwd=path, env=other, check=True, capture_output=True)
+    return path
+
+
+def trace_remote_claim(alock: str, repo: Path, env: dict[str, str], where: str) -> list[str]:
+    """Where one remote claim's time goes: each git process it starts, in order, with
+    when it started and ended (ms since the claim's process started) and what it ran."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as events:
+        traced = dict(env, GIT_TRACE2_EVENT=events.name)
+        start = time.time()
+        subprocess.run(
+            [alock, "acquire", "traced/x.py", "-m", "bench"], cwd=repo, env=traced,
+            check=True, capture_output=True,
+        )  # fmt: skip
+        total = (time.time() - start) * 1000
+        begun: dict[str, tuple[float, str]] = {}
+        rows = []
+        for line in Path(events.name).read_text().splitlines():
+            event = json.loads(line)
+            sid = event.get("sid", "")
+            at = stamp(event["time"]) * 1000 - start * 1000
+            if "/" in sid:  # a process git itself started (a hook, a remote helper)
+                continue
+            if event["event"] == "start":
+                begun[sid] = (at, " ".join(verb_of(event["argv"][1:]))[:80])
+            elif event["event"] == "exit" and sid in begun:
+                began, argv = begun[sid]
+                rows.append(f"  {began:7.1f} -> {at:7.1f} ms  git {argv}")
+    subprocess.run([alock, "release", "traced/x.py"], cwd=repo, env=env, capture_output=True)
+    imports = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import gitlocks.store.remote"],
+        capture_output=True, text=True,
+    ).stderr.splitlines()  # fmt: skip
+    heavy = sorted(
+        (int(line.split("|")[1]), line.split("|")[2].strip())
+        for line in imports
+        if line.startswith("import time:") and "cumulative" not in line
+    )[-3:]
+    rows.append(
+        "  importing the remote store (cumulative us): "
+        + ", ".join(f"{n} {us}" for us, n in reversed(heavy))
+    )
+    head = f"one remote claim ({where}): {total:.0f} ms in all; its git processes"
+    return [head + " (ms since it started; before the first: Python and imports):", *rows]
+
+
+def verb_of(argv: list[str]) -> list[str]:
+    """git's arguments without the options that only name the repository or set config."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-c", "--git-dir", "--work-tree"):
+            skip = True
+        elif not arg.startswith(("--git-dir=", "--work-tree=")):
+            kept.append(arg)
+    return kept
+
+
+def stamp(text: str) -> float:
+    """Seconds since the epoch of a trace2 ``time`` (``2026-12-01T17:00:00.123456Z``)."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def lfs_note() -> str | None:
@@ -134,54 +312,109 @@ def lfs_note() -> str | None:
     return "git-lfs: skipped (" + "; ".join(missing) + ")"
 
 
+def setup(
+    base: Path, alock: str, peer: str | None, remote: bool
+) -> tuple[dict[str, Path], dict[str, str], GitDaemon | None]:
+    os.environ["HOME"] = str(base)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID"):
+        os.environ.pop(key, None)
+    git(base, "config", "--global", "user.name", "bench")
+    git(base, "config", "--global", "user.email", "bench@example.invalid")
+    env = dict(os.environ, AGENT_ID="bench-main", AGENT_SYNC_ID="bench-main")
+    env["PATH"] = str(Path(alock).parent) + os.pathsep + env.get("PATH", "")
+    repos = {"gitlocks": make_repo(base, "gitlocks"), "peer": make_repo(base, "peer")}
+    seed_locks(repos["gitlocks"], 10)
+    git(repos["gitlocks"], "config", "alock.guardMode", "block")  # the guard only asks
+    subprocess.run(
+        [alock, "install-hooks"], cwd=repos["gitlocks"], env=env, check=True, capture_output=True
+    )
+    if peer is not None:
+        seed_peer(peer, repos["peer"], env)
+    daemon = None
+    if remote:
+        served = base / "served"
+        served.mkdir()
+        # One bare remote per transport, each written by its one clone: every claim is
+        # uncontended, its view of the remote fresh (a claim whose view is stale costs a
+        # refused push and a fetch more: bench/remote_bench.py measures that).
+        for name in ("file", "daemon"):
+            bare = served / f"{name}.git"
+            argv = ["git", "clone", "-q", "--bare", str(repos["peer"]), str(bare)]
+            subprocess.run(argv, check=True, capture_output=True)
+            git(bare, "config", "receive.denyDeletes", "false")
+        daemon = GitDaemon(served)
+        daemon.start()
+        repos["file"] = remote_clone(base, (served / "file.git").as_uri(), "file", alock, env)
+        repos["daemon"] = remote_clone(base, daemon.url("daemon.git"), "daemon", alock, env)
+    return repos, env, daemon
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--no-remote", action="store_true", help="skip remote mode")
+    parser.add_argument("--no-mcp", action="store_true", help="skip the MCP server")
     args = parser.parse_args()
     bindir = Path(sys.executable).parent
     alock = str(bindir / "git-alock")
     peer = shutil.which("agent-sync", path=str(bindir)) or shutil.which("agent-sync")
     compile_bytecode()
-    cmds = commands(alock, peer)
+    cmds = commands(alock, peer, not args.no_remote)
+    samples: dict[str, list[float]] = {c.label: [] for c in cmds}
+    if not args.no_mcp:
+        samples.update({label: [] for label in MCP})
+    trace: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        os.environ["HOME"] = tmp
-        os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-        for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID"):
-            os.environ.pop(key, None)
-        git(base, "config", "--global", "user.name", "bench")
-        git(base, "config", "--global", "user.email", "bench@example.invalid")
-        env = dict(os.environ, AGENT_ID="bench-main", AGENT_SYNC_ID="bench-main")
-        env["PATH"] = str(bindir) + os.pathsep + env.get("PATH", "")
-        repos = {"gitlocks": make_repo(base, "gitlocks"), "peer": make_repo(base, "peer")}
-        seed_locks(repos["gitlocks"], 10)
-        git(repos["gitlocks"], "config", "alock.guardMode", "block")  # the guard only asks
-        if peer is not None:
-            seed_peer(peer, repos["peer"], env)
-        samples: dict[str, list[float]] = {c.label: [] for c in cmds}
-        started = time.perf_counter()
-        for i in range(args.runs + 1):  # round 0 warms the page cache and is not counted
-            for cmd in cmds:
-                ms = timed(cmd, i, repos[cmd.where], env)
-                if i:
-                    samples[cmd.label].append(ms)
-        wall = time.perf_counter() - started
-        versions = f"Python {sys.version.split()[0]}, {git(base, '--version')}"
-    print(f"Whole processes, {args.runs} rounds interleaved; 10 locks of others in each table")
-    print(f"{'command':<40}{'median ms':>10}")
-    for cmd in cmds:
-        print(f"{cmd.label:<40}{statistics.median(samples[cmd.label]):10.1f}")
-    print()
-    print(f"{'ratio (median of per-round ratios)':<72}{'median':>8}")
-    for mine, other in PAIRS:
-        if other not in samples or mine not in samples:
-            continue
-        ratios = [a / b for a, b in zip(samples[mine], samples[other], strict=True)]
-        print(f"{mine + ' / ' + other:<72}{statistics.median(ratios):7.2f}x")
+        repos, env, daemon = setup(Path(tmp), alock, peer, not args.no_remote)
+        try:
+            started = time.perf_counter()
+            for i in range(args.runs + 1):  # round 0 warms the page cache, not counted
+                for cmd in cmds:
+                    ms = timed(cmd, i, repos[cmd.where], env)
+                    if i:
+                        samples[cmd.label].append(ms)
+                if not args.no_mcp:
+                    spent = mcp_round(alock, i, repos["gitlocks"], env)
+                    for label, ms in zip(MCP, spent, strict=True):
+                        if i:
+                            samples[label].append(ms)
+            wall = time.perf_counter() - started
+            if not args.no_remote:
+                for where in ("file", "daemon"):
+                    trace += trace_remote_claim(alock, repos[where], env, where)
+        finally:
+            if daemon is not None:
+                daemon.stop()
+        versions = f"Python {sys.version.split()[0]}, {git(Path(tmp), '--version')}"
+    report(samples, args.runs, trace)
     if peer is None:
         print("claude-agent-sync: skipped (agent-sync is not installed: pip install it)")
     print(lfs_note())
     print(f"(timed loop {wall:.0f} s; {versions})")
+
+
+def report(samples: dict[str, list[float]], runs: int, trace: list[str]) -> None:
+    print(f"Whole processes, {runs} rounds interleaved; 10 locks of others in each table")
+    print(f"{'command':<40}{'median ms':>10}")
+    for label, values in samples.items():
+        print(f"{label:<40}{statistics.median(values):10.1f}")
+    print()
+    print(f"{'ratio (median of per-round ratios)':<64}{'median':>8}  target")
+    for mine, other in PAIRS:
+        if other not in samples or mine not in samples:
+            continue
+        ratios = [a / b for a, b in zip(samples[mine], samples[other], strict=True)]
+        ratio = statistics.median(ratios)
+        target = TARGETS.get(other)
+        verdict = (
+            "" if target is None else f"  <= {target}x " + ("ok" if ratio <= target else "OVER")
+        )
+        print(f"{mine + ' / ' + other:<64}{ratio:7.2f}x{verdict}")
+    print("(the mcp tools/call figures are calls inside a running server, not processes)")
+    if trace:
+        print()
+        print("\n".join(trace))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -62,14 +63,22 @@ def acquire(
     if until_merged is not None:
         wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
         branch = landing.check_branch(ctx.store, wanted)
-    result = locks.acquire(
-        ctx,
-        claim,
-        reason=user_text(reason, "reason", MAX_REASON_CHARS),
-        ttl=life,
-        shared=shared,
-        until_merged=branch,
+    root = str(ctx.store.root)
+    sha256 = (ctx.store.config_get("extensions.objectFormat") or "").lower() == "sha256"
+    listing = typos.start_listing(  # for the note below, while the claim is written
+        root, claim, index=os.fspath(ctx.store.git_dir / "index"), hexlen=64 if sha256 else 40
     )
+    try:
+        result = locks.acquire(
+            ctx,
+            claim,
+            reason=user_text(reason, "reason", MAX_REASON_CHARS),
+            ttl=life,
+            shared=shared,
+            until_merged=branch,
+        )
+    finally:
+        listed = typos.finish_listing(listing)
     warn_problems(ctx)
     if result.status == "acquired" and short_lived(ctx.identity):
         sys.stderr.write(SHORT_LIVED + "\n")
@@ -85,7 +94,9 @@ def acquire(
     doc = result.to_dict()
     missing: list[typos.Uncovered] = []
     if result.status == "acquired":
-        missing = typos.uncovered(str(ctx.store.root), claim, ignore_case=ctx.store.ignore_case)
+        missing = typos.uncovered(
+            root, claim, ignore_case=ctx.store.ignore_case, list_files=lambda: listed
+        )
         doc["covers_nothing"] = [m.to_dict() for m in missing]
     reply(doc, render.acquire(result, ctx.now()), as_json)
     # After the answer, so that output read with 2>&1 still starts with its word.

@@ -23,7 +23,7 @@ from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
 
 if TYPE_CHECKING:
-    import subprocess
+    from gitlocks.git.spawn import Process
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
 # the hook must not import the store (it imports pygit2); a test holds the two equal.
@@ -36,12 +36,12 @@ _DIFF_OPTIONS = ("-z", "--name-status", "-M", "--diff-filter=ACDMRT", "--no-colo
 _MERGE_OPTIONS = ("-c", "--combined-all-paths")
 
 
-def start_git(args: Sequence[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
+def start_git(args: Sequence[str], cwd: str | None = None) -> Process:
     """Start git on the repository the hook runs for, in the same environment."""
     return run.start(args, cwd, env=run.Env.INHERIT, error=StoreError)
 
 
-def finish_git(proc: subprocess.Popen[bytes], feed: bytes = b"", ok: Sequence[int] = (0,)) -> bytes:
+def finish_git(proc: Process, feed: bytes = b"", ok: Sequence[int] = (0,)) -> bytes:
     return run.finish(proc, feed, ok=ok, error=StoreError)
 
 

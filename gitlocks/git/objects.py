@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import subprocess
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from gitlocks.core.digest import hasher
 from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents
 from gitlocks.git.run import Env, start
+from gitlocks.git.spawn import Process
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644
@@ -67,7 +67,7 @@ class Objects:
         # (git sets the bit on each directory it makes, whatever objects/ has), else as
         # objects/ does.
         self._setgid = shared or bool(_mode_of(self.directory) & stat.S_ISGID)
-        self._batch: subprocess.Popen[bytes] | None = None  # cat-file, once one is needed
+        self._batch: Process | None = None  # cat-file, once one is needed
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
 
     def close(self) -> None:
@@ -165,7 +165,7 @@ class Objects:
 
     @staticmethod
     def _batch_chunk(
-        proc: subprocess.Popen[bytes], oids: Sequence[str], limit: int | None = None
+        proc: Process, oids: Sequence[str], limit: int | None = None
     ) -> dict[str, tuple[str, bytes]]:
         assert proc.stdin is not None and proc.stdout is not None
         found: dict[str, tuple[str, bytes]] = {}

@@ -13,18 +13,24 @@
   language (remote mode reads them); ssh, proxy and credential settings pass through.
 
 ``start``/``finish`` run git concurrently (several at once, stdin fed on finishing),
-``output`` runs one call, ``bounded`` runs one with a time limit in its own session, so
-that a timeout kills git and everything it started (ssh). Each caller names the error
-class its own callers catch; the messages are the same for all.
+``output`` runs one call: through ``gitlocks.git.spawn``, which the commands agents and
+hooks run can afford to import. ``bounded`` runs one with a time limit in its own session,
+so that a timeout kills git and everything it started (ssh); only remote mode needs it,
+and it imports ``subprocess`` then. Each caller names the error class its own callers
+catch; the messages are the same for all.
 """
 
 from __future__ import annotations
 
 import enum
 import os
-import signal
-import subprocess
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gitlocks.git.spawn import Process
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 class Env(enum.Enum):
@@ -78,18 +84,20 @@ def start(
     env: Env,
     error: type[Exception],
     keep_stderr: bool = True,
-) -> subprocess.Popen[bytes]:
+) -> Process:
     """Start ``git ARGS``; finish it with ``finish``, feeding its stdin then.
 
     ``keep_stderr=False`` for a process kept talking to (``cat-file --batch``): a pipe
     nobody reads fills up with its complaints and stops it, and us with it.
     """
-    stderr = subprocess.PIPE if keep_stderr else subprocess.DEVNULL
-    return _popen(args, cwd, env, error, stdin=subprocess.PIPE, session=False, stderr=stderr)
+    try:
+        return Process(["git", *args], cwd, environment(env), keep_stderr=keep_stderr)
+    except OSError as exc:
+        raise error(f"cannot run git: {exc.strerror}") from exc
 
 
 def finish(
-    proc: subprocess.Popen[bytes],
+    proc: Process,
     feed: bytes = b"",
     *,
     ok: Sequence[int] = (0,),
@@ -99,12 +107,12 @@ def finish(
     out, err = proc.communicate(feed)
     if proc.returncode not in ok:
         detail = err.decode("utf-8", "replace").strip().splitlines()
-        name = proc.args[1] if isinstance(proc.args, list) else "git"
+        name = proc.args[1]
         raise error(f"git {name} failed: {detail[-1] if detail else proc.returncode}")
     return out
 
 
-def finish_all(procs: Sequence[subprocess.Popen[bytes]], *, error: type[Exception]) -> list[bytes]:
+def finish_all(procs: Sequence[Process], *, error: type[Exception]) -> list[bytes]:
     """Every process's output; the first failure is raised once all have been reaped."""
     outs: list[bytes] = []
     failure: Exception | None = None
@@ -138,42 +146,28 @@ def bounded(
     After ``timeout`` seconds the whole process group is killed and ``error(timed_out)``
     raised. The new session also keeps ssh from prompting on our terminal.
     """
-    proc = _popen(args, None, env, error, stdin=subprocess.DEVNULL, session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise error(timed_out) from None
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    # Only remote mode runs git with a time limit: the local commands never import these.
+    import signal
+    import subprocess
 
-
-def _popen(
-    args: Sequence[str],
-    cwd: str | None,
-    env: Env,
-    error: type[Exception],
-    *,
-    stdin: int,
-    session: bool,
-    stderr: int = subprocess.PIPE,
-) -> subprocess.Popen[bytes]:
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             ["git", *args],
-            cwd=cwd,
-            stdin=stdin,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=stderr,
+            stderr=subprocess.PIPE,
             env=environment(env),
-            start_new_session=session,
+            start_new_session=True,
         )
     except OSError as exc:
         raise error(f"cannot run git: {exc.strerror}") from exc
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-    proc.communicate()
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise error(timed_out) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -20,12 +20,12 @@ Settings are read once when a reader is made; a store that writes one (``write``
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 
 from gitlocks.core.record import parse_duration
 from gitlocks.errors import GitlocksError, StoreError, UsageError
 from gitlocks.git import run
+from gitlocks.git.spawn import Process
 from gitlocks.layout import DEFAULT_SKEW_SECONDS
 
 LIST_ARGS = ("config", "-z", "--list")
@@ -190,9 +190,7 @@ def _args(git_dir: str | None) -> list[str]:
     return [*(["--git-dir", git_dir] if git_dir else []), *LIST_ARGS]
 
 
-def start(
-    cwd: str | None = None, *, git_dir: str | None = None, clean: bool = False
-) -> subprocess.Popen[bytes]:
+def start(cwd: str | None = None, *, git_dir: str | None = None, clean: bool = False) -> Process:
     """Start reading the settings, for another git call to run meanwhile. ``git_dir``
     names the repository (another one than the environment's, so its variables are
     cleared); else git finds it from ``cwd`` and the environment, as a hook must, or
@@ -201,7 +199,7 @@ def start(
     return run.start(_args(git_dir), cwd, env=env, error=StoreError)
 
 
-def finish(proc: subprocess.Popen[bytes]) -> Settings:
+def finish(proc: Process) -> Settings:
     """The settings ``start`` began reading (exit 1: none at all)."""
     return Settings.parse(run.finish(proc, ok=(0, 1), error=StoreError))
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Mapping
 
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, start
+from gitlocks.git.spawn import TimeoutExpired
 
 
 class RefsRefused(StoreError):
@@ -32,7 +32,11 @@ class Transaction:
             env=Env.CLEAN,
             error=StoreError,
         )
-        self._send("start")
+        # "start" is sent now and its answer read with the next verb's: a writer starting
+        # two transactions does not wait for the first git to be up before starting the
+        # second. Nothing is locked before "prepare" anyway.
+        self._unanswered = ["start"]
+        self._write("start")
 
     def queue(self, name: str, new: str | None, old: str | None, hexlen: int) -> None:
         """Move ``name`` to ``new`` (None: delete it) if it still holds ``old`` (None:
@@ -79,9 +83,11 @@ class Transaction:
             self.proc.stdin.flush()
         except OSError as exc:
             raise self._refused() from exc
-        reply = self.proc.stdout.readline()
-        if reply.strip() != f"{verb}: ok".encode():
-            raise self._refused()
+        for asked in [*self._unanswered, verb]:
+            reply = self.proc.stdout.readline()
+            if reply.strip() != f"{asked}: ok".encode():
+                raise self._refused()
+        self._unanswered = []
 
     def _refused(self) -> RefsRefused:
         self._close(quiet=True, keep_err=True)  # git's reason is read once it has ended
@@ -99,7 +105,7 @@ class Transaction:
                 self.proc.stdin.close()
         try:
             self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        except TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         if self.proc.stdout is not None:

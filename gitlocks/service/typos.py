@@ -6,7 +6,8 @@ Cheap at any size: a pattern whose literal part (the segments before its first w
 exists in the working tree is taken to cover something, without listing anything; only
 when some pattern's literal part is missing is the index listed, once
 (``git ls-files``), and each missing segment compared (``difflib``) with the names at its
-depth under the part that does exist.
+depth under the part that does exist. ``acquire`` starts that listing before it writes
+the claim (``start_listing``), so the two run at once.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.plain import plain
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
 from gitlocks.git import run
+
+if TYPE_CHECKING:
+    from gitlocks.git.spawn import Process
 
 # The names compared at one depth: beyond this many, only those that start like the name
 # typed or are about as long, and of those this many.
@@ -60,10 +64,9 @@ def uncovered(
     """The patterns of ``claim`` whose literal part exists neither in the working tree
     nor in the index, each with the closest existing path (None when nothing is close)."""
     missing = [
-        (entry.pattern, parts)
+        (entry.pattern, literal_part(entry.pattern))
         for entry in claim
-        if (parts := literal_part(entry.pattern))
-        and not os.path.lexists(os.path.join(root, *parts))
+        if _missing(root, entry.pattern)
     ]
     if not missing:
         return []
@@ -157,8 +160,46 @@ class _Index:
 
 def tracked_files(root: str) -> list[str]:
     """The index's paths, root-relative (one ``git ls-files``); none if git cannot tell."""
+    return finish_listing(start_listing(root))
+
+
+def start_listing(
+    root: str,
+    claim: Sequence[ScopeEntry] | None = None,
+    *,
+    index: str | None = None,
+    hexlen: int = 40,
+) -> Process | list[str] | None:
+    """Start listing the index for ``uncovered``, to run while the claim is written; None
+    when no pattern of ``claim`` can need it (every literal part exists), or git cannot be
+    started. Finish it with ``finish_listing``, whatever the claim's fate. ``index``: the
+    index file, read directly when it can be (``gitlocks.git.index``), git's listing
+    started only when it cannot."""
+    if claim is not None and not any(_missing(root, entry.pattern) for entry in claim):
+        return None
+    if index is not None:
+        from gitlocks.git.index import indexed_paths  # only when a pattern covers nothing
+
+        found = indexed_paths(index, hexlen)
+        if found is not None:
+            return found
     try:
-        raw = run.output(["ls-files", "-z", "--cached"], root, env=run.Env.CLEAN, error=OSError)
+        return run.start(["ls-files", "-z", "--cached"], root, env=run.Env.CLEAN, error=OSError)
+    except OSError:
+        return None
+
+
+def finish_listing(proc: Process | list[str] | None) -> list[str]:
+    """The paths ``start_listing`` read (none if git could not tell)."""
+    if proc is None or isinstance(proc, list):
+        return proc or []
+    try:
+        raw = run.finish(proc, error=OSError)
     except OSError:
         return []
     return [os.fsdecode(p) for p in raw.split(b"\0") if p]
+
+
+def _missing(root: str, pattern: str) -> bool:
+    parts = literal_part(pattern)
+    return bool(parts) and not os.path.lexists(os.path.join(root, *parts))

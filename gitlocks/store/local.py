@@ -188,6 +188,10 @@ class Store:
         except OSError:  # a name too long for the file system, a permission: not a file here
             pass
         # Not in the working tree: is it in the index (deleted, not yet committed)?
+        from gitlocks.git.index import may_be_indexed  # only for a path the tree lacks
+
+        if not may_be_indexed(self.git_dir / "index", path):
+            return False
         proc = start(
             ["--git-dir", os.fspath(self.git_dir), "--work-tree", os.fspath(self.root),
              "ls-files", "-z", "--", f":(literal){path}"],

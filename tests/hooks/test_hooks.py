@@ -21,6 +21,7 @@ from gitlocks.core.text import printable
 from gitlocks.git import changes as hook_paths
 from gitlocks.git import table as fast_table
 from gitlocks.git.settings import Settings
+from gitlocks.git.spawn import Process
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
 
@@ -364,7 +365,7 @@ def test_no_merge_no_extra_git_call(hooked: Path, monkeypatch: pytest.MonkeyPatc
     started: list[str] = []
     real = hook_paths.start_git
 
-    def counting(args: list[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
+    def counting(args: list[str], cwd: str | None = None) -> Process:
         started.append(args[0])
         return real(args, cwd)
 

@@ -1,0 +1,111 @@
+"""Starting git without ``subprocess``: the part of ``Popen`` the package relies on, with
+real processes."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitlocks.errors import StoreError
+from gitlocks.git import run
+from gitlocks.git.spawn import Process, TimeoutExpired
+
+# Writes a megabyte to stdout and to stderr before it reads its stdin, then echoes it.
+CHATTY = r"""
+import sys
+sys.stdout.buffer.write(b"o" * 1_000_000)
+sys.stderr.buffer.write(b"e" * 1_000_000)
+sys.stdout.buffer.write(sys.stdin.buffer.read())
+"""
+
+
+def test_a_child_that_writes_before_it_reads_never_blocks_us() -> None:
+    proc = Process([sys.executable, "-c", CHATTY])
+    feed = bytes(range(256)) * 4096  # a megabyte, more than any pipe holds
+    out, err = proc.communicate(feed)
+    assert out == b"o" * 1_000_000 + feed
+    assert err == b"e" * 1_000_000
+    assert proc.returncode == 0
+
+
+def test_git_runs_in_the_directory_asked_for(repo: Path, tmp_path: Path) -> None:
+    out = run.output(["rev-parse", "--show-toplevel"], str(repo / "src"), env=run.Env.CLEAN,
+                     error=StoreError)  # fmt: skip
+    assert Path(out.decode().strip()).resolve() == repo.resolve()
+    with pytest.raises(StoreError, match="failed"):
+        run.output(["status"], str(tmp_path / "nowhere"), env=run.Env.CLEAN, error=StoreError)
+
+
+def test_a_failure_is_reported_with_git_s_last_word(repo: Path) -> None:
+    with pytest.raises(StoreError, match="git rev-parse failed: fatal: Needed a single revision"):
+        run.output(["rev-parse", "--verify", "no-such-ref"], str(repo), env=run.Env.CLEAN,
+                   error=StoreError)  # fmt: skip
+
+
+def test_exit_codes_and_signals_read_as_popen_reads_them() -> None:
+    assert Process([sys.executable, "-c", "raise SystemExit(3)"]).wait() == 3
+    killed = Process([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), 15)"])
+    assert killed.wait() == -15
+
+
+def test_the_child_gets_sigpipe_back_at_its_default() -> None:
+    """Python ignores SIGPIPE; git, like any program, must die of it as usual."""
+    status = Path("/proc/self/status")
+    if not status.exists():
+        pytest.skip("no /proc here")
+    out, _ = Process(["grep", "^SigIgn:", "/proc/self/status"]).communicate()
+    ignored = int(out.split()[1], 16)
+    assert not ignored & (1 << (13 - 1)), out  # SIGPIPE is 13
+
+
+def test_stderr_can_go_to_the_null_device(repo: Path) -> None:
+    proc = Process(["git", "rev-parse", "--verify", "nothing"], str(repo), keep_stderr=False)
+    assert proc.stderr is None
+    out, err = proc.communicate()
+    assert (out, err, proc.returncode) == (b"", b"", 128)
+
+
+def test_a_wait_with_a_limit_runs_out_then_kill_ends_it() -> None:
+    proc = Process([sys.executable, "-c", "import time; time.sleep(60)"])
+    with pytest.raises(TimeoutExpired):
+        proc.wait(timeout=0.05)
+    assert proc.poll() is None
+    proc.kill()
+    assert proc.wait() == -9
+    proc.kill()  # waited for already: nothing to do
+
+
+def test_a_process_dropped_unwaited_is_reaped_by_the_next_start() -> None:
+    proc = Process([sys.executable, "-c", "pass"])
+    pid = proc.pid
+    proc.stdin.close()
+    proc.stdout.close()
+    assert proc.stderr is not None
+    proc.stderr.close()
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # it has ended, still a zombie
+    del proc
+    gc.collect()
+    Process([sys.executable, "-c", "pass"]).communicate()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more
+
+
+def test_a_parent_started_without_standard_streams_still_talks_to_git(repo: Path) -> None:
+    """With fd 0, 1 and 2 closed, a new pipe would take their numbers."""
+    probe = (
+        "from gitlocks.git import run\n"
+        "from gitlocks.errors import StoreError\n"
+        "out = run.finish(run.start(['hash-object', '--stdin'], env=run.Env.CLEAN, "
+        "error=StoreError), b'hello\\n', error=StoreError)\n"
+        "open('result', 'wb').write(out)\n"
+    )
+    subprocess.run(["sh", "-c", 'exec "$0" -c "$1" <&- >&- 2>&-', sys.executable, probe],
+                   cwd=repo, check=True)  # fmt: skip
+    expected = subprocess.run(["git", "hash-object", "--stdin"], input=b"hello\n",
+                              capture_output=True, check=True).stdout  # fmt: skip
+    assert (repo / "result").read_bytes() == expected
