@@ -58,11 +58,7 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_INTERRUPTED
     except GitlocksError as exc:
         sys.stderr.write(f"error: {exc}\n")
-        if "--json" in args:  # an agent that asked for JSON gets a document it can parse
-            doc = exc.to_dict()
-            with contextlib.suppress(OSError):  # stdout itself may be what failed
-                sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
-                sys.stdout.flush()
+        _json_error(args, exc.to_dict())
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (``| head``): nobody to tell
         _quiet_stdout()
@@ -82,7 +78,18 @@ def _main(argv: list[str] | None) -> int:
         import traceback  # only for a bug
 
         traceback.print_exc()
+        error = f"internal error: {exc.__class__.__name__}: {exc}"
+        _json_error(args, {"status": "error", "error": error, "exit_code": EXIT_ERROR})
         return EXIT_ERROR
+
+
+def _json_error(args: list[str], doc: dict[str, object]) -> None:
+    """An agent that asked for JSON gets a document it can parse, whatever went wrong."""
+    if "--json" not in args:
+        return
+    with contextlib.suppress(OSError):  # stdout itself may be what failed
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
 
 
 def _leave(code: int) -> None:

@@ -246,3 +246,25 @@ def test_remote_claim_that_won_is_never_reported_as_an_error(bare: Path, tmp_pat
         else:
             assert held.code == 1, held.out
             break
+
+
+def test_a_bug_still_answers_json_to_an_agent_that_asked_for_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An internal error is exit 2 with a traceback on stderr, and, under --json, the error
+    document on stdout, as for every other error: the agent parses an answer, not nothing."""
+    from gitlocks.service import locks
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(locks, "check", broken)
+    got = alock(repo, "check", "src/app.py", "--json", AGENT_ID="agent-a")
+    assert got.code == 2 and "Traceback" in got.err
+    assert got.json() == {
+        "status": "error",
+        "error": "internal error: RuntimeError: a bug",
+        "exit_code": 2,
+    }
+    plain = alock(repo, "check", "src/app.py", AGENT_ID="agent-a")
+    assert plain.code == 2 and plain.out == ""
