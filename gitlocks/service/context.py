@@ -60,10 +60,10 @@ class Context:
         counted against what the host accepts (a few a minute per repository): only once
         less than half its lifetime is left (before that nobody could take the claim
         before the holder's next chance to renew), or once its holder has been quiet for
-        three quarters of ``alock.staleAfter`` (others would soon read it as STALE).
-        ``share``: the renewal rides on a push made anyway; then a quarter of the
-        lifetime used, or half the quiet, is enough, so later turns need no push of their
-        own.
+        half of ``alock.staleAfter``: a holder that tries at least that often is never read
+        as STALE (design 5.9). ``share``: the renewal rides on a push made anyway; then a
+        quarter of the lifetime used, or a quarter of that quiet, is enough, so later turns
+        need no push of their own.
         """
         if not getattr(self.store, "remote", None):
             return True
@@ -71,8 +71,8 @@ class Context:
         left = (parse_time(record.expires_at) - now).total_seconds()
         quiet = (now - record.last_active()).total_seconds()
         if share:
-            return left < lifetime * 0.75 or quiet >= self.stale_seconds() * 0.5
-        return left < lifetime * 0.5 or quiet >= self.stale_seconds() * 0.75
+            return left < lifetime * 0.75 or quiet >= self.stale_seconds() * 0.25
+        return left < lifetime * 0.5 or quiet >= self.stale_seconds() * 0.5
 
     def stale_seconds(self) -> int:
         """``alock.staleAfter``: it only marks quiet holders STALE, so a bad value falls

@@ -148,5 +148,27 @@ def test_in_remote_mode_a_quiet_holder_is_due_before_others_would_read_it_stale(
         at.stale_after = 100
         return at.renewal_due(record, 3600, share=share)
 
-    assert not due(74) and due(75)  # three quarters of alock.staleAfter of quiet
-    assert not due(49, share=True) and due(50, share=True)  # half, on a push made anyway
+    assert not due(49) and due(50)  # half of alock.staleAfter of quiet
+    assert not due(24, share=True) and due(25, share=True)  # a quarter, on a push made anyway
+
+
+def test_a_holder_that_tries_to_renew_every_half_stale_after_is_never_read_stale(
+    tmp_path: Path,
+) -> None:
+    """Whatever the gaps between its attempts, as long as none is over half of
+    alock.staleAfter, a renewal pushes before the claim has been quiet for all of it: the
+    first attempt at half the quiet or more pushes, and it comes less than half after."""
+    store = MemoryStore(tmp_path)
+    store.remote = "origin"  # type: ignore[attr-defined]
+    stale = 100
+    assert locks.acquire(ctx(store, "alice"), entries("src/**"), ttl=3600).status == "acquired"
+    at = 0
+    for gap in [49, 1, 30, 45, 50, 3, 48, 2, 47, 50, 50, 12, 38, 1, 49]:
+        at += gap
+        when = ctx(store, "alice", at=NOW + timedelta(seconds=at))
+        when.stale_after = stale
+        [record] = store.read_table().held_by("alice")
+        quiet = (when.now() - record.last_active()).total_seconds()
+        assert quiet < stale, f"read STALE at {at}s: quiet {quiet}s"
+        if when.renewal_due(record, 3600):
+            assert locks.renew(when, None, ttl=3600).locks

@@ -1,6 +1,7 @@
 """Remote mode's push budget: a renewal or a commit's heartbeat pushes only when a claim has
-used half its lifetime; the guard's claims carry the session's renewals; the guard waits
-on the remote only for alock.guardRemoteTimeout and tells the agent what it let through.
+used half its lifetime or its holder has been quiet for half of alock.staleAfter; the
+guard's claims carry the session's renewals; the guard waits on the remote only for
+alock.guardRemoteTimeout and tells the agent what it let through.
 
 Pushes are counted on the remote: its pre-receive hook writes a line per push received.
 """
@@ -75,24 +76,24 @@ def test_a_stop_pushes_only_when_a_claim_needs_it_and_then_renews_all_at_once(
 ) -> None:
     # Quiet, not lifetime, makes the renewal due here: a busy machine only makes it more
     # due, and no claim can expire under a slow test (the lifetime stays 30 minutes).
-    git(clone, "config", "alock.staleAfter", "10s")
+    git(clone, "config", "alock.staleAfter", "16s")
     counter = _count_pushes(bare)
     assert session.guard(_edit(clone, "src/a.py")).code == 0
     assert session.guard(_edit(clone, "src/b.py")).code == 0
     assert _pushes(counter) == 2
     assert session.guard(_stop(clone)).code == 0
     assert _pushes(counter) == 2  # both claims were made just now: no push
-    time.sleep(7.6)  # past three quarters of 10s of quiet
+    time.sleep(8.6)  # past half of 16s of quiet
     assert session.guard(_stop(clone)).code == 0
     assert _pushes(counter) == 3  # one push renews both
     assert _kinds(bare)[-2:] == ["renewed", "renewed"]
 
 
 def test_a_claim_carries_the_sessions_renewals(bare: Path, clone: Path, session: Any) -> None:
-    git(clone, "config", "alock.staleAfter", "6s")
+    git(clone, "config", "alock.staleAfter", "12s")
     counter = _count_pushes(bare)
     assert session.guard(_edit(clone, "src/a.py")).code == 0
-    time.sleep(3.2)  # over half of 6s of quiet, counted in whole seconds
+    time.sleep(3.2)  # over a quarter of 12s of quiet, counted in whole seconds
     assert session.guard(_edit(clone, "src/b.py")).code == 0
     assert _pushes(counter) == 2
     assert _kinds(bare)[-2:] == ["granted", "renewed"]  # one journal commit, one push
@@ -117,7 +118,7 @@ def _commit(repo: Path, message: str) -> None:
 
 def test_a_commit_heartbeat_pushes_only_when_due(bare: Path, clone: Path) -> None:
     assert alock(clone, "install-hooks").code == 0
-    git(clone, "config", "alock.staleAfter", "8s")  # the lifetime stays 30 minutes
+    git(clone, "config", "alock.staleAfter", "12s")  # the lifetime stays 30 minutes
     assert alock(clone, "acquire", "src/**", **A).code == 0
     counter = _count_pushes(bare)
     (clone / "src").mkdir()
@@ -125,7 +126,7 @@ def test_a_commit_heartbeat_pushes_only_when_due(bare: Path, clone: Path) -> Non
     git(clone, "add", "src")
     _commit(clone, "one")
     assert _pushes(counter) == 0  # fresh: nothing anyone could want from a push
-    time.sleep(6.2)  # quiet past three quarters of 8s
+    time.sleep(6.2)  # quiet past half of 12s
     (clone / "src" / "x.py").write_text("y\n")
     git(clone, "add", "src")
     _commit(clone, "two")
@@ -152,23 +153,23 @@ def test_the_guard_waits_briefly_on_a_slow_remote_and_tells_the_agent(
 def test_a_quiet_holder_renews_before_others_would_read_it_as_stale(
     bare: Path, clone: Path, session: Any
 ) -> None:
-    git(clone, "config", "alock.staleAfter", "8s")  # the lifetime stays 30 minutes
+    git(clone, "config", "alock.staleAfter", "12s")  # the lifetime stays 30 minutes
     counter = _count_pushes(bare)
     assert session.guard(_edit(clone, "src/a.py")).code == 0
     assert session.guard(_stop(clone)).code == 0
     assert _pushes(counter) == 1
-    time.sleep(6.2)  # past three quarters of 8s of quiet
+    time.sleep(6.2)  # past half of 12s of quiet
     assert session.guard(_stop(clone)).code == 0
     assert _pushes(counter) == 2 and _kinds(bare)[-1] == "renewed"
 
 
 def test_a_heartbeats_push_carries_the_holders_other_claims(bare: Path, clone: Path) -> None:
     assert alock(clone, "install-hooks").code == 0
-    git(clone, "config", "alock.staleAfter", "8s")  # the lifetime stays 30 minutes
+    git(clone, "config", "alock.staleAfter", "12s")  # the lifetime stays 30 minutes
     assert alock(clone, "acquire", "src/**", **A).code == 0
     assert alock(clone, "acquire", "docs/**", **A).code == 0
     counter = _count_pushes(bare)
-    time.sleep(6.2)  # both quiet past three quarters of 8s
+    time.sleep(6.2)  # both quiet past half of 12s
     (clone / "src").mkdir()
     (clone / "src" / "x.py").write_text("x\n")
     git(clone, "add", "src")

@@ -9,10 +9,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gitlocks.core.change import Change
-from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
-from gitlocks.store.local import Store
-
 
 def write_blob(repo: Path, data: bytes | str | dict[str, Any]) -> str:
     """``data`` (a dict as JSON) stored as a blob in ``repo``, as plain git would; its id."""
@@ -43,6 +39,12 @@ def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
     They name no session process (pid 0), so liveness never judges them dead: they live by
     their TTL, like claims made with an explicit id. 10,000 take a few seconds.
     """
+    # Imported here: bench/ re-runs itself as a stand-in harness (a Python that may not
+    # see the package) and needs only the builders that do not write through the store.
+    from gitlocks.core.change import Change
+    from gitlocks.core.record import LockRecord, expiry_from, format_time, new_lock_id, utcnow
+    from gitlocks.store.local import Store
+
     store = Store.discover(repo)
     branch, head = store.head_info()
     now = utcnow()
