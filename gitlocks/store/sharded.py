@@ -28,7 +28,7 @@ from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import failure, lost_race, never_sent, porcelain, summarise
-from gitlocks.layout import LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
 
 
@@ -58,6 +58,25 @@ class ShardedPush(RemotePush):
                 f"shard count this gitlocks reads (1 to {MAX_SHARDS}): a newer gitlocks wrote "
                 "it, or it was edited by hand; nothing was changed. Upgrade gitlocks"
             )
+        if self.shard_count():
+            self._check_notice()
+
+    def _check_notice(self) -> None:
+        """A sharded remote's single journal ref must hold the notice, a commit that is no
+        journal commit: a journal there (moved back by hand, a push --mirror of an old
+        clone) or none at all lets an earlier gitlocks grant claims beside the shards, so
+        no write goes on until it is put back."""
+        journal = self.staged_journal()
+        if journal is not None and self.journal_store.commit_of(journal) is None:
+            return
+        where = "is gone" if journal is None else f"holds the journal commit {journal[:12]}"
+        raise RemoteError(
+            f"the lock remote {self.remote!r} is sharded, but its {JOURNAL_REF} {where} "
+            "instead of the notice that stops earlier versions of gitlocks, which would now "
+            "decide on that journal and grant claims the shards hold; nothing was changed. "
+            f"Put a commit that is no journal commit back at {JOURNAL_REF} on the remote "
+            "itself (the notice git alock remote --shards wrote), then write again"
+        )
 
     def staged_tips(self, count: int) -> dict[int, str | None]:
         """Shard -> its journal commit as last fetched or pushed (None: absent)."""
