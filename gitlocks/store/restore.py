@@ -147,7 +147,8 @@ def shard_losses(
         if tip is None:
             what = "has vanished"
         elif store.commit_of(tip) is None:
-            continue  # no journal commit: every write stops on it (5.5)
+            # Every write stops on it (5.5), but its table is gone from every read too.
+            what = f"was moved onto {tip[:12]}, which is no gitlocks journal commit"
         elif _continues(remote, tip, was):
             continue
         elif _is_ancestor(remote.repo, tip, was):
@@ -282,6 +283,8 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
         return RestoreResult(remote.remote, False, reason="every shard journal continues")
     remote.check_format()
     now = store.view_tips(current) or {}
+    for k, *_ in losses:
+        remote._check_shard(k, now.get(k))  # moved onto no journal commit: never written over
     tables = remote.shard_tables(now)
     actual = remote.actual_lock_refs()
     tips = dict(now)

@@ -129,6 +129,12 @@ class ShardedPush(RemotePush):
             self.listed_meta.get(f"{SHARD_PREFIX}{k}") == tip for k, tip in table.shards.items()
         )
 
+    def readable(self, table: RemoteTable) -> bool:
+        """Whether every shard holds a journal commit (or nothing): a shard moved onto
+        anything else (by hand) is missing from the union, so a lock ref it alone holds
+        would read as pushed by hand."""
+        return all(t is None or self.journal_store.commit_of(t) for t in table.shards.values())
+
     def leased_shards(self, table: RemoteTable, change: Change) -> set[int]:
         """The shards ``change`` must lease: every shard of a record it puts, and every
         shard holding a record it replaces or deletes."""
@@ -162,7 +168,7 @@ class ShardedPush(RemotePush):
         # than on the remote, and its refs are repaired by a write that leases it.
         ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
         ids |= touched - table.refs.keys()  # named by the change, held by no shard
-        if self.lease_override is not None and self.tips_listed(table):
+        if self.lease_override is not None and self.tips_listed(table) and self.readable(table):
             ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
         differ = [
             i for i in sorted(ids) if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)

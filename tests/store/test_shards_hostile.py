@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import git
 from support.cli import alock
-from support.remote import make_bare, make_clone
+from support.records import write_blob
+from support.remote import make_bare, make_clone, remote_locks
+
+from gitlocks.core.shard import record_shards
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -47,3 +50,47 @@ def test_a_journal_ref_moved_back_after_the_upgrade_stops_every_write(
     assert alock(b, "acquire", "docs/y", **B).code == 0
     assert alock(a, "acquire", "src/x", **A).code == 0  # a's own claim covers it
     assert alock(b, "acquire", "src/x", "--json", **B).json()["status"] == "refused"
+
+
+def test_a_shard_ref_moved_onto_a_blob_loses_no_claim(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    held, other = _two_shards()
+    assert alock(a, "acquire", f"{held}/**", **A).code == 0
+    [lock] = remote_locks(bare)
+    assert alock(a, "acquire", f"{other}/x", **A).code == 0
+    [k] = record_shards([f"{held}/**"], SHARDS)
+    shard = f"refs/agent-locks-meta/shards/{k}"
+    tip = git(bare, "rev-parse", shard).strip()
+    blob = write_blob(bare, "not a journal\n")
+    git(bare, "update-ref", shard, blob)
+    # The clone that saw the claim stops, naming the shard, and its view keeps the claim.
+    lost = alock(a, "sync")
+    assert lost.code == 2 and shard in lost.err, lost
+    seen = alock(a, "check", f"{held}/q", "--json", **B)
+    assert seen.json()[0]["status"] == "held", seen
+    refused = alock(a, "acquire", f"{other}/y", **B)
+    assert refused.code == 2 and shard in refused.err, refused
+    restore = alock(a, "remote", "--restore")
+    assert restore.code == 2 and shard in restore.err, restore  # never written over
+    assert git(bare, "rev-parse", shard).strip() == blob
+    # A clone that never saw it writes in other shards, and never takes the claim's lock
+    # ref, which no table it can read holds, for one pushed by hand.
+    fresh = make_clone(bare.as_uri(), tmp_path / "fresh")
+    assert alock(fresh, "acquire", f"{other}/y", **B).code == 0
+    assert lock in remote_locks(bare)
+    refused = alock(fresh, "acquire", f"{held}/q", **B)
+    assert refused.code == 2 and shard in refused.err, refused
+    assert "Traceback" not in refused.err
+    git(bare, "update-ref", shard, tip)
+    assert alock(a, "sync").code == 0  # put right: nothing was lost
+    assert alock(fresh, "sync").code == 0
+    refused = alock(fresh, "acquire", f"{held}/q", "--json", **B)
+    assert refused.json()["status"] == "refused", refused
+
+
+def _two_shards() -> tuple[str, str]:
+    names = [f"dir{i}" for i in range(64)]
+    [first] = record_shards([f"{names[0]}/**"], SHARDS)
+    other = next(n for n in names if record_shards([f"{n}/**"], SHARDS) != {first})
+    return names[0], other
