@@ -130,10 +130,10 @@ class ShardedPush(RemotePush):
         )
 
     def readable(self, table: RemoteTable) -> bool:
-        """Whether every shard holds a journal commit (or nothing): a shard moved onto
+        """Whether every shard holds a journal commit: a shard deleted or moved onto
         anything else (by hand) is missing from the union, so a lock ref it alone holds
         would read as pushed by hand."""
-        return all(t is None or self.journal_store.commit_of(t) for t in table.shards.values())
+        return all(self.journal_store.commit_of(t) for t in table.shards.values())
 
     def leased_shards(self, table: RemoteTable, change: Change) -> set[int]:
         """The shards ``change`` must lease: every shard of a record it puts, and every
@@ -175,6 +175,15 @@ class ShardedPush(RemotePush):
         ]
         for k in leased:
             self._check_shard(k, table.shards[k])
+            if table.shards[k] is None:
+                # The upgrade creates every shard and nothing deletes one: a shard missing is
+                # one deleted by hand, whose claims this table no longer shows.
+                raise RemoteError(
+                    f"the shard journal {SHARD_PREFIX}{k} is missing on the lock remote "
+                    f"{self.remote!r} (deleted by hand?), so the claims it held are unknown "
+                    "here; nothing was changed. git alock remote --restore, from a clone "
+                    "that saw them, puts it back"
+                )
         if self.lease_override is not None:
             self.check_symrefs()  # leases as the remote listed them (section 5.5)
         commits = {

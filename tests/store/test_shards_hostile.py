@@ -89,6 +89,29 @@ def test_a_shard_ref_moved_onto_a_blob_loses_no_claim(bare: Path, tmp_path: Path
     assert refused.json()["status"] == "refused", refused
 
 
+def test_a_deleted_shard_is_never_created_afresh_beside_its_claims(
+    bare: Path, tmp_path: Path
+) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    held, other = _two_shards()
+    assert alock(a, "acquire", f"{held}/**", **A).code == 0
+    [lock] = remote_locks(bare)
+    [k] = record_shards([f"{held}/**"], SHARDS)
+    shard = f"refs/agent-locks-meta/shards/{k}"
+    git(bare, "update-ref", "-d", shard)
+    # A clone that never saw the claim: the shard it would start afresh held it.
+    fresh = make_clone(bare.as_uri(), tmp_path / "fresh")
+    refused = alock(fresh, "acquire", f"{held}/q", **B)
+    assert refused.code == 2 and shard in refused.err, refused
+    assert alock(fresh, "acquire", f"{other}/y", **B).code == 0  # other shards go on
+    assert lock in remote_locks(bare)  # never taken for a lock ref pushed by hand
+    assert alock(a, "remote", "--restore").code == 0  # the clone that saw it puts it back
+    assert alock(fresh, "sync").code == 0
+    refused = alock(fresh, "acquire", f"{held}/q", "--json", **B)
+    assert refused.json()["status"] == "refused", refused
+
+
 def _two_shards() -> tuple[str, str]:
     names = [f"dir{i}" for i in range(64)]
     [first] = record_shards([f"{names[0]}/**"], SHARDS)
