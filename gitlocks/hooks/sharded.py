@@ -240,6 +240,7 @@ def guard_upgrade(
         if old.table is not None:
             before = old.table
     union: dict[str, str] = {}
+    held: dict[str, dict[int, str]] = {}
     for k in range(count):
         tip = pushed[f"{SHARD_PREFIX}{k}"]
         if not is_zero(tip[0]):
@@ -248,6 +249,16 @@ def guard_upgrade(
         if shard is None or shard.table is None or shard.parents != expected_parents:
             return refused
         union.update(shard.table)
+        for lock_id, oid in shard.table.items():
+            held.setdefault(lock_id, {})[k] = oid
     if union != before:
         return refused
-    return []
+    oids = sorted({oid for where in held.values() for oid in where.values()})
+    data = {
+        oid: b"" if got is None else got[2]
+        for oid, got in zip(oids, _batch(oids, cwd), strict=False)
+    }
+    return _misplaced(
+        {i: {k: (oid, data[oid]) for k, oid in where.items()} for i, where in held.items()},
+        count,
+    )

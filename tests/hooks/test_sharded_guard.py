@@ -100,3 +100,38 @@ def test_the_guard_refuses_a_record_torn_across_shards_or_held_outside_its_own(
     union = table_refs(str(bare))
     assert union is not None
     assert set(union.refs) == {f"refs/agent-locks/{i}" for i in remote_locks(bare)}
+
+
+def test_the_guard_refuses_an_upgrade_that_holds_a_record_outside_its_shards(
+    tmp_path: Path,
+) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "lib/**", **A).code == 0
+    # The upgrade made where no guard runs (a copy), then one record moved by hand from
+    # its own shard into another: the union is still the old table.
+    copy = tmp_path / "copy.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(bare), str(copy))
+    x = make_clone(copy.as_uri(), tmp_path / "x")
+    assert alock(x, "remote", "--shards", str(SHARDS)).code == 0
+    [lib] = remote_locks(copy)
+    blob = git(copy, "rev-parse", f"refs/agent-locks/{lib}").strip()
+    [own] = record_shards(["lib/**"], SHARDS)
+    elsewhere = (own + 1) % SHARDS
+    single = git(copy, "rev-parse", f"{SHARD}{own}^").strip()
+    for k, change in ((own, {"remove": (lib,)}), (elsewhere, {"add": {lib: blob}})):
+        tip = git(copy, "rev-parse", f"{SHARD}{k}").strip()
+        moved = craft(x, tip, **change)
+        tree = git(x, "rev-parse", f"{moved}^{{tree}}").strip()
+        message = git(x, "log", "-1", "--format=%B", tip)
+        first = run_git(x, "commit-tree", tree, "-p", single, "-m", message).out.strip()
+        git(x, "push", "-q", str(copy), f"+{first}:{SHARD}{k}")
+    specs = [f"refs/agent-locks-meta/{name}" for name in ("format", "journal")]
+    specs += [f"{SHARD}{k}" for k in range(SHARDS)]
+    refused = run_git(copy, "push", "--atomic", str(bare), *specs)
+    assert refused.code != 0, "a hand-made upgrade holding a record outside its shard passed"
+    assert "not in those of its claim" in refused.err, refused.err
+    assert not git(bare, "for-each-ref", SHARD).strip()
+    # The upgrade as git alock makes it passes.
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
