@@ -341,8 +341,11 @@ class RemoteStore(ShardedPush):
                 self.fetch()
                 return True
             return False
-        if table.shards and self.listed_meta.get(JOURNAL_REF) != self.staged_journal():
-            self.fetch()  # the notice moved: the write stops once it has seen where to
+        if table.shards and (
+            self.listed_meta.get(JOURNAL_REF) != self.staged_journal()
+            or self.beyond(self.listed_meta, SHARD_PREFIX, len(table.shards))
+        ):
+            self.fetch()  # the notice or the shards changed by hand: check_format stops it
             return True
         if actual != table.leases and (not table.shards or self.tips_listed(table)):
             self.lease_override = actual

@@ -19,6 +19,7 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any
 
 import pygit2
@@ -28,7 +29,7 @@ from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import failure, lost_race, never_sent, porcelain, summarise
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
+from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
 
 
@@ -58,8 +59,26 @@ class ShardedPush(RemotePush):
                 f"shard count this gitlocks reads (1 to {MAX_SHARDS}): a newer gitlocks wrote "
                 "it, or it was edited by hand; nothing was changed. Upgrade gitlocks"
             )
-        if self.shard_count():
+        count = self.shard_count()
+        if count:
             self._check_notice()
+            prefix = self.staging + "meta/shards/"
+            beyond = self.beyond(self.scan_refs((prefix,)), prefix, count)
+            if beyond:
+                raise RemoteError(
+                    f"the lock remote {self.remote!r} holds {SHARD_PREFIX}{beyond[0]}, beyond "
+                    f"the {count} shards its {FORMAT_REF} states: one of them was changed by "
+                    "hand, and claims held there are read by nobody; nothing was changed. Put "
+                    "it right on the remote itself"
+                )
+
+    @staticmethod
+    def beyond(names: Iterable[str], prefix: str, count: int) -> list[str]:
+        """The shard names among ``names`` (refs under ``prefix``) that are no shard of
+        ``count``."""
+        shards = {str(k) for k in range(count)}
+        found = (n[len(prefix) :] for n in names if n.startswith(prefix))
+        return sorted(n for n in found if n not in shards)
 
     def _check_notice(self) -> None:
         """A sharded remote's single journal ref must hold the notice, a commit that is no

@@ -117,3 +117,22 @@ def _two_shards() -> tuple[str, str]:
     [first] = record_shards([f"{names[0]}/**"], SHARDS)
     other = next(n for n in names if record_shards([f"{n}/**"], SHARDS) != {first})
     return names[0], other
+
+
+def test_shard_journals_beyond_the_stated_count_stop_every_write(
+    bare: Path, tmp_path: Path
+) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "remote", "--shards", "8").code == 0
+    fresh = make_clone(bare.as_uri(), tmp_path / "fresh")  # it never sees the claim
+    name = next(f"dir{i}" for i in range(64) if min(record_shards([f"dir{i}/**"], 8)) >= 4)
+    assert alock(a, "acquire", f"{name}/**", **A).code == 0
+    [lock] = remote_locks(bare)
+    # The format ref edited by hand to fewer shards: the claim's shard is read by nobody.
+    git(bare, "update-ref", "refs/agent-locks-meta/format", write_blob(bare, "shards 4\n"))
+    for clone in (fresh, a):
+        refused = alock(clone, "acquire", f"{name}/x", **B)
+        assert refused.code == 2, refused
+        assert "beyond the 4 shards" in refused.err or "has vanished" in refused.err, refused
+    assert lock in remote_locks(bare)
+    assert alock(fresh, "list").code == 0  # reads go on
