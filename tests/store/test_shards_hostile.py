@@ -136,3 +136,24 @@ def test_shard_journals_beyond_the_stated_count_stop_every_write(
         assert "beyond the 4 shards" in refused.err or "has vanished" in refused.err, refused
     assert lock in remote_locks(bare)
     assert alock(fresh, "list").code == 0  # reads go on
+
+
+def test_restoring_a_shard_puts_back_no_record_released_meanwhile(
+    bare: Path, tmp_path: Path
+) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    held, _ = _two_shards()
+    assert alock(a, "acquire", f"{held}/**", **A).code == 0
+    assert alock(a, "acquire", "*.md", **B).code == 0  # held in every shard
+    [k] = record_shards([f"{held}/**"], SHARDS)
+    git(bare, "update-ref", "-d", f"refs/agent-locks-meta/shards/{k}")
+    # Released meanwhile from a clone that never saw the lost shard: every shard but it.
+    fresh = make_clone(bare.as_uri(), tmp_path / "fresh")
+    assert alock(fresh, "release", "*.md", **B).code == 0
+    assert alock(a, "remote", "--restore").code == 0
+    assert [r.paths for r in remote_locks(bare).values()] == [(f"{held}/**",)]
+    tip = f"refs/agent-locks-meta/shards/{k}"
+    assert len(git(bare, "ls-tree", "-r", tip, "locks").splitlines()) == 1
+    assert alock(fresh, "sync").code == 0
+    assert alock(fresh, "acquire", "README.md", **B).code == 0
