@@ -238,10 +238,18 @@ def table_refs(cwd: str | None = None) -> files.Scan | None:
     repository has no journal, or one from before journal commits carried the table
     (then its lock refs are the table, as for clients). A sharded table is the union of
     its shard journals' tables."""
-    tips = shard_tips(cwd)
-    if tips is not None:
+    state = sharded_state(cwd)
+    if state is not None:
+        # Folded as clients fold it: shard by shard, a later shard's entry winning, and
+        # only the shards the format ref states (all of them when it states none).
+        count, tips = state
+        order = []
+        for ref, tip in tips.items():
+            name = ref[len(SHARD_PREFIX) :]
+            if name.isdigit() and str(int(name)) == name and int(name) < (count or MAX_SHARDS):
+                order.append((int(name), tip))
         union: dict[str, str] = {}
-        for tip in sorted(tips.values()):
+        for _, tip in sorted(order):
             shard = read_journal(tip, cwd)
             union.update(shard.table or {} if shard is not None else {})
         return files.Scan({LOCK_PREFIX + i: oid for i, oid in union.items()}, {})

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gitlocks.core.journal import is_journal_commit
-from gitlocks.core.shard import parse_format
+from gitlocks.core.record import LockRecord
+from gitlocks.core.shard import parse_format, record_shards
+from gitlocks.core.table import check_record
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.hosted import (
     _batch,
@@ -102,8 +104,10 @@ def guard_shards(
         else:
             after[lock_id] = value
     heads_after = {**tips, **{ref: new_oid for ref, (_, new_oid) in shards.items()}}
-    wanted = _union_values(sorted(heads_after.values()), sorted({*locks, *changed}), cwd)
-    problems: list[str] = []
+    held = _held_values(heads_after, count, sorted({*locks, *changed}), cwd)
+    # The union as clients fold it: shard by shard, a later shard's entry winning.
+    wanted = {i: where[max(where)][0] for i, where in held.items()}
+    problems = _misplaced({i: held.get(i, {}) for i in sorted(changed)}, count)
     for lock_id in sorted(locks):
         want, have = wanted.get(lock_id), after.get(lock_id)
         if want == have:
@@ -130,16 +134,61 @@ def guard_shards(
     return problems
 
 
-def _union_values(commits: list[str], lock_ids: list[str], cwd: str | None) -> dict[str, str]:
-    """Lock id -> its value in the union of the tables of ``commits``: one ``cat-file``."""
-    names = [f"{c}:{_lock_path(i)}" for c in commits for i in lock_ids]
-    found: dict[str, str] = {}
+def shard_order(tips: Mapping[str, str], count: int) -> list[tuple[int, str]]:
+    """(shard, commit) of the shards ``0..count-1`` among ``tips``, in shard order: the order
+    clients fold the union in (a ref beyond them is no shard, and read by nobody)."""
+    found = [(_shard_number(ref, count), oid) for ref, oid in tips.items()]
+    return sorted((k, oid) for k, oid in found if k is not None)
+
+
+def _held_values(
+    tips: Mapping[str, str], count: int, lock_ids: list[str], cwd: str | None
+) -> dict[str, dict[int, tuple[str, bytes]]]:
+    """Lock id -> shard -> (its blob, the record) in each shard table that holds it among
+    ``tips`` (shard ref -> commit): one ``cat-file``."""
+    commits = shard_order(tips, count)
+    names = [(k, i, f"{c}:{_lock_path(i)}") for k, c in commits for i in lock_ids]
+    found: dict[str, dict[int, tuple[str, bytes]]] = {}
     if not names:
         return found
-    for name, entry in zip(names, _batch(names, cwd), strict=False):
+    for (k, lock_id, _), entry in zip(names, _batch([n for *_, n in names], cwd), strict=False):
         if entry is not None and entry[1] == "blob":
-            found[name.rsplit("/", 1)[1]] = entry[0]
+            found.setdefault(lock_id, {})[k] = (entry[0], entry[2])
     return found
+
+
+def _misplaced(held: Mapping[str, Mapping[int, tuple[str, bytes]]], count: int) -> list[str]:
+    """Why records a push writes are not held as every client writes them: the same entry
+    in every shard of its claim and in no other (a record that cannot be read, in every
+    shard). A record torn across shards, or held outside one of its shards, would let a
+    claim that overlaps it lease a shard that does not hold it and win beside it."""
+    problems: list[str] = []
+    for lock_id, where in held.items():
+        if not where:
+            continue
+        ref = LOCK_PREFIX + lock_id
+        if len({oid for oid, _ in where.values()}) > 1:
+            problems.append(
+                f"the push leaves {ref} with different entries in different shards of the "
+                "lock table: a record is the same in every shard that holds it"
+            )
+            continue
+        record = check_record(next(iter(where.values()))[1])
+        wanted = (
+            record_shards(record.paths, count)
+            if isinstance(record, LockRecord)
+            else frozenset(range(count))
+        )
+        if set(where) != wanted:
+            problems.append(
+                f"the push holds {ref} in shard(s) {_names(set(where))} of the lock table, "
+                f"not in those of its claim ({_names(wanted)}): only git alock writes them"
+            )
+    return problems
+
+
+def _names(shards: set[int] | frozenset[int]) -> str:
+    return " ".join(map(str, sorted(shards)))
 
 
 def _empty_tree(cwd: str | None) -> str:
@@ -191,6 +240,7 @@ def guard_upgrade(
         if old.table is not None:
             before = old.table
     union: dict[str, str] = {}
+    held: dict[str, dict[int, str]] = {}
     for k in range(count):
         tip = pushed[f"{SHARD_PREFIX}{k}"]
         if not is_zero(tip[0]):
@@ -199,6 +249,16 @@ def guard_upgrade(
         if shard is None or shard.table is None or shard.parents != expected_parents:
             return refused
         union.update(shard.table)
+        for lock_id, oid in shard.table.items():
+            held.setdefault(lock_id, {})[k] = oid
     if union != before:
         return refused
-    return []
+    oids = sorted({oid for where in held.values() for oid in where.values()})
+    data = {
+        oid: b"" if got is None else got[2]
+        for oid, got in zip(oids, _batch(oids, cwd), strict=False)
+    }
+    return _misplaced(
+        {i: {k: (oid, data[oid]) for k, oid in where.items()} for i, where in held.items()},
+        count,
+    )

@@ -266,7 +266,14 @@ class RemoteStore(ShardedPush):
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
                 break
-            self.check_format()
+            try:
+                self.check_format()
+            except RemoteError:
+                if fetched:
+                    raise
+                self.fetch()  # what stops writes may have been put right since the last fetch
+                fetched = True
+                self.check_format()
             table = self.remote_table()
             change, result = decide(table)
             self._decided = table
@@ -334,6 +341,12 @@ class RemoteStore(ShardedPush):
                 self.fetch()
                 return True
             return False
+        if table.shards and (
+            self.listed_meta.get(JOURNAL_REF) != self.staged_journal()
+            or self.beyond(self.listed_meta, SHARD_PREFIX, len(table.shards))
+        ):
+            self.fetch()  # the notice or the shards changed by hand: check_format stops it
+            return True
         if actual != table.leases and (not table.shards or self.tips_listed(table)):
             self.lease_override = actual
         return False
@@ -395,9 +408,9 @@ class RemoteStore(ShardedPush):
         """
         # A sharded remote's shard journals are listed too, in the same answer: a lock ref
         # no shard table holds is known to be hand-made only when every shard is still
-        # where this clone read it.
+        # where this clone read it. Its single journal ref too: it must still hold the notice.
         sharded = bool(self.shard_count())
-        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else [])]
+        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*", JOURNAL_REF] if sharded else [])]
         run = self._git(
             ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
             what="ls-remote of",
@@ -417,7 +430,7 @@ class RemoteStore(ShardedPush):
             lock_id = name[len(LOCK_PREFIX) :]
             if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
                 found[lock_id] = oid
-            elif name.startswith(SHARD_PREFIX):
+            elif name.startswith(SHARD_PREFIX) or name == JOURNAL_REF:
                 self.listed_meta[name] = oid
         others = {n: t for n, t in self.remote_symrefs.items() if not n.startswith(LOCK_PREFIX)}
         self.remote_symrefs = {**others, **symrefs}

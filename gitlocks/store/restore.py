@@ -147,7 +147,8 @@ def shard_losses(
         if tip is None:
             what = "has vanished"
         elif store.commit_of(tip) is None:
-            continue  # no journal commit: every write stops on it (5.5)
+            # Every write stops on it (5.5), but its table is gone from every read too.
+            what = f"was moved onto {tip[:12]}, which is no gitlocks journal commit"
         elif _continues(remote, tip, was):
             continue
         elif _is_ancestor(remote.repo, tip, was):
@@ -155,6 +156,32 @@ def shard_losses(
         else:
             what = f"was replaced by {tip[:12]}, which does not continue it"
         found.append((k, was, what, live))
+    return found
+
+
+def _settled(
+    remote: RemoteStore, kept: dict[str, str], tables: dict[int, dict[str, str]], lost: set[int]
+) -> dict[str, str]:
+    """The entries a lost shard held in the view, as the shards that did not lose them tell
+    them now: a record held in another of its shards is put back at its value there, and one
+    that every other shard of its claim dropped since (released, swept) is not put back, so
+    that no record is torn across its shards."""
+    loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(kept.items())), None)
+    found: dict[str, str] = {}
+    for lock_id, oid in kept.items():
+        record = loaded.get(lock_id)
+        where = (
+            record_shards(record.paths, len(tables))
+            if isinstance(record, LockRecord)
+            else frozenset(tables)
+        )
+        others = sorted(k for k in where if k not in lost and k in tables)
+        if not others:
+            found[lock_id] = oid  # every shard of it was lost: the view is all there is
+            continue
+        now = [tables[k][lock_id] for k in others if lock_id in tables[k]]
+        if now:
+            found[lock_id] = now[-1]
     return found
 
 
@@ -282,6 +309,8 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
         return RestoreResult(remote.remote, False, reason="every shard journal continues")
     remote.check_format()
     now = store.view_tips(current) or {}
+    for k, *_ in losses:
+        remote._check_shard(k, now.get(k))  # moved onto no journal commit: never written over
     tables = remote.shard_tables(now)
     actual = remote.actual_lock_refs()
     tips = dict(now)
@@ -289,8 +318,9 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
     leases: list[str] = []
     specs: list[str] = []
     touched: set[str] = set()
+    lost = {k for k, *_ in losses}
     for k, was, _, _ in losses:
-        merged = {**(store.table(was) or {}), **tables[k]}
+        merged = {**_settled(remote, store.table(was) or {}, tables, lost), **tables[k]}
         touched |= merged.keys() | tables[k].keys()
         event = {
             "event": "restored",

@@ -19,6 +19,7 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any
 
 import pygit2
@@ -28,7 +29,7 @@ from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import failure, lost_race, never_sent, porcelain, summarise
-from gitlocks.layout import LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
+from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
 
 
@@ -58,6 +59,43 @@ class ShardedPush(RemotePush):
                 f"shard count this gitlocks reads (1 to {MAX_SHARDS}): a newer gitlocks wrote "
                 "it, or it was edited by hand; nothing was changed. Upgrade gitlocks"
             )
+        count = self.shard_count()
+        if count:
+            self._check_notice()
+            prefix = self.staging + "meta/shards/"
+            beyond = self.beyond(self.scan_refs((prefix,)), prefix, count)
+            if beyond:
+                raise RemoteError(
+                    f"the lock remote {self.remote!r} holds {SHARD_PREFIX}{beyond[0]}, beyond "
+                    f"the {count} shards its {FORMAT_REF} states: one of them was changed by "
+                    "hand, and claims held there are read by nobody; nothing was changed. Put "
+                    "it right on the remote itself"
+                )
+
+    @staticmethod
+    def beyond(names: Iterable[str], prefix: str, count: int) -> list[str]:
+        """The shard names among ``names`` (refs under ``prefix``) that are no shard of
+        ``count``."""
+        shards = {str(k) for k in range(count)}
+        found = (n[len(prefix) :] for n in names if n.startswith(prefix))
+        return sorted(n for n in found if n not in shards)
+
+    def _check_notice(self) -> None:
+        """A sharded remote's single journal ref must hold the notice, a commit that is no
+        journal commit: a journal there (moved back by hand, a push --mirror of an old
+        clone) or none at all lets an earlier gitlocks grant claims beside the shards, so
+        no write goes on until it is put back."""
+        journal = self.staged_journal()
+        if journal is not None and self.journal_store.commit_of(journal) is None:
+            return
+        where = "is gone" if journal is None else f"holds the journal commit {journal[:12]}"
+        raise RemoteError(
+            f"the lock remote {self.remote!r} is sharded, but its {JOURNAL_REF} {where} "
+            "instead of the notice that stops earlier versions of gitlocks, which would now "
+            "decide on that journal and grant claims the shards hold; nothing was changed. "
+            f"Put a commit that is no journal commit back at {JOURNAL_REF} on the remote "
+            "itself (the notice git alock remote --shards wrote), then write again"
+        )
 
     def staged_tips(self, count: int) -> dict[int, str | None]:
         """Shard -> its journal commit as last fetched or pushed (None: absent)."""
@@ -110,6 +148,12 @@ class ShardedPush(RemotePush):
             self.listed_meta.get(f"{SHARD_PREFIX}{k}") == tip for k, tip in table.shards.items()
         )
 
+    def readable(self, table: RemoteTable) -> bool:
+        """Whether every shard holds a journal commit: a shard deleted or moved onto
+        anything else (by hand) is missing from the union, so a lock ref it alone holds
+        would read as pushed by hand."""
+        return all(self.journal_store.commit_of(t) for t in table.shards.values())
+
     def leased_shards(self, table: RemoteTable, change: Change) -> set[int]:
         """The shards ``change`` must lease: every shard of a record it puts, and every
         shard holding a record it replaces or deletes."""
@@ -143,13 +187,22 @@ class ShardedPush(RemotePush):
         # than on the remote, and its refs are repaired by a write that leases it.
         ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
         ids |= touched - table.refs.keys()  # named by the change, held by no shard
-        if self.lease_override is not None and self.tips_listed(table):
+        if self.lease_override is not None and self.tips_listed(table) and self.readable(table):
             ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
         differ = [
             i for i in sorted(ids) if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
         ]
         for k in leased:
             self._check_shard(k, table.shards[k])
+            if table.shards[k] is None:
+                # The upgrade creates every shard and nothing deletes one: a shard missing is
+                # one deleted by hand, whose claims this table no longer shows.
+                raise RemoteError(
+                    f"the shard journal {SHARD_PREFIX}{k} is missing on the lock remote "
+                    f"{self.remote!r} (deleted by hand?), so the claims it held are unknown "
+                    "here; nothing was changed. git alock remote --restore, from a clone "
+                    "that saw them, puts it back"
+                )
         if self.lease_override is not None:
             self.check_symrefs()  # leases as the remote listed them (section 5.5)
         commits = {

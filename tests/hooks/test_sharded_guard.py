@@ -1,0 +1,137 @@
+"""The hosted guard of a sharded lock table against pushes crafted by hand (docs/design.md,
+sections 5.10 and 6.9): a record is held alike in exactly the shards of its claim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import git
+from support.cli import alock, run_git
+from support.records import write_blob
+from support.remote import make_bare, make_clone, remote_locks
+
+from gitlocks.core.record import new_lock_id
+from gitlocks.core.shard import record_shards
+from gitlocks.hooks.hosted import table_refs
+
+A = {"AGENT_ID": "agent-a"}
+B = {"AGENT_ID": "agent-b"}
+SHARDS = 8
+SHARD = "refs/agent-locks-meta/shards/"
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> tuple[Path, Path]:
+    """(the guarded bare remote, a clone) where agent-a holds src/api/** and agent-b *.md
+    (held in every shard)."""
+    bare = make_bare(tmp_path / "locks.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/api/**", **A).code == 0
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    assert alock(a, "acquire", "*.md", **B).code == 0
+    return bare, a
+
+
+def _entry(lock_id: str) -> str:
+    from gitlocks.core.journal import shard_of
+
+    return f"locks/{shard_of(lock_id)}/{lock_id}"
+
+
+def craft(
+    clone: Path, tip: str, remove: tuple[str, ...] = (), add: dict[str, str] | None = None
+) -> str:
+    """A journal commit on ``tip`` whose table drops ``remove`` and sets ``add``, by hand."""
+    env = {"GIT_INDEX_FILE": str(clone / ".git" / "crafted-index")}
+
+    def run(*args: str) -> str:
+        got = run_git(clone, *args, env=env)
+        assert got.code == 0, got.err
+        return got.out.strip()
+
+    run("read-tree", tip)
+    for lock_id in remove:
+        run("update-index", "--force-remove", _entry(lock_id))
+    for lock_id, blob in (add or {}).items():
+        run("update-index", "--add", "--cacheinfo", f"100644,{blob},{_entry(lock_id)}")
+    tree = run("write-tree")
+    return run("commit-tree", tree, "-p", tip, "-m", "by hand\n\nJournal-Seq: 999\n")
+
+
+def test_the_guard_refuses_a_record_torn_across_shards_or_held_outside_its_own(
+    guarded: tuple[Path, Path],
+) -> None:
+    bare, a = guarded
+    assert alock(a, "sync").code == 0
+    locks = remote_locks(bare)
+    [md] = [i for i, r in locks.items() if r.paths == ("*.md",)]
+    tips = {k: git(bare, "rev-parse", f"{SHARD}{k}").strip() for k in range(SHARDS)}
+    # A release of *.md in one shard only: the others still hold it, so its ref stays.
+    torn = craft(a, tips[0], remove=(md,))
+    refused = run_git(a, "push", "origin", f"{torn}:{SHARD}0")
+    assert refused.code != 0, "a record torn across shards passed the guard"
+    assert "different entries" in refused.err or "not in those of its claim" in refused.err
+    # A claim of lib/** written into a shard that is not lib's: a claim of lib/x would
+    # lease lib's shard alone and never meet it there.
+    [src] = [i for i, r in locks.items() if r.paths == ("src/api/**",)]
+    data = json.loads(git(bare, "cat-file", "-p", f"refs/agent-locks/{src}"))
+    lock_id = new_lock_id()
+    blob = write_blob(a, {**data, "id": lock_id, "paths": ["lib/**"], "exact": []})
+    [own] = record_shards(["lib/**"], SHARDS)
+    elsewhere = (own + 1) % SHARDS
+    planted = craft(a, tips[elsewhere], add={lock_id: blob})
+    refused = run_git(
+        a,
+        "push",
+        "--atomic",
+        "origin",
+        f"{planted}:{SHARD}{elsewhere}",
+        f"{blob}:refs/agent-locks/{lock_id}",
+    )
+    assert refused.code != 0, "a record held outside its own shard passed the guard"
+    assert "not in those of its claim" in refused.err, refused.err
+    assert {k: git(bare, "rev-parse", f"{SHARD}{k}").strip() for k in range(SHARDS)} == tips
+    # Writes made by git alock go on passing.
+    assert alock(a, "acquire", "lib/**", **A).code == 0
+    assert alock(a, "release", "*.md", **B).code == 0
+    union = table_refs(str(bare))
+    assert union is not None
+    assert set(union.refs) == {f"refs/agent-locks/{i}" for i in remote_locks(bare)}
+
+
+def test_the_guard_refuses_an_upgrade_that_holds_a_record_outside_its_shards(
+    tmp_path: Path,
+) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "lib/**", **A).code == 0
+    # The upgrade made where no guard runs (a copy), then one record moved by hand from
+    # its own shard into another: the union is still the old table.
+    copy = tmp_path / "copy.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(bare), str(copy))
+    x = make_clone(copy.as_uri(), tmp_path / "x")
+    assert alock(x, "remote", "--shards", str(SHARDS)).code == 0
+    [lib] = remote_locks(copy)
+    blob = git(copy, "rev-parse", f"refs/agent-locks/{lib}").strip()
+    [own] = record_shards(["lib/**"], SHARDS)
+    elsewhere = (own + 1) % SHARDS
+    single = git(copy, "rev-parse", f"{SHARD}{own}^").strip()
+    for k, change in ((own, {"remove": (lib,)}), (elsewhere, {"add": {lib: blob}})):
+        tip = git(copy, "rev-parse", f"{SHARD}{k}").strip()
+        moved = craft(x, tip, **change)
+        tree = git(x, "rev-parse", f"{moved}^{{tree}}").strip()
+        message = git(x, "log", "-1", "--format=%B", tip)
+        first = run_git(x, "commit-tree", tree, "-p", single, "-m", message).out.strip()
+        git(x, "push", "-q", str(copy), f"+{first}:{SHARD}{k}")
+    specs = [f"refs/agent-locks-meta/{name}" for name in ("format", "journal")]
+    specs += [f"{SHARD}{k}" for k in range(SHARDS)]
+    refused = run_git(copy, "push", "--atomic", str(bare), *specs)
+    assert refused.code != 0, "a hand-made upgrade holding a record outside its shard passed"
+    assert "not in those of its claim" in refused.err, refused.err
+    assert not git(bare, "for-each-ref", SHARD).strip()
+    # The upgrade as git alock makes it passes.
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
