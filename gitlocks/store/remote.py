@@ -39,8 +39,8 @@ import pygit2
 from gitlocks.core.change import Change
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
-from gitlocks.errors import RemoteError, UsageError
-from gitlocks.git.remote import failure, no_atomic, porcelain
+from gitlocks.errors import GitlocksError, RemoteError, UsageError
+from gitlocks.git.remote import GitRun, failure, no_atomic, porcelain
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
@@ -260,8 +260,28 @@ class RemoteStore(ShardedPush):
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
-        if self.look_before_writing():
+        listing: _Listing | None = None
+        if self.journal_store.table(self.staged()[1]) is not None:
+            # The journal carries the table: nothing asked of the lock refs decides this
+            # write, so they are listed beside its push, not before it (docs/design.md,
+            # section 5.2), and only a listing out of step asks again after it.
+            self.check_not_lost()
+            listing = _Listing(self)
+        elif self.look_before_writing():
             fetched = True
+        try:
+            return self._attempts(decide, tries, fetched, listing)
+        finally:
+            if listing is not None:
+                listing.join()
+
+    def _attempts(
+        self,
+        decide: Callable[[Table], tuple[Change, T]],
+        tries: int,
+        fetched: bool,
+        listing: _Listing | None,
+    ) -> T:
         deadline = time.monotonic() + self.timeout
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
@@ -271,6 +291,13 @@ class RemoteStore(ShardedPush):
             change, result = decide(table)
             self._decided = table
             if not change:
+                if listing is not None and listing.out_of_step(table, table):
+                    # Lock refs out of step with the table (one pushed by hand, which only
+                    # ``break ID`` names): ask again, and decide on that answer.
+                    listing = None
+                    if self.look_before_writing():
+                        fetched = True
+                    continue
                 # Nothing to push, so nothing proves the view current: confirm it first.
                 if fetched or not self.fetch():
                     return result
@@ -278,6 +305,8 @@ class RemoteStore(ShardedPush):
                 continue
             if self._push_sharded(table, change) if table.shards else self._push(table, change):
                 self.lease_override = None
+                if listing is not None and listing.out_of_step(table, self.remote_table()):
+                    self.repair_lock_refs()
                 return result
             time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))
             moved = self.fetch()
@@ -337,6 +366,35 @@ class RemoteStore(ShardedPush):
         if actual != table.leases and (not table.shards or self.tips_listed(table)):
             self.lease_override = actual
         return False
+
+    def repair_lock_refs(self) -> None:
+        """After a write won, when the lock refs listed beside its push were out of step
+        with the tables: ask the remote again and push the repair (docs/design.md, section
+        5.2). The write stands whatever this does; a repair that cannot land now is left to
+        the next write."""
+        with contextlib.suppress(GitlocksError):
+            self.lease_override = None
+            self.look_before_writing()  # asked afresh: this answer, not the listing, decides
+            if self.lease_override is None:
+                return
+            table = self.remote_table()
+            ids = sorted(
+                i
+                for i, have in table.leases.items()
+                if have != table.refs.get(i) and LOCK_PREFIX + i not in self.remote_symrefs
+            )
+            if ids:
+                at = format_time(utcnow())
+                events: list[dict[str, object]] = [
+                    {"event": "repaired", "at": at, "id": i, "holder": None, "paths": []}
+                    for i in ids
+                ]
+                change = Change(events=events)
+                if table.shards:
+                    self._push_sharded(table, change)
+                else:
+                    self._push(table, change)
+        self.lease_override = None
 
     # --- reading the remote ---------------------------------------------------------------
 
@@ -398,31 +456,17 @@ class RemoteStore(ShardedPush):
         # where this clone read it.
         sharded = bool(self.shard_count())
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else [])]
-        run = self._git(
-            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
-            what="ls-remote of",
-        )
+        run = self._git(self.listing_args(patterns), what="ls-remote of")
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
-        found = {}
-        symrefs = {}
-        self.listed_meta = {}
-        for line in run.out.splitlines():
-            if line.startswith("ref: ") and "\t" in line:
-                target, name = line[5:].split("\t", 1)
-                if name.startswith(LOCK_PREFIX):
-                    symrefs[name] = target
-                continue
-            oid, _, name = line.partition("\t")
-            lock_id = name[len(LOCK_PREFIX) :]
-            if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
-                found[lock_id] = oid
-            elif name.startswith(SHARD_PREFIX):
-                self.listed_meta[name] = oid
+        found, symrefs, self.listed_meta = parse_listing(run.out)
         others = {n: t for n, t in self.remote_symrefs.items() if not n.startswith(LOCK_PREFIX)}
         self.remote_symrefs = {**others, **symrefs}
         self._remote_cache = None
         return found
+
+    def listing_args(self, patterns: list[str]) -> list[str]:
+        return ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns]
 
     def sync(self) -> bool:
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
@@ -508,3 +552,63 @@ class RemoteStore(ShardedPush):
                 else ""
             )
             raise self._refused(lines, run, left)
+
+
+def parse_listing(out: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """``ls-remote --symref`` output: (lock id -> value, symref -> target under the lock
+    namespace, shard journal ref -> value)."""
+    found = {}
+    symrefs = {}
+    meta = {}
+    for line in out.splitlines():
+        if line.startswith("ref: ") and "\t" in line:
+            target, name = line[5:].split("\t", 1)
+            if name.startswith(LOCK_PREFIX):
+                symrefs[name] = target
+            continue
+        oid, _, name = line.partition("\t")
+        lock_id = name[len(LOCK_PREFIX) :]
+        if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
+            found[lock_id] = oid
+        elif name.startswith(SHARD_PREFIX):
+            meta[name] = oid
+    return found, symrefs, meta
+
+
+class _Listing:
+    """The remote's lock refs, listed (``ls-remote``) on a thread while a write pushes.
+
+    What it shows decides nothing: a write whose push won asks whether the lock refs
+    listed are ones the table decided on or the table pushed hold, and only when some are
+    not (pushed or moved by hand, or another write since) asks the remote again.
+    """
+
+    def __init__(self, store: RemoteStore) -> None:
+        import threading
+
+        self.run: GitRun | None = None
+        args = store.listing_args([f"{LOCK_PREFIX}*"])
+
+        def ask() -> None:
+            with contextlib.suppress(GitlocksError):
+                self.run = store._git(args, what="ls-remote of")
+
+        self.thread = threading.Thread(target=ask, name="alock-ls-remote", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
+
+    def out_of_step(self, decided: RemoteTable, pushed: RemoteTable) -> bool:
+        """Whether a lock ref listed holds neither its value in the table decided on nor
+        in the table pushed (a symref aside: never repaired). A listing that failed says
+        nothing: the next write lists again."""
+        self.join()
+        if self.run is None or self.run.code != 0:
+            return False
+        found, symrefs, _ = parse_listing(self.run.out)
+        return any(
+            value not in (decided.leases.get(i), pushed.leases.get(i))
+            for i, value in found.items()
+            if LOCK_PREFIX + i not in symrefs
+        )
