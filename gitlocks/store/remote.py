@@ -32,9 +32,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
-
-import pygit2
+from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
@@ -57,6 +55,11 @@ from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
 
+if TYPE_CHECKING:
+    import pygit2
+
+    from gitlocks.store.location import Location
+
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
 T = TypeVar("T")
@@ -78,7 +81,7 @@ class RemoteStore(ShardedPush):
 
     def __init__(
         self,
-        repo: pygit2.Repository,
+        repo: Location | pygit2.Repository,
         remote: str | None = None,
         *,
         configured: Settings | None = None,
@@ -155,8 +158,7 @@ class RemoteStore(ShardedPush):
         return dict(locks), journal
 
     def staged_journal(self) -> str | None:
-        ref = self.repo.references.get(self.staging + "meta/journal")
-        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
+        return self.ref_value(self.staging + "meta/journal")
 
     def staged_lock_refs(self) -> dict[str, str]:
         """The remote's lock refs as last fetched: only for a journal that carries no table."""
@@ -178,8 +180,7 @@ class RemoteStore(ShardedPush):
             name[len(self.detached) :]: oid
             for name, oid in self.scan_refs((self.detached,)).items()
         }
-        ref = self.repo.references.get(self.detached_journal)
-        return copies, None if ref is None else str(ref.target)
+        return copies, self.ref_value(self.detached_journal)
 
     def remote_table(self) -> RemoteTable:
         """The remote's table: the one its journal commit carries (a consistent snapshot,
@@ -337,6 +338,8 @@ class RemoteStore(ShardedPush):
         holds (deleted or moved back by plain git): never mirrored, never decided on."""
         if not self.mirroring:
             return  # a switch not yet decided has no view of this remote to lose
+        if self.view_journal() in (None, self.staged()[1]):
+            return  # the view is the remote's journal as last seen: nothing to lose
         # Imported here: the restore module builds on this one.
         from gitlocks.store.restore import lost_view
 
@@ -527,7 +530,7 @@ class RemoteStore(ShardedPush):
     def _probe_round_trip(self) -> None:
         token = f"{os.getpid():x}-{os.urandom(6).hex()}"
         lock_ref, meta_ref = (f"{prefix}{token}" for prefix in PROBE_PREFIXES)
-        blob = str(self.repo.create_blob(b'{"gitlocks": "probe"}\n'))
+        blob = self.objects.write_blob(b'{"gitlocks": "probe"}\n')
         commit = str(self.journal_store.write(None, [{"event": "probe"}], {}))
         values = {lock_ref: blob, meta_ref: commit}
         for step in ("create", "delete"):
