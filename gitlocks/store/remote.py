@@ -292,7 +292,7 @@ class RemoteStore(ShardedPush):
             change, result = decide(table)
             self._decided = table
             if not change:
-                if listing is not None and listing.out_of_step(table, table):
+                if listing is not None and listing.out_of_step(table, table.leases.copy):
                     # Lock refs out of step with the table (one pushed by hand, which only
                     # ``break ID`` names): ask again, and decide on that answer.
                     listing = None
@@ -306,7 +306,7 @@ class RemoteStore(ShardedPush):
                 continue
             if self._push_sharded(table, change) if table.shards else self._push(table, change):
                 self.lease_override = None
-                if listing is not None and listing.out_of_step(table, self.remote_table()):
+                if listing is not None and listing.out_of_step(table, lambda: self.staged()[0]):
                     self.repair_lock_refs()
                 return result
             time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))
@@ -602,16 +602,20 @@ class _Listing:
     def join(self) -> None:
         self.thread.join()
 
-    def out_of_step(self, decided: RemoteTable, pushed: RemoteTable) -> bool:
+    def out_of_step(self, decided: RemoteTable, pushed: Callable[[], dict[str, str]]) -> bool:
         """Whether a lock ref listed holds neither its value in the table decided on nor
-        in the table pushed (a symref aside: never repaired). A listing that failed says
-        nothing: the next write lists again."""
+        in the table pushed (``pushed()``, read only when needed); a symref aside, never
+        repaired. A listing that failed says nothing: the next write lists again."""
         self.join()
         if self.run is None or self.run.code != 0:
             return False
         found, symrefs, _ = parse_listing(self.run.out)
-        return any(
-            value not in (decided.leases.get(i), pushed.leases.get(i))
+        moved = {
+            i: value
             for i, value in found.items()
-            if LOCK_PREFIX + i not in symrefs
-        )
+            if value != decided.leases.get(i) and LOCK_PREFIX + i not in symrefs
+        }
+        if not moved:
+            return False
+        now = pushed()
+        return any(now.get(i) != value for i, value in moved.items())
