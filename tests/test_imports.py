@@ -179,7 +179,7 @@ def test_whoami_loads_no_store(held: Path) -> None:
 # against the remote are bounded (subprocess, which a timeout kills with its process
 # group: signal, selectors, locale), and it lists the lock refs on a thread beside its push.
 REMOTE_WRITE = STORE_VERBS | {
-    "gitlocks.core.shard", "gitlocks.git.remote", "gitlocks.store.mirror",
+    "gitlocks.core.shard", "gitlocks.git.remote", "gitlocks.store.listing", "gitlocks.store.mirror",
     "gitlocks.store.push", "gitlocks.store.remote", "gitlocks.store.sharded",
 }  # fmt: skip
 REMOTE_STDLIB = frozenset({"subprocess", "signal", "selectors", "locale", "threading"})

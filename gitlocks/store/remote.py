@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
-from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
+from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
-from gitlocks.git.remote import GitRun, failure, no_atomic, porcelain
+from gitlocks.git.remote import failure, no_atomic, porcelain
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
@@ -50,6 +50,7 @@ from gitlocks.layout import (
     SHARD_PREFIX,
     STAGING_PREFIX,
 )
+from gitlocks.store.listing import Listing, parse_listing
 from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
@@ -261,13 +262,13 @@ class RemoteStore(ShardedPush):
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
-        listing: _Listing | None = None
+        listing: Listing | None = None
         if self.journal_store.table(self.staged()[1]) is not None:
             # The journal carries the table: nothing asked of the lock refs decides this
             # write, so they are listed beside its push, not before it (docs/design.md,
             # section 5.2), and only a listing out of step asks again after it.
             self.check_not_lost()
-            listing = _Listing(self)
+            listing = Listing(self)
         elif self.look_before_writing():
             fetched = True
         try:
@@ -281,7 +282,7 @@ class RemoteStore(ShardedPush):
         decide: Callable[[Table], tuple[Change, T]],
         tries: int,
         fetched: bool,
-        listing: _Listing | None,
+        listing: Listing | None,
     ) -> T:
         deadline = time.monotonic() + self.timeout
         for attempt in range(tries):
@@ -555,67 +556,3 @@ class RemoteStore(ShardedPush):
                 else ""
             )
             raise self._refused(lines, run, left)
-
-
-def parse_listing(out: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """``ls-remote --symref`` output: (lock id -> value, symref -> target under the lock
-    namespace, shard journal ref -> value)."""
-    found = {}
-    symrefs = {}
-    meta = {}
-    for line in out.splitlines():
-        if line.startswith("ref: ") and "\t" in line:
-            target, name = line[5:].split("\t", 1)
-            if name.startswith(LOCK_PREFIX):
-                symrefs[name] = target
-            continue
-        oid, _, name = line.partition("\t")
-        lock_id = name[len(LOCK_PREFIX) :]
-        if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
-            found[lock_id] = oid
-        elif name.startswith(SHARD_PREFIX):
-            meta[name] = oid
-    return found, symrefs, meta
-
-
-class _Listing:
-    """The remote's lock refs, listed (``ls-remote``) on a thread while a write pushes.
-
-    What it shows decides nothing: a write whose push won asks whether the lock refs
-    listed are ones the table decided on or the table pushed hold, and only when some are
-    not (pushed or moved by hand, or another write since) asks the remote again.
-    """
-
-    def __init__(self, store: RemoteStore) -> None:
-        import threading
-
-        self.run: GitRun | None = None
-        args = store.listing_args([f"{LOCK_PREFIX}*"])
-
-        def ask() -> None:
-            with contextlib.suppress(GitlocksError):
-                self.run = store._git(args, what="ls-remote of")
-
-        self.thread = threading.Thread(target=ask, name="alock-ls-remote", daemon=True)
-        self.thread.start()
-
-    def join(self) -> None:
-        self.thread.join()
-
-    def out_of_step(self, decided: RemoteTable, pushed: Callable[[], dict[str, str]]) -> bool:
-        """Whether a lock ref listed holds neither its value in the table decided on nor
-        in the table pushed (``pushed()``, read only when needed); a symref aside, never
-        repaired. A listing that failed says nothing: the next write lists again."""
-        self.join()
-        if self.run is None or self.run.code != 0:
-            return False
-        found, symrefs, _ = parse_listing(self.run.out)
-        moved = {
-            i: value
-            for i, value in found.items()
-            if value != decided.leases.get(i) and LOCK_PREFIX + i not in symrefs
-        }
-        if not moved:
-            return False
-        now = pushed()
-        return any(now.get(i) != value for i, value in moved.items())
