@@ -15,32 +15,27 @@ from typing import TYPE_CHECKING
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
-from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
+from gitlocks.layout import LOCK_PREFIX
 
 if TYPE_CHECKING:
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 
 
-def parse_listing(out: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """``ls-remote --symref`` output: (lock id -> value, symref -> target under the lock
-    namespace, shard journal ref -> value)."""
+def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
+    """``ls-remote --symref`` output of the lock refs: (lock id -> value, the names of the
+    symbolic refs among them)."""
     found = {}
-    symrefs = {}
-    meta = {}
+    symrefs = set()
     for line in out.splitlines():
         if line.startswith("ref: ") and "\t" in line:
-            target, name = line[5:].split("\t", 1)
-            if name.startswith(LOCK_PREFIX):
-                symrefs[name] = target
+            symrefs.add(line.split("\t", 1)[1])
             continue
         oid, _, name = line.partition("\t")
         lock_id = name[len(LOCK_PREFIX) :]
         if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
             found[lock_id] = oid
-        elif name.startswith(SHARD_PREFIX):
-            meta[name] = oid
-    return found, symrefs, meta
+    return found, symrefs
 
 
 class Listing:
@@ -55,7 +50,8 @@ class Listing:
         import threading
 
         self.run: GitRun | None = None
-        args = store.listing_args([f"{LOCK_PREFIX}*"])
+        pattern = f"{LOCK_PREFIX}*"
+        args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, pattern]
 
         def ask() -> None:
             with contextlib.suppress(GitlocksError):
@@ -74,7 +70,7 @@ class Listing:
         self.join()
         if self.run is None or self.run.code != 0:
             return False
-        found, symrefs, _ = parse_listing(self.run.out)
+        found, symrefs = parse_listing(self.run.out)
         moved = {
             i: value
             for i, value in found.items()

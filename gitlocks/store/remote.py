@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
-from gitlocks.core.record import LockRecord, format_time, utcnow
+from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.git.remote import failure, no_atomic, porcelain
@@ -50,7 +50,7 @@ from gitlocks.layout import (
     SHARD_PREFIX,
     STAGING_PREFIX,
 )
-from gitlocks.store.listing import Listing, parse_listing
+from gitlocks.store.listing import Listing
 from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
@@ -460,17 +460,31 @@ class RemoteStore(ShardedPush):
         # where this clone read it.
         sharded = bool(self.shard_count())
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else [])]
-        run = self._git(self.listing_args(patterns), what="ls-remote of")
+        run = self._git(
+            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
+            what="ls-remote of",
+        )
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
-        found, symrefs, self.listed_meta = parse_listing(run.out)
+        found = {}
+        symrefs = {}
+        self.listed_meta = {}
+        for line in run.out.splitlines():
+            if line.startswith("ref: ") and "\t" in line:
+                target, name = line[5:].split("\t", 1)
+                if name.startswith(LOCK_PREFIX):
+                    symrefs[name] = target
+                continue
+            oid, _, name = line.partition("\t")
+            lock_id = name[len(LOCK_PREFIX) :]
+            if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
+                found[lock_id] = oid
+            elif name.startswith(SHARD_PREFIX):
+                self.listed_meta[name] = oid
         others = {n: t for n, t in self.remote_symrefs.items() if not n.startswith(LOCK_PREFIX)}
         self.remote_symrefs = {**others, **symrefs}
         self._remote_cache = None
         return found
-
-    def listing_args(self, patterns: list[str]) -> list[str]:
-        return ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns]
 
     def sync(self) -> bool:
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
