@@ -9,6 +9,7 @@ its own connection, while the write decides and pushes, and read once the push a
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -47,8 +48,6 @@ class Listing:
     """
 
     def __init__(self, store: RemoteStore) -> None:
-        import threading
-
         self.run: GitRun | None = None
         pattern = f"{LOCK_PREFIX}*"
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, pattern]
