@@ -33,7 +33,7 @@ Printed: per command the median milliseconds, and the medians of ratios paired w
 round (gitlocks / peer, gitlocks / floor, remote claim / push), so a busy moment of a
 shared machine hits both sides of a ratio alike.
 
-Usage: python bench/peers_bench.py [--runs N] [--no-remote] [--no-mcp]
+Usage: python bench/peers_bench.py [--runs N] [--no-remote] [--no-mcp] [--remote-only]
 """
 
 from __future__ import annotations
@@ -355,12 +355,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--no-remote", action="store_true", help="skip remote mode")
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP server")
+    parser.add_argument(
+        "--remote-only", action="store_true", help="only the remote section (implies --no-mcp)"
+    )
     args = parser.parse_args()
     bindir = Path(sys.executable).parent
     alock = str(bindir / "git-alock")
     peer = shutil.which("agent-sync", path=str(bindir)) or shutil.which("agent-sync")
     compile_bytecode()
     cmds = commands(alock, peer, not args.no_remote)
+    if args.remote_only:
+        args.no_mcp = True
+        cmds = [c for c in cmds if c.where in ("file", "daemon")]
     samples: dict[str, list[float]] = {c.label: [] for c in cmds}
     if not args.no_mcp:
         samples.update({label: [] for label in MCP})

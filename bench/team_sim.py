@@ -19,17 +19,19 @@ Part 2, modelled. A discrete-event simulation of ``--agents`` agents on ``--mach
 machines (one clone each; a clone's writers take turns on its mutex) against a remote
 whose pushes take ``--push-ms``. Each agent writes as the guarded session of
 bench/session_push_bench.py does (``--session-pushes`` an hour, Poisson), and a write is
-optimistic as remote mode's is: it looks at the remote (an ``ls-remote``), decides locally
-(the measured local service time), pushes; it wins unless another write landed on one of
-the refs it leases in between; a loser fetches, backs off as ``gitlocks.store.remote`` does
-and tries again, up to ``alock.remoteTimeout``. The single journal leases one ref for
+optimistic as remote mode's is: it decides locally on its view (the measured local service
+time) and pushes, its ``ls-remote`` of the lock refs running beside the push (with
+``--look-first``, before it, as gitlocks did until the listing moved beside the push); it
+wins unless another write landed on one of the refs it leases in between; a loser fetches,
+backs off as ``gitlocks.store.remote`` does and tries again, up to ``alock.remoteTimeout``.
+The single journal leases one ref for
 every write; the sharded journal of docs/design.md section 5.10 leases only the shards a
 scope can touch (a scope with a wildcard at the top leases them all). The model reports
 pushes per minute (per session, total), claim latency p50/p95 and rejected pushes per write
 for both.
 
 Usage: python bench/team_sim.py [--clones 2,4,8] [--real-shards 0,64] [--writes 10]
-       [--duels 10] [--delay 0]
+       [--duels 10] [--delay 0] [--look-first]
        [--agents 1000] [--machines 100] [--push-ms 300] [--shards 64] [--top-wildcard 0.02]
        [--session-pushes 24] [--local-ms MS] [--skip-real]
 """
@@ -311,7 +313,7 @@ def simulate(
                 at(now, "attempt", machine, (now, leases, 0, now))
         elif kind == "attempt":
             asked, leases, attempt, began = data
-            seen = [version[s] for s in leases]  # the ls-remote's answer
+            seen = [version[s] for s in leases]  # the view it decides on
             at(
                 now + look_s + local_s + push_s,
                 "commit",
@@ -368,6 +370,9 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--skip-real", action="store_true")
     parser.add_argument(
+        "--look-first", action="store_true", help="model an ls-remote before each push"
+    )
+    parser.add_argument(
         "--real-shards", default="0,64", help="shard counts of the real part (0: one journal)"
     )
     args = parser.parse_args()
@@ -401,7 +406,7 @@ def main() -> None:
     if args.local_ms is not None:
         local_s = args.local_ms / 1000.0
     push_s = args.push_ms / 1000.0
-    look_s = push_s / 2
+    look_s = push_s / 2 if args.look_first else 0.0  # else it runs beside the push
     print()
     print("Part 2, modelled: assumptions")
     print(f"  {args.agents} agents on {args.machines} machines (one clone each; a clone's "

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from support.cli import alock
+from support.remote import make_bare, make_clone
 
 # Loaded by every verb that reads or writes the lock table: the store, the table and the
 # scope engine, the service, the renderer, the small parser.
@@ -172,6 +173,27 @@ def test_each_fast_verb_stays_within_its_import_budget(held: Path, verb: str) ->
 
 def test_whoami_loads_no_store(held: Path) -> None:
     within_budget(loaded(held, ["whoami"]), WHOAMI)
+
+
+# A claim and a release in remote mode: the store's remote half, and no libgit2. Its runs
+# against the remote are bounded (subprocess, which a timeout kills with its process
+# group: signal, selectors, locale), and it lists the lock refs on a thread beside its push.
+REMOTE_WRITE = STORE_VERBS | {
+    "gitlocks.core.shard", "gitlocks.git.remote", "gitlocks.store.listing", "gitlocks.store.mirror",
+    "gitlocks.store.push", "gitlocks.store.remote", "gitlocks.store.sharded",
+}  # fmt: skip
+REMOTE_STDLIB = frozenset({"subprocess", "signal", "selectors", "locale", "threading"})
+
+
+@pytest.mark.parametrize("verb", ["acquire", "release"])
+def test_a_remote_claim_stays_within_its_import_budget(tmp_path: Path, verb: str) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    clone = make_clone(bare.as_uri(), tmp_path / "clone")
+    assert alock(clone, "acquire", "docs/**", **A).code == 0
+    args = ["acquire", "README.md", "-m", "work"] if verb == "acquire" else ["release", "docs/**"]
+    modules = loaded(clone, args)
+    within_budget(modules, frozenset(REMOTE_WRITE), allowed=REMOTE_STDLIB)
+    assert "pygit2" not in modules
 
 
 def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:

@@ -10,8 +10,8 @@ off; our repository named by ``--git-dir``, not by a hook's variables) and a tim
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from gitlocks.core.plain import plain
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
 
@@ -39,7 +39,7 @@ _AUTH = re.compile(
 _NO_ATOMIC = "does not support --atomic"
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class GitRun:
     """One git command run against a remote: its exit code and output."""
 
@@ -114,7 +114,7 @@ def summarise(stderr: str) -> str:
     return " / ".join(chosen) if chosen else "git gave no reason"
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class PushLine:
     """One ref's line of ``git push --porcelain``: flag, destination ref and summary."""
 

@@ -121,7 +121,7 @@ def open_context(
         # Imported here: the remote protocol costs start-up time; only remote mode needs it.
         from gitlocks.store.remote import RemoteStore
 
-        store = RemoteStore(store.repo, configured=store.settings)
+        store = RemoteStore(store.where, configured=store.settings)
     who = identity if isinstance(identity, Identity) else identity()
     if who.session_source == "harness":
         # A harness session acting here, through its shell or MCP: its end releases, and

@@ -96,6 +96,7 @@ class Store:
             where, self._repo = Location(repo.path, repo.workdir, repo.is_bare), repo
         if where.bare:
             raise NotARepository("this is a bare repository: run git alock inside a working tree")
+        self.where = where  # a remote store opens the same repository from it
         self.git_dir = Path(where.git_dir)
         # Every setting, read once (git -c included): ``configured`` when already read.
         self.settings = configured or settings.read(git_dir=os.fspath(self.git_dir))

@@ -15,8 +15,6 @@ import os
 import re
 import time
 
-import pygit2
-
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, run_git
@@ -80,10 +78,8 @@ class Mirror(Store):
 
     def mirrored(self) -> dict[str, str]:
         """The remote's table as the local view last mirrored it (lock id -> blob id)."""
-        ref = self.repo.references.get(self.view_ref)
-        if ref is None or not isinstance(ref.target, pygit2.Oid):
-            return {}
-        return self.journal_store.table(str(ref.target)) or {}
+        view = self.ref_value(self.view_ref)
+        return (self.journal_store.table(view) or {}) if view is not None else {}
 
     # --- the local view ---------------------------------------------------------------------
 
@@ -130,8 +126,7 @@ class Mirror(Store):
             self.stamp_sync()
 
     def view_journal(self) -> str | None:
-        ref = self.repo.references.get(self.view_ref)
-        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
+        return self.ref_value(self.view_ref)
 
     def view_updates(
         self, old: dict[str, str], new: dict[str, str], journal: str | None
@@ -163,14 +158,14 @@ class Mirror(Store):
         """Save a local journal as ``local-journal`` (an older one moves to
         ``local-journal-N``): the remote's journal replaces it in the local view."""
         updates: dict[str, str | None] = {LOCAL_JOURNAL_REF: journal}
-        ref = self.repo.references.get(LOCAL_JOURNAL_REF)
-        if ref is not None and str(ref.target) != journal:
+        kept = self.ref_value(LOCAL_JOURNAL_REF)
+        if kept is not None and kept != journal:
             numbers = [
                 int(m.group(1))
                 for name in self.scan_refs((META_PREFIX,))
                 if (m := _NUMBERED.match(name))
             ]
-            updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = str(ref.target)
+            updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = kept
         return updates
 
     def set_refs(self, updates: dict[str, str | None]) -> None:

@@ -17,8 +17,6 @@ import contextlib
 import time
 from collections.abc import Callable
 
-import pygit2
-
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LOCK_ID_RE
@@ -78,7 +76,7 @@ class RemotePush(Mirror):
         for lock_id in change.delete:
             new.pop(lock_id, None)
         for record in change.put:
-            new[record.id] = str(self.repo.create_blob(record.to_json()))
+            new[record.id] = self.objects.write_blob(record.to_json())
         touched = {*change.delete, *(r.id for r in change.put)}
         differ = [
             i
@@ -148,9 +146,7 @@ class RemotePush(Mirror):
         for lock_id in differ:
             have, want = table.leases.get(lock_id), new.get(lock_id)
             ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs or (
-                have is not None and have in self.repo and not self._is_blob(have)
-            ):
+            if ref in self.remote_symrefs or (have is not None and self._not_a_blob(have)):
                 # A symref, or a ref that reads as no blob (a symref the remote would not
                 # name, to a branch or tag): never pushed to, leased or deleted. A value
                 # this clone never fetched (a lock ref pushed by hand, which no table
@@ -252,12 +248,11 @@ class RemotePush(Mirror):
             "through or over one. Remove it on the remote itself (it was not made by gitlocks)"
         )
 
-    def _is_blob(self, oid: str) -> bool:
-        """Whether ``oid`` is a blob this repository holds (what a lock ref points at)."""
-        try:
-            return isinstance(self.repo.get(oid), pygit2.Blob)
-        except (ValueError, pygit2.GitError):
-            return False
+    def _not_a_blob(self, oid: str) -> bool:
+        """Whether ``oid`` is an object this repository holds that is no blob (a lock ref
+        points at a blob; a value never fetched here is held by no table)."""
+        found = self.objects.read(oid)
+        return found is not None and found[0] != "blob"
 
     def _check_journal(self, version: str | None) -> bool:
         """Before a push leases the journal ref on ``version``: it must hold a journal.

@@ -32,14 +32,12 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
-
-import pygit2
+from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
-from gitlocks.errors import RemoteError, UsageError
+from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.git.remote import failure, no_atomic, porcelain
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
@@ -52,10 +50,16 @@ from gitlocks.layout import (
     SHARD_PREFIX,
     STAGING_PREFIX,
 )
+from gitlocks.store.listing import Listing
 from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from gitlocks.store.location import Location
 
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
@@ -78,7 +82,7 @@ class RemoteStore(ShardedPush):
 
     def __init__(
         self,
-        repo: pygit2.Repository,
+        repo: Location | pygit2.Repository,
         remote: str | None = None,
         *,
         configured: Settings | None = None,
@@ -155,8 +159,7 @@ class RemoteStore(ShardedPush):
         return dict(locks), journal
 
     def staged_journal(self) -> str | None:
-        ref = self.repo.references.get(self.staging + "meta/journal")
-        return str(ref.target) if ref is not None and isinstance(ref.target, pygit2.Oid) else None
+        return self.ref_value(self.staging + "meta/journal")
 
     def staged_lock_refs(self) -> dict[str, str]:
         """The remote's lock refs as last fetched: only for a journal that carries no table."""
@@ -178,8 +181,7 @@ class RemoteStore(ShardedPush):
             name[len(self.detached) :]: oid
             for name, oid in self.scan_refs((self.detached,)).items()
         }
-        ref = self.repo.references.get(self.detached_journal)
-        return copies, None if ref is None else str(ref.target)
+        return copies, self.ref_value(self.detached_journal)
 
     def remote_table(self) -> RemoteTable:
         """The remote's table: the one its journal commit carries (a consistent snapshot,
@@ -260,8 +262,28 @@ class RemoteStore(ShardedPush):
         if not fetched and self.last_sync() is None:
             self.fetch()
             fetched = True
-        if self.look_before_writing():
+        listing: Listing | None = None
+        if self.journal_store.table(self.staged()[1]) is not None:
+            # The journal carries the table: nothing asked of the lock refs decides this
+            # write, so they are listed beside its push, not before it (docs/design.md,
+            # section 5.2), and only a listing out of step asks again after it.
+            self.check_not_lost()
+            listing = Listing(self)
+        elif self.look_before_writing():
             fetched = True
+        try:
+            return self._attempts(decide, tries, fetched, listing)
+        finally:
+            if listing is not None:
+                listing.join()
+
+    def _attempts(
+        self,
+        decide: Callable[[Table], tuple[Change, T]],
+        tries: int,
+        fetched: bool,
+        listing: Listing | None,
+    ) -> T:
         deadline = time.monotonic() + self.timeout
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
@@ -278,6 +300,13 @@ class RemoteStore(ShardedPush):
             change, result = decide(table)
             self._decided = table
             if not change:
+                if listing is not None and listing.out_of_step(table, table.leases.copy):
+                    # Lock refs out of step with the table (one pushed by hand, which only
+                    # ``break ID`` names): ask again, and decide on that answer.
+                    listing = None
+                    if self.look_before_writing():
+                        fetched = True
+                    continue
                 # Nothing to push, so nothing proves the view current: confirm it first.
                 if fetched or not self.fetch():
                     return result
@@ -285,6 +314,8 @@ class RemoteStore(ShardedPush):
                 continue
             if self._push_sharded(table, change) if table.shards else self._push(table, change):
                 self.lease_override = None
+                if listing is not None and listing.out_of_step(table, lambda: self.staged()[0]):
+                    self.repair_lock_refs()
                 return result
             time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))
             moved = self.fetch()
@@ -315,6 +346,8 @@ class RemoteStore(ShardedPush):
         holds (deleted or moved back by plain git): never mirrored, never decided on."""
         if not self.mirroring:
             return  # a switch not yet decided has no view of this remote to lose
+        if self.view_journal() in (None, self.staged()[1]):
+            return  # the view is the remote's journal as last seen: nothing to lose
         # Imported here: the restore module builds on this one.
         from gitlocks.store.restore import lost_view
 
@@ -350,6 +383,35 @@ class RemoteStore(ShardedPush):
         if actual != table.leases and (not table.shards or self.tips_listed(table)):
             self.lease_override = actual
         return False
+
+    def repair_lock_refs(self) -> None:
+        """After a write won, when the lock refs listed beside its push were out of step
+        with the tables: ask the remote again and push the repair (docs/design.md, section
+        5.2). The write stands whatever this does; a repair that cannot land now is left to
+        the next write."""
+        with contextlib.suppress(GitlocksError):
+            self.lease_override = None
+            self.look_before_writing()  # asked afresh: this answer, not the listing, decides
+            if self.lease_override is None:
+                return
+            table = self.remote_table()
+            ids = sorted(
+                i
+                for i, have in table.leases.items()
+                if have != table.refs.get(i) and LOCK_PREFIX + i not in self.remote_symrefs
+            )
+            if ids:
+                at = format_time(utcnow())
+                events: list[dict[str, object]] = [
+                    {"event": "repaired", "at": at, "id": i, "holder": None, "paths": []}
+                    for i in ids
+                ]
+                change = Change(events=events)
+                if table.shards:
+                    self._push_sharded(table, change)
+                else:
+                    self._push(table, change)
+        self.lease_override = None
 
     # --- reading the remote ---------------------------------------------------------------
 
@@ -496,7 +558,7 @@ class RemoteStore(ShardedPush):
     def _probe_round_trip(self) -> None:
         token = f"{os.getpid():x}-{os.urandom(6).hex()}"
         lock_ref, meta_ref = (f"{prefix}{token}" for prefix in PROBE_PREFIXES)
-        blob = str(self.repo.create_blob(b'{"gitlocks": "probe"}\n'))
+        blob = self.objects.write_blob(b'{"gitlocks": "probe"}\n')
         commit = str(self.journal_store.write(None, [{"event": "probe"}], {}))
         values = {lock_ref: blob, meta_ref: commit}
         for step in ("create", "delete"):

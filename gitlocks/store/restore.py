@@ -19,9 +19,7 @@ clone in remote mode remembers the remote journal commit its local view mirrors
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import pygit2
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
@@ -31,6 +29,9 @@ from gitlocks.git.remote import lost_race, porcelain
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, SHARD_PREFIX
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
+
+if TYPE_CHECKING:
+    import pygit2
 
 
 def _live(remote: RemoteStore, table: dict[str, str]) -> list[LockRecord]:
@@ -205,6 +206,8 @@ def _lost_message(
 
 
 def _is_ancestor(repo: pygit2.Repository, older: str, newer: str) -> bool:
+    import pygit2  # only when a journal moved unexpectedly: a write's usual path never asks
+
     try:
         return bool(repo.descendant_of(newer, older))
     except (ValueError, KeyError, pygit2.GitError):

@@ -22,8 +22,6 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
-import pygit2
-
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.shard import parse_format, record_shards
@@ -43,10 +41,10 @@ class ShardedPush(RemotePush):
     def shard_count(self) -> int | None:
         """The shard count staging's format ref states: None for a remote with one
         journal, 0 for a format ref that states none this version reads."""
-        ref = self.repo.references.get(self.staging + "meta/format")
-        if ref is None or not isinstance(ref.target, pygit2.Oid):
+        oid = self.ref_value(self.staging + "meta/format")
+        if oid is None:
             return None
-        found = self.journal_store.objects.read(str(ref.target))
+        found = self.journal_store.objects.read(oid)
         if found is None or found[0] != "blob":
             return 0
         return parse_format(found[1], MAX_SHARDS) or 0
@@ -172,7 +170,7 @@ class ShardedPush(RemotePush):
         self._rejected = None
         check_sizes(change)
         count = len(table.shards)
-        blobs = {r.id: str(self.repo.create_blob(r.to_json())) for r in change.put}
+        blobs = {r.id: self.objects.write_blob(r.to_json()) for r in change.put}
         wants = {r.id: record_shards(r.paths, count) for r in change.put}
         touched = {*change.delete, *blobs}
         leased = sorted(self.leased_shards(table, change))

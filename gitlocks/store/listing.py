@@ -1,0 +1,81 @@
+"""The remote's lock refs, listed (``ls-remote --symref``) beside a write's push.
+
+A write whose journal carries the table decides on that table alone (docs/design.md,
+sections 5.2 and 5.4), so the question ``RemoteStore`` asks of the lock refs (are there
+any the table does not hold?) need not wait before its push: it is asked on a thread, on
+its own connection, while the write decides and pushes, and read once the push answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.errors import GitlocksError
+from gitlocks.git.remote import GitRun
+from gitlocks.layout import LOCK_PREFIX
+
+if TYPE_CHECKING:
+    from gitlocks.store.push import RemoteTable
+    from gitlocks.store.remote import RemoteStore
+
+
+def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
+    """``ls-remote --symref`` output of the lock refs: (lock id -> value, the names of the
+    symbolic refs among them)."""
+    found = {}
+    symrefs = set()
+    for line in out.splitlines():
+        if line.startswith("ref: ") and "\t" in line:
+            symrefs.add(line.split("\t", 1)[1])
+            continue
+        oid, _, name = line.partition("\t")
+        lock_id = name[len(LOCK_PREFIX) :]
+        if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
+            found[lock_id] = oid
+    return found, symrefs
+
+
+class Listing:
+    """The remote's lock refs, listed (``ls-remote``) on a thread while a write pushes.
+
+    What it shows decides nothing: a write whose push won asks whether the lock refs
+    listed are ones the table decided on or the table pushed hold, and only when some are
+    not (pushed or moved by hand, or another write since) asks the remote again.
+    """
+
+    def __init__(self, store: RemoteStore) -> None:
+        self.run: GitRun | None = None
+        pattern = f"{LOCK_PREFIX}*"
+        args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, pattern]
+
+        def ask() -> None:
+            with contextlib.suppress(GitlocksError):
+                self.run = store._git(args, what="ls-remote of")
+
+        self.thread = threading.Thread(target=ask, name="alock-ls-remote", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
+
+    def out_of_step(self, decided: RemoteTable, pushed: Callable[[], dict[str, str]]) -> bool:
+        """Whether a lock ref listed holds neither its value in the table decided on nor
+        in the table pushed (``pushed()``, read only when needed); a symref aside, never
+        repaired. A listing that failed says nothing: the next write lists again."""
+        self.join()
+        if self.run is None or self.run.code != 0:
+            return False
+        found, symrefs = parse_listing(self.run.out)
+        moved = {
+            i: value
+            for i, value in found.items()
+            if value != decided.leases.get(i) and LOCK_PREFIX + i not in symrefs
+        }
+        if not moved:
+            return False
+        now = pushed()
+        return any(now.get(i) != value for i, value in moved.items())
