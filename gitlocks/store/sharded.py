@@ -212,6 +212,14 @@ class ShardedPush(RemotePush):
         more_leases, more_specs = self.lock_ref_specs(table, new, differ, touched)
         leases += more_leases
         specs += more_specs
+        notice = self.staged_journal()
+        if notice is not None:
+            # The single journal ref leased on the notice, pushed as it is: git checks the
+            # lease against what the remote advertises, so a journal moved back by hand (where
+            # an earlier gitlocks would decide beside the shards) fails this push whole, and
+            # the next attempt fetches and stops (check_format). Unchanged, it is not sent.
+            leases.append(f"--force-with-lease={JOURNAL_REF}:{notice}")
+            specs.append(f"{notice}:{JOURNAL_REF}")
 
         def landed() -> bool | None:
             now = self.staged_tips(count)
