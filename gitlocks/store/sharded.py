@@ -185,8 +185,14 @@ class ShardedPush(RemotePush):
         # than on the remote, and its refs are repaired by a write that leases it.
         ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
         ids |= touched - table.refs.keys()  # named by the change, held by no shard
+        steady: list[int] = []  # shards leased as they are, pushed unchanged
         if self.lease_override is not None and self.tips_listed(table) and self.readable(table):
             ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
+            # A listing is no snapshot: it reads the shard refs, then the lock refs, and a
+            # write landing between them (its shard ref moves first) shows a new lock ref
+            # beside its shard's old tip. Every shard is leased as listed, so such a write
+            # fails this push instead of losing its lock ref here.
+            steady = [k for k in range(count) if k not in leased and table.shards[k]]
         differ = [
             i for i in sorted(ids) if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
         ]
@@ -209,6 +215,8 @@ class ShardedPush(RemotePush):
         }
         leases = [f"--force-with-lease={SHARD_PREFIX}{k}:{table.shards[k] or ''}" for k in leased]
         specs = [f"{commits[k]}:{SHARD_PREFIX}{k}" for k in leased]
+        leases += [f"--force-with-lease={SHARD_PREFIX}{k}:{table.shards[k]}" for k in steady]
+        specs += [f"{table.shards[k]}:{SHARD_PREFIX}{k}" for k in steady]
         more_leases, more_specs = self.lock_ref_specs(table, new, differ, touched)
         leases += more_leases
         specs += more_specs

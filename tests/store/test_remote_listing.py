@@ -139,3 +139,42 @@ def test_a_sharded_remote_deletes_a_ref_pushed_by_hand_during_a_claim(tmp_path: 
     assert sorted(held) == ["docs/**", "src/**"]
     shards = git(bare, "for-each-ref", "--format=%(refname)", "refs/agent-locks-meta/shards/")
     assert shards.split(), "still sharded"
+
+
+def test_a_torn_listing_never_deletes_the_lock_ref_of_a_write_in_another_shard(
+    tmp_path: Path,
+) -> None:
+    """A listing reads the shard refs before the lock refs, so it can show another clone's
+    new lock ref beside its shard's old tip, as if pushed by hand. The follow-up push that
+    deletes refs pushed by hand leases every shard as listed: here it fails, and the other
+    clone's lock ref stays. The torn listing is served from a copy of the remote brought up
+    to date on each call but for that one shard, left at its tip before the other write."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    assert alock(b, "sync").code == 0
+    [k] = record_shards(("lib/**",), SHARDS)
+    assert k not in record_shards(("docs/**",), SHARDS)
+    shard = f"refs/agent-locks-meta/shards/{k}"
+    before = git(bare, "rev-parse", shard).strip()
+    got = alock(b, "acquire", "lib/**", "--json", **B)
+    assert got.code == 0, got.err
+    lock_id = got.json()["lock"]["id"]
+    torn = tmp_path / "torn.git"
+    git(tmp_path, "init", "-q", "--bare", str(torn))
+    upload = tmp_path / "torn-upload-pack"
+    upload.write_text(
+        "#!/bin/sh\n"
+        f"git --git-dir='{torn}' fetch -q --prune '{bare}' '+refs/*:refs/*' || exit 1\n"
+        f"git --git-dir='{torn}' update-ref {shard} {before} || exit 1\n"
+        f"exec git upload-pack '{torn}'\n"
+    )
+    upload.chmod(0o755)
+    git(a, "config", "remote.origin.uploadpack", str(upload))
+    got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 0, (got.out, got.err)
+    assert lock_id in remote_locks(bare), "the lock ref of b's claim was deleted as hand-made"
+    held = sorted(r.paths[0] for r in remote_locks(bare).values())
+    assert held == ["docs/**", "lib/**", "src/**"]
