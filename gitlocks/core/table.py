@@ -8,6 +8,7 @@ the number of locks it might cross, not in the number of locks that exist.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from datetime import timedelta
 from typing import NamedTuple, Union
@@ -98,9 +99,14 @@ def lazy_table(
     problems: list[Problem] = []
     summaries: dict[str, Summary] = {}
     blobs: dict[str, str] = {}
+    cut, get = len(LOCK_PREFIX), known.get
     for ref, oid in refs:
-        lock_id = ref[len(LOCK_PREFIX) :]
-        verdict = known.get(oid) or fresh.get(oid)
+        lock_id = ref[cut:]
+        verdict = get(oid)
+        if type(verdict) is Summary and verdict.id == lock_id:  # most of a large table
+            blobs[lock_id], summaries[lock_id] = oid, verdict
+            continue
+        verdict = verdict or fresh.get(oid)
         if verdict is None:
             raw, kind = data.get(oid, (None, "blob"))
             if kind != "blob" or raw is None:
@@ -222,8 +228,7 @@ class LazyRecords(MutableMapping[str, LockRecord]):
     def __contains__(self, lock_id: object) -> bool:
         return lock_id in self._ids
 
-    def ids(self) -> set[str]:
-        """Every id, unordered (the set itself: not to be changed)."""
+    def ids(self) -> set[str]:  # every id, unordered (the set itself: never to be changed)
         return self._ids
 
     def __iter__(self) -> Iterator[str]:
@@ -258,9 +263,8 @@ class Table:
     summaries: dict[str, Summary] = field(default_factory=dict)
     _index: ScopeIndex[Key] = field(init=False, repr=False)
     _indexed: set[str] = field(init=False, repr=False)
-    # Ids by holder and by bucket, each gathered from the summaries the first time it is
-    # asked for (a command asks about a few): a table of 10,000 locks is not indexed whole
-    # for a question about one holder or one subtree. Every holder once ``_all_holders``.
+    # Ids by holder and by bucket, each gathered from the summaries when first asked for:
+    # 10,000 locks are not indexed for a question about one holder or one subtree.
     _by_holder: dict[str, set[str]] = field(init=False, repr=False)
     _all_holders: bool = field(init=False, repr=False)
     _by_bucket: dict[str, set[str]] = field(init=False, repr=False)
@@ -276,8 +280,7 @@ class Table:
         elif self.summaries.keys() != self.records.ids():
             raise ValueError("a table of lazily read records needs the summary of each")
 
-    def _holder_ids(self, holder: str) -> set[str]:
-        """The ids ``holder`` holds (the set kept: not to be changed by the caller)."""
+    def _holder_ids(self, holder: str) -> set[str]:  # the set kept: never changed by callers
         ids = self._by_holder.get(holder)
         if ids is None:
             if self._all_holders:
@@ -286,8 +289,7 @@ class Table:
             self._by_holder[holder] = ids
         return ids
 
-    def _holders(self) -> dict[str, set[str]]:
-        """Ids by holder, of every holder."""
+    def _holders(self) -> dict[str, set[str]]:  # ids by holder, of every holder
         if not self._all_holders:
             by_holder: dict[str, set[str]] = {}
             for summary in self.summaries.values():
@@ -295,8 +297,7 @@ class Table:
             self._by_holder, self._all_holders = by_holder, True
         return self._by_holder
 
-    def _bucket_ids(self, bucket: str) -> set[str]:
-        """The ids with a pattern in ``bucket`` (the set kept: not to be changed)."""
+    def _bucket_ids(self, bucket: str) -> set[str]:  # the set kept: never changed by callers
         ids = self._by_bucket.get(bucket)
         if ids is None:
             ids = {i for i, s in self.summaries.items() if bucket in s.buckets}
@@ -473,6 +474,8 @@ class Table:
     def expired(self, now: str) -> list[LockRecord]:
         """Records expired at ``now`` (an RFC 3339 UTC time), allowing for ``skew``."""
         now = self.cutoff(now)  # RFC 3339 UTC strings of one format sort as times
+        if min(map(_expires_at, self.summaries.values()), default=now + "~") > now:
+            return []  # the common case: one pass at C speed
         gone = sorted(i for i, s in self.summaries.items() if s.expires_at <= now)
         return [self.records[i] for i in gone]
 
@@ -493,6 +496,9 @@ class Table:
     def scopes_overlap(self, a: Iterable[ScopeEntry], b: Iterable[ScopeEntry]) -> bool:
         b = list(b)
         return any(entries_overlap(x, y, ignore_case=self.ignore_case) for x in a for y in b)
+
+
+_expires_at = operator.attrgetter("expires_at")
 
 
 class Friends:
