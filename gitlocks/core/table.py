@@ -146,7 +146,7 @@ def lazy_table(
         version=version,
         ignore_case=ignore_case,
         records=records,
-        problems=problems,
+        problems=sorted(problems),  # by ref: in whatever order the refs came
         refs=blobs,
         skew=skew,
         summaries=summaries,
