@@ -270,7 +270,7 @@ class Journal:
             top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(shards)]
             locks = objects.write_tree(top)
             root.append(Entry(MODE_TREE, "locks", locks))
-            if len(refs) >= TREE_CACHE_AFTER:
+            if len(refs) >= TREE_CACHE_AFTER and base is not None:  # not for a view
                 self._keep_shards(locks, shards, subtrees)
         return objects.write_tree(root)
 
