@@ -297,12 +297,15 @@ class Table:
             self._by_holder, self._all_holders = by_holder, True
         return self._by_holder
 
-    def _bucket_ids(self, bucket: str) -> set[str]:  # the set kept: never changed by callers
-        ids = self._by_bucket.get(bucket)
-        if ids is None:
-            ids = {i for i, s in self.summaries.items() if bucket in s.buckets}
-            self._by_bucket[bucket] = ids
-        return ids
+    def _bucket_ids(self, buckets: set[str]) -> set[str]:  # ids in any of ``buckets``
+        wanted = {b: set[str]() for b in buckets if b not in self._by_bucket}
+        if wanted:  # gathered in one pass
+            for summary in self.summaries.values():
+                for bucket in summary.buckets:
+                    if bucket in wanted:
+                        wanted[bucket].add(summary.id)
+            self._by_bucket.update(wanted)
+        return set().union(*(self._by_bucket[b] for b in buckets))
 
     def __iter__(self) -> Iterator[LockRecord]:
         return (self.records[i] for i in list(self.records))
@@ -363,10 +366,7 @@ class Table:
         buckets = {bucket_of(e.pattern) for e in entries}
         if "" in buckets:
             return set(self.summaries)
-        found = set(self._bucket_ids(""))
-        for bucket in buckets:
-            found |= self._bucket_ids(bucket)
-        return found
+        return self._bucket_ids(buckets | {""})
 
     def prepare(self, entries: Iterable[ScopeEntry]) -> None:
         """Read, in one batch, every record ``entries`` can reach: before many questions."""
