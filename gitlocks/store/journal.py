@@ -12,24 +12,46 @@ written again.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import marshal
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import StoreError
+from gitlocks.git import files
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
 
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
 SHARD_EVENTS_FIRST = 20  # ... for a clone's first view
+# The shards of the last large table tree written, by its ``locks`` tree id (``Journal.tree``),
+# in the common git directory; kept from this many entries, below which hashing the whole
+# tree costs less than reading and writing the file.
+TREE_CACHE = "agent-locks-tree-cache"
+TREE_CACHE_AFTER = 1000
 
 __all__ = ["TABLE_MARKER", "VIEW_EVENT", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
+
+
+def _raw(members: Mapping[str, str]) -> bytes:
+    """The contents of a shard's tree (see ``Journal._subtree``)."""
+    return b"".join(
+        b"100644 %s\0%s" % (lock_id.encode(), bytes.fromhex(members[lock_id]))
+        for lock_id in sorted(members)
+    )
+
+
+def _tree_bytes(entries: list[Entry]) -> bytes:
+    """The contents of a tree of subtrees named by two hex digits, sorted."""
+    return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
 class JournalEntry(NamedTuple):
@@ -223,30 +245,118 @@ class Journal:
         """A table tree holding ``refs`` (``base``, the parent, shares every unchanged subtree).
 
         Locks sit in 256 subtrees by a hash of their id (``locks/<xx>/<id>``), so a write
-        stores and sends a few small trees, not one that grows with the table.
+        stores and sends a few small trees, not one that grows with the table. In a large
+        table only the subtrees holding a lock whose blob differs from ``base``'s are hashed
+        again (``_from_base``); the others keep ``base``'s ids.
         """
-        # A subtree is named by its contents: one ``base`` already has hashes to the same
-        # id and is not written again, so its trees need not even be read to be reused.
+        built = None
+        if len(refs) >= TREE_CACHE_AFTER:
+            with contextlib.suppress(TypeError, ValueError, AttributeError):  # a file's junk
+                built = self._from_base(base, refs)
+        if built is None:
+            shards: dict[str, dict[str, str]] = {}
+            match = LOCK_ID_RE.match
+            for lock_id, oid in refs.items():
+                if match(lock_id):
+                    shards.setdefault(shard_of(lock_id), {})[lock_id] = oid
+            subtrees = {shard: self._subtree(members) for shard, members in shards.items()}
+        else:
+            shards, subtrees = built
         objects = self.objects
-        wanted: dict[str, list[tuple[str, str]]] = {}
-        match = LOCK_ID_RE.match
-        for lock_id, oid in refs.items():
-            if match(lock_id):
-                wanted.setdefault(shard_of(lock_id), []).append((lock_id, oid))
-        top: list[Entry] = []
-        for shard in sorted(wanted):
-            # Blobs only, with names holding no "/": git's order is the names' own.
-            raw = b"".join(
-                b"100644 %s\0%s" % (lock_id.encode(), bytes.fromhex(oid))
-                for lock_id, oid in sorted(wanted[shard])
-            )
-            top.append(Entry(MODE_TREE, shard, objects.write("tree", raw)))
         if self._marker is None:
             self._marker = objects.write_blob(TABLE_MARKER)
         root = [Entry(MODE_BLOB, "format", self._marker)]
-        if wanted:
-            root.append(Entry(MODE_TREE, "locks", objects.write_tree(top)))
+        if shards:
+            top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(shards)]
+            locks = objects.write_tree(top)
+            root.append(Entry(MODE_TREE, "locks", locks))
+            if len(refs) >= TREE_CACHE_AFTER and base is not None:  # not for a view
+                self._keep_shards(locks, shards, subtrees)
         return objects.write_tree(root)
+
+    def _subtree(self, members: Mapping[str, str]) -> str:
+        """The tree of one shard: blobs only, with names holding no "/", so git's order is
+        the names' own."""
+        return self.objects.write("tree", _raw(members))
+
+    # The shards of the last large table tree written here, kept in the common git
+    # directory by the id of its ``locks`` tree: a tree id names its contents, so what the
+    # file says of one is never stale (only gitlocks writes it; one that is unreadable,
+    # malformed or of another tree is ignored, and the tree is hashed whole).
+    def _cache_path(self) -> Path:
+        return self.objects.directory.parent / TREE_CACHE
+
+    def _from_base(
+        self, base: Commit | None, refs: Mapping[str, str]
+    ) -> tuple[dict[str, dict[str, str]], dict[str, str]] | None:
+        """The shards of ``refs`` (shard -> lock id -> blob) and their subtree ids, built
+        from ``base``'s kept shards: only a shard holding a lock that ``refs`` and ``base``'s
+        table disagree on (added, removed, another blob: by a write, or by hand) is built
+        and hashed again. None when ``base``'s shards are not kept."""
+        kept = self._kept_shards(base)
+        if kept is None:
+            return None
+        shards, subtrees = kept
+        table: dict[str, str] = {}
+        for members in shards.values():
+            table.update(members)
+        changed = {lock_id for lock_id, _ in refs.items() ^ table.items()}
+        match = LOCK_ID_RE.match
+        touched: dict[str, dict[str, str]] = {}
+        for lock_id in changed:
+            if lock_id in table or match(lock_id):
+                shard = shard_of(lock_id)
+                if shard not in touched:
+                    touched[shard] = dict(shards.get(shard, {}))
+                if lock_id in refs and match(lock_id):
+                    touched[shard][lock_id] = refs[lock_id]
+                else:
+                    touched[shard].pop(lock_id, None)
+        shards, subtrees = dict(shards), dict(subtrees)
+        for shard, members in touched.items():
+            if members:
+                shards[shard], subtrees[shard] = members, self._subtree(members)
+            else:
+                shards.pop(shard, None)
+                subtrees.pop(shard, None)
+        return shards, subtrees
+
+    def _kept_shards(
+        self, base: Commit | None
+    ) -> tuple[dict[str, dict[str, str]], dict[str, str]] | None:
+        """The kept shards and subtree ids of ``base``'s ``locks`` tree, or None."""
+        if base is None:
+            return None
+        root = self.objects.tree(base.tree)
+        locks = next((e.id for e in root or () if e.name == "locks" and e.mode == MODE_TREE), None)
+        if locks is None:
+            return None
+        try:
+            kept = marshal.loads(self._cache_path().read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        if not (isinstance(kept, tuple) and len(kept) == 3 and kept[0] == locks):
+            return None
+        _, shards, subtrees = kept
+        if not (isinstance(shards, dict) and isinstance(subtrees, dict)):
+            return None
+        if shards.keys() != subtrees.keys() or not all(
+            type(shards[k]) is dict and type(subtrees[k]) is str for k in shards
+        ):
+            return None
+        top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(subtrees)]
+        try:
+            if self.objects.hash("tree", _tree_bytes(top)) != locks:
+                return None  # the subtree ids are not the tree's
+        except (TypeError, ValueError):
+            return None
+        return shards, subtrees
+
+    def _keep_shards(
+        self, locks: str, shards: dict[str, dict[str, str]], subtrees: dict[str, str]
+    ) -> None:
+        with contextlib.suppress(OSError, ValueError):  # a cache: losing it costs time only
+            files.write_atomic(self._cache_path(), marshal.dumps((locks, shards, subtrees)))
 
     def _compact(self, tip: str, policy: journal.KeepPolicy, when: int, tree: str) -> str:
         """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.

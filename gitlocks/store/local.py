@@ -353,8 +353,7 @@ class Store:
         return table.problems
 
     def _load(self, version: str | None) -> Table:
-        refs = sorted(self.scan_refs((LOCK_PREFIX,)).items())
-        table = self.load(refs, version)
+        table = self.load(self.scan_refs((LOCK_PREFIX,)).items(), version)
         table.problems.extend(
             Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
             for name, target in sorted(self.symrefs.items())

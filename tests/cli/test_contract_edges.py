@@ -92,10 +92,12 @@ def test_verdicts_kept_under_an_older_bucket_rule_are_not_believed(repo: Path) -
     common = (repo / git(repo, "rev-parse", "--git-common-dir").strip()).resolve()
     path = common / VERDICTS_FILE
     kept = json.loads(path.read_text())
-    assert oid in kept["verdicts"], kept
+    assert oid in kept["summaries"]["oid"], kept
     # What the version before a29eb40 wrote for this blob, byte for byte in shape.
-    kept["format"] = 1
-    kept["verdicts"][oid] = ["handmade", "alice", None, "2099-01-01T00:00:00Z", "."]
+    kept = {
+        "format": 1,
+        "verdicts": {oid: ["handmade", "alice", None, "2099-01-01T00:00:00Z", "."]},
+    }
     path.write_text(json.dumps(kept, separators=(",", ":")))
     check = alock(repo, "check", "src/x", "--as", "bob")
     assert check.code == 1 and check.word.startswith("HELD"), check.out

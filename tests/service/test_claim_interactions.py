@@ -109,12 +109,9 @@ def test_a_hand_edited_verdict_cannot_hide_a_landing_record(repo: Path) -> None:
         gitdir = repo / gitdir
     path = gitdir / "agent-locks-verdicts.json"
     doc = json.loads(path.read_text())
-    edited = 0
-    for value in doc["verdicts"].values():
-        if isinstance(value, list) and value[5] is True:
-            value[5] = False
-            edited += 1
-    assert edited == 1
+    landing = doc["summaries"]["landing"]
+    assert landing.count(True) == 1
+    landing[landing.index(True)] = False
     path.write_text(json.dumps(doc))
     git(repo, "checkout", "-q", "main")
     git(repo, "merge", "-q", "--ff-only", "feature")

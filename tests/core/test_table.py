@@ -1,0 +1,157 @@
+"""The table's groups (ids by holder, by bucket) are gathered on first use and kept right
+through puts and removes; the verdicts document round-trips and refuses bad shapes."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitlocks.core.record import LockRecord
+from gitlocks.core.table import (
+    LazyRecords,
+    Summary,
+    Table,
+    Verdict,
+    decode_verdicts,
+    encode_verdicts,
+)
+
+HOLDERS = ("h0", "h1", "h2")
+PATHS = ("a/**", "b/x", "**/c", "a/b", "*.py")
+STAMPS = ("2030-01-01T00:00:00Z", "2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z")
+
+
+def record(
+    n: int, holder: str, paths: tuple[str, ...], expires: str, parent: str | None
+) -> LockRecord:
+    return LockRecord(
+        id=f"l{n}",
+        holder=holder,
+        paths=paths,
+        parent=parent,
+        created_at="2029-12-31T00:00:00Z",
+        renewed_at="2029-12-31T00:00:00Z",
+        expires_at=expires,
+    )
+
+
+records = st.builds(
+    record,
+    st.integers(0, 6),
+    st.sampled_from(HOLDERS),
+    st.lists(st.sampled_from(PATHS), min_size=1, max_size=2, unique=True).map(tuple),
+    st.sampled_from(STAMPS),
+    st.sampled_from((None, "h0", "h1")),
+)
+# Each step: ask a question (which gathers a group), put a record, or remove one.
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("ask"), st.sampled_from(HOLDERS), st.sampled_from(PATHS)),
+        st.tuples(st.just("put"), records),
+        st.tuples(st.just("remove"), st.integers(0, 6)),
+    ),
+    max_size=12,
+)
+
+
+def lazy(found: dict[str, LockRecord]) -> Table:
+    return Table(
+        records=LazyRecords(found, lambda ids: {i: found[i] for i in ids}),
+        summaries={i: Summary.of(r) for i, r in found.items()},
+    )
+
+
+def answers(table: Table) -> object:
+    from gitlocks.core.scope import ScopeEntry
+
+    return (
+        sorted(table.holders()),
+        {h: [r.id for r in table.held_by(h)] for h in HOLDERS},
+        {h: table.parent_of(h) for h in HOLDERS},
+        {h: sorted(table.descendants(h)) for h in HOLDERS},
+        {p: sorted(table.candidates([ScopeEntry(p)])) for p in PATHS},
+        {p: sorted(table.overlaps([ScopeEntry(p)])) for p in PATHS},
+        {s: [r.id for r in table.expired(s)] for s in STAMPS},
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(records, max_size=6), steps)
+def test_groups_gathered_late_agree_with_a_table_built_afresh(
+    start: list[LockRecord], ops: list[tuple[object, ...]]
+) -> None:
+    from gitlocks.core.scope import ScopeEntry
+
+    found = {r.id: r for r in start}
+    table = lazy(dict(found))
+    for op in ops:
+        if op[0] == "ask":
+            holder, pattern = str(op[1]), str(op[2])
+            table.held_by(holder)
+            table.overlaps([ScopeEntry(pattern)])
+        elif op[0] == "put":
+            assert isinstance(op[1], LockRecord)
+            table.put(op[1])
+            found[op[1].id] = op[1]
+        else:
+            lock_id = f"l{op[1]}"
+            table.remove(lock_id)
+            found.pop(lock_id, None)
+        assert answers(table) == answers(lazy(dict(found)))
+    table.holders()  # every holder gathered: later changes keep them all
+    for r in start:
+        table.remove(r.id)
+        found.pop(r.id, None)
+        assert answers(table) == answers(lazy(dict(found)))
+
+
+summaries = st.builds(
+    Summary,
+    st.text(min_size=1, max_size=8),
+    st.text(max_size=8),
+    st.one_of(st.none(), st.text(max_size=8)),
+    st.sampled_from(STAMPS),
+    st.lists(st.text(alphabet="abc.", max_size=3), min_size=1, max_size=3, unique=True).map(
+        lambda b: tuple(sorted(b))
+    ),
+    st.booleans(),
+)
+verdicts = st.dictionaries(
+    st.text(alphabet="0123456789abcdef", min_size=40, max_size=40),
+    st.one_of(summaries, st.text(max_size=20)),
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(verdicts)
+def test_verdicts_round_trip(kept: dict[str, Verdict]) -> None:
+    assert decode_verdicts(encode_verdicts(kept)) == kept
+
+
+def test_verdicts_of_a_bad_shape_are_none() -> None:
+    kept: dict[str, Verdict] = {
+        "a" * 40: Summary("l1", "h", None, STAMPS[0], ("a",), False),
+        "b" * 40: "no record",
+    }
+    good = json.loads(encode_verdicts(kept))
+    assert decode_verdicts(json.dumps(good).encode()) == kept
+    bad: list[object] = []
+    for column, value in (
+        ("holder", [7]),
+        ("parent", [1]),
+        ("landing", ["yes"]),
+        ("oid", []),  # one column shorter than the others
+        ("buckets", None),
+    ):
+        doc = json.loads(json.dumps(good))
+        doc["summaries"][column] = value
+        bad.append(doc)
+    doc = json.loads(json.dumps(good))
+    doc["reasons"] = {"c" * 40: 3}
+    bad += [doc, {**good, "format": 3}, {**good, "summaries": []}, [], "x"]
+    for doc in bad:
+        assert decode_verdicts(json.dumps(doc).encode()) == {}, doc
+    assert decode_verdicts(b"{") == {} and decode_verdicts(b"") == {}
