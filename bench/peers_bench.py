@@ -33,7 +33,12 @@ Printed: per command the median milliseconds, and the medians of ratios paired w
 round (gitlocks / peer, gitlocks / floor, remote claim / push), so a busy moment of a
 shared machine hits both sides of a ratio alike.
 
+``--latency SECONDS`` makes every connection to the file:// remote wait that long before
+the remote answers (its upload-pack and receive-pack are wrapped), paid alike by the plain
+push and by each connection a claim opens: a stand-in for a distant host.
+
 Usage: python bench/peers_bench.py [--runs N] [--no-remote] [--no-mcp] [--remote-only]
+       [--latency SECONDS]
 """
 
 from __future__ import annotations
@@ -313,7 +318,7 @@ def lfs_note() -> str | None:
 
 
 def setup(
-    base: Path, alock: str, peer: str | None, remote: bool
+    base: Path, alock: str, peer: str | None, remote: bool, latency: float = 0.0
 ) -> tuple[dict[str, Path], dict[str, str], GitDaemon | None]:
     os.environ["HOME"] = str(base)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
@@ -347,7 +352,20 @@ def setup(
         daemon.start()
         repos["file"] = remote_clone(base, (served / "file.git").as_uri(), "file", alock, env)
         repos["daemon"] = remote_clone(base, daemon.url("daemon.git"), "daemon", alock, env)
+        if latency:
+            distant(repos["file"], base, latency)
     return repos, env, daemon
+
+
+def distant(clone: Path, base: Path, seconds: float) -> None:
+    """Make every connection of ``clone`` to its file:// remote (a push, a listing, a
+    fetch) wait ``seconds`` before the remote answers: a stand-in for a distant host,
+    paid alike by the plain push and by every connection a claim opens."""
+    for program in ("upload-pack", "receive-pack"):
+        script = base / f"distant-{program}"
+        script.write_text(f'#!/bin/sh\nsleep {seconds}\nexec git {program} "$@"\n')
+        script.chmod(0o755)
+        git(clone, "config", f"remote.origin.{program.replace('-', '')}", str(script))
 
 
 def main() -> None:
@@ -357,6 +375,13 @@ def main() -> None:
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP server")
     parser.add_argument(
         "--remote-only", action="store_true", help="only the remote section (implies --no-mcp)"
+    )
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="each connection to the file:// remote waits this long first (a distant host)",
     )
     args = parser.parse_args()
     bindir = Path(sys.executable).parent
@@ -372,7 +397,7 @@ def main() -> None:
         samples.update({label: [] for label in MCP})
     trace: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        repos, env, daemon = setup(Path(tmp), alock, peer, not args.no_remote)
+        repos, env, daemon = setup(Path(tmp), alock, peer, not args.no_remote, args.latency)
         try:
             started = time.perf_counter()
             for i in range(args.runs + 1):  # round 0 warms the page cache, not counted
@@ -394,6 +419,8 @@ def main() -> None:
                 daemon.stop()
         versions = f"Python {sys.version.split()[0]}, {git(Path(tmp), '--version')}"
     report(samples, args.runs, trace)
+    if args.latency:
+        print(f"(file://: every connection waited {args.latency:g} s first, as a distant host)")
     if peer is None:
         print("claude-agent-sync: skipped (agent-sync is not installed: pip install it)")
     print(lfs_note())
