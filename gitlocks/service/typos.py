@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +107,9 @@ def _closest(parts: list[str], index: _Index) -> str | None:
     return "/".join(reached) if replaced else None
 
 
+CUTOFF = 0.6  # how close a name must be to be suggested (difflib's ratio)
+
+
 def _close_name(name: str, names: list[str]) -> str | None:
     """The name in ``names`` closest to ``name``: a case-only difference first, then
     difflib's best match, compared without case (``SRC`` is ``src``)."""
@@ -117,11 +121,21 @@ def _close_name(name: str, names: list[str]) -> str | None:
     folded: dict[str, str] = {}
     for candidate in names:
         folded.setdefault(candidate.casefold(), candidate)
-    if name.casefold() in folded:
-        return folded[name.casefold()]
-    import difflib  # only when a pattern covers nothing
+    key = name.casefold()
+    if key in folded:
+        return folded[key]
+    # difflib's ratio is 2*M/T for M matching characters of T in all: never above what
+    # the two share as multisets of characters. Names that cannot reach the cutoff are
+    # dropped first, and most often none is left to import difflib for.
+    have = Counter(key)
+    candidates = [
+        c for c in folded if 2 * sum((have & Counter(c)).values()) >= CUTOFF * (len(key) + len(c))
+    ]
+    if not candidates:
+        return None
+    import difflib  # only when a name could be close
 
-    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=CUTOFF)
     return folded[close[0]] if close else None
 
 

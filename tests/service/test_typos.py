@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.cli import alock
 
 from gitlocks.core.scope import make_entry
@@ -104,3 +106,25 @@ def test_many_names_stay_bounded(tree: Path) -> None:
     claim = [make_entry("srcc/**", cwd="", root=str(tree))]
     [found] = typos.uncovered(str(tree), claim, list_files=lambda: files)
     assert found.closest == "src"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.text(alphabet="abcdeSRC._-7", min_size=1, max_size=8),
+    names=st.lists(st.text(alphabet="abcdeSRC._-7", min_size=1, max_size=8), max_size=12),
+)
+def test_the_closest_name_is_difflibs_own_answer(name: str, names: list[str]) -> None:
+    """The names dropped before difflib is asked could never have reached its cutoff."""
+    import difflib
+
+    from gitlocks.service.typos import CUTOFF, _close_name
+
+    folded: dict[str, str] = {}
+    for candidate in names:
+        folded.setdefault(candidate.casefold(), candidate)
+    if name.casefold() in folded:
+        expected: str | None = folded[name.casefold()]
+    else:
+        close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=CUTOFF)
+        expected = folded[close[0]] if close else None
+    assert _close_name(name, names) == expected
