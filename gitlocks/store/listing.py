@@ -49,6 +49,7 @@ class Listing:
 
     def __init__(self, store: RemoteStore) -> None:
         self.run: GitRun | None = None
+        self.store = store
         pattern = f"{LOCK_PREFIX}*"
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, pattern]
 
@@ -64,8 +65,9 @@ class Listing:
 
     def out_of_step(self, decided: RemoteTable, pushed: Callable[[], dict[str, str]]) -> bool:
         """Whether a lock ref listed holds neither its value in the table decided on nor
-        in the table pushed (``pushed()``, read only when needed); a symref aside, never
-        repaired. A listing that failed says nothing: the next write lists again."""
+        in the table pushed (``pushed()``, read only when needed); a symref, or a value
+        that reads as no blob, aside: never repaired. A listing that failed says nothing:
+        the next write lists again."""
         self.join()
         if self.run is None or self.run.code != 0:
             return False
@@ -75,6 +77,9 @@ class Listing:
             for i, value in found.items()
             if value != decided.leases.get(i) and LOCK_PREFIX + i not in symrefs
         }
+        # A value that reads here as no blob (a ref at a commit) is never repaired: no
+        # reason to ask again on every write.
+        moved = {i: v for i, v in moved.items() if not self.store._not_a_blob(v)}
         if not moved:
             return False
         now = pushed()

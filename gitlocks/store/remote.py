@@ -395,11 +395,7 @@ class RemoteStore(ShardedPush):
             if self.lease_override is None:
                 return
             table = self.remote_table()
-            ids = sorted(
-                i
-                for i, have in table.leases.items()
-                if have != table.refs.get(i) and LOCK_PREFIX + i not in self.remote_symrefs
-            )
+            ids = self.repairable(table)
             if ids:
                 at = format_time(utcnow())
                 events: list[dict[str, object]] = [
