@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
+from gitlocks.core.journal import REPAIRED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
@@ -399,8 +400,7 @@ class RemoteStore(ShardedPush):
             if ids:
                 at = format_time(utcnow())
                 events: list[dict[str, object]] = [
-                    {"event": "repaired", "at": at, "id": i, "holder": None, "paths": []}
-                    for i in ids
+                    {"event": REPAIRED, "at": at, "id": i, "holder": None, "paths": []} for i in ids
                 ]
                 change = Change(events=events)
                 if table.shards:

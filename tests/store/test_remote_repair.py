@@ -1,5 +1,6 @@
-"""A lock ref the follow-up push cannot put right (docs/design.md, sections 5.2 and 5.5) is
-never reported as repaired, and never costs a second push on every write."""
+"""The follow-up push that puts the remote's lock refs right (docs/design.md, section 5.2):
+a ref it cannot put right (5.5) is never reported as repaired and never costs a second push
+on every write, and ``log`` tells a repair as what it is."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from conftest import git
 from support.cli import alock
-from support.remote import make_bare, make_clone, remote_events
+from support.remote import make_bare, make_clone, remote_events, remote_locks
 
 A = {"AGENT_ID": "agent-a"}
 
@@ -39,3 +40,16 @@ def test_a_lock_ref_at_a_commit_is_never_repaired_nor_pushed_for_on_every_write(
         assert pushes(counter) == n + 1, "one push per claim"
     assert git(bare, "rev-parse", "refs/agent-locks/mallory-1").strip() == main
     assert not [e for e in remote_events(bare) if e["event"] == "repaired"]
+
+
+def test_log_tells_a_repair_as_no_holder_s_act(tmp_path: Path) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    blob = git(bare, "rev-parse", "refs/agent-locks/" + next(iter(remote_locks(bare)))).strip()
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", blob)  # a copy, pushed by hand
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    assert remote_events(bare)[-1]["event"] == "repaired"
+    line = alock(a, "log").out.splitlines()[0]
+    assert "repaired" in line and line.endswith("[lock mallory-1]")
+    assert "None" not in line and "put back as the table holds it" in line
