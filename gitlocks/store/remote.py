@@ -301,7 +301,7 @@ class RemoteStore(ShardedPush):
             change, result = decide(table)
             self._decided = table
             if not change:
-                if listing is not None and listing.out_of_step(table, table.leases.copy):
+                if listing is not None and listing.out_of_step(table, self.staged):
                     # Lock refs out of step with the table (one pushed by hand, which only
                     # ``break ID`` names): ask again, and decide on that answer.
                     listing = None
@@ -315,7 +315,7 @@ class RemoteStore(ShardedPush):
                 continue
             if self._push_sharded(table, change) if table.shards else self._push(table, change):
                 self.lease_override = None
-                if listing is not None and listing.out_of_step(table, lambda: self.staged()[0]):
+                if listing is not None and listing.out_of_step(table, self.staged):
                     self.repair_lock_refs()
                 return result
             time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))

@@ -10,6 +10,8 @@ from conftest import git
 from support.cli import alock
 from support.remote import make_bare, make_clone, remote_events, remote_locks
 
+from gitlocks.core.shard import record_shards
+
 A = {"AGENT_ID": "agent-a"}
 
 
@@ -21,7 +23,7 @@ def count_pushes(bare: Path) -> Path:
     return counter
 
 
-def pushes(counter: Path) -> int:
+def lines_in(counter: Path) -> int:
     return len(counter.read_text().splitlines()) if counter.exists() else 0
 
 
@@ -37,7 +39,7 @@ def test_a_lock_ref_at_a_commit_is_never_repaired_nor_pushed_for_on_every_write(
     for n, path in enumerate(["docs/**", "lib/**", "web/**"]):
         got = alock(a, "acquire", path, **A)
         assert got.code == 0, (got.out, got.err)
-        assert pushes(counter) == n + 1, "one push per claim"
+        assert lines_in(counter) == n + 1, "one push per claim"
     assert git(bare, "rev-parse", "refs/agent-locks/mallory-1").strip() == main
     assert not [e for e in remote_events(bare) if e["event"] == "repaired"]
 
@@ -53,3 +55,36 @@ def test_log_tells_a_repair_as_no_holder_s_act(tmp_path: Path) -> None:
     line = alock(a, "log").out.splitlines()[0]
     assert "repaired" in line and line.endswith("[lock mallory-1]")
     assert "None" not in line and "put back as the table holds it" in line
+
+
+def count_connections(clone: Path) -> Path:
+    """Each upload-pack ``clone`` runs (a listing, an ls-remote, a fetch) leaves a line."""
+    counter = clone.parent / f"{clone.name}-lists"
+    script = clone.parent / f"{clone.name}-upload-pack"
+    script.write_text(f"#!/bin/sh\necho list >> '{counter}'\nexec git upload-pack \"$@\"\n")
+    script.chmod(0o755)
+    git(clone, "config", "remote.origin.uploadpack", str(script))
+    return counter
+
+
+def test_a_sharded_write_asks_once_though_other_shards_moved_since_it_read_them(
+    tmp_path: Path,
+) -> None:
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(a, "acquire", "seed/**", **A).code == 0
+    assert alock(a, "remote", "--shards", "8").code == 0
+    assert alock(a, "acquire", "z0/c.md", **A).code == 0  # a's view: the shards now
+    theirs = [f"x{n}/b.md" for n in range(3)]
+    for path in theirs:  # b's writes, in shards a never fetched
+        assert alock(b, "acquire", path, AGENT_ID="agent-b").code == 0
+    moved = set().union(*(record_shards([p], 8) for p in theirs))
+    ours = [p for p in (f"z{n}/c.md" for n in range(1, 40)) if not record_shards([p], 8) & moved]
+    counter = count_connections(a)
+    for n, path in enumerate(ours[:3]):
+        got = alock(a, "acquire", path, **A)
+        assert got.code == 0, (got.out, got.err)
+        assert lines_in(counter) == n + 1, "one listing per claim, and no second ls-remote"
+    held = {r.paths[0] for r in remote_locks(bare).values()}
+    assert {*theirs, *ours[:3]} <= held
