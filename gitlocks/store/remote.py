@@ -390,12 +390,14 @@ class RemoteStore(ShardedPush):
         with the tables: ask the remote again and push the repair (docs/design.md, section
         5.2). The write stands whatever this does; a repair that cannot land now is left to
         the next write."""
-        with contextlib.suppress(GitlocksError):
+        try:
             self.lease_override = None
             self.look_before_writing()  # asked afresh: this answer, not the listing, decides
             if self.lease_override is None:
                 return
             table = self.remote_table()
+            if not table.shards and self.listed_meta.get(JOURNAL_REF) != table.version:
+                return  # a write came after ours: its lease would fail; the next write repairs
             ids = self.repairable(table)
             if ids:
                 at = format_time(utcnow())
@@ -407,7 +409,10 @@ class RemoteStore(ShardedPush):
                     self._push_sharded(table, change)
                 else:
                     self._push(table, change)
-        self.lease_override = None
+        except GitlocksError:
+            pass  # the write stands; the next write repairs
+        finally:
+            self.lease_override = None
 
     # --- reading the remote ---------------------------------------------------------------
 
@@ -466,9 +471,10 @@ class RemoteStore(ShardedPush):
         """
         # A sharded remote's shard journals are listed too, in the same answer: a lock ref
         # no shard table holds is known to be hand-made only when every shard is still
-        # where this clone read it. Its single journal ref too: it must still hold the notice.
+        # where this clone read it. The journal ref too: a sharded remote's must still hold
+        # the notice, and a repair after a write is futile once another write followed it.
         sharded = bool(self.shard_count())
-        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*", JOURNAL_REF] if sharded else [])]
+        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else []), JOURNAL_REF]
         run = self._git(
             ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
             what="ls-remote of",

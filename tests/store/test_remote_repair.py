@@ -4,6 +4,8 @@ on every write, and ``log`` tells a repair as what it is."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from conftest import git
@@ -13,6 +15,7 @@ from support.remote import make_bare, make_clone, remote_events, remote_locks
 from gitlocks.core.shard import record_shards
 
 A = {"AGENT_ID": "agent-a"}
+JOURNAL = "refs/agent-locks-meta/journal"
 
 
 def count_pushes(bare: Path) -> Path:
@@ -88,3 +91,41 @@ def test_a_sharded_write_asks_once_though_other_shards_moved_since_it_read_them(
         assert lines_in(counter) == n + 1, "one listing per claim, and no second ls-remote"
     held = {r.paths[0] for r in remote_locks(bare).values()}
     assert {*theirs, *ours[:3]} <= held
+
+
+def test_no_follow_up_is_pushed_once_another_write_came_after_ours(tmp_path: Path) -> None:
+    """The listing beside a's push catches b's claim, landed just after a's: b's lock ref is
+    no table a holds, but the remote's journal is b's now, so a follow-up leased on a's
+    could not land. a pushes once."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (marks / "armed").touch()
+    before = git(bare, "rev-parse", JOURNAL).strip()
+    bindir = os.path.dirname(sys.executable)
+    upload = marks / "upload-pack"
+    upload.write_text(  # a's listing: once a's push landed, b claims; then it lists
+        "#!/bin/sh\n"
+        f"if [ -f '{marks}/armed' ]; then\n"
+        f"  rm -f '{marks}/armed'\n"
+        f"  n=0; while [ \"$(git --git-dir='{bare}' rev-parse {JOURNAL})\" = {before} ] "
+        "&& [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done\n"
+        f"  (cd '{b}' && PATH='{bindir}':$PATH AGENT_ID=agent-b git alock acquire 'lib/**')"
+        f" > '{marks}/b.out' 2>&1\n"
+        "fi\n"
+        'exec git upload-pack "$@"\n'
+    )
+    receive = marks / "receive-pack"
+    receive.write_text(f"#!/bin/sh\necho push >> '{marks}/pushes'\nexec git receive-pack \"$@\"\n")
+    for script in (upload, receive):
+        script.chmod(0o755)
+    git(a, "config", "remote.origin.uploadpack", str(upload))
+    git(a, "config", "remote.origin.receivepack", str(receive))
+    got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 0, (got.out, got.err)
+    assert "ACQUIRED lib/**" in (marks / "b.out").read_text()
+    assert lines_in(marks / "pushes") == 1, "a's claim, and no follow-up that could not land"
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"src/**", "docs/**", "lib/**"}
