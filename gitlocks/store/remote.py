@@ -406,7 +406,7 @@ class RemoteStore(ShardedPush):
                 ]
                 change = Change(events=events)
                 if table.shards:
-                    self._push_sharded(table, change)
+                    self._push_sharded(table, change, self.repair_shards(table, ids))
                 else:
                     self._push(table, change)
         except GitlocksError:

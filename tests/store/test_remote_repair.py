@@ -129,3 +129,51 @@ def test_no_follow_up_is_pushed_once_another_write_came_after_ours(tmp_path: Pat
     assert "ACQUIRED lib/**" in (marks / "b.out").read_text()
     assert lines_in(marks / "pushes") == 1, "a's claim, and no follow-up that could not land"
     assert {r.paths[0] for r in remote_locks(bare).values()} == {"src/**", "docs/**", "lib/**"}
+
+
+def test_a_sharded_follow_up_puts_right_a_ref_another_shard_holds(tmp_path: Path) -> None:
+    """A lock ref moved by hand, whose lock a shard other than 0 holds: the follow-up of
+    the next claim (elsewhere) leases that shard and puts the ref back, a repaired event
+    in that shard's journal; the claim after it is one push."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "seed/**", **A).code == 0
+    assert alock(a, "remote", "--shards", "8").code == 0
+    paths = [f"p{n}/x.md" for n in range(80)]
+    victim = next(p for p in paths if 0 not in record_shards([p], 8))
+    assert alock(a, "acquire", victim, **A).code == 0
+    ids = {r.paths[0]: i for i, r in remote_locks(bare).items()}
+    seed = git(bare, "rev-parse", "refs/agent-locks/" + ids["seed/**"]).strip()
+    git(bare, "update-ref", "refs/agent-locks/" + ids[victim], seed)  # moved by hand
+    (where,) = record_shards([victim], 8)
+    others = [p for p in paths if p != victim and not record_shards([p], 8) & {0, where}]
+    counter = count_pushes(bare)
+    assert alock(a, "acquire", others[0], **A).code == 0
+    assert lines_in(counter) == 2, "the claim, and the follow-up"
+    assert remote_locks(bare)[ids[victim]].paths[0] == victim, "put back"
+    journal = git(bare, "log", "--format=%B", f"refs/agent-locks-meta/shards/{where}")
+    assert '"repaired"' in journal and ids[victim] in journal
+    assert alock(a, "acquire", others[1], **A).code == 0
+    assert lines_in(counter) == 3, "then one push per claim"
+    told = f"repaired lock ref put back as the table holds it [lock {ids[victim]}]"
+    assert alock(a, "log").out.count(told) == 1, "once, though journaled in two shards"
+
+
+def test_a_sharded_follow_up_that_landed_is_mirrored_as_landed(tmp_path: Path) -> None:
+    """The follow-up leases the shards it leaves as listed by pushing them unchanged, which
+    git reports as up to date (``=``): that is no sign of another writer, the follow-up
+    won, and the clone mirrors it (``log`` shows it; the next claim leases current tips
+    and costs one push)."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "remote", "--shards", "8").code == 0
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    blob = git(bare, "rev-parse", "refs/agent-locks/" + next(iter(remote_locks(bare)))).strip()
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", blob)  # a copy, pushed by hand
+    counter = count_pushes(bare)
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    assert lines_in(counter) == 2, "the claim, and the follow-up"
+    assert "mallory-1" not in git(bare, "for-each-ref", "refs/agent-locks/")
+    assert "[lock mallory-1]" in alock(a, "log").out.splitlines()[0]
+    assert alock(a, "acquire", "lib/**", **A).code == 0
+    assert lines_in(counter) == 3, "the follow-up's tips were mirrored: no lost race"
