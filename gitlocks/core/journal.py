@@ -39,6 +39,9 @@ _SEQ_RE = re.compile(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
 
 
 COMPACTED = "compacted"
+# A remote's lock ref put back as its table says (pushed, moved or deleted by hand): no
+# holder's act, so ``log`` names no holder for it.
+REPAIRED = "repaired"
 # The first event of a sharded table's local view commit: names the shard journals' tips;
 # the remote's own history, never shown as an event.
 VIEW_EVENT = "shard_view"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitlocks.core.journal import COMPACTED, Event
+from gitlocks.core.journal import COMPACTED, REPAIRED, Event
 from gitlocks.core.text import printable
 
 _DETAIL_KEYS = (
@@ -28,6 +28,9 @@ def format_event(event: Event) -> str:
         parts[1] = f"{kind} (local)"
     if kind == COMPACTED:
         parts.append(f"kept {event.get('kept', '?')} events")
+        return printable(" ".join(parts))
+    if kind == REPAIRED:
+        parts.append(f"lock ref put back as the table holds it [lock {event.get('id', '?')}]")
         return printable(" ".join(parts))
     parts.append(str(event.get("holder", "?")))
     paths, released = event.get("paths", []), event.get("released")

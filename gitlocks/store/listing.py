@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
-from gitlocks.layout import LOCK_PREFIX
+from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 
 if TYPE_CHECKING:
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 
 
-def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
-    """``ls-remote --symref`` output of the lock refs: (lock id -> value, the names of the
-    symbolic refs among them)."""
+def parse_listing(out: str) -> tuple[dict[str, str], set[str], dict[int, str]]:
+    """``ls-remote --symref`` output of the lock refs (and shard journals): (lock id ->
+    value, the names of the symbolic refs among them, shard number -> tip)."""
     found = {}
     symrefs = set()
+    tips = {}
     for line in out.splitlines():
         if line.startswith("ref: ") and "\t" in line:
             symrefs.add(line.split("\t", 1)[1])
@@ -36,7 +37,9 @@ def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
         lock_id = name[len(LOCK_PREFIX) :]
         if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
             found[lock_id] = oid
-    return found, symrefs
+        elif name.startswith(SHARD_PREFIX) and name[len(SHARD_PREFIX) :].isdigit():
+            tips[int(name[len(SHARD_PREFIX) :])] = oid
+    return found, symrefs, tips
 
 
 class Listing:
@@ -49,8 +52,11 @@ class Listing:
 
     def __init__(self, store: RemoteStore) -> None:
         self.run: GitRun | None = None
-        pattern = f"{LOCK_PREFIX}*"
-        args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, pattern]
+        self.store = store
+        # A sharded remote's shard journals too, in the same answer: they tell a lock ref
+        # of another clone's write (its shard moved) from one pushed by hand.
+        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if store.shard_count() else [])]
+        args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
 
         def ask() -> None:
             with contextlib.suppress(GitlocksError):
@@ -62,20 +68,36 @@ class Listing:
     def join(self) -> None:
         self.thread.join()
 
-    def out_of_step(self, decided: RemoteTable, pushed: Callable[[], dict[str, str]]) -> bool:
+    def out_of_step(
+        self, decided: RemoteTable, now: Callable[[], tuple[dict[str, str], str | None]]
+    ) -> bool:
         """Whether a lock ref listed holds neither its value in the table decided on nor
-        in the table pushed (``pushed()``, read only when needed); a symref aside, never
-        repaired. A listing that failed says nothing: the next write lists again."""
+        in the table after the write (``now()``: its locks and journal, read only when
+        needed); a symref, or a value that reads as no blob, aside: never repaired. A
+        listing that failed says nothing: the next write lists again.
+
+        On a sharded remote, a shard listed where neither table has it was written since
+        this clone read it: the lock refs it shows are that write's, and the follow-up
+        (which deletes only where every shard is as read, docs/design.md section 5.10)
+        could put none right, so the remote is not asked again."""
         self.join()
         if self.run is None or self.run.code != 0:
             return False
-        found, symrefs = parse_listing(self.run.out)
+        found, symrefs, tips = parse_listing(self.run.out)
         moved = {
             i: value
             for i, value in found.items()
             if value != decided.leases.get(i) and LOCK_PREFIX + i not in symrefs
         }
+        # A value that reads here as no blob (a ref at a commit) is never repaired: no
+        # reason to ask again on every write.
+        moved = {i: v for i, v in moved.items() if not self.store._not_a_blob(v)}
         if not moved:
             return False
-        now = pushed()
-        return any(now.get(i) != value for i, value in moved.items())
+        locks, journal = now()
+        if not any(locks.get(i) != value for i, value in moved.items()):
+            return False
+        if not decided.shards:
+            return True
+        after = self.store.journal_store.view_tips(journal) or {}
+        return not any(tips.get(k) not in (t, after.get(k)) for k, t in decided.shards.items())

@@ -248,6 +248,18 @@ class RemotePush(Mirror):
             "through or over one. Remove it on the remote itself (it was not made by gitlocks)"
         )
 
+    def repairable(self, table: RemoteTable) -> list[str]:
+        """The lock refs, as listed (``table.leases``), that a push puts right: each at a
+        value the table does not give it, and neither symbolic nor reading as no blob
+        (never pushed to, ``lock_ref_specs``): a ``repaired`` event names only these."""
+        return sorted(
+            i
+            for i, have in table.leases.items()
+            if have != table.refs.get(i)
+            and LOCK_PREFIX + i not in self.remote_symrefs
+            and not self._not_a_blob(have)
+        )
+
     def _not_a_blob(self, oid: str) -> bool:
         """Whether ``oid`` is an object this repository holds that is no blob (a lock ref
         points at a blob; a value never fetched here is held by no table)."""

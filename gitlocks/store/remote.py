@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
+from gitlocks.core.journal import REPAIRED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
@@ -300,7 +301,7 @@ class RemoteStore(ShardedPush):
             change, result = decide(table)
             self._decided = table
             if not change:
-                if listing is not None and listing.out_of_step(table, table.leases.copy):
+                if listing is not None and listing.out_of_step(table, self.staged):
                     # Lock refs out of step with the table (one pushed by hand, which only
                     # ``break ID`` names): ask again, and decide on that answer.
                     listing = None
@@ -314,7 +315,7 @@ class RemoteStore(ShardedPush):
                 continue
             if self._push_sharded(table, change) if table.shards else self._push(table, change):
                 self.lease_override = None
-                if listing is not None and listing.out_of_step(table, lambda: self.staged()[0]):
+                if listing is not None and listing.out_of_step(table, self.staged):
                     self.repair_lock_refs()
                 return result
             time.sleep(jitter() * min(BACKOFF_CAP_SECONDS, 0.01 * 2**attempt))
@@ -389,29 +390,29 @@ class RemoteStore(ShardedPush):
         with the tables: ask the remote again and push the repair (docs/design.md, section
         5.2). The write stands whatever this does; a repair that cannot land now is left to
         the next write."""
-        with contextlib.suppress(GitlocksError):
+        try:
             self.lease_override = None
             self.look_before_writing()  # asked afresh: this answer, not the listing, decides
             if self.lease_override is None:
                 return
             table = self.remote_table()
-            ids = sorted(
-                i
-                for i, have in table.leases.items()
-                if have != table.refs.get(i) and LOCK_PREFIX + i not in self.remote_symrefs
-            )
+            if not table.shards and self.listed_meta.get(JOURNAL_REF) != table.version:
+                return  # a write came after ours: its lease would fail; the next write repairs
+            ids = self.repairable(table)
             if ids:
                 at = format_time(utcnow())
                 events: list[dict[str, object]] = [
-                    {"event": "repaired", "at": at, "id": i, "holder": None, "paths": []}
-                    for i in ids
+                    {"event": REPAIRED, "at": at, "id": i, "holder": None, "paths": []} for i in ids
                 ]
                 change = Change(events=events)
                 if table.shards:
-                    self._push_sharded(table, change)
+                    self._push_sharded(table, change, self.repair_shards(table, ids))
                 else:
                     self._push(table, change)
-        self.lease_override = None
+        except GitlocksError:
+            pass  # the write stands; the next write repairs
+        finally:
+            self.lease_override = None
 
     # --- reading the remote ---------------------------------------------------------------
 
@@ -470,9 +471,10 @@ class RemoteStore(ShardedPush):
         """
         # A sharded remote's shard journals are listed too, in the same answer: a lock ref
         # no shard table holds is known to be hand-made only when every shard is still
-        # where this clone read it. Its single journal ref too: it must still hold the notice.
+        # where this clone read it. The journal ref too: a sharded remote's must still hold
+        # the notice, and a repair after a write is futile once another write followed it.
         sharded = bool(self.shard_count())
-        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*", JOURNAL_REF] if sharded else [])]
+        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else []), JOURNAL_REF]
         run = self._git(
             ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
             what="ls-remote of",

@@ -152,6 +152,21 @@ class ShardedPush(RemotePush):
         would read as pushed by hand."""
         return all(self.journal_store.commit_of(t) for t in table.shards.values())
 
+    def repairable(self, table: RemoteTable) -> list[str]:
+        """On a sharded remote a follow-up deletes a lock ref no shard holds only where
+        every shard is as listed and readable (``_push_sharded``); it puts right one a
+        shard holds by leasing that shard (``repair_shards``)."""
+        found = super().repairable(table)
+        if not table.shards or (self.tips_listed(table) and self.readable(table)):
+            return found
+        return [i for i in found if i in table.refs]
+
+    @staticmethod
+    def repair_shards(table: RemoteTable, ids: list[str]) -> frozenset[int]:
+        """The shards holding the lock refs ``ids``: a follow-up leases them, so it moves
+        their journals and puts those refs right."""
+        return frozenset(k for k, held in table.held.items() if held.keys() & set(ids))
+
     def leased_shards(self, table: RemoteTable, change: Change) -> set[int]:
         """The shards ``change`` must lease: every shard of a record it puts, and every
         shard holding a record it replaces or deletes."""
@@ -164,16 +179,19 @@ class ShardedPush(RemotePush):
         # table names) is journaled in shard 0, so every write moves a journal.
         return leased or {0}
 
-    def _push_sharded(self, table: RemoteTable, change: Change) -> bool:
+    def _push_sharded(
+        self, table: RemoteTable, change: Change, also: frozenset[int] = frozenset()
+    ) -> bool:
         """One compare-and-swap push of ``change`` to a sharded remote; True when it won,
-        False on a lost race (as ``_push``, with a lease per shard it touches)."""
+        False on a lost race (as ``_push``, with a lease per shard it touches, and on the
+        shards ``also``, whose lock refs it puts right: a follow-up's)."""
         self._rejected = None
         check_sizes(change)
         count = len(table.shards)
         blobs = {r.id: self.objects.write_blob(r.to_json()) for r in change.put}
         wants = {r.id: record_shards(r.paths, count) for r in change.put}
         touched = {*change.delete, *blobs}
-        leased = sorted(self.leased_shards(table, change))
+        leased = sorted(self.leased_shards(table, change) | also)
         new_held: dict[int, dict[str, str]] = {}
         for k in leased:
             held = {i: v for i, v in table.held[k].items() if i not in touched}
@@ -249,7 +267,8 @@ class ShardedPush(RemotePush):
             return self.settle(landed, str(exc), gave_up=True)
         lines = porcelain(run.out)
         if run.code == 0 and lines:
-            if any(ln.ref.startswith(SHARD_PREFIX) and ln.flag == "=" for ln in lines):
+            moving = {f"{SHARD_PREFIX}{k}" for k in leased}  # the steady ones report "="
+            if any(ln.ref in moving and ln.flag == "=" for ln in lines):
                 return False  # someone pushed these very journal commits: not our win
             kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
             tips = {**table.shards, **commits}
