@@ -54,7 +54,6 @@ class Process:
     ) -> None:
         _reap_dropped()
         self.args = list(args)
-        self.returncode: int | None = None
         argv = [self.args[0], "-C", cwd, *self.args[1:]] if cwd is not None else self.args
         child_in, ours_in = _pipe()
         ours_out, child_out = _pipe()
@@ -84,6 +83,8 @@ class Process:
             for fd in (child_in, child_out, child_err):
                 if fd >= 0:
                     os.close(fd)
+        # Set only once there is a process: one that never started has nothing to reap.
+        self.returncode: int | None = None
         self.stdin = os.fdopen(ours_in, "wb")
         self.stdout = os.fdopen(ours_out, "rb")
         self.stderr = os.fdopen(ours_err, "rb") if keep_stderr else None

@@ -109,3 +109,16 @@ def test_a_parent_started_without_standard_streams_still_talks_to_git(repo: Path
     expected = subprocess.run(["git", "hash-object", "--stdin"], input=b"hello\n",
                               capture_output=True, check=True).stdout  # fmt: skip
     assert (repo / "result").read_bytes() == expected
+
+
+def test_no_git_on_path_is_one_error_line_and_no_traceback(repo: Path, tmp_path: Path) -> None:
+    """A ``Process`` that never started is dropped quietly: nothing to reap, nothing said."""
+    bare_path = tmp_path / "bin"
+    bare_path.mkdir()
+    (bare_path / "python3").symlink_to(sys.executable)
+    script = Path(sys.executable).parent / "git-alock"
+    proc = subprocess.run([str(script), "acquire", "src/**", "-m", "x"], cwd=repo,
+                          env={**os.environ, "PATH": str(bare_path)},
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "error: cannot run git: No such file or directory\n"
