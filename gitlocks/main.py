@@ -25,6 +25,8 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        _open_closed_streams()
     code = _main(argv)
     if argv is None:
         _leave(code)
@@ -90,6 +92,26 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
     with contextlib.suppress(OSError):  # stdout itself may be what failed
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+
+
+def _open_closed_streams() -> None:
+    """Open the null device on each standard stream our caller closed, as git does when it
+    starts: what a verb says there is dropped rather than failing it, and no file the verb
+    opens takes the number of a stream (where a later write meant for it would land)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        opened = os.open(os.devnull, os.O_RDWR)
+        if opened != fd:
+            os.dup2(opened, fd)  # not expected: every lower number is open by now
+            os.close(opened)
+        else:
+            os.set_inheritable(fd, True)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
 
 
 def _leave(code: int) -> None:

@@ -1,0 +1,42 @@
+"""The ``git-alock`` script as a process: whatever its caller left closed, a failure is one
+``error: ...`` line with its exit code, and the command's work is done."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).parent / "git-alock"
+
+
+def closed(repo: Path, redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the script itself (git, run as ``git alock``, would open the null device on
+    what its caller closed) with ``redirect`` closing some of its standard streams."""
+    return subprocess.run(["sh", "-c", f'exec "$0" "$@" {redirect}', str(SCRIPT), *args],
+                          cwd=repo, capture_output=True, text=True)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["acquire", "--json"], 2, "error: Missing argument 'PATTERN...'."),
+        (["no-such-verb", "--json"], 2, "error: No such command 'no-such-verb'."),
+        (["-h"], 0, ""),
+        (["list"], 0, ""),
+    ],
+)
+def test_a_closed_stdout_is_no_traceback(repo: Path, args: list[str], code: int, said: str) -> None:
+    proc = closed(repo, ">&-", *args)
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == code
+    assert proc.stderr.startswith(said)
+
+
+def test_a_claim_made_with_every_stream_closed_is_made(repo: Path) -> None:
+    proc = closed(repo, "<&- >&- 2>&-", "acquire", "src/**", "-m", "closed", "--json")
+    assert proc.returncode == 0
+    listing = subprocess.run([str(SCRIPT), "list"], cwd=repo, capture_output=True, text=True)
+    assert "src/**" in listing.stdout
