@@ -27,6 +27,7 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         _open_closed_streams()
+        sys.stderr = _Unfailing(sys.stderr)
     code = _main(argv)
     if argv is None:
         _leave(code)
@@ -92,6 +93,28 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
     with contextlib.suppress(OSError):  # stdout itself may be what failed
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+
+
+class _Unfailing:
+    """Standard error whose writes never fail: when it cannot take a warning (a full disk),
+    nobody can be told, and the exit code must still say what the command did (a claim
+    made is 0, never a "refused" 1 because its note could not be written)."""
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))  # type: ignore[attr-defined]
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError):
+            self.stream.flush()  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
 
 
 def _open_closed_streams() -> None:

@@ -40,3 +40,20 @@ def test_a_claim_made_with_every_stream_closed_is_made(repo: Path) -> None:
     assert proc.returncode == 0
     listing = subprocess.run([str(SCRIPT), "list"], cwd=repo, capture_output=True, text=True)
     assert "src/**" in listing.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["no-such-verb"], 2),
+        (["acquire", "nothing-here/**", "-m", "note on stderr"], 0),  # "covers nothing" note
+        (["acquire", "nothing-here/**", "-m", "again", "--json"], 0),
+    ],
+)
+def test_a_full_stderr_keeps_the_exit_code(repo: Path, args: list[str], code: int) -> None:
+    """Nobody can be told: the exit code still says what happened (a claim made is 0)."""
+    proc = closed(repo, "2>/dev/full", *args)
+    assert proc.returncode == code
+    if code == 0:
+        listing = subprocess.run([str(SCRIPT), "list"], cwd=repo, capture_output=True, text=True)
+        assert "nothing-here/**" in listing.stdout
