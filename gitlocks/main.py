@@ -27,6 +27,7 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         _open_closed_streams()
+        _wait_for_own_children()
         sys.stderr = _Unfailing(sys.stderr)
     code = _main(argv)
     if argv is None:
@@ -135,6 +136,16 @@ def _open_closed_streams() -> None:
             os.set_inheritable(fd, True)
         if getattr(sys, name) is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+
+
+def _wait_for_own_children() -> None:
+    """Take SIGCHLD back to its default when our parent left it ignored: the kernel would
+    then reap every git we start itself, and each one's exit code would be lost (a failed
+    git reading as a success)."""
+    import _signal  # type: ignore[import-not-found]  # built in: ``signal`` costs 0.5 ms
+
+    if _signal.getsignal(_signal.SIGCHLD) == _signal.SIG_IGN:
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
 
 
 def _leave(code: int) -> None:

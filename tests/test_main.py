@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,21 @@ def test_a_full_stderr_keeps_the_exit_code(repo: Path, args: list[str], code: in
     if code == 0:
         listing = subprocess.run([str(SCRIPT), "list"], cwd=repo, capture_output=True, text=True)
         assert "nothing-here/**" in listing.stdout
+
+
+# Starts the script with SIGCHLD ignored, as a parent that ignores it leaves its children.
+IGNORING = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+    "os.execv(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+def test_a_sigchld_ignored_by_the_parent_still_reads_git_s_exit_codes(tmp_path: Path) -> None:
+    """With SIGCHLD ignored the kernel reaps every child itself, and a failed git would
+    read as exit 0: here, a directory that is no repository as an empty lock table."""
+    proc = subprocess.run([sys.executable, "-c", IGNORING, str(SCRIPT), "list"], cwd=tmp_path,
+                          env={**os.environ, "GIT_DIR": str(tmp_path / "nowhere")},
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 2
+    assert "is not a git repository" in proc.stderr
