@@ -25,6 +25,10 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        _open_closed_streams()
+        _wait_for_own_children()
+        sys.stderr = _Unfailing(sys.stderr)
     code = _main(argv)
     if argv is None:
         _leave(code)
@@ -90,6 +94,58 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
     with contextlib.suppress(OSError):  # stdout itself may be what failed
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+
+
+class _Unfailing:
+    """Standard error whose writes never fail: when it cannot take a warning (a full disk),
+    nobody can be told, and the exit code must still say what the command did (a claim
+    made is 0, never a "refused" 1 because its note could not be written)."""
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))  # type: ignore[attr-defined]
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError):
+            self.stream.flush()  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
+def _open_closed_streams() -> None:
+    """Open the null device on each standard stream our caller closed, as git does when it
+    starts: what a verb says there is dropped rather than failing it, and no file the verb
+    opens takes the number of a stream (where a later write meant for it would land)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        opened = os.open(os.devnull, os.O_RDWR)
+        if opened != fd:
+            os.dup2(opened, fd)  # not expected: every lower number is open by now
+            os.close(opened)
+        else:
+            os.set_inheritable(fd, True)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+
+
+def _wait_for_own_children() -> None:
+    """Take SIGCHLD back to its default when our parent left it ignored: the kernel would
+    then reap every git we start itself, and each one's exit code would be lost (a failed
+    git reading as a success)."""
+    import _signal  # type: ignore[import-not-found]  # built in: ``signal`` costs 0.5 ms
+
+    if _signal.getsignal(_signal.SIGCHLD) == _signal.SIG_IGN:
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
 
 
 def _leave(code: int) -> None:

@@ -76,7 +76,10 @@ class Objects:
         if proc is not None:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 if pipe is not None:
-                    pipe.close()
+                    # A cat-file that died leaves our unsent input unsendable: closing says
+                    # so with a BrokenPipeError, which is no reader of our output going away.
+                    with contextlib.suppress(OSError):
+                        pipe.close()
             proc.wait()
 
     def __del__(self) -> None:

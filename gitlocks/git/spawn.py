@@ -24,6 +24,7 @@ no zombies behind.
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # ``signal`` builds enums: 0.5 ms more
+import _thread  # ``threading`` is what ``subprocess`` costs
 import contextlib
 import os
 import time
@@ -35,6 +36,7 @@ _RESTORED = (_signal.SIGPIPE, _signal.SIGXFSZ)
 _KILL = _signal.SIGKILL
 _CHUNK = 1 << 16
 _unreaped: list[int] = []  # pids of processes dropped while still running
+_reaping = _thread.allocate_lock()  # one thread at a time reaps them (the ui's are many)
 
 
 class TimeoutExpired(Exception):
@@ -54,7 +56,6 @@ class Process:
     ) -> None:
         _reap_dropped()
         self.args = list(args)
-        self.returncode: int | None = None
         argv = [self.args[0], "-C", cwd, *self.args[1:]] if cwd is not None else self.args
         child_in, ours_in = _pipe()
         ours_out, child_out = _pipe()
@@ -84,6 +85,8 @@ class Process:
             for fd in (child_in, child_out, child_err):
                 if fd >= 0:
                     os.close(fd)
+        # Set only once there is a process: one that never started has nothing to reap.
+        self.returncode: int | None = None
         self.stdin = os.fdopen(ours_in, "wb")
         self.stdout = os.fdopen(ours_out, "rb")
         self.stderr = os.fdopen(ours_err, "rb") if keep_stderr else None
@@ -204,6 +207,14 @@ def _waitpid(pid: int, options: int) -> tuple[int, int]:
 
 
 def _reap_dropped() -> None:
-    for pid in list(_unreaped):
-        if _waitpid(pid, os.WNOHANG)[0]:
-            _unreaped.remove(pid)
+    """Reap the dropped processes that have ended. One thread at a time: two would each
+    remove the same pid, or one would wait on a pid the other's reaping had freed for a
+    new process to take; a start finding another thread at it leaves it to that one."""
+    if not _unreaped or not _reaping.acquire(False):
+        return
+    try:
+        for pid in list(_unreaped):
+            if _waitpid(pid, os.WNOHANG)[0]:
+                _unreaped.remove(pid)
+    finally:
+        _reaping.release()

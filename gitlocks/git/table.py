@@ -7,6 +7,7 @@ needs; the store's kept verdicts spare the rest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,7 +108,10 @@ def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | No
     except OSError as exc:
         raise StoreError(f"cannot read the lock records: {exc}") from exc
     finally:
-        proc.stdin.close()
-        proc.stdout.close()
+        # A cat-file that died leaves our unsent input unsendable: a BrokenPipeError here
+        # would stand for the reason above (and read as a reader of our output gone away).
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
         proc.wait()
     return found

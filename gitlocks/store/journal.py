@@ -333,8 +333,8 @@ class Journal:
             return None
         try:
             kept = marshal.loads(self._cache_path().read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return None
+        except (OSError, EOFError, ValueError, TypeError, MemoryError):
+            return None  # MemoryError: a count in the file that no memory could hold
         if not (isinstance(kept, tuple) and len(kept) == 3 and kept[0] == locks):
             return None
         _, shards, subtrees = kept

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import git
 from support.cli import alock
 
+from gitlocks.errors import StoreError
 from gitlocks.git.objects import MODE_BLOB, MODE_TREE, Entry, Objects
 from gitlocks.store.local import Store
 
@@ -95,3 +99,21 @@ def test_shared_repository_modes(repo: Path) -> None:
         assert not path.stat().st_mode & 0o222, path  # nobody writes an object
     for fanout in {p.parent for p in written} - before:
         assert stat.S_IMODE(fanout.stat().st_mode) & 0o070 == 0o070, fanout
+
+
+def test_a_cat_file_that_died_is_a_store_error(repo: Path) -> None:
+    """Not a BrokenPipeError, which the command line takes for a reader of its output that
+    went away (and answers 0 for)."""
+    blob = hash_object(repo, "packed\n")
+    subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="packed\n",
+                   check=True, capture_output=True, text=True)  # fmt: skip
+    git(repo, "gc", "-q")
+    objects = objects_of(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert objects.read(head) is not None  # packed: the cat-file --batch is running now
+    batch = objects._batch
+    assert batch is not None
+    os.kill(batch.pid, signal.SIGKILL)
+    batch.wait()
+    with pytest.raises(StoreError, match="cannot read the object database"):
+        objects.read_many([blob, git(repo, "rev-parse", "HEAD^{tree}").strip()])

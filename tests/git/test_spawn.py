@@ -3,10 +3,12 @@ real processes."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from gitlocks.git.spawn import Process, TimeoutExpired
 # Writes a megabyte to stdout and to stderr before it reads its stdin, then echoes it.
 CHATTY = r"""
 import sys
+import threading
 sys.stdout.buffer.write(b"o" * 1_000_000)
 sys.stderr.buffer.write(b"e" * 1_000_000)
 sys.stdout.buffer.write(sys.stdin.buffer.read())
@@ -109,3 +112,45 @@ def test_a_parent_started_without_standard_streams_still_talks_to_git(repo: Path
     expected = subprocess.run(["git", "hash-object", "--stdin"], input=b"hello\n",
                               capture_output=True, check=True).stdout  # fmt: skip
     assert (repo / "result").read_bytes() == expected
+
+
+def test_no_git_on_path_is_one_error_line_and_no_traceback(repo: Path, tmp_path: Path) -> None:
+    """A ``Process`` that never started is dropped quietly: nothing to reap, nothing said."""
+    bare_path = tmp_path / "bin"
+    bare_path.mkdir()
+    (bare_path / "python3").symlink_to(sys.executable)
+    script = Path(sys.executable).parent / "git-alock"
+    proc = subprocess.run([str(script), "acquire", "src/**", "-m", "x"], cwd=repo,
+                          env={**os.environ, "PATH": str(bare_path)},
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "error: cannot run git: No such file or directory\n"
+
+
+def test_threads_starting_git_together_reap_the_dropped_ones_once() -> None:
+    """The ui serves requests on threads: each start reaps what was dropped, and two
+    reaping the same pids must not trip over each other."""
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            Process(["true"]).communicate()
+        except BaseException as exc:  # what a thread raised is the result
+            failures.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can
+    try:
+        for _ in range(30):
+            pids = [Process(["true"]).pid for _ in range(30)]  # dropped while running
+            for pid in pids:  # ended now, and still to be reaped by a start
+                with contextlib.suppress(ChildProcessError):  # unless it had ended already
+                    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            threads = [threading.Thread(target=start) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []

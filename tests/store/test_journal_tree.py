@@ -5,6 +5,7 @@ gitlocks or by hand, in between."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -174,3 +175,24 @@ def test_compaction_of_a_large_table(large: Path) -> None:
     assert chain[-1].events[0]["event"] == "compacted"
     for entry in chain:
         subprocess.run(["git", "cat-file", "-e", entry.commit], cwd=large, check=True)
+
+
+def test_kept_shards_that_would_not_fit_in_memory(large: Path) -> None:
+    """A file whose first bytes announce a list of two billion entries: loading it runs
+    out of memory, which costs the write nothing but the tree hashed whole."""
+    import resource
+    import sys
+
+    path = large / ".git" / store_journal.TREE_CACHE
+    path.write_bytes(b"[" + (2**31 - 1).to_bytes(4, "little"))
+    limit = 4 << 30  # far more than a write needs, far less than such a list
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    script = Path(sys.executable).parent / "git-alock"
+    proc = subprocess.run([str(script), "acquire", "bounded/**"], cwd=large,
+                          env={**os.environ, **A}, preexec_fn=bounded,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert_tree_is_the_table(large)
