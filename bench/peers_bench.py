@@ -14,7 +14,7 @@ already sit:
   the commit between them are not timed);
 - MCP: ``git alock mcp`` started per round and spoken to over stdio (JSON-RPC, one line
   a message). Three figures: the server's start to its first answer (``initialize``,
-  which imports the MCP SDK), then one ``tools/call`` round trip ``acquire`` (the first,
+  the interpreter and the tool table), then one ``tools/call`` round trip ``acquire`` (the first,
   which opens the store), then one ``release`` (warm). The round trips are calls within
   a running process, not processes, and their ratio to ``python3 -c pass`` says so;
 - remote mode (``alock.remote origin``), against a bare remote reached by ``file://`` and

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
@@ -198,13 +199,11 @@ def test_a_remote_claim_stays_within_its_import_budget(tmp_path: Path, verb: str
 
 def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:
     budget = STORE_VERBS | {"gitlocks.agents", "gitlocks.agents.mcp", "gitlocks.cli.tools"}
-    # The server's module starts a thread to mend what it reads: it runs for a session.
-    within_budget(loaded(held, ["mcp-call"]), budget, allowed=frozenset({"threading"}))
+    within_budget(loaded(held, ["mcp-call"]), budget)
 
 
 def test_the_mcp_tool_table_needs_no_command_line_framework(held: Path) -> None:
-    """The server reads every tool's declaration without typer or click (the SDK, which
-    the probe does not load, is the server's only third-party import)."""
+    """The server reads every tool's declaration without typer or click."""
     modules = loaded(held, ["mcp-tools"])
     assert not {m for m in modules if m.split(".")[0] in ("typer", "click", "mcp")}
     within_budget(
@@ -212,8 +211,6 @@ def test_the_mcp_tool_table_needs_no_command_line_framework(held: Path) -> None:
         STORE_VERBS
         | {"gitlocks.agents", "gitlocks.agents.mcp", "gitlocks.cli.tools", "gitlocks.cli.info"}
         | {"gitlocks.service.skill"},
-        # Only `git alock mcp` reads the table, to serve it: its server runs a thread.
-        allowed=frozenset({"threading"}),
     )
 
 
@@ -262,3 +259,30 @@ def test_the_guard_stays_within_its_budget(held: Path) -> None:
         "gitlocks.agents.codex_patch",
     }  # fmt: skip
     within_budget(modules, budget)
+
+
+def _mcp_lines(*requests: dict[str, Any]) -> str:
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}]
+    return "".join(json.dumps(m) + "\n" for m in (*messages, *requests))
+
+
+SDK = ("mcp", "pydantic", "pydantic_core", "anyio", "starlette", "httpx")
+
+
+def test_start_to_first_mcp_answer_loads_no_sdk(held: Path) -> None:
+    """`git alock mcp` asked `initialize` only: standard modules and gitlocks alone."""
+    modules = loaded(held, ["mcp"], stdin=_mcp_lines())
+    assert not {m for m in modules if m.split(".")[0] in SDK}
+    ours = frozenset(m for m in modules if m.startswith("gitlocks"))
+    within_budget(modules, ours, allowed=frozenset({"dataclasses", "inspect"}))
+
+
+def test_serving_mcp_loads_no_sdk(held: Path) -> None:
+    """A whole session (tools listed, a tool called) loads no MCP SDK, pydantic or anyio."""
+    listed = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    called = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+    called["params"] = {"name": "check", "arguments": {"paths": ["src/a.py"]}}
+    modules = loaded(held, ["mcp"], stdin=_mcp_lines(listed, called))
+    assert not {m for m in modules if m.split(".")[0] in SDK}, sorted(modules)
+    assert "gitlocks.agents.jsonrpc" in modules

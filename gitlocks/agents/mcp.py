@@ -9,25 +9,22 @@ per tool, taking the verb's parameters. Each result is the same JSON document as
 verb's ``--json``, and a refusal is a normal result naming the holder, never a protocol
 error. Patterns are relative to the top of the working tree. The holder is ``AGENT_ID``
 from the server's environment, else derived from the process that started the server (the
-harness), whose life is the session's (docs/design.md, section 6.6). Built on the official
-``mcp`` SDK, an optional extra (``pip install 'gitlocks[mcp]'``) imported only by this verb.
+harness), whose life is the session's (docs/design.md, section 6.6). The protocol is spoken by
+``gitlocks.agents.jsonrpc``, with the standard library alone: no MCP SDK is imported, so
+the server answers its first request in the time the interpreter and the table take.
 
-The arguments are checked here, as sent, not by the SDK: its validation answers in its
-own words, coerces (``all: "yes"`` became true), and its JSON reader drops a request
-holding an escaped lone surrogate without an answer. So every call the protocol can read,
-well formed or not, gets one of our documents, bad input ``{"status": "error", ...}``; a
-request it cannot (``arguments`` not an object, a line that is no JSON) gets the SDK's
-JSON-RPC error, or no answer where there is no id to answer.
+The arguments are checked here, as sent, exactly (no coercion: ``all: "yes"`` is no
+boolean). So every call the protocol can read, well formed or not, gets one of our
+documents, bad input ``{"status": "error", ...}``; a request it cannot (``arguments`` not
+an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring says which).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import re
-import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -364,9 +361,10 @@ _UNDECODABLE = re.compile(r"(\\\\)|\\?[\udc80-\udcff]+")
 
 def mend(line: bytes) -> bytes:
     """``line`` with each escaped lone surrogate, and each run of bytes that are no
-    UTF-8, made an escaped NUL: the SDK's reader would drop the whole request unanswered
-    for the first, and read the second as U+FFFD, so that a call would claim another path
-    than the one sent; a NUL reaches the checks, which refuse it."""
+    UTF-8, made an escaped NUL: read as it is, the second would be no JSON (or, decoded
+    leniently, U+FFFD, so that a call would claim another path than the one sent), and a
+    lone surrogate in a tool's name would be no text to answer; a NUL reaches the checks,
+    which refuse it."""
     try:
         line.decode("utf-8")
     except UnicodeDecodeError:
@@ -375,82 +373,23 @@ def mend(line: bytes) -> bytes:
     return _ESCAPES.sub(lambda m: b"\\u0000" if m[3] else m[0], line)
 
 
-def _mend_stdin() -> None:
-    """Serve the SDK a standard input whose lines went through :func:`mend`."""
-    try:
-        source = os.dup(0)
-        read_end, write_end = os.pipe()
-        os.dup2(read_end, 0)
-        os.close(read_end)
-    except OSError:
-        return  # served as it is
-
-    def pump() -> None:
-        with open(source, "rb") as src, open(write_end, "wb") as dst:
-            for line in src:
-                try:
-                    dst.write(mend(line))
-                    dst.flush()
-                except OSError:  # the server has gone
-                    return
-
-    threading.Thread(target=pump, name="gitlocks-mcp-stdin", daemon=True).start()
-
-
-def _sdk() -> tuple[Any, bool]:
-    """The SDK's server class, and whether it is 2.x's (its call_tool answers a result)."""
-    try:  # an optional extra, and only this verb needs it: looked up when it runs
-        return importlib.import_module("mcp.server.mcpserver").MCPServer, True
-    except ImportError:
-        try:
-            return importlib.import_module("mcp.server.fastmcp").FastMCP, False  # SDK 1.x
-        except ImportError:
-            raise UsageError(
-                "the MCP server needs the mcp package: pip install 'gitlocks[mcp]'"
-            ) from None
-
-
 def serve(root: Path, tools: dict[str, Tool]) -> None:
     """Run the server of ``tools`` on stdio until the client goes away."""
-    factory, modern = _sdk()
-    # Imported here, with the SDK they come with: only this verb needs them.
-    import anyio
-    from mcp.types import CallToolResult, TextContent
-    from mcp.types import Tool as Published
+    # Imported here: only the server speaks the protocol (the tool table and a call don't).
+    from gitlocks import __version__
+    from gitlocks.agents.jsonrpc import Connection
 
     server = Server(root, tools)
-    one_at_a_time = threading.Lock()
     published = [
-        Published.model_validate(
-            {"name": t.name, "description": t.description, "inputSchema": schema(t)}
-        )
+        {"name": t.name, "description": t.description, "inputSchema": schema(t)}
         for t in tools.values()
     ]
 
-    def answer(tool: str, arguments: Any) -> str:
-        with one_at_a_time:
-            return call(server, tool, arguments)
+    def answer(tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        # An error is a tool error (isError), so a client tells it from an answer; a
+        # refusal is an answer.
+        text = call(server, tool, arguments)
+        return text, text.startswith(ERROR_START)
 
-    # The SDK is given no functions: it would derive schemas of its own and check calls
-    # in its own words. These two answer tools/list and tools/call from the table.
-    class App(factory):  # type: ignore[misc, valid-type]
-        async def list_tools(self) -> list[Any]:
-            """Each tool with the schema its verb's declaration gives."""
-            return published
-
-        async def call_tool(self, name: str, arguments: Any, context: Any = None) -> Any:
-            """Every call, its arguments as sent: checked by :func:`check_arguments`."""
-            text = await anyio.to_thread.run_sync(answer, name, arguments)
-            failed = text.startswith(ERROR_START)
-            content: list[Any] = [TextContent(type="text", text=text)]
-            if not modern:
-                if failed:  # 1.x makes a raised error a result with isError set
-                    raise RuntimeError(text)
-                return content
-            # An error is a tool error (isError), so a client tells it from an answer; a
-            # refusal is an answer.
-            return CallToolResult.model_validate({"content": content, "isError": failed})
-
-    app = App("gitlocks", instructions=INSTRUCTIONS)
-    _mend_stdin()
-    app.run("stdio")
+    info = {"name": "gitlocks", "version": __version__}
+    Connection(info, published, answer, INSTRUCTIONS).serve(mend=mend)

@@ -93,11 +93,9 @@ def mcp() -> None:
     """Serve the lock tools over MCP on stdio (acquire, release, renew, check, list,
     status, note, whoami), each answering the verb's --json document.
 
-    Needs the optional extra: pip install 'gitlocks[mcp]'.
-
     Example: claude mcp add gitlocks -- git alock mcp
     """
-    # Imported here: the MCP SDK, and the verbs the tools are, only for this verb.
+    # Imported here: the server, and the verbs the tools are, only for this verb.
     from gitlocks.agents.mcp import serve
     from gitlocks.cli.tools import tools
 

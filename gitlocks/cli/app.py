@@ -43,7 +43,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "guard": ("agents", "Answer an agent harness's hook event: deny or claim before an edit."),
     "install-agent-hooks": ("agents", "Register the guard in an agent harness's settings."),
     "uninstall-agent-hooks": ("agents", "Take the guard out of an agent harness's settings."),
-    "mcp": ("agents", "Serve the lock tools over MCP on stdio (needs gitlocks[mcp])."),
+    "mcp": ("agents", "Serve the lock tools over MCP on stdio."),
     "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
     "verify": ("verify", "Report commits in RANGE that changed paths in others' live claims."),
     "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),

@@ -18,6 +18,7 @@ import pytest
 from support.cli import alock
 from support.harness import StandIn
 
+import gitlocks
 from gitlocks.agents.mcp import Server
 from gitlocks.cli import declare
 from gitlocks.cli.tools import tool, tools
@@ -210,13 +211,19 @@ def test_bytes_that_are_no_utf8_are_refused_not_claimed_as_another_path(repo: Pa
 
 
 def test_broken_requests_are_answered_or_dropped_and_the_server_serves_on(repo: Path) -> None:
-    """Lines the protocol cannot read get the SDK's answer (a JSON-RPC error where there is
-    an id to answer, else nothing): never a traceback, a crash or a claim."""
+    """Lines the protocol cannot read get a JSON-RPC error with the id null (-32700 for no
+    JSON, -32600 for no request object, a batch too): never a traceback, a crash or a
+    claim."""
     raw = Raw(repo)
-    for line in (b"not json", b"{", b"[]", b"null", b"[" * 100_000 + b"]" * 100_000):
+    lines = {b"not json": -32700, b"{": -32700, b"[]": -32600, b"null": -32600}
+    lines[b"[" * 100_000 + b"]" * 100_000] = -32700  # nested past what the reader takes
+    for line, code in lines.items():
         raw.send(line)
+        got = raw.answer()
+        assert got["id"] is None and got["error"]["code"] == code, (line[:10], got)
     raw.send([{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                "params": {"name": "acquire", "arguments": {"paths": ["batch/**"]}}}])  # fmt: skip
+    assert raw.answer()["error"]["code"] == -32600
     raw.send({"jsonrpc": "2.0", "method": "tools/call",
               "params": {"name": "acquire", "arguments": {"paths": ["notified/**"]}}})  # fmt: skip
     for ident, arguments in enumerate([[], "paths", 5], start=2):
@@ -228,6 +235,44 @@ def test_broken_requests_are_answered_or_dropped_and_the_server_serves_on(repo: 
     err = raw.close()
     assert "Traceback" not in err, err
     assert [r["paths"] for r in records(repo)] == [["src/**"]]
+
+
+def test_the_handshake_names_the_revision_asked_for_and_gitlocks(repo: Path) -> None:
+    """``initialize`` answers the client's revision when the server speaks it, else its
+    newest; ``tools/list`` before it, an unknown method, and ``ping`` as the spec says."""
+    lines = "".join(json.dumps(m) + "\n" for m in [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+                "protocolVersion": "2024-11-05", "capabilities": {}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
+                "protocolVersion": "1999-01-01", "capabilities": {}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+            {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+            {"jsonrpc": "2.0", "id": "five", "method": "resources/list"},
+            {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+    ])  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitlocks.main", "mcp"],
+        cwd=repo,
+        env={**os.environ, "AGENT_ID": "raw-agent"},
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    got = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+    assert list(got) == [1, 2, 3, 4, "five", 6]
+    assert got[1]["error"]["code"] == -32602
+    hello = got[2]["result"]
+    assert hello["protocolVersion"] == "2024-11-05"
+    assert hello["capabilities"] == {"tools": {"listChanged": False}}
+    assert hello["serverInfo"] == {"name": "gitlocks", "version": gitlocks.__version__}
+    assert got[3]["result"]["protocolVersion"] == "2025-11-25"
+    assert got[4]["result"] == {}
+    assert got["five"]["error"]["code"] == -32601
+    assert got[6]["result"]["tools"][0]["name"] == "acquire"
 
 
 def test_two_parameters_a_tool_would_take_under_one_name_are_refused() -> None:

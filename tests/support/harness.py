@@ -4,7 +4,8 @@ gitlocks process under it sees the process tree a real session gives:
 
 - runs its hooks through ``sh -c`` with the event as JSON on stdin;
 - runs the agent's commands through ``bash -c`` (its shell tool);
-- starts ``git alock mcp`` itself and talks to it with the official MCP SDK client.
+- starts ``git alock mcp`` itself and talks to it with the official MCP SDK client
+  (the server itself has no SDK).
 
 The process is Python under another name: a symbolic link named like the harness, so
 that the kernel names the process after it (``/proc/PID/comm``).

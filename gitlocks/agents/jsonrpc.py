@@ -1,0 +1,155 @@
+"""The MCP stdio transport, with the standard library alone: JSON-RPC 2.0, one message a
+line of UTF-8 on standard input, one answer a line on standard output (docs/design.md,
+section 6.6). Only the subset a tools server needs: ``initialize``, ``ping``,
+``tools/list``, ``tools/call``; notifications (``notifications/initialized``,
+``notifications/cancelled``, ...) are read and need no answer.
+
+Requests are served in the order they come, one at a time. A line that is no JSON gets
+the error -32700, a message that is no request object (a batch, ``null``) -32600, both
+with the id null; an unknown method -32601; params the method cannot take (``arguments``
+not an object), or a request other than ``ping`` before ``initialize``, -32602. Nothing
+but the protocol is written to standard output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+# The revisions of the protocol reachable through ``initialize``, oldest to newest: the
+# client's is answered when it is one of them, else the newest.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _params(message: dict[str, Any]) -> dict[str, Any]:
+    params = message.get("params", {})
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "params must be an object")
+    return params
+
+
+def _write(out: BinaryIO, message: dict[str, Any]) -> None:
+    try:
+        line = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped, still JSON
+        line = json.dumps(message).encode("ascii")
+    out.write(line + b"\n")
+    out.flush()
+
+
+def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
+class Connection:
+    """One client, served from ``tools`` (each as its published ``{name, description,
+    inputSchema}``) and ``call`` (a tool's name and arguments to its result's text, and
+    whether it is an error)."""
+
+    def __init__(
+        self,
+        info: dict[str, Any],
+        tools: list[dict[str, Any]],
+        call: Callable[[str, dict[str, Any]], tuple[str, bool]],
+        instructions: str = "",
+    ) -> None:
+        self.info = info
+        self.tools = tools
+        self.call = call
+        self.instructions = instructions
+        self.initialized = False
+
+    def handle(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The result of one request; RpcError for a JSON-RPC error."""
+        if method == "ping":
+            return {}
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            if not isinstance(asked, str):
+                raise RpcError(INVALID_PARAMS, "initialize needs a protocolVersion string")
+            self.initialized = True
+            result: dict[str, Any] = {
+                "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": self.info,
+            }
+            if self.instructions:
+                result["instructions"] = self.instructions
+            return result
+        if method not in ("tools/list", "tools/call"):
+            raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+        if not self.initialized:
+            raise RpcError(INVALID_PARAMS, "received a request before initialization")
+        if method == "tools/list":
+            return {"tools": self.tools}
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if not isinstance(name, str):
+            raise RpcError(INVALID_PARAMS, "tools/call needs the tool's name as a string")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise RpcError(INVALID_PARAMS, "tools/call's arguments must be an object")
+        text, failed = self.call(name, arguments)
+        return {"content": [{"type": "text", "text": text}], "isError": failed}
+
+    def answer(self, line: bytes) -> dict[str, Any] | None:
+        """The answer to one line, or None (a notification, a response, a blank line)."""
+        if not line.strip():
+            return None
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, or nested past what it reads
+            return _error(None, PARSE_ERROR, "parse error")
+        if not isinstance(message, dict):
+            return _error(None, INVALID_REQUEST, "a message is one JSON object")
+        ident = message.get("id")
+        method = message.get("method")
+        if "id" not in message or ident is None:
+            return None  # a notification: none needs an answer, none runs a tool
+        if not isinstance(method, str):
+            return None  # a response: the server asks nothing
+        if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            return _error(None, INVALID_REQUEST, "a request's id is a string or an integer")
+        if message.get("jsonrpc") != "2.0":
+            return _error(ident, INVALID_REQUEST, 'jsonrpc must be "2.0"')
+        try:
+            result = self.handle(method, _params(message))
+        except RpcError as exc:
+            return _error(ident, exc.code, exc.message)
+        except Exception as exc:  # a bug still answers, and the server serves on
+            return _error(ident, INTERNAL_ERROR, f"internal error: {exc.__class__.__name__}")
+        return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+    def serve(
+        self,
+        source: BinaryIO | None = None,
+        out: BinaryIO | None = None,
+        mend: Callable[[bytes], bytes] = lambda line: line,
+    ) -> None:
+        """Answer each line of ``source`` (standard input) until it ends."""
+        source = source if source is not None else sys.stdin.buffer
+        out = out if out is not None else sys.stdout.buffer
+        for line in source:
+            reply = self.answer(mend(line))
+            if reply is not None:
+                try:
+                    _write(out, reply)
+                except OSError:  # the client has gone
+                    return
