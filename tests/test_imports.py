@@ -274,8 +274,8 @@ def test_start_to_first_mcp_answer_loads_no_sdk(held: Path) -> None:
     """`git alock mcp` asked `initialize` only: standard modules and gitlocks alone."""
     modules = loaded(held, ["mcp"], stdin=_mcp_lines())
     assert not {m for m in modules if m.split(".")[0] in SDK}
-    ours = frozenset(m for m in modules if m.startswith("gitlocks"))
-    within_budget(modules, ours, allowed=frozenset({"dataclasses", "inspect"}))
+    within_budget(modules, frozenset(m for m in modules if m.startswith("gitlocks")))
+    assert "gitlocks.agents.settings" not in modules  # the installers' module: dataclasses
 
 
 def test_serving_mcp_loads_no_sdk(held: Path) -> None:

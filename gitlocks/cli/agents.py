@@ -4,9 +4,8 @@ uninstall-agent-hooks."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-from gitlocks.agents import settings
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.cli.common import JsonOption, finish, reply, verbs
 from gitlocks.cli.declare import Option
@@ -14,6 +13,9 @@ from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.render.hooks import INSTALL_WORDS
 from gitlocks.store.local import Store
+
+if TYPE_CHECKING:
+    from gitlocks.agents.settings import SettingsChange
 
 app = verbs()
 
@@ -48,7 +50,7 @@ def guard(harness: ForOption, event: EventOption = "") -> None:
     finish(main(["--for", _harness(harness), *(["--event", event] if event else [])]))
 
 
-def _say(change: settings.SettingsChange, as_json: bool, what: str) -> None:
+def _say(change: SettingsChange, as_json: bool, what: str) -> None:
     text = printable(f"{INSTALL_WORDS[change.status]} {what} ({change.path})")
     reply(change.to_dict(), text, as_json)
 
@@ -63,6 +65,10 @@ def install_agent_hooks(
 
     Example: git alock install-agent-hooks --for claude
     """
+    # Imported here: only the installers read and write settings files (their dataclasses
+    # would cost the MCP server's start, which shares this module, some 14 ms).
+    from gitlocks.agents import settings
+
     name = _harness(harness)
     store = Store.discover()
     prefix, warning = settings.guard_prefix()
@@ -81,6 +87,8 @@ def uninstall_agent_hooks(
 
     Example: git alock uninstall-agent-hooks --for claude
     """
+    from gitlocks.agents import settings  # imported here: only the installers need it
+
     name = _harness(harness)
     store = Store.discover()
     change = settings.uninstall(store.root, name, local=local, git_dir=store.git_dir)
