@@ -6,9 +6,10 @@ section 6.6). Only the subset a tools server needs: ``initialize``, ``ping``,
 
 Requests are served in the order they come, one at a time. A line that is no JSON gets
 the error -32700, a message that is no request object (a batch, ``null``) -32600, both
-with the id null; an unknown method -32601; params the method cannot take (``arguments``
-not an object), or a request other than ``ping`` before ``initialize``, -32602. Nothing
-but the protocol is written to standard output.
+with the id null; a request whose id is no string or integer (null included) -32600 with
+the id null, one whose method is no string -32600; an unknown method -32601; params the
+method cannot take (``arguments`` not an object), or a request other than ``ping`` before
+``initialize``, -32602. Nothing but the protocol is written to standard output.
 """
 
 from __future__ import annotations
@@ -121,12 +122,15 @@ class Connection:
             return _error(None, INVALID_REQUEST, "a message is one JSON object")
         ident = message.get("id")
         method = message.get("method")
-        if "id" not in message or ident is None:
-            return None  # a notification: none needs an answer, none runs a tool
-        if not isinstance(method, str):
+        if "method" not in message and ("result" in message or "error" in message):
             return None  # a response: the server asks nothing
+        if "id" not in message and isinstance(method, str):
+            return None  # a notification: none needs an answer, none runs a tool
         if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            # The id null too: MCP forbids it, and a request, not a notification, has it.
             return _error(None, INVALID_REQUEST, "a request's id is a string or an integer")
+        if not isinstance(method, str):
+            return _error(ident, INVALID_REQUEST, "a request names its method as a string")
         if message.get("jsonrpc") != "2.0":
             return _error(ident, INVALID_REQUEST, 'jsonrpc must be "2.0"')
         try:

@@ -237,6 +237,30 @@ def test_broken_requests_are_answered_or_dropped_and_the_server_serves_on(repo: 
     assert [r["paths"] for r in records(repo)] == [["src/**"]]
 
 
+def test_a_request_with_no_usable_id_or_method_is_refused_not_dropped(repo: Path) -> None:
+    """An id null (which MCP forbids) or a method that is no string is a broken request,
+    not a notification or a response: JSON-RPC answers -32600, and no tool runs. Only
+    responses (a result or an error, no method) and notifications go unanswered."""
+    raw = Raw(repo)
+    acquire = {"name": "acquire", "arguments": {"paths": ["nulled/**"]}}
+    broken: list[tuple[Any, Any]] = [
+        ({"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": acquire}, None),
+        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
+        ({"jsonrpc": "2.0", "id": 3, "method": 5}, 3),
+        ({"jsonrpc": "2.0", "id": 4}, 4),
+        ({"jsonrpc": "2.0"}, None),
+    ]
+    for message, ident in broken:
+        raw.send({"jsonrpc": "2.0", "id": 7, "result": {}})  # a response: no answer
+        raw.send(message)
+        got = raw.answer()
+        assert got["id"] == ident and got["error"]["code"] == -32600, (message, got)
+    raw.send({"jsonrpc": "2.0", "id": "last", "method": "ping"})
+    assert raw.answer() == {"jsonrpc": "2.0", "id": "last", "result": {}}
+    assert raw.close() == ""
+    assert records(repo) == []
+
+
 def test_the_handshake_names_the_revision_asked_for_and_gitlocks(repo: Path) -> None:
     """``initialize`` answers the client's revision when the server speaks it, else its
     newest; ``tools/list`` before it, an unknown method, and ``ping`` as the spec says."""
