@@ -47,11 +47,9 @@ def _params(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write(out: BinaryIO, message: dict[str, Any]) -> None:
-    try:
-        line = json.dumps(message, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped, still JSON
-        line = json.dumps(message).encode("ascii")
-    out.write(line + b"\n")
+    """One line of ASCII: every other character escaped, so that none a reader may take
+    for the end of a line (U+2028, U+2029, U+0085) is sent raw, nor a lone surrogate."""
+    out.write(json.dumps(message).encode("ascii") + b"\n")
     out.flush()
 
 

@@ -261,6 +261,30 @@ def test_a_request_with_no_usable_id_or_method_is_refused_not_dropped(repo: Path
     assert records(repo) == []
 
 
+def test_each_answer_is_one_line_whatever_characters_it_carries(repo: Path) -> None:
+    """Characters that some readers take for the end of a line (U+2028, U+2029, U+0085,
+    a form feed) travel escaped: each answer is one line of ASCII, by any reckoning."""
+    raw = Raw(repo)
+    odd = "a\u2028b\u2029c\x85d\x0ce\u00e9"
+    path = "src/a\u2028b\u2029c\u00e9"  # a path holds no control character
+    raw.send({"jsonrpc": "2.0", "id": odd, "method": "ping"})
+    raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "acquire", "arguments": {"paths": [path], "reason": odd}}})  # fmt: skip
+    raw.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "note", "arguments": {"path": path, "text": f"one\ntwo {odd}"}}})  # fmt: skip
+    assert raw.proc.stdout is not None
+    lines = [raw.proc.stdout.readline() for _ in range(3)]
+    assert raw.close() == ""
+    for line in lines:
+        assert line.isascii() and len(line.decode().splitlines()) == 1, line
+    first, acquired, noted = (json.loads(line) for line in lines)
+    assert first == {"jsonrpc": "2.0", "id": odd, "result": {}}
+    doc = json.loads(acquired["result"]["content"][0]["text"])
+    assert doc["lock"]["reason"] == odd, doc
+    assert json.loads(noted["result"]["content"][0]["text"])["status"] == "noted", noted
+    assert [r["paths"] for r in records(repo)] == [[path]]
+
+
 def test_the_handshake_names_the_revision_asked_for_and_gitlocks(repo: Path) -> None:
     """``initialize`` answers the client's revision when the server speaks it, else its
     newest; ``tools/list`` before it, an unknown method, and ``ping`` as the spec says."""
