@@ -386,24 +386,7 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
             after.pop(lock_id, None)
         else:
             after[lock_id] = value
-    problems: list[str] = []
-    for lock_id in sorted(locks):
-        want, have = wanted.get(lock_id), after.get(lock_id)
-        if want == have:
-            continue
-        ref = LOCK_PREFIX + lock_id
-        if have is None:
-            problems.append(
-                f"the push deletes {ref}, a claim the lock table still holds (release or "
-                "break it with git alock)"
-            )
-        elif want is None:
-            problems.append(
-                f"the push sets {ref}, a lock the lock table does not hold (claim with "
-                "git alock acquire)"
-            )
-        else:
-            problems.append(f"the push sets {ref} to a value the lock table does not hold")
+    problems = lock_ref_problems(locks, wanted, after)
     # The locks whose entry the push changes in the table: each ref must move with it.
     changed: Mapping[str, str | None]
     if old is not None and old.table is not None:
@@ -434,3 +417,29 @@ def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:
         return guard(lines, cwd)
     except (StoreError, ValueError) as exc:
         return [f"the lock table could not be read ({exc})"]
+
+
+def lock_ref_problems(
+    locks: Mapping[str, object], wanted: Mapping[str, str | None], after: Mapping[str, str]
+) -> list[str]:
+    """What is wrong with each lock ref the push moves (``locks``), its value ``after`` the
+    push against the one the lock table holds (``wanted``)."""
+    problems: list[str] = []
+    for lock_id in sorted(locks):
+        want, have = wanted.get(lock_id), after.get(lock_id)
+        if want == have:
+            continue
+        ref = LOCK_PREFIX + lock_id
+        if have is None:
+            problems.append(
+                f"the push deletes {ref}, a claim the lock table still holds (release or "
+                "break it with git alock)"
+            )
+        elif want is None:
+            problems.append(
+                f"the push sets {ref}, a lock the lock table does not hold (claim with "
+                "git alock acquire)"
+            )
+        else:
+            problems.append(f"the push sets {ref} to a value the lock table does not hold")
+    return problems

@@ -26,6 +26,7 @@ from gitlocks.hooks.hosted import (
     changed_locks,
     current_refs,
     is_zero,
+    lock_ref_problems,
     read_heads,
     read_journal,
 )
@@ -108,23 +109,7 @@ def guard_shards(
     # The union as clients fold it: shard by shard, a later shard's entry winning.
     wanted = {i: where[max(where)][0] for i, where in held.items()}
     problems = _misplaced({i: held.get(i, {}) for i in sorted(changed)}, count)
-    for lock_id in sorted(locks):
-        want, have = wanted.get(lock_id), after.get(lock_id)
-        if want == have:
-            continue
-        ref = LOCK_PREFIX + lock_id
-        if have is None:
-            problems.append(
-                f"the push deletes {ref}, a claim the lock table still holds (release or "
-                "break it with git alock)"
-            )
-        elif want is None:
-            problems.append(
-                f"the push sets {ref}, a lock the lock table does not hold (claim with "
-                "git alock acquire)"
-            )
-        else:
-            problems.append(f"the push sets {ref} to a value the lock table does not hold")
+    problems += lock_ref_problems(locks, wanted, after)
     for lock_id in sorted(changed - set(locks)):
         if after.get(lock_id) != wanted.get(lock_id):
             problems.append(

@@ -18,6 +18,7 @@ clone in remote mode remembers the remote journal commit its local view mirrors
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -269,25 +270,7 @@ def restore(store: Store) -> RestoreResult:
         commit = str(remote.journal_store.write(view, [event], merged))
         leases = [f"--force-with-lease={JOURNAL_REF}:{current or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
-        for lock_id in sorted(actual.keys() | merged.keys()):
-            have, want = actual.get(lock_id), merged.get(lock_id)
-            ref = LOCK_PREFIX + lock_id
-            if have == want or not LOCK_ID_RE.match(lock_id) or ref in remote.remote_symrefs:
-                continue
-            leases.append(f"--force-with-lease={ref}:{have or ''}")
-            specs.append(f"{want}:{ref}" if want else f":{ref}")
-        run = remote._git(
-            ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.remote, *specs],
-            what="push to",
-        )
-        lines = porcelain(run.out)
-        if run.code != 0 or not lines:
-            if lines and lost_race(lines):
-                raise RemoteError(
-                    f"the lock remote {remote.remote!r} changed while restoring; nothing was "
-                    "changed there: run git alock remote --restore again"
-                )
-            raise remote._refused(lines, run)
+        _push_restore(remote, leases, specs, actual, merged, actual.keys() | merged.keys())
         remote._mirror(actual, merged, commit, write_staging=True, table=merged, previous=current)
         return RestoreResult(remote.remote, True, len(merged), commit)
 
@@ -340,8 +323,35 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
         leases.append(f"--force-with-lease={SHARD_PREFIX}{k}:{now.get(k) or ''}")
         specs.append(f"{written[k]}:{SHARD_PREFIX}{k}")
     union = {i: v for k in sorted(tables) for i, v in tables[k].items()}
-    for lock_id in sorted(touched):
-        have, want = actual.get(lock_id), union.get(lock_id)
+    _push_restore(remote, leases, specs, actual, union, touched)
+    restored = remote.view_of(tips, union)
+    moved = {f"{remote.staging}meta/shards/{k}": oid for k, oid in written.items()}
+    remote._mirror(
+        staged,
+        union,
+        restored,
+        write_staging=True,
+        table=union,
+        previous=current,
+        staged_meta=moved,
+    )
+    return RestoreResult(remote.remote, True, len(union), restored)
+
+
+def _push_restore(
+    remote: RemoteStore,
+    leases: list[str],
+    specs: list[str],
+    actual: Mapping[str, str],
+    wanted: Mapping[str, str],
+    ids: Iterable[str],
+) -> None:
+    """Push the restored journal(s) with every lock ref of ``ids`` moved from its value on
+    the remote (``actual``) to ``wanted``'s, in one atomic push: all of it, or an error and
+    nothing. A symbolic ref is never pushed to."""
+    leases, specs = list(leases), list(specs)
+    for lock_id in sorted(ids):
+        have, want = actual.get(lock_id), wanted.get(lock_id)
         ref = LOCK_PREFIX + lock_id
         if have == want or not LOCK_ID_RE.match(lock_id) or ref in remote.remote_symrefs:
             continue
@@ -359,15 +369,3 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
                 "changed there: run git alock remote --restore again"
             )
         raise remote._refused(lines, run)
-    restored = remote.view_of(tips, union)
-    moved = {f"{remote.staging}meta/shards/{k}": oid for k, oid in written.items()}
-    remote._mirror(
-        staged,
-        union,
-        restored,
-        write_staging=True,
-        table=union,
-        previous=current,
-        staged_meta=moved,
-    )
-    return RestoreResult(remote.remote, True, len(union), restored)
