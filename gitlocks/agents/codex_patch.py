@@ -23,7 +23,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+from gitlocks.core.plain import Row
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
 # starts with one of these; an Update hunk may move the file (both names are written).
@@ -150,7 +152,7 @@ def _files(text: str) -> tuple[str, ...]:
 # --- the shell's words ------------------------------------------------------------------------
 
 
-class Word(NamedTuple):
+class Word(Row):
     """One shell word: its text with quotes removed, and whether the shell decides it only
     when it runs (an expansion: ``$``, a command substitution, ``~``, a glob)."""
 
@@ -502,7 +504,7 @@ def _script(script: str) -> tuple[str, ...] | None:
     return _named(files, _Walk().run(words(script[: found.start()])))
 
 
-class _Opened(NamedTuple):
+class _Opened(Row):
     """A here-document as its ``<<`` opens it."""
 
     delimiter: str  # the word, its quotes removed, as the shell ends the body at it

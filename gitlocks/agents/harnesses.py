@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
+from gitlocks.core.plain import Row
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
@@ -24,7 +25,7 @@ class Pass(Exception):
     """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
 
 
-class Event(NamedTuple):
+class Event(Row):
     """One harness event, as the guard needs it."""
 
     kind: str  # "edit", "start", "end", "stop", "other" or "ignore" (not ours: say nothing)
@@ -37,7 +38,7 @@ class Event(NamedTuple):
     claimable: bool = True
 
 
-class Answer(NamedTuple):
+class Answer(Row):
     """What the harness gets back."""
 
     code: int = EXIT_ALLOW
@@ -49,7 +50,7 @@ class Answer(NamedTuple):
 Paths = Callable[[Any], "tuple[str, ...] | None"]
 
 
-class Fields(NamedTuple):
+class Fields(Row):
     """Where a harness's event says what: its keys, and which events and tools matter."""
 
     event: str  # the key naming the event ("": the hook's command line names it)
@@ -65,7 +66,7 @@ class Fields(NamedTuple):
     quiet: frozenset[str] = frozenset()
 
 
-class Harness(NamedTuple):
+class Harness(Row):
     """One harness: how its events read, and how each answer is written on stdout."""
 
     name: str

@@ -26,8 +26,9 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from gitlocks.core.plain import Row
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
@@ -43,7 +44,7 @@ MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store
 MAX_PATTERN_CHARS = 4096  # PATH_MAX
 
 
-class ToolArgument(NamedTuple):
+class ToolArgument(Row):
     """One argument of a tool, as its verb declares it."""
 
     name: str  # as the tool takes it
@@ -54,7 +55,7 @@ class ToolArgument(NamedTuple):
     help: str
 
 
-class Tool(NamedTuple):
+class Tool(Row):
     name: str
     description: str
     arguments: tuple[ToolArgument, ...]

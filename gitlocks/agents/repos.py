@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from gitlocks.agents.harnesses import (
     Event,
     Pass,
 )
 from gitlocks.core.ignore import IgnoreList
+from gitlocks.core.plain import Row
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
@@ -28,7 +28,7 @@ from gitlocks.hooks.check import (
 MODES = ("claim", "block", "warn")
 
 
-class Repo(NamedTuple):
+class Repo(Row):
     """The repository an event happens in, as the fast path reads it (no pygit2)."""
 
     root: Path

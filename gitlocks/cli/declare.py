@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
+
+from gitlocks.core.plain import Row
 
 
-class InTool(NamedTuple):
+class InTool(Row):
     """How a verb's MCP tool takes one of its parameters, where that differs from the
     command line. By default the tool takes it under the option's long name (``--until-merged``:
     ``until_merged``) or the argument's parameter name, required as on the command line."""
@@ -66,7 +68,7 @@ class Exit(Exception):
         self.code = code
 
 
-class Verb(NamedTuple):
+class Verb(Row):
     name: str
     callback: Callable[..., Any]
     hidden: bool
@@ -95,7 +97,7 @@ class Verbs:
 _PLAIN = (str, str | None, bool, list[str], list[str] | None)
 
 
-class Param(NamedTuple):
+class Param(Row):
     name: str
     kind: str  # "flag", "value" (an option taking one), "one" or "many" (arguments)
     names: tuple[str, ...]  # an option's spellings

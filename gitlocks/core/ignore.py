@@ -18,8 +18,8 @@ the patterns.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
+from gitlocks.core.plain import Row
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
 from gitlocks.errors import InvalidPattern
 
@@ -55,7 +55,7 @@ _CLASSES = {
 }
 
 
-class _State(NamedTuple):
+class _State(Row):
     """One state of a line's automaton, numbered by its place in the list."""
 
     step: int = 0  # the bytes that move on to the next state
@@ -64,7 +64,7 @@ class _State(NamedTuple):
     skip2: bool = False  # so is the one after it
 
 
-class _Line(NamedTuple):
+class _Line(Row):
     text: bytes  # the pattern as read: no "!", no trailing "/", no leading "/"
     states: list[_State]  # the accepting state follows the last one
     negative: bool  # "!pattern": re-includes

@@ -18,9 +18,10 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
 from gitlocks.core.digest import sha1_hex
+from gitlocks.core.plain import Row
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.errors import UsageError
 
@@ -103,7 +104,7 @@ def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
     return parents <= 1 and tree_entries == 0 and _SEQ_RE.search(message) is not None
 
 
-class KeepPolicy(NamedTuple):
+class KeepPolicy(Row):
     events: int | None = DEFAULT_KEEP_EVENTS
     seconds: int | None = None
 

@@ -1,4 +1,5 @@
-"""Data classes without the ``dataclasses`` module: ``@plain``, ``field`` and ``replace``.
+"""Data classes without the ``dataclasses`` module: ``@plain``, ``field`` and ``replace``;
+named tuples without typing's cost: ``Row``.
 
 Importing ``dataclasses`` loads ``inspect`` (and with it ``ast``, ``dis``, ``tokenize``),
 and each ``@dataclass`` compiles its methods one by one: together about a fifth of a lock
@@ -19,18 +20,53 @@ Type checkers read ``@plain`` as a data class (``dataclass_transform``).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 T = TypeVar("T")
 
+__all__ = ["FrozenInstanceError", "Row", "field", "field_names", "plain", "replace"]
+
 if TYPE_CHECKING:  # in typing from Python 3.11; a mark for type checkers only
+    from typing import NamedTuple as Row
+
     from typing_extensions import dataclass_transform
 else:
 
     def dataclass_transform(**_: Any) -> Callable[[T], T]:
         return lambda function: function
+
+    class _RowMeta(type):
+        """``class Name(Row)`` as ``class Name(NamedTuple)``, without what makes the latter
+        slow to declare: typing turns each field's annotation into a ``ForwardRef``, which
+        compiles it. Type checkers read ``Row`` as ``NamedTuple`` itself."""
+
+        def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
+            if not bases:
+                return super().__new__(mcls, name, bases, namespace)
+            annotations = namespace.get("__annotations__", {})
+            names = list(annotations)
+            given = [n for n in names if n in namespace]
+            if given != names[len(names) - len(given) :]:
+                raise TypeError(f"{name}: a field without a default follows one with a default")
+            defaults = [namespace[n] for n in given]
+            cls = namedtuple(name, names, defaults=defaults, module=namespace["__module__"])
+            cls.__annotations__ = annotations
+            for key, value in namespace.items():
+                if key in _ROW_OWN:
+                    raise AttributeError(f"cannot overwrite NamedTuple attribute {key}")
+                if key not in ("__module__", "__annotations__") and key not in annotations:
+                    setattr(cls, key, value)
+            return cls
+
+    _ROW_OWN = frozenset(
+        ("__new__", "__init__", "__slots__", "__getnewargs__", "_fields", "_make", "_replace")
+    ) | {"_asdict", "_source", "_field_defaults"}
+
+    class Row(metaclass=_RowMeta):
+        """The base of a named tuple declared as a class (see ``_RowMeta``)."""
 
 
 _MISSING: Any = object()
@@ -129,9 +165,10 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
         f"def __init__(self, {', '.join(params)}):",
         *(f"    {line}" for line in body or ["pass"]),
     ]
-    made: dict[str, Any] = {}
-    exec("\n".join(source), scope, made)  # only __init__ is compiled: it runs per instance
-    methods: dict[str, Any] = {"__init__": made["__init__"], **_methods(cls, fields, frozen, eq)}
+    methods: dict[str, Any] = {
+        "__init__": _first_init(cls, "\n".join(source), scope),
+        **_methods(cls, fields, frozen, eq),
+    }
     for name, function in methods.items():
         function.__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, function)
@@ -139,6 +176,23 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
         cls.__hash__ = None  # type: ignore[assignment]
     type.__setattr__(cls, "__match_args__", tuple(n for n in fields if fields[n].init))
     return cls
+
+
+def _first_init(cls: type, source: str, scope: dict[str, Any]) -> Callable[..., None]:
+    """An ``__init__`` that compiles the real one on its first call and puts it in its
+    place: most commands make instances of few of the classes they load, and compiling
+    is most of what building a class costs."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        made: dict[str, Any] = {}
+        exec(source, scope, made)  # only __init__ is compiled: it runs per instance
+        real = made["__init__"]
+        real.__qualname__ = f"{cls.__qualname__}.__init__"
+        if cls.__dict__.get("__init__") is __init__:
+            type.__setattr__(cls, "__init__", real)
+        real(self, *args, **kwargs)
+
+    return __init__
 
 
 def _methods(cls: type, fields: dict[str, Field], frozen: bool, eq: bool) -> dict[str, Any]:

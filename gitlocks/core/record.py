@@ -12,9 +12,9 @@ import os
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
-from gitlocks.core.plain import field, field_names, plain, replace
+from gitlocks.core.plain import Row, field, field_names, plain, replace
 from gitlocks.errors import InvalidHolder, UsageError
 
 FORMAT = 1
@@ -189,7 +189,7 @@ def new_lock_id() -> str:
 # --- the record -----------------------------------------------------------------------------
 
 
-class Note(NamedTuple):
+class Note(Row):
     at: str
     text: str
 

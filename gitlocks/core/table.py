@@ -11,10 +11,10 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from datetime import timedelta
-from typing import NamedTuple, Union
+from typing import Union
 
 from gitlocks.core.glob import compile_pattern
-from gitlocks.core.plain import field, plain
+from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
@@ -23,7 +23,7 @@ from gitlocks.layout import LOCK_PREFIX
 Key = tuple[str, str]  # (lock id, pattern)
 
 
-class Problem(NamedTuple):
+class Problem(Row):
     """A ref under the lock namespace that is not a usable lock record."""
 
     ref: str
@@ -159,7 +159,7 @@ def record_entries(record: LockRecord) -> list[ScopeEntry]:
     return [ScopeEntry(p, exact=p in exact) for p in record.paths]
 
 
-class Summary(NamedTuple):
+class Summary(Row):
     """What the table needs of a record before reading it whole: who holds it until when,
     and the first path segments its patterns are bound to (see ``bucket_of``)."""
 

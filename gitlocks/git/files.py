@@ -13,12 +13,13 @@ import contextlib
 import os
 import re
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO
 
+from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
 
 
-class Scan(NamedTuple):
+class Scan(Row):
     refs: dict[str, str]  # name -> object id
     symbolic: dict[str, str]  # name -> the ref it names (loose files only: never followed)
 

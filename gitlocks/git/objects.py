@@ -21,9 +21,9 @@ import stat
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from gitlocks.core.digest import hasher
+from gitlocks.core.plain import Row
 from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents
 from gitlocks.git.run import Env, start
@@ -35,7 +35,7 @@ MODE_EXECUTABLE = 0o100755
 BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
 
 
-class Entry(NamedTuple):
+class Entry(Row):
     """One entry of a tree."""
 
     mode: int
@@ -43,7 +43,7 @@ class Entry(NamedTuple):
     id: str
 
 
-class Commit(NamedTuple):
+class Commit(Row):
     """The parts of a commit gitlocks reads."""
 
     id: str

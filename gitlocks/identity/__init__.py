@@ -15,9 +15,10 @@ import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from gitlocks.core.digest import sha256_hex
+from gitlocks.core.plain import Row
 from gitlocks.core.record import validate_holder
 from gitlocks.errors import InvalidHolder, UsageError
 
@@ -99,7 +100,7 @@ _COMM_LEN = 15
 _MAX_WALK = 64
 
 
-class SessionProcess(NamedTuple):
+class SessionProcess(Row):
     """A process identified well enough to tell later whether it is still the same one."""
 
     pid: int
@@ -111,7 +112,7 @@ class SessionProcess(NamedTuple):
     terminal: str = ""
 
 
-class _ProcInfo(NamedTuple):
+class _ProcInfo(Row):
     ppid: int
     start_time: str
     name: str
@@ -400,7 +401,7 @@ def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
     return f"{name}-{digest[:8]}"
 
 
-class Identity(NamedTuple):
+class Identity(Row):
     """The holder and parent for this invocation, and where each came from."""
 
     holder: str

@@ -28,9 +28,9 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
+from gitlocks.core.plain import Row
 from gitlocks.identity import (
     HARNESS_PROCESSES,
     HOLDER_SCOPE_ENV,
@@ -58,7 +58,7 @@ STALE_TMP_SECONDS = 3600
 _UNREADABLE = (ValueError, RecursionError)
 
 
-class Registered(NamedTuple):
+class Registered(Row):
     """A harness session and the holder it is."""
 
     session: SessionProcess

@@ -6,14 +6,14 @@ types without loading the store or pygit2.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from gitlocks.core.liveness import State
-from gitlocks.core.plain import field, plain
+from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord
 
 
-class Conflict(NamedTuple):
+class Conflict(Row):
     record: LockRecord
     overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
     state: State = "live"  # "stale": quiet too long; "interrupted": dead, notes
@@ -48,7 +48,7 @@ class AcquireResult:
         }
 
 
-class Released(NamedTuple):
+class Released(Row):
     record: LockRecord
     patterns: list[str]
     remaining: LockRecord | None  # what is left of the lock, or None when it is gone
@@ -116,7 +116,7 @@ class NoteResult:
 CheckStatus = Literal["free", "yours", "held"]
 
 
-class CheckItem(NamedTuple):
+class CheckItem(Row):
     path: str
     status: CheckStatus
     locks: list[LockRecord]

@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
+from gitlocks.core.plain import Row
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import StoreError
 from gitlocks.git import files
@@ -54,7 +55,7 @@ def _tree_bytes(entries: list[Entry]) -> bytes:
     return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
-class JournalEntry(NamedTuple):
+class JournalEntry(Row):
     commit: str
     events: tuple[dict[str, Any], ...]
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from gitlocks.core.plain import Row
 from gitlocks.errors import NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
@@ -28,7 +29,7 @@ def current_directory() -> str:
         ) from None
 
 
-class Location(NamedTuple):
+class Location(Row):
     """Where a repository is: its git directory and working tree (None when bare), and
     the object format git says it has (None: not asked)."""
 

@@ -17,10 +17,11 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
+from gitlocks.core.plain import Row
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git.settings import Settings
@@ -30,7 +31,7 @@ from gitlocks.store.base import LockStore
 T = TypeVar("T")
 
 
-class MemoryEntry(NamedTuple):
+class MemoryEntry(Row):
     commit: str
     events: tuple[dict[str, Any], ...]
 

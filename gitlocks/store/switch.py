@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from gitlocks.core.change import Change
+from gitlocks.core.plain import Row
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
@@ -105,7 +106,7 @@ def enable(store: Store, name: str) -> SwitchResult:
     return result
 
 
-class _LocalLocks(NamedTuple):
+class _LocalLocks(Row):
     """This clone's local locks as the switch sorts them."""
 
     expired: list[LockRecord]

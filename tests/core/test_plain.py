@@ -1,4 +1,5 @@
-"""``@plain`` behaves as ``@dataclass`` for what gitlocks declares with it.
+"""``@plain`` behaves as ``@dataclass`` for what gitlocks declares with it, and ``Row`` as
+``typing.NamedTuple``.
 
 Each case declares one class twice, once with each decorator, and holds that both answer
 alike: construction with defaults and factories, ``__post_init__``, repr, equality, hash,
@@ -100,3 +101,81 @@ def test_what_plain_does_not_take_is_refused_not_misread() -> None:
         cls = type("Thing", (), {"__annotations__": {"x": annotation}})
         with pytest.raises(TypeError, match="does not take"):
             p.plain(cls)
+
+
+def test_init_is_compiled_on_first_use_and_stays_in_place() -> None:
+    """The first instance compiles ``__init__`` and puts it on the class; a subclass that
+    is not itself ``@plain`` gets the same one, and a wrong call is told as before."""
+    cls: Any = p.plain(type("Pair", (), {"__annotations__": {"a": "int", "b": "int"}}))
+    sub: Any = type("Sub", (cls,), {})
+    first = cls.__dict__["__init__"]
+    assert sub(1, 2) == sub(1, 2)
+    assert (sub(1, b=3).a, sub(1, b=3).b) == (1, 3)
+    built = cls.__dict__["__init__"]
+    assert built is not first
+    assert built.__qualname__ == "Pair.__init__"
+    assert cls(4, 5).b == 5
+    assert cls.__dict__["__init__"] is built
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'b'"):
+        cls(1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'c'"):
+        cls(1, 2, c=3)
+
+
+def test_row_is_a_named_tuple_as_typing_declares_one() -> None:
+    """A ``Row`` class and the same ``NamedTuple`` class answer alike: fields, defaults,
+    methods, ``_replace``, ``_asdict``, equality with tuples, repr and the docstring."""
+    import types
+    import typing
+
+    def body() -> dict[str, Any]:
+        def doubled(self: Any) -> int:
+            return int(self.size * 2)
+
+        return {
+            "__module__": __name__,
+            "__qualname__": "Item",
+            "__doc__": "One item.",
+            "__annotations__": {"name": "str", "size": "int", "tags": "tuple[str, ...]"},
+            "size": 1,
+            "tags": (),
+            "doubled": doubled,
+            "unit": "kg",
+        }
+
+    theirs: Any = types.new_class(
+        "Item", (typing.NamedTuple,), exec_body=lambda ns: ns.update(body())
+    )
+    ours: Any = types.new_class("Item", (p.Row,), exec_body=lambda ns: ns.update(body()))
+    for cls in (theirs, ours):
+        item = cls("a", tags=("x",))
+        assert item == ("a", 1, ("x",))
+        assert tuple(item) == ("a", 1, ("x",))
+        assert cls._fields == ("name", "size", "tags")
+        assert cls._field_defaults == {"size": 1, "tags": ()}
+        assert item.doubled() == 2
+        assert item._replace(size=4).doubled() == 8
+        assert item._asdict() == {"name": "a", "size": 1, "tags": ("x",)}
+        assert repr(item) == "Item(name='a', size=1, tags=('x',))"
+        assert (cls.__doc__, cls.unit, cls.__module__) == ("One item.", "kg", __name__)
+        assert cls.__annotations__["size"] in ("int", typing.ForwardRef("int"))
+        with pytest.raises(AttributeError):
+            item.name = "b"
+        with pytest.raises(TypeError):
+            cls()
+
+
+def test_row_refuses_what_named_tuple_refuses() -> None:
+    row_meta: Any = type(p.Row)
+    with pytest.raises(TypeError, match="without a default follows"):
+        row_meta(
+            "Bad",
+            (p.Row,),
+            {"__module__": __name__, "__annotations__": {"a": "int", "b": "int"}, "a": 1},
+        )
+    with pytest.raises(AttributeError, match="cannot overwrite"):
+        row_meta(
+            "Bad",
+            (p.Row,),
+            {"__module__": __name__, "__annotations__": {"a": "int"}, "_replace": None},
+        )
