@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from gitlocks.core.plain import plain
+from gitlocks.core.text import pattern
 from gitlocks.errors import InvalidPattern
 
 Ranges = tuple[tuple[int, int], ...]
@@ -205,10 +206,10 @@ def _contains(ranges: Ranges, cp: int) -> bool:
 
 # --- parsing ---------------------------------------------------------------------------
 
-_SPECIAL = re.compile(r"[*?\[\\]")
-_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_SPECIAL = pattern(r"[*?\[\\]")
+_ESCAPED = pattern(r"\\(.)", re.DOTALL)
 # Unicode categories Cc (C0, DEL, C1) and Cs (lone surrogates, which no file name holds).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL = pattern("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _check_class_item(text: str, i: int) -> None:

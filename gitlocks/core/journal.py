@@ -23,6 +23,7 @@ from typing import Any
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.plain import Row
 from gitlocks.core.record import format_time, parse_duration
+from gitlocks.core.text import pattern
 from gitlocks.errors import UsageError
 
 Event = dict[str, Any]
@@ -36,7 +37,7 @@ AGE_CHECK_EVERY = 1000
 
 
 # At most 18 digits: a longer number is no journal of ours (and would not even parse).
-_SEQ_RE = re.compile(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
+_SEQ_RE = pattern(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
 
 
 COMPACTED = "compacted"

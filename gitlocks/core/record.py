@@ -15,12 +15,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from gitlocks.core.plain import Row, field, field_names, plain, replace
+from gitlocks.core.text import pattern
 from gitlocks.errors import InvalidHolder, UsageError
 
 FORMAT = 1
-LOCK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+LOCK_ID_RE = pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # The shape ``new_lock_id`` makes: text like this names a lock, never a path.
-GENERATED_ID_RE = re.compile(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z")
+GENERATED_ID_RE = pattern(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z")
 _DURATION_UNITS = "dhms"  # in the order they may be written: 1d2h3m4s
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
@@ -28,11 +29,11 @@ MAX_RECORD_BYTES = 256 * 1024
 MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
 # A full object id, SHA-1 or SHA-256: the one pattern every module checks ids with. ``\Z``,
 # never ``$``, which also matches before a final newline.
-OBJECT_ID_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+OBJECT_ID_RE = pattern(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 COMMIT_RE = OBJECT_ID_RE  # a commit a claim waits for is named by its full id
 # A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less what
 # never names a branch in practice; read from any record, so checked without git.
-BRANCH_RE = re.compile(
+BRANCH_RE = pattern(
     r"^(?![-.])(?!HEAD\Z)(?!.*(?:\.\.|@\{|//|/\.|\.lock/|\.lock\Z|/HEAD\Z))"
     r"[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
 )
@@ -41,7 +42,7 @@ MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
 
 # ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
 # ``HOLDER_RE.match("a\n")`` would otherwise succeed.
-HOLDER_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
+HOLDER_RE: re.Pattern[str] = pattern(r"^[A-Za-z0-9._-]{1,64}\Z")
 
 HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
 

@@ -9,6 +9,30 @@ way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
 from __future__ import annotations
 
 import re
+from typing import Any
+
+
+class _Deferred:
+    """A regular expression compiled on first use (see :func:`pattern`)."""
+
+    def __init__(self, source: Any, flags: int) -> None:
+        self._source = source
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(self._source, self._flags)
+        for method in ("match", "fullmatch", "search", "sub", "subn", "finditer", "findall"):
+            setattr(self, method, getattr(compiled, method))
+        self.__dict__["compiled"] = compiled
+        return getattr(compiled, name)
+
+
+def pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile(source, flags)``, put off until the pattern is first used: a command
+    loads a dozen modules' patterns and uses a few, and compiling is most of what
+    loading such a module costs (docs/design.md §8)."""
+    return _Deferred(source, flags)  # type: ignore[return-value]
+
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # C0 and C1 controls, DEL, line and paragraph separators, bidirectional marks and
@@ -16,7 +40,7 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # soft-hyphen, word joiners, the byte-order mark: two names that differ only by one would
 # print alike), and lone surrogates (the undecodable bytes of a file name read with
 # ``surrogateescape``).
-_UNSAFE = re.compile(
+_UNSAFE = pattern(
     "[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff]"
 )

@@ -7,7 +7,6 @@ an escape sequence in them must not forge a line of its own.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -83,7 +82,7 @@ def interrupted(records: Sequence[LockRecord]) -> str:
             lines.append(f"  reason: {record.reason}")
         lines += [f"  note {n.at}: {n.text}" for n in record.notes]
         lines.append(
-            f"hint: git alock resume {shlex.quote(record.paths[0])} takes it over with its "
+            f"hint: git alock resume {_quote(record.paths[0])} takes it over with its "
             f"notes; git alock break {record.id} discards it"
         )
     return printable_lines(lines)
@@ -272,3 +271,9 @@ def resume(result: ResumeResult, now: datetime) -> str:
             ]
         )
     return "NOT LOCKED: no interrupted work there (git alock list shows every claim)"
+
+
+def _quote(word: str) -> str:
+    import shlex  # only for a hint (it compiles a pattern as it loads)
+
+    return shlex.quote(word)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gitlocks.core.record import is_object_id
+from gitlocks.core.text import pattern
 from gitlocks.errors import StoreError
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
@@ -36,7 +37,7 @@ from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES
 Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
 
 # A ref name gitlocks may write: inside its namespaces, plain components, nothing odd.
-_OWN_REF_RE = re.compile(
+_OWN_REF_RE = pattern(
     r"^(?:"
     + "|".join(re.escape(p) for p in (*OWN_REF_PREFIXES, STAGING_PREFIX))
     + r")[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*\Z"
