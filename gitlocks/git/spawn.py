@@ -26,6 +26,7 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # ``signal`` builds enums: 0.5 ms more
 import _thread  # ``threading`` is what ``subprocess`` costs
 import contextlib
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -157,6 +158,11 @@ class Process:
             _, status = _waitpid(self.pid, 0)
             self.returncode = os.waitstatus_to_exitcode(status)
             return self.returncode
+        ended = _wait_for_exit(self.pid, timeout)  # woken the moment it ends, where we can be
+        if ended is not None:
+            if not ended:
+                raise TimeoutExpired(f"{self.args[:2]} still runs after {timeout} s")
+            return self.wait()
         deadline = time.monotonic() + timeout
         pause = 0.0005
         while (code := self.poll()) is None:
@@ -175,6 +181,22 @@ class Process:
     def __del__(self) -> None:
         if getattr(self, "returncode", 0) is None and self.poll() is None:
             _unreaped.append(self.pid)
+
+
+def _wait_for_exit(pid: int, timeout: float) -> bool | None:
+    """Wait up to ``timeout`` seconds for the child ``pid`` to end, through a pidfd
+    (Linux): whether it ended (it is left to be reaped), or None where there is no pidfd
+    and the caller polls instead (a sleep between polls adds up to half the wait again)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, a kernel before 5.3, or a sandbox
+        return None
+    try:
+        waiting = poll()
+        waiting.register(fd, POLLIN)
+        return bool(waiting.poll(max(0, math.ceil(timeout * 1000))))
+    finally:
+        os.close(fd)
 
 
 def _close(stream: BufferedWriter) -> None:

@@ -83,6 +83,31 @@ def test_a_wait_with_a_limit_runs_out_then_kill_ends_it() -> None:
     proc.kill()  # waited for already: nothing to do
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_a_wait_with_a_limit_returns_when_the_process_ends(
+    pidfd: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Woken by the process's end through a pidfd where there is one, by polling where not
+    (no ``os.pidfd_open``): either way the exit code, or minus the signal, as ``wait()``."""
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no pidfd here")
+    ended = Process([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(3)"])
+    ended.stdin.close()
+    assert ended.wait(timeout=60) == 3
+    assert ended.wait(timeout=60) == 3  # waited for: the same answer, at once
+    killed = Process([sys.executable, "-c", "import time; time.sleep(60)"])
+    with pytest.raises(TimeoutExpired, match="still runs after"):
+        killed.wait(timeout=0.01)
+    killed.kill()
+    assert killed.wait(timeout=60) == -9
+    for proc in (ended, killed):
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
 def test_a_process_dropped_unwaited_is_reaped_by_the_next_start() -> None:
     proc = Process([sys.executable, "-c", "pass"])
     pid = proc.pid
