@@ -37,6 +37,9 @@ shared machine hits both sides of a ratio alike.
 the remote answers (its upload-pack and receive-pack are wrapped), paid alike by the plain
 push and by each connection a claim opens: a stand-in for a distant host.
 
+Run it from a plain install (``pip install .``), as users have it: an editable install's
+finder loads in every Python of its environment, the floor included (the bench warns).
+
 Usage: python bench/peers_bench.py [--runs N] [--no-remote] [--no-mcp] [--remote-only]
        [--latency SECONDS]
 """
@@ -56,7 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from benchlib import GitDaemon, git, make_repo, seed_locks
+from benchlib import GitDaemon, editable_warning, git, make_repo, seed_locks
 from scale_bench import compile_bytecode
 
 PYTHON = "floor: python3 -c pass"
@@ -419,6 +422,9 @@ def main() -> None:
                 daemon.stop()
         versions = f"Python {sys.version.split()[0]}, {git(Path(tmp), '--version')}"
     report(samples, args.runs, trace)
+    warning = editable_warning()
+    if warning:
+        print(warning)
     if args.latency:
         print(f"(file://: every connection waited {args.latency:g} s first, as a distant host)")
     if peer is None:
