@@ -102,6 +102,24 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
     fraction of a second would otherwise sort wrongly. An expiry with a fraction is
     rounded up, never down: a lock must not end before its holder was told.
     """
+    if (
+        len(text) == 20
+        and text[4] == text[7] == "-"
+        and text[10] == "T"
+        and text[13] == text[16] == ":"
+        and text[19] == "Z"
+        and text.isascii()
+        and (text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19]).isdigit()
+        and MIN_YEAR <= int(text[:4]) <= MAX_YEAR
+    ):
+        # Already the spelling format_time writes (nearly every time read): only whether
+        # it names a real moment is left to ask, and a 30 February is refused below.
+        try:
+            datetime.fromisoformat(text[:-1])
+        except ValueError:
+            pass
+        else:
+            return text
     moment = parse_time(text)
     if round_up and moment.microsecond:
         moment = moment.replace(microsecond=0) + timedelta(seconds=1)
@@ -289,8 +307,12 @@ class LockRecord:
     def from_dict(cls, data: dict[str, Any]) -> LockRecord:
         if data.get("format") != FORMAT:
             raise RecordError(f"unsupported record format {data.get('format')!r}")
-        known = {f for f in field_names(cls) if f != "extra"} | {"format"}
+        known = _KNOWN_FIELDS
+        if not known:
+            known.update(f for f in field_names(cls) if f != "extra")
+            known.add("format")
         try:
+            notes = tuple(_notes(data))
             record = cls(
                 id=_str(data, "id"),
                 holder=_str(data, "holder"),
@@ -298,9 +320,11 @@ class LockRecord:
                 paths=tuple(_str_list(data, "paths")),
                 exact=tuple(_str_list(data, "exact", required=False)),
                 reason=_str(data, "reason", default=""),
-                created_at=_str(data, "created_at"),
-                renewed_at=_str(data, "renewed_at"),
-                expires_at=_str(data, "expires_at"),
+                # Every time in the one spelling format_time writes, so times compare
+                # as text (see canonical_time).
+                created_at=canonical_time(_str(data, "created_at")),
+                renewed_at=canonical_time(_str(data, "renewed_at")),
+                expires_at=canonical_time(_str(data, "expires_at"), round_up=True),
                 host=_str(data, "host", default=""),
                 pid=_int(data, "pid"),
                 pid_start=_str(data, "pid_start", default=""),
@@ -308,7 +332,7 @@ class LockRecord:
                 worktree=_str(data, "worktree", default=""),
                 branch=_opt_str(data, "branch"),
                 head=_opt_str(data, "head"),
-                notes=tuple(_notes(data)),
+                notes=tuple(Note(canonical_time(n.at), n.text) for n in notes),
                 ttl=_int(data, "ttl"),
                 host_id=_str(data, "host_id", default=""),
                 shared=_bool(data, "shared"),
@@ -330,13 +354,10 @@ class LockRecord:
             raise RecordError(f"field 'awaiting' must list at most {MAX_AWAITING} commit ids")
         if not 0 <= record.ttl <= MAX_TTL_SECONDS:
             raise RecordError(f"field 'ttl' must be between 0 and {MAX_TTL_SECONDS} seconds")
-        return replace(
-            record,
-            created_at=canonical_time(record.created_at),
-            renewed_at=canonical_time(record.renewed_at),
-            expires_at=canonical_time(record.expires_at, round_up=True),
-            notes=tuple(Note(canonical_time(n.at), n.text) for n in record.notes),
-        )
+        return record
+
+
+_KNOWN_FIELDS: set[str] = set()  # a record's own keys: the rest is kept as "extra"
 
 
 def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:

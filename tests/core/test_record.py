@@ -1,0 +1,74 @@
+"""Reading a record's times: every spelling a record may hold comes out in the one
+spelling ``format_time`` writes, or is refused, whichever way it is read."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gitlocks.core.record import (
+    MAX_YEAR,
+    RecordError,
+    canonical_time,
+    format_time,
+    parse_time,
+)
+
+
+def by_parsing(text: str, round_up: bool) -> str:
+    """What ``canonical_time`` answers, the long way: parse, round a fraction up, write."""
+    moment = parse_time(text)
+    if round_up and moment.microsecond:
+        moment = moment.replace(microsecond=0) + timedelta(seconds=1)
+        if moment.year > MAX_YEAR:
+            raise RecordError("past the last year")
+    return format_time(moment)
+
+
+def two(low: int, high: int) -> st.SearchStrategy[str]:
+    return st.integers(low, high).map(lambda n: f"{n:02d}")
+
+
+# Near-canonical spellings: any year, month, day and time fields (out of range too),
+# with the separators and the ends varied, so both the quick path and the long one run.
+TIMES = st.builds(
+    lambda y, mo, d, sep, h, mi, s, frac, end: f"{y}-{mo}-{d}{sep}{h}:{mi}:{s}{frac}{end}",
+    st.one_of(st.integers(1960, 9010).map(str), st.sampled_from(["0999", "+2026", "٢٠٢٦"])),
+    two(0, 13),
+    two(0, 32),
+    st.sampled_from(["T", " ", "t"]),
+    two(0, 24),
+    two(0, 60),
+    two(0, 61),
+    st.sampled_from(["", ".5", ".000001", ".999999"]),
+    st.sampled_from(["Z", "z", "+00:00", ""]),
+)
+
+
+@given(TIMES, st.booleans())
+def test_a_time_reads_as_parsing_it_would_read_it(text: str, round_up: bool) -> None:
+    try:
+        expected: str | RecordError = by_parsing(text, round_up)
+    except RecordError as exc:
+        expected = exc
+    try:
+        got: str | RecordError = canonical_time(text, round_up=round_up)
+    except RecordError as exc:
+        got = exc
+    if isinstance(expected, RecordError):
+        assert isinstance(got, RecordError), (text, got)
+    else:
+        assert got == expected
+
+
+def test_the_written_spelling_is_kept_and_an_impossible_day_refused() -> None:
+    assert canonical_time("2026-12-01T19:13:00Z") == "2026-12-01T19:13:00Z"
+    assert canonical_time("2026-12-01T19:13:00.2Z", round_up=True) == "2026-12-01T19:13:01Z"
+    for bad in ("2026-02-30T00:00:00Z", "2026-12-01T24:00:00Z", "1969-12-31T23:59:59Z"):
+        try:
+            canonical_time(bad)
+        except RecordError:
+            continue
+        raise AssertionError(f"{bad} was read")
