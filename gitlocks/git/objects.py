@@ -306,7 +306,8 @@ def _tree_key(entry: Entry) -> bytes:
 
 
 def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text)
+    """Lowercase hexadecimal digits only (an empty text has none that are not)."""
+    return not text.strip("0123456789abcdef")
 
 
 def _mode_of(path: Path) -> int:
