@@ -61,11 +61,12 @@ WHOAMI = frozenset(
 # Standard modules none of these commands needs: each costs a few milliseconds.
 # dataclasses brings inspect, ast, dis and tokenize (gitlocks.core.plain does its work);
 # hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); subprocess brings
-# signal, threading, selectors and locale (gitlocks.git.spawn starts git instead).
+# signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
+# compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint).
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "hashlib",
-        "http", "inspect", "locale", "logging",
+        "http", "inspect", "locale", "logging", "shlex",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback",
         "unittest", "uuid", "xml", "zipfile",

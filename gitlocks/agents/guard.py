@@ -20,7 +20,6 @@ which repository (and so which lock table) is asked.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -58,7 +57,7 @@ from gitlocks.core.record import (
 )
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
-from gitlocks.core.text import printable
+from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.table import list_refs, read_table, read_verdicts
 from gitlocks.hooks.check import (
@@ -100,7 +99,7 @@ def held_reason(rel: str, locks: Sequence[LockRecord], now: datetime, ignore_cas
     if all(r.shared for r in locks):  # they share it: so may this agent, by saying so
         what = (
             f"Do not edit it unclaimed: to edit it alongside them, claim it shared first "
-            f"(git alock acquire --shared {shlex.quote(rel)}), or work on something else."
+            f"(git alock acquire --shared {shell_word(rel)}), or work on something else."
         )
     else:
         what = (

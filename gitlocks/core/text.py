@@ -87,3 +87,11 @@ def user_text(value: str, what: str, limit: int) -> str:
     if len(value) > limit:
         raise UsageError(f"the {what} is {len(value)} characters long; at most {limit}")
     return value
+
+
+def shell_word(word: str) -> str:
+    """``word`` quoted for a shell, for a command a hint spells out (``shlex.quote``,
+    imported only then: it compiles a pattern as it loads)."""
+    import shlex
+
+    return shlex.quote(word)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
-from gitlocks.core.text import printable, printable_lines
+from gitlocks.core.text import printable, printable_lines, shell_word
 
 if TYPE_CHECKING:  # the service's result objects, named for types only
     from gitlocks.service.results import (
@@ -82,7 +82,7 @@ def interrupted(records: Sequence[LockRecord]) -> str:
             lines.append(f"  reason: {record.reason}")
         lines += [f"  note {n.at}: {n.text}" for n in record.notes]
         lines.append(
-            f"hint: git alock resume {_quote(record.paths[0])} takes it over with its "
+            f"hint: git alock resume {shell_word(record.paths[0])} takes it over with its "
             f"notes; git alock break {record.id} discards it"
         )
     return printable_lines(lines)
@@ -271,9 +271,3 @@ def resume(result: ResumeResult, now: datetime) -> str:
             ]
         )
     return "NOT LOCKED: no interrupted work there (git alock list shows every claim)"
-
-
-def _quote(word: str) -> str:
-    import shlex  # only for a hint (it compiles a pattern as it loads)
-
-    return shlex.quote(word)
