@@ -90,8 +90,7 @@ def user_text(value: str, what: str, limit: int) -> str:
 
 
 def shell_word(word: str) -> str:
-    """``word`` quoted for a shell, for a command a hint spells out (``shlex.quote``,
-    imported only then: it compiles a pattern as it loads)."""
-    import shlex
+    """``word`` quoted for a shell, for a command a hint spells out (``shlex.quote``)."""
+    import shlex  # only for a hint: it compiles a pattern as it loads
 
     return shlex.quote(word)
