@@ -4,12 +4,15 @@ agent out; when the remote cannot be asked, the denial says how old its view is.
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import git
-from support.cli import alock
+from support.cli import Result, alock, cli_env
 from support.harness import StandIn
 from support.remote import make_bare, make_clone
 from test_one_holder import denied, edit, holder_of
@@ -71,3 +74,26 @@ def test_an_unreachable_lock_remote_leaves_the_denial_saying_how_old_its_view_is
     reason = denied(agent.guard(edit(mine, "src/app.py")))
     assert "held by alice" in reason, reason
     assert "lock view from " in reason and "could not reach origin" in reason, reason
+
+
+def test_a_silent_lock_remote_holds_the_edit_only_briefly(
+    clones: tuple[Path, Path], agent: StandIn
+) -> None:
+    _, mine = clones
+    holder_of(agent, mine)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        git(mine, "config", "remote.origin.url", f"git://127.0.0.1:{port}/locks.git")
+        proc = subprocess.run(
+            ["sh", "-c", "git alock guard --for claude"],
+            input=json.dumps(edit(mine, "src/app.py")),
+            cwd=mine,
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=25,  # far more than alock.guardRemoteTimeout, less than remoteTimeout
+        )
+    reason = denied(Result(proc.returncode, proc.stdout, proc.stderr))
+    assert "held by alice" in reason and "could not reach origin" in reason, reason

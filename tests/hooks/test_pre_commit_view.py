@@ -4,6 +4,9 @@ from another clone, and when the remote cannot be asked the hook says how old it
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,23 @@ def test_a_commit_outside_every_claim_never_asks_the_remote(
     git(mine, "config", "remote.origin.url", (tmp_path / "gone.git").as_uri())
     done = run_git(mine, "commit", "-q", "-m", "bob", env=BOB)
     assert done.code == 0 and done.err == "", done.err
+
+
+def test_a_silent_lock_remote_holds_the_commit_only_briefly(clones: tuple[Path, Path]) -> None:
+    """A lock remote that takes the connection and never answers: the hook judges by its
+    view after its bound (a few seconds, not alock.remoteTimeout's 30), and says so."""
+    _, mine = clones
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        git(mine, "config", "remote.origin.url", f"git://127.0.0.1:{port}/locks.git")
+        proc = subprocess.run(
+            ["git", "commit", "-q", "-m", "bob"],
+            cwd=mine,
+            env={**os.environ, **BOB},
+            capture_output=True,
+            text=True,
+            timeout=25,  # far more than the hook's bound, far less than alock.remoteTimeout
+        )
+    assert proc.returncode == 1 and "could not reach origin" in proc.stderr, proc.stderr
