@@ -97,3 +97,24 @@ def test_a_silent_lock_remote_holds_the_edit_only_briefly(
         )
     reason = denied(Result(proc.returncode, proc.stdout, proc.stderr))
     assert "held by alice" in reason and "could not reach origin" in reason, reason
+
+
+def session_start(agent: StandIn, clone: Path) -> str:
+    got = agent.guard({"session_id": "s", "cwd": str(clone), "hook_event_name": "SessionStart"})
+    assert got.code == 0, got
+    return str(json.loads(got.out)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_session_start_names_the_claims_the_lock_remote_holds_now(
+    tmp_path: Path, clones: tuple[Path, Path], agent: StandIn
+) -> None:
+    theirs, mine = clones
+    assert alock(theirs, "acquire", "docs/**", AGENT_ID="bob").code == 0
+    assert alock(theirs, "release", "src/**", **ALICE).code == 0
+    told = session_start(agent, mine)
+    assert "docs/** held by bob" in told and "alice" not in told, told
+    # Unreachable: what the clone last saw, said to be so.
+    git(mine, "config", "remote.origin.url", (tmp_path / "gone.git").as_uri())
+    told = session_start(agent, mine)
+    assert "as this clone last saw them: lock view from " in told, told
+    assert "could not reach origin" in told
