@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
@@ -40,6 +41,7 @@ from gitlocks.agents.session import (
     PREFIX,
     SHOWN_LOCKS,
     SHOWN_PATTERNS,
+    bound_remote,
     claim_ttl,
     describe_claim,
     end_session,
@@ -62,6 +64,7 @@ from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.table import list_refs, read_table, read_verdicts
 from gitlocks.hooks.check import (
     find_held,
+    refresh_view,
 )
 from gitlocks.identity import (
     Identity,
@@ -143,18 +146,28 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
-    """Deny the edit when a file it writes lies in another holder's live claim; else, in
-    ``claim`` mode, claim the free ones for the session. Each repository's own settings
-    decide for its files."""
-    targets, notes = _targets(event)
-    identity = session_identity(harness.name, env)
-    now = utcnow()
-    tables: dict[str, Table] = {}
-    denied: list[str] = []
-    warned: list[str] = []
-    free: dict[str, tuple[Repo, list[str]]] = {}
-    unclaimed: list[str] = []
+class Verdict(NamedTuple):
+    """What an edit's files meet: denials, warnings, the files to claim (by repository),
+    those that cannot be claimed here, and the repositories where a claim was met."""
+
+    denied: list[str]
+    warned: list[str]
+    free: dict[str, tuple[Repo, list[str]]]
+    unclaimed: list[str]
+    held_in: set[str]
+
+
+def judge(
+    targets: Sequence[tuple[Repo, str]],
+    identity: Identity,
+    now: datetime,
+    tables: dict[str, Table],
+    ages: Mapping[str, str],
+    claimable: bool,
+) -> Verdict:
+    """Each file against the table of its repository (read once into ``tables``); ``ages``:
+    the repositories whose lock remote could not be asked, and how old their view is."""
+    verdict = Verdict([], [], {}, [], set())
     for repo, rel in targets:
         root = os.fspath(repo.root)
         if repo.ignore.ignored(rel):
@@ -166,13 +179,40 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
         if held:
+            verdict.held_in.add(root)
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
-            (warned if repo.mode == "warn" else denied).append(reason)
+            if root in ages:
+                reason += printable(f" (The {ages[root]}.)")
+            (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
         elif repo.mode == "claim" and not covering(table, identity, now, rel):
-            if event.claimable:
-                free.setdefault(root, (repo, []))[1].append(rel)
-            elif rel not in unclaimed:
-                unclaimed.append(rel)
+            if claimable:
+                verdict.free.setdefault(root, (repo, []))[1].append(rel)
+            elif rel not in verdict.unclaimed:
+                verdict.unclaimed.append(rel)
+    return verdict
+
+
+def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
+    """Deny the edit when a file it writes lies in another holder's live claim; else, in
+    ``claim`` mode, claim the free ones for the session. Each repository's own settings
+    decide for its files. In remote mode a claim met in the local view is asked of the
+    lock remote before the edit is denied: it may have been released from another clone."""
+    targets, notes = _targets(event)
+    identity = session_identity(harness.name, env)
+    tables: dict[str, Table] = {}
+    ages: dict[str, str] = {}
+    verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
+    remotes = {os.fspath(r.root): r.remote for r, _ in targets if r.remote}
+    stale = sorted(verdict.held_in & set(remotes))
+    if stale:
+        for root in stale:
+            said = refresh_view(root, remotes[root], bound=bound_remote)
+            if said is None:
+                del tables[root]  # read again: the view just fetched
+            else:
+                ages[root] = said
+        verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
+    denied, warned, free, unclaimed = verdict[:4]
     if unclaimed:
         notes.append(
             f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"

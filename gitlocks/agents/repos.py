@@ -34,7 +34,7 @@ class Repo(Row):
     root: Path
     common_dir: str
     mode: str
-    remote: bool
+    remote: str  # alock.remote: the lock remote in remote mode, else ""
     ignore_case: bool
     skew: int
     reftable: bool
@@ -77,7 +77,7 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
     skew, skew_warning = configured.clock_skew()
     warnings += [w for w in (case_warning, skew_warning) if w]
-    remote = bool(configured.get("alock.remote"))
+    remote = configured.get("alock.remote") or ""
     return Repo(
         root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore
     )

@@ -31,6 +31,7 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.table import list_refs, read_table, read_verdicts
+from gitlocks.hooks.check import refresh_view
 from gitlocks.identity import (
     HOLDER_ENV,
     HOLDER_SCOPE_ENV,
@@ -275,6 +276,9 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
     sessions.prune(env)
     _export_identity(identity, env)
     repo = open_repo(event.cwd)
+    # In remote mode the claims named below are the lock remote's, fetched now (within
+    # alock.guardRemoteTimeout), or the clone's view, said to be so.
+    stale = refresh_view(str(repo.root), repo.remote, bound=bound_remote) if repo.remote else None
     found = list_refs(repo.common_dir, repo.reftable, str(repo.root))
     table = read_table(found, str(repo.root), repo.ignore_case, repo.skew,
                        read_verdicts(repo.common_dir))  # fmt: skip
@@ -291,6 +295,8 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
         lines += [f"- {describe_claim(r, now)}" for r in theirs[:20]]
         if len(theirs) > 20:
             lines.append("- ... (git alock status shows them all)")
+    if stale is not None:
+        lines.append(f"(The claims of others as this clone last saw them: {stale}.)")
     text = "\n".join(map(printable, lines))  # each line escaped: a reason cannot add one
     return Answer(stdout=harness.context(text))
 

@@ -12,7 +12,7 @@ from gitlocks.cli.declare import Argument, InTool, Option
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
-from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
+from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
 from gitlocks.service import landing, lifecycle, locks, typos
@@ -113,7 +113,23 @@ def acquire(
         sys.stderr.write(
             printable(f"note: {m.pattern} covers nothing that exists yet{closest}") + "\n"
         )
+    if branch is not None and result.status == "acquired" and not _commits_recorded(root):
+        sys.stderr.write(
+            "note: no gitlocks post-commit hook here: your commits are not recorded in the "
+            "claim, so it will not end when they land (git alock install-hooks)\n"
+        )
     finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
+
+
+def _commits_recorded(root: str) -> bool:
+    """Whether commits here run our post-commit hook, which records them in an
+    ``--until-merged`` claim: without it such a claim never lands."""
+    from gitlocks.hooks.install import hooks_dir, is_ours  # only for an --until-merged claim
+
+    try:
+        return is_ours(hooks_dir(root) / "post-commit")
+    except (GitlocksError, OSError):
+        return True  # cannot tell: say nothing
 
 
 def _nfc(text: str) -> str:

@@ -25,7 +25,8 @@ def install_hooks(
     """Install the commit hooks (and pre-push with --pre-push) into this repository.
 
     pre-commit checks the staged paths against others' claims; commit-msg adds an
-    Agent-Id trailer naming the agent; post-commit renews your claims on the paths you
+    Agent-Id trailer naming the agent (prepare-commit-msg, to reverts and cherry-picks,
+    which run no commit-msg); post-commit renews your claims on the paths you
     commit; post-merge and post-rewrite release your --until-merged claims whose work a
     merge or rebase has landed. An existing hook is kept and still runs first. Warns by
     default; git config alock.hookMode block makes the checks refuse.

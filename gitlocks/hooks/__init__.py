@@ -15,6 +15,7 @@ HOOKS = {
     "pre-commit": "check",
     "pre-push": "check",
     "commit-msg": "trailer",
+    "prepare-commit-msg": "trailer",
     "post-commit": "commit",
     "post-merge": "landed",
     "post-rewrite": "landed",
@@ -22,7 +23,15 @@ HOOKS = {
 }
 # The hooks install-hooks puts into a working repository (pre-push only when asked);
 # pre-receive belongs to a bare repository you host (install-remote-hook).
-CLIENT_HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "post-rewrite", "pre-push")
+CLIENT_HOOKS = (
+    "pre-commit",
+    "commit-msg",
+    "prepare-commit-msg",
+    "post-commit",
+    "post-merge",
+    "post-rewrite",
+    "pre-push",
+)
 # Hooks that read a list from git on standard input (refs, or rewritten commits).
 STDIN_HOOKS = ("pre-push", "pre-receive", "post-rewrite")
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from gitlocks.core.claims import Claims
 from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
@@ -291,34 +292,45 @@ class TableReader:
 
 # A push is about to reach a remote anyway: in remote mode pre-push first fetches the lock
 # table, so that it never warns from a view older than the claims (a claim released from
-# another clone). It waits this long at most (less if alock.remoteTimeout says less), then
-# says how old the view it judged by is.
+# another clone); pre-commit does the same once its view says a path is held, so that a
+# commit is never refused for a claim released elsewhere. It waits this long at most (less
+# if alock.remoteTimeout says less), then says how old the view it judged by is.
 PRE_PUSH_FETCH_SECONDS = 3
 
 
-def refresh_view(cwd: str | None, remote: str) -> str | None:
-    """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS;
-    None when done, else the line saying how old the view is and why it stayed so."""
-    # Imported here: only remote mode's pre-push pays for pygit2 and the remote protocol.
+def refresh_view(
+    cwd: str | None, remote: str, bound: Callable[[Any], None] | None = None
+) -> str | None:
+    """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS
+    (``bound``: what bounds the wait instead, given the remote store); None when done,
+    else the line saying how old the view is and why it stayed so."""
+    # Imported here: only remote mode's refresh pays for pygit2 and the remote protocol.
     from gitlocks.hooks.commit import bound_mutex
     from gitlocks.store.local import Store
-    from gitlocks.store.remote import RemoteStore, read_sync_times
+    from gitlocks.store.remote import RemoteStore
 
     store = Store.discover(cwd)
     try:
         view = RemoteStore(store.repo)
-        view.timeout = min(view.timeout, PRE_PUSH_FETCH_SECONDS)
-        bound_mutex(view, PRE_PUSH_FETCH_SECONDS)
+        if bound is None:
+            view.timeout = min(view.timeout, PRE_PUSH_FETCH_SECONDS)
+            bound_mutex(view, PRE_PUSH_FETCH_SECONDS)
+        else:
+            bound(view)
         view.sync()
         return None
     except GitlocksError as exc:
-        synced = read_sync_times(store).get(remote)
-        when = (
-            "never fetched"
-            if synced is None
-            else f"from {format_duration(max(0.0, time.time() - synced))} ago"
-        )
-        return f"lock view {when}; could not reach {remote} ({exc})"
+        return f"lock view {view_age(store, remote)}; could not reach {remote} ({exc})"
+
+
+def view_age(store: Any, remote: str) -> str:
+    """``from 12s ago``, or ``never fetched``: how old this clone's view of ``remote`` is."""
+    from gitlocks.store.remote import read_sync_times  # remote mode only
+
+    synced = read_sync_times(store).get(remote)
+    if synced is None:
+        return "never fetched"
+    return f"from {format_duration(max(0.0, time.time() - synced))} ago"
 
 
 def _before_pushed(updates: Sequence[RefUpdate], cwd: str | None) -> str:
@@ -369,23 +381,50 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
         judged = [CommittedIgnores(_ignore_revisions(g, cwd), cwd) for g in groups]
     configured, table = reading.finish()
     if hook == "pre-push" and configured.remote:
-        stale = refresh_view(cwd, configured.remote)
-        if stale is None:
-            configured, table = TableReader(cwd).finish()  # the view just fetched
-        else:
-            said = "; ".join(w for w in (configured.warning, stale) if w)
-            configured = replace(configured, warning=said)
+        configured, table = _refreshed(configured, table, cwd)
+    # What each group judges: its paths, and the ``.alockignore`` lists that decide them.
+    asked: list[tuple[list[str], IgnoreList, IgnoreList]] = []
+    for i, ignores in enumerate(judged):
+        paths = staged.paths() if staged is not None else pushed_paths(groups[i], cwd)
+        old, new = ignores.finish()
+        asked.append((paths, old, new))
+    any_paths = any(paths for paths, _, _ in asked)
     now = utcnow()
+    known, held = _judge(table, now, asked)
+    if held and hook == "pre-commit" and configured.remote:
+        # The view says someone holds a staged path: make sure before saying so.
+        configured, table = _refreshed(configured, table, cwd)
+        now = utcnow()
+        known, held = _judge(table, now, asked)
+    report = HookReport(hook, configured, held, table.problems if any_paths else [], now)
+    report.unnamed = not known and hook == "pre-commit"
+    return report
+
+
+def _refreshed(configured: HookConfig, table: Table, cwd: str | None) -> tuple[HookConfig, Table]:
+    """The settings and the table after refreshing remote mode's view; when that fails,
+    the ones given, with a warning saying how old the view is."""
+    assert configured.remote is not None
+    stale = refresh_view(cwd, configured.remote)
+    if stale is None:
+        return TableReader(cwd).finish()  # the view just fetched
+    said = "; ".join(w for w in (configured.warning, stale) if w)
+    return replace(configured, warning=said), table
+
+
+def _judge(
+    table: Table,
+    now: datetime,
+    asked: Sequence[tuple[list[str], IgnoreList, IgnoreList]],
+) -> tuple[bool, list[Held]]:
+    """Whether the committer is a known agent, and the paths of ``asked`` inside
+    others' live locks, each once."""
     # Who commits, as the commit-msg hook names it: the session's holder, AGENT_ID, or
     # the derived holder while it holds a claim; else nobody known, and that is said.
     identity, known = committer(table, resolve_identity(None, session=hook_session()), now)
     held: list[Held] = []
-    any_paths = False
-    for i, ignores in enumerate(judged):
-        paths = staged.paths() if staged is not None else pushed_paths(groups[i], cwd)
-        old, new = ignores.finish()
+    for paths, old, new in asked:
         changes_ignore = IGNORE_FILE in paths
-        any_paths = any_paths or bool(paths)
         if old:
             paths = [p for p in paths if not old.ignored(p)]
         found = find_held(table, identity, now, paths) if paths else []
@@ -393,9 +432,7 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
             found += exemptions_held(table, identity, now, old, new)
         seen = {h.path for h in held}
         held += [h for h in found if h.path not in seen]
-    report = HookReport(hook, configured, held, table.problems if any_paths else [], now)
-    report.unnamed = not known and hook == "pre-commit"
-    return report
+    return known, held
 
 
 def main(argv: Sequence[str]) -> int:

@@ -54,6 +54,15 @@ run_chained() {{
 if [ -x "$chained" ]; then
 {run_chained}
 fi
+if [ "$hook" = prepare-commit-msg ]; then
+    # Only a commit git makes for a revert or a cherry-pick runs no commit-msg: every
+    # other one is left to it, without starting Python.
+    grand=$(sed 's/.*) . \\([0-9]*\\) .*/\\1/' "/proc/$PPID/stat" 2>/dev/null)
+    case $(cat "/proc/$PPID/cmdline" "/proc/$grand/cmdline" 2>/dev/null | tr '\\0' ' ') in
+    *revert* | *cherry-pick*) ;;
+    *) exit 0 ;;
+    esac
+fi
 if [ -n "$ALOCK_PYTHON" ] && [ -x "$ALOCK_PYTHON" ]; then
     exec "$ALOCK_PYTHON" -c 'import sys
 del sys.path[0]  # not the repository being committed to
@@ -93,6 +102,10 @@ _ABOUT = {
     "commit-msg": (
         "Adds an Agent-Id trailer naming the agent that commits (git alock), once:",
         "never a second one for the same agent. Rebases and cherry-picks keep theirs.",
+    ),
+    "prepare-commit-msg": (
+        "Adds an Agent-Id trailer to the commits of git revert and git cherry-pick, which",
+        "run no commit-msg (git alock); a cherry-pick keeps a trailer it carries.",
     ),
     "post-commit": (
         "Renews the committer's own claims on the paths it committed (git alock):",

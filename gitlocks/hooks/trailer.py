@@ -4,11 +4,14 @@
 from work inside someone else's claim (docs/design.md, section 6.7). The trailer is
 written by git's own ``interpret-trailers`` (so git's trailer rules, separators and
 comment handling apply) with ``--if-exists addIfDifferent``: an amend by the same agent
-never adds a second one. Rebases and cherry-picks do not run commit-msg (unless a message
-is edited), so the trailers they carry over stay as they were. A message that is empty
-but for comments git will strip is left alone: git aborts that commit, and a trailer would
-make it go on. Comment lines git keeps (``git commit -m "#123 fix"``, where no editor ran,
-or ``commit.cleanup`` verbatim, whitespace or scissors) are the message, and get it.
+never adds a second one. Rebases keep the trailers their commits carry. ``git revert`` and
+``git cherry-pick`` commit without running commit-msg (even when a message is edited: git
+runs ``git commit -n`` then), so the prepare-commit-msg hook adds the trailer to their
+commits: a revert's always, a cherry-pick's only when the commit picked carries none. A
+message that is empty but for comments git will strip is left alone: git aborts that
+commit, and a trailer would make it go on. Comment lines git keeps (``git commit -m
+"#123 fix"``, where no editor ran, or ``commit.cleanup`` verbatim, whitespace or scissors)
+are the message, and get it.
 """
 
 from __future__ import annotations
@@ -102,9 +105,12 @@ def comments_kept(cleanup: str, edited: bool) -> bool:
     return not edited
 
 
-def add_trailer(message_file: str, agent: str, cwd: str | None = None) -> bool:
-    """Add ``Agent-Id: agent`` to the message file unless it says it already, or says
-    nothing at all. Returns whether the file was changed."""
+def add_trailer(
+    message_file: str, agent: str, cwd: str | None = None, *, if_exists: str = "addIfDifferent"
+) -> bool:
+    """Add ``Agent-Id: agent`` to the message file unless it says it already (``if_exists``
+    ``doNothing``: unless it names any agent), or says nothing at all. Returns whether the
+    file was changed."""
     with open(message_file, "rb") as f:
         before = f.read()
     comment, cleanup = cleanup_settings(cwd)
@@ -133,7 +139,7 @@ def add_trailer(message_file: str, agent: str, cwd: str | None = None) -> bool:
             "interpret-trailers",
             "--in-place",
             "--if-exists",
-            "addIfDifferent",
+            if_exists,
             "--if-missing",  # whatever trailer.ifMissing says: the trailer is the point
             "add",
             "--trailer",
@@ -146,15 +152,59 @@ def add_trailer(message_file: str, agent: str, cwd: str | None = None) -> bool:
         return f.read() != before
 
 
+# git's options that come before its command and take the next word as their value.
+_GIT_VALUE_OPTIONS = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path")
+
+
+def git_command(pid: int) -> list[str]:
+    """The command and arguments of the git process ``pid`` (``["revert", "--no-edit",
+    "HEAD"]``), without git's own options; empty when it cannot be read (no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = [os.fsdecode(w) for w in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return []
+    if not words or os.path.basename(words[0]) != "git":
+        return []
+    rest = words[1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in _GIT_VALUE_OPTIONS else rest[1:]
+    return rest
+
+
+def sequenced_by(parent: int | None = None) -> str | None:
+    """``revert`` or ``cherry-pick`` when that is what makes this commit (it runs no
+    commit-msg): the committing git itself, or the ``git commit -n`` it runs for an edited
+    message; else None."""
+    pid = os.getppid() if parent is None else parent
+    command = git_command(pid)
+    if command[:1] == ["commit"] and "-n" in command:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        command = git_command(pid)
+    return command[0] if command[:1] in (["revert"], ["cherry-pick"]) else None
+
+
 def main(argv: Sequence[str]) -> int:
-    """``git-alock hook commit-msg FILE``: never stops a commit, whatever happens."""
+    """``git-alock hook commit-msg FILE``, or ``prepare-commit-msg FILE [SOURCE [SHA]]``
+    (which acts only for a revert or a cherry-pick): never stops a commit, whatever happens."""
     if len(argv) < 2:
-        sys.stderr.write("error: usage: git-alock hook commit-msg MESSAGE-FILE\n")
+        sys.stderr.write(f"error: usage: git-alock hook {argv[0]} MESSAGE-FILE\n")
         return 0
     try:
+        if argv[0] == "prepare-commit-msg":
+            by = sequenced_by()
+            if by is None:
+                return 0  # commit-msg runs after it, and adds the trailer then
+        else:
+            by = None
         agent = agent_id()
         if agent is not None:
-            add_trailer(argv[1], agent)
+            keep = "doNothing" if by == "cherry-pick" else "addIfDifferent"
+            add_trailer(argv[1], agent, if_exists=keep)
     except (GitlocksError, OSError) as exc:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; no {TRAILER} trailer added\n")
     except Exception as exc:  # a bug: say so, but a trailer is never worth a lost commit

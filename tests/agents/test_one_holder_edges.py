@@ -576,3 +576,41 @@ def test_session_end_with_a_repository_deleted_since(
     got = agent.guard(event(repo, "SessionEnd"))
     assert got.code == 0 and "error" not in got.err, got
     assert records(repo) == []
+
+
+# --- reverts and cherry-picks, which run no commit-msg ----------------------------------------
+
+
+def test_reverts_and_cherry_picks_carry_the_sessions_trailer(
+    repo: Path, tmp_path: Path, standins: list[StandIn]
+) -> None:
+    assert alock(repo, "install-hooks").code == 0
+    git(repo, "config", "alock.hookMode", "block")
+    agent = start(standins, tmp_path, repo)
+    me = holder_of(agent, repo)
+    assert denied(agent.guard(edit(repo, "src/app.py"))) == ""
+    (repo / "src" / "app.py").write_text("changed\n")
+    assert agent.shell("git commit -qam change").code == 0
+    assert agent.shell("git revert --no-edit HEAD").code == 0
+    assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
+    # With its message edited, git commits a revert through git commit -n: no commit-msg.
+    assert agent.shell("GIT_EDITOR=true git revert HEAD").code == 0
+    assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
+    # A cherry-pick names the agent that picked a commit naming none, and keeps the
+    # trailer of one that names its own.
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "src" / "app.py").write_text("by hand\n")
+    git(repo, "commit", "-qam", "by hand", "--no-verify")
+    (repo / "src" / "app.py").write_text("by alice\n")
+    git(repo, "commit", "-qam", "by alice\n\nAgent-Id: alice", "--no-verify")
+    git(repo, "checkout", "-q", "main")
+    assert agent.shell("git cherry-pick side~1").code == 0
+    assert trailer(repo) == me, git(repo, "log", "-1", "--format=%B")
+    assert agent.shell("git cherry-pick side").code == 0
+    assert trailer(repo) == "alice", git(repo, "log", "-1", "--format=%B")
+    # Every commit of the session's own is its own to verify.
+    assert agent.shell("git alock verify HEAD~4..HEAD~1").out.startswith("CLEAN 3 commits")
+    # Other commits still get their one trailer from commit-msg alone.
+    (repo / "src" / "app.py").write_text("again\n")
+    assert agent.shell("git commit -qam again").code == 0
+    assert trailer(repo).splitlines() == [me]

@@ -88,3 +88,17 @@ def test_every_verb_has_an_example_in_its_help(repo: Path) -> None:
     for verb in VERBS:
         got = alock(repo, verb, "--help")
         assert got.code == 0 and "Example" in got.out, verb
+
+
+def test_an_until_merged_claim_without_the_post_commit_hook_says_it_cannot_land(
+    repo: Path,
+) -> None:
+    # Only the post-commit hook records commits in the claim: without it, it never lands.
+    got = alock(repo, "acquire", "src/**", "--until-merged", AGENT_ID="bob")
+    assert got.code == 0 and "no gitlocks post-commit hook here" in got.err, got
+    assert "git alock install-hooks" in got.err
+    assert alock(repo, "install-hooks").code == 0
+    got = alock(repo, "acquire", "README.md", "--until-merged", AGENT_ID="bob")
+    assert got.code == 0 and "post-commit" not in got.err, got
+    got = alock(repo, "acquire", "lib/**", AGENT_ID="carol")  # no branch awaited
+    assert "post-commit" not in got.err, got
