@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 from gitlocks.cli.common import finish, out, verbs
@@ -33,34 +34,62 @@ def ui(
         raise UsageError(f"invalid --port {port}: from 1 to 65535 (0: any free port)")
     ctx = context(None)
     server, board = ui_server.start(ctx, port)
+    cleanup: Callable[[], None] = lambda: None  # noqa: E731
     try:
         out(server.url)
         sys.stderr.write("serving the live page; Ctrl-C stops it\n")
         if not no_browser:
-            _open(server.url)
+            cleanup = _open(server.url)
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
         finish(EXIT_INTERRUPTED)
     finally:
+        cleanup()
         board.stop()
         server.server_close()
 
 
-def _open(url: str) -> None:
-    """Open the page in the user's browser, if there is one to open it in. Without a
-    display (an ssh session), Python's ``webbrowser`` would start a text browser in this
-    very terminal: only ``$BROWSER`` is used then."""
+def _open(url: str) -> Callable[[], None]:
+    """Open the page in the user's browser, if there is one to open it in; answers what
+    cleans up after it. Without a display (an ssh session), Python's ``webbrowser`` would
+    start a text browser in this very terminal: only ``$BROWSER`` is used then.
+
+    The browser is handed a file that sends it on to the page, never the page's URL: a
+    process's command line is open to every user of the machine (``ps``), and the token
+    is the page's only key. The file is the user's alone (0600, in a directory of 0700)."""
     graphical = sys.platform in ("darwin", "win32") or any(
         os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
     )
     opened = False
+    here = ""
     if graphical:
-        # Imported here: only a run that opens a browser needs it.
+        # Imported here: only a run that opens a browser needs them.
+        import tempfile
         import webbrowser
+        from html import escape
 
+        here = tempfile.mkdtemp(prefix="git-alock-ui-")
+        page = os.path.join(here, "open.html")
+        target = escape(url, quote=True)
+        fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(
+                '<!doctype html><meta charset="utf-8">'
+                f'<meta http-equiv="refresh" content="0;url={target}">'
+                f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
+            )
         try:
-            opened = webbrowser.open(url)
+            opened = webbrowser.open("file://" + page)
         except webbrowser.Error:
             opened = False
     if not opened:
         sys.stderr.write("note: no browser opened; open the URL above\n")
+    return lambda: _remove(here)
+
+
+def _remove(here: str) -> None:
+    """Remove the file that sent the browser on, with its directory."""
+    if here:
+        import shutil  # only when a browser was opened
+
+        shutil.rmtree(here, ignore_errors=True)

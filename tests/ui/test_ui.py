@@ -420,9 +420,15 @@ def test_not_in_a_repository_is_an_error(tmp_path: Path) -> None:
 
 
 def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None:
+    """The browser is handed a file of the user's alone that sends it on to the page, so the
+    token never shows in a command line (``ps``); the file goes when the server stops."""
     opened = tmp_path / "opened"
     browser = tmp_path / "browser"
-    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.write_text(
+        "#!/bin/sh\n"
+        f'f="${{1#file://}}"; stat -c %a "$f" "$(dirname "$f")" > {opened}.modes\n'
+        f'cat "$f" > {opened}.page; printf %s "$1" > {opened}\n'
+    )
     browser.chmod(0o755)
     script = os.path.join(os.path.dirname(sys.executable), "git-alock")
     env = {**os.environ, "BROWSER": str(browser)}
@@ -436,11 +442,16 @@ def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None
         deadline = time.monotonic() + 20
         while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert opened.read_text() == url
+        handed = opened.read_text()
+        token = url.split("/")[3]
+        assert handed.startswith("file://") and token not in handed, handed
+        assert f'url={url}"' in Path(f"{opened}.page").read_text()
+        assert Path(f"{opened}.modes").read_text().split() == ["600", "700"]
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not Path(handed.removeprefix("file://")).parent.exists()
 
 
 def test_help_gives_an_example(repo: Path) -> None:
