@@ -172,20 +172,37 @@ def git_command(pid: int) -> list[str]:
     return rest
 
 
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _nearest_git(pid: int | None) -> tuple[int, list[str]] | None:
+    """The nearest git among ``pid`` and its ancestors, with its command: the hook's
+    parent when git runs it, a few steps up when a hook framework (pre-commit) runs it."""
+    for _ in range(6):
+        if pid is None or pid <= 1:
+            return None
+        command = git_command(pid)
+        if command:
+            return pid, command
+        pid = _parent_of(pid)
+    return None
+
+
 def sequenced_by(parent: int | None = None) -> str | None:
     """``revert`` or ``cherry-pick`` when that is what makes this commit (it runs no
     commit-msg): the committing git itself, or the ``git commit -n`` it runs for an edited
     message; else None."""
-    pid = os.getppid() if parent is None else parent
-    command = git_command(pid)
-    if command[:1] == ["commit"] and "-n" in command:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                pid = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-        command = git_command(pid)
-    return command[0] if command[:1] in (["revert"], ["cherry-pick"]) else None
+    found = _nearest_git(os.getppid() if parent is None else parent)
+    if found is not None and found[1][:1] == ["commit"] and "-n" in found[1]:
+        found = _nearest_git(_parent_of(found[0]))
+    if found is None:
+        return None
+    return found[1][0] if found[1][:1] in (["revert"], ["cherry-pick"]) else None
 
 
 def main(argv: Sequence[str]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -890,6 +891,60 @@ def test_framework_manifest_shape_and_entry(hooked: Path) -> None:
             text=True,
         )
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_framework_adds_the_trailer_to_reverts_and_cherry_picks(repo: Path) -> None:
+    """The manifest's prepare-commit-msg hook run by the real framework, which stands
+    between git and the hook (git, its hook shim, pre-commit, then git-alock): the commits
+    of a revert, edited or not, and of a cherry-pick carry the agent's trailer; a plain
+    commit gets none from it (commit-msg is not installed here)."""
+    framework = shutil.which("pre-commit", path=BIN)
+    if framework is None:
+        pytest.skip("pre-commit is not installed")
+    hook = {h["id"]: h for h in _manifest()}["gitlocks-agent-id-sequenced"]
+    assert hook["stages"] == ["prepare-commit-msg"] and hook["pass_filenames"] is True
+    entry = str(hook["entry"]).split()
+    local = {
+        "id": hook["id"],
+        "name": hook["name"],
+        "entry": " ".join([os.path.join(BIN, entry[0]), *entry[1:]]),
+        "language": "system",
+        "pass_filenames": True,
+        "always_run": True,
+        "stages": hook["stages"],
+    }
+    config = {"repos": [{"repo": "local", "hooks": [local]}]}
+    (repo / ".pre-commit-config.yaml").write_text(json.dumps(config))  # JSON is YAML
+    env = {**os.environ, "AGENT_ID": "worker-1", "PRE_COMMIT_HOME": str(repo.parent / "pc")}
+    installed = subprocess.run(
+        [framework, "install", "-t", "prepare-commit-msg"],
+        cwd=repo, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    def run(*args: str) -> None:
+        proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    def trailers() -> list[str]:
+        body = git(repo, "log", "-1", "--format=%(trailers:key=Agent-Id,valueonly)")
+        return body.split()
+
+    git(repo, "add", ".pre-commit-config.yaml")
+    git(repo, "commit", "-qm", "hooks", "--no-verify")
+    (repo / "src" / "app.py").write_text("changed\n")
+    run("commit", "-qam", "change")
+    assert trailers() == []  # commit-msg's to add, and it is not installed here
+    run("revert", "--no-edit", "HEAD")
+    assert trailers() == ["worker-1"]
+    run("-c", "core.editor=true", "revert", "--edit", "HEAD")
+    assert trailers() == ["worker-1"]
+    run("checkout", "-q", "-b", "side", "HEAD~2")
+    (repo / "src" / "app.py").write_text("picked\n")
+    run("commit", "-qam", "to pick")
+    run("checkout", "-q", "-")
+    run("cherry-pick", "side")
+    assert trailers() == ["worker-1"]
 
 
 def _project_copy(tmp_path: Path) -> Path:
