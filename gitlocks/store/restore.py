@@ -360,8 +360,9 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
     notice at the journal ref (on whatever it holds now) and each shard journal on the
     commit the view names for it, carrying that shard's table as the view had it plus
     whatever the remote holds now (a single journal's table a clone started meanwhile, or
-    else its lock refs; their value wins for one lock id, held in exactly its shards), in
-    one compare-and-swap push with every lock ref that differs."""
+    else its lock refs; their value wins for one lock id, held in exactly its shards; none
+    of it when the journal ref is back on the journal the shards went on from, whose table
+    is older than theirs), in one compare-and-swap push with every lock ref that differs."""
     store = remote.journal_store
     staged, current = remote.staged()
     tips = store.view_tips(view) or {}
@@ -385,6 +386,10 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
             )
     now_there = store.table(current) if current is not None else None
     extra = now_there if now_there is not None else staged
+    if current is not None and any(
+        _is_ancestor(remote.repo, current, str(t)) for t in tips.values()
+    ):
+        extra = {}  # the journal the shards went on from (a mirror of a clone from before)
     loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(extra.items())), None)
     tables: dict[int, dict[str, str]] = {}
     written: dict[int, str] = {}

@@ -159,23 +159,33 @@ def test_restoring_a_shard_puts_back_no_record_released_meanwhile(
     assert alock(fresh, "acquire", "README.md", **B).code == 0
 
 
-@pytest.mark.parametrize("meanwhile", ["nothing", "a single journal"])
+@pytest.mark.parametrize("meanwhile", ["nothing", "a single journal", "an old mirror"])
 def test_a_sharded_table_a_mirror_push_wiped_is_put_back(
     bare: Path, tmp_path: Path, meanwhile: str
 ) -> None:
     """A plain host: a push --mirror from a fresh clone deletes the format ref, the notice,
     every shard journal and every lock ref. The clone that saw the claims puts the whole
     sharded table back; a claim granted meanwhile on the single journal a clone of this
-    version started there is kept beside them, in its own shards."""
+    version started there is kept beside them, in its own shards. A mirror from a clone
+    that fetched the table before the upgrade puts back no claim released since."""
     a = make_clone(bare.as_uri(), tmp_path / "a")
     held, other = _two_shards()
     assert alock(a, "acquire", f"{held}/**", **A).code == 0
-    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
-    assert alock(a, "acquire", "*.md", **A).code == 0  # held in every shard
+    assert alock(a, "acquire", "gone/**", **A).code == 0
     fresh = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    if meanwhile == "an old mirror":
+        lock_refs = (
+            "+refs/agent-locks/*:refs/agent-locks/*",
+            "+refs/agent-locks-meta/*:refs/agent-locks-meta/*",
+        )
+        git(fresh, "fetch", "-q", "origin", *lock_refs)
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    assert alock(a, "release", "gone/**", **A).code == 0
+    assert alock(a, "acquire", "*.md", **A).code == 0  # held in every shard
     git(fresh, "push", "-q", "--mirror", "origin")
-    assert not git(bare, "for-each-ref", "refs/agent-locks", "refs/agent-locks-meta").strip()
+    if meanwhile != "an old mirror":
+        assert not git(bare, "for-each-ref", "refs/agent-locks", "refs/agent-locks-meta").strip()
     b = make_clone(bare.as_uri(), tmp_path / "b")
     if meanwhile == "a single journal":
         assert alock(b, "acquire", f"{other}/**", **B).code == 0
