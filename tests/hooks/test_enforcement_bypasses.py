@@ -273,6 +273,31 @@ def test_a_here_document_ends_where_the_shell_ends_it(
     assert answer is not None and answer["permissionDecision"] == "deny", answer
 
 
+NOT_IN_SIGHT = {
+    # A double-quoted patch: the shell expands $F in the header before apply_patch reads it.
+    "double-quoted": 'F=src/api/auth.py; apply_patch "' + patch_of("$F") + '"',
+    # $'...': one line to the guard, a patch once the shell turns each \n into a newline.
+    "ansi-c": "apply_patch $'" + patch_of("src/api/auth.py").replace("\n", "\\n") + "'",
+    # The patch applied is the file's; the one in sight is never read.
+    "from-a-file": "apply_patch < p.txt; : '" + patch_of("free.py") + "'",
+}
+
+
+@pytest.mark.parametrize("script", NOT_IN_SIGHT.values(), ids=NOT_IN_SIGHT.keys())
+def test_a_patch_argument_the_guard_cannot_read_is_denied(
+    api: Path, codex: Path, tmp_path: Path, script: str
+) -> None:
+    """apply_patch given a patch the shell makes or reads elsewhere: the guard never judges
+    the text in sight as the patch, nor claims a file named by it."""
+    (tmp_path / "p.txt").write_text(patch_of("src/api/auth.py"))
+    assert where_bash_applies(tmp_path, ["bash", "-c", script]) == ["src/api/auth.py"]
+    answer = run_codex(codex, api, script)
+    assert answer is not None and answer["permissionDecision"] == "deny", answer
+    assert "apply_patch <<'EOF'" in str(answer["permissionDecisionReason"])
+    listed = alock(api, "list", "--json").json()
+    assert [(r["holder"], r["paths"]) for r in listed] == [("other-agent", ["src/api/**"])]
+
+
 # --- verify in CI decides on the journal's table, as every client does ------------------------
 
 FETCH_TABLE = (
