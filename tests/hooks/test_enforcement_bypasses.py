@@ -372,6 +372,41 @@ def test_the_holder_may_undo_its_own_work_and_others_work_elsewhere_lands(
     assert pushed.code == 0, pushed.err
 
 
+@pytest.mark.parametrize("how", ["fast-forward", "merged-into-the-branch"])
+def test_a_branch_pushed_before_a_claim_does_not_land_inside_it(
+    hosted: tuple[Path, Path], tmp_path: Path, how: str
+) -> None:
+    """agent-b pushes a branch that edits src/api before agent-a's claim (accepted, nothing
+    was claimed), then lands it on main while the claim is live: refused, as verify of the
+    range reports it. Commits already on main that land on another branch are not judged
+    again."""
+    bare, holder = hosted
+    assert alock(holder, "release", "--all", **A).code == 0
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    git(other, "checkout", "-q", "-b", "feature")
+    commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
+    assert run_git(other, "push", "-q", "origin", "feature").code == 0
+    assert alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A).code == 0
+    if how == "fast-forward":
+        pushed = run_git(other, "push", "origin", "feature:main")
+    else:  # main merged into the branch: the merge's first parent holds the edit already
+        commit(holder, "a's other work", "agent-a", {"lib/y.py": "a\n"})
+        git(holder, "push", "-q", "origin", "HEAD:main")
+        git(other, "fetch", "-q", "origin")
+        git(other, "merge", "-q", "--no-ff", "--no-edit", "origin/main")
+        git(other, "commit", "-q", "--amend", "-m", "merge main\n\nAgent-Id: agent-b")
+        pushed = run_git(other, "push", "origin", "feature:main")
+    assert pushed.code != 0, "b's edit landed on main inside a's live claim"
+    assert "HELD src/api/auth.py" in pushed.err, pushed.err
+    # Work on main landing on another branch was judged when it reached main.
+    assert alock(holder, "release", "--all", **A).code == 0
+    assert run_git(other, "push", "-q", "origin", "feature:main").code == 0
+    assert run_git(other, "push", "-q", "origin", "feature~1:refs/heads/release").code == 0
+    assert alock(holder, "acquire", "src/api/**", **A).code == 0
+    assert run_git(other, "push", "origin", "feature:release").code == 0
+
+
 # --- verify: what it could not see -------------------------------------------------------------
 
 
