@@ -99,12 +99,23 @@ def undone(
     return findings
 
 
+# Where HEAD names no branch that exists (``git init --bare`` leaves it at an unborn
+# ``master`` whatever the team pushes), the default branch is the first of these there is.
+DEFAULT_BRANCHES = ("refs/heads/main", "refs/heads/master")
+
+
 def _default_tip(cwd: str | None) -> str | None:
-    """The commit the repository's default branch (``HEAD``) names; None where it names
-    none (an unborn or dangling ``HEAD``)."""
+    """The commit the repository's default branch names: ``HEAD``'s, or where ``HEAD``
+    names none, that of ``main`` or ``master``; None where there is none."""
     proc = start_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd)
     out = finish_git(proc, ok=(0, 1)).decode("ascii", "replace").strip()
-    return out if proc.returncode == 0 and out else None
+    if proc.returncode == 0 and out:
+        return out
+    listed = start_git(
+        ["for-each-ref", "--format=%(refname) %(objectname)", *DEFAULT_BRANCHES], cwd
+    )
+    found = dict(line.split(" ", 1) for line in finish_git(listed).decode().splitlines())
+    return next((found[name] for name in DEFAULT_BRANCHES if name in found), None)
 
 
 def _arriving(new: str, old: str, default: str | None, cwd: str | None) -> set[str]:
