@@ -491,9 +491,13 @@ def _script(script: str) -> tuple[str, ...] | None:
     tail = script[found.end() :]
     heredoc = _HEREDOC.match(tail)
     opened = _delimiter(tail, heredoc) if heredoc is not None else None
-    body, rest = _heredoc(tail, opened) if opened is not None else (tail, "")
+    body, rest = _heredoc(tail, opened) if opened is not None else _argument(tail)
     files = _files(body)
     if not files:
+        if opened is None and _files(tail):
+            # apply_patch reads another patch (a file, a variable): the one in sight is
+            # not what it applies.
+            raise Unjudgeable("a patch apply_patch does not read from where it is written")
         return None
     if opened is not None and not opened.quoted and any(c in body for c in "$`\\"):
         # An unquoted delimiter: the shell expands $, ` and \ in the body first, and a
@@ -502,6 +506,31 @@ def _script(script: str) -> tuple[str, ...] | None:
     if _APPLY.search(rest) or (opened is None and len(_APPLY.findall(script)) > 1):
         raise Unjudgeable("several apply_patch calls in one command")
     return _named(files, _Walk().run(words(script[: found.start()])))
+
+
+def _argument(tail: str) -> tuple[str, str]:
+    """The patch ``apply_patch`` takes as its argument (``tail``: the script after its
+    name), and the script after it. Only a literal word is read: one the shell expands
+    first (a variable or a backquote in double quotes, ``$'...'``, a backslash it may
+    keep) or input from elsewhere (``< FILE``, nothing at all) is ``Unjudgeable`` when a
+    patch is in sight, since what apply_patch applies is then not what the guard reads."""
+    at = len(tail) - len(tail.lstrip(" \t"))
+    if at >= len(tail) or tail[at] in "\n;&|<>()":
+        if _names_files(tail):
+            raise Unjudgeable("apply_patch reads its patch from its input, not the text in sight")
+        return "", tail
+    word, end = _word(tail, at)
+    raw = tail[at:end]
+    if word.dynamic or (not raw.startswith("'") and any(c in raw for c in "$`\\")):
+        if _names_files(tail):
+            raise Unjudgeable("a patch argument the shell expands before apply_patch reads it")
+        return "", tail[end:]
+    return word.text, tail[end:]
+
+
+def _names_files(text: str) -> bool:
+    """Whether ``text`` holds a patch naming a file, as lines or within one (``\\n``)."""
+    return bool(_files(text)) or any(mark.rstrip() in text for mark in (ADD, DELETE, UPDATE))
 
 
 class _Opened(Row):

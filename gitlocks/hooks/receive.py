@@ -15,11 +15,13 @@ where there is no journal, or one from before journal commits carried the table)
   Notes (``refs/notes/*``) pass: their trees name commits, not files. Deletions of other
   refs pass.
 - Every other ref is checked, tags too: a commit is judged by what it changes, whichever
-  ref brings it in, and a commit already on a ref that was judged is never judged again
-  (one that came in under a passing ref is judged when it reaches another).
-- What lands on a branch the push moves is judged too: the paths its old and new tips
-  differ in that no commit ``old..new`` changes (a force push that drops others' work, a
-  merge whose first parent is from before it), as changed by the new tip's agents.
+  ref brings it in (one that came in under a passing ref is judged when it reaches another).
+- What lands on a branch the push moves is judged too (``gitlocks.hooks.landing``): the
+  commits the repository held elsewhere that the default branch does not hold yet (a
+  branch pushed before a claim, fast-forwarded onto main after it), and the paths its old
+  and new tips differ in that no commit ``old..new`` changes (a force push that drops
+  others' work, a merge whose first parent is from before it), as changed by the new tip's
+  agents. A commit on the default branch is never judged again.
 - Replace refs are not followed (``verify.stored_objects``): what is judged is what is
   stored, never what a pushed ``refs/replace/*`` says it is.
 - It refuses (exit 1) by default; ``git config alock.hookMode warn`` in this repository
@@ -92,7 +94,7 @@ def _judged(lines: Iterable[str]) -> list[tuple[str, str, str]]:
 
 def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
     """(old, new) of each branch the push moves (neither created nor deleted): what
-    lands on it is judged as well as the commits it brings (``verify.undone``). A tag
+    lands on it is judged as well as the commits it brings (``landing.undone``). A tag
     moved is no work landing anywhere."""
     return [
         (old, new)

@@ -358,7 +358,7 @@ def check_commits(
     their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
     ``git log`` (revisions, one a line, with ``--stdin``). ``table_source``: the lock refs
     to judge on (a hosted repository's journal table); None, or its None: the lock refs.
-    ``landing``: the (old, new) values of the refs a push moves (``undone``).
+    ``landing``: the (old, new) values of the refs a push moves (``landing.undone``).
     """
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
@@ -426,56 +426,11 @@ def check_commits(
         ignores = replace(ignores, anchors=lists)
     findings = judge(judged, changed, table, now, ignores)
     if landing and any(s.expires_at > cutoff for s in table.summaries.values()):
+        # Imported here: only a push that moves a branch while a claim is live reads it.
+        from gitlocks.hooks.landing import undone
+
         findings += undone(landing, changed, table, now, cwd)
     return Verification(judged, findings, now, hook_settings, warnings, table.problems)
-
-
-def _diff_paths(old: str, new: str, cwd: str | None) -> list[str] | None:
-    """The paths whose content differs between two commits' trees; None where either is
-    no commit (a tag of a tree or a blob moves no files)."""
-    try:
-        raw = finish_git(
-            start_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
-                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)
-        )  # fmt: skip
-    except StoreError:
-        return None
-    return [os.fsdecode(p) for p in raw.split(b"\0") if p]
-
-
-def undone(
-    landing: Sequence[tuple[str, str]],
-    changed: Mapping[str, Sequence[str]],
-    table: Table,
-    now: datetime,
-    cwd: str | None,
-) -> list[Finding]:
-    """The paths a ref's move changes that none of the commits it brings onto that ref
-    changes: a force push that drops commits, or a merge whose first parent is from before
-    them (its tree without them), undoes work on the branch though no commit changes it.
-    Judged as changed by the new tip's agents, under the list the old tip committed; the
-    commits ``old..new`` are judged by ``judge`` (those ``changed`` holds) or were when
-    they reached the repository."""
-    findings: list[Finding] = []
-    for old, new in landing:
-        paths = _diff_paths(old, new, cwd)
-        if not paths:
-            continue
-        between = parse_log(finish_git(start_git([*_LOG_ARGS, new, "--not", old, "--"], cwd)))
-        missing = [c for c in between if c.oid not in changed]
-        read = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), _diff_feed(missing)))
-        explained = {p for c in between for p in (changed.get(c.oid) or read.get(c.oid) or ())}
-        hidden = [p for p in paths if p not in explained]
-        if not hidden:
-            continue
-        tip = next((c for c in between if c.oid == new), None)
-        if tip is None:
-            named = parse_log(finish_git(start_git([*_LOG_ARGS, "--no-walk", new, "--"], cwd)))
-            tip = named[0] if named else Commit(new, (), "", ())
-        lists = CommittedIgnores([old, new], cwd).finish()
-        ignores = Ignores({tip.oid: lists[0]}, {tip.oid: lists[1]} if IGNORE_FILE in hidden else {})
-        findings += judge([tip], {tip.oid: hidden}, table, now, ignores)
-    return findings
 
 
 def verify_range(

@@ -24,10 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
-from gitlocks.core.shard import record_shards
+from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
 from gitlocks.errors import RemoteError, UsageError
 from gitlocks.git.remote import lost_race, porcelain
-from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, SHARD_PREFIX
+from gitlocks.layout import (
+    FORMAT_REF,
+    JOURNAL_REF,
+    LOCK_PREFIX,
+    MUTEX_TIMEOUT_SECONDS,
+    SHARD_PREFIX,
+)
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
@@ -117,7 +123,7 @@ def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | No
         live = _live(remote, remote.mirrored())
         if not live:
             return None
-        return _lost_message(remote, "refs/agent-locks-meta/format", "has vanished", view, live)
+        return _lost_message(remote, FORMAT_REF, "has vanished", view, live)
     losses = shard_losses(remote, view, journal)
     if not losses:
         return None
@@ -151,7 +157,7 @@ def shard_losses(
         elif store.commit_of(tip) is None:
             # Every write stops on it (5.5), but its table is gone from every read too.
             what = f"was moved onto {tip[:12]}, which is no gitlocks journal commit"
-        elif _continues(remote, tip, was):
+        elif _continues(remote, tip, was) or _still_held(store.table(tip), live):
             continue
         elif _is_ancestor(remote.repo, tip, was):
             what = f"went back to an older commit ({tip[:12]})"
@@ -159,6 +165,14 @@ def shard_losses(
             what = f"was replaced by {tip[:12]}, which does not continue it"
         found.append((k, was, what, live))
     return found
+
+
+def _still_held(table: dict[str, str] | None, live: list[LockRecord]) -> bool:
+    """Whether a shard's table holds every one of ``live`` still (by id: a renewal may
+    have changed its blob): then nothing was lost there, whatever chain it is on (the
+    tables ``restore`` put back after the format ref vanished, on another chain than a
+    single journal a clone started meanwhile, hold that journal's claims)."""
+    return table is not None and all(r.id in table for r in live)
 
 
 def _settled(
@@ -191,11 +205,11 @@ def _lost_message(
     remote: RemoteStore, ref: str, what: str, view: str, live: list[LockRecord]
 ) -> str:
     first = live[0]
-    put_back = (
-        "git alock remote --restore puts this clone's last view of that shard back; "
-        if ref.startswith(SHARD_PREFIX)
-        else ""
-    )
+    put_back = ""
+    if ref.startswith(SHARD_PREFIX):
+        put_back = "git alock remote --restore puts this clone's last view of that shard back; "
+    elif ref == FORMAT_REF and not remote.scan_refs((remote.staging + "meta/shards/",)):
+        put_back = "git alock remote --restore puts this clone's last view of every shard back; "
     return (
         f"{ref} on the lock remote {remote.remote!r} {what} since this clone last saw it at "
         f"{view[:12]}, while {len(live)} live claim(s) stood there (e.g. "
@@ -282,6 +296,8 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
     compare-and-swap push with the lock refs that differ."""
     store = remote.journal_store
     staged, current = remote.staged()
+    if store.view_tips(view) is not None and remote.shard_count() is None:
+        return _rebuild_shards(remote, view)
     if store.view_tips(view) is None or remote.shard_count() is None:
         raise RemoteError(
             f"the lock table of {remote.remote!r} was sharded or unsharded since this clone "
@@ -336,6 +352,86 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
         staged_meta=moved,
     )
     return RestoreResult(remote.remote, True, len(union), restored)
+
+
+def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
+    """``restore`` for a sharded view of a remote whose format ref and every shard journal
+    are gone (a push --mirror from a fresh clone, on a plain host): the format ref, the
+    notice at the journal ref (on whatever it holds now) and each shard journal on the
+    commit the view names for it, carrying that shard's table as the view had it plus
+    whatever the remote holds now (a single journal's table a clone started meanwhile, or
+    else its lock refs; their value wins for one lock id, held in exactly its shards; none
+    of it when the journal ref is back on the journal the shards went on from, whose table
+    is older than theirs), in one compare-and-swap push with every lock ref that differs."""
+    store = remote.journal_store
+    staged, current = remote.staged()
+    tips = store.view_tips(view) or {}
+    count = len(tips)
+    gone = not remote.scan_refs((remote.staging + "meta/shards/",))
+    if not gone or sorted(tips) != list(range(count)) or any(t is None for t in tips.values()):
+        raise RemoteError(
+            f"the lock table of {remote.remote!r} lost its {FORMAT_REF} but kept shard "
+            "journals; remote --restore puts back a sharded table only where every part of "
+            f"it is gone. Nothing was changed. Put {FORMAT_REF} back on the remote itself "
+            f"(a blob 'shards {count}'), or git alock remote --off --forget, then git alock "
+            f"remote {remote.remote}, accepts the remote as it is now"
+        )
+    if current is not None and store.commit_of(current) is None:
+        found = store.objects.read(current)
+        if found is None or found[0] != "commit":
+            raise RemoteError(
+                f"{JOURNAL_REF} on the lock remote {remote.remote!r} holds {current[:12]}, "
+                "which is no commit (moved by hand); nothing was changed. Put it right on the "
+                "remote itself"
+            )
+    now_there = store.table(current) if current is not None else None
+    extra = now_there if now_there is not None else staged
+    if current is not None and any(
+        _is_ancestor(remote.repo, current, str(t)) for t in tips.values()
+    ):
+        extra = {}  # the journal the shards went on from (a mirror of a clone from before)
+    loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(extra.items())), None)
+    tables: dict[int, dict[str, str]] = {}
+    written: dict[int, str] = {}
+    for k in range(count):
+        was = str(tips[k])
+        table = {i: v for i, v in (store.table(was) or {}).items() if i not in extra}
+        for lock_id, oid in extra.items():
+            record = loaded.get(lock_id)
+            if not isinstance(record, LockRecord) or k in record_shards(record.paths, count):
+                table[lock_id] = oid  # a record that cannot be read: held in every shard
+        event = {
+            "event": "restored",
+            "at": format_time(utcnow()),
+            "holder": "",
+            "paths": [],
+            "locks": len(table),
+            "from": was,
+            "replacing": None,
+            "shard": k,
+        }
+        tables[k] = table
+        written[k] = str(store.write(was, [event], table))
+    union = {i: v for k in sorted(tables) for i, v in tables[k].items()}
+    objects = store.objects
+    notice = objects.write_commit(
+        objects.write_tree([]),
+        [current] if current is not None else [],
+        SHARDED_NOTICE,
+        int(utcnow().timestamp()),
+    )
+    fmt = str(remote.repo.create_blob(format_blob(count)))
+    leases = [
+        f"--force-with-lease={JOURNAL_REF}:{current or ''}",
+        f"--force-with-lease={FORMAT_REF}:",
+    ]
+    leases += [f"--force-with-lease={SHARD_PREFIX}{k}:" for k in written]
+    specs = [f"{notice}:{JOURNAL_REF}", f"{fmt}:{FORMAT_REF}"]
+    specs += [f"{commit}:{SHARD_PREFIX}{k}" for k, commit in written.items()]
+    actual = remote.actual_lock_refs()
+    _push_restore(remote, leases, specs, actual, union, actual.keys() | union.keys())
+    remote.fetch()
+    return RestoreResult(remote.remote, True, len(union), remote.view_journal())
 
 
 def _push_restore(

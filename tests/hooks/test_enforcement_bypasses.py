@@ -273,6 +273,31 @@ def test_a_here_document_ends_where_the_shell_ends_it(
     assert answer is not None and answer["permissionDecision"] == "deny", answer
 
 
+NOT_IN_SIGHT = {
+    # A double-quoted patch: the shell expands $F in the header before apply_patch reads it.
+    "double-quoted": 'F=src/api/auth.py; apply_patch "' + patch_of("$F") + '"',
+    # $'...': one line to the guard, a patch once the shell turns each \n into a newline.
+    "ansi-c": "apply_patch $'" + patch_of("src/api/auth.py").replace("\n", "\\n") + "'",
+    # The patch applied is the file's; the one in sight is never read.
+    "from-a-file": "apply_patch < p.txt; : '" + patch_of("free.py") + "'",
+}
+
+
+@pytest.mark.parametrize("script", NOT_IN_SIGHT.values(), ids=NOT_IN_SIGHT.keys())
+def test_a_patch_argument_the_guard_cannot_read_is_denied(
+    api: Path, codex: Path, tmp_path: Path, script: str
+) -> None:
+    """apply_patch given a patch the shell makes or reads elsewhere: the guard never judges
+    the text in sight as the patch, nor claims a file named by it."""
+    (tmp_path / "p.txt").write_text(patch_of("src/api/auth.py"))
+    assert where_bash_applies(tmp_path, ["bash", "-c", script]) == ["src/api/auth.py"]
+    answer = run_codex(codex, api, script)
+    assert answer is not None and answer["permissionDecision"] == "deny", answer
+    assert "apply_patch <<'EOF'" in str(answer["permissionDecisionReason"])
+    listed = alock(api, "list", "--json").json()
+    assert [(r["holder"], r["paths"]) for r in listed] == [("other-agent", ["src/api/**"])]
+
+
 # --- verify in CI decides on the journal's table, as every client does ------------------------
 
 FETCH_TABLE = (
@@ -345,6 +370,41 @@ def test_the_holder_may_undo_its_own_work_and_others_work_elsewhere_lands(
     commit(holder, "a starts over", "agent-a", {"src/api/other.py": "a\n"})
     pushed = run_git(holder, "push", "--force", "origin", "HEAD:main")
     assert pushed.code == 0, pushed.err
+
+
+@pytest.mark.parametrize("how", ["fast-forward", "merged-into-the-branch"])
+def test_a_branch_pushed_before_a_claim_does_not_land_inside_it(
+    hosted: tuple[Path, Path], tmp_path: Path, how: str
+) -> None:
+    """agent-b pushes a branch that edits src/api before agent-a's claim (accepted, nothing
+    was claimed), then lands it on main while the claim is live: refused, as verify of the
+    range reports it. Commits already on main that land on another branch are not judged
+    again."""
+    bare, holder = hosted
+    assert alock(holder, "release", "--all", **A).code == 0
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "other")
+    git(other, "checkout", "-q", "-b", "feature")
+    commit(other, "b edits api", "agent-b", {"src/api/auth.py": "b\n"})
+    assert run_git(other, "push", "-q", "origin", "feature").code == 0
+    assert alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A).code == 0
+    if how == "fast-forward":
+        pushed = run_git(other, "push", "origin", "feature:main")
+    else:  # main merged into the branch: the merge's first parent holds the edit already
+        commit(holder, "a's other work", "agent-a", {"lib/y.py": "a\n"})
+        git(holder, "push", "-q", "origin", "HEAD:main")
+        git(other, "fetch", "-q", "origin")
+        git(other, "merge", "-q", "--no-ff", "--no-edit", "origin/main")
+        git(other, "commit", "-q", "--amend", "-m", "merge main\n\nAgent-Id: agent-b")
+        pushed = run_git(other, "push", "origin", "feature:main")
+    assert pushed.code != 0, "b's edit landed on main inside a's live claim"
+    assert "HELD src/api/auth.py" in pushed.err, pushed.err
+    # Work on main landing on another branch was judged when it reached main.
+    assert alock(holder, "release", "--all", **A).code == 0
+    assert run_git(other, "push", "-q", "origin", "feature:main").code == 0
+    assert run_git(other, "push", "-q", "origin", "feature~1:refs/heads/release").code == 0
+    assert alock(holder, "acquire", "src/api/**", **A).code == 0
+    assert run_git(other, "push", "origin", "feature:release").code == 0
 
 
 # --- verify: what it could not see -------------------------------------------------------------

@@ -135,3 +135,52 @@ def test_the_guard_refuses_an_upgrade_that_holds_a_record_outside_its_shards(
     assert not git(bare, "for-each-ref", SHARD).strip()
     # The upgrade as git alock makes it passes.
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+
+
+def _commit(cwd: Path, agent: str, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (cwd / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cwd / rel).write_text(text)
+    git(cwd, "add", "-A")
+    git(cwd, "commit", "-q", "-m", "work", "--trailer", f"Agent-Id: {agent}")
+
+
+def test_what_plain_git_does_to_a_guarded_sharded_table_is_refused(
+    guarded: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The attacks on the single journal, played on a sharded one: a mirror push from a
+    fresh clone, the format ref deleted or moved down, a shard deleted, rewound or moved
+    onto a project commit, a shard beyond the count, the notice moved, a live claim's lock
+    ref deleted: each refused whole, and the claims stand for every clone."""
+    bare, a = guarded
+    assert alock(a, "renew", "--ttl", "2h", **A).code == 0  # a second commit on src's shard
+    before = git(bare, "for-each-ref")
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    assert run_git(fresh, "push", "--mirror", "origin").code != 0
+    [k] = record_shards(["src/api/**"], SHARDS)
+    git(a, "fetch", "-q", "origin", f"+{SHARD}{k}:refs/tmp/shard")
+    [src] = [i for i, r in remote_locks(bare).items() if r.paths == ("src/api/**",)]
+    fewer = write_blob(a, "shards 4\n")
+    attacks = [
+        ":refs/agent-locks-meta/format",
+        f"+{fewer}:refs/agent-locks-meta/format",
+        f":{SHARD}{k}",
+        f"+refs/tmp/shard~1:{SHARD}{k}",
+        f"+HEAD:{SHARD}{k}",
+        f"HEAD:{SHARD}{SHARDS}",
+        "+HEAD:refs/agent-locks-meta/journal",
+        f":refs/agent-locks/{src}",
+    ]
+    for spec in attacks:
+        got = run_git(a, "push", "origin", spec)
+        assert got.code != 0 and "remote: alock: " in got.err, (spec, got.err)
+    assert git(bare, "for-each-ref") == before
+    other = make_clone(bare.as_uri(), tmp_path / "other")
+    refused = alock(other, "acquire", "src/api/auth.py", "--json", **B)
+    assert refused.json()["status"] == "refused", refused
+    # Work into the claim is refused on the union, the lock ref deleted on the host or not.
+    git(bare, "update-ref", "-d", f"refs/agent-locks/{src}")
+    _commit(fresh, "agent-b", {"src/api/auth.py": "b\n"})
+    pushed = run_git(fresh, "push", "origin", "HEAD:main")
+    assert pushed.code != 0 and "HELD src/api/auth.py" in pushed.err, pushed.err

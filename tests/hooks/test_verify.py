@@ -429,16 +429,43 @@ def test_tags_and_other_refs_are_checked_and_old_commits_are_not_judged_again(
     assert copy.code == 0 and not remote_lines(copy)
 
 
-def test_commits_already_there_are_not_judged_again(tmp_path: Path) -> None:
+def test_commits_already_on_the_default_branch_are_not_judged_again(tmp_path: Path) -> None:
     bare = make_bare(tmp_path / "hosted.git")
     other = clone(bare.as_uri(), tmp_path / "other")
+    first = git(other, "rev-parse", "HEAD").strip()
     commit(other, "before the claim", "agent-b", files={"src/api/auth.py": "b\n"})
-    assert run_git(other, "push", "-q", "origin", "main:early").code == 0
+    assert run_git(other, "push", "-q", "origin", "main", f"{first}:refs/heads/release").code == 0
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
     holder = make_clone(bare.as_uri(), tmp_path / "holder")
     assert alock(holder, "acquire", "src/api/**", **A).code == 0
-    pushed = run_git(other, "push", "-q", "origin", "main")  # fast-forward to early's commit
+    pushed = run_git(other, "push", "-q", "origin", "main:release")  # moved up to main
     assert pushed.code == 0 and not remote_lines(pushed), pushed.err
+
+
+def test_a_repository_whose_head_names_no_branch_judges_main_as_its_default(
+    tmp_path: Path,
+) -> None:
+    """``git init --bare`` without init.defaultBranch leaves HEAD at an unborn master while
+    the team pushes main: main is then the default branch, so a release branch moved up to
+    it brings nothing to judge, and a branch parked before a claim still cannot land on
+    main inside it."""
+    bare = make_bare(tmp_path / "hosted.git")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/master")
+    other = clone(bare.as_uri(), tmp_path / "other")
+    git(other, "checkout", "-q", "-b", "main", "origin/main")
+    first = git(other, "rev-parse", "HEAD").strip()
+    commit(other, "before the claim", "agent-b", files={"src/api/auth.py": "b\n"})
+    assert run_git(other, "push", "-q", "origin", "main", f"{first}:refs/heads/release").code == 0
+    git(other, "checkout", "-q", "-b", "feature")
+    commit(other, "parked", "agent-b", files={"src/api/auth.py": "c\n"})
+    assert run_git(other, "push", "-q", "origin", "feature").code == 0
+    assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
+    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    assert alock(holder, "acquire", "src/api/**", **A).code == 0
+    moved = run_git(other, "push", "-q", "origin", "main:release")
+    assert moved.code == 0 and not remote_lines(moved), moved.err
+    landed = run_git(other, "push", "origin", "feature:main")
+    assert landed.code != 0 and "HELD src/api/auth.py" in landed.err, landed.err
 
 
 def test_a_pushed_merge_is_judged_against_its_first_parent(hosted: Path, tmp_path: Path) -> None:
@@ -536,7 +563,8 @@ def test_pre_receive_imports_no_command_line_framework_or_pygit2(
     other = clone(hosted.as_uri(), tmp_path / "other")
     old = git(other, "rev-parse", "HEAD").strip()
     new = commit(other, "b edits api", "agent-b", files={"src/api/auth.py": "b\n"})
-    git(hosted, "fetch", "-q", str(other), "HEAD:refs/incoming/x")  # a fetch runs no hook
+    git(hosted, "update-ref", "refs/heads/release", old)
+    git(hosted, "fetch", "-q", str(other), "HEAD:refs/heads/main")  # a fetch runs no hook
     probe = (
         "import sys\n"
         "from gitlocks.main import main\n"
@@ -548,13 +576,13 @@ def test_pre_receive_imports_no_command_line_framework_or_pygit2(
     got = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=hosted,
-        input=f"{old} {new} refs/heads/main\n",
+        input=f"{old} {new} refs/heads/release\n",
         capture_output=True,
         text=True,
     )
-    # refs/incoming/x already holds the commit: nothing new to judge, nothing loaded.
+    # The default branch already holds the commit: nothing new to judge, nothing loaded.
     assert got.stdout.strip() == "0 []", got.stderr
-    git(hosted, "update-ref", "-d", "refs/incoming/x")
+    git(hosted, "update-ref", "refs/heads/main", old)
     got = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=hosted,

@@ -157,3 +157,53 @@ def test_restoring_a_shard_puts_back_no_record_released_meanwhile(
     assert len(git(bare, "ls-tree", "-r", tip, "locks").splitlines()) == 1
     assert alock(fresh, "sync").code == 0
     assert alock(fresh, "acquire", "README.md", **B).code == 0
+
+
+@pytest.mark.parametrize("meanwhile", ["nothing", "a single journal", "an old mirror"])
+def test_a_sharded_table_a_mirror_push_wiped_is_put_back(
+    bare: Path, tmp_path: Path, meanwhile: str
+) -> None:
+    """A plain host: a push --mirror from a fresh clone deletes the format ref, the notice,
+    every shard journal and every lock ref. The clone that saw the claims puts the whole
+    sharded table back; a claim granted meanwhile on the single journal a clone of this
+    version started there is kept beside them, in its own shards. A mirror from a clone
+    that fetched the table before the upgrade puts back no claim released since."""
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    held, other = _two_shards()
+    assert alock(a, "acquire", f"{held}/**", **A).code == 0
+    assert alock(a, "acquire", "gone/**", **A).code == 0
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    if meanwhile == "an old mirror":
+        lock_refs = (
+            "+refs/agent-locks/*:refs/agent-locks/*",
+            "+refs/agent-locks-meta/*:refs/agent-locks-meta/*",
+        )
+        git(fresh, "fetch", "-q", "origin", *lock_refs)
+    assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    assert alock(a, "release", "gone/**", **A).code == 0
+    assert alock(a, "acquire", "*.md", **A).code == 0  # held in every shard
+    git(fresh, "push", "-q", "--mirror", "origin")
+    if meanwhile != "an old mirror":
+        assert not git(bare, "for-each-ref", "refs/agent-locks", "refs/agent-locks-meta").strip()
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    if meanwhile == "a single journal":
+        assert alock(b, "acquire", f"{other}/**", **B).code == 0
+    refused = alock(a, "acquire", f"{other}/x", **A)
+    assert refused.code == 2 and "--restore" in refused.err, refused
+    restored = alock(a, "remote", "--restore")
+    assert restored.code == 0, restored
+    assert git(bare, "cat-file", "-p", "refs/agent-locks-meta/format") == f"shards {SHARDS}\n"
+    wanted = {(f"{held}/**",), ("*.md",)}
+    if meanwhile == "a single journal":
+        wanted.add((f"{other}/**",))
+    assert {r.paths for r in remote_locks(bare).values()} == wanted
+    # Every clone goes on: a claim inside the restored ones is refused, from any of them.
+    late = make_clone(bare.as_uri(), tmp_path / "late")
+    for clone in (a, b, late):
+        got = alock(clone, "acquire", f"{held}/q", "--json", **B)
+        assert got.code == 1 and got.json()["status"] == "refused", got
+    assert alock(a, "acquire", "lib/x", **A).code == 0
+    if meanwhile == "a single journal":
+        assert alock(b, "release", f"{other}/**", **B).code == 0
+        assert (f"{other}/**",) not in {r.paths for r in remote_locks(bare).values()}

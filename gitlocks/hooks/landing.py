@@ -1,0 +1,125 @@
+"""What lands on a branch a push moves, judged beside the commits the push brings (the
+pre-receive hook, docs/design.md section 6.9).
+
+A branch moved from ``old`` to ``new`` gets every commit ``old..new``. Those the push
+brings are judged by ``verify.judge`` as any new commit is. Two more kinds land with them:
+
+- commits the repository held elsewhere (a branch pushed before a claim, fast-forwarded
+  onto the default branch after it): judged now, as ``git alock verify`` judges a range,
+  unless the default branch holds them already (they were judged when they reached it);
+- paths the two tips differ in that no commit ``old..new`` changes (a force push that drops
+  others' work, a merge whose first parent is from before it): judged as changed by the new
+  tip's agents.
+
+Part of the hook path: imports neither typer nor pygit2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from gitlocks.core.ignore import IGNORE_FILE
+from gitlocks.core.table import Table
+from gitlocks.errors import StoreError
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks.check import CommittedIgnores
+from gitlocks.hooks.verify import (
+    _DIFF_TREE_ARGS,
+    _LOG_ARGS,
+    Commit,
+    Finding,
+    Ignores,
+    _diff_feed,
+    judge,
+    parse_diff_tree,
+    parse_log,
+    read_ignores,
+)
+
+
+def _diff_paths(old: str, new: str, cwd: str | None) -> list[str] | None:
+    """The paths whose content differs between two commits' trees; None where either is
+    no commit (a tag of a tree or a blob moves no files)."""
+    try:
+        raw = finish_git(
+            start_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)
+        )  # fmt: skip
+    except StoreError:
+        return None
+    return [os.fsdecode(p) for p in raw.split(b"\0") if p]
+
+
+def undone(
+    landing: Sequence[tuple[str, str]],
+    changed: Mapping[str, Sequence[str]],
+    table: Table,
+    now: datetime,
+    cwd: str | None,
+) -> list[Finding]:
+    """What lands on each branch a push moves (``landing``: old and new tips) besides the
+    commits the push brings (``changed`` holds theirs, judged already): the commits the
+    repository held elsewhere that the default branch does not hold, each judged as a new
+    commit is (under its parent's list and the old tip's); and the paths the move changes
+    that none of the commits ``old..new`` changes (a force push that drops commits, a merge
+    whose first parent is from before them), judged as changed by the new tip's agents,
+    under the list the old tip committed."""
+    findings: list[Finding] = []
+    default = _default_tip(cwd)
+    for old, new in landing:
+        paths = _diff_paths(old, new, cwd)
+        if not paths:
+            continue
+        between = parse_log(finish_git(start_git([*_LOG_ARGS, new, "--not", old, "--"], cwd)))
+        missing = [c for c in between if c.oid not in changed]
+        read = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), _diff_feed(missing)))
+        # Commits the repository had elsewhere (a branch pushed before a claim) land on
+        # this branch now: judged now, as verify judges the range, unless they are on the
+        # default branch already (judged when they reached it).
+        arriving = _arriving(new, old, default, cwd)
+        landed = [c for c in missing if c.oid in arriving]
+        if landed:
+            anchor = tuple(CommittedIgnores([old], cwd).finish())
+            own = replace(read_ignores(landed, read, cwd), anchors=anchor)
+            findings += judge(landed, read, table, now, own)
+        explained = {p for c in between for p in (changed.get(c.oid) or read.get(c.oid) or ())}
+        hidden = [p for p in paths if p not in explained]
+        if not hidden:
+            continue
+        tip = next((c for c in between if c.oid == new), None)
+        if tip is None:
+            named = parse_log(finish_git(start_git([*_LOG_ARGS, "--no-walk", new, "--"], cwd)))
+            tip = named[0] if named else Commit(new, (), "", ())
+        lists = CommittedIgnores([old, new], cwd).finish()
+        ignores = Ignores({tip.oid: lists[0]}, {tip.oid: lists[1]} if IGNORE_FILE in hidden else {})
+        findings += judge([tip], {tip.oid: hidden}, table, now, ignores)
+    return findings
+
+
+# Where HEAD names no branch that exists (``git init --bare`` leaves it at an unborn
+# ``master`` whatever the team pushes), the default branch is the first of these there is.
+DEFAULT_BRANCHES = ("refs/heads/main", "refs/heads/master")
+
+
+def _default_tip(cwd: str | None) -> str | None:
+    """The commit the repository's default branch names: ``HEAD``'s, or where ``HEAD``
+    names none, that of ``main`` or ``master``; None where there is none."""
+    proc = start_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd)
+    out = finish_git(proc, ok=(0, 1)).decode("ascii", "replace").strip()
+    if proc.returncode == 0 and out:
+        return out
+    listed = start_git(
+        ["for-each-ref", "--format=%(refname) %(objectname)", *DEFAULT_BRANCHES], cwd
+    )
+    found = dict(line.split(" ", 1) for line in finish_git(listed).decode().splitlines())
+    return next((found[name] for name in DEFAULT_BRANCHES if name in found), None)
+
+
+def _arriving(new: str, old: str, default: str | None, cwd: str | None) -> set[str]:
+    """The commits ``new`` brings onto a branch at ``old`` that the default branch does not
+    hold (for the default branch itself: all of them, its tip is ``old``)."""
+    args = ["rev-list", new, "--not", old, *([default] if default else []), "--"]
+    return set(finish_git(start_git(args, cwd)).decode("ascii", "replace").split())
