@@ -9,7 +9,10 @@ way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Deferred:
@@ -92,6 +95,6 @@ def user_text(value: str, what: str, limit: int) -> str:
 def shell_word(word: str) -> str:
     """``word`` quoted for a shell, for a command a hint spells out (``shlex.quote``,
     imported only then: it compiles a pattern as it loads)."""
-    import shlex
+    import shlex  # only for a hint that quotes a path (see above)
 
     return shlex.quote(word)
