@@ -11,12 +11,9 @@ become exit codes.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import re
 import sys
-import typing
-from typing import Annotated, Any
+from typing import Any
 
 from gitlocks.cli import declare
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
@@ -150,6 +147,8 @@ def _run_verb(verb: str, args: list[str]) -> int:
 
 
 def _run_with_typer(app: declare.Verbs, verb: str, args: list[str]) -> int:
+    import re  # only where typer answers: its usage errors
+
     import typer  # help, usage errors and completion: the framework's own words
 
     command = _command(app, verb, typer)
@@ -238,23 +237,24 @@ def _command(app: declare.Verbs, verb: str, typer: Any) -> Any:
 
 
 def _for_typer(func: Any, typer: Any) -> Any:
-    """``func`` with its declared options and arguments as typer's."""
+    """``func`` with its declared options and arguments as typer's: each parameter's type
+    evaluated, its declaration as typer's ``Annotated`` metadata, its default its own."""
+    import functools  # typer imports it anyway
     import inspect  # typer reads signatures anyway: no cost of ours
+    import typing  # typer imports it anyway
 
-    hints = typing.get_type_hints(func, include_extras=True)
+    hints = typing.get_type_hints(func)
     signature = inspect.signature(func)
     converted = []
     for p in signature.parameters.values():
-        base, *metadata = typing.get_args(hints[p.name])
-        meta = [
-            typer.Option(*m.names, **m.settings)
-            if isinstance(m, declare.Option)
-            else typer.Argument(**m.settings)
-            if isinstance(m, declare.Argument)
-            else m
-            for m in metadata
-        ]
-        converted.append(p.replace(annotation=Annotated.__class_getitem__((base, *meta))))  # type: ignore[attr-defined]
+        meta = p.default
+        if isinstance(meta, declare.OptionInfo):
+            typed = typer.Option(*meta.names, **meta.settings)
+        else:
+            typed = typer.Argument(**meta.settings)
+        default = p.empty if meta.default is declare.REQUIRED else meta.default
+        annotation = typing.Annotated.__class_getitem__((hints[p.name], typed))  # type: ignore[attr-defined]
+        converted.append(p.replace(annotation=annotation, default=default))
 
     @functools.wraps(func)
     def command(**values: Any) -> Any:
