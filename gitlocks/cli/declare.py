@@ -26,9 +26,12 @@ themselves.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from gitlocks.core.plain import Row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class InTool(Row):
