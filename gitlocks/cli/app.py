@@ -11,7 +11,6 @@ become exit codes.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from gitlocks.cli import declare
@@ -112,6 +111,14 @@ def run(args: list[str]) -> int:
     return _run_verb(verb, args[1:])
 
 
+def verb_module(verb: str) -> Any:
+    """The module that declares ``verb``, imported now (with ``__import__``: the
+    ``importlib`` package is one module more for every command to load)."""
+    name = f"gitlocks.cli.{VERBS[verb][0]}"
+    __import__(name)
+    return sys.modules[name]
+
+
 def _as_after_verb(args: list[str]) -> list[str]:
     """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...``: who acts is said
     before the verb as naturally as after it (``git -c`` style)."""
@@ -133,7 +140,7 @@ def _as_after_verb(args: list[str]) -> list[str]:
 
 
 def _run_verb(verb: str, args: list[str]) -> int:
-    module = importlib.import_module(f"gitlocks.cli.{VERBS[verb][0]}")
+    module = verb_module(verb)
     args = _fill_optional_values(args, getattr(module, "OPTIONAL_VALUES", {}))
     callback = module.app.commands[verb].callback
     values = declare.parse(callback, args)
@@ -212,9 +219,8 @@ def everything() -> Any:
     import typer
 
     group = click.Group("git-alock")
-    for verb, (module_name, text) in VERBS.items():
-        module = importlib.import_module(f"gitlocks.cli.{module_name}")
-        command = _command(module.app, verb, typer)
+    for verb, (_, text) in VERBS.items():
+        command = _command(verb_module(verb).app, verb, typer)
         command.hidden = not text
         group.add_command(command, verb)
     return group

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 TYPE_CHECKING = False
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
 def _builtin(name: str, modules: tuple[str, ...]) -> Callable[..., Any]:
     for module in modules:
         try:
-            found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+            found: Callable[..., Any] = getattr(__import__(module), name)  # no importlib
         except (ImportError, AttributeError):
             continue
         return found
