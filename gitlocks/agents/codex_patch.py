@@ -23,9 +23,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from gitlocks.core.plain import Row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
 # starts with one of these; an Update hunk may move the file (both names are written).

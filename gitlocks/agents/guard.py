@@ -23,7 +23,6 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
 
 from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
@@ -52,6 +51,7 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
+from gitlocks.core.plain import Row
 from gitlocks.core.record import (
     LockRecord,
     format_time,
@@ -146,7 +146,7 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-class Verdict(NamedTuple):
+class Verdict(Row):
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
     those that cannot be claimed here, and the repositories where a claim was met."""
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
 from gitlocks.core.plain import Row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
@@ -47,7 +50,7 @@ class Answer(Row):
 
 
 # An editing tool -> the files one call of it writes, from its input (None: it names none).
-Paths = Callable[[Any], "tuple[str, ...] | None"]
+Paths: TypeAlias = "Callable[[Any], tuple[str, ...] | None]"
 
 
 class Fields(Row):

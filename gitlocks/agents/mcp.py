@@ -26,13 +26,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from gitlocks.core.plain import Row
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import Identity, resolve_identity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INSTRUCTIONS = (
     "Advisory path locks shared by the agents working in this git repository. Before "
@@ -89,12 +92,13 @@ def schema(tool: Tool) -> dict[str, Any]:
     }
 
 
-# What the checks hand a body for each kind of argument, and how a message names it.
-_HANDED: dict[str, tuple[Any, str]] = {
-    "bool": (bool, "a boolean"),
-    "text": (str, "a string"),
-    "pattern": (str, "a string"),
-    "paths": (list[str], "an array of strings"),
+# What the checks hand a body for each kind of argument: its type, the annotation that
+# takes it as written here, and how a message names it.
+_HANDED: dict[str, tuple[type, str, str]] = {
+    "bool": (bool, "bool", "a boolean"),
+    "text": (str, "str", "a string"),
+    "pattern": (str, "str", "a string"),
+    "paths": (list, "list[str]", "an array of strings"),
 }
 
 
@@ -102,21 +106,23 @@ def _held_to(tool: Tool, body: Any) -> None:
     """TypeError unless ``body`` is annotated to take what the checks hand it for each of
     ``tool``'s arguments: its kind, and null where an optional argument's declared default
     is None. The names alone would let a declaration change an argument's type or make a
-    required one optional, and the body, unchanged, get what it cannot handle."""
-    import typing  # only as the server starts
-
-    hints = typing.get_type_hints(body)
+    required one optional, and the body, unchanged, get what it cannot handle. The
+    annotations are read as written (this module imports ``annotations`` from
+    ``__future__``), not evaluated: no ``typing`` for the server's start."""
+    written = body.__annotations__
     for a in tool.arguments:
-        handed, said = _HANDED[a.kind]
+        kind, annotation, said = _HANDED[a.kind]
+        handed: str | None = annotation
         if not a.required and a.default is None:
-            handed, said = handed | None, f"{said} or null"
-        elif not a.required and not isinstance(a.default, typing.get_origin(handed) or handed):
+            handed, said = f"{handed} | None", f"{said} or null"
+        elif not a.required and not isinstance(a.default, kind):
             said = f"{said} or its default {a.default!r}"
             handed = None  # no annotation takes a default of another type
-        if hints.get(a.param) != handed:
+        takes = written.get(a.param)
+        if takes is None or " | ".join(t.strip() for t in takes.split("|")) != handed:
             raise TypeError(
                 f"the MCP tool {tool.name!r} hands {a.name!r} {said} as declared, but "
-                f"Server.{tool.name} takes {a.param}: {hints.get(a.param)}"
+                f"Server.{tool.name} takes {a.param}: {takes}"
             )
 
 

@@ -11,7 +11,6 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -45,6 +44,10 @@ from gitlocks.identity import (
 )
 from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
 from gitlocks.render.locks import expires
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.

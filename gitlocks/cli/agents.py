@@ -4,32 +4,30 @@ uninstall-agent-hooks."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
 
 from gitlocks.agents.harnesses import HARNESSES
-from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
 from gitlocks.cli.declare import Option
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.render.hooks import INSTALL_WORDS
 from gitlocks.store.local import Store
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.agents.settings import SettingsChange
 
 app = verbs()
 
-ForOption = Annotated[str, Option("--for", help=f"The agent harness: {', '.join(HARNESSES)}.")]
-EventOption = Annotated[
-    str,
-    Option("--event", help="The event, for a harness whose events do not say (copilot)."),
-]
-LocalOption = Annotated[
-    bool,
-    Option(
-        "--local", help="Claude Code: use .claude/settings.local.json (personal, not committed)."
-    ),
-]
+FOR_OPTION = Option("--for", help=f"The agent harness: {', '.join(HARNESSES)}.")
+EVENT_OPTION = Option(
+    "--event", default="", help="The event, for a harness whose events do not say (copilot)."
+)
+LOCAL_OPTION = Option(
+    "--local",
+    default=False,
+    help="Claude Code: use .claude/settings.local.json (personal, not committed).",
+)
 
 
 def _harness(name: str) -> str:
@@ -39,7 +37,7 @@ def _harness(name: str) -> str:
 
 
 @app.command()
-def guard(harness: ForOption, event: EventOption = "") -> None:
+def guard(harness: str = FOR_OPTION, event: str = EVENT_OPTION) -> None:
     """Answer one hook event of an agent harness (JSON on stdin): deny edits inside others'
     claims, claim the files the session edits (alock.guardMode claim|block|warn).
 
@@ -57,7 +55,7 @@ def _say(change: SettingsChange, as_json: bool, what: str) -> None:
 
 @app.command("install-agent-hooks")
 def install_agent_hooks(
-    harness: ForOption, local: LocalOption = False, as_json: JsonOption = False
+    harness: str = FOR_OPTION, local: bool = LOCAL_OPTION, as_json: bool = JSON_OPTION
 ) -> None:
     """Register the guard in the harness's project settings, merged with what is there:
     .claude/settings.json, .gemini/settings.json, .codex/hooks.json or
@@ -81,7 +79,7 @@ def install_agent_hooks(
 
 @app.command("uninstall-agent-hooks")
 def uninstall_agent_hooks(
-    harness: ForOption, local: LocalOption = False, as_json: JsonOption = False
+    harness: str = FOR_OPTION, local: bool = LOCAL_OPTION, as_json: bool = JSON_OPTION
 ) -> None:
     """Take the guard out of the harness's settings, leaving them as they were before.
 

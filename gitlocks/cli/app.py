@@ -11,15 +11,14 @@ become exit codes.
 
 from __future__ import annotations
 
-import functools
-import importlib
-import re
 import sys
-import typing
-from typing import Annotated, Any
 
 from gitlocks.cli import declare
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # verb -> (module under gitlocks.cli, one line of help); "" help: hidden.
 VERBS: dict[str, tuple[str, str]] = {
@@ -112,6 +111,14 @@ def run(args: list[str]) -> int:
     return _run_verb(verb, args[1:])
 
 
+def verb_module(verb: str) -> Any:
+    """The module that declares ``verb``, imported now (with ``__import__``: the
+    ``importlib`` package is one module more for every command to load)."""
+    name = f"gitlocks.cli.{VERBS[verb][0]}"
+    __import__(name)
+    return sys.modules[name]
+
+
 def _as_after_verb(args: list[str]) -> list[str]:
     """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...``: who acts is said
     before the verb as naturally as after it (``git -c`` style)."""
@@ -133,7 +140,7 @@ def _as_after_verb(args: list[str]) -> list[str]:
 
 
 def _run_verb(verb: str, args: list[str]) -> int:
-    module = importlib.import_module(f"gitlocks.cli.{VERBS[verb][0]}")
+    module = verb_module(verb)
     args = _fill_optional_values(args, getattr(module, "OPTIONAL_VALUES", {}))
     callback = module.app.commands[verb].callback
     values = declare.parse(callback, args)
@@ -150,6 +157,8 @@ def _run_verb(verb: str, args: list[str]) -> int:
 
 
 def _run_with_typer(app: declare.Verbs, verb: str, args: list[str]) -> int:
+    import re  # only where typer answers: its usage errors
+
     import typer  # help, usage errors and completion: the framework's own words
 
     command = _command(app, verb, typer)
@@ -210,9 +219,8 @@ def everything() -> Any:
     import typer
 
     group = click.Group("git-alock")
-    for verb, (module_name, text) in VERBS.items():
-        module = importlib.import_module(f"gitlocks.cli.{module_name}")
-        command = _command(module.app, verb, typer)
+    for verb, (_, text) in VERBS.items():
+        command = _command(verb_module(verb).app, verb, typer)
         command.hidden = not text
         group.add_command(command, verb)
     return group
@@ -238,23 +246,24 @@ def _command(app: declare.Verbs, verb: str, typer: Any) -> Any:
 
 
 def _for_typer(func: Any, typer: Any) -> Any:
-    """``func`` with its declared options and arguments as typer's."""
+    """``func`` with its declared options and arguments as typer's: each parameter's type
+    evaluated, its declaration as typer's ``Annotated`` metadata, its default its own."""
+    import functools  # typer imports it anyway
     import inspect  # typer reads signatures anyway: no cost of ours
+    import typing  # typer imports it anyway
 
-    hints = typing.get_type_hints(func, include_extras=True)
+    hints = typing.get_type_hints(func)
     signature = inspect.signature(func)
     converted = []
     for p in signature.parameters.values():
-        base, *metadata = typing.get_args(hints[p.name])
-        meta = [
-            typer.Option(*m.names, **m.settings)
-            if isinstance(m, declare.Option)
-            else typer.Argument(**m.settings)
-            if isinstance(m, declare.Argument)
-            else m
-            for m in metadata
-        ]
-        converted.append(p.replace(annotation=Annotated.__class_getitem__((base, *meta))))  # type: ignore[attr-defined]
+        meta = p.default
+        if isinstance(meta, declare.OptionInfo):
+            typed = typer.Option(*meta.names, **meta.settings)
+        else:
+            typed = typer.Argument(**meta.settings)
+        default = p.empty if meta.default is declare.REQUIRED else meta.default
+        annotation = typing.Annotated.__class_getitem__((hints[p.name], typed))  # type: ignore[attr-defined]
+        converted.append(p.replace(annotation=annotation, default=default))
 
     @functools.wraps(func)
     def command(**values: Any) -> Any:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
 
-from gitlocks.cli.common import AsOption, JsonOption, TtlOption, finish, reply, verbs
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, finish, reply, verbs
 from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
 from gitlocks.cli.declare import Argument, InTool, Option
 from gitlocks.core.record import LOCK_ID_RE, parse_duration
@@ -30,27 +29,22 @@ OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be le
     "in it land there."
 )
 def acquire(
-    patterns: Annotated[
-        list[str],
-        Argument(metavar="PATTERN...", help="Glob patterns to claim.", tool=InTool("paths")),
-    ],
-    reason: Annotated[str, Option("-m", "--reason", help="Why you claim it.")] = "",
-    ttl: TtlOption = None,
-    shared: Annotated[
-        bool,
-        Option("--shared", help="A shared claim: others may hold shared claims over it too."),
-    ] = False,
-    until_merged: Annotated[
-        str | None,
-        Option(
-            "--until-merged",
-            metavar="[BRANCH]",
-            help="Release the claim once your commits in it land in BRANCH "
-            "(default: the main line).",
-        ),
-    ] = None,
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
+    patterns: list[str] = Argument(
+        metavar="PATTERN...", help="Glob patterns to claim.", tool=InTool("paths")
+    ),
+    reason: str = Option("-m", "--reason", default="", help="Why you claim it."),
+    ttl: str | None = TTL_OPTION,
+    shared: bool = Option(
+        "--shared", default=False, help="A shared claim: others may hold shared claims over it too."
+    ),
+    until_merged: str | None = Option(
+        "--until-merged",
+        default=None,
+        metavar="[BRANCH]",
+        help="Release the claim once your commits in it land in BRANCH (default: the main line).",
+    ),
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Claim PATTERN..., all or none.
 
@@ -140,13 +134,12 @@ def _nfc(text: str) -> str:
 
 @app.command(tool="Give back paths of your locks, or all=true for all of yours.")
 def release(
-    patterns: Annotated[
-        list[str] | None,
-        Argument(metavar="[PATTERN...]", help="Patterns to give back.", tool=InTool("paths")),
-    ] = None,
-    all_: Annotated[bool, Option("--all", help="Release all yours and your sub-agents'.")] = False,
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
+    patterns: list[str] | None = Argument(
+        default=None, metavar="[PATTERN...]", help="Patterns to give back.", tool=InTool("paths")
+    ),
+    all_: bool = Option("--all", default=False, help="Release all yours and your sub-agents'."),
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Give back PATTERN... of your locks, or --all of them.
 
@@ -163,13 +156,12 @@ def release(
 
 @app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
 def renew(
-    patterns: Annotated[
-        list[str] | None,
-        Argument(metavar="[PATTERN...]", help="Patterns to renew.", tool=InTool("paths")),
-    ] = None,
-    ttl: TtlOption = None,
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
+    patterns: list[str] | None = Argument(
+        default=None, metavar="[PATTERN...]", help="Patterns to renew.", tool=InTool("paths")
+    ),
+    ttl: str | None = TTL_OPTION,
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Extend your locks' expiry from now (all of yours without PATTERN).
 
@@ -185,15 +177,12 @@ def renew(
 
 @app.command(tool="Append a progress note to your lock on a path.")
 def note(
-    pattern: Annotated[
-        str,
-        Argument(
-            metavar="PATTERN", help="A pattern of your lock.", tool=InTool("path", pattern=True)
-        ),
-    ],
-    text: Annotated[str, Argument(metavar="TEXT", help="The progress note.")],
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
+    pattern: str = Argument(
+        metavar="PATTERN", help="A pattern of your lock.", tool=InTool("path", pattern=True)
+    ),
+    text: str = Argument(metavar="TEXT", help="The progress note."),
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Append a progress note to your lock on PATTERN (also shows you are alive).
 
@@ -210,9 +199,9 @@ def note(
 
 @app.command("break")
 def break_(
-    targets: Annotated[list[str], Argument(metavar="ID|PATTERN...", help="Lock ids or patterns.")],
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
+    targets: list[str] = Argument(metavar="ID|PATTERN...", help="Lock ids or patterns."),
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Forcibly release locks by ID, or every lock crossing PATTERN; journaled.
 
@@ -226,15 +215,12 @@ def break_(
 
 @app.command()
 def resume(
-    pattern: Annotated[
-        str, Argument(metavar="PATTERN", help="A pattern (or lock id) of the work.")
-    ],
-    ttl: Annotated[
-        str | None,
-        Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."),
-    ] = None,
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
+    pattern: str = Argument(metavar="PATTERN", help="A pattern (or lock id) of the work."),
+    ttl: str | None = Option(
+        "--ttl", default=None, help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."
+    ),
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Take over INTERRUPTED WORK (a dead holder's lock) with its notes.
 

@@ -8,32 +8,33 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Annotated, Any, NoReturn
 
 from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
 from gitlocks.errors import UsageError
 
-AsOption = Annotated[
-    str | None,
-    # An MCP tool acts for the server's holder only: it is named as the server starts.
-    Option(
-        "--as",
-        help="Act as this agent id (default: $AGENT_ID, else the session).",
-        tool=NOT_IN_TOOL,
-    ),
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+# The options many verbs share, with their defaults (``as_id: str | None = AS_OPTION``).
+# An MCP tool acts for the server's holder only: it is named as the server starts.
+AS_OPTION = Option(
+    "--as",
+    default=None,
+    help="Act as this agent id (default: $AGENT_ID, else the session).",
+    tool=NOT_IN_TOOL,
+)
 # A tool's result is always the JSON document.
-JsonOption = Annotated[bool, Option("--json", help="Print one JSON document.", tool=NOT_IN_TOOL)]
-FreshOption = Annotated[
-    bool,
-    Option(
-        "--fresh", help="In remote mode, fetch the lock remote's state first.", tool=NOT_IN_TOOL
-    ),
-]
-TtlOption = Annotated[
-    str | None,
-    Option("--ttl", help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."),
-]
+JSON_OPTION = Option("--json", default=False, help="Print one JSON document.", tool=NOT_IN_TOOL)
+FRESH_OPTION = Option(
+    "--fresh",
+    default=False,
+    help="In remote mode, fetch the lock remote's state first.",
+    tool=NOT_IN_TOOL,
+)
+TTL_OPTION = Option(
+    "--ttl", default=None, help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."
+)
 
 
 def whole_number(typed: str, option: str) -> int:

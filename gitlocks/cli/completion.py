@@ -8,8 +8,6 @@ runs ``git-alock`` with ``_GIT_ALOCK_COMPLETE`` set, which ``gitlocks.main`` han
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from gitlocks.cli.common import out, verbs
 from gitlocks.cli.declare import Argument
 from gitlocks.errors import UsageError
@@ -31,7 +29,7 @@ _git_alock() {
 
 @app.command()
 def completion(
-    shell: Annotated[str, Argument(metavar="bash|zsh|fish", help="The shell.")],
+    shell: str = Argument(metavar="bash|zsh|fish", help="The shell."),
 ) -> None:
     """Print the shell completion script: bash, zsh or fish.
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitlocks.core.glob import first_control
 from gitlocks.core.scope import ScopeEntry, make_entry
@@ -19,6 +18,7 @@ from gitlocks.render.locks import problems
 from gitlocks.service import landing
 from gitlocks.service.context import Context, open_context
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from gitlocks.store.base import LockStore
 

@@ -1,8 +1,9 @@
 """The verbs' one declaration, and the small parser that runs a verb from it.
 
-A verb is a function whose parameters say what it takes: ``Annotated[str | None,
-Option("--ttl", help=...)]``, ``Annotated[list[str], Argument(metavar="PATTERN...")]``.
-Three readers share that declaration:
+A verb is a function whose parameters say what it takes, each with its declaration as
+its default: ``ttl: str | None = Option("--ttl", default=None, help=...)``, ``patterns:
+list[str] = Argument(metavar="PATTERN...")`` (no ``default``: required). Three readers
+share that declaration:
 
 - ``parse`` (here, standard library only): the known options and arguments of a command
   line typed correctly, the case of every command an agent or a hook runs. It parses what
@@ -16,16 +17,21 @@ Three readers share that declaration:
   ``tool=InTool(...)`` or ``tool=NOT_IN_TOOL``.
 
 So a verb run correctly never imports the command-line framework, and its help and errors
-are the framework's own. Values stay strings: the verbs read them themselves.
+are the framework's own. ``parse`` and the tool table read each parameter's type from its
+annotation as written (the verb modules import ``annotations`` from ``__future__``), never
+evaluating it: neither imports ``typing``. Values stay strings: the verbs read them
+themselves.
 """
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Callable
-from typing import Any
 
 from gitlocks.core.plain import Row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class InTool(Row):
@@ -42,22 +48,45 @@ class InTool(Row):
 NOT_IN_TOOL = InTool(offered=False)
 
 
-class Option:
-    """An option of a verb: its names (``-m``, ``--reason``), help, and how an MCP tool
-    takes it (``tool``); every other setting is typer's."""
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
 
-    def __init__(self, *names: str, tool: InTool = InTool(), **settings: Any) -> None:
+
+REQUIRED: Any = _Required()  # the default of a parameter the command line must give
+
+
+class OptionInfo:
+    """An option of a verb, as ``Option()`` declares it."""
+
+    def __init__(
+        self, names: tuple[str, ...], default: Any, tool: InTool, settings: dict[str, Any]
+    ) -> None:
         self.names = names
+        self.default = default
         self.tool = tool
         self.settings = settings
 
 
-class Argument:
-    """A positional argument of a verb."""
+class ArgumentInfo:
+    """A positional argument of a verb, as ``Argument()`` declares it."""
 
-    def __init__(self, *, tool: InTool = InTool(), **settings: Any) -> None:
+    def __init__(self, default: Any, tool: InTool, settings: dict[str, Any]) -> None:
+        self.default = default
         self.tool = tool
         self.settings = settings
+
+
+def Option(*names: str, default: Any = REQUIRED, tool: InTool = InTool(), **settings: Any) -> Any:
+    """An option of a verb, declared as its parameter's default: its names (``-m``,
+    ``--reason``), its default (none: the option is required), help, and how an MCP tool
+    takes it (``tool``); every other setting is typer's."""
+    return OptionInfo(names, default, tool, settings)
+
+
+def Argument(*, default: Any = REQUIRED, tool: InTool = InTool(), **settings: Any) -> Any:
+    """A positional argument of a verb, declared as its parameter's default."""
+    return ArgumentInfo(default, tool, settings)
 
 
 class Exit(Exception):
@@ -94,7 +123,8 @@ class Verbs:
         return register
 
 
-_PLAIN = (str, str | None, bool, list[str], list[str] | None)
+# The annotations, as written, of what ``parse`` hands over as typed.
+_PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"})
 
 
 class Param(Row):
@@ -110,27 +140,30 @@ class Param(Row):
 
 def params(func: Callable[..., Any]) -> list[Param]:
     """The parameters ``func`` declares, in order."""
-    hints = typing.get_type_hints(func, include_extras=True)
     code = func.__code__
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     defaults = dict(zip(names[::-1], (func.__defaults__ or ())[::-1], strict=False))
     defaults.update(func.__kwdefaults__ or {})
     found = []
     for name in names:
-        hint = hints[name]
-        declared = getattr(hint, "__metadata__", ())
-        meta = next(m for m in declared if isinstance(m, Option | Argument))
-        base = typing.get_args(hint)[0]
-        many = list in {typing.get_origin(a) for a in (base, *typing.get_args(base))}
-        plain = base in _PLAIN
-        required = name not in defaults
-        default = defaults.get(name)
+        meta = defaults.get(name)
+        written = func.__annotations__.get(name)
+        if not isinstance(meta, OptionInfo | ArgumentInfo) or not isinstance(written, str):
+            raise TypeError(
+                f"{func.__qualname__}: declare {name!r} as `{name}: TYPE = Option(...)` or "
+                "Argument(...), in a module with `from __future__ import annotations`"
+            )
+        union = [t.strip() for t in written.split("|")]
+        hint = " | ".join(union)
+        plain = hint in _PLAIN
+        required = meta.default is REQUIRED
+        default = None if required else meta.default
         text = meta.settings.get("help", "")
-        if isinstance(meta, Option):
-            kind = "flag" if base is bool else "value"
+        if isinstance(meta, OptionInfo):
+            kind = "flag" if hint == "bool" else "value"
             found.append(Param(name, kind, meta.names, required, default, plain, text, meta.tool))
         else:
-            kind = "many" if many else "one"
+            kind = "many" if any(t.startswith("list[") for t in union) else "one"
             found.append(Param(name, kind, (), required, default, plain, text, meta.tool))
     return found
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Annotated
 
 from gitlocks.cli.common import (
-    AsOption,
-    JsonOption,
+    AS_OPTION,
+    JSON_OPTION,
     finish,
     out,
     poll_interval,
@@ -32,7 +31,7 @@ app = verbs()
 
 
 @app.command(tool="Your locks, others', and uncommitted edits outside your claims.")
-def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
+def status(as_id: str | None = AS_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Your locks, others' (STALE, INTERRUPTED), and uncommitted edits outside your claims.
 
     Edits are read from every worktree of the repository; one inside someone else's
@@ -50,15 +49,14 @@ def status(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 
 @app.command()
 def log(
-    count: Annotated[
-        str | None, Option("-n", "--max-count", metavar="N", help="Show at most N events.")
-    ] = None,
-    since: Annotated[
-        str | None,
-        Option("--since", help="Only events after: 2h, 1d, or a date/time."),
-    ] = None,
-    reverse: Annotated[bool, Option("--reverse", help="Oldest first.")] = False,
-    as_json: JsonOption = False,
+    count: str | None = Option(
+        "-n", "--max-count", default=None, metavar="N", help="Show at most N events."
+    ),
+    since: str | None = Option(
+        "--since", default=None, help="Only events after: 2h, 1d, or a date/time."
+    ),
+    reverse: bool = Option("--reverse", default=False, help="Oldest first."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Show the journal of lock events, newest first, with local refusals marked.
 
@@ -78,17 +76,12 @@ def log(
 
 @app.command()
 def watch(
-    interval: Annotated[
-        str,
-        Option("--interval", metavar="SECONDS", help="Seconds between polls (0.01 to 3600)."),
-    ] = "0.5",
-    count: Annotated[
-        str | None, Option("--count", metavar="N", help="Stop after N events.")
-    ] = None,
-    timeout: Annotated[
-        str | None, Option("--timeout", help="Stop after this long: 30s, 5m.")
-    ] = None,
-    as_json: JsonOption = False,
+    interval: str = Option(
+        "--interval", default="0.5", metavar="SECONDS", help="Seconds between polls (0.01 to 3600)."
+    ),
+    count: str | None = Option("--count", default=None, metavar="N", help="Stop after N events."),
+    timeout: str | None = Option("--timeout", default=None, help="Stop after this long: 30s, 5m."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Follow the journal live, one line per event, until Ctrl-C.
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
 
-from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
 from gitlocks.cli.declare import Option
 from gitlocks.errors import EXIT_OK
 from gitlocks.hooks import CLIENT_HOOKS
@@ -17,10 +16,8 @@ app = verbs()
 
 @app.command("install-hooks")
 def install_hooks(
-    pre_push: Annotated[
-        bool, Option("--pre-push", help="Also check the commits you push.")
-    ] = False,
-    as_json: JsonOption = False,
+    pre_push: bool = Option("--pre-push", default=False, help="Also check the commits you push."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Install the commit hooks (and pre-push with --pre-push) into this repository.
 
@@ -40,7 +37,7 @@ def install_hooks(
 
 
 @app.command("uninstall-hooks")
-def uninstall_hooks(as_json: JsonOption = False) -> None:
+def uninstall_hooks(as_json: bool = JSON_OPTION) -> None:
     """Remove the bundled hooks and put back any hook they had chained.
 
     Example: git alock uninstall-hooks

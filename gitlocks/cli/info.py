@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
 
 from gitlocks import __version__
-from gitlocks.cli.common import AsOption, JsonOption, dump_json, finish, out, reply, verbs
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, finish, out, reply, verbs
 from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
 from gitlocks.identity import resolve_identity
@@ -23,7 +22,7 @@ app = verbs()
 
 
 @app.command(tool="Your holder id, parent and session, and where each came from.")
-def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
+def whoami(as_id: str | None = AS_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Show your agent id and parent, and where each came from.
 
     Example: AGENT_ID=worker-1 git alock whoami
@@ -33,7 +32,7 @@ def whoami(as_id: AsOption = None, as_json: JsonOption = False) -> None:
 
 
 @app.command()
-def version(as_json: JsonOption = False) -> None:
+def version(as_json: bool = JSON_OPTION) -> None:
     """Show the version.
 
     Example: git alock version --json
@@ -43,14 +42,13 @@ def version(as_json: JsonOption = False) -> None:
 
 @app.command()
 def skill(
-    action: Annotated[str, Argument(metavar="install|show", help="install or show.")],
-    tool: Annotated[str, Option("--for", help="claude, codex, cursor or agents.")] = "claude",
-    into: Annotated[
-        str | None,
-        Option("--into", help="Base directory (default: the repository's root)."),
-    ] = None,
-    force: Annotated[bool, Option("--force", help="Replace a different existing copy.")] = False,
-    as_json: JsonOption = False,
+    action: str = Argument(metavar="install|show", help="install or show."),
+    tool: str = Option("--for", default="claude", help="claude, codex, cursor or agents."),
+    into: str | None = Option(
+        "--into", default=None, help="Base directory (default: the repository's root)."
+    ),
+    force: bool = Option("--force", default=False, help="Replace a different existing copy."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Install or show the instructions that teach a coding agent to use git alock.
 

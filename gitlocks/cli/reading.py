@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from gitlocks.cli.common import (
-    AsOption,
-    FreshOption,
-    JsonOption,
+    AS_OPTION,
+    FRESH_OPTION,
+    JSON_OPTION,
     dump_json,
     finish,
     out,
@@ -25,15 +23,13 @@ from gitlocks.service.lifecycle import states
 app = verbs()
 
 
-LongOption = Annotated[
-    bool,
-    Option(
-        "--long",
-        "-l",
-        help="Also show where each holder runs: host, session, worktree.",
-        tool=NOT_IN_TOOL,
-    ),
-]
+LONG_OPTION = Option(
+    "--long",
+    "-l",
+    default=False,
+    help="Also show where each holder runs: host, session, worktree.",
+    tool=NOT_IN_TOOL,
+)
 
 
 def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> None:
@@ -50,10 +46,10 @@ def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> 
 
 @app.command("list", tool="Every live lock.")
 def list_(
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
-    fresh: FreshOption = False,
-    long: LongOption = False,
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
+    fresh: bool = FRESH_OPTION,
+    long: bool = LONG_OPTION,
 ) -> None:
     """Show the lock table; your locks are marked with *.
 
@@ -64,10 +60,10 @@ def list_(
 
 @app.command("ls", hidden=True)
 def ls(
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
-    fresh: FreshOption = False,
-    long: LongOption = False,
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
+    fresh: bool = FRESH_OPTION,
+    long: bool = LONG_OPTION,
 ) -> None:
     """Show the lock table (same as list); your locks are marked with *.
 
@@ -78,18 +74,19 @@ def ls(
 
 @app.command(tool="FREE, YOURS or HELD for each path.")
 def check(
-    paths: Annotated[
-        list[str] | None,
-        # Without --staged, which no tool offers, paths are needed.
-        Argument(metavar="[PATH...]", help="Paths to ask about.", tool=InTool(required=True)),
-    ] = None,
-    staged: Annotated[
-        bool,
-        Option("--staged", help="Check the paths staged for the next commit.", tool=NOT_IN_TOOL),
-    ] = False,
-    as_id: AsOption = None,
-    as_json: JsonOption = False,
-    fresh: FreshOption = False,
+    # Without --staged, which no tool offers, paths are needed.
+    paths: list[str] | None = Argument(
+        default=None, metavar="[PATH...]", help="Paths to ask about.", tool=InTool(required=True)
+    ),
+    staged: bool = Option(
+        "--staged",
+        default=False,
+        help="Check the paths staged for the next commit.",
+        tool=NOT_IN_TOOL,
+    ),
+    as_id: str | None = AS_OPTION,
+    as_json: bool = JSON_OPTION,
+    fresh: bool = FRESH_OPTION,
 ) -> None:
     """Say FREE, YOURS or HELD for each PATH, or each staged path (exit 1 when any is HELD).
 

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from gitlocks.cli.common import JsonOption, finish, reply, verbs
+from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
 from gitlocks.cli.context import context
 from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
@@ -19,31 +17,26 @@ app = verbs()
 
 @app.command("remote")
 def remote_(
-    name: Annotated[
-        str | None, Argument(metavar="[NAME]", help="A git remote to share locks on.")
-    ] = None,
-    off: Annotated[bool, Option("--off", help="Return to local mode.")] = False,
-    forget: Annotated[
-        bool,
-        Option("--forget", help="With --off: drop the locks mirrored from the remote."),
-    ] = False,
-    restore: Annotated[
-        bool,
-        Option(
-            "--restore",
-            help="Put this clone's last view back on the remote, whose journal was lost.",
-        ),
-    ] = False,
-    shards: Annotated[
-        int | None,
-        Option(
-            "--shards",
-            metavar="N",
-            help="Keep the lock remote's table in N shard journals, so that claims that "
-            "cannot overlap never wait on each other (once; every clone needs this version).",
-        ),
-    ] = None,
-    as_json: JsonOption = False,
+    name: str | None = Argument(
+        default=None, metavar="[NAME]", help="A git remote to share locks on."
+    ),
+    off: bool = Option("--off", default=False, help="Return to local mode."),
+    forget: bool = Option(
+        "--forget", default=False, help="With --off: drop the locks mirrored from the remote."
+    ),
+    restore: bool = Option(
+        "--restore",
+        default=False,
+        help="Put this clone's last view back on the remote, whose journal was lost.",
+    ),
+    shards: int | None = Option(
+        "--shards",
+        default=None,
+        metavar="N",
+        help="Keep the lock remote's table in N shard journals, so that claims that "
+        "cannot overlap never wait on each other (once; every clone needs this version).",
+    ),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Show, check or switch remote mode (locks decided on a shared git remote).
 
@@ -90,7 +83,7 @@ def remote_(
 
 
 @app.command("sync")
-def sync(as_json: JsonOption = False) -> None:
+def sync(as_json: bool = JSON_OPTION) -> None:
     """Refresh the local view of the lock remote (fetches only the lock refs), and
     release your claims whose work has landed (--until-merged); in local mode, only that.
 

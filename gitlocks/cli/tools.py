@@ -13,11 +13,9 @@ Imports no framework: the verb modules declare their verbs without typer.
 
 from __future__ import annotations
 
-import importlib
-
 from gitlocks.agents.mcp import Tool, ToolArgument
 from gitlocks.cli import declare
-from gitlocks.cli.app import VERBS
+from gitlocks.cli.app import verb_module
 
 # The verbs served as MCP tools (``git alock mcp``), in the order a client lists them.
 TOOLS = ("acquire", "release", "renew", "check", "list", "status", "note", "whoami")
@@ -27,8 +25,7 @@ def tools(names: tuple[str, ...] = TOOLS) -> dict[str, Tool]:
     """The tools ``names``, from their verbs' declarations (only their modules imported)."""
     found = {}
     for name in names:
-        module = importlib.import_module(f"gitlocks.cli.{VERBS[name][0]}")
-        found[name] = tool(module.app.commands[name])
+        found[name] = tool(verb_module(name).app.commands[name])
     return found
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Annotated
 
 from gitlocks.cli.common import finish, out, verbs
 from gitlocks.cli.context import context
@@ -18,10 +17,10 @@ app = verbs()
 
 @app.command()
 def ui(
-    port: Annotated[int, Option("--port", help="Port on 127.0.0.1 (default: any free port).")] = 0,
-    no_browser: Annotated[
-        bool, Option("--no-browser", help="Print the URL only; open no browser.")
-    ] = False,
+    port: int = Option("--port", default=0, help="Port on 127.0.0.1 (default: any free port)."),
+    no_browser: bool = Option(
+        "--no-browser", default=False, help="Print the URL only; open no browser."
+    ),
 ) -> None:
     """Serve a live, read-only page of claims, holders, edits and the journal, until Ctrl-C.
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
 
-from gitlocks.cli.common import JsonOption, finish, out, reply, verbs
+from gitlocks.cli.common import JSON_OPTION, finish, out, reply, verbs
 from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.hooks import install as hooks
@@ -22,32 +21,27 @@ FORMATS = ("text", "json", "github")
 
 @app.command()
 def verify(
-    revisions: Annotated[
-        list[str],
-        Argument(
-            metavar="RANGE...",
-            help="Commits as git rev-list takes them: origin/main..HEAD, a branch, ^a b.",
-        ),
-    ],
-    as_json: JsonOption = False,
-    output: Annotated[
-        str | None,
-        Option("--format", metavar="FORMAT", help="text (default), json, or github (annotations)."),
-    ] = None,
-    no_table_ok: Annotated[
-        bool,
-        Option(
-            "--no-table-ok",
-            help="Pass where no lock table was ever fetched (else exit 2 with the fetch to run).",
-        ),
-    ] = False,
-    shallow_ok: Annotated[
-        bool,
-        Option(
-            "--shallow-ok",
-            help="Skip, with a warning, commits where a shallow clone was cut (else exit 2).",
-        ),
-    ] = False,
+    revisions: list[str] = Argument(
+        metavar="RANGE...",
+        help="Commits as git rev-list takes them: origin/main..HEAD, a branch, ^a b.",
+    ),
+    as_json: bool = JSON_OPTION,
+    output: str | None = Option(
+        "--format",
+        default=None,
+        metavar="FORMAT",
+        help="text (default), json, or github (annotations).",
+    ),
+    no_table_ok: bool = Option(
+        "--no-table-ok",
+        default=False,
+        help="Pass where no lock table was ever fetched (else exit 2 with the fetch to run).",
+    ),
+    shallow_ok: bool = Option(
+        "--shallow-ok",
+        default=False,
+        help="Skip, with a warning, commits where a shallow clone was cut (else exit 2).",
+    ),
 ) -> None:
     """Report commits that changed paths inside another holder's live claim.
 
@@ -77,17 +71,16 @@ def verify(
 
 @app.command("install-remote-hook")
 def install_remote_hook(
-    repository: Annotated[
-        str,
-        Argument(metavar="BARE-REPO", help="The repository you host, e.g. /srv/git/app.git."),
-    ],
-    uninstall: Annotated[
-        bool, Option("--uninstall", help="Remove the hook and restore any it chained.")
-    ] = False,
-    force: Annotated[
-        bool, Option("--force", help="Install into a repository with a working tree too.")
-    ] = False,
-    as_json: JsonOption = False,
+    repository: str = Argument(
+        metavar="BARE-REPO", help="The repository you host, e.g. /srv/git/app.git."
+    ),
+    uninstall: bool = Option(
+        "--uninstall", default=False, help="Remove the hook and restore any it chained."
+    ),
+    force: bool = Option(
+        "--force", default=False, help="Install into a repository with a working tree too."
+    ),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Make a repository you host refuse pushes into others' live claims (pre-receive).
 

@@ -6,11 +6,13 @@ Pure data, in the core: the guard and the services build changes without loading
 
 from __future__ import annotations
 
-from typing import Any
-
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @plain

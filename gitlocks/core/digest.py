@@ -8,15 +8,17 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _builtin(name: str, modules: tuple[str, ...]) -> Callable[..., Any]:
     for module in modules:
         try:
-            found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+            found: Callable[..., Any] = getattr(__import__(module), name)  # no importlib
         except (ImportError, AttributeError):
             continue
         return found

@@ -18,7 +18,6 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.plain import Row
@@ -26,7 +25,11 @@ from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import pattern
 from gitlocks.errors import UsageError
 
-Event = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+Event: TypeAlias = "dict[str, Any]"
 
 
 DEFAULT_KEEP_EVENTS = 1000

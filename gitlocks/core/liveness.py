@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
 
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
 # The state of a live (unexpired) lock.
-State = Literal["live", "stale", "dead", "interrupted"]
+State: TypeAlias = 'Literal["live", "stale", "dead", "interrupted"]'
 
 
 @plain

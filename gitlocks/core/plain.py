@@ -1,5 +1,5 @@
 """Data classes without the ``dataclasses`` module: ``@plain``, ``field`` and ``replace``;
-named tuples without typing's cost: ``Row``.
+named tuples without typing's cost: ``Row``. Nothing here imports ``typing`` at run time.
 
 Importing ``dataclasses`` loads ``inspect`` (and with it ``ast``, ``dis``, ``tokenize``),
 and each ``@dataclass`` compiles its methods one by one: together about a fifth of a lock
@@ -15,7 +15,9 @@ hash=False)``, ``frozen``, ``eq``, ``__post_init__``), compiled together in one 
   ``AttributeError``), and ``__hash__`` hashes the compared fields; a mutable class with
   ``eq`` is unhashable, one with ``eq=False`` keeps identity equality and hash.
 
-Type checkers read ``@plain`` as a data class (``dataclass_transform``).
+Type checkers read ``@plain`` as a data class (``dataclass_transform``); at run time that
+mark and ``overload`` are stand-ins that change nothing (``typing`` costs 2-3 ms to import,
+and no command needs it).
 """
 
 from __future__ import annotations
@@ -23,20 +25,24 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar, overload
-
-T = TypeVar("T")
 
 __all__ = ["FrozenInstanceError", "Row", "field", "field_names", "plain", "replace"]
 
-if TYPE_CHECKING:  # in typing from Python 3.11; a mark for type checkers only
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # dataclass_transform is in typing from Python 3.11
+    from typing import Any, TypeVar, overload
     from typing import NamedTuple as Row
 
     from typing_extensions import dataclass_transform
+
+    T = TypeVar("T")
 else:
 
-    def dataclass_transform(**_: Any) -> Callable[[T], T]:
+    def dataclass_transform(**_: object) -> Callable[[T], T]:
         return lambda function: function
+
+    def overload(function: T) -> T:
+        return function  # each overload is replaced by the definition that follows
 
     class _RowMeta(type):
         """``class Name(Row)`` as ``class Name(NamedTuple)``, without what makes the latter
@@ -248,16 +254,17 @@ def _methods(cls: type, fields: dict[str, Field], frozen: bool, eq: bool) -> dic
     return found
 
 
+# ``overload`` is the stand-in above at run time, which ruff does not read as typing's.
 @overload
 def plain(cls: type[T], /) -> type[T]: ...
 
 
 @overload
-def plain(*, frozen: bool = False, eq: bool = True) -> Callable[[type[T]], type[T]]: ...
+def plain(*, frozen: bool = False, eq: bool = True) -> Callable[[type[T]], type[T]]: ...  # noqa: F811
 
 
 @dataclass_transform(field_specifiers=(field,))
-def plain(
+def plain(  # noqa: F811
     cls: type[T] | None = None, /, *, frozen: bool = False, eq: bool = True
 ) -> type[T] | Callable[[type[T]], type[T]]:
     """The class with a data class's methods (see the module's notes)."""

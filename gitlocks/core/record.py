@@ -12,11 +12,14 @@ import os
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from gitlocks.core.plain import Row, field, field_names, plain, replace
 from gitlocks.core.text import pattern
 from gitlocks.errors import InvalidHolder, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 LOCK_ID_RE = pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

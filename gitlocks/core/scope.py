@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Hashable, Iterator
-from typing import Generic, TypeVar
 
 from gitlocks.core.glob import (
     GLOBSTAR,
@@ -38,6 +37,23 @@ from gitlocks.core.glob import (
 from gitlocks.core.plain import plain
 from gitlocks.errors import InvalidPattern
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
+    K = TypeVar("K", bound=Hashable)
+else:  # typing costs 2-3 ms to import, and no command needs it at run time
+
+    class Generic:
+        """``Generic[K]`` at run time: the class itself, unparameterised."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, _: object) -> type:
+            return cls
+
+    K = "K"
+
 __all__ = [
     "WHOLE_TREE",
     "ScopeEntry",
@@ -54,8 +70,6 @@ __all__ = [
 ]
 
 WHOLE_TREE = "**"
-
-K = TypeVar("K", bound=Hashable)
 
 
 def validate_pattern(pattern: str) -> None:

@@ -11,7 +11,6 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from datetime import timedelta
-from typing import Union
 
 from gitlocks.core.glob import compile_pattern
 from gitlocks.core.plain import Row, field, plain
@@ -64,13 +63,6 @@ def check_record(data: bytes) -> LockRecord | str:
     except (RecordError, InvalidPattern, InvalidHolder) as exc:
         return str(exc)
     return record
-
-
-# Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
-# document of another format is not read at all.
-VERDICTS_FORMAT = 4
-Verdict = Union["Summary", str]  # what a blob holds: a record's summary, or why it is none
-Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
 
 
 def lazy_table(
@@ -177,6 +169,13 @@ class Summary(Row):
         buckets = tuple(sorted({bucket_of(p) for p in record.paths}))
         landing = bool(record.until_merged and record.awaiting)
         return cls(record.id, record.holder, record.parent, record.expires_at, buckets, landing)
+
+
+# Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
+# document of another format is not read at all.
+VERDICTS_FORMAT = 4
+Verdict = Summary | str  # what a blob holds: a record's summary, or why it is none
+Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
 
 
 def bucket_of(pattern: str) -> str:

@@ -9,7 +9,10 @@ way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Deferred:

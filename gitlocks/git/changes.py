@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from gitlocks.core.plain import plain
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.git.spawn import Process
 

@@ -13,10 +13,13 @@ import contextlib
 import os
 import re
 from pathlib import Path
-from typing import IO
 
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 
 class Scan(Row):

@@ -25,10 +25,10 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from gitlocks.git.spawn import Process
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
 

@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from gitlocks.core.claims import Claims
 from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
@@ -61,6 +60,10 @@ from gitlocks.layout import (
 )
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 MODES = ("warn", "block")

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
@@ -42,6 +41,10 @@ from gitlocks.hooks.check import (
 )
 from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import JOURNAL_REF
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TRAILER = "Agent-Id"
 # The holder a commit without a valid Agent-Id is judged as: no holder id can contain a

@@ -15,12 +15,15 @@ import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row
 from gitlocks.core.record import validate_holder
 from gitlocks.errors import InvalidHolder, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
 # matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that

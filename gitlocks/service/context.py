@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.liveness import Liveness
@@ -27,7 +26,10 @@ from gitlocks.layout import (
 from gitlocks.service import landing
 from gitlocks.store.local import Store
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from typing import Any
+
     from gitlocks.store.base import LockStore
 
 

@@ -14,12 +14,12 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
 from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from gitlocks.store.base import LockStore
 

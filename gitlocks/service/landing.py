@@ -11,7 +11,6 @@ without them (docs/design.md, section 6.8).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import BRANCH_RE, LockRecord
@@ -20,6 +19,7 @@ from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
 from gitlocks.git import worktrees
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from gitlocks.store.base import LockStore
 

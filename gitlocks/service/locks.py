@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.claims import Claims
@@ -40,6 +39,10 @@ from gitlocks.service.results import (
     ReleaseResult,
     RenewResult,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 

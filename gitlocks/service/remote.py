@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.plain import replace
@@ -16,7 +15,10 @@ from gitlocks.service.context import Context, sweep
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore, read_sync_times
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from typing import Any
+
     from gitlocks.store.base import LockStore
 
 

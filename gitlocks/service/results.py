@@ -6,11 +6,13 @@ types without loading the store or pygit2.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from gitlocks.core.liveness import State
 from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
 
 
 class Conflict(Row):
@@ -27,7 +29,7 @@ class Conflict(Row):
         return data
 
 
-AcquireStatus = Literal["acquired", "already_yours", "refused", "interrupted"]
+AcquireStatus: TypeAlias = 'Literal["acquired", "already_yours", "refused", "interrupted"]'
 
 
 @plain
@@ -113,7 +115,7 @@ class NoteResult:
         }
 
 
-CheckStatus = Literal["free", "yours", "held"]
+CheckStatus: TypeAlias = 'Literal["free", "yours", "held"]'
 
 
 class CheckItem(Row):

@@ -16,13 +16,15 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.plain import plain
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
 from gitlocks.git import run
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitlocks.git.spawn import Process
 
 # The names compared at one depth: beyond this many, only those that start like the name

@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
 from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore

@@ -34,10 +34,9 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
-from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
+from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -59,13 +58,6 @@ from gitlocks.layout import (
     VERDICTS_FILE,
 )
 from gitlocks.store.journal import Journal, JournalEntry
-from gitlocks.store.mutex import wait_for_flock
-from gitlocks.store.refs import RefWriter
-
-if TYPE_CHECKING:
-    import pygit2
-
-from gitlocks.core.record import is_object_id
 from gitlocks.store.location import (
     Location,
     common_dir_of,
@@ -73,8 +65,16 @@ from gitlocks.store.location import (
     discover_location,
     location_from_environment,
 )
+from gitlocks.store.mutex import wait_for_flock
+from gitlocks.store.refs import RefWriter
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    import pygit2
+
+    T = TypeVar("T")
 
 
 class _Conflict(Exception):

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.plain import Row
 from gitlocks.errors import NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     pass
 
 

@@ -17,7 +17,6 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
@@ -28,7 +27,11 @@ from gitlocks.git.settings import Settings
 from gitlocks.layout import LOCK_PREFIX
 from gitlocks.store.base import LockStore
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
 class MemoryEntry(Row):

@@ -32,7 +32,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
@@ -57,14 +56,17 @@ from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     import pygit2
 
     from gitlocks.store.location import Location
 
-__all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
+    T = TypeVar("T")
 
-T = TypeVar("T")
+__all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
 # A lost race costs a fetch and a push, while the winner's next write needs only a push,
 # so a busy remote can make one writer lose many times in a row: bound the retries by

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
@@ -37,7 +36,10 @@ from gitlocks.layout import (
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import pygit2
 
 

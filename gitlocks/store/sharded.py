@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from typing import Any
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LOCK_ID_RE
@@ -29,6 +28,10 @@ from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import failure, lost_race, never_sent, porcelain, summarise
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ShardedPush(RemotePush):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.plain import Row
@@ -34,6 +33,10 @@ from gitlocks.store.remote import (
     read_sync_times,
     write_sync_times,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

@@ -11,7 +11,6 @@ which the push leaves as they are: no earlier client can grant a claim beside th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
@@ -20,6 +19,10 @@ from gitlocks.git.remote import lost_race, porcelain
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, MAX_SHARDS, MUTEX_TIMEOUT_SECONDS, SHARD_PREFIX
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core import journal as core_journal
 from gitlocks.core.journal import Event
@@ -24,7 +23,10 @@ from gitlocks.service.context import Context
 from gitlocks.service.results import Edit, Status
 from gitlocks.service.status import status as status_of
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from typing import Any, TypeAlias
+
     from gitlocks.store.base import LockStore
 
 # Files of the repository the tree shows at most: beyond that it lists only what claims
@@ -33,7 +35,7 @@ MAX_FILES = 50_000
 JOURNAL_EVENTS = 200  # events the page starts with; it adds the new ones as they come
 
 
-Memo = dict[int, tuple[LockRecord, dict[str, Any]]]
+Memo: TypeAlias = "dict[int, tuple[LockRecord, dict[str, Any]]]"
 
 
 def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import os
 import sys
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from conftest import git
@@ -58,12 +58,12 @@ def test_each_tool_is_its_verbs_declaration(name: str) -> None:
     keeps its help, its required-ness (unless marked) and a JSON type of its Python type."""
     verb = _verb(name)
     published = schema(tools()[name])
-    hints = typing.get_type_hints(verb.callback, include_extras=True)
+    hints = typing.get_type_hints(verb.callback)
     offered = [p for p in declare.params(verb.callback) if p.tool.offered]
     assert len(published["properties"]) == len(offered)
     types = {bool: "boolean", str: "string", str | None: "string"}
     for p, (argument, prop) in zip(offered, published["properties"].items(), strict=True):
-        base = typing.get_args(hints[p.name])[0]
+        base = hints[p.name]
         many = list in {typing.get_origin(t) for t in (base, *typing.get_args(base))}
         assert prop["type"] == ("array" if many else types[base]), argument
         assert prop["description"] == p.help and p.help, argument
@@ -105,15 +105,13 @@ def test_a_new_option_reaches_the_command_line_and_the_tool_from_one_declaration
 
     @app.command(tool="Paint paths.")
     def paint(
-        patterns: Annotated[
-            list[str], declare.Argument(metavar="PATTERN...", help="What to paint.")
-        ],
-        colour_name: Annotated[
-            str, declare.Option("--colour-name", help="The colour, by name.")
-        ] = "red",
-        dry: Annotated[
-            bool, declare.Option("--dry", help="Say what, paint nothing.", tool=declare.NOT_IN_TOOL)
-        ] = False,
+        patterns: list[str] = declare.Argument(metavar="PATTERN...", help="What to paint."),
+        colour_name: str = declare.Option(
+            "--colour-name", default="red", help="The colour, by name."
+        ),
+        dry: bool = declare.Option(
+            "--dry", default=False, help="Say what, paint nothing.", tool=declare.NOT_IN_TOOL
+        ),
     ) -> None:
         """Paint PATTERN...."""
 

@@ -12,7 +12,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from support.cli import alock
@@ -330,10 +330,8 @@ def test_two_parameters_a_tool_would_take_under_one_name_are_refused() -> None:
 
     @app.command(tool="Paint paths.")
     def paint(
-        patterns: Annotated[
-            list[str], declare.Argument(help="What to paint.", tool=declare.InTool("paths"))
-        ],
-        paths: Annotated[str, declare.Option("--paths", help="A file of paths.")] = "",
+        patterns: list[str] = declare.Argument(help="What to paint.", tool=declare.InTool("paths")),
+        paths: str = declare.Option("--paths", default="", help="A file of paths."),
     ) -> None:
         """Paint."""
 
