@@ -11,6 +11,7 @@ become exit codes.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from gitlocks.cli import declare
@@ -141,7 +142,8 @@ def _as_after_verb(args: list[str]) -> list[str]:
 
 def _run_verb(verb: str, args: list[str]) -> int:
     module = verb_module(verb)
-    args = _fill_optional_values(args, getattr(module, "OPTIONAL_VALUES", {}))
+    optional = getattr(module, "OPTIONAL_VALUES", {})
+    args = _fill_optional_values(args, optional)
     callback = module.app.commands[verb].callback
     values = declare.parse(callback, args)
     if values is not None:  # a command line typed right: no framework to import
@@ -153,10 +155,12 @@ def _run_verb(verb: str, args: list[str]) -> int:
             sys.stderr.write("\n")  # as click says it, below
             return EXIT_INTERRUPTED
         return EXIT_OK
-    return _run_with_typer(module.app, verb, args)
+    return _run_with_typer(module.app, verb, args, optional)
 
 
-def _run_with_typer(app: declare.Verbs, verb: str, args: list[str]) -> int:
+def _run_with_typer(
+    app: declare.Verbs, verb: str, args: list[str], optional: dict[str, str] | None = None
+) -> int:
     import re  # only where typer answers: its usage errors
 
     import typer  # help, usage errors and completion: the framework's own words
@@ -174,8 +178,32 @@ def _run_with_typer(app: declare.Verbs, verb: str, args: list[str]) -> int:
         said = exc.format_message()
         if re.match(r"No such option: --as(?![\w-])", said):  # before the verb or after
             said = f"{verb} acts for no agent, so it takes no --as"
-        raise UsageError(f"{said}\n{HINT.removesuffix(chr(10))}") from None
+        hint = _took_as_value(verb, said, args, optional or {}) or HINT.removesuffix(chr(10))
+        raise UsageError(f"{said}\n{hint}") from None
     return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _took_as_value(verb: str, said: str, args: list[str], optional: dict[str, str]) -> str | None:
+    """For a missing argument, the hint that an option whose value may be left out took
+    the word after it as its value, where that word reads as a path or a pattern and no
+    branch could be named so (``acquire --until-merged 'src/**'``: the pattern became the
+    branch)."""
+    if not said.startswith("Missing argument"):
+        return None
+    for i, arg in enumerate(args[:-1]):
+        word = args[i + 1]
+        if arg in optional and word != optional[arg]:
+            if not any(c in word for c in "*?[") and not os.path.lexists(word):
+                return None  # a branch, it seems: the pattern is what is missing
+            from gitlocks.core.text import shell_word  # only for this hint
+
+            rest = [shell_word(a) for j, a in enumerate(args) if j not in (i, i + 1)]
+            return (
+                f"hint: {arg} took {shell_word(word)} as its branch; put it after the patterns "
+                f"(git alock {verb} {' '.join([*rest, shell_word(word), arg])}) or name the "
+                f"branch ({arg} BRANCH {shell_word(word)})"
+            )
+    return None
 
 
 # Options of any verb that take a value: the word after one is that value, never an option.

@@ -102,3 +102,19 @@ def test_an_until_merged_claim_without_the_post_commit_hook_says_it_cannot_land(
     assert got.code == 0 and "post-commit" not in got.err, got
     got = alock(repo, "acquire", "lib/**", AGENT_ID="carol")  # no branch awaited
     assert "post-commit" not in got.err, got
+
+
+def test_a_pattern_taken_as_the_until_merged_branch_is_hinted(repo: Path) -> None:
+    """``--until-merged`` may go without its branch, so a pattern right after it becomes the
+    branch: the missing pattern's error says so and how to write it; a branch named there
+    (no pattern at all) gets the usual hint."""
+    got = alock(repo, "acquire", "--until-merged", "src/**", "-m", "a b", AGENT_ID="bob")
+    assert got.code == 2 and got.err.startswith("error: Missing argument 'PATTERN...'.")
+    assert "hint: --until-merged took 'src/**' as its branch" in got.err
+    assert "git alock acquire -m 'a b' 'src/**' --until-merged" in got.err
+    took = alock(repo, "acquire", "--until-merged", "README.md", AGENT_ID="bob")
+    assert "took README.md as its branch" in took.err
+    branch = alock(repo, "acquire", "--until-merged", "main", AGENT_ID="bob")
+    assert branch.code == 2 and "took" not in branch.err and "hint: git alock -h" in branch.err
+    fine = alock(repo, "acquire", "src/**", "--until-merged", AGENT_ID="bob")
+    assert fine.code == 0, fine
