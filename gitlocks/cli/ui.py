@@ -67,20 +67,23 @@ def _open(url: str) -> Callable[[], None]:
         import webbrowser
         from html import escape
 
-        here = tempfile.mkdtemp(prefix="git-alock-ui-")
-        page = os.path.join(here, "open.html")
-        target = escape(url, quote=True)
-        fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(
-                '<!doctype html><meta charset="utf-8">'
-                f'<meta http-equiv="refresh" content="0;url={target}">'
-                f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
-            )
         try:
+            here = tempfile.mkdtemp(prefix="git-alock-ui-")
+            page = os.path.join(here, "open.html")
+            target = escape(url, quote=True)
+            fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(
+                    '<!doctype html><meta charset="utf-8">'
+                    f'<meta http-equiv="refresh" content="0;url={target}">'
+                    f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
+                )
             opened = webbrowser.open("file://" + page)
-        except webbrowser.Error:
+        except (OSError, webbrowser.Error):  # no file to hand over, or no browser
             opened = False
+        except BaseException:  # Ctrl-C while a browser that waits for its page still runs
+            _remove(here)
+            raise
     if not opened:
         sys.stderr.write("note: no browser opened; open the URL above\n")
     return lambda: _remove(here)

@@ -3,6 +3,7 @@ protocol, and its server asked directly for what it must refuse."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -450,6 +451,37 @@ def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not Path(handed.removeprefix("file://")).parent.exists()
+
+
+def test_ctrl_c_while_the_browser_runs_removes_the_file(repo: Path, tmp_path: Path) -> None:
+    """A ``$BROWSER`` that keeps its page until it ends (a text browser: Python waits for
+    it) and Ctrl-C meanwhile: the file that holds the page's key goes all the same."""
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(
+        f'#!/bin/sh\necho $$ > {opened}.pid\nprintf %s "$1" > {opened}.tmp\n'
+        f"mv {opened}.tmp {opened}\nexec sleep 60 >/dev/null 2>&1\n"
+    )
+    browser.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(browser)}
+    env.pop("DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        handed = opened.read_text()
+        assert Path(handed.removeprefix("file://")).exists()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        with contextlib.suppress(OSError, ValueError):  # the browser, if it started
+            os.kill(int(Path(f"{opened}.pid").read_text()), signal.SIGKILL)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert not Path(handed.removeprefix("file://")).parent.exists()
 
