@@ -184,7 +184,7 @@ def _nearest_git(pid: int | None) -> tuple[int, list[str]] | None:
     """The nearest git among ``pid`` and its ancestors, with its command: the hook's
     parent when git runs it, a few steps up when a hook framework (pre-commit) runs it."""
     for _ in range(6):
-        if pid is None or pid <= 1:
+        if pid is None or pid < 1:  # git itself may be process 1 (a container's entrypoint)
             return None
         command = git_command(pid)
         if command:
