@@ -66,6 +66,7 @@ def _open(url: str) -> Callable[[], None]:
         import tempfile
         import webbrowser
         from html import escape
+        from pathlib import Path
 
         try:
             here = tempfile.mkdtemp(prefix="git-alock-ui-")
@@ -78,7 +79,8 @@ def _open(url: str) -> Callable[[], None]:
                     f'<meta http-equiv="refresh" content="0;url={target}">'
                     f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
                 )
-            opened = webbrowser.open("file://" + page)
+            # A URL: the path quoted (a temporary directory may hold "#", "%" or "?").
+            opened = webbrowser.open(Path(page).as_uri())
         except (OSError, webbrowser.Error):  # no file to hand over, or no browser
             opened = False
         except BaseException:  # Ctrl-C while a browser that waits for its page still runs

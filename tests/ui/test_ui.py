@@ -486,6 +486,43 @@ def test_ctrl_c_while_the_browser_runs_removes_the_file(repo: Path, tmp_path: Pa
     assert not Path(handed.removeprefix("file://")).parent.exists()
 
 
+def test_the_file_handed_is_a_url_where_temp_has_odd_characters(repo: Path, tmp_path: Path) -> None:
+    """A temporary directory named with ``#``, ``%``, ``?`` or a space: the browser reads
+    ``file://`` + the path as a URL, so the path must be quoted, or it opens another file
+    (``#`` starts a fragment, ``%20`` is read as a space) and never reaches the page."""
+    temp = tmp_path / "my tmp #1 50%20 ?x"
+    temp.mkdir()
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys, urllib.parse\n"
+        "url = urllib.parse.urlsplit(sys.argv[1])\n"
+        "path = urllib.parse.unquote(url.path)\n"
+        f"with open({str(opened)!r} + '.tmp', 'w') as f:\n"
+        "    f.write(f'{url.scheme} {os.path.isfile(path)} {path}')\n"
+        f"os.rename({str(opened)!r} + '.tmp', {str(opened)!r})\n"
+    )
+    browser.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(browser), "TMPDIR": str(temp)}
+    env.pop("DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scheme, found, path = opened.read_text().split(" ", 2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert (scheme, found) == ("file", "True"), path
+    assert path.startswith(f"{temp}/git-alock-ui-") and path.endswith("/open.html")
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
 def test_help_gives_an_example(repo: Path) -> None:
     got = alock(repo, "ui", "-h")
     assert got.code == 0 and "Example: git alock ui" in got.out and "--no-browser" in got.out
