@@ -153,7 +153,17 @@ def add_trailer(
 
 
 # git's options that come before its command and take the next word as their value.
-_GIT_VALUE_OPTIONS = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path")
+_GIT_VALUE_OPTIONS = (
+    "-c",
+    "-C",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--exec-path",
+    "--config-env",
+    "--attr-source",
+    "--super-prefix",
+)
 
 
 def git_command(pid: int) -> list[str]:

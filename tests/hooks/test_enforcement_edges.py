@@ -101,6 +101,19 @@ def test_a_revert_by_a_git_that_is_process_1_gets_its_trailer(hooked: Path) -> N
     assert trailers(hooked) == ["agent-a"]
 
 
+def test_a_revert_with_gits_own_options_before_it_gets_its_trailer(hooked: Path) -> None:
+    """``git --config-env NAME=VAR revert``: the option's value is the next word, which the
+    hook took for git's command, and the revert went out naming no agent."""
+    commit(hooked, "src/app.py", "1\n", A, "-m", "one")
+    env = {**A, "ABBREV": "9"}
+    got = run_git(
+        hooked, "--config-env", "core.abbrev=ABBREV", "revert", "--no-edit", "HEAD", env=env
+    )
+    assert got.code == 0, got.err
+    assert git(hooked, "log", "-1", "--format=%s").startswith('Revert "one"')
+    assert trailers(hooked) == ["agent-a"]
+
+
 def test_a_message_left_empty_still_aborts_with_colon_as_editor(hooked: Path) -> None:
     """The fix must not turn git's abort into a commit: ``GIT_EDITOR=:`` of one's own (an
     agent's usual setting) leaves git's template, comments only, and git aborts."""
