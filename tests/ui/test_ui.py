@@ -523,6 +523,38 @@ def test_the_file_handed_is_a_url_where_temp_has_odd_characters(repo: Path, tmp_
     assert proc.returncode == 130 and "Traceback" not in err, err
 
 
+def test_without_a_display_a_failing_browser_is_the_only_one_tried(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Over ssh with ``$BROWSER`` set, a browser that fails left Python's ``webbrowser`` to
+    try the others it knows: text browsers (lynx, w3m, ...), run in this very terminal,
+    before the page is served. The URL printed is left to the user instead."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    lynx = bin_dir / "lynx"
+    lynx.write_text(f'#!/bin/sh\nprintf %s "$1" > {tmp_path}/lynx-ran\n')
+    lynx.chmod(0o755)
+    failing = tmp_path / "browser"
+    failing.write_text("#!/bin/sh\nexit 1\n")
+    failing.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(failing), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert fetch(url)[0] == 200  # served: the browser has been tried
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert not (tmp_path / "lynx-ran").exists()
+    assert "note: no browser opened" in err and "Traceback" not in err, err
+
+
 def test_help_gives_an_example(repo: Path) -> None:
     got = alock(repo, "ui", "-h")
     assert got.code == 0 and "Example: git alock ui" in got.out and "--no-browser" in got.out
