@@ -56,9 +56,11 @@ def _open(url: str) -> Callable[[], None]:
     The browser is handed a file that sends it on to the page, never the page's URL: a
     process's command line is open to every user of the machine (``ps``), and the token
     is the page's only key. The file is the user's alone (0600, in a directory of 0700)."""
-    graphical = sys.platform in ("darwin", "win32") or any(
-        os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
+    display = sys.platform in ("darwin", "win32") or any(
+        os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")
     )
+    chosen = [b for b in os.environ.get("BROWSER", "").split(os.pathsep) if b]
+    graphical = display or bool(chosen)
     opened = False
     here = ""
     if graphical:
@@ -66,24 +68,45 @@ def _open(url: str) -> Callable[[], None]:
         import tempfile
         import webbrowser
         from html import escape
+        from pathlib import Path
 
-        here = tempfile.mkdtemp(prefix="git-alock-ui-")
-        page = os.path.join(here, "open.html")
-        target = escape(url, quote=True)
-        fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(
-                '<!doctype html><meta charset="utf-8">'
-                f'<meta http-equiv="refresh" content="0;url={target}">'
-                f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
-            )
         try:
-            opened = webbrowser.open("file://" + page)
-        except webbrowser.Error:
+            here = tempfile.mkdtemp(prefix="git-alock-ui-")
+            page = os.path.join(here, "open.html")
+            target = escape(url, quote=True)
+            fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(
+                    '<!doctype html><meta charset="utf-8">'
+                    f'<meta http-equiv="refresh" content="0;url={target}">'
+                    f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
+                )
+            # A URL: the path quoted (a temporary directory may hold "#", "%" or "?").
+            if display:
+                opened = webbrowser.open(Path(page).as_uri())
+            else:  # $BROWSER's alone: webbrowser would go on to the text browsers
+                opened = _open_with(chosen, Path(page).as_uri())
+        except (OSError, webbrowser.Error):  # no file to hand over, or no browser
             opened = False
+        except BaseException:  # Ctrl-C while a browser that waits for its page still runs
+            _remove(here)
+            raise
     if not opened:
         sys.stderr.write("note: no browser opened; open the URL above\n")
     return lambda: _remove(here)
+
+
+def _open_with(browsers: list[str], url: str) -> bool:
+    """Open ``url`` with the first of ``browsers`` (``$BROWSER``'s) that opens it."""
+    import webbrowser  # loaded already by _open, the only caller
+
+    for name in browsers:
+        try:
+            if webbrowser.get(name).open(url):
+                return True
+        except webbrowser.Error:  # none by that name to run
+            continue
+    return False
 
 
 def _remove(here: str) -> None:

@@ -52,6 +52,8 @@ else:
         def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
             if not bases:
                 return super().__new__(mcls, name, bases, namespace)
+            if bases != (Row,):  # as typing: the named tuple would be without the others
+                raise TypeError(f"{name}: a named tuple can only inherit from Row")
             annotations = namespace.get("__annotations__", {})
             names = list(annotations)
             given = [n for n in names if n in namespace]

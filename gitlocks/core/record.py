@@ -311,9 +311,6 @@ class LockRecord:
         if data.get("format") != FORMAT:
             raise RecordError(f"unsupported record format {data.get('format')!r}")
         known = _KNOWN_FIELDS
-        if not known:
-            known.update(f for f in field_names(cls) if f != "extra")
-            known.add("format")
         try:
             notes = tuple(_notes(data))
             record = cls(
@@ -360,7 +357,9 @@ class LockRecord:
         return record
 
 
-_KNOWN_FIELDS: set[str] = set()  # a record's own keys: the rest is kept as "extra"
+# A record's own keys: the rest is kept as "extra". Whole before any record is read (a
+# set filled by the first read would be seen half filled by a second thread's).
+_KNOWN_FIELDS = frozenset(field_names(LockRecord)) - {"extra"} | {"format"}
 
 
 def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:

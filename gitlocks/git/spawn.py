@@ -36,6 +36,7 @@ from select import PIPE_BUF, POLLERR, POLLHUP, POLLIN, POLLOUT, poll
 _RESTORED = (_signal.SIGPIPE, _signal.SIGXFSZ)
 _KILL = _signal.SIGKILL
 _CHUNK = 1 << 16
+_LONGEST_POLL = 86400.0  # seconds: the longest one poll() waits for a process to end
 _unreaped: list[int] = []  # pids of processes dropped while still running
 _reaping = _thread.allocate_lock()  # one thread at a time reaps them (the ui's are many)
 
@@ -194,7 +195,16 @@ def _wait_for_exit(pid: int, timeout: float) -> bool | None:
     try:
         waiting = poll()
         waiting.register(fd, POLLIN)
-        return bool(waiting.poll(max(0, math.ceil(timeout * 1000))))
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            # poll takes a C int of milliseconds: a longer wait (a day, no limit) is
+            # waited a day at a time.
+            step = left if left < _LONGEST_POLL else _LONGEST_POLL
+            if waiting.poll(max(0, math.ceil(step * 1000))):
+                return True
+            if left <= _LONGEST_POLL:
+                return False
     finally:
         os.close(fd)
 

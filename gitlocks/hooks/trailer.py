@@ -153,7 +153,17 @@ def add_trailer(
 
 
 # git's options that come before its command and take the next word as their value.
-_GIT_VALUE_OPTIONS = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path")
+_GIT_VALUE_OPTIONS = (
+    "-c",
+    "-C",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--exec-path",
+    "--config-env",
+    "--attr-source",
+    "--super-prefix",
+)
 
 
 def git_command(pid: int) -> list[str]:
@@ -184,7 +194,7 @@ def _nearest_git(pid: int | None) -> tuple[int, list[str]] | None:
     """The nearest git among ``pid`` and its ancestors, with its command: the hook's
     parent when git runs it, a few steps up when a hook framework (pre-commit) runs it."""
     for _ in range(6):
-        if pid is None or pid <= 1:
+        if pid is None or pid < 1:  # git itself may be process 1 (a container's entrypoint)
             return None
         command = git_command(pid)
         if command:

@@ -179,3 +179,16 @@ def test_row_refuses_what_named_tuple_refuses() -> None:
             (p.Row,),
             {"__module__": __name__, "__annotations__": {"a": "int"}, "_replace": None},
         )
+
+
+def test_row_refuses_another_base_as_named_tuple_does() -> None:
+    """``class Name(Row, Mixin)`` would otherwise be a named tuple without the mixin: its
+    methods missing at run time, though a type checker reads them as there."""
+
+    class Mixin:
+        def greet(self) -> str:
+            return "hi"
+
+    row_meta: Any = type(p.Row)
+    with pytest.raises(TypeError, match="can only inherit from Row"):
+        row_meta("Bad", (p.Row, Mixin), {"__module__": __name__, "__annotations__": {}})

@@ -179,3 +179,15 @@ def test_threads_starting_git_together_reap_the_dropped_ones_once() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert failures == []
+
+
+@pytest.mark.parametrize("timeout", [1e9, 1e12, float("inf")])
+def test_a_wait_with_a_limit_longer_than_poll_takes_still_waits(timeout: float) -> None:
+    """A limit of years (or none, as infinity) is no error: the process's end is waited
+    for as with any other limit."""
+    ended = Process([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(4)"])
+    ended.stdin.close()
+    assert ended.wait(timeout=timeout) == 4
+    ended.stdout.close()
+    assert ended.stderr is not None
+    ended.stderr.close()

@@ -78,6 +78,42 @@ def test_a_message_starting_with_a_hash_gets_its_trailer(hooked: Path) -> None:
     assert alock(hooked, "verify", f"{base}..HEAD", **B).out.startswith("CLEAN 2 commits")
 
 
+def test_a_revert_by_a_git_that_is_process_1_gets_its_trailer(hooked: Path) -> None:
+    """A container whose entrypoint is git itself (``docker run alpine/git revert ...``):
+    the hook's parent is process 1, which the walk up to the committing git took for the
+    end of the line, and the revert went out naming no agent."""
+    probe = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        pytest.skip("no pid namespace to be made here")
+    commit(hooked, "src/app.py", "1\n", A, "-m", "one")
+    got = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "git", "revert", "--no-edit", "HEAD"],
+        cwd=hooked,
+        env={**os.environ, **A},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert got.returncode == 0, got.stderr
+    assert git(hooked, "log", "-1", "--format=%s").startswith('Revert "one"')
+    assert trailers(hooked) == ["agent-a"]
+
+
+def test_a_revert_with_gits_own_options_before_it_gets_its_trailer(hooked: Path) -> None:
+    """``git --config-env NAME=VAR revert``: the option's value is the next word, which the
+    hook took for git's command, and the revert went out naming no agent."""
+    commit(hooked, "src/app.py", "1\n", A, "-m", "one")
+    env = {**A, "ABBREV": "9"}
+    got = run_git(
+        hooked, "--config-env", "core.abbrev=ABBREV", "revert", "--no-edit", "HEAD", env=env
+    )
+    assert got.code == 0, got.err
+    assert git(hooked, "log", "-1", "--format=%s").startswith('Revert "one"')
+    assert trailers(hooked) == ["agent-a"]
+
+
 def test_a_message_left_empty_still_aborts_with_colon_as_editor(hooked: Path) -> None:
     """The fix must not turn git's abort into a commit: ``GIT_EDITOR=:`` of one's own (an
     agent's usual setting) leaves git's template, comments only, and git aborts."""

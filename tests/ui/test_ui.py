@@ -3,6 +3,7 @@ protocol, and its server asked directly for what it must refuse."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -452,6 +453,106 @@ def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert not Path(handed.removeprefix("file://")).parent.exists()
+
+
+def test_ctrl_c_while_the_browser_runs_removes_the_file(repo: Path, tmp_path: Path) -> None:
+    """A ``$BROWSER`` that keeps its page until it ends (a text browser: Python waits for
+    it) and Ctrl-C meanwhile: the file that holds the page's key goes all the same."""
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(
+        f'#!/bin/sh\necho $$ > {opened}.pid\nprintf %s "$1" > {opened}.tmp\n'
+        f"mv {opened}.tmp {opened}\nexec sleep 60 >/dev/null 2>&1\n"
+    )
+    browser.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(browser)}
+    env.pop("DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        handed = opened.read_text()
+        assert Path(handed.removeprefix("file://")).exists()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        with contextlib.suppress(OSError, ValueError):  # the browser, if it started
+            os.kill(int(Path(f"{opened}.pid").read_text()), signal.SIGKILL)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not Path(handed.removeprefix("file://")).parent.exists()
+
+
+def test_the_file_handed_is_a_url_where_temp_has_odd_characters(repo: Path, tmp_path: Path) -> None:
+    """A temporary directory named with ``#``, ``%``, ``?`` or a space: the browser reads
+    ``file://`` + the path as a URL, so the path must be quoted, or it opens another file
+    (``#`` starts a fragment, ``%20`` is read as a space) and never reaches the page."""
+    temp = tmp_path / "my tmp #1 50%20 ?x"
+    temp.mkdir()
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys, urllib.parse\n"
+        "url = urllib.parse.urlsplit(sys.argv[1])\n"
+        "path = urllib.parse.unquote(url.path)\n"
+        f"with open({str(opened)!r} + '.tmp', 'w') as f:\n"
+        "    f.write(f'{url.scheme} {os.path.isfile(path)} {path}')\n"
+        f"os.rename({str(opened)!r} + '.tmp', {str(opened)!r})\n"
+    )
+    browser.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(browser), "TMPDIR": str(temp)}
+    env.pop("DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scheme, found, path = opened.read_text().split(" ", 2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert (scheme, found) == ("file", "True"), path
+    assert path.startswith(f"{temp}/git-alock-ui-") and path.endswith("/open.html")
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def test_without_a_display_a_failing_browser_is_the_only_one_tried(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Over ssh with ``$BROWSER`` set, a browser that fails left Python's ``webbrowser`` to
+    try the others it knows: text browsers (lynx, w3m, ...), run in this very terminal,
+    before the page is served. The URL printed is left to the user instead."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    lynx = bin_dir / "lynx"
+    lynx.write_text(f'#!/bin/sh\nprintf %s "$1" > {tmp_path}/lynx-ran\n')
+    lynx.chmod(0o755)
+    failing = tmp_path / "browser"
+    failing.write_text("#!/bin/sh\nexit 1\n")
+    failing.chmod(0o755)
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    env = {**os.environ, "BROWSER": str(failing), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    proc = subprocess.Popen(
+        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert fetch(url)[0] == 200  # served: the browser has been tried
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert not (tmp_path / "lynx-ran").exists()
+    assert "note: no browser opened" in err and "Traceback" not in err, err
 
 
 def test_help_gives_an_example(repo: Path) -> None:
