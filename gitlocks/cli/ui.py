@@ -93,6 +93,8 @@ def _open(url: str) -> Callable[[], None]:
             raise
     if not opened:
         sys.stderr.write("note: no browser opened; open the URL above\n")
+    else:  # a browser kept from /tmp (a snap's private one) finds no such file
+        sys.stderr.write("opened in your browser; if it shows no page, open the URL above\n")
     return lambda: _remove(here)
 
 
