@@ -17,7 +17,7 @@ import time
 
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
-from gitlocks.git.remote import GitRun, run_git
+from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
 from gitlocks.store.local import Store
 
@@ -59,6 +59,15 @@ class Mirror(Store):
             timeout=timeout,
             setting=self.timeout_setting,
         )
+
+    def _push_atomic(self, leases: list[str], specs: list[str]) -> tuple[GitRun, list[PushLine]]:
+        """One ``git push --atomic`` of ``specs`` under ``leases`` (our own hooks not run):
+        git's run and the lines of its ``--porcelain`` answer."""
+        run = self._git(
+            ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+            what="push to",
+        )
+        return run, porcelain(run.out)
 
     def local_locks(self) -> dict[str, str]:
         """The local view: lock id -> blob id (only lock namespaces are read).

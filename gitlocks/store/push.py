@@ -28,7 +28,6 @@ from gitlocks.git.remote import (
     failure,
     lost_race,
     never_sent,
-    porcelain,
     remote_side,
     summarise,
 )
@@ -97,13 +96,9 @@ class RemotePush(Mirror):
         specs += more_specs
         self.pushes += 1
         try:
-            run = self._git(
-                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
-                what="push to",
-            )
+            run, lines = self._push_atomic(leases, specs)
         except RemoteTimeout as exc:
             return self._settle(table, commit, str(exc), gave_up=True)
-        lines = porcelain(run.out)
         if run.code == 0 and lines:
             if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
                 return False  # someone pushed this very journal commit: not our win

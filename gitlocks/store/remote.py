@@ -38,7 +38,7 @@ from gitlocks.core.journal import REPAIRED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
-from gitlocks.git.remote import failure, no_atomic, porcelain
+from gitlocks.git.remote import failure, no_atomic
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
@@ -571,11 +571,7 @@ class RemoteStore(ShardedPush):
                 for ref, value in values.items()
             ]
             specs = [f"{value if step == 'create' else ''}:{ref}" for ref, value in values.items()]
-            run = self._git(
-                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
-                what="push to",
-            )
-            lines = porcelain(run.out)
+            run, lines = self._push_atomic(leases, specs)
             if run.code == 0 and lines and all(ln.flag in "*-" for ln in lines):
                 continue
             if not lines or "does not support --atomic" in run.err:

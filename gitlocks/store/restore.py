@@ -25,7 +25,7 @@ from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
 from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
 from gitlocks.errors import RemoteError, UsageError
-from gitlocks.git.remote import lost_race, porcelain
+from gitlocks.git.remote import lost_race
 from gitlocks.layout import (
     FORMAT_REF,
     JOURNAL_REF,
@@ -455,11 +455,7 @@ def _push_restore(
             continue
         leases.append(f"--force-with-lease={ref}:{have or ''}")
         specs.append(f"{want}:{ref}" if want else f":{ref}")
-    run = remote._git(
-        ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.remote, *specs],
-        what="push to",
-    )
-    lines = porcelain(run.out)
+    run, lines = remote._push_atomic(leases, specs)
     if run.code != 0 or not lines:
         if lines and lost_race(lines):
             raise RemoteError(

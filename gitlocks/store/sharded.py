@@ -25,7 +25,7 @@ from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
-from gitlocks.git.remote import failure, lost_race, never_sent, porcelain, summarise
+from gitlocks.git.remote import failure, lost_race, never_sent, summarise
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
 
@@ -262,13 +262,9 @@ class ShardedPush(RemotePush):
 
         self.pushes += 1
         try:
-            run = self._git(
-                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
-                what="push to",
-            )
+            run, lines = self._push_atomic(leases, specs)
         except RemoteTimeout as exc:
             return self.settle(landed, str(exc), gave_up=True)
-        lines = porcelain(run.out)
         if run.code == 0 and lines:
             moving = {f"{SHARD_PREFIX}{k}" for k in leased}  # the steady ones report "="
             if any(ln.ref in moving and ln.flag == "=" for ln in lines):

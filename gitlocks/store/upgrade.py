@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
 from gitlocks.errors import RemoteError, UsageError
-from gitlocks.git.remote import lost_race, porcelain
+from gitlocks.git.remote import lost_race
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, MAX_SHARDS, MUTEX_TIMEOUT_SECONDS, SHARD_PREFIX
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
@@ -93,11 +93,7 @@ def shard(store: Store, count: int) -> ShardResult:
         leases += [f"--force-with-lease={SHARD_PREFIX}{k}:" for k in commits]
         specs = [f"{notice}:{JOURNAL_REF}", f"{fmt}:{FORMAT_REF}"]
         specs += [f"{commit}:{SHARD_PREFIX}{k}" for k, commit in commits.items()]
-        run = remote._git(
-            ["push", "--atomic", "--porcelain", "--no-verify", *leases, remote.remote, *specs],
-            what="push to",
-        )
-        lines = porcelain(run.out)
+        run, lines = remote._push_atomic(leases, specs)
         if run.code != 0 or not lines:
             if lines and lost_race(lines):
                 raise RemoteError(
