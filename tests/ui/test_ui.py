@@ -420,6 +420,23 @@ def test_not_in_a_repository_is_an_error(tmp_path: Path) -> None:
     assert got.code == 2 and got.err.startswith("error:"), got
 
 
+def _serve_beside(repo: Path, browser: Path, **env: str) -> subprocess.Popen[str]:
+    """``git alock ui`` started as its own process (Ctrl-C reaches it) with no display and
+    ``browser`` as ``$BROWSER``."""
+    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+    full = {**os.environ, "BROWSER": str(browser), **env}
+    full.pop("DISPLAY", None)
+    full.pop("WAYLAND_DISPLAY", None)
+    return subprocess.Popen(
+        [script, "ui"],
+        cwd=repo,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None:
     """The browser is handed a file of the user's alone that sends it on to the page, so the
     token never shows in a command line (``ps``); the file goes when the server stops."""
@@ -431,12 +448,7 @@ def test_the_page_opens_in_the_users_browser(repo: Path, tmp_path: Path) -> None
         f'cat "$f" > {opened}.page; printf %s "$1" > {opened}\n'
     )
     browser.chmod(0o755)
-    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
-    env = {**os.environ, "BROWSER": str(browser)}
-    env.pop("DISPLAY", None)
-    proc = subprocess.Popen(
-        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = _serve_beside(repo, browser)
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
@@ -465,12 +477,7 @@ def test_ctrl_c_while_the_browser_runs_removes_the_file(repo: Path, tmp_path: Pa
         f"mv {opened}.tmp {opened}\nexec sleep 60 >/dev/null 2>&1\n"
     )
     browser.chmod(0o755)
-    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
-    env = {**os.environ, "BROWSER": str(browser)}
-    env.pop("DISPLAY", None)
-    proc = subprocess.Popen(
-        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = _serve_beside(repo, browser)
     try:
         deadline = time.monotonic() + 20
         while not opened.exists() and time.monotonic() < deadline:
@@ -504,12 +511,7 @@ def test_the_file_handed_is_a_url_where_temp_has_odd_characters(repo: Path, tmp_
         f"os.rename({str(opened)!r} + '.tmp', {str(opened)!r})\n"
     )
     browser.chmod(0o755)
-    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
-    env = {**os.environ, "BROWSER": str(browser), "TMPDIR": str(temp)}
-    env.pop("DISPLAY", None)
-    proc = subprocess.Popen(
-        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = _serve_beside(repo, browser, TMPDIR=str(temp))
     try:
         deadline = time.monotonic() + 20
         while not opened.exists() and time.monotonic() < deadline:
@@ -537,13 +539,7 @@ def test_without_a_display_a_failing_browser_is_the_only_one_tried(
     failing = tmp_path / "browser"
     failing.write_text("#!/bin/sh\nexit 1\n")
     failing.chmod(0o755)
-    script = os.path.join(os.path.dirname(sys.executable), "git-alock")
-    env = {**os.environ, "BROWSER": str(failing), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    env.pop("DISPLAY", None)
-    env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen(
-        [script, "ui"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = _serve_beside(repo, failing, PATH=f"{bin_dir}:{os.environ['PATH']}")
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
