@@ -274,21 +274,32 @@ def restore(store: Store) -> RestoreResult:
         now_there = remote.journal_store.table(current) if current is not None else None
         merged = {**kept, **(now_there if now_there is not None else staged)}
         actual = remote.actual_lock_refs()
-        event = {
-            "event": "restored",
-            "at": format_time(utcnow()),
-            "holder": "",
-            "paths": [],
-            "locks": len(merged),
-            "from": view,
-            "replacing": current,
-        }
+        event = _restored(merged, view, current)
         commit = str(remote.journal_store.write(view, [event], merged))
         leases = [f"--force-with-lease={JOURNAL_REF}:{current or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
         _push_restore(remote, leases, specs, actual, merged, actual.keys() | merged.keys())
         remote._mirror(actual, merged, commit, write_staging=True, table=merged, previous=current)
         return RestoreResult(remote.remote, True, len(merged), commit)
+
+
+def _restored(
+    table: dict[str, str], was: str, replacing: str | None, shard: int | None = None
+) -> dict[str, object]:
+    """The journal event of a restore: ``table`` put back from the view's ``was`` over
+    ``replacing`` (in shard ``shard`` of a sharded remote)."""
+    event: dict[str, object] = {
+        "event": "restored",
+        "at": format_time(utcnow()),
+        "holder": "",
+        "paths": [],
+        "locks": len(table),
+        "from": was,
+        "replacing": replacing,
+    }
+    if shard is not None:
+        event["shard"] = shard
+    return event
 
 
 def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
@@ -326,16 +337,7 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
     for k, was, _, _ in losses:
         merged = {**_settled(remote, store.table(was) or {}, tables, lost), **tables[k]}
         touched |= merged.keys() | tables[k].keys()
-        event = {
-            "event": "restored",
-            "at": format_time(utcnow()),
-            "holder": "",
-            "paths": [],
-            "locks": len(merged),
-            "from": was,
-            "replacing": now.get(k),
-            "shard": k,
-        }
+        event = _restored(merged, was, now.get(k), shard=k)
         tips[k] = written[k] = str(store.write(was, [event], merged))
         tables[k] = merged
         leases.append(f"--force-with-lease={SHARD_PREFIX}{k}:{now.get(k) or ''}")
@@ -402,16 +404,7 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
             record = loaded.get(lock_id)
             if not isinstance(record, LockRecord) or k in record_shards(record.paths, count):
                 table[lock_id] = oid  # a record that cannot be read: held in every shard
-        event = {
-            "event": "restored",
-            "at": format_time(utcnow()),
-            "holder": "",
-            "paths": [],
-            "locks": len(table),
-            "from": was,
-            "replacing": None,
-            "shard": k,
-        }
+        event = _restored(table, was, None, shard=k)
         tables[k] = table
         written[k] = str(store.write(was, [event], table))
     union = {i: v for k in sorted(tables) for i, v in tables[k].items()}
