@@ -25,8 +25,7 @@ class _Deferred:
     def __getattr__(self, name: str) -> Any:
         compiled = re.compile(self._source, self._flags)
         for method in ("match", "fullmatch", "search", "sub", "subn", "finditer", "findall"):
-            setattr(self, method, getattr(compiled, method))
-        self.__dict__["compiled"] = compiled
+            setattr(self, method, getattr(compiled, method))  # found directly from now on
         return getattr(compiled, name)
 
 
