@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import sys
 
+from gitlocks.core import jsontext
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 
@@ -92,7 +92,7 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
     if "--json" not in args:
         return
     with contextlib.suppress(OSError):  # stdout itself may be what failed
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        sys.stdout.write(jsontext.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
 

@@ -10,11 +10,11 @@ an edit. Nothing here touches git or the disk; a malformed event raises ``Pass``
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 
 from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
+from gitlocks.core import jsontext
 from gitlocks.core.plain import Row
 
 TYPE_CHECKING = False
@@ -95,7 +95,7 @@ def _json_args(name: str) -> Paths:
     def paths(tool_args: Any) -> tuple[str, ...] | None:
         if isinstance(tool_args, str):
             try:
-                tool_args = json.loads(tool_args)
+                tool_args = jsontext.loads(tool_args)
             except (ValueError, RecursionError):
                 return None
         return inner(tool_args)
@@ -105,7 +105,7 @@ def _json_args(name: str) -> Paths:
 
 def _load(raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise Pass(f"the hook event is not JSON ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
@@ -155,7 +155,7 @@ def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
 
 def _specific(event: str, **fields: str) -> str:
     """Claude Code's (and Codex's) ``hookSpecificOutput`` answer."""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
+    return jsontext.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
 
 
 def _claude_deny(reason: str) -> str:
@@ -207,8 +207,8 @@ GEMINI = Harness(
         {"SessionStart": "start", "SessionEnd": "end", "AfterAgent": "stop"},
         {"write_file": _key("file_path"), "replace": _key("file_path")},
     ),
-    deny=lambda reason: json.dumps({"decision": "deny", "reason": reason}),
-    warn=lambda reason: json.dumps({"systemMessage": reason}),
+    deny=lambda reason: jsontext.dumps({"decision": "deny", "reason": reason}),
+    warn=lambda reason: jsontext.dumps({"systemMessage": reason}),
     context=_start_context,
 )
 
@@ -248,7 +248,7 @@ COPILOT = Harness(
         tools={"edit": _json_args("path")},
         others="ignore",
     ),
-    deny=lambda reason: json.dumps(
+    deny=lambda reason: jsontext.dumps(
         {"permissionDecision": "deny", "permissionDecisionReason": reason}
     ),
     warn=lambda reason: None,

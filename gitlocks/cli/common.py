@@ -5,11 +5,11 @@ Imports no framework: ``version``, ``whoami`` and ``skill`` use it without the s
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
+from gitlocks.core import jsontext
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
@@ -74,7 +74,7 @@ def out(text: str) -> None:
 
 def dump_json(data: Any, said: str = "") -> None:
     """The one JSON document a ``--json`` verb prints (``said``: the same answer as text)."""
-    _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", said)
+    _write(jsontext.dumps(data, indent=2, ensure_ascii=False) + "\n", said)
 
 
 def _write(document: str, said: str) -> None:

@@ -7,11 +7,11 @@ the number of locks it might cross, not in the number of locks that exist.
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from datetime import timedelta
 
+from gitlocks.core import jsontext
 from gitlocks.core.glob import compile_pattern
 from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
@@ -548,7 +548,7 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
         "landing": [v.landing for _, v in summaries],
     }
     document = {"format": VERDICTS_FORMAT, "reasons": reasons, "summaries": columns}
-    return json.dumps(document, separators=(",", ":")).encode()
+    return jsontext.dumps(document, separators=(",", ":")).encode()
 
 
 # The last document decoded and its verdicts: a command may read the file twice (the agent
@@ -572,7 +572,7 @@ def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
 
 def _decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
         if data.get("format") != VERDICTS_FORMAT:
             return {}
         reasons, columns = data["reasons"], data["summaries"]

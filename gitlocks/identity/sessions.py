@@ -23,12 +23,12 @@ not exist the answer costs one ``stat``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row
 from gitlocks.identity import (
@@ -138,7 +138,7 @@ def _read(where: Path, pid: int, start_time: str) -> Registered | None:
     if len(raw) > MAX_ENTRY_BYTES:
         return None
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
     except _UNREADABLE:
         return None
     if not isinstance(data, dict):
@@ -192,7 +192,7 @@ def register(
         from gitlocks.git.files import write_atomic
 
         entry_path = where / (_key(session.pid, session.start_time) + ".json")
-        write_atomic(entry_path, json.dumps(doc).encode())
+        write_atomic(entry_path, jsontext.dumps(doc).encode())
     except OSError:
         return False
     return True
@@ -218,7 +218,7 @@ def add_repository(
         return  # the common case, decided without a lock
     import fcntl  # only here: a repository new to the session
 
-    line = json.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
+    line = jsontext.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
     path = where / (_key(session.pid, session.start_time) + ".repos")
     with contextlib.suppress(OSError):
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -235,7 +235,7 @@ def add_repository(
             if any(common == c for c, _ in known):
                 return
             if len(raw) + len(line) > MAX_ENTRY_BYTES:
-                kept = "".join(json.dumps({"common": c, "root": r}) + "\n" for c, r in known)
+                kept = "".join(jsontext.dumps({"common": c, "root": r}) + "\n" for c, r in known)
                 os.ftruncate(fd, 0)
                 line = kept + line
             os.write(fd, line.encode("utf-8", "surrogateescape"))
@@ -265,7 +265,7 @@ def _existing(raw: bytes) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         try:
-            item = json.loads(line)
+            item = jsontext.loads(line)
         except _UNREADABLE:
             continue
         if not isinstance(item, dict):
@@ -372,7 +372,7 @@ def _entries(where: Path) -> Iterator[os.DirEntry[str]]:
 
 def _doc(path: Path) -> dict[str, object] | None:
     try:
-        data = json.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
+        data = jsontext.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
     except (OSError, *_UNREADABLE):
         return None
     return data if isinstance(data, dict) else None

@@ -9,12 +9,12 @@ overwritten by a mirror (docs/design.md, section 9).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import time
 
+from gitlocks.core import jsontext
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git
@@ -221,7 +221,7 @@ class Mirror(Store):
 
 def read_sync_times(store: Store) -> dict[str, float]:
     try:
-        data = json.loads((store.common_dir / SYNC_FILE).read_text())
+        data = jsontext.loads((store.common_dir / SYNC_FILE).read_text())
     except (OSError, ValueError, RecursionError):  # absent, not JSON, hostile
         return {}
     if not isinstance(data, dict):
@@ -239,6 +239,6 @@ def read_sync_times(store: Store) -> dict[str, float]:
 def write_sync_times(store: Store, times: dict[str, float]) -> None:
     path = store.common_dir / SYNC_FILE
     try:
-        write_atomic(path, json.dumps(times, sort_keys=True).encode())
+        write_atomic(path, jsontext.dumps(times, sort_keys=True).encode())
     except OSError as exc:
         raise RemoteError(f"cannot record the sync time in {path}: {exc.strerror}") from exc
