@@ -21,6 +21,8 @@ from conftest import git
 from support.cli import alock
 from support.remote import make_bare, make_clone
 
+import gitlocks
+
 # Loaded by every verb that reads or writes the lock table: the store, the table and the
 # scope engine, the service, the renderer, the small parser.
 STORE_VERBS = frozenset(
@@ -31,7 +33,7 @@ STORE_VERBS = frozenset(
         "gitlocks.cli.history",
         "gitlocks.core", "gitlocks.core.change", "gitlocks.core.claims", "gitlocks.core.digest",
         "gitlocks.core.glob",
-        "gitlocks.core.journal", "gitlocks.core.plain",
+        "gitlocks.core.journal", "gitlocks.core.jsontext", "gitlocks.core.plain",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.text", "gitlocks.core.ignore",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
@@ -64,24 +66,28 @@ WHOAMI = frozenset(
 # signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
 # typing costs 2-3 ms (annotations are never evaluated: names for types only are imported
-# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration).
+# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration); re, with
+# the enum it loads, 3-4 ms (names are checked with str methods, gitlocks.core.text); json
+# loads re (gitlocks.core.jsontext calls json's own C scanner and encoder).
 HEAVY_STDLIB = frozenset(
     {
-        "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "hashlib",
-        "http", "inspect", "locale", "logging", "shlex",
+        "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "enum",
+        "hashlib", "http", "inspect", "json", "locale", "logging", "re", "shlex",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback", "typing",
         "unittest", "uuid", "xml", "zipfile",
     }
 )  # fmt: skip
 
-# Third-party modules the interpreter itself loads at startup (site's .pth files).
-STARTUP = {"__main__", "_distutils_hack"}
+STARTUP = {"__main__"}
+SOURCE = str(Path(gitlocks.__file__).parent.parent)  # where gitlocks is imported from
 
+# Run without ``site`` (``-S``), gitlocks found through PYTHONPATH: an editable install's
+# finder loads re, pathlib and more at startup, which would hide a fast path loading them.
 PROBE = r"""
-import json, sys
+import sys
 from gitlocks.main import main
-args = json.loads(sys.argv[1])
+args = sys.argv[1:]
 if args == ["mcp-call"]:
     from pathlib import Path
     from gitlocks.agents.mcp import Server
@@ -99,7 +105,7 @@ elif args == ["mcp-tools"]:
 else:
     code = main(args)
 sys.stdout.flush()
-sys.stderr.write("\nMODULES=" + json.dumps(sorted(sys.modules)) + "\n")
+sys.stderr.write("\nMODULES=" + " ".join(sorted(sys.modules)) + "\n")
 sys.stderr.write("CODE=%d\n" % code)
 """
 
@@ -114,12 +120,12 @@ def loaded(
     no AGENT_ID, as a harness runs the guard)."""
     environ = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args)],
+        [sys.executable, "-S", "-c", PROBE, *args],
         cwd=repo,
         input=stdin,
         capture_output=True,
         text=True,
-        env={**environ, **(env or {})},
+        env={**environ, **(env or {}), "PYTHONPATH": SOURCE},
     )
     if args[0] == "guard":
         assert "permissionDecision" in proc.stdout, proc  # it did answer: a denial
@@ -128,7 +134,7 @@ def loaded(
     line = proc.stderr[marker + len("\nMODULES=") :].splitlines()[0]
     code = int(proc.stderr.rsplit("CODE=", 1)[1])
     assert code in (0, 1), proc.stderr
-    return set(json.loads(line))
+    return set(line.split())
 
 
 def within_budget(
@@ -223,7 +229,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.hooks", "gitlocks.hooks.check", "gitlocks.hooks.trailer",
         "gitlocks.hooks.commit", "gitlocks.hooks.session",
         "gitlocks.core", "gitlocks.core.claims", "gitlocks.core.digest", "gitlocks.core.glob",
-        "gitlocks.core.ignore", "gitlocks.core.plain",
+        "gitlocks.core.ignore", "gitlocks.core.jsontext", "gitlocks.core.plain",
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",

@@ -21,13 +21,14 @@ call and says which form to use, and no file is guessed.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 
 from gitlocks.core.plain import Row
+from gitlocks.core.text import ALNUM, pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
@@ -166,7 +167,8 @@ class Word(Row):
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "<", ">")
 _BREAK = " \t\n;&|()<>"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME_CHARS = ALNUM + "_"  # what a shell variable's name is made of
+_NAME = pattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def words(script: str) -> list[Word | str]:
@@ -258,7 +260,8 @@ def _pwd_at(script: str, i: int) -> int:
     """The length of a ``$PWD`` or ``${PWD}`` at ``i`` (not ``$PWDX``); 0 for none."""
     if script.startswith("${PWD}", i):
         return 6
-    if script.startswith("$PWD", i) and not re.match(r"[A-Za-z0-9_]", script[i + 4 : i + 5]):
+    after = script[i + 4 : i + 5]
+    if script.startswith("$PWD", i) and not (after and after in _NAME_CHARS):
         return 4
     return 0
 
@@ -422,8 +425,9 @@ def _merge(a: list[str], b: list[str]) -> list[str]:
 
 # --- the shell tool's command -----------------------------------------------------------------
 
-_APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
-_HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
+# Compiled when a command holds a patch: the guard sees every shell command, few patches.
+_APPLY = pattern(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
+_HEREDOC = pattern(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
 
 
 def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:

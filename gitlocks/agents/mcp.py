@@ -22,14 +22,13 @@ an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring sa
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 from pathlib import Path
 
+from gitlocks.core import jsontext
 from gitlocks.core.plain import Row
 from gitlocks.core.scope import ScopeEntry, make_entry
-from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
+from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, pattern, user_text
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import Identity, resolve_identity
 
@@ -343,11 +342,11 @@ def call(server: Server, tool: str, arguments: Any) -> str:
     except Exception as exc:  # a bug must still answer, and never look like a refusal
         error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
         result = {"status": "error", "error": error, "exit_code": 2}
-    text = json.dumps(result, ensure_ascii=False)
+    text = jsontext.dumps(result, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # an undecodable file name's bytes: escaped, still JSON
-        text = json.dumps(result)
+        text = jsontext.dumps(result)
     return text
 
 
@@ -355,7 +354,7 @@ ERROR_START = '{"status": "error"'  # how :func:`call` writes every error's docu
 
 # A lone surrogate escaped in a request's JSON (an escaped backslash, a valid pair, or a
 # lone one, matched left to right so that "\\\\ud800" is no escape).
-_ESCAPES = re.compile(
+_ESCAPES = pattern(
     rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
     rb"(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
 )
@@ -363,7 +362,7 @@ _ESCAPES = re.compile(
 
 # Bytes that are no UTF-8, as surrogateescape reads them (an escaped backslash first, so
 # that a run after a lone backslash is taken with it).
-_UNDECODABLE = re.compile(r"(\\\\)|\\?[\udc80-\udcff]+")
+_UNDECODABLE = pattern(r"(\\\\)|\\?[\udc80-\udcff]+")
 
 
 def mend(line: bytes) -> bytes:
@@ -377,6 +376,8 @@ def mend(line: bytes) -> bytes:
     except UnicodeDecodeError:
         text = line.decode("utf-8", "surrogateescape")
         line = _UNDECODABLE.sub(lambda m: m[1] or "\\u0000", text).encode("utf-8")
+    if b"\\u" not in line:  # no escape at all, so none of a lone surrogate: most lines
+        return line
     return _ESCAPES.sub(lambda m: b"\\u0000" if m[3] else m[0], line)
 
 

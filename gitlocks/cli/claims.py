@@ -8,7 +8,7 @@ import sys
 from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, finish, reply, verbs
 from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
 from gitlocks.cli.declare import Argument, InTool, Option
-from gitlocks.core.record import LOCK_ID_RE, parse_duration
+from gitlocks.core.record import is_lock_id, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
@@ -228,7 +228,7 @@ def resume(
     """
     ctx = context(as_id)
     target: str | ScopeEntry
-    if LOCK_ID_RE.match(pattern) and ctx.store.read_table().get(pattern) is not None:
+    if is_lock_id(pattern) and ctx.store.read_table().get(pattern) is not None:
         target = pattern
     else:
         [target] = entries(ctx, [pattern])

@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from gitlocks.core.glob import first_control
 from gitlocks.core.scope import ScopeEntry, make_entry
+from gitlocks.core.text import first_control
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import JOURNAL_REF

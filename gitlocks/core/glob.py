@@ -13,13 +13,12 @@ compared many times.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
 
 from gitlocks.core.plain import plain
-from gitlocks.core.text import pattern
+from gitlocks.core.text import first_control
 from gitlocks.errors import InvalidPattern
 
 Ranges = tuple[tuple[int, int], ...]
@@ -206,10 +205,8 @@ def _contains(ranges: Ranges, cp: int) -> bool:
 
 # --- parsing ---------------------------------------------------------------------------
 
-_SPECIAL = pattern(r"[*?\[\\]")
-_ESCAPED = pattern(r"\\(.)", re.DOTALL)
+
 # Unicode categories Cc (C0, DEL, C1) and Cs (lone surrogates, which no file name holds).
-_CONTROL = pattern("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _check_class_item(text: str, i: int) -> None:
@@ -266,7 +263,7 @@ def parse_segment(text: str, ignore_case: bool) -> Segment:
     """Parse one non-empty segment; literal segments come back as (folded) ``str``."""
     if text == "**":
         return GLOBSTAR
-    if _SPECIAL.search(text) is None:  # the common case: a plain name
+    if not _special(text):  # the common case: a plain name
         return fold_text(text) if ignore_case else text
     tokens: list[Token] = []
     chars: list[str] = []
@@ -302,7 +299,7 @@ def parse_segment(text: str, ignore_case: bool) -> Segment:
 
 def is_literal_segment(text: str) -> bool:
     """True when ``text`` has no unescaped ``*``, ``?`` or ``[``."""
-    if _SPECIAL.search(text) is None:
+    if not _special(text):
         return True
     i = 0
     while i < len(text):
@@ -318,7 +315,16 @@ def is_literal_segment(text: str) -> bool:
 
 def unescape(text: str) -> str:
     """Drop the escaping backslashes of a literal pattern (a lone trailing one is kept)."""
-    return _ESCAPED.sub(r"\1", text) if "\\" in text else text
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while (j := text.find("\\", i)) >= 0 and j + 1 < len(text):
+        out.append(text[i:j])
+        out.append(text[j + 1])  # what the backslash escapes, itself a backslash too
+        i = j + 2
+    out.append(text[i:])  # and a lone trailing backslash, kept
+    return "".join(out)
 
 
 def split_segments(pattern: str) -> list[str]:
@@ -351,19 +357,18 @@ def split_segments(pattern: str) -> list[str]:
     return out
 
 
-def first_control(text: str) -> str | None:
-    """The first character no pattern may hold (NUL, newline and the like), if any."""
-    bad = _CONTROL.search(text)
-    return None if bad is None else bad.group()
+def _special(text: str) -> bool:
+    """Whether ``text`` holds a glob character or a backslash."""
+    return "*" in text or "?" in text or "[" in text or "\\" in text
 
 
 def check_text(pattern: str) -> None:
     """The checks of rule 7 that look at the text as a whole."""
     if not pattern:
         raise BadGlob("empty pattern")
-    bad = _CONTROL.search(pattern)
+    bad = first_control(pattern)
     if bad is not None:
-        raise BadGlob(f"control character {bad.group()!r} (NUL, newline and the like)")
+        raise BadGlob(f"control character {bad!r} (NUL, newline and the like)")
     if pattern.startswith("!"):
         raise BadGlob("a leading '!' (negation) is not supported; escape it as '\\!'")
 

@@ -14,15 +14,13 @@ whose root commit carries a ``compacted`` marker and the retained events.
 from __future__ import annotations
 
 import functools
-import json
-import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 
+from gitlocks.core import jsontext
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.plain import Row
 from gitlocks.core.record import format_time, parse_duration
-from gitlocks.core.text import pattern
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
@@ -39,8 +37,7 @@ DEFAULT_KEEP_EVENTS = 1000
 AGE_CHECK_EVERY = 1000
 
 
-# At most 18 digits: a longer number is no journal of ours (and would not even parse).
-_SEQ_RE = pattern(r"^Journal-Seq: (\d{1,18})$", re.MULTILINE)
+_SEQ_TRAILER = "Journal-Seq: "
 
 
 COMPACTED = "compacted"
@@ -70,7 +67,7 @@ def summary(event: Event) -> str:
 def message(events: Iterable[Event], seq: int) -> str:
     events = list(events)
     head = "; ".join(summary(e) for e in events) or "update"
-    body = "\n".join(json.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
+    body = "\n".join(jsontext.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
     return f"{head[:200]}\n\n{body}\n\nJournal-Seq: {seq}\n"
 
 
@@ -87,7 +84,7 @@ def json_objects(lines: Iterable[str]) -> list[Event]:
         if not line.startswith("{"):
             continue
         try:
-            event = json.loads(line)
+            event = jsontext.loads(line)
         except (ValueError, RecursionError):  # not JSON, or a hostile number or nesting
             continue
         if isinstance(event, dict):
@@ -97,15 +94,26 @@ def json_objects(lines: Iterable[str]) -> list[Event]:
 
 def parse_seq(text: str) -> int:
     """The ``Journal-Seq`` of a commit message; 0 for one written without it."""
-    match = _SEQ_RE.search(text)
-    return int(match.group(1)) if match else 0
+    digits = _seq_digits(text)
+    return int(digits) if digits is not None else 0
+
+
+def _seq_digits(text: str) -> str | None:
+    """The number of the first line ``Journal-Seq: <digits>``. At most 18 digits: a
+    longer number is no journal of ours (and would not even parse)."""
+    for line in text.split("\n"):
+        if line.startswith(_SEQ_TRAILER):
+            digits = line[len(_SEQ_TRAILER) :]
+            if 0 < len(digits) <= 18 and digits.isdecimal():
+                return digits
+    return None
 
 
 def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
     """Whether a commit is one of the journal's: an empty tree, at most one parent, and a
     ``Journal-Seq`` trailer. A journal ref moved onto anything else (a project commit,
     say) must start a fresh chain, never chain lock events onto the project's history."""
-    return parents <= 1 and tree_entries == 0 and _SEQ_RE.search(message) is not None
+    return parents <= 1 and tree_entries == 0 and _seq_digits(message) is not None
 
 
 class KeepPolicy(Row):

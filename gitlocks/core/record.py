@@ -6,15 +6,14 @@ Times are RFC 3339 in UTC with a ``Z`` suffix, to the second.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 import time
 from datetime import datetime, timedelta, timezone
 
+from gitlocks.core import jsontext
 from gitlocks.core.plain import Row, field, field_names, plain, replace
-from gitlocks.core.text import pattern
+from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
@@ -22,42 +21,64 @@ if TYPE_CHECKING:
     from typing import Any
 
 FORMAT = 1
-LOCK_ID_RE = pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-# The shape ``new_lock_id`` makes: text like this names a lock, never a path.
-GENERATED_ID_RE = pattern(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z")
 _DURATION_UNITS = "dhms"  # in the order they may be written: 1d2h3m4s
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
 MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
-# A full object id, SHA-1 or SHA-256: the one pattern every module checks ids with. ``\Z``,
-# never ``$``, which also matches before a final newline.
-OBJECT_ID_RE = pattern(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
-COMMIT_RE = OBJECT_ID_RE  # a commit a claim waits for is named by its full id
-# A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less what
-# never names a branch in practice; read from any record, so checked without git.
-BRANCH_RE = pattern(
-    r"^(?![-.])(?!HEAD\Z)(?!.*(?:\.\.|@\{|//|/\.|\.lock/|\.lock\Z|/HEAD\Z))"
-    r"[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
-)
 MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
-
-
-# ``\Z`` rather than ``$``: ``$`` also matches before a trailing newline, so
-# ``HOLDER_RE.match("a\n")`` would otherwise succeed.
-HOLDER_RE: re.Pattern[str] = pattern(r"^[A-Za-z0-9._-]{1,64}\Z")
-
 HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
+
+# The names a record holds, checked with ``str`` methods (gitlocks.core.text.made_of); a
+# property test holds each to the regular expression in its docstring. None accepts a
+# trailing newline, as ``$`` would.
+
+
+def is_lock_id(text: str) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``: a lock's id, the last component of its ref."""
+    return 0 < len(text) <= 64 and text[0] in ALNUM and made_of(text, NAME_CHARS)
+
+
+def is_generated_id(text: str) -> bool:
+    """``[0-9a-f]{11}-[0-9a-f]{10}``: the shape ``new_lock_id`` makes. Text like this names
+    a lock, never a path."""
+    return len(text) == 22 and text[11] == "-" and made_of(text.replace("-", "", 1), HEX_DIGITS)
 
 
 def is_object_id(text: str) -> bool:
-    """Whether ``text`` is a full object id (40 or 64 lower-case hex digits)."""
-    return OBJECT_ID_RE.match(text) is not None
+    """``[0-9a-f]{40}|[0-9a-f]{64}``: a full object id, SHA-1 or SHA-256, the one check
+    every module names objects with (a commit a claim waits for, too)."""
+    return (len(text) == 40 or len(text) == 64) and made_of(text, HEX_DIGITS)
+
+
+def is_holder(text: str) -> bool:
+    """``[A-Za-z0-9._-]{1,64}``: a holder id."""
+    return 0 < len(text) <= 64 and made_of(text, NAME_CHARS)
+
+
+_BRANCH_CHARS = NAME_CHARS + "/"
+_NEVER_IN_BRANCH = ("..", "//", "/.", ".lock/")
+
+
+def is_branch(text: str) -> bool:
+    """A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less
+    what never names a branch in practice; read from any record, so checked without git.
+    ``[A-Za-z0-9._/-]{1,200}``, not starting with ``-`` or ``.``, not ending with ``.``,
+    ``/``, ``.lock`` or ``/HEAD``, not ``HEAD``, without ``..``, ``//``, ``/.``, ``.lock/``."""
+    return (
+        0 < len(text) <= 200
+        and made_of(text, _BRANCH_CHARS)
+        and text[0] not in "-."
+        and text[-1] not in "./"
+        and text != "HEAD"
+        and not text.endswith((".lock", "/HEAD"))
+        and not any(bad in text for bad in _NEVER_IN_BRANCH)
+    )
 
 
 def validate_holder(value: str, *, what: str = "agent id") -> str:
     """Return ``value`` if it is a usable holder id, else raise ``InvalidHolder``."""
-    if not isinstance(value, str) or not HOLDER_RE.match(value):
+    if not isinstance(value, str) or not is_holder(value):
         raise InvalidHolder(f"invalid {what} {value!r}: {HOLDER_RULE}")
     if value in (".", ".."):
         # Allowed by the character rule, but they read as paths, not names.
@@ -292,14 +313,14 @@ class LockRecord:
         return data
 
     def to_json(self) -> bytes:
-        return (json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
+        return (jsontext.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> LockRecord:
         if len(raw) > MAX_RECORD_BYTES:
             raise RecordError(f"a record of {len(raw)} bytes; at most {MAX_RECORD_BYTES}")
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = jsontext.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5,000-digit number
             raise RecordError(f"not a JSON lock record ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict):
@@ -342,15 +363,13 @@ class LockRecord:
             )
         except (TypeError, KeyError) as exc:
             raise RecordError(str(exc)) from exc
-        if not LOCK_ID_RE.match(record.id):
+        if not is_lock_id(record.id):
             raise RecordError(f"invalid lock id {record.id!r}")
         if not record.paths:
             raise RecordError("a lock record needs at least one path")
-        if record.until_merged is not None and not BRANCH_RE.match(record.until_merged):
+        if record.until_merged is not None and not is_branch(record.until_merged):
             raise RecordError(f"field 'until_merged' is no branch name: {record.until_merged!r}")
-        if len(record.awaiting) > MAX_AWAITING or not all(
-            COMMIT_RE.match(c) for c in record.awaiting
-        ):
+        if len(record.awaiting) > MAX_AWAITING or not all(is_object_id(c) for c in record.awaiting):
             raise RecordError(f"field 'awaiting' must list at most {MAX_AWAITING} commit ids")
         if not 0 <= record.ttl <= MAX_TTL_SECONDS:
             raise RecordError(f"field 'ttl' must be between 0 and {MAX_TTL_SECONDS} seconds")

@@ -8,11 +8,10 @@ way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    import re
+    from typing import Any, AnyStr
 
 
 class _Deferred:
@@ -23,16 +22,19 @@ class _Deferred:
         self._flags = flags
 
     def __getattr__(self, name: str) -> Any:
+        import re  # not on any command's common path (docs/design.md §9)
+
         compiled = re.compile(self._source, self._flags)
         for method in ("match", "fullmatch", "search", "sub", "subn", "finditer", "findall"):
             setattr(self, method, getattr(compiled, method))  # found directly from now on
         return getattr(compiled, name)
 
 
-def pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+def pattern(source: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     """``re.compile(source, flags)``, put off until the pattern is first used: a command
     loads a dozen modules' patterns and uses a few, and compiling is most of what
-    loading such a module costs (docs/design.md §8)."""
+    loading such a module costs (docs/design.md §8); loading ``re`` itself costs more
+    still, so no common path uses one (§9)."""
     return _Deferred(source, flags)  # type: ignore[return-value]
 
 
@@ -62,12 +64,38 @@ def _escape(match: re.Match[str]) -> str:
 
 def printable(text: str) -> str:
     """``text`` with control characters escaped, safe on one line of a terminal."""
+    if text.isprintable():  # no character _UNSAFE names is printable: the common case
+        return text
     return _UNSAFE.sub(_escape, text)
 
 
 def printable_lines(lines: list[str]) -> str:
     """Lines of human output, each made :func:`printable`, joined by newlines."""
     return "\n".join(printable(line) for line in lines)
+
+
+# The names gitlocks checks (holders, lock ids, object ids, ref components) are made of
+# a few ASCII characters. Checked with ``str`` methods rather than a regular expression:
+# loading ``re`` and compiling a pattern costs more than a command's whole check.
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+NAME_CHARS = ALNUM + "._-"
+HEX_DIGITS = "0123456789abcdef"
+
+
+def made_of(text: str, chars: str) -> bool:
+    """Whether every character of ``text`` is one of ``chars`` (so is the empty text)."""
+    return not text.strip(chars)
+
+
+def first_control(text: str) -> str | None:
+    """The first C0 or C1 control, DEL or lone surrogate in ``text``, if any."""
+    if text.isprintable():  # none of them is printable: the common case
+        return None
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+            return ch
+    return None
 
 
 __all__ = ["printable", "printable_lines"]

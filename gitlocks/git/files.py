@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from pathlib import Path
 
 from gitlocks.core.plain import Row
@@ -59,6 +58,7 @@ def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
 # The last packed-refs text read and its lines under each set of prefixes: a command reads
 # the table more than once (the agent guard's question, then the store's write), and with
 # 10,000 locks parsing the file costs more than comparing it.
+_HEX = b"0123456789abcdef"
 _last_packed: dict[tuple[str, ...], tuple[bytes, list[tuple[str, str]]]] = {}
 
 
@@ -67,12 +67,12 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     known = _last_packed.get(prefixes)
     if known is not None and known[0] == packed:
         return known[1]
-    alternatives = b"|".join(re.escape(p.encode()) for p in prefixes)
-    pattern = rb"^((?:[0-9a-f]{40}|[0-9a-f]{64})) ((?:" + alternatives + rb")[^\n]*)$"
-    lines = [
-        (match.group(2).decode("utf-8", "replace"), match.group(1).decode())
-        for match in re.finditer(pattern, packed, re.MULTILINE)
-    ]
+    wanted = tuple(p.encode() for p in prefixes)
+    lines = []
+    for line in packed.split(b"\n"):  # "<id> <name>"; the header and peeled lines are not
+        oid, _, name = line.partition(b" ")
+        if name.startswith(wanted) and (len(oid) == 40 or len(oid) == 64) and not oid.strip(_HEX):
+            lines.append((name.decode("utf-8", "replace"), oid.decode()))
     _last_packed[prefixes] = (packed, lines)
     return lines
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
-from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format
 from gitlocks.errors import StoreError
 from gitlocks.git import files
@@ -153,7 +153,7 @@ def read_table_of(oid: str, cwd: str | None) -> dict[str, str]:
         match = _ENTRY_RE.match(os.fsdecode(raw_path))
         if len(parts) == 3 and parts[1] == "blob" and match is not None:
             shard, lock_id = match.groups()
-            if LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
+            if is_lock_id(lock_id) and shard_of(lock_id) == shard:
                 table[lock_id] = parts[2]
     return table
 
@@ -178,7 +178,7 @@ def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, st
         if len(parts) != 5 or match is None:
             continue
         shard, lock_id = match.groups()
-        if LOCK_ID_RE.match(lock_id) and shard_of(lock_id) == shard:
+        if is_lock_id(lock_id) and shard_of(lock_id) == shard:
             blob = parts[1] in ("100644", "100755")
             found[lock_id] = parts[3] if blob and not is_zero(parts[3]) else None
     return found

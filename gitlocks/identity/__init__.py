@@ -12,13 +12,13 @@ Stdlib only: this module is imported by every command, so it must stay cheap.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row
 from gitlocks.core.record import validate_holder
+from gitlocks.core.text import NAME_CHARS
 from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
@@ -397,11 +397,25 @@ def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
     key = "\0".join((str(proc.pid), proc.start_time, user, proc.host))
     digest = sha256_hex(key.encode())
     if proc.terminal:
-        who = re.sub(r"[^A-Za-z0-9._-]+", "-", user)[:20].strip("-.") or "user"
-        label = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.terminal)[:30].strip("-.") or "tty"
+        who = name_part(user)[:20].strip("-.") or "user"
+        label = name_part(proc.terminal)[:30].strip("-.") or "tty"
         return f"{label}-{who}-{digest[:6]}"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", proc.name)[:40].strip("-.") or "agent"
+    name = name_part(proc.name)[:40].strip("-.") or "agent"
     return f"{name}-{digest[:8]}"
+
+
+def name_part(text: str) -> str:
+    """``text`` with each run of characters a holder id may not hold made one ``-``."""
+    out: list[str] = []
+    in_run = False
+    for ch in text:
+        if ch in NAME_CHARS:
+            out.append(ch)
+            in_run = False
+        elif not in_run:
+            out.append("-")
+            in_run = True
+    return "".join(out)
 
 
 class Identity(Row):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.record import BRANCH_RE, LockRecord
+from gitlocks.core.record import LockRecord, is_branch
 from gitlocks.core.scope import ScopeEntry, entry_covers
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
@@ -44,7 +44,7 @@ def main_line(store: LockStore) -> str:
     guesses = ([configured] if configured else []) + list(MAIN_LINE_GUESSES)
     for name in guesses:
         refs = (f"refs/heads/{name}", prefix + name, store.landing_ref(name))
-        if BRANCH_RE.match(name) and any(store.commit_of(ref) for ref in refs):
+        if is_branch(name) and any(store.commit_of(ref) for ref in refs):
             return name
     raise UsageError(
         "cannot tell this repository's main line (no remote HEAD, and no main, master or "
@@ -57,7 +57,7 @@ def check_branch(store: LockStore, branch: str) -> str:
     name = branch.removeprefix("refs/heads/")
     # HEAD is no branch (git refuses the name), though in remote mode
     # refs/remotes/R/HEAD exists: a symbolic ref that sync would never refresh.
-    if not BRANCH_RE.match(name):
+    if not is_branch(name):
         raise UsageError(f"invalid branch name {branch!r} for --until-merged")
     if store.commit_of(store.landing_ref(name)) is None:
         store.fetch_branches([name])  # remote mode: the remote's branch, fetched now

@@ -15,13 +15,13 @@ from gitlocks.core.change import Change
 from gitlocks.core.claims import Claims
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
-    GENERATED_ID_RE,
-    LOCK_ID_RE,
     MAX_AWAITING,
     LockRecord,
     Note,
     expiry_from,
     format_time,
+    is_generated_id,
+    is_lock_id,
     new_lock_id,
 )
 from gitlocks.core.scope import ScopeEntry
@@ -404,10 +404,10 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
 
 
 def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list[LockRecord]:
-    record = table.get(text) if LOCK_ID_RE.match(text) else None
+    record = table.get(text) if is_lock_id(text) else None
     if record is not None:
         return [record]
-    if GENERATED_ID_RE.match(text):
+    if is_generated_id(text):
         return []  # a lock id that is gone: never read it as a path
     found = [table.records[i] for i in sorted(table.overlaps([entry]))]
     return [r for r in found if r.holder != me]  # your own: release them

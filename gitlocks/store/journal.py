@@ -13,17 +13,16 @@ written again.
 from __future__ import annotations
 
 import contextlib
-import json
 import marshal
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gitlocks.core import journal
+from gitlocks.core import journal, jsontext
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.plain import Row
-from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.record import is_lock_id
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
@@ -151,7 +150,7 @@ class Journal:
                 continue
             for e in self.objects.parse_tree(found_tree[1]):
                 name = e.name
-                if e.mode in BLOB_MODES and LOCK_ID_RE.match(name) and shard_of(name) == shard.name:
+                if e.mode in BLOB_MODES and is_lock_id(name) and shard_of(name) == shard.name:
                     found[name] = e.id
         return found
 
@@ -176,7 +175,7 @@ class Journal:
         text = journal.message(events, seq)
         commit = self.objects.write_commit(tree, [parent] if parent else [], text, when)
         # The table it carries is the one just written: no need to read it back.
-        self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
+        self._tables[commit] = {i: oid for i, oid in refs.items() if is_lock_id(i)}
         return commit
 
     def view(
@@ -200,7 +199,7 @@ class Journal:
         text = journal.message([marker, *events], seq)
         tree = self.tree(None, refs)
         commit = self.objects.write_commit(tree, [parent] if parent else [], text, int(time.time()))
-        self._tables[commit] = {i: oid for i, oid in refs.items() if LOCK_ID_RE.match(i)}
+        self._tables[commit] = {i: oid for i, oid in refs.items() if is_lock_id(i)}
         return commit
 
     def view_tips(self, oid: str | None) -> dict[int, str | None] | None:
@@ -238,7 +237,7 @@ class Journal:
                 if entry.events and entry.events[0].get("event") == journal.COMPACTED:
                     break  # a compacted root repeats events already told
                 for n, event in enumerate(entry.events):
-                    key = json.dumps(event, sort_keys=True)
+                    key = jsontext.dumps(event, sort_keys=True)
                     if key not in seen:
                         seen.add(key)
                         found.append((str(event.get("at", "")), n, event))
@@ -259,7 +258,7 @@ class Journal:
                 built = self._from_base(base, refs)
         if built is None:
             shards: dict[str, dict[str, str]] = {}
-            match = LOCK_ID_RE.match
+            match = is_lock_id
             for lock_id, oid in refs.items():
                 if match(lock_id):
                     shards.setdefault(shard_of(lock_id), {})[lock_id] = oid
@@ -305,7 +304,7 @@ class Journal:
         for members in shards.values():
             table.update(members)
         changed = {lock_id for lock_id, _ in refs.items() ^ table.items()}
-        match = LOCK_ID_RE.match
+        match = is_lock_id
         touched: dict[str, dict[str, str]] = {}
         for lock_id in changed:
             if lock_id in table or match(lock_id):

@@ -12,7 +12,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 
-from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.record import is_lock_id
 from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
 from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
@@ -35,7 +35,7 @@ def parse_listing(out: str) -> tuple[dict[str, str], set[str], dict[int, str]]:
             continue
         oid, _, name = line.partition("\t")
         lock_id = name[len(LOCK_PREFIX) :]
-        if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
+        if name.startswith(LOCK_PREFIX) and is_lock_id(lock_id):
             found[lock_id] = oid
         elif name.startswith(SHARD_PREFIX) and name[len(SHARD_PREFIX) :].isdigit():
             tips[int(name[len(SHARD_PREFIX) :])] = oid

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.plain import field, plain
-from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.record import is_lock_id
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import (
@@ -80,7 +80,7 @@ class RemotePush(Mirror):
         differ = [
             i
             for i in sorted(table.leases.keys() | new.keys())
-            if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
+            if table.leases.get(i) != new.get(i) and is_lock_id(i)
         ]
         if not self._check_journal(table.version):
             return False

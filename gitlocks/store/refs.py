@@ -21,34 +21,31 @@ as for any live git command, then named in the error).
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from gitlocks.core import jsontext
 from gitlocks.core.record import is_object_id
-from gitlocks.core.text import pattern
+from gitlocks.core.text import NAME_CHARS, made_of
 from gitlocks.errors import StoreError
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
 Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
 
-# A ref name gitlocks may write: inside its namespaces, plain components, nothing odd.
-_OWN_REF_RE = pattern(
-    r"^(?:"
-    + "|".join(re.escape(p) for p in (*OWN_REF_PREFIXES, STAGING_PREFIX))
-    + r")[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*\Z"
-)
+_OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
 
 
 def is_own_ref(name: object) -> bool:
-    """Whether ``name`` is a ref inside gitlocks' namespaces, safe to name as a path."""
+    """Whether ``name`` is a ref gitlocks may write, safe to name as a path: inside its
+    namespaces, then components of ``[A-Za-z0-9._-]``, none empty, ``.``, ``..`` or
+    ending ``.lock``."""
     return (
         isinstance(name, str)
-        and _OWN_REF_RE.match(name) is not None
+        and name.startswith(_OWN_PREFIXES)
+        and made_of(name, NAME_CHARS + "/")
         and not any(part in ("", ".", "..") or part.endswith(".lock") for part in name.split("/"))
     )
 
@@ -236,7 +233,7 @@ class RefWriter:
                 time.sleep(0.02)
 
     def _log(self, entry: dict[str, object]) -> None:
-        data = json.dumps(entry).encode()
+        data = jsontext.dumps(entry).encode()
         try:
             os.pwrite(self.fd, data, 0)
             os.ftruncate(self.fd, len(data))
@@ -258,7 +255,7 @@ def _read_log(
     """(old values, new values, names only) from a dead writer's log; empty for one it died
     writing. Names only: the log of an earlier version, which listed refs without values."""
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
         old, new, listed = data.get("old", {}), data.get("new", {}), data.get("refs", [])
     except (ValueError, RecursionError, AttributeError):
         return {}, {}, []

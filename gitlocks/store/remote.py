@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
-from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
+from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.git.remote import failure, no_atomic
@@ -494,7 +494,7 @@ class RemoteStore(ShardedPush):
                 continue
             oid, _, name = line.partition("\t")
             lock_id = name[len(LOCK_PREFIX) :]
-            if name.startswith(LOCK_PREFIX) and LOCK_ID_RE.match(lock_id):
+            if name.startswith(LOCK_PREFIX) and is_lock_id(lock_id):
                 found[lock_id] = oid
             elif name.startswith(SHARD_PREFIX) or name == JOURNAL_REF:
                 self.listed_meta[name] = oid

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gitlocks.core.journal import COMPACTED
-from gitlocks.core.record import LOCK_ID_RE, LockRecord, format_time, utcnow
+from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
 from gitlocks.errors import RemoteError, UsageError
 from gitlocks.git.remote import lost_race
@@ -444,7 +444,7 @@ def _push_restore(
     for lock_id in sorted(ids):
         have, want = actual.get(lock_id), wanted.get(lock_id)
         ref = LOCK_PREFIX + lock_id
-        if have == want or not LOCK_ID_RE.match(lock_id) or ref in remote.remote_symrefs:
+        if have == want or not is_lock_id(lock_id) or ref in remote.remote_symrefs:
             continue
         leases.append(f"--force-with-lease={ref}:{have or ''}")
         specs.append(f"{want}:{ref}" if want else f":{ref}")

@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Iterable
 
 from gitlocks.core.change import Change, check_sizes
-from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import failure, lost_race, never_sent, summarise
@@ -214,9 +214,7 @@ class ShardedPush(RemotePush):
             # beside its shard's old tip. Every shard is leased as listed, so such a write
             # fails this push instead of losing its lock ref here.
             steady = [k for k in range(count) if k not in leased and table.shards[k]]
-        differ = [
-            i for i in sorted(ids) if table.leases.get(i) != new.get(i) and LOCK_ID_RE.match(i)
-        ]
+        differ = [i for i in sorted(ids) if table.leases.get(i) != new.get(i) and is_lock_id(i)]
         for k in leased:
             self._check_shard(k, table.shards[k])
             if table.shards[k] is None:

@@ -3,9 +3,10 @@ spelling ``format_time`` writes, or is refused, whichever way it is read."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gitlocks.core.record import (
@@ -72,3 +73,45 @@ def test_the_written_spelling_is_kept_and_an_impossible_day_refused() -> None:
         except RecordError:
             continue
         raise AssertionError(f"{bad} was read")
+
+
+# The names a record holds are checked with str methods; each agrees with the regular
+# expression its docstring gives, ``\Z`` included (a trailing newline is no name).
+NAMES = st.lists(st.sampled_from([*"aZ09._-/@{\n", "HEAD", ".lock", "é", "٣"]), max_size=10).map(
+    "".join
+) | st.text(st.sampled_from(list("0123456789abcdefA-\n")), max_size=70)
+
+
+@given(NAMES)
+@example("a" * 64)
+@example("a" * 65)
+@example("0" * 40)
+@example("0" * 64 + "\n")
+@example("0123456789a-0123456789")
+@example("a" * 200)
+@example("a/" * 100)
+def test_name_checks_are_their_patterns(text: str) -> None:
+    from gitlocks.core.record import (
+        is_branch,
+        is_generated_id,
+        is_holder,
+        is_lock_id,
+        is_object_id,
+    )
+
+    assert is_lock_id(text) == bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z", text))
+    assert is_generated_id(text) == bool(re.match(r"^[0-9a-f]{11}-[0-9a-f]{10}\Z", text))
+    assert is_object_id(text) == bool(re.match(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z", text))
+    assert is_holder(text) == bool(re.match(r"^[A-Za-z0-9._-]{1,64}\Z", text))
+    branch = (
+        r"^(?![-.])(?!HEAD\Z)(?!.*(?:\.\.|@\{|//|/\.|\.lock/|\.lock\Z|/HEAD\Z))"
+        r"[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
+    )
+    assert is_branch(text) == bool(re.match(branch, text))
+
+
+def test_a_lock_id_with_a_trailing_newline_is_refused() -> None:
+    """``$`` once let ``abc\\n`` pass as a lock id, which names no ref."""
+    from gitlocks.core.record import is_lock_id
+
+    assert not is_lock_id("abc\n")

@@ -357,3 +357,18 @@ def test_pathological_patterns_decide_without_backtracking(
     assert pattern_covers(pattern, path) is covered
     assert pattern_covers(pattern, path, ignore_case=True) is covered
     assert patterns_overlap(pattern, pattern) is True
+
+
+# Escapes are dropped and glob characters found without a regular expression.
+ESCAPED = st.text(st.sampled_from(list("ab\\*?[]/\n")), max_size=12)
+
+
+@given(ESCAPED)
+def test_unescape_is_the_pattern(text: str) -> None:
+    import re
+
+    from gitlocks.core.glob import is_literal_segment, unescape
+
+    assert unescape(text) == re.sub(r"\\(.)", r"\1", text, flags=re.DOTALL)
+    if re.search(r"[*?\[\\]", text) is None:
+        assert is_literal_segment(text)

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 from conftest import git
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitlocks import identity
-from gitlocks.core.record import HOLDER_RE, validate_holder
+from gitlocks.core.record import is_holder, validate_holder
 from gitlocks.errors import InvalidHolder, UsageError
 from gitlocks.identity import (
     Identity,
@@ -70,7 +72,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
 )
 def test_valid_holders_are_returned(value: str) -> None:
     assert validate_holder(value) == value
-    assert HOLDER_RE.match(value)
+    assert is_holder(value)
 
 
 @pytest.mark.parametrize(
@@ -92,7 +94,7 @@ def test_refusal_names_the_rule() -> None:
 
 
 def test_trailing_newline_does_not_match_pattern() -> None:
-    assert not HOLDER_RE.match("abc\n")
+    assert not is_holder("abc\n")
 
 
 # --- process facts -----------------------------------------------------------------------
@@ -220,7 +222,7 @@ def test_session_of_a_missing_pid_is_unknown_not_an_error() -> None:
     proc = session_process(2**22 + 12345)
     assert proc.start_time == ""
     assert not process_alive(proc.pid, proc.start_time)
-    assert HOLDER_RE.match(session_holder_id(proc))
+    assert is_holder(session_holder_id(proc))
 
 
 def test_pass_through_names() -> None:
@@ -449,7 +451,7 @@ def test_tty_names(tty_nr: int, name: str) -> None:
 def test_a_terminal_sessions_id_names_the_terminal_and_the_user() -> None:
     proc = SessionProcess(1234, "b:1", "bash", "h", terminal="tmux-3")
     holder = session_holder_id(proc, user="alice")
-    assert holder.startswith("tmux-3-alice-") and HOLDER_RE.match(holder)
+    assert holder.startswith("tmux-3-alice-") and is_holder(holder)
     other = session_holder_id(proc._replace(pid=1235), user="alice")
     assert other != holder and other.startswith("tmux-3-alice-")
 
@@ -560,3 +562,13 @@ def test_a_pane_is_named_from_the_panes_own_environment(tmp_path: Path, repo: Pa
     [out] = _tmux_panes(tmp_path, repo, script, 1)
     ids = [ln.split()[1] for ln in out.splitlines() if ln.startswith("holder: ")]
     assert len(ids) == 3 and len(set(ids)) == 1 and ids[0].startswith("tmux-"), out
+
+
+@given(st.text(st.sampled_from(list("ab-._%/ é\n")), max_size=15) | st.text(max_size=15))
+def test_name_part_is_the_pattern(text: str) -> None:
+    """Each run of characters a holder id may not hold becomes one ``-``."""
+    import re
+
+    from gitlocks.identity import name_part
+
+    assert name_part(text) == re.sub(r"[^A-Za-z0-9._-]+", "-", text)

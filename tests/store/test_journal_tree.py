@@ -15,7 +15,7 @@ from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
 from gitlocks.core.journal import shard_of
-from gitlocks.core.record import LOCK_ID_RE
+from gitlocks.core.record import is_lock_id
 from gitlocks.layout import JOURNAL_REF
 from gitlocks.store import journal as store_journal
 from gitlocks.store.local import Store
@@ -48,7 +48,7 @@ def ref_table(repo: Path) -> dict[str, str]:
     for line in out.splitlines():
         oid, name = line.split(" ")
         lock_id = name.removeprefix("refs/agent-locks/")
-        if LOCK_ID_RE.match(lock_id):
+        if is_lock_id(lock_id):
             found[lock_id] = oid
     return found
 
