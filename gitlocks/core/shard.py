@@ -12,7 +12,6 @@ Pure: no git, no I/O, so every clone computes the same shards for the same scope
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from gitlocks.core.digest import sha256_hex
@@ -48,7 +47,6 @@ def shards(patterns: Iterable[str], count: int, *, ignore_case: bool = False) ->
 # The format ref's blob, ``refs/agent-locks-meta/format``: a remote holding it keeps its
 # table in that many shard journals, and its single journal ref holds a commit that is no
 # journal commit (``SHARDED_NOTICE``), which every earlier version refuses to write over.
-_FORMAT_RE = re.compile(rb"^shards ([1-9][0-9]{0,3})\n?$")
 SHARDED_NOTICE = (
     "this lock table is sharded: upgrade gitlocks\n\n"
     "The lock table of this remote is kept in refs/agent-locks-meta/shards/*, as\n"
@@ -63,11 +61,11 @@ def format_blob(count: int) -> bytes:
 
 def parse_format(data: bytes, limit: int) -> int | None:
     """The shard count a format blob states; None when it states none in 1..``limit``."""
-    match = _FORMAT_RE.match(data)
-    if match is None:
-        return None
-    count = int(match.group(1))
-    return count if 1 <= count <= limit else None
+    digits = data.removeprefix(b"shards ").removesuffix(b"\n")
+    if not data.startswith(b"shards ") or not 0 < len(digits) <= 4 or not digits.isdigit():
+        return None  # "shards N": N of at most four digits, the first not 0
+    count = int(digits)
+    return count if 1 <= count <= limit and digits[:1] != b"0" else None
 
 
 def record_shards(paths: Iterable[str], count: int) -> frozenset[int]:

@@ -9,9 +9,8 @@ off; our repository named by ``--git-dir``, not by a hook's variables) and a tim
 
 from __future__ import annotations
 
-import re
-
 from gitlocks.core.plain import plain
+from gitlocks.core.text import pattern
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
 
@@ -30,13 +29,13 @@ _CONFIG = (
     "push.recurseSubmodules=no",
 )
 
-_AUTH = re.compile(
-    r"authentication failed|permission denied|access denied|could not read (username|password)"
+_AUTH = pattern(
+    r"(?i)authentication failed|permission denied|access denied|could not read (username|password)"
     r"|terminal prompts disabled|\b401\b|\b403\b|invalid credentials|unauthorized"
-    r"|publickey|not authorized",
-    re.IGNORECASE,
+    r"|publickey|not authorized"
 )
 _NO_ATOMIC = "does not support --atomic"
+_REASON = pattern(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
 
 
 @plain(frozen=True)
@@ -124,7 +123,7 @@ class PushLine:
 
     @property
     def reason(self) -> str:
-        match = re.search(r"\(([^)]*)\)\s*$", self.summary)
+        match = _REASON.search(self.summary)
         return match.group(1) if match else self.summary
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 
 from gitlocks.core import jsontext
@@ -22,7 +21,7 @@ from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PR
 from gitlocks.store.local import Store
 
 PACK_AFTER = 256  # loose refs written at once, past which refs are packed
-_NUMBERED = re.compile(re.escape(LOCAL_JOURNAL_REF) + r"-([0-9]+)$")
+_NUMBERED = LOCAL_JOURNAL_REF + "-"  # then a number: a kept local journal
 
 
 class Mirror(Store):
@@ -170,9 +169,11 @@ class Mirror(Store):
         kept = self.ref_value(LOCAL_JOURNAL_REF)
         if kept is not None and kept != journal:
             numbers = [
-                int(m.group(1))
+                int(number)
                 for name in self.scan_refs((META_PREFIX,))
-                if (m := _NUMBERED.match(name))
+                if name.startswith(_NUMBERED)
+                and (number := name[len(_NUMBERED) :]).isascii()
+                and number.isdigit()
             ]
             updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = kept
         return updates

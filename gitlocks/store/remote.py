@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 
@@ -37,6 +36,7 @@ from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.table import Problem, Table
+from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.git.remote import failure, no_atomic
 from gitlocks.git.settings import Settings
@@ -74,7 +74,6 @@ __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write
 # before the others' next round.
 TRIES = 60
 BACKOFF_CAP_SECONDS = 0.2
-_REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*$")
 
 
 MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
@@ -96,7 +95,7 @@ class RemoteStore(ShardedPush):
             raise UsageError("no lock remote: set one with git alock remote NAME")
         # A name typed now (``git alock remote NAME``) is not yet alock.remote: say which.
         where = "" if remote is not None else " (alock.remote)"
-        if not _REMOTE_NAME_RE.match(name) or ".." in name:
+        if not _is_remote_name(name):
             raise UsageError(f"invalid remote name {name!r}{where}")
         if self.config_get(f"remote.{name}.url") is None:
             if remote is not None:
@@ -583,3 +582,14 @@ class RemoteStore(ShardedPush):
                 else ""
             )
             raise self._refused(lines, run, left)
+
+
+def _is_remote_name(name: str) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9._-]*`` components joined by ``/``, without ``..``: a name
+    that cannot be read as an option, a path or a URL."""
+    return (
+        name[:1] in ALNUM
+        and bool(name)
+        and ".." not in name
+        and all(part and made_of(part, NAME_CHARS) for part in name.split("/"))
+    )

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from test_scope_properties import SEGMENTS, UPPER_SEGMENTS, patterns
 
 from gitlocks.core.scope import patterns_overlap
-from gitlocks.core.shard import shard_key, shards
+from gitlocks.core.shard import parse_format, shard_key, shards
 
 # Literal first components that differ, so that disjoint scopes land in many shards.
 TOPS = ("src", "lib", "docs", "a", "b", "ab", "A", "SRC", "x\\*y", "x*y")
@@ -52,3 +52,22 @@ def test_disjoint_scopes_spread_over_shards() -> None:
     tops = [f"pkg{i}/**" for i in range(256)]
     used = {next(iter(shards([t], 64))) for t in tops}
     assert len(used) > 48  # 256 keys over 64 shards leave few empty
+
+
+FORMATS = st.sampled_from([b"shards 4", b"shards 4\n", b"shards 0400\n", b"shards 99999"])
+ODD_DIGIT = "\u0664".encode()  # ARABIC-INDIC DIGIT FOUR
+
+
+@given(
+    st.binary(max_size=12)
+    | FORMATS.flatmap(
+        lambda b: st.sampled_from([b, b + b"\n", b"x" + b, b.replace(b"4", ODD_DIGIT)])
+    )
+)
+def test_the_format_blob_is_read_as_its_pattern(data: bytes) -> None:
+    """``shards N``, N of one to four digits not starting with 0, one newline at most."""
+    import re
+
+    found = re.fullmatch(rb"shards ([1-9][0-9]{0,3})\n?", data)
+    expected = int(found.group(1)) if found and 1 <= int(found.group(1)) <= 64 else None
+    assert parse_format(data, 64) == expected

@@ -10,6 +10,8 @@ from typing import Any
 import pygit2
 import pytest
 from conftest import git
+from hypothesis import given
+from hypothesis import strategies as st
 from support.cli import Result, alock, alock_cli, finish
 from support.daemon import Daemon
 from support.remote import daemon, make_bare, make_clone, refs_of, remote_events, remote_locks
@@ -566,3 +568,19 @@ def test_push_results_and_git_messages_are_read_right() -> None:
     unreachable = GitRun(128, "", "fatal: unable to access: Could not resolve host: h\n")
     gone = failure(unreachable, "o", "x")
     assert str(gone).startswith("cannot reach the lock remote 'o' (x): fatal: unable to access")
+
+
+@given(st.lists(st.sampled_from(["a", "Z9", ".", "..", "-", "_", "/", "\n", "é", " "]), max_size=6))
+def test_a_remote_name_is_read_as_its_pattern(parts: list[str]) -> None:
+    """Components of ``[A-Za-z0-9._-]``, the first starting with a letter or digit, no
+    ``..``; a trailing newline is no name (``$`` would have taken one)."""
+    import re
+
+    from gitlocks.store.remote import _is_remote_name
+
+    name = "".join(parts)
+    expected = (
+        re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*", name) is not None
+        and ".." not in name
+    )
+    assert _is_remote_name(name) == expected
