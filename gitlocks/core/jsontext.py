@@ -59,7 +59,10 @@ def loads(text: str | bytes | bytearray) -> Any:
     start = len(text) - len(text.lstrip(_SPACE))
     try:
         value, end = _scan(text, start)
-    except StopIteration:  # no value where one starts: json names the place
+    except (StopIteration, SystemError):
+        # No value where one starts, or one that is no JSON: json says which, and where.
+        # (Before Python 3.12 the scanner finds the error's class in a loaded json.decoder
+        # only, and without it fails with a SystemError instead.)
         return _stdlib().loads(text)
     if text[end:].strip(_SPACE) or text.startswith("\ufeff"):
         return _stdlib().loads(text)  # "Extra data", or a byte-order mark json refuses

@@ -22,7 +22,6 @@ and no command needs it).
 
 from __future__ import annotations
 
-from collections import namedtuple
 from collections.abc import Callable
 from operator import attrgetter
 
@@ -45,9 +44,12 @@ else:
         return function  # each overload is replaced by the definition that follows
 
     class _RowMeta(type):
-        """``class Name(Row)`` as ``class Name(NamedTuple)``, without what makes the latter
+        """``class Name(Row)`` as ``class Name(NamedTuple)``, without what makes either
         slow to declare: typing turns each field's annotation into a ``ForwardRef``, which
-        compiles it. Type checkers read ``Row`` as ``NamedTuple`` itself."""
+        compiles it, and ``collections.namedtuple`` compiles ``__new__`` (and importing
+        ``collections`` costs as much again). Here ``__new__`` is compiled on a class's
+        first instance, as ``@plain`` does ``__init__``. Type checkers read ``Row`` as
+        ``NamedTuple`` itself."""
 
         def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
             if not bases:
@@ -55,19 +57,90 @@ else:
             if bases != (Row,):  # as typing: the named tuple would be without the others
                 raise TypeError(f"{name}: a named tuple can only inherit from Row")
             annotations = namespace.get("__annotations__", {})
-            names = list(annotations)
+            names = tuple(annotations)
             given = [n for n in names if n in namespace]
-            if given != names[len(names) - len(given) :]:
+            if given != list(names[len(names) - len(given) :]):
                 raise TypeError(f"{name}: a field without a default follows one with a default")
-            defaults = [namespace[n] for n in given]
-            cls = namedtuple(name, names, defaults=defaults, module=namespace["__module__"])
-            cls.__annotations__ = annotations
-            for key, value in namespace.items():
+            if any(n.startswith("_") for n in names):  # as namedtuple: they would clash
+                raise ValueError(f"{name}: field names cannot start with an underscore")
+            for key in namespace:
                 if key in _ROW_OWN:
                     raise AttributeError(f"cannot overwrite NamedTuple attribute {key}")
-                if key not in ("__module__", "__annotations__") and key not in annotations:
-                    setattr(cls, key, value)
+            own = {
+                k: v
+                for k, v in namespace.items()
+                if k not in annotations and k not in ("__annotations__", "__qualname__")
+            }
+            body = {
+                **own,
+                "__slots__": (),
+                "__annotations__": annotations,
+                "_fields": names,
+                "_field_defaults": {n: namespace[n] for n in given},
+                "__match_args__": names,
+                "__new__": _first_new(names, tuple(namespace[n] for n in given)),
+                "__getnewargs__": _getnewargs,
+                "_make": _make,
+                "_replace": _replace,
+                "_asdict": _asdict,
+                "__repr__": own.get("__repr__", _repr),
+            }
+            for index, field_name in enumerate(names):
+                body[field_name] = _tuplegetter(index, f"Alias for field number {index}")
+            cls = type(name, (tuple,), body)
+            cls.__qualname__ = namespace.get("__qualname__", name)
             return cls
+
+    def _first_new(names: tuple[str, ...], defaults: tuple[Any, ...]) -> Any:
+        """A ``__new__`` that compiles the real one (``namedtuple``'s: the fields by name
+        and position, defaults last) on its first call and puts it in its place."""
+        params = ", ".join(("_cls", *names))
+        values = f"({', '.join(names)},)" if names else "()"
+
+        def __new__(cls: Any, *given: Any, **by_name: Any) -> Any:
+            scope = {"_tuple_new": tuple.__new__, "__builtins__": {}}
+            real = eval(f"lambda {params}: _tuple_new(_cls, {values})", scope)
+            real.__name__ = "__new__"
+            real.__qualname__ = f"{cls.__qualname__}.__new__"
+            real.__defaults__ = defaults or None
+            for owner in cls.__mro__:
+                if owner.__dict__.get("__new__") is staticmethod_new:
+                    type.__setattr__(owner, "__new__", staticmethod(real))
+                    break
+            return real(cls, *given, **by_name)
+
+        staticmethod_new = staticmethod(__new__)
+        return staticmethod_new
+
+    @classmethod  # type: ignore[misc]
+    def _make(cls: Any, iterable: Any) -> Any:
+        result = tuple.__new__(cls, iterable)
+        if len(result) != len(cls._fields):
+            raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(result)}")
+        return result
+
+    def _replace(self: Any, /, **changes: Any) -> Any:
+        result = self._make(map(changes.pop, self._fields, self))
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return result
+
+    def _asdict(self: Any) -> dict[str, Any]:
+        return dict(zip(self._fields, self, strict=True))
+
+    def _getnewargs(self: Any) -> tuple[Any, ...]:
+        return tuple(self)
+
+    def _repr(self: Any) -> str:
+        inner = ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self, strict=True))
+        return f"{self.__class__.__name__}({inner})"
+
+    try:
+        from _collections import _tuplegetter  # namedtuple's own field reader, in C
+    except ImportError:  # pragma: no cover - CPython always has it
+
+        def _tuplegetter(index: int, doc: str) -> Any:
+            return property(lambda self: self[index], doc=doc)
 
     _ROW_OWN = frozenset(
         ("__new__", "__init__", "__slots__", "__getnewargs__", "_fields", "_make", "_replace")

@@ -124,3 +124,26 @@ def test_loads_and_dumps_load_no_json_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("text", ['{"a": tru}', "[1, 2", '"\\x"', "{} x", "", "\ufeff{}"])
+def test_an_error_is_json_error_where_json_was_never_loaded(text: str) -> None:
+    """The C scanner reports errors through json's own module: a process that never
+    imported json still gets json's error, not a SystemError."""
+    probe = (
+        "import sys\n"
+        "from gitlocks.core import jsontext\n"
+        "try:\n"
+        "    jsontext.loads(sys.argv[1])\n"
+        "except ValueError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, text], capture_output=True, text=True, check=True
+    )
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        assert out.stdout.strip() == f"{type(exc).__name__} {exc}"
+    else:
+        raise AssertionError("json took it")

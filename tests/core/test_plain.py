@@ -163,6 +163,24 @@ def test_row_is_a_named_tuple_as_typing_declares_one() -> None:
             item.name = "b"
         with pytest.raises(TypeError):
             cls()
+        with pytest.raises(TypeError):
+            cls("a", 1, (), "too many")
+        with pytest.raises(TypeError):
+            cls("a", name="twice")
+        assert cls(name="b", size=2) == ("b", 2, ())
+        assert cls._make(["c", 3, ()]) == ("c", 3, ())
+        with pytest.raises(TypeError):
+            cls._make(["c"])
+        with pytest.raises(ValueError):
+            item._replace(colour="red")
+        assert cls.__match_args__ == ("name", "size", "tags")
+        assert hash(item) == hash(("a", 1, ("x",)))
+        assert item.__getnewargs__() == ("a", 1, ("x",))
+        assert isinstance(item, tuple) and not hasattr(item, "__dict__")
+        match item:
+            case cls(name, size):
+                assert (name, size) == ("a", 1)
+        assert cls.name.__doc__ == "Alias for field number 0"
 
 
 def test_row_refuses_what_named_tuple_refuses() -> None:
@@ -192,3 +210,33 @@ def test_row_refuses_another_base_as_named_tuple_does() -> None:
     row_meta: Any = type(p.Row)
     with pytest.raises(TypeError, match="can only inherit from Row"):
         row_meta("Bad", (p.Row, Mixin), {"__module__": __name__, "__annotations__": {}})
+
+
+class Pair(p.Row):
+    left: int
+    right: int = 0
+
+
+class Empty(p.Row):
+    pass
+
+
+def test_a_row_pickles_and_its_new_is_compiled_once() -> None:
+    """``__new__`` is compiled on the first instance and put in the class's place; a row
+    pickles by its class's name, as a named tuple does; a row without fields is ()."""
+    import pickle
+
+    first = Pair.__dict__["__new__"]
+    assert pickle.loads(pickle.dumps(Pair(1, 2))) == Pair(1, 2)
+    compiled = Pair.__dict__["__new__"]
+    assert compiled is not first
+    assert Pair(3) == (3, 0) and Pair.__dict__["__new__"] is compiled
+    assert Pair.__new__.__qualname__ == "Pair.__new__"
+    assert Empty() == () and repr(Empty()) == "Empty()"
+    assert type(Pair(1)).__qualname__ == "Pair"
+
+
+def test_a_row_field_name_may_not_start_with_an_underscore() -> None:
+    row_meta: Any = type(p.Row)
+    with pytest.raises(ValueError, match="underscore"):
+        row_meta("Bad", (p.Row,), {"__module__": __name__, "__annotations__": {"_a": "int"}})
