@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     | {"layout"},
     # The live page: reads through the service, renders nothing but JSON for its page.
     "ui": {"core", "git", "identity", "store", "service", "render", "errors", "layout"},
-    "main": {"cli", "hooks", "agents", "errors"},
+    # core only for its JSON writer, an error's --json document.
+    "main": {"cli", "hooks", "agents", "errors", "core"},
     "__init__": {"core", "errors"},
     "__main__": {"main"},
 }

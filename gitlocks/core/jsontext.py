@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _accelerator: Any
 try:
-    import _json as _accelerator
+    import _json as _accelerator  # json's own C functions, which json itself imports
 except ImportError:  # pragma: no cover - CPython always has it
     _accelerator = None
 
