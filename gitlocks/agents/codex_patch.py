@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 
 from gitlocks.core.plain import Row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk

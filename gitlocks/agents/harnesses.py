@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
 
 from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
 from gitlocks.core.plain import Row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from typing import Any, TypeAlias
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2

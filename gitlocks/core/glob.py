@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
 from functools import lru_cache
 
 from gitlocks.core.plain import plain
 from gitlocks.core.text import pattern
 from gitlocks.errors import InvalidPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 Ranges = tuple[tuple[int, int], ...]
 

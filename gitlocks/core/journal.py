@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 
 from gitlocks.core.digest import sha1_hex
@@ -27,6 +26,7 @@ from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any, TypeAlias
 
 Event: TypeAlias = "dict[str, Any]"

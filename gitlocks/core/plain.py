@@ -23,13 +23,13 @@ and no command needs it).
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable
 from operator import attrgetter
 
 __all__ = ["FrozenInstanceError", "Row", "field", "field_names", "plain", "replace"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # dataclass_transform is in typing from Python 3.11
+    from collections.abc import Callable
     from typing import Any, TypeVar, overload
     from typing import NamedTuple as Row
 

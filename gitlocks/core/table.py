@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
 from datetime import timedelta
 
 from gitlocks.core.glob import compile_pattern

@@ -19,7 +19,6 @@ import contextlib
 import os
 import stat
 import zlib
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gitlocks.core.digest import hasher
@@ -28,6 +27,10 @@ from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents
 from gitlocks.git.run import Env, start
 from gitlocks.git.spawn import Process
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644

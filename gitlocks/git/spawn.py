@@ -29,9 +29,12 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
 from io import BufferedWriter
 from select import PIPE_BUF, POLLERR, POLLHUP, POLLIN, POLLOUT, poll
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 _RESTORED = (_signal.SIGPIPE, _signal.SIGXFSZ)
 _KILL = _signal.SIGKILL

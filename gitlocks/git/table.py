@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from gitlocks.core.record import MAX_RECORD_BYTES
@@ -30,6 +29,10 @@ from gitlocks.layout import (
     LOCK_PREFIX,
     VERDICTS_FILE,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:

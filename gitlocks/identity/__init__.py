@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from functools import lru_cache
 
 from gitlocks.core.digest import sha256_hex
@@ -23,6 +22,7 @@ from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is

@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from gitlocks.core.digest import sha256_hex
@@ -45,6 +44,10 @@ from gitlocks.identity import (
     process_start_time,
     valid_holder,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 # Entries are tiny; a larger file is no entry of ours and is not read.
 MAX_ENTRY_BYTES = 64 * 1024

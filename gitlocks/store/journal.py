@@ -16,7 +16,6 @@ import contextlib
 import json
 import marshal
 import time
-from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from gitlocks.git.run import Env, finish, start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
     from typing import Any
 
 VIEW_CHAIN = 2000  # local view commits in one chain

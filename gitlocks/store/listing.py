@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
 
 from gitlocks.core.record import LOCK_ID_RE
 from gitlocks.errors import GitlocksError
@@ -19,6 +18,8 @@ from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 

@@ -31,7 +31,6 @@ project history (``--until-merged``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -70,6 +69,7 @@ from gitlocks.store.refs import RefWriter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
     from typing import TypeVar
 
     import pygit2

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.plain import field, plain
@@ -33,6 +32,10 @@ from gitlocks.git.remote import (
 )
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @plain

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gitlocks.core.record import is_object_id
@@ -34,7 +33,11 @@ from gitlocks.errors import StoreError
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
-Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
 
 # A ref name gitlocks may write: inside its namespaces, plain components, nothing odd.
 _OWN_REF_RE = pattern(

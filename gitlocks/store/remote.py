@@ -31,7 +31,6 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
@@ -58,6 +57,7 @@ from gitlocks.store.sharded import ShardedPush
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import TypeVar
 
     import pygit2

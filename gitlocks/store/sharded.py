@@ -19,7 +19,6 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import LOCK_ID_RE
@@ -31,6 +30,7 @@ from gitlocks.store.push import RemotePush, RemoteTable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 
