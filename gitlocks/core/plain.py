@@ -18,14 +18,17 @@ hash=False)``, ``frozen``, ``eq``, ``__post_init__``), compiled together in one 
 Type checkers read ``@plain`` as a data class (``dataclass_transform``); at run time that
 mark and ``overload`` are stand-ins that change nothing (``typing`` costs 2-3 ms to import,
 and no command needs it).
+
+``Row`` builds the same class as ``collections.namedtuple``, and ``memo`` caches as
+``functools.lru_cache`` does: neither package is imported by a command (together about
+2 ms), and no command needs more than what these write.
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
-__all__ = ["FrozenInstanceError", "Row", "field", "field_names", "plain", "replace"]
+__all__ = ["FrozenInstanceError", "Row", "field", "field_names", "memo", "plain", "replace"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # dataclass_transform is in typing from Python 3.11
@@ -36,6 +39,7 @@ if TYPE_CHECKING:  # dataclass_transform is in typing from Python 3.11
     from typing_extensions import dataclass_transform
 
     T = TypeVar("T")
+    F = TypeVar("F", bound=Callable[..., Any])
 else:
 
     def dataclass_transform(**_: object) -> Callable[[T], T]:
@@ -60,7 +64,7 @@ else:
             if given != names[len(names) - len(given) :]:
                 raise TypeError(f"{name}: a field without a default follows one with a default")
             defaults = [namespace[n] for n in given]
-            cls = namedtuple(name, names, defaults=defaults, module=namespace["__module__"])
+            cls = _named_tuple(name, names, defaults, namespace["__module__"])
             cls.__annotations__ = annotations
             for key, value in namespace.items():
                 if key in _ROW_OWN:
@@ -75,6 +79,89 @@ else:
 
     class Row(metaclass=_RowMeta):
         """The base of a named tuple declared as a class (see ``_RowMeta``)."""
+
+
+def _named_tuple(name: str, names: list[str], defaults: list[Any], module: str) -> Any:
+    """``collections.namedtuple(name, names, defaults=defaults, module=module)``, for the
+    field names a class declares (identifiers all, and none a keyword)."""
+    for n in names:
+        if n.startswith("_"):
+            raise ValueError(f"Field names cannot start with an underscore: {n!r}")
+    args = ", ".join(names) + ("," if len(names) == 1 else "")
+    scope: dict[str, Any] = {"_tuple_new": tuple.__new__, "__builtins__": {}}
+    new = eval(f"lambda _cls, {args}: _tuple_new(_cls, ({args}))", scope)
+    new.__name__ = new.__qualname__ = "__new__"
+    new.__defaults__ = tuple(defaults) or None
+    size = len(names)
+    shown = "(" + ", ".join(f"{n}=%r" for n in names) + ")"
+
+    def _make(cls: type, iterable: Any) -> Any:
+        result: Any = tuple.__new__(cls, iterable)
+        if len(result) != size:
+            raise TypeError(f"Expected {size} arguments, got {len(result)}")
+        return result
+
+    def _replace(self: Any, /, **changes: Any) -> Any:
+        result = self._make(map(changes.pop, names, self))
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return result
+
+    def __repr__(self: Any) -> str:
+        return f"{self.__class__.__name__}{shown % tuple(self)}"
+
+    def _asdict(self: Any) -> dict[str, Any]:
+        return dict(zip(names, self, strict=True))
+
+    def __getnewargs__(self: Any) -> tuple[Any, ...]:
+        return tuple(self)
+
+    body: dict[str, Any] = {
+        "__doc__": f"{name}({', '.join(names)})",
+        "__slots__": (),
+        "_fields": tuple(names),
+        "_field_defaults": dict(zip(names[size - len(defaults) :], defaults, strict=True)),
+        "__new__": staticmethod(new),
+        "_make": classmethod(_make),
+        "_replace": _replace,
+        "__repr__": __repr__,
+        "_asdict": _asdict,
+        "__getnewargs__": __getnewargs__,
+        "__match_args__": tuple(names),
+    }
+    for index, n in enumerate(names):
+        body[n] = property(itemgetter(index), doc=f"Alias for field number {index}")
+    cls = type(name, (tuple,), body)
+    cls.__module__ = module
+    return cls
+
+
+def memo(maxsize: int) -> Callable[[F], F]:
+    """``functools.lru_cache(maxsize)`` for a pure function of positional, hashable
+    arguments: once ``maxsize`` results are kept, the oldest is let go for the next."""
+
+    def wrap(function: F) -> F:
+        cache: dict[tuple[Any, ...], Any] = {}
+
+        def cached(*args: Any) -> Any:
+            try:
+                return cache[args]
+            except KeyError:
+                pass
+            value = function(*args)
+            if len(cache) >= maxsize:
+                del cache[next(iter(cache))]
+            cache[args] = value
+            return value
+
+        cached.__name__ = function.__name__
+        cached.__qualname__ = function.__qualname__
+        cached.__doc__ = function.__doc__
+        cached.__module__ = function.__module__
+        cached.__wrapped__ = function  # type: ignore[attr-defined]
+        return cached  # type: ignore[return-value]
+
+    return wrap
 
 
 _MISSING: Any = object()

@@ -7,7 +7,6 @@ needs; the store's kept verdicts spare the rest.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -114,7 +113,9 @@ def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | No
         # A cat-file that died leaves our unsent input unsendable: a BrokenPipeError here
         # would stand for the reason above (and read as a reader of our output gone away).
         for pipe in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):
+            try:
                 pipe.close()
+            except OSError:
+                pass
         proc.wait()
     return found

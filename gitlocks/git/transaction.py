@@ -9,7 +9,6 @@ reading ref files itself would not.
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 from gitlocks.errors import StoreError
@@ -67,8 +66,10 @@ class Transaction:
     def abort(self) -> None:
         """Move nothing and let every lock go (safe to call at any point, more than once)."""
         if self.proc.returncode is None and self.proc.stdin is not None:
-            with contextlib.suppress(OSError):
+            try:
                 self.proc.stdin.write(b"abort\n")
+            except OSError:
+                pass
         self._close(quiet=True)
 
     def _write(self, line: str) -> None:
@@ -104,8 +105,10 @@ class Transaction:
 
     def _close(self, quiet: bool = False, keep_err: bool = False) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            with contextlib.suppress(OSError):
+            try:
                 self.proc.stdin.close()
+            except OSError:
+                pass
         try:
             self.proc.wait(timeout=60)
         except TimeoutExpired:

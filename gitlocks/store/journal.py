@@ -12,7 +12,6 @@ written again.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import marshal
 import time
@@ -255,8 +254,10 @@ class Journal:
         """
         built = None
         if len(refs) >= TREE_CACHE_AFTER:
-            with contextlib.suppress(TypeError, ValueError, AttributeError):  # a file's junk
+            try:  # a file's junk
                 built = self._from_base(base, refs)
+            except (TypeError, ValueError, AttributeError):
+                pass
         if built is None:
             shards: dict[str, dict[str, str]] = {}
             match = LOCK_ID_RE.match
@@ -359,8 +360,10 @@ class Journal:
     def _keep_shards(
         self, locks: str, shards: dict[str, dict[str, str]], subtrees: dict[str, str]
     ) -> None:
-        with contextlib.suppress(OSError, ValueError):  # a cache: losing it costs time only
+        try:  # a cache: losing it costs time only
             files.write_atomic(self._cache_path(), marshal.dumps((locks, shards, subtrees)))
+        except (OSError, ValueError):
+            pass
 
     def _compact(self, tip: str, policy: journal.KeepPolicy, when: int, tree: str) -> str:
         """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.

@@ -8,7 +8,6 @@ its own connection, while the write decides and pushes, and read once the push a
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 from gitlocks.core.record import LOCK_ID_RE
@@ -60,8 +59,10 @@ class Listing:
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
 
         def ask() -> None:
-            with contextlib.suppress(GitlocksError):
+            try:
                 self.run = store._git(args, what="ls-remote of")
+            except GitlocksError:
+                pass
 
         self.thread = threading.Thread(target=ask, name="alock-ls-remote", daemon=True)
         self.thread.start()
