@@ -15,7 +15,6 @@ files are written and closed before a verb answers, and a git child still runnin
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
@@ -91,9 +90,11 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
     """An agent that asked for JSON gets a document it can parse, whatever went wrong."""
     if "--json" not in args:
         return
-    with contextlib.suppress(OSError):  # stdout itself may be what failed
+    try:  # stdout itself may be what failed
         sys.stdout.write(jsontext.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+    except OSError:
+        pass
 
 
 class _Unfailing:
@@ -111,8 +112,10 @@ class _Unfailing:
             return len(text)
 
     def flush(self) -> None:
-        with contextlib.suppress(OSError):
+        try:
             self.stream.flush()  # type: ignore[attr-defined]
+        except OSError:
+            pass
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.stream, name)
@@ -155,18 +158,24 @@ def _leave(code: int) -> None:
     except BrokenPipeError:  # the reader went away: nobody to tell
         pass
     except OSError as exc:
-        with contextlib.suppress(OSError):
+        try:
             sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
+        except OSError:
+            pass
         code = code or EXIT_ERROR
-    with contextlib.suppress(OSError):
+    try:
         sys.stderr.flush()
+    except OSError:
+        pass
     os._exit(code)
 
 
 def _quiet_stdout() -> None:
     """Point stdout at nothing, so the interpreter's last flush at exit cannot fail again."""
-    with contextlib.suppress(OSError):
+    try:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ call and says which form to use, and no file is guessed.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from gitlocks.core.plain import Row
 from gitlocks.core.text import ALNUM, pattern
@@ -29,6 +28,7 @@ from gitlocks.core.text import ALNUM, pattern
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Sequence
     from typing import Any
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
@@ -70,6 +69,10 @@ from gitlocks.identity import (
     Identity,
     sessions,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
 # event is let through unread, so the cap is well above what agents write (a lockfile

@@ -11,7 +11,6 @@ an edit. Nothing here touches git or the disk; a malformed event raises ``Pass``
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 
 from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
 from gitlocks.core import jsontext
@@ -19,6 +18,7 @@ from gitlocks.core.plain import Row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from typing import Any, TypeAlias
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2

@@ -15,12 +15,12 @@ method cannot take (``arguments`` not an object), or a request other than ``ping
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from gitlocks.core import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, BinaryIO
 
 # The revisions of the protocol reachable through ``initialize``, oldest to newest: the

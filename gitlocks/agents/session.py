@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -47,6 +46,7 @@ from gitlocks.render.locks import expires
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 # A denial names at most this many claims, and this many patterns of each: a lock of

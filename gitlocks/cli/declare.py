@@ -25,12 +25,11 @@ themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gitlocks.core.plain import Row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 

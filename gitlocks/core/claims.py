@@ -10,7 +10,6 @@ claim holds only against an asker with no claim there.
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime
 
 from gitlocks.core.liveness import Liveness
@@ -41,15 +40,18 @@ class Claims:
             self.friends = table.family(holder, parent)
         else:
             self.friends = table.unblocking(holder, parent)
+        self._everyone: list[LockRecord] | None = None
 
     def alive(self, record: LockRecord) -> bool:
         """Live, and its session not known to be gone."""
         return record.expires_at > self.cutoff and not self.life.dead(record)
 
-    @functools.cached_property
+    @property
     def everyone(self) -> list[LockRecord]:
         """Every live claim: read only for a path no pattern can spell."""
-        return [r for r in self.table.live(self.stamp) if self.alive(r)]
+        if self._everyone is None:
+            self._everyone = [r for r in self.table.live(self.stamp) if self.alive(r)]
+        return self._everyone
 
     def covering(self, entry: ScopeEntry) -> list[LockRecord]:
         """Every live claim covering ``entry``'s paths, whoever holds it, by id."""

@@ -13,18 +13,17 @@ whose root commit carries a ``compacted`` marker and the retained events.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 
 from gitlocks.core import jsontext
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.plain import Row
+from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any, TypeAlias
 
 Event: TypeAlias = "dict[str, Any]"
@@ -53,7 +52,7 @@ VIEW_EVENT = "shard_view"
 TABLE_MARKER = b"gitlocks lock table, format 1\n"
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@memo(maxsize=1 << 16)
 def shard_of(lock_id: str) -> str:
     """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
     return sha1_hex(lock_id.encode())[:2]

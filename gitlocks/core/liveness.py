@@ -7,7 +7,6 @@ class, so they judge alike (docs/design.md, section 3.3).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from gitlocks.core.plain import field, plain
@@ -15,6 +14,7 @@ from gitlocks.core.record import LockRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal, TypeAlias
 
 # The state of a live (unexpired) lock.

@@ -18,23 +18,28 @@ hash=False)``, ``frozen``, ``eq``, ``__post_init__``), compiled together in one 
 Type checkers read ``@plain`` as a data class (``dataclass_transform``); at run time that
 mark and ``overload`` are stand-ins that change nothing (``typing`` costs 2-3 ms to import,
 and no command needs it).
+
+``Row`` builds the same class as ``collections.namedtuple``, and ``memo`` caches as
+``functools.lru_cache`` does: neither package is imported by a command (together about
+2 ms), and no command needs more than what these write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from operator import attrgetter
 
-__all__ = ["FrozenInstanceError", "Row", "field", "field_names", "plain", "replace"]
+__all__ = ["FrozenInstanceError", "Row", "field", "field_names", "memo", "plain", "replace"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # dataclass_transform is in typing from Python 3.11
+    from collections.abc import Callable
     from typing import Any, TypeVar, overload
     from typing import NamedTuple as Row
 
     from typing_extensions import dataclass_transform
 
     T = TypeVar("T")
+    F = TypeVar("F", bound=Callable[..., Any])
 else:
 
     def dataclass_transform(**_: object) -> Callable[[T], T]:
@@ -148,6 +153,34 @@ else:
 
     class Row(metaclass=_RowMeta):
         """The base of a named tuple declared as a class (see ``_RowMeta``)."""
+
+
+def memo(maxsize: int) -> Callable[[F], F]:
+    """``functools.lru_cache(maxsize)`` for a pure function of positional, hashable
+    arguments: once ``maxsize`` results are kept, the oldest is let go for the next."""
+
+    def wrap(function: F) -> F:
+        cache: dict[tuple[Any, ...], Any] = {}
+
+        def cached(*args: Any) -> Any:
+            try:
+                return cache[args]
+            except KeyError:
+                pass
+            value = function(*args)
+            if len(cache) >= maxsize:
+                del cache[next(iter(cache))]
+            cache[args] = value
+            return value
+
+        cached.__name__ = function.__name__
+        cached.__qualname__ = function.__qualname__
+        cached.__doc__ = function.__doc__
+        cached.__module__ = function.__module__
+        cached.__wrapped__ = function  # type: ignore[attr-defined]
+        return cached  # type: ignore[return-value]
+
+    return wrap
 
 
 _MISSING: Any = object()

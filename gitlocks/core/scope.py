@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Hashable, Iterator
 
 from gitlocks.core.glob import (
     GLOBSTAR,
@@ -39,6 +38,7 @@ from gitlocks.errors import InvalidPattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterator
     from typing import Generic, TypeVar
 
     K = TypeVar("K", bound=Hashable)

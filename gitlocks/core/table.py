@@ -8,7 +8,7 @@ the number of locks it might cross, not in the number of locks that exist.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
 from datetime import timedelta
 
 from gitlocks.core import jsontext

@@ -14,7 +14,6 @@ framework nor pygit2.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
 
 from gitlocks.core.plain import plain
 from gitlocks.errors import StoreError
@@ -23,6 +22,8 @@ from gitlocks.layout import OWN_REF_PREFIXES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
     from gitlocks.git.spawn import Process
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because

@@ -9,7 +9,6 @@ regular-expression pass). Loose refs are read first, and win, so a concurrent
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -124,8 +123,10 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
 
 

@@ -15,11 +15,9 @@ that is the point (a lock command's time was mostly the import of libgit2's bind
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import zlib
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gitlocks.core.digest import hasher
@@ -28,6 +26,10 @@ from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents
 from gitlocks.git.run import Env, start
 from gitlocks.git.spawn import Process
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644
@@ -78,13 +80,17 @@ class Objects:
                 if pipe is not None:
                     # A cat-file that died leaves our unsent input unsendable: closing says
                     # so with a BrokenPipeError, which is no reader of our output going away.
-                    with contextlib.suppress(OSError):
+                    try:
                         pipe.close()
+                    except OSError:
+                        pass
             proc.wait()
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):
+        try:
             self.close()
+        except Exception:
+            pass
 
     # --- reading ------------------------------------------------------------------------
 
@@ -235,8 +241,10 @@ class Objects:
                     view = view[os.write(fd, view) :]
             finally:
                 os.close(fd)
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.link(tmp, path)  # never replaces: an existing object stays as it is
+            except FileExistsError:
+                pass
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Sequence
 
 from gitlocks.git.spawn import Process
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Sequence
 
 
 class Env(enum.Enum):

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # ``signal`` builds enums: 0.5 ms more
 import _thread  # ``threading`` is what ``subprocess`` costs
-import contextlib
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
 from io import BufferedWriter
 from select import PIPE_BUF, POLLERR, POLLHUP, POLLIN, POLLOUT, poll
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 _RESTORED = (_signal.SIGPIPE, _signal.SIGXFSZ)
 _KILL = _signal.SIGKILL
@@ -176,8 +178,10 @@ class Process:
     def kill(self) -> None:
         """Send SIGKILL, unless the process has already been waited for."""
         if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.kill(self.pid, _KILL)
+            except ProcessLookupError:
+                pass
 
     def __del__(self) -> None:
         if getattr(self, "returncode", 0) is None and self.poll() is None:
@@ -212,8 +216,10 @@ def _wait_for_exit(pid: int, timeout: float) -> bool | None:
 def _close(stream: BufferedWriter) -> None:
     """Close our end of the child's stdin; a child that has gone away already is no error
     here (its exit code says what happened)."""
-    with contextlib.suppress(BrokenPipeError):
+    try:
         stream.close()
+    except BrokenPipeError:
+        pass
 
 
 def _pipe() -> tuple[int, int]:

@@ -7,9 +7,7 @@ needs; the store's kept verdicts spare the rest.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from gitlocks.core.record import MAX_RECORD_BYTES
@@ -30,6 +28,10 @@ from gitlocks.layout import (
     LOCK_PREFIX,
     VERDICTS_FILE,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
@@ -111,7 +113,9 @@ def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | No
         # A cat-file that died leaves our unsent input unsendable: a BrokenPipeError here
         # would stand for the reason above (and read as a reader of our output gone away).
         for pipe in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):
+            try:
                 pipe.close()
+            except OSError:
+                pass
         proc.wait()
     return found

@@ -9,13 +9,15 @@ reading ref files itself would not.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Mapping
 
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, start
 from gitlocks.git.spawn import TimeoutExpired
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class RefsRefused(StoreError):
@@ -64,8 +66,10 @@ class Transaction:
     def abort(self) -> None:
         """Move nothing and let every lock go (safe to call at any point, more than once)."""
         if self.proc.returncode is None and self.proc.stdin is not None:
-            with contextlib.suppress(OSError):
+            try:
                 self.proc.stdin.write(b"abort\n")
+            except OSError:
+                pass
         self._close(quiet=True)
 
     def _write(self, line: str) -> None:
@@ -101,8 +105,10 @@ class Transaction:
 
     def _close(self, quiet: bool = False, keep_err: bool = False) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            with contextlib.suppress(OSError):
+            try:
                 self.proc.stdin.close()
+            except OSError:
+                pass
         try:
             self.proc.wait(timeout=60)
         except TimeoutExpired:

@@ -7,7 +7,10 @@ installed by every version. Each hook's module is imported only when that hook r
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # hook -> the module under gitlocks.hooks whose ``main(argv)`` runs it (argv[0] is the hook).
 HOOKS = {

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from gitlocks.core.claims import Claims
@@ -63,6 +62,7 @@ from gitlocks.render.hooks import PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 HOOK_NAMES = ("pre-commit", "pre-push")

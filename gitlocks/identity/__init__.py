@@ -12,17 +12,16 @@ Stdlib only: this module is imported by every command, so it must stay cheap.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from functools import lru_cache
 
 from gitlocks.core.digest import sha256_hex
-from gitlocks.core.plain import Row
+from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import validate_holder
 from gitlocks.core.text import NAME_CHARS
 from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
@@ -122,13 +121,13 @@ class _ProcInfo(Row):
     tty: int = 0  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
 
 
-@lru_cache(maxsize=1)
+@memo(maxsize=1)
 def _has_proc() -> bool:
     # FreeBSD may mount a procfs at /proc too, but without the Linux ``stat`` file.
     return os.path.exists("/proc/self/stat")
 
 
-@lru_cache(maxsize=1)
+@memo(maxsize=1)
 def _boot_id() -> str:
     # Start ticks count from boot, so they repeat across reboots; the boot id does not.
     try:
@@ -138,7 +137,7 @@ def _boot_id() -> str:
         return "unknown-boot"
 
 
-@lru_cache(maxsize=1)
+@memo(maxsize=1)
 def host_identity() -> str:
     """Where a pid can be judged: this boot and this pid namespace; "" where unknown.
 

@@ -22,10 +22,8 @@ not exist the answer costs one ``stat``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from gitlocks.core import jsontext
@@ -45,6 +43,10 @@ from gitlocks.identity import (
     process_start_time,
     valid_holder,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 # Entries are tiny; a larger file is no entry of ours and is not read.
 MAX_ENTRY_BYTES = 64 * 1024
@@ -170,8 +172,10 @@ def register(
     if not can_be_harness(session.name):
         return False
     if not trusted(where):  # every event asks: the directory is made only once
-        with contextlib.suppress(OSError):
+        try:
             where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            pass
         if not trusted(where):
             return False
     current = _read(where, session.pid, session.start_time)
@@ -220,7 +224,7 @@ def add_repository(
 
     line = jsontext.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
     path = where / (_key(session.pid, session.start_time) + ".repos")
-    with contextlib.suppress(OSError):
+    try:
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not trusted(where):
             return
@@ -241,6 +245,8 @@ def add_repository(
             os.write(fd, line.encode("utf-8", "surrogateescape"))
         finally:
             os.close(fd)
+    except OSError:
+        pass
 
 
 def repositories(
@@ -291,8 +297,10 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
         return
     key = _key(session.pid, session.start_time)
     for suffix in (".json", ".repos"):
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(where / (key + suffix))
+        except OSError:
+            pass
 
 
 def prune(env: Mapping[str, str] | None = None) -> int:
@@ -308,15 +316,19 @@ def prune(env: Mapping[str, str] | None = None) -> int:
         path = Path(entry.path)
         if entry.name.startswith("."):
             if entry.name.endswith(".tmp") and _older_than(entry, STALE_TMP_SECONDS):
-                with contextlib.suppress(OSError):
+                try:
                     os.unlink(path)
+                except OSError:
+                    pass
         elif entry.name.endswith(".json"):
             gone += _prune_entry(path, env)
         elif entry.name.endswith(".repos") and not os.path.lexists(path.with_suffix(".json")):
             pid = entry.name.split("-", 1)[0]
             if pid.isdigit() and process_start_time(int(pid)) is None:
-                with contextlib.suppress(OSError):
+                try:
                     os.unlink(path)
+                except OSError:
+                    pass
     return gone
 
 
@@ -337,8 +349,10 @@ def _prune_entry(path: Path, env: Mapping[str, str] | None) -> int:
         # Written on this machine before it last booted: no process of it is left. (Another
         # machine sharing this home has a name of its own; a container shares the boot.)
         for stale in (path, path.with_suffix(".repos")):
-            with contextlib.suppress(OSError):
+            try:
                 os.unlink(stale)
+            except OSError:
+                pass
         return 1
     registered = _read(path.parent, int(pid_text), start_time)
     if registered is None:

@@ -5,7 +5,6 @@ Pure, and free of pygit2 and typer: the git hooks import it on every commit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
 from gitlocks.core.record import LockRecord
@@ -15,6 +14,8 @@ from gitlocks.render.locks import expires, kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks import this module: their result type is named for types only
+    from collections.abc import Sequence
+
     from gitlocks.hooks.install import HookChange
 
 PREFIX = "alock: "

@@ -7,7 +7,6 @@ an escape sequence in them must not forge a line of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from gitlocks.core.record import LockRecord, format_duration, parse_time
@@ -16,6 +15,8 @@ from gitlocks.core.text import printable, printable_lines, shell_word
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the service's result objects, named for types only
+    from collections.abc import Mapping, Sequence
+
     from gitlocks.service.results import (
         AcquireResult,
         BreakResult,

@@ -7,7 +7,6 @@ and ``sweep`` schedules expired records for deletion: every decision starts with
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from gitlocks.core.change import Change
@@ -28,6 +27,7 @@ from gitlocks.store.local import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from collections.abc import Callable
     from typing import Any
 
     from gitlocks.store.base import LockStore

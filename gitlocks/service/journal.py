@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitlocks.core import jsontext
@@ -21,6 +20,8 @@ from gitlocks.layout import REFUSALS_FILE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+    from collections.abc import Callable, Iterator
+
     from gitlocks.store.base import LockStore
 
 REFUSALS_KEEP = 1000

@@ -22,7 +22,6 @@ also remembers each answer for the rest of the decision.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 
 from gitlocks.core.change import Change
@@ -38,6 +37,10 @@ from gitlocks.core.scope import (
 from gitlocks.core.table import Table, record_entries
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # --- "the same scope" -----------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ decision code serves every backend.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from gitlocks.core.change import Change
@@ -42,6 +41,7 @@ from gitlocks.service.results import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all

@@ -12,10 +12,7 @@ the claim (``start_listing``), so the two run at once.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections import Counter
-from collections.abc import Callable, Sequence
 
 from gitlocks.core.plain import plain
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
@@ -23,6 +20,7 @@ from gitlocks.git import run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from gitlocks.git.spawn import Process
@@ -129,10 +127,7 @@ def _close_name(name: str, names: list[str]) -> str | None:
     # difflib's ratio is 2*M/T for M matching characters of T in all: never above what
     # the two share as multisets of characters. Names that cannot reach the cutoff are
     # dropped first, and most often none is left to import difflib for.
-    have = Counter(key)
-    candidates = [
-        c for c in folded if 2 * sum((have & Counter(c)).values()) >= CUTOFF * (len(key) + len(c))
-    ]
+    candidates = [c for c in folded if 2 * _shared(key, c) >= CUTOFF * (len(key) + len(c))]
     if not candidates:
         return None
     import difflib  # only when a name could be close
@@ -167,8 +162,10 @@ class _Index:
         prefix = "/".join(parent)
         if prefix not in self.listed:
             names = set(self.children.get(prefix, ()))
-            with contextlib.suppress(OSError):
+            try:
                 names.update(os.listdir(os.path.join(self.root, *parent)))
+            except OSError:
+                pass
             names.discard(".git")
             self.listed[prefix] = sorted(names)
         return self.listed[prefix]
@@ -219,3 +216,17 @@ def finish_listing(proc: Process | list[str] | None) -> list[str]:
 def _missing(root: str, pattern: str) -> bool:
     parts = literal_part(pattern)
     return bool(parts) and not os.path.lexists(os.path.join(root, *parts))
+
+
+def _shared(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share, counted as multisets (each character as
+    often as it is in both)."""
+    left: dict[str, int] = {}
+    for ch in a:
+        left[ch] = left.get(ch, 0) + 1
+    shared = 0
+    for ch in b:
+        if left.get(ch):
+            left[ch] -= 1
+            shared += 1
+    return shared

@@ -12,10 +12,8 @@ written again.
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import time
-from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from gitlocks.git.run import Env, finish, start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
     from typing import Any
 
 VIEW_CHAIN = 2000  # local view commits in one chain
@@ -254,8 +253,10 @@ class Journal:
         """
         built = None
         if len(refs) >= TREE_CACHE_AFTER:
-            with contextlib.suppress(TypeError, ValueError, AttributeError):  # a file's junk
+            try:  # a file's junk
                 built = self._from_base(base, refs)
+            except (TypeError, ValueError, AttributeError):
+                pass
         if built is None:
             shards: dict[str, dict[str, str]] = {}
             match = is_lock_id
@@ -358,8 +359,10 @@ class Journal:
     def _keep_shards(
         self, locks: str, shards: dict[str, dict[str, str]], subtrees: dict[str, str]
     ) -> None:
-        with contextlib.suppress(OSError, ValueError):  # a cache: losing it costs time only
+        try:  # a cache: losing it costs time only
             files.write_atomic(self._cache_path(), marshal.dumps((locks, shards, subtrees)))
+        except (OSError, ValueError):
+            pass
 
     def _compact(self, tip: str, policy: journal.KeepPolicy, when: int, tree: str) -> str:
         """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.

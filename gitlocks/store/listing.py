@@ -8,9 +8,7 @@ its own connection, while the write decides and pushes, and read once the push a
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable
 
 from gitlocks.core.record import is_lock_id
 from gitlocks.errors import GitlocksError
@@ -19,6 +17,8 @@ from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 
@@ -59,8 +59,10 @@ class Listing:
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
 
         def ask() -> None:
-            with contextlib.suppress(GitlocksError):
+            try:
                 self.run = store._git(args, what="ls-remote of")
+            except GitlocksError:
+                pass
 
         self.thread = threading.Thread(target=ask, name="alock-ls-remote", daemon=True)
         self.thread.start()

@@ -31,8 +31,6 @@ project history (``--until-merged``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from gitlocks.core.change import Change, check_sizes
@@ -70,11 +68,27 @@ from gitlocks.store.refs import RefWriter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
     from typing import TypeVar
 
     import pygit2
 
     T = TypeVar("T")
+
+
+class Mutex:
+    """``with store.mutex(timeout):`` the store's flock, held for the block (a class, not
+    a ``contextmanager``: contextlib is not worth its import to a lock command)."""
+
+    def __init__(self, store: Store, timeout: float) -> None:
+        self.store = store
+        self.timeout = timeout
+
+    def __enter__(self) -> None:
+        self.store._take_mutex(self.timeout)
+
+    def __exit__(self, *exc: object) -> None:
+        self.store._drop_mutex()
 
 
 class _Conflict(Exception):
@@ -482,8 +496,10 @@ class Store:
                 return result
         raise StoreError("the lock store kept changing under us; try again")
 
-    @contextmanager
-    def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
+    def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Mutex:
+        return Mutex(self, timeout)
+
+    def _take_mutex(self, timeout: float) -> None:
         path = self.common_dir / MUTEX_NAME
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -496,9 +512,14 @@ class Store:
             # so no decision ever rests on it (docs/design.md, section 4.3).
             self.ref_writer().recover()
             self._cache = None
-            yield
-        finally:
-            self._mutex_fd = None
+        except BaseException:
+            self._drop_mutex(fd)
+            raise
+
+    def _drop_mutex(self, fd: int | None = None) -> None:
+        fd = self._mutex_fd if fd is None else fd
+        self._mutex_fd = None
+        if fd is not None:
             os.close(fd)  # closing releases the flock
 
     def _apply(self, table: Table, change: Change) -> None:

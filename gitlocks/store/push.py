@@ -13,9 +13,7 @@ section 5.7).
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.plain import field, plain
@@ -33,6 +31,10 @@ from gitlocks.git.remote import (
 )
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @plain
@@ -106,7 +108,7 @@ class RemotePush(Mirror):
             after = {**new, **kept}
             # The remote granted it: that is the answer. If the local view cannot follow now,
             # the next fetch repairs it (its view ref still names what it last mirrored).
-            with contextlib.suppress(GitlocksError):
+            try:
                 self._mirror(
                     table.leases,
                     after,
@@ -115,6 +117,8 @@ class RemotePush(Mirror):
                     table=new,
                     previous=table.version,
                 )
+            except GitlocksError:
+                pass
             return True
         if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
             raise failure(run, self.remote, "push")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gitlocks.core import jsontext
@@ -33,7 +32,11 @@ from gitlocks.errors import StoreError
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
-Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
 
 _OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
 

@@ -27,10 +27,8 @@ already yours) is confirmed by a fetch before it is given.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
@@ -58,6 +56,7 @@ from gitlocks.store.sharded import ShardedPush
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TypeVar
 
     import pygit2
@@ -130,13 +129,14 @@ class RemoteStore(ShardedPush):
         self.listed_meta = {}
         self._views = {}
 
-    @contextlib.contextmanager
-    def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Iterator[None]:
+    def _take_mutex(self, timeout: float) -> None:
         # What we cached may have moved while we did not hold the mutex.
         self._staged_cache = None
+        super()._take_mutex(timeout)
+
+    def _drop_mutex(self, fd: int | None = None) -> None:
         try:
-            with super().mutex(timeout):
-                yield
+            super()._drop_mutex(fd)
         finally:
             self._staged_cache = None
 

@@ -18,9 +18,6 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable
-
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format, record_shards
@@ -31,6 +28,7 @@ from gitlocks.store.push import RemotePush, RemoteTable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 
@@ -271,7 +269,7 @@ class ShardedPush(RemotePush):
             tips = {**table.shards, **commits}
             view = self.view_of(tips, new, change.events)
             staged = {f"{self.staging}meta/shards/{k}": commits[k] for k in leased}
-            with contextlib.suppress(GitlocksError):  # the next fetch repairs the view
+            try:  # the next fetch repairs the view
                 self._mirror(
                     table.leases,
                     {**new, **kept},
@@ -281,6 +279,8 @@ class ShardedPush(RemotePush):
                     previous=table.version,
                     staged_meta=staged,
                 )
+            except GitlocksError:
+                pass
             return True
         if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
             raise failure(run, self.remote, "push")

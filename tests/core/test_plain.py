@@ -240,3 +240,33 @@ def test_a_row_field_name_may_not_start_with_an_underscore() -> None:
     row_meta: Any = type(p.Row)
     with pytest.raises(ValueError, match="underscore"):
         row_meta("Bad", (p.Row,), {"__module__": __name__, "__annotations__": {"_a": "int"}})
+
+
+def test_memo_keeps_results_as_lru_cache_does_up_to_its_size() -> None:
+    """Each result is computed once while kept; past ``maxsize`` the oldest is let go."""
+    calls: list[tuple[int, int]] = []
+
+    @p.memo(maxsize=2)
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        calls.append((a, b))
+        return a + b
+
+    assert (add(1, 2), add(1, 2), add(2, 2)) == (3, 3, 4)
+    assert calls == [(1, 2), (2, 2)]
+    assert add(3, 3) == 6  # a third: (1, 2) is let go
+    assert (add(2, 2), add(1, 2)) == (4, 3)
+    assert calls == [(1, 2), (2, 2), (3, 3), (1, 2)]
+    assert (add.__name__, add.__doc__) == ("add", "Adds.")
+
+
+def test_a_row_pickles_and_is_made_as_a_named_tuple() -> None:
+    import pickle
+
+    from gitlocks.store.journal import JournalEntry
+
+    assert JournalEntry._fields
+    entry = JournalEntry._make(range(len(JournalEntry._fields)))
+    assert pickle.loads(pickle.dumps(entry)) == entry
+    with pytest.raises(TypeError, match="Expected"):
+        JournalEntry._make(())
