@@ -27,6 +27,10 @@ SYNC_FILE = "agent-locks-remote.json"
 REFUSALS_FILE = "agent-locks-refusals.jsonl"
 VERDICTS_FILE = "agent-locks-verdicts.json"  # what each record blob was judged to hold
 
+# --- files in the working tree ---------------------------------------------------------------
+
+IGNORE_FILE = ".alockignore"  # paths nobody needs to claim (gitlocks.core.ignore)
+
 # --- defaults ---------------------------------------------------------------------------------
 
 DEFAULT_TTL_SECONDS = 30 * 60

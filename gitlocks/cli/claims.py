@@ -12,6 +12,7 @@ from gitlocks.core.record import is_lock_id, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
+from gitlocks.layout import IGNORE_FILE
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
 from gitlocks.service import landing, lifecycle, locks, typos
@@ -76,15 +77,16 @@ def acquire(
     warn_problems(ctx)
     if result.status == "acquired" and short_lived(ctx.identity):
         sys.stderr.write(SHORT_LIVED + "\n")
-    from gitlocks.core.ignore import IgnoreList  # only this note reads .alockignore
+    if os.path.isfile(os.path.join(root, IGNORE_FILE)):
+        from gitlocks.core.ignore import IgnoreList  # only this note reads .alockignore
 
-    ignore = IgnoreList.of_tree(ctx.store.root)
-    for entry in claim:
-        if ignore and ignore.ignored(entry.pattern):
-            sys.stderr.write(
-                f"note: {printable(entry.pattern)} is listed in .alockignore: nobody needs to "
-                "claim it (the guard and the hooks leave it alone)\n"
-            )
+        ignore = IgnoreList.of_tree(root)
+        for entry in claim:
+            if ignore.ignored(entry.pattern):
+                sys.stderr.write(
+                    f"note: {printable(entry.pattern)} is listed in .alockignore: nobody "
+                    "needs to claim it (the guard and the hooks leave it alone)\n"
+                )
     doc = result.to_dict()
     missing: list[typos.Uncovered] = []
     if result.status == "acquired":

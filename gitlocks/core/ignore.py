@@ -22,8 +22,8 @@ from pathlib import Path
 from gitlocks.core.plain import Row
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
 from gitlocks.errors import InvalidPattern
+from gitlocks.layout import IGNORE_FILE
 
-IGNORE_FILE = ".alockignore"
 MAX_IGNORE_BYTES = 64 * 1024  # a committed list of a few patterns; more is not read
 
 _SLASH = 0x2F

@@ -17,7 +17,7 @@ import time
 from datetime import datetime
 
 from gitlocks.core.claims import Claims
-from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList, newly_exempt
+from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.plain import plain, replace
 from gitlocks.core.record import (
@@ -55,6 +55,7 @@ from gitlocks.identity import (
 )
 from gitlocks.layout import (
     DEFAULT_STALE_SECONDS,
+    IGNORE_FILE,
     OWN_REF_PREFIXES,
 )
 from gitlocks.render import hooks as render_hooks

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from gitlocks.core.ignore import IGNORE_FILE
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
 from gitlocks.git.changes import finish_git, start_git
@@ -38,6 +37,7 @@ from gitlocks.hooks.verify import (
     parse_log,
     read_ignores,
 )
+from gitlocks.layout import IGNORE_FILE
 
 
 def _diff_paths(old: str, new: str, cwd: str | None) -> list[str] | None:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from gitlocks.core.ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreList
+from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
@@ -40,7 +40,7 @@ from gitlocks.hooks.check import (
     hook_config,
 )
 from gitlocks.identity import Identity, SessionProcess
-from gitlocks.layout import JOURNAL_REF
+from gitlocks.layout import IGNORE_FILE, JOURNAL_REF
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
