@@ -118,3 +118,15 @@ def test_a_pattern_taken_as_the_until_merged_branch_is_hinted(repo: Path) -> Non
     assert branch.code == 2 and "took" not in branch.err and "hint: git alock -h" in branch.err
     fine = alock(repo, "acquire", "src/**", "--until-merged", AGENT_ID="bob")
     assert fine.code == 0, fine
+
+
+def test_a_claim_of_an_ignored_path_notes_the_alockignore(repo: Path) -> None:
+    """The note names the pattern .alockignore exempts, and only where a list exists."""
+    quiet = alock(repo, "acquire", "build/**", "-m", "x", AGENT_ID="a1")
+    assert quiet.code == 0 and ".alockignore" not in quiet.err
+    (repo / ".alockignore").write_text("build/**\n")
+    noted = alock(repo, "acquire", "build/out/**", "-m", "x", AGENT_ID="a1")
+    assert noted.code == 0
+    assert "note: build/out/** is listed in .alockignore: nobody needs to claim it" in noted.err
+    other = alock(repo, "acquire", "src/**", "-m", "x", AGENT_ID="a3")
+    assert ".alockignore" not in other.err
