@@ -15,8 +15,8 @@
 ``start``/``finish`` run git concurrently (several at once, stdin fed on finishing),
 ``output`` runs one call: through ``gitlocks.git.spawn``, which the commands agents and
 hooks run can afford to import. ``bounded`` runs one with a time limit in its own session,
-so that a timeout kills git and everything it started (ssh); only remote mode needs it,
-and it imports ``subprocess`` then. Each caller names the error class its own callers
+so that a timeout kills git and everything it started (ssh); only remote mode needs it.
+Each caller names the error class its own callers
 catch; the messages are the same for all.
 """
 
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import os
 
-from gitlocks.git.spawn import Process
+from gitlocks.core.plain import Row
+from gitlocks.git.spawn import Process, TimeoutExpired
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
     from collections.abc import Sequence
     from typing import ClassVar
 
@@ -145,6 +145,14 @@ def output(
     return finish(start(args, cwd, env=env, error=error), error=error)
 
 
+class Ran(Row):
+    """What a ``bounded`` git run ended with."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
 def bounded(
     args: Sequence[str],
     *,
@@ -152,34 +160,19 @@ def bounded(
     timeout: float,
     timed_out: str,
     error: type[Exception],
-) -> subprocess.CompletedProcess[bytes]:
+) -> Ran:
     """Run git in its own session, stdin closed; its exit code is the caller's to judge.
 
     After ``timeout`` seconds the whole process group is killed and ``error(timed_out)``
     raised. The new session also keeps ssh from prompting on our terminal.
     """
-    # Only remote mode runs git with a time limit: the local commands never import these.
-    import signal
-    import subprocess
-
     try:
-        proc = subprocess.Popen(
-            ["git", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=environment(env),
-            start_new_session=True,
-        )
+        proc = Process(["git", *args], None, environment(env), session=True)
     except OSError as exc:
         raise error(f"cannot run git: {exc.strerror}") from exc
     try:
         out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        proc.communicate()
+    except TimeoutExpired:
+        proc.kill_group()
         raise error(timed_out) from None
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return Ran(proc.wait(), out, err)

@@ -57,7 +57,10 @@ class Process:
         env: Mapping[str, str] | None = None,
         *,
         keep_stderr: bool = True,
+        session: bool = False,
     ) -> None:
+        """``session``: the child leads a session of its own (``setsid``), without our
+        terminal, and the process group :meth:`kill_group` ends."""
         _reap_dropped()
         self.args = list(args)
         argv = [self.args[0], "-C", cwd, *self.args[1:]] if cwd is not None else self.args
@@ -79,6 +82,7 @@ class Process:
                 os.environ if env is None else env,
                 file_actions=actions,
                 setsigdef=_RESTORED,
+                setsid=session,
             )
         except BaseException:
             for fd in (ours_in, ours_out, ours_err):
@@ -95,10 +99,12 @@ class Process:
         self.stdout = os.fdopen(ours_out, "rb")
         self.stderr = os.fdopen(ours_err, "rb") if keep_stderr else None
 
-    def communicate(self, feed: bytes = b"") -> tuple[bytes, bytes]:
+    def communicate(self, feed: bytes = b"", timeout: float | None = None) -> tuple[bytes, bytes]:
         """Write ``feed`` to stdin and close it, read stdout and stderr to their ends, and
         wait: ``(stdout, stderr)``. For a process not yet read from through ``stdout``
-        (what a stream has buffered is not seen here)."""
+        (what a stream has buffered is not seen here). ``TimeoutExpired`` when that takes
+        more than ``timeout`` seconds; the process is left running, its pipes open."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         out: list[bytes] = []
         err: list[bytes] = []
         sinks: dict[int, list[bytes]] = {}
@@ -121,7 +127,8 @@ class Process:
                 waiting.register(stream, POLLIN)
         view = memoryview(feed)
         while sinks:
-            for fd, event in waiting.poll():
+            ready = waiting.poll(_milliseconds_left(deadline, self.args))
+            for fd, event in ready:
                 if fd == feeding:
                     try:  # at most PIPE_BUF: what a pipe that polls writable takes at once
                         view = view[os.write(fd, view[:PIPE_BUF]) :]
@@ -142,7 +149,7 @@ class Process:
         for stream in (self.stdout, self.stderr):
             if stream is not None:
                 stream.close()
-        self.wait()
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return b"".join(out), b"".join(err)
 
     def poll(self) -> int | None:
@@ -183,9 +190,30 @@ class Process:
             except ProcessLookupError:
                 pass
 
+    def kill_group(self) -> None:
+        """SIGKILL to the process group of a ``session`` child: git and whatever it
+        started (ssh, a remote helper). Then read what is left and reap it."""
+        if self.returncode is None:
+            try:
+                os.killpg(self.pid, _KILL)
+            except OSError:
+                self.kill()
+        self.communicate()
+
     def __del__(self) -> None:
         if getattr(self, "returncode", 0) is None and self.poll() is None:
             _unreaped.append(self.pid)
+
+
+def _milliseconds_left(deadline: float | None, args: list[str]) -> int | None:
+    """How long the next poll may wait: None (for ever) without a deadline;
+    ``TimeoutExpired`` once it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutExpired(f"{args[:2]} did not finish in time")
+    return math.ceil(min(left, _LONGEST_POLL) * 1000)
 
 
 def _wait_for_exit(pid: int, timeout: float) -> bool | None:

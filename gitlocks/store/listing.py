@@ -8,7 +8,7 @@ its own connection, while the write decides and pushes, and read once the push a
 
 from __future__ import annotations
 
-import threading
+import _thread  # one thread and its join: ``threading`` would cost a write a millisecond
 
 from gitlocks.core.record import is_lock_id
 from gitlocks.errors import GitlocksError
@@ -58,17 +58,23 @@ class Listing:
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if store.shard_count() else [])]
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
 
+        self._asking = _thread.allocate_lock()  # held until the answer is in
+        self._asking.acquire()
+
         def ask() -> None:
             try:
                 self.run = store._git(args, what="ls-remote of")
             except GitlocksError:
                 pass
+            finally:
+                self._asking.release()
 
-        self.thread = threading.Thread(target=ask, name="alock-ls-remote", daemon=True)
-        self.thread.start()
+        _thread.start_new_thread(ask, ())
 
     def join(self) -> None:
-        self.thread.join()
+        """Wait for the answer (at once when it is in)."""
+        with self._asking:
+            pass
 
     def out_of_step(
         self, decided: RemoteTable, now: Callable[[], tuple[dict[str, str], str | None]]
