@@ -9,6 +9,8 @@ Each runs as its own process, as an agent or git runs it.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 import site
@@ -67,11 +69,16 @@ WHOAMI = frozenset(
 # signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
 # typing costs 2-3 ms (annotations are never evaluated: names for types only are imported
-# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration).
+# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration); pathlib
+# costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
+# does their work); contextlib brings functools and collections (a small class with
+# __enter__ and __exit__, or try/finally, does the same); functools and collections cost
+# ~1 ms each (collections.abc names for types only are imported under TYPE_CHECKING).
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "hashlib",
         "http", "inspect", "locale", "logging", "shlex",
+        "pathlib", "contextlib", "functools", "collections",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback", "typing",
         "unittest", "uuid", "xml", "zipfile",
@@ -161,6 +168,36 @@ def loaded(repo: Path, args: list[str], stdin: str = "", env: dict[str, str] | N
 THROUGH = frozenset({"enum"})
 
 
+_IMPORTED: dict[str, set[str]] = {}
+
+
+def imported_as_loaded(module: str) -> set[str]:
+    """The top-level modules ``module`` imports as it loads: not inside a function, nor
+    under ``if TYPE_CHECKING:`` (its ``else`` runs)."""
+    if module not in _IMPORTED:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        found: set[str] = set()
+
+        def visit(nodes: list[ast.stmt]) -> None:
+            for node in nodes:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                if isinstance(node, ast.Import):
+                    found.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+                types_only = isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+                for name in ("orelse",) if types_only else ("body", "orelse", "finalbody"):
+                    visit(getattr(node, name, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+        visit(ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body)
+        _IMPORTED[module] = found
+    return _IMPORTED[module]
+
+
 def within_budget(
     modules: Loaded, budget: frozenset[str], allowed: frozenset[str] = frozenset()
 ) -> None:
@@ -187,6 +224,10 @@ def within_budget(
     loaders = {m: modules.loader.get(m) for m in sorted(heavy)}
     assert not heavy, f"heavy standard modules loaded (by): {loaders}"
     ours = {m for m in modules if m.split(".")[0] == "gitlocks"}
+    # What enum loaded first, a module of ours may import all the same: none does.
+    direct = {m: sorted(imported_as_loaded(m) & (HEAVY_STDLIB - allowed)) for m in ours}
+    direct = {m: found for m, found in direct.items() if found}
+    assert not direct, f"heavy standard modules imported by: {direct}"
     assert ours <= budget, f"over budget: {sorted(ours - budget)}"
 
 
