@@ -9,6 +9,8 @@ Each runs as its own process, as an agent or git runs it.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 import site
@@ -56,7 +58,8 @@ WHOAMI = frozenset(
         "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
         "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
         "gitlocks.core.digest", "gitlocks.core.plain", "gitlocks.core.record", "gitlocks.core.text",
-        "gitlocks.identity", "gitlocks.identity.sessions", "gitlocks.render",
+        "gitlocks.core.jsontext", "gitlocks.identity", "gitlocks.identity.sessions",
+        "gitlocks.render",
         "gitlocks.render.identity", "gitlocks.service", "gitlocks.service.skill",
     }
 )  # fmt: skip
@@ -69,11 +72,16 @@ WHOAMI = frozenset(
 # typing costs 2-3 ms (annotations are never evaluated: names for types only are imported
 # under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration); re, with
 # the enum it loads, 3-4 ms (names are checked with str methods, gitlocks.core.text); json
-# loads re (gitlocks.core.jsontext calls json's own C scanner and encoder).
+# loads re (gitlocks.core.jsontext calls json's own C scanner and encoder); pathlib
+# costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
+# does their work); contextlib brings functools and collections (a small class with
+# __enter__ and __exit__, or try/finally, does the same); functools and collections cost
+# ~1 ms each (collections.abc names for types only are imported under TYPE_CHECKING).
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "enum",
         "hashlib", "http", "inspect", "json", "locale", "logging", "re", "shlex",
+        "pathlib", "contextlib", "functools", "collections",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback", "typing",
         "unittest", "uuid", "xml", "zipfile",
@@ -81,7 +89,6 @@ HEAVY_STDLIB = frozenset(
 )  # fmt: skip
 
 STARTUP = {"__main__"}
-SOURCE = str(Path(gitlocks.__file__).parent.parent)  # where gitlocks is imported from
 
 # The probe imports nothing the budgets check: it reads its arguments as given, and writes
 # the modules loaded and which module first imported each. It runs without site (-S): site
@@ -157,10 +164,34 @@ def loaded(repo: Path, args: list[str], stdin: str = "", env: dict[str, str] | N
     return modules
 
 
-# enum loads functools, and functools collections: on a path that loads enum (re does, and
-# gitlocks.git.run declares its exit codes with it), those two are enum's cost. They count
-# as soon as anything else is their first importer, and once enum is off the path.
-THROUGH = frozenset({"enum"})
+_IMPORTED: dict[str, set[str]] = {}
+
+
+def imported_as_loaded(module: str) -> set[str]:
+    """The top-level modules ``module`` imports as it loads: not inside a function, nor
+    under ``if TYPE_CHECKING:`` (its ``else`` runs)."""
+    if module not in _IMPORTED:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        found: set[str] = set()
+
+        def visit(nodes: list[ast.stmt]) -> None:
+            for node in nodes:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                if isinstance(node, ast.Import):
+                    found.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+                types_only = isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+                for name in ("orelse",) if types_only else ("body", "orelse", "finalbody"):
+                    visit(getattr(node, name, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+        visit(ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body)
+        _IMPORTED[module] = found
+    return _IMPORTED[module]
 
 
 def within_budget(
@@ -181,7 +212,7 @@ def within_budget(
 
     def forgiven(module: str, seen: frozenset[str] = frozenset()) -> bool:
         by = modules.loader.get(module, "")
-        if by.split(".")[0] in allowed | THROUGH:
+        if by.split(".")[0] in allowed:
             return True
         return by in heavy and by not in seen and forgiven(by, seen | {module})
 
@@ -189,6 +220,11 @@ def within_budget(
     loaders = {m: modules.loader.get(m) for m in sorted(heavy)}
     assert not heavy, f"heavy standard modules loaded (by): {loaders}"
     ours = {m for m in modules if m.split(".")[0] == "gitlocks"}
+    # A heavy module loaded first by an allowed one, a module of ours may import all the
+    # same: none does.
+    direct = {m: sorted(imported_as_loaded(m) & (HEAVY_STDLIB - allowed)) for m in ours}
+    direct = {m: found for m, found in direct.items() if found}
+    assert not direct, f"heavy standard modules imported by: {direct}"
     assert ours <= budget, f"over budget: {sorted(ours - budget)}"
 
 

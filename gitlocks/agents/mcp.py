@@ -22,7 +22,6 @@ an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring sa
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.core import jsontext
 from gitlocks.core.plain import Row
@@ -130,7 +129,7 @@ class Server:
     in), so a declaration and its body cannot drift apart unnoticed: the server refuses to
     start."""
 
-    def __init__(self, root: Path, tools: dict[str, Tool], env: dict[str, str] | None = None):
+    def __init__(self, root: str, tools: dict[str, Tool], env: dict[str, str] | None = None):
         self.env = dict(os.environ if env is None else env)
         self.root = root
         self.tools = tools
@@ -181,7 +180,7 @@ class Server:
         one), as the verbs read them: a record never holds a pattern twice."""
         if not paths:
             raise UsageError("name at least one path or pattern")
-        root = os.fspath(ctx.store.root)
+        root = ctx.store.root
         found: list[ScopeEntry] = []
         for typed in paths:
             entry = make_entry(typed, cwd="", root=root, is_file=ctx.store.is_file)
@@ -222,7 +221,7 @@ class Server:
         )
         doc = result.to_dict()
         if result.status == "acquired":  # as the verb's --json says it
-            missing = typos.uncovered(str(ctx.store.root), claim, ignore_case=ctx.store.ignore_case)
+            missing = typos.uncovered(ctx.store.root, claim, ignore_case=ctx.store.ignore_case)
             doc["covers_nothing"] = [m.to_dict() for m in missing]
         return doc
 
@@ -382,7 +381,7 @@ def mend(line: bytes) -> bytes:
     return _ESCAPES.sub(lambda m: b"\\u0000" if m[3] else m[0], line)
 
 
-def serve(root: Path, tools: dict[str, Tool]) -> None:
+def serve(root: str, tools: dict[str, Tool]) -> None:
     """Run the server of ``tools`` on stdio until the client goes away."""
     # Imported here: only the server speaks the protocol (the tool table and a call don't).
     from gitlocks import __version__

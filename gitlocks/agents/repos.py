@@ -10,7 +10,6 @@ guard runs before every edit.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.agents.harnesses import (
     Event,
@@ -31,7 +30,7 @@ MODES = ("claim", "block", "warn")
 class Repo(Row):
     """The repository an event happens in, as the fast path reads it (no pygit2)."""
 
-    root: Path
+    root: str
     common_dir: str
     mode: str
     remote: str  # alock.remote: the lock remote in remote mode, else ""
@@ -66,7 +65,7 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     (ignore,) = committed.finish()
     if len(lines) < 2:
         raise Pass(nowhere)
-    root = Path(lines[0])
+    root = lines[0]
     common = lines[1] if os.path.isabs(lines[1]) else os.path.join(directory, lines[1])
     warnings = []
     mode = (configured.get("alock.guardMode") or "claim").strip().lower() or "claim"
@@ -90,16 +89,28 @@ def _what_is(path: str) -> str:
     return "is not a directory" if os.path.lexists(path) else "does not exist"
 
 
-def _anchor(directory: Path) -> str:
-    """The nearest directory from ``directory`` up that holds a ``.git``: git finds the
-    same repository from every directory below it (short of one holding another)."""
-    for here in (directory, *directory.parents):
-        if os.path.lexists(here / ".git"):
-            return os.fspath(here)
-    return ""
+def _anchor(directory: str) -> str:
+    """The nearest directory from ``directory`` (absolute) up that holds a ``.git``: git
+    finds the same repository from every directory below it (short of one holding
+    another)."""
+    here = directory
+    while not os.path.lexists(os.path.join(here, ".git")):
+        if os.path.dirname(here) == here:
+            return ""
+        here = os.path.dirname(here)
+    return here
 
 
-def deciding_repo(here: Path, edited: str) -> Repo:
+def _relative(path: str, top: str) -> str | None:
+    """``path`` from ``top`` ("." for ``top`` itself), both absolute and normal; None
+    when it is outside."""
+    if path == top:
+        return "."
+    prefix = top.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def deciding_repo(here: str, edited: str) -> Repo:
     """The repository that decides for files in the directory ``here``: the one that
     tracks them, not merely the nearest ``.git``.
 
@@ -111,14 +122,14 @@ def deciding_repo(here: Path, edited: str) -> Repo:
     the decision to the repository around it.
     """
     try:
-        inner = open_repo(os.fspath(here), edited=edited)
+        inner = open_repo(here, edited=edited)
     except Pass:
         anchor = _anchor(here)
-        parent = Path(anchor).parent if anchor else None
-        if parent is None or parent == Path(anchor) or not _anchor(parent):
+        parent = os.path.dirname(anchor) if anchor else None
+        if parent is None or parent == anchor or not _anchor(parent):
             raise
         return deciding_repo(parent, edited)  # a broken .git: the repository around it
-    parent = inner.root.parent
+    parent = os.path.dirname(inner.root)
     if parent == inner.root or not _anchor(parent):
         return inner  # no repository around it: the common case costs no git call
     try:
@@ -127,10 +138,8 @@ def deciding_repo(here: Path, edited: str) -> Repo:
         return inner
     if os.path.realpath(outer.common_dir) == os.path.realpath(inner.common_dir):
         return inner  # a worktree of the same repository: the same claims
-    try:
-        rel = os.path.realpath(inner.root)
-        rel = Path(rel).relative_to(os.path.realpath(outer.root)).as_posix()
-    except ValueError:
+    rel = _relative(os.path.realpath(inner.root), os.path.realpath(outer.root))
+    if rel is None:
         return inner
     return inner if _own_repository(outer, rel) else outer
 
@@ -139,7 +148,7 @@ def _own_repository(outer: Repo, rel: str) -> bool:
     """Whether the repository at ``rel`` inside ``outer``'s tree decides for its own files:
     a submodule ``outer`` records there, or a directory ``outer`` tracks nothing in (a
     home directory kept in git holds projects it does not track)."""
-    listed = start_git(["ls-files", "-s", "-z", "--", rel], os.fspath(outer.root))
+    listed = start_git(["ls-files", "-s", "-z", "--", rel], outer.root)
     entries = [e for e in finish_git(listed).split(b"\0") if e]
     for entry in entries:
         info, _, name = entry.partition(b"\t")
@@ -162,24 +171,23 @@ def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tup
     full = os.path.realpath(os.path.join(event.cwd, path))  # what exists resolved
     if os.path.isdir(full):
         raise Pass(f"{path} is a directory, and {event.tool} edits files: not guarded")
-    parts = Path(full).parts
+    parts = full.split("/")  # "" first: the root
     # Inside a .git directory git has no working tree: ask from the one around it.
     inside = [i for i, part in enumerate(parts) if part.casefold() == ".git"]
-    here = Path(*parts[: inside[-1]]) if inside else Path(full).parent
+    here = ("/".join(parts[: inside[-1]]) or "/") if inside else os.path.dirname(full)
     while not os.path.isdir(here):  # "/" is one
         if os.path.lexists(here):
-            raise Pass(f"{path} cannot be a file: {here} {_what_is(os.fspath(here))}")
-        here = here.parent
+            raise Pass(f"{path} cannot be a file: {here} {_what_is(here)}")
+        here = os.path.dirname(here)
     anchor = _anchor(here) if found is not None else ""
     repo = found.get(anchor) if found is not None and anchor else None
     if repo is None:
         repo = deciding_repo(here, path)
         if found is not None and anchor:
             found[anchor] = repo
-    try:
-        rel = Path(full).relative_to(os.path.realpath(repo.root))
-    except ValueError:
-        raise Pass(f"{path} is outside the repository at {repo.root}: not guarded") from None
-    if not rel.parts or any(part.casefold() == ".git" for part in rel.parts):
+    rel = _relative(full, os.path.realpath(repo.root))
+    if rel is None:
+        raise Pass(f"{path} is outside the repository at {repo.root}: not guarded")
+    if rel == "." or any(part.casefold() == ".git" for part in rel.split("/")):
         raise Pass(f"{path} is no file of the working tree: not guarded")
-    return repo, rel.as_posix()
+    return repo, rel

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import time
 from datetime import datetime
-from pathlib import Path
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -115,7 +114,7 @@ def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = 
     )
 
 
-def store_context(root: Path, identity: Identity) -> Any:
+def store_context(root: str, identity: Identity) -> Any:
     """The service context of the repository at ``root`` (its remote's store in remote mode)."""
     # Imported here: the store brings in pygit2, which the guard's fast path avoids.
     from gitlocks.service.context import open_context
@@ -180,14 +179,14 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
     every repository the session claimed in (nested ones and submodules too), not only
     the one around its directory."""
     identity = session_identity(harness.name, env)
-    roots: dict[str, Path] = {}
+    roots: dict[str, str] = {}
     try:
         here = open_repo(event.cwd)
         roots[os.path.realpath(here.common_dir)] = here.root
     except Pass:
         pass  # the session's directory is in no repository; its claims may be elsewhere
     for common, top in sessions.repositories(identity.session, env):
-        roots.setdefault(common, Path(top))
+        roots.setdefault(common, top)
     notes: list[str] = []
     for root in roots.values():
         try:
@@ -201,7 +200,7 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
     return Answer(stderr=stderr_lines(notes))
 
 
-def _end_or_renew(root: Path, identity: Identity, kind: str) -> None:
+def _end_or_renew(root: str, identity: Identity, kind: str) -> None:
     """Release or renew the session's locks in the repository at ``root``."""
     # Imported here: only these events write, and the store brings in pygit2.
     from gitlocks.core.change import Change

@@ -63,6 +63,8 @@ def install_agent_hooks(
 
     Example: git alock install-agent-hooks --for claude
     """
+    from pathlib import Path  # the installers' paths; pathlib is off the MCP server's start
+
     # Imported here: only the installers read and write settings files (their dataclasses
     # would cost the MCP server's start, which shares this module, some 14 ms).
     from gitlocks.agents import settings
@@ -70,7 +72,8 @@ def install_agent_hooks(
     name = _harness(harness)
     store = Store.discover()
     prefix, warning = settings.guard_prefix()
-    change = settings.install(store.root, name, local=local, git_dir=store.git_dir, prefix=prefix)
+    root, git_dir = Path(store.root), Path(store.git_dir)
+    change = settings.install(root, name, local=local, git_dir=git_dir, prefix=prefix)
     if warning:
         sys.stderr.write(f"warning: {printable(warning)}\n")
     _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
@@ -85,11 +88,14 @@ def uninstall_agent_hooks(
 
     Example: git alock uninstall-agent-hooks --for claude
     """
+    from pathlib import Path  # the installers' paths; pathlib is off the MCP server's start
+
     from gitlocks.agents import settings  # imported here: only the installers need it
 
     name = _harness(harness)
     store = Store.discover()
-    change = settings.uninstall(store.root, name, local=local, git_dir=store.git_dir)
+    root, git_dir = Path(store.root), Path(store.git_dir)
+    change = settings.uninstall(root, name, local=local, git_dir=git_dir)
     _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
     finish(EXIT_OK)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import first_control
@@ -80,19 +79,16 @@ def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:
                 f"pattern can be relative to it: anchor {typed!r} at the top of the working "
                 "tree with ':/', or run git alock from another directory"
             )
-        entry = make_entry(typed, cwd=cwd, root=os.fspath(store.root), is_file=store.is_file)
+        entry = make_entry(typed, cwd=cwd, root=store.root, is_file=store.is_file)
         if entry not in found:
             found.append(entry)
     return found
 
 
 def _cwd(store: LockStore) -> str:
-    here = Path.cwd().resolve()
-    try:
-        rel = here.relative_to(store.root)
-    except ValueError:
-        return ""
-    return rel.as_posix() if rel.parts else ""
+    here = os.path.realpath(os.getcwd())
+    top = store.root.rstrip("/") + "/"  # "/" for a tree at the file system's root
+    return here[len(top) :] if here.startswith(top) else ""
 
 
 def lifetime(ctx: Context, typed: str | None) -> int:

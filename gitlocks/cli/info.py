@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from gitlocks import __version__
 from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, finish, out, reply, verbs
@@ -66,7 +65,9 @@ def skill(
         finish(EXIT_OK)
     if action != "install":
         raise UsageError(f"unknown skill action {action!r}: use install or show")
-    base = Path(into) if into else _repo_root()
+    from pathlib import Path  # only to install the skill
+
+    base = Path(into) if into else Path(_repo_root())
     if into and not os.path.isdir(base):  # never raises (a name too long, say)
         raise UsageError(f"--into {into!r}: no such directory (create it first)")
     done = skills.install(tool, base, force=force)
@@ -87,7 +88,7 @@ def skill(
     finish(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
 
 
-def _repo_root() -> Path:
+def _repo_root() -> str:
     """The working tree's root, or the current directory outside a repository."""
     # Imported here: the store brings in pygit2, which only this path of this verb needs.
     from gitlocks.store.local import Store
@@ -96,4 +97,4 @@ def _repo_root() -> Path:
     try:
         return Store.discover().root
     except NotARepository:
-        return Path(current_directory())
+        return current_directory()

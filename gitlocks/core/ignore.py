@@ -17,7 +17,7 @@ the patterns.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from gitlocks.core.plain import Row
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
@@ -337,12 +337,12 @@ class IgnoreList:
         return False
 
     @classmethod
-    def of_tree(cls, root: str | Path) -> IgnoreList:
+    def of_tree(cls, root: str) -> IgnoreList:
         """The list at the top of the working tree ``root``; empty when it has none (or it
         cannot be read, or is too big to be a list of patterns)."""
-        path = Path(root) / IGNORE_FILE
+        path = os.path.join(root, IGNORE_FILE)
         try:
-            if not path.is_file():  # a fifo or a device would block or never end
+            if not os.path.isfile(path):  # a fifo or a device would block or never end
                 return cls()
             with open(path, "rb") as f:
                 raw = f.read(MAX_IGNORE_BYTES + 1)

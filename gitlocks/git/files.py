@@ -10,7 +10,6 @@ regular-expression pass). Loose refs are read first, and win, so a concurrent
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
@@ -25,12 +24,12 @@ class Scan(Row):
     symbolic: dict[str, str]  # name -> the ref it names (loose files only: never followed)
 
 
-def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
+def scan(common_dir: str, prefixes: tuple[str, ...]) -> Scan:
     """Every ref under ``prefixes`` (each ending in ``/``), by name."""
     found: dict[str, str] = {}
     symbolic: dict[str, str] = {}
     for prefix in prefixes:
-        for dirpath, _dirs, files in os.walk(common_dir / prefix):
+        for dirpath, _dirs, files in os.walk(os.path.join(common_dir, prefix)):
             rel = os.path.relpath(dirpath, common_dir).replace(os.sep, "/")
             for filename in files:
                 if filename.endswith(".lock"):
@@ -45,7 +44,8 @@ def scan(common_dir: Path, prefixes: tuple[str, ...]) -> Scan:
                 elif value.startswith("ref:"):
                     symbolic[f"{rel}/{filename}"] = value[4:].strip()
     try:
-        packed = (common_dir / "packed-refs").read_bytes()
+        with open(os.path.join(common_dir, "packed-refs"), "rb") as fh:
+            packed = fh.read()
     except OSError:
         return Scan(found, symbolic)
     for name, oid in _packed(packed, prefixes):
@@ -76,11 +76,11 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     return lines
 
 
-def read(common_dir: Path, name: str) -> tuple[str | None, str | None]:
+def read(common_dir: str, name: str) -> tuple[str | None, str | None]:
     """``(object id, symbolic target)`` of the ref ``name``: the loose file, else its line
     of ``packed-refs``; ``(None, None)`` when there is no such ref."""
     try:
-        with open(common_dir / name, "rb") as fh:
+        with open(os.path.join(common_dir, name), "rb") as fh:
             value = fh.read(256).strip().decode("ascii", "replace")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         value = ""
@@ -91,7 +91,8 @@ def read(common_dir: Path, name: str) -> tuple[str | None, str | None]:
     if value.startswith("ref:"):
         return None, value[4:].strip()
     try:
-        packed = (common_dir / "packed-refs").read_bytes()
+        with open(os.path.join(common_dir, "packed-refs"), "rb") as fh:
+            packed = fh.read()
     except OSError:
         return None, None
     namespace = name[: name.rfind("/") + 1]
@@ -110,12 +111,22 @@ def _packed_by_name(packed: bytes, namespace: str) -> dict[str, str]:
 _packed_dicts: dict[str, tuple[bytes, dict[str, str]]] = {}
 
 
-def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+def discard(path: str) -> None:
+    """Remove the file ``path``, if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` whole or not at all: a temporary file beside it, then
     a rename, so a reader never sees half a file and a crash leaves the old one. ``mode``
     is given to the new file (else the umask decides). Raises ``OSError``; callers say in
     their own words what could not be written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(data)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import stat
 import zlib
-from pathlib import Path
 
 from gitlocks.core.digest import hasher
 from gitlocks.core.plain import Row
@@ -58,10 +57,10 @@ class Objects:
     """The object database of the repository whose git directory is ``git_dir``."""
 
     def __init__(
-        self, git_dir: Path, common_dir: Path, object_format: str | None, *, shared: bool = False
+        self, git_dir: str, common_dir: str, object_format: str | None, *, shared: bool = False
     ) -> None:
         self.git_dir = git_dir
-        self.directory = common_dir / "objects"
+        self.directory = os.path.join(common_dir, "objects")
         self._prefix = f"{self.directory}{os.sep}"
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
@@ -157,7 +156,7 @@ class Objects:
         ``<oid> <type> <size>\n<contents>\n`` (or ``<oid> missing\n``) out."""
         if self._batch is None:
             self._batch = start(
-                ["--git-dir", os.fspath(self.git_dir), "cat-file", "--batch"],
+                ["--git-dir", self.git_dir, "cat-file", "--batch"],
                 env=Env.CLEAN,
                 error=StoreError,
                 keep_stderr=False,  # one complaint per unreadable object, never read
@@ -221,17 +220,21 @@ class Objects:
     def write(self, kind: str, data: bytes) -> str:
         """Store ``data`` as an object of type ``kind``; its id."""
         oid = self.hash(kind, data)
-        path = self.directory / oid[:2] / oid[2:]
-        if path.exists():
+        fanout = os.path.join(self.directory, oid[:2])
+        path = os.path.join(fanout, oid[2:])
+        if os.path.exists(path):
             return oid  # the same name is the same contents: never rewritten
-        fanout = path.parent
         try:
-            fanout.mkdir(exist_ok=True)
+            try:
+                os.mkdir(fanout)
+            except OSError:
+                if not os.path.isdir(fanout):
+                    raise
             if self._setgid:  # as git's shared directories: new ones keep the group
                 os.chmod(fanout, _mode_of(fanout) | stat.S_ISGID)
         except OSError as exc:
             raise StoreError(f"cannot write to {fanout}: {exc.strerror}") from exc
-        tmp = fanout / f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}"
+        tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
@@ -248,7 +251,10 @@ class Objects:
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:
-            tmp.unlink(missing_ok=True)
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
         return oid
 
     def write_blob(self, data: bytes) -> str:
@@ -318,8 +324,8 @@ def _is_hex(text: str) -> bool:
     return not text.strip("0123456789abcdef")
 
 
-def _mode_of(path: Path) -> int:
+def _mode_of(path: str) -> int:
     try:
-        return path.stat().st_mode
+        return os.stat(path).st_mode
     except OSError:
         return 0

@@ -8,7 +8,6 @@ needs; the store's kept verdicts spare the rest.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.core.record import MAX_RECORD_BYTES
 from gitlocks.core.table import (
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
     """The lock refs: read from the files that hold them, or from git for other backends."""
     if not reftable:
-        return files.scan(Path(common_dir), (LOCK_PREFIX,))
+        return files.scan(common_dir, (LOCK_PREFIX,))
     out = finish_git(start_git(["for-each-ref", files.REFS_FORMAT, LOCK_PREFIX], cwd))
     return files.parse_refs(out.decode("utf-8", "replace"))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.git import run
 
@@ -14,12 +13,12 @@ def _git(cwd: str, *args: str) -> bytes:
     return run.output(args, cwd, env=run.Env.CLEAN, error=OSError)
 
 
-def worktrees(root: Path) -> list[tuple[str, str | None]]:
+def worktrees(root: str) -> list[tuple[str, str | None]]:
     """(path, branch) of every worktree of the repository, from ``git worktree list``."""
     try:
-        raw = _git(str(root), "worktree", "list", "--porcelain", "-z")
+        raw = _git(root, "worktree", "list", "--porcelain", "-z")
     except OSError:
-        return [(str(root), None)]
+        return [(root, None)]
     found: list[tuple[str, str | None]] = []
     path: str | None = None
     branch: str | None = None

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
@@ -69,19 +68,19 @@ class Registered(Row):
     harness: str
 
 
-def register_dir(env: Mapping[str, str] | None = None) -> Path | None:
+def register_dir(env: Mapping[str, str] | None = None) -> str | None:
     """Where the register lives, or None when no home is known."""
     env = os.environ if env is None else env
     state = env.get("XDG_STATE_HOME", "")
     if state and os.path.isabs(state):
-        return Path(state) / "gitlocks" / "sessions"
+        return os.path.join(state, "gitlocks", "sessions")
     home = env.get("HOME", "")
     if not home or not os.path.isabs(home):
         return None
-    return Path(home) / ".local" / "state" / "gitlocks" / "sessions"
+    return os.path.join(home, ".local", "state", "gitlocks", "sessions")
 
 
-def trusted(where: Path) -> bool:
+def trusted(where: str) -> bool:
     """Whether ``where`` is a directory of ours that nobody else can write: an entry names
     the holder of every command below a process, the guard's own included, so a register
     on a shared directory (``XDG_STATE_HOME=/tmp/...``) is neither read nor written."""
@@ -131,9 +130,9 @@ def left_the_session(env: Mapping[str, str] | None = None) -> bool:
     return bool(chain) and chain[-1][0] == 1
 
 
-def _read(where: Path, pid: int, start_time: str) -> Registered | None:
+def _read(where: str, pid: int, start_time: str) -> Registered | None:
     try:
-        with open(where / (_key(pid, start_time) + ".json"), "rb") as f:
+        with open(os.path.join(where, _key(pid, start_time) + ".json"), "rb") as f:
             raw = f.read(MAX_ENTRY_BYTES + 1)
     except OSError:
         return None
@@ -173,7 +172,7 @@ def register(
         return False
     if not trusted(where):  # every event asks: the directory is made only once
         try:
-            where.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.makedirs(where, mode=0o700, exist_ok=True)
         except OSError:
             pass
         if not trusted(where):
@@ -195,7 +194,7 @@ def register(
         # Imported here: only the guard's first event of a session writes an entry.
         from gitlocks.git.files import write_atomic
 
-        entry_path = where / (_key(session.pid, session.start_time) + ".json")
+        entry_path = os.path.join(where, _key(session.pid, session.start_time) + ".json")
         write_atomic(entry_path, jsontext.dumps(doc).encode())
     except OSError:
         return False
@@ -223,9 +222,9 @@ def add_repository(
     import fcntl  # only here: a repository new to the session
 
     line = jsontext.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
-    path = where / (_key(session.pid, session.start_time) + ".repos")
+    path = os.path.join(where, _key(session.pid, session.start_time) + ".repos")
     try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.makedirs(where, mode=0o700, exist_ok=True)
         if not trusted(where):
             return
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
@@ -258,7 +257,7 @@ def repositories(
     if where is None or not trusted(where) or not session.pid:
         return []
     try:
-        with open(where / (_key(session.pid, session.start_time) + ".repos"), "rb") as f:
+        with open(os.path.join(where, _key(session.pid, session.start_time) + ".repos"), "rb") as f:
             raw = f.read(MAX_ENTRY_BYTES)
     except OSError:
         return []
@@ -298,7 +297,7 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
     key = _key(session.pid, session.start_time)
     for suffix in (".json", ".repos"):
         try:
-            os.unlink(where / (key + suffix))
+            os.unlink(os.path.join(where, key + suffix))
         except OSError:
             pass
 
@@ -313,7 +312,7 @@ def prune(env: Mapping[str, str] | None = None) -> int:
         return 0
     gone = 0
     for entry in _entries(where):
-        path = Path(entry.path)
+        path = entry.path
         if entry.name.startswith("."):
             if entry.name.endswith(".tmp") and _older_than(entry, STALE_TMP_SECONDS):
                 try:
@@ -322,7 +321,9 @@ def prune(env: Mapping[str, str] | None = None) -> int:
                     pass
         elif entry.name.endswith(".json"):
             gone += _prune_entry(path, env)
-        elif entry.name.endswith(".repos") and not os.path.lexists(path.with_suffix(".json")):
+        elif entry.name.endswith(".repos") and not os.path.lexists(
+            path[: -len(".repos")] + ".json"
+        ):
             pid = entry.name.split("-", 1)[0]
             if pid.isdigit() and process_start_time(int(pid)) is None:
                 try:
@@ -332,9 +333,9 @@ def prune(env: Mapping[str, str] | None = None) -> int:
     return gone
 
 
-def _prune_entry(path: Path, env: Mapping[str, str] | None) -> int:
+def _prune_entry(path: str, env: Mapping[str, str] | None) -> int:
     data = _doc(path)
-    pid_text = path.name.split("-", 1)[0]
+    pid_text = os.path.basename(path).split("-", 1)[0]
     start_time = data.get("start_time") if data is not None else None
     if data is None or not pid_text.isdigit() or not isinstance(start_time, str):
         return 0
@@ -348,13 +349,13 @@ def _prune_entry(path: Path, env: Mapping[str, str] | None) -> int:
     ):
         # Written on this machine before it last booted: no process of it is left. (Another
         # machine sharing this home has a name of its own; a container shares the boot.)
-        for stale in (path, path.with_suffix(".repos")):
+        for stale in (path, path.removesuffix(".json") + ".repos"):
             try:
                 os.unlink(stale)
             except OSError:
                 pass
         return 1
-    registered = _read(path.parent, int(pid_text), start_time)
+    registered = _read(os.path.dirname(path), int(pid_text), start_time)
     if registered is None:
         return 0
     session = registered.session
@@ -373,7 +374,7 @@ def _older_than(entry: os.DirEntry[str], seconds: float) -> bool:
         return False
 
 
-def _entries(where: Path) -> Iterator[os.DirEntry[str]]:
+def _entries(where: str) -> Iterator[os.DirEntry[str]]:
     try:
         with os.scandir(where) as it:
             for n, entry in enumerate(it):
@@ -384,9 +385,10 @@ def _entries(where: Path) -> Iterator[os.DirEntry[str]]:
         return
 
 
-def _doc(path: Path) -> dict[str, object] | None:
+def _doc(path: str) -> dict[str, object] | None:
     try:
-        data = jsontext.loads(path.read_bytes()[:MAX_ENTRY_BYTES])
+        with open(path, "rb") as f:
+            data = jsontext.loads(f.read()[:MAX_ENTRY_BYTES])
     except (OSError, *_UNREADABLE):
         return None
     return data if isinstance(data, dict) else None

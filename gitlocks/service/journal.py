@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from gitlocks.core import jsontext
 from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
@@ -55,8 +54,8 @@ def events(store: LockStore, *, limit: int | None = None, since: str | None = No
 # --- the local refusal log ------------------------------------------------------------------
 
 
-def refusals_path(store: LockStore) -> Path:
-    return store.common_dir / REFUSALS_FILE
+def refusals_path(store: LockStore) -> str:
+    return os.path.join(store.common_dir, REFUSALS_FILE)
 
 
 def record_refusal(store: LockStore, event: Event) -> None:
@@ -77,17 +76,19 @@ def record_refusal(store: LockStore, event: Event) -> None:
         pass  # a read-only git dir must not turn a refusal into an error
 
 
-def _trim(path: Path) -> None:
+def _trim(path: str) -> None:
     # Replace by rename so readers never see a half-written file; a refusal appended
     # between our read and the rename is lost, which a bounded local log can afford.
-    lines = path.read_bytes().splitlines(keepends=True)[-REFUSALS_KEEP:]
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)[-REFUSALS_KEEP:]
     write_atomic(path, b"".join(lines))
 
 
 def refusals(store: LockStore, *, since: str | None = None) -> list[Event]:
     """Local refusals, newest first."""
     try:
-        raw = refusals_path(store).read_text(encoding="utf-8", errors="replace")
+        with open(refusals_path(store), encoding="utf-8", errors="replace") as f:
+            raw = f.read()
     except OSError:
         return []
     found = json_objects(reversed(raw.splitlines()))
@@ -186,7 +187,7 @@ class RefusalCursor:
     file and goes on after them. If a trim dropped all of them, every line left is new.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
         self.offset = 0
         self.tail: list[bytes] = []
@@ -246,7 +247,7 @@ def _resume_at(lines: list[bytes], tail: list[bytes]) -> int:
     return 0
 
 
-def _read(path: Path, start: int, end: int) -> bytes:
+def _read(path: str, start: int, end: int) -> bytes:
     try:
         with open(path, "rb") as f:
             f.seek(start)
@@ -255,9 +256,9 @@ def _read(path: Path, start: int, end: int) -> bytes:
         return b""
 
 
-def _size(path: Path) -> int:
+def _size(path: str) -> int:
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size
     except OSError:
         return 0
 

@@ -14,13 +14,12 @@ Nothing is overwritten unless asked: a different existing copy is refused withou
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gitlocks.core.plain import plain
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Literal
 
 TOOLS = ("claude", "codex", "cursor", "agents")

@@ -20,7 +20,6 @@ The promises, whatever the store:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gitlocks.core.change import Change
@@ -47,9 +46,9 @@ class Entry(Protocol):
 class LockStore(Protocol):
     """The lock table of one repository, as the services use it."""
 
-    root: Path  # the working tree the command runs in
-    common_dir: Path  # where per-repository files live (refusal log, mutex)
-    git_dir: Path
+    root: str  # the working tree the command runs in
+    common_dir: str  # where per-repository files live (refusal log, mutex)
+    git_dir: str
     settings: Settings
     ignore_case: bool
     skew: int  # seconds a lock outlives its expiry (remote mode's clock-skew allowance)

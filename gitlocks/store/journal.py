@@ -13,9 +13,9 @@ written again.
 from __future__ import annotations
 
 import marshal
+import os
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 from gitlocks.core import journal, jsontext
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
@@ -109,7 +109,7 @@ class Journal:
         if later == earlier:
             return False  # a commit is no descendant of itself (as libgit2 answers)
         proc = start(
-            ["--git-dir", str(self.objects.git_dir), "merge-base", "--is-ancestor", earlier, later],
+            ["--git-dir", self.objects.git_dir, "merge-base", "--is-ancestor", earlier, later],
             env=Env.CLEAN,
             error=StoreError,
         )
@@ -287,8 +287,8 @@ class Journal:
     # directory by the id of its ``locks`` tree: a tree id names its contents, so what the
     # file says of one is never stale (only gitlocks writes it; one that is unreadable,
     # malformed or of another tree is ignored, and the tree is hashed whole).
-    def _cache_path(self) -> Path:
-        return self.objects.directory.parent / TREE_CACHE
+    def _cache_path(self) -> str:
+        return os.path.join(os.path.dirname(self.objects.directory), TREE_CACHE)
 
     def _from_base(
         self, base: Commit | None, refs: Mapping[str, str]
@@ -336,7 +336,8 @@ class Journal:
         if locks is None:
             return None
         try:
-            kept = marshal.loads(self._cache_path().read_bytes())
+            with open(self._cache_path(), "rb") as f:
+                kept = marshal.loads(f.read())
         except (OSError, EOFError, ValueError, TypeError, MemoryError):
             return None  # MemoryError: a count in the file that no memory could hold
         if not (isinstance(kept, tuple) and len(kept) == 3 and kept[0] == locks):

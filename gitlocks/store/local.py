@@ -31,7 +31,6 @@ project history (``--until-merged``).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
@@ -111,11 +110,11 @@ class Store:
         if where.bare:
             raise NotARepository("this is a bare repository: run git alock inside a working tree")
         self.where = where  # a remote store opens the same repository from it
-        self.git_dir = Path(where.git_dir)
+        self.git_dir = where.git_dir
         # Every setting, read once (git -c included): ``configured`` when already read.
-        self.settings = configured or settings.read(git_dir=os.fspath(self.git_dir))
+        self.settings = configured or settings.read(git_dir=self.git_dir)
         self.common_dir = common_dir_of(self.git_dir)
-        self.root = Path(where.workdir).resolve() if where.workdir else Path.cwd()
+        self.root = os.path.realpath(where.workdir) if where.workdir else os.getcwd()
         self.reftable = self.settings.reftable
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         # Files and directories we create get the modes git would give them in a shared
@@ -166,15 +165,15 @@ class Store:
             import pygit2  # costs more than the rest of a command: only when asked for
 
             try:
-                repo = pygit2.Repository(os.fspath(self.git_dir))
+                repo = pygit2.Repository(self.git_dir)
             except pygit2.GitError as exc:  # a SHA-256 repository, with libgit2 1.x
                 raise StoreError(
                     f"libgit2 cannot open this repository ({exc}); remote mode and "
                     "--until-merged need it, everything else works in local mode "
                     "(git alock remote --off)"
                 ) from exc
-            if repo.workdir is None or Path(repo.workdir).resolve() != self.root:
-                repo.workdir = os.fspath(self.root)
+            if repo.workdir is None or os.path.realpath(repo.workdir) != self.root:
+                repo.workdir = self.root
             self._repo = repo
         return self._repo
 
@@ -186,29 +185,29 @@ class Store:
 
     def config_set(self, key: str, value: str) -> None:
         """Write a setting to the repository's config; the settings are read again."""
-        settings.write(os.fspath(self.git_dir), key, value)
-        self.settings = settings.read(git_dir=os.fspath(self.git_dir))
+        settings.write(self.git_dir, key, value)
+        self.settings = settings.read(git_dir=self.git_dir)
 
     def config_unset(self, key: str) -> None:
         """Remove a setting from the repository's config; the settings are read again."""
-        settings.unset(os.fspath(self.git_dir), key)
-        self.settings = settings.read(git_dir=os.fspath(self.git_dir))
+        settings.unset(self.git_dir, key)
+        self.settings = settings.read(git_dir=self.git_dir)
 
     def is_file(self, path: str) -> bool:
         """Whether a root-relative path names a file in the working tree or the index."""
-        full = self.root / path
+        full = os.path.join(self.root, path)
         try:
-            if full.is_file() or (full.is_symlink() and not full.is_dir()):
+            if os.path.isfile(full) or (os.path.islink(full) and not os.path.isdir(full)):
                 return True
         except OSError:  # a name too long for the file system, a permission: not a file here
             pass
         # Not in the working tree: is it in the index (deleted, not yet committed)?
         from gitlocks.git.index import may_be_indexed  # only for a path the tree lacks
 
-        if not may_be_indexed(self.git_dir / "index", path):
+        if not may_be_indexed(os.path.join(self.git_dir, "index"), path):
             return False
         proc = start(
-            ["--git-dir", os.fspath(self.git_dir), "--work-tree", os.fspath(self.root),
+            ["--git-dir", self.git_dir, "--work-tree", self.root,
              "ls-files", "-z", "--", f":(literal){path}"],
             env=Env.CLEAN,
             error=StoreError,
@@ -221,7 +220,8 @@ class Store:
         if self.reftable:
             return self._head_from_git()
         try:
-            head = (self.git_dir / "HEAD").read_bytes().strip().decode("utf-8", "replace")
+            with open(os.path.join(self.git_dir, "HEAD"), "rb") as f:
+                head = f.read().strip().decode("utf-8", "replace")
         except OSError:
             return (None, None)
         if is_object_id(head):
@@ -238,7 +238,7 @@ class Store:
         return (branch, commit[0] if commit else None)
 
     def _git_lines(self, args: list[str]) -> list[str]:
-        proc = start(["--git-dir", os.fspath(self.git_dir), *args], env=Env.CLEAN, error=StoreError)
+        proc = start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
         out, _ = proc.communicate()
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
@@ -290,7 +290,7 @@ class Store:
             return True
         if not (is_object_id(tip) and is_object_id(commit)):
             return False
-        proc = start(["--git-dir", os.fspath(self.git_dir), "merge-base", "--is-ancestor",
+        proc = start(["--git-dir", self.git_dir, "merge-base", "--is-ancestor",
                       commit, tip], env=Env.CLEAN, error=StoreError)  # fmt: skip
         proc.communicate()
         return proc.returncode == 0
@@ -342,9 +342,9 @@ class Store:
         lock refs and packed-refs. Two stats and a ref lookup, so a cached table can be
         trusted without listing 10,000 refs, even after a ref moved outside gitlocks."""
         stamps: list[object] = [self.version()]
-        for path in (self.common_dir / LOCK_PREFIX, self.common_dir / "packed-refs"):
+        for path in (LOCK_PREFIX, "packed-refs"):
             try:
-                info = path.stat()
+                info = os.stat(os.path.join(self.common_dir, path))
             except OSError:
                 stamps.append(None)
             else:
@@ -391,7 +391,7 @@ class Store:
             version=version,
             ignore_case=self.ignore_case,
             skew=self.skew,
-            distrust=lambda: (self.common_dir / VERDICTS_FILE).unlink(missing_ok=True),
+            distrust=lambda: files.discard(os.path.join(self.common_dir, VERDICTS_FILE)),
         )
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
@@ -411,9 +411,9 @@ class Store:
     def _verdicts(self) -> dict[str, Verdict]:
         """The kept verdicts, decoded once per version of the file (one command loads the
         local table and the remote's, which share it)."""
-        path = self.common_dir / VERDICTS_FILE
+        path = os.path.join(self.common_dir, VERDICTS_FILE)
         try:
-            with path.open("rb") as f:
+            with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
                 stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
                 if self._verdicts_cache is not None and self._verdicts_cache[0] == stamp:
@@ -433,10 +433,10 @@ class Store:
         kept = {**known, **fresh}
         if len(kept) > 2 * len(current) + 1000:
             kept = {oid: v for oid, v in kept.items() if oid in current or oid in fresh}
-        path = self.common_dir / VERDICTS_FILE
+        path = os.path.join(self.common_dir, VERDICTS_FILE)
         try:
             files.write_atomic(path, encode_verdicts(kept))
-            st = path.stat()
+            st = os.stat(path)
             self._verdicts_cache = ((st.st_ino, st.st_size, st.st_mtime_ns), kept)
         except OSError:
             pass  # a cache: losing it costs time, never an answer
@@ -500,7 +500,7 @@ class Store:
         return Mutex(self, timeout)
 
     def _take_mutex(self, timeout: float) -> None:
-        path = self.common_dir / MUTEX_NAME
+        path = os.path.join(self.common_dir, MUTEX_NAME)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
@@ -581,7 +581,7 @@ class Store:
         if self._mutex_fd is None:
             raise StoreError("internal: refs are written only under the store mutex")
         return RefWriter(
-            os.fspath(self.git_dir),
+            self.git_dir,
             self.common_dir,
             self._mutex_fd,
             self.ref_value,

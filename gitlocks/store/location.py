@@ -6,7 +6,6 @@ by side). ``GIT_DIR`` and ``GIT_WORK_TREE`` are honoured as git honours them.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gitlocks.core.plain import Row
 from gitlocks.errors import NotARepository
@@ -102,15 +101,14 @@ def location_from_environment(
     return Location(path, os.path.abspath(top), False, known_format(fmt)), found
 
 
-def common_dir_of(git_dir: Path) -> Path:
+def common_dir_of(git_dir: str) -> str:
     """A linked worktree's git dir names the shared one in its ``commondir`` file."""
-    pointer = git_dir / "commondir"
     try:
-        text = pointer.read_text().strip()
+        with open(os.path.join(git_dir, "commondir")) as pointer:
+            text = pointer.read().strip()
     except OSError:
         return git_dir
-    common = Path(text)
-    return (common if common.is_absolute() else git_dir / common).resolve()
+    return os.path.realpath(os.path.join(git_dir, text))
 
 
 def known_format(said: str) -> str | None:

@@ -13,10 +13,10 @@ model). Landing questions answer as a repository with no branches would.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
@@ -49,16 +49,16 @@ class MemoryStore:
 
     def __init__(
         self,
-        root: Path | None = None,
+        root: str | os.PathLike[str] | None = None,
         *,
         config: Mapping[str, str] | None = None,
         files: Iterable[str] = (),
         branch: str | None = "main",
     ) -> None:
         # A directory for the files a service keeps beside the table (the refusal log).
-        self.root = root if root is not None else Path(tempfile.mkdtemp(prefix="alock-mem-"))
-        self.git_dir = self.common_dir = self.root / ".git-memory"
-        self.common_dir.mkdir(parents=True, exist_ok=True)
+        self.root = os.fspath(root) if root is not None else tempfile.mkdtemp(prefix="alock-mem-")
+        self.git_dir = self.common_dir = os.path.join(self.root, ".git-memory")
+        os.makedirs(self.common_dir, exist_ok=True)
         self.settings = Settings(dict(config or {}))
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         self.skew = 0

@@ -51,7 +51,7 @@ class Mirror(Store):
                     f"({self.timeout_setting}) already; nothing changed locally"
                 )
         return run_git(
-            os.fspath(self.git_dir),
+            self.git_dir,
             args,
             remote=self.remote,
             what=what,
@@ -202,14 +202,16 @@ class Mirror(Store):
 
     def _clear_staging_lockfiles(self) -> None:
         """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""
-        base = self.common_dir / self.staging
-        if not base.is_dir():
+        base = os.path.join(self.common_dir, self.staging)
+        if not os.path.isdir(base):
             return
         # Only our fetches write staging, and only under the mutex we hold: any lock file
         # there is a killed fetch's.
-        for path in base.rglob("*.lock"):
-            rel = path.relative_to(self.common_dir).as_posix()
-            self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
+        for dirpath, dirs, names in os.walk(base):
+            for name in (n for n in (*dirs, *names) if n.endswith(".lock")):
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, self.common_dir).replace(os.sep, "/")
+                self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
 
     # --- when we last heard from the remote ------------------------------------------------
 
@@ -222,7 +224,8 @@ class Mirror(Store):
 
 def read_sync_times(store: Store) -> dict[str, float]:
     try:
-        data = jsontext.loads((store.common_dir / SYNC_FILE).read_text())
+        with open(os.path.join(store.common_dir, SYNC_FILE)) as f:
+            data = jsontext.loads(f.read())
     except (OSError, ValueError, RecursionError):  # absent, not JSON, hostile
         return {}
     if not isinstance(data, dict):
@@ -238,7 +241,7 @@ def read_sync_times(store: Store) -> dict[str, float]:
 
 
 def write_sync_times(store: Store, times: dict[str, float]) -> None:
-    path = store.common_dir / SYNC_FILE
+    path = os.path.join(store.common_dir, SYNC_FILE)
     try:
         write_atomic(path, jsontext.dumps(times, sort_keys=True).encode())
     except OSError as exc:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from gitlocks.core import jsontext
 from gitlocks.core.record import is_object_id
 from gitlocks.core.text import NAME_CHARS, made_of
 from gitlocks.errors import StoreError
+from gitlocks.git.files import discard
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
@@ -65,7 +65,7 @@ class RefWriter:
     def __init__(
         self,
         git_dir: str,
-        common_dir: Path,
+        common_dir: str,
         fd: int,
         current: Callable[[str], str | None],
         *,
@@ -205,9 +205,9 @@ class RefWriter:
         """The refs of every ``.lock`` file under gitlocks' own namespaces."""
         found = []
         for prefix in (*OWN_REF_PREFIXES, STAGING_PREFIX):
-            top = self.common_dir / prefix
+            top = os.path.join(self.common_dir, prefix)
             for dirpath, _dirs, files in os.walk(top):
-                rel = Path(dirpath).relative_to(self.common_dir).as_posix()
+                rel = os.path.relpath(dirpath, self.common_dir).replace(os.sep, "/")
                 found += [f"{rel}/{f[: -len('.lock')]}" for f in files if f.endswith(".lock")]
         return found
 
@@ -216,7 +216,7 @@ class RefWriter:
         writes them, so a lock file there is a dead writer's)."""
         for name in refnames:
             if is_own_ref(name):
-                (self.common_dir / f"{name}.lock").unlink(missing_ok=True)
+                discard(os.path.join(self.common_dir, f"{name}.lock"))
 
     def wait_for_lockfiles(self, refnames: list[str]) -> None:
         """Wait for ``.lock`` files of live git commands on our refs and on packed-refs.
@@ -226,8 +226,8 @@ class RefWriter:
         """
         deadline = time.monotonic() + LOCKFILE_WAIT_SECONDS
         for name in [*refnames, "packed-refs"]:
-            path = self.common_dir / f"{name}.lock"
-            while path.exists():
+            path = os.path.join(self.common_dir, f"{name}.lock")
+            while os.path.exists(path):
                 if time.monotonic() > deadline:
                     raise StoreError(
                         f"{path} exists: another git command is updating refs, or one died "

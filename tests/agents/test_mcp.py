@@ -159,12 +159,14 @@ def test_a_server_whose_body_drifts_from_the_declaration_does_not_start(repo: Pa
     extra = ToolArgument("force", "force", "bool", False, False, "Even others'.")
     drifted = table["release"]._replace(arguments=(*table["release"].arguments, extra))
     with pytest.raises(TypeError, match=r"'release' takes .*'force'.* but Server\.release takes"):
-        Server(repo, {"release": drifted})
+        Server(str(repo), {"release": drifted})
     with pytest.raises(TypeError, match=r"Server\.paint takes None"):
-        Server(repo, {"paint": Tool("paint", "Paint.", ())})
+        Server(str(repo), {"paint": Tool("paint", "Paint.", ())})
     with pytest.raises(TypeError, match=r"Server\.identity takes None"):  # no method
-        Server(repo, {"identity": Tool("identity", "Who.", ())})
-    assert Server(repo, tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(TOOLS)
+        Server(str(repo), {"identity": Tool("identity", "Who.", ())})
+    assert Server(str(repo), tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(
+        TOOLS
+    )
 
 
 # --- through the official SDK client -------------------------------------------------------

@@ -130,16 +130,18 @@ def test_a_declaration_whose_kinds_the_body_cannot_take_stops_the_server(repo: P
     acquire, note = table["acquire"], table["note"]
     listed = tuple(a._replace(kind="paths") if a.name == "reason" else a for a in acquire.arguments)
     with pytest.raises(TypeError, match=r"'acquire' hands 'reason' .*array.* Server\.acquire"):
-        Server(repo, {"acquire": acquire._replace(arguments=listed)})
+        Server(str(repo), {"acquire": acquire._replace(arguments=listed)})
     optional = tuple(
         a._replace(required=False, default=None) if a.name == "text" else a for a in note.arguments
     )
     with pytest.raises(TypeError, match=r"'note' hands 'text' .*null.* Server\.note"):
-        Server(repo, {"note": note._replace(arguments=optional)})
+        Server(str(repo), {"note": note._replace(arguments=optional)})
     flag = tuple(a._replace(kind="bool") if a.name == "path" else a for a in note.arguments)
     with pytest.raises(TypeError, match=r"'note' hands 'path' .*boolean"):
-        Server(repo, {"note": note._replace(arguments=flag)})
-    assert Server(repo, tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(tools())
+        Server(str(repo), {"note": note._replace(arguments=flag)})
+    assert Server(str(repo), tools(), env={**os.environ, "AGENT_ID": "a"}).tools.keys() == set(
+        tools()
+    )
 
 
 # --- raw lines on standard input ---------------------------------------------------------------

@@ -50,7 +50,7 @@ def entry_file(session: StandIn, suffix: str = ".json") -> Path:
     assert where is not None
     start_time = process_start_time(session.pid)
     assert start_time
-    return where / (_key(session.pid, start_time) + suffix)
+    return Path(where) / (_key(session.pid, start_time) + suffix)
 
 
 # --- hostile register files ----------------------------------------------------------------
@@ -132,7 +132,7 @@ def nested(
     assert inner.shell("true").code == 0  # up, and the outer registered before it started
     registered = register_dir()
     assert registered is not None
-    holders = {json.loads(p.read_text())["holder"] for p in registered.glob("*.json")}
+    holders = {json.loads(p.read_text())["holder"] for p in Path(registered).glob("*.json")}
     assert len(holders) == 1, holders
     return inner, holders.pop()
 
@@ -516,8 +516,9 @@ def test_session_start_prunes_what_crashes_and_reboots_left(
 ) -> None:
     from gitlocks.identity import host_identity
 
-    where = register_dir()
-    assert where is not None
+    found = register_dir()
+    assert found is not None
+    where = Path(found)
     where.mkdir(parents=True, mode=0o700)
     boot, namespace = host_identity().split(":", 1)
     dead = a_dead_pid()

@@ -115,7 +115,7 @@ def test_refusal_log_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
     store = Store.discover(repo)
     for i in range(100):
         journal.record_refusal(store, {"event": "refused", "at": f"2030-01-01T00:00:{i:02d}Z"})
-    path = journal.refusals_path(store)
+    path = Path(journal.refusals_path(store))
     assert path.stat().st_size <= 2500
     newest = journal.refusals(store)
     assert newest[0]["at"] == "2030-01-01T00:00:99Z" or newest[0]["at"].endswith(":99Z")
@@ -381,7 +381,7 @@ def test_follow_refusals_across_a_trim(repo: Path, monkeypatch: pytest.MonkeyPat
         if i % 3 == 0:
             emitted += [e["n"] for e in next(polls)]
     emitted += [e["n"] for e in next(polls)]
-    path = journal.refusals_path(store)
+    path = Path(journal.refusals_path(store))
     assert path.stat().st_size < 1000  # it was trimmed
     assert emitted == list(range(8, 60))
     assert next(polls) == []
@@ -411,7 +411,7 @@ def test_follow_refusals_rewritten_in_place(repo: Path) -> None:
     for i in range(3):
         journal.record_refusal(store, refusal(i))
     polls = follower(repo)
-    path = journal.refusals_path(store)
+    path = Path(journal.refusals_path(store))
     lines = path.read_bytes().splitlines(keepends=True)
     journal.record_refusal(store, refusal(3))
     journal.record_refusal(store, refusal(4))
