@@ -191,3 +191,38 @@ def test_a_wait_with_a_limit_longer_than_poll_takes_still_waits(timeout: float) 
     ended.stdout.close()
     assert ended.stderr is not None
     ended.stderr.close()
+
+
+def test_a_session_child_past_its_time_is_killed_with_all_it_started(tmp_path: Path) -> None:
+    """``communicate(timeout=...)`` gives up on time; ``kill_group`` ends the child and the
+    grandchild holding its stdout (were the grandchild left, reading to the end would wait
+    for it), and reaps."""
+    marker = tmp_path / "grandchild"
+    script = f"sleep 20 & echo $! > {marker}; echo started; wait"
+    proc = Process(["sh", "-c", script], session=True)
+    with pytest.raises(TimeoutExpired):
+        proc.communicate(timeout=0.3)
+    assert os.getsid(proc.pid) == proc.pid  # a session of its own
+    grandchild = int(marker.read_text())
+    proc.kill_group()
+    assert proc.returncode == -9
+    with pytest.raises(ProcessLookupError):
+        for _ in range(200):  # gone once its parent, init, reaps it: bounded
+            os.kill(grandchild, 0)
+            threading.Event().wait(0.01)
+
+
+def test_a_bounded_run_that_runs_out_of_time_raises_the_error_given() -> None:
+    """A git whose remote never answers: killed at the bound, the caller's error raised."""
+    with pytest.raises(StoreError, match="too slow"):
+        run.bounded(
+            ["-c", "core.sshCommand=sleep 20;:", "ls-remote", "ssh://nowhere.invalid/x"],
+            env=run.Env.REMOTE,
+            timeout=0.5,
+            timed_out="too slow",
+            error=StoreError,
+        )
+    done = run.bounded(
+        ["--version"], env=run.Env.REMOTE, timeout=30, timed_out="", error=StoreError
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b"git version")
