@@ -140,7 +140,29 @@ def _as_after_verb(args: list[str]) -> list[str]:
     return [args[0], *moved, *args[1:]]
 
 
+# Verbs that open the repository they run in first: git is asked where it is, and for
+# its settings, before the verb's modules are imported (gitlocks.store.location).
+LOOKS_AHEAD = frozenset(
+    {"acquire", "release", "renew", "note", "list", "ls", "check", "status", "break", "resume"}
+)
+
+
 def _run_verb(verb: str, args: list[str]) -> int:
+    if verb not in LOOKS_AHEAD or "GIT_DIR" in os.environ or {"-h", "--help"} & set(args):
+        return _run_verb_now(verb, args)
+    from gitlocks.store import location  # the store's first step, begun before its imports
+
+    try:
+        location.look_ahead(os.getcwd())
+    except OSError:  # no current directory: the verb says so
+        pass
+    try:
+        return _run_verb_now(verb, args)
+    finally:
+        location.drop_ahead()
+
+
+def _run_verb_now(verb: str, args: list[str]) -> int:
     module = verb_module(verb)
     optional = getattr(module, "OPTIONAL_VALUES", {})
     args = _fill_optional_values(args, optional)

@@ -61,6 +61,7 @@ from gitlocks.store.location import (
     current_directory,
     discover_location,
     location_from_environment,
+    take_ahead,
 )
 from gitlocks.store.mutex import wait_for_flock
 from gitlocks.store.refs import RefWriter
@@ -148,10 +149,12 @@ class Store:
             )
             return cls(found[0], configured=found[1])
         start = os.fspath(start) if start is not None else current_directory()
-        # Both at once: the settings of the repository git finds, while it says where.
-        config = settings.start(start, clean=True)
+        # Both at once: the settings of the repository git finds, while it says where
+        # (begun already where the command looked ahead, gitlocks.cli.app).
+        ahead = take_ahead(start)
+        config = ahead[0] if ahead else settings.start(start, clean=True)
         try:
-            where = discover_location(start)
+            where = discover_location(start, ahead[1] if ahead else None)
         except BaseException:
             config.kill()
             config.communicate()

@@ -8,13 +8,15 @@ from __future__ import annotations
 import os
 
 from gitlocks.core.plain import Row
-from gitlocks.errors import NotARepository
+from gitlocks.errors import GitlocksError, NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from gitlocks.git.spawn import Process
 
     pass
 
@@ -40,13 +42,53 @@ class Location(Row):
     object_format: str | None = None
 
 
-def discover_location(start: str) -> Location:
-    """The repository around ``start``, as git finds it."""
-    proc = start_git(
-        ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",
-         "--is-inside-git-dir", "--show-toplevel"],
-        start,
-    )  # fmt: skip
+_WHERE = ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",
+          "--is-inside-git-dir", "--show-toplevel"]  # fmt: skip
+
+# Finding the repository, begun before the command had imported what it runs: directory ->
+# (``git config``, ``git rev-parse``), each still running.
+_ahead: dict[str, tuple[Process, Process]] = {}
+
+
+def look_ahead(start: str) -> None:
+    """Start the two git calls ``Store.discover(start)`` makes now, so that git finds the
+    repository and reads its settings while the command imports the rest of itself (a
+    few milliseconds, on another core). ``take_ahead`` hands them over; a command that
+    never asks leaves them to end on their own. Nothing else changes: the same calls,
+    in the same directory and environment, only earlier (docs/design.md §8)."""
+    if start in _ahead:
+        return
+    try:
+        config = settings.start(start, clean=True)
+    except GitlocksError:
+        return  # Store.discover starts it again and says what is wrong
+    try:
+        found = start_git(_WHERE, start)
+    except GitlocksError:
+        config.kill()
+        return
+    _ahead[start] = (config, found)
+
+
+def take_ahead(start: str) -> tuple[Process, Process] | None:
+    """The ``git config`` and ``git rev-parse`` :func:`look_ahead` began at ``start``."""
+    return _ahead.pop(start, None)
+
+
+def drop_ahead() -> None:
+    """End what was looked ahead and not taken: the command that began it is over, and
+    the next must not read what git said before it (a setting changed since)."""
+    while _ahead:
+        for proc in _ahead.popitem()[1]:
+            proc.kill()
+            proc.communicate()
+
+
+def discover_location(start: str, proc: Process | None = None) -> Location:
+    """The repository around ``start``, as git finds it (``proc``: its ``rev-parse``,
+    begun already)."""
+    if proc is None:
+        proc = start_git(_WHERE, start)
     out, err = proc.communicate()
     lines = out.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 4:
