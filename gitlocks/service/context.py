@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from gitlocks.core.change import Change
-from gitlocks.core.liveness import Liveness
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
@@ -30,6 +28,8 @@ if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from collections.abc import Callable
     from typing import Any
 
+    from gitlocks.core.change import Change
+    from gitlocks.core.liveness import Liveness
     from gitlocks.store.base import LockStore
 
 
@@ -95,6 +95,8 @@ class Context:
 
     def liveness(self) -> Liveness:
         """A judge of holders for one decision (remembers each process it asked about)."""
+        from gitlocks.core.liveness import Liveness  # only where holders are judged
+
         return Liveness(self.host_id, self.alive, self.now(), self.stale_seconds())
 
     def ttl(self, typed: str | None = None, *, what: str = "--ttl") -> int:

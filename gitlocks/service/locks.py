@@ -12,7 +12,6 @@ from datetime import datetime
 
 from gitlocks.core.change import Change
 from gitlocks.core.claims import Claims
-from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     MAX_AWAITING,
     LockRecord,
@@ -26,7 +25,7 @@ from gitlocks.core.record import (
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table, record_entries
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
-from gitlocks.service import journal, lifecycle
+from gitlocks.service import lifecycle
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import (
     AcquireResult,
@@ -43,6 +42,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
+
+    from gitlocks.core.liveness import Liveness
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all
 
@@ -179,6 +180,8 @@ def _already_yours(
 
 def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult) -> None:
     """Refusals change nothing, so they are not in the shared journal: log them here."""
+    from gitlocks.service import journal  # the refusal log: written only on a refusal
+
     store = ctx.store
     journal.record_refusal(
         store,

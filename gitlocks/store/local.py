@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 
-from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
 from gitlocks.core.table import (
     Problem,
@@ -63,8 +62,6 @@ from gitlocks.store.location import (
     location_from_environment,
     take_ahead,
 )
-from gitlocks.store.mutex import wait_for_flock
-from gitlocks.store.refs import RefWriter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,22 +70,11 @@ if TYPE_CHECKING:
 
     import pygit2
 
+    from gitlocks.core.change import Change
+    from gitlocks.store.mutex import Mutex
+    from gitlocks.store.refs import RefWriter
+
     T = TypeVar("T")
-
-
-class Mutex:
-    """``with store.mutex(timeout):`` the store's flock, held for the block (a class, not
-    a ``contextmanager``: contextlib is not worth its import to a lock command)."""
-
-    def __init__(self, store: Store, timeout: float) -> None:
-        self.store = store
-        self.timeout = timeout
-
-    def __enter__(self) -> None:
-        self.store._take_mutex(self.timeout)
-
-    def __exit__(self, *exc: object) -> None:
-        self.store._drop_mutex()
 
 
 class _Conflict(Exception):
@@ -500,6 +486,8 @@ class Store:
         raise StoreError("the lock store kept changing under us; try again")
 
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Mutex:
+        from gitlocks.store.mutex import Mutex  # a write's: reads take no mutex
+
         return Mutex(self, timeout)
 
     def _take_mutex(self, timeout: float) -> None:
@@ -509,6 +497,8 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot open the store mutex {path}: {exc.strerror}") from exc
         try:
+            from gitlocks.store.mutex import wait_for_flock  # writes only: reads take no mutex
+
             wait_for_flock(fd, timeout)
             self._mutex_fd = fd
             # Before anything is read: a dead writer's half-done update is finished first,
@@ -526,6 +516,8 @@ class Store:
             os.close(fd)  # closing releases the flock
 
     def _apply(self, table: Table, change: Change) -> None:
+        from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
+
         check_sizes(change)
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
@@ -583,6 +575,8 @@ class Store:
         """The writer of our refs; only while we hold the mutex (see ``gitlocks.store.refs``)."""
         if self._mutex_fd is None:
             raise StoreError("internal: refs are written only under the store mutex")
+        from gitlocks.store.refs import RefWriter  # writes only: a read moves no ref
+
         return RefWriter(
             self.git_dir,
             self.common_dir,

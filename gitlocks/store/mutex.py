@@ -10,6 +10,10 @@ import time
 
 from gitlocks.errors import StoreError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitlocks.store.local import Store
+
 
 def jitter() -> float:
     """A random fraction in [0, 1) for spreading retries (the ``random`` module would cost
@@ -34,3 +38,18 @@ def wait_for_flock(fd: int, timeout: float) -> None:
             )
         time.sleep(delay * (1 + jitter()))
         delay = min(delay * 2, 0.02)
+
+
+class Mutex:
+    """``with store.mutex(timeout):`` the store's flock, held for the block (a class, not
+    a ``contextmanager``: contextlib is not worth its import to a lock command)."""
+
+    def __init__(self, store: Store, timeout: float) -> None:
+        self.store = store
+        self.timeout = timeout
+
+    def __enter__(self) -> None:
+        self.store._take_mutex(self.timeout)
+
+    def __exit__(self, *exc: object) -> None:
+        self.store._drop_mutex()
