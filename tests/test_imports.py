@@ -37,6 +37,7 @@ STORE_VERBS = frozenset(
         "gitlocks.core", "gitlocks.core.change", "gitlocks.core.claims", "gitlocks.core.digest",
         "gitlocks.core.glob",
         "gitlocks.core.journal", "gitlocks.core.jsontext", "gitlocks.core.plain",
+        "gitlocks.core.dates",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.text", "gitlocks.core.ignore",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
@@ -58,7 +59,8 @@ WHOAMI = frozenset(
         "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
         "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
         "gitlocks.core.digest", "gitlocks.core.plain", "gitlocks.core.record", "gitlocks.core.text",
-        "gitlocks.core.jsontext", "gitlocks.identity", "gitlocks.identity.sessions",
+        "gitlocks.core.jsontext", "gitlocks.core.dates", "gitlocks.identity",
+        "gitlocks.identity.sessions",
         "gitlocks.render",
         "gitlocks.render.identity", "gitlocks.service", "gitlocks.service.skill",
     }
@@ -76,12 +78,14 @@ WHOAMI = frozenset(
 # costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
 # does their work); contextlib brings functools and collections (a small class with
 # __enter__ and __exit__, or try/finally, does the same); functools and collections cost
-# ~1 ms each (collections.abc names for types only are imported under TYPE_CHECKING).
+# ~1 ms each (collections.abc names for types only are imported under TYPE_CHECKING);
+# datetime runs its pure-Python classes before taking the C ones (gitlocks.core.dates
+# takes those from _datetime).
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "enum",
         "hashlib", "http", "inspect", "json", "locale", "logging", "re", "shlex",
-        "pathlib", "contextlib", "functools", "collections",
+        "pathlib", "contextlib", "functools", "collections", "datetime",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback", "typing",
         "unittest", "uuid", "xml", "zipfile",
@@ -169,7 +173,7 @@ _IMPORTED: dict[str, set[str]] = {}
 
 def imported_as_loaded(module: str) -> set[str]:
     """The top-level modules ``module`` imports as it loads: not inside a function, nor
-    under ``if TYPE_CHECKING:`` (its ``else`` runs)."""
+    under ``if TYPE_CHECKING:`` (its ``else`` runs), nor in an ``except ImportError:``."""
     if module not in _IMPORTED:
         spec = importlib.util.find_spec(module)
         assert spec is not None and spec.origin is not None, module
@@ -187,7 +191,8 @@ def imported_as_loaded(module: str) -> set[str]:
                 for name in ("orelse",) if types_only else ("body", "orelse", "finalbody"):
                     visit(getattr(node, name, []))
                 for handler in getattr(node, "handlers", []):
-                    visit(handler.body)
+                    if not (handler.type and ast.unparse(handler.type) == "ImportError"):
+                        visit(handler.body)  # a fallback for a Python without a C module aside
 
         visit(ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body)
         _IMPORTED[module] = found
@@ -302,6 +307,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.hooks.commit", "gitlocks.hooks.session",
         "gitlocks.core", "gitlocks.core.claims", "gitlocks.core.digest", "gitlocks.core.glob",
         "gitlocks.core.ignore", "gitlocks.core.jsontext", "gitlocks.core.plain",
+        "gitlocks.core.dates",
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",

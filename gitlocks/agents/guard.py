@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime
 
 from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
@@ -50,6 +49,7 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
+from gitlocks.core.dates import datetime
 from gitlocks.core.plain import Row
 from gitlocks.core.record import (
     LockRecord,

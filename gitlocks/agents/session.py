@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -17,6 +16,7 @@ from gitlocks.agents.harnesses import (
 )
 from gitlocks.agents.repos import open_repo
 from gitlocks.core import jsontext
+from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     LockRecord,
     expiry_from,

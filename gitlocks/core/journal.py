@@ -13,9 +13,8 @@ whose root commit carries a ``compacted`` marker and the retained events.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 from gitlocks.core import jsontext
+from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import format_time, parse_duration

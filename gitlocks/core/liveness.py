@@ -7,8 +7,7 @@ class, so they judge alike (docs/design.md, section 3.3).
 
 from __future__ import annotations
 
-from datetime import datetime
-
+from gitlocks.core.dates import datetime
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord
 

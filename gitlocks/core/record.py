@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import os
 import time
-from datetime import datetime, timedelta, timezone
 
 from gitlocks.core import jsontext
+from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.plain import Row, field, field_names, plain, replace
 from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError

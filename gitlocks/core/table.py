@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import operator
 from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
-from datetime import timedelta
 
 from gitlocks.core import jsontext
+from gitlocks.core.dates import timedelta
 from gitlocks.core.glob import compile_pattern
 from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder

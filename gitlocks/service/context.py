@@ -7,8 +7,8 @@ and ``sweep`` schedules expired records for deletion: every decision starts with
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
 
+from gitlocks.core.dates import datetime, timedelta
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table

@@ -15,9 +15,9 @@ from __future__ import annotations
 import marshal
 import os
 import time
-from datetime import datetime, timezone
 
 from gitlocks.core import journal, jsontext
+from gitlocks.core.dates import datetime, timezone
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_lock_id
