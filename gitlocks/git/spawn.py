@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # ``signal`` builds enums: 0.5 ms more
 import _thread  # ``threading`` is what ``subprocess`` costs
-import math
 import os
 import time
 from io import BufferedWriter
@@ -205,6 +204,11 @@ class Process:
             _unreaped.append(self.pid)
 
 
+def _milliseconds(seconds: float) -> int:
+    """``seconds`` in whole milliseconds, rounded up (``math.ceil``, without its module)."""
+    return -int(-seconds * 1000 // 1)
+
+
 def _milliseconds_left(deadline: float | None, args: list[str]) -> int | None:
     """How long the next poll may wait: None (for ever) without a deadline;
     ``TimeoutExpired`` once it has passed."""
@@ -213,7 +217,7 @@ def _milliseconds_left(deadline: float | None, args: list[str]) -> int | None:
     left = deadline - time.monotonic()
     if left <= 0:
         raise TimeoutExpired(f"{args[:2]} did not finish in time")
-    return math.ceil(min(left, _LONGEST_POLL) * 1000)
+    return _milliseconds(min(left, _LONGEST_POLL))
 
 
 def _wait_for_exit(pid: int, timeout: float) -> bool | None:
@@ -233,7 +237,7 @@ def _wait_for_exit(pid: int, timeout: float) -> bool | None:
             # poll takes a C int of milliseconds: a longer wait (a day, no limit) is
             # waited a day at a time.
             step = left if left < _LONGEST_POLL else _LONGEST_POLL
-            if waiting.poll(max(0, math.ceil(step * 1000))):
+            if waiting.poll(max(0, _milliseconds(step))):
                 return True
             if left <= _LONGEST_POLL:
                 return False

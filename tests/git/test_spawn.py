@@ -226,3 +226,12 @@ def test_a_bounded_run_that_runs_out_of_time_raises_the_error_given() -> None:
         ["--version"], env=run.Env.REMOTE, timeout=30, timed_out="", error=StoreError
     )
     assert done.returncode == 0 and done.stdout.startswith(b"git version")
+
+
+@pytest.mark.parametrize("seconds", [0.0, 0.0001, 0.001, 0.0015, 0.3, 1.0, 1.0001, 2.5, 86400.0])
+def test_waits_round_up_to_whole_milliseconds(seconds: float) -> None:
+    import math
+
+    from gitlocks.git.spawn import _milliseconds
+
+    assert _milliseconds(seconds) == math.ceil(seconds * 1000)
