@@ -74,6 +74,33 @@ def test_a_hostile_record_is_reported_and_breakable(repo: Path, data: bytes) -> 
     assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/evil"
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"reason": "why \ud800"},
+        {"host": "h\udcff"},
+        {"notes": [{"at": "2026-01-01T00:00:00Z", "text": "\udfff"}]},
+        {"future_field": ["\ud83d"]},
+    ],
+    ids=["reason", "host", "note", "extra"],
+)
+def test_a_record_holding_an_escaped_lone_surrogate_is_refused(
+    repo: Path, fields: dict[str, object]
+) -> None:
+    """An escape spells what no UTF-8 blob holds: such a record could be neither written
+    back nor printed as JSON, so it is refused like any other hostile blob."""
+    record = json.loads(_record(holder="agent-a", **fields))
+    git(repo, "update-ref", "refs/agent-locks/evil", _blob(repo, json.dumps(record).encode()))
+    for args in (("list", "--json"), ("status", "--json"), ("check", "--json", "x/y")):
+        got = _git_alock(repo, "alock", *args, env=A)  # a real stdout: UTF-8, strict
+        assert got.code in (0, 1) and "Traceback" not in got.err, (args, got)
+        assert "refs/agent-locks/evil is not a usable lock" in got.err, (args, got)
+        json.loads(got.out)
+    assert alock(repo, "renew", "x/y", **A).code == 1  # nothing of agent-a's to rewrite
+    broken = alock(repo, "break", "evil", **B)
+    assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/evil"
+
+
 def test_a_journal_with_a_huge_sequence_number_starts_a_fresh_chain(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
     tree = git(repo, "rev-parse", "refs/agent-locks-meta/journal^{tree}").strip()
