@@ -141,6 +141,31 @@ def test_a_malformed_refusal_log_line_never_breaks_log(repo: Path, line: bytes) 
     assert "refused" in alock(repo, "log").out
 
 
+def test_a_journal_event_holding_an_escaped_lone_surrogate_still_prints_as_json(
+    repo: Path,
+) -> None:
+    """Events are free-form: one a hostile commit or refusal log line spells with an
+    unpaired surrogate is printed with every character escaped, still one JSON document
+    that a real (strict UTF-8) stdout takes."""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "src/x", **B).code == 1  # a refusal is logged
+    log = repo / ".git" / "agent-locks-refusals.jsonl"
+    refusal = {"event": "refused", "at": "2026-01-01T00:00:00Z", "holder": "h", "why": "\udcff"}
+    log.write_bytes(log.read_bytes() + json.dumps(refusal).encode() + b"\n")
+    tip = git(repo, "rev-parse", "refs/agent-locks-meta/journal").strip()
+    seq = int(git(repo, "log", "-1", "--format=%B", tip).split("Journal-Seq: ")[1])
+    event = {"event": "released", "at": "2026-01-01T00:00:01Z", "holder": "h", "paths": ["a"]}
+    body = json.dumps({**event, "reason": "\ud800 \u00e9"})
+    message = f"released\n\n{body}\n\nJournal-Seq: {seq + 1}\n"
+    commit = git(repo, "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", message).strip()
+    git(repo, "update-ref", "refs/agent-locks-meta/journal", commit, tip)
+    got = _git_alock(repo, "alock", "log", "--json")
+    assert got.code == 0 and "Traceback" not in got.err, got
+    events = json.loads(got.out)
+    assert {"\ud800 \u00e9", "\udcff"} <= {e.get("reason", e.get("why")) for e in events}
+    assert got.out.isascii()  # escaped, all of it
+
+
 def _git_alock(repo: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     full = dict(os.environ)
     full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
