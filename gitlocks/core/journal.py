@@ -73,7 +73,9 @@ def message(events: Iterable[Event], seq: int) -> str:
 def parse_events(text: str) -> list[Event]:
     """The JSON events of a journal commit message (other lines are skipped)."""
     _, _, body = text.partition("\n\n")
-    return json_objects(body.splitlines())
+    # "\n" only: an event's text may hold U+2028, U+2029 or U+0085, written as they are,
+    # which splitlines() would also break the line at (and the event be lost).
+    return json_objects(body.split("\n"))
 
 
 def json_objects(lines: Iterable[str]) -> list[Event]:
