@@ -448,6 +448,10 @@ def test_an_event_holding_a_line_or_paragraph_separator_is_kept(repo: Path) -> N
     assert [e["event"] for e in events] == ["released", "noted", "granted"]
     assert events[2]["reason"] == events[1]["text"] == odd
     assert events[2]["paths"] == ["src/a\u2028b"]
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "src/a\u2028b", "-m", odd, **B).code == 1  # logged locally
+    refused = alock(repo, "log", "--json").json()[0]
+    assert refused["event"] == "refused" and refused["paths"] == ["src/a\u2028b"], refused
 
 
 # --- a journal ref moved onto something else ---------------------------------------------------
