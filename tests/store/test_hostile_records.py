@@ -166,6 +166,44 @@ def test_a_journal_event_holding_an_escaped_lone_surrogate_still_prints_as_json(
     assert got.out.isascii()  # escaped, all of it
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"paths": 7},
+        {"paths": [1, ["x"]]},
+        {"holder": "\ud800", "paths": ["a"]},
+        {"paths": ["a\udcff"]},
+        {"paths": ["a\n\nJournal-Seq: 99"]},
+        {"note": "\ud83d"},
+    ],
+    ids=["paths-number", "paths-not-text", "holder-surrogate", "path-surrogate", "newline", "note"],
+)
+def test_a_hostile_journal_event_kept_by_a_compaction_stops_no_write(
+    repo: Path, event: dict[str, object]
+) -> None:
+    """A compaction writes the events it keeps into a new root commit: one another clone
+    wrote (paths that are no list of names, a lone surrogate spelled as an escape, a line
+    break) is kept as it was, and every later write goes on."""
+    git(repo, "config", "alock.journalKeep", "2")  # compacted on a chain 4 long
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "docs/a", **A).code == 0
+    tip = git(repo, "rev-parse", "refs/agent-locks-meta/journal").strip()
+    seq = int(git(repo, "log", "-1", "--format=%B", tip).split("Journal-Seq: ")[1])
+    line = json.dumps({"event": "hostile", "at": "2099-01-01T00:00:00Z", **event})
+    message = f"hostile\n\n{line}\n\nJournal-Seq: {seq + 1}\n"
+    commit = git(repo, "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", message).strip()
+    git(repo, "update-ref", "refs/agent-locks-meta/journal", commit, tip)
+    assert alock(repo, "acquire", "docs/b", **B).code == 0
+    got = alock(repo, "acquire", "docs/c", **B)  # compacts, keeping the event and docs/b's
+    assert got.code == 0 and "Traceback" not in got.err, got
+    root = git(repo, "rev-list", "--max-parents=0", "refs/agent-locks-meta/journal").split()
+    assert root != [git(repo, "rev-list", "--max-parents=0", tip).strip()]
+    kept = [e for e in alock(repo, "log", "--json").json() if e["event"] == "hostile"]
+    assert [{k: v for k, v in e.items() if k in event} for e in kept] == [event]
+    assert alock(repo, "acquire", "docs/d", **B).code == 0
+    assert alock(repo, "acquire", "src/x", **B).code == 1  # the table still holds
+
+
 def _git_alock(repo: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     full = dict(os.environ)
     full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
