@@ -378,7 +378,26 @@ class LockRecord:
             raise RecordError(f"field 'awaiting' must list at most {MAX_AWAITING} commit ids")
         if not 0 <= record.ttl <= MAX_TTL_SECONDS:
             raise RecordError(f"field 'ttl' must be between 0 and {MAX_TTL_SECONDS} seconds")
+        if record.extra and not _finite(record.extra):  # the known fields are typed above
+            raise RecordError("a NaN or an infinity, which JSON has no spelling for")
         return record
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` holds no NaN nor infinity: written back (--json, the MCP tools'
+    answers), either would be a document a strict JSON reader refuses. Walked without
+    recursion, whatever its depth."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def _utf8(data: object) -> bool:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from conftest import git
@@ -99,6 +100,39 @@ def test_a_record_holding_an_escaped_lone_surrogate_is_refused(
     assert alock(repo, "renew", "x/y", **A).code == 1  # nothing of agent-a's to rewrite
     broken = alock(repo, "break", "evil", **B)
     assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/evil"
+
+
+def _strict(text: str) -> object:
+    """``text`` read as a strict JSON reader (a browser's, node's) reads it."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is no JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'"later_field": NaN',
+        b'"later_field": {"deep": [1, -Infinity]}',
+        b'"later_field": 1e999',
+    ],
+    ids=["nan", "infinity", "overflow"],
+)
+def test_a_record_holding_nan_or_infinity_is_refused(repo: Path, raw: bytes) -> None:
+    """JSON has no spelling for them: a record holding one (in a field of a later version,
+    kept as it is) would make --json documents and the MCP answers no JSON at all."""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    data = _record(holder="agent-a").replace(b'"format": 1', b'"format": 1, ' + raw)
+    git(repo, "update-ref", "refs/agent-locks/evil", _blob(repo, data))
+    got = alock(repo, "list", "--json", **B)
+    assert got.code == 0 and "refs/agent-locks/evil is not a usable lock" in got.err, got
+    assert [r["id"] for r in cast("list[dict[str, str]]", _strict(got.out))] != ["evil"]
+    later = _record(holder="agent-a", id="later").replace(b'"format": 1', b'"format": 1, "x": 1.5')
+    git(repo, "update-ref", "refs/agent-locks/later", _blob(repo, later))
+    listed = alock(repo, "list", "--json", **B).json()
+    assert sorted(r["id"] for r in listed)[-1] == "later"  # a finite number is kept
 
 
 def test_a_journal_with_a_huge_sequence_number_starts_a_fresh_chain(repo: Path) -> None:
