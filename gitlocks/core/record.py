@@ -404,7 +404,7 @@ def _utf8(data: object) -> bool:
     """Whether every string of ``data`` (a parsed record) can be written as UTF-8."""
     try:
         jsontext.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
+    except (UnicodeEncodeError, RecursionError):  # nested too deep to write back, too
         return False
     return True
 
