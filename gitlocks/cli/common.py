@@ -74,7 +74,19 @@ def out(text: str) -> None:
 
 def dump_json(data: Any, said: str = "") -> None:
     """The one JSON document a ``--json`` verb prints (``said``: the same answer as text)."""
-    _write(jsontext.dumps(data, indent=2, ensure_ascii=False) + "\n", said)
+    _write(json_text(data, indent=2) + "\n", said)
+
+
+def json_text(data: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``data`` as JSON, other characters than ASCII as they are; every one escaped where
+    some string holds an unpaired surrogate (a hostile journal event's, spelled as an
+    escape), which no UTF-8 output can carry."""
+    text = jsontext.dumps(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return jsontext.dumps(data, indent=indent, sort_keys=sort_keys)
+    return text
 
 
 def _write(document: str, said: str) -> None:

@@ -9,6 +9,7 @@ from gitlocks.cli.common import (
     AS_OPTION,
     JSON_OPTION,
     finish,
+    json_text,
     out,
     poll_interval,
     reply,
@@ -18,7 +19,6 @@ from gitlocks.cli.common import (
 from gitlocks.cli.context import context, say_staleness, warn_problems
 from gitlocks.cli.declare import Option
 from gitlocks.core import journal as core_journal
-from gitlocks.core import jsontext
 from gitlocks.core.record import parse_duration, utcnow
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
 from gitlocks.render import journal as render_journal
@@ -97,7 +97,7 @@ def watch(
     try:
         for batch in journal.follow(store, interval=every):
             for event in batch:
-                line = jsontext.dumps(event, ensure_ascii=False, sort_keys=True)
+                line = json_text(event, sort_keys=True)
                 out(line if as_json else render_journal.format_event(event))
                 seen += 1
                 if stop_after is not None and seen >= stop_after:

@@ -18,6 +18,7 @@ from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import format_time, parse_duration
+from gitlocks.core.text import first_control, printable
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
@@ -58,21 +59,41 @@ def shard_of(lock_id: str) -> str:
 
 
 def summary(event: Event) -> str:
-    paths = " ".join(event.get("paths", []))
-    return f"{event.get('event', '?')} {event.get('holder', '')} {paths}".strip()
+    paths = event.get("paths")
+    named = " ".join(p for p in paths if isinstance(p, str)) if isinstance(paths, list) else ""
+    return f"{event.get('event', '?')} {event.get('holder', '')} {named}".strip()
 
 
 def message(events: Iterable[Event], seq: int) -> str:
+    """A journal commit's message. The events may be another clone's, kept through a
+    compaction or a view: whatever they hold, the message is UTF-8 and its first line one
+    line (a hostile event must not stop every later write)."""
     events = list(events)
-    head = "; ".join(summary(e) for e in events) or "update"
-    body = "\n".join(jsontext.dumps(e, ensure_ascii=False, sort_keys=True) for e in events)
-    return f"{head[:200]}\n\n{body}\n\nJournal-Seq: {seq}\n"
+    head = ("; ".join(summary(e) for e in events) or "update")[:200]
+    if first_control(head) is not None:  # a line break, a lone surrogate
+        head = printable(head)
+    body = "\n".join(map(_line, events))
+    return f"{head}\n\n{body}\n\nJournal-Seq: {seq}\n"
+
+
+def _line(event: Event) -> str:
+    """One event as the line that carries it: every character escaped where one of them
+    is a lone surrogate (spelled by an escape), which no UTF-8 message holds."""
+    line = jsontext.dumps(event, ensure_ascii=False, sort_keys=True)
+    if not line.isascii():
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            return jsontext.dumps(event, sort_keys=True)
+    return line
 
 
 def parse_events(text: str) -> list[Event]:
     """The JSON events of a journal commit message (other lines are skipped)."""
     _, _, body = text.partition("\n\n")
-    return json_objects(body.splitlines())
+    # "\n" only: an event's text may hold U+2028, U+2029 or U+0085, written as they are,
+    # which splitlines() would also break the line at (and the event be lost).
+    return json_objects(body.split("\n"))
 
 
 def json_objects(lines: Iterable[str]) -> list[Event]:

@@ -169,7 +169,10 @@ def memo(maxsize: int) -> Callable[[F], F]:
                 pass
             value = function(*args)
             if len(cache) >= maxsize:
-                del cache[next(iter(cache))]
+                try:
+                    del cache[next(iter(cache))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass  # another thread let one go meanwhile: as lru_cache, thread-safe
             cache[args] = value
             return value
 

@@ -320,11 +320,16 @@ class LockRecord:
         if len(raw) > MAX_RECORD_BYTES:
             raise RecordError(f"a record of {len(raw)} bytes; at most {MAX_RECORD_BYTES}")
         try:
-            data = jsontext.loads(raw.decode("utf-8"))
+            text = raw.decode("utf-8")
+            data = jsontext.loads(text)
         except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5,000-digit number
             raise RecordError(f"not a JSON lock record ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict):
             raise RecordError("not a JSON object")
+        if "\\u" in text and not _utf8(data):
+            # An escape spells what the UTF-8 blob could not hold: such a record could never
+            # be written back (to_json), nor printed as UTF-8 (--json).
+            raise RecordError("a string holding an unpaired surrogate, which no UTF-8 text holds")
         return cls.from_dict(data)
 
     @classmethod
@@ -373,7 +378,35 @@ class LockRecord:
             raise RecordError(f"field 'awaiting' must list at most {MAX_AWAITING} commit ids")
         if not 0 <= record.ttl <= MAX_TTL_SECONDS:
             raise RecordError(f"field 'ttl' must be between 0 and {MAX_TTL_SECONDS} seconds")
+        if record.extra and not _finite(record.extra):  # the known fields are typed above
+            raise RecordError("a NaN or an infinity, which JSON has no spelling for")
         return record
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` holds no NaN nor infinity: written back (--json, the MCP tools'
+    answers), either would be a document a strict JSON reader refuses. Walked without
+    recursion, whatever its depth."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
+def _utf8(data: object) -> bool:
+    """Whether every string of ``data`` (a parsed record) can be written as UTF-8."""
+    try:
+        jsontext.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError):  # nested too deep to write back, too
+        return False
+    return True
 
 
 # A record's own keys: the rest is kept as "extra". Whole before any record is read (a

@@ -91,7 +91,7 @@ def refusals(store: LockStore, *, since: str | None = None) -> list[Event]:
             raw = f.read()
     except OSError:
         return []
-    found = json_objects(reversed(raw.splitlines()))
+    found = json_objects(reversed(raw.split("\n")))  # as parse_events: newlines only
     return [e for e in found if since is None or str(e.get("at", "")) >= since]
 
 

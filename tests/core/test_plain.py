@@ -260,6 +260,39 @@ def test_memo_keeps_results_as_lru_cache_does_up_to_its_size() -> None:
     assert (add.__name__, add.__doc__) == ("add", "Adds.")
 
 
+def test_memo_is_thread_safe_as_lru_cache_is() -> None:
+    """Threads that let the same oldest result go at once: none of them fails. (gitlocks
+    runs threads, the UI's and a remote write's listing: a cached function must not have
+    to ask which thread calls it.)"""
+    import sys
+    import threading
+
+    @p.memo(maxsize=2)
+    def same(a: int) -> int:
+        return a
+
+    failed: list[BaseException] = []
+
+    def hammer(base: int) -> None:
+        try:
+            for i in range(50_000):
+                assert same(base + i) == base + i
+        except BaseException as exc:  # the failure is what is asserted
+            failed.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as can be
+    try:
+        threads = [threading.Thread(target=hammer, args=(k << 20,)) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failed, failed
+
+
 def test_a_row_pickles_and_is_made_as_a_named_tuple() -> None:
     import pickle
 

@@ -437,6 +437,23 @@ def test_log_and_watch_lines_escape_user_text(repo: Path) -> None:
     assert alock(repo, "log", "--json").json()[-1]["reason"] == reason  # JSON stays exact
 
 
+def test_an_event_holding_a_line_or_paragraph_separator_is_kept(repo: Path) -> None:
+    """JSON writes U+2028, U+2029 and U+0085 as they are: a line of the journal holding
+    one is still one event (a reason, a note, a file name may hold them)."""
+    odd = "a\u2028b\u2029c\u0085d"
+    assert alock(repo, "acquire", "src/a\u2028b", "-m", odd, **A).code == 0
+    assert alock(repo, "note", "src/a\u2028b", odd, **A).code == 0
+    assert alock(repo, "release", "src/a\u2028b", **A).code == 0
+    events = alock(repo, "log", "--json").json()
+    assert [e["event"] for e in events] == ["released", "noted", "granted"]
+    assert events[2]["reason"] == events[1]["text"] == odd
+    assert events[2]["paths"] == ["src/a\u2028b"]
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "src/a\u2028b", "-m", odd, **B).code == 1  # logged locally
+    refused = alock(repo, "log", "--json").json()[0]
+    assert refused["event"] == "refused" and refused["paths"] == ["src/a\u2028b"], refused
+
+
 # --- a journal ref moved onto something else ---------------------------------------------------
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from conftest import git
@@ -74,6 +75,66 @@ def test_a_hostile_record_is_reported_and_breakable(repo: Path, data: bytes) -> 
     assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/evil"
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"reason": "why \ud800"},
+        {"host": "h\udcff"},
+        {"notes": [{"at": "2026-01-01T00:00:00Z", "text": "\udfff"}]},
+        {"future_field": ["\ud83d"]},
+    ],
+    ids=["reason", "host", "note", "extra"],
+)
+def test_a_record_holding_an_escaped_lone_surrogate_is_refused(
+    repo: Path, fields: dict[str, object]
+) -> None:
+    """An escape spells what no UTF-8 blob holds: such a record could be neither written
+    back nor printed as JSON, so it is refused like any other hostile blob."""
+    record = json.loads(_record(holder="agent-a", **fields))
+    git(repo, "update-ref", "refs/agent-locks/evil", _blob(repo, json.dumps(record).encode()))
+    for args in (("list", "--json"), ("status", "--json"), ("check", "--json", "x/y")):
+        got = _git_alock(repo, "alock", *args, env=A)  # a real stdout: UTF-8, strict
+        assert got.code in (0, 1) and "Traceback" not in got.err, (args, got)
+        assert "refs/agent-locks/evil is not a usable lock" in got.err, (args, got)
+        json.loads(got.out)
+    assert alock(repo, "renew", "x/y", **A).code == 1  # nothing of agent-a's to rewrite
+    broken = alock(repo, "break", "evil", **B)
+    assert broken.code == 0 and broken.word == "BROKEN unusable ref refs/agent-locks/evil"
+
+
+def _strict(text: str) -> object:
+    """``text`` read as a strict JSON reader (a browser's, node's) reads it."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is no JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'"later_field": NaN',
+        b'"later_field": {"deep": [1, -Infinity]}',
+        b'"later_field": 1e999',
+    ],
+    ids=["nan", "infinity", "overflow"],
+)
+def test_a_record_holding_nan_or_infinity_is_refused(repo: Path, raw: bytes) -> None:
+    """JSON has no spelling for them: a record holding one (in a field of a later version,
+    kept as it is) would make --json documents and the MCP answers no JSON at all."""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    data = _record(holder="agent-a").replace(b'"format": 1', b'"format": 1, ' + raw)
+    git(repo, "update-ref", "refs/agent-locks/evil", _blob(repo, data))
+    got = alock(repo, "list", "--json", **B)
+    assert got.code == 0 and "refs/agent-locks/evil is not a usable lock" in got.err, got
+    assert [r["id"] for r in cast("list[dict[str, str]]", _strict(got.out))] != ["evil"]
+    later = _record(holder="agent-a", id="later").replace(b'"format": 1', b'"format": 1, "x": 1.5')
+    git(repo, "update-ref", "refs/agent-locks/later", _blob(repo, later))
+    listed = alock(repo, "list", "--json", **B).json()
+    assert sorted(r["id"] for r in listed)[-1] == "later"  # a finite number is kept
+
+
 def test_a_journal_with_a_huge_sequence_number_starts_a_fresh_chain(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", **A).code == 0
     tree = git(repo, "rev-parse", "refs/agent-locks-meta/journal^{tree}").strip()
@@ -112,6 +173,69 @@ def test_a_malformed_refusal_log_line_never_breaks_log(repo: Path, line: bytes) 
         got = alock(repo, *args)
         assert got.code == 0 and "Traceback" not in got.err, (args, got)
     assert "refused" in alock(repo, "log").out
+
+
+def test_a_journal_event_holding_an_escaped_lone_surrogate_still_prints_as_json(
+    repo: Path,
+) -> None:
+    """Events are free-form: one a hostile commit or refusal log line spells with an
+    unpaired surrogate is printed with every character escaped, still one JSON document
+    that a real (strict UTF-8) stdout takes."""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "src/x", **B).code == 1  # a refusal is logged
+    log = repo / ".git" / "agent-locks-refusals.jsonl"
+    refusal = {"event": "refused", "at": "2026-01-01T00:00:00Z", "holder": "h", "why": "\udcff"}
+    log.write_bytes(log.read_bytes() + json.dumps(refusal).encode() + b"\n")
+    tip = git(repo, "rev-parse", "refs/agent-locks-meta/journal").strip()
+    seq = int(git(repo, "log", "-1", "--format=%B", tip).split("Journal-Seq: ")[1])
+    event = {"event": "released", "at": "2026-01-01T00:00:01Z", "holder": "h", "paths": ["a"]}
+    body = json.dumps({**event, "reason": "\ud800 \u00e9"})
+    message = f"released\n\n{body}\n\nJournal-Seq: {seq + 1}\n"
+    commit = git(repo, "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", message).strip()
+    git(repo, "update-ref", "refs/agent-locks-meta/journal", commit, tip)
+    got = _git_alock(repo, "alock", "log", "--json")
+    assert got.code == 0 and "Traceback" not in got.err, got
+    events = json.loads(got.out)
+    assert {"\ud800 \u00e9", "\udcff"} <= {e.get("reason", e.get("why")) for e in events}
+    assert got.out.isascii()  # escaped, all of it
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"paths": 7},
+        {"paths": [1, ["x"]]},
+        {"holder": "\ud800", "paths": ["a"]},
+        {"paths": ["a\udcff"]},
+        {"paths": ["a\n\nJournal-Seq: 99"]},
+        {"note": "\ud83d"},
+    ],
+    ids=["paths-number", "paths-not-text", "holder-surrogate", "path-surrogate", "newline", "note"],
+)
+def test_a_hostile_journal_event_kept_by_a_compaction_stops_no_write(
+    repo: Path, event: dict[str, object]
+) -> None:
+    """A compaction writes the events it keeps into a new root commit: one another clone
+    wrote (paths that are no list of names, a lone surrogate spelled as an escape, a line
+    break) is kept as it was, and every later write goes on."""
+    git(repo, "config", "alock.journalKeep", "2")  # compacted on a chain 4 long
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "docs/a", **A).code == 0
+    tip = git(repo, "rev-parse", "refs/agent-locks-meta/journal").strip()
+    seq = int(git(repo, "log", "-1", "--format=%B", tip).split("Journal-Seq: ")[1])
+    line = json.dumps({"event": "hostile", "at": "2099-01-01T00:00:00Z", **event})
+    message = f"hostile\n\n{line}\n\nJournal-Seq: {seq + 1}\n"
+    commit = git(repo, "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", message).strip()
+    git(repo, "update-ref", "refs/agent-locks-meta/journal", commit, tip)
+    assert alock(repo, "acquire", "docs/b", **B).code == 0
+    got = alock(repo, "acquire", "docs/c", **B)  # compacts, keeping the event and docs/b's
+    assert got.code == 0 and "Traceback" not in got.err, got
+    root = git(repo, "rev-list", "--max-parents=0", "refs/agent-locks-meta/journal").split()
+    assert root != [git(repo, "rev-list", "--max-parents=0", tip).strip()]
+    kept = [e for e in alock(repo, "log", "--json").json() if e["event"] == "hostile"]
+    assert [{k: v for k, v in e.items() if k in event} for e in kept] == [event]
+    assert alock(repo, "acquire", "docs/d", **B).code == 0
+    assert alock(repo, "acquire", "src/x", **B).code == 1  # the table still holds
 
 
 def _git_alock(repo: Path, *args: str, env: dict[str, str] | None = None) -> Result:
