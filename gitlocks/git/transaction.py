@@ -63,6 +63,15 @@ class Transaction:
         self._send("commit")
         self._close()
 
+    def drop(self) -> None:
+        """Let a transaction that was never asked to move anything go, without waiting:
+        git reads the end of its input, moves nothing and ends (reaped later)."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
     def abort(self) -> None:
         """Move nothing and let every lock go (safe to call at any point, more than once)."""
         if self.proc.returncode is None and self.proc.stdin is not None:

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     import pygit2
 
     from gitlocks.core.change import Change
+    from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
 
@@ -121,6 +122,7 @@ class Store:
         self._cache_fingerprint: tuple[object, ...] = ()
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
+        self._spares: list[Transaction] = []  # a write's transactions, started ahead
         self._verdicts_cache: tuple[tuple[int, int, int], dict[str, Verdict]] | None = None
         self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
@@ -135,8 +137,7 @@ class Store:
             )
             return cls(found[0], configured=found[1])
         start = os.fspath(start) if start is not None else current_directory()
-        # Both at once: the settings of the repository git finds, while it says where
-        # (begun already where the command looked ahead, gitlocks.cli.app).
+        # Both at once (begun already where the command looked ahead, gitlocks.cli.app).
         ahead = take_ahead(start)
         config = ahead[0] if ahead else settings.start(start, clean=True)
         try:
@@ -469,7 +470,9 @@ class Store:
 
         ``decide`` must be a pure function of the table (it may run more than once).
         """
-        with self.mutex():
+        from gitlocks.store.refs import Spares  # a write's: reads move no ref
+
+        with self.mutex(), Spares(self.git_dir, 1 if self.reftable else 2) as self._spares:
             self._replace_symbolic_journal()
             for _ in range(tries):
                 table = self.read_table()
@@ -584,6 +587,7 @@ class Store:
             self.ref_value,
             hexlen=self.objects.hexlen,
             separate=not self.reftable,
+            spares=self._spares,
         )
 
     # --- the journal --------------------------------------------------------------------
