@@ -958,6 +958,7 @@ def _project_copy(tmp_path: Path) -> Path:
     )
     if (PROJECT / "man").is_dir():  # pyproject.toml installs the manual page as data
         shutil.copytree(PROJECT / "man", copy / "man")
+    shutil.copytree(PROJECT / "scripts", copy / "scripts")  # the installed git-alock
     git(copy, "init", "-q")
     git(copy, "add", "-A")
     git(copy, "commit", "-q", "-m", "gitlocks")
