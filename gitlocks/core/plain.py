@@ -97,12 +97,21 @@ else:
             return cls
 
     def _first_new(names: tuple[str, ...], defaults: tuple[Any, ...]) -> Any:
-        """A ``__new__`` that compiles the real one (``namedtuple``'s: the fields by name
-        and position, defaults last) on its first call and puts it in its place."""
+        """A ``__new__`` that binds its arguments itself until the class has made ``HOT``
+        instances, then compiles the real one (``namedtuple``'s: the fields by name and
+        position, defaults last) and puts it in its place."""
         params = ", ".join(("_cls", *names))
         values = f"({', '.join(names)},)" if names else "()"
+        by_default = dict(zip(names[len(names) - len(defaults) :], defaults, strict=True))
+        made = [0]
 
         def __new__(cls: Any, *given: Any, **by_name: Any) -> Any:
+            made[0] += 1
+            if made[0] < HOT:
+                if by_name or len(given) != len(names):
+                    qualname = f"{cls.__qualname__}.__new__"
+                    given = tuple(bind(qualname, names, by_default, given, by_name))
+                return tuple.__new__(cls, given)
             scope = {"_tuple_new": tuple.__new__, "__builtins__": {}}
             real = eval(f"lambda {params}: _tuple_new(_cls, {values})", scope)
             real.__name__ = "__new__"
@@ -283,7 +292,7 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
         *(f"    {line}" for line in body or ["pass"]),
     ]
     methods: dict[str, Any] = {
-        "__init__": _first_init(cls, "\n".join(source), scope),
+        "__init__": _first_init(cls, "\n".join(source), scope, fields, frozen),
         **_methods(cls, fields, frozen, eq),
     }
     for name, function in methods.items():
@@ -295,15 +304,95 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
     return cls
 
 
-def _first_init(cls: type, source: str, scope: dict[str, Any]) -> Callable[..., None]:
-    """An ``__init__`` that compiles the real one on its first call and puts it in its
-    place: most commands make instances of few of the classes they load, and compiling
-    is most of what building a class costs."""
+# Instances a class makes before its ``__init__`` (or a ``Row``'s ``__new__``) is compiled:
+# until then its arguments are bound by ``bind``. A command makes a few instances of most
+# classes, and compiling costs more than binding a few; a table of many records makes the
+# record class hot at once.
+HOT = 24
+
+
+def bind(
+    qualname: str,
+    names: tuple[str, ...],
+    defaults: dict[str, Any],
+    given: tuple[Any, ...],
+    by_name: dict[str, Any],
+) -> list[Any]:
+    """The values of ``names`` from a call's arguments, as Python binds a function's:
+    positional first, then by name, then ``defaults``; a wrong call is the ``TypeError``
+    Python would raise, checked in Python's order, the names first (``qualname`` is the
+    function's; one more positional counts its first argument, ``self`` or ``cls``)."""
+    for key in by_name:
+        if key not in names:
+            raise TypeError(f"{qualname}() got an unexpected keyword argument {key!r}")
+        if names.index(key) < len(given):
+            raise TypeError(f"{qualname}() got multiple values for argument {key!r}")
+    if len(given) > len(names):
+        least = len(names) - len(defaults)
+        takes = f"from {least + 1} to {len(names) + 1}" if defaults else str(len(names) + 1)
+        raise TypeError(
+            f"{qualname}() takes {takes} positional arguments but {len(given) + 1} were given"
+        )
+    values = list(given)
+    missing = []
+    for name in names[len(given) :]:
+        if name in by_name:
+            values.append(by_name[name])
+        elif name in defaults:
+            values.append(defaults[name])
+        else:
+            missing.append(name)
+    if missing:
+        spelled = [repr(name) for name in missing]
+        listed = " and ".join(spelled)  # as Python writes them: 'a' and 'b'; 'a', 'b', and 'c'
+        if len(spelled) > 2:
+            listed = f"{', '.join(spelled[:-1])}, and {spelled[-1]}"
+        plural = "s" if len(missing) > 1 else ""
+        raise TypeError(
+            f"{qualname}() missing {len(missing)} required positional argument{plural}: {listed}"
+        )
+    return values
+
+
+def _first_init(
+    cls: type, source: str, scope: dict[str, Any], fields: dict[str, Field], frozen: bool
+) -> Callable[..., None]:
+    """An ``__init__`` that binds its arguments itself until the class has made ``HOT``
+    instances, then compiles the real one and puts it in its place."""
+    names = tuple(n for n, spec in fields.items() if spec.init)
+    defaults = {
+        n: spec.default if spec.default_factory is _MISSING else _MISSING
+        for n, spec in fields.items()
+        if spec.init and (spec.default is not _MISSING or spec.default_factory is not _MISSING)
+    }
+    post_init = hasattr(cls, "__post_init__")
+    made = [0]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        made: dict[str, Any] = {}
-        exec(source, scope, made)  # only __init__ is compiled: it runs per instance
-        real = made["__init__"]
+        made[0] += 1
+        if made[0] < HOT:
+            qualname = f"{cls.__qualname__}.__init__"
+            given = dict(zip(names, bind(qualname, names, defaults, args, kwargs), strict=True))
+            for name, spec in fields.items():
+                if spec.default_factory is not _MISSING:
+                    value = given.get(name, _MISSING)
+                    value = spec.default_factory() if value is _MISSING else value
+                elif not spec.init:
+                    if spec.default is _MISSING:
+                        continue  # set by __post_init__
+                    value = spec.default
+                else:
+                    value = given[name]
+                if frozen:
+                    object.__setattr__(self, name, value)
+                else:
+                    setattr(self, name, value)
+            if post_init:
+                self.__post_init__()
+            return
+        made_now: dict[str, Any] = {}
+        exec(source, scope, made_now)  # only __init__ is compiled: it runs per instance
+        real = made_now["__init__"]
         real.__qualname__ = f"{cls.__qualname__}.__init__"
         if cls.__dict__.get("__init__") is __init__:
             type.__setattr__(cls, "__init__", real)

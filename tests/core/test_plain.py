@@ -12,6 +12,8 @@ import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitlocks.core import plain as p
 
@@ -47,9 +49,17 @@ def twins(frozen: bool = False, eq: bool = True) -> tuple[Any, Any]:
     return theirs, ours
 
 
+@pytest.fixture(params=["bound", "compiled"])
+def hot(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each class's arguments bound by ``plain.bind`` (its first instances), or by the
+    compiled ``__init__``/``__new__`` (once the class is hot): both answer alike."""
+    monkeypatch.setattr(p, "HOT", 1 if request.param == "compiled" else 10**9)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("frozen", [False, True])
 @pytest.mark.parametrize("eq", [False, True])
-def test_plain_answers_as_dataclass_does(frozen: bool, eq: bool) -> None:
+def test_plain_answers_as_dataclass_does(frozen: bool, eq: bool, hot: str) -> None:
     theirs, ours = twins(frozen, eq)
     for cls in (theirs, ours):
         a = cls("a", 2, ["x"], extra={"k": 1})
@@ -103,14 +113,17 @@ def test_what_plain_does_not_take_is_refused_not_misread() -> None:
             p.plain(cls)
 
 
-def test_init_is_compiled_on_first_use_and_stays_in_place() -> None:
-    """The first instance compiles ``__init__`` and puts it on the class; a subclass that
-    is not itself ``@plain`` gets the same one, and a wrong call is told as before."""
+def test_init_is_compiled_once_hot_and_stays_in_place() -> None:
+    """The ``HOT``-th instance compiles ``__init__`` and puts it on the class; a subclass
+    that is not itself ``@plain`` gets the same one, and a wrong call is told as before."""
     cls: Any = p.plain(type("Pair", (), {"__annotations__": {"a": "int", "b": "int"}}))
     sub: Any = type("Sub", (cls,), {})
     first = cls.__dict__["__init__"]
-    assert sub(1, 2) == sub(1, 2)
-    assert (sub(1, b=3).a, sub(1, b=3).b) == (1, 3)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'b'"):
+        cls(1)
+    for _ in range(p.HOT):
+        assert sub(1, 2) == sub(1, 2)
+        assert (sub(1, b=3).a, sub(1, b=3).b) == (1, 3)
     built = cls.__dict__["__init__"]
     assert built is not first
     assert built.__qualname__ == "Pair.__init__"
@@ -122,7 +135,7 @@ def test_init_is_compiled_on_first_use_and_stays_in_place() -> None:
         cls(1, 2, c=3)
 
 
-def test_row_is_a_named_tuple_as_typing_declares_one() -> None:
+def test_row_is_a_named_tuple_as_typing_declares_one(hot: str) -> None:
     """A ``Row`` class and the same ``NamedTuple`` class answer alike: fields, defaults,
     methods, ``_replace``, ``_asdict``, equality with tuples, repr and the docstring."""
     import types
@@ -221,13 +234,16 @@ class Empty(p.Row):
     pass
 
 
-def test_a_row_pickles_and_its_new_is_compiled_once() -> None:
-    """``__new__`` is compiled on the first instance and put in the class's place; a row
-    pickles by its class's name, as a named tuple does; a row without fields is ()."""
+def test_a_row_pickles_and_its_new_is_compiled_once_hot() -> None:
+    """``__new__`` is compiled on the ``HOT``-th instance and put in the class's place; a
+    row pickles by its class's name, as a named tuple does; a row without fields is ()."""
     import pickle
 
     first = Pair.__dict__["__new__"]
     assert pickle.loads(pickle.dumps(Pair(1, 2))) == Pair(1, 2)
+    assert Pair.__dict__["__new__"] is first  # bound, not compiled, while few
+    for _ in range(p.HOT):
+        Pair(1, 2)
     compiled = Pair.__dict__["__new__"]
     assert compiled is not first
     assert Pair(3) == (3, 0) and Pair.__dict__["__new__"] is compiled
@@ -303,3 +319,28 @@ def test_a_row_pickles_and_is_made_as_a_named_tuple() -> None:
     assert pickle.loads(pickle.dumps(entry)) == entry
     with pytest.raises(TypeError, match="Expected"):
         JournalEntry._make(())
+
+
+# The arguments of a call, right and wrong, bound as Python binds a function's.
+CALLS = st.tuples(
+    st.lists(st.integers(0, 9), max_size=6).map(tuple),
+    st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), st.integers(0, 9), max_size=4),
+)
+
+
+@given(CALLS)
+def test_bind_is_how_python_binds_a_call(call: tuple[tuple[int, ...], dict[str, int]]) -> None:
+    given, by_name = call
+
+    def f(self: object, a: int, b: int, c: int = 7, d: int = 8) -> list[int]:
+        return [a, b, c, d]
+
+    try:
+        expected: object = f(None, *given, **by_name)
+    except TypeError as exc:
+        expected = str(exc).replace(f"{f.__qualname__}(", "X(")
+    try:
+        got: object = p.bind("X", ("a", "b", "c", "d"), {"c": 7, "d": 8}, given, by_name)
+    except TypeError as exc:
+        got = str(exc)
+    assert got == expected
