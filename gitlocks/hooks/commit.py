@@ -35,13 +35,22 @@ if TYPE_CHECKING:
 HEARTBEAT_TIMEOUT_SECONDS = 5.0
 
 
+_DIFF = ["diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+
+
 def committed(cwd: str | None = None) -> tuple[str, list[str]]:
-    """HEAD's id and the paths it changed against its first parent (all, for a root)."""
-    head = os.fsdecode(finish_git(start_git(["rev-list", "--parents", "-n1", "HEAD"], cwd)))
-    ids = head.split()
-    args = ["diff-tree", "-r", "-z", "--name-only", "--no-commit-id", "--no-renames"]
-    args += [ids[1], ids[0]] if len(ids) > 1 else ["--root", ids[0]]
-    raw = finish_git(start_git(args, cwd))
+    """HEAD's id and the paths it changed against its first parent (all, for a root).
+
+    One ``diff-tree`` of HEAD says both (its id, then its paths) for a commit with at most
+    one parent that changed something; for a merge, which it shows nothing of without
+    ``-m``, or a commit that changed nothing, the parents are asked and the first diffed."""
+    raw = finish_git(start_git([*_DIFF, "--root", "HEAD"], cwd))
+    head, _, paths = raw.partition(b"\0")
+    if head:
+        return os.fsdecode(head), [os.fsdecode(p) for p in paths.split(b"\0") if p]
+    ids = os.fsdecode(finish_git(start_git(["rev-list", "--parents", "-n1", "HEAD"], cwd))).split()
+    against = [ids[1], ids[0]] if len(ids) > 1 else ["--root", ids[0]]
+    raw = finish_git(start_git([*_DIFF, "--no-commit-id", *against], cwd))
     return ids[0], [os.fsdecode(p) for p in raw.split(b"\0") if p]
 
 
