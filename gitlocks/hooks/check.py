@@ -43,6 +43,7 @@ from gitlocks.git.changes import (
     push_updates,
     pushed_paths,
     start_git,
+    take_ahead,
 )
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import list_refs, read_table, read_verdicts
@@ -280,8 +281,9 @@ class TableReader:
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
-        self._config = settings.start(cwd)
-        self._common = start_git(["rev-parse", "--git-common-dir"], cwd)
+        ahead = take_ahead() if cwd is None else None  # begun before the hook's imports
+        self._config = ahead[0] if ahead else settings.start(cwd)
+        self._common = ahead[1] if ahead else start_git(["rev-parse", "--git-common-dir"], cwd)
 
     def finish(self) -> tuple[HookConfig, Table]:
         configured = hook_config(settings.finish(self._config))

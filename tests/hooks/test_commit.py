@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import git
@@ -41,3 +43,42 @@ def test_every_kind_of_commit_reads_as_its_parents_and_first_diff_say(tmp_path: 
     git(repo, "merge", "-q", "--no-edit", "side")
     head, paths = committed(os.fspath(repo))
     assert (head, paths) == expected(repo) and paths == ["c.txt"]  # against the first parent
+
+
+def test_a_hook_asks_git_for_its_settings_once(repo: Path, tmp_path: Path) -> None:
+    """The settings and the common directory a hook begins reading before its imports are
+    the ones it reads: each is asked once per hook, in a real commit with the hooks."""
+    import json
+
+    from support.cli import alock
+
+    assert alock(repo, "install-hooks", AGENT_ID="a1").code == 0
+    (repo / "new.txt").write_text("x\n")
+    git(repo, "add", "new.txt")
+    trace = tmp_path / "trace.json"
+    env = {**os.environ, "AGENT_ID": "a1", "GIT_TRACE2_EVENT": str(trace)}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    subprocess.run(["git", "commit", "-q", "-m", "new"], cwd=repo, env=env, check=True)
+    started = [
+        " ".join(event["argv"])
+        for event in map(json.loads, trace.read_text().splitlines())
+        if event["event"] == "start"
+    ]
+    # pre-commit and post-commit read the settings and name the common directory once
+    # each, and commit-msg reads the settings for its cleanup rules: had a hook not taken
+    # what it began, each would be asked twice.
+    assert sum(" config -z --list" in argv for argv in started) == 3, started
+    assert sum("rev-parse --git-common-dir" in argv for argv in started) == 2, started
+
+
+def test_what_a_hook_began_and_did_not_take_is_ended(repo: Path) -> None:
+    from gitlocks.git import changes
+    from gitlocks.hooks import main
+
+    old = os.getcwd()
+    os.chdir(repo)
+    try:
+        assert main(["post-commit"]) == 0
+    finally:
+        os.chdir(old)
+    assert not changes._ahead
