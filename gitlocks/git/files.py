@@ -68,12 +68,39 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
         return known[1]
     wanted = tuple(p.encode() for p in prefixes)
     lines = []
-    for line in packed.split(b"\n"):  # "<id> <name>"; the header and peeled lines are not
-        oid, _, name = line.partition(b" ")
-        if name.startswith(wanted) and (len(oid) == 40 or len(oid) == 64) and not oid.strip(_HEX):
-            lines.append((name.decode("utf-8", "replace"), oid.decode()))
+    for start, end in _regions(packed, wanted):
+        # "<id> <name>"; the header and peeled lines ("^<id>") are not
+        for line in packed[start:end].split(b"\n"):
+            oid, _, name = line.partition(b" ")
+            if name.startswith(wanted) and len(oid) in (40, 64) and not oid.strip(_HEX):
+                lines.append((name.decode("utf-8", "replace"), oid.decode()))
     _last_packed[prefixes] = (packed, lines)
     return lines
+
+
+def _regions(packed: bytes, wanted: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """Where in ``packed`` the lines under ``wanted`` can be, in file order. git writes
+    packed-refs sorted by name (its header says ``sorted``) and reads it so, so the refs
+    under a prefix are one run of lines, found from the first and last `` <prefix>`` (a
+    ref name holds no space): a namespace of a few refs costs little in a file of many. A
+    file that does not say it is sorted is read whole."""
+    header = packed[: packed.find(b"\n") + 1]
+    if not header.startswith(b"# pack-refs with:") or b" sorted" not in header:
+        return [(0, len(packed))]
+    found = []
+    for prefix in wanted:
+        first = packed.find(b" " + prefix)
+        if first >= 0:
+            last = packed.rfind(b" " + prefix)
+            end = packed.find(b"\n", last)
+            found.append((packed.rfind(b"\n", 0, first) + 1, len(packed) if end < 0 else end))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):  # overlapping prefixes: each line once, in order
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def read(common_dir: str, name: str) -> tuple[str | None, str | None]:

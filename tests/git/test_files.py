@@ -31,3 +31,37 @@ def test_packed_lines_are_the_pattern(packed: bytes) -> None:
         for m in re.finditer(pattern, packed, re.MULTILINE)
     ]
     assert _packed(packed, prefixes) == expected
+
+
+REF_LINE = st.tuples(
+    st.sampled_from(["0" * 40, "a" * 64, "1" * 40]),
+    st.sampled_from(
+        ["refs/agent-locks/", "refs/agent-locks-meta/", "refs/heads/", "refs/agent-locks/probe/"]
+    ),
+    st.text(st.sampled_from(list("abz09-._")), min_size=1, max_size=6),
+)
+
+
+@given(st.lists(REF_LINE, max_size=12), st.booleans())
+def test_a_sorted_file_is_read_as_a_whole_one(refs: list[tuple[str, str, str]], peel: bool) -> None:
+    """git writes packed-refs sorted by name and says so: the lines under a prefix are
+    then found as one run, and read as the whole file would be."""
+    import re
+
+    from gitlocks.git.files import _packed
+
+    lines = sorted(
+        {f"{prefix}{name}": f"{oid} {prefix}{name}" for oid, prefix, name in refs}.items()
+    )
+    body = "".join(line + "\n" + (f"^{'2' * 40}\n" if peel else "") for _, line in lines)
+    packed = ("# pack-refs with: peeled fully-peeled sorted \n" + body).encode()
+    for prefixes in [("refs/agent-locks/",), ("refs/agent-locks-meta/",),
+                     ("refs/agent-locks/", "refs/agent-locks-meta/"),
+                     ("refs/agent-locks/probe/", "refs/agent-locks/")]:  # fmt: skip
+        names = b"|".join(re.escape(p.encode()) for p in prefixes)
+        pattern = rb"^((?:[0-9a-f]{40}|[0-9a-f]{64})) ((?:" + names + rb")[^\n]*)$"
+        expected = [
+            (m.group(2).decode(), m.group(1).decode())
+            for m in re.finditer(pattern, packed, re.MULTILINE)
+        ]
+        assert _packed(packed, prefixes) == expected
