@@ -38,6 +38,7 @@ _RESTORED = (_signal.SIGPIPE, _signal.SIGXFSZ)
 _KILL = _signal.SIGKILL
 _CHUNK = 1 << 16
 _LONGEST_POLL = 86400.0  # seconds: the longest one poll() waits for a process to end
+_DRAIN_SECONDS = 1.0  # what a killed group has left to say is read this long at most
 _unreaped: list[int] = []  # pids of processes dropped while still running
 _reaping = _thread.allocate_lock()  # one thread at a time reaps them (the ui's are many)
 
@@ -191,13 +192,25 @@ class Process:
 
     def kill_group(self) -> None:
         """SIGKILL to the process group of a ``session`` child: git and whatever it
-        started (ssh, a remote helper). Then read what is left and reap it."""
+        started (ssh, a remote helper). Then read what is left and reap it. A process that
+        left the group (a daemon in a session of its own) and kept our pipes would make
+        reading to their end wait for as long as it lives: what it has not said within
+        ``_DRAIN_SECONDS`` is not waited for, the pipes are closed and git is reaped."""
         if self.returncode is None:
             try:
                 os.killpg(self.pid, _KILL)
             except OSError:
                 self.kill()
-        self.communicate()
+        try:
+            self.communicate(timeout=_DRAIN_SECONDS)
+        except TimeoutExpired:
+            for stream in (self.stdin, self.stdout, self.stderr):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+            self.wait()
 
     def __del__(self) -> None:
         if getattr(self, "returncode", 0) is None and self.poll() is None:

@@ -235,3 +235,27 @@ def test_waits_round_up_to_whole_milliseconds(seconds: float) -> None:
     from gitlocks.git.spawn import _milliseconds
 
     assert _milliseconds(seconds) == math.ceil(seconds * 1000)
+
+
+def test_a_bounded_run_does_not_wait_for_a_daemon_its_remote_left_behind(
+    tmp_path: Path,
+) -> None:
+    """A process that leaves git's group (a session of its own) keeping git's stderr is not
+    killed with the group: the run ends at its bound anyway, before the daemon does."""
+    marker, ended = tmp_path / "daemon", tmp_path / "ended"
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    daemon = f"sleep 30; touch {ended}"
+    upload = f"setsid sh -c '{daemon}' & echo $! > {marker}; sleep 60; :"
+    try:
+        with pytest.raises(StoreError, match="too slow"):
+            run.bounded(
+                ["ls-remote", f"--upload-pack={upload}", str(tmp_path / "r")],
+                env=run.Env.REMOTE,
+                timeout=0.5,
+                timed_out="too slow",
+                error=StoreError,
+            )
+        assert marker.exists() and not ended.exists()  # its end was not waited for
+    finally:
+        with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+            os.killpg(int(marker.read_text()), 9)
