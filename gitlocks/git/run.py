@@ -153,6 +153,9 @@ class Ran(Row):
     stderr: bytes
 
 
+LINGER_SECONDS = 1.0
+
+
 def bounded(
     args: Sequence[str],
     *,
@@ -164,14 +167,17 @@ def bounded(
     """Run git in its own session, stdin closed; its exit code is the caller's to judge.
 
     After ``timeout`` seconds the whole process group is killed and ``error(timed_out)``
-    raised. The new session also keeps ssh from prompting on our terminal.
+    raised. The new session also keeps ssh from prompting on our terminal. Once git has
+    ended, what its pipes still carry is read for ``LINGER_SECONDS`` at most: a daemon an
+    ssh wrapper or a helper left running with git's stderr does not make a run that
+    finished read as one that timed out.
     """
     try:
         proc = Process(["git", *args], None, environment(env), session=True)
     except OSError as exc:
         raise error(f"cannot run git: {exc.strerror}") from exc
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(timeout=timeout, linger=LINGER_SECONDS)
     except TimeoutExpired:
         proc.kill_group()
         raise error(timed_out) from None

@@ -33,6 +33,7 @@ from select import PIPE_BUF, POLLERR, POLLHUP, POLLIN, POLLOUT, poll
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from typing import Any
 
 _RESTORED = (_signal.SIGPIPE, _signal.SIGXFSZ)
 _KILL = _signal.SIGKILL
@@ -99,12 +100,19 @@ class Process:
         self.stdout = os.fdopen(ours_out, "rb")
         self.stderr = os.fdopen(ours_err, "rb") if keep_stderr else None
 
-    def communicate(self, feed: bytes = b"", timeout: float | None = None) -> tuple[bytes, bytes]:
+    def communicate(
+        self, feed: bytes = b"", timeout: float | None = None, linger: float | None = None
+    ) -> tuple[bytes, bytes]:
         """Write ``feed`` to stdin and close it, read stdout and stderr to their ends, and
         wait: ``(stdout, stderr)``. For a process not yet read from through ``stdout``
         (what a stream has buffered is not seen here). ``TimeoutExpired`` when that takes
-        more than ``timeout`` seconds; the process is left running, its pipes open."""
+        more than ``timeout`` seconds; the process is left running, its pipes open.
+
+        ``linger``: once the process has ended, its pipes are read this many seconds more
+        at most, then closed (where a pidfd tells when it ends: Linux). A process it
+        started and left behind holding them (a daemon) is not waited for."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        ended = _pidfd(self.pid) if linger is not None and self.returncode is None else -1
         out: list[bytes] = []
         err: list[bytes] = []
         sinks: dict[int, list[bytes]] = {}
@@ -125,10 +133,48 @@ class Process:
             if stream is not None and not stream.closed:
                 sinks[stream.fileno()] = sink
                 waiting.register(stream, POLLIN)
+        if ended >= 0:
+            waiting.register(ended, POLLIN)
         view = memoryview(feed)
+        try:
+            self._pump(waiting, sinks, view, feeding, deadline, ended, linger)
+        finally:
+            if ended >= 0:
+                os.close(ended)
+        _close(self.stdin)  # open still where the pipes were let go with feed unsent
+        for stream in (self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return b"".join(out), b"".join(err)
+
+    def _pump(
+        self,
+        waiting: Any,
+        sinks: dict[int, list[bytes]],
+        view: memoryview,
+        feeding: int,
+        deadline: float | None,
+        ended: int,
+        linger: float | None,
+    ) -> None:
+        """``communicate``'s loop: feed stdin, read stdout and stderr into ``sinks`` until
+        every pipe has ended, or ``linger`` seconds after the process did (``ended``: its
+        pidfd, or -1)."""
+        drain_until: float | None = None
         while sinks:
-            ready = waiting.poll(_milliseconds_left(deadline, self.args))
+            wait = _milliseconds_left(deadline, self.args)
+            if drain_until is not None:
+                left = drain_until - time.monotonic()
+                if left <= 0:
+                    return
+                wait = _milliseconds(left) if wait is None else min(wait, _milliseconds(left))
+            ready = waiting.poll(wait)
             for fd, event in ready:
+                if fd == ended:
+                    waiting.unregister(fd)
+                    drain_until = time.monotonic() + (linger or 0.0)
+                    continue
                 if fd == feeding:
                     try:  # at most PIPE_BUF: what a pipe that polls writable takes at once
                         view = view[os.write(fd, view[:PIPE_BUF]) :]
@@ -146,11 +192,6 @@ class Process:
                 else:
                     waiting.unregister(fd)
                     del sinks[fd]
-        for stream in (self.stdout, self.stderr):
-            if stream is not None:
-                stream.close()
-        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return b"".join(out), b"".join(err)
 
     def poll(self) -> int | None:
         """The exit code, or None while the process runs."""
@@ -256,6 +297,14 @@ def _wait_for_exit(pid: int, timeout: float) -> bool | None:
                 return False
     finally:
         os.close(fd)
+
+
+def _pidfd(pid: int) -> int:
+    """A descriptor that polls readable once the child ``pid`` has ended (Linux), or -1."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, a kernel before 5.3, or a sandbox
+        return -1
 
 
 def _close(stream: BufferedWriter) -> None:

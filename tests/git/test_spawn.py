@@ -259,3 +259,31 @@ def test_a_bounded_run_does_not_wait_for_a_daemon_its_remote_left_behind(
     finally:
         with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
             os.killpg(int(marker.read_text()), 9)
+
+
+def test_a_bounded_run_that_finished_is_not_held_by_a_daemon_its_remote_left(
+    tmp_path: Path,
+) -> None:
+    """git ends well, but a process its remote started in a session of its own keeps git's
+    stderr: the run returns what git said, without waiting for that process to end."""
+    marker, ended = tmp_path / "daemon", tmp_path / "ended"
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path / "r"), "commit", "-q", "--allow-empty", "-m", "one"],
+        check=True,
+    )
+    daemon = f"sleep 30; touch {ended}"
+    upload = f"setsid sh -c '{daemon}' & echo $! > {marker}; git-upload-pack"
+    try:
+        done = run.bounded(
+            ["ls-remote", f"--upload-pack={upload}", str(tmp_path / "r"), "HEAD"],
+            env=run.Env.REMOTE,
+            timeout=120,
+            timed_out="too slow",
+            error=StoreError,
+        )
+        assert done.returncode == 0 and done.stdout.endswith(b"\tHEAD\n"), done
+        assert marker.exists() and not ended.exists()  # its end was not waited for
+    finally:
+        with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+            os.killpg(int(marker.read_text()), 9)
