@@ -330,8 +330,10 @@ def bind(
     if len(given) > len(names):
         least = len(names) - len(defaults)
         takes = f"from {least + 1} to {len(names) + 1}" if defaults else str(len(names) + 1)
+        plural = "" if takes == "1" else "s"  # a class of no fields takes its self alone
         raise TypeError(
-            f"{qualname}() takes {takes} positional arguments but {len(given) + 1} were given"
+            f"{qualname}() takes {takes} positional argument{plural} but {len(given) + 1} "
+            "were given"
         )
     values = list(given)
     missing = []

@@ -344,3 +344,14 @@ def test_bind_is_how_python_binds_a_call(call: tuple[tuple[int, ...], dict[str, 
     except TypeError as exc:
         got = str(exc)
     assert got == expected
+
+
+def test_bind_words_a_call_to_a_class_of_no_fields_as_python_does() -> None:
+    def f(self: object) -> None:
+        pass
+
+    with pytest.raises(TypeError) as python:
+        f(None, 1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError) as bound:
+        p.bind("X", (), {}, (1,), {})
+    assert str(bound.value) == str(python.value).replace(f"{f.__qualname__}(", "X(")
