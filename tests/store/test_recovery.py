@@ -600,3 +600,78 @@ def test_remote_lock_refs_that_drift_from_the_journal_table_are_repaired(tmp_pat
     tip = [name.rsplit("/", 1)[-1] for name in listing.split()]
     assert sorted(r.removeprefix("refs/agent-locks/") for r in on_remote) == sorted(tip)
     assert [e["event"] for e in remote_events(bare)][-2:] == ["released", "granted"]
+
+
+# A claim of src/** killed (SIGKILL's effect: os._exit, nothing cleaned up) at one step of
+# its write: "deciding" with its update-ref transactions started and idle, "prepared" with
+# every ref locked and nothing moved, "half" with the lock refs moved and not the journal.
+_KILLED_WRITE = r"""
+import os, sys
+from gitlocks.layout import JOURNAL_REF
+from gitlocks.main import main
+from gitlocks.store import local, refs
+
+step = sys.argv[1]
+if step == "deciding":
+    read = local.Store.read_table
+    def read_table(self, *args, **kwargs):
+        table = read(self, *args, **kwargs)
+        if self._spares:
+            os._exit(9)
+        return table
+    local.Store.read_table = read_table
+else:
+    commit = refs._commit
+    def commit_or_die(tx):
+        if step == "prepared" or JOURNAL_REF in tx.names:
+            os._exit(9)
+        commit(tx)
+    refs._commit = commit_or_die
+sys.exit(main(["acquire", "src/**", "-m", "killed"]))
+"""
+
+
+def _update_refs_of(repo: Path) -> list[int]:
+    """The git update-ref processes still running on ``repo``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"update-ref" in argv and os.fsencode(repo) in b" ".join(argv) and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
+@pytest.mark.parametrize("step", ["deciding", "prepared", "half"])
+def test_a_writer_killed_at_any_step_loses_and_double_grants_nothing(repo: Path, step: str) -> None:
+    """Whatever step a write dies at, its git transactions end with it (no ref stays
+    locked), the claim it never committed is not granted, the claim held before keeps its
+    lock, and the next writer is granted what the dead one asked for, once."""
+    held = lock_id_of(alock(repo, "acquire", "lib/**", "--json", **A))
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITE, step],
+        cwd=repo,
+        env={**os.environ, **B},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert killed.returncode == 9, killed.stderr
+    assert bool(mutex_text(repo / ".git")) == (step != "deciding"), "not killed where meant"
+    for _ in range(500):  # each git reads the end of its input and ends: bounded
+        if not _update_refs_of(repo):
+            break
+        threading.Event().wait(0.01)
+    assert _update_refs_of(repo) == [], "a dead writer's transaction still runs"
+    got = alock(repo, "acquire", "src/a.py", "--json", **C)
+    no_crash(got)
+    mine = lock_id_of(got)
+    assert alock(repo, "acquire", "src/**", **B).code == 1  # C's now: refused
+    listed = {r["id"]: r["holder"] for r in alock(repo, "list", "--json", **C).json()}
+    assert listed == {held: "agent-a", mine: "agent-c"}
+    assert set(lock_refs(repo)) == {held, mine}
+    assert_consistent(repo)
