@@ -51,7 +51,7 @@ def main(argv: Sequence[str]) -> int:
         return _run(name, argv)
     from gitlocks.git import changes  # the hook's first git calls, begun before its imports
 
-    changes.look_ahead()
+    changes.look_ahead(staged=argv[0] == "pre-commit")
     try:
         return _run(name, argv)
     finally:

@@ -44,6 +44,7 @@ from gitlocks.git.changes import (
     pushed_paths,
     start_git,
     take_ahead,
+    take_staged,
 )
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import list_refs, read_table, read_verdicts
@@ -378,7 +379,9 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
-    staged = Staged(cwd) if hook == "pre-commit" else None
+    staged = None
+    if hook == "pre-commit":  # begun before the hook's imports, where it runs in place
+        staged = (take_staged() if cwd is None else None) or Staged(cwd)
     groups: list[list[RefUpdate]] = []
     if staged is not None:  # the list committed at HEAD decides; the staged one is judged
         judged = [CommittedIgnores(["HEAD", ""], cwd)]

@@ -69,6 +69,8 @@ def test_a_hook_asks_git_for_its_settings_once(repo: Path, tmp_path: Path) -> No
     # what it began, each would be asked twice.
     assert sum(" config -z --list" in argv for argv in started) == 3, started
     assert sum("rev-parse --git-common-dir" in argv for argv in started) == 2, started
+    # and pre-commit's staged paths, begun with them: asked once
+    assert sum(" diff --cached " in f"{argv} " for argv in started) == 1, started
 
 
 def test_what_a_hook_began_and_did_not_take_is_ended(repo: Path) -> None:
