@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
-from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
+from gitlocks.core.shard import record_shards
 from gitlocks.errors import RemoteError, UsageError
 from gitlocks.git.remote import lost_race
 from gitlocks.layout import (
@@ -35,6 +35,7 @@ from gitlocks.layout import (
 )
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
+from gitlocks.store.upgrade import sharded_markers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -408,14 +409,7 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
         tables[k] = table
         written[k] = str(store.write(was, [event], table))
     union = {i: v for k in sorted(tables) for i, v in tables[k].items()}
-    objects = store.objects
-    notice = objects.write_commit(
-        objects.write_tree([]),
-        [current] if current is not None else [],
-        SHARDED_NOTICE,
-        int(utcnow().timestamp()),
-    )
-    fmt = str(remote.repo.create_blob(format_blob(count)))
+    notice, fmt = sharded_markers(store.objects, current, count)
     leases = [
         f"--force-with-lease={JOURNAL_REF}:{current or ''}",
         f"--force-with-lease={FORMAT_REF}:",

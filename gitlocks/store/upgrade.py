@@ -24,6 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from gitlocks.git.objects import Objects
+
 
 @dataclass
 class ShardResult:
@@ -81,13 +83,7 @@ def shard(store: Store, count: int) -> ShardResult:
             k: remote.journal_store.write(journal, [{**event, "shards": count}], held)
             for k, held in split.items()
         }
-        notice = objects.write_commit(
-            objects.write_tree([]),
-            [journal] if journal is not None else [],
-            SHARDED_NOTICE,
-            int(utcnow().timestamp()),
-        )
-        fmt = str(remote.repo.create_blob(format_blob(count)))
+        notice, fmt = sharded_markers(objects, journal, count)
         leases = [f"--force-with-lease={JOURNAL_REF}:{journal or ''}"]
         leases.append(f"--force-with-lease={FORMAT_REF}:")
         leases += [f"--force-with-lease={SHARD_PREFIX}{k}:" for k in commits]
@@ -111,3 +107,16 @@ def shard(store: Store, count: int) -> ShardResult:
         else:
             remote.fetch()
         return ShardResult(remote.remote, count, len(table.refs))
+
+
+def sharded_markers(objects: Objects, parent: str | None, count: int) -> tuple[str, str]:
+    """What marks a remote's table as kept in ``count`` shards: the notice commit its
+    single journal ref moves to (on ``parent``, which every earlier version refuses to
+    write over), and the format blob."""
+    notice = objects.write_commit(
+        objects.write_tree([]),
+        [parent] if parent is not None else [],
+        SHARDED_NOTICE,
+        int(utcnow().timestamp()),
+    )
+    return str(notice), str(objects.write_blob(format_blob(count)))
