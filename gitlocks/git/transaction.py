@@ -29,6 +29,7 @@ class Transaction:
 
     def __init__(self, git_dir: str, message: str) -> None:
         self.names: tuple[str, ...] = ()  # what it moves, as its owner says
+        self.committed = False
         self.proc = start(
             ["--git-dir", git_dir, "update-ref", "-m", message, "--stdin"],
             env=Env.CLEAN,
@@ -59,9 +60,20 @@ class Transaction:
         self._send("prepare")
 
     def commit(self) -> None:
-        """Move every ref queued, all at once as far as readers of one ref can tell."""
+        """Move every ref queued, all at once as far as readers of one ref can tell.
+
+        Once git answers ``commit: ok`` the refs have moved (it answers after its
+        transaction is done), so git is left to end on its own and reaped later: waiting
+        for it to exit would add its exit to every write.
+        """
         self._send("commit")
-        self._close()
+        self.committed = True
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
 
     def drop(self) -> None:
         """Let a transaction that was never asked to move anything go, without waiting:
@@ -73,7 +85,10 @@ class Transaction:
                 pass
 
     def abort(self) -> None:
-        """Move nothing and let every lock go (safe to call at any point, more than once)."""
+        """Move nothing and let every lock go (safe to call at any point, more than once;
+        after ``commit``, nothing is left to let go)."""
+        if self.committed:
+            return
         if self.proc.returncode is None and self.proc.stdin is not None:
             try:
                 self.proc.stdin.write(b"abort\n")
