@@ -1,5 +1,9 @@
 import sys
 
-from gitlocks.main import main
+from gitlocks import bundle
+
+bundle.install()  # gitlocks' compiled modules read from one file (docs/design.md §9.12)
+
+from gitlocks.main import main  # noqa: E402
 
 sys.exit(main())

@@ -167,6 +167,9 @@ def _leave(code: int) -> None:
         sys.stderr.flush()
     except OSError:
         pass
+    bundle = sys.modules.get("gitlocks.bundle")
+    if bundle is not None:
+        bundle.refresh()  # after the answer: the next command reads an up-to-date bundle
     os._exit(code)
 
 

@@ -1,0 +1,241 @@
+"""gitlocks' compiled modules in one file, read in place of fifty ``.pyc`` files.
+
+A command imports about fifty of gitlocks' modules, and Python spends about as long finding
+and opening each one's ``.pyc`` as running it. The bundle (``__pycache__/bundle.<tag>.bin``
+in the package) holds the code of every module that has a ``.pyc``: the finder installed
+by ``install()`` reads a module's code from it with one ``pread`` (docs/design.md §9.12).
+
+The bundle changes nothing Python decides. Each entry keeps the source's modification
+time and size from its ``.pyc``, and the finder compares them with the source file's, as
+Python's own check of a ``.pyc`` does: a module edited since (an editable install) is
+imported as usual. The modules are the package's own files, with the loader of any
+``.py`` file (``SourceFileLoader``): tracebacks, ``inspect`` and package data see nothing
+different.
+
+The bundle is written by the command that found it missing or out of date, at its end,
+from the ``.pyc`` files Python wrote (``refresh``), and replaced atomically, so commands
+running at once read one whole version or none. Where ``__pycache__`` cannot be written,
+there is no bundle and modules import as usual.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+_external = sys.modules["_frozen_importlib_external"]  # importlib's own, loaded at startup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import CodeType, ModuleType
+
+    # A module's entry: its file below the package, whether it is a package, its source's
+    # modification time and size (as its .pyc recorded them), where its code starts in the
+    # bundle's body and how long it is.
+    Entry = tuple[str, bool, int, int, int, int]
+    from importlib.machinery import SourceFileLoader
+else:
+    SourceFileLoader = _external.SourceFileLoader
+
+
+FORMAT = b"gitlocks bundle 1\n"
+_HEADER = len(FORMAT) + 4 + 4  # the format, importlib's MAGIC_NUMBER, the index's length
+
+
+def _bundle_path(root: str) -> str:
+    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}.bin")
+
+
+class _Loader(SourceFileLoader):
+    """A ``.py`` file's loader whose code, when the bundle has it, comes from the bundle."""
+
+    def __init__(self, finder: BundleFinder, fullname: str, path: str) -> None:
+        super().__init__(fullname, path)
+        self.finder = finder
+
+    def get_code(self, fullname: str) -> CodeType | None:
+        code = self.finder.code(fullname)
+        return code if code is not None else super().get_code(fullname)
+
+
+class BundleFinder:
+    """The finder of ``gitlocks.*`` modules whose code the bundle holds, up to date."""
+
+    def __init__(self, root: str, fd: int, index: dict[str, Entry], base: int) -> None:
+        self.root = root
+        self.fd = fd
+        self.index = index
+        self.base = base
+        self.missed: list[str] = []  # modules not in the bundle, or edited since
+        self.ready: dict[str, Entry] = {}  # found, their code not yet read
+        self.served: list[str] = []  # modules whose code came from the bundle
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if not fullname.startswith("gitlocks."):
+            return None
+        entry = self.index.get(fullname)
+        if entry is None:
+            self.missed.append(fullname)
+            return None
+        relpath, package, mtime, size = entry[:4]
+        source = os.path.join(self.root, relpath)
+        try:
+            st = os.stat(source)
+        except OSError:
+            return None
+        if (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size):
+            self.missed.append(fullname)  # edited since the bundle was written
+            return None
+        self.ready[fullname] = entry
+        locations = [os.path.dirname(source)] if package else None
+        return _external.spec_from_file_location(  # type: ignore[no-any-return]
+            fullname,
+            source,
+            loader=_Loader(self, fullname, source),
+            submodule_search_locations=locations,
+        )
+
+    def code(self, fullname: str) -> CodeType | None:
+        entry = self.ready.pop(fullname, None)
+        if entry is None:
+            return None
+        offset, length = entry[4:6]
+        try:
+            data = os.pread(self.fd, length, self.base + offset)
+            code = marshal.loads(data) if len(data) == length else None
+        except (OSError, ValueError, EOFError, TypeError):
+            code = None
+        if code is None:  # a damaged bundle: the .pyc now, a new bundle at the end
+            self.missed.append(fullname)
+            return None
+        self.served.append(fullname)
+        return code  # type: ignore[no-any-return]
+
+
+def install() -> BundleFinder | None:
+    """Put the bundle's finder first on ``sys.meta_path`` (None: no usable bundle yet)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    for finder in sys.meta_path:
+        if isinstance(finder, BundleFinder):
+            return finder
+    try:
+        fd = os.open(_bundle_path(root), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        finder = BundleFinder(root, -1, {}, 0)
+    else:
+        finder = _open(root, fd)
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def _open(root: str, fd: int) -> BundleFinder:
+    head = os.pread(fd, 1 << 16, 0)
+    index: dict[str, Entry] = {}
+    base = 0
+    if head.startswith(FORMAT) and head[len(FORMAT) : len(FORMAT) + 4] == _external.MAGIC_NUMBER:
+        size = int.from_bytes(head[len(FORMAT) + 4 : _HEADER], "little")
+        raw = head[_HEADER : _HEADER + size]
+        if len(raw) < size:
+            raw += os.pread(fd, size - len(raw), _HEADER + len(raw))
+        try:
+            loaded = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            loaded = None
+        if isinstance(loaded, dict):
+            index = loaded
+            base = _HEADER + size
+    return BundleFinder(root, fd, index, base)
+
+
+def refresh() -> None:
+    """Write the bundle again if this process found a module missing from it or out of
+    date, and a ``.pyc`` now holds that module (so the next command finds it).
+
+    Only into a ``__pycache__`` that exists and can be written: the bundle is made of the
+    ``.pyc`` files there (which pip writes at install, even where Python is told to write
+    none on import), and it never adds a directory to the package.
+    """
+    finder = next((f for f in sys.meta_path if isinstance(f, BundleFinder)), None)
+    if finder is None or not (finder.missed or finder.fd < 0):
+        return
+    if not os.access(os.path.dirname(_bundle_path(finder.root)), os.W_OK):
+        return
+    # The first few missed are enough to tell: with none of them in a .pyc now (a module
+    # that does not exist, .pyc files checked by hash), a new bundle would change nothing.
+    wanted = finder.missed[:3] or ["gitlocks.main"]
+    if not any(_read_pyc(finder.root, name) is not None for name in wanted):
+        return
+    try:
+        write(finder.root)
+    except OSError:
+        pass  # a cache: without it, modules import as usual
+
+
+def _read_pyc(root: str, fullname: str) -> tuple[int, int, bytes] | None:
+    """``(mtime, size, code bytes)`` of a module's ``.pyc`` when it is current."""
+    relpath = _source_path(fullname)
+    for candidate in (relpath + ".py", os.path.join(relpath, "__init__.py")):
+        source = os.path.join(root, candidate)
+        try:
+            st = os.stat(source)
+            with open(_external.cache_from_source(source), "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if data[:4] != _external.MAGIC_NUMBER or int.from_bytes(data[4:8], "little") != 0:
+            return None  # another version's, or checked by hash: not ours to bundle
+        mtime = int.from_bytes(data[8:12], "little")
+        size = int.from_bytes(data[12:16], "little")
+        if (mtime, size) != (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF):
+            return None
+        return mtime, size, data[16:]
+    return None
+
+
+def _source_path(fullname: str) -> str:
+    return os.path.join(*fullname.split(".")[1:]) if "." in fullname else ""
+
+
+def write(root: str) -> None:
+    """Write the bundle of every module under ``root`` with a current ``.pyc``."""
+    index: dict[str, Entry] = {}
+    chunks: list[bytes] = []
+    offset = 0
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = os.path.relpath(dirpath, root)
+        parts = [] if rel == "." else rel.split(os.sep)
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            package = name == "__init__.py"
+            module = parts if package else [*parts, name[:-3]]
+            if not module:
+                continue  # the package itself: imported before the finder exists
+            fullname = ".".join(["gitlocks", *module])
+            found = _read_pyc(root, fullname)
+            if found is None:
+                continue
+            mtime, size, code = found
+            relpath = os.path.join(*parts, name) if parts else name
+            index[fullname] = (relpath, package, mtime, size, offset, len(code))
+            chunks.append(code)
+            offset += len(code)
+    raw = marshal.dumps(index)
+    data = b"".join([FORMAT, _external.MAGIC_NUMBER, len(raw).to_bytes(4, "little"), raw, *chunks])
+    path = _bundle_path(root)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

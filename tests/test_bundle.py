@@ -1,0 +1,197 @@
+"""The bundle of compiled modules: a command reads gitlocks' code from one file, and never
+code other than what Python would have imported.
+
+Each case runs a copy of the package (its own ``__pycache__``), in fresh processes started
+with ``-S`` so that nothing but the copy can be imported as ``gitlocks``.
+"""
+
+from __future__ import annotations
+
+import compileall
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gitlocks
+
+PACKAGE = Path(gitlocks.__file__).parent
+
+# A command's imports as the installed script does them, then what the finder saw.
+PROBE = """
+import json, sys
+from gitlocks import bundle
+finder = bundle.install()
+import gitlocks.main, gitlocks.layout, gitlocks.store.local
+from gitlocks import layout
+print(json.dumps({
+    "index": len(finder.index), "served": finder.served, "missed": finder.missed,
+    "edited": getattr(layout, "EDITED", None), "prefix": layout.LOCK_PREFIX,
+    "file": gitlocks.store.local.__file__, "cached": gitlocks.store.local.__cached__,
+    "package": gitlocks.store.__path__,
+}))
+bundle.refresh()
+"""
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """A copy of the package with a ``.pyc`` for each module (as pip installs it)."""
+    root = tmp_path / "site"
+    shutil.copytree(PACKAGE, root / "gitlocks", ignore=shutil.ignore_patterns("__pycache__"))
+    assert compileall.compile_dir(
+        root / "gitlocks",
+        quiet=1,
+        invalidation_mode=compileall.py_compile.PycInvalidationMode.TIMESTAMP,
+    )
+    return root
+
+
+def probe(root: Path, *flags: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, "-S", *flags, "-c", PROBE],
+        env={**env, "PYTHONPATH": str(root)},
+        cwd=root,  # not the project's directory, whose package "-c" would import
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def bundle_of(root: Path) -> Path:
+    return root / "gitlocks" / "__pycache__" / f"bundle.{sys.implementation.cache_tag}.bin"
+
+
+def test_the_first_command_writes_the_bundle_and_the_next_reads_every_module_from_it(
+    copy: Path,
+) -> None:
+    first = probe(copy)
+    assert first["index"] == 0 and first["served"] == []
+    assert bundle_of(copy).is_file()
+    second = probe(copy)
+    assert second["missed"] == []
+    assert {"gitlocks.main", "gitlocks.layout", "gitlocks.store.local"} <= set(second["served"])  # type: ignore[arg-type]
+    # Modules read from the bundle are the package's files, as Python would have them.
+    assert second["file"] == str(copy / "gitlocks" / "store" / "local.py")
+    assert second["cached"] == first["cached"]
+    assert second["package"] == [str(copy / "gitlocks" / "store")]
+
+
+@pytest.mark.parametrize("same_size", [False, True])
+def test_a_module_edited_since_is_imported_from_its_source(copy: Path, same_size: bool) -> None:
+    probe(copy)
+    layout = copy / "gitlocks" / "layout.py"
+    text = layout.read_text()
+    if same_size:  # one character changed: only the modification time tells
+        edited = text.replace('"refs/agent-locks/"', '"refs/agent-lockz/"', 1)
+        assert len(edited) == len(text) and edited != text
+        st = os.stat(layout)
+        layout.write_text(edited)
+        os.utime(layout, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+        changed = ("prefix", "refs/agent-lockz/")
+    else:
+        layout.write_text(text + "\nEDITED = True\n")
+        changed = ("edited", True)
+    key, value = changed
+    edited_run = probe(copy, "-B")  # no .pyc written: the bundle cannot learn it
+    assert edited_run[key] == value
+    assert "gitlocks.layout" in edited_run["missed"]  # type: ignore[operator]
+    assert "gitlocks.layout" not in edited_run["served"]  # type: ignore[operator]
+    assert probe(copy, "-B")[key] == value  # still from source, every time
+    probe(copy)  # writes the .pyc, then the bundle with it
+    last = probe(copy)
+    assert last[key] == value and last["missed"] == []
+    assert "gitlocks.layout" in last["served"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["empty", "truncated", "header", "index", "other python"],
+)
+def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: str) -> None:
+    probe(copy)
+    path = bundle_of(copy)
+    data = path.read_bytes()
+    if damage == "empty":
+        data = b""
+    elif damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "header":
+        data = b"not a bundle\n" + data[20:]
+    elif damage == "index":
+        head = len(b"gitlocks bundle 1\n") + 8
+        data = data[:head] + b"\xff" * 64 + data[head + 64 :]
+    else:
+        head = len(b"gitlocks bundle 1\n")
+        data = data[:head] + b"\x00\x00\x0d\x0a" + data[head + 4 :]
+    path.write_bytes(data)
+    damaged = probe(copy)
+    assert damaged["edited"] is None  # the command ran, on the package's own code
+    if damage == "truncated":  # what the first half holds is still read from it
+        assert damaged["served"] and "gitlocks.store.local" in damaged["missed"]  # type: ignore[operator]
+    else:
+        assert damaged["served"] == []
+    again = probe(copy)
+    assert again["missed"] == [] and "gitlocks.store.local" in again["served"]  # type: ignore[operator]
+
+
+def test_no_pycache_no_bundle(copy: Path) -> None:
+    """Without ``__pycache__`` (Python told to write no bytecode) there is nothing to bundle,
+    and no directory is added to the package."""
+    for cache in list((copy / "gitlocks").rglob("__pycache__")):
+        shutil.rmtree(cache)
+    first = probe(copy, "-B")
+    assert first["served"] == [] and first["edited"] is None
+    assert not list((copy / "gitlocks").rglob("__pycache__"))
+
+
+def test_pyc_files_checked_by_hash_are_not_bundled(copy: Path) -> None:
+    """A ``.pyc`` checked by its source's hash (reproducible builds) says nothing of the
+    source's time: such modules are imported as usual, and no run writes a bundle for
+    nothing."""
+    for cache in list((copy / "gitlocks").rglob("__pycache__")):
+        shutil.rmtree(cache)
+    compileall.compile_dir(
+        copy / "gitlocks",
+        quiet=1,
+        invalidation_mode=compileall.py_compile.PycInvalidationMode.CHECKED_HASH,
+    )
+    probe(copy)
+    assert not bundle_of(copy).exists()
+    assert probe(copy)["served"] == []
+
+
+def test_commands_refreshing_at_once_leave_one_whole_bundle(copy: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-S", "-c", PROBE],
+            env={**env, "PYTHONPATH": str(copy)},
+            cwd=copy,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(8)
+    ]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert not [p for p in bundle_of(copy).parent.iterdir() if p.name.endswith(".tmp")]
+    after = probe(copy)
+    assert after["missed"] == [] and "gitlocks.main" in after["served"]  # type: ignore[operator]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes where the mode says it may not")
+def test_a_pycache_that_cannot_be_written_gets_no_bundle(copy: Path) -> None:
+    cache = copy / "gitlocks" / "__pycache__"
+    cache.chmod(0o555)
+    try:
+        assert probe(copy)["served"] == []
+        assert not bundle_of(copy).exists()
+    finally:
+        cache.chmod(0o755)
