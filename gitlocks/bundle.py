@@ -31,10 +31,11 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import CodeType, ModuleType
 
-    # A module's entry: its file below the package, whether it is a package, its source's
+    # A module's entry: whether it is a package (its file is then <name>/__init__.py, else
+    # <name>.py, below the package), its source's
     # modification time and size (as its .pyc recorded them), where its code starts in the
     # bundle's body and how long it is.
-    Entry = tuple[str, bool, int, int, int, int]
+    Entry = tuple[bool, int, int, int, int]
     from importlib.machinery import SourceFileLoader
 else:
     SourceFileLoader = _external.SourceFileLoader
@@ -44,7 +45,13 @@ FORMAT = b"gitlocks bundle 1\n"
 _HEADER = len(FORMAT) + 4 + 4  # the format, importlib's MAGIC_NUMBER, the index's length
 
 
+# A finder's ``fd`` when it has no bundle open: none could be opened (one is written at the
+# end), or one was left unread this time (nothing is written).
+_MISSING, _PASSED_OVER = -1, -2
+
+
 def _bundle_path(root: str) -> str:
+    """Where the bundle of the package at ``root`` lives, for this Python."""
     return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}.bin")
 
 
@@ -81,13 +88,21 @@ class BundleFinder:
         if entry is None:
             self.missed.append(fullname)
             return None
-        relpath, package, mtime, size = entry[:4]
-        source = os.path.join(self.root, relpath)
         try:
+            package, mtime, size, _, _ = entry
+            relpath = _source_path(fullname)
+            source = (
+                os.path.join(self.root, relpath, "__init__.py")
+                if package
+                else (os.path.join(self.root, relpath + ".py"))
+            )
             st = os.stat(source)
+            stale = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size)
         except OSError:
-            return None
-        if (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size):
+            return None  # no source: not ours to find
+        except (TypeError, ValueError):
+            stale = True  # an entry of another shape: the bundle is not one we wrote
+        if stale:
             self.missed.append(fullname)  # edited since the bundle was written
             return None
         self.ready[fullname] = entry
@@ -103,17 +118,20 @@ class BundleFinder:
         entry = self.ready.pop(fullname, None)
         if entry is None:
             return None
-        offset, length = entry[4:6]
+        offset, length = entry[3:5]
         try:
             data = os.pread(self.fd, length, self.base + offset)
             code = marshal.loads(data) if len(data) == length else None
-        except (OSError, ValueError, EOFError, TypeError):
+        except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError):
             code = None
-        if code is None:  # a damaged bundle: the .pyc now, a new bundle at the end
+        if type(code) is not _CODE:  # a damaged bundle: the .pyc now, a new one at the end
             self.missed.append(fullname)
             return None
         self.served.append(fullname)
-        return code  # type: ignore[no-any-return]
+        return code
+
+
+_CODE = type(_bundle_path.__code__)  # types.CodeType, without importing types
 
 
 def install() -> BundleFinder | None:
@@ -125,7 +143,14 @@ def install() -> BundleFinder | None:
     try:
         fd = os.open(_bundle_path(root), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        finder = BundleFinder(root, -1, {}, 0)
+        fd = -1
+    if 0 <= fd <= 2:
+        # A standard stream our caller closed: the command opens the null device there
+        # (main.py), and the bundle must not take its number. Modules import as usual.
+        os.close(fd)
+        finder = BundleFinder(root, _PASSED_OVER, {}, 0)
+    elif fd < 0:
+        finder = BundleFinder(root, _MISSING, {}, 0)
     else:
         finder = _open(root, fd)
     sys.meta_path.insert(0, finder)
@@ -133,17 +158,20 @@ def install() -> BundleFinder | None:
 
 
 def _open(root: str, fd: int) -> BundleFinder:
-    head = os.pread(fd, 1 << 16, 0)
+    try:
+        head = os.pread(fd, 1 << 16, 0)
+    except OSError:  # not a file (a directory in its place)
+        head = b""
     index: dict[str, Entry] = {}
     base = 0
     if head.startswith(FORMAT) and head[len(FORMAT) : len(FORMAT) + 4] == _external.MAGIC_NUMBER:
         size = int.from_bytes(head[len(FORMAT) + 4 : _HEADER], "little")
         raw = head[_HEADER : _HEADER + size]
-        if len(raw) < size:
-            raw += os.pread(fd, size - len(raw), _HEADER + len(raw))
         try:
+            if len(raw) < size:
+                raw += os.pread(fd, size - len(raw), _HEADER + len(raw))
             loaded = marshal.loads(raw)
-        except (ValueError, EOFError, TypeError):
+        except (OSError, ValueError, EOFError, TypeError):
             loaded = None
         if isinstance(loaded, dict):
             index = loaded
@@ -160,7 +188,9 @@ def refresh() -> None:
     none on import), and it never adds a directory to the package.
     """
     finder = next((f for f in sys.meta_path if isinstance(f, BundleFinder)), None)
-    if finder is None or not (finder.missed or finder.fd < 0):
+    if finder is None or finder.fd == _PASSED_OVER:
+        return
+    if not (finder.missed or finder.fd == _MISSING):
         return
     if not os.access(os.path.dirname(_bundle_path(finder.root)), os.W_OK):
         return
@@ -221,8 +251,7 @@ def write(root: str) -> None:
             if found is None:
                 continue
             mtime, size, code = found
-            relpath = os.path.join(*parts, name) if parts else name
-            index[fullname] = (relpath, package, mtime, size, offset, len(code))
+            index[fullname] = (package, mtime, size, offset, len(code))
             chunks.append(code)
             offset += len(code)
     raw = marshal.dumps(index)

@@ -8,7 +8,9 @@ with ``-S`` so that nothing but the copy can be imported as ``gitlocks``.
 from __future__ import annotations
 
 import compileall
+import importlib.util
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -114,7 +116,7 @@ def test_a_module_edited_since_is_imported_from_its_source(copy: Path, same_size
 
 @pytest.mark.parametrize(
     "damage",
-    ["empty", "truncated", "header", "index", "other python"],
+    ["empty", "truncated", "header", "index", "other python", "entries", "not code"],
 )
 def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: str) -> None:
     probe(copy)
@@ -129,9 +131,25 @@ def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: s
     elif damage == "index":
         head = len(b"gitlocks bundle 1\n") + 8
         data = data[:head] + b"\xff" * 64 + data[head + 64 :]
-    else:
+    elif damage == "other python":
         head = len(b"gitlocks bundle 1\n")
         data = data[:head] + b"\x00\x00\x0d\x0a" + data[head + 4 :]
+    else:  # well formed, holding what no bundle of ours would
+        from gitlocks import bundle
+
+        index: dict[str, object] = {"gitlocks.main": "main.py", "gitlocks.layout": (1, 2)}
+        body = marshal.dumps(12345)
+        for name in ("gitlocks.store", "gitlocks.store.local", "gitlocks.errors"):
+            index[name] = (name != "gitlocks.store.local", 0, 0, 0, len(body))
+        if damage == "not code":  # each entry as its source says, its code an int
+            for name in index:
+                src = copy / "gitlocks" / name.removeprefix("gitlocks.").replace(".", "/")
+                package = src.is_dir()
+                st = os.stat(src / "__init__.py" if package else src.with_suffix(".py"))
+                index[name] = (package, int(st.st_mtime), st.st_size, 0, len(body))
+        raw = marshal.dumps(index)
+        magic = importlib.util.MAGIC_NUMBER
+        data = bundle.FORMAT + magic + len(raw).to_bytes(4, "little") + raw + body
     path.write_bytes(data)
     damaged = probe(copy)
     assert damaged["edited"] is None  # the command ran, on the package's own code

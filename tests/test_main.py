@@ -76,3 +76,48 @@ def test_a_sigchld_ignored_by_the_parent_still_reads_git_s_exit_codes(tmp_path: 
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 2
     assert "is not a git repository" in proc.stderr
+
+
+# The installed script, run with a stand-in ``gitlocks.main`` that reports the collector.
+_GC_PROBE = """
+import gc, runpy, sys, types
+stand_in = types.ModuleType("gitlocks.main")
+stand_in.main = lambda: print(gc.isenabled()) or 0
+sys.modules["gitlocks.main"] = stand_in
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("script", ["installed", "module"])
+def test_a_command_runs_without_the_cycle_collector(tmp_path: Path, script: str) -> None:
+    """A command lives for milliseconds: the script turns the collector off before its
+    imports (its cost grows with the objects a large table makes)."""
+    import gitlocks
+
+    path = SCRIPT if script == "installed" else Path(gitlocks.__file__).parent / "__main__.py"
+    done = subprocess.run([sys.executable, "-c", _GC_PROBE, str(path)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_long_lived_verbs_turn_the_collector_back_on(repo: Path) -> None:
+    """mcp and watch run for hours: each turns the collector on as it starts."""
+    import gc
+
+    from gitlocks.main import main
+
+    for args in (["mcp"], ["watch", "--timeout", "1s"]):
+        gc.disable()
+        try:
+            saved = sys.stdin
+            sys.stdin = open(os.devnull)  # noqa: SIM115 - the MCP client goes away at once
+            try:
+                main(args)
+            finally:
+                sys.stdin.close()
+                sys.stdin = saved
+            assert gc.isenabled(), args
+        finally:
+            gc.enable()

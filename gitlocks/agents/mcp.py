@@ -383,6 +383,9 @@ def mend(line: bytes) -> bytes:
 
 def serve(root: str, tools: dict[str, Tool]) -> None:
     """Run the server of ``tools`` on stdio until the client goes away."""
+    import gc
+
+    gc.enable()  # a long-lived process: the command's script left the collector off
     # Imported here: only the server speaks the protocol (the tool table and a call don't).
     from gitlocks import __version__
     from gitlocks.agents.jsonrpc import Connection

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 
@@ -87,6 +88,7 @@ def watch(
 
     Example: git alock watch --interval 1
     """
+    gc.enable()  # a long-lived process: the command's script left the collector off
     every = poll_interval(interval)
     stop_after = whole_number(count, "--count") if count is not None else None
     store = Store.discover()

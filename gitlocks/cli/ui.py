@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -31,6 +32,7 @@ def ui(
     """
     if not 0 <= port <= 65535:
         raise UsageError(f"invalid --port {port}: from 1 to 65535 (0: any free port)")
+    gc.enable()  # a long-lived process: the command's script left the collector off
     ctx = context(None)
     server, board = ui_server.start(ctx, port)
     cleanup: Callable[[], None] = lambda: None  # noqa: E731
