@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from operator import itemgetter
 
 from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime, timedelta, timezone
@@ -18,7 +19,10 @@ from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 FORMAT = 1
 _DURATION_UNITS = "dhms"  # in the order they may be written: 1d2h3m4s
@@ -37,6 +41,30 @@ HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
 def is_lock_id(text: str) -> bool:
     """``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``: a lock's id, the last component of its ref."""
     return 0 < len(text) <= 64 and text[0] in ALNUM and made_of(text, NAME_CHARS)
+
+
+_NAME_BYTES, _ALNUM_BYTES = NAME_CHARS.encode(), ALNUM.encode()
+
+
+def lock_ids_only(table: Mapping[str, T]) -> dict[str, T]:
+    """The entries of ``table`` whose key is a lock id (``is_lock_id``). A table of lock ids
+    alone (every table gitlocks writes) is checked whole: its keys' characters together,
+    then their lengths and first characters, each in one pass of C."""
+    names = list(table)
+    try:
+        joined = "".join(names).encode("ascii")
+        firsts = "".join(map(itemgetter(0), names)).encode("ascii")
+        lengths = set(map(len, names))
+    except (TypeError, UnicodeEncodeError, IndexError):  # not text, not ASCII, or empty
+        pass
+    else:
+        if (
+            not joined.translate(None, _NAME_BYTES)
+            and not firsts.translate(None, _ALNUM_BYTES)
+            and (not lengths or max(lengths) <= 64)
+        ):
+            return dict(table)
+    return {k: v for k, v in table.items() if is_lock_id(k)}
 
 
 def is_generated_id(text: str) -> bool:

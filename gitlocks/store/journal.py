@@ -20,7 +20,7 @@ from gitlocks.core import journal, jsontext
 from gitlocks.core.dates import datetime, timezone
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.plain import Row
-from gitlocks.core.record import is_lock_id
+from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
@@ -174,7 +174,7 @@ class Journal:
         text = journal.message(events, seq)
         commit = self.objects.write_commit(tree, [parent] if parent else [], text, when)
         # The table it carries is the one just written: no need to read it back.
-        self._tables[commit] = {i: oid for i, oid in refs.items() if is_lock_id(i)}
+        self._tables[commit] = lock_ids_only(refs)
         return commit
 
     def view(
@@ -198,7 +198,7 @@ class Journal:
         text = journal.message([marker, *events], seq)
         tree = self.tree(None, refs)
         commit = self.objects.write_commit(tree, [parent] if parent else [], text, int(time.time()))
-        self._tables[commit] = {i: oid for i, oid in refs.items() if is_lock_id(i)}
+        self._tables[commit] = lock_ids_only(refs)
         return commit
 
     def view_tips(self, oid: str | None) -> dict[int, str | None] | None:

@@ -14,6 +14,8 @@ from gitlocks.core.record import (
     RecordError,
     canonical_time,
     format_time,
+    is_lock_id,
+    lock_ids_only,
     parse_time,
 )
 
@@ -126,3 +128,23 @@ def test_the_date_types_are_datetime_s_own() -> None:
     assert dates.datetime is module.datetime
     assert dates.timedelta is module.timedelta
     assert dates.timezone is module.timezone
+
+
+# Keys near and far from lock ids: every rule of ``is_lock_id`` broken alone, and any text.
+KEYS = st.one_of(
+    st.text(alphabet="aZ09._-/é\n ", max_size=70),
+    st.text(max_size=5),
+    st.sampled_from(["", "a" * 64, "a" * 65, ".a", "-a", "_a", "a.", "A-b_c.d", "a\n", "\uff41"]),
+)
+
+
+@given(st.dictionaries(KEYS, st.integers(), max_size=8))
+@example({"a" * 64: 1, "b": 2})
+@example({"a" * 65: 1, "b": 2})
+@example({"": 1, "b": 2})
+@example({".a": 1, "b": 2})
+def test_lock_ids_only_keeps_what_is_lock_id_keeps(table: dict[str, int]) -> None:
+    """The whole-table check answers as ``is_lock_id`` asked of each key, in order."""
+    kept = lock_ids_only(table)
+    expected = {k: v for k, v in table.items() if is_lock_id(k)}
+    assert kept == expected and list(kept) == list(expected)
