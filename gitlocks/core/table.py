@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
+from itertools import repeat
 
 from gitlocks.core import jsontext
 from gitlocks.core.dates import timedelta
@@ -585,15 +586,27 @@ def _decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     if not (
         type(reasons) is dict
         and all(type(c) is list and len(c) == len(oids) for c in (*strings, parents, landing))
-        and all(set(map(type, c)) <= {str} for c in strings)
-        and set(map(type, parents)) <= {str, type(None)}
+        and all(_all_text(c) for c in strings)
+        and _all_text([p for p in parents if p is not None])
         and set(map(type, landing)) <= {bool}
-        and set(map(type, reasons.values())) <= {str}
+        and _all_text(list(reasons.values()))
     ):
         return {}
     # buckets never hold a newline: patterns refuse control characters
     split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))
     found: dict[str, Verdict] = dict(reasons)
-    made = map(Summary, ids, holders, parents, expiries, split, landing)
+    # Each summary made as its fields' tuple directly (a Row is a tuple): the class's own
+    # __new__ would run once a summary, in Python.
+    fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
+    made = map(tuple.__new__, repeat(Summary), fields)
     found.update(zip(oids, made, strict=True))
     return found
+
+
+def _all_text(values: list[object]) -> bool:
+    """Whether every one of ``values`` is a ``str`` (joining them says so, in C)."""
+    try:
+        "".join(values)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
