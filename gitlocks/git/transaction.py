@@ -29,6 +29,7 @@ class Transaction:
 
     def __init__(self, git_dir: str, message: str) -> None:
         self.names: tuple[str, ...] = ()  # what it moves, as its owner says
+        self.message = message  # its reflog message
         self.committed = False
         self.proc = start(
             ["--git-dir", git_dir, "update-ref", "-m", message, "--stdin"],

@@ -23,6 +23,8 @@ from gitlocks.store.local import Store
 PACK_AFTER = 256  # loose refs written at once, past which refs are packed
 _NUMBERED = LOCAL_JOURNAL_REF + "-"  # then a number: a kept local journal
 
+VIEW_MESSAGE = "gitlocks remote"  # the reflog message of the local view's writes
+
 
 class Mirror(Store):
     """The local half of a remote store (attributes set by ``RemoteStore.__init__``)."""
@@ -183,7 +185,7 @@ class Mirror(Store):
         if not updates:
             return
         try:
-            self.ref_writer().write(updates, message="gitlocks remote")
+            self.ref_writer().write(updates, message=VIEW_MESSAGE)
         except StoreError as exc:
             raise RemoteError(f"cannot update the local view of the lock remote: {exc}") from exc
         finally:

@@ -59,12 +59,12 @@ SPARE_MESSAGE = "gitlocks"  # the reflog message of a write's own transactions
 class Spares:
     """``with Spares(git_dir, n) as spares:`` ``n`` transactions started before a write
     reads the table and decides (the files backend takes two, reftable one), for its
-    ``RefWriter`` to take: git gets going meanwhile, and nothing is locked before
-    ``prepare`` (docs/design.md §8). Those not taken (a write that changes nothing) are let
-    go at the end."""
+    ``RefWriter`` to take for a write with the same reflog ``message``: git gets going
+    meanwhile, and nothing is locked before ``prepare`` (docs/design.md §8). Those not
+    taken (a write that changes nothing) are let go at the end."""
 
-    def __init__(self, git_dir: str, count: int) -> None:
-        self.items = [Transaction(git_dir, SPARE_MESSAGE) for _ in range(count)]
+    def __init__(self, git_dir: str, count: int, message: str = SPARE_MESSAGE) -> None:
+        self.items = [Transaction(git_dir, message) for _ in range(count)]
 
     def __enter__(self) -> list[Transaction]:
         return self.items
@@ -168,7 +168,9 @@ class RefWriter:
         old: Mapping[str, str | None],
         message: str,
     ) -> Transaction:
-        spare = self.spares.pop() if self.spares and message == SPARE_MESSAGE else None
+        spare = next((t for t in reversed(self.spares) if t.message == message), None)
+        if spare is not None:
+            self.spares.remove(spare)
         tx = spare or Transaction(self.git_dir, message)
         tx.names = tuple(names)
         for name in names:

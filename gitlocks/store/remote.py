@@ -49,7 +49,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
 )
 from gitlocks.store.listing import Listing
-from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
+from gitlocks.store.mirror import PACK_AFTER, VIEW_MESSAGE, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
@@ -246,7 +246,14 @@ class RemoteStore(ShardedPush):
     # --- writing ----------------------------------------------------------------------------
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
-        with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
+        from gitlocks.store.refs import Spares  # a write's
+
+        # The local view's transactions for after the push, started now: they wait on
+        # another core while the push is out (docs/design.md §8).
+        with (
+            self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout),
+            Spares(self.git_dir, 1 if self.reftable else 2, VIEW_MESSAGE) as self._spares,
+        ):
             now = format_time(utcnow())
             waiting = [r for r in self.unpushed() if r.expires_at > now]
             if waiting:

@@ -584,3 +584,29 @@ def test_a_remote_name_is_read_as_its_pattern(parts: list[str]) -> None:
         and ".." not in name
     )
     assert _is_remote_name(name) == expected
+
+
+def test_a_remote_claim_starts_its_view_transactions_before_its_push(tmp_path: Path) -> None:
+    """The local view's two update-ref transactions are started before the push and taken
+    after it: no other update-ref runs, and the view holds the claim."""
+    import json
+
+    from support.cli import alock_process
+
+    bare = make_bare(tmp_path / "shared.git")
+    clone = make_clone(bare.as_uri(), tmp_path / "clone")
+    trace = tmp_path / "trace.json"
+    done = alock_process(
+        clone, "acquire", "src/**", env={"AGENT_ID": "a1", "GIT_TRACE2_EVENT": str(trace)}
+    )
+    assert done.code == 0, done
+    started = [
+        json.loads(line)["argv"]
+        for line in trace.read_text().splitlines()
+        if json.loads(line)["event"] == "start"
+    ]
+    names = [" ".join(argv[1:4]) for argv in started]
+    updates = [i for i, argv in enumerate(started) if "update-ref" in argv]
+    push = next(i for i, argv in enumerate(started) if "push" in argv)
+    assert len(updates) == 2 and max(updates) < push, names
+    assert alock(clone, "list", AGENT_ID="a2").out.count("src/**") == 1
