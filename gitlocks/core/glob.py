@@ -13,7 +13,7 @@ compared many times.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from _bisect import bisect_right  # bisect.py re-exports it
 
 from gitlocks.core.plain import memo, plain
 from gitlocks.core.text import first_control

@@ -9,7 +9,6 @@ overwritten by a mirror (docs/design.md, section 9).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
@@ -235,8 +234,8 @@ def read_sync_times(store: Store) -> dict[str, float]:
     found = {}
     for key, value in data.items():
         try:
-            if isinstance(value, (int, float)) and math.isfinite(float(value)):
-                found[key] = float(value)
+            if isinstance(value, (int, float)) and float(value) - float(value) == 0.0:
+                found[key] = float(value)  # finite: NaN and infinities give NaN above
         except OverflowError:
             continue
     return found
