@@ -15,7 +15,7 @@ from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.layout import IGNORE_FILE
 from gitlocks.render import locks as render
 from gitlocks.render.identity import SHORT_LIVED, short_lived
-from gitlocks.service import landing, lifecycle, locks, typos
+from gitlocks.service import lifecycle, locks, typos
 
 app = verbs()
 MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
@@ -56,6 +56,8 @@ def acquire(
     life = lifetime(ctx, ttl)
     branch = None
     if until_merged is not None:
+        from gitlocks.service import landing  # only for a claim that waits on a merge
+
         wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
         branch = landing.check_branch(ctx.store, wanted)
     root = str(ctx.store.root)

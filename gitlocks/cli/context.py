@@ -14,7 +14,6 @@ from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
-from gitlocks.service import landing
 from gitlocks.service.context import Context, open_context
 
 TYPE_CHECKING = False
@@ -45,8 +44,13 @@ def context(as_id: str | None, *, fresh: bool = False, land: bool = False) -> Co
 
 def _land(ctx: Context) -> None:
     """Release landed claims before a read; a read still answers if that write fails."""
-    if not landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
-        return  # the cheap question: no claim of this machine waits (summaries only)
+    table = ctx.store.read_table()
+    if not table.landing():
+        return  # the cheap question: no claim waits on a merge (summaries only)
+    from gitlocks.service import landing  # only when some claim waits
+
+    if not landing.waiting_branches(table, ctx.host_id):
+        return  # none of this machine's
     from gitlocks.service.remote import land_waiting  # only when some claim waits
 
     try:
