@@ -155,3 +155,48 @@ def test_verdicts_of_a_bad_shape_are_none() -> None:
     for doc in bad:
         assert decode_verdicts(json.dumps(doc).encode()) == {}, doc
     assert decode_verdicts(b"{") == {} and decode_verdicts(b"") == {}
+
+
+# What may be kept of a blob: its own summary, another record's, why it is none, nothing.
+KEPT = st.sampled_from(["own", "own", "own", "other", "reason", "none"])
+
+
+@settings(max_examples=300)
+@given(st.lists(KEPT, min_size=0, max_size=8))
+def test_a_table_read_whole_from_its_summaries_is_the_table_read_ref_by_ref(
+    kept: list[str],
+) -> None:
+    """When every blob has its own kept summary, ``lazy_table`` checks the whole table at
+    once; its table is the one read ref by ref (every blob read and judged afresh): the
+    same summaries, refs, problems and records. Any other blob sends it ref by ref."""
+    from gitlocks.core.table import _all_summarised, lazy_table
+    from gitlocks.layout import LOCK_PREFIX
+
+    made = [record(n, HOLDERS[n % 3], PATHS[n % 5 : n % 5 + 1], STAMPS[n % 3], None)
+            for n in range(len(kept))]  # fmt: skip
+    blobs = {f"{n:040x}": r.to_json() for n, r in enumerate(made)}
+    refs = [(LOCK_PREFIX + r.id, oid) for r, oid in zip(made, blobs, strict=True)]
+    known: dict[str, Verdict] = {}
+    for oid, r, what in zip(blobs, made, kept, strict=True):
+        if what == "own":
+            known[oid] = Summary.of(r)
+        elif what == "other":
+            known[oid] = Summary.of(r)._replace(id=f"{r.id}x")
+        elif what == "reason":
+            known[oid] = "not a record"
+
+    def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        return {oid: (blobs[oid], "blob") for oid in oids}
+
+    def load(known: dict[str, Verdict]) -> Table:
+        table, _ = lazy_table(refs, known=known, read=read, version="v", ignore_case=False)
+        return table
+
+    whole = kept and all(what == "own" for what in kept)
+    assert (_all_summarised(refs, known) is not None) == bool(whole)
+    if whole:
+        got, judged = load(known), load({})
+        assert got.refs == judged.refs and got.problems == judged.problems == []
+        assert got.summaries == judged.summaries
+        assert list(got.summaries) == [r.id for r in made]
+        assert [got.records[i] for i in got.summaries] == made
