@@ -85,17 +85,13 @@ def lazy_table(
     The one loader of the lock table, for the store, the remote and the hooks alike.
     """
     refs = list(refs)
+    unknown = sorted({oid for _, oid in refs if oid not in known})
+    data = read(unknown) if unknown else {}
     fresh: dict[str, Verdict] = {}
     parsed: dict[str, LockRecord] = {}
     problems: list[Problem] = []
-    whole = _all_summarised(refs, known)
-    if whole is not None:  # the common case, checked for the whole table at once
-        blobs, summaries = whole
-        refs = []
-    else:
-        summaries, blobs = {}, {}
-    unknown = sorted({oid for _, oid in refs if oid not in known})
-    data = read(unknown) if unknown else {}
+    summaries: dict[str, Summary] = {}
+    blobs: dict[str, str] = {}
     cut, get = len(LOCK_PREFIX), known.get
     for ref, oid in refs:
         lock_id = ref[cut:]
@@ -122,47 +118,6 @@ def lazy_table(
         else:
             summaries[lock_id] = verdict
 
-    records = LazyRecords(summaries, _loader(read, blobs, summaries, distrust), parsed)
-    table = Table(
-        version=version,
-        ignore_case=ignore_case,
-        records=records,
-        problems=sorted(problems),  # by ref: in whatever order the refs came
-        refs=blobs,
-        skew=skew,
-        summaries=summaries,
-    )
-    return table, fresh
-
-
-_id_of = attrgetter("id")
-
-
-def _all_summarised(
-    refs: list[tuple[str, str]], known: Mapping[str, Verdict]
-) -> tuple[dict[str, str], dict[str, Summary]] | None:
-    """``(blobs, summaries)`` by lock id when every ref's blob has a kept summary of a
-    record of its own id (a table read before, changed by a few writes at most); None
-    otherwise, for ``lazy_table`` to go ref by ref. Each step is one pass in C."""
-    if not refs:
-        return None
-    names, oids = zip(*refs, strict=True)
-    cut = len(LOCK_PREFIX)
-    lock_ids = [name[cut:] for name in names]
-    verdicts = list(map(known.get, oids))
-    if set(map(type, verdicts)) != {Summary} or list(map(_id_of, verdicts)) != lock_ids:
-        return None
-    return dict(zip(lock_ids, oids, strict=True)), dict(zip(lock_ids, verdicts, strict=True))
-
-
-def _loader(
-    read: Reader,
-    blobs: dict[str, str],
-    summaries: dict[str, Summary],
-    distrust: Callable[[], None] | None,
-) -> Callable[[list[str]], dict[str, LockRecord]]:
-    """The reader of whole records for ``LazyRecords``: each checked against its summary."""
-
     def load_many(ids: list[str]) -> dict[str, LockRecord]:
         found = read([blobs[i] for i in ids])
         records = {}
@@ -179,7 +134,17 @@ def _loader(
             records[lock_id] = record
         return records
 
-    return load_many
+    records = LazyRecords(summaries, load_many, parsed)
+    table = Table(
+        version=version,
+        ignore_case=ignore_case,
+        records=records,
+        problems=sorted(problems),  # by ref: in whatever order the refs came
+        refs=blobs,
+        skew=skew,
+        summaries=summaries,
+    )
+    return table, fresh
 
 
 def record_entries(record: LockRecord) -> list[ScopeEntry]:
