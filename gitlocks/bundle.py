@@ -258,8 +258,12 @@ def write(root: str) -> None:
     data = b"".join([FORMAT, _external.MAGIC_NUMBER, len(raw).to_bytes(4, "little"), raw, *chunks])
     path = _bundle_path(root)
     tmp = f"{path}.{os.getpid()}.tmp"
+    # The mode Python gives a .pyc, its source's (the package's own file): the umask alone
+    # (0, or the one a shared repository sets) would let others write code every user runs.
+    mode = _external._calc_mode(os.path.join(root, "__init__.py")) & 0o666
     try:
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError:

@@ -13,6 +13,7 @@ import json
 import marshal
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,34 @@ def test_a_pycache_that_cannot_be_written_gets_no_bundle(copy: Path) -> None:
         assert not bundle_of(copy).exists()
     finally:
         cache.chmod(0o755)
+
+
+def command(root: Path, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed script run on the copy at ``root`` (whose package comes first on the
+    path), in ``cwd``."""
+    script = Path(sys.executable).parent / "git-alock"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        env={**base, "PYTHONPATH": str(root), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_shared_repository_s_umask_gives_the_bundle_the_mode_of_a_pyc(
+    copy: Path, repo: Path
+) -> None:
+    """A shared repository's umask (0 for ``0666``) is the command's when it writes the
+    bundle at its end: the bundle gets the mode Python gives a ``.pyc`` (its source's), so
+    nobody who may not write the package's code can write the code every user runs."""
+    subprocess.run(["git", "config", "core.sharedRepository", "0666"], cwd=repo, check=True)
+    command(copy, repo, "list")
+    source = copy / "gitlocks" / "main.py"
+    pyc = Path(importlib.util.cache_from_source(str(source)))
+    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) == stat.S_IMODE(pyc.stat().st_mode)
+    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) & 0o022 == 0
