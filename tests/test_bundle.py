@@ -12,11 +12,13 @@ import importlib.util
 import json
 import marshal
 import os
+import py_compile
 import shutil
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,12 +51,12 @@ def copy(tmp_path: Path) -> Path:
     assert compileall.compile_dir(
         root / "gitlocks",
         quiet=1,
-        invalidation_mode=compileall.py_compile.PycInvalidationMode.TIMESTAMP,
+        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
     )
     return root
 
 
-def probe(root: Path, *flags: str) -> dict[str, object]:
+def probe(root: Path, *flags: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     done = subprocess.run(
         [sys.executable, "-S", *flags, "-c", PROBE],
@@ -65,7 +67,7 @@ def probe(root: Path, *flags: str) -> dict[str, object]:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
@@ -81,7 +83,7 @@ def test_the_first_command_writes_the_bundle_and_the_next_reads_every_module_fro
     assert bundle_of(copy).is_file()
     second = probe(copy)
     assert second["missed"] == []
-    assert {"gitlocks.main", "gitlocks.layout", "gitlocks.store.local"} <= set(second["served"])  # type: ignore[arg-type]
+    assert {"gitlocks.main", "gitlocks.layout", "gitlocks.store.local"} <= set(second["served"])
     # Modules read from the bundle are the package's files, as Python would have them.
     assert second["file"] == str(copy / "gitlocks" / "store" / "local.py")
     assert second["cached"] == first["cached"]
@@ -99,20 +101,20 @@ def test_a_module_edited_since_is_imported_from_its_source(copy: Path, same_size
         st = os.stat(layout)
         layout.write_text(edited)
         os.utime(layout, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
-        changed = ("prefix", "refs/agent-lockz/")
+        changed: tuple[str, object] = ("prefix", "refs/agent-lockz/")
     else:
         layout.write_text(text + "\nEDITED = True\n")
         changed = ("edited", True)
     key, value = changed
     edited_run = probe(copy, "-B")  # no .pyc written: the bundle cannot learn it
     assert edited_run[key] == value
-    assert "gitlocks.layout" in edited_run["missed"]  # type: ignore[operator]
-    assert "gitlocks.layout" not in edited_run["served"]  # type: ignore[operator]
+    assert "gitlocks.layout" in edited_run["missed"]
+    assert "gitlocks.layout" not in edited_run["served"]
     assert probe(copy, "-B")[key] == value  # still from source, every time
     probe(copy)  # writes the .pyc, then the bundle with it
     last = probe(copy)
     assert last[key] == value and last["missed"] == []
-    assert "gitlocks.layout" in last["served"]  # type: ignore[operator]
+    assert "gitlocks.layout" in last["served"]
 
 
 @pytest.mark.parametrize(
@@ -155,11 +157,11 @@ def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: s
     damaged = probe(copy)
     assert damaged["edited"] is None  # the command ran, on the package's own code
     if damage == "truncated":  # what the first half holds is still read from it
-        assert damaged["served"] and "gitlocks.store.local" in damaged["missed"]  # type: ignore[operator]
+        assert damaged["served"] and "gitlocks.store.local" in damaged["missed"]
     else:
         assert damaged["served"] == []
     again = probe(copy)
-    assert again["missed"] == [] and "gitlocks.store.local" in again["served"]  # type: ignore[operator]
+    assert again["missed"] == [] and "gitlocks.store.local" in again["served"]
 
 
 def test_no_pycache_no_bundle(copy: Path) -> None:
@@ -181,7 +183,7 @@ def test_pyc_files_checked_by_hash_are_not_bundled(copy: Path) -> None:
     compileall.compile_dir(
         copy / "gitlocks",
         quiet=1,
-        invalidation_mode=compileall.py_compile.PycInvalidationMode.CHECKED_HASH,
+        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
     )
     probe(copy)
     assert not bundle_of(copy).exists()
@@ -202,7 +204,7 @@ def test_commands_refreshing_at_once_leave_one_whole_bundle(copy: Path) -> None:
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert not [p for p in bundle_of(copy).parent.iterdir() if p.name.endswith(".tmp")]
     after = probe(copy)
-    assert after["missed"] == [] and "gitlocks.main" in after["served"]  # type: ignore[operator]
+    assert after["missed"] == [] and "gitlocks.main" in after["served"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes where the mode says it may not")
