@@ -51,8 +51,11 @@ _MISSING, _PASSED_OVER = -1, -2
 
 
 def _bundle_path(root: str) -> str:
-    """Where the bundle of the package at ``root`` lives, for this Python."""
-    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}.bin")
+    """Where the bundle of the package at ``root`` lives, for this Python and its level of
+    optimization (``-O`` and ``-OO`` have ``.pyc`` files of their own, so bundles too)."""
+    level = sys.flags.optimize
+    opt = f".opt-{level}" if level else ""
+    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}{opt}.bin")
 
 
 class _Loader(SourceFileLoader):

@@ -37,7 +37,7 @@ print(json.dumps({
     "index": len(finder.index), "served": finder.served, "missed": finder.missed,
     "edited": getattr(layout, "EDITED", None), "prefix": layout.LOCK_PREFIX,
     "file": gitlocks.store.local.__file__, "cached": gitlocks.store.local.__cached__,
-    "package": gitlocks.store.__path__,
+    "package": gitlocks.store.__path__, "docs": gitlocks.main._leave.__doc__ is not None,
 }))
 bundle.refresh()
 """
@@ -247,3 +247,19 @@ def test_a_shared_repository_s_umask_gives_the_bundle_the_mode_of_a_pyc(
     pyc = Path(importlib.util.cache_from_source(str(source)))
     assert stat.S_IMODE(bundle_of(copy).stat().st_mode) == stat.S_IMODE(pyc.stat().st_mode)
     assert stat.S_IMODE(bundle_of(copy).stat().st_mode) & 0o022 == 0
+
+
+def test_a_run_with_docstrings_stripped_leaves_no_bundle_of_them_for_the_others(
+    copy: Path,
+) -> None:
+    """``-OO`` (``PYTHONOPTIMIZE=2``) imports ``.pyc`` files of its own, without docstrings
+    or asserts: the bundle it writes from them is its own too. Others read theirs, with
+    the docstrings a verb's help is made of."""
+    stripped = probe(copy, "-OO")
+    assert stripped["docs"] is False
+    assert not bundle_of(copy).exists()
+    probe(copy, "-OO")  # reads the bundle of its own
+    assert probe(copy)["docs"] is True
+    again = probe(copy)
+    assert again["docs"] is True and "gitlocks.main" in again["served"]
+    assert probe(copy, "-OO")["docs"] is False
