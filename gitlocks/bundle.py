@@ -20,6 +20,7 @@ there is no bundle and modules import as usual.
 
 from __future__ import annotations
 
+import _imp
 import marshal
 import os
 import sys
@@ -67,7 +68,12 @@ class _Loader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType | None:
         code = self.finder.code(fullname)
-        return code if code is not None else super().get_code(fullname)
+        if code is None:
+            return super().get_code(fullname)
+        # Compiled where the file was then (a package copied or moved since, with its
+        # __pycache__): named after the file it is now, as Python names a .pyc's code.
+        _imp._fix_co_filename(code, self.path)  # type: ignore[attr-defined]  # importlib's own
+        return code
 
 
 class BundleFinder:

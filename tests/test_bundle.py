@@ -38,6 +38,7 @@ print(json.dumps({
     "edited": getattr(layout, "EDITED", None), "prefix": layout.LOCK_PREFIX,
     "file": gitlocks.store.local.__file__, "cached": gitlocks.store.local.__cached__,
     "package": gitlocks.store.__path__, "docs": gitlocks.main._leave.__doc__ is not None,
+    "code": gitlocks.main._leave.__code__.co_filename,
 }))
 bundle.refresh()
 """
@@ -263,3 +264,18 @@ def test_a_run_with_docstrings_stripped_leaves_no_bundle_of_them_for_the_others(
     again = probe(copy)
     assert again["docs"] is True and "gitlocks.main" in again["served"]
     assert probe(copy, "-OO")["docs"] is False
+
+
+def test_a_package_moved_with_its_bundle_names_its_own_files_in_tracebacks(
+    copy: Path, tmp_path: Path
+) -> None:
+    """Code compiled where the package was before it was copied with its ``__pycache__``
+    (times kept, as ``cp -a`` keeps them) names the files where they are now, as Python
+    names a ``.pyc``'s: tracebacks and ``inspect`` read the package's own files."""
+    probe(copy)
+    moved = tmp_path / "moved"
+    shutil.copytree(copy, moved)  # with the modification times
+    shutil.rmtree(copy)
+    there = probe(moved)
+    assert "gitlocks.main" in there["served"]
+    assert there["code"] == str(moved / "gitlocks" / "main.py")
