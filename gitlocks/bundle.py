@@ -180,7 +180,7 @@ def _open(root: str, fd: int) -> BundleFinder:
             if len(raw) < size:
                 raw += os.pread(fd, size - len(raw), _HEADER + len(raw))
             loaded = marshal.loads(raw)
-        except (OSError, ValueError, EOFError, TypeError):
+        except (OSError, ValueError, EOFError, TypeError, MemoryError):
             loaded = None
         if isinstance(loaded, dict):
             index = loaded

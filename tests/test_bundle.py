@@ -57,10 +57,10 @@ def copy(tmp_path: Path) -> Path:
     return root
 
 
-def probe(root: Path, *flags: str) -> dict[str, Any]:
+def probe(root: Path, *flags: str, before: str = "") -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     done = subprocess.run(
-        [sys.executable, "-S", *flags, "-c", PROBE],
+        [sys.executable, "-S", *flags, "-c", before + PROBE],
         env={**env, "PYTHONPATH": str(root)},
         cwd=root,  # not the project's directory, whose package "-c" would import
         capture_output=True,
@@ -279,3 +279,21 @@ def test_a_package_moved_with_its_bundle_names_its_own_files_in_tracebacks(
     there = probe(moved)
     assert "gitlocks.main" in there["served"]
     assert there["code"] == str(moved / "gitlocks" / "main.py")
+
+
+def test_a_bundle_claiming_an_index_of_gigabytes_is_passed_over_where_memory_is_limited(
+    copy: Path,
+) -> None:
+    """A damaged length of the index (4 GB) is more than a process with a limit on its
+    memory (``ulimit -v``) may ask for: the bundle is passed over and written again, the
+    command not stopped before it starts, nor every command after it."""
+    probe(copy)
+    path = bundle_of(copy)
+    data = path.read_bytes()
+    head = len(b"gitlocks bundle 1\n") + 4
+    path.write_bytes(data[:head] + b"\xff\xff\xff\xff" + data[head + 4 :])
+    limited = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    damaged = probe(copy, before=limited)
+    assert damaged["served"] == [] and damaged["edited"] is None
+    again = probe(copy, before=limited)
+    assert again["missed"] == [] and "gitlocks.main" in again["served"]
