@@ -214,10 +214,16 @@ def refresh() -> None:
         pass  # a cache: without it, modules import as usual
 
 
-def _read_pyc(root: str, fullname: str) -> tuple[int, int, bytes] | None:
-    """``(mtime, size, code bytes)`` of a module's ``.pyc`` when it is current."""
+def _read_pyc(
+    root: str, fullname: str, package: bool | None = None
+) -> tuple[int, int, bytes] | None:
+    """``(mtime, size, code bytes)`` of a module's ``.pyc`` when it is current: of its
+    ``__init__.py`` or its ``<name>.py`` as ``package`` says (None: either)."""
     relpath = _source_path(fullname)
-    for candidate in (relpath + ".py", os.path.join(relpath, "__init__.py")):
+    candidates: tuple[str, ...] = (os.path.join(relpath, "__init__.py"), relpath + ".py")
+    if package is not None:
+        candidates = candidates[:1] if package else candidates[1:]
+    for candidate in candidates:  # in Python's order: a package before a module
         source = os.path.join(root, candidate)
         try:
             st = os.stat(source)
@@ -256,7 +262,9 @@ def write(root: str) -> None:
             if not module:
                 continue  # the package itself: imported before the finder exists
             fullname = ".".join(["gitlocks", *module])
-            found = _read_pyc(root, fullname)
+            if not package and os.path.isfile(os.path.join(dirpath, name[:-3], "__init__.py")):
+                continue  # a package of that name beside it is what Python imports
+            found = _read_pyc(root, fullname, package)
             if found is None:
                 continue
             mtime, size, code = found

@@ -297,3 +297,24 @@ def test_a_bundle_claiming_an_index_of_gigabytes_is_passed_over_where_memory_is_
     assert damaged["served"] == [] and damaged["edited"] is None
     again = probe(copy, before=limited)
     assert again["missed"] == [] and "gitlocks.main" in again["served"]
+
+
+def test_a_package_beside_a_module_of_its_name_is_bundled_as_python_imports_it(
+    copy: Path,
+) -> None:
+    """``layout/__init__.py`` beside ``layout.py`` (a module turned into a package, the old
+    file left behind) is what Python imports: the bundle holds the package's code, never
+    the module's under the package's name, even when their times and sizes are the same."""
+    module = copy / "gitlocks" / "layout.py"
+    text = module.read_text()
+    (copy / "gitlocks" / "layout").mkdir()
+    package = copy / "gitlocks" / "layout" / "__init__.py"
+    package.write_text(text.replace('"refs/agent-locks/"', '"refs/agent-lockz/"', 1))
+    st = os.stat(module)
+    os.utime(package, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(package).st_size == st.st_size
+    compileall.compile_dir(copy / "gitlocks" / "layout", quiet=1)
+    assert probe(copy)["prefix"] == "refs/agent-lockz/"  # Python's own import
+    again = probe(copy)
+    assert again["prefix"] == "refs/agent-lockz/" and "gitlocks.layout" in again["served"]
+    assert again["missed"] == []
