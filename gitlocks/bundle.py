@@ -127,11 +127,11 @@ class BundleFinder:
         entry = self.ready.pop(fullname, None)
         if entry is None:
             return None
-        offset, length = entry[3:5]
         try:
+            offset, length = entry[3:5]
             data = os.pread(self.fd, length, self.base + offset)
             code = marshal.loads(data) if len(data) == length else None
-        except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError):
+        except (OSError, ValueError, EOFError, TypeError, KeyError, OverflowError, MemoryError):
             code = None
         if type(code) is not _CODE:  # a damaged bundle: the .pyc now, a new one at the end
             self.missed.append(fullname)

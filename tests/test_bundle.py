@@ -120,7 +120,7 @@ def test_a_module_edited_since_is_imported_from_its_source(copy: Path, same_size
 
 @pytest.mark.parametrize(
     "damage",
-    ["empty", "truncated", "header", "index", "other python", "entries", "not code"],
+    ["empty", "truncated", "header", "index", "other python", "entries", "not code", "mapping"],
 )
 def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: str) -> None:
     probe(copy)
@@ -145,12 +145,16 @@ def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: s
         body = marshal.dumps(12345)
         for name in ("gitlocks.store", "gitlocks.store.local", "gitlocks.errors"):
             index[name] = (name != "gitlocks.store.local", 0, 0, 0, len(body))
-        if damage == "not code":  # each entry as its source says, its code an int
+        if damage in ("not code", "mapping"):  # each entry as its source says
             for name in index:
                 src = copy / "gitlocks" / name.removeprefix("gitlocks.").replace(".", "/")
                 package = src.is_dir()
                 st = os.stat(src / "__init__.py" if package else src.with_suffix(".py"))
-                index[name] = (package, int(st.st_mtime), st.st_size, 0, len(body))
+                if damage == "not code":  # its code an int
+                    index[name] = (package, int(st.st_mtime), st.st_size, 0, len(body))
+                else:  # a dict whose keys are the entry (its offset not 0, False's twin)
+                    entry = (package, int(st.st_mtime), st.st_size, 7, len(body))
+                    index[name] = dict.fromkeys(entry)
         raw = marshal.dumps(index)
         magic = importlib.util.MAGIC_NUMBER
         data = bundle.FORMAT + magic + len(raw).to_bytes(4, "little") + raw + body
