@@ -108,7 +108,7 @@ class BundleFinder:
             st = os.stat(source)
             stale = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size)
         except OSError:
-            return None  # no source: not ours to find
+            stale = True  # no such file now (a module made a package, or the reverse, or gone)
         except (TypeError, ValueError):
             stale = True  # an entry of another shape: the bundle is not one we wrote
         if stale:

@@ -322,3 +322,18 @@ def test_a_package_beside_a_module_of_its_name_is_bundled_as_python_imports_it(
     again = probe(copy)
     assert again["prefix"] == "refs/agent-lockz/" and "gitlocks.layout" in again["served"]
     assert again["missed"] == []
+
+
+def test_a_module_turned_into_a_package_is_bundled_again(copy: Path) -> None:
+    """``layout.py`` moved to ``layout/__init__.py``: Python imports the package, and the
+    command writes the bundle again, which the next one reads it from."""
+    probe(copy)
+    base = copy / "gitlocks"
+    (base / "layout").mkdir()
+    (base / "layout.py").rename(base / "layout" / "__init__.py")
+    compileall.compile_dir(base / "layout", quiet=1)
+    moved = probe(copy)
+    assert moved["prefix"] == "refs/agent-locks/"
+    assert "gitlocks.layout" not in moved["served"] and "gitlocks.layout" in moved["missed"]
+    again = probe(copy)
+    assert "gitlocks.layout" in again["served"] and again["missed"] == []
