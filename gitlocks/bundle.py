@@ -283,7 +283,7 @@ def write(root: str) -> None:
         with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except OSError:
+    except BaseException:  # an error, or Ctrl-C: no temporary file left in the package
         try:
             os.unlink(tmp)
         except OSError:

@@ -337,3 +337,32 @@ def test_a_module_turned_into_a_package_is_bundled_again(copy: Path) -> None:
     assert "gitlocks.layout" not in moved["served"] and "gitlocks.layout" in moved["missed"]
     again = probe(copy)
     assert "gitlocks.layout" in again["served"] and again["missed"] == []
+
+
+def test_ctrl_c_while_the_bundle_is_written_ends_the_command_as_it_answered(
+    copy: Path, repo: Path
+) -> None:
+    """The bundle is written after the answer: Ctrl-C then (here, as the file is put in
+    place) leaves the command's exit code, no traceback and no temporary file."""
+    script = Path(sys.executable).parent / "git-alock"
+    interrupted = (
+        "import os, runpy, sys\n"
+        "def replace(*args):\n"
+        "    raise KeyboardInterrupt\n"
+        "os.replace = replace\n"
+        f"sys.argv = [{str(script)!r}, 'list']\n"
+        f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, "-c", interrupted],
+        cwd=repo,
+        env={**base, "PYTHONPATH": str(copy)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "no locks\n"
+    assert not bundle_of(copy).exists()
+    assert not [p for p in bundle_of(copy).parent.iterdir() if p.name.endswith(".tmp")]
