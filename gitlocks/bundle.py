@@ -107,6 +107,8 @@ class BundleFinder:
             )
             st = os.stat(source)
             stale = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size)
+            if not (package or stale):  # a package of its name, made since, is what Python
+                stale = os.path.isfile(os.path.join(self.root, relpath, "__init__.py"))
         except OSError:
             stale = True  # no such file now (a module made a package, or the reverse, or gone)
         except (TypeError, ValueError):
@@ -227,10 +229,13 @@ def _read_pyc(
         source = os.path.join(root, candidate)
         try:
             st = os.stat(source)
+        except OSError:
+            continue  # no such file: the next one is what Python imports
+        try:
             with open(_external.cache_from_source(source), "rb") as f:
                 data = f.read()
         except OSError:
-            continue
+            return None
         if data[:4] != _external.MAGIC_NUMBER or int.from_bytes(data[4:8], "little") != 0:
             return None  # another version's, or checked by hash: not ours to bundle
         mtime = int.from_bytes(data[8:12], "little")

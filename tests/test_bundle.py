@@ -303,12 +303,16 @@ def test_a_bundle_claiming_an_index_of_gigabytes_is_passed_over_where_memory_is_
     assert again["missed"] == [] and "gitlocks.main" in again["served"]
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
 def test_a_package_beside_a_module_of_its_name_is_bundled_as_python_imports_it(
-    copy: Path,
+    copy: Path, when: str
 ) -> None:
     """``layout/__init__.py`` beside ``layout.py`` (a module turned into a package, the old
     file left behind) is what Python imports: the bundle holds the package's code, never
-    the module's under the package's name, even when their times and sizes are the same."""
+    the module's under the package's name, even when their times and sizes are the same;
+    a bundle of the module, written before the package was made, is not read for it."""
+    if when == "after":
+        assert probe(copy)["prefix"] == "refs/agent-locks/"
     module = copy / "gitlocks" / "layout.py"
     text = module.read_text()
     (copy / "gitlocks" / "layout").mkdir()
