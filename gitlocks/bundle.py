@@ -20,6 +20,7 @@ there is no bundle and modules import as usual.
 
 from __future__ import annotations
 
+import _imp
 import marshal
 import os
 import sys
@@ -51,8 +52,11 @@ _MISSING, _PASSED_OVER = -1, -2
 
 
 def _bundle_path(root: str) -> str:
-    """Where the bundle of the package at ``root`` lives, for this Python."""
-    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}.bin")
+    """Where the bundle of the package at ``root`` lives, for this Python and its level of
+    optimization (``-O`` and ``-OO`` have ``.pyc`` files of their own, so bundles too)."""
+    level = sys.flags.optimize
+    opt = f".opt-{level}" if level else ""
+    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}{opt}.bin")
 
 
 class _Loader(SourceFileLoader):
@@ -64,7 +68,12 @@ class _Loader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType | None:
         code = self.finder.code(fullname)
-        return code if code is not None else super().get_code(fullname)
+        if code is None:
+            return super().get_code(fullname)
+        # Compiled where the file was then (a package copied or moved since, with its
+        # __pycache__): named after the file it is now, as Python names a .pyc's code.
+        _imp._fix_co_filename(code, self.path)  # type: ignore[attr-defined]  # importlib's own
+        return code
 
 
 class BundleFinder:
@@ -98,8 +107,10 @@ class BundleFinder:
             )
             st = os.stat(source)
             stale = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size)
+            if not (package or stale):  # a package of its name, made since, is what Python
+                stale = os.path.isfile(os.path.join(self.root, relpath, "__init__.py"))
         except OSError:
-            return None  # no source: not ours to find
+            stale = True  # no such file now (a module made a package, or the reverse, or gone)
         except (TypeError, ValueError):
             stale = True  # an entry of another shape: the bundle is not one we wrote
         if stale:
@@ -118,11 +129,11 @@ class BundleFinder:
         entry = self.ready.pop(fullname, None)
         if entry is None:
             return None
-        offset, length = entry[3:5]
         try:
+            offset, length = entry[3:5]
             data = os.pread(self.fd, length, self.base + offset)
             code = marshal.loads(data) if len(data) == length else None
-        except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError):
+        except (OSError, ValueError, EOFError, TypeError, KeyError, OverflowError, MemoryError):
             code = None
         if type(code) is not _CODE:  # a damaged bundle: the .pyc now, a new one at the end
             self.missed.append(fullname)
@@ -171,7 +182,7 @@ def _open(root: str, fd: int) -> BundleFinder:
             if len(raw) < size:
                 raw += os.pread(fd, size - len(raw), _HEADER + len(raw))
             loaded = marshal.loads(raw)
-        except (OSError, ValueError, EOFError, TypeError):
+        except (OSError, ValueError, EOFError, TypeError, MemoryError):
             loaded = None
         if isinstance(loaded, dict):
             index = loaded
@@ -205,17 +216,26 @@ def refresh() -> None:
         pass  # a cache: without it, modules import as usual
 
 
-def _read_pyc(root: str, fullname: str) -> tuple[int, int, bytes] | None:
-    """``(mtime, size, code bytes)`` of a module's ``.pyc`` when it is current."""
+def _read_pyc(
+    root: str, fullname: str, package: bool | None = None
+) -> tuple[int, int, bytes] | None:
+    """``(mtime, size, code bytes)`` of a module's ``.pyc`` when it is current: of its
+    ``__init__.py`` or its ``<name>.py`` as ``package`` says (None: either)."""
     relpath = _source_path(fullname)
-    for candidate in (relpath + ".py", os.path.join(relpath, "__init__.py")):
+    candidates: tuple[str, ...] = (os.path.join(relpath, "__init__.py"), relpath + ".py")
+    if package is not None:
+        candidates = candidates[:1] if package else candidates[1:]
+    for candidate in candidates:  # in Python's order: a package before a module
         source = os.path.join(root, candidate)
         try:
             st = os.stat(source)
+        except OSError:
+            continue  # no such file: the next one is what Python imports
+        try:
             with open(_external.cache_from_source(source), "rb") as f:
                 data = f.read()
         except OSError:
-            continue
+            return None
         if data[:4] != _external.MAGIC_NUMBER or int.from_bytes(data[4:8], "little") != 0:
             return None  # another version's, or checked by hash: not ours to bundle
         mtime = int.from_bytes(data[8:12], "little")
@@ -247,7 +267,9 @@ def write(root: str) -> None:
             if not module:
                 continue  # the package itself: imported before the finder exists
             fullname = ".".join(["gitlocks", *module])
-            found = _read_pyc(root, fullname)
+            if not package and os.path.isfile(os.path.join(dirpath, name[:-3], "__init__.py")):
+                continue  # a package of that name beside it is what Python imports
+            found = _read_pyc(root, fullname, package)
             if found is None:
                 continue
             mtime, size, code = found
@@ -258,11 +280,15 @@ def write(root: str) -> None:
     data = b"".join([FORMAT, _external.MAGIC_NUMBER, len(raw).to_bytes(4, "little"), raw, *chunks])
     path = _bundle_path(root)
     tmp = f"{path}.{os.getpid()}.tmp"
+    # The mode Python gives a .pyc, its source's (the package's own file): the umask alone
+    # (0, or the one a shared repository sets) would let others write code every user runs.
+    mode = _external._calc_mode(os.path.join(root, "__init__.py")) & 0o666
     try:
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except OSError:
+    except BaseException:  # an error, or Ctrl-C: no temporary file left in the package
         try:
             os.unlink(tmp)
         except OSError:

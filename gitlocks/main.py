@@ -169,7 +169,10 @@ def _leave(code: int) -> None:
         pass
     bundle = sys.modules.get("gitlocks.bundle")
     if bundle is not None:
-        bundle.refresh()  # after the answer: the next command reads an up-to-date bundle
+        try:
+            bundle.refresh()  # after the answer: the next command reads an up-to-date bundle
+        except KeyboardInterrupt:
+            pass  # Ctrl-C once the answer is given: the bundle is a cache, the command done
     os._exit(code)
 
 

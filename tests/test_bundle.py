@@ -12,10 +12,13 @@ import importlib.util
 import json
 import marshal
 import os
+import py_compile
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +37,8 @@ print(json.dumps({
     "index": len(finder.index), "served": finder.served, "missed": finder.missed,
     "edited": getattr(layout, "EDITED", None), "prefix": layout.LOCK_PREFIX,
     "file": gitlocks.store.local.__file__, "cached": gitlocks.store.local.__cached__,
-    "package": gitlocks.store.__path__,
+    "package": gitlocks.store.__path__, "docs": gitlocks.main._leave.__doc__ is not None,
+    "code": gitlocks.main._leave.__code__.co_filename,
 }))
 bundle.refresh()
 """
@@ -48,15 +52,15 @@ def copy(tmp_path: Path) -> Path:
     assert compileall.compile_dir(
         root / "gitlocks",
         quiet=1,
-        invalidation_mode=compileall.py_compile.PycInvalidationMode.TIMESTAMP,
+        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
     )
     return root
 
 
-def probe(root: Path, *flags: str) -> dict[str, object]:
+def probe(root: Path, *flags: str, before: str = "") -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     done = subprocess.run(
-        [sys.executable, "-S", *flags, "-c", PROBE],
+        [sys.executable, "-S", *flags, "-c", before + PROBE],
         env={**env, "PYTHONPATH": str(root)},
         cwd=root,  # not the project's directory, whose package "-c" would import
         capture_output=True,
@@ -64,7 +68,7 @@ def probe(root: Path, *flags: str) -> dict[str, object]:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
@@ -80,7 +84,7 @@ def test_the_first_command_writes_the_bundle_and_the_next_reads_every_module_fro
     assert bundle_of(copy).is_file()
     second = probe(copy)
     assert second["missed"] == []
-    assert {"gitlocks.main", "gitlocks.layout", "gitlocks.store.local"} <= set(second["served"])  # type: ignore[arg-type]
+    assert {"gitlocks.main", "gitlocks.layout", "gitlocks.store.local"} <= set(second["served"])
     # Modules read from the bundle are the package's files, as Python would have them.
     assert second["file"] == str(copy / "gitlocks" / "store" / "local.py")
     assert second["cached"] == first["cached"]
@@ -98,25 +102,25 @@ def test_a_module_edited_since_is_imported_from_its_source(copy: Path, same_size
         st = os.stat(layout)
         layout.write_text(edited)
         os.utime(layout, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
-        changed = ("prefix", "refs/agent-lockz/")
+        changed: tuple[str, object] = ("prefix", "refs/agent-lockz/")
     else:
         layout.write_text(text + "\nEDITED = True\n")
         changed = ("edited", True)
     key, value = changed
     edited_run = probe(copy, "-B")  # no .pyc written: the bundle cannot learn it
     assert edited_run[key] == value
-    assert "gitlocks.layout" in edited_run["missed"]  # type: ignore[operator]
-    assert "gitlocks.layout" not in edited_run["served"]  # type: ignore[operator]
+    assert "gitlocks.layout" in edited_run["missed"]
+    assert "gitlocks.layout" not in edited_run["served"]
     assert probe(copy, "-B")[key] == value  # still from source, every time
     probe(copy)  # writes the .pyc, then the bundle with it
     last = probe(copy)
     assert last[key] == value and last["missed"] == []
-    assert "gitlocks.layout" in last["served"]  # type: ignore[operator]
+    assert "gitlocks.layout" in last["served"]
 
 
 @pytest.mark.parametrize(
     "damage",
-    ["empty", "truncated", "header", "index", "other python", "entries", "not code"],
+    ["empty", "truncated", "header", "index", "other python", "entries", "not code", "mapping"],
 )
 def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: str) -> None:
     probe(copy)
@@ -141,12 +145,16 @@ def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: s
         body = marshal.dumps(12345)
         for name in ("gitlocks.store", "gitlocks.store.local", "gitlocks.errors"):
             index[name] = (name != "gitlocks.store.local", 0, 0, 0, len(body))
-        if damage == "not code":  # each entry as its source says, its code an int
+        if damage in ("not code", "mapping"):  # each entry as its source says
             for name in index:
                 src = copy / "gitlocks" / name.removeprefix("gitlocks.").replace(".", "/")
                 package = src.is_dir()
                 st = os.stat(src / "__init__.py" if package else src.with_suffix(".py"))
-                index[name] = (package, int(st.st_mtime), st.st_size, 0, len(body))
+                if damage == "not code":  # its code an int
+                    index[name] = (package, int(st.st_mtime), st.st_size, 0, len(body))
+                else:  # a dict whose keys are the entry (its offset not 0, False's twin)
+                    entry = (package, int(st.st_mtime), st.st_size, 7, len(body))
+                    index[name] = dict.fromkeys(entry)
         raw = marshal.dumps(index)
         magic = importlib.util.MAGIC_NUMBER
         data = bundle.FORMAT + magic + len(raw).to_bytes(4, "little") + raw + body
@@ -154,11 +162,11 @@ def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: s
     damaged = probe(copy)
     assert damaged["edited"] is None  # the command ran, on the package's own code
     if damage == "truncated":  # what the first half holds is still read from it
-        assert damaged["served"] and "gitlocks.store.local" in damaged["missed"]  # type: ignore[operator]
+        assert damaged["served"] and "gitlocks.store.local" in damaged["missed"]
     else:
         assert damaged["served"] == []
     again = probe(copy)
-    assert again["missed"] == [] and "gitlocks.store.local" in again["served"]  # type: ignore[operator]
+    assert again["missed"] == [] and "gitlocks.store.local" in again["served"]
 
 
 def test_no_pycache_no_bundle(copy: Path) -> None:
@@ -180,7 +188,7 @@ def test_pyc_files_checked_by_hash_are_not_bundled(copy: Path) -> None:
     compileall.compile_dir(
         copy / "gitlocks",
         quiet=1,
-        invalidation_mode=compileall.py_compile.PycInvalidationMode.CHECKED_HASH,
+        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
     )
     probe(copy)
     assert not bundle_of(copy).exists()
@@ -201,7 +209,7 @@ def test_commands_refreshing_at_once_leave_one_whole_bundle(copy: Path) -> None:
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert not [p for p in bundle_of(copy).parent.iterdir() if p.name.endswith(".tmp")]
     after = probe(copy)
-    assert after["missed"] == [] and "gitlocks.main" in after["served"]  # type: ignore[operator]
+    assert after["missed"] == [] and "gitlocks.main" in after["served"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes where the mode says it may not")
@@ -213,3 +221,152 @@ def test_a_pycache_that_cannot_be_written_gets_no_bundle(copy: Path) -> None:
         assert not bundle_of(copy).exists()
     finally:
         cache.chmod(0o755)
+
+
+def command(root: Path, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed script run on the copy at ``root`` (whose package comes first on the
+    path), in ``cwd``."""
+    script = Path(sys.executable).parent / "git-alock"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        env={**base, "PYTHONPATH": str(root), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_shared_repository_s_umask_gives_the_bundle_the_mode_of_a_pyc(
+    copy: Path, repo: Path
+) -> None:
+    """A shared repository's umask (0 for ``0666``) is the command's when it writes the
+    bundle at its end: the bundle gets the mode Python gives a ``.pyc`` (its source's), so
+    nobody who may not write the package's code can write the code every user runs."""
+    subprocess.run(["git", "config", "core.sharedRepository", "0666"], cwd=repo, check=True)
+    command(copy, repo, "list")
+    source = copy / "gitlocks" / "main.py"
+    pyc = Path(importlib.util.cache_from_source(str(source)))
+    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) == stat.S_IMODE(pyc.stat().st_mode)
+    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) & 0o022 == 0
+
+
+def test_a_run_with_docstrings_stripped_leaves_no_bundle_of_them_for_the_others(
+    copy: Path,
+) -> None:
+    """``-OO`` (``PYTHONOPTIMIZE=2``) imports ``.pyc`` files of its own, without docstrings
+    or asserts: the bundle it writes from them is its own too. Others read theirs, with
+    the docstrings a verb's help is made of."""
+    stripped = probe(copy, "-OO")
+    assert stripped["docs"] is False
+    assert not bundle_of(copy).exists()
+    probe(copy, "-OO")  # reads the bundle of its own
+    assert probe(copy)["docs"] is True
+    again = probe(copy)
+    assert again["docs"] is True and "gitlocks.main" in again["served"]
+    assert probe(copy, "-OO")["docs"] is False
+
+
+def test_a_package_moved_with_its_bundle_names_its_own_files_in_tracebacks(
+    copy: Path, tmp_path: Path
+) -> None:
+    """Code compiled where the package was before it was copied with its ``__pycache__``
+    (times kept, as ``cp -a`` keeps them) names the files where they are now, as Python
+    names a ``.pyc``'s: tracebacks and ``inspect`` read the package's own files."""
+    probe(copy)
+    moved = tmp_path / "moved"
+    shutil.copytree(copy, moved)  # with the modification times
+    shutil.rmtree(copy)
+    there = probe(moved)
+    assert "gitlocks.main" in there["served"]
+    assert there["code"] == str(moved / "gitlocks" / "main.py")
+
+
+def test_a_bundle_claiming_an_index_of_gigabytes_is_passed_over_where_memory_is_limited(
+    copy: Path,
+) -> None:
+    """A damaged length of the index (4 GB) is more than a process with a limit on its
+    memory (``ulimit -v``) may ask for: the bundle is passed over and written again, the
+    command not stopped before it starts, nor every command after it."""
+    probe(copy)
+    path = bundle_of(copy)
+    data = path.read_bytes()
+    head = len(b"gitlocks bundle 1\n") + 4
+    path.write_bytes(data[:head] + b"\xff\xff\xff\xff" + data[head + 4 :])
+    limited = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    damaged = probe(copy, before=limited)
+    assert damaged["served"] == [] and damaged["edited"] is None
+    again = probe(copy, before=limited)
+    assert again["missed"] == [] and "gitlocks.main" in again["served"]
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_package_beside_a_module_of_its_name_is_bundled_as_python_imports_it(
+    copy: Path, when: str
+) -> None:
+    """``layout/__init__.py`` beside ``layout.py`` (a module turned into a package, the old
+    file left behind) is what Python imports: the bundle holds the package's code, never
+    the module's under the package's name, even when their times and sizes are the same;
+    a bundle of the module, written before the package was made, is not read for it."""
+    if when == "after":
+        assert probe(copy)["prefix"] == "refs/agent-locks/"
+    module = copy / "gitlocks" / "layout.py"
+    text = module.read_text()
+    (copy / "gitlocks" / "layout").mkdir()
+    package = copy / "gitlocks" / "layout" / "__init__.py"
+    package.write_text(text.replace('"refs/agent-locks/"', '"refs/agent-lockz/"', 1))
+    st = os.stat(module)
+    os.utime(package, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(package).st_size == st.st_size
+    compileall.compile_dir(copy / "gitlocks" / "layout", quiet=1)
+    assert probe(copy)["prefix"] == "refs/agent-lockz/"  # Python's own import
+    again = probe(copy)
+    assert again["prefix"] == "refs/agent-lockz/" and "gitlocks.layout" in again["served"]
+    assert again["missed"] == []
+
+
+def test_a_module_turned_into_a_package_is_bundled_again(copy: Path) -> None:
+    """``layout.py`` moved to ``layout/__init__.py``: Python imports the package, and the
+    command writes the bundle again, which the next one reads it from."""
+    probe(copy)
+    base = copy / "gitlocks"
+    (base / "layout").mkdir()
+    (base / "layout.py").rename(base / "layout" / "__init__.py")
+    compileall.compile_dir(base / "layout", quiet=1)
+    moved = probe(copy)
+    assert moved["prefix"] == "refs/agent-locks/"
+    assert "gitlocks.layout" not in moved["served"] and "gitlocks.layout" in moved["missed"]
+    again = probe(copy)
+    assert "gitlocks.layout" in again["served"] and again["missed"] == []
+
+
+def test_ctrl_c_while_the_bundle_is_written_ends_the_command_as_it_answered(
+    copy: Path, repo: Path
+) -> None:
+    """The bundle is written after the answer: Ctrl-C then (here, as the file is put in
+    place) leaves the command's exit code, no traceback and no temporary file."""
+    script = Path(sys.executable).parent / "git-alock"
+    interrupted = (
+        "import os, runpy, sys\n"
+        "def replace(*args):\n"
+        "    raise KeyboardInterrupt\n"
+        "os.replace = replace\n"
+        f"sys.argv = [{str(script)!r}, 'list']\n"
+        f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, "-c", interrupted],
+        cwd=repo,
+        env={**base, "PYTHONPATH": str(copy)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "no locks\n"
+    assert not bundle_of(copy).exists()
+    assert not [p for p in bundle_of(copy).parent.iterdir() if p.name.endswith(".tmp")]

@@ -383,7 +383,7 @@ def mend(line: bytes) -> bytes:
 
 def serve(root: str, tools: dict[str, Tool]) -> None:
     """Run the server of ``tools`` on stdio until the client goes away."""
-    import gc
+    import gc  # here, with the one use: only the server runs for hours
 
     gc.enable()  # a long-lived process: the command's script left the collector off
     # Imported here: only the server speaks the protocol (the tool table and a call don't).
