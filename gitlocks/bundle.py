@@ -1,9 +1,12 @@
 """gitlocks' compiled modules in one file, read in place of fifty ``.pyc`` files.
 
 A command imports about fifty of gitlocks' modules, and Python spends about as long finding
-and opening each one's ``.pyc`` as running it. The bundle (``__pycache__/bundle.<tag>.bin``
-in the package) holds the code of every module that has a ``.pyc``: the finder installed
-by ``install()`` reads a module's code from it with one ``pread`` (docs/design.md §9.12).
+and opening each one's ``.pyc`` as running it. The bundle holds the code of every module
+that has a ``.pyc``: the finder installed by ``install()`` reads a module's code from it
+with one ``pread`` (docs/design.md §9.12). It is the user's, in their cache directory
+(``$XDG_CACHE_HOME/gitlocks/``, else ``~/.cache/gitlocks/``), one for each installed
+package (named after its directory), Python and level of optimization: the package's own
+directory is left as pip installed it, so uninstalling leaves nothing behind there.
 
 The bundle changes nothing Python decides. Each entry keeps the source's modification
 time and size from its ``.pyc``, and the finder compares them with the source file's, as
@@ -14,8 +17,8 @@ different.
 
 The bundle is written by the command that found it missing or out of date, at its end,
 from the ``.pyc`` files Python wrote (``refresh``), and replaced atomically, so commands
-running at once read one whole version or none. Where ``__pycache__`` cannot be written,
-there is no bundle and modules import as usual.
+running at once read one whole version or none. Without a cache directory that can be
+written, or without ``.pyc`` files, there is no bundle and modules import as usual.
 """
 
 from __future__ import annotations
@@ -51,12 +54,31 @@ _HEADER = len(FORMAT) + 4 + 4  # the format, importlib's MAGIC_NUMBER, the index
 _MISSING, _PASSED_OVER = -1, -2
 
 
-def _bundle_path(root: str) -> str:
-    """Where the bundle of the package at ``root`` lives, for this Python and its level of
-    optimization (``-O`` and ``-OO`` have ``.pyc`` files of their own, so bundles too)."""
+def _bundle_path(root: str) -> str | None:
+    """Where this user's bundle of the package at ``root`` lives, for this Python and its
+    level of optimization (``-O`` and ``-OO`` have ``.pyc`` files of their own, so bundles
+    too); None without a cache directory (no absolute ``$XDG_CACHE_HOME`` nor ``$HOME``)."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):  # a relative one is to be ignored, as the spec says
+        home = os.environ.get("HOME", "")
+        if not os.path.isabs(home):
+            return None
+        cache = os.path.join(home, ".cache")
+    name = root.replace("%", "%25").replace("/", "%2F")  # one file name, told apart
+    if len(name) > 160:
+        name = f"{_fnv(root.encode('utf-8', 'surrogateescape')):016x}"
     level = sys.flags.optimize
     opt = f".opt-{level}" if level else ""
-    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}{opt}.bin")
+    tag = sys.implementation.cache_tag
+    return os.path.join(cache, "gitlocks", f"bundle-{name}.{tag}{opt}.bin")
+
+
+def _fnv(data: bytes) -> int:
+    """FNV-1a, 64 bits: a name for a long path, with no hashing module to import."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
 
 
 class _Loader(SourceFileLoader):
@@ -151,13 +173,16 @@ def install() -> BundleFinder | None:
     for finder in sys.meta_path:
         if isinstance(finder, BundleFinder):
             return finder
+    path = _bundle_path(root)
     try:
-        fd = os.open(_bundle_path(root), os.O_RDONLY | os.O_CLOEXEC)
+        # Not blocking: a FIFO planted in its place must not hold the command up.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK) if path else -1
     except OSError:
         fd = -1
-    if 0 <= fd <= 2:
-        # A standard stream our caller closed: the command opens the null device there
-        # (main.py), and the bundle must not take its number. Modules import as usual.
+    if fd >= 0 and not _ours(fd):
+        # Not a file the user owns (a directory, a FIFO, someone else's): neither read
+        # nor replaced. So too on a standard stream our caller closed: the command opens
+        # the null device there (main.py), and the bundle must not take its number.
         os.close(fd)
         finder = BundleFinder(root, _PASSED_OVER, {}, 0)
     elif fd < 0:
@@ -168,10 +193,19 @@ def install() -> BundleFinder | None:
     return finder
 
 
+def _ours(fd: int) -> bool:
+    """Whether ``fd`` is a plain file of this user's, above the standard streams."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return fd > 2 and st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.getuid()
+
+
 def _open(root: str, fd: int) -> BundleFinder:
     try:
         head = os.pread(fd, 1 << 16, 0)
-    except OSError:  # not a file (a directory in its place)
+    except OSError:
         head = b""
     index: dict[str, Entry] = {}
     base = 0
@@ -194,16 +228,15 @@ def refresh() -> None:
     """Write the bundle again if this process found a module missing from it or out of
     date, and a ``.pyc`` now holds that module (so the next command finds it).
 
-    Only into a ``__pycache__`` that exists and can be written: the bundle is made of the
-    ``.pyc`` files there (which pip writes at install, even where Python is told to write
-    none on import), and it never adds a directory to the package.
+    The bundle is made of the ``.pyc`` files in the package's ``__pycache__`` directories
+    (which pip writes at install, even where Python is told to write none on import).
     """
     finder = next((f for f in sys.meta_path if isinstance(f, BundleFinder)), None)
     if finder is None or finder.fd == _PASSED_OVER:
         return
     if not (finder.missed or finder.fd == _MISSING):
         return
-    if not os.access(os.path.dirname(_bundle_path(finder.root)), os.W_OK):
+    if _bundle_path(finder.root) is None:
         return
     # The first few missed are enough to tell: with none of them in a .pyc now (a module
     # that does not exist, .pyc files checked by hash), a new bundle would change nothing.
@@ -279,16 +312,18 @@ def write(root: str) -> None:
     raw = marshal.dumps(index)
     data = b"".join([FORMAT, _external.MAGIC_NUMBER, len(raw).to_bytes(4, "little"), raw, *chunks])
     path = _bundle_path(root)
+    if path is None:
+        return
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    # The mode Python gives a .pyc, its source's (the package's own file): the umask alone
-    # (0, or the one a shared repository sets) would let others write code every user runs.
-    mode = _external._calc_mode(os.path.join(root, "__init__.py")) & 0o666
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        # The user's own, whatever the umask (0 where a shared repository asks for it):
+        # nobody else may write code this user runs. Never through a planted link.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:  # an error, or Ctrl-C: no temporary file left in the package
+    except BaseException:  # an error, or Ctrl-C: no temporary file left behind
         try:
             os.unlink(tmp)
         except OSError:

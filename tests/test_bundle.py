@@ -57,11 +57,16 @@ def copy(tmp_path: Path) -> Path:
     return root
 
 
-def probe(root: Path, *flags: str, before: str = "") -> dict[str, Any]:
+def environment(root: Path) -> dict[str, str]:
+    """The copy at ``root`` first on the path, and a cache directory of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return {**env, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(root.parent / "cache")}
+
+
+def probe(root: Path, *flags: str, before: str = "") -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-S", *flags, "-c", before + PROBE],
-        env={**env, "PYTHONPATH": str(root)},
+        env=environment(root),
         cwd=root,  # not the project's directory, whose package "-c" would import
         capture_output=True,
         text=True,
@@ -73,7 +78,10 @@ def probe(root: Path, *flags: str, before: str = "") -> dict[str, Any]:
 
 
 def bundle_of(root: Path) -> Path:
-    return root / "gitlocks" / "__pycache__" / f"bundle.{sys.implementation.cache_tag}.bin"
+    """The bundle of the copy at ``root``: in the cache directory, named after the package."""
+    name = str(root / "gitlocks").replace("%", "%25").replace("/", "%2F")
+    tag = sys.implementation.cache_tag
+    return root.parent / "cache" / "gitlocks" / f"bundle-{name}.{tag}.bin"
 
 
 def test_the_first_command_writes_the_bundle_and_the_next_reads_every_module_from_it(
@@ -171,12 +179,40 @@ def test_a_damaged_bundle_is_passed_over_and_written_again(copy: Path, damage: s
 
 def test_no_pycache_no_bundle(copy: Path) -> None:
     """Without ``__pycache__`` (Python told to write no bytecode) there is nothing to bundle,
-    and no directory is added to the package."""
+    and nothing is added to the package."""
     for cache in list((copy / "gitlocks").rglob("__pycache__")):
         shutil.rmtree(cache)
+    before = sorted(p.relative_to(copy) for p in copy.rglob("*"))
     first = probe(copy, "-B")
     assert first["served"] == [] and first["edited"] is None
-    assert not list((copy / "gitlocks").rglob("__pycache__"))
+    assert not bundle_of(copy).exists()
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before
+
+
+def test_the_package_s_own_directory_is_left_as_installed(copy: Path) -> None:
+    """The bundle lives in the user's cache directory: the package's directory holds what
+    pip put there and nothing more (uninstalling it leaves nothing behind)."""
+    before = sorted(p.relative_to(copy) for p in copy.rglob("*"))
+    probe(copy)
+    assert bundle_of(copy).is_file() and probe(copy)["served"]
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before
+
+
+@pytest.mark.parametrize("cache", ["relative", "unset"])
+def test_without_a_cache_directory_there_is_no_bundle(copy: Path, cache: str) -> None:
+    """No absolute ``$XDG_CACHE_HOME`` nor ``$HOME`` (a relative one is ignored, as the
+    XDG spec says): modules import as usual, and nothing is written."""
+    env = environment(copy)
+    env["XDG_CACHE_HOME"] = "relative/cache"
+    if cache == "unset":
+        del env["XDG_CACHE_HOME"]
+    env["HOME"] = "relative"
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-S", "-c", PROBE], env=env, cwd=copy,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["served"] == []
+    assert not (copy / "relative").exists()
 
 
 def test_pyc_files_checked_by_hash_are_not_bundled(copy: Path) -> None:
@@ -196,11 +232,10 @@ def test_pyc_files_checked_by_hash_are_not_bundled(copy: Path) -> None:
 
 
 def test_commands_refreshing_at_once_leave_one_whole_bundle(copy: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     procs = [
         subprocess.Popen(
             [sys.executable, "-S", "-c", PROBE],
-            env={**env, "PYTHONPATH": str(copy)},
+            env=environment(copy),
             cwd=copy,
             stdout=subprocess.DEVNULL,
         )
@@ -213,8 +248,9 @@ def test_commands_refreshing_at_once_leave_one_whole_bundle(copy: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes where the mode says it may not")
-def test_a_pycache_that_cannot_be_written_gets_no_bundle(copy: Path) -> None:
-    cache = copy / "gitlocks" / "__pycache__"
+def test_a_cache_directory_that_cannot_be_written_gets_no_bundle(copy: Path) -> None:
+    cache = copy.parent / "cache"
+    cache.mkdir()
     cache.chmod(0o555)
     try:
         assert probe(copy)["served"] == []
@@ -227,11 +263,10 @@ def command(root: Path, cwd: Path, *args: str, **env: str) -> subprocess.Complet
     """The installed script run on the copy at ``root`` (whose package comes first on the
     path), in ``cwd``."""
     script = Path(sys.executable).parent / "git-alock"
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     done = subprocess.run(
         [sys.executable, str(script), *args],
         cwd=cwd,
-        env={**base, "PYTHONPATH": str(root), **env},
+        env={**environment(root), **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -240,18 +275,16 @@ def command(root: Path, cwd: Path, *args: str, **env: str) -> subprocess.Complet
     return done
 
 
-def test_a_shared_repository_s_umask_gives_the_bundle_the_mode_of_a_pyc(
+def test_a_shared_repository_s_umask_leaves_the_bundle_the_user_s_alone(
     copy: Path, repo: Path
 ) -> None:
     """A shared repository's umask (0 for ``0666``) is the command's when it writes the
-    bundle at its end: the bundle gets the mode Python gives a ``.pyc`` (its source's), so
-    nobody who may not write the package's code can write the code every user runs."""
+    bundle at its end: the bundle and its directory are the user's alone all the same, so
+    nobody else can write code this user runs."""
     subprocess.run(["git", "config", "core.sharedRepository", "0666"], cwd=repo, check=True)
     command(copy, repo, "list")
-    source = copy / "gitlocks" / "main.py"
-    pyc = Path(importlib.util.cache_from_source(str(source)))
-    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) == stat.S_IMODE(pyc.stat().st_mode)
-    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) & 0o022 == 0
+    assert stat.S_IMODE(bundle_of(copy).stat().st_mode) == 0o600
+    assert stat.S_IMODE(bundle_of(copy).parent.stat().st_mode) == 0o700
 
 
 def test_a_run_with_docstrings_stripped_leaves_no_bundle_of_them_for_the_others(
@@ -278,8 +311,9 @@ def test_a_package_moved_with_its_bundle_names_its_own_files_in_tracebacks(
     names a ``.pyc``'s: tracebacks and ``inspect`` read the package's own files."""
     probe(copy)
     moved = tmp_path / "moved"
-    shutil.copytree(copy, moved)  # with the modification times
+    shutil.copytree(copy, moved)  # with the modification times, and the .pyc files
     shutil.rmtree(copy)
+    probe(moved)  # the bundle of the package where it is now, from the .pyc files copied
     there = probe(moved)
     assert "gitlocks.main" in there["served"]
     assert there["code"] == str(moved / "gitlocks" / "main.py")
@@ -357,11 +391,10 @@ def test_ctrl_c_while_the_bundle_is_written_ends_the_command_as_it_answered(
         f"sys.argv = [{str(script)!r}, 'list']\n"
         f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
     )
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     done = subprocess.run(
         [sys.executable, "-c", interrupted],
         cwd=repo,
-        env={**base, "PYTHONPATH": str(copy)},
+        env=environment(copy),
         capture_output=True,
         text=True,
         timeout=60,
@@ -370,3 +403,21 @@ def test_ctrl_c_while_the_bundle_is_written_ends_the_command_as_it_answered(
     assert done.stdout == "no locks\n"
     assert not bundle_of(copy).exists()
     assert not [p for p in bundle_of(copy).parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("planted", ["fifo", "directory"])
+def test_something_other_than_a_file_at_the_bundle_s_place_is_passed_over(
+    copy: Path, planted: str
+) -> None:
+    """A FIFO (which a plain open would wait on forever) or a directory where the bundle
+    belongs: every command runs, importing as usual, and none tries to replace it."""
+    path = bundle_of(copy)
+    path.parent.mkdir(parents=True)
+    if planted == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    for _ in range(2):
+        got = probe(copy)
+        assert got["served"] == [] and got["edited"] is None
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

@@ -17,6 +17,7 @@ from gitlocks.core.glob import compile_pattern
 from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
+from gitlocks.core.text import all_text
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
@@ -586,27 +587,12 @@ def _decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     if not (
         type(reasons) is dict
         and all(type(c) is list and len(c) == len(oids) for c in (*strings, parents, landing))
-        and all(_all_text(c) for c in strings)
-        and _all_text([p for p in parents if p is not None])
+        and all(map(all_text, (*strings, [p for p in parents if p is not None])))
         and set(map(type, landing)) <= {bool}
-        and _all_text(list(reasons.values()))
+        and all_text(list(reasons.values()))
     ):
         return {}
-    # buckets never hold a newline: patterns refuse control characters
-    split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))
-    found: dict[str, Verdict] = dict(reasons)
-    # Each summary made as its fields' tuple directly (a Row is a tuple): the class's own
-    # __new__ would run once a summary, in Python.
+    split = map(tuple, map(str.split, buckets, repeat("\n")))  # patterns hold no newline
     fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
-    made = map(tuple.__new__, repeat(Summary), fields)
-    found.update(zip(oids, made, strict=True))
-    return found
-
-
-def _all_text(values: list[object]) -> bool:
-    """Whether every one of ``values`` is a ``str`` (joining them says so, in C)."""
-    try:
-        "".join(values)  # type: ignore[arg-type]
-    except TypeError:
-        return False
-    return True
+    made = map(tuple.__new__, repeat(Summary), fields)  # a Row is a tuple: made in C
+    return {**reasons, **dict(zip(oids, made, strict=True))}

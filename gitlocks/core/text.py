@@ -87,6 +87,15 @@ def made_of(text: str, chars: str) -> bool:
     return not text.strip(chars)
 
 
+def all_text(values: list[object]) -> bool:
+    """Whether every one of ``values`` is a ``str`` (joining them says so, in C)."""
+    try:
+        "".join(values)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
+
+
 def first_control(text: str) -> str | None:
     """The first C0 or C1 control, DEL or lone surrogate in ``text``, if any."""
     if text.isprintable():  # none of them is printable: the common case

@@ -246,10 +246,8 @@ class RemoteStore(ShardedPush):
     # --- writing ----------------------------------------------------------------------------
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
-        from gitlocks.store.refs import Spares  # a write's
+        from gitlocks.store.refs import Spares  # a write's: the view's, to wait out the push
 
-        # The local view's transactions for after the push, started now: they wait on
-        # another core while the push is out (docs/design.md §8).
         with (
             self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout),
             Spares(self.git_dir, 1 if self.reftable else 2, VIEW_MESSAGE) as self._spares,
