@@ -57,9 +57,9 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     try:
         lines = os.fsdecode(finish_git(top)).splitlines()
     except GitlocksError:
-        for proc in (config, committed.proc):
-            proc.kill()
-            proc.communicate()
+        config.kill()
+        config.communicate()
+        committed.drop()
         raise Pass(nowhere) from None
     configured = settings.finish(config)
     (ignore,) = committed.finish()

@@ -119,19 +119,38 @@ def hook_config(configured: Settings, *, receiving: bool = False) -> HookConfig:
 
 class CommittedIgnores:
     """``.alockignore`` as committed at some revisions (``HEAD``, ``""`` for the index,
-    a commit id), from one ``cat-file --batch`` started with the hook's other git calls.
-    A list is a committed decision: never read from the working tree, where the change
-    it would exempt is being made. ``blobs``: the names are the lists' blob ids."""
+    a commit id), from one ``cat-file --batch`` started with the hook's other git calls
+    (``later``: when first asked, for a caller that may never need them). A list is a
+    committed decision: never read from the working tree, where the change it would
+    exempt is being made. ``blobs``: the names are the lists' blob ids."""
 
-    def __init__(self, revisions: Sequence[str], cwd: str | None, *, blobs: bool = False) -> None:
+    def __init__(
+        self,
+        revisions: Sequence[str],
+        cwd: str | None,
+        *,
+        blobs: bool = False,
+        later: bool = False,
+    ) -> None:
         names = revisions if blobs else [f"{rev}:{IGNORE_FILE}" for rev in revisions]
         self.feed = "".join(f"{name}\n" for name in names).encode()
         self.count = len(revisions)
-        self.proc = start_git(["cat-file", "--batch"], cwd)
+        self.cwd = cwd
+        self.proc = None if later else start_git(["cat-file", "--batch"], cwd)
+        self.lists: list[IgnoreList] | None = None
 
     def finish(self) -> list[IgnoreList]:
         """One list for each revision, in order (empty where it has none)."""
-        return parse_ignores(finish_git(self.proc, self.feed), self.count)
+        if self.lists is None:
+            proc = self.proc or start_git(["cat-file", "--batch"], self.cwd)
+            self.lists = parse_ignores(finish_git(proc, self.feed), self.count)
+        return self.lists
+
+    def drop(self) -> None:
+        """End the ``cat-file`` started for lists nobody will read."""
+        if self.proc is not None and self.lists is None:
+            self.proc.kill()
+            self.proc.communicate()
 
 
 def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
@@ -384,20 +403,21 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
         staged = (take_staged() if cwd is None else None) or Staged(cwd)
     groups: list[list[RefUpdate]] = []
     if staged is not None:  # the list committed at HEAD decides; the staged one is judged
-        judged = [CommittedIgnores(["HEAD", ""], cwd)]
+        # Read only when a staged path is held or is the list itself (_judge): most
+        # commits (and pushes) cross no claim, and then no list can change the answer.
+        judged = [CommittedIgnores(["HEAD", ""], cwd, later=True)]
     else:  # each ref: the remote's last known value decides; the pushed tip's is judged
         groups = _apart(push_updates(os.environ, stdin))
-        judged = [CommittedIgnores(_ignore_revisions(g, cwd), cwd) for g in groups]
+        judged = [CommittedIgnores(_ignore_revisions(g, cwd), cwd, later=True) for g in groups]
     configured, table = reading.finish()
     if hook == "pre-push" and configured.remote:
         configured, table = _refreshed(configured, table, cwd)
     # What each group judges: its paths, and the ``.alockignore`` lists that decide them.
-    asked: list[tuple[list[str], IgnoreList, IgnoreList]] = []
+    asked: list[tuple[list[str], CommittedIgnores]] = []
     for i, ignores in enumerate(judged):
         paths = staged.paths() if staged is not None else pushed_paths(groups[i], cwd)
-        old, new = ignores.finish()
-        asked.append((paths, old, new))
-    any_paths = any(paths for paths, _, _ in asked)
+        asked.append((paths, ignores))
+    any_paths = any(paths for paths, _ in asked)
     now = utcnow()
     known, held = _judge(table, now, asked)
     if held and hook == "pre-commit" and configured.remote:
@@ -424,21 +444,25 @@ def _refreshed(configured: HookConfig, table: Table, cwd: str | None) -> tuple[H
 def _judge(
     table: Table,
     now: datetime,
-    asked: Sequence[tuple[list[str], IgnoreList, IgnoreList]],
+    asked: Sequence[tuple[list[str], CommittedIgnores]],
 ) -> tuple[bool, list[Held]]:
     """Whether the committer is a known agent, and the paths of ``asked`` inside
-    others' live locks, each once."""
+    others' live locks, each once. The lists are read only where they can change the
+    answer: a path held (the old list may exempt it), or the list itself changed."""
     # Who commits, as the commit-msg hook names it: the session's holder, AGENT_ID, or
     # the derived holder while it holds a claim; else nobody known, and that is said.
     identity, known = committer(table, resolve_identity(None, session=hook_session()), now)
     held: list[Held] = []
-    for paths, old, new in asked:
+    for paths, ignores in asked:
         changes_ignore = IGNORE_FILE in paths
-        if old:
-            paths = [p for p in paths if not old.ignored(p)]
         found = find_held(table, identity, now, paths) if paths else []
-        if changes_ignore:
-            found += exemptions_held(table, identity, now, old, new)
+        if found or changes_ignore:  # fewer paths never hold more
+            old, new = ignores.finish()
+            if old:
+                paths = [p for p in paths if not old.ignored(p)]
+                found = find_held(table, identity, now, paths) if paths else []
+            if changes_ignore:
+                found += exemptions_held(table, identity, now, old, new)
         seen = {h.path for h in held}
         held += [h for h in found if h.path not in seen]
     return known, held

@@ -100,6 +100,36 @@ def test_dropping_a_re_include_is_judged_too(claimed: Path) -> None:
     assert got.code != 0 and "newly exempts *.py" in got.err, got
 
 
+def _git_commands(trace: Path) -> list[str]:
+    """The git commands (``cat-file``, ``diff``, ...) a traced run started."""
+    import json
+
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return [e["argv"][1] for e in events if e["event"] == "start" and len(e["argv"]) > 1]
+
+
+def test_a_commit_crossing_no_claim_reads_no_list(claimed: Path, tmp_path: Path) -> None:
+    """The lists can only exempt a held path: a commit that crosses no claim asks git for
+    none of them (no cat-file at all, the claim's record known from the store's kept
+    verdict); one that crosses a claim is exempted by the committed list all the same."""
+    _blocking(claimed)
+    (claimed / ".alockignore").write_text("src/*.lock\n")
+    git(claimed, "add", ".alockignore")
+    assert run_git(claimed, "commit", "-q", "-m", "ignore lockfiles", env=A).code == 0
+    assert alock(claimed, "list").code == 0  # the store keeps its verdict of the claim's blob
+    trace = tmp_path / "trace.json"
+    (claimed / "free.txt").write_text("x\n")
+    git(claimed, "add", "free.txt")
+    got = run_git(claimed, "commit", "-q", "-m", "free", env={**B, "GIT_TRACE2_EVENT": str(trace)})
+    assert got.code == 0, got
+    assert "cat-file" not in _git_commands(trace), _git_commands(trace)
+    (claimed / "src").mkdir(exist_ok=True)
+    (claimed / "src" / "deps.lock").write_text("x\n")
+    git(claimed, "add", "src/deps.lock")
+    got = run_git(claimed, "commit", "-q", "-m", "deps", env=B)
+    assert got.code == 0 and "HELD" not in got.err, got
+
+
 # --- verify and the remote -----------------------------------------------------------------
 
 
