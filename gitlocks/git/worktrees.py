@@ -6,17 +6,41 @@ import os
 
 from gitlocks.git import run
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitlocks.git.spawn import Process
 
-def _git(cwd: str, *args: str) -> bytes:
+
+def _start(cwd: str, *args: str) -> Process:
     # Each worktree finds its own repository: variables git sets for a hook would point
     # every command at the hook's. OSError, which the status reading catches per worktree.
-    return run.output(args, cwd, env=run.Env.CLEAN, error=OSError)
+    return run.start(args, cwd, env=run.Env.CLEAN, error=OSError)
+
+
+def _git(cwd: str, *args: str) -> bytes:
+    return run.finish(_start(cwd, *args), error=OSError)
 
 
 def worktrees(root: str) -> list[tuple[str, str | None]]:
     """(path, branch) of every worktree of the repository, from ``git worktree list``."""
+    return finish_worktrees(start_worktrees(root), root)
+
+
+def start_worktrees(root: str) -> Process | None:
+    """``worktrees`` begun, for a caller with other work meanwhile (None: git would not
+    start, which ``finish_worktrees`` reads as the one worktree at ``root``)."""
     try:
-        raw = _git(root, "worktree", "list", "--porcelain", "-z")
+        return _start(root, "worktree", "list", "--porcelain", "-z")
+    except OSError:
+        return None
+
+
+def finish_worktrees(proc: Process | None, root: str) -> list[tuple[str, str | None]]:
+    """The worktrees ``start_worktrees`` asked git for."""
+    try:
+        if proc is None:
+            raise OSError
+        raw = run.finish(proc, error=OSError)
     except OSError:
         return [(root, None)]
     found: list[tuple[str, str | None]] = []
@@ -57,9 +81,18 @@ def changes(worktree: str, *, renames: bool = True) -> list[tuple[str, str]]:
     Asked without git's optional locks: the worktree is often another agent's, and a
     ``git status`` that refreshed its index would hold ``index.lock`` under that agent's
     own ``git add`` or ``git commit``."""
+    return finish_changes(start_changes(worktree, renames=renames))
+
+
+def start_changes(worktree: str, *, renames: bool = True) -> Process:
+    """``changes`` begun (OSError when git will not start)."""
     args = ["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"]
-    raw = _git(worktree, *args, *([] if renames else ["--no-renames"]))
-    fields = raw.split(b"\0")
+    return _start(worktree, *args, *([] if renames else ["--no-renames"]))
+
+
+def finish_changes(proc: Process) -> list[tuple[str, str]]:
+    """The changes ``start_changes`` asked git for (OSError when git failed)."""
+    fields = run.finish(proc, error=OSError).split(b"\0")
     changes = []
     i = 0
     while i < len(fields):

@@ -9,14 +9,23 @@ from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
 from gitlocks.core.table import Friends, Table, record_entries
-from gitlocks.git.worktrees import changes, worktrees
+from gitlocks.git.worktrees import finish_changes, finish_worktrees, start_changes, start_worktrees
 from gitlocks.service.context import Context, live_table
 from gitlocks.service.results import Edit, Status, WorktreeEdits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitlocks.git.spawn import Process
 
 
 def status(ctx: Context) -> Status:
     """Your locks, others' (with their state), and where each worktree's edits lie."""
     ident = ctx.identity
+    root = ctx.store.root
+    # git lists the worktrees and the edits here while the table is read: each costs a
+    # process, which the other core runs meanwhile. Other worktrees are asked all at once.
+    listing = start_worktrees(root)
+    asked: dict[str, Process | OSError] = {root: _start(root)}
     table, live = live_table(ctx)
     life = ctx.liveness()
     friends = table.family(ident.holder, ident.parent)
@@ -25,10 +34,17 @@ def status(ctx: Context) -> Status:
     others = [r for r in live if r not in friends]
     claims = {r.id for r in live if states_by_id[r.id] != "dead"}
     trees = []
-    for path, branch in worktrees(ctx.store.root):
-        tree = WorktreeEdits(path, branch, current=_same_dir(path, ctx.store.root))
+    listed = finish_worktrees(listing, root)
+    here = next((path for path, _ in listed if _same_dir(path, root)), None)
+    if here is not None:
+        asked[here] = asked.pop(root)
+    for path, _ in listed:
+        if path not in asked:
+            asked[path] = _start(path)
+    for path, branch in listed:
+        tree = WorktreeEdits(path, branch, current=path == here)
         try:
-            edits = changes(path)
+            edits = _finish(asked.pop(path) if path in asked else _start(path))  # listed twice
         except OSError as exc:
             tree.error = str(exc)
             edits = []
@@ -39,8 +55,26 @@ def status(ctx: Context) -> Status:
             found = _claims_covering(table, changed, claims)
             tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
         trees.append(tree)
+    for proc in asked.values():  # the edits here, when git lists no worktree here
+        if not isinstance(proc, OSError):
+            proc.kill()
+            proc.communicate()
     quiet = {r.id: life.quiet_seconds(r) for r in live}
     return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, trees)
+
+
+def _start(worktree: str) -> Process | OSError:
+    """A worktree's edits asked of git; the error, to be told where its edits go."""
+    try:
+        return start_changes(worktree)
+    except OSError as exc:
+        return exc
+
+
+def _finish(asked: Process | OSError) -> list[tuple[str, str]]:
+    if isinstance(asked, OSError):
+        raise asked
+    return finish_changes(asked)
 
 
 def _classify(

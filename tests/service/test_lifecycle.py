@@ -400,6 +400,23 @@ def test_status_across_two_worktrees(repo: Path, worktree: Path) -> None:
     assert "docs/guide.md" not in text
 
 
+def test_status_tells_each_worktree_apart_when_git_fails_in_one(repo: Path, worktree: Path) -> None:
+    """Every worktree's edits are asked of git at once: one whose git fails (its index
+    damaged) says so, the others still list their edits, and the one status ran in is
+    marked as such."""
+    (repo / "here.txt").write_text("edit\n")
+    (worktree / "there.txt").write_text("edit\n")
+    index = Path(git(worktree, "rev-parse", "--git-dir").strip()) / "index"
+    index.write_bytes(b"DIRC damaged")
+    doc = alock(repo, "status", "--json", AGENT_ID="agent-a").json()
+    trees = {Path(t["path"]).resolve(): t for t in doc["worktrees"]}
+    assert set(trees) == {repo.resolve(), worktree.resolve()}
+    assert [e["path"] for e in trees[repo.resolve()]["edits"]] == ["here.txt"]
+    assert trees[repo.resolve()]["current"] is True
+    assert trees[worktree.resolve()]["current"] is False
+    assert trees[worktree.resolve()]["error"] and trees[worktree.resolve()]["edits"] == []
+
+
 def test_status_reports_files_whose_names_no_pattern_can_spell(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "-m", "refactor", AGENT_ID="agent-a").code == 0
     (repo / "src" / "bad\nname.py").write_text("x\n")
