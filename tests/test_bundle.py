@@ -527,3 +527,20 @@ def test_a_bundle_that_cannot_be_had_costs_no_command_a_read_of_every_pyc(copy: 
                               cwd=copy, capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert int(done.stdout) <= 3, done.stdout
+
+
+def test_a_temporary_file_of_another_process_is_left_alone(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary name is taken (a process of the same pid in another container, sharing
+    the cache directory, writes it now): this write gives up, and leaves that file be."""
+    from gitlocks import bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(copy.parent / "cache"))
+    path = bundle_of(copy)
+    path.parent.mkdir(parents=True, mode=0o700)
+    theirs = Path(f"{path}.{os.getpid()}.tmp")
+    theirs.write_bytes(b"being written\n")
+    with pytest.raises(FileExistsError):
+        bundle.write(str(copy / "gitlocks"))
+    assert theirs.read_bytes() == b"being written\n" and not path.exists()
