@@ -18,7 +18,9 @@ different.
 The bundle is written by the command that found it missing or out of date, at its end,
 from the ``.pyc`` files Python wrote (``refresh``), and replaced atomically, so commands
 running at once read one whole version or none. Without a cache directory that can be
-written, or without ``.pyc`` files, there is no bundle and modules import as usual.
+written, or without ``.pyc`` files, there is no bundle and modules import as usual. A
+bundle is read only as a plain file of the user's, never through a link, in a directory
+of the user's alone: others could put any file there, whose code would run.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _bundle_path(root: str) -> str | None:
             return None
         cache = os.path.join(home, ".cache")
     name = root.replace("%", "%25").replace("/", "%2F")  # one file name, told apart
-    if len(name) > 160:
+    if len(os.fsencode(name)) > 160:  # bytes: a file name holds at most 255
         name = f"{_fnv(root.encode('utf-8', 'surrogateescape')):016x}"
     level = sys.flags.optimize
     opt = f".opt-{level}" if level else ""
@@ -174,21 +176,25 @@ def install() -> BundleFinder | None:
         if isinstance(finder, BundleFinder):
             return finder
     path = _bundle_path(root)
+    fd = _PASSED_OVER
     try:
-        # Not blocking: a FIFO planted in its place must not hold the command up.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK) if path else -1
+        # Not blocking: a FIFO planted in its place must not hold the command up. Not
+        # through a link: one planted there could name any file of the user's.
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+        fd = os.open(path, flags) if path else _PASSED_OVER
+    except FileNotFoundError:
+        fd = _MISSING  # written at the end
     except OSError:
-        fd = -1
-    if fd >= 0 and not _ours(fd):
-        # Not a file the user owns (a directory, a FIFO, someone else's): neither read
-        # nor replaced. So too on a standard stream our caller closed: the command opens
-        # the null device there (main.py), and the bundle must not take its number.
+        pass  # a link, a directory that cannot be read or made (a file there): left alone
+    if fd >= 0 and not (_ours(fd) and _private(os.path.dirname(path or ""))):
+        # Not a file the user owns (a directory, a FIFO, someone else's), or in a
+        # directory others may write in (they could put any of the user's files there):
+        # neither read nor replaced. So too on a standard stream our caller closed: the
+        # command opens the null device there (main.py), and the bundle must not take
+        # its number.
         os.close(fd)
-        finder = BundleFinder(root, _PASSED_OVER, {}, 0)
-    elif fd < 0:
-        finder = BundleFinder(root, _MISSING, {}, 0)
-    else:
-        finder = _open(root, fd)
+        fd = _PASSED_OVER
+    finder = _open(root, fd) if fd >= 0 else BundleFinder(root, fd, {}, 0)
     sys.meta_path.insert(0, finder)
     return finder
 
@@ -200,6 +206,15 @@ def _ours(fd: int) -> bool:
     except OSError:
         return False
     return fd > 2 and st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.getuid()
+
+
+def _private(directory: str) -> bool:
+    """Whether ``directory`` is this user's, and nobody else may add or rename its files."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def _open(root: str, fd: int) -> BundleFinder:
@@ -285,6 +300,51 @@ def _source_path(fullname: str) -> str:
 
 def write(root: str) -> None:
     """Write the bundle of every module under ``root`` with a current ``.pyc``."""
+    path = _bundle_path(root)
+    if path is None or not _make_private(os.path.dirname(path)):
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    # The user's own, whatever the umask (0 where a shared repository asks for it): nobody
+    # else may write code this user runs. Never through a planted link. Made before the
+    # bundle is: where it cannot be, no command reads every .pyc for nothing.
+    fd = -1
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as f:
+            f.write(_contents(root))
+        os.replace(tmp, path)
+    except BaseException:  # an error, or Ctrl-C: no temporary file of ours left behind
+        if fd >= 0:  # only the file this command made: a process of the same pid in
+            # another container, sharing the cache directory, may have made that name
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+
+
+def _make_private(directory: str) -> bool:
+    """Make ``directory`` and its missing parents, each ``0700`` whatever the umask (as the
+    XDG spec asks), and only inside a directory of the user's (root run with another
+    user's ``$HOME`` leaves it alone); True when it is then the user's alone
+    (``_private``)."""
+    missing = []
+    head = directory
+    while not os.path.lexists(head) and os.path.dirname(head) != head:
+        missing.append(head)
+        head = os.path.dirname(head)
+    if missing and os.stat(head).st_uid != os.getuid():
+        return False
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)  # the umask can only take bits away from 0700
+        except FileExistsError:
+            pass  # made by a command running at once
+    return _private(directory)
+
+
+def _contents(root: str) -> bytes:
+    """The bundle of every module under ``root`` with a current ``.pyc``."""
     index: dict[str, Entry] = {}
     chunks: list[bytes] = []
     offset = 0
@@ -310,22 +370,4 @@ def write(root: str) -> None:
             chunks.append(code)
             offset += len(code)
     raw = marshal.dumps(index)
-    data = b"".join([FORMAT, _external.MAGIC_NUMBER, len(raw).to_bytes(4, "little"), raw, *chunks])
-    path = _bundle_path(root)
-    if path is None:
-        return
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        # The user's own, whatever the umask (0 where a shared repository asks for it):
-        # nobody else may write code this user runs. Never through a planted link.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with open(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:  # an error, or Ctrl-C: no temporary file left behind
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    return b"".join([FORMAT, _external.MAGIC_NUMBER, len(raw).to_bytes(4, "little"), raw, *chunks])

@@ -421,3 +421,126 @@ def test_something_other_than_a_file_at_the_bundle_s_place_is_passed_over(
         got = probe(copy)
         assert got["served"] == [] and got["edited"] is None
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_a_link_at_the_bundle_s_place_is_neither_read_nor_replaced(
+    copy: Path, tmp_path: Path
+) -> None:
+    """A link planted where the bundle belongs could name any file of the user's (one a
+    clone checked out, say), whose code the command would run: it is passed over, as a
+    FIFO is, even when it names a bundle."""
+    probe(copy)
+    path = bundle_of(copy)
+    elsewhere = tmp_path / "elsewhere.bin"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    for _ in range(2):
+        got = probe(copy)
+        assert got["served"] == [] and got["edited"] is None
+    assert path.is_symlink() and os.readlink(path) == str(elsewhere)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770])
+def test_a_cache_directory_others_may_write_in_is_passed_over(copy: Path, mode: int) -> None:
+    """``gitlocks/`` in the cache directory made writable by others (or made by them, in a
+    cache directory users share): they could put any file of the user's there, or one
+    bundle in another's place. Its bundle is neither read nor written."""
+    probe(copy)
+    path = bundle_of(copy)
+    path.parent.chmod(mode)
+    stale = path.read_bytes()
+    for _ in range(2):
+        assert probe(copy)["served"] == []
+    path.unlink()
+    probe(copy)
+    assert not path.exists()
+    path.write_bytes(stale)
+    path.parent.chmod(0o700)
+    assert "gitlocks.main" in probe(copy)["served"]
+
+
+def test_the_cache_directory_s_parents_are_made_0700_whatever_the_umask(copy: Path) -> None:
+    """A shared repository's umask (0) is the command's when it writes the bundle: every
+    directory it makes is the user's alone, as the XDG spec asks, never an ``~/.cache``
+    that anyone may write in (where other programs keep caches of code too)."""
+    cache = copy.parent / "cache"
+    probe(copy, before="import os\nos.umask(0)\n")
+    assert bundle_of(copy).is_file()
+    for made in (cache, cache / "gitlocks"):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700, made
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make another user's directory")
+def test_root_with_another_user_s_home_makes_no_directory_there(copy: Path, tmp_path: Path) -> None:
+    """Root run with a user's ``$HOME`` (``sudo -E``, a container's user) would leave a
+    ``~/.cache`` of root's in it, which the user's own programs could not write in: it
+    makes nothing there, and imports as usual."""
+    home = tmp_path / "someone"
+    home.mkdir()
+    os.chown(home, 4242, 4242)
+    env = {**environment(copy), "HOME": str(home)}
+    del env["XDG_CACHE_HOME"]
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-S", "-c", PROBE], env=env, cwd=copy,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["served"] == []
+    assert list(home.iterdir()) == []
+
+
+def test_a_long_path_of_wide_characters_gets_a_bundle(tmp_path: Path) -> None:
+    """A package whose escaped directory is short in characters but long in bytes (each
+    ``語`` is three) is named by its hash: the file name would be more than the 255 bytes
+    a name may hold, and no command would ever get its bundle."""
+    base = tmp_path / "x"
+    short = len(str(base / "site" / "gitlocks").replace("/", "%2F"))
+    base = tmp_path / ("語" * (159 - short))
+    root = base / "site"
+    shutil.copytree(PACKAGE, root / "gitlocks", ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(root / "gitlocks", quiet=1)
+    probe(root)
+    assert "gitlocks.main" in probe(root)["served"]
+
+
+COUNTED = """
+from gitlocks import bundle
+read, calls = bundle._read_pyc, []
+def counted(*args, **kwargs):
+    calls.append(args[1])
+    return read(*args, **kwargs)
+bundle._read_pyc = counted
+bundle.install()
+import gitlocks.main
+bundle.refresh()
+print(len(calls))
+"""
+
+
+def test_a_bundle_that_cannot_be_had_costs_no_command_a_read_of_every_pyc(copy: Path) -> None:
+    """A file where the cache's ``gitlocks/`` belongs: there is no bundle to be had, and no
+    command reads every ``.pyc`` to write one (which cost more than the bundle saves)."""
+    path = bundle_of(copy)
+    path.parent.parent.mkdir()
+    path.parent.write_text("not a directory\n")
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-S", "-c", COUNTED], env=environment(copy),
+                              cwd=copy, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert int(done.stdout) <= 3, done.stdout
+
+
+def test_a_temporary_file_of_another_process_is_left_alone(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary name is taken (a process of the same pid in another container, sharing
+    the cache directory, writes it now): this write gives up, and leaves that file be."""
+    from gitlocks import bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(copy.parent / "cache"))
+    path = bundle_of(copy)
+    path.parent.mkdir(parents=True, mode=0o700)
+    theirs = Path(f"{path}.{os.getpid()}.tmp")
+    theirs.write_bytes(b"being written\n")
+    with pytest.raises(FileExistsError):
+        bundle.write(str(copy / "gitlocks"))
+    assert theirs.read_bytes() == b"being written\n" and not path.exists()
