@@ -61,10 +61,8 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.table import list_refs, read_table, read_verdicts
-from gitlocks.hooks.check import (
-    find_held,
-    refresh_view,
-)
+from gitlocks.hooks.check import find_held
+from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
     Identity,
     sessions,

@@ -72,7 +72,7 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     if mode not in MODES:
         warnings.append(f"unknown alock.guardMode {mode!r} (claim, block or warn): claim")
         mode = "claim"
-    # As the hooks read them (``gitlocks.hooks.check.hook_config``): the same reader.
+    # As the hooks read them (``gitlocks.hooks.reading.hook_config``): the same reader.
     ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
     skew, skew_warning = configured.clock_skew()
     warnings += [w for w in (case_warning, skew_warning) if w]

@@ -28,7 +28,7 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.table import list_refs, read_table, read_verdicts
-from gitlocks.hooks.check import refresh_view
+from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
     HOLDER_ENV,
     HOLDER_SCOPE_ENV,

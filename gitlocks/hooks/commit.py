@@ -18,7 +18,7 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.hooks.check import TableReader, committer
+from gitlocks.hooks.reading import TableReader, committer
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS

@@ -56,7 +56,7 @@ HOOK = "pre-receive"
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the check is imported only when a push brings commits
     from gitlocks.git.settings import Settings
-    from gitlocks.hooks.check import HookConfig
+    from gitlocks.hooks.reading import HookConfig
 
 PREFIX = "alock: "  # as gitlocks.render.hooks.PREFIX: the client hooks' lines
 # Refs that are gitlocks' own: never judged.
@@ -113,9 +113,9 @@ def landing_bases(lines: Iterable[str]) -> list[str]:
 
 
 def receive_config(configured: Settings) -> HookConfig:
-    """The hook's settings (``gitlocks.hooks.check.hook_config``, as the receiving end)."""
+    """The hook's settings (``gitlocks.hooks.reading.hook_config``, as the receiving end)."""
     # Imported here: only a push that brings commits loads the check.
-    from gitlocks.hooks.check import hook_config
+    from gitlocks.hooks.reading import hook_config
 
     return hook_config(configured, receiving=True)
 

@@ -44,7 +44,7 @@ def agent_id(cwd: str | None = None) -> str | None:
     if not identity.derived:
         return identity.holder
     # Imported here: only without AGENT_ID is the lock table (and its engine) needed.
-    from gitlocks.hooks.check import TableReader, committer
+    from gitlocks.hooks.reading import TableReader, committer
 
     _, table = TableReader(cwd).finish()
     found, known = committer(table, identity, utcnow())

@@ -32,13 +32,8 @@ from gitlocks.git import files, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import list_refs, read_table, read_verdicts
-from gitlocks.hooks.check import (
-    CommittedIgnores,
-    HookConfig,
-    exemptions_held,
-    find_held,
-    hook_config,
-)
+from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
+from gitlocks.hooks.reading import HookConfig, hook_config
 from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import IGNORE_FILE, JOURNAL_REF
 

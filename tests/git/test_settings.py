@@ -20,7 +20,7 @@ from gitlocks.agents.repos import open_repo
 from gitlocks.core.record import parse_duration
 from gitlocks.errors import UsageError
 from gitlocks.git import settings
-from gitlocks.hooks.check import hook_config
+from gitlocks.hooks.reading import hook_config
 from gitlocks.hooks.receive import receive_config
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import open_context

@@ -25,6 +25,7 @@ from gitlocks.git.settings import Settings
 from gitlocks.git.spawn import Process
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
+from gitlocks.hooks.reading import hook_config
 
 PROJECT = Path(__file__).resolve().parents[2]
 BIN = os.path.dirname(sys.executable)
@@ -775,7 +776,7 @@ def test_remote_mode_allows_for_clock_skew(repo: Path) -> None:
 )
 def test_hook_config_clock_skew(config: dict[str, str], skew: int, warned: bool) -> None:
     raw = b"".join(f"{key}\n{value}\0".encode() for key, value in config.items())
-    parsed = hooks.hook_config(Settings.parse(raw))
+    parsed = hook_config(Settings.parse(raw))
     assert parsed.skew == skew
     assert (parsed.warning is not None) == warned
     if warned:
