@@ -60,6 +60,25 @@ class Transaction:
         """Lock every ref queued and compare its value; ``RefsRefused`` when git will not."""
         self._send("prepare")
 
+    def ask(self, verb: str) -> None:
+        """Send ``verb`` without waiting: its answer is read by ``answer``."""
+        self._write(verb)
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.flush()
+        except OSError as exc:
+            raise self._refused() from exc
+        self._unanswered.append(verb)
+
+    def answer(self) -> None:
+        """Wait for git's ``<verb>: ok`` to everything asked; ``RefsRefused`` otherwise."""
+        assert self.proc.stdout is not None
+        for asked in self._unanswered:
+            reply = self.proc.stdout.readline()
+            if reply.strip() != f"{asked}: ok".encode():
+                raise self._refused()
+        self._unanswered = []
+
     def commit(self) -> None:
         """Move every ref queued, all at once as far as readers of one ref can tell.
 
@@ -106,17 +125,8 @@ class Transaction:
 
     def _send(self, verb: str) -> None:
         """Send ``verb`` and wait for git's ``<verb>: ok``."""
-        self._write(verb)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.flush()
-        except OSError as exc:
-            raise self._refused() from exc
-        for asked in [*self._unanswered, verb]:
-            reply = self.proc.stdout.readline()
-            if reply.strip() != f"{asked}: ok".encode():
-                raise self._refused()
-        self._unanswered = []
+        self.ask(verb)
+        self.answer()
 
     def _refused(self) -> RefsRefused:
         self._close(quiet=True, keep_err=True)  # git's reason is read once it has ended

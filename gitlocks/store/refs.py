@@ -151,8 +151,12 @@ class RefWriter:
             for names in steps:
                 if names:
                     txs.append(self._transaction(names, updates, old, message))
-            for tx in reversed(txs):  # the journal's first: held while the locks move
-                tx.prepare()
+            # Every ref locked before the check: the transactions prepare side by side,
+            # each git taking its locks meanwhile (the journal's held while the locks move).
+            for tx in reversed(txs):
+                tx.ask("prepare")
+            for tx in reversed(txs):
+                tx.answer()
             if expect is not None:
                 expect()
             for tx in txs:
