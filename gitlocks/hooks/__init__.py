@@ -34,7 +34,7 @@ CLIENT_HOOKS = (
     "post-rewrite",
     "pre-push",
 )
-# Hooks that read the lock table first thing (``check.TableReader``): git starts on it
+# Hooks that read the lock table first thing (``reading.TableReader``): git starts on it
 # before the hook's modules are imported.
 READS_TABLE = frozenset({"pre-commit", "pre-push", "post-commit", "post-merge", "post-rewrite"})
 # Hooks that read a list from git on standard input (refs, or rewritten commits).

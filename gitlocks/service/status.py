@@ -9,13 +9,16 @@ from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
 from gitlocks.core.table import Friends, Table, record_entries
+from gitlocks.git.spawn import Process
 from gitlocks.git.worktrees import finish_changes, finish_worktrees, start_changes, start_worktrees
 from gitlocks.service.context import Context, live_table
 from gitlocks.service.results import Edit, Status, WorktreeEdits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from gitlocks.git.spawn import Process
+    from collections.abc import Iterator
+
+AT_ONCE = 16  # git processes status runs side by side, at most
 
 
 def status(ctx: Context) -> Status:
@@ -23,44 +26,62 @@ def status(ctx: Context) -> Status:
     ident = ctx.identity
     root = ctx.store.root
     # git lists the worktrees and the edits here while the table is read: each costs a
-    # process, which the other core runs meanwhile. Other worktrees are asked all at once.
-    listing = start_worktrees(root)
+    # process, which the other core runs meanwhile. Other worktrees are asked side by side,
+    # ``AT_ONCE`` at most.
+    listing: Process | None = start_worktrees(root)
     asked: dict[str, Process | OSError] = {root: _start(root)}
-    table, live = live_table(ctx)
-    life = ctx.liveness()
-    friends = table.family(ident.holder, ident.parent)
-    states_by_id = {r.id: life.state(r) for r in live}
-    yours = [r for r in live if r in friends]
-    others = [r for r in live if r not in friends]
-    claims = {r.id for r in live if states_by_id[r.id] != "dead"}
-    trees = []
-    listed = finish_worktrees(listing, root)
-    here = next((path for path, _ in listed if _same_dir(path, root)), None)
-    if here is not None:
-        asked[here] = asked.pop(root)
-    for path, _ in listed:
-        if path not in asked:
-            asked[path] = _start(path)
-    for path, branch in listed:
-        tree = WorktreeEdits(path, branch, current=path == here)
-        try:
-            edits = _finish(asked.pop(path) if path in asked else _start(path))  # listed twice
-        except OSError as exc:
-            tree.error = str(exc)
-            edits = []
-        ignore = IgnoreList.of_tree(path)
-        for xy, changed in edits:
-            if ignore and ignore.ignored(changed):
-                continue  # in .alockignore: nobody needs to claim it
-            found = _claims_covering(table, changed, claims)
-            tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
-        trees.append(tree)
-    for proc in asked.values():  # the edits here, when git lists no worktree here
-        if not isinstance(proc, OSError):
-            proc.kill()
-            proc.communicate()
+    try:
+        table, live = live_table(ctx)
+        life = ctx.liveness()
+        friends = table.family(ident.holder, ident.parent)
+        states_by_id = {r.id: life.state(r) for r in live}
+        yours = [r for r in live if r in friends]
+        others = [r for r in live if r not in friends]
+        claims = {r.id for r in live if states_by_id[r.id] != "dead"}
+        trees = []
+        listed = finish_worktrees(listing, root)
+        listing = None
+        here = next((path for path, _ in listed if _same_dir(path, root)), None)
+        if here is not None:
+            asked[here] = asked.pop(root)
+        ahead = iter([path for path, _ in listed])  # the next worktrees to ask
+        for path, branch in listed:
+            _ask_ahead(asked, ahead)
+            tree = WorktreeEdits(path, branch, current=path == here)
+            try:
+                edits = _finish(asked.pop(path) if path in asked else _start(path))  # listed twice
+            except OSError as exc:
+                tree.error = str(exc)
+                edits = []
+            ignore = IgnoreList.of_tree(path)
+            for xy, changed in edits:
+                if ignore and ignore.ignored(changed):
+                    continue  # in .alockignore: nobody needs to claim it
+                found = _claims_covering(table, changed, claims)
+                tree.edits.append(_classify(changed, xy, found, friends, states_by_id))
+            trees.append(tree)
+    finally:
+        # The edits here when git lists no worktree here; everything, when the table
+        # could not be read: no git is left running, nor unreaped.
+        for proc in [listing, *asked.values()]:
+            if isinstance(proc, Process):
+                proc.kill()
+                proc.communicate()
     quiet = {r.id: life.quiet_seconds(r) for r in live}
     return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, trees)
+
+
+def _ask_ahead(asked: dict[str, Process | OSError], ahead: Iterator[str]) -> None:
+    """Start the next worktrees' ``git status`` until ``AT_ONCE`` run: each holds three
+    descriptors of ours, and a repository with hundreds of worktrees would run out."""
+    running = sum(isinstance(a, Process) for a in asked.values())
+    while running < AT_ONCE:
+        path = next(ahead, None)
+        if path is None:
+            return
+        if path not in asked:
+            asked[path] = _start(path)
+            running += 1
 
 
 def _start(worktree: str) -> Process | OSError:

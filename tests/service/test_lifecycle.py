@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import re
 import subprocess
@@ -12,14 +14,17 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from support.cli import alock
+from support.cli import alock, cli_env
 
 from gitlocks.core.scope import ScopeEntry, make_entry
+from gitlocks.core.table import Table
+from gitlocks.errors import StoreError
 from gitlocks.identity import SessionProcess, process_alive, process_start_time, resolve_identity
 from gitlocks.render import locks as render
 from gitlocks.service import lifecycle, locks
 from gitlocks.service.context import Context
 from gitlocks.service.results import CheckItem
+from gitlocks.service.status import status
 from gitlocks.store.local import Store
 
 HOST = os.uname().nodename
@@ -415,6 +420,58 @@ def test_status_tells_each_worktree_apart_when_git_fails_in_one(repo: Path, work
     assert trees[repo.resolve()]["current"] is True
     assert trees[worktree.resolve()]["current"] is False
     assert trees[worktree.resolve()]["error"] and trees[worktree.resolve()]["edits"] == []
+
+
+def test_status_reads_every_worktree_with_few_descriptors(repo: Path, tmp_path: Path) -> None:
+    """Thirty worktrees under a limit of 80 open files: status asks git about a few at
+    a time, so each one's edits are read, none told "Too many open files"."""
+    for i in range(30):
+        path = tmp_path / f"wt{i}"
+        git(repo, "worktree", "add", "-q", "-b", f"side{i}", str(path))
+        (path / f"new{i}.txt").write_text("edit\n")
+    env = cli_env()
+    proc = subprocess.run(
+        ["bash", "-c", "ulimit -n 80 && exec git alock status --json"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    trees = json.loads(proc.stdout)["worktrees"]
+    assert len(trees) == 31
+    assert [t.get("error") for t in trees if t.get("error")] == []
+    edited = sorted(e["path"] for t in trees for e in t["edits"])
+    assert edited == sorted(f"new{i}.txt" for i in range(30))
+
+
+def _children() -> set[int]:
+    """Our child processes, running or waiting to be reaped."""
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+            found.update(int(pid) for pid in f.read().split())
+    return found
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc")
+def test_status_leaves_no_git_behind_when_the_table_cannot_be_read(
+    repo: Path, worktree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git is asked for the worktrees and the edits before the table is read: a read that
+    fails kills and reaps them, so a long-lived server keeps no process from it."""
+    ctx = ctx_for(repo, "agent-a")
+    ctx.store.read_table()  # whatever the store starts once is started now
+
+    def unreadable() -> Table:
+        raise StoreError("cannot read the journal")
+
+    monkeypatch.setattr(ctx.store, "read_table", unreadable)
+    before = _children()
+    with pytest.raises(StoreError):
+        status(ctx)
+    gc.collect()
+    assert _children() - before == set()
 
 
 def test_status_reports_files_whose_names_no_pattern_can_spell(repo: Path) -> None:

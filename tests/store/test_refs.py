@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import git
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -71,3 +74,54 @@ def test_spares_not_taken_are_let_go_and_move_nothing(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", AGENT_ID="a1").code == 0
     refused = alock(repo, "acquire", "src/a.py", AGENT_ID="a2")
     assert refused.code == 1 and refused.out.startswith("REFUSED")
+
+
+# A write whose ref another git moves between the read of its value and the prepare (at
+# the write's log, the last step before the transactions are asked to prepare).
+_MOVED_UNDER = r"""
+import subprocess, sys
+from gitlocks.main import main
+from gitlocks.store import refs
+
+which = sys.argv[1]
+log = refs.RefWriter._log
+
+def moved_under(self, entry):
+    log(self, entry)
+    if which == "journal":
+        name = "refs/agent-locks-meta/journal"
+        tree = subprocess.check_output(["git", "rev-parse", "HEAD^{tree}"], text=True).strip()
+        new = subprocess.check_output(["git", "commit-tree", "-m", "other", tree], text=True)
+    else:
+        name = next(n for n in entry["old"] if n.startswith("refs/agent-locks/"))
+        new = subprocess.check_output(["git", "hash-object", "-w", "--stdin"], input="x")
+    subprocess.check_call(["git", "update-ref", name, new.strip()])
+
+refs.RefWriter._log = moved_under
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("which", ["journal", "lock"])
+def test_a_ref_moved_under_a_write_fails_it_cleanly(repo: Path, which: str) -> None:
+    """Both transactions are asked to prepare at once: git's compare refuses the one whose
+    ref moved, the other is let go, nothing of the write lands, no ref stays locked, what
+    the other git wrote stays, and the next write goes through."""
+    assert alock(repo, "acquire", "src/**", AGENT_ID="a1").code == 0
+    verb = ["acquire", "docs/**"] if which == "journal" else ["release", "--all"]
+    done = subprocess.run(
+        [sys.executable, "-c", _MOVED_UNDER, which, *verb],
+        cwd=repo,
+        env={**os.environ, "AGENT_ID": "a1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("error: "), done
+    after = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    refs = dict(line.split() for line in after.splitlines() if "agent-locks" in line)
+    assert not list((repo / ".git").rglob("*.lock"))
+    moved = git(repo, "log", "-1", "--format=%s", "refs/agent-locks-meta/journal").strip()
+    assert (moved == "other") == (which == "journal")
+    assert len([n for n in refs if n.startswith("refs/agent-locks/")]) == 1  # src/**'s
+    assert alock(repo, "acquire", "lib/**", AGENT_ID="a2").code == 0
