@@ -544,3 +544,22 @@ def test_a_temporary_file_of_another_process_is_left_alone(
     with pytest.raises(FileExistsError):
         bundle.write(str(copy / "gitlocks"))
     assert theirs.read_bytes() == b"being written\n" and not path.exists()
+
+
+def test_the_hooks_install_hooks_writes_start_as_the_command_does(copy: Path, repo: Path) -> None:
+    """The shims ``install-hooks`` writes run the interpreter that installed them, not the
+    ``git-alock`` script: they too read the bundle (the first commit writes it, as any
+    command's first run does) and leave its answer as the command does."""
+    env = environment(copy)
+    installed = subprocess.run(
+        [sys.executable, "-m", "gitlocks", "install-hooks"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    bundle_of(copy).unlink(missing_ok=True)  # written by install-hooks itself
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "add", "a.txt"], cwd=repo, env=env, check=True)
+    done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert bundle_of(copy).is_file()

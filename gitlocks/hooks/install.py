@@ -67,14 +67,22 @@ if [ "$hook" = prepare-commit-msg ]; then
     esac
 fi
 if [ -n "$ALOCK_PYTHON" ] && [ -x "$ALOCK_PYTHON" ]; then
-    exec "$ALOCK_PYTHON" -c 'import sys
+    # As git-alock starts: no cycle collector, the compiled modules read from the bundle.
+    exec "$ALOCK_PYTHON" -c 'import gc, sys
+gc.disable()
 del sys.path[0]  # not the repository being committed to
 try:
-    from gitlocks.hooks import main
+    from gitlocks import bundle
+    bundle.install()
+except ImportError:
+    pass
+try:
+    from gitlocks.main import main
 except ImportError as exc:
     sys.stderr.write("alock: gitlocks is not importable here (%s); lock check skipped\\n" % exc)
     sys.exit(0)
-sys.exit(main(sys.argv[1:]))' "$hook" "$@"
+sys.argv[1:1] = ["hook"]
+sys.exit(main())' "$hook" "$@"
 fi
 if command -v git-alock >/dev/null 2>&1; then
     exec git-alock hook "$hook" "$@"
