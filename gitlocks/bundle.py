@@ -38,9 +38,8 @@ if TYPE_CHECKING:
     from types import CodeType, ModuleType
 
     # A module's entry: whether it is a package (its file is then <name>/__init__.py, else
-    # <name>.py, below the package), its source's
-    # modification time and size (as its .pyc recorded them), where its code starts in the
-    # bundle's body and how long it is.
+    # <name>.py, below the package), its source's modification time and size (as its .pyc
+    # recorded them), where its code starts in the bundle's body and how long it is.
     Entry = tuple[bool, int, int, int, int]
     from importlib.machinery import SourceFileLoader
 else:
