@@ -126,7 +126,7 @@ class BundleFinder:
             source = (
                 os.path.join(self.root, relpath, "__init__.py")
                 if package
-                else (os.path.join(self.root, relpath + ".py"))
+                else os.path.join(self.root, relpath + ".py")
             )
             st = os.stat(source)
             stale = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size)
@@ -168,8 +168,9 @@ class BundleFinder:
 _CODE = type(_bundle_path.__code__)  # types.CodeType, without importing types
 
 
-def install() -> BundleFinder | None:
-    """Put the bundle's finder first on ``sys.meta_path`` (None: no usable bundle yet)."""
+def install() -> BundleFinder:
+    """Put the bundle's finder first on ``sys.meta_path``, and return it (its index empty
+    when there is no bundle it may read: every module then imports as usual)."""
     root = os.path.dirname(os.path.abspath(__file__))
     for finder in sys.meta_path:
         if isinstance(finder, BundleFinder):
