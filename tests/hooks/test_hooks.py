@@ -79,6 +79,21 @@ def test_warn_mode_names_path_holder_pattern_reason_expiry(hooked: Path) -> None
     assert advice.startswith("alock: WARNING: 1 path inside another holder's lock")
 
 
+def test_a_warning_nobody_can_read_never_refuses_the_commit(hooked: Path) -> None:
+    """Standard error that takes no writes (a full disk): the warning is lost, and the
+    commit still goes on, as warn mode says; it once failed the shim (exit 1, refused)."""
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), **B}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            ["git", "commit", "-q", "-m", "change"],
+            cwd=hooked, env=env, stdout=full, stderr=full, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 0
+    assert head_subject(hooked) == "change"
+
+
 def test_block_mode_refuses_and_no_verify_bypasses(hooked: Path) -> None:
     git(hooked, "config", "alock.hookMode", "block")
     edit(hooked, "src/api/auth.py", "changed\n")
