@@ -70,7 +70,8 @@ if [ -n "$ALOCK_PYTHON" ] && [ -x "$ALOCK_PYTHON" ]; then
     # As git-alock starts: no cycle collector, the compiled modules read from the bundle.
     exec "$ALOCK_PYTHON" -c 'import gc, sys
 gc.disable()
-del sys.path[0]  # not the repository being committed to
+if sys.path[:1] == [""]:
+    del sys.path[0]  # not the repository being committed to (none with -P, PYTHONSAFEPATH)
 try:
     from gitlocks import bundle
     bundle.install()

@@ -1084,3 +1084,21 @@ def test_hook_and_check_judge_a_dead_holder_alike(repo: Path, sleeper: Any) -> N
     assert hooks.find_held(table, ident_b, utcnow(), ["src/app.py"]) == []
     done = commit(repo, env=B)
     assert done.code == 0 and not alock_lines(done), done
+
+
+def test_the_shim_keeps_the_path_python_gives_it_under_safe_path(repo: Path) -> None:
+    """The shim drops the working directory Python puts first on ``sys.path`` (the
+    repository being committed to); with ``PYTHONSAFEPATH`` Python puts none there, and the
+    first entry is a real one (here the only one gitlocks is found through)."""
+    text = hook_install.shim_text("commit-msg", sys.executable)
+    code = text.split('"$ALOCK_PYTHON" -c \'', 1)[1].split('\' "$hook"', 1)[0]
+    message = repo / "MSG"
+    message.write_text("a change\n")
+    package_parent = str(PROJECT)  # the checkout's gitlocks, found through PYTHONPATH alone
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": package_parent}
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code, "commit-msg", str(message)],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "not importable" not in done.stderr
