@@ -75,14 +75,7 @@ class Objects:
         """Stop the ``cat-file`` process, if one was started."""
         proc, self._batch = self._batch, None
         if proc is not None:
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    # A cat-file that died leaves our unsent input unsendable: closing says
-                    # so with a BrokenPipeError, which is no reader of our output going away.
-                    try:
-                        pipe.close()
-                    except OSError:
-                        pass
+            proc.close_pipes()
             proc.wait()
 
     def __del__(self) -> None:

@@ -245,13 +245,19 @@ class Process:
         try:
             self.communicate(timeout=_DRAIN_SECONDS)
         except TimeoutExpired:
-            for stream in (self.stdin, self.stdout, self.stderr):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass
+            self.close_pipes()
             self.wait()
+
+    def close_pipes(self) -> None:
+        """Close our end of every pipe to the child. One the child has closed already (it
+        died, leaving our unsent input unsendable) is no error here: its exit code says
+        what happened."""
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
 
     def __del__(self) -> None:
         if getattr(self, "returncode", 0) is None and self.poll() is None:

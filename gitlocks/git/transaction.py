@@ -88,12 +88,7 @@ class Transaction:
         """
         self._send("commit")
         self.committed = True
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None and not stream.closed:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+        self.proc.close_pipes()
 
     def drop(self) -> None:
         """Let a transaction that was never asked to move anything go, without waiting:
