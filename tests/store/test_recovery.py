@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from conftest import git
 from support.cli import Result, alock
+from support.procs import git_at_work
 from support.remote import make_bare, make_clone, remote_events
 
 from gitlocks.git.transaction import RefsRefused, Transaction
@@ -631,20 +632,6 @@ sys.exit(main(["acquire", "src/**", "-m", "killed"]))
 """
 
 
-def _update_refs_of(repo: Path) -> list[int]:
-    """The git update-ref processes still running on ``repo``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, ValueError, IndexError):
-            continue
-        if b"update-ref" in argv and os.fsencode(repo) in b" ".join(argv) and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
 @pytest.mark.parametrize("step", ["deciding", "prepared", "half"])
 def test_a_writer_killed_at_any_step_loses_and_double_grants_nothing(repo: Path, step: str) -> None:
@@ -663,10 +650,10 @@ def test_a_writer_killed_at_any_step_loses_and_double_grants_nothing(repo: Path,
     assert killed.returncode == 9, killed.stderr
     assert bool(mutex_text(repo / ".git")) == (step != "deciding"), "not killed where meant"
     for _ in range(500):  # each git reads the end of its input and ends: bounded
-        if not _update_refs_of(repo):
+        if not git_at_work(b"update-ref", repo):
             break
         threading.Event().wait(0.01)
-    assert _update_refs_of(repo) == [], "a dead writer's transaction still runs"
+    assert git_at_work(b"update-ref", repo) == [], "a dead writer's transaction still runs"
     got = alock(repo, "acquire", "src/a.py", "--json", **C)
     no_crash(got)
     mine = lock_id_of(got)

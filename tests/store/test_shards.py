@@ -16,6 +16,7 @@ import pytest
 from conftest import git
 from support.cli import alock, cli_env, finish, run_git
 from support.daemon import Daemon
+from support.procs import git_at_work
 from support.records import write_blob
 from support.remote import daemon, make_bare, make_clone, remote_locks
 
@@ -70,32 +71,12 @@ def check_consistent(bare: Path) -> None:
         assert held == set(record_shards(record.paths, len(tables))), record.paths
 
 
-def _receiving(bare: Path) -> bool:
-    """Whether a receive-pack (the daemon's, run in the repository) is still at work on
-    ``bare``: one whose client was killed may not have begun applying the push yet."""
-    where = os.path.realpath(bare)
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            if b"receive-pack" not in b" ".join(argv):
-                continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            cwd = os.path.realpath(os.readlink(f"/proc/{entry}/cwd"))
-        except (OSError, ValueError, IndexError):
-            continue
-        if state != "Z" and (cwd == where or os.fsencode(where) in b" ".join(argv)):
-            return True
-    return False
-
-
 def settled(bare: Path) -> None:
     """``check_consistent`` once the remote is done: a receive-pack whose client was killed
     may still be applying the push (all of it or none), renaming refs one by one, or not
     have begun (then the refs are consistent, and about to change)."""
     for _ in range(250):  # each git ends by itself: bounded
-        if not _receiving(bare):
+        if not git_at_work(b"receive-pack", bare):
             break
         time.sleep(0.02)
     for _ in range(50):
