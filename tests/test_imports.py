@@ -267,11 +267,13 @@ def test_whoami_loads_no_store(held: Path) -> None:
 
 # A claim and a release in remote mode: the store's remote half, and no libgit2. Its runs
 # against the remote are bounded (a session of their own, killed as a group on a timeout:
-# gitlocks.git.spawn does that too), and it lists the lock refs on a thread (_thread)
-# beside its push: no subprocess, threading or signal.
+# gitlocks.git.spawn does that too). To a local or git:// remote it pushes itself
+# (gitlocks.git.sendpack, over _socket: no socket, selectors or enum); elsewhere it lists
+# the lock refs on a thread (_thread) beside git's push: no subprocess, threading or signal.
 REMOTE_WRITE = STORE_VERBS | {
-    "gitlocks.core.shard", "gitlocks.git.remote", "gitlocks.store.listing", "gitlocks.store.mirror",
-    "gitlocks.store.push", "gitlocks.store.remote", "gitlocks.store.sharded",
+    "gitlocks.core.shard", "gitlocks.git.remote", "gitlocks.git.sendpack",
+    "gitlocks.store.listing", "gitlocks.store.mirror", "gitlocks.store.push",
+    "gitlocks.store.remote", "gitlocks.store.sharded",
 }  # fmt: skip
 
 

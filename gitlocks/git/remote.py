@@ -62,19 +62,19 @@ def run_git(
         [f"--git-dir={git_dir}", *_CONFIG, *args],
         env=run.Env.REMOTE,
         timeout=timeout,
-        timed_out=(
-            f"{what} {remote!r} timed out after {timeout:g}s ({setting}); nothing "
-            "changed locally"
-            + (
-                ". The remote may still have applied the push: git alock sync shows its state"
-                if what.startswith("push")
-                else ""
-            )
-        ),
+        timed_out=timed_out(what, remote, timeout, setting),
         error=RemoteTimeout,
     )
     out, err = done.stdout, done.stderr
     return GitRun(done.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def timed_out(what: str, remote: str, timeout: float, setting: str) -> str:
+    """What a run against the remote that ran out of time says."""
+    said = f"{what} {remote!r} timed out after {timeout:g}s ({setting}); nothing changed locally"
+    if what.startswith("push"):
+        said += ". The remote may still have applied the push: git alock sync shows its state"
+    return said
 
 
 def failure(run: GitRun, remote: str, what: str) -> RemoteError:

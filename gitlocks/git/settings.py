@@ -29,7 +29,7 @@ from gitlocks.layout import DEFAULT_SKEW_SECONDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
 LIST_ARGS = ("config", "-z", "--list")
 TRUE = ("true", "yes", "on")
@@ -88,19 +88,34 @@ class Settings:
     """Every setting of one repository, as ``git config --list`` gave them (the last
     value of a key wins, as ``git config --get`` answers)."""
 
-    def __init__(self, values: Mapping[str, str | None] | None = None) -> None:
+    def __init__(
+        self, values: Mapping[str, str | None] | None = None, repeated: Iterable[str] = ()
+    ) -> None:
         self._values = {normalise_key(k): v for k, v in (values or {}).items()}
+        self._repeated = {normalise_key(k) for k in repeated}  # keys set more than once
 
     @classmethod
     def parse(cls, raw: bytes) -> Settings:
         """``git config -z --list`` output: ``key\\nvalue\\0``, or ``key\\0`` when the key
         has no ``=``."""
         values: dict[str, str | None] = {}
+        repeated = []
         for item in raw.split(b"\0"):
             if item:
                 key, sep, value = os.fsdecode(item).partition("\n")
+                if key in values:
+                    repeated.append(key)
                 values[key] = value if sep else None
-        return cls(values)
+        return cls(values, repeated)
+
+    def repeated(self, key: str) -> bool:
+        """Whether ``key`` was set more than once (``get`` answers the last)."""
+        return normalise_key(key) in self._repeated
+
+    def has_prefix(self, prefix: str) -> bool:
+        """Whether any key set starts with ``prefix`` (lowercase: a section, or a section
+        and the start of its name)."""
+        return any(key.lower().startswith(prefix) for key in self._values)
 
     def __contains__(self, key: str) -> bool:
         return normalise_key(key) in self._values

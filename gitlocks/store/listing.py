@@ -19,6 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gitlocks.git.sendpack import Session
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 
@@ -42,6 +43,15 @@ def parse_listing(out: str) -> tuple[dict[str, str], set[str], dict[int, str]]:
     return found, symrefs, tips
 
 
+def advertised(refs: dict[str, str]) -> str:
+    """Refs a push connection advertised (ref -> id), as ``ls-remote`` lists the lock refs
+    and shard journals. The advertisement names no symbolic ref: one among the lock refs
+    reads as its target's value, and a write that finds it out of step asks ``ls-remote``
+    again, which names it."""
+    wanted = (LOCK_PREFIX, SHARD_PREFIX)
+    return "".join(f"{oid}\t{name}\n" for name, oid in refs.items() if name.startswith(wanted))
+
+
 class Listing:
     """The remote's lock refs, listed (``ls-remote``) on a thread while a write pushes.
 
@@ -50,9 +60,14 @@ class Listing:
     not (pushed or moved by hand, or another write since) asks the remote again.
     """
 
-    def __init__(self, store: RemoteStore) -> None:
+    def __init__(self, store: RemoteStore, session: Session | None = None) -> None:
+        """``session``: the write's own push connection (``gitlocks.git.sendpack``), whose
+        advertised refs are the listing; else ``ls-remote`` runs on a thread."""
         self.run: GitRun | None = None
         self.store = store
+        self.session = session
+        if session is not None:
+            return
         # A sharded remote's shard journals too, in the same answer: they tell a lock ref
         # of another clone's write (its shard moved) from one pushed by hand.
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if store.shard_count() else [])]
@@ -73,8 +88,13 @@ class Listing:
 
     def join(self) -> None:
         """Wait for the answer (at once when it is in)."""
-        with self._asking:
-            pass
+        if self.session is None:
+            with self._asking:
+                pass
+        elif self.run is None:
+            refs = self.session.advertised()
+            if refs is not None:
+                self.run = GitRun(0, advertised(refs), "")
 
     def out_of_step(
         self, decided: RemoteTable, now: Callable[[], tuple[dict[str, str], str | None]]

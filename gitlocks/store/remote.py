@@ -128,6 +128,7 @@ class RemoteStore(ShardedPush):
         self._local_cache: tuple[tuple[object, ...], dict[str, str]] | None = None
         self.listed_meta = {}
         self._views = {}
+        self._closing = []
 
     def _take_mutex(self, timeout: float) -> None:
         # What we cached may have moved while we did not hold the mutex.
@@ -266,23 +267,31 @@ class RemoteStore(ShardedPush):
         self, decide: Callable[[Table], tuple[Change, T]], *, tries: int, fetched: bool = False
     ) -> T:
         """``transact`` for a caller that already holds the mutex (a mode switch)."""
-        if not fetched and self.last_sync() is None:
-            self.fetch()
-            fetched = True
+        # Where gitlocks pushes itself, the push's connection opens first: the remote
+        # starts and advertises its refs while the write decides, and those refs are the
+        # write's listing (docs/design.md, section 5.2).
+        session = self.open_session()
+        self._writing = True
         listing: Listing | None = None
-        if self.journal_store.table(self.staged()[1]) is not None:
-            # The journal carries the table: nothing asked of the lock refs decides this
-            # write, so they are listed beside its push, not before it (docs/design.md,
-            # section 5.2), and only a listing out of step asks again after it.
-            self.check_not_lost()
-            listing = Listing(self)
-        elif self.look_before_writing():
-            fetched = True
         try:
+            if not fetched and self.last_sync() is None:
+                self.fetch()
+                fetched = True
+            if self.journal_store.table(self.staged()[1]) is not None:
+                # The journal carries the table: nothing asked of the lock refs decides
+                # this write, so they are listed beside its push, not before it
+                # (docs/design.md, section 5.2), and only a listing out of step asks
+                # again after it.
+                self.check_not_lost()
+                listing = Listing(self, session)
+            elif self.look_before_writing():
+                fetched = True
             return self._attempts(decide, tries, fetched, listing)
         finally:
+            self._writing = False
             if listing is not None:
                 listing.join()
+            self.end_session()
 
     def _attempts(
         self,

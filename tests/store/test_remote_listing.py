@@ -178,3 +178,20 @@ def test_a_torn_listing_never_deletes_the_lock_ref_of_a_write_in_another_shard(
     assert lock_id in remote_locks(bare), "the lock ref of b's claim was deleted as hand-made"
     held = sorted(r.paths[0] for r in remote_locks(bare).values())
     assert held == ["docs/**", "lib/**", "src/**"]
+
+
+def test_gitlocks_own_push_finds_a_lock_ref_pushed_by_hand_in_its_connection(
+    tmp_path: Path,
+) -> None:
+    """Where gitlocks pushes itself, the refs its connection advertises are the listing: a
+    lock ref planted by hand is found there, and deleted by the follow-up, in one command,
+    with no ls-remote beside the push."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    git(bare, "update-ref", "refs/agent-locks/mallory-1", hand_made(bare, ["**"]))
+    got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 0, (got.out, got.err)
+    assert "mallory-1" not in remote_locks(bare), "the follow-up push deleted it"
+    last = remote_events(bare)[-1]
+    assert (last["event"], last["id"]) == ("repaired", "mallory-1")

@@ -1,0 +1,389 @@
+"""gitlocks' own push (``gitlocks.git.sendpack``) against the real ``receive-pack``, over a
+loopback ``git daemon`` and on a local repository: it must answer exactly as ``git push
+--atomic --porcelain --force-with-lease`` answers the same push, move the remote's refs
+the same way, and leave to git everything it does not speak."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git
+from support.cli import alock
+from support.daemon import Daemon
+from support.remote import make_bare, make_clone, pushed_by_git, refs_of
+
+from gitlocks.git import sendpack
+from gitlocks.git.remote import GitRun, lost_race, never_sent, porcelain, remote_side, run_git
+from gitlocks.git.settings import Settings
+
+ZERO = "0" * 40
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Daemon]:
+    base = tmp_path / "served"
+    base.mkdir()
+    with Daemon(base) as running:
+        yield running
+
+
+def _source(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A repository with three commits, the objects a push sends."""
+    src = tmp_path / "src"
+    git(tmp_path, "init", "-q", src.name)
+    commits = []
+    for n in range(3):
+        (src / "f.txt").write_text(f"{n}\n")
+        git(src, "add", "-A")
+        git(src, "commit", "-q", "-m", f"c{n}")
+        commits.append(git(src, "rev-parse", "HEAD").strip())
+    return src, commits
+
+
+def _native(src: Path, url: str, leases: dict[str, str | None], specs: list[str]) -> GitRun:
+    where = sendpack.parse_url(url)
+    assert where is not None
+    session = sendpack.Session(where, 20)
+    wanted = [(s.partition(":")[0] or None, s.partition(":")[2]) for s in specs]
+
+    def pack(tips: list[str], known: list[str], ofs: bool) -> bytes:
+        return sendpack.pack_objects(str(src / ".git"), tips, known, ofs, 20)
+
+    try:
+        run = session.push(leases, wanted, ZERO, "sha1", pack)
+    finally:
+        session.close()
+    assert run is not None
+    return run
+
+
+def _git_push(src: Path, url: str, leases: dict[str, str | None], specs: list[str]) -> GitRun:
+    flags = [f"--force-with-lease={ref}:{value or ''}" for ref, value in leases.items()]
+    args = ["push", "--atomic", "--porcelain", "--no-verify", *flags, url, *specs]
+    return run_git(str(src / ".git"), args, remote="origin", what="push to", timeout=20)
+
+
+def _told(run: GitRun) -> list[tuple[str, str, str]]:
+    """What a push said per ref: its flag, and its reason where it was refused. An update
+    is one ("+"): ours never asks whether it was a fast-forward (" ", to git)."""
+    lines = porcelain(run.out)
+    flag = {" ": "+"}
+    return sorted((flag.get(ln.flag, ln.flag), ln.ref, ln.reason if ln.flag == "!" else "")
+                  for ln in lines)  # fmt: skip
+
+
+def _twins(tmp_path: Path, served: Daemon, transport: str) -> tuple[str, Path, str, Path]:
+    """Two equal bare remotes: one for git push, one for ours (URLs and paths)."""
+    if transport == "daemon":
+        first = make_bare(served.base / "a.git")
+        second = served.base / "b.git"
+        shutil.copytree(first, second, symlinks=True)
+        return served.url("a.git"), first, served.url("b.git"), second
+    first = make_bare(tmp_path / "a.git")
+    second = tmp_path / "b.git"
+    shutil.copytree(first, second, symlinks=True)
+    return first.as_uri(), first, str(second), second
+
+
+Before = dict[str, str]
+Push = tuple[dict[str, str | None], list[str]]
+CASES: dict[str, tuple[Before, Push]] = {
+    # name: refs set on both remotes first, then (leases, specs) of the push compared
+    "create": ({}, ({"refs/x/one": None, "refs/x/two": None}, ["C2:refs/x/one", "C1:refs/x/two"])),
+    "update": ({"refs/x/one": "C0"}, ({"refs/x/one": "C0"}, ["C2:refs/x/one"])),
+    "stale lease, nothing moves": (
+        {"refs/x/one": "C0", "refs/x/two": "C0"},
+        ({"refs/x/one": "C1", "refs/x/two": "C0"}, ["C2:refs/x/one", "C2:refs/x/two"]),
+    ),
+    "must not exist, but does": (
+        {"refs/x/one": "C0"},
+        ({"refs/x/one": None, "refs/x/two": None}, ["C2:refs/x/one", "C2:refs/x/two"]),
+    ),
+    "already there": (
+        {"refs/x/one": "C2", "refs/x/two": "C0"},
+        ({"refs/x/one": "C0", "refs/x/two": "C0"}, ["C2:refs/x/one", "C1:refs/x/two"]),
+    ),
+    "everything already there": ({"refs/x/one": "C2"}, ({"refs/x/one": None}, ["C2:refs/x/one"])),
+    "delete": (
+        {"refs/x/one": "C0", "refs/x/two": "C1"},
+        ({"refs/x/one": "C0", "refs/x/two": "C1"}, [":refs/x/one", "C2:refs/x/two"]),
+    ),
+    "blob refs": ({}, ({"refs/x/blob": None}, ["BLOB:refs/x/blob"])),
+}
+
+
+@pytest.mark.parametrize("transport", ["daemon", "local"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_it_answers_and_moves_refs_as_git_push_does(
+    tmp_path: Path, served: Daemon, transport: str, case: str
+) -> None:
+    src, commits = _source(tmp_path)
+    blob = git(src, "rev-parse", "HEAD:f.txt").strip()
+    names = {"C0": commits[0], "C1": commits[1], "C2": commits[2], "BLOB": blob}
+
+    def named(text: str) -> str:
+        for key, oid in names.items():
+            text = text.replace(key, oid)
+        return text
+
+    url_git, bare_git, url_ours, bare_ours = _twins(tmp_path, served, transport)
+    before, (leases, specs) = CASES[case]
+    for bare in (bare_git, bare_ours):
+        if before:
+            moves = [f"{named(v)}:{r}" for r, v in before.items()]
+            git(src, "push", "-q", "--force", str(bare), *moves)
+    leases = {ref: named(v) if v else None for ref, v in leases.items()}
+    specs = [named(s) for s in specs]
+
+    theirs = _git_push(src, url_git, leases, specs)
+    ours = _native(src, url_ours, leases, specs)
+
+    assert _told(ours) == _told(theirs)
+    assert (ours.code == 0) == (theirs.code == 0)
+    assert refs_of(bare_ours) == refs_of(bare_git)
+    git(bare_ours, "fsck", "--no-dangling")
+
+
+@pytest.mark.parametrize("transport", ["daemon", "local"])
+def test_a_refusing_hook_is_told_with_its_words(
+    tmp_path: Path, served: Daemon, transport: str
+) -> None:
+    src, commits = _source(tmp_path)
+    url_git, bare_git, url_ours, bare_ours = _twins(tmp_path, served, transport)
+    for bare in (bare_git, bare_ours):
+        hook = bare / "hooks" / "pre-receive"
+        hook.write_text("#!/bin/sh\ncat >/dev/null\necho 'alock: not today' >&2\nexit 1\n")
+        hook.chmod(0o755)
+    leases: dict[str, str | None] = {"refs/x/one": None}
+    theirs = _git_push(src, url_git, leases, [f"{commits[2]}:refs/x/one"])
+    ours = _native(src, url_ours, leases, [f"{commits[2]}:refs/x/one"])
+    assert _told(ours) == _told(theirs) == [("!", "refs/x/one", "pre-receive hook declined")]
+    assert "remote: alock: not today" in ours.err
+    assert ours.code != 0
+    assert refs_of(bare_ours) == refs_of(bare_git)
+
+
+@pytest.mark.parametrize("transport", ["daemon", "local"])
+def test_a_ref_moved_after_the_advertisement_loses_the_race_on_the_remote(
+    tmp_path: Path, served: Daemon, transport: str
+) -> None:
+    """The lease holds against what was advertised; the remote's own compare, under its
+    ref lock, catches the write that came in between: nothing of ours lands."""
+    src, commits = _source(tmp_path)
+    url, bare, _, _ = _twins(tmp_path, served, transport)
+    git(src, "push", "-q", str(bare), f"{commits[0]}:refs/x/one")
+    where = sendpack.parse_url(url)
+    assert where is not None
+    session = sendpack.Session(where, 20)
+    assert session.advertised() == {"refs/heads/main": git(bare, "rev-parse", "main").strip(),
+                                    "refs/x/one": commits[0]}  # fmt: skip
+    git(src, "push", "-q", str(bare), f"{commits[1]}:refs/x/one", f"{commits[1]}:refs/x/two")
+
+    def pack(tips: list[str], known: list[str], ofs: bool) -> bytes:
+        return sendpack.pack_objects(str(src / ".git"), tips, known, ofs, 20)
+
+    wanted: list[tuple[str | None, str]] = [
+        (commits[2], "refs/x/one"),
+        (commits[2], "refs/x/three"),
+    ]
+    run = session.push({"refs/x/one": commits[0], "refs/x/three": None}, wanted, ZERO, "sha1", pack)
+    session.close()
+    assert run is not None and run.code != 0
+    assert lost_race(porcelain(run.out))
+    assert git(bare, "rev-parse", "refs/x/one").strip() == commits[1]
+    assert git(bare, "for-each-ref", "refs/x/three") == ""
+
+
+def test_a_remote_without_atomic_pushes_says_so(tmp_path: Path, served: Daemon) -> None:
+    src, commits = _source(tmp_path)
+    bare = make_bare(served.base / "a.git", **{"receive.advertiseAtomic": "false"})
+    run = _native(src, served.url("a.git"), {"refs/x/one": None}, [f"{commits[0]}:refs/x/one"])
+    assert "does not support --atomic" in run.err
+    assert git(bare, "for-each-ref", "refs/x") == ""
+
+
+@pytest.mark.parametrize("transport", ["daemon", "local"])
+def test_an_unpack_failure_is_the_remotes_own(
+    tmp_path: Path, served: Daemon, transport: str
+) -> None:
+    """A remote that cannot store the pack says so, and nothing moves. (git push, still
+    sending when the remote gives up, may only see the connection reset.)"""
+    src, commits = _source(tmp_path)
+    url, bare, _, _ = _twins(tmp_path, served, transport)
+    git(bare, "config", "receive.maxInputSize", "10")
+    before = refs_of(bare)
+    run = _native(src, url, {"refs/x/one": None}, [f"{commits[2]}:refs/x/one"])
+    lines = porcelain(run.out)
+    assert run.code != 0
+    assert [(ln.flag, ln.ref) for ln in lines] == [("!", "refs/x/one")]
+    assert remote_side(lines, run.err) == "unpack-objects abnormal exit", run.err
+    assert "remote: fatal: pack exceeds maximum allowed size" in run.err
+    assert refs_of(bare) == before
+
+
+def test_nothing_listening_is_a_push_never_sent(tmp_path: Path) -> None:
+    src, commits = _source(tmp_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nobody listens there
+    run = _native(
+        src, f"git://127.0.0.1:{port}/x.git", {"refs/x/one": None}, [f"{commits[0]}:refs/x/one"]
+    )
+    assert run.code != 0 and not porcelain(run.out)
+    assert never_sent(run.err), run.err
+
+
+@pytest.mark.parametrize("transport", ["daemon", "local"])
+def test_a_missing_repository_is_a_push_never_sent(
+    tmp_path: Path, served: Daemon, transport: str
+) -> None:
+    src, commits = _source(tmp_path)
+    url = served.url("nothing.git") if transport == "daemon" else str(tmp_path / "nothing.git")
+    leases: dict[str, str | None] = {"refs/x/one": None}
+    theirs = _git_push(src, url, leases, [f"{commits[0]}:refs/x/one"])
+    ours = _native(src, url, leases, [f"{commits[0]}:refs/x/one"])
+    assert ours.code != 0 and not porcelain(ours.out)
+    assert never_sent(ours.err) == never_sent(theirs.err), (ours.err, theirs.err)
+    said = next(ln for ln in theirs.err.splitlines() if ln.startswith("fatal:"))
+    assert said in ours.err
+
+
+def test_a_silent_remote_times_out(tmp_path: Path) -> None:
+    """A connection that opens and never answers ends at the deadline, not later."""
+    _, commits = _source(tmp_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(4)  # connections are taken, nothing is ever said
+        where = sendpack.parse_url(f"git://127.0.0.1:{sock.getsockname()[1]}/x.git")
+        assert where is not None
+        session = sendpack.Session(where, 0.5)
+        with pytest.raises(TimeoutError):
+            session.push({"refs/x/one": None}, [(commits[0], "refs/x/one")], ZERO, "sha1",
+                         lambda *_: b"")  # fmt: skip
+        session.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git://example.org/locks.git", ("example.org", 9418, "/locks.git")),
+        ("git://127.0.0.1:9999/a/b.git", ("127.0.0.1", 9999, "/a/b.git")),
+        ("git://[::1]:9999/x.git", ("::1", 9999, "/x.git")),
+        ("git://host/~user/x.git", ("host", 9418, "/~user/x.git")),
+        ("file:///srv/locks.git", (None, 9418, "/srv/locks.git")),
+        ("/srv/locks.git", (None, 9418, "/srv/locks.git")),
+        ("../locks.git", (None, 9418, "../locks.git")),
+        ("/srv/a:b.git", (None, 9418, "/srv/a:b.git")),
+        ("ssh://host/x.git", None),
+        ("host:x.git", None),
+        ("git@host:x.git", None),
+        ("https://host/x.git", None),
+        ("ext::ssh host x", None),
+        ("file://host/srv/x.git", None),
+        ("git://host/x%20y.git", None),
+        ("git://host:0/x.git", None),
+        ("git://host:99999/x.git", None),
+        ("git://user@host/x.git", None),
+        ("git://host", None),
+        ("", None),
+    ],
+)
+def test_only_git_and_local_urls_are_its_own(url: str, expected: tuple[object, ...] | None) -> None:
+    where = sendpack.parse_url(url)
+    assert (None if where is None else (where.host, where.port, where.path)) == expected
+
+
+def _settings(**values: str) -> Settings:
+    return Settings({"remote.origin.url": "git://127.0.0.1/x.git", **values})
+
+
+@pytest.mark.parametrize(
+    ("values", "env", "ours"),
+    [
+        ({}, {}, True),
+        ({"url.git://other/.insteadOf": "git://127.0.0.1/"}, {}, False),
+        ({"url.ssh://h/.pushInsteadOf": "git://127.0.0.1/"}, {}, False),
+        ({"remote.origin.receivepack": "git receive-pack"}, {}, False),
+        ({"remote.origin.pushurl": "ssh://host/x.git"}, {}, False),
+        ({"remote.origin.pushurl": "/srv/x.git"}, {}, True),
+        ({"core.gitProxy": "proxy-command"}, {}, False),
+        ({}, {"GIT_PROXY_COMMAND": "proxy-command"}, False),
+        ({"push.gpgSign": "true"}, {}, False),
+        ({"push.pushOption": "ci.skip"}, {}, False),
+        ({"protocol.git.allow": "never"}, {}, False),
+        ({"protocol.allow": "never"}, {}, False),
+        ({"protocol.allow": "never", "protocol.git.allow": "always"}, {}, True),
+        ({"protocol.git.allow": "user"}, {"GIT_PROTOCOL_FROM_USER": "0"}, False),
+        ({"protocol.git.allow": "user"}, {}, True),
+        ({}, {"GIT_ALLOW_PROTOCOL": "file:ssh"}, False),
+        ({}, {"GIT_ALLOW_PROTOCOL": "file:git"}, True),
+    ],
+)
+def test_git_keeps_every_push_it_would_make_differently(
+    values: dict[str, str], env: dict[str, str], ours: bool
+) -> None:
+    assert (sendpack.target(_settings(**values), "origin", env) is not None) is ours
+
+
+def test_a_local_remote_follows_protocol_file_allow() -> None:
+    local = Settings({"remote.origin.url": "/srv/x.git"})
+    assert sendpack.target(local, "origin", {}) is not None
+    assert sendpack.target(local, "origin", {"GIT_PROTOCOL_FROM_USER": "0"}) is None
+    never = Settings({"remote.origin.url": "/srv/x.git", "protocol.file.allow": "never"})
+    assert sendpack.target(never, "origin", {}) is None
+
+
+def test_several_urls_are_pushed_by_git() -> None:
+    raw = b"remote.origin.url\ngit://a/x.git\0remote.origin.url\ngit://b/x.git\0"
+    assert sendpack.target(Settings.parse(raw), "origin", {}) is None
+
+
+def _trace(clone: Path, *args: str, **env: str) -> tuple[int, list[str]]:
+    """Run ``git alock ARGS`` as a process; its exit code and the git commands it ran."""
+    trace = clone.parent / "trace.txt"
+    trace.unlink(missing_ok=True)
+    full = {**os.environ, "GIT_TRACE": str(trace), "AGENT_ID": "agent-a", **env}
+    proc = subprocess.run(["git", "alock", *args], cwd=clone, env=full, capture_output=True)
+    ran = [
+        ln.split("built-in: ", 1)[1] for ln in trace.read_text().splitlines() if "built-in: " in ln
+    ]
+    return proc.returncode, ran
+
+
+@pytest.mark.parametrize("transport", ["daemon", "local"])
+def test_a_remote_claim_is_one_connection_of_its_own(
+    tmp_path: Path, served: Daemon, transport: str
+) -> None:
+    """No ``git push`` and no ``ls-remote`` beside it: the claim's own connection both
+    lists and pushes."""
+    if transport == "daemon":
+        make_bare(served.base / "locks.git")
+        clone = make_clone(served.url("locks.git"), tmp_path / "clone")
+    else:
+        clone = make_clone(str(make_bare(tmp_path / "locks.git")), tmp_path / "clone")
+    assert alock(clone, "acquire", "src/**", "-m", "first").code == 0  # the journal's first
+    code, ran = _trace(clone, "acquire", "docs/**", "-m", "work")
+    assert code == 0
+    assert not [c for c in ran if c.startswith(("git push", "git ls-remote"))], ran
+    assert "git pack-objects --stdout --revs -q --delta-base-offset" in ran
+    code, ran = _trace(clone, "release", "docs/**")
+    assert code == 0
+    assert not [c for c in ran if c.startswith(("git push", "git ls-remote"))], ran
+    listed = alock(clone, "list", "--fresh", "--json").out
+    assert "docs/**" not in listed and "src/**" in listed
+
+
+def test_a_push_git_must_make_is_made_by_git(tmp_path: Path, served: Daemon) -> None:
+    make_bare(served.base / "locks.git")
+    clone = make_clone(served.url("locks.git"), tmp_path / "clone")
+    pushed_by_git(clone)
+    code, ran = _trace(clone, "acquire", "docs/**", "-m", "work")
+    assert code == 0
+    assert [c for c in ran if c.startswith("git push")], ran
+    assert not [c for c in ran if c.startswith("git receive-pack")], ran
