@@ -22,9 +22,12 @@ from typing import Any
 import pytest
 from conftest import git
 from support.cli import alock
-from support.remote import make_bare, make_clone
+from support.daemon import Daemon
+from support.remote import daemon, make_bare, make_clone
 
 import gitlocks
+
+__all__ = ["daemon"]  # the fixture, imported so pytest finds it
 
 # Loaded by every verb that reads or writes the lock table: the store, the table and the
 # scope engine, the service, the renderer, the small parser.
@@ -277,15 +280,23 @@ REMOTE_WRITE = STORE_VERBS | {
 }  # fmt: skip
 
 
+@pytest.mark.parametrize("transport", ["file", "daemon"])
 @pytest.mark.parametrize("verb", ["acquire", "release"])
-def test_a_remote_claim_stays_within_its_import_budget(tmp_path: Path, verb: str) -> None:
-    bare = make_bare(tmp_path / "locks.git")
-    clone = make_clone(bare.as_uri(), tmp_path / "clone")
+def test_a_remote_claim_stays_within_its_import_budget(
+    tmp_path: Path, verb: str, transport: str, daemon: Daemon
+) -> None:
+    if transport == "daemon":
+        url = daemon.url(make_bare(daemon.base / "locks.git").name)
+    else:
+        url = make_bare(tmp_path / "locks.git").as_uri()
+    clone = make_clone(url, tmp_path / "clone")
     assert alock(clone, "acquire", "docs/**", **A).code == 0
     args = ["acquire", "README.md", "-m", "work"] if verb == "acquire" else ["release", "docs/**"]
     modules = loaded(clone, args)
     within_budget(modules, frozenset(REMOTE_WRITE))
     assert "pygit2" not in modules
+    # Looking the daemon's host up loads no codec (IDNA, and re with it) and no socket.py
+    assert not {"re", "socket", "encodings.idna", "stringprep"} & modules
 
 
 def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:

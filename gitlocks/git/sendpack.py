@@ -127,8 +127,10 @@ def parse_url(url: str) -> Target | None:
             host, port_text = hostport[1:close], hostport[close + 1 :].removeprefix(":")
         else:
             host, _, port_text = hostport.partition(":")
-        if not host or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)):
-            return None
+        if not host or not host.isascii() or (
+            port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)
+        ):
+            return None  # a name of other letters is git's to encode (IDNA)
         return Target(url, path, host, int(port_text) if port_text else DEFAULT_PORT)
     if url.startswith("file://"):
         path = url[len("file://") :]
@@ -179,7 +181,9 @@ class _Daemon(_Channel):
     def __init__(self, where: Target, deadline: float) -> None:
         assert where.host is not None
         try:
-            found = _socket.getaddrinfo(where.host, where.port, 0, _socket.SOCK_STREAM)
+            # As bytes: a str would load the IDNA codec (and ``re``) for an ASCII name.
+            host = where.host.encode("ascii")
+            found = _socket.getaddrinfo(host, where.port, 0, _socket.SOCK_STREAM)
         except OSError as exc:
             raise _Unreachable(f"unable to look up {where.host} ({exc})") from None
         reason = "no address"

@@ -291,6 +291,7 @@ def test_a_silent_remote_times_out(tmp_path: Path) -> None:
         ("git://host:99999/x.git", None),
         ("git://user@host/x.git", None),
         ("git://host", None),
+        ("git://bücher.example/x.git", None),
         ("", None),
     ],
 )
