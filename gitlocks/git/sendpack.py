@@ -54,6 +54,7 @@ _SETTINGS_OWNED = ("url.", "core.gitproxy", "push.gpgsign", "push.pushoption")
 # Variables git clears before it runs receive-pack on a local repository, besides those
 # that locate one (``Env.CLEAN``): a ``-c`` given to us is not the remote's setting.
 _NOT_FOR_RECEIVE_PACK = (
+    "GIT_PROTOCOL",  # git sets its own; we speak version 0
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
     "GIT_NO_REPLACE_OBJECTS",
@@ -307,6 +308,11 @@ class _Local(_Channel):
         self.proc.kill_group()
 
 
+def _is_id(text: str) -> bool:
+    """An object id as git writes it: 40 or 64 lowercase hexadecimal digits."""
+    return len(text) in (40, 64) and not text.strip("0123456789abcdef")
+
+
 def pkt(data: bytes) -> bytes:
     """One pkt-line: its length (four hex digits, itself included), then ``data``."""
     return b"%04x" % (len(data) + 4) + data
@@ -386,11 +392,20 @@ class Session:
                     said = line[4:].decode("utf-8", "replace").strip()
                     self._fail(f"fatal: remote error: {said}")
                     return None
+                if first and line.rstrip(b"\n") == b"version 1":
+                    continue  # protocol v1 says so first; its refs are v0's
                 text, _, caps = line.rstrip(b"\n").partition(b"\0")
                 if first:
                     self.caps = set(caps.decode("utf-8", "replace").split())
                     first = False
                 oid, _, name = text.decode("utf-8", "surrogateescape").partition(" ")
+                if name == "shallow" or not _is_id(oid) or not name or " " in name:
+                    if oid == "shallow" and _is_id(name):
+                        continue  # a shallow remote's boundary: nothing to us
+                    # As git: what is no "<id> <name>" is no remote we understand.
+                    shown = text[:64].decode("utf-8", "replace")
+                    self._fail(f"fatal: protocol error: expected sha/ref, got '{shown}'")
+                    return None
                 if name.startswith("refs/") or name == "HEAD":
                     refs[name] = oid
         except EOFError:

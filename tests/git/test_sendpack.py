@@ -388,3 +388,72 @@ def test_a_push_git_must_make_is_made_by_git(tmp_path: Path, served: Daemon) -> 
     assert code == 0
     assert [c for c in ran if c.startswith("git push")], ran
     assert not [c for c in ran if c.startswith("git receive-pack")], ran
+
+
+def test_a_sha256_repository_pushes_with_its_own_ids(tmp_path: Path, served: Daemon) -> None:
+    src = tmp_path / "src"
+    git(tmp_path, "init", "-q", "--object-format=sha256", src.name)
+    (src / "f.txt").write_text("x\n")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "c")
+    head = git(src, "rev-parse", "HEAD").strip()
+    bare = served.base / "s.git"
+    git(served.base, "init", "-q", "--bare", "--object-format=sha256", bare.name)
+    where = sendpack.parse_url(served.url("s.git"))
+    assert where is not None
+    session = sendpack.Session(where, 20)
+
+    def pack(tips: list[str], known: list[str], ofs: bool) -> bytes:
+        return sendpack.pack_objects(str(src / ".git"), tips, known, ofs, 20)
+
+    run = session.push({"refs/x/one": None}, [(head, "refs/x/one")], "0" * 64, "sha256", pack)
+    session.close()
+    assert run is not None and run.code == 0, run
+    assert git(bare, "rev-parse", "refs/x/one").strip() == head
+    # A sha1 repository's push to it is git's to refuse, in its words: not ours to make.
+    sha1 = sendpack.Session(where, 20)
+    assert sha1.push({"refs/x/two": None}, [(ZERO, "refs/x/two")], ZERO, "sha1", pack) is None
+    sha1.close()
+
+
+def _one_answer(answer: bytes) -> tuple[socket.socket, str]:
+    """A listener that, to the first connection, sends ``answer`` and then closes it."""
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+
+    def serve() -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, f"git://127.0.0.1:{sock.getsockname()[1]}/x.git"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"garbage",
+        b"0010not a ref\n0000",
+        b"ffff" + b"x" * 10,
+        b"003fzzzz5cc4b2ac04bb7fcbda7dd6b6faa7ce36de65c4e8 refs/heads/main\0report-status\n0000",
+        b"0004" * 3,
+        b"0013ERR go away now0000",
+        b"",
+    ],
+)
+def test_a_remote_that_speaks_no_git_is_a_push_that_never_began(answer: bytes) -> None:
+    sock, url = _one_answer(answer)
+    with sock:
+        where = sendpack.parse_url(url)
+        assert where is not None
+        session = sendpack.Session(where, 5)
+        run = session.push({"refs/x/one": None}, [("a" * 40, "refs/x/one")], ZERO, "sha1",
+                           lambda *_: b"PACK")  # fmt: skip
+        session.close()
+    assert run is not None and run.code == 128 and not porcelain(run.out)
+    assert run.err.startswith("fatal: "), run.err
