@@ -128,8 +128,10 @@ def parse_url(url: str) -> Target | None:
             host, port_text = hostport[1:close], hostport[close + 1 :].removeprefix(":")
         else:
             host, _, port_text = hostport.partition(":")
-        if not host or not host.isascii() or (
-            port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)
+        if (
+            not host
+            or not host.isascii()
+            or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536))
         ):
             return None  # a name of other letters is git's to encode (IDNA)
         return Target(url, path, host, int(port_text) if port_text else DEFAULT_PORT)
@@ -543,8 +545,12 @@ class Session:
             status, err = None, f"fatal: the remote end hung up unexpectedly ({exc.strerror})\n"
         err = self.channel.said() + err if self.channel is not None else err
         if status is None:
+            # Sent, and no answer: whatever the remote said first (its hooks' words), git
+            # ends with this line, and it is what tells a push that may have landed.
             self.close()
-            return GitRun(128, "", err or "fatal: the remote end hung up unexpectedly\n")
+            if "fatal: the remote end hung up" not in err:
+                err += "fatal: the remote end hung up unexpectedly\n"
+            return GitRun(128, "", err)
         unpack, verdicts = status
         if unpack != "ok":
             err += f"error: remote unpack failed: {unpack}\n"

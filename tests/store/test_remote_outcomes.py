@@ -116,3 +116,21 @@ def test_git_reasons_are_kept_and_sorted() -> None:
         "send-pack: unexpected disconnect while reading sideband packet\n"
         "fatal: the remote end hung up unexpectedly\n"
     )
+
+
+def test_a_push_cut_off_after_the_remote_spoke_is_settled_whatever_it_said(
+    served: tuple[Path, str], tmp_path: Path
+) -> None:
+    """What the remote said before the connection broke is its hooks' text, never proof
+    that nothing was sent: words like git's for a connection that never opened included."""
+    bare, url = served
+    a = make_clone(url, tmp_path / "a")
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\necho 'mirror: could not resolve host' >&2\n")
+    hook.chmod(0o755)
+    _kill_receive_pack(bare, "committed")
+    got = alock(a, "acquire", "src/**", "-m", "work", **A)
+    assert got.code == 0, got.err
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
+    _unhook(bare)
+    assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # the view followed
