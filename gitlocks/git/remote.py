@@ -149,6 +149,15 @@ def lost_race(lines: list[PushLine]) -> bool:
     )
 
 
+# git's reason for a ref the remote's report named no verdict for: sent, so it may have
+# been applied, like a push whose answer never came.
+UNREPORTED = "remote failed to report status"
+
+
+def unreported(lines: list[PushLine]) -> bool:
+    return any(ln.flag == "!" and ln.reason == UNREPORTED for ln in lines)
+
+
 # What a remote says when it failed on its own side (a full or read-only disk, a crash, a
 # repository being repacked), as opposed to a host that refuses refs like ours.
 REMOTE_SIDE = (

@@ -32,7 +32,7 @@ import time
 from select import POLLERR, POLLHUP, POLLIN, POLLOUT, poll
 
 from gitlocks.core.plain import Row
-from gitlocks.git.remote import GitRun
+from gitlocks.git.remote import UNREPORTED, GitRun
 from gitlocks.git.run import Env, environment
 from gitlocks.git.settings import parse_bool
 from gitlocks.git.spawn import Process, TimeoutExpired
@@ -559,8 +559,12 @@ class Session:
         for flag, source, ref, summary in lines:
             if flag in _SENDING:
                 verdict = verdicts.get(ref)
+                if verdict is None and unpack == "ok":  # as git says: the push may be in
+                    out.append(("!", source, ref, f"[remote failure] ({UNREPORTED})"))
+                    failed = True
+                    continue
                 if verdict != "ok" or unpack != "ok":
-                    reason = "unpacker error" if unpack != "ok" else (verdict or "no report")
+                    reason = "unpacker error" if unpack != "ok" else (verdict or "")
                     reason = reason.removeprefix("ng ").strip()
                     out.append(("!", source, ref, f"[remote rejected] ({reason})"))
                     failed = True

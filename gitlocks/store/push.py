@@ -28,6 +28,7 @@ from gitlocks.git.remote import (
     never_sent,
     remote_side,
     summarise,
+    unreported,
 )
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
@@ -122,9 +123,9 @@ class RemotePush(Mirror):
             return True
         if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
             raise failure(run, self.remote, "push")
-        if not lines:
-            # Sent, but no answer came back (the connection broke, the server died): the
-            # push may have landed. Ask the remote before saying anything.
+        if not lines or unreported(lines):
+            # Sent, but no answer came back (the connection broke, the server died), or none
+            # for some ref: the push may have landed. Ask the remote before saying anything.
             return self._settle(table, commit, summarise(run.err))
         if lost_race(lines):
             self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))

@@ -8,9 +8,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import git
 from support.cli import alock
-from support.daemon import Daemon
-from support.remote import daemon, make_bare, make_clone, refs_of, remote_locks
+from support.daemon import Daemon, Misreporting
+from support.remote import (
+    daemon,
+    make_bare,
+    make_clone,
+    pushed_by_git,
+    refs_of,
+    remote_locks,
+)
 
 from gitlocks.git.remote import GitRun, never_sent, porcelain, remote_side, summarise
 
@@ -133,4 +141,25 @@ def test_a_push_cut_off_after_the_remote_spoke_is_settled_whatever_it_said(
     assert got.code == 0, got.err
     assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
     _unhook(bare)
+    assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # the view followed
+
+
+@pytest.mark.parametrize("by_git", [False, True], ids=["ours", "git push"])
+def test_a_ref_the_report_leaves_out_is_settled_by_asking(tmp_path: Path, by_git: bool) -> None:
+    """A remote whose report names no verdict for a ref it was sent ("remote failed to
+    report status", git says) may have applied the push: ask it, as when no answer came."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    if by_git:
+        pushed_by_git(a)
+    misreporting = Misreporting(
+        bare, lambda lines: [ln for ln in lines if b"agent-locks/" not in ln]
+    )
+    try:
+        git(a, "config", "remote.origin.pushurl", misreporting.url)
+        got = alock(a, "acquire", "src/**", "-m", "work", **A)
+    finally:
+        misreporting.close()
+    assert got.code == 0, got.err
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
     assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # the view followed
