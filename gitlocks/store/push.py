@@ -134,6 +134,10 @@ class RemotePush(Mirror):
             # The remote's pre-receive guard refuses a write whose journal lease no longer
             # holds (docs/design.md, section 6.9): a lost race, not a refusal.
             return False
+        if any(ln.ref == JOURNAL_REF and ln.flag != "!" for ln in lines):
+            # A ref refused before the remote's atomic transaction began (one it hides,
+            # receive.hideRefs) leaves the rest applied: the journal, the table, moved.
+            return self._settle(table, commit, summarise(run.err))
         raise self._refused(lines, run)
 
     def lock_ref_specs(
