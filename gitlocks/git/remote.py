@@ -186,6 +186,7 @@ NOT_SENT = (
     "failed to connect",
     "no route to host",
     "network is unreachable",
+    "cannot run git",  # ours: no receive-pack could be started (gitlocks.git.sendpack)
 )
 
 

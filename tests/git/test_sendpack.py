@@ -254,6 +254,19 @@ def test_a_missing_repository_is_a_push_never_sent(
     assert said in ours.err
 
 
+def test_a_push_that_could_not_start_git_is_a_push_never_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No receive-pack could be started (no git, no descriptors left): nothing was sent,
+    and the store must not ask the remote whether it landed (and say it may have)."""
+    src, commits = _source(tmp_path)
+    bare = make_bare(tmp_path / "r.git")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    ours = _native(src, str(bare), {"refs/x/one": None}, [f"{commits[0]}:refs/x/one"])
+    assert ours.code == 128 and not porcelain(ours.out)
+    assert never_sent(ours.err), ours.err
+
+
 def test_a_silent_remote_times_out(tmp_path: Path) -> None:
     """A connection that opens and never answers ends at the deadline, not later."""
     _, commits = _source(tmp_path)
