@@ -141,6 +141,8 @@ def parse_url(url: str) -> Target | None:
     colon, slash = url.find(":"), url.find("/")
     if colon >= 0 and not 0 <= slash < colon:
         return None  # host:path (scp-like ssh), or a helper's <name>::address
+    if url.startswith("-"):
+        return None  # an option to receive-pack: git blocks it ("strange pathname")
     return Target(url, url)
 
 

@@ -305,6 +305,8 @@ def test_a_silent_remote_times_out(tmp_path: Path) -> None:
         ("git://user@host/x.git", None),
         ("git://host", None),
         ("git://bücher.example/x.git", None),
+        ("--stateless-rpc", None),
+        ("-x.git", None),
         ("", None),
     ],
 )
