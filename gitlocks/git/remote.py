@@ -55,8 +55,10 @@ def run_git(
     what: str,
     timeout: float,
     setting: str = "alock.remoteTimeout",
+    cwd: str | None = None,
 ) -> GitRun:
-    """Run ``git --git-dir=GIT_DIR ARGS``; a timeout kills it and raises ``RemoteTimeout``
+    """Run ``git --git-dir=GIT_DIR ARGS`` (in ``cwd``: where a relative remote path starts,
+    the top of the worktree for git); a timeout kills it and raises ``RemoteTimeout``
     (``setting`` names the bound, for the message)."""
     done = run.bounded(
         [f"--git-dir={git_dir}", *_CONFIG, *args],
@@ -64,6 +66,7 @@ def run_git(
         timeout=timeout,
         timed_out=timed_out(what, remote, timeout, setting),
         error=RemoteTimeout,
+        cwd=cwd,
     )
     out, err = done.stdout, done.stderr
     return GitRun(done.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))

@@ -163,6 +163,7 @@ def bounded(
     timeout: float,
     timed_out: str,
     error: type[Exception],
+    cwd: str | None = None,
 ) -> Ran:
     """Run git in its own session, stdin closed; its exit code is the caller's to judge.
 
@@ -173,7 +174,7 @@ def bounded(
     finished read as one that timed out.
     """
     try:
-        proc = Process(["git", *args], None, environment(env), session=True)
+        proc = Process(["git", *args], cwd, environment(env), session=True)
     except OSError as exc:
         raise error(f"cannot run git: {exc.strerror}") from exc
     try:

@@ -251,12 +251,12 @@ class _Daemon(_Channel):
 class _Local(_Channel):
     """``git receive-pack PATH`` on this machine, as git runs it for a local remote."""
 
-    def __init__(self, where: Target) -> None:
+    def __init__(self, where: Target, cwd: str | None) -> None:
         env = environment(Env.REMOTE) or {}
         for name in [n for n in env if n.startswith(_NOT_FOR_RECEIVE_PACK)]:
             del env[name]
         try:
-            self.proc = Process(["git", "receive-pack", where.path], None, env, session=True)
+            self.proc = Process(["git", "receive-pack", where.path], cwd, env, session=True)
         except OSError as exc:
             raise _Unreachable(f"cannot run git: {exc.strerror}") from None
         self.err = bytearray()
@@ -364,7 +364,8 @@ class Session:
     """One push conversation with a remote's ``receive-pack``: opened at once, so the
     remote starts and advertises its refs while the caller decides what to push."""
 
-    def __init__(self, where: Target, timeout: float) -> None:
+    def __init__(self, where: Target, timeout: float, cwd: str | None = None) -> None:
+        """``cwd``: where a relative local path starts (the worktree's top, for git)."""
         self.where = where
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
@@ -376,7 +377,7 @@ class Session:
         self.used = False
         self._reader: _Reader | None = None  # a push's answer, read to its end on closing
         try:
-            self.channel = _Daemon(where, self.deadline) if where.host else _Local(where)
+            self.channel = _Daemon(where, self.deadline) if where.host else _Local(where, cwd)
         except _Timeout:
             self.timed_out = True
         except _Unreachable as exc:

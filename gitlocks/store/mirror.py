@@ -74,6 +74,7 @@ class Mirror(Store):
             what=what,
             timeout=timeout,
             setting=self.timeout_setting,
+            cwd=self.root,  # a relative remote path is the worktree's, as git reads it
         )
 
     def _push_atomic(self, leases: list[str], specs: list[str]) -> tuple[GitRun, list[PushLine]]:
@@ -96,7 +97,7 @@ class Mirror(Store):
         self.end_session()
         where = sendpack.target(self.settings, self.remote, os.environ)
         if where is not None:
-            self._session = sendpack.Session(where, self._time_left("push to"))
+            self._session = sendpack.Session(where, self._time_left("push to"), self.root)
         return self._session
 
     def end_session(self) -> None:
@@ -132,7 +133,7 @@ class Mirror(Store):
         session, self._session = self._session, None
         if session is None or session.used:
             timeout = self._time_left("push to")
-            session = sendpack.Session(where, timeout)
+            session = sendpack.Session(where, timeout, self.root)
         timeout = session.timeout
         zero = "0" * self.objects.hexlen
         fmt = "sha256" if self.objects.sha256 else "sha1"

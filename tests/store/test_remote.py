@@ -611,3 +611,25 @@ def test_a_remote_claim_starts_its_view_transactions_before_its_push(tmp_path: P
     push = next(i for i, argv in enumerate(started) if {"push", "receive-pack"} & set(argv))
     assert len(updates) == 2 and max(updates) < push, names
     assert alock(clone, "list", AGENT_ID="a2").out.count("src/**") == 1
+
+
+@pytest.mark.parametrize("by_git", [False, True], ids=["ours", "git push"])
+def test_a_relative_remote_path_is_the_worktrees_from_any_directory(
+    tmp_path: Path, by_git: bool
+) -> None:
+    """git reads a relative remote path from the top of the worktree, wherever it runs:
+    so does every command of remote mode, its push included."""
+    bare = make_bare(tmp_path / "lock remote ü.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    git(a, "config", "remote.origin.url", "../lock remote ü.git")
+    if by_git:
+        git(a, "config", "url.git://unused.invalid/.insteadOf", "git://never-named.invalid/")
+    assert alock(a, "remote", "origin").code == 0
+    deep = a / "src" / "deep"
+    deep.mkdir(parents=True)
+    got = alock(deep, "acquire", "**", **{"AGENT_ID": "alice"})  # src/deep/**
+    assert got.code == 0, got.err
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/deep/**",)]
+    assert alock(deep, "sync").code == 0
+    assert alock(deep, "release", "**", **{"AGENT_ID": "alice"}).code == 0
+    assert remote_locks(bare) == {}
