@@ -291,6 +291,10 @@ class ShardedPush(RemotePush):
             return False
         if any("hook declined" in ln.reason for ln in lines) and self._shards_moved(table, leased):
             return False  # the remote's guard refused a lease that no longer holds
+        if any(ln.ref.startswith(SHARD_PREFIX) and ln.flag not in "!=" for ln in lines):
+            # A ref refused before the remote's atomic transaction began (one it hides)
+            # leaves the rest applied: a shard's journal moved. Ask what landed.
+            return self.settle(landed, summarise(run.err), gave_up=False)
         raise self._refused(lines, run)
 
     def _check_shard(self, k: int, tip: str | None) -> None:
