@@ -346,10 +346,10 @@ class _Reader:
         """The next pkt-line's data, None at a flush; ``EOFError`` at the end of stream."""
         if not self._fill(4):
             raise EOFError
-        try:
-            size = int(self.buffer[:4], 16)
-        except ValueError:
-            raise EOFError from None
+        head = bytes(self.buffer[:4])
+        if head.lower().strip(b"0123456789abcdef"):
+            raise EOFError  # four hex digits, as git reads them (int() takes "+", "_", " ")
+        size = int(head, 16)
         if size == 0:
             del self.buffer[:4]
             return None
