@@ -27,6 +27,7 @@ proxy, a custom ``receive-pack``, signed pushes, push options) is left to ``git 
 from __future__ import annotations
 
 import _socket  # ``socket`` builds enums at import: a millisecond more
+import _thread  # one thread and its wait: ``threading`` would cost a millisecond
 import os
 import time
 from select import POLLERR, POLLHUP, POLLIN, POLLOUT, poll
@@ -40,6 +41,7 @@ from gitlocks.git.spawn import Process, TimeoutExpired
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+    from typing import Any
 
     from gitlocks.git.settings import Settings
 
@@ -180,6 +182,34 @@ def _left(deadline: float) -> float:
     return left
 
 
+def _lookup(host: bytes, port: int, deadline: float) -> list[Any]:
+    """The addresses of ``host`` by the deadline (``_Timeout``): a name is looked up on a
+    thread, left behind when the resolver does not answer in time, as ``git push`` was
+    killed then. An address written as one needs no thread."""
+    try:
+        return _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM, 0, _socket.AI_NUMERICHOST)
+    except OSError:
+        pass
+    done = _thread.allocate_lock()
+    done.acquire()
+    found: list[Any] = []
+
+    def ask() -> None:
+        try:
+            found.append(_socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM))
+        except OSError as exc:
+            found.append(exc)
+        finally:
+            done.release()
+
+    _thread.start_new_thread(ask, ())
+    if not done.acquire(timeout=_left(deadline)):
+        raise _Timeout
+    if isinstance(found[0], OSError):
+        raise found[0]
+    return list(found[0])
+
+
 class _Daemon(_Channel):
     """A TCP connection to a ``git daemon``, asked for ``git-receive-pack PATH``."""
 
@@ -188,7 +218,7 @@ class _Daemon(_Channel):
         try:
             # As bytes: a str would load the IDNA codec (and ``re``) for an ASCII name.
             host = where.host.encode("ascii")
-            found = _socket.getaddrinfo(host, where.port, 0, _socket.SOCK_STREAM)
+            found = _lookup(host, where.port, deadline)
         except OSError as exc:
             raise _Unreachable(f"unable to look up {where.host} ({exc})") from None
         reason = "no address"

@@ -11,6 +11,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
@@ -489,3 +490,34 @@ def test_a_length_of_other_than_four_hex_digits_is_no_git(head: bytes) -> None:
         session.close()
     assert run is not None and run.code == 128 and not porcelain(run.out)
     assert never_sent(run.err), run.err
+
+
+def test_a_host_name_the_resolver_never_answers_for_times_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name is looked up within the push's deadline: a resolver that does not answer
+    (a DNS server gone) holds no write, nor the agent guard, past it. The resolver here
+    is the one thing stood in for: it answers only long after the deadline."""
+    import _socket
+    import threading
+
+    real = _socket.getaddrinfo
+    answer = threading.Event()
+
+    def silent_resolver(host: bytes | str, *args: Any) -> Any:
+        if host == b"locks.example":
+            answer.wait(30)
+            raise OSError("no answer")
+        return real(host, *args)
+
+    monkeypatch.setattr(_socket, "getaddrinfo", silent_resolver)
+    where = sendpack.parse_url("git://locks.example/x.git")
+    assert where is not None
+    session = sendpack.Session(where, 0.5)
+    try:
+        with pytest.raises(TimeoutError):
+            session.push({"refs/x/one": None}, [("a" * 40, "refs/x/one")], ZERO, "sha1",
+                         lambda *_: b"")  # fmt: skip
+    finally:
+        answer.set()
+        session.close()
