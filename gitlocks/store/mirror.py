@@ -13,6 +13,7 @@ import os
 import time
 
 from gitlocks.core import jsontext
+from gitlocks.core.record import is_object_id
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git, timed_out
@@ -126,6 +127,8 @@ class Mirror(Store):
             source, sep, ref = spec.partition(":")
             if not sep or ref not in leased:
                 return None  # every ref leased, or git decides (fast-forwards)
+            if source and not (len(source) == self.objects.hexlen and is_object_id(source)):
+                return None  # a name for git to resolve: ours are object ids
             wanted.append((source or None, ref))
         if where is None:
             return None
@@ -145,7 +148,7 @@ class Mirror(Store):
         try:
             run = session.push(leased, wanted, zero, fmt, pack)
         except TimeoutError:
-            session.close()
+            session.close(kill=True)
             said = timed_out("push to", self.remote, timeout, self.timeout_setting)
             raise RemoteTimeout(said) from None
         except BaseException:
