@@ -91,8 +91,9 @@ HEAVY_STDLIB = frozenset(
         "unittest", "uuid", "xml", "zipfile",
         # Not heavy, but of no use where their C halves (_operator) serve, or (math) for
         # two checks plain arithmetic makes: each import costs 0.15 to 0.3 ms. Nor is
-        # _bisect, a shared library to load, for a character class's few ranges.
-        "operator", "bisect", "_bisect", "math",
+        # _bisect, a shared library to load, for a character class's few ranges, nor
+        # itertools for a value repeated (a list of it serves).
+        "operator", "bisect", "_bisect", "math", "itertools",
     }
 )  # fmt: skip
 
