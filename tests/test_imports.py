@@ -356,20 +356,28 @@ def test_the_three_commit_hooks_stay_within_their_budget(held: Path, tmp_path: P
     within_budget(loaded(held, ["hook", "post-commit"]), not_judging)
 
 
-def test_the_guard_stays_within_its_budget(held: Path) -> None:
-    event = {
+PATCH = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** End Patch\n"
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_the_guard_stays_within_its_budget(held: Path, harness: str) -> None:
+    """Codex's patch reader is loaded for a Codex patch only: most edits name their file."""
+    event: dict[str, Any] = {
         "session_id": "s1",
         "hook_event_name": "PreToolUse",
         "tool_name": "Edit",
         "tool_input": {"file_path": str(held / "src" / "app.py")},
     }
+    if harness == "codex":
+        event.update(tool_name="apply_patch", tool_input={"command": PATCH}, cwd=str(held))
     git(held, "config", "alock.guardMode", "block")
-    modules = loaded(held, ["guard", "--for", "claude"], json.dumps(event), None)
+    modules = loaded(held, ["guard", "--for", harness], json.dumps(event), None)
     budget = HOOKS_BUDGET | {
         "gitlocks.agents", "gitlocks.agents.guard", "gitlocks.agents.harnesses",
         "gitlocks.agents.repos", "gitlocks.agents.session",
-        "gitlocks.agents.codex_patch",
     }  # fmt: skip
+    if harness == "codex":
+        budget |= {"gitlocks.agents.codex_patch"}
     within_budget(modules, budget)
 
 
