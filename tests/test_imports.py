@@ -61,8 +61,7 @@ WHOAMI = frozenset(
         "gitlocks.core.digest", "gitlocks.core.plain", "gitlocks.core.record", "gitlocks.core.text",
         "gitlocks.core.jsontext", "gitlocks.core.dates", "gitlocks.identity",
         "gitlocks.identity.sessions",
-        "gitlocks.render",
-        "gitlocks.render.identity", "gitlocks.service", "gitlocks.service.skill",
+        "gitlocks.render", "gitlocks.render.identity",
     }
 )  # fmt: skip
 
