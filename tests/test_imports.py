@@ -275,6 +275,8 @@ def test_each_fast_verb_stays_within_its_import_budget(held: Path, verb: str) ->
     modules = loaded(held, VERBS[verb])
     within_budget(modules, STORE_VERBS)
     assert not modules & NOT_LOADED.get(verb, set())
+    # No guard has registered a harness session here: no register to read.
+    assert "gitlocks.identity.sessions" not in modules
     if verb in READING:
         assert "_sha1" not in modules
     assert not {"_sha2", "_sha256"} <= modules  # one of them at most: the one this Python has
