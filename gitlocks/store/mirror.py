@@ -50,7 +50,7 @@ class Mirror(Store):
     # pushes made, to read to their end before the write ends; and whether a write
     # (``RemoteStore.transact_held``) is under way, which ends them (``end_session``).
     _session: Session | None = None
-    _closing: list[Session]
+    _closing: tuple[Session, ...] = ()
     _writing = False
 
     def _time_left(self, what: str) -> float:
@@ -107,8 +107,9 @@ class Mirror(Store):
         session, self._session = self._session, None
         if session is not None:
             session.abandon()
-        while self._closing:
-            self._closing.pop().close()
+        closing, self._closing = self._closing, ()
+        for used in closing:
+            used.close()
 
     def _push_native(self, leases: list[str], specs: list[str]) -> GitRun | None:
         """The push of ``_push_atomic`` made by ``gitlocks.git.sendpack``; None where that is
@@ -157,7 +158,7 @@ class Mirror(Store):
         if self._writing:
             # What the remote sends after its answer is read at the write's end, while
             # the local view follows meanwhile (``end_session``).
-            self._closing.append(session)
+            self._closing += (session,)
         else:
             session.close()
         return run
