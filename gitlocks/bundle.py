@@ -122,16 +122,16 @@ class BundleFinder:
             return None
         try:
             package, mtime, size, _, _ = entry
-            relpath = _source_path(fullname)
-            source = (
-                os.path.join(self.root, relpath, "__init__.py")
-                if package
-                else os.path.join(self.root, relpath + ".py")
-            )
+            # Paths spelled as os.path.join would spell them, without its cost: this runs
+            # for each of the fifty-odd modules a command imports (docs/design.md §9.14).
+            base = self.root + os.sep + fullname[len("gitlocks.") :].replace(".", os.sep)
+            source = base + os.sep + "__init__.py" if package else base + ".py"
             st = os.stat(source)
             stale = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF) != (mtime, size)
             if not (package or stale):  # a package of its name, made since, is what Python
-                stale = os.path.isfile(os.path.join(self.root, relpath, "__init__.py"))
+                # imports (most often nothing is there: no exception is raised to say so)
+                init = base + os.sep + "__init__.py"
+                stale = os.access(init, os.F_OK) and os.path.isfile(init)
         except OSError:
             stale = True  # no such file now (a module made a package, or the reverse, or gone)
         except (TypeError, ValueError):

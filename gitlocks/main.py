@@ -15,7 +15,6 @@ files are written and closed before a verb answers, and a git child still runnin
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
@@ -67,6 +66,8 @@ def _main(argv: list[str] | None) -> int:
         _quiet_stdout()
         return EXIT_OK
     except OSError as exc:
+        import errno  # only for a failure to tell apart: no other command needs it
+
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
             raise
         # Help and usage text that stdout could not take (verbs report their own).

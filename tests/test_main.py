@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,59 @@ def test_the_long_lived_verbs_turn_the_collector_back_on(repo: Path) -> None:
             assert gc.isenabled(), args
         finally:
             gc.enable()
+
+
+PROJECT = Path(__file__).resolve().parents[1]
+DECOY = "import sys\nsys.stderr.write('decoy imported\\n')\nsys.exit(3)\n"
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_nothing_is_imported_from_beside_the_script(tmp_path: Path, through_link: bool) -> None:
+    """Python puts the script's directory first on the path (its real one, links
+    resolved); the script takes it off before its first import, so a ``gitlocks`` (or any
+    module) lying there is never imported, and that directory never listed."""
+    bin_dir = tmp_path / "bin"
+    (bin_dir / "gitlocks").mkdir(parents=True)
+    (bin_dir / "gitlocks" / "__init__.py").write_text(DECOY)
+    (bin_dir / "_json.py").write_text(DECOY)
+    script = bin_dir / "git-alock"
+    shutil.copy(PROJECT / "scripts" / "git-alock", script)
+    if through_link:
+        (tmp_path / "link").symlink_to(bin_dir)
+        script = tmp_path / "link" / "git-alock"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, "-S", str(script), "version"],
+        env={**env, "PYTHONPATH": str(PROJECT)},  # -S: found through PYTHONPATH alone
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "decoy" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "safe_path",
+    [
+        pytest.param(["-P"], id="-P"),
+        pytest.param([], id="PYTHONSAFEPATH"),
+    ],
+)
+def test_the_script_keeps_the_first_entry_where_python_puts_no_directory_there(
+    tmp_path: Path, safe_path: list[str]
+) -> None:
+    """With ``-P`` or ``PYTHONSAFEPATH`` Python puts no directory before the path: its first
+    entry is a real one (here the only one gitlocks is found through), and is kept."""
+    if sys.version_info < (3, 11):
+        pytest.skip("-P and PYTHONSAFEPATH are from Python 3.11")
+    script = tmp_path / "git-alock"
+    shutil.copy(PROJECT / "scripts" / "git-alock", script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(PROJECT)
+    if not safe_path:
+        env["PYTHONSAFEPATH"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-S", *safe_path, str(script), "version"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "not importable" not in done.stderr and "ModuleNotFoundError" not in done.stderr

@@ -15,13 +15,16 @@ command; commands that cannot move the shell (``mkdir``, ``echo``, ...) in betwe
 ``cd`` that may fail before ``;`` leaves two candidate directories, and the files are named
 in every one. Anything else (a variable, a command substitution, ``||``, a pipe, an
 unknown command, a second ``apply_patch``) raises ``Unjudgeable``: the guard denies the
-call and says which form to use, and no file is guessed.
+call and says which form to use, and no file is guessed. ``Unjudgeable`` and ``Candidates``
+are the harness layer's (``gitlocks.agents.harnesses``), which loads this module only for
+a Codex patch or shell command: the guard runs before every edit, and most are neither.
 """
 
 from __future__ import annotations
 
 import os
 
+from gitlocks.agents.harnesses import Candidates, Unjudgeable
 from gitlocks.core.plain import Row
 from gitlocks.core.text import ALNUM, pattern
 
@@ -63,19 +66,6 @@ HARMLESS = frozenset(
 )
 # Variables that move ``cd``'s idea of where a name is, or of where the shell is.
 MOVING_NAMES = frozenset({"CDPATH", "PWD", "OLDPWD", "HOME"})
-USE_INSTEAD = (
-    "use the apply_patch tool, or apply_patch <<'EOF' with paths relative to the working "
-    "directory (cd DIR && apply_patch <<'EOF' with a literal DIR also works)"
-)
-
-
-class Unjudgeable(Exception):
-    """A patch is applied from a directory that cannot be known for certain."""
-
-
-class Candidates(tuple[str, ...]):
-    """Files a patch may write, from more than one directory it may run in (a ``cd`` that
-    may fail before ``;``): each is judged, none is claimed on the guess."""
 
 
 def _trim(text: str) -> str:

@@ -22,15 +22,16 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.agents.codex_patch import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
     HARNESSES,
+    USE_INSTEAD,
     Answer,
     Event,
     Harness,
     Pass,
+    Unjudgeable,
     parse,
 )
 from gitlocks.agents.repos import Repo, locate

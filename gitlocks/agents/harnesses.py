@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 
-from gitlocks.agents.codex_patch import Candidates, patch_paths, shell_patch_paths
 from gitlocks.core import jsontext
 from gitlocks.core.plain import Row
 
@@ -26,6 +25,22 @@ EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
 class Pass(Exception):
     """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
+
+
+class Unjudgeable(Exception):
+    """A patch is applied from a directory that cannot be known for certain."""
+
+
+class Candidates(tuple[str, ...]):
+    """Files a patch may write, from more than one directory it may run in (a ``cd`` that
+    may fail before ``;``): each is judged, none is claimed on the guess."""
+
+
+# What the guard's denial of an ``Unjudgeable`` patch tells the agent to do instead.
+USE_INSTEAD = (
+    "use the apply_patch tool, or apply_patch <<'EOF' with paths relative to the working "
+    "directory (cd DIR && apply_patch <<'EOF' with a literal DIR also works)"
+)
 
 
 class Event(Row):
@@ -212,6 +227,22 @@ GEMINI = Harness(
     context=_start_context,
 )
 
+
+def _patch_paths(tool_input: Any) -> tuple[str, ...] | None:
+    # Codex's patch reader, loaded for a patch only: the guard runs before every edit, and
+    # most harnesses' edits name their file plainly (docs/design.md §9.14).
+    from gitlocks.agents.codex_patch import patch_paths
+
+    return patch_paths(tool_input)
+
+
+def _shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
+    # Codex's patch reader, loaded for a shell command only (as above).
+    from gitlocks.agents.codex_patch import shell_patch_paths
+
+    return shell_patch_paths(tool_input)
+
+
 # Codex CLI: openai/codex codex-rs/hooks (schema/generated/*.json, src/events/pre_tool_use.rs);
 # edits go through apply_patch, its tool_input {"command": <patch>}, or through its shell
 # tool ("Bash", {"command": <script>}) running apply_patch (``gitlocks.agents.codex_patch``
@@ -222,7 +253,7 @@ CODEX = Harness(
     fields=_fields(
         "PreToolUse",
         {"SessionStart": "start", "Stop": "stop"},
-        {"apply_patch": patch_paths, "Bash": shell_patch_paths},
+        {"apply_patch": _patch_paths, "Bash": _shell_patch_paths},
         quiet=frozenset({"Bash"}),
     ),
     deny=_claude_deny,

@@ -14,8 +14,7 @@ from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.layout import IGNORE_FILE
 from gitlocks.render import locks as render
-from gitlocks.render.identity import SHORT_LIVED, short_lived
-from gitlocks.service import lifecycle, locks, typos
+from gitlocks.service import lifecycle, locks
 
 app = verbs()
 MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
@@ -51,6 +50,11 @@ def acquire(
 
     Example: git alock acquire 'src/api/**' docs/api.md -m "rewrite auth" --ttl 1h
     """
+    # Only a claim lists the tree (its "covers nothing" note) and judges its session's age:
+    # release, renew and note load neither (docs/design.md §9.14).
+    from gitlocks.render.identity import SHORT_LIVED, short_lived
+    from gitlocks.service import typos
+
     ctx = context(as_id)
     claim = entries(ctx, patterns)
     life = lifetime(ctx, ttl)

@@ -15,7 +15,6 @@ from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.render.identity import whoami as whoami_text
-from gitlocks.service import skill as skills
 
 app = verbs()
 
@@ -56,6 +55,8 @@ def skill(
 
     Example: git alock skill install --for claude
     """
+    from gitlocks.service import skill as skills  # only this verb: whoami and version need none
+
     if action == "show":
         text = skills.text_for(tool)
         if as_json:

@@ -13,8 +13,6 @@ compared many times.
 
 from __future__ import annotations
 
-from _bisect import bisect_right  # bisect.py re-exports it
-
 from gitlocks.core.plain import memo, plain
 from gitlocks.core.text import first_control
 from gitlocks.errors import InvalidPattern
@@ -201,8 +199,17 @@ def _complement(ranges: Ranges) -> Ranges:
 
 
 def _contains(ranges: Ranges, cp: int) -> bool:
-    k = bisect_right(ranges, (cp, _MAX_CP + 1)) - 1
-    return k >= 0 and ranges[k][0] <= cp <= ranges[k][1]
+    """Whether ``cp`` is in ``ranges`` (sorted, apart): a binary search for the first range
+    ending at or after it. Written out: ``_bisect`` is a shared library to load, which
+    costs more than a class's few ranges take to search (docs/design.md §9.14)."""
+    lo, hi = 0, len(ranges)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ranges[mid][1] < cp:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < len(ranges) and ranges[lo][0] <= cp
 
 
 # --- parsing ---------------------------------------------------------------------------

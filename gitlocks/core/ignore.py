@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from gitlocks.core.plain import Row
+from gitlocks.core.plain import Row, memo
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
 from gitlocks.errors import InvalidPattern
 from gitlocks.layout import IGNORE_FILE
@@ -38,21 +38,24 @@ def _bytes_of(chars: bytes | range) -> int:
     return mask
 
 
-# wildmatch's character classes, with git's locale-independent ctype (ctype.c).
-_CLASSES = {
-    b"alnum": _bytes_of(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
-    b"alpha": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
-    b"blank": _bytes_of(b" \t"),
-    b"cntrl": _bytes_of(range(1, 0x20)) | 1 << 0x7F,
-    b"digit": _bytes_of(b"0123456789"),
-    b"graph": _bytes_of(range(0x21, 0x7F)),
-    b"lower": _bytes_of(b"abcdefghijklmnopqrstuvwxyz"),
-    b"print": _bytes_of(range(0x20, 0x7F)),
-    b"punct": _bytes_of(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
-    b"space": _bytes_of(b"\t\n\r "),
-    b"upper": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
-    b"xdigit": _bytes_of(b"0123456789ABCDEFabcdef"),
-}
+@memo(maxsize=1)
+def _classes() -> dict[bytes, int]:
+    """wildmatch's character classes, with git's locale-independent ctype (ctype.c): built
+    when a line first names one (rare), not by every guard and hook that loads this module."""
+    return {
+        b"alnum": _bytes_of(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+        b"alpha": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+        b"blank": _bytes_of(b" \t"),
+        b"cntrl": _bytes_of(range(1, 0x20)) | 1 << 0x7F,
+        b"digit": _bytes_of(b"0123456789"),
+        b"graph": _bytes_of(range(0x21, 0x7F)),
+        b"lower": _bytes_of(b"abcdefghijklmnopqrstuvwxyz"),
+        b"print": _bytes_of(range(0x20, 0x7F)),
+        b"punct": _bytes_of(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+        b"space": _bytes_of(b"\t\n\r "),
+        b"upper": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+        b"xdigit": _bytes_of(b"0123456789ABCDEFabcdef"),
+    }
 
 
 class _State(Row):
@@ -120,7 +123,7 @@ def _parse_class(p: bytes, i: int) -> tuple[int, int]:
             if end - (i + 2) - 1 < 0 or p[end - 1] != 0x3A:
                 members |= 1 << ch  # no ":]": a plain "["
             else:
-                named = _CLASSES.get(p[i + 2 : end - 1])
+                named = _classes().get(p[i + 2 : end - 1])
                 if named is None:
                     raise _Dead
                 members |= named

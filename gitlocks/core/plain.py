@@ -63,46 +63,40 @@ else:
                 raise TypeError(f"{name}: a named tuple can only inherit from Row")
             annotations = namespace.get("__annotations__", {})
             names = tuple(annotations)
-            given = [n for n in names if n in namespace]
-            if given != list(names[len(names) - len(given) :]):
-                raise TypeError(f"{name}: a field without a default follows one with a default")
-            if any(n.startswith("_") for n in names):  # as namedtuple: they would clash
-                raise ValueError(f"{name}: field names cannot start with an underscore")
-            for key in namespace:
-                if key in _ROW_OWN:
-                    raise AttributeError(f"cannot overwrite NamedTuple attribute {key}")
-            own = {
-                k: v
-                for k, v in namespace.items()
-                if k not in annotations and k not in ("__annotations__", "__qualname__")
-            }
-            body = {
-                **own,
-                "__slots__": (),
-                "__annotations__": annotations,
-                "_fields": names,
-                "_field_defaults": {n: namespace[n] for n in given},
-                "__match_args__": names,
-                "__new__": _first_new(names, tuple(namespace[n] for n in given)),
-                "__getnewargs__": _getnewargs,
-                "_make": _make,
-                "_replace": _replace,
-                "_asdict": _asdict,
-                "__repr__": own.get("__repr__", _repr),
-            }
+            # One pass over the fields: a class is declared on every command's path, so
+            # declaring one does as little as it can (docs/design.md §9.14).
+            body = dict(namespace)
+            defaults: dict[str, Any] = {}
             for index, field_name in enumerate(names):
-                body[field_name] = _tuplegetter(index, f"Alias for field number {index}")
-            cls = type(name, (tuple,), body)
-            cls.__qualname__ = namespace.get("__qualname__", name)
-            return cls
+                if field_name in body:
+                    defaults[field_name] = body.pop(field_name)
+                elif defaults:
+                    raise TypeError(f"{name}: a field without a default follows one with a default")
+                if field_name[:1] == "_":  # as namedtuple: they would clash
+                    raise ValueError(f"{name}: field names cannot start with an underscore")
+                body[field_name] = _getter(index)
+            if not _ROW_OWN.isdisjoint(namespace):
+                key = next(k for k in namespace if k in _ROW_OWN)
+                raise AttributeError(f"cannot overwrite NamedTuple attribute {key}")
+            body.setdefault("__repr__", _repr)
+            body.update(
+                __slots__=(),
+                __annotations__=annotations,
+                _fields=names,
+                _field_defaults=dict(defaults),
+                __match_args__=names,
+                __new__=_first_new(names, defaults),
+                __getnewargs__=_getnewargs,
+                _make=_make,
+                _replace=_replace,
+                _asdict=_asdict,
+            )
+            return type(name, (tuple,), body)  # __qualname__ taken from the body
 
-    def _first_new(names: tuple[str, ...], defaults: tuple[Any, ...]) -> Any:
+    def _first_new(names: tuple[str, ...], by_default: dict[str, Any]) -> Any:
         """A ``__new__`` that binds its arguments itself until the class has made ``HOT``
         instances, then compiles the real one (``namedtuple``'s: the fields by name and
         position, defaults last) and puts it in its place."""
-        params = ", ".join(("_cls", *names))
-        values = f"({', '.join(names)},)" if names else "()"
-        by_default = dict(zip(names[len(names) - len(defaults) :], defaults, strict=True))
         made = [0]
 
         def __new__(cls: Any, *given: Any, **by_name: Any) -> Any:
@@ -112,11 +106,13 @@ else:
                     qualname = f"{cls.__qualname__}.__new__"
                     given = tuple(bind(qualname, names, by_default, given, by_name))
                 return tuple.__new__(cls, given)
+            params = ", ".join(("_cls", *names))
+            values = f"({', '.join(names)},)" if names else "()"
             scope = {"_tuple_new": tuple.__new__, "__builtins__": {}}
             real = eval(f"lambda {params}: _tuple_new(_cls, {values})", scope)
             real.__name__ = "__new__"
             real.__qualname__ = f"{cls.__qualname__}.__new__"
-            real.__defaults__ = defaults or None
+            real.__defaults__ = tuple(by_default.values()) or None
             for owner in cls.__mro__:
                 if owner.__dict__.get("__new__") is staticmethod_new:
                     type.__setattr__(owner, "__new__", staticmethod(real))
@@ -125,6 +121,16 @@ else:
 
         staticmethod_new = staticmethod(__new__)
         return staticmethod_new
+
+    _GETTERS: list[Any] = []
+
+    def _getter(index: int) -> Any:
+        """namedtuple's reader of field ``index``, shared by every class (it is bound to
+        no class, only to its position)."""
+        while len(_GETTERS) <= index:
+            at = len(_GETTERS)
+            _GETTERS.append(_tuplegetter(at, f"Alias for field number {at}"))
+        return _GETTERS[index]
 
     @classmethod  # type: ignore[misc]
     def _make(cls: Any, iterable: Any) -> Any:
@@ -242,25 +248,45 @@ def _fields(cls: type) -> dict[str, Field]:
     for base in reversed(cls.__mro__[1:]):
         found.update(getattr(base, "__plain_fields__", {}))
     # The class's own annotations, in order (inspect.get_annotations is what we avoid).
-    annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
-    for name, annotation in annotations.items():
+    own = cls.__dict__
+    for name, annotation in own.get("__annotations__", {}).items():
         kind = str(annotation).removeprefix("typing.").removeprefix("dataclasses.")
         if kind.startswith(("ClassVar", "InitVar", "KW_ONLY")):
             raise TypeError(f"@plain does not take {annotation} ({cls.__name__}.{name})")
-        value = cls.__dict__.get(name, _MISSING)
-        plain_default = Field(value, _MISSING, True, True, True, None)
-        spec = value if isinstance(value, Field) else plain_default
-        if spec.default is _MISSING and name in cls.__dict__:
+        value = own.get(name, _MISSING)
+        if not isinstance(value, Field):  # a plain default, or none
+            found[name] = Field(value, _MISSING, True, True, True, None)
+            continue
+        if value.default is _MISSING:
             delattr(cls, name)  # a field() without a default: no class attribute
-        elif spec.default is not _MISSING:
-            setattr(cls, name, spec.default)
-        found[name] = spec
+        else:
+            setattr(cls, name, value.default)
+        found[name] = value
     return found
 
 
 def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
     fields = _fields(cls)
     cls.__plain_fields__ = fields  # type: ignore[attr-defined]
+    methods: dict[str, Any] = {
+        "__init__": _first_init(cls, fields, frozen),
+        **_methods(cls, fields, frozen, eq),
+    }
+    qualname = cls.__qualname__
+    for name, function in methods.items():
+        function.__qualname__ = f"{qualname}.{name}"
+        setattr(cls, name, function)
+    if eq and not frozen:
+        cls.__hash__ = None  # type: ignore[assignment]
+    type.__setattr__(cls, "__match_args__", tuple(n for n in fields if fields[n].init))
+    return cls
+
+
+def _init_source(
+    fields: dict[str, Field], frozen: bool, post_init: bool
+) -> tuple[str, dict[str, Any]]:
+    """The source of the compiled ``__init__``, and the names it reads: written only when
+    a class turns hot, as most never do (docs/design.md §9.14)."""
     scope: dict[str, Any] = {"_MISSING": _MISSING}
     params, body = [], []
     setter = "object.__setattr__(self, {0!r}, {1})" if frozen else "self.{0} = {1}"
@@ -285,23 +311,13 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
                 params.append(f"{name}=_default_{name}")
             value = name
         body.append(setter.format(name, value))
-    if hasattr(cls, "__post_init__"):
+    if post_init:
         body.append("self.__post_init__()")
     source = [
         f"def __init__(self, {', '.join(params)}):",
         *(f"    {line}" for line in body or ["pass"]),
     ]
-    methods: dict[str, Any] = {
-        "__init__": _first_init(cls, "\n".join(source), scope, fields, frozen),
-        **_methods(cls, fields, frozen, eq),
-    }
-    for name, function in methods.items():
-        function.__qualname__ = f"{cls.__qualname__}.{name}"
-        setattr(cls, name, function)
-    if eq and not frozen:
-        cls.__hash__ = None  # type: ignore[assignment]
-    type.__setattr__(cls, "__match_args__", tuple(n for n in fields if fields[n].init))
-    return cls
+    return "\n".join(source), scope
 
 
 # Instances a class makes before its ``__init__`` (or a ``Row``'s ``__new__``) is compiled:
@@ -356,9 +372,7 @@ def bind(
     return values
 
 
-def _first_init(
-    cls: type, source: str, scope: dict[str, Any], fields: dict[str, Field], frozen: bool
-) -> Callable[..., None]:
+def _first_init(cls: type, fields: dict[str, Field], frozen: bool) -> Callable[..., None]:
     """An ``__init__`` that binds its arguments itself until the class has made ``HOT``
     instances, then compiles the real one and puts it in its place."""
     names = tuple(n for n, spec in fields.items() if spec.init)
@@ -393,6 +407,7 @@ def _first_init(
                 self.__post_init__()
             return
         made_now: dict[str, Any] = {}
+        source, scope = _init_source(fields, frozen, post_init)
         exec(source, scope, made_now)  # only __init__ is compiled: it runs per instance
         real = made_now["__init__"]
         real.__qualname__ = f"{cls.__qualname__}.__init__"

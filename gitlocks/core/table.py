@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
 from _operator import attrgetter  # operator.py re-exports it: its import costs 0.2 ms
-from itertools import repeat
 
 from gitlocks.core import jsontext
 from gitlocks.core.dates import timedelta
@@ -592,7 +591,8 @@ def _decode_verdicts(raw: bytes) -> dict[str, Verdict]:
         and all_text(list(reasons.values()))
     ):
         return {}
-    split = map(tuple, map(str.split, buckets, repeat("\n")))  # patterns hold no newline
+    # Lists of one value repeated, where itertools.repeat would be one module more to load.
+    split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))  # patterns: no newline
     fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
-    made = map(tuple.__new__, repeat(Summary), fields)  # a Row is a tuple: made in C
+    made = map(tuple.__new__, [Summary] * len(oids), fields)  # a Row is a tuple: made in C
     return {**reasons, **dict(zip(oids, made, strict=True))}

@@ -166,6 +166,9 @@ class _Channel:
         """End the connection; what the other side said on its own stderr, if any."""
         raise NotImplementedError
 
+    def kill(self) -> None:
+        """End the other side too, where it is ours (a timeout)."""
+
 
 class _Timeout(Exception):
     pass
@@ -331,6 +334,15 @@ class _Local(_Channel):
         return self.err.decode("utf-8", "replace")
 
     def close(self) -> str:
+        if self.err_fd >= 0 and self.proc.poll() is not None:
+            # It has ended, so what it said last is in the pipe (a child of its that kept
+            # the pipe open is waited for a tenth of a second at most).
+            try:
+                deadline = time.monotonic() + 0.1
+                while self.err_fd >= 0:
+                    self._wait(self.err_fd, POLLIN, deadline)
+            except (_Timeout, OSError):
+                pass
         self.proc.close_pipes()
         try:
             self.proc.wait(timeout=0.001)
@@ -412,6 +424,8 @@ class Session:
             self.timed_out = True
         except _Unreachable as exc:
             self.failed = GitRun(128, "", f"fatal: {exc}\n")
+        except OSError as exc:  # the request could not be sent: nothing was
+            self.failed = GitRun(128, "", f"fatal: unable to connect: {exc.strerror or exc}\n")
 
     def advertised(self) -> dict[str, str] | None:
         """The refs the remote advertised (read now if not yet), or None when it could not
@@ -462,11 +476,15 @@ class Session:
         err = self.close()
         self.failed = GitRun(128, "", f"{err}{said}\n")
 
-    def close(self) -> str:
+    def close(self, *, kill: bool = False) -> str:
         """End the conversation; what a local ``receive-pack`` said on its stderr. After a
         push, what the remote still sends (until its last flush) is read first, as ``git
-        push`` waits for it: closing earlier could cut off its post-receive hooks."""
+        push`` waits for it: closing earlier could cut off its post-receive hooks. With
+        ``kill`` (its time is up), a local ``receive-pack`` and all it started end now."""
         reader, self._reader = self._reader, None
+        if kill and self.channel is not None:
+            self.channel.kill()
+            reader = None
         if reader is not None and self.channel is not None:
             try:
                 while reader.read() is not None:
@@ -572,7 +590,7 @@ class Session:
             self.channel.send(bytes(request), self.deadline)
             status, err = self._report("side-band-64k" in caps)
         except _Timeout:
-            self.close()
+            self.close(kill=True)
             raise TimeoutError from None
         except OSError as exc:
             status, err = None, f"fatal: the remote end hung up unexpectedly ({exc.strerror})\n"

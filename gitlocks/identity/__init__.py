@@ -12,6 +12,7 @@ Stdlib only: this module is imported by every command, so it must stay cheap.
 from __future__ import annotations
 
 import os
+import stat
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row, memo
@@ -417,6 +418,30 @@ def name_part(text: str) -> str:
     return "".join(out)
 
 
+def register_dir(env: Mapping[str, str] | None = None) -> str | None:
+    """Where the register of harness sessions lives (``gitlocks.identity.sessions``), or
+    None when no home is known."""
+    env = os.environ if env is None else env
+    state = env.get("XDG_STATE_HOME", "")
+    if state and os.path.isabs(state):
+        return os.path.join(state, "gitlocks", "sessions")
+    home = env.get("HOME", "")
+    if not home or not os.path.isabs(home):
+        return None
+    return os.path.join(home, ".local", "state", "gitlocks", "sessions")
+
+
+def trusted(where: str) -> bool:
+    """Whether ``where`` is a directory of ours that nobody else can write: an entry names
+    the holder of every command below a process, the guard's own included, so a register
+    on a shared directory (``XDG_STATE_HOME=/tmp/...``) is neither read nor written."""
+    try:
+        st = os.stat(where)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 class Identity(Row):
     """The holder and parent for this invocation, and where each came from."""
 
@@ -490,8 +515,11 @@ def resolve_identity(
         holder, holder_source = "", "session"
 
     registered = None
-    if harness:
-        from gitlocks.identity.sessions import lookup  # the register reads this module's facts
+    where = register_dir(env) if harness else None
+    if where is not None and trusted(where):
+        # The register, where there is one to read (it reads this module's facts): without
+        # one, the answer costs a stat, not the import (docs/design.md §9.14).
+        from gitlocks.identity.sessions import lookup
 
         registered = lookup(env)
         if registered is not None and holder and registered.holder != holder:

@@ -16,14 +16,14 @@ lists the repositories the session claimed in, one line each, appended: ``Stop``
 ``SessionEnd`` act in all of them. Nothing here is authoritative about locks: an entry only
 names a holder; the lock table stays the one truth.
 
-Stdlib only, and cheap: every command without ``AGENT_ID`` asks it. When the directory does
-not exist the answer costs one ``stat``.
+Stdlib only, and cheap: every command asks it. Where the register lives, and whether it
+may be read, is ``gitlocks.identity``'s to say: without one, a command answers with one
+``stat`` and never imports this module.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 
 from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
@@ -40,6 +40,8 @@ from gitlocks.identity import (
     parent_chain,
     process_alive,
     process_start_time,
+    register_dir,
+    trusted,
     valid_holder,
 )
 
@@ -66,29 +68,6 @@ class Registered(Row):
     holder: str
     parent: str | None
     harness: str
-
-
-def register_dir(env: Mapping[str, str] | None = None) -> str | None:
-    """Where the register lives, or None when no home is known."""
-    env = os.environ if env is None else env
-    state = env.get("XDG_STATE_HOME", "")
-    if state and os.path.isabs(state):
-        return os.path.join(state, "gitlocks", "sessions")
-    home = env.get("HOME", "")
-    if not home or not os.path.isabs(home):
-        return None
-    return os.path.join(home, ".local", "state", "gitlocks", "sessions")
-
-
-def trusted(where: str) -> bool:
-    """Whether ``where`` is a directory of ours that nobody else can write: an entry names
-    the holder of every command below a process, the guard's own included, so a register
-    on a shared directory (``XDG_STATE_HOME=/tmp/...``) is neither read nor written."""
-    try:
-        st = os.stat(where)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def _key(pid: int, start_time: str) -> str:

@@ -69,8 +69,10 @@ def show(store: Store) -> RemoteState:
     name = store.config_get("alock.remote")
     if not name:
         return RemoteState(None)
+    from gitlocks.store.switch import probe  # the switch's probe: sync needs none of it
+
     remote = RemoteStore(store.repo, configured=store.settings)
-    remote.probe()
+    probe(remote)
     url = store.config_get(f"remote.{name}.url")
     return RemoteState(name, url, view_age(store, name), remote.shard_count() or None)
 

@@ -13,6 +13,7 @@ import os
 import time
 
 from gitlocks.core import jsontext
+from gitlocks.core.record import is_object_id
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git, timed_out
@@ -49,7 +50,7 @@ class Mirror(Store):
     # pushes made, to read to their end before the write ends; and whether a write
     # (``RemoteStore.transact_held``) is under way, which ends them (``end_session``).
     _session: Session | None = None
-    _closing: list[Session]
+    _closing: tuple[Session, ...] = ()
     _writing = False
 
     def _time_left(self, what: str) -> float:
@@ -107,8 +108,9 @@ class Mirror(Store):
         session, self._session = self._session, None
         if session is not None:
             session.abandon()
-        while self._closing:
-            self._closing.pop().close()
+        closing, self._closing = self._closing, ()
+        for used in closing:
+            used.close()
 
     def _push_native(self, leases: list[str], specs: list[str]) -> GitRun | None:
         """The push of ``_push_atomic`` made by ``gitlocks.git.sendpack``; None where that is
@@ -127,6 +129,8 @@ class Mirror(Store):
             source, sep, ref = spec.partition(":")
             if not sep or ref not in leased:
                 return None  # every ref leased, or git decides (fast-forwards)
+            if source and not (len(source) == self.objects.hexlen and is_object_id(source)):
+                return None  # a name for git to resolve: ours are object ids
             wanted.append((source or None, ref))
         if where is None:
             return None
@@ -146,7 +150,7 @@ class Mirror(Store):
         try:
             run = session.push(leased, wanted, zero, fmt, pack)
         except TimeoutError:
-            session.close()
+            session.close(kill=True)
             said = timed_out("push to", self.remote, timeout, self.timeout_setting)
             raise RemoteTimeout(said) from None
         except BaseException:
@@ -155,7 +159,7 @@ class Mirror(Store):
         if self._writing:
             # What the remote sends after its answer is read at the write's end, while
             # the local view follows meanwhile (``end_session``).
-            self._closing.append(session)
+            self._closing += (session,)
         else:
             session.close()
         return run

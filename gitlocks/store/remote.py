@@ -27,7 +27,6 @@ already yours) is confirmed by a fetch before it is given.
 
 from __future__ import annotations
 
-import os
 import time
 
 from gitlocks.core.change import Change
@@ -36,7 +35,7 @@ from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
-from gitlocks.git.remote import failure, no_atomic
+from gitlocks.git.remote import failure
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
     DEFAULT_REMOTE_TIMEOUT_SECONDS,
@@ -44,7 +43,6 @@ from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
     MUTEX_TIMEOUT_SECONDS,
-    PROBE_PREFIXES,
     SHARD_PREFIX,
     STAGING_PREFIX,
 )
@@ -128,7 +126,6 @@ class RemoteStore(ShardedPush):
         self._local_cache: tuple[tuple[object, ...], dict[str, str]] | None = None
         self.listed_meta = {}
         self._views = {}
-        self._closing = []
 
     def _take_mutex(self, timeout: float) -> None:
         # What we cached may have moved while we did not hold the mutex.
@@ -266,10 +263,13 @@ class RemoteStore(ShardedPush):
     def transact_held(
         self, decide: Callable[[Table], tuple[Change, T]], *, tries: int, fetched: bool = False
     ) -> T:
-        """``transact`` for a caller that already holds the mutex (a mode switch)."""
-        # Where gitlocks pushes itself, the push's connection opens first: the remote
-        # starts and advertises its refs while the write decides, and those refs are the
-        # write's listing (docs/design.md, section 5.2).
+        """``transact`` for a caller that already holds the mutex (a mode switch).
+
+        Where gitlocks pushes itself, the push's connection opens first: the remote starts
+        while the write decides, and the refs it advertises are the write's listing. Where
+        the journal carries the table, nothing asked of the lock refs decides the write:
+        they are listed beside its push, not before it, and only a listing out of step
+        asks again after it (docs/design.md, section 5.2)."""
         session = self.open_session()
         self._writing = True
         listing: Listing | None = None
@@ -278,10 +278,6 @@ class RemoteStore(ShardedPush):
                 self.fetch()
                 fetched = True
             if self.journal_store.table(self.staged()[1]) is not None:
-                # The journal carries the table: nothing asked of the lock refs decides
-                # this write, so they are listed beside its push, not before it
-                # (docs/design.md, section 5.2), and only a listing out of step asks
-                # again after it.
                 self.check_not_lost()
                 listing = Listing(self, session)
             elif self.look_before_writing():
@@ -545,57 +541,6 @@ class RemoteStore(ShardedPush):
                 ],
                 what="fetch from",
             )  # a failure (no such branch there) leaves the ref as it was
-
-    def probe(self, *, write: bool = False) -> None:
-        """Check that the remote answers and takes atomic pushes; raise ``RemoteError`` if not.
-
-        Without ``write``: the dry-run deletion of a ref that does not exist changes nothing
-        anywhere, but git still negotiates the push, so it fails when ``atomic`` is not
-        advertised. With ``write`` (switching to remote mode): one real round-trip on probe
-        refs shaped like ours (a blob under ``refs/agent-locks/``, a commit under
-        ``refs/agent-locks-meta/``), created with an empty lease and deleted with a lease,
-        so a remote that hides, refuses or will not delete them is refused up front.
-        """
-        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
-        if run.code != 0:
-            raise failure(run, self.remote, "ls-remote")
-        if write:
-            self._probe_round_trip()
-            return
-        probe = f":{STAGING_PREFIX}probe"
-        run = self._git(
-            ["push", "--dry-run", "--atomic", "--porcelain", "--no-verify", self.remote, probe],
-            what="push to",
-        )
-        if "does not support --atomic" in run.err:
-            raise no_atomic(self.remote)
-        if run.code != 0:
-            raise failure(run, self.remote, "push --dry-run")
-
-    def _probe_round_trip(self) -> None:
-        token = f"{os.getpid():x}-{os.urandom(6).hex()}"
-        lock_ref, meta_ref = (f"{prefix}{token}" for prefix in PROBE_PREFIXES)
-        blob = self.objects.write_blob(b'{"gitlocks": "probe"}\n')
-        commit = str(self.journal_store.write(None, [{"event": "probe"}], {}))
-        values = {lock_ref: blob, meta_ref: commit}
-        for step in ("create", "delete"):
-            leases = [
-                f"--force-with-lease={ref}:{'' if step == 'create' else value}"
-                for ref, value in values.items()
-            ]
-            specs = [f"{value if step == 'create' else ''}:{ref}" for ref, value in values.items()]
-            run, lines = self._push_atomic(leases, specs)
-            if run.code == 0 and lines and all(ln.flag in "*-" for ln in lines):
-                continue
-            if not lines or "does not support --atomic" in run.err:
-                raise failure(run, self.remote, f"push (probe {step})")
-            left = (
-                f"Probe refs are left under {PROBE_PREFIXES[0]}{token} (and -meta); "
-                "gitlocks ignores them. "
-                if step == "delete"
-                else ""
-            )
-            raise self._refused(lines, run, left)
 
 
 def _is_remote_name(name: str) -> bool:

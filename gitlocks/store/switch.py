@@ -16,6 +16,7 @@ pushed only if the remote still holds the value it was copied from.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,7 +25,14 @@ from gitlocks.core.plain import Row
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
-from gitlocks.layout import LOCK_PREFIX, MUTEX_TIMEOUT_SECONDS, STAGING_PREFIX
+from gitlocks.git.remote import failure, no_atomic
+from gitlocks.layout import (
+    JOURNAL_REF,
+    LOCK_PREFIX,
+    MUTEX_TIMEOUT_SECONDS,
+    PROBE_PREFIXES,
+    STAGING_PREFIX,
+)
 from gitlocks.store.local import Store
 from gitlocks.store.remote import (
     TRIES,
@@ -96,7 +104,7 @@ def enable(store: Store, name: str) -> SwitchResult:
     """
     remote = RemoteStore(store.repo, name, configured=store.settings)
     remote.mirroring = False  # staging only, until the switch is decided
-    remote.probe(write=True)
+    probe(remote, write=True)
     with remote.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * remote.timeout):
         staging_before = remote.staging_refs()
         try:
@@ -291,3 +299,56 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
     store.config_unset("alock.remote")
     result.still_set = store.config_get("alock.remote")
     return result
+
+
+def probe(remote: RemoteStore, *, write: bool = False) -> None:
+    """Check that the remote answers and takes atomic pushes; raise ``RemoteError`` if not.
+
+    Without ``write``: the dry-run deletion of a ref that does not exist changes nothing
+    anywhere, but git still negotiates the push, so it fails when ``atomic`` is not
+    advertised. With ``write`` (switching to remote mode): one real round-trip on probe
+    refs shaped like ours (a blob under ``refs/agent-locks/``, a commit under
+    ``refs/agent-locks-meta/``), created with an empty lease and deleted with a lease,
+    so a remote that hides, refuses or will not delete them is refused up front.
+    """
+    run = remote._git(["ls-remote", remote.remote, JOURNAL_REF], what="ls-remote of")
+    if run.code != 0:
+        raise failure(run, remote.remote, "ls-remote")
+    if write:
+        _probe_round_trip(remote)
+        return
+    probe = f":{STAGING_PREFIX}probe"
+    run = remote._git(
+        ["push", "--dry-run", "--atomic", "--porcelain", "--no-verify", remote.remote, probe],
+        what="push to",
+    )
+    if "does not support --atomic" in run.err:
+        raise no_atomic(remote.remote)
+    if run.code != 0:
+        raise failure(run, remote.remote, "push --dry-run")
+
+
+def _probe_round_trip(remote: RemoteStore) -> None:
+    token = f"{os.getpid():x}-{os.urandom(6).hex()}"
+    lock_ref, meta_ref = (f"{prefix}{token}" for prefix in PROBE_PREFIXES)
+    blob = remote.objects.write_blob(b'{"gitlocks": "probe"}\n')
+    commit = str(remote.journal_store.write(None, [{"event": "probe"}], {}))
+    values = {lock_ref: blob, meta_ref: commit}
+    for step in ("create", "delete"):
+        leases = [
+            f"--force-with-lease={ref}:{'' if step == 'create' else value}"
+            for ref, value in values.items()
+        ]
+        specs = [f"{value if step == 'create' else ''}:{ref}" for ref, value in values.items()]
+        run, lines = remote._push_atomic(leases, specs)
+        if run.code == 0 and lines and all(ln.flag in "*-" for ln in lines):
+            continue
+        if not lines or "does not support --atomic" in run.err:
+            raise failure(run, remote.remote, f"push (probe {step})")
+        left = (
+            f"Probe refs are left under {PROBE_PREFIXES[0]}{token} (and -meta); "
+            "gitlocks ignores them. "
+            if step == "delete"
+            else ""
+        )
+        raise remote._refused(lines, run, left)

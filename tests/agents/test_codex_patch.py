@@ -14,7 +14,8 @@ import pytest
 from conftest import git
 from support.cli import Result, alock
 
-from gitlocks.agents.codex_patch import Candidates, Unjudgeable, shell_patch_paths
+from gitlocks.agents.codex_patch import shell_patch_paths
+from gitlocks.agents.harnesses import Candidates, Unjudgeable
 
 OTHER = {"AGENT_ID": "other-agent"}
 PATCH = "*** Begin Patch\n*** Update File: auth.py\n@@\n-a\n+b\n*** End Patch\n"

@@ -17,8 +17,8 @@ from support.cli import alock
 from support.harness import StandIn
 from test_one_holder import denied, edit, event, holder_of, records
 
-from gitlocks.identity import process_start_time
-from gitlocks.identity.sessions import _key, register_dir
+from gitlocks.identity import process_start_time, register_dir
+from gitlocks.identity.sessions import _key
 
 
 @pytest.fixture

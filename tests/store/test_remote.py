@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.cli import Result, alock, alock_cli, finish
 from support.daemon import Daemon
+from support.procs import git_at_work
 from support.remote import daemon, make_bare, make_clone, refs_of, remote_events, remote_locks
 
 from gitlocks import patterns_overlap
@@ -442,6 +443,9 @@ def test_push_that_times_out(two: tuple[Path, Path], bare: Path) -> None:
     # The hook sleeps 5 s: the answer names the 1 s bound, so it did not wait the hook out.
     assert got.code == 2 and "timed out after 1s (alock.remoteTimeout)" in got.err
     assert refs_of(a) == before
+    # A local remote's receive-pack (gitlocks' own push starts it) ends with its hook.
+    assert not git_at_work(b"receive-pack", bare)
+    assert not git_at_work(b"sleep 5", bare)
 
 
 @pytest.mark.slow
