@@ -295,7 +295,7 @@ def test_whoami_loads_no_store(held: Path) -> None:
 # (gitlocks.git.sendpack, over _socket: no socket, selectors or enum); elsewhere it lists
 # the lock refs on a thread (_thread) beside git's push: no subprocess, threading or signal.
 REMOTE_WRITE = STORE_VERBS | {
-    "gitlocks.core.shard", "gitlocks.git.remote", "gitlocks.git.sendpack",
+    "gitlocks.core.shard", "gitlocks.git.connect", "gitlocks.git.remote", "gitlocks.git.sendpack",
     "gitlocks.store.listing", "gitlocks.store.mirror", "gitlocks.store.push",
     "gitlocks.store.remote", "gitlocks.store.sharded",
 }  # fmt: skip
