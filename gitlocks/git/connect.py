@@ -340,6 +340,14 @@ def is_id(text: str) -> bool:
     return len(text) in (40, 64) and not text.strip("0123456789abcdef")
 
 
+def pkt_length(head: bytes) -> int | None:
+    """A pkt-line's length from its four hex digits, as git reads them (``int()`` would
+    also take a sign, blanks and underscores); None for anything else."""
+    if len(head) != 4 or head.lower().strip(b"0123456789abcdef"):
+        return None
+    return int(head, 16)
+
+
 def pkt(data: bytes) -> bytes:
     """One pkt-line: its length (four hex digits, itself included), then ``data``."""
     return b"%04x" % (len(data) + 4) + data
@@ -368,10 +376,9 @@ class Reader:
         """The next pkt-line's data, None at a flush; ``EOFError`` at the end of stream."""
         if not self._fill(4):
             raise EOFError
-        head = bytes(self.buffer[:4])
-        if head.lower().strip(b"0123456789abcdef"):
-            raise EOFError  # four hex digits, as git reads them (int() takes "+", "_", " ")
-        size = int(head, 16)
+        size = pkt_length(bytes(self.buffer[:4]))
+        if size is None:
+            raise EOFError
         if size == 0:
             del self.buffer[:4]
             return None

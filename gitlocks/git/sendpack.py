@@ -41,6 +41,7 @@ from gitlocks.git.connect import (
     is_id,
     parse_url,
     pkt,
+    pkt_length,
     target,
 )
 from gitlocks.git.remote import UNREPORTED, GitRun
@@ -71,7 +72,8 @@ class Session:
         self.caps: set[str] = set()
         self.failed: GitRun | None = None  # the connection's end, when it failed
         self.timed_out = False
-        self.used = False
+        self.used = False  # taken by a push: the next opens its own
+        self.sent = False  # commands went out: the remote is applying them
         self._reader: Reader | None = None  # a push's answer, read to its end on closing
         try:
             self.channel = Daemon(where, self.deadline) if where.host else Local(where, cwd)
@@ -149,9 +151,15 @@ class Session:
         channel, self.channel = self.channel, None
         return channel.close() if channel is not None else ""
 
+    def renew(self, timeout: float) -> None:
+        """Give an opened conversation ``timeout`` seconds from now: the time a write
+        spent before its push (a first fetch) is not taken from the push."""
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+
     def abandon(self) -> None:
         """End a conversation that pushed nothing: a flush tells the remote so."""
-        if self.channel is not None and self.refs is not None and not self.used:
+        if self.channel is not None and self.refs is not None and not self.sent:
             try:
                 self.channel.send(FLUSH, self.deadline)
             except (OSError, Expired):
@@ -242,6 +250,7 @@ class Session:
                 return GitRun(128, "", f"fatal: cannot make the pack: {exc}\n")
         assert self.channel is not None
         try:
+            self.sent = True
             self.channel.send(bytes(request), self.deadline)
             status, err = self._report("side-band-64k" in caps)
         except Expired:
@@ -324,9 +333,8 @@ def _parse_report(raw: bytes) -> tuple[str, dict[str, str]] | None:
     unpack: str | None = None
     verdicts: dict[str, str] = {}
     while pos + 4 <= len(raw):
-        try:
-            size = int(raw[pos : pos + 4], 16)
-        except ValueError:
+        size = pkt_length(raw[pos : pos + 4])
+        if size is None or 0 < size < 4:
             return None
         if size == 0:
             return (unpack, verdicts) if unpack is not None else None

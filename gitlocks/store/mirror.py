@@ -135,10 +135,11 @@ class Mirror(Store):
         if where is None:
             return None
         session, self._session = self._session, None
+        timeout = self._time_left("push to")
         if session is None or session.used:
-            timeout = self._time_left("push to")
             session = sendpack.Session(where, timeout, self.root)
-        timeout = session.timeout
+        else:
+            session.renew(timeout)
         zero = "0" * self.objects.hexlen
         fmt = "sha256" if self.objects.sha256 else "sha1"
 

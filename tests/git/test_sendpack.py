@@ -20,6 +20,7 @@ from support.daemon import Daemon
 from support.remote import make_bare, make_clone, pushed_by_git, refs_of
 
 from gitlocks.git import sendpack
+from gitlocks.git.connect import Local
 from gitlocks.git.remote import GitRun, lost_race, never_sent, porcelain, remote_side, run_git
 from gitlocks.git.settings import Settings
 
@@ -521,3 +522,25 @@ def test_a_host_name_the_resolver_never_answers_for_times_out(
     finally:
         answer.set()
         session.close()
+
+
+def test_a_push_refused_before_sending_ends_the_conversation_cleanly(tmp_path: Path) -> None:
+    """A stale lease sends nothing; the remote is told so with a flush, and its
+    receive-pack ends without complaining of a hang-up."""
+    src, commits = _source(tmp_path)
+    bare = make_bare(tmp_path / "a.git")
+    git(src, "push", "-q", str(bare), f"{commits[0]}:refs/x/one")
+    session = sendpack.Session(sendpack.Target(str(bare), str(bare)), 20)
+    local = session.channel
+    assert isinstance(local, Local)
+    run = session.push({"refs/x/one": commits[1]}, [(commits[2], "refs/x/one")], ZERO, "sha1",
+                       lambda *_: b"")  # fmt: skip
+    assert run is not None and _told(run) == [("!", "refs/x/one", "stale info")]
+    session.close()
+    assert local.proc.wait(timeout=20) == 0  # not 128: "the remote end hung up unexpectedly"
+
+
+@pytest.mark.parametrize("head", [b"+00e", b" 00e", b"0_0e", b"00e"])
+def test_a_report_length_is_four_hex_digits(head: bytes) -> None:
+    assert sendpack._parse_report(head + b"unpack ok\n0000") is None
+    assert sendpack._parse_report(b"000eunpack ok\n0000") == ("ok", {})
