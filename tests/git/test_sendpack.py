@@ -451,6 +451,20 @@ def _one_answer(answer: bytes) -> tuple[socket.socket, str]:
     return sock, f"git://127.0.0.1:{sock.getsockname()[1]}/x.git"
 
 
+def _push_to_one_answer(answer: bytes) -> GitRun:
+    """A push of one new ref to a listener that answers ``answer`` and hangs up."""
+    sock, url = _one_answer(answer)
+    with sock:
+        where = sendpack.parse_url(url)
+        assert where is not None
+        session = sendpack.Session(where, 5)
+        run = session.push({"refs/x/one": None}, [("b" * 40, "refs/x/one")], ZERO, "sha1",
+                           lambda *_: b"PACK")  # fmt: skip
+        session.close()
+    assert run is not None
+    return run
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -464,15 +478,8 @@ def _one_answer(answer: bytes) -> tuple[socket.socket, str]:
     ],
 )
 def test_a_remote_that_speaks_no_git_is_a_push_that_never_began(answer: bytes) -> None:
-    sock, url = _one_answer(answer)
-    with sock:
-        where = sendpack.parse_url(url)
-        assert where is not None
-        session = sendpack.Session(where, 5)
-        run = session.push({"refs/x/one": None}, [("a" * 40, "refs/x/one")], ZERO, "sha1",
-                           lambda *_: b"PACK")  # fmt: skip
-        session.close()
-    assert run is not None and run.code == 128 and not porcelain(run.out)
+    run = _push_to_one_answer(answer)
+    assert run.code == 128 and not porcelain(run.out)
     assert run.err.startswith("fatal: "), run.err
 
 
@@ -481,15 +488,8 @@ def test_a_length_of_other_than_four_hex_digits_is_no_git(head: bytes) -> None:
     """As git reads a pkt-line: four hexadecimal digits, no sign, blank or underscore (which
     int() would take). The advertisement is no remote we understand: nothing is sent."""
     line = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
-    sock, url = _one_answer(head % (len(line) + 4) + line + b"0000")
-    with sock:
-        where = sendpack.parse_url(url)
-        assert where is not None
-        session = sendpack.Session(where, 5)
-        run = session.push({"refs/x/one": None}, [("b" * 40, "refs/x/one")], ZERO, "sha1",
-                           lambda *_: b"PACK")  # fmt: skip
-        session.close()
-    assert run is not None and run.code == 128 and not porcelain(run.out)
+    run = _push_to_one_answer(head % (len(line) + 4) + line + b"0000")
+    assert run.code == 128 and not porcelain(run.out)
     assert never_sent(run.err), run.err
 
 
