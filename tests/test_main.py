@@ -178,3 +178,22 @@ def test_the_script_keeps_the_first_entry_where_python_puts_no_directory_there(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "not importable" not in done.stderr and "ModuleNotFoundError" not in done.stderr
+
+
+def test_the_scripts_directory_named_on_the_path_with_safe_path_is_kept(tmp_path: Path) -> None:
+    """With ``-P`` the first entry is ``PYTHONPATH``'s, even where it names the script's own
+    directory: asked for, and here the only one gitlocks is found through, so it is kept."""
+    if sys.version_info < (3, 11):
+        pytest.skip("-P is from Python 3.11")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "gitlocks").symlink_to(PROJECT / "gitlocks")
+    shutil.copy(PROJECT / "scripts" / "git-alock", tools / "git-alock")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [sys.executable, "-S", "-P", str(tools / "git-alock"), "version"],
+        env={**env, "PYTHONPATH": str(tools)}, cwd=tmp_path,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gitlocks ")

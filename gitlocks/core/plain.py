@@ -67,14 +67,16 @@ else:
             # declaring one does as little as it can (docs/design.md §9.14).
             body = dict(namespace)
             defaults: dict[str, Any] = {}
+            underscored = False
             for index, field_name in enumerate(names):
                 if field_name in body:
                     defaults[field_name] = body.pop(field_name)
                 elif defaults:
                     raise TypeError(f"{name}: a field without a default follows one with a default")
-                if field_name[:1] == "_":  # as namedtuple: they would clash
-                    raise ValueError(f"{name}: field names cannot start with an underscore")
+                underscored = underscored or field_name[:1] == "_"
                 body[field_name] = _getter(index)
+            if underscored:  # as namedtuple (they would clash), after the defaults' order
+                raise ValueError(f"{name}: field names cannot start with an underscore")
             if not _ROW_OWN.isdisjoint(namespace):
                 key = next(k for k in namespace if k in _ROW_OWN)
                 raise AttributeError(f"cannot overwrite NamedTuple attribute {key}")

@@ -212,6 +212,20 @@ def test_row_refuses_what_named_tuple_refuses() -> None:
         )
 
 
+def test_row_tells_a_field_without_a_default_first_as_named_tuple_does() -> None:
+    """A class with an underscored field and a field without a default after one with a
+    default: ``NamedTuple`` names the order of the defaults first, and so does ``Row``."""
+    import types
+    import typing
+
+    def body(ns: dict[str, Any]) -> None:
+        ns.update({"__annotations__": {"_a": "int", "b": "int", "c": "int"}, "b": 1})
+
+    for base in (typing.NamedTuple, p.Row):
+        with pytest.raises(TypeError, match="follow"):
+            types.new_class("Bad", (base,), exec_body=body)
+
+
 def test_row_refuses_another_base_as_named_tuple_does() -> None:
     """``class Name(Row, Mixin)`` would otherwise be a named tuple without the mixin: its
     methods missing at run time, though a type checker reads them as there."""
