@@ -313,6 +313,9 @@ class Session:
                 elif band == b"\3":
                     said += b"fatal: " + data
                     break
+                else:  # as git: a band it does not know is a stream it cannot follow
+                    said += b"fatal: protocol error: bad band #%d\n" % line[0] if line else b""
+                    break
             if not sideband:
                 report += FLUSH
         except EOFError:

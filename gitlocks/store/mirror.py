@@ -152,7 +152,9 @@ class Mirror(Store):
             run = session.push(leased, wanted, zero, fmt, pack)
         except TimeoutError:
             session.close(kill=True)
-            said = timed_out("push to", self.remote, timeout, self.timeout_setting)
+            # Before the commands went out, nothing can have landed: say so.
+            what = "push to" if session.sent else "connection to"
+            said = timed_out(what, self.remote, timeout, self.timeout_setting)
             raise RemoteTimeout(said) from None
         except BaseException:
             session.close()

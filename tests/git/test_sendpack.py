@@ -544,3 +544,38 @@ def test_a_push_refused_before_sending_ends_the_conversation_cleanly(tmp_path: P
 def test_a_report_length_is_four_hex_digits(head: bytes) -> None:
     assert sendpack._parse_report(head + b"unpack ok\n0000") is None
     assert sendpack._parse_report(b"000eunpack ok\n0000") == ("ok", {})
+
+
+def test_a_side_band_git_does_not_know_ends_the_answer_as_git_ends_it() -> None:
+    """A band other than 1, 2 or 3 is a stream git cannot follow: it stops there, and so
+    does our push. The push was sent: the answer is one whose landing must be asked."""
+    import threading
+
+    caps = b"report-status atomic delete-refs side-band-64k"
+    line = b"a" * 40 + b" refs/heads/main\0" + caps + b"\n"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+
+    def serve() -> None:  # advertises, takes the push, answers on band 4
+        conn, _ = sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"%04x" % (len(line) + 4) + line + b"0000")
+            conn.recv(65536)
+            conn.sendall(b"0009\x04oops0000")
+            while conn.recv(65536):
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    with sock:
+        where = sendpack.parse_url(f"git://127.0.0.1:{sock.getsockname()[1]}/x.git")
+        assert where is not None
+        session = sendpack.Session(where, 5)
+        run = session.push({"refs/x/one": None}, [("b" * 40, "refs/x/one")], ZERO, "sha1",
+                           lambda *_: b"PACK")  # fmt: skip
+        session.close()
+    assert run is not None
+    assert run.code == 128 and not porcelain(run.out)
+    assert "fatal: protocol error: bad band #4" in run.err
+    assert not never_sent(run.err), run.err

@@ -637,3 +637,27 @@ def test_a_relative_remote_path_is_the_worktrees_from_any_directory(
     assert alock(deep, "sync").code == 0
     assert alock(deep, "release", "**", **{"AGENT_ID": "alice"}).code == 0
     assert remote_locks(bare) == {}
+
+
+def test_a_remote_that_never_answers_is_told_as_nothing_sent(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Where gitlocks pushes itself, a remote that takes the connection and never answers
+    ends the claim at alock.remoteTimeout, saying nothing was sent (its commands never
+    went out), and nothing changes locally."""
+    import socket
+
+    make_bare(daemon.base / "locks.git")
+    a = make_clone(daemon.url("locks.git"), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections are taken, nothing is ever said
+        git(a, "config", "remote.origin.url", f"git://127.0.0.1:{silent.getsockname()[1]}/x.git")
+        git(a, "config", "alock.remoteTimeout", "1s")
+        before = refs_of(a)
+        got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 2, got
+    assert "connection to 'origin' timed out after 1s" in got.err, got.err
+    assert "may still have applied the push" not in got.err
+    assert refs_of(a) == before
