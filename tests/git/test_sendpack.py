@@ -433,8 +433,9 @@ def test_a_sha256_repository_pushes_with_its_own_ids(tmp_path: Path, served: Dae
     sha1.close()
 
 
-def _one_answer(answer: bytes) -> tuple[socket.socket, str]:
-    """A listener that, to the first connection, sends ``answer`` and then closes it."""
+def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.socket, str]:
+    """A listener that, to the first connection, sends ``answer`` and then closes it; with
+    ``report``, it first takes the push and answers it so, then waits for the hang-up."""
     import threading
 
     sock = socket.socket()
@@ -446,14 +447,19 @@ def _one_answer(answer: bytes) -> tuple[socket.socket, str]:
         with conn:
             conn.recv(65536)
             conn.sendall(answer)
+            if report is not None:
+                conn.recv(65536)
+                conn.sendall(report)
+                while conn.recv(65536):
+                    pass
 
     threading.Thread(target=serve, daemon=True).start()
     return sock, f"git://127.0.0.1:{sock.getsockname()[1]}/x.git"
 
 
-def _push_to_one_answer(answer: bytes) -> GitRun:
-    """A push of one new ref to a listener that answers ``answer`` and hangs up."""
-    sock, url = _one_answer(answer)
+def _push_to_one_answer(answer: bytes, report: bytes | None = None) -> GitRun:
+    """A push of one new ref to a listener that answers ``answer`` (and ``report``)."""
+    sock, url = _one_answer(answer, report)
     with sock:
         where = sendpack.parse_url(url)
         assert where is not None
@@ -549,33 +555,10 @@ def test_a_report_length_is_four_hex_digits(head: bytes) -> None:
 def test_a_side_band_git_does_not_know_ends_the_answer_as_git_ends_it() -> None:
     """A band other than 1, 2 or 3 is a stream git cannot follow: it stops there, and so
     does our push. The push was sent: the answer is one whose landing must be asked."""
-    import threading
-
     caps = b"report-status atomic delete-refs side-band-64k"
     line = b"a" * 40 + b" refs/heads/main\0" + caps + b"\n"
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4)
-
-    def serve() -> None:  # advertises, takes the push, answers on band 4
-        conn, _ = sock.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"%04x" % (len(line) + 4) + line + b"0000")
-            conn.recv(65536)
-            conn.sendall(b"0009\x04oops0000")
-            while conn.recv(65536):
-                pass
-
-    threading.Thread(target=serve, daemon=True).start()
-    with sock:
-        where = sendpack.parse_url(f"git://127.0.0.1:{sock.getsockname()[1]}/x.git")
-        assert where is not None
-        session = sendpack.Session(where, 5)
-        run = session.push({"refs/x/one": None}, [("b" * 40, "refs/x/one")], ZERO, "sha1",
-                           lambda *_: b"PACK")  # fmt: skip
-        session.close()
-    assert run is not None
+    advertised = b"%04x" % (len(line) + 4) + line + b"0000"
+    run = _push_to_one_answer(advertised, report=b"0009\x04oops0000")
     assert run.code == 128 and not porcelain(run.out)
     assert "fatal: protocol error: bad band #4" in run.err
     assert not never_sent(run.err), run.err
