@@ -18,7 +18,7 @@ from select import POLLERR, POLLHUP, POLLIN, POLLOUT, poll
 from gitlocks.core.plain import Row
 from gitlocks.git.run import Env, environment
 from gitlocks.git.settings import parse_bool
-from gitlocks.git.spawn import Process
+from gitlocks.git.spawn import Process, TimeoutExpired
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -229,9 +229,8 @@ class Daemon(Channel):
         # Our writes go out whole (a request, then commands and pack in one), and nothing
         # waits on a delayed acknowledgement of what the daemon sends in small writes.
         self.sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-        hostport = where.host if where.port == DEFAULT_PORT else f"{where.host}:{where.port}"
-        if ":" in where.host:
-            hostport = f"[{where.host}]" + ("" if where.port == DEFAULT_PORT else f":{where.port}")
+        named = f"[{where.host}]" if ":" in where.host else where.host  # IPv6, bracketed
+        hostport = named if where.port == DEFAULT_PORT else f"{named}:{where.port}"
         request = f"git-receive-pack {where.path}\0host={hostport}\0".encode()
         self.send(pkt(request), deadline)
 
@@ -327,17 +326,12 @@ class Local(Channel):
         self.proc.close_pipes()
         try:
             self.proc.wait(timeout=0.001)
-        except Exception:  # still applying hooks or gc: reaped later, as a dropped process
+        except TimeoutExpired:  # still applying hooks or gc: reaped later, as a dropped process
             pass
         return self.err.decode("utf-8", "replace")
 
     def kill(self) -> None:
         self.proc.kill_group()
-
-
-def is_id(text: str) -> bool:
-    """An object id as git writes it: 40 or 64 lowercase hexadecimal digits."""
-    return len(text) in (40, 64) and not text.strip("0123456789abcdef")
 
 
 def pkt_length(head: bytes) -> int | None:

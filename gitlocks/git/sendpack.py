@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 
+from gitlocks.core.record import is_object_id
 from gitlocks.git.connect import (
     FLUSH,
     Channel,
@@ -38,7 +39,6 @@ from gitlocks.git.connect import (
     Reader,
     Target,
     Unreachable,
-    is_id,
     parse_url,
     pkt,
     pkt_length,
@@ -105,8 +105,8 @@ class Session:
                     self.caps = set(caps.decode("utf-8", "replace").split())
                     first = False
                 oid, _, name = text.decode("utf-8", "surrogateescape").partition(" ")
-                if name == "shallow" or not is_id(oid) or not name or " " in name:
-                    if oid == "shallow" and is_id(name):
+                if name == "shallow" or not is_object_id(oid) or not name or " " in name:
+                    if oid == "shallow" and is_object_id(name):
                         continue  # a shallow remote's boundary: nothing to us
                     # As git: what is no "<id> <name>" is no remote we understand.
                     shown = text[:64].decode("utf-8", "replace")
