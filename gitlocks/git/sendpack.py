@@ -279,8 +279,7 @@ class Session:
                     failed = True
                     continue
                 if verdict != "ok" or unpack != "ok":
-                    reason = "unpacker error" if unpack != "ok" else (verdict or "")
-                    reason = reason.removeprefix("ng ").strip()
+                    reason = "unpacker error" if unpack != "ok" else str(verdict)
                     out.append(("!", source, ref, f"[remote rejected] ({reason})"))
                     failed = True
                     continue
