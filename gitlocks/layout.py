@@ -26,6 +26,7 @@ MUTEX_NAME = "agent-locks.mutex"
 SYNC_FILE = "agent-locks-remote.json"
 REFUSALS_FILE = "agent-locks-refusals.jsonl"
 VERDICTS_FILE = "agent-locks-verdicts.json"  # what each record blob was judged to hold
+PACKED_TABLE_FILE = "agent-locks-packed-table"  # the packed lock refs, judged (git/kept.py)
 
 # --- files in the working tree ---------------------------------------------------------------
 

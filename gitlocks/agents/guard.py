@@ -61,7 +61,7 @@ from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError, RemoteError
-from gitlocks.git.table import list_refs, read_table, read_verdicts
+from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.check import find_held
 from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
@@ -175,9 +175,9 @@ def judge(
         if repo.ignore.ignored(rel):
             continue  # in .alockignore: nobody needs to claim it
         if root not in tables:
-            found = list_refs(repo.common_dir, repo.reftable, root)
-            verdicts = read_verdicts(repo.common_dir)
-            tables[root] = read_table(found, root, repo.ignore_case, repo.skew, verdicts)
+            tables[root] = read_lock_table(
+                repo.common_dir, repo.reftable, root, repo.ignore_case, repo.skew
+            )
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
         if held:

@@ -27,7 +27,7 @@ from gitlocks.core.record import (
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
-from gitlocks.git.table import list_refs, read_table, read_verdicts
+from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
     HOLDER_ENV,
@@ -283,9 +283,9 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
     # In remote mode the claims named below are the lock remote's, fetched now (within
     # alock.guardRemoteTimeout), or the clone's view, said to be so.
     stale = refresh_view(str(repo.root), repo.remote, bound=bound_remote) if repo.remote else None
-    found = list_refs(repo.common_dir, repo.reftable, str(repo.root))
-    table = read_table(found, str(repo.root), repo.ignore_case, repo.skew,
-                       read_verdicts(repo.common_dir))  # fmt: skip
+    table = read_lock_table(
+        repo.common_dir, repo.reftable, str(repo.root), repo.ignore_case, repo.skew
+    )
     now = utcnow()
     theirs = [r for r in table.live(format_time(now)) if r.holder != identity.holder]
     lines = [

@@ -10,13 +10,11 @@ from __future__ import annotations
 from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
 from _operator import attrgetter  # operator.py re-exports it: its import costs 0.2 ms
 
-from gitlocks.core import jsontext
 from gitlocks.core.dates import timedelta
 from gitlocks.core.glob import compile_pattern
 from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
-from gitlocks.core.text import all_text
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
@@ -66,6 +64,44 @@ def check_record(data: bytes) -> LockRecord | str:
     return record
 
 
+class Judged(Row):
+    """Lock refs judged already, whose records are not read again to know what they hold
+    (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and
+    the refs that hold no usable record."""
+
+    summaries: dict[str, Summary]
+    blobs: dict[str, str]
+    problems: list[Problem]
+
+
+def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | None:
+    """What ``verdicts`` (by blob id) say of each of ``refs`` (name -> blob id), as
+    ``lazy_table`` reads them; None when a blob has no verdict (a missing object has none:
+    it may yet arrive)."""
+    judged = Judged({}, {}, [])
+    cut = len(LOCK_PREFIX)
+    for ref, oid in refs.items():
+        verdict = verdicts.get(oid)
+        if verdict is None:
+            return None
+        found = _judged(ref, oid, verdict)
+        if isinstance(found, Problem):
+            judged.problems.append(found)
+        else:
+            judged.summaries[ref[cut:]] = found
+        judged.blobs[ref[cut:]] = oid
+    return judged
+
+
+def _judged(ref: str, oid: str, verdict: Verdict) -> Summary | Problem:
+    """The summary of the lock the blob ``oid`` under ``ref`` is, or why it is none."""
+    if isinstance(verdict, str):
+        return Problem(ref=ref, oid=oid, reason=verdict)
+    if verdict.id != ref[len(LOCK_PREFIX) :]:
+        return Problem(ref=ref, oid=oid, reason=f"record id {verdict.id!r} does not match its ref")
+    return verdict
+
+
 def lazy_table(
     refs: Iterable[tuple[str, str]],
     *,
@@ -75,13 +111,16 @@ def lazy_table(
     ignore_case: bool,
     skew: int = 0,
     distrust: Callable[[], None] | None = None,
+    judged: Judged | None = None,
 ) -> tuple[Table, dict[str, Verdict]]:
     """A table of ``(ref, oid)`` lock refs whose records are read only when needed.
 
     ``known`` holds verdicts kept from earlier reads, by blob id; the blobs without one are
     read (``read``, in one batch) and judged now. Returns the table and the new verdicts.
-    A record read later that does not match its kept verdict (the file was edited) stops
-    the command, after ``distrust`` (which should forget the kept verdicts).
+    ``judged`` are more lock refs, judged already (its dicts become the table's); one
+    named in ``refs`` too is judged from ``refs``. A record read later that does not match
+    its kept verdict or judgement (the file was edited) stops the command, after
+    ``distrust`` (which should forget the kept verdicts and judgements).
     The one loader of the lock table, for the store, the remote and the hooks alike.
     """
     refs = list(refs)
@@ -89,17 +128,27 @@ def lazy_table(
     data = read(unknown) if unknown else {}
     fresh: dict[str, Verdict] = {}
     parsed: dict[str, LockRecord] = {}
-    problems: list[Problem] = []
-    summaries: dict[str, Summary] = {}
-    blobs: dict[str, str] = {}
     cut, get = len(LOCK_PREFIX), known.get
+    if judged is None:
+        problems: list[Problem] = []
+        summaries: dict[str, Summary] = {}
+        blobs: dict[str, str] = {}
+    else:
+        problems, summaries, blobs = judged.problems, judged.summaries, judged.blobs
+        again = {ref for ref, _ in refs}
+        for ref in again:
+            summaries.pop(ref[cut:], None)
+            blobs.pop(ref[cut:], None)
+        if again and problems:
+            problems = [p for p in problems if p.ref not in again]
     for ref, oid in refs:
         lock_id = ref[cut:]
         verdict = get(oid)
         if type(verdict) is Summary and verdict.id == lock_id:  # most of a large table
             blobs[lock_id], summaries[lock_id] = oid, verdict
             continue
-        verdict = verdict or fresh.get(oid)
+        if verdict is None:
+            verdict = fresh.get(oid)
         if verdict is None:
             raw, kind = data.get(oid, (None, "blob"))
             if kind != "blob" or raw is None:
@@ -110,13 +159,11 @@ def lazy_table(
             if not isinstance(checked, str):
                 parsed[lock_id] = checked
         blobs[lock_id] = oid
-        if isinstance(verdict, str):
-            problems.append(Problem(ref=ref, oid=oid, reason=verdict))
-        elif verdict.id != lock_id:
-            reason = f"record id {verdict.id!r} does not match its ref"
-            problems.append(Problem(ref=ref, oid=oid, reason=reason))
+        found = _judged(ref, oid, verdict)
+        if isinstance(found, Problem):
+            problems.append(found)
         else:
-            summaries[lock_id] = verdict
+            summaries[lock_id] = found
 
     def load_many(ids: list[str]) -> dict[str, LockRecord]:
         found = read([blobs[i] for i in ids])
@@ -528,71 +575,3 @@ def holding(
     mine = [r for r in locks if r in friends]
     theirs = [r for r in locks if r not in friends and not (mine and r.shared)]
     return theirs, mine
-
-
-# --- verdicts kept by blob id ----------------------------------------------------------------
-
-
-def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
-    """The document a store keeps its verdicts in (docs/design.md, section 4.5): the
-    reasons by blob id, and the summaries by column (a column of 10,000 strings is checked
-    and decoded at once, where 10,000 entries of six fields each would be one by one)."""
-    reasons = {oid: v for oid, v in verdicts.items() if isinstance(v, str)}
-    summaries = [(oid, v) for oid, v in verdicts.items() if not isinstance(v, str)]
-    columns: dict[str, list[object]] = {
-        "oid": [oid for oid, _ in summaries],
-        "id": [v.id for _, v in summaries],
-        "holder": [v.holder for _, v in summaries],
-        "parent": [v.parent for _, v in summaries],
-        "expires_at": [v.expires_at for _, v in summaries],
-        "buckets": ["\n".join(v.buckets) for _, v in summaries],
-        "landing": [v.landing for _, v in summaries],
-    }
-    document = {"format": VERDICTS_FORMAT, "reasons": reasons, "summaries": columns}
-    return jsontext.dumps(document, separators=(",", ":")).encode()
-
-
-# The last document decoded and its verdicts: a command may read the file twice (the agent
-# guard's question, then the store's write). Callers never change the dict they get.
-_last_decoded: tuple[bytes, dict[str, Verdict]] | None = None
-
-
-def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
-    """Verdicts from ``encode_verdicts``; none at all from a document that is not one.
-
-    Each entry is checked for shape: a hand-edited or half-written file costs a re-read
-    of the records, never a wrong answer about their shape.
-    """
-    global _last_decoded
-    if _last_decoded is not None and _last_decoded[0] == raw:
-        return _last_decoded[1]
-    found = _decode_verdicts(raw)
-    _last_decoded = (raw, found)
-    return found
-
-
-def _decode_verdicts(raw: bytes) -> dict[str, Verdict]:
-    try:
-        data = jsontext.loads(raw)
-        if data.get("format") != VERDICTS_FORMAT:
-            return {}
-        reasons, columns = data["reasons"], data["summaries"]
-        oids, ids, holders = columns["oid"], columns["id"], columns["holder"]
-        parents, expiries, buckets = columns["parent"], columns["expires_at"], columns["buckets"]
-        landing = columns["landing"]
-    except (ValueError, RecursionError, TypeError, AttributeError, KeyError):
-        return {}
-    strings = (oids, ids, holders, expiries, buckets)
-    if not (
-        type(reasons) is dict
-        and all(type(c) is list and len(c) == len(oids) for c in (*strings, parents, landing))
-        and all(map(all_text, (*strings, [p for p in parents if p is not None])))
-        and set(map(type, landing)) <= {bool}
-        and all_text(list(reasons.values()))
-    ):
-        return {}
-    # Lists of one value repeated, where itertools.repeat would be one module more to load.
-    split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))  # patterns: no newline
-    fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
-    made = map(tuple.__new__, [Summary] * len(oids), fields)  # a Row is a tuple: made in C
-    return {**reasons, **dict(zip(oids, made, strict=True))}

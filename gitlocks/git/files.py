@@ -26,6 +26,13 @@ class Scan(Row):
 
 def scan(common_dir: str, prefixes: tuple[str, ...]) -> Scan:
     """Every ref under ``prefixes`` (each ending in ``/``), by name."""
+    loose = scan_loose(common_dir, prefixes)
+    packed = read_packed(common_dir)
+    return loose if packed is None else merge(loose, packed_refs(packed, prefixes))
+
+
+def scan_loose(common_dir: str, prefixes: tuple[str, ...]) -> Scan:
+    """The loose refs under ``prefixes``: the files below them, ``.lock`` files aside."""
     found: dict[str, str] = {}
     symbolic: dict[str, str] = {}
     for prefix in prefixes:
@@ -43,25 +50,52 @@ def scan(common_dir: str, prefixes: tuple[str, ...]) -> Scan:
                     found[f"{rel}/{filename}"] = value
                 elif value.startswith("ref:"):
                     symbolic[f"{rel}/{filename}"] = value[4:].strip()
+    return Scan(found, symbolic)
+
+
+def read_packed(common_dir: str) -> bytes | None:
+    """The text of ``packed-refs``; None when there is none (or it cannot be read)."""
     try:
         with open(os.path.join(common_dir, "packed-refs"), "rb") as fh:
-            packed = fh.read()
+            return fh.read()
     except OSError:
-        return Scan(found, symbolic)
+        return None
+
+
+def packed_refs(packed: bytes, prefixes: tuple[str, ...]) -> dict[str, str]:
+    """The ids of the refs under ``prefixes`` in ``packed``, by name, in file order; a name
+    on two lines is the first, as git reads the file."""
     pairs = _packed(packed, prefixes)
-    from_packed = dict(pairs)
-    if len(from_packed) != len(pairs):  # a name on two lines: the first, as git reads it
-        from_packed = {}
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        found = {}
         for name, oid in pairs:
-            from_packed.setdefault(name, oid)
-    # Loose refs first and winning, then the packed ones in the file's order; a symbolic
-    # ref is never read through its packed line.
-    merged = dict(found)
-    merged.update(from_packed)
-    merged.update(found)
-    for name in symbolic:
+            found.setdefault(name, oid)
+    return found
+
+
+def merge(loose: Scan, packed: dict[str, str]) -> Scan:
+    """The ``loose`` refs over the ``packed`` ones: loose refs come first and win, then the
+    packed ones in the file's order; a symbolic ref is never read through its packed
+    line."""
+    merged = dict(loose.refs)
+    merged.update(packed)
+    merged.update(loose.refs)
+    for name in loose.symbolic:
         merged.pop(name, None)
-    return Scan(merged, symbolic)
+    return Scan(merged, loose.symbolic)
+
+
+def packed_region(packed: bytes, prefix: str) -> bytes:
+    """The text of ``packed`` the lines under ``prefix`` are read from (b"" when it has
+    none): ``packed_refs`` is a function of it alone, so what was judged of those refs
+    can be kept against it (``gitlocks.git.kept``)."""
+    regions = _regions(packed, _encoded((prefix,)))
+    return packed[regions[0][0] : regions[0][1]] if regions else b""
+
+
+def _encoded(prefixes: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(p.encode() for p in prefixes)
 
 
 # The last packed-refs text read and its lines under each set of prefixes: a command reads
@@ -76,7 +110,7 @@ def _packed(packed: bytes, prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     known = _last_packed.get(prefixes)
     if known is not None and known[0] == packed:
         return known[1]
-    wanted = tuple(p.encode() for p in prefixes)
+    wanted = _encoded(prefixes)
     lines = []
     for start, end in _regions(packed, wanted):
         whole = _whole_region(packed[start:end], prefixes)
@@ -158,8 +192,25 @@ def read(common_dir: str, name: str) -> tuple[str | None, str | None]:
             packed = fh.read()
     except OSError:
         return None, None
+    return _packed_value(packed, name), None
+
+
+def _packed_value(packed: bytes, name: str) -> str | None:
+    """The id on the first line of ``packed`` naming ``name``, as ``packed_refs`` reads it:
+    that one line, found by a search of the text (a write reads a few refs of a file of
+    10,000 lines); the namespace's lines parsed, for a line of any other shape."""
+    wanted = b" " + name.encode() + b"\n"
+    at = (packed if packed.endswith(b"\n") else packed + b"\n").find(wanted)
+    if at < 0:
+        if b" " + name.encode() not in packed:
+            return None
+    else:
+        start = packed.rfind(b"\n", 0, at) + 1
+        oid = packed[start:at]
+        if len(oid) in (40, 64) and not oid.strip(_HEX):
+            return oid.decode()
     namespace = name[: name.rfind("/") + 1]
-    return _packed_by_name(packed, namespace).get(name), None
+    return _packed_by_name(packed, namespace).get(name)
 
 
 def _packed_by_name(packed: bytes, namespace: str) -> dict[str, str]:

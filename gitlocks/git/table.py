@@ -7,30 +7,38 @@ needs; the store's kept verdicts spare the rest.
 
 from __future__ import annotations
 
-import os
-
 from gitlocks.core.record import MAX_RECORD_BYTES
-from gitlocks.core.table import (
-    Problem,
-    Table,
-    Verdict,
-    decode_verdicts,
-    lazy_table,
-)
+from gitlocks.core.table import Judged, Problem, Table, Verdict, lazy_table
 from gitlocks.errors import StoreError
-from gitlocks.git import files, run
+from gitlocks.git import files, kept, run
 from gitlocks.git.changes import (
     finish_git,
     start_git,
 )
-from gitlocks.layout import (
-    LOCK_PREFIX,
-    VERDICTS_FILE,
-)
+from gitlocks.layout import LOCK_PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+
+def read_lock_table(
+    common_dir: str, reftable: bool, cwd: str | None, ignore_case: bool, skew: int = 0
+) -> Table:
+    """The lock table of the repository whose common git directory is ``common_dir``,
+    through the one loader: the store's kept verdicts and judgements spare reading the
+    records no question needs (``gitlocks.git.kept``)."""
+    if reftable:
+        found = list_refs(common_dir, reftable, cwd)
+        return read_table(found, cwd, ignore_case, skew, kept.verdicts(common_dir))
+    scanned = kept.scan(common_dir)
+    judged = scanned.judged
+    # Beside packed refs judged already, a few loose records cost one cat-file; the verdicts
+    # of thousands cost more to decode.
+    few = judged is not None and (not scanned.refs or len(judged.blobs) >= 3 * kept.MIN_REFS)
+    verdicts = {} if few else kept.verdicts(common_dir)
+    found = files.Scan(scanned.refs, scanned.symbolic)
+    return read_table(found, cwd, ignore_case, skew, verdicts, judged)
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
@@ -47,10 +55,11 @@ def read_table(
     ignore_case: bool,
     skew: int = 0,
     verdicts: Mapping[str, Verdict] | None = None,
+    judged: Judged | None = None,
 ) -> Table:
-    """The lock table of ``found`` lock refs, through the one loader: records are read
-    (one ``cat-file`` batch) only when a path can reach them, and not at all where the
-    store's kept ``verdicts`` already say what a blob holds."""
+    """The lock table of ``found`` lock refs (and the ``judged`` ones), through the one
+    loader: records are read (one ``cat-file`` batch) only when a path can reach them, and
+    not at all where the store's kept ``verdicts`` already say what a blob holds."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
         return read_objects(oids, cwd) if oids else {}
@@ -62,22 +71,13 @@ def read_table(
         version=None,
         ignore_case=ignore_case,
         skew=skew,
+        judged=judged,
     )
     table.problems.extend(
         Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
         for name, target in sorted(found.symbolic.items())
     )
     return table
-
-
-def read_verdicts(common_dir: str) -> dict[str, Verdict]:
-    """The store's kept verdicts, by blob id (the hooks read them, never write them)."""
-    path = os.path.join(common_dir, VERDICTS_FILE)
-    try:
-        with open(path, "rb") as f:
-            return decode_verdicts(f.read())
-    except OSError:
-        return {}
 
 
 def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:

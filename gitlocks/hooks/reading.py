@@ -19,7 +19,7 @@ from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git, take_ahead
 from gitlocks.git.settings import Settings
-from gitlocks.git.table import list_refs, read_table, read_verdicts
+from gitlocks.git.table import read_lock_table
 from gitlocks.identity import Identity, host_identity
 
 TYPE_CHECKING = False
@@ -114,9 +114,9 @@ class TableReader:
         common_dir = os.fsdecode(finish_git(self._common).strip())
         if self.cwd is not None:
             common_dir = os.path.join(self.cwd, common_dir)
-        found = list_refs(common_dir, configured.reftable, self.cwd)
-        verdicts = read_verdicts(common_dir)
-        table = read_table(found, self.cwd, configured.ignore_case, configured.skew, verdicts)
+        table = read_lock_table(
+            common_dir, configured.reftable, self.cwd, configured.ignore_case, configured.skew
+        )
         return configured, table
 
 

@@ -28,10 +28,10 @@ from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
 from gitlocks.core.table import Problem, Table
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, UsageError
-from gitlocks.git import files, settings
+from gitlocks.git import files, kept, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
-from gitlocks.git.table import list_refs, read_table, read_verdicts
+from gitlocks.git.table import read_lock_table, read_table
 from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
 from gitlocks.hooks.reading import HookConfig, hook_config
 from gitlocks.identity import Identity, SessionProcess
@@ -404,13 +404,13 @@ def check_commits(
         ]
         judged.append(commit)
     source = table_source(cwd) if table_source is not None else None
-    table = read_table(
-        source if source is not None else list_refs(common_dir, hook_settings.reftable, cwd),
-        cwd,
-        hook_settings.ignore_case,
-        hook_settings.skew,
-        read_verdicts(common_dir),
-    )
+    if source is not None:
+        verdicts = kept.verdicts(common_dir)
+        table = read_table(source, cwd, hook_settings.ignore_case, hook_settings.skew, verdicts)
+    else:
+        table = read_lock_table(
+            common_dir, hook_settings.reftable, cwd, hook_settings.ignore_case, hook_settings.skew
+        )
     changed: dict[str, list[str]] = {}
     cutoff = table.cutoff(format_time(now))
     if any(s.expires_at > cutoff for s in table.summaries.values()):

@@ -36,14 +36,11 @@ from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_o
 from gitlocks.core.table import (
     Problem,
     Table,
-    Verdict,
-    decode_verdicts,
-    encode_verdicts,
     lazy_table,
     read_record,
 )
 from gitlocks.errors import NotARepository, StoreError
-from gitlocks.git import files, settings
+from gitlocks.git import files, kept, settings
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env, start
 from gitlocks.layout import (
@@ -51,7 +48,6 @@ from gitlocks.layout import (
     LOCK_PREFIX,
     MUTEX_NAME,
     MUTEX_TIMEOUT_SECONDS,
-    VERDICTS_FILE,
 )
 from gitlocks.store.journal import Journal, JournalEntry
 from gitlocks.store.location import (
@@ -123,7 +119,6 @@ class Store:
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
-        self._verdicts_cache: tuple[tuple[int, int, int], dict[str, Verdict]] | None = None
         self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
@@ -357,7 +352,12 @@ class Store:
         return table.problems
 
     def _load(self, version: str | None) -> Table:
-        table = self.load(self.scan_refs((LOCK_PREFIX,)).items(), version)
+        if self.reftable:
+            table = self.load(self.scan_refs((LOCK_PREFIX,)).items(), version)
+        else:
+            found = kept.scan(self.common_dir)
+            self.symrefs = found.symbolic
+            table = self.load(found.refs.items(), version, found)
         table.problems.extend(
             Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
             for name, target in sorted(self.symrefs.items())
@@ -368,12 +368,19 @@ class Store:
             table.problems.append(Problem(ref=JOURNAL_REF, oid="", reason=reason))
         return table
 
-    def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table:
+    def load(
+        self, refs: Iterable[tuple[str, str]], version: str | None, found: kept.Found | None = None
+    ) -> Table:
         """The table of ``(ref, oid)`` lock refs, through the one loader: only blobs this
         repository has not judged before are read now, the rest when a question needs them
-        (verdicts are kept by blob id in ``VERDICTS_FILE``; docs/design.md, section 4.5)."""
+        (verdicts are kept by blob id, and the packed lock refs judged: ``found``;
+        docs/design.md, section 4.5)."""
         refs = list(refs)
-        known = self._verdicts()
+        judged = found.judged if found is not None else None
+        # Beside packed refs judged already, a few loose records are read faster than the
+        # verdicts of thousands are decoded.
+        read_known = judged is None or len(refs) > 64
+        known = kept.verdicts(self.common_dir) if read_known else {}
         table, fresh = lazy_table(
             refs,
             known=known,
@@ -381,12 +388,16 @@ class Store:
             version=version,
             ignore_case=self.ignore_case,
             skew=self.skew,
-            distrust=lambda: files.discard(os.path.join(self.common_dir, VERDICTS_FILE)),
+            distrust=lambda: kept.forget(self.common_dir),
+            judged=judged,
         )
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
-        if len(fresh) >= KEEP_VERDICTS_AFTER or (fresh and len(refs) < 1000):
-            self._keep_verdicts(known, fresh, {oid for _, oid in refs})
+        large = len(table.refs) >= 1000
+        if read_known and fresh and (len(fresh) >= KEEP_VERDICTS_AFTER or not large):
+            kept.keep_verdicts(self.common_dir, known, fresh, set(table.refs.values()))
+        if found is not None and judged is None:
+            kept.keep(self.common_dir, found.region, found.packed, known, fresh)
         return table
 
     def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
@@ -397,39 +408,6 @@ class Store:
             kind, data = read.get(oid, ("blob", None))
             found[oid] = (data if kind == "blob" else None, kind)
         return found
-
-    def _verdicts(self) -> dict[str, Verdict]:
-        """The kept verdicts, decoded once per version of the file (one command loads the
-        local table and the remote's, which share it)."""
-        path = os.path.join(self.common_dir, VERDICTS_FILE)
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-                if self._verdicts_cache is not None and self._verdicts_cache[0] == stamp:
-                    return self._verdicts_cache[1]
-                raw = f.read()
-        except OSError:
-            return {}
-        known = decode_verdicts(raw)
-        self._verdicts_cache = (stamp, known)
-        return known
-
-    def _keep_verdicts(
-        self, known: dict[str, Verdict], fresh: dict[str, Verdict], current: set[str]
-    ) -> None:
-        """Save the verdicts: the new ones, and old ones while the file stays small (it is
-        shared by the local table and the remote's, which hold mostly the same blobs)."""
-        kept = {**known, **fresh}
-        if len(kept) > 2 * len(current) + 1000:
-            kept = {oid: v for oid, v in kept.items() if oid in current or oid in fresh}
-        path = os.path.join(self.common_dir, VERDICTS_FILE)
-        try:
-            files.write_atomic(path, encode_verdicts(kept))
-            st = os.stat(path)
-            self._verdicts_cache = ((st.st_ino, st.st_size, st.st_mtime_ns), kept)
-        except OSError:
-            pass  # a cache: losing it costs time, never an answer
 
     def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
         """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""

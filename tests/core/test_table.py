@@ -1,9 +1,7 @@
 """The table's groups (ids by holder, by bucket) are gathered on first use and kept right
-through puts and removes; the verdicts document round-trips and refuses bad shapes."""
+through puts and removes."""
 
 from __future__ import annotations
-
-import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,9 +11,6 @@ from gitlocks.core.table import (
     LazyRecords,
     Summary,
     Table,
-    Verdict,
-    decode_verdicts,
-    encode_verdicts,
 )
 
 HOLDERS = ("h0", "h1", "h2")
@@ -105,53 +100,3 @@ def test_groups_gathered_late_agree_with_a_table_built_afresh(
         table.remove(r.id)
         found.pop(r.id, None)
         assert answers(table) == answers(lazy(dict(found)))
-
-
-summaries = st.builds(
-    Summary,
-    st.text(min_size=1, max_size=8),
-    st.text(max_size=8),
-    st.one_of(st.none(), st.text(max_size=8)),
-    st.sampled_from(STAMPS),
-    st.lists(st.text(alphabet="abc.", max_size=3), min_size=1, max_size=3, unique=True).map(
-        lambda b: tuple(sorted(b))
-    ),
-    st.booleans(),
-)
-verdicts = st.dictionaries(
-    st.text(alphabet="0123456789abcdef", min_size=40, max_size=40),
-    st.one_of(summaries, st.text(max_size=20)),
-    max_size=8,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(verdicts)
-def test_verdicts_round_trip(kept: dict[str, Verdict]) -> None:
-    assert decode_verdicts(encode_verdicts(kept)) == kept
-
-
-def test_verdicts_of_a_bad_shape_are_none() -> None:
-    kept: dict[str, Verdict] = {
-        "a" * 40: Summary("l1", "h", None, STAMPS[0], ("a",), False),
-        "b" * 40: "no record",
-    }
-    good = json.loads(encode_verdicts(kept))
-    assert decode_verdicts(json.dumps(good).encode()) == kept
-    bad: list[object] = []
-    for column, value in (
-        ("holder", [7]),
-        ("parent", [1]),
-        ("landing", ["yes"]),
-        ("oid", []),  # one column shorter than the others
-        ("buckets", None),
-    ):
-        doc = json.loads(json.dumps(good))
-        doc["summaries"][column] = value
-        bad.append(doc)
-    doc = json.loads(json.dumps(good))
-    doc["reasons"] = {"c" * 40: 3}
-    bad += [doc, {**good, "format": 3}, {**good, "summaries": []}, [], "x"]
-    for doc in bad:
-        assert decode_verdicts(json.dumps(doc).encode()) == {}, doc
-    assert decode_verdicts(b"{") == {} and decode_verdicts(b"") == {}

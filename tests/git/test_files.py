@@ -8,6 +8,7 @@ import pytest
 from conftest import git
 from hypothesis import given
 from hypothesis import strategies as st
+from support.records import write_blob
 
 # packed-refs lines are read with bytes methods; they agree with the pattern git's own
 # format gives: "<40 or 64 hex> <name>", peeled ("^...") and header ("# ...") lines not.
@@ -121,3 +122,36 @@ def test_a_region_of_other_lines_is_read_line_by_line(region: str) -> None:
     pattern = rb"^([0-9a-f]{40}|[0-9a-f]{64}) (refs/agent-locks/[^\n]*)$"
     expected = [(m[2].decode(), m[1].decode()) for m in re.finditer(pattern, data, re.MULTILINE)]
     assert _packed(data, ("refs/agent-locks/",)) == expected
+
+
+@given(
+    st.lists(PACKED_LINE, max_size=8).map(b"\n".join),
+    st.sampled_from(["refs/agent-locks/x", "refs/agent-locks/y", "refs/agent-locks/z",
+                     "refs/agent-locks-meta/journal", "refs/heads/main"]),
+    st.booleans(),
+)  # fmt: skip
+def test_one_packed_ref_is_read_as_the_file_is(packed: bytes, name: str, header: bool) -> None:
+    """A write reads a few refs of a large file by searching for their lines: the same
+    value as parsing its lines, first line winning, whatever else the file holds."""
+    from gitlocks.git.files import _packed_value, packed_refs
+
+    if header:
+        packed = b"# pack-refs with: peeled fully-peeled sorted \n" + packed
+    namespace = name[: name.rfind("/") + 1]
+    assert _packed_value(packed, name) == packed_refs(packed, (namespace,)).get(name)
+
+
+def test_a_region_and_its_refs(repo: Path) -> None:
+    """``packed_region`` is the text the lock refs are read from, nothing around it."""
+    from gitlocks.git.files import packed_refs, packed_region
+
+    blob = write_blob(repo, b"x")
+    for name in ("refs/agent-locks/a", "refs/agent-locks/b", "refs/other/zz", "refs/tags/t"):
+        git(repo, "update-ref", name, blob)
+    git(repo, "pack-refs", "--all")
+    packed = (repo / ".git" / "packed-refs").read_bytes()
+    region = packed_region(packed, "refs/agent-locks/")
+    assert region == f"{blob} refs/agent-locks/a\n{blob} refs/agent-locks/b".encode()
+    locks = ("refs/agent-locks/",)
+    assert packed_refs(region, locks) == packed_refs(packed, locks)
+    assert packed_region(packed, "refs/agent-locks-meta/") == b""

@@ -20,6 +20,7 @@ from gitlocks.core.scope import make_entry
 from gitlocks.core.table import Friends
 from gitlocks.core.text import printable
 from gitlocks.git import changes as hook_paths
+from gitlocks.git import kept
 from gitlocks.git import table as fast_table
 from gitlocks.git.settings import Settings
 from gitlocks.git.spawn import Process
@@ -1049,10 +1050,12 @@ def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
     common = str(store.common_dir)
     for reftable in (False, True):  # from the files, and through git for-each-ref
         found = fast_table.list_refs(common, reftable, str(hooked))
-        for verdicts in ({}, fast_table.read_verdicts(common)):
+        for verdicts in ({}, kept.verdicts(common)):
             table = fast_table.read_table(found, str(hooked), False, verdicts=verdicts)
             assert dict(table.records) == dict(store.read_table().records)
             assert len(table.records) == 2 and not table.problems
+        table = fast_table.read_lock_table(common, reftable, str(hooked), False)
+        assert dict(table.records) == dict(store.read_table().records)
 
 
 def test_hook_and_check_judge_a_dead_holder_alike(repo: Path, sleeper: Any) -> None:

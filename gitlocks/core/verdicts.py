@@ -1,0 +1,129 @@
+"""The documents what was judged of record blobs is kept in (docs/design.md, section 4.5):
+the verdicts by blob id, and the judgement of the lock refs in ``packed-refs``.
+
+Summaries are kept by column (every id, then every holder, ...): a column of 10,000
+strings is checked and decoded at once, where 10,000 entries of six fields each would be
+one by one. Each document is checked for shape when read: a hand-edited or half-written
+file costs a re-read of the records, never a wrong answer about their shape.
+"""
+
+from __future__ import annotations
+
+from _collections_abc import Iterator, Mapping
+
+from gitlocks.core import jsontext
+from gitlocks.core.table import VERDICTS_FORMAT, Judged, Problem, Summary, Verdict
+from gitlocks.core.text import all_text
+from gitlocks.layout import LOCK_PREFIX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
+    """The document a store keeps its verdicts in: the reasons by blob id, and the
+    summaries by column."""
+    reasons = {oid: v for oid, v in verdicts.items() if isinstance(v, str)}
+    summaries = [(oid, v) for oid, v in verdicts.items() if not isinstance(v, str)]
+    document = {"format": VERDICTS_FORMAT, "reasons": reasons, "summaries": _columns(summaries)}
+    return jsontext.dumps(document, separators=(",", ":")).encode()
+
+
+# The last document decoded and its verdicts: a command may read the file twice (the agent
+# guard's question, then the store's write). Callers never change the dict they get.
+_last_decoded: tuple[bytes, dict[str, Verdict]] | None = None
+
+
+def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
+    """Verdicts from ``encode_verdicts``; none at all from a document that is not one."""
+    global _last_decoded
+    if _last_decoded is not None and _last_decoded[0] == raw:
+        return _last_decoded[1]
+    found: dict[str, Verdict] = {}
+    data = _document(raw)
+    reasons = data.get("reasons") if data is not None else None
+    if type(reasons) is dict and all_text(list(reasons.values())):
+        summaries = _summaries(data.get("summaries"))  # type: ignore[union-attr]
+        if summaries is not None:
+            oids, _, made = summaries
+            found = {**reasons, **dict(zip(oids, made, strict=True))}
+    _last_decoded = (raw, found)
+    return found
+
+
+def encode_judged(judged: Judged) -> bytes:
+    """The document ``Judged`` lock refs are kept in: their summaries by column (each
+    record's lock id names its ref), and the refs that hold no usable record."""
+    rows = [(judged.blobs[lock_id], s) for lock_id, s in judged.summaries.items()]
+    problems = [[p.ref, p.oid, p.reason] for p in judged.problems]
+    document = {"format": VERDICTS_FORMAT, "summaries": _columns(rows), "problems": problems}
+    return jsontext.dumps(document, separators=(",", ":")).encode()
+
+
+def decode_judged(raw: bytes) -> Judged | None:
+    """The ``Judged`` lock refs of ``encode_judged``; None from a document that is not one."""
+    data = _document(raw)
+    if data is None:
+        return None
+    summaries, problems = _summaries(data.get("summaries")), data.get("problems")
+    if summaries is None or type(problems) is not list:
+        return None
+    if not all(
+        type(p) is list and len(p) == 3 and all_text(p) and p[0].startswith(LOCK_PREFIX)
+        for p in problems
+    ):
+        return None
+    oids, ids, made = summaries
+    blobs = dict(zip(ids, oids, strict=True))
+    cut = len(LOCK_PREFIX)
+    blobs.update((ref[cut:], oid) for ref, oid, _ in problems)  # every blob, usable or not
+    return Judged(
+        dict(zip(ids, made, strict=True)),
+        blobs,
+        [Problem(ref, oid, reason) for ref, oid, reason in problems],
+    )
+
+
+def _document(raw: bytes) -> dict[str, Any] | None:
+    try:
+        data = jsontext.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if type(data) is not dict or data.get("format") != VERDICTS_FORMAT:
+        return None
+    return data
+
+
+def _columns(rows: list[tuple[str, Summary]]) -> dict[str, list[object]]:
+    """``(blob id, summary)`` rows as columns."""
+    return {
+        "oid": [oid for oid, _ in rows],
+        "id": [v.id for _, v in rows],
+        "holder": [v.holder for _, v in rows],
+        "parent": [v.parent for _, v in rows],
+        "expires_at": [v.expires_at for _, v in rows],
+        "buckets": ["\n".join(v.buckets) for _, v in rows],
+        "landing": [v.landing for _, v in rows],
+    }
+
+
+def _summaries(columns: object) -> tuple[list[str], list[str], Iterator[Summary]] | None:
+    """The blob ids, lock ids and summaries of ``_columns``; None when not of its shape."""
+    try:
+        oids, ids, holders = columns["oid"], columns["id"], columns["holder"]  # type: ignore[index]
+        parents, expiries = columns["parent"], columns["expires_at"]  # type: ignore[index]
+        buckets, landing = columns["buckets"], columns["landing"]  # type: ignore[index]
+    except (TypeError, KeyError):
+        return None
+    strings = (oids, ids, holders, expiries, buckets)
+    if not (
+        all(type(c) is list and len(c) == len(oids) for c in (*strings, parents, landing))
+        and all(map(all_text, (*strings, [p for p in parents if p is not None])))
+        and set(map(type, landing)) <= {bool}
+    ):
+        return None
+    # Lists of one value repeated, where itertools.repeat would be one module more to load.
+    split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))  # patterns: no newline
+    fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
+    return oids, ids, map(tuple.__new__, [Summary] * len(oids), fields)  # a Row is a tuple

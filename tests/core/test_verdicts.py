@@ -1,0 +1,140 @@
+"""The verdicts document and the judged lock refs' document round-trip, refuse bad shapes,
+and ``judge`` says what ``lazy_table`` says of the same refs."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitlocks.core.table import Judged, Problem, Summary, Verdict, judge, lazy_table
+from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
+from gitlocks.layout import LOCK_PREFIX
+
+STAMPS = ("2030-01-01T00:00:00Z", "2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z")
+
+summaries = st.builds(
+    Summary,
+    st.text(min_size=1, max_size=8),
+    st.text(max_size=8),
+    st.one_of(st.none(), st.text(max_size=8)),
+    st.sampled_from(STAMPS),
+    st.lists(st.text(alphabet="abc.", max_size=3), min_size=1, max_size=3, unique=True).map(
+        lambda b: tuple(sorted(b))
+    ),
+    st.booleans(),
+)
+oids = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
+verdicts = st.dictionaries(oids, st.one_of(summaries, st.text(max_size=20)), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(verdicts)
+def test_verdicts_round_trip(kept: dict[str, Verdict]) -> None:
+    assert decode_verdicts(encode_verdicts(kept)) == kept
+
+
+def test_verdicts_of_a_bad_shape_are_none() -> None:
+    kept: dict[str, Verdict] = {
+        "a" * 40: Summary("l1", "h", None, STAMPS[0], ("a",), False),
+        "b" * 40: "no record",
+    }
+    good = json.loads(encode_verdicts(kept))
+    assert decode_verdicts(json.dumps(good).encode()) == kept
+    bad: list[object] = []
+    for column, value in (
+        ("holder", [7]),
+        ("parent", [1]),
+        ("landing", ["yes"]),
+        ("oid", []),  # one column shorter than the others
+        ("buckets", None),
+    ):
+        doc = json.loads(json.dumps(good))
+        doc["summaries"][column] = value
+        bad.append(doc)
+    doc = json.loads(json.dumps(good))
+    doc["reasons"] = {"c" * 40: 3}
+    bad += [doc, {**good, "format": 3}, {**good, "summaries": []}, [], "x"]
+    bad += [{k: v for k, v in good.items() if k != "reasons"}, {**good, "summaries": None}]
+    for doc in bad:
+        assert decode_verdicts(json.dumps(doc).encode()) == {}, doc
+    assert decode_verdicts(b"{") == {} and decode_verdicts(b"") == {}
+
+
+# Lock refs as packed-refs names them: ids that match their records' and ids that do not.
+names = st.dictionaries(
+    st.sampled_from([f"{LOCK_PREFIX}l{i}" for i in range(6)] + [f"{LOCK_PREFIX}x/y"]),
+    oids,
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(names, verdicts, st.data())
+def test_judge_says_what_the_loader_says(
+    refs: dict[str, str], kept: dict[str, Verdict], data: st.DataObject
+) -> None:
+    """Every ref with a verdict is judged as ``lazy_table`` judges it from the verdicts;
+    one blob without a verdict and nothing is judged; a judgement round-trips."""
+    for ref in refs:  # most refs point at a blob with a verdict, some at a record of theirs
+        if data.draw(st.booleans()):
+            oid = refs[ref]
+            lock_id = ref[len(LOCK_PREFIX) :]
+            kept[oid] = Summary(lock_id, "h", None, STAMPS[0], ("a",), data.draw(st.booleans()))
+    judged = judge(refs, kept)
+    if any(oid not in kept for oid in refs.values()):
+        assert judged is None
+        return
+    assert judged is not None
+
+    def unread(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        raise AssertionError(f"read {oids}")
+
+    table, _ = lazy_table(refs.items(), known=kept, read=unread, version=None, ignore_case=False)
+    assert judged.summaries == table.summaries
+    assert judged.blobs == table.refs
+    assert sorted(judged.problems) == table.problems
+    assert decode_judged(encode_judged(judged)) == judged
+
+
+def test_judged_refs_give_way_to_the_refs_read_again() -> None:
+    """A ref named to the loader again (a loose ref over its packed line) is judged from
+    what it names now, whatever the judgement said of it."""
+    a = Summary("a", "h", None, STAMPS[0], ("src",), False)
+    b = Summary("b", "h", None, STAMPS[0], ("lib",), False)
+    judged = Judged(
+        {"a": a},
+        {"a": "1" * 40, "b": "2" * 40},
+        [Problem(LOCK_PREFIX + "b", "2" * 40, "not JSON")],
+    )
+    known: dict[str, Verdict] = {"3" * 40: b, "4" * 40: "not a record"}
+    refs = [(LOCK_PREFIX + "b", "3" * 40), (LOCK_PREFIX + "a", "4" * 40)]
+    table, _ = lazy_table(
+        refs, known=known, read=lambda o: {}, version=None, ignore_case=False, judged=judged
+    )
+    assert table.summaries == {"b": b}
+    assert table.refs == {"a": "4" * 40, "b": "3" * 40}
+    assert table.problems == [Problem(LOCK_PREFIX + "a", "4" * 40, "not a record")]
+
+
+def test_judged_of_a_bad_shape_are_none() -> None:
+    judged = Judged(
+        {"a": Summary("a", "h", None, STAMPS[0], ("src",), False)},
+        {"a": "1" * 40, "b": "2" * 40},
+        [Problem(LOCK_PREFIX + "b", "2" * 40, "not JSON")],
+    )
+    good = json.loads(encode_judged(judged))
+    assert decode_judged(json.dumps(good).encode()) == judged
+    bad: list[object] = [
+        {**good, "problems": [["r", "o"]]},
+        {**good, "problems": [["r", "o", 3]]},
+        {**good, "problems": {}},
+        {**good, "format": 3},
+        {k: v for k, v in good.items() if k != "summaries"},
+        {**good, "summaries": {**good["summaries"], "id": []}},
+        [],
+    ]
+    for doc in bad:
+        assert decode_judged(json.dumps(doc).encode()) is None, doc
+    assert decode_judged(b"\xff") is None and decode_judged(b"") is None

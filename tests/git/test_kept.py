@@ -1,0 +1,261 @@
+"""The packed lock refs' judgement, kept against the text of packed-refs they are read from
+(``gitlocks.git.kept``): a table read with it is the table read without it, whatever moved
+the refs in between (loose refs over packed lines, symbolic refs, a packed lock deleted,
+``pack-refs`` again, records planted by hand), and a judgement that does not hold is
+dropped, never believed into an answer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.records import plant, seed_locks, write_blob
+
+from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
+from gitlocks.core.table import Problem, Table, lazy_table
+from gitlocks.errors import StoreError
+from gitlocks.git import files, kept
+from gitlocks.git import table as fast_table
+from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
+from gitlocks.store.local import Store
+
+
+def oracle(repo: Path) -> Table:
+    """The table as read from the refs and every record, nothing kept believed."""
+    store = Store.discover(repo)
+    found = files.scan(store.common_dir, (LOCK_PREFIX,))
+    table, _ = lazy_table(
+        found.refs.items(),
+        known={},
+        read=store._read_objects,
+        version=None,
+        ignore_case=False,
+    )
+    table.problems.extend(
+        Problem(ref=n, oid="", reason=f"a symbolic ref to {t}; never followed")
+        for n, t in sorted(found.symbolic.items())
+    )
+    return table
+
+
+def shape(table: Table) -> tuple[object, ...]:
+    return (table.summaries, table.refs, sorted(table.problems), dict(table.records))
+
+
+def assert_read_alike(repo: Path) -> None:
+    """A new store and the hooks' reader both read the table the oracle reads."""
+    expected = shape(oracle(repo))
+    assert shape(Store.discover(repo).read_table()) == expected
+    common = str(Store.discover(repo).common_dir)
+    assert shape(fast_table.read_lock_table(common, False, str(repo), False)) == expected
+
+
+def record_blob(repo: Path, lock_id: str, path: str, holder: str = "agent-x") -> str:
+    now = utcnow()
+    stamp = format_time(now)
+    record = LockRecord(
+        id=lock_id,
+        holder=holder,
+        paths=(path,),
+        reason="planted",
+        created_at=stamp,
+        renewed_at=stamp,
+        expires_at=expiry_from(now, 3600),
+        host="h",
+        worktree=str(repo),
+        branch=None,
+        head=None,
+        ttl=3600,
+    )
+    return write_blob(repo, record.to_json())
+
+
+def lock_ids(repo: Path) -> list[str]:
+    out = git(repo, "for-each-ref", "--format=%(refname)", LOCK_PREFIX)
+    return [line[len(LOCK_PREFIX) :] for line in out.split()]
+
+
+def judged_now(repo: Path) -> bool:
+    """Whether the kept judgement holds for packed-refs as it is now."""
+    common = str(Store.discover(repo).common_dir)
+    return kept.scan(common).judged is not None
+
+
+@pytest.fixture
+def packed(repo: Path) -> Path:
+    """A repository of more packed locks than a judgement is kept from, read once."""
+    seed_locks(repo, kept.MIN_REFS + 10)
+    Store.discover(repo).read_table()
+    assert (repo / ".git" / PACKED_TABLE_FILE).exists()
+    assert judged_now(repo)
+    return repo
+
+
+def test_a_kept_judgement_reads_the_table_alike(packed: Path) -> None:
+    assert_read_alike(packed)
+    assert judged_now(packed)
+
+
+def test_loose_refs_over_packed_lines_win(packed: Path) -> None:
+    first, second, third = lock_ids(packed)[:3]
+    # a record renewed (a loose ref over its packed line), one made unusable, one symbolic
+    git(packed, "update-ref", LOCK_PREFIX + first, record_blob(packed, first, "moved/**"))
+    plant(packed, second, b"not a record")
+    git(packed, "symbolic-ref", LOCK_PREFIX + third, "refs/heads/main")
+    plant(packed, "newcomer-1", b"{}")
+    assert judged_now(packed)  # packed-refs did not change: the judgement still holds
+    assert_read_alike(packed)
+    table = Store.discover(packed).read_table()
+    assert table.summaries[first].buckets == ("moved",)
+    assert second not in table.summaries and third not in table.refs
+
+
+def test_a_packed_problem_mended_by_a_loose_ref(packed: Path) -> None:
+    """A packed ref judged no usable record, then pointed at a good one (loose): the
+    problem goes with its packed line."""
+    victim = lock_ids(packed)[1]
+    plant(packed, victim, b"not a record")
+    git(packed, "pack-refs", "--all")
+    Store.discover(packed).read_table()
+    assert judged_now(packed)
+    git(packed, "update-ref", LOCK_PREFIX + victim, record_blob(packed, victim, "mended/**"))
+    assert_read_alike(packed)
+    table = Store.discover(packed).read_table()
+    assert not table.problems and table.summaries[victim].buckets == ("mended",)
+
+
+def test_a_packed_lock_deleted_is_judged_again(packed: Path) -> None:
+    gone = lock_ids(packed)[5]
+    git(packed, "update-ref", "-d", LOCK_PREFIX + gone)  # packed-refs rewritten without it
+    assert not judged_now(packed)
+    assert_read_alike(packed)
+    assert judged_now(packed)  # the store's read kept a judgement of the new text
+    assert gone not in Store.discover(packed).read_table().refs
+
+
+def test_pack_refs_again_is_judged_again(packed: Path) -> None:
+    first = lock_ids(packed)[0]
+    git(packed, "update-ref", LOCK_PREFIX + first, record_blob(packed, first, "moved/**"))
+    git(packed, "pack-refs", "--all")
+    assert not judged_now(packed)
+    assert_read_alike(packed)
+    assert judged_now(packed)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda raw: b"",
+        lambda raw: raw[: len(raw) // 2],
+        lambda raw: raw[:-1],
+        lambda raw: raw.replace(b"gitlocks packed lock refs 1", b"gitlocks packed lock refs 9"),
+        lambda raw: raw + b"x",
+        lambda raw: b"\xff" * 100,
+    ],
+)
+def test_a_damaged_judgement_costs_time_never_an_answer(packed: Path, damage: object) -> None:
+    path = packed / ".git" / PACKED_TABLE_FILE
+    path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
+    assert_read_alike(packed)
+
+
+def test_a_judgement_that_does_not_hold_is_dropped(packed: Path) -> None:
+    """A kept summary that is not its record's (a file edited by hand) stops the question
+    that reads the record, forgets what was kept, and the next read is right."""
+    path = packed / ".git" / PACKED_TABLE_FILE
+    raw = path.read_bytes()
+    start = raw.index(b'"holder":["') + len(b'"holder":["')
+    edited = raw[:start] + b"agent-9" + raw[raw.index(b'"', start) :]
+    path.write_bytes(edited)
+    table = Store.discover(packed).read_table()
+    victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
+    with pytest.raises(StoreError, match="does not match what was kept"):
+        table.records[victim]
+    assert not path.exists() and not (packed / ".git" / VERDICTS_FILE).exists()
+    assert_read_alike(packed)
+
+
+def test_a_missing_record_is_never_kept(packed: Path) -> None:
+    """A lock ref whose blob is missing has no verdict: the object may yet arrive, so no
+    judgement is kept while it is missing."""
+    victim = lock_ids(packed)[3]
+    missing = "1" * 40
+    (packed / ".git" / PACKED_TABLE_FILE).unlink()
+    text = (packed / ".git" / "packed-refs").read_text()
+    line = next(x for x in text.splitlines() if x.endswith(LOCK_PREFIX + victim))
+    (packed / ".git" / "packed-refs").write_text(
+        text.replace(line, f"{missing} {LOCK_PREFIX}{victim}")
+    )
+    assert_read_alike(packed)
+    assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
+
+
+# --- any sequence of changes, in a small table (the judgement kept from 3 refs) ----------
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["renew", "spoil", "symbolic", "delete", "unlink-loose", "pack", "new", "read"]
+        ),
+        st.integers(0, 7),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@pytest.fixture(scope="module")
+def small_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("seed") / "r"
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(base.parent)}
+    subprocess.run(["git", "init", "-q", "-b", "main", str(base)], check=True, env=env)
+    for args in (["user.name", "T"], ["user.email", "t@example.com"]):
+        subprocess.run(["git", "-C", str(base), "config", *args], check=True, env=env)
+    subprocess.run(
+        ["git", "-C", str(base), "commit", "-q", "--allow-empty", "-m", "init"], check=True, env=env
+    )
+    seed_locks(base, 8)
+    return base
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(ops=OPS)
+def test_any_changes_read_alike(
+    small_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ops: list[tuple[str, int]]
+) -> None:
+    monkeypatch.setattr(kept, "MIN_REFS", 3)
+    repo = tmp_path / f"r{len(list(tmp_path.iterdir()))}"
+    shutil.copytree(small_seed, repo, symlinks=True)
+    Store.discover(repo).read_table()
+    for op, k in ops:
+        ids = lock_ids(repo)
+        target = ids[k % len(ids)] if ids else f"none-{k}"
+        ref = LOCK_PREFIX + target
+        if op == "renew" and ids:
+            git(repo, "update-ref", "--no-deref", ref, record_blob(repo, target, f"r{k}/**"))
+        elif op == "spoil":
+            git(repo, "update-ref", "--no-deref", ref, write_blob(repo, f"spoilt {k}"))
+        elif op == "symbolic":
+            git(repo, "symbolic-ref", ref, "refs/heads/main")
+        elif op == "delete" and ids:
+            git(repo, "update-ref", "-d", "--no-deref", ref)
+        elif op == "unlink-loose":
+            loose = repo / ".git" / ref
+            if loose.is_file():
+                loose.unlink()
+        elif op == "pack":
+            git(repo, "pack-refs", "--all")
+        elif op == "new":
+            lock_id = f"new-{k}"
+            git(repo, "update-ref", LOCK_PREFIX + lock_id, record_blob(repo, lock_id, f"n{k}"))
+        assert_read_alike(repo)
