@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from support.records import plant, seed_locks, write_blob
 
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
-from gitlocks.core.table import Problem, Table, lazy_table
+from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
 from gitlocks.git import files, kept
 from gitlocks.git import table as fast_table
@@ -28,20 +28,8 @@ from gitlocks.store.local import Store
 
 def oracle(repo: Path) -> Table:
     """The table as read from the refs and every record, nothing kept believed."""
-    store = Store.discover(repo)
-    found = files.scan(store.common_dir, (LOCK_PREFIX,))
-    table, _ = lazy_table(
-        found.refs.items(),
-        known={},
-        read=store._read_objects,
-        version=None,
-        ignore_case=False,
-    )
-    table.problems.extend(
-        Problem(ref=n, oid="", reason=f"a symbolic ref to {t}; never followed")
-        for n, t in sorted(found.symbolic.items())
-    )
-    return table
+    common = str(Store.discover(repo).common_dir)
+    return fast_table.read_table(files.scan(common, (LOCK_PREFIX,)), str(repo), False)
 
 
 def shape(table: Table) -> tuple[object, ...]:
