@@ -146,7 +146,11 @@ def keep(
 
 
 def forget(common_dir: str) -> None:
-    """Drop every kept verdict and judgement: a record did not match what was kept of it."""
+    """Drop every kept verdict and judgement: a record did not match what was kept of it.
+    Best effort: the caller stops with "try again" whether or not a file would go."""
     _verdicts.pop(os.path.join(common_dir, VERDICTS_FILE), None)
-    files.discard(os.path.join(common_dir, VERDICTS_FILE))
-    files.discard(os.path.join(common_dir, PACKED_TABLE_FILE))
+    for name in (VERDICTS_FILE, PACKED_TABLE_FILE):
+        try:
+            files.discard(os.path.join(common_dir, name))
+        except OSError:
+            pass  # a directory in its place, a read-only directory: nothing more to do

@@ -15,6 +15,7 @@ import pytest
 from conftest import git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
@@ -259,3 +260,39 @@ def test_any_changes_read_alike(
             lock_id = f"new-{k}"
             git(repo, "update-ref", LOCK_PREFIX + lock_id, record_blob(repo, lock_id, f"n{k}"))
         assert_read_alike(repo)
+
+
+def edit_a_holder(repo: Path) -> None:
+    """A kept summary made to disagree with its record, as a hand edit would."""
+    path = repo / ".git" / PACKED_TABLE_FILE
+    raw = path.read_bytes()
+    start = raw.index(b'"holder":["') + len(b'"holder":["')
+    path.write_bytes(raw[:start] + b"agent-9" + raw[raw.index(b'"', start) :])
+
+
+def test_the_hooks_drop_a_judgement_that_does_not_hold(packed: Path) -> None:
+    """The hooks' reader stops on a kept summary its record contradicts, as the store
+    does, and forgets what was kept: else every commit would stop again on it."""
+    edit_a_holder(packed)
+    common = str(Store.discover(packed).common_dir)
+    table = fast_table.read_lock_table(common, False, str(packed), False)
+    victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
+    with pytest.raises(StoreError, match="run the command again"):
+        table.records[victim]
+    assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
+    assert not (packed / ".git" / VERDICTS_FILE).exists()
+    assert_read_alike(packed)
+
+
+def test_a_kept_file_that_cannot_be_removed_still_says_try_again(packed: Path) -> None:
+    """Forgetting what was kept is best effort: a kept file that will not go (here a
+    directory in its place) never turns "try again" into a traceback."""
+    edit_a_holder(packed)
+    verdicts = packed / ".git" / VERDICTS_FILE
+    verdicts.unlink()
+    (verdicts / "in-the-way").mkdir(parents=True)
+    result = alock(packed, "list", "--json")
+    assert result.code == 2
+    assert result.err.startswith("error: ") and "run the command again" in result.err
+    assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
+    assert_read_alike(packed)
