@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 MIN_REFS = 1000  # fewer packed lock refs are read faster than the file is
-_MAGIC = b"gitlocks packed lock refs 1 "
+# Then the length of the text judged and the CRC-32 of the judgement after it: a file
+# damaged into another well-formed one (a digit of a blob id changed) would be believed,
+# and a write would put that blob id in the journal's table tree.
+_MAGIC = b"gitlocks packed lock refs 2 "
 
 
 class Found(Row):
@@ -112,13 +115,18 @@ def load(common_dir: str, region: bytes) -> Judged | None:
     kept for that very text."""
     try:
         with open(os.path.join(common_dir, PACKED_TABLE_FILE), "rb") as f:
-            head = f.readline(64)
-            if not head.startswith(_MAGIC) or head[len(_MAGIC) : -1] != b"%d" % len(region):
+            head = f.readline(96)
+            size, _, check = head[len(_MAGIC) : -1].partition(b" ")
+            if not head.startswith(_MAGIC) or size != b"%d" % len(region):
                 return None
             if f.read(len(region)) != region:
                 return None
             raw = f.read()
     except OSError:
+        return None
+    import zlib  # only beside a judgement of this very text
+
+    if check != b"%d" % zlib.crc32(raw):
         return None
     return decode_judged(raw)
 
@@ -138,7 +146,10 @@ def keep(
     judged = judge(packed, {**known, **fresh} if fresh else known)
     if judged is None:
         return
-    data = b"%s%d\n%s%s" % (_MAGIC, len(region), region, encode_judged(judged))
+    import zlib  # a write loads it anyway (loose objects are deflated)
+
+    document = encode_judged(judged)
+    data = b"%s%d %d\n%s%s" % (_MAGIC, len(region), zlib.crc32(document), region, document)
     try:
         files.write_atomic(os.path.join(common_dir, PACKED_TABLE_FILE), data)
     except OSError:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -149,15 +151,23 @@ def test_pack_refs_again_is_judged_again(packed: Path) -> None:
     assert judged_now(packed)
 
 
+def flip_a_blob_id(raw: bytes) -> bytes:
+    """One digit of the first kept blob id changed: a file damaged, still well formed."""
+    at = raw.index(b'"oid":["') + len(b'"oid":["')
+    return raw[:at] + (b"1" if raw[at : at + 1] == b"0" else b"0") + raw[at + 1 :]
+
+
 @pytest.mark.parametrize(
     "damage",
     [
         lambda raw: b"",
         lambda raw: raw[: len(raw) // 2],
         lambda raw: raw[:-1],
-        lambda raw: raw.replace(b"gitlocks packed lock refs 1", b"gitlocks packed lock refs 9"),
+        lambda raw: raw.replace(b"gitlocks packed lock refs 2", b"gitlocks packed lock refs 9"),
         lambda raw: raw + b"x",
         lambda raw: b"\xff" * 100,
+        lambda raw: flip_a_blob_id(raw),
+        lambda raw: raw.replace(b'"agent-1"', b'"agent-2"', 1),
     ],
 )
 def test_a_damaged_judgement_costs_time_never_an_answer(packed: Path, damage: object) -> None:
@@ -166,14 +176,33 @@ def test_a_damaged_judgement_costs_time_never_an_answer(packed: Path, damage: ob
     assert_read_alike(packed)
 
 
+def craft(repo: Path, edit: Callable[[bytes], bytes]) -> None:
+    """The kept judgement edited as gitlocks would have written it (its check sum made
+    anew): what a hand that knows the format could write."""
+    path = repo / ".git" / PACKED_TABLE_FILE
+    head, _, rest = path.read_bytes().partition(b"\n")
+    magic, size, _ = head.rsplit(b" ", 2)
+    document = edit(rest[int(size) :])
+    path.write_bytes(
+        b"%s %s %d\n%s%s" % (magic, size, zlib.crc32(document), rest[: int(size)], document)
+    )
+
+
+def edit_a_holder(repo: Path) -> None:
+    """A kept summary made to disagree with its record."""
+
+    def edit(raw: bytes) -> bytes:
+        start = raw.index(b'"holder":["') + len(b'"holder":["')
+        return raw[:start] + b"agent-9" + raw[raw.index(b'"', start) :]
+
+    craft(repo, edit)
+
+
 def test_a_judgement_that_does_not_hold_is_dropped(packed: Path) -> None:
     """A kept summary that is not its record's (a file edited by hand) stops the question
     that reads the record, forgets what was kept, and the next read is right."""
     path = packed / ".git" / PACKED_TABLE_FILE
-    raw = path.read_bytes()
-    start = raw.index(b'"holder":["') + len(b'"holder":["')
-    edited = raw[:start] + b"agent-9" + raw[raw.index(b'"', start) :]
-    path.write_bytes(edited)
+    edit_a_holder(packed)
     table = Store.discover(packed).read_table()
     victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
     with pytest.raises(StoreError, match="does not match what was kept"):
@@ -262,14 +291,6 @@ def test_any_changes_read_alike(
         assert_read_alike(repo)
 
 
-def edit_a_holder(repo: Path) -> None:
-    """A kept summary made to disagree with its record, as a hand edit would."""
-    path = repo / ".git" / PACKED_TABLE_FILE
-    raw = path.read_bytes()
-    start = raw.index(b'"holder":["') + len(b'"holder":["')
-    path.write_bytes(raw[:start] + b"agent-9" + raw[raw.index(b'"', start) :])
-
-
 def test_the_hooks_drop_a_judgement_that_does_not_hold(packed: Path) -> None:
     """The hooks' reader stops on a kept summary its record contradicts, as the store
     does, and forgets what was kept: else every commit would stop again on it."""
@@ -295,4 +316,16 @@ def test_a_kept_file_that_cannot_be_removed_still_says_try_again(packed: Path) -
     assert result.code == 2
     assert result.err.startswith("error: ") and "run the command again" in result.err
     assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
+    assert_read_alike(packed)
+
+
+def test_a_damaged_blob_id_never_reaches_the_journal(packed: Path) -> None:
+    """A kept file damaged into another well-formed one (a blob id changed) is not
+    believed: a write would otherwise put the wrong blob in the journal's table tree, a
+    tree naming an object nobody has."""
+    path = packed / ".git" / PACKED_TABLE_FILE
+    path.write_bytes(flip_a_blob_id(path.read_bytes()))
+    got = alock(packed, "acquire", "elsewhere/**", "--as", "agent-z")
+    assert got.code == 0, got
+    git(packed, "fsck", "--no-dangling", "--connectivity-only")
     assert_read_alike(packed)
