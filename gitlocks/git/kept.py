@@ -18,6 +18,7 @@ kept anew. Comparing the text is exact: no time stamp is trusted.
 from __future__ import annotations
 
 import os
+from stat import S_ISREG  # os has loaded it
 
 from gitlocks.core.plain import Row
 from gitlocks.core.table import Judged, Verdict, judge
@@ -28,6 +29,7 @@ from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import BinaryIO
 
 MIN_REFS = 1000  # fewer packed lock refs are read faster than the file is
 # Then the length of the text judged and the CRC-32 of the judgement after it: a file
@@ -79,7 +81,7 @@ def verdicts(common_dir: str) -> dict[str, Verdict]:
     """The kept verdicts, by blob id (callers never change the dict they get)."""
     path = os.path.join(common_dir, VERDICTS_FILE)
     try:
-        with open(path, "rb") as f:
+        with _open(path) as f:
             st = os.fstat(f.fileno())
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
             last = _verdicts.get(path)
@@ -114,7 +116,7 @@ def load(common_dir: str, region: bytes) -> Judged | None:
     """The judgement kept for the packed lock refs read from ``region``; None when none is
     kept for that very text."""
     try:
-        with open(os.path.join(common_dir, PACKED_TABLE_FILE), "rb") as f:
+        with _open(os.path.join(common_dir, PACKED_TABLE_FILE)) as f:
             head = f.readline(96)
             size, _, check = head[len(_MAGIC) : -1].partition(b" ")
             if not head.startswith(_MAGIC) or size != b"%d" % len(region):
@@ -154,6 +156,19 @@ def keep(
         files.write_atomic(os.path.join(common_dir, PACKED_TABLE_FILE), data)
     except OSError:
         pass  # a cache: losing it costs time, never an answer
+
+
+def _open(path: str) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file (else ``OSError``): a pipe
+    put in a kept file's place must cost time, not hang every command that opens it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def forget(common_dir: str) -> None:

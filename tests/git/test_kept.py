@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -328,4 +329,20 @@ def test_a_damaged_blob_id_never_reaches_the_journal(packed: Path) -> None:
     got = alock(packed, "acquire", "elsewhere/**", "--as", "agent-z")
     assert got.code == 0, got
     git(packed, "fsck", "--no-dangling", "--connectivity-only")
+    assert_read_alike(packed)
+
+
+@pytest.mark.parametrize("name", [PACKED_TABLE_FILE, VERDICTS_FILE])
+def test_a_pipe_in_a_kept_file_place_never_hangs_a_command(packed: Path, name: str) -> None:
+    """Opening a named pipe waits for a writer that never comes: a kept file is read only
+    when it is a regular file. (The timeout only stops a hung command.)"""
+    path = packed / ".git" / name
+    path.unlink()
+    os.mkfifo(path)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    done = subprocess.run(
+        ["git", "alock", "check", "area5/x", "--as", "agent-z"],
+        cwd=packed, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stdout.startswith("HELD area5/x"), done
     assert_read_alike(packed)
