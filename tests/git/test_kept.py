@@ -346,3 +346,15 @@ def test_a_pipe_in_a_kept_file_place_never_hangs_a_command(packed: Path, name: s
     )  # fmt: skip
     assert done.returncode == 1 and done.stdout.startswith("HELD area5/x"), done
     assert_read_alike(packed)
+
+
+def test_a_store_that_found_a_judgement_false_reads_the_table_again(packed: Path) -> None:
+    """A process that lives on (the live page follows the journal with one store) asks
+    again after "try again": the table read with the false judgement goes with it."""
+    edit_a_holder(packed)
+    store = Store.discover(packed)
+    table = store.read_table()
+    victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
+    with pytest.raises(StoreError, match="run the command again"):
+        table.records[victim]
+    assert shape(store.read_table()) == shape(oracle(packed))
