@@ -38,8 +38,11 @@ def read_lock_table(
     scanned = kept.scan(common_dir)
     judged = scanned.judged
     # Beside packed refs judged already, a few loose records cost one cat-file; the verdicts
-    # of thousands cost more to decode.
-    few = judged is not None and (not scanned.refs or len(judged.blobs) >= 3 * kept.MIN_REFS)
+    # of thousands cost more to decode. Many loose records cost more still.
+    few = judged is not None and (
+        not scanned.refs
+        or (len(judged.blobs) >= 3 * kept.MIN_REFS and len(scanned.refs) <= kept.FEW_LOOSE)
+    )
     verdicts = {} if few else kept.verdicts(common_dir)
     found = files.Scan(scanned.refs, scanned.symbolic)
     return read_table(found, cwd, ignore_case, skew, verdicts, judged, distrust)

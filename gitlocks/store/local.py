@@ -379,7 +379,7 @@ class Store:
         judged = found.judged if found is not None else None
         # Beside packed refs judged already, a few loose records are read faster than the
         # verdicts of thousands are decoded.
-        read_known = judged is None or len(refs) > 64
+        read_known = judged is None or len(refs) > kept.FEW_LOOSE
         known = kept.verdicts(self.common_dir) if read_known else {}
         table, fresh = lazy_table(
             refs,

@@ -435,3 +435,31 @@ def test_a_hand_edited_packed_refs_reads_alike(
     for name, oid in listed.refs.items():
         if "\0" not in name:  # no ref file can be named so: only its line is asked for
             assert files.read(common, name) == (oid, None), name
+
+
+def test_the_hooks_read_many_loose_records_through_their_verdicts(
+    small_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside a judgement, the hooks read a few loose records whole rather than decode
+    every verdict; many loose ones (writes since the last pack-refs) through the verdicts
+    the store kept of them, as the store itself does."""
+    monkeypatch.setattr(kept, "MIN_REFS", 2)  # 8 packed refs count as thousands here
+    repo = tmp_path / "r"
+    shutil.copytree(small_seed, repo, symlinks=True)
+    blobs = [record_blob(repo, f"loose-{i}", f"l{i}/**") for i in range(kept.FEW_LOOSE + 1)]
+    stdin = "".join(f"create {LOCK_PREFIX}loose-{i} {b}\n" for i, b in enumerate(blobs))
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=repo, input=stdin, text=True, check=True)
+    Store.discover(repo).read_table()  # keeps the verdicts of the new records
+    assert judged_now(repo)
+    read: list[str] = []
+    real = fast_table.read_objects
+
+    def counted(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+        read.extend(oids)
+        return real(oids, cwd)
+
+    monkeypatch.setattr(fast_table, "read_objects", counted)
+    common = str(Store.discover(repo).common_dir)
+    fast_table.read_lock_table(common, False, str(repo), False)
+    assert read == []
+    assert_read_alike(repo)
