@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -463,3 +464,71 @@ def test_the_hooks_read_many_loose_records_through_their_verdicts(
     fast_table.read_lock_table(common, False, str(repo), False)
     assert read == []
     assert_read_alike(repo)
+
+
+# --- racing writers beside a kept judgement ----------------------------------------------
+
+_CHURN = r"""
+import os, random, subprocess, sys, time
+kept = sys.argv[1]
+while True:
+    subprocess.run(["git", "pack-refs", "--all"], capture_output=True)
+    try:  # the kept judgement lost, cut short or put back, at any moment
+        if random.random() < 0.5:
+            os.unlink(kept)
+        else:
+            raw = open(kept, "rb").read()
+            with open(kept + ".cut", "wb") as f:
+                f.write(raw[: random.randrange(len(raw) + 1)])
+            os.replace(kept + ".cut", kept)
+    except OSError:
+        pass
+    time.sleep(random.random() * 0.05)
+"""
+
+
+@pytest.mark.slow
+def test_racing_claims_beside_a_kept_judgement_have_one_winner(packed: Path) -> None:
+    """Writers racing for overlapping scopes in a table of packed locks, while refs are
+    packed again and the kept judgement is lost and cut short, and one writer is killed:
+    one claim wins each round, and the table reads alike after."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    churn = subprocess.Popen(
+        [sys.executable, "-c", _CHURN, str(packed / ".git" / PACKED_TABLE_FILE)], cwd=packed
+    )
+    patterns = ["hot/x/**", "hot/**", "hot/x/y", "hot", "hot/x"]  # each overlaps each
+    problems: list[str] = []
+    try:
+        for round_ in range(3):
+            alock_script = os.path.join(os.path.dirname(sys.executable), "git-alock")
+            writers = [
+                subprocess.Popen(
+                    [alock_script, "acquire", patterns[i % 5], "--as", f"w{round_}-{i}"],
+                    cwd=packed,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for i in range(8)
+            ]
+            time.sleep(0.1 * round_)  # not a measure: only where the killed one is caught
+            writers[round_].kill()
+            winners = []
+            for proc in writers:
+                out, err = proc.communicate()
+                if proc.returncode == 0:
+                    winners.append(out)
+                elif proc.returncode not in (1, 2, -9) or "Traceback" in err:
+                    problems.append(f"round {round_}: exit {proc.returncode}: {err}")
+            table = Store.discover(packed).read_table()
+            hot = [s.holder for s in table.summaries.values() if s.holder.startswith("w")]
+            if len(winners) > 1 or len(hot) > 1:
+                problems.append(f"round {round_}: winners {winners}, holders {hot}")
+            for holder in hot:
+                alock(packed, "release", "--all", "--as", holder)
+    finally:
+        churn.kill()
+        churn.wait()
+    assert not problems, problems
+    assert_read_alike(packed)
