@@ -19,7 +19,7 @@ from gitlocks.layout import LOCK_PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 
 def read_lock_table(
@@ -28,17 +28,24 @@ def read_lock_table(
     """The lock table of the repository whose common git directory is ``common_dir``,
     through the one loader: the store's kept verdicts and judgements spare reading the
     records no question needs (``gitlocks.git.kept``)."""
+
+    def distrust() -> None:
+        kept.forget(common_dir)
+
     if reftable:
         found = list_refs(common_dir, reftable, cwd)
-        return read_table(found, cwd, ignore_case, skew, kept.verdicts(common_dir))
+        return read_table(found, cwd, ignore_case, skew, kept.verdicts(common_dir), None, distrust)
     scanned = kept.scan(common_dir)
     judged = scanned.judged
     # Beside packed refs judged already, a few loose records cost one cat-file; the verdicts
-    # of thousands cost more to decode.
-    few = judged is not None and (not scanned.refs or len(judged.blobs) >= 3 * kept.MIN_REFS)
+    # of thousands cost more to decode. Many loose records cost more still.
+    few = judged is not None and (
+        not scanned.refs
+        or (len(judged.blobs) >= 3 * kept.MIN_REFS and len(scanned.refs) <= kept.FEW_LOOSE)
+    )
     verdicts = {} if few else kept.verdicts(common_dir)
     found = files.Scan(scanned.refs, scanned.symbolic)
-    return read_table(found, cwd, ignore_case, skew, verdicts, judged)
+    return read_table(found, cwd, ignore_case, skew, verdicts, judged, distrust)
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
@@ -56,10 +63,13 @@ def read_table(
     skew: int = 0,
     verdicts: Mapping[str, Verdict] | None = None,
     judged: Judged | None = None,
+    distrust: Callable[[], None] | None = None,
 ) -> Table:
     """The lock table of ``found`` lock refs (and the ``judged`` ones), through the one
     loader: records are read (one ``cat-file`` batch) only when a path can reach them, and
-    not at all where the store's kept ``verdicts`` already say what a blob holds."""
+    not at all where the store's kept ``verdicts`` already say what a blob holds. A record
+    that does not match what was kept of it stops the command after ``distrust`` (which
+    forgets what was kept, else every hook would stop on it again)."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
         return read_objects(oids, cwd) if oids else {}
@@ -72,6 +82,7 @@ def read_table(
         ignore_case=ignore_case,
         skew=skew,
         judged=judged,
+        distrust=distrust,
     )
     table.problems.extend(
         Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")

@@ -406,7 +406,10 @@ def check_commits(
     source = table_source(cwd) if table_source is not None else None
     if source is not None:
         verdicts = kept.verdicts(common_dir)
-        table = read_table(source, cwd, hook_settings.ignore_case, hook_settings.skew, verdicts)
+        table = read_table(
+            source, cwd, hook_settings.ignore_case, hook_settings.skew, verdicts,
+            distrust=lambda: kept.forget(common_dir),
+        )  # fmt: skip
     else:
         table = read_lock_table(
             common_dir, hook_settings.reftable, cwd, hook_settings.ignore_case, hook_settings.skew

@@ -379,7 +379,7 @@ class Store:
         judged = found.judged if found is not None else None
         # Beside packed refs judged already, a few loose records are read faster than the
         # verdicts of thousands are decoded.
-        read_known = judged is None or len(refs) > 64
+        read_known = judged is None or len(refs) > kept.FEW_LOOSE
         known = kept.verdicts(self.common_dir) if read_known else {}
         table, fresh = lazy_table(
             refs,
@@ -388,7 +388,7 @@ class Store:
             version=version,
             ignore_case=self.ignore_case,
             skew=self.skew,
-            distrust=lambda: kept.forget(self.common_dir),
+            distrust=self.distrust,
             judged=judged,
         )
         # Rewriting the file for a few new blobs (the record a write just made) costs more
@@ -399,6 +399,13 @@ class Store:
         if found is not None and judged is None:
             kept.keep(self.common_dir, found.region, found.packed, known, fresh)
         return table
+
+    def distrust(self) -> None:
+        """A record did not match what was kept of it: forget the kept verdicts and
+        judgements, and the table read with them, so that a process that lives on (the
+        live page) reads the table again rather than stopping on it at every question."""
+        kept.forget(self.common_dir)
+        self._cache = None
 
     def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
         # A record is at most MAX_RECORD_BYTES: a bigger blob is read only that far.

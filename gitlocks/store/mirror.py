@@ -277,6 +277,10 @@ class Mirror(Store):
             updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = kept
         return updates
 
+    def distrust(self) -> None:
+        super().distrust()
+        self._remote_cache = None  # the remote's table, read with the same verdicts
+
     def set_refs(self, updates: dict[str, str | None]) -> None:
         """Set or (``None``) delete refs in one local transaction."""
         if not updates:
