@@ -23,7 +23,7 @@ from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
-from gitlocks.core.table import Table
+from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git import files, kept
 from gitlocks.git import table as fast_table
@@ -32,9 +32,19 @@ from gitlocks.store.local import Store
 
 
 def oracle(repo: Path) -> Table:
-    """The table as read from the refs and every record, nothing kept believed."""
-    common = str(Store.discover(repo).common_dir)
-    return fast_table.read_table(files.scan(common, (LOCK_PREFIX,)), str(repo), False)
+    """The table as read from the refs and every record, nothing kept believed: records
+    read by the store's own reader, which reads on where git refuses a hand-edited
+    packed-refs (the hooks' cat-file stops there, and says so)."""
+    store = Store.discover(repo)
+    found = files.scan(store.common_dir, (LOCK_PREFIX,))
+    table, _ = lazy_table(
+        found.refs.items(), known={}, read=store._read_objects, version=None, ignore_case=False
+    )
+    table.problems.extend(
+        Problem(ref=n, oid="", reason=f"a symbolic ref to {t}; never followed")
+        for n, t in sorted(found.symbolic.items())
+    )
+    return table
 
 
 def shape(table: Table) -> tuple[object, ...]:
