@@ -64,10 +64,7 @@ class Objects:
         self._prefix = f"{self.directory}{os.sep}"
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
-        # New fan-out directories keep the group, as git's: in a shared repository always
-        # (git sets the bit on each directory it makes, whatever objects/ has), else as
-        # objects/ does.
-        self._setgid = shared or bool(_mode_of(self.directory) & stat.S_ISGID)
+        self._shared = shared
         self._batch: Process | None = None  # cat-file, once one is needed
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
 
@@ -210,27 +207,23 @@ class Objects:
         digest.update(data)
         return str(digest.hexdigest())
 
-    def write(self, kind: str, data: bytes) -> str:
-        """Store ``data`` as an object of type ``kind``; its id."""
+    def write(self, kind: str, data: bytes, *, fresh: bool = False) -> str:
+        """Store ``data`` as an object of type ``kind``; its id. ``fresh``: most likely a
+        new object (a record, a commit), written without looking for it first; an existing
+        one stays as it is all the same."""
         oid = self.hash(kind, data)
         fanout = os.path.join(self.directory, oid[:2])
         path = os.path.join(fanout, oid[2:])
-        if os.path.exists(path):
+        if not fresh and os.path.exists(path):
             return oid  # the same name is the same contents: never rewritten
-        try:
-            try:
-                os.mkdir(fanout)
-            except OSError:
-                if not os.path.isdir(fanout):
-                    raise
-            if self._setgid:  # as git's shared directories: new ones keep the group
-                os.chmod(fanout, _mode_of(fanout) | stat.S_ISGID)
-        except OSError as exc:
-            raise StoreError(f"cannot write to {fanout}: {exc.strerror}") from exc
         tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            except FileNotFoundError:  # the fan-out directory is made on first use
+                self._make_fanout(fanout)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
             try:
                 view = memoryview(payload)
                 while view:
@@ -250,8 +243,22 @@ class Objects:
                 pass
         return oid
 
-    def write_blob(self, data: bytes) -> str:
-        return self.write("blob", data)
+    def _make_fanout(self, fanout: str) -> None:
+        try:
+            try:
+                os.mkdir(fanout)
+            except FileExistsError:
+                return  # made meanwhile, by git or another writer
+            # New fan-out directories keep the group, as git's: in a shared repository
+            # always (git sets the bit on each directory it makes, whatever objects/ has),
+            # else as objects/ does.
+            if self._shared or _mode_of(self.directory) & stat.S_ISGID:
+                os.chmod(fanout, _mode_of(fanout) | stat.S_ISGID)
+        except OSError as exc:
+            raise StoreError(f"cannot write to {fanout}: {exc.strerror}") from exc
+
+    def write_blob(self, data: bytes, *, fresh: bool = False) -> str:
+        return self.write("blob", data, fresh=fresh)
 
     def write_tree(self, entries: Iterable[Entry]) -> str:
         """A tree of ``entries``, in git's order (a tree's name sorts as ``name/``)."""
@@ -265,7 +272,7 @@ class Objects:
         person = f"gitlocks <gitlocks@localhost> {when} +0000"
         lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
         lines += [f"author {person}", f"committer {person}", "", message]
-        return self.write("commit", "\n".join(lines).encode())
+        return self.write("commit", "\n".join(lines).encode(), fresh=True)
 
 
 def parse_tree(raw: bytes, size: int) -> list[Entry]:

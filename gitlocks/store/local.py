@@ -513,7 +513,7 @@ class Store:
             refs.pop(lock_id, None)
             updates[LOCK_PREFIX + lock_id] = None
         for record in change.put:
-            refs[record.id] = self.objects.write_blob(record.to_json())
+            refs[record.id] = self.objects.write_blob(record.to_json(), fresh=True)
             updates[LOCK_PREFIX + record.id] = refs[record.id]
         events = list(change.events)
         if self.journal_reset is not None:

@@ -117,3 +117,19 @@ def test_a_cat_file_that_died_is_a_store_error(repo: Path) -> None:
     batch.wait()
     with pytest.raises(StoreError, match="cannot read the object database"):
         objects.read_many([blob, git(repo, "rev-parse", "HEAD^{tree}").strip()])
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_an_object_written_again_stays_as_it_is(repo: Path, fresh: bool) -> None:
+    """Written again, looked for first or not (``fresh``), an object keeps its file; a
+    fan-out directory nobody made yet is made; no temporary file is left behind."""
+    objects = objects_of(repo)
+    blob = objects.write_blob(b"first\n", fresh=fresh)
+    path = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    before = path.stat()
+    assert objects.write_blob(b"first\n", fresh=fresh) == blob
+    assert path.stat().st_ino == before.st_ino and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert git(repo, "cat-file", "-p", blob) == "first\n"
+    leftovers = [p for p in (repo / ".git" / "objects").rglob("tmp_obj_*")]
+    assert not leftovers
+    git(repo, "fsck", "--strict")
