@@ -141,10 +141,10 @@ def _as_after_verb(args: list[str]) -> list[str]:
 
 
 # Verbs that open the repository they run in first: git is asked where it is, and for
-# its settings, before the verb's modules are imported (gitlocks.store.location).
-LOOKS_AHEAD = frozenset(
-    {"acquire", "release", "renew", "note", "list", "ls", "check", "status", "break", "resume"}
-)
+# its settings, before the verb's modules are imported (gitlocks.store.location). Those
+# that write start their ref transactions as soon as the repository is open.
+WRITES = frozenset({"acquire", "release", "renew", "note", "break", "resume"})
+LOOKS_AHEAD = WRITES | {"list", "ls", "check", "status"}
 
 
 def _run_verb(verb: str, args: list[str]) -> int:
@@ -153,7 +153,7 @@ def _run_verb(verb: str, args: list[str]) -> int:
     from gitlocks.store import location  # the store's first step, begun before its imports
 
     try:
-        location.look_ahead(os.getcwd())
+        location.look_ahead(os.getcwd(), writes=verb in WRITES)
     except OSError:  # no current directory: the verb says so
         pass
     try:

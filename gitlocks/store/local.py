@@ -57,6 +57,7 @@ from gitlocks.store.location import (
     discover_location,
     location_from_environment,
     take_ahead,
+    writes_at,
 )
 
 TYPE_CHECKING = False
@@ -119,6 +120,7 @@ class Store:
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
+        self._early: list[Transaction] = []  # begun as the store opened, for a writing verb
         self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
@@ -141,7 +143,17 @@ class Store:
             config.kill()
             config.communicate()
             raise
-        return cls(where, configured=settings.finish(config))
+        store = cls(where, configured=settings.finish(config))
+        if writes_at(start) and not store.config_get("alock.remote"):
+            store.start_write()
+        return store
+
+    def start_write(self) -> None:
+        """Start the ref transactions a write takes now, as a verb that writes opens the
+        store (``refs.start_spares``)."""
+        from gitlocks.store.refs import start_spares  # a write's: reads move no ref
+
+        self._early = start_spares(self.git_dir, 1 if self.reftable else 2)
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -457,7 +469,9 @@ class Store:
         """
         from gitlocks.store.refs import Spares  # a write's: reads move no ref
 
-        with self.mutex(), Spares(self.git_dir, 1 if self.reftable else 2) as self._spares:
+        early, self._early = self._early, []
+        count = 1 if self.reftable else 2
+        with self.mutex(), Spares(self.git_dir, count, started=early) as self._spares:
             self._replace_symbolic_journal()
             for _ in range(tries):
                 table = self.read_table()

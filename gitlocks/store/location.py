@@ -48,14 +48,20 @@ _WHERE = ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-
 # Finding the repository, begun before the command had imported what it runs: directory ->
 # (``git config``, ``git rev-parse``), each still running.
 _ahead: dict[str, tuple[Process, Process]] = {}
+# Directories whose verb writes: the store opened there starts its write's ref
+# transactions at once (``Store.discover``), and what it started is let go at the end.
+_writes: set[str] = set()
+_started: list[Any] = []  # each with a ``drop()``
 
 
-def look_ahead(start: str) -> None:
+def look_ahead(start: str, *, writes: bool = False) -> None:
     """Start the two git calls ``Store.discover(start)`` makes now, so that git finds the
     repository and reads its settings while the command imports the rest of itself (a
     few milliseconds, on another core). ``take_ahead`` hands them over; a command that
     never asks leaves them to end on their own. Nothing else changes: the same calls,
     in the same directory and environment, only earlier (docs/design.md §8)."""
+    if writes:
+        _writes.add(start)
     if start in _ahead:
         return
     try:
@@ -75,9 +81,25 @@ def take_ahead(start: str) -> tuple[Process, Process] | None:
     return _ahead.pop(start, None)
 
 
+def writes_at(start: str) -> bool:
+    """Whether the verb looking ahead at ``start`` writes (asked once)."""
+    if start not in _writes:
+        return False
+    _writes.discard(start)
+    return True
+
+
+def started(item: Any) -> None:
+    """Let ``item`` (begun for the verb, e.g. a ref transaction) go when the verb ends."""
+    _started.append(item)
+
+
 def drop_ahead() -> None:
     """End what was looked ahead and not taken: the command that began it is over, and
     the next must not read what git said before it (a setting changed since)."""
+    _writes.clear()
+    while _started:
+        _started.pop().drop()
     while _ahead:
         for proc in _ahead.popitem()[1]:
             proc.kill()

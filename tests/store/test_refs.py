@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
@@ -59,6 +62,42 @@ def test_a_write_takes_the_transactions_started_ahead(repo: Path, tmp_path: Path
     ]
     assert sum("update-ref" in argv for argv in started) == 2, started
     assert alock(repo, "list", AGENT_ID="a2").out.count("src/**") == 1
+
+
+def trace_of(repo: Path, tmp_path: Path, *args: str) -> tuple[int, list[dict[str, Any]]]:
+    """Run ``git alock ARGS`` as a process; its exit code and git's trace2 events of every
+    git it ran, once each of those has ended (a dropped transaction ends by itself)."""
+    trace = tmp_path / f"trace-{len(list(tmp_path.iterdir()))}.json"
+    done = alock_process(repo, *args, env={"AGENT_ID": "a1", "GIT_TRACE2_EVENT": str(trace)})
+    for _ in range(300):  # bounded: each git started writes its exit event as it ends
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        ended = {e["sid"] for e in events if e["event"] in ("exit", "signal")}
+        if {e["sid"] for e in events if e["event"] == "start"} <= ended:
+            return done.code, events
+        time.sleep(0.05)
+    raise AssertionError(f"a git {args} started never ended: {events}")
+
+
+def update_refs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == "start" and "update-ref" in e["argv"]]
+
+
+def test_only_a_verb_that_writes_starts_its_transactions_early(repo: Path, tmp_path: Path) -> None:
+    """A verb that writes starts its transactions as it opens the store; one that fails
+    after that (a pattern it refuses) lets them go: each git ends, at the end of its input
+    or, answering "start" once nobody reads, by SIGPIPE, with nothing moved and no lock
+    file left (nothing is locked before "prepare"). A verb that reads starts none."""
+    before = git(repo, "for-each-ref")
+    code, events = trace_of(repo, tmp_path, "acquire", "src/**", "/etc/passwd")
+    assert code == 2 and len(update_refs(events)) == 2, events
+    dropped = {e["sid"] for e in update_refs(events)}
+    ends = [e for e in events if e["event"] in ("exit", "signal") and e["sid"] in dropped]
+    assert all(e.get("code") == 0 or e.get("signo") == signal.SIGPIPE for e in ends), ends
+    assert git(repo, "for-each-ref") == before
+    assert not list((repo / ".git").rglob("*.lock"))
+    for verb in (["check", "src/a.py"], ["list"], ["status"]):
+        code, events = trace_of(repo, tmp_path, *verb)
+        assert code == 0 and not update_refs(events), (verb, events)
 
 
 def test_spares_not_taken_are_let_go_and_move_nothing(repo: Path) -> None:
