@@ -38,6 +38,7 @@ SHARD_EVENTS_FIRST = 20  # ... for a clone's first view
 # in the common git directory; kept from this many entries, below which hashing the whole
 # tree costs less than reading and writing the file.
 TREE_CACHE = "agent-locks-tree-cache"
+Kept = tuple[str, dict[str, dict[str, str]], dict[str, str]]  # locks tree, shards, subtree ids
 TREE_CACHE_AFTER = 1000
 
 __all__ = ["TABLE_MARKER", "VIEW_EVENT", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
@@ -98,6 +99,8 @@ class Journal:
         self.config_get = config_get
         self._marker: str | None = None
         self._tables: dict[str | None, dict[str, str] | None] = {}
+        # The kept shards file's stamp and what it held, as last read or written here.
+        self._kept_last: tuple[tuple[int, int, int], Kept | None] | None = None
 
     def commit_of(self, oid: str | None) -> Commit | None:
         """The journal commit ``oid`` names, or None (absent, or not a journal commit)."""
@@ -142,6 +145,17 @@ class Journal:
         # write a ref under.
         found: dict[str, str] = {}
         shards = [e for e in locks if e.mode == MODE_TREE]
+        if len(shards) > 16:
+            # A subtree this repository kept the members of (the shards of the last large
+            # table tree written here) is not read again: its id names its contents, and
+            # those members passed the checks below when that tree was built.
+            kept = self._kept()
+            if kept is not None:
+                members, subtrees = kept[1], kept[2]
+                for e in shards:
+                    if subtrees.get(e.name) == e.id:
+                        found.update(members[e.name])
+                shards = [e for e in shards if subtrees.get(e.name) != e.id]
         read = self.objects.read_many(e.id for e in shards)
         for shard in shards:
             found_tree = read.get(shard.id)
@@ -333,35 +347,57 @@ class Journal:
             return None
         root = self.objects.tree(base.tree)
         locks = next((e.id for e in root or () if e.name == "locks" and e.mode == MODE_TREE), None)
-        if locks is None:
+        kept = self._kept() if locks is not None else None
+        if kept is None or kept[0] != locks:
             return None
+        return kept[1], kept[2]
+
+    def _kept(self) -> Kept | None:
+        """The kept ``locks`` tree id, shards and subtree ids (``_keep_shards``), or None
+        when the file is unreadable, malformed, or its subtree ids are not that tree's."""
         try:
             with open(self._cache_path(), "rb") as f:
-                kept = marshal.loads(f.read())
-        except (OSError, EOFError, ValueError, TypeError, MemoryError):
-            return None  # MemoryError: a count in the file that no memory could hold
-        if not (isinstance(kept, tuple) and len(kept) == 3 and kept[0] == locks):
+                st = os.fstat(f.fileno())
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                if self._kept_last is not None and self._kept_last[0] == stamp:
+                    return self._kept_last[1]
+                raw = f.read()
+        except OSError:
             return None
-        _, shards, subtrees = kept
+        found = self._kept_from(raw)
+        self._kept_last = (stamp, found)
+        return found
+
+    def _kept_from(self, raw: bytes) -> Kept | None:
+        try:
+            kept = marshal.loads(raw)
+        except (EOFError, ValueError, TypeError, MemoryError):
+            return None  # MemoryError: a count in the file that no memory could hold
+        if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], str)):
+            return None
+        locks, shards, subtrees = kept
         if not (isinstance(shards, dict) and isinstance(subtrees, dict)):
             return None
         if shards.keys() != subtrees.keys() or not all(
             type(shards[k]) is dict and type(subtrees[k]) is str for k in shards
         ):
             return None
-        top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(subtrees)]
         try:
+            top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(subtrees)]
             if self.objects.hash("tree", _tree_bytes(top)) != locks:
                 return None  # the subtree ids are not the tree's
         except (TypeError, ValueError):
             return None
-        return shards, subtrees
+        return locks, shards, subtrees
 
     def _keep_shards(
         self, locks: str, shards: dict[str, dict[str, str]], subtrees: dict[str, str]
     ) -> None:
+        path = self._cache_path()
         try:  # a cache: losing it costs time only
-            files.write_atomic(self._cache_path(), marshal.dumps((locks, shards, subtrees)))
+            files.write_atomic(path, marshal.dumps((locks, shards, subtrees)))
+            st = os.stat(path)
+            self._kept_last = ((st.st_ino, st.st_size, st.st_mtime_ns), (locks, shards, subtrees))
         except (OSError, ValueError):
             pass
 

@@ -196,3 +196,24 @@ def test_kept_shards_that_would_not_fit_in_memory(large: Path) -> None:
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert_tree_is_the_table(large)
+
+
+def test_a_table_read_from_a_commit_with_kept_shards_is_its_tree(large: Path) -> None:
+    """Reading the table a journal commit carries takes the members of each subtree the
+    kept shards name by the same id, and reads the others: alike for the tree the shards
+    were kept of, for one that differs in a few shards, and for one of a table moved by
+    hand, as git lists each tree."""
+    kept = large / ".git" / store_journal.TREE_CACHE
+    first = rev(large, JOURNAL_REF)
+    old_shards = kept.read_bytes()
+    assert Store.discover(large).journal_store.table(first) == tree_table(large, first)
+    victim = next(iter(ref_table(large)))
+    git(large, "update-ref", f"refs/agent-locks/{victim}", write_blob(large, "by hand"))
+    assert alock(large, "acquire", "third/**", **A).code == 0
+    assert alock(large, "release", "first/**", **A).code == 0
+    second = rev(large, JOURNAL_REF)
+    for shards in (kept.read_bytes(), old_shards, b"junk"):  # of this tree, an older, none
+        kept.write_bytes(shards)
+        for commit in (first, second):
+            table = Store.discover(large).journal_store.table(commit)
+            assert table == tree_table(large, commit), commit
