@@ -3,7 +3,6 @@ for with jittered backoff (docs/design.md, section 4.3)."""
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import time
@@ -29,9 +28,10 @@ def wait_for_flock(fd: int, timeout: float) -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
+        except (BlockingIOError, PermissionError):  # EAGAIN, EWOULDBLOCK, EACCES: held
+            pass  # (their classes say so: errno is one module more to load)
         except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise StoreError(f"cannot lock the store mutex: {exc.strerror}") from exc
+            raise StoreError(f"cannot lock the store mutex: {exc.strerror}") from exc
         if time.monotonic() > deadline:
             raise StoreError(
                 f"the lock store is busy: another gitlocks process held it for {timeout:.0f}s"
