@@ -218,12 +218,14 @@ class Objects:
             return oid  # the same name is the same contents: never rewritten
         tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
+        made = False  # the temporary file: only one that was made is removed
         try:
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
             except FileNotFoundError:  # the fan-out directory is made on first use
                 self._make_fanout(fanout)
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            made = True
             try:
                 view = memoryview(payload)
                 while view:
@@ -237,10 +239,11 @@ class Objects:
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            if made:
+                try:
+                    os.unlink(tmp)
+                except OSError:  # the error already raised, if any, is the one to say
+                    pass
         return oid
 
     def _make_fanout(self, fanout: str) -> None:

@@ -133,3 +133,36 @@ def test_an_object_written_again_stays_as_it_is(repo: Path, fresh: bool) -> None
     leftovers = [p for p in (repo / ".git" / "objects").rglob("tmp_obj_*")]
     assert not leftovers
     git(repo, "fsck", "--strict")
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink", "symlink loop"])
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_fanout_that_is_no_directory_is_a_store_error(repo: Path, kind: str, fresh: bool) -> None:
+    """Where the object's fan-out directory should be, a file or a symbolic link to
+    nowhere: the write says so as a ``StoreError`` (an ``error:`` line), not the error of
+    removing a temporary file that was never made; the command line says it likewise."""
+    objects = objects_of(repo)
+    data = f"{kind} {fresh}\n".encode()
+    oid = objects.hash("blob", data)
+    fanout = repo / ".git" / "objects" / oid[:2]
+    if fanout.exists():
+        pytest.skip("the fan-out directory is there already")
+    if kind == "file":
+        fanout.write_text("")
+    elif kind == "dangling symlink":
+        fanout.symlink_to(repo / "nowhere" / "at-all")
+    else:
+        fanout.symlink_to(oid[:2])
+    with pytest.raises(StoreError, match="cannot write"):
+        objects.write_blob(data, fresh=fresh)
+
+
+def test_fanouts_that_are_files_fail_a_claim_with_an_error_line(repo: Path) -> None:
+    objects_dir = repo / ".git" / "objects"
+    for n in range(256):
+        fanout = objects_dir / f"{n:02x}"
+        if not fanout.exists():
+            fanout.write_text("")
+    got = alock(repo, "acquire", "src/**", AGENT_ID="a")
+    assert got.code == 2, got
+    assert "Traceback" not in got.err and "error: cannot write" in got.err, got
