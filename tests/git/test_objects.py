@@ -166,3 +166,27 @@ def test_fanouts_that_are_files_fail_a_claim_with_an_error_line(repo: Path) -> N
     got = alock(repo, "acquire", "src/**", AGENT_ID="a")
     assert got.code == 2, got
     assert "Traceback" not in got.err and "error: cannot write" in got.err, got
+
+
+@pytest.mark.parametrize("shared", ["0600", "0640", "group"])
+def test_new_fanouts_have_the_modes_git_gives_its_own(repo: Path, shared: str) -> None:
+    """In a shared repository a fan-out directory gitlocks makes has the mode one git makes
+    there has: the set-group-id bit only where the group may enter (git sets it only
+    then: under ``0600`` the group has no access it could keep)."""
+    git(repo, "config", "core.sharedRepository", shared)
+    objects_dir = repo / ".git" / "objects"
+    before = set(objects_dir.glob("??"))
+    assert alock(repo, "acquire", "src/**", AGENT_ID="a").code == 0
+    made = set(objects_dir.glob("??")) - before
+    assert made
+    n = 0
+    while True:  # a blob of git's own, in a fan-out directory git makes
+        text = f"git's own {n}\n"
+        if not (objects_dir / hash_object(repo, text)[:2]).exists():
+            break
+        n += 1
+    argv = ["git", "hash-object", "-w", "--stdin"]
+    oid = subprocess.run(argv, cwd=repo, input=text, capture_output=True, text=True).stdout
+    gits = stat.S_IMODE((objects_dir / oid[:2]).stat().st_mode)
+    for fanout in made:
+        assert oct(stat.S_IMODE(fanout.stat().st_mode)) == oct(gits), fanout
