@@ -6,7 +6,7 @@ SHA-256 under ``extensions.objectFormat``). A new object is written to a tempora
 in the objects directory and linked into place, so no reader ever sees half of one and an
 existing object is never overwritten (the same name is the same contents). Modes follow
 the umask the store set from ``core.sharedRepository``; in a shared repository new fan-out
-directories get the set-group-id bit, as git gives its own.
+directories the group may enter get the set-group-id bit, as git gives its own.
 
 Reading takes a loose object from its file; anything else (packed, or in an alternate)
 from one ``git cat-file --batch``. Importing this costs nothing beyond the standard library:
@@ -218,12 +218,14 @@ class Objects:
             return oid  # the same name is the same contents: never rewritten
         tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
+        made = False  # the temporary file: only one that was made is removed
         try:
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
             except FileNotFoundError:  # the fan-out directory is made on first use
                 self._make_fanout(fanout)
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            made = True
             try:
                 view = memoryview(payload)
                 while view:
@@ -237,10 +239,11 @@ class Objects:
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            if made:
+                try:
+                    os.unlink(tmp)
+                except OSError:  # the error already raised, if any, is the one to say
+                    pass
         return oid
 
     def _make_fanout(self, fanout: str) -> None:
@@ -250,10 +253,15 @@ class Objects:
             except FileExistsError:
                 return  # made meanwhile, by git or another writer
             # New fan-out directories keep the group, as git's: in a shared repository
-            # always (git sets the bit on each directory it makes, whatever objects/ has),
-            # else as objects/ does.
-            if self._shared or _mode_of(self.directory) & stat.S_ISGID:
-                os.chmod(fanout, _mode_of(fanout) | stat.S_ISGID)
+            # whenever the group may enter (git sets the bit on each directory it makes
+            # then, whatever objects/ has), else as objects/ does.
+            mode = _mode_of(fanout)
+            if self._shared:
+                keep = bool(mode & 0o060)
+            else:
+                keep = bool(_mode_of(self.directory) & stat.S_ISGID)
+            if keep:
+                os.chmod(fanout, mode | stat.S_ISGID)
         except OSError as exc:
             raise StoreError(f"cannot write to {fanout}: {exc.strerror}") from exc
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import marshal
 import os
 import time
+import zlib
 
 from gitlocks.core import journal, jsontext
 from gitlocks.core.dates import datetime, timezone
@@ -369,8 +370,13 @@ class Journal:
         return found
 
     def _kept_from(self, raw: bytes) -> Kept | None:
+        # The CRC-32 of the rest first (``_keep_shards``): a file garbled where it lists a
+        # member still loads, and its subtree ids still make the tree, yet would be wrong.
+        body = raw[4:]
+        if len(raw) < 4 or int.from_bytes(raw[:4], "big") != zlib.crc32(body):
+            return None
         try:
-            kept = marshal.loads(raw)
+            kept = marshal.loads(body)
         except (EOFError, ValueError, TypeError, MemoryError):
             return None  # MemoryError: a count in the file that no memory could hold
         if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], str)):
@@ -395,7 +401,8 @@ class Journal:
     ) -> None:
         path = self._cache_path()
         try:  # a cache: losing it costs time only
-            files.write_atomic(path, marshal.dumps((locks, shards, subtrees)))
+            body = marshal.dumps((locks, shards, subtrees))
+            files.write_atomic(path, zlib.crc32(body).to_bytes(4, "big") + body)
             st = os.stat(path)
             self._kept_last = ((st.st_ino, st.st_size, st.st_mtime_ns), (locks, shards, subtrees))
         except (OSError, ValueError):

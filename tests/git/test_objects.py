@@ -133,3 +133,60 @@ def test_an_object_written_again_stays_as_it_is(repo: Path, fresh: bool) -> None
     leftovers = [p for p in (repo / ".git" / "objects").rglob("tmp_obj_*")]
     assert not leftovers
     git(repo, "fsck", "--strict")
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink", "symlink loop"])
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_fanout_that_is_no_directory_is_a_store_error(repo: Path, kind: str, fresh: bool) -> None:
+    """Where the object's fan-out directory should be, a file or a symbolic link to
+    nowhere: the write says so as a ``StoreError`` (an ``error:`` line), not the error of
+    removing a temporary file that was never made; the command line says it likewise."""
+    objects = objects_of(repo)
+    data = f"{kind} {fresh}\n".encode()
+    oid = objects.hash("blob", data)
+    fanout = repo / ".git" / "objects" / oid[:2]
+    if fanout.exists():
+        pytest.skip("the fan-out directory is there already")
+    if kind == "file":
+        fanout.write_text("")
+    elif kind == "dangling symlink":
+        fanout.symlink_to(repo / "nowhere" / "at-all")
+    else:
+        fanout.symlink_to(oid[:2])
+    with pytest.raises(StoreError, match="cannot write"):
+        objects.write_blob(data, fresh=fresh)
+
+
+def test_fanouts_that_are_files_fail_a_claim_with_an_error_line(repo: Path) -> None:
+    objects_dir = repo / ".git" / "objects"
+    for n in range(256):
+        fanout = objects_dir / f"{n:02x}"
+        if not fanout.exists():
+            fanout.write_text("")
+    got = alock(repo, "acquire", "src/**", AGENT_ID="a")
+    assert got.code == 2, got
+    assert "Traceback" not in got.err and "error: cannot write" in got.err, got
+
+
+@pytest.mark.parametrize("shared", ["0600", "0640", "group"])
+def test_new_fanouts_have_the_modes_git_gives_its_own(repo: Path, shared: str) -> None:
+    """In a shared repository a fan-out directory gitlocks makes has the mode one git makes
+    there has: the set-group-id bit only where the group may enter (git sets it only
+    then: under ``0600`` the group has no access it could keep)."""
+    git(repo, "config", "core.sharedRepository", shared)
+    objects_dir = repo / ".git" / "objects"
+    before = set(objects_dir.glob("??"))
+    assert alock(repo, "acquire", "src/**", AGENT_ID="a").code == 0
+    made = set(objects_dir.glob("??")) - before
+    assert made
+    n = 0
+    while True:  # a blob of git's own, in a fan-out directory git makes
+        text = f"git's own {n}\n"
+        if not (objects_dir / hash_object(repo, text)[:2]).exists():
+            break
+        n += 1
+    argv = ["git", "hash-object", "-w", "--stdin"]
+    oid = subprocess.run(argv, cwd=repo, input=text, capture_output=True, text=True).stdout
+    gits = stat.S_IMODE((objects_dir / oid[:2]).stat().st_mode)
+    for fanout in made:
+        assert oct(stat.S_IMODE(fanout.stat().st_mode)) == oct(gits), fanout

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -158,10 +159,11 @@ def test_kept_subtree_ids_that_are_not_the_parents(large: Path) -> None:
     import marshal
 
     path = large / ".git" / store_journal.TREE_CACHE
-    locks, shards, subtrees = marshal.loads(path.read_bytes())
+    locks, shards, subtrees = marshal.loads(path.read_bytes()[4:])
     first, second = sorted(subtrees)[:2]
     subtrees[first] = subtrees[second]
-    path.write_bytes(marshal.dumps((locks, shards, subtrees)))
+    body = marshal.dumps((locks, shards, subtrees))
+    path.write_bytes(zlib.crc32(body).to_bytes(4, "big") + body)  # its checksum right
     assert alock(large, "acquire", "elsewhere/**", **A).code == 0
     assert_tree_is_the_table(large)
 
@@ -184,7 +186,8 @@ def test_kept_shards_that_would_not_fit_in_memory(large: Path) -> None:
     import sys
 
     path = large / ".git" / store_journal.TREE_CACHE
-    path.write_bytes(b"[" + (2**31 - 1).to_bytes(4, "little"))
+    body = b"[" + (2**31 - 1).to_bytes(4, "little")
+    path.write_bytes(zlib.crc32(body).to_bytes(4, "big") + body)  # its checksum right
     limit = 4 << 30  # far more than a write needs, far less than such a list
 
     def bounded() -> None:
@@ -217,3 +220,19 @@ def test_a_table_read_from_a_commit_with_kept_shards_is_its_tree(large: Path) ->
         for commit in (first, second):
             table = Store.discover(large).journal_store.table(commit)
             assert table == tree_table(large, commit), commit
+
+
+def test_kept_shards_garbled_in_place_are_not_believed(large: Path) -> None:
+    """A kept file damaged where it lists a member (one blob id for another, of the same
+    length: it still loads, and its subtree ids still make the tree): the table read from
+    the commit is still the tree's, and the next write's tree is the table's."""
+    kept = large / ".git" / store_journal.TREE_CACHE
+    commit = rev(large, JOURNAL_REF)
+    table = tree_table(large, commit)
+    victim, other = sorted(table)[:2]
+    raw = kept.read_bytes()
+    assert raw.count(table[victim].encode()) == 1
+    kept.write_bytes(raw.replace(table[victim].encode(), table[other].encode()))
+    assert Store.discover(large).journal_store.table(commit) == table
+    assert alock(large, "acquire", "after/**", **A).code == 0
+    assert_tree_is_the_table(large)

@@ -64,15 +64,20 @@ def test_a_write_takes_the_transactions_started_ahead(repo: Path, tmp_path: Path
     assert alock(repo, "list", AGENT_ID="a2").out.count("src/**") == 1
 
 
-def trace_of(repo: Path, tmp_path: Path, *args: str) -> tuple[int, list[dict[str, Any]]]:
+def trace_of(
+    repo: Path, tmp_path: Path, *args: str, update_refs_started: int = 0
+) -> tuple[int, list[dict[str, Any]]]:
     """Run ``git alock ARGS`` as a process; its exit code and git's trace2 events of every
-    git it ran, once each of those has ended (a dropped transaction ends by itself)."""
+    git it ran, once each of those has ended (a dropped transaction ends by itself), and
+    once at least ``update_refs_started`` ``update-ref`` have said they started: one the
+    command started just before it ended may not have written a line yet."""
     trace = tmp_path / f"trace-{len(list(tmp_path.iterdir()))}.json"
     done = alock_process(repo, *args, env={"AGENT_ID": "a1", "GIT_TRACE2_EVENT": str(trace)})
     for _ in range(300):  # bounded: each git started writes its exit event as it ends
         events = [json.loads(line) for line in trace.read_text().splitlines()]
         ended = {e["sid"] for e in events if e["event"] in ("exit", "signal")}
-        if {e["sid"] for e in events if e["event"] == "start"} <= ended:
+        started = {e["sid"] for e in events if e["event"] == "start"}
+        if started <= ended and len(update_refs(events)) >= update_refs_started:
             return done.code, events
         time.sleep(0.05)
     raise AssertionError(f"a git {args} started never ended: {events}")
@@ -88,7 +93,9 @@ def test_only_a_verb_that_writes_starts_its_transactions_early(repo: Path, tmp_p
     or, answering "start" once nobody reads, by SIGPIPE, with nothing moved and no lock
     file left (nothing is locked before "prepare"). A verb that reads starts none."""
     before = git(repo, "for-each-ref")
-    code, events = trace_of(repo, tmp_path, "acquire", "src/**", "/etc/passwd")
+    code, events = trace_of(
+        repo, tmp_path, "acquire", "src/**", "/etc/passwd", update_refs_started=2
+    )
     assert code == 2 and len(update_refs(events)) == 2, events
     dropped = {e["sid"] for e in update_refs(events)}
     ends = [e for e in events if e["event"] in ("exit", "signal") and e["sid"] in dropped]
