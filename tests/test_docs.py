@@ -110,10 +110,11 @@ def mask(text: str, repo: Path | None = None, ids: dict[str, str] | None = None)
 
 
 def durations(text: str) -> list[float]:
-    """The durations ``text`` says, in seconds (``1h30m``, ``250ms``...)."""
+    """The durations ``text`` says, in seconds (``1h30m``, ``250ms``...); never a piece of
+    a lock id (``...-217201555d`` ends in digits and a ``d``)."""
     return [
         float(n) * UNIT_SECONDS[u] + (float(m) * UNIT_SECONDS[v] if m else 0.0)
-        for n, u, m, v in DURATION.findall(text)
+        for n, u, m, v in DURATION.findall(LOCK_ID.sub("<id>", text))
     ]
 
 
@@ -197,3 +198,13 @@ def test_a_marked_block_is_skipped(tmp_path: Path) -> None:
     [block] = console_blocks(doc)
     assert [c.text for c in block.commands] == ["git alock version"]
     assert block.commands[0].expected == ["gitlocks 0"]
+
+
+def test_a_lock_id_is_no_duration() -> None:
+    """Lock ids are random: one ending in digits and a ``d`` once read as a duration of
+    days, and failed a block that ran as shown."""
+    shown = "ACQUIRED docs/** as bob, expires in 30m [lock 1a2268d4185-3116d826d7]"
+    printed = "ACQUIRED docs/** as bob, expires in 30m [lock 1a2352d3677-217201555d]"
+    assert durations(printed) == durations(shown) == [1800.0]
+    assert same_durations(shown, printed)
+    assert not same_durations(shown, printed.replace("30m", "2h"))
