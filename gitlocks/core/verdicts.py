@@ -30,26 +30,17 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     return jsontext.dumps(document, separators=(",", ":")).encode()
 
 
-# The last document decoded and its verdicts: a command may read the file twice (the agent
-# guard's question, then the store's write). Callers never change the dict they get.
-_last_decoded: tuple[bytes, dict[str, Verdict]] | None = None
-
-
 def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
-    """Verdicts from ``encode_verdicts``; none at all from a document that is not one."""
-    global _last_decoded
-    if _last_decoded is not None and _last_decoded[0] == raw:
-        return _last_decoded[1]
-    found: dict[str, Verdict] = {}
+    """Verdicts from ``encode_verdicts``; none at all from a document that is not one. (A
+    command that reads the file twice decodes it once: ``git.kept.verdicts``.)"""
     data = _document(raw)
     reasons = data.get("reasons") if data is not None else None
     if type(reasons) is dict and all_text(list(reasons.values())):
         summaries = _summaries(data.get("summaries"))  # type: ignore[union-attr]
         if summaries is not None:
             oids, _, made = summaries
-            found = {**reasons, **dict(zip(oids, made, strict=True))}
-    _last_decoded = (raw, found)
-    return found
+            return {**reasons, **dict(zip(oids, made, strict=True))}
+    return {}
 
 
 def encode_judged(judged: Judged) -> bytes:

@@ -10,6 +10,7 @@ regular-expression pass). Loose refs are read first, and win, so a concurrent
 from __future__ import annotations
 
 import os
+from stat import S_ISREG  # os has loaded it
 
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
@@ -223,6 +224,28 @@ def _packed_by_name(packed: bytes, namespace: str) -> dict[str, str]:
 
 
 _packed_dicts: dict[str, tuple[bytes, dict[str, str]]] = {}
+
+
+Stamp = tuple[int, int, int]  # a file's inode, size and modification time (ns)
+
+
+def read_cache(path: str, unchanged: Stamp | None = None) -> tuple[Stamp, bytes | None]:
+    """The stamp and contents of ``path``, a cache file gitlocks keeps; the contents None
+    when its stamp is still ``unchanged`` (as read before). ``OSError`` when there is none,
+    or it is no regular file: a pipe put in a cache's place costs time, never hangs every
+    command that opens it."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        st = os.fstat(f.fileno())
+        if not S_ISREG(st.st_mode):
+            raise OSError(f"{path}: not a regular file")
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        return stamp, None if stamp == unchanged else f.read()
+
+
+def stamp_of(path: str) -> Stamp:
+    """``path``'s stamp, as ``read_cache`` gives it (``OSError`` when there is none)."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def discard(path: str) -> None:

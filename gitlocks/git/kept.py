@@ -18,7 +18,6 @@ kept anew. Comparing the text is exact: no time stamp is trusted.
 from __future__ import annotations
 
 import os
-from stat import S_ISREG  # os has loaded it
 
 from gitlocks.core.plain import Row
 from gitlocks.core.table import Judged, Verdict, judge
@@ -29,7 +28,6 @@ from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import BinaryIO
 
 MIN_REFS = 1000  # fewer packed lock refs are read faster than the file is
 # Beside packed lock refs judged already, up to this many loose records are read whole
@@ -76,25 +74,33 @@ def scan(common_dir: str) -> Found:
     return Found(loose.refs, loose.symbolic, judged, region, {})
 
 
+def needs_verdicts(found: Found, whole_costs_a_process: bool) -> bool:
+    """Whether the loose lock refs beside ``found``'s judged ones are read through the kept
+    verdicts rather than whole: always without a judgement, never with no loose ref, and
+    past ``FEW_LOOSE`` of them; below that only where reading them whole costs a process
+    (the hooks' ``cat-file``) and the judged refs are too few for their verdicts to cost
+    more to decode."""
+    if found.judged is None or len(found.refs) > FEW_LOOSE:
+        return True
+    return bool(found.refs) and whole_costs_a_process and len(found.judged.blobs) < 3 * MIN_REFS
+
+
 # Each verdicts file's stamp and verdicts, as last read or written by this process: one
 # command loads the local table and the remote's, which share it.
-_verdicts: dict[str, tuple[tuple[int, int, int], dict[str, Verdict]]] = {}
+_verdicts: dict[str, tuple[files.Stamp, dict[str, Verdict]]] = {}
 
 
 def verdicts(common_dir: str) -> dict[str, Verdict]:
     """The kept verdicts, by blob id (callers never change the dict they get)."""
     path = os.path.join(common_dir, VERDICTS_FILE)
+    last = _verdicts.get(path)
     try:
-        with _open(path) as f:
-            st = os.fstat(f.fileno())
-            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-            last = _verdicts.get(path)
-            if last is not None and last[0] == stamp:
-                return last[1]
-            raw = f.read()
+        stamp, raw = files.read_cache(path, last[0] if last else None)
     except OSError:
         return {}
-    found = decode_verdicts(raw)
+    if raw is None and last is not None:
+        return last[1]
+    found = decode_verdicts(raw or b"")
     _verdicts[path] = (stamp, found)
     return found
 
@@ -110,8 +116,7 @@ def keep_verdicts(
     path = os.path.join(common_dir, VERDICTS_FILE)
     try:
         files.write_atomic(path, encode_verdicts(kept))
-        st = os.stat(path)
-        _verdicts[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), kept)
+        _verdicts[path] = (files.stamp_of(path), kept)
     except OSError:
         pass  # a cache: losing it costs time, never an answer
 
@@ -120,16 +125,16 @@ def load(common_dir: str, region: bytes) -> Judged | None:
     """The judgement kept for the packed lock refs read from ``region``; None when none is
     kept for that very text."""
     try:
-        with _open(os.path.join(common_dir, PACKED_TABLE_FILE)) as f:
-            head = f.readline(96)
-            size, _, check = head[len(_MAGIC) : -1].partition(b" ")
-            if not head.startswith(_MAGIC) or size != b"%d" % len(region):
-                return None
-            if f.read(len(region)) != region:
-                return None
-            raw = f.read()
+        _, text = files.read_cache(os.path.join(common_dir, PACKED_TABLE_FILE))
     except OSError:
         return None
+    head, _, rest = (text or b"").partition(b"\n")
+    size, _, check = head[len(_MAGIC) :].partition(b" ")
+    if not head.startswith(_MAGIC) or size != b"%d" % len(region):
+        return None
+    if rest[: len(region)] != region:
+        return None
+    raw = rest[len(region) :]
     import zlib  # only beside a judgement of this very text
 
     if check != b"%d" % zlib.crc32(raw):
@@ -160,19 +165,6 @@ def keep(
         files.write_atomic(os.path.join(common_dir, PACKED_TABLE_FILE), data)
     except OSError:
         pass  # a cache: losing it costs time, never an answer
-
-
-def _open(path: str) -> BinaryIO:
-    """``path`` opened for reading when it is a regular file (else ``OSError``): a pipe
-    put in a kept file's place must cost time, not hang every command that opens it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def forget(common_dir: str) -> None:

@@ -36,16 +36,9 @@ def read_lock_table(
         found = list_refs(common_dir, reftable, cwd)
         return read_table(found, cwd, ignore_case, skew, kept.verdicts(common_dir), None, distrust)
     scanned = kept.scan(common_dir)
-    judged = scanned.judged
-    # Beside packed refs judged already, a few loose records cost one cat-file; the verdicts
-    # of thousands cost more to decode. Many loose records cost more still.
-    few = judged is not None and (
-        not scanned.refs
-        or (len(judged.blobs) >= 3 * kept.MIN_REFS and len(scanned.refs) <= kept.FEW_LOOSE)
-    )
-    verdicts = {} if few else kept.verdicts(common_dir)
+    verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(scanned, True) else {}
     found = files.Scan(scanned.refs, scanned.symbolic)
-    return read_table(found, cwd, ignore_case, skew, verdicts, judged, distrust)
+    return read_table(found, cwd, ignore_case, skew, verdicts, scanned.judged, distrust)
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:

@@ -101,7 +101,7 @@ class Journal:
         self._marker: str | None = None
         self._tables: dict[str | None, dict[str, str] | None] = {}
         # The kept shards file's stamp and what it held, as last read or written here.
-        self._kept_last: tuple[tuple[int, int, int], Kept | None] | None = None
+        self._kept_last: tuple[files.Stamp, Kept | None] | None = None
 
     def commit_of(self, oid: str | None) -> Commit | None:
         """The journal commit ``oid`` names, or None (absent, or not a journal commit)."""
@@ -356,16 +356,14 @@ class Journal:
     def _kept(self) -> Kept | None:
         """The kept ``locks`` tree id, shards and subtree ids (``_keep_shards``), or None
         when the file is unreadable, malformed, or its subtree ids are not that tree's."""
+        last = self._kept_last
         try:
-            with open(self._cache_path(), "rb") as f:
-                st = os.fstat(f.fileno())
-                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-                if self._kept_last is not None and self._kept_last[0] == stamp:
-                    return self._kept_last[1]
-                raw = f.read()
+            stamp, raw = files.read_cache(self._cache_path(), last[0] if last else None)
         except OSError:
             return None
-        found = self._kept_from(raw)
+        if raw is None and last is not None:
+            return last[1]
+        found = self._kept_from(raw or b"")
         self._kept_last = (stamp, found)
         return found
 
@@ -403,8 +401,7 @@ class Journal:
         try:  # a cache: losing it costs time only
             body = marshal.dumps((locks, shards, subtrees))
             files.write_atomic(path, zlib.crc32(body).to_bytes(4, "big") + body)
-            st = os.stat(path)
-            self._kept_last = ((st.st_ino, st.st_size, st.st_mtime_ns), (locks, shards, subtrees))
+            self._kept_last = (files.stamp_of(path), (locks, shards, subtrees))
         except (OSError, ValueError):
             pass
 

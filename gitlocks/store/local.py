@@ -389,9 +389,7 @@ class Store:
         docs/design.md, section 4.5)."""
         refs = list(refs)
         judged = found.judged if found is not None else None
-        # Beside packed refs judged already, a few loose records are read faster than the
-        # verdicts of thousands are decoded.
-        read_known = judged is None or len(refs) > kept.FEW_LOOSE
+        read_known = found is None or kept.needs_verdicts(found, False)
         known = kept.verdicts(self.common_dir) if read_known else {}
         table, fresh = lazy_table(
             refs,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -236,3 +237,20 @@ def test_kept_shards_garbled_in_place_are_not_believed(large: Path) -> None:
     assert Store.discover(large).journal_store.table(commit) == table
     assert alock(large, "acquire", "after/**", **A).code == 0
     assert_tree_is_the_table(large)
+
+
+def test_a_pipe_in_the_kept_shards_place_never_hangs_a_write(large: Path) -> None:
+    """The kept shards are read as the other kept files are, only from a regular file: a
+    named pipe in their place costs a whole hashing, never a hung claim. (The timeout only
+    stops a hung command.)"""
+    path = large / ".git" / store_journal.TREE_CACHE
+    path.unlink()
+    os.mkfifo(path)
+    env = {**os.environ, "AGENT_ID": "agent-a"}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    done = subprocess.run(
+        ["git", "alock", "acquire", "piped/**"],
+        cwd=large, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.startswith("ACQUIRED"), done
+    assert rev(large, f"{JOURNAL_REF}^{{tree}}") == full_tree(large)
