@@ -229,17 +229,26 @@ _packed_dicts: dict[str, tuple[bytes, dict[str, str]]] = {}
 Stamp = tuple[int, int, int]  # a file's inode, size and modification time (ns)
 
 
+# The largest cache file read (bytes): about 200 bytes a lock, so some 600,000 locks.
+# One larger is no cache gitlocks wrote (a damaged or planted file, sparse perhaps): it is
+# passed over, as a missing one is (the store writes it again when it next keeps it),
+# rather than read whole by every command and hook.
+CACHE_LIMIT = 128 << 20
+
+
 def read_cache(path: str, unchanged: Stamp | None = None) -> tuple[Stamp, bytes | None]:
     """The stamp and contents of ``path``, a cache file gitlocks keeps; the contents None
     when its stamp is still ``unchanged`` (as read before). ``OSError`` when there is none,
-    or it is no regular file: a pipe put in a cache's place costs time, never hangs every
-    command that opens it."""
+    or it is no regular file (a pipe put in a cache's place costs time, never hangs every
+    command that opens it), or it is larger than ``CACHE_LIMIT``."""
     with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         st = os.fstat(f.fileno())
         if not S_ISREG(st.st_mode):
             raise OSError(f"{path}: not a regular file")
+        if st.st_size > CACHE_LIMIT:
+            raise OSError(f"{path}: larger than any cache gitlocks writes")
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        return stamp, None if stamp == unchanged else f.read()
+        return stamp, None if stamp == unchanged else f.read(st.st_size)  # not what is added
 
 
 def stamp_of(path: str) -> Stamp:

@@ -10,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.records import write_blob
 
+from gitlocks.git import files
+
 # packed-refs lines are read with bytes methods; they agree with the pattern git's own
 # format gives: "<40 or 64 hex> <name>", peeled ("^...") and header ("# ...") lines not.
 PACKED_LINE = st.sampled_from(
@@ -155,3 +157,16 @@ def test_a_region_and_its_refs(repo: Path) -> None:
     locks = ("refs/agent-locks/",)
     assert packed_refs(region, locks) == packed_refs(packed, locks)
     assert packed_region(packed, "refs/agent-locks-meta/") == b""
+
+
+def test_a_cache_larger_than_the_limit_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``CACHE_LIMIT`` a cache file reads as none (``OSError``), never whole."""
+    monkeypatch.setattr(files, "CACHE_LIMIT", 10)
+    path = tmp_path / "cache"
+    path.write_bytes(b"0123456789")
+    assert files.read_cache(str(path))[1] == b"0123456789"
+    path.write_bytes(b"0123456789a")
+    with pytest.raises(OSError, match="larger than any cache"):
+        files.read_cache(str(path))

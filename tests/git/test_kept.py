@@ -347,6 +347,38 @@ def test_a_pipe_in_a_kept_file_place_never_hangs_a_command(packed: Path, name: s
     assert_read_alike(packed)
 
 
+def _capped_memory() -> None:
+    """In the child: at most 1 GiB of address space, so a 3 GiB file cannot be read whole."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("name", [PACKED_TABLE_FILE, VERDICTS_FILE])
+def test_a_kept_file_larger_than_any_written_is_passed_over(packed: Path, name: str) -> None:
+    """A kept file of 3 GiB (sparse: damaged, or planted) is no cache gitlocks wrote: a
+    command reads the table without it, in bounded memory; the judgement is kept again on
+    the next write (the verdicts are not needed beside it)."""
+    path = packed / ".git" / name
+    with open(path, "r+b") as f:
+        f.truncate(3 << 30)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    done = subprocess.run(
+        ["git", "alock", "check", "area5/x", "--as", "agent-z"],
+        cwd=packed, env=env, capture_output=True, text=True, preexec_fn=_capped_memory,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stdout.startswith("HELD area5/x"), done
+    assert_read_alike(packed)
+    wrote = subprocess.run(
+        ["git", "alock", "acquire", "elsewhere/**", "--as", "agent-z"],
+        cwd=packed, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert wrote.returncode == 0, wrote
+    if name == PACKED_TABLE_FILE:
+        assert path.stat().st_size < files.CACHE_LIMIT
+    assert_read_alike(packed)
+
+
 def test_a_store_that_found_a_judgement_false_reads_the_table_again(packed: Path) -> None:
     """A process that lives on (the live page follows the journal with one store) asks
     again after "try again": the table read with the false judgement goes with it."""
