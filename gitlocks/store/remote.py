@@ -71,6 +71,12 @@ __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write
 # before the others' next round.
 TRIES = 60
 BACKOFF_CAP_SECONDS = 0.2
+# Refused pushes in a row while the remote's journal stood still before a write gives up:
+# the lock refs leased may have moved beside it (plain git, or another clone's push seen
+# half applied, or a connection opened before the view it leases was fetched), and each
+# is leased again as listed; one refused for a cause that stays (a leftover .lock file, a
+# full disk) is then said to be one.
+STILL_TRIES = 4
 
 
 MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
@@ -297,6 +303,7 @@ class RemoteStore(ShardedPush):
         listing: Listing | None,
     ) -> T:
         deadline = time.monotonic() + self.timeout
+        still = 0  # refused pushes in a row while the remote's journal stood still
         for attempt in range(tries):
             if attempt and time.monotonic() > deadline:
                 break
@@ -333,20 +340,22 @@ class RemoteStore(ShardedPush):
             moved = self.fetch()
             if moved:
                 self.lease_override = None
-            elif self._rejected and self.lease_override is None:
-                # The journal did not move, yet a lease failed: the remote's lock refs differ
-                # from the table its journal carries (a crash, plain git). Lease on what
-                # they are, and the next push repairs them.
+                still = 0
+            elif self._rejected:
+                # The journal did not move, yet a push was refused: the remote's lock refs
+                # differ from what was leased (a crash, plain git, a write caught half
+                # applied), or it could not update them. Lease on what they are now, and
+                # the next push repairs them; only a refusal that stays is no race.
+                still += 1
+                if still >= STILL_TRIES:
+                    raise RemoteError(
+                        f"the lock remote {self.remote!r} could not update the lock refs "
+                        f"({self._rejected}) {still} times while its journal stood still; "
+                        "the remote's own log may say why (a leftover .lock file under its "
+                        "refs/?). Try again later"
+                    )
                 self.lease_override = self.actual_lock_refs()
                 continue
-            if not moved and self._rejected:
-                # The remote did not move, so this was no race: it could not or would not
-                # update the refs (a stale ref lock left there, a full disk, a hook...).
-                raise RemoteError(
-                    f"the lock remote {self.remote!r} could not update the lock refs "
-                    f"({self._rejected}) although nobody else changed them; the remote's own "
-                    "log may say why (a leftover .lock file under its refs/?). Try again later"
-                )
             fetched = True
         raise RemoteError(
             f"the lock remote {self.remote!r} kept changing under us (lost {attempt + 1} races "

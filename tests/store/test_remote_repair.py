@@ -184,3 +184,63 @@ def test_a_sharded_follow_up_that_landed_is_mirrored_as_landed(tmp_path: Path) -
     assert "[lock mallory-1]" in alock(a, "log").out.splitlines()[0]
     assert alock(a, "acquire", "lib/**", **A).code == 0
     assert lines_in(counter) == 3, "the follow-up's tips were mirrored: no lost race"
+
+
+def test_a_lock_ref_moved_by_hand_before_each_push_is_leased_again_until_it_stays(
+    tmp_path: Path,
+) -> None:
+    """Someone moves the lock ref a release leases on just before each of its first two
+    pushes, while the journal stands still: each is refused (stale info) by a change, not
+    by a remote that cannot write, so the release lists the refs again and lands on the
+    third (once it said "although nobody else changed them" after the second)."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    assert alock(a, "acquire", "lib/**", **A).code == 0
+    ids = {r.paths[0]: i for i, r in remote_locks(bare).items()}
+    blobs = [
+        git(bare, "rev-parse", f"refs/agent-locks/{ids[p]}").strip() for p in ("docs/**", "lib/**")
+    ]
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    victim = f"refs/agent-locks/{ids['src/**']}"
+    receive = marks / "receive-pack"
+    receive.write_text(  # the first two pushes find the victim moved by hand
+        "#!/bin/sh\n"
+        f"n=$(cat '{marks}/pushes' 2>/dev/null | wc -l)\n"
+        f"echo push >> '{marks}/pushes'\n"
+        f'if [ "$n" -lt 2 ]; then\n'
+        f"  git --git-dir='{bare}' update-ref {victim} $(sed -n \"$((n+1))p\" '{marks}/blobs')\n"
+        "fi\n"
+        'exec git receive-pack "$@"\n'
+    )
+    receive.chmod(0o755)
+    (marks / "blobs").write_text("\n".join(blobs) + "\n")
+    git(a, "config", "remote.origin.receivepack", str(receive))
+    journal = git(bare, "rev-parse", JOURNAL).strip()
+    got = alock(a, "release", "src/**", **A)
+    assert got.code == 0, (got.out, got.err)
+    assert lines_in(marks / "pushes") == 3
+    assert git(bare, "rev-parse", JOURNAL).strip() != journal
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"docs/**", "lib/**"}
+    assert victim not in git(bare, "for-each-ref", "refs/agent-locks/")
+
+
+def test_a_remote_that_cannot_update_its_refs_is_said_to_be_after_a_few_tries(
+    tmp_path: Path,
+) -> None:
+    """A ``.lock`` file left beside the remote's journal ref refuses every push while the
+    journal stands still: the claim stops with one error that says so (exit 2), after a
+    bounded number of pushes, and nothing is granted."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    (bare / JOURNAL).with_name("journal.lock").write_text("")
+    counter = count_pushes(bare)
+    got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 2, (got.out, got.err)
+    assert got.err.startswith("error: the lock remote 'origin' could not update the lock refs")
+    assert "while its journal stood still" in got.err and "Traceback" not in got.err
+    assert 1 <= lines_in(counter) <= 8
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"src/**"}
