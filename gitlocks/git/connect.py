@@ -366,6 +366,54 @@ class Reader:
             self.buffer += chunk
         return True
 
+    def read_section(self, stop: bytes = b"ERR ") -> list[bytes]:
+        """The data of every pkt-line up to the next flush (read, not returned), or up to
+        and with the first that starts with ``stop``; ``EOFError`` at the end of stream.
+        As ``read`` again and again, in one pass over what came: an advertisement of 10,000
+        refs is 10,000 lines, and each length is checked once they are all read."""
+        lines: list[bytes] = []
+        heads: list[bytes] = []
+        data = bytes(self.buffer)
+        pos = 0
+        try:
+            while True:
+                if pos + 4 > len(data):
+                    data, pos = self._more(data, pos, 4), 0
+                head = data[pos : pos + 4]
+                try:
+                    size = int(head, 16)  # it takes more than hex digits: checked below
+                except ValueError:
+                    raise EOFError from None
+                heads.append(head)
+                if size == 0:
+                    pos += 4
+                    break
+                if size < 4:
+                    raise EOFError
+                if pos + size > len(data):
+                    data, pos = self._more(data, pos, size), 0
+                line = data[pos + 4 : pos + size]
+                pos += size
+                lines.append(line)
+                if line.startswith(stop):
+                    break
+        finally:
+            self.buffer[:] = data[pos:]
+        if b"".join(heads).lower().translate(None, b"0123456789abcdef"):
+            raise EOFError  # a length of other characters (a sign, a blank): no pkt-line
+        return lines
+
+    def _more(self, data: bytes, pos: int, size: int) -> bytes:
+        """``data`` from ``pos``, with what the channel says next, until ``size`` bytes."""
+        rest = bytearray(data[pos:])
+        while len(rest) < size:
+            chunk = self.channel.recv(self.deadline)
+            if not chunk:
+                self.buffer[:] = rest
+                raise EOFError
+            rest += chunk
+        return bytes(rest)
+
     def read(self) -> bytes | None:
         """The next pkt-line's data, None at a flush; ``EOFError`` at the end of stream."""
         if not self._fill(4):

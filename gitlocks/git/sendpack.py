@@ -92,8 +92,15 @@ class Session:
         reader = Reader(self.channel, self.deadline)
         refs: dict[str, str] = {}
         try:
+            lines = reader.read_section()
+            # The first ref's line carries the capabilities: read one by one to it, and
+            # the rest at once where they are all "<id> <name>" (10,000 refs, 10,000 lines).
+            head = next((n for n, ln in enumerate(lines) if b"\0" in ln), 0) + 1
+            rest = _plain_refs(lines[head:]) if len(lines) > head else None
+            if rest is not None:
+                lines = lines[:head]
             first = True
-            while (line := reader.read()) is not None:
+            for line in lines:
                 if line.startswith(b"ERR "):
                     said = line[4:].decode("utf-8", "replace").strip()
                     self._fail(f"fatal: remote error: {said}")
@@ -126,6 +133,8 @@ class Session:
         except OSError as exc:
             self._fail(f"fatal: unable to read from the remote: {exc.strerror or exc}")
             return None
+        if rest is not None:
+            refs.update(rest)
         self.refs = refs
         return refs
 
@@ -321,6 +330,32 @@ class Session:
             pass
         self._reader = None  # the stream has ended: nothing to wait for
         return _parse_report(bytes(report)), _remote_lines(said)
+
+
+def _plain_refs(lines: list[bytes]) -> dict[str, str] | None:
+    """The refs of advertised ``lines`` (``refs/...`` and ``HEAD``), read all at once where
+    each is "<id> <name>\\n" as git writes them; None for anything else (a line of another
+    shape, an error), which is then read line by line and told as git tells it."""
+    pairs = [line.partition(b" ") for line in lines]
+    oids = b"".join(oid for oid, _, _ in pairs)
+    names = b"".join(name for _, _, name in pairs)
+    if {len(oid) for oid, _, _ in pairs} not in ({40}, {64}):
+        return None  # one length: SHA-1 or SHA-256 ids, never both
+    if oids.translate(None, b"0123456789abcdef") or b"\0" in names or b" " in names:
+        return None
+    if names.count(b"\n") != len(lines) or b"\n\n" in names or names[:1] == b"\n":
+        return None  # a line without its newline, with more than one, or with no name
+    texts = names.decode("utf-8", "surrogateescape").split("\n")
+    texts.pop()  # after the last newline
+    if "shallow" in texts:
+        return None
+    values = oids.decode("ascii")
+    step = len(pairs[0][0])
+    return {
+        name: values[i * step : (i + 1) * step]
+        for i, name in enumerate(texts)
+        if name.startswith("refs/") or name == "HEAD"
+    }
 
 
 def _remote_lines(said: bytes | bytearray) -> str:

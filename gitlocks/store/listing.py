@@ -24,32 +24,37 @@ if TYPE_CHECKING:
     from gitlocks.store.remote import RemoteStore
 
 
-def parse_listing(out: str) -> tuple[dict[str, str], set[str], dict[int, str]]:
-    """``ls-remote --symref`` output of the lock refs (and shard journals): (lock id ->
-    value, the names of the symbolic refs among them, shard number -> tip)."""
-    found = {}
+def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
+    """``ls-remote --symref`` output: (ref -> value, the names of the symbolic refs)."""
+    refs = {}
     symrefs = set()
-    tips = {}
     for line in out.splitlines():
         if line.startswith("ref: ") and "\t" in line:
             symrefs.add(line.split("\t", 1)[1])
             continue
         oid, _, name = line.partition("\t")
-        lock_id = name[len(LOCK_PREFIX) :]
-        if name.startswith(LOCK_PREFIX) and is_lock_id(lock_id):
-            found[lock_id] = oid
+        refs[name] = oid
+    return refs, symrefs
+
+
+def listed(
+    refs: dict[str, str], symrefs: set[str], leases: dict[str, str]
+) -> tuple[dict[str, str], dict[int, str]]:
+    """The lock refs ``refs`` (ref -> value, as listed or advertised) holds at a value
+    other than its lease in ``leases`` (lock id -> value), symbolic refs aside, and the
+    shard journals' tips. Each of 10,000 refs is one lookup: only those out of step are
+    checked for a lock id's shape."""
+    moved = {}
+    tips = {}
+    start = len(LOCK_PREFIX)
+    for name, oid in refs.items():
+        if name.startswith(LOCK_PREFIX):
+            lock_id = name[start:]
+            if leases.get(lock_id) != oid and is_lock_id(lock_id) and name not in symrefs:
+                moved[lock_id] = oid
         elif name.startswith(SHARD_PREFIX) and name[len(SHARD_PREFIX) :].isdigit():
             tips[int(name[len(SHARD_PREFIX) :])] = oid
-    return found, symrefs, tips
-
-
-def advertised(refs: dict[str, str]) -> str:
-    """Refs a push connection advertised (ref -> id), as ``ls-remote`` lists the lock refs
-    and shard journals. The advertisement names no symbolic ref: one among the lock refs
-    reads as its target's value, and a write that finds it out of step asks ``ls-remote``
-    again, which names it."""
-    wanted = (LOCK_PREFIX, SHARD_PREFIX)
-    return "".join(f"{oid}\t{name}\n" for name, oid in refs.items() if name.startswith(wanted))
+    return moved, tips
 
 
 class Listing:
@@ -64,6 +69,8 @@ class Listing:
         """``session``: the write's own push connection (``gitlocks.git.sendpack``), whose
         advertised refs are the listing; else ``ls-remote`` runs on a thread."""
         self.run: GitRun | None = None
+        self.refs: dict[str, str] | None = None  # listed, or advertised: ref -> value
+        self.symrefs: set[str] = set()
         self.store = store
         self.session = session
         if session is not None:
@@ -91,10 +98,11 @@ class Listing:
         if self.session is None:
             with self._asking:
                 pass
-        elif self.run is None:
-            refs = self.session.advertised()
-            if refs is not None:
-                self.run = GitRun(0, advertised(refs), "")
+        elif self.refs is None:
+            # The advertisement names no symbolic ref: one among the lock refs reads as its
+            # target's value, and a write that finds it out of step asks ``ls-remote``
+            # again, which names it.
+            self.refs = self.session.advertised()
 
     def out_of_step(
         self, decided: RemoteTable, now: Callable[[], tuple[dict[str, str], str | None]]
@@ -109,14 +117,11 @@ class Listing:
         (which deletes only where every shard is as read, docs/design.md section 5.10)
         could put none right, so the remote is not asked again."""
         self.join()
-        if self.run is None or self.run.code != 0:
-            return False
-        found, symrefs, tips = parse_listing(self.run.out)
-        moved = {
-            i: value
-            for i, value in found.items()
-            if value != decided.leases.get(i) and LOCK_PREFIX + i not in symrefs
-        }
+        if self.refs is None:
+            if self.run is None or self.run.code != 0:
+                return False
+            self.refs, self.symrefs = parse_listing(self.run.out)
+        moved, tips = listed(self.refs, self.symrefs, decided.leases)
         # A value that reads here as no blob (a ref at a commit) is never repaired: no
         # reason to ask again on every write.
         moved = {i: v for i, v in moved.items() if not self.store._not_a_blob(v)}

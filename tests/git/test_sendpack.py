@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 from conftest import git
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.cli import alock
 from support.daemon import Daemon
 from support.remote import make_bare, make_clone, pushed_by_git, refs_of
 
 from gitlocks.git import sendpack
-from gitlocks.git.connect import Local
+from gitlocks.git.connect import Local, Reader, pkt
 from gitlocks.git.remote import GitRun, lost_race, never_sent, porcelain, remote_side, run_git
 from gitlocks.git.settings import Settings
 
@@ -562,3 +564,129 @@ def test_a_side_band_git_does_not_know_ends_the_answer_as_git_ends_it() -> None:
     assert run.code == 128 and not porcelain(run.out)
     assert "fatal: protocol error: bad band #4" in run.err
     assert not never_sent(run.err), run.err
+
+
+# --- reading an advertisement at once, against reading it line by line -------------------
+
+HEX = "0123456789abcdef"
+REF_LINE = st.one_of(
+    st.builds(  # as git writes them
+        lambda oid, name: f"{oid} {name}\n".encode(),
+        st.text(HEX, min_size=40, max_size=40),
+        st.sampled_from(
+            [
+                "refs/agent-locks/1a2-3b",
+                "refs/heads/main",
+                "HEAD",
+                "refs/x y",
+                "shallow",
+                "",
+                "refs/é",
+                "other/ref",
+                "refs/a\0b",
+            ]
+        ),
+    ),
+    st.sampled_from(
+        [
+            b"shallow " + b"c" * 40 + b"\n",
+            b"d" * 64 + b" refs/long\n",
+            b"e" * 40 + b" refs/n",
+            b"f" * 40 + b" refs/two\n\n",
+            b"A" * 40 + b" refs/upper\n",
+            b"1" * 39 + b" refs/s\n",
+            b"\xff" * 40 + b" refs/bin\n",
+            b"ERR nope\n",
+            b"0" * 40 + b" refs/\xff\n",
+        ]
+    ),
+)
+
+
+class _Chunks:
+    """A channel that gives ``data`` in pieces of the sizes given, round and round."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self.data, self.sizes, self.pos, self.turn = data, sizes, 0, 0
+
+    def recv(self, deadline: float) -> bytes:
+        size = self.sizes[self.turn % len(self.sizes)]
+        self.turn += 1
+        chunk = self.data[self.pos : self.pos + size]
+        self.pos += len(chunk)
+        return chunk
+
+
+def _said_nothing(*, kill: bool = False) -> str:
+    return ""
+
+
+def _advertise(lines: list[bytes], sizes: list[int]) -> tuple[object, object, object]:
+    first = b"a" * 40 + b" refs/heads/main\0report-status atomic\n"
+    data = b"".join(pkt(line) for line in [first, *lines]) + b"0000"
+    session = sendpack.Session.__new__(sendpack.Session)
+    session.refs, session.failed, session.timed_out = None, None, False
+    session.channel = _Chunks(data, sizes)  # type: ignore[assignment]
+    session.deadline = float("inf")
+    session.close = _said_nothing  # type: ignore[method-assign]
+    refs = session.advertised()
+    return refs, session.failed, getattr(session, "caps", None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(REF_LINE, max_size=12),
+       sizes=st.lists(st.integers(1, 70), min_size=1, max_size=4))  # fmt: skip
+def test_an_advertisement_read_at_once_is_the_one_read_line_by_line(
+    lines: list[bytes], sizes: list[int]
+) -> None:
+    at_once = _advertise(lines, sizes)
+    real = sendpack._plain_refs
+    try:
+        sendpack._plain_refs = lambda _: None  # type: ignore[assignment]
+        by_line = _advertise(lines, sizes)
+    finally:
+        sendpack._plain_refs = real
+    assert at_once == by_line
+
+
+# Heads git would not read (a sign, a blank, an underscore: int() takes them), each with a
+# line's worth after it, beside well-formed lines, flushes and short or odd lengths.
+ODD_HEADS = [b"+00a", b" 00a", b"0_0a", b"00a ", b"+000", b"000 ", b"-004", b"zzzz", b"00A"]
+STREAM = st.lists(
+    st.one_of(
+        st.binary(max_size=20).map(pkt),
+        st.sampled_from(ODD_HEADS).map(lambda head: head + b"abcdef"),
+        st.sampled_from(
+            [b"0000", b"0004", b"0003", b"0008ERR ", b"0009ERR x", b"00ff", b"0005", b"000A1234567"]
+        ),
+    ),
+    max_size=10,
+).map(b"".join)
+
+
+def _line_by_line(reader: Reader) -> list[bytes]:
+    lines = []
+    while (line := reader.read()) is not None:
+        lines.append(line)
+        if line.startswith(b"ERR "):
+            break
+    return lines
+
+
+@settings(max_examples=1000, deadline=None)
+@given(data=STREAM, sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3))
+def test_a_section_read_at_once_is_the_one_read_pkt_line_by_pkt_line(
+    data: bytes, sizes: list[int]
+) -> None:
+    """``read_section`` against ``read`` in a loop, over any bytes in any pieces: the same
+    lines, the same end of stream, and the same bytes left for what is read next."""
+    outcomes = []
+    for read in (lambda r: r.read_section(), _line_by_line):
+        reader = Reader(_Chunks(data, sizes), float("inf"))  # type: ignore[arg-type]
+        try:
+            got: object = read(reader)
+        except EOFError:
+            got = EOFError
+        rest = None if got is EOFError else bytes(reader.buffer) + data[reader.channel.pos :]  # type: ignore[attr-defined]
+        outcomes.append((got, rest))
+    assert outcomes[0] == outcomes[1]
