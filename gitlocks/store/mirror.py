@@ -30,6 +30,26 @@ _NUMBERED = LOCAL_JOURNAL_REF + "-"  # then a number: a kept local journal
 VIEW_MESSAGE = "gitlocks remote"  # the reflog message of the local view's writes
 
 
+def view_moves(
+    basis: dict[str, str], new: dict[str, str], local: dict[str, str]
+) -> dict[str, str | None]:
+    """The lock refs that move the local view (``local``, lock id -> value) from the table
+    last mirrored (``basis``) to ``new``, by ref name, in order: a lock whose local value
+    is neither ``basis``'s nor ``new``'s was never pushed, and stays as it is."""
+    if local == basis:  # as last mirrored (most often): only what the remote changed
+        ids = {lock_id for lock_id, _ in basis.items() ^ new.items()}
+    else:
+        ids = basis.keys() | new.keys() | local.keys()
+    updates: dict[str, str | None] = {}
+    for lock_id in sorted(ids):
+        mine = local.get(lock_id)
+        if mine is not None and mine not in (basis.get(lock_id), new.get(lock_id)):
+            continue
+        if mine != new.get(lock_id):
+            updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
+    return updates
+
+
 class Mirror(Store):
     """The local half of a remote store (attributes set by ``RemoteStore.__init__``)."""
 
@@ -246,14 +266,7 @@ class Mirror(Store):
         neither that nor ``new``'s was never pushed: it is left exactly as it is.
         """
         basis = self.mirrored() if self.view_journal() is not None else old
-        updates: dict[str, str | None] = {}
-        local = self.local_locks()
-        for lock_id in sorted(basis.keys() | new.keys() | local.keys()):
-            mine = local.get(lock_id)
-            if mine is not None and mine not in (basis.get(lock_id), new.get(lock_id)):
-                continue
-            if mine != new.get(lock_id):
-                updates[LOCK_PREFIX + lock_id] = new.get(lock_id)
+        updates = view_moves(basis, new, self.local_locks())
         if journal is not None:
             if self.version() != journal:
                 updates[JOURNAL_REF] = journal

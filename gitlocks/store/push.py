@@ -38,6 +38,17 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
+def differing(
+    leases: dict[str, str], refs: dict[str, str], new: dict[str, str], touched: set[str]
+) -> list[str]:
+    """The lock ids, in order, whose value leased on (``leases``) is not their value in the
+    table after the change (``new``: the table's ``refs`` with the locks ``touched`` set or
+    deleted). Where the leases are the table's own refs (as a journal that carries the
+    table makes them), only the locks touched can differ: 10,000 refs, one comparison."""
+    maybe = touched if leases == refs else leases.keys() | new.keys()
+    return [i for i in sorted(maybe) if leases.get(i) != new.get(i) and is_lock_id(i)]
+
+
 @plain
 class RemoteTable(Table):
     """The remote's table as last seen (its journal commit's), with the values its lock
@@ -80,11 +91,7 @@ class RemotePush(Mirror):
         for record in change.put:
             new[record.id] = self.objects.write_blob(record.to_json())
         touched = {*change.delete, *(r.id for r in change.put)}
-        differ = [
-            i
-            for i in sorted(table.leases.keys() | new.keys())
-            if table.leases.get(i) != new.get(i) and is_lock_id(i)
-        ]
+        differ = differing(table.leases, table.refs, new, touched)
         if not self._check_journal(table.version):
             return False
         if self.journal_store.table(table.version) is None or self.lease_override is not None:

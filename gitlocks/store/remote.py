@@ -239,8 +239,11 @@ class RemoteStore(ShardedPush):
         """Local locks that are not the remote's as last seen: never pushed, or changed."""
         staged, _ = self.staged()
         mirrored = self.mirrored()
+        local = self.local_locks()
+        if local in (mirrored, staged):
+            return []  # 10,000 locks as mirrored or fetched: one comparison
         found = []
-        for lock_id, oid in sorted(self.local_locks().items()):
+        for lock_id, oid in sorted(local.items()):
             if staged.get(lock_id) != oid and mirrored.get(lock_id) != oid:
                 record = self.read_record(LOCK_PREFIX + lock_id, oid)
                 if isinstance(record, LockRecord):
