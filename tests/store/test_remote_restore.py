@@ -6,16 +6,21 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pygit2
+import pytest
 from conftest import git
 from support.cli import alock
 from support.records import write_blob
 from support.remote import make_bare, make_clone, remote_events, remote_locks
 
 from gitlocks.core import journal
+from gitlocks.core.table import LazyRecords
+from gitlocks.errors import RemoteError
 from gitlocks.store.journal import Journal
 from gitlocks.store.local import Store
+from gitlocks.store.remote import RemoteStore
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -155,3 +160,31 @@ def test_a_forged_compacted_root_naming_the_last_tip_is_reported(tmp_path: Path)
     git(b, "push", "-q", "--force", "origin", f"{forged}:{JOURNAL}")
     got = alock(b, "sync")
     assert got.code == 2 and "which does not continue it" in got.err, got.err
+
+
+def test_a_journal_that_continues_the_view_is_told_without_reading_a_claim_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write elsewhere (the common case after a fetch): whether the view lost claims is
+    told from their summaries; no record is read whole (at 10,000 claims, half a second of
+    every sync). A loss still names its first claim."""
+    bare, a, b = claimed(tmp_path)
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    store = RemoteStore.discover(b)
+    assert isinstance(store, RemoteStore)
+    reads: list[list[str]] = []
+    real = LazyRecords.prefetch
+
+    def counted(self: LazyRecords, ids: Any) -> None:
+        reads.append(list(ids))
+        real(self, reads[-1])
+
+    monkeypatch.setattr(LazyRecords, "prefetch", counted)
+    with store.mutex():
+        assert store.fetch()  # checks what the view held against the journal fetched
+    assert reads == []
+    git(bare, "update-ref", "-d", JOURNAL)  # plain git wipes the journal
+    with store.mutex(), pytest.raises(RemoteError) as lost:
+        store.fetch()
+    assert "has vanished" in str(lost.value)
+    assert "while 2 live claim(s) stood there (e.g. src/api/** held by agent-a)" in str(lost.value)
