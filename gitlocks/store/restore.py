@@ -166,6 +166,8 @@ def shard_losses(
         was, tip = old[k], now.get(k)
         if was is None or tip == was:
             continue
+        if tip is not None and store.commit_of(tip) is not None and _continues(remote, tip, was):
+            continue  # a write since (the common case): no claim of it need be read whole
         live = [
             r
             for r in _live(remote, store.table(was) or {})

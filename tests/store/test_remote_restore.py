@@ -188,3 +188,27 @@ def test_a_journal_that_continues_the_view_is_told_without_reading_a_claim_whole
         store.fetch()
     assert "has vanished" in str(lost.value)
     assert "while 2 live claim(s) stood there (e.g. src/api/** held by agent-a)" in str(lost.value)
+
+
+def test_a_shard_journal_that_continues_the_view_is_told_without_reading_a_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on a sharded remote: a shard a write elsewhere moved reads no claim whole."""
+    _, a, b = claimed(tmp_path)
+    assert alock(a, "remote", "--shards", "4").code == 0
+    assert alock(b, "sync").code == 0
+    for n in range(6):
+        assert alock(a, "acquire", f"p{n}/**", **A).code == 0
+    store = RemoteStore.discover(b)
+    assert isinstance(store, RemoteStore)
+    reads: list[list[str]] = []
+    real = LazyRecords.prefetch
+
+    def counted(self: LazyRecords, ids: Any) -> None:
+        reads.append(list(ids))
+        real(self, reads[-1])
+
+    monkeypatch.setattr(LazyRecords, "prefetch", counted)
+    with store.mutex():
+        assert store.fetch()
+    assert reads == []
