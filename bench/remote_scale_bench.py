@@ -17,8 +17,9 @@ one, and a writer. In the measured clone each command runs as a process, as an a
 it: the floor ``python -c "import pygit2, typer"``; ``git alock sync`` with nothing new on
 the remote, and again after the writer made two changes (a claim and its release, untimed);
 ``acquire`` of a new pattern, decided on the remote (released again, untimed); and
-``check PATH --fresh`` (fetch, then read). Medians over runs interleaved across commands and
-sizes, so drift hits all alike.
+``check PATH --fresh`` (fetch, then read); and, for the bar a claim is held to, one plain
+``git push`` of one new ref to the same remote (a commit it has: no objects to send).
+Medians over runs interleaved across commands and sizes, so drift hits all alike.
 
 Usage: python bench/remote_scale_bench.py [--runs N] [--sizes 10,1000,10000]
        [--seed push|switch] [--pack-refs]
@@ -70,7 +71,13 @@ ROWS = [
         after=(["ALOCK", "release", "new{i}/**"],),
     ),
     Row("check area0/app.py --fresh", ["ALOCK", "check", "area0/app.py", "--fresh"], (1,), "HELD"),
+    Row(
+        "git push of one new ref (the bar)",
+        ["git", "push", "-q", "origin", "HEAD:refs/bench/p{i}"],
+        after=(["git", "push", "-q", "origin", ":refs/bench/p{i}"],),
+    ),
 ]
+CLAIM, PUSH = ROWS[3].label, ROWS[-1].label
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], alock: str, i: int = 0) -> float:
@@ -222,6 +229,8 @@ def main() -> None:
         figures = "".join(f"{med[row.label, n]:14.1f}" for n in sizes)
         ratios = f"{med[row.label, high] / med[row.label, low]:14.2f}x"
         print(f"{row.label:<40}{figures}{ratios}{med[row.label, low] / floor:13.2f}x")
+    bar = ", ".join(f"{n:,} locks {med[CLAIM, n] / med[PUSH, n]:.2f}x" for n in sizes)
+    print(f"a claim beside one plain git push to the same remote (goal 1.3x): {bar}")
     overall = time.perf_counter() - total
     print(f"(timed loop {wall:.0f} s, whole run {overall:.0f} s; {versions})")
     print(f"reproduce: {command}")
