@@ -16,7 +16,7 @@ Two more clones are switched to remote mode with ``git alock remote origin``: th
 one, and a writer. In the measured clone each command runs as a process, as an agent runs
 it: the floor ``python -c "import pygit2, typer"``; ``git alock sync`` with nothing new on
 the remote, and again after the writer made two changes (a claim and its release, untimed);
-``acquire`` of a new pattern, decided on the remote (released again, untimed); and
+``acquire`` of a new pattern, decided on the remote (released again, untimed);
 ``check PATH --fresh`` (fetch, then read); and, for the bar a claim is held to, one plain
 ``git push`` of one new ref to the same remote (a commit it has: no objects to send).
 Medians over runs interleaved across commands and sizes, so drift hits all alike.
