@@ -26,8 +26,12 @@ already sit:
 - claude-agent-sync (``agent-sync lock|locks|unlock``): exact-path locks in SQLite, a
   Python command line too. Skipped, with a note, when it is not installed.
 
-git-lfs's locks need its test server (lfstest-gitserver, built from git-lfs's source with
-Go); where the Go toolchain or that source is missing the comparison is skipped with a note.
+- git-lfs (``git lfs lock|locks|unlock``): the Go client against git-lfs's own locks API
+  server, lfstest-gitserver, built here from git-lfs's source (``GIT_LFS_SOURCE``, the
+  directory holding ``t/cmd/lfstest-gitserver.go``: Debian's source package, for one) with
+  Go, served on 127.0.0.1 with its git over ``git http-backend``. Each lock call is one
+  HTTP round trip to it, as with any LFS host. Skipped, with a note, where the client, Go
+  or the source is missing.
 
 Printed: per command the median milliseconds, and the medians of ratios paired within a
 round (gitlocks / peer, gitlocks / floor, remote claim / push), so a busy moment of a
@@ -88,7 +92,7 @@ def commit(i: int, repo: Path) -> None:
     git(repo, "commit", "-q", "--no-verify", "-m", f"change {i}")
 
 
-def commands(alock: str, peer: str | None, remote: bool) -> list[Cmd]:
+def commands(alock: str, peer: str | None, remote: bool, lfs: bool = False) -> list[Cmd]:
     py = sys.executable
     edit = {
         "session_id": "bench",
@@ -139,6 +143,12 @@ def commands(alock: str, peer: str | None, remote: bool) -> list[Cmd]:
             Cmd("agent-sync locks", [peer, "locks"], "peer"),
             Cmd("agent-sync unlock", [peer, "unlock", "new{i}/x.py"], "peer"),
         ]
+    if lfs:
+        found += [
+            Cmd("git-lfs lock", ["git", "lfs", "lock", "new{i}/x.py"], "lfs"),
+            Cmd("git-lfs locks", ["git", "lfs", "locks"], "lfs"),
+            Cmd("git-lfs unlock", ["git", "lfs", "unlock", "new{i}/x.py"], "lfs"),
+        ]
     return found
 
 
@@ -149,6 +159,9 @@ LOCAL = (
 MCP = ("mcp: start to first answer", "mcp: tools/call acquire (first)", "mcp: tools/call release")
 # (gitlocks command, what it is compared with)
 PAIRS = [
+    ("acquire", "git-lfs lock"),
+    ("list", "git-lfs locks"),
+    ("release", "git-lfs unlock"),
     ("acquire", "agent-sync lock"),
     ("list", "agent-sync locks"),
     ("release", "agent-sync unlock"),
@@ -160,6 +173,7 @@ PAIRS = [
     ),
 ]
 TARGETS = {PYTHON: 2.5, "git push (file)": 1.3, "git push (daemon)": 1.3}
+TARGETS.update(dict.fromkeys(("git-lfs lock", "git-lfs locks", "git-lfs unlock"), 1.0))
 
 
 def timed(cmd: Cmd, i: int, cwd: Path, env: dict[str, str]) -> float:
@@ -310,18 +324,81 @@ def lfs_note() -> str | None:
     missing = []
     if shutil.which("go") is None:
         missing.append("no Go toolchain")
-    source = os.environ.get("GIT_LFS_SOURCE")
-    if not source or not (Path(source) / "t" / "cmd" / "lfstest-gitserver.go").is_file():
+    if lfs_source() is None:
         missing.append("no git-lfs source (GIT_LFS_SOURCE, with t/cmd/lfstest-gitserver.go)")
     if shutil.which("git-lfs") is None:
         missing.append("no git-lfs client")
-    if not missing:
-        return "git-lfs: its pieces are here, but this script does not drive its server yet"
-    return "git-lfs: skipped (" + "; ".join(missing) + ")"
+    return "git-lfs: skipped (" + "; ".join(missing) + ")" if missing else None
+
+
+def lfs_source() -> Path | None:
+    """lfstest-gitserver's source file in ``GIT_LFS_SOURCE``, if it is there."""
+    found = Path(os.environ.get("GIT_LFS_SOURCE") or "/nonexistent") / "t" / "cmd"
+    server = found / "lfstest-gitserver.go"
+    return server if server.is_file() else None
+
+
+class LfsServer:
+    """git-lfs's test server (lfstest-gitserver), built from its source and started on
+    127.0.0.1: a locks API, and git over ``git http-backend``, for the repositories in
+    ``root``. Basic auth user:pass, as git-lfs's own tests use it."""
+
+    def __init__(self, base: Path) -> None:
+        source = lfs_source()
+        assert source is not None
+        self.root = base / "lfs-served"
+        self.root.mkdir()
+        binary = base / "lfstest-gitserver"
+        # Only the standard library: built without modules, the file named (so its build
+        # tag is no obstacle), with Go's cache where it was (a second run is quick).
+        env = dict(os.environ, GO111MODULE="off", GOPATH=str(base / "gopath"))
+        subprocess.run(
+            ["go", "build", "-o", str(binary), str(source)], env=env, check=True,
+            capture_output=True,
+        )  # fmt: skip
+        url_file = self.root / "url"
+        env = dict(os.environ, LFSTEST_DIR=str(self.root), LFSTEST_URL=str(url_file))
+        self.proc = subprocess.Popen(
+            [str(binary)], cwd=self.root, env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(600):  # bounded: 30 s
+            if url_file.is_file() and url_file.read_text().startswith("http://127.0.0.1:"):
+                break
+            time.sleep(0.05)
+        else:
+            self.stop()
+            raise SystemExit("lfstest-gitserver did not say where it listens")
+        self.url = url_file.read_text().strip()
+
+    def repository(self, base: Path, name: str, env: dict[str, str]) -> Path:
+        """A clone of a new repository on the server, with 10 locks of others there."""
+        bare = self.root / f"{name}.git"
+        git(self.root, "init", "-q", "--bare", bare.name)
+        git(bare, "config", "http.receivepack", "true")
+        where = self.url.replace("http://", "http://user:pass@") + f"/{name}.git"
+        path = base / name
+        subprocess.run(["git", "clone", "-q", where, str(path)], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+        git(path, "commit", "-q", "--allow-empty", "-m", "initial")
+        git(path, "push", "-q", "origin", "HEAD:refs/heads/main")
+        for k in range(10):
+            argv = ["git", "lfs", "lock", f"area{k}/app.py"]
+            subprocess.run(argv, cwd=path, env=env, check=True, capture_output=True)
+        return path
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 def setup(
-    base: Path, alock: str, peer: str | None, remote: bool, latency: float = 0.0
+    base: Path,
+    alock: str,
+    peer: str | None,
+    remote: bool,
+    latency: float = 0.0,
+    lfs: LfsServer | None = None,
 ) -> tuple[dict[str, Path], dict[str, str], GitDaemon | None]:
     os.environ["HOME"] = str(base)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
@@ -339,6 +416,8 @@ def setup(
     )
     if peer is not None:
         seed_peer(peer, repos["peer"], env)
+    if lfs is not None:
+        repos["lfs"] = lfs.repository(base, "lfs", env)
     daemon = None
     if remote:
         served = base / "served"
@@ -391,7 +470,8 @@ def main() -> None:
     alock = str(bindir / "git-alock")
     peer = shutil.which("agent-sync", path=str(bindir)) or shutil.which("agent-sync")
     compile_bytecode()
-    cmds = commands(alock, peer, not args.no_remote)
+    with_lfs = lfs_note() is None and not args.remote_only
+    cmds = commands(alock, peer, not args.no_remote, with_lfs)
     if args.remote_only:
         args.no_mcp = True
         cmds = [c for c in cmds if c.where in ("file", "daemon")]
@@ -400,7 +480,15 @@ def main() -> None:
         samples.update({label: [] for label in MCP})
     trace: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        repos, env, daemon = setup(Path(tmp), alock, peer, not args.no_remote, args.latency)
+        lfs = LfsServer(Path(tmp)) if with_lfs else None
+        try:
+            repos, env, daemon = setup(
+                Path(tmp), alock, peer, not args.no_remote, args.latency, lfs
+            )
+        except BaseException:
+            if lfs is not None:
+                lfs.stop()
+            raise
         try:
             started = time.perf_counter()
             for i in range(args.runs + 1):  # round 0 warms the page cache, not counted
@@ -420,6 +508,8 @@ def main() -> None:
         finally:
             if daemon is not None:
                 daemon.stop()
+            if lfs is not None:
+                lfs.stop()
         versions = f"Python {sys.version.split()[0]}, {git(Path(tmp), '--version')}"
     report(samples, args.runs, trace)
     warning = editable_warning()
@@ -429,7 +519,8 @@ def main() -> None:
         print(f"(file://: every connection waited {args.latency:g} s first, as a distant host)")
     if peer is None:
         print("claude-agent-sync: skipped (agent-sync is not installed: pip install it)")
-    print(lfs_note())
+    if not with_lfs:
+        print(lfs_note() or "git-lfs: not run with --remote-only")
     print(f"(timed loop {wall:.0f} s; {versions})")
 
 
