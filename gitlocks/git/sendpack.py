@@ -345,6 +345,8 @@ def _plain_refs(lines: list[bytes]) -> dict[str, str] | None:
         return None
     if names.count(b"\n") != len(lines) or b"\n\n" in names or names[:1] == b"\n":
         return None  # a line without its newline, with more than one, or with no name
+    if b"".join([name[-1:] for _, _, name in pairs]) != b"\n" * len(pairs):
+        return None  # a newline inside one name, none after the next: as many, not each one
     texts = names.decode("utf-8", "surrogateescape").split("\n")
     texts.pop()  # after the last newline
     if "shallow" in texts:

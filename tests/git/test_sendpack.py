@@ -598,6 +598,7 @@ REF_LINE = st.one_of(
             b"\xff" * 40 + b" refs/bin\n",
             b"ERR nope\n",
             b"0" * 40 + b" refs/\xff\n",
+            b"9" * 40 + b" refs/one\nrefs/two\n",
         ]
     ),
 )
@@ -647,6 +648,19 @@ def test_an_advertisement_read_at_once_is_the_one_read_line_by_line(
     finally:
         sendpack._plain_refs = real
     assert at_once == by_line
+
+
+def test_a_name_with_a_newline_in_it_is_read_as_line_by_line() -> None:
+    """One line's name holds a newline and the next has none: as many newlines as lines,
+    yet each name is its own line's, never shifted onto the next line's id."""
+    lines = [b"1" * 40 + b" refs/agent-locks/a\nrefs/agent-locks/b\n", b"2" * 40 + b" refs/c"]
+    refs, failed, _ = _advertise(lines, [70])
+    assert failed is None
+    assert refs == {
+        "refs/heads/main": "a" * 40,
+        "refs/agent-locks/a\nrefs/agent-locks/b": "1" * 40,
+        "refs/c": "2" * 40,
+    }
 
 
 # Heads git would not read (a sign, a blank, an underscore: int() takes them), each with a
