@@ -342,6 +342,15 @@ def pkt_length(head: bytes) -> int | None:
     return int(head, 16)
 
 
+def _check_heads(heads: list[bytes], start: int) -> int:
+    """``EOFError`` when a length in ``heads`` from ``start`` on is of other characters than
+    hex digits (a sign, a blank, an underscore: ``int()`` takes them), no pkt-line; else
+    how many are checked."""
+    if b"".join(heads[start:]).lower().translate(None, b"0123456789abcdef"):
+        raise EOFError
+    return len(heads)
+
+
 def pkt(data: bytes) -> bytes:
     """One pkt-line: its length (four hex digits, itself included), then ``data``."""
     return b"%04x" % (len(data) + 4) + data
@@ -373,11 +382,13 @@ class Reader:
         refs is 10,000 lines, and each length is checked once they are all read."""
         lines: list[bytes] = []
         heads: list[bytes] = []
+        checked = 0  # heads checked so far
         data = bytes(self.buffer)
         pos = 0
         try:
             while True:
                 if pos + 4 > len(data):
+                    checked = _check_heads(heads, checked)
                     data, pos = self._more(data, pos, 4), 0
                 head = data[pos : pos + 4]
                 try:
@@ -391,6 +402,9 @@ class Reader:
                 if size < 4:
                     raise EOFError
                 if pos + size > len(data):
+                    # Checked before waiting for more: a bogus length ("+fff") names bytes
+                    # that may never come, and ``read`` would refuse it at once.
+                    checked = _check_heads(heads, checked)
                     data, pos = self._more(data, pos, size), 0
                 line = data[pos + 4 : pos + size]
                 pos += size
@@ -399,8 +413,7 @@ class Reader:
                     break
         finally:
             self.buffer[:] = data[pos:]
-        if b"".join(heads).lower().translate(None, b"0123456789abcdef"):
-            raise EOFError  # a length of other characters (a sign, a blank): no pkt-line
+        _check_heads(heads, checked)
         return lines
 
     def _more(self, data: bytes, pos: int, size: int) -> bytes:

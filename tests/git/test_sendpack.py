@@ -435,9 +435,12 @@ def test_a_sha256_repository_pushes_with_its_own_ids(tmp_path: Path, served: Dae
     sha1.close()
 
 
-def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.socket, str]:
+def _one_answer(
+    answer: bytes, report: bytes | None = None, *, hold: bool = False
+) -> tuple[socket.socket, str]:
     """A listener that, to the first connection, sends ``answer`` and then closes it; with
-    ``report``, it first takes the push and answers it so, then waits for the hang-up."""
+    ``report``, it first takes the push and answers it so, then waits for the hang-up;
+    with ``hold``, it says nothing more and waits for the hang-up."""
     import threading
 
     sock = socket.socket()
@@ -449,6 +452,8 @@ def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.sock
         with conn:
             conn.recv(65536)
             conn.sendall(answer)
+            while hold and conn.recv(65536):
+                pass
             if report is not None:
                 conn.recv(65536)
                 conn.sendall(report)
@@ -459,9 +464,11 @@ def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.sock
     return sock, f"git://127.0.0.1:{sock.getsockname()[1]}/x.git"
 
 
-def _push_to_one_answer(answer: bytes, report: bytes | None = None) -> GitRun:
+def _push_to_one_answer(
+    answer: bytes, report: bytes | None = None, *, hold: bool = False
+) -> GitRun:
     """A push of one new ref to a listener that answers ``answer`` (and ``report``)."""
-    sock, url = _one_answer(answer, report)
+    sock, url = _one_answer(answer, report, hold=hold)
     with sock:
         where = sendpack.parse_url(url)
         assert where is not None
@@ -497,6 +504,18 @@ def test_a_length_of_other_than_four_hex_digits_is_no_git(head: bytes) -> None:
     int() would take). The advertisement is no remote we understand: nothing is sent."""
     line = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
     run = _push_to_one_answer(head % (len(line) + 4) + line + b"0000")
+    assert run.code == 128 and not porcelain(run.out)
+    assert never_sent(run.err), run.err
+
+
+@pytest.mark.parametrize("head", [b"+fff", b" fff", b"0_ff", b"0xff"])
+def test_a_length_of_other_than_four_hex_digits_is_no_git_at_once(head: bytes) -> None:
+    """A length git would not read, naming more than has come, from a server that then
+    says nothing and keeps the connection open: no pkt-line, so nothing is waited for (as
+    a line read by itself would be refused), and the push ends with git's error, not at
+    its timeout."""
+    line = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
+    run = _push_to_one_answer(pkt(line) + head + b"x" * 10, hold=True)
     assert run.code == 128 and not porcelain(run.out)
     assert never_sent(run.err), run.err
 
