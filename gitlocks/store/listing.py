@@ -28,7 +28,9 @@ def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
     """``ls-remote --symref`` output: (ref -> value, the names of the symbolic refs)."""
     refs = {}
     symrefs = set()
-    for line in out.splitlines():
+    for line in out.split("\n"):  # not splitlines(): a ref name may hold U+2028
+        if not line:
+            continue
         if line.startswith("ref: ") and "\t" in line:
             symrefs.add(line.split("\t", 1)[1])
             continue
