@@ -54,8 +54,12 @@ def listed(
             lock_id = name[start:]
             if leases.get(lock_id) != oid and is_lock_id(lock_id) and name not in symrefs:
                 moved[lock_id] = oid
-        elif name.startswith(SHARD_PREFIX) and name[len(SHARD_PREFIX) :].isdigit():
-            tips[int(name[len(SHARD_PREFIX) :])] = oid
+        elif name.startswith(SHARD_PREFIX):
+            number = name[len(SHARD_PREFIX) :]
+            # As gitlocks names a shard: ASCII digits without a leading zero. isdigit()
+            # alone takes "²", which int() refuses, and "١" or "01", no shard's name.
+            if number.isascii() and number.isdigit() and str(int(number)) == number:
+                tips[int(number)] = oid
     return moved, tips
 
 
