@@ -57,7 +57,7 @@ def listed(
         elif name.startswith(SHARD_PREFIX):
             number = name[len(SHARD_PREFIX) :]
             # As gitlocks names a shard: ASCII digits without a leading zero. isdigit()
-            # alone takes "²", which int() refuses, and "١" or "01", no shard's name.
+            # alone takes "²", which int() refuses, and Arabic-Indic digits or "01".
             if number.isascii() and number.isdigit() and str(int(number)) == number:
                 tips[int(number)] = oid
     return moved, tips

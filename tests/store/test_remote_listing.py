@@ -204,10 +204,11 @@ def test_a_shard_ref_whose_name_is_no_plain_number_is_not_a_shard(
     tmp_path: Path, by_git: bool, number: str
 ) -> None:
     """A ref pushed by hand under the shard journals whose name ``str.isdigit`` takes but
-    is no shard number as gitlocks writes one ("²", which ``int()`` refuses; "١"; "01") is
-    passed over by the listing beside a write, on a remote with one journal (its own push
-    connection lists every ref) or a sharded one: each claim lands and says so (a "²"
-    stopped every write with a traceback after its push had landed)."""
+    that is no shard number as gitlocks writes one ("²", which ``int()`` refuses; an
+    Arabic-Indic one; "01") is passed over by the listing beside a write, on a remote with
+    one journal (its own push connection lists every ref) or a sharded one: each claim
+    lands and says so (a "²" stopped every write with a traceback after its push had
+    landed)."""
     bare = make_bare(tmp_path / "locks.git")
     a = make_clone(bare.as_uri(), tmp_path / "a")
     if by_git:
