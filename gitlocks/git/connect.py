@@ -375,11 +375,12 @@ class Reader:
             self.buffer += chunk
         return True
 
-    def read_section(self, stop: bytes = b"ERR ") -> list[bytes]:
+    def read_section(self, stop: bytes = b"ERR ", most: int | None = None) -> list[bytes]:
         """The data of every pkt-line up to the next flush (read, not returned), or up to
-        and with the first that starts with ``stop``; ``EOFError`` at the end of stream.
-        As ``read`` again and again, in one pass over what came: an advertisement of 10,000
-        refs is 10,000 lines, and each length is checked once they are all read."""
+        and with the first that starts with ``stop``, or the first ``most`` lines (the next
+        call reads on); ``EOFError`` at the end of stream. As ``read`` again and again, in
+        one pass over what came: an advertisement of 10,000 refs is 10,000 lines, and each
+        length is checked once they are read, or before waiting for more."""
         lines: list[bytes] = []
         heads: list[bytes] = []
         checked = 0  # heads checked so far
@@ -409,7 +410,7 @@ class Reader:
                 line = data[pos + 4 : pos + size]
                 pos += size
                 lines.append(line)
-                if line.startswith(stop):
+                if line.startswith(stop) or len(lines) == most:
                     break
         finally:
             self.buffer[:] = data[pos:]

@@ -655,18 +655,61 @@ def _advertise(lines: list[bytes], sizes: list[int]) -> tuple[object, object, ob
 
 @settings(max_examples=300, deadline=None)
 @given(lines=st.lists(REF_LINE, max_size=12),
-       sizes=st.lists(st.integers(1, 70), min_size=1, max_size=4))  # fmt: skip
+       sizes=st.lists(st.integers(1, 70), min_size=1, max_size=4),
+       batch=st.sampled_from([1, 2, 3, 5, sendpack.BATCH_LINES]))  # fmt: skip
 def test_an_advertisement_read_at_once_is_the_one_read_line_by_line(
-    lines: list[bytes], sizes: list[int]
+    lines: list[bytes], sizes: list[int], batch: int
 ) -> None:
-    at_once = _advertise(lines, sizes)
-    real = sendpack._plain_refs
+    """In batches of any size (a batch of ``batch`` lines, then the next)."""
+    real, whole = sendpack._plain_refs, sendpack.BATCH_LINES
     try:
+        sendpack.BATCH_LINES = batch
+        at_once = _advertise(lines, sizes)
+        sendpack.BATCH_LINES = whole
         sendpack._plain_refs = lambda _: None  # type: ignore[assignment]
         by_line = _advertise(lines, sizes)
     finally:
-        sendpack._plain_refs = real
+        sendpack._plain_refs, sendpack.BATCH_LINES = real, whole
     assert at_once == by_line
+
+
+def test_an_endless_advertisement_of_one_ref_costs_no_memory_a_line() -> None:
+    """A server that advertises one ref's line again and again (300,000 times here, some
+    18 MB): what is kept grows with the refs, not the lines, as when each line was read
+    by itself (all of them were held until the flush)."""
+    import threading
+    import tracemalloc
+
+    first = pkt(b"a" * 40 + b" refs/heads/main\0report-status atomic\n")
+    again = pkt(b"b" * 40 + b" refs/heads/main\n") * 300_000
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+
+    def serve() -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(first)
+            conn.sendall(again)
+            conn.sendall(b"0000")
+            while conn.recv(65536):
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    with sock:
+        where = sendpack.parse_url(f"git://127.0.0.1:{sock.getsockname()[1]}/x.git")
+        assert where is not None
+        session = sendpack.Session(where, 60)
+        tracemalloc.start()
+        try:
+            refs = session.advertised()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            session.close()
+    assert refs == {"refs/heads/main": "b" * 40}
+    assert peak < 8 << 20, f"{peak >> 20} MiB held reading one ref's lines"
 
 
 def test_a_name_with_a_newline_in_it_is_read_as_line_by_line() -> None:
