@@ -366,6 +366,7 @@ class Reader:
         self.channel = channel
         self.deadline = deadline
         self.buffer = bytearray()
+        self.ended = False  # the last ``read_section`` read its section to the end
 
     def _fill(self, size: int) -> bool:
         while len(self.buffer) < size:
@@ -375,20 +376,27 @@ class Reader:
             self.buffer += chunk
         return True
 
-    def read_section(self, stop: bytes = b"ERR ", most: int | None = None) -> list[bytes]:
+    def read_section(
+        self, stop: bytes = b"ERR ", most: int | None = None, *, eager: bool = False
+    ) -> list[bytes]:
         """The data of every pkt-line up to the next flush (read, not returned), or up to
-        and with the first that starts with ``stop``, or the first ``most`` lines (the next
-        call reads on); ``EOFError`` at the end of stream. As ``read`` again and again, in
-        one pass over what came: an advertisement of 10,000 refs is 10,000 lines, and each
-        length is checked once they are read, or before waiting for more."""
+        and with the first that starts with ``stop``; ``EOFError`` at the end of stream.
+        ``ended`` tells whether it got there: with ``most``, it returns the first ``most``
+        lines; ``eager``, the lines that came before it would wait for more (none: it
+        waits). The next call reads on. As ``read`` again and again, in one pass over what
+        came: an advertisement of 10,000 refs is 10,000 lines, and each length is checked
+        once they are read, or before waiting for more."""
         lines: list[bytes] = []
         heads: list[bytes] = []
         checked = 0  # heads checked so far
         data = bytes(self.buffer)
         pos = 0
+        self.ended = False
         try:
             while True:
                 if pos + 4 > len(data):
+                    if eager and lines:
+                        break
                     checked = _check_heads(heads, checked)
                     data, pos = self._more(data, pos, 4), 0
                 head = data[pos : pos + 4]
@@ -399,10 +407,14 @@ class Reader:
                 heads.append(head)
                 if size == 0:
                     pos += 4
+                    self.ended = True
                     break
                 if size < 4:
                     raise EOFError
                 if pos + size > len(data):
+                    if eager and lines:
+                        heads.pop()  # read again by the next call
+                        break
                     # Checked before waiting for more: a bogus length ("+fff") names bytes
                     # that may never come, and ``read`` would refuse it at once.
                     checked = _check_heads(heads, checked)
@@ -410,7 +422,10 @@ class Reader:
                 line = data[pos + 4 : pos + size]
                 pos += size
                 lines.append(line)
-                if line.startswith(stop) or len(lines) == most:
+                if line.startswith(stop):
+                    self.ended = True
+                    break
+                if len(lines) == most:
                     break
         finally:
             self.buffer[:] = data[pos:]

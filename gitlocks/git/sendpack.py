@@ -92,14 +92,14 @@ class Session:
             return self.refs
         reader = Reader(self.channel, self.deadline)
         refs: dict[str, str] = {}
-        first = True
-        start = more = True  # the advertisement's first batch; more may follow
+        first = start = True  # the advertisement's first line, and first batch
         try:
             # In batches of lines, each added to ``refs`` as read: what is kept grows with
-            # the refs, never with the lines (an endless stream of one ref's line).
-            while more:
-                lines = reader.read_section(most=BATCH_LINES)
-                more = len(lines) == BATCH_LINES  # else the flush (or an error) ended it
+            # the refs, never with the lines (an endless stream of one ref's line). A
+            # batch is what came before the reader would wait: a line git would refuse
+            # is refused at once, even from a server that then says nothing.
+            while not reader.ended:
+                lines = reader.read_section(most=BATCH_LINES, eager=True)
                 # The first ref's line carries the capabilities: read one by one to it, and
                 # the rest at once where they are all "<id> <name>" (10,000 refs, 10,000
                 # lines).

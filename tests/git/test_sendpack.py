@@ -712,6 +712,21 @@ def test_an_endless_advertisement_of_one_ref_costs_no_memory_a_line() -> None:
     assert peak < 8 << 20, f"{peak >> 20} MiB held reading one ref's lines"
 
 
+@pytest.mark.parametrize(
+    "bad", [b"not a ref\n", b"a" * 40 + b" refs/x y\n", b"shallow x\n", b"b" * 41 + b" refs/z\n"]
+)
+def test_a_line_git_would_refuse_is_refused_before_the_server_says_more(bad: bytes) -> None:
+    """The advertisement's lines are judged as they come: a line that is no "<id> <name>",
+    from a server that then says nothing and keeps the connection open, ends the push at
+    once with git's protocol error (it waited for the flush until the push timed out)."""
+    first = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
+    run = _push_to_one_answer(
+        pkt(first) + pkt(b"c" * 40 + b" refs/heads/x\n") + pkt(bad), hold=True
+    )
+    assert run.code == 128 and not porcelain(run.out)
+    assert run.err.startswith("fatal: protocol error: expected sha/ref"), run.err
+
+
 def test_a_name_with_a_newline_in_it_is_read_as_line_by_line() -> None:
     """One line's name holds a newline and the next has none: as many newlines as lines,
     yet each name is its own line's, never shifted onto the next line's id."""
@@ -749,15 +764,27 @@ def _line_by_line(reader: Reader) -> list[bytes]:
     return lines
 
 
+def _in_batches(reader: Reader, most: int) -> list[bytes]:
+    """``read_section`` called again and again, ``most`` lines at most and eager, until it
+    reads to the end of the section."""
+    lines: list[bytes] = []
+    while not reader.ended:
+        lines += reader.read_section(most=most, eager=True)
+    return lines
+
+
 @settings(max_examples=1000, deadline=None)
-@given(data=STREAM, sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3))
+@given(data=STREAM, sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+       most=st.integers(1, 4))  # fmt: skip
 def test_a_section_read_at_once_is_the_one_read_pkt_line_by_pkt_line(
-    data: bytes, sizes: list[int]
+    data: bytes, sizes: list[int], most: int
 ) -> None:
     """``read_section`` against ``read`` in a loop, over any bytes in any pieces: the same
-    lines, the same end of stream, and the same bytes left for what is read next."""
+    lines, the same end of stream, and the same bytes left for what is read next; read
+    whole, or in batches of ``most`` lines or of what came before it would wait."""
     outcomes = []
-    for read in (lambda r: r.read_section(), _line_by_line):
+    readers = (lambda r: r.read_section(), lambda r: _in_batches(r, most), _line_by_line)
+    for read in readers:
         reader = Reader(_Chunks(data, sizes), float("inf"))  # type: ignore[arg-type]
         try:
             got: object = read(reader)
@@ -765,4 +792,4 @@ def test_a_section_read_at_once_is_the_one_read_pkt_line_by_pkt_line(
             got = EOFError
         rest = None if got is EOFError else bytes(reader.buffer) + data[reader.channel.pos :]  # type: ignore[attr-defined]
         outcomes.append((got, rest))
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
