@@ -342,6 +342,15 @@ def pkt_length(head: bytes) -> int | None:
     return int(head, 16)
 
 
+def _check_heads(heads: list[bytes], start: int) -> int:
+    """``EOFError`` when a length in ``heads`` from ``start`` on is of other characters than
+    hex digits (a sign, a blank, an underscore: ``int()`` takes them), no pkt-line; else
+    how many are checked."""
+    if b"".join(heads[start:]).lower().translate(None, b"0123456789abcdef"):
+        raise EOFError
+    return len(heads)
+
+
 def pkt(data: bytes) -> bytes:
     """One pkt-line: its length (four hex digits, itself included), then ``data``."""
     return b"%04x" % (len(data) + 4) + data
@@ -357,6 +366,7 @@ class Reader:
         self.channel = channel
         self.deadline = deadline
         self.buffer = bytearray()
+        self.ended = False  # the last ``read_section`` read its section to the end
 
     def _fill(self, size: int) -> bool:
         while len(self.buffer) < size:
@@ -366,18 +376,28 @@ class Reader:
             self.buffer += chunk
         return True
 
-    def read_section(self, stop: bytes = b"ERR ") -> list[bytes]:
+    def read_section(
+        self, stop: bytes = b"ERR ", most: int | None = None, *, eager: bool = False
+    ) -> list[bytes]:
         """The data of every pkt-line up to the next flush (read, not returned), or up to
         and with the first that starts with ``stop``; ``EOFError`` at the end of stream.
-        As ``read`` again and again, in one pass over what came: an advertisement of 10,000
-        refs is 10,000 lines, and each length is checked once they are all read."""
+        ``ended`` tells whether it got there: with ``most``, it returns the first ``most``
+        lines; ``eager``, the lines that came before it would wait for more (none: it
+        waits). The next call reads on. As ``read`` again and again, in one pass over what
+        came: an advertisement of 10,000 refs is 10,000 lines, and each length is checked
+        once they are read, or before waiting for more."""
         lines: list[bytes] = []
         heads: list[bytes] = []
+        checked = 0  # heads checked so far
         data = bytes(self.buffer)
         pos = 0
+        self.ended = False
         try:
             while True:
                 if pos + 4 > len(data):
+                    if eager and lines:
+                        break
+                    checked = _check_heads(heads, checked)
                     data, pos = self._more(data, pos, 4), 0
                 head = data[pos : pos + 4]
                 try:
@@ -387,20 +407,29 @@ class Reader:
                 heads.append(head)
                 if size == 0:
                     pos += 4
+                    self.ended = True
                     break
                 if size < 4:
                     raise EOFError
                 if pos + size > len(data):
+                    if eager and lines:
+                        heads.pop()  # read again by the next call
+                        break
+                    # Checked before waiting for more: a bogus length ("+fff") names bytes
+                    # that may never come, and ``read`` would refuse it at once.
+                    checked = _check_heads(heads, checked)
                     data, pos = self._more(data, pos, size), 0
                 line = data[pos + 4 : pos + size]
                 pos += size
                 lines.append(line)
                 if line.startswith(stop):
+                    self.ended = True
+                    break
+                if len(lines) == most:
                     break
         finally:
             self.buffer[:] = data[pos:]
-        if b"".join(heads).lower().translate(None, b"0123456789abcdef"):
-            raise EOFError  # a length of other characters (a sign, a blank): no pkt-line
+        _check_heads(heads, checked)
         return lines
 
     def _more(self, data: bytes, pos: int, size: int) -> bytes:

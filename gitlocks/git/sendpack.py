@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["Session", "Target", "pack_objects", "parse_url", "target"]
 
 AGENT = "gitlocks"
+BATCH_LINES = 4096  # advertised lines read at once
 _SENDING = ("*", "-", "+")  # a line's flag while its command is being sent
 
 
@@ -91,36 +92,48 @@ class Session:
             return self.refs
         reader = Reader(self.channel, self.deadline)
         refs: dict[str, str] = {}
+        first = start = True  # the advertisement's first line, and first batch
         try:
-            lines = reader.read_section()
-            # The first ref's line carries the capabilities: read one by one to it, and
-            # the rest at once where they are all "<id> <name>" (10,000 refs, 10,000 lines).
-            head = next((n for n, ln in enumerate(lines) if b"\0" in ln), 0) + 1
-            rest = _plain_refs(lines[head:]) if len(lines) > head else None
-            if rest is not None:
-                lines = lines[:head]
-            first = True
-            for line in lines:
-                if line.startswith(b"ERR "):
-                    said = line[4:].decode("utf-8", "replace").strip()
-                    self._fail(f"fatal: remote error: {said}")
-                    return None
-                if first and line.rstrip(b"\n") == b"version 1":
-                    continue  # protocol v1 says so first; its refs are v0's
-                text, _, caps = line.rstrip(b"\n").partition(b"\0")
-                if first:
-                    self.caps = set(caps.decode("utf-8", "replace").split())
-                    first = False
-                oid, _, name = text.decode("utf-8", "surrogateescape").partition(" ")
-                if name == "shallow" or not is_object_id(oid) or not name or " " in name:
-                    if oid == "shallow" and is_object_id(name):
-                        continue  # a shallow remote's boundary: nothing to us
-                    # As git: what is no "<id> <name>" is no remote we understand.
-                    shown = text[:64].decode("utf-8", "replace")
-                    self._fail(f"fatal: protocol error: expected sha/ref, got '{shown}'")
-                    return None
-                if name.startswith("refs/") or name == "HEAD":
-                    refs[name] = oid
+            # In batches of lines, each added to ``refs`` as read: what is kept grows with
+            # the refs, never with the lines (an endless stream of one ref's line). A
+            # batch is what came before the reader would wait: a line git would refuse
+            # is refused at once, even from a server that then says nothing.
+            while not reader.ended:
+                lines = reader.read_section(most=BATCH_LINES, eager=True)
+                # The first ref's line carries the capabilities: read one by one to it, and
+                # the rest at once where they are all "<id> <name>" (10,000 refs, 10,000
+                # lines).
+                nul = next((n for n, ln in enumerate(lines) if b"\0" in ln), None)
+                head = nul + 1 if nul is not None else int(start)
+                start = False
+                rest = _plain_refs(lines[head:]) if len(lines) > head else None
+                if rest is not None:
+                    lines = lines[:head]
+                for line in lines:
+                    if line.startswith(b"ERR "):
+                        said = line[4:].decode("utf-8", "replace").strip()
+                        self._fail(f"fatal: remote error: {said}")
+                        return None
+                    if first and line.rstrip(b"\n") == b"version 1":
+                        continue  # protocol v1 says so first; its refs are v0's
+                    text, _, caps = line.rstrip(b"\n").partition(b"\0")
+                    if first:
+                        self.caps = set(caps.decode("utf-8", "replace").split())
+                        first = False
+                    oid, _, name = text.decode("utf-8", "surrogateescape").partition(" ")
+                    if name == "shallow" or not is_object_id(oid) or not name or " " in name:
+                        if oid == "shallow" and is_object_id(name):
+                            continue  # a shallow remote's boundary: nothing to us
+                        # As git: what is no "<id> <name>" is no remote we understand.
+                        shown = text[:64].decode("utf-8", "replace")
+                        self._fail(f"fatal: protocol error: expected sha/ref, got '{shown}'")
+                        return None
+                    if name.startswith("refs/") or name == "HEAD":
+                        refs[name] = oid
+                if rest is not None:
+                    refs.update(rest)
+                    if first:  # its first line was the first ref's, with no capabilities
+                        self.caps, first = set(), False
         except EOFError:
             self._fail(
                 "fatal: Could not read from remote repository.\n\nPlease make sure you have the "
@@ -133,8 +146,6 @@ class Session:
         except OSError as exc:
             self._fail(f"fatal: unable to read from the remote: {exc.strerror or exc}")
             return None
-        if rest is not None:
-            refs.update(rest)
         self.refs = refs
         return refs
 
@@ -345,6 +356,8 @@ def _plain_refs(lines: list[bytes]) -> dict[str, str] | None:
         return None
     if names.count(b"\n") != len(lines) or b"\n\n" in names or names[:1] == b"\n":
         return None  # a line without its newline, with more than one, or with no name
+    if b"".join([name[-1:] for _, _, name in pairs]) != b"\n" * len(pairs):
+        return None  # a newline inside one name, none after the next: as many, not each one
     texts = names.decode("utf-8", "surrogateescape").split("\n")
     texts.pop()  # after the last newline
     if "shallow" in texts:

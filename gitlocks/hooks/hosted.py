@@ -233,6 +233,12 @@ def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] |
     return count, tips
 
 
+def _shard_name(name: str) -> bool:
+    """Whether ``name`` is a shard's as gitlocks writes it: ASCII digits, no leading zero
+    (``isdigit()`` alone takes "²", which ``int()`` refuses)."""
+    return name.isascii() and name.isdigit() and str(int(name)) == name
+
+
 def table_refs(cwd: str | None = None) -> files.Scan | None:
     """The table the journal commit carries, as lock refs (name -> blob); None where the
     repository has no journal, or one from before journal commits carried the table
@@ -246,7 +252,7 @@ def table_refs(cwd: str | None = None) -> files.Scan | None:
         order = []
         for ref, tip in tips.items():
             name = ref[len(SHARD_PREFIX) :]
-            if name.isdigit() and str(int(name)) == name and int(name) < (count or MAX_SHARDS):
+            if _shard_name(name) and int(name) < (count or MAX_SHARDS):
                 order.append((int(name), tip))
         union: dict[str, str] = {}
         for _, tip in sorted(order):

@@ -35,7 +35,8 @@ from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SH
 
 def _shard_number(ref: str, count: int) -> int | None:
     name = ref[len(SHARD_PREFIX) :]
-    if not name.isdigit() or str(int(name)) != name or int(name) >= count:
+    # isascii(): isdigit() alone takes "²", which int() refuses.
+    if not (name.isascii() and name.isdigit()) or str(int(name)) != name or int(name) >= count:
         return None
     return int(name)
 

@@ -229,7 +229,8 @@ class Journal:
             return None
         tips: dict[int, str | None] = {}
         for key, value in named.items():
-            if not (isinstance(key, str) and key.isdigit() and isinstance(value, str)):
+            digits = isinstance(key, str) and key.isascii() and key.isdigit()  # not "²"
+            if not (digits and isinstance(value, str)):
                 return None
             tips[int(key)] = value or None
         return tips

@@ -28,7 +28,9 @@ def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
     """``ls-remote --symref`` output: (ref -> value, the names of the symbolic refs)."""
     refs = {}
     symrefs = set()
-    for line in out.splitlines():
+    for line in out.split("\n"):  # not splitlines(): a ref name may hold U+2028
+        if not line:
+            continue
         if line.startswith("ref: ") and "\t" in line:
             symrefs.add(line.split("\t", 1)[1])
             continue
@@ -52,8 +54,12 @@ def listed(
             lock_id = name[start:]
             if leases.get(lock_id) != oid and is_lock_id(lock_id) and name not in symrefs:
                 moved[lock_id] = oid
-        elif name.startswith(SHARD_PREFIX) and name[len(SHARD_PREFIX) :].isdigit():
-            tips[int(name[len(SHARD_PREFIX) :])] = oid
+        elif name.startswith(SHARD_PREFIX):
+            number = name[len(SHARD_PREFIX) :]
+            # As gitlocks names a shard: ASCII digits without a leading zero. isdigit()
+            # alone takes "²", which int() refuses, and Arabic-Indic digits or "01".
+            if number.isascii() and number.isdigit() and str(int(number)) == number:
+                tips[int(number)] = oid
     return moved, tips
 
 

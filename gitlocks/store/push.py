@@ -318,7 +318,7 @@ class RemotePush(Mirror):
         if run.code != 0:
             raise failure(run, self.remote, "ls-remote")
         found = {}
-        for line in run.out.splitlines():
+        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
             if line.startswith("ref: ") and "\t" in line:
                 target, name = line[5:].split("\t", 1)
                 found[name] = target

@@ -507,7 +507,7 @@ class RemoteStore(ShardedPush):
         found = {}
         symrefs = {}
         self.listed_meta = {}
-        for line in run.out.splitlines():
+        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
             if line.startswith("ref: ") and "\t" in line:
                 target, name = line[5:].split("\t", 1)
                 if name.startswith(LOCK_PREFIX):

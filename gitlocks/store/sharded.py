@@ -313,7 +313,7 @@ class ShardedPush(RemotePush):
         if run.code != 0:
             return False
         now = {}
-        for line in run.out.splitlines():
+        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
             oid, _, name = line.partition("\t")
             now[name.strip()] = oid.strip()
         return any(now.get(f"{SHARD_PREFIX}{k}") != table.shards[k] for k in leased)

@@ -435,9 +435,12 @@ def test_a_sha256_repository_pushes_with_its_own_ids(tmp_path: Path, served: Dae
     sha1.close()
 
 
-def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.socket, str]:
+def _one_answer(
+    answer: bytes, report: bytes | None = None, *, hold: bool = False
+) -> tuple[socket.socket, str]:
     """A listener that, to the first connection, sends ``answer`` and then closes it; with
-    ``report``, it first takes the push and answers it so, then waits for the hang-up."""
+    ``report``, it first takes the push and answers it so, then waits for the hang-up;
+    with ``hold``, it says nothing more and waits for the hang-up."""
     import threading
 
     sock = socket.socket()
@@ -449,6 +452,8 @@ def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.sock
         with conn:
             conn.recv(65536)
             conn.sendall(answer)
+            while hold and conn.recv(65536):
+                pass
             if report is not None:
                 conn.recv(65536)
                 conn.sendall(report)
@@ -459,9 +464,11 @@ def _one_answer(answer: bytes, report: bytes | None = None) -> tuple[socket.sock
     return sock, f"git://127.0.0.1:{sock.getsockname()[1]}/x.git"
 
 
-def _push_to_one_answer(answer: bytes, report: bytes | None = None) -> GitRun:
+def _push_to_one_answer(
+    answer: bytes, report: bytes | None = None, *, hold: bool = False
+) -> GitRun:
     """A push of one new ref to a listener that answers ``answer`` (and ``report``)."""
-    sock, url = _one_answer(answer, report)
+    sock, url = _one_answer(answer, report, hold=hold)
     with sock:
         where = sendpack.parse_url(url)
         assert where is not None
@@ -497,6 +504,18 @@ def test_a_length_of_other_than_four_hex_digits_is_no_git(head: bytes) -> None:
     int() would take). The advertisement is no remote we understand: nothing is sent."""
     line = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
     run = _push_to_one_answer(head % (len(line) + 4) + line + b"0000")
+    assert run.code == 128 and not porcelain(run.out)
+    assert never_sent(run.err), run.err
+
+
+@pytest.mark.parametrize("head", [b"+fff", b" fff", b"0_ff", b"0xff"])
+def test_a_length_of_other_than_four_hex_digits_is_no_git_at_once(head: bytes) -> None:
+    """A length git would not read, naming more than has come, from a server that then
+    says nothing and keeps the connection open: no pkt-line, so nothing is waited for (as
+    a line read by itself would be refused), and the push ends with git's error, not at
+    its timeout."""
+    line = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
+    run = _push_to_one_answer(pkt(line) + head + b"x" * 10, hold=True)
     assert run.code == 128 and not porcelain(run.out)
     assert never_sent(run.err), run.err
 
@@ -598,6 +617,7 @@ REF_LINE = st.one_of(
             b"\xff" * 40 + b" refs/bin\n",
             b"ERR nope\n",
             b"0" * 40 + b" refs/\xff\n",
+            b"9" * 40 + b" refs/one\nrefs/two\n",
         ]
     ),
 )
@@ -635,18 +655,89 @@ def _advertise(lines: list[bytes], sizes: list[int]) -> tuple[object, object, ob
 
 @settings(max_examples=300, deadline=None)
 @given(lines=st.lists(REF_LINE, max_size=12),
-       sizes=st.lists(st.integers(1, 70), min_size=1, max_size=4))  # fmt: skip
+       sizes=st.lists(st.integers(1, 70), min_size=1, max_size=4),
+       batch=st.sampled_from([1, 2, 3, 5, sendpack.BATCH_LINES]))  # fmt: skip
 def test_an_advertisement_read_at_once_is_the_one_read_line_by_line(
-    lines: list[bytes], sizes: list[int]
+    lines: list[bytes], sizes: list[int], batch: int
 ) -> None:
-    at_once = _advertise(lines, sizes)
-    real = sendpack._plain_refs
+    """In batches of any size (a batch of ``batch`` lines, then the next)."""
+    real, whole = sendpack._plain_refs, sendpack.BATCH_LINES
     try:
+        sendpack.BATCH_LINES = batch
+        at_once = _advertise(lines, sizes)
+        sendpack.BATCH_LINES = whole
         sendpack._plain_refs = lambda _: None  # type: ignore[assignment]
         by_line = _advertise(lines, sizes)
     finally:
-        sendpack._plain_refs = real
+        sendpack._plain_refs, sendpack.BATCH_LINES = real, whole
     assert at_once == by_line
+
+
+def test_an_endless_advertisement_of_one_ref_costs_no_memory_a_line() -> None:
+    """A server that advertises one ref's line again and again (300,000 times here, some
+    18 MB): what is kept grows with the refs, not the lines, as when each line was read
+    by itself (all of them were held until the flush)."""
+    import threading
+    import tracemalloc
+
+    first = pkt(b"a" * 40 + b" refs/heads/main\0report-status atomic\n")
+    again = pkt(b"b" * 40 + b" refs/heads/main\n") * 300_000
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+
+    def serve() -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(first)
+            conn.sendall(again)
+            conn.sendall(b"0000")
+            while conn.recv(65536):
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    with sock:
+        where = sendpack.parse_url(f"git://127.0.0.1:{sock.getsockname()[1]}/x.git")
+        assert where is not None
+        session = sendpack.Session(where, 60)
+        tracemalloc.start()
+        try:
+            refs = session.advertised()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            session.close()
+    assert refs == {"refs/heads/main": "b" * 40}
+    assert peak < 8 << 20, f"{peak >> 20} MiB held reading one ref's lines"
+
+
+@pytest.mark.parametrize(
+    "bad", [b"not a ref\n", b"a" * 40 + b" refs/x y\n", b"shallow x\n", b"b" * 41 + b" refs/z\n"]
+)
+def test_a_line_git_would_refuse_is_refused_before_the_server_says_more(bad: bytes) -> None:
+    """The advertisement's lines are judged as they come: a line that is no "<id> <name>",
+    from a server that then says nothing and keeps the connection open, ends the push at
+    once with git's protocol error (it waited for the flush until the push timed out)."""
+    first = b"a" * 40 + b" refs/heads/main\0report-status atomic delete-refs\n"
+    run = _push_to_one_answer(
+        pkt(first) + pkt(b"c" * 40 + b" refs/heads/x\n") + pkt(bad), hold=True
+    )
+    assert run.code == 128 and not porcelain(run.out)
+    assert run.err.startswith("fatal: protocol error: expected sha/ref"), run.err
+
+
+def test_a_name_with_a_newline_in_it_is_read_as_line_by_line() -> None:
+    """One line's name holds a newline and the next has none: as many newlines as lines,
+    yet each name is its own line's, never shifted onto the next line's id."""
+    lines = [b"1" * 40 + b" refs/agent-locks/a\nrefs/agent-locks/b\n", b"2" * 40 + b" refs/c"]
+    refs, failed, _ = _advertise(lines, [70])
+    assert failed is None
+    assert refs == {
+        "refs/heads/main": "a" * 40,
+        "refs/agent-locks/a\nrefs/agent-locks/b": "1" * 40,
+        "refs/c": "2" * 40,
+    }
 
 
 # Heads git would not read (a sign, a blank, an underscore: int() takes them), each with a
@@ -673,15 +764,27 @@ def _line_by_line(reader: Reader) -> list[bytes]:
     return lines
 
 
+def _in_batches(reader: Reader, most: int) -> list[bytes]:
+    """``read_section`` called again and again, ``most`` lines at most and eager, until it
+    reads to the end of the section."""
+    lines: list[bytes] = []
+    while not reader.ended:
+        lines += reader.read_section(most=most, eager=True)
+    return lines
+
+
 @settings(max_examples=1000, deadline=None)
-@given(data=STREAM, sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3))
+@given(data=STREAM, sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+       most=st.integers(1, 4))  # fmt: skip
 def test_a_section_read_at_once_is_the_one_read_pkt_line_by_pkt_line(
-    data: bytes, sizes: list[int]
+    data: bytes, sizes: list[int], most: int
 ) -> None:
     """``read_section`` against ``read`` in a loop, over any bytes in any pieces: the same
-    lines, the same end of stream, and the same bytes left for what is read next."""
+    lines, the same end of stream, and the same bytes left for what is read next; read
+    whole, or in batches of ``most`` lines or of what came before it would wait."""
     outcomes = []
-    for read in (lambda r: r.read_section(), _line_by_line):
+    readers = (lambda r: r.read_section(), lambda r: _in_batches(r, most), _line_by_line)
+    for read in readers:
         reader = Reader(_Chunks(data, sizes), float("inf"))  # type: ignore[arg-type]
         try:
             got: object = read(reader)
@@ -689,4 +792,4 @@ def test_a_section_read_at_once_is_the_one_read_pkt_line_by_pkt_line(
             got = EOFError
         rest = None if got is EOFError else bytes(reader.buffer) + data[reader.channel.pos :]  # type: ignore[attr-defined]
         outcomes.append((got, rest))
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]

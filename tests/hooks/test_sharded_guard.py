@@ -184,3 +184,24 @@ def test_what_plain_git_does_to_a_guarded_sharded_table_is_refused(
     _commit(fresh, "agent-b", {"src/api/auth.py": "b\n"})
     pushed = run_git(fresh, "push", "origin", "HEAD:main")
     assert pushed.code != 0 and "HELD src/api/auth.py" in pushed.err, pushed.err
+
+
+def test_a_shard_ref_named_by_no_number_neither_breaks_the_guard_nor_passes_it(
+    guarded: tuple[Path, Path],
+) -> None:
+    """A ref under the shard journals named "²" (``str.isdigit`` takes it, ``int()`` does
+    not): pushed, the guard refuses it as no shard, in its own words; left on the remote
+    by hand (the guard bypassed), it is no shard to the guard, which reads the table as
+    before, and every write goes on. The guard stopped with a traceback either way."""
+    bare, a = guarded
+    main = git(bare, "rev-parse", "refs/heads/main").strip()
+    refused = run_git(a, "push", "origin", f"{main}:{SHARD}\u00b2")
+    assert refused.code != 0 and "Traceback" not in refused.err, refused.err
+    assert "which is no shard of this 8-shard lock table" in refused.err
+    git(bare, "update-ref", f"{SHARD}\u00b2", main)
+    for verb, path in [("acquire", "lib/**"), ("release", "src/api/**")]:
+        got = alock(a, verb, path, **A)
+        assert got.code == 0, (verb, got.err)
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"*.md", "lib/**"}
+    scan = table_refs(str(bare))
+    assert scan is not None and len(scan.refs) == 2

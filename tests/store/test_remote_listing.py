@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import git
 from support.cli import alock
 from support.records import write_blob
-from support.remote import make_bare, make_clone, remote_events, remote_locks
+from support.remote import make_bare, make_clone, pushed_by_git, remote_events, remote_locks
 
 from gitlocks.core.shard import record_shards
 
@@ -195,3 +196,28 @@ def test_gitlocks_own_push_finds_a_lock_ref_pushed_by_hand_in_its_connection(
     assert "mallory-1" not in remote_locks(bare), "the follow-up push deleted it"
     last = remote_events(bare)[-1]
     assert (last["event"], last["id"]) == ("repaired", "mallory-1")
+
+
+@pytest.mark.parametrize("by_git", [False, True])
+@pytest.mark.parametrize("number", ["\u00b2", "\u0661", "01"])
+def test_a_shard_ref_whose_name_is_no_plain_number_is_not_a_shard(
+    tmp_path: Path, by_git: bool, number: str
+) -> None:
+    """A ref pushed by hand under the shard journals whose name ``str.isdigit`` takes but
+    that is no shard number as gitlocks writes one ("²", which ``int()`` refuses; an
+    Arabic-Indic one; "01") is passed over by the listing beside a write, on a remote with
+    one journal (its own push connection lists every ref) or a sharded one: each claim
+    lands and says so (a "²" stopped every write with a traceback after its push had
+    landed)."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    if by_git:
+        pushed_by_git(a)
+        assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    main = git(bare, "rev-parse", "refs/heads/main").strip()
+    git(bare, "update-ref", f"refs/agent-locks-meta/shards/{number}", main)
+    for verb, path in [("acquire", "docs/**"), ("release", "src/**"), ("acquire", "lib/**")]:
+        got = alock(a, verb, path, **A)
+        assert got.code == 0 and "Traceback" not in got.err, (verb, path, got.err)
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"docs/**", "lib/**"}

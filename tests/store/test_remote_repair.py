@@ -244,3 +244,30 @@ def test_a_remote_that_cannot_update_its_refs_is_said_to_be_after_a_few_tries(
     assert "while its journal stood still" in got.err and "Traceback" not in got.err
     assert 1 <= lines_in(counter) <= 8
     assert {r.paths[0] for r in remote_locks(bare).values()} == {"src/**"}
+
+
+@pytest.mark.parametrize("mark", ["\u2028", "\u0085"])
+def test_a_lock_ref_name_with_a_line_break_python_knows_is_one_name(
+    tmp_path: Path, mark: str
+) -> None:
+    """git allows a ref name holding U+2028 (or U+0085), which ``str.splitlines`` breaks a
+    line at; ``ls-remote`` ends its lines with a newline alone. A ref pushed by hand named
+    as a lock's id, that mark, and more is no lock ref of that id: the lock's own ref,
+    moved by hand, is leased as it is and its release lands (it read as the other ref's
+    value, and each push was refused until the write gave up)."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    ids = {r.paths[0]: i for i, r in remote_locks(bare).items()}
+    src, docs = (f"refs/agent-locks/{ids[p]}" for p in ("src/**", "docs/**"))
+    other = git(bare, "rev-parse", docs).strip()
+    (tmp_path / "stray").write_text("stray\n")
+    stray = git(bare, "hash-object", "-w", str(tmp_path / "stray")).strip()
+    git(bare, "update-ref", src, other)  # moved by hand
+    git(bare, "update-ref", f"{src}{mark}x", stray)  # beside it, pushed by hand
+    got = alock(a, "release", "src/**", **A)
+    assert got.code == 0, (got.out, got.err)
+    left = git(bare, "for-each-ref", "--format=%(refname) %(objectname)", "refs/agent-locks/")
+    assert sorted(left.split("\n")[:-1]) == sorted([f"{docs} {other}", f"{src}{mark}x {stray}"])
+    assert "src/**" not in alock(a, "list").out

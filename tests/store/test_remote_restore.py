@@ -212,3 +212,23 @@ def test_a_shard_journal_that_continues_the_view_is_told_without_reading_a_claim
     with store.mutex():
         assert store.fetch()
     assert reads == []
+
+
+def test_a_journal_commit_naming_a_shard_by_no_number_is_no_view(tmp_path: Path) -> None:
+    """A journal commit pushed by hand whose first event reads as a shard view, naming a
+    shard "²" (``str.isdigit`` takes it, ``int()`` does not): the clone that mirrored it
+    is asked, when the journal next moves, whether its view lost claims, and reads that
+    commit as no view. Sync and claims go on (each stopped with a traceback)."""
+    bare, a, b = claimed(tmp_path)
+    tip = ref(bare, JOURNAL)
+    marker = json.dumps({"event": journal.VIEW_EVENT, "shards": {"\u00b2": ""}})
+    (tmp_path / "message").write_text(f"view\n\n{marker}\n\nJournal-Seq: 2\n")
+    tree = ref(bare, JOURNAL + "^{tree}")
+    forged = git(bare, "commit-tree", tree, "-p", tip, "-F", str(tmp_path / "message")).strip()
+    git(bare, "update-ref", JOURNAL, forged)
+    assert alock(a, "sync").code == 0  # mirrored: the view now names it
+    assert alock(b, "acquire", "docs/**", **B).code == 0  # the journal moves on
+    for verb, path in [("sync", None), ("acquire", "lib/**")]:
+        got = alock(a, verb, *([path] if path else []), **A)
+        assert got.code == 0 and "Traceback" not in got.err, (verb, got.err)
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"src/api/**", "docs/**", "lib/**"}
