@@ -355,7 +355,8 @@ class RemoteStore(ShardedPush):
                         f"the lock remote {self.remote!r} could not update the lock refs "
                         f"({self._rejected}) {still} times while its journal stood still; "
                         "the remote's own log may say why (a leftover .lock file under its "
-                        "refs/?). Try again later"
+                        "refs/, or lock refs it hides from pushes: receive.hideRefs?). Try "
+                        "again later"
                     )
                 self.lease_override = self.actual_lock_refs()
                 continue

@@ -271,3 +271,19 @@ def test_a_lock_ref_name_with_a_line_break_python_knows_is_one_name(
     left = git(bare, "for-each-ref", "--format=%(refname) %(objectname)", "refs/agent-locks/")
     assert sorted(left.split("\n")[:-1]) == sorted([f"{docs} {other}", f"{src}{mark}x {stray}"])
     assert "src/**" not in alock(a, "list").out
+
+
+def test_lock_refs_the_remote_hides_from_pushes_are_named_as_a_cause(tmp_path: Path) -> None:
+    """receive.hideRefs set on the remote after the switch: a push never sees the lock
+    refs it leases, so a release is refused however often it lists them again; the error
+    names that setting beside a leftover .lock file, and nothing moves."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    git(bare, "config", "receive.hideRefs", "refs/agent-locks/")
+    journal = git(bare, "rev-parse", JOURNAL).strip()
+    got = alock(a, "release", "src/**", **A)
+    assert got.code == 2, (got.out, got.err)
+    assert "receive.hideRefs" in got.err and "Traceback" not in got.err
+    assert git(bare, "rev-parse", JOURNAL).strip() == journal
+    assert {r.paths[0] for r in remote_locks(bare).values()} == {"src/**"}
