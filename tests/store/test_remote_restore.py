@@ -162,16 +162,14 @@ def test_a_forged_compacted_root_naming_the_last_tip_is_reported(tmp_path: Path)
     assert got.code == 2 and "which does not continue it" in got.err, got.err
 
 
-def test_a_journal_that_continues_the_view_is_told_without_reading_a_claim_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A write elsewhere (the common case after a fetch): whether the view lost claims is
-    told from their summaries; no record is read whole (at 10,000 claims, half a second of
-    every sync). A loss still names its first claim."""
-    bare, a, b = claimed(tmp_path)
-    assert alock(a, "acquire", "docs/**", **A).code == 0
-    store = RemoteStore.discover(b)
+def remote_store(clone: Path) -> RemoteStore:
+    store = RemoteStore.discover(clone)
     assert isinstance(store, RemoteStore)
+    return store
+
+
+def records_read(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The ids of each batch of records read whole from now on (``LazyRecords.prefetch``)."""
     reads: list[list[str]] = []
     real = LazyRecords.prefetch
 
@@ -180,6 +178,19 @@ def test_a_journal_that_continues_the_view_is_told_without_reading_a_claim_whole
         real(self, reads[-1])
 
     monkeypatch.setattr(LazyRecords, "prefetch", counted)
+    return reads
+
+
+def test_a_journal_that_continues_the_view_is_told_without_reading_a_claim_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write elsewhere (the common case after a fetch): whether the view lost claims is
+    told from their summaries; no record is read whole (at 10,000 claims, half a second of
+    every sync). A loss still names its first claim."""
+    bare, a, b = claimed(tmp_path)
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    store = remote_store(b)
+    reads = records_read(monkeypatch)
     with store.mutex():
         assert store.fetch()  # checks what the view held against the journal fetched
     assert reads == []
@@ -199,16 +210,8 @@ def test_a_shard_journal_that_continues_the_view_is_told_without_reading_a_claim
     assert alock(b, "sync").code == 0
     for n in range(6):
         assert alock(a, "acquire", f"p{n}/**", **A).code == 0
-    store = RemoteStore.discover(b)
-    assert isinstance(store, RemoteStore)
-    reads: list[list[str]] = []
-    real = LazyRecords.prefetch
-
-    def counted(self: LazyRecords, ids: Any) -> None:
-        reads.append(list(ids))
-        real(self, reads[-1])
-
-    monkeypatch.setattr(LazyRecords, "prefetch", counted)
+    store = remote_store(b)
+    reads = records_read(monkeypatch)
     with store.mutex():
         assert store.fetch()
     assert reads == []
