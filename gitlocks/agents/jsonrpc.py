@@ -53,7 +53,7 @@ def _params(message: dict[str, Any]) -> dict[str, Any]:
 def _write(out: BinaryIO, message: dict[str, Any]) -> None:
     """One line of ASCII: every other character escaped, so that none a reader may take
     for the end of a line (U+2028, U+2029, U+0085) is sent raw, nor a lone surrogate."""
-    out.write(jsontext.dumps(message).encode("ascii") + b"\n")
+    out.write(jsontext.dumps_finite(message).encode("ascii") + b"\n")
     out.flush()
 
 

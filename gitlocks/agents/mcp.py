@@ -342,11 +342,11 @@ def call(server: Server, tool: str, arguments: Any) -> str:
     except Exception as exc:  # a bug must still answer, and never look like a refusal
         error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
         result = {"status": "error", "error": error, "exit_code": 2}
-    text = jsontext.dumps(result, ensure_ascii=False)
+    text = jsontext.dumps_finite(result, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # an undecodable file name's bytes: escaped, still JSON
-        text = jsontext.dumps(result)
+        text = jsontext.dumps_finite(result)
     return text
 
 

@@ -78,14 +78,15 @@ def dump_json(data: Any, said: str = "") -> None:
 
 
 def json_text(data: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
-    """``data`` as JSON, other characters than ASCII as they are; every one escaped where
-    some string holds an unpaired surrogate (a hostile journal event's, spelled as an
-    escape), which no UTF-8 output can carry."""
-    text = jsontext.dumps(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+    """``data`` as strict JSON (a NaN or infinity a hostile journal event holds as null),
+    other characters than ASCII as they are; every one escaped where some string holds an
+    unpaired surrogate (a hostile journal event's, spelled as an escape), which no UTF-8
+    output can carry."""
+    text = jsontext.dumps_finite(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return jsontext.dumps(data, indent=indent, sort_keys=sort_keys)
+        return jsontext.dumps_finite(data, indent=indent, sort_keys=sort_keys)
     return text
 
 

@@ -90,6 +90,7 @@ def dumps(
     indent: int | None = None,
     separators: tuple[str, str] | None = None,
     sort_keys: bool = False,
+    allow_nan: bool = True,
 ) -> str:
     """``json.dumps(value, ...)`` with these options (the others at their defaults)."""
     if _scan is None:
@@ -100,6 +101,7 @@ def dumps(
                 indent=indent,
                 separators=separators,
                 sort_keys=sort_keys,
+                allow_nan=allow_nan,
             )
         )
     item, key = separators or ((",", ": ") if indent is not None else (", ", ": "))
@@ -108,12 +110,44 @@ def dumps(
     )
     if indent is None:
         encoder = _accelerator.make_encoder(
-            {}, _not_serializable, encode_str, None, key, item, sort_keys, False, True
+            {}, _not_serializable, encode_str, None, key, item, sort_keys, False, allow_nan
         )
         return "".join(encoder(value, 0))
+    if not allow_nan and not _all_finite(value):  # json's own error, where it finds one
+        _stdlib().dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False)
     parts: list[str] = []
     _indented(value, parts, encode_str, " " * indent, item, key, sort_keys, 0)
     return "".join(parts)
+
+
+def dumps_finite(value: object, **options: Any) -> str:
+    """``dumps`` for a reader of strict JSON (an agent, an MCP client): a float JSON cannot
+    spell (NaN, an infinity: a hostile journal event's) is written as null."""
+    try:
+        return dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return dumps(finite(value), **options)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with each float JSON cannot spell, a dict key too, as None."""
+    if isinstance(value, float):
+        return value if value - value == 0.0 else None
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, dict):
+        return {finite(k): finite(v) for k, v in value.items()}
+    return value
+
+
+def _all_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return value - value == 0.0
+    if isinstance(value, (list, tuple)):
+        return all(map(_all_finite, value))
+    if isinstance(value, dict):
+        return all(_all_finite(k) and _all_finite(v) for k, v in value.items())
+    return True
 
 
 def _indented(
@@ -185,4 +219,4 @@ def _indented(
         _not_serializable(value)
 
 
-__all__ = ["dumps", "loads"]
+__all__ = ["dumps", "dumps_finite", "finite", "loads"]

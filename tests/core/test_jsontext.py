@@ -41,6 +41,7 @@ OPTIONS = st.fixed_dictionaries(
         "indent": st.none() | st.integers(0, 4),
         "sort_keys": st.booleans(),
         "separators": st.none() | st.sampled_from([(",", ":"), (", ", ": "), (",", ": ")]),
+        "allow_nan": st.booleans(),
     }
 )
 
@@ -147,3 +148,23 @@ def test_an_error_is_json_error_where_json_was_never_loaded(text: str) -> None:
         assert out.stdout.strip() == f"{type(exc).__name__} {exc}"
     else:
         raise AssertionError("json took it")
+
+
+@settings(max_examples=300)
+@given(VALUES, OPTIONS)
+def test_dumps_finite_is_strict_json_with_null_for_what_json_cannot_spell(
+    value: Any, options: dict[str, Any]
+) -> None:
+    options.pop("allow_nan")
+    try:
+        text = jsontext.dumps_finite(value, **options)
+    except (TypeError, ValueError) as exc:  # what json refuses besides (keys, cycles)
+        assert outcome(json.dumps, value, **options)[0] == type(exc).__name__
+        return
+
+    def refuse(constant: str) -> object:
+        raise ValueError(constant)
+
+    assert json.loads(text, parse_constant=refuse) == json.loads(
+        json.dumps(jsontext.finite(value), **options)
+    )

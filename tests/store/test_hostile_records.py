@@ -200,6 +200,27 @@ def test_a_journal_event_holding_an_escaped_lone_surrogate_still_prints_as_json(
     assert got.out.isascii()  # escaped, all of it
 
 
+def test_a_journal_event_holding_nan_prints_as_strict_json(repo: Path) -> None:
+    """A hostile commit's event may hold NaN or an infinity (Python's JSON reads them):
+    ``log --json`` writes each as null, so a strict reader (an agent's, a browser's) still
+    reads one document."""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    tip = git(repo, "rev-parse", "refs/agent-locks-meta/journal").strip()
+    seq = int(git(repo, "log", "-1", "--format=%B", tip).split("Journal-Seq: ")[1])
+    body = (
+        '{"event": "released", "at": "2026-01-01T00:00:01Z", "holder": "h", "paths": ["a"], '
+        '"late": NaN, "deep": {"n": [1, -Infinity, 2.5]}}'
+    )
+    message = f"released\n\n{body}\n\nJournal-Seq: {seq + 1}\n"
+    commit = git(repo, "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", message).strip()
+    git(repo, "update-ref", "refs/agent-locks-meta/journal", commit, tip)
+    got = _git_alock(repo, "alock", "log", "--json")
+    assert got.code == 0 and "Traceback" not in got.err, got
+    events = cast(list[dict[str, object]], _strict(got.out))
+    hostile = next(e for e in events if "late" in e)
+    assert hostile["late"] is None and hostile["deep"] == {"n": [1, None, 2.5]}
+
+
 @pytest.mark.parametrize(
     "event",
     [
