@@ -10,6 +10,7 @@ import sys
 
 from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
 from gitlocks.core import jsontext
+from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
@@ -44,7 +45,7 @@ def whole_number(typed: str, option: str) -> int:
     # Past a billion nothing changes (the journal is never that long), and int() refuses
     # thousands of digits: such a count is read as the most there could be.
     digits = text.lstrip("0")
-    if not (text.isascii() and text.isdigit()) or not digits:
+    if not is_digits(text) or not digits:
         shown = typed if len(typed) <= 40 else typed[:40] + "..."
         raise UsageError(f"invalid {option} {shown!r}: use a whole number of at least 1, e.g. 20")
     return 10**9 if len(digits) > 9 else int(digits)

@@ -18,7 +18,7 @@ from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import format_time, parse_duration
-from gitlocks.core.text import first_control, printable
+from gitlocks.core.text import first_control, is_digits, printable
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
@@ -145,7 +145,7 @@ class KeepPolicy(Row):
         if text is None or not text.strip():
             return cls()
         text = text.strip()
-        if text.isascii() and text.isdigit():
+        if is_digits(text):
             if len(text) > 9:
                 raise UsageError(f"alock.journalKeep {text[:20]!r}... is too large a count")
             if int(text) < 1:

@@ -80,11 +80,25 @@ def printable_lines(lines: list[str]) -> str:
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 NAME_CHARS = ALNUM + "._-"
 HEX_DIGITS = "0123456789abcdef"
+DIGITS = "0123456789"
 
 
 def made_of(text: str, chars: str) -> bool:
     """Whether every character of ``text`` is one of ``chars`` (so is the empty text)."""
     return not text.strip(chars)
+
+
+def is_digits(text: str) -> bool:
+    """Whether ``text`` is a number as git and gitlocks write one: ASCII digits, at least
+    one. (``str.isdigit`` also takes "²", which ``int()`` refuses, and other scripts'
+    digits, which it reads.)"""
+    return bool(text) and made_of(text, DIGITS)
+
+
+def canonical_number(text: str) -> int | None:
+    """The number ``text`` is when spelled as ``str(int)`` spells it (no sign, no leading
+    zero, ASCII digits: a shard's name), else None."""
+    return int(text) if is_digits(text) and (text == "0" or text[0] != "0") else None
 
 
 def all_text(values: list[object]) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format
+from gitlocks.core.text import canonical_number
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.changes import finish_git, start_git
@@ -233,12 +234,6 @@ def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] |
     return count, tips
 
 
-def _shard_name(name: str) -> bool:
-    """Whether ``name`` is a shard's as gitlocks writes it: ASCII digits, no leading zero
-    (``isdigit()`` alone takes "²", which ``int()`` refuses)."""
-    return name.isascii() and name.isdigit() and str(int(name)) == name
-
-
 def table_refs(cwd: str | None = None) -> files.Scan | None:
     """The table the journal commit carries, as lock refs (name -> blob); None where the
     repository has no journal, or one from before journal commits carried the table
@@ -251,9 +246,9 @@ def table_refs(cwd: str | None = None) -> files.Scan | None:
         count, tips = state
         order = []
         for ref, tip in tips.items():
-            name = ref[len(SHARD_PREFIX) :]
-            if _shard_name(name) and int(name) < (count or MAX_SHARDS):
-                order.append((int(name), tip))
+            number = canonical_number(ref[len(SHARD_PREFIX) :])
+            if number is not None and number < (count or MAX_SHARDS):
+                order.append((number, tip))
         union: dict[str, str] = {}
         for _, tip in sorted(order):
             shard = read_journal(tip, cwd)

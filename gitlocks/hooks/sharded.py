@@ -18,6 +18,7 @@ from gitlocks.core.journal import is_journal_commit
 from gitlocks.core.record import LockRecord
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.core.table import check_record
+from gitlocks.core.text import canonical_number
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.hosted import (
     _batch,
@@ -34,11 +35,8 @@ from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SH
 
 
 def _shard_number(ref: str, count: int) -> int | None:
-    name = ref[len(SHARD_PREFIX) :]
-    # isascii(): isdigit() alone takes "²", which int() refuses.
-    if not (name.isascii() and name.isdigit()) or str(int(name)) != name or int(name) >= count:
-        return None
-    return int(name)
+    number = canonical_number(ref[len(SHARD_PREFIX) :])
+    return number if number is not None and number < count else None
 
 
 def guard_shards(

@@ -17,7 +17,7 @@ import stat
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import validate_holder
-from gitlocks.core.text import NAME_CHARS
+from gitlocks.core.text import NAME_CHARS, is_digits
 from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
@@ -350,7 +350,7 @@ def _pane_of(pid: int, env: Mapping[str, str]) -> str:
     except OSError:
         pass
     digits = raw.removeprefix("%")
-    if not (digits.isascii() and digits.isdigit() and len(digits) < 10):
+    if not (is_digits(digits) and len(digits) < 10):
         return ""
     return str(int(digits))
 
@@ -578,7 +578,7 @@ def _declared_session(env: Mapping[str, str]) -> SessionProcess | None:
     raw = env.get("AGENT_SESSION_PID", "").strip()
     if not raw:
         return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or not 0 < int(raw) < 1 << 32:
+    if not is_digits(raw) or len(raw) > 10 or not 0 < int(raw) < 1 << 32:
         raise UsageError(f"invalid AGENT_SESSION_PID {raw!r}: a process id is a positive number")
     pid = int(raw)
     info = _proc_info(pid)

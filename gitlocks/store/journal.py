@@ -22,6 +22,7 @@ from gitlocks.core.dates import datetime, timezone
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_lock_id, lock_ids_only
+from gitlocks.core.text import is_digits
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
@@ -229,8 +230,7 @@ class Journal:
             return None
         tips: dict[int, str | None] = {}
         for key, value in named.items():
-            digits = isinstance(key, str) and key.isascii() and key.isdigit()  # not "²"
-            if not (digits and isinstance(value, str)):
+            if not (isinstance(key, str) and is_digits(key) and isinstance(value, str)):
                 return None
             tips[int(key)] = value or None
         return tips

@@ -11,6 +11,7 @@ from __future__ import annotations
 import _thread  # one thread and its join: ``threading`` would cost a write a millisecond
 
 from gitlocks.core.record import is_lock_id
+from gitlocks.core.text import canonical_number
 from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
 from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
@@ -55,11 +56,9 @@ def listed(
             if leases.get(lock_id) != oid and is_lock_id(lock_id) and name not in symrefs:
                 moved[lock_id] = oid
         elif name.startswith(SHARD_PREFIX):
-            number = name[len(SHARD_PREFIX) :]
-            # As gitlocks names a shard: ASCII digits without a leading zero. isdigit()
-            # alone takes "²", which int() refuses, and Arabic-Indic digits or "01".
-            if number.isascii() and number.isdigit() and str(int(number)) == number:
-                tips[int(number)] = oid
+            number = canonical_number(name[len(SHARD_PREFIX) :])  # as gitlocks names one
+            if number is not None:
+                tips[number] = oid
     return moved, tips
 
 

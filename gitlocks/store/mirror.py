@@ -14,6 +14,7 @@ import time
 
 from gitlocks.core import jsontext
 from gitlocks.core.record import is_object_id
+from gitlocks.core.text import is_digits
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git, timed_out
@@ -283,9 +284,7 @@ class Mirror(Store):
             numbers = [
                 int(number)
                 for name in self.scan_refs((META_PREFIX,))
-                if name.startswith(_NUMBERED)
-                and (number := name[len(_NUMBERED) :]).isascii()
-                and number.isdigit()
+                if name.startswith(_NUMBERED) and is_digits(number := name[len(_NUMBERED) :])
             ]
             updates[f"{LOCAL_JOURNAL_REF}-{max(numbers, default=0) + 1}"] = kept
         return updates

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
+from gitlocks.core.text import is_digits
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.service import journal
 from gitlocks.service.context import Context
@@ -253,11 +254,10 @@ class Handler(BaseHTTPRequestHandler):
         since = 0
         for part in query.split("&"):
             key, _, value = part.partition("=")
-            # isdigit() alone also takes "²", which int() refuses.
-            if key == "since" and value.isascii() and value.isdigit():
+            if key == "since" and is_digits(value):
                 since = int(value[:18])
         header = self.headers.get("Last-Event-ID", "")
-        if header.isascii() and header.isdigit():
+        if is_digits(header):
             since = max(since, int(header[:18]))
         self.send_response(200)
         self._headers("text/event-stream")

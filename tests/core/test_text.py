@@ -8,7 +8,15 @@ import re
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gitlocks.core.text import HEX_DIGITS, NAME_CHARS, first_control, made_of, printable
+from gitlocks.core.text import (
+    HEX_DIGITS,
+    NAME_CHARS,
+    canonical_number,
+    first_control,
+    is_digits,
+    made_of,
+    printable,
+)
 
 # Text any check may meet: the characters names are made of, the ones that end or split
 # them, controls, separators, a lone surrogate, non-ASCII letters and digits.
@@ -39,3 +47,11 @@ def test_first_control_is_the_pattern(text: str) -> None:
 def test_made_of_is_a_character_class(text: str) -> None:
     assert made_of(text, NAME_CHARS) == bool(re.fullmatch(r"[A-Za-z0-9._-]*", text))
     assert made_of(text, HEX_DIGITS) == bool(re.fullmatch(r"[0-9a-f]*", text))
+
+
+@given(st.text(alphabet="0123456789\u00b2\u0661\u0662 +-_x", max_size=6))  # ², Arabic-Indic 1, 2
+def test_digits_are_ascii_digits_and_a_canonical_number_is_str_of_int(text: str) -> None:
+    ascii_digits = text != "" and all("0" <= c <= "9" for c in text)
+    assert is_digits(text) == ascii_digits
+    expected = int(text) if ascii_digits and str(int(text)) == text else None
+    assert canonical_number(text) == expected
