@@ -16,6 +16,7 @@ import time
 from select import POLLERR, POLLHUP, POLLIN, POLLOUT, poll
 
 from gitlocks.core.plain import Row
+from gitlocks.core.text import is_digits
 from gitlocks.git.run import Env, environment
 from gitlocks.git.settings import parse_bool
 from gitlocks.git.spawn import Process, TimeoutExpired
@@ -114,7 +115,7 @@ def parse_url(url: str) -> Target | None:
         if (
             not host
             or not host.isascii()
-            or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536))
+            or (port_text and not (is_digits(port_text) and 0 < int(port_text) < 65536))
         ):
             return None  # a name of other letters is git's to encode (IDNA)
         return Target(url, path, host, int(port_text) if port_text else DEFAULT_PORT)

@@ -28,6 +28,7 @@ import os
 from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row
+from gitlocks.core.text import is_digits
 from gitlocks.identity import (
     HARNESS_PROCESSES,
     HOLDER_SCOPE_ENV,
@@ -304,7 +305,7 @@ def prune(env: Mapping[str, str] | None = None) -> int:
             path[: -len(".repos")] + ".json"
         ):
             pid = entry.name.split("-", 1)[0]
-            if pid.isdigit() and process_start_time(int(pid)) is None:
+            if is_digits(pid) and process_start_time(int(pid)) is None:
                 try:
                     os.unlink(path)
                 except OSError:
@@ -316,7 +317,7 @@ def _prune_entry(path: str, env: Mapping[str, str] | None) -> int:
     data = _doc(path)
     pid_text = os.path.basename(path).split("-", 1)[0]
     start_time = data.get("start_time") if data is not None else None
-    if data is None or not pid_text.isdigit() or not isinstance(start_time, str):
+    if data is None or not is_digits(pid_text) or not isinstance(start_time, str):
         return 0
     host_id = data.get("host_id")
     boot = host_identity().split(":", 1)[0]

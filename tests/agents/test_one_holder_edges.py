@@ -539,11 +539,16 @@ def test_session_start_prunes_what_crashes_and_reboots_left(
     left = where / f".{dead}-{'e' * 16}.json.{dead}.tmp"  # a writer killed before its rename
     left.write_text("{")
     os.utime(left, (1, 1))
+    # Named by no process id git or the kernel writes: "²" passes isdigit(), not int().
+    odd = [where / f"\u00b2-{'f' * 16}.repos", where / f"\u00b2-{'1' * 16}.json"]
+    odd[0].write_text("")  # a list of repositories without its entry
+    odd[1].write_text(json.dumps({"start_time": "x:1", "host": "elsewhere"}))
     agent = start(standins, tmp_path, repo)
     holder_of(agent, repo)
     assert not rebooted.exists() and not rebooted.with_suffix(".repos").exists()
     assert not orphan.exists() and not left.exists()
     assert container.exists() and elsewhere.exists()  # not ours to judge
+    assert all(path.exists() for path in odd)  # nor are these
     assert entry_file(agent).exists()
 
 

@@ -306,6 +306,8 @@ def test_a_silent_remote_times_out(tmp_path: Path) -> None:
         ("git://host/x%20y.git", None),
         ("git://host:0/x.git", None),
         ("git://host:99999/x.git", None),
+        ("git://host:\u00b2/x.git", None),  # a digit int() refuses: git's to say
+        ("git://host:\u0661\u0662/x.git", None),  # Arabic-Indic 12: no port git reads
         ("git://user@host/x.git", None),
         ("git://host", None),
         ("git://bücher.example/x.git", None),
