@@ -218,7 +218,7 @@ def _packed_by_name(packed: bytes, namespace: str) -> dict[str, str]:
     """The lines of ``packed`` under ``namespace``, by name (parsed once per content)."""
     found = _packed_dicts.get(namespace)
     if found is None or found[0] != packed:
-        found = (packed, dict(_packed(packed, (namespace,))))
+        found = (packed, packed_refs(packed, (namespace,)))  # a name twice: its first line
         _packed_dicts[namespace] = found
     return found[1]
 

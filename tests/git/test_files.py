@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from support.records import write_blob
 
@@ -132,6 +132,13 @@ def test_a_region_of_other_lines_is_read_line_by_line(region: str) -> None:
                      "refs/agent-locks-meta/journal", "refs/heads/main"]),
     st.booleans(),
 )  # fmt: skip
+# A name on three lines, the first not a valid id: the lines are parsed, the first valid
+# one wins (the parse once kept the last).
+@example(
+    b"\n".join(oid + b" refs/agent-locks/x" for oid in (b"A" * 40, b"0" * 40, b"a" * 64)),
+    "refs/agent-locks/x",
+    False,
+)
 def test_one_packed_ref_is_read_as_the_file_is(packed: bytes, name: str, header: bool) -> None:
     """A write reads a few refs of a large file by searching for their lines: the same
     value as parsing its lines, first line winning, whatever else the file holds."""
