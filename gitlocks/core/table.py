@@ -8,13 +8,12 @@ the number of locks it might cross, not in the number of locks that exist.
 from __future__ import annotations
 
 from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
-from _operator import attrgetter  # operator.py re-exports it: its import costs 0.2 ms
 
 from gitlocks.core.dates import timedelta
-from gitlocks.core.glob import compile_pattern
 from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
+from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
@@ -69,7 +68,7 @@ class Judged(Row):
     (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and
     the refs that hold no usable record."""
 
-    summaries: dict[str, Summary]
+    summaries: Summaries
     blobs: dict[str, str]
     problems: list[Problem]
 
@@ -78,7 +77,8 @@ def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | 
     """What ``verdicts`` (by blob id) say of each of ``refs`` (name -> blob id), as
     ``lazy_table`` reads them; None when a blob has no verdict (a missing object has none:
     it may yet arrive)."""
-    judged = Judged({}, {}, [])
+    summaries: dict[str, Summary] = {}
+    judged = Judged(Summaries(), {}, [])
     cut = len(LOCK_PREFIX)
     for ref, oid in refs.items():
         verdict = verdicts.get(oid)
@@ -88,8 +88,9 @@ def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | 
         if isinstance(found, Problem):
             judged.problems.append(found)
         else:
-            judged.summaries[ref[cut:]] = found
+            summaries[ref[cut:]] = found
         judged.blobs[ref[cut:]] = oid
+    judged.summaries.put_many(summaries)
     return judged
 
 
@@ -117,10 +118,10 @@ def lazy_table(
 
     ``known`` holds verdicts kept from earlier reads, by blob id; the blobs without one are
     read (``read``, in one batch) and judged now. Returns the table and the new verdicts.
-    ``judged`` are more lock refs, judged already (its dicts become the table's); one
-    named in ``refs`` too is judged from ``refs``. A record read later that does not match
-    its kept verdict or judgement (the file was edited) stops the command, after
-    ``distrust`` (which should forget the kept verdicts and judgements).
+    ``judged`` are more lock refs, judged already (its summaries, blobs and problems become
+    the table's); one named in ``refs`` too is judged from ``refs``. A record read later
+    that does not match its kept verdict or judgement (the file was edited) stops the
+    command, after ``distrust`` (which should forget the kept verdicts and judgements).
     The one loader of the lock table, for the store, the remote and the hooks alike.
     """
     refs = list(refs)
@@ -129,9 +130,10 @@ def lazy_table(
     fresh: dict[str, Verdict] = {}
     parsed: dict[str, LockRecord] = {}
     cut, get = len(LOCK_PREFIX), known.get
+    added: dict[str, Summary] = {}  # put in the table's summaries at once, at the end
     if judged is None:
         problems: list[Problem] = []
-        summaries: dict[str, Summary] = {}
+        summaries = Summaries()
         blobs: dict[str, str] = {}
     else:
         problems, summaries, blobs = judged.problems, judged.summaries, judged.blobs
@@ -145,7 +147,7 @@ def lazy_table(
         lock_id = ref[cut:]
         verdict = get(oid)
         if type(verdict) is Summary and verdict.id == lock_id:  # most of a large table
-            blobs[lock_id], summaries[lock_id] = oid, verdict
+            blobs[lock_id], added[lock_id] = oid, verdict
             continue
         if verdict is None:
             verdict = fresh.get(oid)
@@ -163,7 +165,8 @@ def lazy_table(
         if isinstance(found, Problem):
             problems.append(found)
         else:
-            summaries[lock_id] = found
+            added[lock_id] = found
+    summaries.put_many(added)
 
     def load_many(ids: list[str]) -> dict[str, LockRecord]:
         found = read([blobs[i] for i in ids])
@@ -181,7 +184,7 @@ def lazy_table(
             records[lock_id] = record
         return records
 
-    records = LazyRecords(summaries, load_many, parsed)
+    records = LazyRecords(summaries.ids(), load_many, parsed)
     table = Table(
         version=version,
         ignore_case=ignore_case,
@@ -199,42 +202,7 @@ def record_entries(record: LockRecord) -> list[ScopeEntry]:
     return [ScopeEntry(p, exact=p in exact) for p in record.paths]
 
 
-class Summary(Row):
-    """What the table needs of a record before reading it whole: who holds it until when,
-    and the first path segments its patterns are bound to (see ``bucket_of``)."""
-
-    id: str
-    holder: str
-    parent: str | None
-    expires_at: str
-    buckets: tuple[str, ...]
-    # Waits for commits to land (``--until-merged`` with commits made): every write asks
-    # whether they have, so it must find these records without reading the others.
-    landing: bool = False
-
-    @classmethod
-    def of(cls, record: LockRecord) -> Summary:
-        buckets = tuple(sorted({bucket_of(p) for p in record.paths}))
-        landing = bool(record.until_merged and record.awaiting)
-        return cls(record.id, record.holder, record.parent, record.expires_at, buckets, landing)
-
-
-# Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
-# document of another format is not read at all.
-VERDICTS_FORMAT = 4
-Verdict = Summary | str  # what a blob holds: a record's summary, or why it is none
 Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
-
-
-def bucket_of(pattern: str) -> str:
-    """The first segment every path ``pattern`` covers starts with, case-folded; "" when
-    it may start with anything. Two patterns in different non-empty buckets never overlap,
-    so a question only reads the records of its own bucket and of ""."""
-    try:  # normalised first: "./src", "lib/../src" and "src" name one subtree
-        prefix = compile_pattern(pattern, False).prefix
-    except InvalidPattern:
-        return ""
-    return prefix[0].casefold() if prefix else ""
 
 
 class LazyRecords(MutableMapping[str, LockRecord]):
@@ -307,7 +275,9 @@ class Table:
     # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
     # clock wrote it, so nobody treats it as expired until this allowance has passed too.
     skew: int = 0
-    summaries: dict[str, Summary] = field(default_factory=dict)
+    # Given as a dict (of the records, or none for a table of records not read lazily) or
+    # as ``Summaries``, kept as ``Summaries``: the questions below are passes over columns.
+    summaries: Summaries = field(default_factory=Summaries)
     _index: ScopeIndex[Key] = field(init=False, repr=False)
     _indexed: set[str] = field(init=False, repr=False)
     # Ids by holder and by bucket, each gathered from the summaries when first asked for:
@@ -323,8 +293,10 @@ class Table:
         self._all_holders = False
         self._by_bucket = {}
         if not isinstance(self.records, LazyRecords):
-            self.summaries = {r.id: Summary.of(r) for r in self.records.values()}
-        elif self.summaries.keys() != self.records.ids():
+            self.summaries = Summaries({r.id: Summary.of(r) for r in self.records.values()})
+        elif not isinstance(self.summaries, Summaries):
+            self.summaries = Summaries(self.summaries)
+        if isinstance(self.records, LazyRecords) and self.summaries.ids() != self.records.ids():
             raise ValueError("a table of lazily read records needs the summary of each")
 
     def _holder_ids(self, holder: str) -> set[str]:  # the set kept: never changed by callers
@@ -332,26 +304,19 @@ class Table:
         if ids is None:
             if self._all_holders:
                 return set()
-            ids = {i for i, s in self.summaries.items() if s.holder == holder}
+            ids = self.summaries.held_by(holder)
             self._by_holder[holder] = ids
         return ids
 
     def _holders(self) -> dict[str, set[str]]:  # ids by holder, of every holder
         if not self._all_holders:
-            by_holder: dict[str, set[str]] = {}
-            for summary in self.summaries.values():
-                by_holder.setdefault(summary.holder, set()).add(summary.id)
-            self._by_holder, self._all_holders = by_holder, True
+            self._by_holder, self._all_holders = self.summaries.by_holder(), True
         return self._by_holder
 
     def _bucket_ids(self, buckets: set[str]) -> set[str]:  # ids in any of ``buckets``
-        wanted = {b: set[str]() for b in buckets if b not in self._by_bucket}
+        wanted = {b for b in buckets if b not in self._by_bucket}
         if wanted:  # gathered in one pass
-            for summary in self.summaries.values():
-                for bucket in summary.buckets:
-                    if bucket in wanted:
-                        wanted[bucket].add(summary.id)
-            self._by_bucket.update(wanted)
+            self._by_bucket.update(self.summaries.in_buckets(wanted))
         return set().union(*(self._by_bucket[b] for b in buckets))
 
     def __iter__(self) -> Iterator[LockRecord]:
@@ -412,7 +377,7 @@ class Table:
         """The ids whose records may cross ``entries``: those of their buckets and of ""."""
         buckets = {bucket_of(e.pattern) for e in entries}
         if "" in buckets:
-            return set(self.summaries)
+            return self.summaries.ids()
         return self._bucket_ids(buckets | {""})
 
     def prepare(self, entries: Iterable[ScopeEntry]) -> None:
@@ -443,7 +408,7 @@ class Table:
 
     def landing(self) -> list[LockRecord]:
         """Records waiting for their commits to land in a branch, oldest first."""
-        return [self.records[i] for i in sorted(i for i, s in self.summaries.items() if s.landing)]
+        return [self.records[i] for i in sorted(self.summaries.landing())]
 
     def holders(self) -> list[str]:
         """Every holder with a record in the table (read from summaries alone)."""
@@ -455,7 +420,7 @@ class Table:
     def parent_of(self, holder: str) -> str | None:
         """The parent a holder declared in any of its records."""
         for lock_id in sorted(self._holder_ids(holder)):
-            parent = self.summaries[lock_id].parent
+            parent = self.summaries.parent(lock_id)
             if parent:
                 return parent
         return None
@@ -475,7 +440,7 @@ class Table:
         for several leads: each of its records names its own parent)."""
         found: set[str] = set()
         for other, ids in self._holders().items():
-            parents = {self.summaries[i].parent for i in ids}
+            parents = {self.summaries.parent(i) for i in ids}
             if other != holder and any(self.leads_to(p, holder) for p in parents):
                 found.add(other)
         return found
@@ -514,16 +479,18 @@ class Table:
     def live(self, now: str) -> list[LockRecord]:
         """Unexpired records, oldest first."""
         cutoff = self.cutoff(now)
+        live = sorted(self.summaries.expiring(cutoff, after=True))
         if isinstance(self.records, LazyRecords):
-            self.records.prefetch(i for i, s in self.summaries.items() if s.expires_at > cutoff)
-        return [self.records[i] for i, s in sorted(self.summaries.items()) if s.expires_at > cutoff]
+            self.records.prefetch(live)
+        return [self.records[i] for i in live]
 
     def expired(self, now: str) -> list[LockRecord]:
         """Records expired at ``now`` (an RFC 3339 UTC time), allowing for ``skew``."""
         now = self.cutoff(now)  # RFC 3339 UTC strings of one format sort as times
-        if min(map(_expires_at, self.summaries.values()), default=now + "~") > now:
+        earliest = self.summaries.earliest()
+        if earliest is None or earliest > now:
             return []  # the common case: one pass at C speed
-        gone = sorted(i for i, s in self.summaries.items() if s.expires_at <= now)
+        gone = sorted(self.summaries.expiring(now, after=False))
         return [self.records[i] for i in gone]
 
     def overlaps(self, entries: Iterable[ScopeEntry]) -> dict[str, list[tuple[str, str]]]:
@@ -543,9 +510,6 @@ class Table:
     def scopes_overlap(self, a: Iterable[ScopeEntry], b: Iterable[ScopeEntry]) -> bool:
         b = list(b)
         return any(entries_overlap(x, y, ignore_case=self.ignore_case) for x in a for y in b)
-
-
-_expires_at = attrgetter("expires_at")
 
 
 class Friends:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from _collections_abc import Iterator, Mapping
 
 from gitlocks.core import jsontext
-from gitlocks.core.table import VERDICTS_FORMAT, Judged, Problem, Summary, Verdict
+from gitlocks.core.summaries import VERDICTS_FORMAT, Columns, Summaries, Summary, Verdict
+from gitlocks.core.table import Judged, Problem
 from gitlocks.core.text import all_text
 from gitlocks.layout import LOCK_PREFIX
 
@@ -38,8 +39,8 @@ def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
     if type(reasons) is dict and all_text(list(reasons.values())):
         summaries = _summaries(data.get("summaries"))  # type: ignore[union-attr]
         if summaries is not None:
-            oids, _, made = summaries
-            return {**reasons, **dict(zip(oids, made, strict=True))}
+            oids, columns = summaries
+            return {**reasons, **dict(zip(oids, _made(columns), strict=True))}
     return {}
 
 
@@ -65,12 +66,15 @@ def decode_judged(raw: bytes) -> Judged | None:
         for p in problems
     ):
         return None
-    oids, ids, made = summaries
+    oids, columns = summaries
+    ids = columns[0]
     blobs = dict(zip(ids, oids, strict=True))
+    if len(blobs) != len(ids):
+        return None  # an id twice: gitlocks never writes one
     cut = len(LOCK_PREFIX)
     blobs.update((ref[cut:], oid) for ref, oid, _ in problems)  # every blob, usable or not
     return Judged(
-        dict(zip(ids, made, strict=True)),
+        Summaries.of_columns(columns),  # a summary is made only for an id asked for
         blobs,
         [Problem(ref, oid, reason) for ref, oid, reason in problems],
     )
@@ -99,8 +103,9 @@ def _columns(rows: list[tuple[str, Summary]]) -> dict[str, list[object]]:
     }
 
 
-def _summaries(columns: object) -> tuple[list[str], list[str], Iterator[Summary]] | None:
-    """The blob ids, lock ids and summaries of ``_columns``; None when not of its shape."""
+def _summaries(columns: object) -> tuple[list[str], Columns] | None:
+    """The blob ids and the summaries' columns of ``_columns``; None when not of its
+    shape."""
     try:
         oids, ids, holders = columns["oid"], columns["id"], columns["holder"]  # type: ignore[index]
         parents, expiries = columns["parent"], columns["expires_at"]  # type: ignore[index]
@@ -114,7 +119,13 @@ def _summaries(columns: object) -> tuple[list[str], list[str], Iterator[Summary]
         and set(map(type, landing)) <= {bool}
     ):
         return None
+    return oids, (ids, holders, parents, expiries, buckets, landing)
+
+
+def _made(columns: Columns) -> Iterator[Summary]:
+    """The summary of each row of ``columns``."""
+    ids, holders, parents, expiries, buckets, landing = columns
     # Lists of one value repeated, where itertools.repeat would be one module more to load.
     split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))  # patterns: no newline
     fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
-    return oids, ids, map(tuple.__new__, [Summary] * len(oids), fields)  # a Row is a tuple
+    return map(tuple.__new__, [Summary] * len(ids), fields)  # a Row is a tuple

@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 
 from gitlocks.core.plain import Row
-from gitlocks.core.table import Judged, Verdict, judge
+from gitlocks.core.summaries import Verdict
+from gitlocks.core.table import Judged, judge
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
 from gitlocks.git import files
 from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE

@@ -8,7 +8,8 @@ needs; the store's kept verdicts spare the rest.
 from __future__ import annotations
 
 from gitlocks.core.record import MAX_RECORD_BYTES
-from gitlocks.core.table import Judged, Problem, Table, Verdict, lazy_table
+from gitlocks.core.summaries import Verdict
+from gitlocks.core.table import Judged, Problem, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git import files, kept, run
 from gitlocks.git.changes import (

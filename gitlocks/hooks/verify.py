@@ -416,7 +416,8 @@ def check_commits(
         )
     changed: dict[str, list[str]] = {}
     cutoff = table.cutoff(format_time(now))
-    if any(s.expires_at > cutoff for s in table.summaries.values()):
+    latest = table.summaries.latest()
+    if latest is not None and latest > cutoff:
         # Without a live claim no commit can cross one: a push into a repository where
         # nobody claims anything (a first push of a long history) reads no paths at all.
         feed = _diff_feed(judged)
@@ -426,7 +427,7 @@ def check_commits(
         lists = tuple(CommittedIgnores(list(anchors), cwd).finish())
         ignores = replace(ignores, anchors=lists)
     findings = judge(judged, changed, table, now, ignores)
-    if landing and any(s.expires_at > cutoff for s in table.summaries.values()):
+    if landing and latest is not None and latest > cutoff:
         # Imported here: only a push that moves a branch while a claim is live reads it.
         from gitlocks.hooks.landing import undone
 

@@ -60,7 +60,7 @@ def _live_ids(table: Table) -> list[str]:
     """The ids of ``table``'s unexpired claims, oldest first, as ``live`` orders them: told
     by their summaries, so none is read whole (10,000 records: half a second)."""
     cutoff = table.cutoff(format_time(utcnow()))
-    return sorted(i for i, s in table.summaries.items() if s.expires_at > cutoff)
+    return sorted(table.summaries.expiring(cutoff, after=True))
 
 
 def _continues(remote: RemoteStore, new: str, view: str) -> bool:

@@ -302,7 +302,8 @@ def test_lazy_table_overlaps_equal_brute_force(
 ) -> None:
     """The table reads (and indexes) only the buckets a claim can reach: never an answer lost."""
     from gitlocks.core.record import LockRecord
-    from gitlocks.core.table import LazyRecords, Summary, Table
+    from gitlocks.core.summaries import Summaries, Summary
+    from gitlocks.core.table import LazyRecords, Table
 
     # A record names each pattern once (exact or not), as acquire writes it.
     scopes = [list({e.pattern: e for e in scope}.values()) for scope in scopes]
@@ -327,7 +328,7 @@ def test_lazy_table_overlaps_equal_brute_force(
     table = Table(
         ignore_case=ignore_case,
         records=LazyRecords(records, load_many),
-        summaries={i: Summary.of(r) for i, r in records.items()},
+        summaries=Summaries({i: Summary.of(r) for i, r in records.items()}),
     )
     expected = {
         lock_id

@@ -7,11 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitlocks.core.record import LockRecord
-from gitlocks.core.table import (
-    LazyRecords,
-    Summary,
-    Table,
-)
+from gitlocks.core.summaries import Summaries, Summary
+from gitlocks.core.table import LazyRecords, Table
 
 HOLDERS = ("h0", "h1", "h2")
 PATHS = ("a/**", "b/x", "**/c", "a/b", "*.py")
@@ -54,7 +51,7 @@ steps = st.lists(
 def lazy(found: dict[str, LockRecord]) -> Table:
     return Table(
         records=LazyRecords(found, lambda ids: {i: found[i] for i in ids}),
-        summaries={i: Summary.of(r) for i, r in found.items()},
+        summaries=Summaries({i: Summary.of(r) for i, r in found.items()}),
     )
 
 

@@ -8,7 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitlocks.core.table import Judged, Problem, Summary, Verdict, judge, lazy_table
+from gitlocks.core.summaries import Summaries, Summary, Verdict
+from gitlocks.core.table import Judged, Problem, judge, lazy_table
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
 from gitlocks.layout import LOCK_PREFIX
 
@@ -104,7 +105,7 @@ def test_judged_refs_give_way_to_the_refs_read_again() -> None:
     a = Summary("a", "h", None, STAMPS[0], ("src",), False)
     b = Summary("b", "h", None, STAMPS[0], ("lib",), False)
     judged = Judged(
-        {"a": a},
+        Summaries({"a": a}),
         {"a": "1" * 40, "b": "2" * 40},
         [Problem(LOCK_PREFIX + "b", "2" * 40, "not JSON")],
     )
@@ -120,7 +121,7 @@ def test_judged_refs_give_way_to_the_refs_read_again() -> None:
 
 def test_judged_of_a_bad_shape_are_none() -> None:
     judged = Judged(
-        {"a": Summary("a", "h", None, STAMPS[0], ("src",), False)},
+        Summaries({"a": Summary("a", "h", None, STAMPS[0], ("src",), False)}),
         {"a": "1" * 40, "b": "2" * 40},
         [Problem(LOCK_PREFIX + "b", "2" * 40, "not JSON")],
     )
@@ -133,6 +134,9 @@ def test_judged_of_a_bad_shape_are_none() -> None:
         {**good, "format": 3},
         {k: v for k, v in good.items() if k != "summaries"},
         {**good, "summaries": {**good["summaries"], "id": []}},
+        # One id on two rows: gitlocks never writes it, and the columns are asked of as
+        # rows of distinct ids (a dict of them kept the last row only).
+        {**good, "summaries": {k: v * 2 for k, v in good["summaries"].items()}},
         [],
     ]
     for doc in bad:

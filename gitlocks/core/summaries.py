@@ -1,0 +1,260 @@
+"""What a decision needs of each record before reading it whole: its ``Summary``, and the
+``Summaries`` of a table, by lock id.
+
+A table of 10,000 locks read from a kept judgement (``gitlocks.git.kept``) arrives as
+columns: every id, then every holder, and so on. Making 10,000 summaries of them, and a
+dict of those, was most of reading such a table; a claim asks only a few questions of them
+all (whose are these, which lie in these buckets, which wait on a merge, which are
+expired), and each is one pass over one column. So ``Summaries`` keeps the columns as they
+came, makes the summary of one id when asked for it, and keeps beside them those put since
+(docs/design.md, section 4.5).
+"""
+
+from __future__ import annotations
+
+from _collections_abc import Iterator, Mapping, MutableMapping  # os loads it
+
+from gitlocks.core.glob import compile_pattern
+from gitlocks.core.plain import Row
+from gitlocks.errors import InvalidPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitlocks.core.record import LockRecord
+
+
+class Summary(Row):
+    """What the table needs of a record before reading it whole: who holds it until when,
+    and the first path segments its patterns are bound to (see ``bucket_of``)."""
+
+    id: str
+    holder: str
+    parent: str | None
+    expires_at: str
+    buckets: tuple[str, ...]
+    # Waits for commits to land (``--until-merged`` with commits made): every write asks
+    # whether they have, so it must find these records without reading the others.
+    landing: bool = False
+
+    @classmethod
+    def of(cls, record: LockRecord) -> Summary:
+        buckets = tuple(sorted({bucket_of(p) for p in record.paths}))
+        landing = bool(record.until_merged and record.awaiting)
+        return cls(record.id, record.holder, record.parent, record.expires_at, buckets, landing)
+
+
+# Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
+# document of another format is not read at all.
+VERDICTS_FORMAT = 4
+Verdict = Summary | str  # what a blob holds: a record's summary, or why it is none
+
+# The columns of ``Summaries.of_columns``: ids, holders, parents, expiries, the buckets of
+# each joined by newlines (a pattern holds none), and whether each waits on a merge.
+Columns = tuple[list[str], list[str], list["str | None"], list[str], list[str], list[bool]]
+
+
+def bucket_of(pattern: str) -> str:
+    """The first segment every path ``pattern`` covers starts with, case-folded; "" when
+    it may start with anything. Two patterns in different non-empty buckets never overlap,
+    so a question only reads the records of its own bucket and of ""."""
+    try:  # normalised first: "./src", "lib/../src" and "src" name one subtree
+        prefix = compile_pattern(pattern, False).prefix
+    except InvalidPattern:
+        return ""
+    return prefix[0].casefold() if prefix else ""
+
+
+class Summaries(MutableMapping[str, Summary]):
+    """Summaries by lock id: columns as decoded, and the summaries put since.
+
+    An id put (or deleted) that the columns hold is marked gone there, so each id is in
+    one place at most, and every answer below counts the columns' ids less those gone.
+    """
+
+    def __init__(self, put: Mapping[str, Summary] | None = None) -> None:
+        self._extra: dict[str, Summary] = dict(put or {})
+        self._ids: list[str] = []
+        self._holders: list[str] = []
+        self._parents: list[str | None] = []
+        self._expiries: list[str] = []
+        self._buckets: list[str] = []
+        self._landing: list[bool] = []
+        self._gone: set[str] = set()  # ids of the columns deleted or put since
+        self._rows: dict[str, int] | None = None  # id -> row, made on the first look-up
+
+    @classmethod
+    def of_columns(cls, columns: Columns) -> Summaries:
+        """Summaries of ``columns`` (checked by the caller: lists of one length, of the
+        types named, no id twice)."""
+        found = cls()
+        (
+            found._ids,
+            found._holders,
+            found._parents,
+            found._expiries,
+            found._buckets,
+            found._landing,
+        ) = columns
+        return found
+
+    # --- the mapping --------------------------------------------------------------------
+
+    def _row_index(self) -> dict[str, int]:
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        return rows
+
+    def _row(self, lock_id: str) -> int | None:
+        row = self._row_index().get(lock_id)
+        return None if row is None or lock_id in self._gone else row
+
+    def _made(self, row: int) -> Summary:
+        buckets = tuple(self._buckets[row].split("\n"))
+        return Summary(
+            self._ids[row],
+            self._holders[row],
+            self._parents[row],
+            self._expiries[row],
+            buckets,
+            self._landing[row],
+        )
+
+    def __getitem__(self, lock_id: str) -> Summary:
+        found = self._extra.get(lock_id)
+        if found is not None:
+            return found
+        row = self._row(lock_id)
+        if row is None:
+            raise KeyError(lock_id)
+        return self._made(row)
+
+    def __setitem__(self, lock_id: str, summary: Summary) -> None:
+        if lock_id not in self._extra and self._row(lock_id) is not None:
+            self._gone.add(lock_id)
+        self._extra[lock_id] = summary
+
+    def put_many(self, summaries: Mapping[str, Summary]) -> None:
+        """Put every one of ``summaries`` at once (a table's loose refs, by thousands)."""
+        if self._ids:
+            self._gone.update(summaries.keys() & self._row_index().keys())
+        self._extra.update(summaries)
+
+    def __delitem__(self, lock_id: str) -> None:
+        if lock_id in self._extra:
+            del self._extra[lock_id]  # a row of the columns under it is gone already
+        elif self._row(lock_id) is not None:
+            self._gone.add(lock_id)
+        else:
+            raise KeyError(lock_id)
+
+    def __contains__(self, lock_id: object) -> bool:
+        if lock_id in self._extra:
+            return True
+        return isinstance(lock_id, str) and self._row(lock_id) is not None
+
+    def __len__(self) -> int:
+        return len(self._ids) - len(self._gone) + len(self._extra)
+
+    def __iter__(self) -> Iterator[str]:
+        gone = self._gone
+        yield from (i for i in self._ids if i not in gone) if gone else self._ids
+        yield from list(self._extra)
+
+    # --- the questions of a decision, each a pass over a column ----------------------------
+
+    def _live(self, column: list[str]) -> Iterator[tuple[str, str]]:
+        """(id, value) of the columns' rows not gone."""
+        pairs = zip(self._ids, column, strict=True)
+        if not self._gone:
+            return pairs
+        gone = self._gone
+        return (pair for pair in pairs if pair[0] not in gone)
+
+    def ids(self) -> set[str]:
+        found = set(self._ids)
+        found -= self._gone
+        found.update(self._extra)
+        return found
+
+    def held_by(self, holder: str) -> set[str]:
+        """The ids ``holder`` holds."""
+        found = {i for i, h in zip(self._ids, self._holders, strict=True) if h == holder}
+        found -= self._gone
+        found.update(i for i, s in self._extra.items() if s.holder == holder)
+        return found
+
+    def by_holder(self) -> dict[str, set[str]]:
+        """The ids of every holder, holders in the order they come."""
+        groups: dict[str, set[str]] = {}
+        for lock_id, holder in self._live(self._holders):
+            groups.setdefault(holder, set()).add(lock_id)
+        for lock_id, summary in self._extra.items():
+            groups.setdefault(summary.holder, set()).add(lock_id)
+        return groups
+
+    def in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
+        """The ids with a pattern in each bucket of ``wanted``."""
+        found: dict[str, set[str]] = {b: set() for b in wanted}
+        for lock_id, text in zip(self._ids, self._buckets, strict=True):
+            if "\n" not in text:  # one bucket: most records
+                if text in found:
+                    found[text].add(lock_id)
+                continue
+            for bucket in text.split("\n"):
+                if bucket in found:
+                    found[bucket].add(lock_id)
+        if self._gone:
+            for ids in found.values():
+                ids -= self._gone
+        for lock_id, summary in self._extra.items():
+            for bucket in summary.buckets:
+                if bucket in found:
+                    found[bucket].add(lock_id)
+        return found
+
+    def landing(self) -> list[str]:
+        """The ids of records waiting for their commits to land."""
+        found = []
+        if True in self._landing:
+            rows = zip(self._ids, self._landing, strict=True)
+            found = [i for i, w in rows if w and i not in self._gone]
+        return found + [i for i, s in self._extra.items() if s.landing]
+
+    def parent(self, lock_id: str) -> str | None:
+        """The parent the record of ``lock_id`` names (KeyError when none is held)."""
+        found = self._extra.get(lock_id)
+        if found is not None:
+            return found.parent
+        row = self._row(lock_id)
+        if row is None:
+            raise KeyError(lock_id)
+        return self._parents[row]
+
+    def expiring(self, cutoff: str, *, after: bool) -> list[str]:
+        """The ids whose ``expires_at`` is after ``cutoff`` (``after``), else at or before it
+        (RFC 3339 UTC strings of one format sort as times)."""
+        if after:
+            found = [i for i, e in self._live(self._expiries) if e > cutoff]
+            return found + [i for i, s in self._extra.items() if s.expires_at > cutoff]
+        found = [i for i, e in self._live(self._expiries) if e <= cutoff]
+        return found + [i for i, s in self._extra.items() if s.expires_at <= cutoff]
+
+    def earliest(self) -> str | None:
+        """The earliest ``expires_at`` (None for no summary at all): one pass at C speed
+        where no row of the columns is gone."""
+        if self._gone:
+            first = min((e for _, e in self._live(self._expiries)), default=None)
+        else:
+            first = min(self._expiries, default=None)
+        extra = min((s.expires_at for s in self._extra.values()), default=None)
+        return min((e for e in (first, extra) if e is not None), default=None)
+
+    def latest(self) -> str | None:
+        """The latest ``expires_at`` (None for no summary at all)."""
+        if self._gone:
+            last = max((e for _, e in self._live(self._expiries)), default=None)
+        else:
+            last = max(self._expiries, default=None)
+        extra = max((s.expires_at for s in self._extra.values()), default=None)
+        return max((e for e in (last, extra) if e is not None), default=None)

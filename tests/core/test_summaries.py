@@ -1,0 +1,124 @@
+"""``Summaries``: columns as decoded and summaries put since, against a plain dict."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitlocks.core.summaries import Columns, Summaries, Summary
+
+IDS = [f"l{n}" for n in range(8)]
+HOLDERS = ("h0", "h1", "h2")
+STAMPS = ("2030-01-01T00:00:00Z", "2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z")
+BUCKETS = ("", "src", "lib", "docs")
+
+SUMMARY = st.builds(
+    Summary,
+    st.sampled_from(IDS),
+    st.sampled_from(HOLDERS),
+    st.sampled_from([None, "h0", "p"]),
+    st.sampled_from(STAMPS),
+    st.lists(st.sampled_from(BUCKETS), min_size=1, max_size=3, unique=True).map(
+        lambda b: tuple(sorted(b))
+    ),
+    st.booleans(),
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), SUMMARY),
+        st.tuples(st.just("del"), st.sampled_from(IDS)),
+        st.tuples(st.just("pop"), st.sampled_from(IDS)),
+        st.tuples(st.just("many"), st.lists(SUMMARY, max_size=4)),
+    ),
+    max_size=10,
+)
+
+
+def columns_of(rows: list[Summary]) -> Columns:
+    return (
+        [s.id for s in rows],
+        [s.holder for s in rows],
+        [s.parent for s in rows],
+        [s.expires_at for s in rows],
+        ["\n".join(s.buckets) for s in rows],
+        [s.landing for s in rows],
+    )
+
+
+def check(found: Summaries, expected: dict[str, Summary]) -> None:
+    """Every answer ``found`` gives is the one a dict of the same summaries gives."""
+    assert dict(found.items()) == expected
+    assert sorted(found) == sorted(expected)
+    assert len(found) == len(expected)
+    assert found.ids() == set(expected)
+    for lock_id in IDS:
+        assert (lock_id in found) == (lock_id in expected)
+        assert found.get(lock_id) == expected.get(lock_id)
+        if lock_id in expected:
+            assert found.parent(lock_id) == expected[lock_id].parent
+    groups: dict[str, set[str]] = {}
+    for lock_id, s in expected.items():
+        groups.setdefault(s.holder, set()).add(lock_id)
+    assert found.by_holder() == groups
+    for holder in HOLDERS:
+        assert found.held_by(holder) == groups.get(holder, set())
+    for wanted in ({"src"}, {"", "lib"}, set(BUCKETS), {"none"}):
+        assert found.in_buckets(wanted) == {
+            b: {i for i, s in expected.items() if b in s.buckets} for b in wanted
+        }
+    assert sorted(found.landing()) == sorted(i for i, s in expected.items() if s.landing)
+    for cutoff in STAMPS:
+        after = {i for i, s in expected.items() if s.expires_at > cutoff}
+        assert sorted(found.expiring(cutoff, after=True)) == sorted(after)
+        assert set(found.expiring(cutoff, after=False)) == set(expected) - after
+    stamps = [s.expires_at for s in expected.values()]
+    assert found.earliest() == min(stamps, default=None)
+    assert found.latest() == max(stamps, default=None)
+
+
+@settings(max_examples=300)
+@given(st.lists(SUMMARY, max_size=8, unique_by=lambda s: s.id), OPS, st.booleans())
+def test_summaries_answer_as_a_dict_does(
+    rows: list[Summary], ops: list[tuple[str, object]], as_columns: bool
+) -> None:
+    found = Summaries.of_columns(columns_of(rows)) if as_columns else Summaries()
+    if not as_columns:
+        found.put_many({s.id: s for s in rows})
+    expected = {s.id: s for s in rows}
+    check(found, expected)
+    for op, arg in ops:
+        if op == "set":
+            assert isinstance(arg, Summary)
+            found[arg.id] = expected[arg.id] = arg
+        elif op == "many":
+            assert isinstance(arg, list)
+            batch = {s.id: s for s in arg}
+            found.put_many(batch)
+            expected.update(batch)
+        elif op == "del":
+            assert isinstance(arg, str)
+            if arg in expected:
+                del found[arg], expected[arg]
+            else:
+                try:
+                    del found[arg]
+                except KeyError:
+                    pass
+                else:
+                    raise AssertionError(f"deleted {arg}, which was not there")
+        else:
+            assert isinstance(arg, str)
+            assert found.pop(arg, None) == expected.pop(arg, None)
+        check(found, expected)
+
+
+def test_a_summary_of_the_columns_is_made_when_asked_for() -> None:
+    rows = [
+        Summary("a", "h", None, STAMPS[0], ("", "src"), False),
+        Summary("b", "k", "h", STAMPS[1], ("lib",), True),
+    ]
+    found = Summaries.of_columns(columns_of(rows))
+    assert found["a"] == rows[0] and found["b"] == rows[1]
+    assert found["a"].buckets == ("", "src")
+    assert found != Summaries({"a": rows[0]})
+    assert found == {"a": rows[0], "b": rows[1]}
