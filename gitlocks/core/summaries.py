@@ -136,6 +136,8 @@ class Summaries(MutableMapping[str, Summary]):
 
     def put_many(self, summaries: Mapping[str, Summary]) -> None:
         """Put every one of ``summaries`` at once (a table's loose refs, by thousands)."""
+        if not summaries:
+            return  # most reads of a large table: no loose ref beside the packed ones
         if self._ids:
             self._gone.update(summaries.keys() & self._row_index().keys())
         self._extra.update(summaries)
