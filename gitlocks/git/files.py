@@ -265,11 +265,18 @@ def discard(path: str) -> None:
         pass
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, mode: int | None = None, *, cache: bool = False
+) -> None:
     """Replace ``path`` with ``data`` whole or not at all: a temporary file beside it, then
     a rename, so a reader never sees half a file and a crash leaves the old one. ``mode``
     is given to the new file (else the umask decides). Raises ``OSError``; callers say in
-    their own words what could not be written."""
+    their own words what could not be written.
+
+    ``cache``: a file whose absence costs time only. The old one is removed just before
+    the rename: renamed over an existing file, ext4 first starts writing the new one's data
+    out (its ``auto_da_alloc``), about 0.4 ms for half a megabyte. A reader in between, or
+    after a crash there, finds no file."""
     path = os.fspath(path)
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
@@ -278,6 +285,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = N
             f.write(data)
         if mode is not None:
             os.chmod(tmp, mode)
+        if cache:
+            discard(path)
         os.replace(tmp, path)
     except BaseException:
         try:

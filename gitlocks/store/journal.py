@@ -403,7 +403,7 @@ class Journal:
             # Version 2: no back-references, which shared nothing here (every id and blob
             # appears once) and made writing 10,000 locks' cache take twice as long.
             body = marshal.dumps((locks, shards, subtrees), 2)
-            files.write_atomic(path, zlib.crc32(body).to_bytes(4, "big") + body)
+            files.write_atomic(path, zlib.crc32(body).to_bytes(4, "big") + body, cache=True)
             self._kept_last = (files.stamp_of(path), (locks, shards, subtrees))
         except (OSError, ValueError):
             pass
