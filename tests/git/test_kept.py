@@ -331,6 +331,36 @@ def test_a_damaged_blob_id_never_reaches_the_journal(packed: Path) -> None:
     assert_read_alike(packed)
 
 
+def a_blob_id_spelt(spelling: str) -> Callable[[bytes], bytes]:
+    """An edit putting ``spelling`` in place of the first kept blob id."""
+
+    def edit(raw: bytes) -> bytes:
+        start = raw.index(b'"oid":["') + len(b'"oid":["')
+        return raw[:start] + spelling.encode() + raw[raw.index(b'"', start) :]
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "spelling", ["zz", "abc123", "0" * 39, "0" * 41, " " + "0" * 39, "0" * 20 + "\u00e9" * 20]
+)
+def test_a_crafted_blob_id_no_git_would_name_is_no_judgement(packed: Path, spelling: str) -> None:
+    """A judgement crafted with its check sum to match is believed as a crafted verdict is,
+    but only as far as git itself could have written it: a blob id that is no object id
+    (not hex, or of another length) would stop a write with a traceback, or put a tree git
+    cannot parse in the journal. Such a document is no judgement."""
+    craft(packed, a_blob_id_spelt(spelling))
+    assert not judged_now(packed)
+    for verb in (
+        ("acquire", "elsewhere/**", "--as", "agent-z"),
+        ("release", "--all", "--as", "agent-3"),
+    ):
+        got = alock(packed, *verb)
+        assert got.code == 0 and "Traceback" not in got.err, got
+    git(packed, "fsck", "--no-dangling")
+    assert_read_alike(packed)
+
+
 @pytest.mark.parametrize("name", [PACKED_TABLE_FILE, VERDICTS_FILE])
 def test_a_pipe_in_a_kept_file_place_never_hangs_a_command(packed: Path, name: str) -> None:
     """Opening a named pipe waits for a writer that never comes: a kept file is read only
