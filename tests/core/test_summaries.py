@@ -51,6 +51,9 @@ def check(found: Summaries, expected: dict[str, Summary]) -> None:
     assert sorted(found) == sorted(expected)
     assert len(found) == len(expected)
     assert found.ids() == set(expected)
+    assert found.has_ids(set(expected))
+    assert not found.has_ids(set(expected) | {"other"})
+    assert not found.has_ids({*list(expected)[1:], "other"})
     for lock_id in IDS:
         assert (lock_id in found) == (lock_id in expected)
         assert found.get(lock_id) == expected.get(lock_id)
