@@ -161,9 +161,15 @@ class Summaries(MutableMapping[str, Summary]):
         return len(self._ids) - len(self._gone) + len(self._extra)
 
     def __iter__(self) -> Iterator[str]:
-        gone = self._gone
-        yield from (i for i in self._ids if i not in gone) if gone else self._ids
-        yield from list(self._extra)
+        # The ids there when iteration starts, each yielded while it is still there: one
+        # deleted meanwhile is passed over (its summary is gone), one put again (moved from
+        # the columns to those put since) is not yielded twice. Asked without a call per id:
+        # a judgement being kept is iterated whole.
+        gone, extra = self._gone, self._extra
+        rows = self._row_index() if self._ids else {}
+        ids = [i for i in self._ids if i not in gone] if gone else list(self._ids)
+        ids += extra
+        return (i for i in ids if i in extra or (i in rows and i not in gone))
 
     # --- the questions of a decision, each a pass over a column ----------------------------
 
