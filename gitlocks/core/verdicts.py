@@ -75,6 +75,8 @@ def decode_judged(raw: bytes) -> Judged | None:
         return None  # an id twice: gitlocks never writes one
     cut = len(LOCK_PREFIX)
     blobs.update((ref[cut:], oid) for ref, oid, _ in problems)  # every blob, usable or not
+    if len(blobs) != len(ids) + len(problems):
+        return None  # a ref judged twice (usable and not, or unusable twice): never written
     return Judged(
         Summaries.of_columns(columns),  # a summary is made only for an id asked for
         blobs,

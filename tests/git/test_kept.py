@@ -6,6 +6,7 @@ dropped, never believed into an answer."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -358,6 +359,27 @@ def test_a_crafted_blob_id_no_git_would_name_is_no_judgement(packed: Path, spell
         got = alock(packed, *verb)
         assert got.code == 0 and "Traceback" not in got.err, got
     git(packed, "fsck", "--no-dangling")
+    assert_read_alike(packed)
+
+
+def a_lock_also_a_problem(raw: bytes) -> bytes:
+    """The first kept lock listed again among the refs that hold no usable record."""
+    document = json.loads(raw)
+    columns = document["summaries"]
+    ref = LOCK_PREFIX + columns["id"][0]
+    document["problems"].append([ref, columns["oid"][0], "crafted"])
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def test_a_judgement_naming_a_ref_both_usable_and_not_is_no_judgement(packed: Path) -> None:
+    """gitlocks never judges one ref twice: a document that lists a lock among both the
+    usable records and the problems is no judgement, rather than a table that shows the
+    lock and reports its ref unusable."""
+    craft(packed, a_lock_also_a_problem)
+    assert not judged_now(packed)
+    listed = alock(packed, "list", "--json")
+    assert listed.code == 0 and "not a usable lock" not in listed.err, listed
+    assert len(listed.json()) == kept.MIN_REFS + 10
     assert_read_alike(packed)
 
 
