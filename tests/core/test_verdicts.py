@@ -137,8 +137,29 @@ def test_judged_of_a_bad_shape_are_none() -> None:
         # One id on two rows: gitlocks never writes it, and the columns are asked of as
         # rows of distinct ids (a dict of them kept the last row only).
         {**good, "summaries": {k: v * 2 for k, v in good["summaries"].items()}},
+        # A blob id no git names: a write would put it in the journal's tree.
+        *(
+            {**good, "summaries": {**good["summaries"], "oid": [oid]}}
+            for oid in ("1" * 39, "1" * 41, "1" * 39 + " ", " " + "1" * 39, "1" * 38 + "\n\n")
+        ),
+        *(
+            {**good, "summaries": {**good["summaries"], "oid": [oid]}}
+            for oid in ("g" * 40, "1" * 20 + "\u00e9" * 20, "1" * 40 + "\n" + "1" * 23)
+        ),
+        {**good, "problems": [[LOCK_PREFIX + "b", "2" * 39, "not JSON"]]},
+        {  # one repository, one length of id
+            **good,
+            "summaries": {k: v * 2 for k, v in good["summaries"].items()}
+            | {"id": ["a", "c"], "oid": ["1" * 40, "3" * 64]},
+        },
+        # A ref judged twice: usable and not, or unusable twice.
+        {**good, "problems": [*good["problems"], [LOCK_PREFIX + "a", "1" * 40, "x"]]},
+        {**good, "problems": good["problems"] * 2},
         [],
     ]
     for doc in bad:
         assert decode_judged(json.dumps(doc).encode()) is None, doc
+    sha256 = {**good, "summaries": {**good["summaries"], "oid": ["1" * 64]}}
+    sha256["problems"] = [[LOCK_PREFIX + "b", "2" * 64, "not JSON"]]
+    assert decode_judged(json.dumps(sha256).encode()) is not None
     assert decode_judged(b"\xff") is None and decode_judged(b"") is None
