@@ -139,9 +139,9 @@ class Summaries(MutableMapping[str, Summary]):
         """Put every one of ``summaries`` at once (a table's loose refs, by thousands)."""
         if self._ids:
             self._gone.update(summaries.keys() & self._row_index().keys())
-        if self._extra:
+        if self._extra or self._ids:
             self._extra.update(summaries)
-        else:  # a table of no columns (the remote's): a copy of a dict is one block of C
+        else:  # none at all (the remote's table): a copy of a dict is one block of C
             self._extra = dict(summaries)
 
     def __delitem__(self, lock_id: str) -> None:

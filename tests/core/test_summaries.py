@@ -131,7 +131,7 @@ def test_a_summary_of_the_columns_is_made_when_asked_for() -> None:
 @given(
     st.lists(SUMMARY, max_size=8, unique_by=lambda s: s.id),
     st.lists(SUMMARY, max_size=4, unique_by=lambda s: s.id),
-    st.lists(st.tuples(st.sampled_from(IDS), st.sampled_from(["del", "put"])), max_size=6),
+    st.lists(st.tuples(st.sampled_from(IDS), st.sampled_from(["del", "put", "many"])), max_size=6),
 )
 def test_changes_while_iterating_never_yield_an_id_twice_or_one_gone(
     rows: list[Summary], put: list[Summary], changes: list[tuple[str, str]]
@@ -151,8 +151,10 @@ def test_changes_while_iterating_never_yield_an_id_twice_or_one_gone(
             other, change = pending.pop(0)
             if change == "del":
                 found.pop(other, None)
-            elif other in found:
+            elif other in found and change == "put":
                 found[other] = found[other]._replace(holder="again")
+            elif other in found:
+                found.put_many({other: found[other]._replace(holder="again")})
     assert len(seen) == len(set(seen))
     assert set(seen) <= set(start)
     assert set(start) - set(seen) <= set(start) - set(found)
