@@ -99,6 +99,48 @@ def test_judge_says_what_the_loader_says(
     assert decode_judged(encode_judged(judged)) == judged
 
 
+@settings(max_examples=200, deadline=None)
+@given(names, names, verdicts, st.data())
+def test_a_kept_judgement_under_loose_refs_reads_as_the_refs_read_whole(
+    packed: dict[str, str], loose: dict[str, str], kept: dict[str, Verdict], data: st.DataObject
+) -> None:
+    """The packed refs' judgement, kept and decoded as columns, with loose refs over some
+    of its lines, gives the table the refs give read without it: the same summaries, blobs
+    and problems, and the same answer to every question asked of the summaries."""
+    from gitlocks.core.scope import ScopeEntry
+
+    for ref, oid in [*packed.items(), *loose.items()]:
+        if oid not in kept or data.draw(st.booleans()):
+            lock_id = ref[len(LOCK_PREFIX) :]
+            holder = data.draw(st.sampled_from(["h", "k"]))
+            buckets = data.draw(st.sampled_from([("a",), ("",), ("", "b"), ("a", "b")]))
+            kept[oid] = Summary(lock_id, holder, "h", STAMPS[0], buckets, data.draw(st.booleans()))
+    judged = judge(packed, kept)
+    assert judged is not None
+    columns = decode_judged(encode_judged(judged))
+    assert columns is not None
+
+    def unread(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        raise AssertionError(f"read {oids}")
+
+    read = {"known": kept, "read": unread, "version": None, "ignore_case": False}
+    found, _ = lazy_table(loose.items(), judged=columns, **read)  # type: ignore[arg-type]
+    whole, _ = lazy_table({**packed, **loose}.items(), **read)  # type: ignore[arg-type]
+    assert found.summaries == whole.summaries
+    assert found.refs == whole.refs and found.problems == whole.problems
+    assert sorted(found.holders()) == sorted(whole.holders())
+    for table in (found, whole):
+        assert table.summaries.has_ids(set(table.records))
+    for question in (
+        lambda t: {h: sorted(t._holder_ids(h)) for h in ("h", "k")},
+        lambda t: {p: sorted(t.candidates([ScopeEntry(p)])) for p in ("a/x", "b/x", "c/x", "*")},
+        lambda t: sorted(t.summaries.landing()),
+        lambda t: [t.summaries.earliest(), t.summaries.latest()],
+        lambda t: sorted(t.summaries.expiring(STAMPS[0], after=False)),
+    ):
+        assert question(found) == question(whole)
+
+
 def test_judged_refs_give_way_to_the_refs_read_again() -> None:
     """A ref named to the loader again (a loose ref over its packed line) is judged from
     what it names now, whatever the judgement said of it."""
