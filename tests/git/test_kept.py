@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
+from gitlocks.core.dates import timedelta
+from gitlocks.core.plain import replace
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
@@ -614,3 +616,48 @@ def test_racing_claims_beside_a_kept_judgement_have_one_winner(packed: Path) -> 
         churn.wait()
     assert not problems, problems
     assert_read_alike(packed)
+
+
+def test_verbs_beside_a_kept_judgement_answer_as_the_records_say(packed: Path) -> None:
+    """The verbs in a table of packed locks read through their kept judgement: a packed
+    lock holds its area, a ref moved by hand to another lock's record holds nothing, a
+    record expired over its packed line frees its area, and a holder's locks released and
+    packed again are gone; each time the table reads as its records say."""
+    table = oracle(packed)
+    ids = sorted(table.records)
+    area = {i: table.records[i].paths[0].removesuffix("/**") + "/x" for i in ids[:4]}
+
+    def check(lock_id: str, *, held: bool) -> None:
+        got = alock(packed, "check", area[lock_id], "--as", "agent-z")
+        assert (got.code, got.out.split()[0]) == ((1, "HELD") if held else (0, "FREE")), got
+        assert judged_now(packed)
+        assert_read_alike(packed)
+
+    check(ids[0], held=True)
+    assert alock(packed, "acquire", area[ids[0]], "--as", "agent-z").code == 1
+    # ids[1]'s ref moved to ids[0]'s record: a problem, holding nothing
+    git(
+        packed,
+        "update-ref",
+        LOCK_PREFIX + ids[1],
+        git(packed, "rev-parse", LOCK_PREFIX + ids[0]).strip(),
+    )
+    check(ids[1], held=False)
+    check(ids[0], held=True)
+    # ids[2]'s record, expired, over its packed line
+    expired = table.records[ids[2]]
+    past = format_time(utcnow() - timedelta(hours=1))
+    blob = write_blob(packed, replace(expired, expires_at=past).to_json())
+    git(packed, "update-ref", LOCK_PREFIX + ids[2], blob)
+    check(ids[2], held=False)
+    got = alock(packed, "acquire", area[ids[2]], "--as", "agent-z")
+    assert got.code == 0, got
+    # every lock of ids[3]'s holder released, then packed again
+    holder = table.records[ids[3]].holder
+    assert alock(packed, "release", "--all", "--as", holder).code == 0
+    git(packed, "pack-refs", "--all")
+    assert alock(packed, "check", area[ids[3]], "--as", "agent-z").code == 0
+    assert_read_alike(packed)  # fewer than MIN_REFS packed now: read without a judgement
+    left = oracle(packed)
+    assert not left.held_by(holder)
+    assert {p.ref for p in left.problems} == {LOCK_PREFIX + ids[1]}
