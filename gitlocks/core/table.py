@@ -214,7 +214,9 @@ class LazyRecords(MutableMapping[str, LockRecord]):
         load_many: Callable[[list[str]], dict[str, LockRecord]],
         read: Mapping[str, LockRecord] | None = None,
     ) -> None:
-        self._ids = set(ids)
+        # A set is kept as given (``lazy_table`` gives one made for it): a copy of 10,000
+        # ids costs what making the set did.
+        self._ids = ids if type(ids) is set else set(ids)
         self._read: dict[str, LockRecord] = dict(read or {})
         self._load_many = load_many
 
@@ -296,7 +298,7 @@ class Table:
             self.summaries = Summaries({r.id: Summary.of(r) for r in self.records.values()})
         elif not isinstance(self.summaries, Summaries):
             self.summaries = Summaries(self.summaries)
-        if isinstance(self.records, LazyRecords) and self.summaries.ids() != self.records.ids():
+        if isinstance(self.records, LazyRecords) and not self.summaries.has_ids(self.records.ids()):
             raise ValueError("a table of lazily read records needs the summary of each")
 
     def _holder_ids(self, holder: str) -> set[str]:  # the set kept: never changed by callers

@@ -51,6 +51,9 @@ def check(found: Summaries, expected: dict[str, Summary]) -> None:
     assert sorted(found) == sorted(expected)
     assert len(found) == len(expected)
     assert found.ids() == set(expected)
+    assert found.has_ids(set(expected))
+    assert not found.has_ids(set(expected) | {"other"})
+    assert not found.has_ids({*list(expected)[1:], "other"})
     for lock_id in IDS:
         assert (lock_id in found) == (lock_id in expected)
         assert found.get(lock_id) == expected.get(lock_id)
@@ -122,3 +125,36 @@ def test_a_summary_of_the_columns_is_made_when_asked_for() -> None:
     assert found["a"].buckets == ("", "src")
     assert found != Summaries({"a": rows[0]})
     assert found == {"a": rows[0], "b": rows[1]}
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(SUMMARY, max_size=8, unique_by=lambda s: s.id),
+    st.lists(SUMMARY, max_size=4, unique_by=lambda s: s.id),
+    st.lists(st.tuples(st.sampled_from(IDS), st.sampled_from(["del", "put", "many"])), max_size=6),
+)
+def test_changes_while_iterating_never_yield_an_id_twice_or_one_gone(
+    rows: list[Summary], put: list[Summary], changes: list[tuple[str, str]]
+) -> None:
+    """Each id there when iteration starts is yielded once, while it is still there: one
+    deleted meanwhile is passed over (reading its summary would raise ``KeyError``), one
+    put again is not yielded twice."""
+    found = Summaries.of_columns(columns_of(rows))
+    found.put_many({s.id: s for s in put if s.id not in {r.id for r in rows}})
+    start = list(found)
+    seen: list[str] = []
+    pending = list(changes)
+    for lock_id, summary in found.items():
+        assert summary == found[lock_id]
+        seen.append(lock_id)
+        if pending:
+            other, change = pending.pop(0)
+            if change == "del":
+                found.pop(other, None)
+            elif other in found and change == "put":
+                found[other] = found[other]._replace(holder="again")
+            elif other in found:
+                found.put_many({other: found[other]._replace(holder="again")})
+    assert len(seen) == len(set(seen))
+    assert set(seen) <= set(start)
+    assert set(start) - set(seen) <= set(start) - set(found)

@@ -99,6 +99,48 @@ def test_judge_says_what_the_loader_says(
     assert decode_judged(encode_judged(judged)) == judged
 
 
+@settings(max_examples=200, deadline=None)
+@given(names, names, verdicts, st.data())
+def test_a_kept_judgement_under_loose_refs_reads_as_the_refs_read_whole(
+    packed: dict[str, str], loose: dict[str, str], kept: dict[str, Verdict], data: st.DataObject
+) -> None:
+    """The packed refs' judgement, kept and decoded as columns, with loose refs over some
+    of its lines, gives the table the refs give read without it: the same summaries, blobs
+    and problems, and the same answer to every question asked of the summaries."""
+    from gitlocks.core.scope import ScopeEntry
+
+    for ref, oid in [*packed.items(), *loose.items()]:
+        if oid not in kept or data.draw(st.booleans()):
+            lock_id = ref[len(LOCK_PREFIX) :]
+            holder = data.draw(st.sampled_from(["h", "k"]))
+            buckets = data.draw(st.sampled_from([("a",), ("",), ("", "b"), ("a", "b")]))
+            kept[oid] = Summary(lock_id, holder, "h", STAMPS[0], buckets, data.draw(st.booleans()))
+    judged = judge(packed, kept)
+    assert judged is not None
+    columns = decode_judged(encode_judged(judged))
+    assert columns is not None
+
+    def unread(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        raise AssertionError(f"read {oids}")
+
+    read = {"known": kept, "read": unread, "version": None, "ignore_case": False}
+    found, _ = lazy_table(loose.items(), judged=columns, **read)  # type: ignore[arg-type]
+    whole, _ = lazy_table({**packed, **loose}.items(), **read)  # type: ignore[arg-type]
+    assert found.summaries == whole.summaries
+    assert found.refs == whole.refs and found.problems == whole.problems
+    assert sorted(found.holders()) == sorted(whole.holders())
+    for table in (found, whole):
+        assert table.summaries.has_ids(set(table.records))
+    for question in (
+        lambda t: {h: sorted(t._holder_ids(h)) for h in ("h", "k")},
+        lambda t: {p: sorted(t.candidates([ScopeEntry(p)])) for p in ("a/x", "b/x", "c/x", "*")},
+        lambda t: sorted(t.summaries.landing()),
+        lambda t: [t.summaries.earliest(), t.summaries.latest()],
+        lambda t: sorted(t.summaries.expiring(STAMPS[0], after=False)),
+    ):
+        assert question(found) == question(whole)
+
+
 def test_judged_refs_give_way_to_the_refs_read_again() -> None:
     """A ref named to the loader again (a loose ref over its packed line) is judged from
     what it names now, whatever the judgement said of it."""
@@ -137,8 +179,29 @@ def test_judged_of_a_bad_shape_are_none() -> None:
         # One id on two rows: gitlocks never writes it, and the columns are asked of as
         # rows of distinct ids (a dict of them kept the last row only).
         {**good, "summaries": {k: v * 2 for k, v in good["summaries"].items()}},
+        # A blob id no git names: a write would put it in the journal's tree.
+        *(
+            {**good, "summaries": {**good["summaries"], "oid": [oid]}}
+            for oid in ("1" * 39, "1" * 41, "1" * 39 + " ", " " + "1" * 39, "1" * 38 + "\n\n")
+        ),
+        *(
+            {**good, "summaries": {**good["summaries"], "oid": [oid]}}
+            for oid in ("g" * 40, "1" * 20 + "\u00e9" * 20, "1" * 40 + "\n" + "1" * 23)
+        ),
+        {**good, "problems": [[LOCK_PREFIX + "b", "2" * 39, "not JSON"]]},
+        {  # one repository, one length of id
+            **good,
+            "summaries": {k: v * 2 for k, v in good["summaries"].items()}
+            | {"id": ["a", "c"], "oid": ["1" * 40, "3" * 64]},
+        },
+        # A ref judged twice: usable and not, or unusable twice.
+        {**good, "problems": [*good["problems"], [LOCK_PREFIX + "a", "1" * 40, "x"]]},
+        {**good, "problems": good["problems"] * 2},
         [],
     ]
     for doc in bad:
         assert decode_judged(json.dumps(doc).encode()) is None, doc
+    sha256 = {**good, "summaries": {**good["summaries"], "oid": ["1" * 64]}}
+    sha256["problems"] = [[LOCK_PREFIX + "b", "2" * 64, "not JSON"]]
+    assert decode_judged(json.dumps(sha256).encode()) is not None
     assert decode_judged(b"\xff") is None and decode_judged(b"") is None

@@ -6,6 +6,7 @@ dropped, never believed into an answer."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
+from gitlocks.core.dates import timedelta
+from gitlocks.core.plain import replace
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
@@ -331,6 +334,57 @@ def test_a_damaged_blob_id_never_reaches_the_journal(packed: Path) -> None:
     assert_read_alike(packed)
 
 
+def a_blob_id_spelt(spelling: str) -> Callable[[bytes], bytes]:
+    """An edit putting ``spelling`` in place of the first kept blob id."""
+
+    def edit(raw: bytes) -> bytes:
+        start = raw.index(b'"oid":["') + len(b'"oid":["')
+        return raw[:start] + spelling.encode() + raw[raw.index(b'"', start) :]
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "spelling", ["zz", "abc123", "0" * 39, "0" * 41, " " + "0" * 39, "0" * 20 + "\u00e9" * 20]
+)
+def test_a_crafted_blob_id_no_git_would_name_is_no_judgement(packed: Path, spelling: str) -> None:
+    """A judgement crafted with its check sum to match is believed as a crafted verdict is,
+    but only as far as git itself could have written it: a blob id that is no object id
+    (not hex, or of another length) would stop a write with a traceback, or put a tree git
+    cannot parse in the journal. Such a document is no judgement."""
+    craft(packed, a_blob_id_spelt(spelling))
+    assert not judged_now(packed)
+    for verb in (
+        ("acquire", "elsewhere/**", "--as", "agent-z"),
+        ("release", "--all", "--as", "agent-3"),
+    ):
+        got = alock(packed, *verb)
+        assert got.code == 0 and "Traceback" not in got.err, got
+    git(packed, "fsck", "--no-dangling")
+    assert_read_alike(packed)
+
+
+def a_lock_also_a_problem(raw: bytes) -> bytes:
+    """The first kept lock listed again among the refs that hold no usable record."""
+    document = json.loads(raw)
+    columns = document["summaries"]
+    ref = LOCK_PREFIX + columns["id"][0]
+    document["problems"].append([ref, columns["oid"][0], "crafted"])
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def test_a_judgement_naming_a_ref_both_usable_and_not_is_no_judgement(packed: Path) -> None:
+    """gitlocks never judges one ref twice: a document that lists a lock among both the
+    usable records and the problems is no judgement, rather than a table that shows the
+    lock and reports its ref unusable."""
+    craft(packed, a_lock_also_a_problem)
+    assert not judged_now(packed)
+    listed = alock(packed, "list", "--json")
+    assert listed.code == 0 and "not a usable lock" not in listed.err, listed
+    assert len(listed.json()) == kept.MIN_REFS + 10
+    assert_read_alike(packed)
+
+
 @pytest.mark.parametrize("name", [PACKED_TABLE_FILE, VERDICTS_FILE])
 def test_a_pipe_in_a_kept_file_place_never_hangs_a_command(packed: Path, name: str) -> None:
     """Opening a named pipe waits for a writer that never comes: a kept file is read only
@@ -562,3 +616,48 @@ def test_racing_claims_beside_a_kept_judgement_have_one_winner(packed: Path) -> 
         churn.wait()
     assert not problems, problems
     assert_read_alike(packed)
+
+
+def test_verbs_beside_a_kept_judgement_answer_as_the_records_say(packed: Path) -> None:
+    """The verbs in a table of packed locks read through their kept judgement: a packed
+    lock holds its area, a ref moved by hand to another lock's record holds nothing, a
+    record expired over its packed line frees its area, and a holder's locks released and
+    packed again are gone; each time the table reads as its records say."""
+    table = oracle(packed)
+    ids = sorted(table.records)
+    area = {i: table.records[i].paths[0].removesuffix("/**") + "/x" for i in ids[:4]}
+
+    def check(lock_id: str, *, held: bool) -> None:
+        got = alock(packed, "check", area[lock_id], "--as", "agent-z")
+        assert (got.code, got.out.split()[0]) == ((1, "HELD") if held else (0, "FREE")), got
+        assert judged_now(packed)
+        assert_read_alike(packed)
+
+    check(ids[0], held=True)
+    assert alock(packed, "acquire", area[ids[0]], "--as", "agent-z").code == 1
+    # ids[1]'s ref moved to ids[0]'s record: a problem, holding nothing
+    git(
+        packed,
+        "update-ref",
+        LOCK_PREFIX + ids[1],
+        git(packed, "rev-parse", LOCK_PREFIX + ids[0]).strip(),
+    )
+    check(ids[1], held=False)
+    check(ids[0], held=True)
+    # ids[2]'s record, expired, over its packed line
+    expired = table.records[ids[2]]
+    past = format_time(utcnow() - timedelta(hours=1))
+    blob = write_blob(packed, replace(expired, expires_at=past).to_json())
+    git(packed, "update-ref", LOCK_PREFIX + ids[2], blob)
+    check(ids[2], held=False)
+    got = alock(packed, "acquire", area[ids[2]], "--as", "agent-z")
+    assert got.code == 0, got
+    # every lock of ids[3]'s holder released, then packed again
+    holder = table.records[ids[3]].holder
+    assert alock(packed, "release", "--all", "--as", holder).code == 0
+    git(packed, "pack-refs", "--all")
+    assert alock(packed, "check", area[ids[3]], "--as", "agent-z").code == 0
+    assert_read_alike(packed)  # fewer than MIN_REFS packed now: read without a judgement
+    left = oracle(packed)
+    assert not left.held_by(holder)
+    assert {p.ref for p in left.problems} == {LOCK_PREFIX + ids[1]}
