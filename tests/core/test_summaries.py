@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.records import summary_columns
 
-from gitlocks.core.summaries import Columns, Summaries, Summary
+from gitlocks.core.summaries import Summaries, Summary
 
 IDS = [f"l{n}" for n in range(8)]
 HOLDERS = ("h0", "h1", "h2")
@@ -32,17 +33,6 @@ OPS = st.lists(
     ),
     max_size=10,
 )
-
-
-def columns_of(rows: list[Summary]) -> Columns:
-    return (
-        [s.id for s in rows],
-        [s.holder for s in rows],
-        [s.parent for s in rows],
-        [s.expires_at for s in rows],
-        ["\n".join(s.buckets) for s in rows],
-        [s.landing for s in rows],
-    )
 
 
 def check(found: Summaries, expected: dict[str, Summary]) -> None:
@@ -84,7 +74,7 @@ def check(found: Summaries, expected: dict[str, Summary]) -> None:
 def test_summaries_answer_as_a_dict_does(
     rows: list[Summary], ops: list[tuple[str, object]], as_columns: bool
 ) -> None:
-    found = Summaries.of_columns(columns_of(rows)) if as_columns else Summaries()
+    found = Summaries.of_columns(summary_columns(rows)) if as_columns else Summaries()
     if not as_columns:
         found.put_many({s.id: s for s in rows})
     expected = {s.id: s for s in rows}
@@ -120,7 +110,7 @@ def test_a_summary_of_the_columns_is_made_when_asked_for() -> None:
         Summary("a", "h", None, STAMPS[0], ("", "src"), False),
         Summary("b", "k", "h", STAMPS[1], ("lib",), True),
     ]
-    found = Summaries.of_columns(columns_of(rows))
+    found = Summaries.of_columns(summary_columns(rows))
     assert found["a"] == rows[0] and found["b"] == rows[1]
     assert found["a"].buckets == ("", "src")
     assert found != Summaries({"a": rows[0]})
@@ -139,7 +129,7 @@ def test_changes_while_iterating_never_yield_an_id_twice_or_one_gone(
     """Each id there when iteration starts is yielded once, while it is still there: one
     deleted meanwhile is passed over (reading its summary would raise ``KeyError``), one
     put again is not yielded twice."""
-    found = Summaries.of_columns(columns_of(rows))
+    found = Summaries.of_columns(summary_columns(rows))
     found.put_many({s.id: s for s in put if s.id not in {r.id for r in rows}})
     start = list(found)
     seen: list[str] = []

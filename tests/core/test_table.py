@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.records import summary_columns
 
 from gitlocks.core.record import LockRecord
-from gitlocks.core.summaries import Columns, Summaries, Summary
+from gitlocks.core.summaries import Summaries, Summary
 from gitlocks.core.table import LazyRecords, Table
 
 HOLDERS = ("h0", "h1", "h2")
@@ -16,8 +17,14 @@ STAMPS = ("2030-01-01T00:00:00Z", "2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z"
 
 
 def record(
-    n: int, holder: str, paths: tuple[str, ...], expires: str, parent: str | None
+    n: int,
+    holder: str,
+    paths: tuple[str, ...],
+    expires: str,
+    parent: str | None,
+    waits: bool = False,
 ) -> LockRecord:
+    """A record; ``waits``: one waiting for its commits to land in main."""
     return LockRecord(
         id=f"l{n}",
         holder=holder,
@@ -26,6 +33,8 @@ def record(
         created_at="2029-12-31T00:00:00Z",
         renewed_at="2029-12-31T00:00:00Z",
         expires_at=expires,
+        until_merged="main" if waits else None,
+        awaiting=("0" * 40,) if waits else (),
     )
 
 
@@ -104,24 +113,8 @@ def test_groups_gathered_late_agree_with_a_table_built_afresh(
 LANDING_PATHS = ("a/**", "b/x", "**/c", "A/q", "./b/y", "x/../a/z", "*.py")
 
 
-def landing_record(
-    n: int, holder: str, paths: tuple[str, ...], expires: str, parent: str | None, waits: bool
-) -> LockRecord:
-    return LockRecord(
-        id=f"l{n}",
-        holder=holder,
-        paths=paths,
-        parent=parent,
-        created_at="2029-12-31T00:00:00Z",
-        renewed_at="2029-12-31T00:00:00Z",
-        expires_at=expires,
-        until_merged="main" if waits else None,
-        awaiting=("0" * 40,) if waits else (),
-    )
-
-
 full_records = st.builds(
-    landing_record,
+    record,
     st.integers(0, 7),
     st.sampled_from((*HOLDERS, "p")),
     st.lists(st.sampled_from(LANDING_PATHS), min_size=1, max_size=3, unique=True).map(tuple),
@@ -133,15 +126,7 @@ full_records = st.builds(
 
 def of_columns(found: dict[str, LockRecord]) -> Table:
     """A lazily read table whose summaries are columns, as a kept judgement gives them."""
-    rows = [Summary.of(r) for r in found.values()]
-    columns: Columns = (
-        [s.id for s in rows],
-        [s.holder for s in rows],
-        [s.parent for s in rows],
-        [s.expires_at for s in rows],
-        ["\n".join(s.buckets) for s in rows],
-        [s.landing for s in rows],
-    )
+    columns = summary_columns([Summary.of(r) for r in found.values()])
     return Table(
         records=LazyRecords(found, lambda ids: {i: found[i] for i in ids}),
         summaries=Summaries.of_columns(columns),

@@ -7,7 +7,10 @@ import json
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # bench/ imports this module where the package may not be importable
+    from gitlocks.core.summaries import Columns, Summary
 
 
 def write_blob(repo: Path, data: bytes | str | dict[str, Any]) -> str:
@@ -70,3 +73,15 @@ def seed_locks(repo: Path, count: int, holders: int = 7) -> None:
     event = {"event": "seeded", "at": stamp, "holder": "bench", "paths": [], "count": count}
     store.transact(lambda table: (Change(put=records, events=[event]), None))
     subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
+
+
+def summary_columns(rows: list[Summary]) -> Columns:
+    """``rows`` as the columns a kept judgement is decoded to (``Summaries.of_columns``)."""
+    return (
+        [s.id for s in rows],
+        [s.holder for s in rows],
+        [s.parent for s in rows],
+        [s.expires_at for s in rows],
+        ["\n".join(s.buckets) for s in rows],
+        [s.landing for s in rows],
+    )
