@@ -121,6 +121,34 @@ class Summaries(MutableMapping[str, Summary]):
             self._landing[row],
         )
 
+    def differing(self, made: Mapping[str, Summary]) -> list[str]:
+        """The ids of ``made`` whose summary is not the one held here (or none is): each
+        compared with its row where it has one, no summary made of the row (a listing of
+        10,000 records read whole checks them all)."""
+        extra, rows, gone = self._extra, self._row_index(), self._gone
+        ids, holders, parents = self._ids, self._holders, self._parents
+        expiries, buckets, landing = self._expiries, self._buckets, self._landing
+        found = []
+        for lock_id, summary in made.items():
+            held = extra.get(lock_id)
+            if held is not None:
+                if held != summary:
+                    found.append(lock_id)
+                continue
+            row = rows.get(lock_id)
+            if (
+                row is None
+                or lock_id in gone
+                or summary.id != ids[row]
+                or summary.holder != holders[row]
+                or summary.parent != parents[row]
+                or summary.expires_at != expiries[row]
+                or summary.landing != landing[row]
+                or summary.buckets != tuple(buckets[row].split("\n"))
+            ):
+                found.append(lock_id)
+        return found
+
     def __getitem__(self, lock_id: str) -> Summary:
         found = self._extra.get(lock_id)
         if found is not None:

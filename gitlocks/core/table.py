@@ -17,6 +17,10 @@ from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 Key = tuple[str, str]  # (lock id, pattern)
 
 
@@ -174,14 +178,12 @@ def lazy_table(
         for lock_id in ids:
             raw, _ = found.get(blobs[lock_id], (None, "blob"))
             record = check_record(raw) if raw is not None else "its blob is missing"
-            if isinstance(record, str) or Summary.of(record) != summaries[lock_id]:
-                if distrust is not None:
-                    distrust()
-                raise StoreError(
-                    f"lock {lock_id} does not match what was kept of it; the kept verdicts "
-                    "were forgotten: run the command again"
-                )
+            if isinstance(record, str):
+                _mismatch(lock_id, distrust)
             records[lock_id] = record
+        made = {lock_id: Summary.of(record) for lock_id, record in records.items()}
+        for lock_id in summaries.differing(made)[:1]:  # all at once: 10,000 for a listing
+            _mismatch(lock_id, distrust)
         return records
 
     records = LazyRecords(summaries.ids(), load_many, parsed)
@@ -195,6 +197,16 @@ def lazy_table(
         summaries=summaries,
     )
     return table, fresh
+
+
+def _mismatch(lock_id: str, distrust: Callable[[], None] | None) -> NoReturn:
+    """A record read whole is not what was kept of it: forget what was kept, and stop."""
+    if distrust is not None:
+        distrust()
+    raise StoreError(
+        f"lock {lock_id} does not match what was kept of it; the kept verdicts "
+        "were forgotten: run the command again"
+    )
 
 
 def record_entries(record: LockRecord) -> list[ScopeEntry]:

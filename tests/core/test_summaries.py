@@ -38,6 +38,23 @@ OPS = st.lists(
 def check(found: Summaries, expected: dict[str, Summary]) -> None:
     """Every answer ``found`` gives is the one a dict of the same summaries gives."""
     assert dict(found.items()) == expected
+    # Each held summary as it is, then each changed in one field or unknown: told apart.
+    made = dict(expected)
+    for n, (lock_id, s) in enumerate(expected.items()):
+        field = n % 6
+        if field == 0:
+            made[lock_id] = s._replace(holder=s.holder + "x")
+        elif field == 1:
+            made[lock_id] = s._replace(parent=None if s.parent else "q")
+        elif field == 2:
+            made[lock_id] = s._replace(expires_at=s.expires_at + "x")
+        elif field == 3:
+            made[lock_id] = s._replace(buckets=(*s.buckets, "zz"))
+        elif field == 4:
+            made[lock_id] = s._replace(landing=not s.landing)
+    made["other"] = Summary("other", "h0", None, STAMPS[0], ("",), False)
+    assert found.differing(expected) == []
+    assert found.differing(made) == [i for i, s in made.items() if expected.get(i) != s]
     assert sorted(found) == sorted(expected)
     assert len(found) == len(expected)
     assert found.ids() == set(expected)
