@@ -165,3 +165,52 @@ def test_changes_while_iterating_never_yield_an_id_twice_or_one_gone(
     assert len(seen) == len(set(seen))
     assert set(seen) <= set(start)
     assert set(start) - set(seen) <= set(start) - set(found)
+
+
+def near(s: Summary, other: str) -> list[Summary]:
+    """``s``, and ``s`` changed in one field each: a record that differs from its kept
+    summary in that field only (filed under ``other`` lock's id, a parent of "" for none)."""
+    return [
+        s,
+        s._replace(id=other),
+        s._replace(holder=s.holder + "x"),
+        s._replace(parent="" if s.parent is None else None),
+        s._replace(expires_at=s.expires_at + "x"),
+        s._replace(buckets=(*s.buckets, "zz")),
+        s._replace(buckets=("\n".join(s.buckets),)),
+        s._replace(landing=not s.landing),
+    ]
+
+
+@settings(max_examples=300)
+@given(st.lists(SUMMARY, max_size=8, unique_by=lambda s: s.id), OPS, st.data())
+def test_differing_finds_what_comparing_each_summary_found(
+    rows: list[Summary], ops: list[tuple[str, object]], data: st.DataObject
+) -> None:
+    """``differing`` names exactly the ids the check it replaced stopped at: no summary
+    held under the id, or one that is not the record's (``Summary.of(record) !=
+    summaries[lock_id]``), whether held in the columns, put since, or gone from them."""
+    found = Summaries.of_columns(summary_columns(rows))
+    for op, arg in ops:
+        if op == "set":
+            assert isinstance(arg, Summary)
+            found[arg.id] = arg
+        elif op == "many":
+            assert isinstance(arg, list)
+            found.put_many({s.id: s for s in arg})
+        else:
+            assert isinstance(arg, str)
+            found.pop(arg, None)
+    # Each id's record as it was kept, as it was put since, as the columns had it before
+    # (gone or put again since), or one of those changed in one field.
+    made: dict[str, Summary] = {}
+    for lock_id in IDS:
+        options = [s for s in rows if s.id == lock_id]
+        if lock_id in found:
+            options.append(found[lock_id])
+        candidates = [c for s in options for c in near(s, "l0" if lock_id != "l0" else "l1")]
+        taken: bool = data.draw(st.booleans())
+        if candidates and taken:
+            made[lock_id] = data.draw(st.sampled_from(candidates))
+    old = [i for i, s in made.items() if i not in found or s != found[i]]
+    assert found.differing(made) == old
