@@ -82,7 +82,8 @@ def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | 
     ``lazy_table`` reads them; None when a blob has no verdict (a missing object has none:
     it may yet arrive)."""
     summaries: dict[str, Summary] = {}
-    judged = Judged(Summaries(), {}, [])
+    blobs: dict[str, str] = {}
+    problems: list[Problem] = []
     cut = len(LOCK_PREFIX)
     for ref, oid in refs.items():
         verdict = verdicts.get(oid)
@@ -90,12 +91,11 @@ def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | 
             return None
         found = _judged(ref, oid, verdict)
         if isinstance(found, Problem):
-            judged.problems.append(found)
+            problems.append(found)
         else:
             summaries[ref[cut:]] = found
-        judged.blobs[ref[cut:]] = oid
-    judged.summaries.put_many(summaries)
-    return judged
+        blobs[ref[cut:]] = oid
+    return Judged(Summaries(summaries), blobs, problems)
 
 
 def _judged(ref: str, oid: str, verdict: Verdict) -> Summary | Problem:
@@ -182,8 +182,9 @@ def lazy_table(
                 _mismatch(lock_id, distrust)
             records[lock_id] = record
         made = {lock_id: Summary.of(record) for lock_id, record in records.items()}
-        for lock_id in summaries.differing(made)[:1]:  # all at once: 10,000 for a listing
-            _mismatch(lock_id, distrust)
+        differing = summaries.differing(made)  # all at once: 10,000 for a listing
+        if differing:
+            _mismatch(differing[0], distrust)
         return records
 
     records = LazyRecords(summaries.ids(), load_many, parsed)
