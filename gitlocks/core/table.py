@@ -67,6 +67,13 @@ def check_record(data: bytes) -> LockRecord | str:
     return record
 
 
+def verdict_of(data: bytes) -> Verdict:
+    """What a blob of ``data`` holds, as kept by blob id: the summary of the record it is, or
+    why it is no usable record (``check_record``)."""
+    checked = check_record(data)
+    return checked if isinstance(checked, str) else Summary.of(checked)
+
+
 class Judged(Row):
     """Lock refs judged already, whose records are not read again to know what they hold
     (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and

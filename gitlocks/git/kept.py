@@ -35,6 +35,10 @@ MIN_REFS = 1000  # fewer packed lock refs are read faster than the file is
 # faster than the verdicts of thousands are decoded; more are not (300 loose records beside
 # 10,000 judged cost the hooks 70 ms read whole, 57 through the verdicts).
 FEW_LOOSE = 64
+# Verdicts of blobs no table holds now are kept past twice the current ones only up to
+# this many: the file is decoded by every command, and rewritten after every write (a
+# thousand spare verdicts cost each command about a millisecond).
+SPARE_VERDICTS = 200
 # Then the length of the text judged and the CRC-32 of the judgement after it: a file
 # damaged into another well-formed one (a digit of a blob id changed) would be believed,
 # and a write would put that blob id in the journal's table tree.
@@ -112,11 +116,11 @@ def keep_verdicts(
     """Keep ``known`` and ``fresh`` verdicts; old ones only while the file stays small (it
     is shared by the local table and the remote's, which hold mostly the same blobs)."""
     kept = {**known, **fresh}
-    if len(kept) > 2 * len(current) + 1000:
+    if len(kept) > 2 * len(current) + SPARE_VERDICTS:
         kept = {oid: v for oid, v in kept.items() if oid in current or oid in fresh}
     path = os.path.join(common_dir, VERDICTS_FILE)
     try:
-        files.write_atomic(path, encode_verdicts(kept))
+        files.write_atomic(path, encode_verdicts(kept), cache=True)
         _verdicts[path] = (files.stamp_of(path), kept)
     except OSError:
         pass  # a cache: losing it costs time, never an answer
@@ -163,7 +167,7 @@ def keep(
     document = encode_judged(judged)
     data = b"%s%d %d\n%s%s" % (_MAGIC, len(region), zlib.crc32(document), region, document)
     try:
-        files.write_atomic(os.path.join(common_dir, PACKED_TABLE_FILE), data)
+        files.write_atomic(os.path.join(common_dir, PACKED_TABLE_FILE), data, cache=True)
     except OSError:
         pass  # a cache: losing it costs time, never an answer
 

@@ -38,6 +38,7 @@ from gitlocks.core.table import (
     Table,
     lazy_table,
     read_record,
+    verdict_of,
 )
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.git import files, kept, settings
@@ -62,12 +63,13 @@ from gitlocks.store.location import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import TypeVar
 
     import pygit2
 
     from gitlocks.core.change import Change
+    from gitlocks.core.summaries import Verdict
     from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
@@ -121,6 +123,10 @@ class Store:
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
         self._early: list[Transaction] = []  # begun as the store opened, for a writing verb
+        # Within a write, the verdicts (known, fresh) its read judged, kept once, after it,
+        # with those of the blobs it wrote (docs/design.md, section 4.5).
+        self._writing = False
+        self._unkept: tuple[Mapping[str, Verdict], dict[str, Verdict]] | None = None
         self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
@@ -270,51 +276,22 @@ class Store:
 
     def commit_of(self, ref: str) -> str | None:
         """The commit ``ref`` names (tags peeled), or None: no such ref, or no commit."""
-        oid = self.ref_value(ref)
-        for _ in range(10):  # a tag of a tag ...: a few levels, never a loop
-            found = self.objects.read(oid) if oid else None
-            if found is None or found[0] not in ("commit", "tag"):
-                return None
-            if found[0] == "commit":
-                return oid
-            head = found[1].split(b"\n", 1)[0]
-            oid = head[len(b"object ") :].decode() if head.startswith(b"object ") else None
-        return None
+        from gitlocks.store import history  # claims that wait on a merge only
+
+        return history.commit_of(self.objects, self.ref_value(ref))
 
     def contains(self, tip: str, commit: str) -> bool:
         """Whether ``commit`` is ``tip`` or one of its ancestors (False when unknown)."""
-        if tip == commit:
-            return True
-        if not (is_object_id(tip) and is_object_id(commit)):
-            return False
-        proc = start(["--git-dir", self.git_dir, "merge-base", "--is-ancestor",
-                      commit, tip], env=Env.CLEAN, error=StoreError)  # fmt: skip
-        proc.communicate()
-        return proc.returncode == 0
+        from gitlocks.store import history  # claims that wait on a merge only
+
+        return history.contains(self.git_dir, tip, commit)
 
     def paths_changed_since(self, head: str, base: str, limit: int) -> set[str] | None:
-        """The paths changed (both sides, against the first parent) by the commits of
-        ``head`` that ``base`` lacks; None when there are more than ``limit`` of them or
-        they cannot be read."""
-        import pygit2  # history's diffs: libgit2 reads them faster than git's processes
+        """The paths ``head``'s own commits (those ``base`` lacks) changed; None past
+        ``limit`` commits or when they cannot be read."""
+        from gitlocks.store import history  # claims that wait on a merge only
 
-        changed: set[str] = set()
-        try:
-            walker = self.repo.walk(head, pygit2.enums.SortMode.NONE)
-            walker.hide(base)
-            for count, commit in enumerate(walker):
-                if count >= limit:
-                    return None
-                if commit.parents:
-                    diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-                else:
-                    diff = commit.tree.diff_to_tree(swap=True)
-                for delta in diff.deltas:
-                    for side in (delta.old_file, delta.new_file):
-                        changed.add(side.raw_path.decode("utf-8", "surrogateescape"))
-        except (pygit2.GitError, KeyError, ValueError):
-            return None
-        return changed
+        return history.paths_changed_since(self.repo, head, base, limit)
 
     # --- reading ------------------------------------------------------------------------
 
@@ -404,7 +381,10 @@ class Store:
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
         large = len(table.refs) >= 1000
-        if read_known and fresh and (len(fresh) >= KEEP_VERDICTS_AFTER or not large):
+        keep = read_known and (len(fresh) >= KEEP_VERDICTS_AFTER or not large)
+        if keep and self._writing:  # kept after the write, with the verdicts of what it wrote
+            self._unkept = (known, fresh)
+        elif keep and fresh:
             kept.keep_verdicts(self.common_dir, known, fresh, set(table.refs.values()))
         if found is not None and judged is None:
             kept.keep(self.common_dir, found.region, found.packed, known, fresh)
@@ -471,19 +451,33 @@ class Store:
         count = 1 if self.reftable else 2
         with self.mutex(), Spares(self.git_dir, count, started=early) as self._spares:
             self._replace_symbolic_journal()
-            for _ in range(tries):
-                table = self.read_table()
-                change, result = decide(table)
-                self._decided = table
-                if not change:
+            self._writing = True
+            try:
+                for _ in range(tries):
+                    table = self.read_table()
+                    change, result = decide(table)
+                    self._decided = table
+                    if not change:
+                        return result
+                    try:
+                        self._apply(table, change)
+                    except _Conflict:
+                        self._cache = None
+                        continue
                     return result
-                try:
-                    self._apply(table, change)
-                except _Conflict:
-                    self._cache = None
-                    continue
-                return result
+            finally:
+                self._writing = False
+                self._keep_unkept()
         raise StoreError("the lock store kept changing under us; try again")
+
+    def _keep_unkept(self) -> None:
+        """Keep the verdicts a write judged: of what its read found new, and of the blobs it
+        wrote, so that the next command (hooks and guard too) reads none of them again."""
+        if self._unkept is not None:
+            (known, fresh), self._unkept = self._unkept, None
+            current = set(self._cache.refs.values()) if self._cache is not None else set()
+            if fresh:
+                kept.keep_verdicts(self.common_dir, known, fresh, current)
 
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Mutex:
         from gitlocks.store.mutex import Mutex  # a write's: reads take no mutex
@@ -524,9 +518,12 @@ class Store:
         for lock_id in change.delete:
             refs.pop(lock_id, None)
             updates[LOCK_PREFIX + lock_id] = None
+        written: dict[str, bytes] = {}
         for record in change.put:
-            refs[record.id] = self.objects.write_blob(record.to_json(), fresh=True)
+            data = record.to_json()
+            refs[record.id] = self.objects.write_blob(data, fresh=True)
             updates[LOCK_PREFIX + record.id] = refs[record.id]
+            written[refs[record.id]] = data
         events = list(change.events)
         if self.journal_reset is not None:
             reason = f"the journal ref was a symbolic ref to {self.journal_reset}; replaced"
@@ -561,6 +558,8 @@ class Store:
         table.version = str(commit)
         self.journal_reset = None
         self._cache, self._cache_fingerprint = table, self.fingerprint()
+        if self._unkept is not None:  # judged from its bytes, as any reader judges a blob
+            self._unkept[1].update((oid, verdict_of(data)) for oid, data in written.items())
 
     def _replace_symbolic_journal(self) -> None:
         """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,

@@ -1,0 +1,93 @@
+"""A write keeps the verdicts of what it judged and of what it wrote, once, after it, so
+the command after it (the hooks and the guard included) reads no record again; and the
+verdicts file stays small, since every command decodes it (docs/design.md, section 4.5)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.table import verdict_of
+from gitlocks.git import kept
+from gitlocks.git import table as hooks_table
+from gitlocks.identity import resolve_identity
+from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire, release
+from gitlocks.store.local import Store
+
+
+def _ctx(repo: Path, holder: str) -> Context:
+    return Context(store=Store.discover(repo), identity=resolve_identity(holder))
+
+
+def _kept(repo: Path) -> dict[str, object]:
+    """The verdicts file as a new process reads it."""
+    kept._verdicts.clear()
+    return dict(kept.verdicts(str(repo / ".git")))
+
+
+def _lock_blobs(repo: Path) -> dict[str, str]:
+    out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", LOCK_PREFIX)
+    return dict(line.split() for line in out.splitlines())
+
+
+def test_a_write_keeps_the_verdict_of_the_record_it_wrote(repo: Path) -> None:
+    assert acquire(_ctx(repo, "a"), [ScopeEntry("src/**")]).status == "acquired"
+    assert acquire(_ctx(repo, "b"), [ScopeEntry("docs/**")]).status == "acquired"
+    verdicts = _kept(repo)
+    for oid in _lock_blobs(repo).values():
+        blob = git(repo, "cat-file", "blob", oid).encode()
+        assert verdicts.get(oid) == verdict_of(blob)  # as any reader would judge it
+
+
+def test_after_a_write_the_hooks_read_no_record(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard and the hooks never keep verdicts themselves: before, each of them read
+    the record the last write made (one ``cat-file`` more) until a store command ran."""
+    assert acquire(_ctx(repo, "a"), [ScopeEntry("src/**")]).status == "acquired"
+    assert acquire(_ctx(repo, "b"), [ScopeEntry("docs/**")]).status == "acquired"
+    asked: list[list[str]] = []
+
+    def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+        asked.append(oids)
+        return {}
+
+    monkeypatch.setattr(hooks_table, "read_objects", read_objects)
+    kept._verdicts.clear()
+    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    assert sorted(table.refs) == sorted(r[len(LOCK_PREFIX) :] for r in _lock_blobs(repo))
+    assert asked == []
+
+
+def test_a_write_that_changes_nothing_keeps_what_it_judged(repo: Path) -> None:
+    assert acquire(_ctx(repo, "a"), [ScopeEntry("src/**")]).status == "acquired"
+    # A lock ref moved by another tool: its blob is judged by the next read.
+    record = git(repo, "cat-file", "blob", next(iter(_lock_blobs(repo).values())))
+    planted = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, input=record.replace('"a"', '"c"'),
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    git(repo, "update-ref", LOCK_PREFIX + "planted", planted)
+    assert acquire(_ctx(repo, "b"), [ScopeEntry("src/x")]).status == "refused"
+    assert planted in _kept(repo)
+
+
+def test_the_verdicts_file_stays_small(repo: Path) -> None:
+    """Verdicts of blobs no table holds any more are kept only up to a margin: the file
+    is decoded by every command and rewritten after every write."""
+    assert acquire(_ctx(repo, "a"), [ScopeEntry("held/**")]).status == "acquired"
+    ctx = _ctx(repo, "b")
+    for i in range(kept.SPARE_VERDICTS + 20):  # a new record each, then none
+        assert acquire(ctx, [ScopeEntry(f"n{i}/**")]).status == "acquired"
+        release(ctx, None)
+    current = set(_lock_blobs(repo).values())
+    verdicts = _kept(repo)
+    assert current <= verdicts.keys()
+    assert len(verdicts) <= 2 * len(current) + kept.SPARE_VERDICTS
+    assert (repo / ".git" / VERDICTS_FILE).stat().st_size < 64 * 1024
