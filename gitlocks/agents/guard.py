@@ -267,7 +267,10 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
     named = [e for e in entries if e is not None]
     if len(named) < len(entries):
         raise Pass(f"{rels[entries.index(None)]!r} cannot be named by a pattern: not guarded")
-    ctx = store_context(repo.root, identity)
+    ctx = store_context(repo.root, identity, repo)
+    remote = bool(getattr(ctx.store, "remote", None))  # a local write costs no push
+    if not remote:
+        ctx.store.start_write()  # its ref transactions start while it reads the table
     why = f"{event.tool} {' '.join(rels)}"[:1000]
     ttl = claim_ttl(ctx)
 
@@ -276,7 +279,6 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
         # of a turn seldom needs a push of its own.
         renew_session(ctx, table, identity, now, change, gone, ttl, share=True)
 
-    remote = bool(getattr(ctx.store, "remote", None))  # a local write costs no push
     result = locks.acquire(
         ctx, named, reason=why, ttl=ttl, ride_along=ride_along if remote else None
     )

@@ -39,6 +39,10 @@ class Repo(Row):
     reftable: bool
     warnings: list[str]
     ignore: IgnoreList  # .alockignore as committed at HEAD, never as being edited
+    # What the store needs to open it, as read here: a claim starts no git to find it again.
+    git_dir: str
+    object_format: str | None  # None: git did not say
+    settings: settings.Settings
 
 
 def open_repo(directory: str, *, edited: str = "") -> Repo:
@@ -46,7 +50,8 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     names the file whose repository it is, for the message when there is none."""
     if not os.path.isdir(directory):
         raise Pass(f"the session's directory {directory!r} {_what_is(directory)}")
-    top = start_git(["rev-parse", "--show-toplevel", "--git-common-dir"], directory)
+    where = ["--show-toplevel", "--git-common-dir", "--absolute-git-dir", "--show-object-format"]
+    top = start_git(["rev-parse", *where], directory)
     config = settings.start(directory)
     committed = CommittedIgnores(["HEAD"], directory)
     nowhere = (
@@ -63,10 +68,10 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
         raise Pass(nowhere) from None
     configured = settings.finish(config)
     (ignore,) = committed.finish()
-    if len(lines) < 2:
+    if len(lines) < 4:
         raise Pass(nowhere)
-    root = lines[0]
-    common = lines[1] if os.path.isabs(lines[1]) else os.path.join(directory, lines[1])
+    root, common, git_dir, object_format = lines[:4]
+    common = common if os.path.isabs(common) else os.path.join(directory, common)
     warnings = []
     mode = (configured.get("alock.guardMode") or "claim").strip().lower() or "claim"
     if mode not in MODES:
@@ -77,9 +82,11 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     skew, skew_warning = configured.clock_skew()
     warnings += [w for w in (case_warning, skew_warning) if w]
     remote = configured.get("alock.remote") or ""
+    known = object_format if object_format in ("sha1", "sha256") else None
     return Repo(
-        root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore
-    )
+        root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore,
+        git_dir, known, configured,
+    )  # fmt: skip
 
 
 def _what_is(path: str) -> str:

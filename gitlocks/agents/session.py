@@ -14,7 +14,7 @@ from gitlocks.agents.harnesses import (
     Harness,
     Pass,
 )
-from gitlocks.agents.repos import open_repo
+from gitlocks.agents.repos import Repo, open_repo
 from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
@@ -27,6 +27,7 @@ from gitlocks.core.record import (
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
+from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
@@ -114,12 +115,17 @@ def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = 
     )
 
 
-def store_context(root: str, identity: Identity) -> Any:
-    """The service context of the repository at ``root`` (its remote's store in remote mode)."""
+def store_context(root: str, identity: Identity, repo: Repo | None = None) -> Any:
+    """The service context of the repository at ``root`` (its remote's store in remote mode);
+    opened from what the guard read of it (``repo``) where git would find it the same way
+    again: no variable of the environment names a repository (docs/design.md, section 6.5)."""
     # Imported here: the store brings in pygit2, which the guard's fast path avoids.
     from gitlocks.service.context import open_context
 
-    ctx = open_context(root, identity)
+    opened = None
+    if repo is not None and REPO_VARS.isdisjoint(os.environ):
+        opened = (repo.git_dir, repo.object_format, repo.settings)
+    ctx = open_context(root, identity, opened=opened)
     bound_remote(ctx.store)
     return ctx
 

@@ -21,6 +21,7 @@ from gitlocks.layout import (
     DEFAULT_TTL_SECONDS,
 )
 from gitlocks.store.local import Store
+from gitlocks.store.location import Location
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
@@ -114,12 +115,22 @@ class Context:
 
 
 def open_context(
-    start: str | os.PathLike[str] | None, identity: Identity | Callable[[], Identity]
+    start: str | os.PathLike[str] | None,
+    identity: Identity | Callable[[], Identity],
+    *,
+    opened: tuple[str, str | None, Settings] | None = None,
 ) -> Context:
     """The service context of the repository at ``start``: its remote's store in remote
     mode, else its own refs. ``identity`` may be a function, called once the repository
-    is found (not being in one is the first error to report)."""
-    store = Store.discover(start)
+    is found (not being in one is the first error to report). ``opened``: the repository's
+    git directory, object format and settings, read already by a caller that found it at
+    ``start`` as git would (the guard), so that git is not asked again."""
+    if opened is None:
+        store = Store.discover(start)
+    else:
+        git_dir, object_format, configured = opened
+        where = Location(git_dir, os.fspath(start or "."), False, object_format)
+        store = Store(where, configured=configured)
     if store.config_get("alock.remote"):
         # Imported here: the remote protocol costs start-up time; only remote mode needs it.
         from gitlocks.store.remote import RemoteStore

@@ -35,6 +35,21 @@ def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
     assert f"held by {holder}" in denial(other)  # another session is another holder
 
 
+def test_a_claim_opens_the_store_from_what_the_guard_read(repo: Path, tmp_path: Path) -> None:
+    """The guard found the repository and read its settings before it decided to claim:
+    the store is opened from them, and git is asked to find the repository once, not
+    twice (two processes of seven, in the call made before most first edits)."""
+    trace = tmp_path / "trace2.json"
+    got = guard(repo, edit(repo, "src/app.py"), GIT_TRACE2_EVENT=str(trace))
+    assert got.code == 0 and got.out == "", got
+    assert [paths for paths in holders(repo).values()] == [["src/app.py"]]
+    starts = [json.loads(line) for line in trace.read_text().splitlines()]
+    argvs = [e["argv"] for e in starts if e.get("event") == "start"]
+    assert sum("rev-parse" in argv for argv in argvs) == 1, argvs
+    assert sum("config" in argv and "--list" in argv for argv in argvs) == 1, argvs
+    assert sum("update-ref" in argv for argv in argvs) == 2, argvs  # the claim was written
+
+
 def test_an_edit_inside_anothers_claim_is_denied_naming_the_holder(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "-m", "rewrite auth", **OTHER).code == 0
     for tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
