@@ -22,7 +22,7 @@ import zlib
 from gitlocks.core.digest import hasher
 from gitlocks.core.plain import Row
 from gitlocks.errors import StoreError
-from gitlocks.git.files import read_contents
+from gitlocks.git.files import read_contents, read_loose
 from gitlocks.git.run import Env, start
 from gitlocks.git.spawn import Process
 
@@ -117,27 +117,7 @@ class Objects:
         return found
 
     def _read_loose(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
-        try:  # os.open and one read: a table of 10,000 reads that many files
-            fd = os.open(f"{self._prefix}{oid[:2]}/{oid[2:]}", os.O_RDONLY)
-            try:
-                packed = _read_all(fd)
-            finally:
-                os.close(fd)
-            if limit is None:
-                raw = zlib.decompress(packed)
-            else:  # inflate no more than the header and limit + 1 bytes of contents
-                raw = zlib.decompressobj().decompress(packed, limit + 64)
-        except (OSError, zlib.error):
-            return None  # not loose (packed, or in an alternate), or unreadable: ask git
-        header, nul, body = raw.partition(b"\0")
-        kind, _, size = header.partition(b" ")
-        if not nul or not size.isdigit():
-            return None
-        if limit is not None and int(size) > limit:
-            return kind.decode("ascii", "replace"), body[: limit + 1]
-        if int(size) != len(body):
-            return None
-        return kind.decode("ascii", "replace"), body
+        return read_loose(f"{self._prefix}{oid[:2]}/{oid[2:]}", limit)
 
     def _read_batch(
         self, oids: Sequence[str], limit: int | None = None
@@ -309,17 +289,6 @@ def parse_commit(oid: str, raw: bytes) -> Commit:
         elif key == b"parent":
             parents.append(value.decode("ascii", "replace"))
     return Commit(oid, tree, tuple(parents), message.decode("utf-8", "replace"))
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    data = os.read(fd, size + 1)
-    while len(data) <= size:  # a short read: keep reading to the end
-        more = os.read(fd, size + 1 - len(data))
-        if not more:
-            break
-        data += more
-    return data
 
 
 def _tree_key(entry: Entry) -> bytes:

@@ -1,11 +1,14 @@
 """The lock table read through the git command line, without pygit2: the fast path of
 the git hooks, the agent guard and the remote's check, which run before every edit and
 in every commit (docs/design.md, section 6). One ``for-each-ref`` (or the ref files
-themselves) lists the lock refs; one ``cat-file --batch`` reads the records a question
-needs; the store's kept verdicts spare the rest.
+themselves) lists the lock refs; the records a question needs are read from their loose
+object files, or from one ``cat-file --batch`` when packed; the store's kept verdicts
+spare the rest.
 """
 
 from __future__ import annotations
+
+import os
 
 from gitlocks.core.record import MAX_RECORD_BYTES
 from gitlocks.core.summaries import Verdict
@@ -36,10 +39,13 @@ def read_lock_table(
     if reftable:
         found = list_refs(common_dir, reftable, cwd)
         return read_table(found, cwd, ignore_case, skew, kept.verdicts(common_dir), None, distrust)
+    # Where the records are, as loose objects, unless the environment puts them elsewhere:
+    # read there, a record costs no process (only a packed one does).
+    loose = None if "GIT_OBJECT_DIRECTORY" in os.environ else os.path.join(common_dir, "objects")
     scanned = kept.scan(common_dir)
-    verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(scanned, True) else {}
+    verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(scanned, loose is None) else {}
     found = files.Scan(scanned.refs, scanned.symbolic)
-    return read_table(found, cwd, ignore_case, skew, verdicts, scanned.judged, distrust)
+    return read_table(found, cwd, ignore_case, skew, verdicts, scanned.judged, distrust, loose)
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
@@ -58,15 +64,22 @@ def read_table(
     verdicts: Mapping[str, Verdict] | None = None,
     judged: Judged | None = None,
     distrust: Callable[[], None] | None = None,
+    loose: str | None = None,
 ) -> Table:
     """The lock table of ``found`` lock refs (and the ``judged`` ones), through the one
-    loader: records are read (one ``cat-file`` batch) only when a path can reach them, and
-    not at all where the store's kept ``verdicts`` already say what a blob holds. A record
-    that does not match what was kept of it stops the command after ``distrust`` (which
-    forgets what was kept, else every hook would stop on it again)."""
+    loader: records are read only when a path can reach them, and not at all where the
+    store's kept ``verdicts`` already say what a blob holds: from their loose object files
+    in the objects directory ``loose``, the rest (packed, or no ``loose``) from one
+    ``cat-file`` batch. A record that does not match what was kept of it stops the
+    command after ``distrust`` (which forgets what was kept, else every hook would stop on
+    it again)."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        return read_objects(oids, cwd) if oids else {}
+        found = read_loose(oids, loose) if oids and loose else {}
+        rest = [oid for oid in oids if oid not in found]
+        if rest:
+            found.update(read_objects(rest, cwd))
+        return found
 
     table, _ = lazy_table(
         sorted(found.refs.items()),
@@ -83,6 +96,21 @@ def read_table(
         for name, target in sorted(found.symbolic.items())
     )
     return table
+
+
+def read_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None, str]]:
+    """(contents, type) by id of those of ``oids`` that are loose objects in ``directory``,
+    read in-process (a process spared before every edit; the store reads them so too): as
+    ``read_objects`` keeps them."""
+    found: dict[str, tuple[bytes | None, str]] = {}
+    for oid in oids:
+        if len(oid) not in (40, 64) or oid.strip("0123456789abcdef"):
+            continue  # no object id: never a path to open
+        got = files.read_loose(f"{directory}/{oid[:2]}/{oid[2:]}", MAX_RECORD_BYTES)
+        if got is not None:
+            kind, body = got
+            found[oid] = (body if kind == "blob" else None, kind)
+    return found
 
 
 def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:

@@ -1,0 +1,108 @@
+"""The hooks' and the guard's reading of the lock table: records a question needs are read
+from their loose object files in-process, packed ones through ``cat-file``, and both read
+alike (docs/design.md, section 6)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.git import kept
+from gitlocks.git import table as hooks_table
+from gitlocks.identity import resolve_identity
+from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
+from gitlocks.service.context import Context
+from gitlocks.service.locks import acquire
+from gitlocks.store.local import Store
+
+Calls = list[list[str]]
+
+
+def _claims(repo: Path) -> None:
+    for holder, pattern in (("a", "src/**"), ("b", "docs/*.md"), ("c", "lib/x.py")):
+        ctx = Context(store=Store.discover(repo), identity=resolve_identity(holder))
+        assert acquire(ctx, [ScopeEntry(pattern)]).status == "acquired"
+
+
+def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], Calls]:
+    """Every record of the table read whole, with no kept verdict, and which ids went to
+    ``cat-file``."""
+    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    kept._verdicts.clear()
+    asked: Calls = []
+    real = hooks_table.read_objects
+
+    def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+        asked.append(list(oids))
+        return real(oids, cwd)
+
+    monkeypatch.setattr(hooks_table, "read_objects", read_objects)
+    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    records = {lock_id: table.get(lock_id) for lock_id in sorted(table.refs)}
+    return records, asked
+
+
+def test_loose_records_are_read_without_cat_file(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claims(repo)
+    records, asked = _read(repo, monkeypatch)
+    assert len(records) == 3 and all(r is not None for r in records.values())
+    assert asked == []
+
+
+def test_packed_records_read_alike_through_cat_file(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claims(repo)
+    loose, _ = _read(repo, monkeypatch)
+    git(repo, "gc", "-q", "--prune=now")  # every record blob into a pack
+    assert not list((repo / ".git" / "objects").glob("??/*"))
+    packed, asked = _read(repo, monkeypatch)
+    assert packed == loose
+    assert sorted(sum(asked, [])) == sorted(
+        git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()
+    )
+
+
+def test_an_object_directory_named_by_the_environment_is_asked_through_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claims(repo)
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(repo / ".git" / "objects"))
+    records, asked = _read(repo, monkeypatch)
+    assert all(r is not None for r in records.values())
+    assert len(sum(asked, [])) == 3
+
+
+def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loose file that does not inflate is asked of git (which finds it unreadable); a
+    blob past the record limit is no record, read no further than the limit."""
+    _claims(repo)
+    big = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, input=b"{" + b" " * 300_000 + b"}",
+        capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+    git(repo, "update-ref", LOCK_PREFIX + "big", big)
+    victim_id = _ids(repo)[0]
+    victim = git(repo, "rev-parse", LOCK_PREFIX + victim_id).strip()
+    path = repo / ".git" / "objects" / victim[:2] / victim[2:]
+    path.chmod(0o644)
+    path.write_bytes(b"not zlib at all")
+    records, asked = _read(repo, monkeypatch)
+    assert sum(asked, []) == [victim]  # only the damaged one went to git
+    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    reasons = {p.ref: p.reason for p in table.problems}
+    assert "at most" in reasons[LOCK_PREFIX + "big"] and records["big"] is None
+    assert reasons[LOCK_PREFIX + victim_id] == "points at a missing object"  # as git says
+
+
+def _ids(repo: Path) -> list[str]:
+    out = git(repo, "for-each-ref", "--format=%(refname)", LOCK_PREFIX)
+    return [line[len(LOCK_PREFIX) :] for line in out.split()]
