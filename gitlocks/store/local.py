@@ -475,7 +475,8 @@ class Store:
         wrote, so that the next command (hooks and guard too) reads none of them again."""
         if self._unkept is not None:
             (known, fresh), self._unkept = self._unkept, None
-            current = set(self._cache.refs.values()) if self._cache is not None else set()
+            table = self._cache if self._cache is not None else self._decided  # else as read
+            current = set(table.refs.values()) if table is not None else set(known)
             if fresh:
                 kept.keep_verdicts(self.common_dir, known, fresh, current)
 

@@ -91,3 +91,29 @@ def test_the_verdicts_file_stays_small(repo: Path) -> None:
     assert current <= verdicts.keys()
     assert len(verdicts) <= 2 * len(current) + kept.SPARE_VERDICTS
     assert (repo / ".git" / VERDICTS_FILE).stat().st_size < 64 * 1024
+
+
+def test_a_write_that_fails_keeps_every_verdict(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write's table is gone when it fails: what was kept is still kept, with what it
+    judged, never pruned as if no lock were current (a table of thousands read again)."""
+    from gitlocks.errors import StoreError
+    from gitlocks.layout import JOURNAL_REF
+    from gitlocks.store import refs as store_refs
+
+    ctx = _ctx(repo, "a")
+    for i in range(kept.SPARE_VERDICTS + 10):
+        assert acquire(ctx, [ScopeEntry(f"n{i}/**")]).status == "acquired"
+    record = git(repo, "cat-file", "blob", next(iter(_lock_blobs(repo).values())))
+    planted = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, input=record.replace('"a"', '"c"'),
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    git(repo, "update-ref", LOCK_PREFIX + "planted", planted)  # judged by the next read
+    monkeypatch.setattr(store_refs, "LOCKFILE_WAIT_SECONDS", 0.2)
+    (repo / ".git" / f"{JOURNAL_REF}.lock").write_text("")  # some other git command's
+    with pytest.raises(StoreError):
+        acquire(_ctx(repo, "b"), [ScopeEntry("elsewhere/**")])
+    verdicts = _kept(repo)
+    assert set(_lock_blobs(repo).values()) <= verdicts.keys()
