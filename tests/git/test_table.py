@@ -19,7 +19,6 @@ from gitlocks.service.context import Context
 from gitlocks.service.locks import acquire
 from gitlocks.store.local import Store
 
-Calls = list[list[str]]
 
 
 def _claims(repo: Path) -> None:
@@ -28,16 +27,16 @@ def _claims(repo: Path) -> None:
         assert acquire(ctx, [ScopeEntry(pattern)]).status == "acquired"
 
 
-def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], Calls]:
+def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[str]]:
     """Every record of the table read whole, with no kept verdict, and which ids went to
     ``cat-file``."""
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     kept._verdicts.clear()
-    asked: Calls = []
+    asked: list[str] = []
     real = hooks_table.read_objects
 
     def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
-        asked.append(list(oids))
+        asked.extend(oids)
         return real(oids, cwd)
 
     monkeypatch.setattr(hooks_table, "read_objects", read_objects)
@@ -64,7 +63,7 @@ def test_packed_records_read_alike_through_cat_file(
     assert not list((repo / ".git" / "objects").glob("??/*"))
     packed, asked = _read(repo, monkeypatch)
     assert packed == loose
-    assert sorted(sum(asked, [])) == sorted(
+    assert sorted(asked) == sorted(
         git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()
     )
 
@@ -76,7 +75,7 @@ def test_an_object_directory_named_by_the_environment_is_asked_through_git(
     monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(repo / ".git" / "objects"))
     records, asked = _read(repo, monkeypatch)
     assert all(r is not None for r in records.values())
-    assert len(sum(asked, [])) == 3
+    assert len(asked) == 3
 
 
 def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
@@ -96,7 +95,7 @@ def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
     path.chmod(0o644)
     path.write_bytes(b"not zlib at all")
     records, asked = _read(repo, monkeypatch)
-    assert sum(asked, []) == [victim]  # only the damaged one went to git
+    assert asked == [victim]  # only the damaged one went to git
     table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
     reasons = {p.ref: p.reason for p in table.problems}
     assert "at most" in reasons[LOCK_PREFIX + "big"] and records["big"] is None
