@@ -20,7 +20,6 @@ from gitlocks.service.locks import acquire
 from gitlocks.store.local import Store
 
 
-
 def _claims(repo: Path) -> None:
     for holder, pattern in (("a", "src/**"), ("b", "docs/*.md"), ("c", "lib/x.py")):
         ctx = Context(store=Store.discover(repo), identity=resolve_identity(holder))
