@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 
+from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.git import kept
 from gitlocks.git import table as hooks_table
@@ -26,7 +27,10 @@ def _claims(repo: Path) -> None:
         assert acquire(ctx, [ScopeEntry(pattern)]).status == "acquired"
 
 
-def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[str]]:
+Records = dict[str, LockRecord | None]
+
+
+def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Records, list[str]]:
     """Every record of the table read whole, with no kept verdict, and which ids went to
     ``cat-file``."""
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
