@@ -366,3 +366,102 @@ def _read_all(fd: int) -> bytes:
             break
         data += more
     return data
+
+
+def git_dirs_around(directory: str) -> tuple[str, str] | None:
+    """The git directory and common git directory of the repository whose ``.git`` is the
+    nearest one above ``directory`` (a directory, or a file naming one), as read from the
+    files; None when there is none. A guess git's own answer confirms: the environment,
+    ``core.worktree`` or ownership rules may make git find another one, or none."""
+    here = os.path.abspath(directory)
+    while True:
+        dot = os.path.join(here, ".git")
+        if os.path.isdir(dot):
+            git_dir = dot
+            break
+        if os.path.isfile(dot):
+            try:
+                with open(dot, "rb") as fh:
+                    text = fh.read(4096).decode("utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = os.path.join(here, text[len("gitdir:") :].strip())
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as fh:
+            common = os.path.join(git_dir, fh.read(4096).decode("utf-8").strip())
+    except FileNotFoundError:
+        common = git_dir
+    except (OSError, UnicodeDecodeError):
+        return None
+    return os.path.realpath(git_dir), os.path.realpath(common)
+
+
+def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -> bytes | None:
+    """What the file ``name`` at the top of HEAD's tree holds, read from loose objects: the
+    blob (at most ``limit + 1`` bytes of a larger one), or ``b""`` where HEAD's tree has
+    no blob by that name. None where git must be asked (``git cat-file``): an object not
+    loose (packed, in an alternate), a HEAD that is unborn or names no branch, replace
+    refs (git reads a replaced object through them), another ref backend."""
+    if os.environ.get("GIT_REPLACE_REF_BASE") or _replaces(common_dir):
+        return None
+    try:
+        with open(os.path.join(git_dir, "HEAD"), "rb") as fh:
+            head = fh.read(512).strip().decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if head.startswith("ref: refs/heads/") and head != "ref: refs/heads/.invalid":
+        oid = read(common_dir, head[len("ref: ") :])[0]  # reftable names ".invalid"
+    else:
+        oid = head if is_object_id(head) else None
+    objects = os.path.join(common_dir, "objects")
+    commit = read_loose(f"{objects}/{oid[:2]}/{oid[2:]}") if oid else None
+    if commit is None or commit[0] != "commit" or not commit[1].startswith(b"tree "):
+        return None
+    tree_id = commit[1][5 : commit[1].find(b"\n")].decode("ascii", "replace")
+    tree = read_loose(f"{objects}/{tree_id[:2]}/{tree_id[2:]}") if is_object_id(tree_id) else None
+    if tree is None or tree[0] != "tree":
+        return None
+    found = _tree_entry(tree[1], name, len(tree_id) // 2)
+    if found is None:
+        return b""
+    mode, blob_id = found
+    if mode in (b"40000", b"160000"):  # a directory or a submodule: no blob, as git says
+        return b""
+    blob = read_loose(f"{objects}/{blob_id[:2]}/{blob_id[2:]}", limit)
+    if blob is None:
+        return None
+    return blob[1] if blob[0] == "blob" else b""
+
+
+def _replaces(common_dir: str) -> bool:
+    """Whether the repository has replace refs (or may: anything unreadable)."""
+    try:
+        if os.listdir(os.path.join(common_dir, "refs", "replace")):
+            return True
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return True
+    packed = read_packed(common_dir)
+    return packed is not None and b" refs/replace/" in packed
+
+
+def _tree_entry(tree: bytes, name: bytes, idlen: int) -> tuple[bytes, str] | None:
+    """``(mode, object id)`` of the entry ``name`` of a tree's contents, or None."""
+    pos, end = 0, len(tree)
+    while pos < end:
+        space = tree.find(b" ", pos)
+        nul = tree.find(b"\0", space + 1)
+        if space < 0 or nul < 0 or nul + 1 + idlen > end:
+            return None
+        if tree[space + 1 : nul] == name:
+            return tree[pos:space], tree[nul + 1 : nul + 1 + idlen].hex()
+        pos = nul + 1 + idlen
+    return None

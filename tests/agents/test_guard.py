@@ -50,6 +50,26 @@ def test_a_claim_opens_the_store_from_what_the_guard_read(repo: Path, tmp_path: 
     assert sum("update-ref" in argv for argv in argvs) == 2, argvs  # the claim was written
 
 
+def test_the_committed_alockignore_is_read_without_git_where_loose(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The list at HEAD comes from the loose objects (one process less before every edit),
+    or from git when they are packed: the same answer either way."""
+    (repo / ".alockignore").write_text("gen/\n")
+    git(repo, "add", ".alockignore")
+    git(repo, "commit", "-q", "-m", "ignore gen/")
+    for packed in (False, True):
+        if packed:
+            git(repo, "gc", "-q", "--prune=now")
+        trace = tmp_path / f"trace-{packed}.json"
+        got = guard(repo, edit(repo, "gen/out.py"), GIT_TRACE2_EVENT=str(trace))
+        assert got.code == 0 and got.out == "", got
+        assert holders(repo) == {}  # exempt: neither claimed nor denied
+        starts = [json.loads(line) for line in trace.read_text().splitlines()]
+        argvs = [e["argv"] for e in starts if e.get("event") == "start"]
+        assert sum("cat-file" in argv for argv in argvs) == (1 if packed else 0), argvs
+
+
 def test_an_edit_inside_anothers_claim_is_denied_naming_the_holder(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "-m", "rewrite auth", **OTHER).code == 0
     for tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
