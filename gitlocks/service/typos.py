@@ -4,9 +4,10 @@ note naming the closest existing path.
 
 Cheap at any size: a pattern whose literal part (the segments before its first wildcard)
 exists in the working tree is taken to cover something, without listing anything; only
-when some pattern's literal part is missing is the index listed, once
-(``git ls-files``), and each missing segment compared (``difflib``) with the names at its
-depth under the part that does exist. ``acquire`` starts that listing before it writes
+when some pattern's literal part is missing is the index listed, once (a small index file
+read directly, else ``git ls-files`` of the deepest directory above the missing parts),
+and each missing segment compared (``difflib``) with the names at its depth under the
+part that does exist. ``acquire`` starts that listing before it writes
 the claim (``start_listing``), so the two run at once.
 """
 
@@ -73,13 +74,11 @@ def uncovered(
         return []
     files = (list_files or (lambda: tracked_files(root)))()
     fold = str.casefold if ignore_case else str
-    tracked = {fold(p) for p in files}
     index = _Index(files, root)
     found = []
     suggested = 0
     for pattern, parts in missing:
-        literal = fold("/".join(parts))
-        if literal in tracked or literal in index.dirs(fold):
+        if index.holds(fold("/".join(parts)), fold):
             continue  # in the index, deleted from the tree: it covers that
         closest = None
         if suggested < MAX_SUGGESTED:  # an agent may claim thousands of new files at once
@@ -137,31 +136,49 @@ def _close_name(name: str, names: list[str]) -> str | None:
 
 
 class _Index:
-    """The index's paths by directory, read once however many patterns are asked about."""
+    """The index's paths, sorted, read once however many patterns are asked about: what
+    one question needs is a binary search away (a claim in a tree of 50,000 files asks
+    about a few names of one directory)."""
 
     def __init__(self, files: list[str], root: str) -> None:
         self.root = root
-        self.children: dict[str, set[str]] = {}
-        for path in files:
-            parts = path.split("/")
-            for depth in range(len(parts)):
-                prefix = "/".join(parts[:depth])
-                self.children.setdefault(prefix, set()).add(parts[depth])
+        self.files = sorted(files)
         self.listed: dict[str, list[str]] = {}
         self.folded: dict[Callable[[str], str], set[str]] = {}
 
-    def dirs(self, fold: Callable[[str], str]) -> set[str]:
-        """The directories of the index, ``fold``-ed."""
-        if fold not in self.folded:
-            self.folded[fold] = {fold(d) for d in self.children if d}
-        return self.folded[fold]
+    def holds(self, literal: str, fold: Callable[[str], str]) -> bool:
+        """Whether the index has ``literal`` (``fold``-ed), or anything under it."""
+        if fold is not str:  # no order to search by: every path and directory, folded
+            if fold not in self.folded:
+                found: set[str] = set()
+                for path in self.files:
+                    parts = fold(path).split("/")
+                    found.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+                self.folded[fold] = found
+            return literal in self.folded[fold]
+        from bisect import bisect_left  # only when a pattern covers nothing
+
+        at = bisect_left(self.files, literal)
+        if at < len(self.files) and self.files[at] == literal:
+            return True
+        at = bisect_left(self.files, literal + "/", at)
+        return at < len(self.files) and self.files[at].startswith(literal + "/")
 
     def names_under(self, parent: list[str]) -> list[str]:
         """The names one level below ``parent``, in the index or on disk (one directory
         read)."""
         prefix = "/".join(parent)
         if prefix not in self.listed:
-            names = set(self.children.get(prefix, ()))
+            from bisect import bisect_left  # only when a pattern covers nothing
+
+            lead = f"{prefix}/" if prefix else ""
+            names: set[str] = set()
+            files, at = self.files, bisect_left(self.files, lead)
+            while at < len(files) and files[at].startswith(lead):
+                name, below, _ = files[at][len(lead) :].partition("/")
+                names.add(name)
+                # Past everything under that name at once: "name/..." sorts before "name0".
+                at = bisect_left(files, f"{lead}{name}0", at + 1) if below else at + 1
             try:
                 names.update(os.listdir(os.path.join(self.root, *parent)))
             except OSError:
@@ -182,24 +199,61 @@ def start_listing(
     *,
     index: str | None = None,
     hexlen: int = 40,
+    ignore_case: bool = False,
 ) -> Process | list[str] | None:
     """Start listing the index for ``uncovered``, to run while the claim is written; None
     when no pattern of ``claim`` can need it (every literal part exists), or git cannot be
     started. Finish it with ``finish_listing``, whatever the claim's fate. ``index``: the
-    index file, read directly when it can be (``gitlocks.git.index``), git's listing
-    started only when it cannot."""
-    if claim is not None and not any(_missing(root, entry.pattern) for entry in claim):
+    index file, read directly when it is small (``gitlocks.git.index``); else git lists
+    only the directory the missing parts are under (what ``uncovered`` asks about is below
+    it: the parts above exist in the working tree), where git reads a large index in C."""
+    missing = [e.pattern for e in claim if _missing(root, e.pattern)] if claim else []
+    if claim is not None and not missing:
         return None
-    if index is not None:
+    if index is not None and _small(index):
         from gitlocks.git.index import indexed_paths  # only when a pattern covers nothing
 
         found = indexed_paths(index, hexlen)
         if found is not None:
             return found
+    where = "" if ignore_case or not missing else _present_parent(root, missing)
+    spec = ["--", f":(literal){where}/"] if where else []
     try:
-        return run.start(["ls-files", "-z", "--cached"], root, env=run.Env.CLEAN, error=OSError)
+        return run.start(["ls-files", "-z", "--cached", *spec], root, env=run.Env.CLEAN,
+                         error=OSError)  # fmt: skip
     except OSError:
         return None
+
+
+SMALL_INDEX = 256 * 1024  # bytes of index (about 3,000 files) read faster than git starts
+
+
+def _small(index: str) -> bool:
+    try:
+        return os.stat(index).st_size <= SMALL_INDEX
+    except OSError:
+        return True  # no index, or one git cannot read either: read as before
+
+
+def _present_parent(root: str, patterns: list[str]) -> str:
+    """The deepest directory (not a link) of the working tree above every pattern's
+    missing literal part: root-relative, "" for the root."""
+    common: list[str] | None = None
+    for pattern in patterns:
+        parts, here = literal_part(pattern)[:-1], list[str]()
+        for part in parts:
+            path = os.path.join(root, *here, part)
+            if os.path.islink(path) or not os.path.isdir(path):
+                break
+            here.append(part)
+        if common is None:
+            common = here
+        else:
+            same = 0
+            while same < min(len(common), len(here)) and common[same] == here[same]:
+                same += 1
+            common = common[:same]
+    return "/".join(common or [])
 
 
 def finish_listing(proc: Process | list[str] | None) -> list[str]:
@@ -210,7 +264,8 @@ def finish_listing(proc: Process | list[str] | None) -> list[str]:
         raw = run.finish(proc, error=OSError)
     except OSError:
         return []
-    return [os.fsdecode(p) for p in raw.split(b"\0") if p]
+    # One decoding of the whole listing (os.fsdecode's own, on this system), not one a path.
+    return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def _missing(root: str, pattern: str) -> bool:

@@ -128,3 +128,64 @@ def test_the_closest_name_is_difflibs_own_answer(name: str, names: list[str]) ->
         close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=CUTOFF)
         expected = folded[close[0]] if close else None
     assert _close_name(name, names) == expected
+
+
+_SEGMENT = st.text(alphabet="ab.-/0Z\u00e9", min_size=1, max_size=3).filter(
+    lambda s: "/" not in s and s not in (".", "..")
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    paths=st.lists(st.lists(_SEGMENT, min_size=1, max_size=4).map("/".join), max_size=30),
+    parent=st.lists(_SEGMENT, max_size=3),
+    fold=st.booleans(),
+)
+def test_the_index_answers_as_every_path_listed_would(
+    tmp_path_factory: pytest.TempPathFactory, paths: list[str], parent: list[str], fold: bool
+) -> None:
+    """The sorted index searched by halves answers each question as a walk over every path
+    and every directory above one does (the oracle: what it replaced)."""
+    from gitlocks.service.typos import _Index
+
+    root = str(tmp_path_factory.mktemp("empty"))  # nothing on disk: the index alone
+    folding = str.casefold if fold else str
+    children: dict[str, set[str]] = {}
+    held: set[str] = set()
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(len(parts)):
+            children.setdefault("/".join(parts[:depth]), set()).add(parts[depth])
+            held.add(folding("/".join(parts[: depth + 1])))
+    index = _Index(paths, root)
+    assert index.names_under(parent) == sorted(children.get("/".join(parent), set()))
+    for literal in {*held, *("/".join(parent[:d]) for d in range(1, len(parent) + 1))}:
+        assert index.holds(folding(literal), folding) == (folding(literal) in held)
+
+
+def test_a_large_index_is_listed_below_the_missing_part_only(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a small index, git lists only the directory a missing part is under: the
+    notes, the suggestions and the paths deleted from the tree but still tracked read
+    as from the whole listing."""
+    monkeypatch.setattr(typos, "SMALL_INDEX", 0)
+    (tree / "src" / "api" / "routes.py").unlink()  # deleted, still in the index
+    for pattern, closest in [
+        ("src/atuh/*.py", "src/auth"),
+        ("src/api/routes.py", None),  # tracked: it covers that
+        ("src/auth/new.py", ""),  # a new file: a plain note
+        ("srcc/**", "src"),
+        ("dcos/guide.md", "docs/guide.md"),
+    ]:
+        claim = [make_entry(pattern, cwd="", root=str(tree))]
+        index = str(tree / ".git" / "index")
+        proc = typos.start_listing(str(tree), claim, index=index)
+        listed = typos.finish_listing(proc)
+        if pattern.startswith("src/"):
+            assert listed and all(p.startswith("src/") for p in listed), listed
+        found = typos.uncovered(str(tree), claim, list_files=listed.copy)
+        if closest is None:
+            assert found == []
+        else:
+            assert [(u.pattern, u.closest or "") for u in found] == [(pattern, closest)]
