@@ -108,8 +108,8 @@ def main() -> None:
             claim = [alock, "acquire", "src/d1/f1.py", "--json"]
             subprocess.run(claim, cwd=repo, env=env, check=True, capture_output=True)
         samples: dict[tuple[str, int], list[float]] = {}
-        for key in ((r.label, n) for r in ROWS for n in sizes):
-            samples[key] = []
+        for row, size in ((r, n) for r in ROWS for n in sizes):
+            samples[row.label, size] = []
         for i in range(args.runs + 1):  # run 0 warms the page cache and is not counted
             for size in sizes:
                 for row in ROWS:
