@@ -124,8 +124,9 @@ class Store:
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
         self._early: list[Transaction] = []  # begun as the store opened, for a writing verb
         # Within a write, the verdicts (known, fresh) its read judged, kept once, after it,
-        # with those of the blobs it wrote (docs/design.md, section 4.5).
-        self._writing = False
+        # with those of the blobs it wrote (docs/design.md, section 4.5). Not ``_writing``:
+        # the remote store's name for its own writes, which keep what they read at once.
+        self._keep_after = False
         self._unkept: tuple[Mapping[str, Verdict], dict[str, Verdict]] | None = None
         self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
@@ -382,7 +383,7 @@ class Store:
         # in a large table than reading those blobs again next time.
         large = len(table.refs) >= 1000
         keep = read_known and (len(fresh) >= KEEP_VERDICTS_AFTER or not large)
-        if keep and self._writing:  # kept after the write, with the verdicts of what it wrote
+        if keep and self._keep_after:  # kept after the write, with the verdicts of what it wrote
             self._unkept = (known, fresh)
         elif keep and fresh:
             kept.keep_verdicts(self.common_dir, known, fresh, set(table.refs.values()))
@@ -451,7 +452,7 @@ class Store:
         count = 1 if self.reftable else 2
         with self.mutex(), Spares(self.git_dir, count, started=early) as self._spares:
             self._replace_symbolic_journal()
-            self._writing = True
+            self._keep_after = True
             try:
                 for _ in range(tries):
                     table = self.read_table()
@@ -466,7 +467,7 @@ class Store:
                         continue
                     return result
             finally:
-                self._writing = False
+                self._keep_after = False
                 self._keep_unkept()
         raise StoreError("the lock store kept changing under us; try again")
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
+from support.cli import alock
+from support.remote import make_bare, make_clone
 
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import verdict_of
@@ -117,3 +119,17 @@ def test_a_write_that_fails_keeps_every_verdict(
         acquire(_ctx(repo, "b"), [ScopeEntry("elsewhere/**")])
     verdicts = _kept(repo)
     assert set(_lock_blobs(repo).values()) <= verdicts.keys()
+
+
+def test_a_remote_write_keeps_the_verdicts_of_what_it_read(tmp_path: Path) -> None:
+    """Remote mode keeps what a write's read judged as it reads it: the remote store's
+    write is no local one, and the records another clone pushed are read once, not by
+    every command (the guard and the hooks included) after each claim made here."""
+    bare = make_bare(tmp_path / "origin.git")
+    mine = make_clone(bare.as_uri(), tmp_path / "mine")
+    theirs = make_clone(bare.as_uri(), tmp_path / "theirs")
+    for i in range(3):
+        assert alock(theirs, "acquire", f"theirs{i}/**", "--as", "them").code == 0
+    assert alock(mine, "acquire", "mine/**", "--as", "me").code == 0
+    pushed = set(_lock_blobs(theirs).values())
+    assert len(pushed) == 3 and pushed <= _kept(mine).keys()
