@@ -337,13 +337,10 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | None:
     try:  # os.open and one read: a table of 10,000 reads that many files
         fd = os.open(path, os.O_RDONLY)
         try:
-            packed = _read_all(fd)
+            # With a limit: the header and limit + 1 bytes of contents, read no further.
+            raw = zlib.decompress(_read_all(fd)) if limit is None else _inflate_head(fd, limit + 64)
         finally:
             os.close(fd)
-        if limit is None:
-            raw = zlib.decompress(packed)
-        else:  # inflate no more than the header and limit + 1 bytes of contents
-            raw = zlib.decompressobj().decompress(packed, limit + 64)
     except (OSError, zlib.error):
         return None  # not loose (packed, or in an alternate), or unreadable: ask git
     header, nul, body = raw.partition(b"\0")
@@ -355,6 +352,23 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | None:
     if int(size) != len(body):
         return None
     return kind.decode("ascii", "replace"), body
+
+
+def _inflate_head(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes the deflated stream at ``fd`` inflates to (fewer when it
+    ends first), read a piece at a time: a loose blob of hundreds of megabytes that do not
+    deflate is never read whole for the few a caller keeps of it, nor one that does ever
+    inflated whole."""
+    import zlib  # as in read_loose, its only caller: loaded there already
+
+    inflater = zlib.decompressobj()
+    raw = b""
+    while len(raw) < size and not inflater.eof:
+        piece = os.read(fd, 1 << 16)
+        if not piece:
+            break
+        raw += inflater.decompress(piece, size - len(raw))
+    return raw
 
 
 def _read_all(fd: int) -> bytes:

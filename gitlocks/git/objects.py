@@ -96,7 +96,8 @@ class Objects:
         ``limit``: an object larger than this many bytes is never held whole; its first
         ``limit + 1`` bytes stand for it, enough for the caller to see it is too big. A
         hostile blob of gigabytes of zeros, a few megabytes on disk, must not cost every
-        reader its inflated size (docs/design.md, section 3.7)."""
+        reader its inflated size, nor one of random bytes its size on disk (docs/design.md,
+        section 3.7)."""
         found: dict[str, tuple[str, bytes]] = {}
         rest: list[str] = []
         cut: set[str] = set()

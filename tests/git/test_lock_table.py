@@ -4,14 +4,19 @@ alike (docs/design.md, section 6)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import git
+from support.records import plant
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.table import Table
 from gitlocks.git import kept
 from gitlocks.git import table as hooks_table
 from gitlocks.identity import resolve_identity
@@ -108,3 +113,26 @@ def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
 def _ids(repo: Path) -> list[str]:
     out = git(repo, "for-each-ref", "--format=%(refname)", LOCK_PREFIX)
     return [line[len(LOCK_PREFIX) :] for line in out.split()]
+
+
+def test_a_planted_loose_blob_of_megabytes_is_never_read_whole(repo: Path) -> None:
+    """A lock ref at a loose blob that does not deflate: its file is read only as far as
+    the record limit, by the hooks as through ``cat-file`` before, and by the store."""
+    _claims(repo)
+    planted = plant(repo, "planted", os.urandom(16 << 20))  # as git writes it: loose
+    assert (repo / ".git" / "objects" / planted[:2] / planted[2:]).stat().st_size > 16 << 20
+    readers: list[Callable[[], Table]] = [
+        lambda: hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False),
+        Store.discover(repo).read_table,
+    ]
+    for read in readers:
+        (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+        kept._verdicts.clear()
+        tracemalloc.start()
+        try:
+            table = read()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert [p.ref for p in table.problems] == [LOCK_PREFIX + "planted"]
+        assert peak < 4 << 20, peak  # the limit's 256 KB and change, not the file's 16 MB
