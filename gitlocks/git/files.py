@@ -17,7 +17,7 @@ from gitlocks.core.record import is_object_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO
+    from typing import IO, Literal
 
 
 class Scan(Row):
@@ -328,15 +328,24 @@ def read_contents(stream: IO[bytes], size: int, keep: int | None = None) -> byte
     return body
 
 
-def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | None:
+# The object types git reads (a loose object of any other is one it refuses).
+_KINDS = (b"blob", b"tree", b"commit", b"tag")
+
+
+def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Literal[False] | None:
     """``(type, contents)`` of the loose object file at ``path``; None when there is none
-    there (packed, in an alternate) or it cannot be read: ask git. ``limit``: as for
+    there (packed, in an alternate) or it cannot be read: ask git. False when what is there
+    is no object git would read: a FIFO or a device (git opens one and waits on it, forever
+    perhaps: never asked, a hook never hangs on it), or an object of no type git knows
+    (its ``cat-file`` stops on it). ``limit``: as for
     ``gitlocks.git.objects.Objects.read_many``."""
     import zlib  # only where an object is read: the hooks' list of locks reads none
 
     try:  # os.open and one read: a table of 10,000 reads that many files
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens, and is no file
         try:
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return False
             # With a limit: the header and limit + 1 bytes of contents, read no further.
             raw = zlib.decompress(_read_all(fd)) if limit is None else _inflate_head(fd, limit + 64)
         finally:
@@ -347,11 +356,13 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | None:
     kind, _, size = header.partition(b" ")
     if not nul or not size.isdigit():
         return None
+    if kind not in _KINDS:
+        return False
     if limit is not None and int(size) > limit:
-        return kind.decode("ascii", "replace"), body[: limit + 1]
+        return kind.decode(), body[: limit + 1]
     if int(size) != len(body):
         return None
-    return kind.decode("ascii", "replace"), body
+    return kind.decode(), body
 
 
 def _inflate_head(fd: int, size: int) -> bytes:
@@ -436,11 +447,11 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
         oid = head if is_object_id(head) else None
     objects = os.path.join(common_dir, "objects")
     commit = read_loose(f"{objects}/{oid[:2]}/{oid[2:]}") if oid else None
-    if commit is None or commit[0] != "commit" or not commit[1].startswith(b"tree "):
+    if not commit or commit[0] != "commit" or not commit[1].startswith(b"tree "):
         return None
     tree_id = commit[1][5 : commit[1].find(b"\n")].decode("ascii", "replace")
     tree = read_loose(f"{objects}/{tree_id[:2]}/{tree_id[2:]}") if is_object_id(tree_id) else None
-    if tree is None or tree[0] != "tree":
+    if not tree or tree[0] != "tree":
         return None
     found = _tree_entry(tree[1], name, len(tree_id) // 2)
     if found is None:
@@ -449,7 +460,7 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     if mode in (b"40000", b"160000"):  # a directory or a submodule: no blob, as git says
         return b""
     blob = read_loose(f"{objects}/{blob_id[:2]}/{blob_id[2:]}", limit)
-    if blob is None:
+    if not blob:  # False too (no object read here): git is asked, as for one not loose
         return None
     return blob[1] if blob[0] == "blob" else b""
 

@@ -29,6 +29,7 @@ from gitlocks.git.spawn import Process
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from typing import Literal
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644
@@ -107,8 +108,8 @@ class Objects:
             loose = self._seen.get(oid) or self._read_loose(oid, limit)
             if loose is None:
                 rest.append(oid)
-            else:
-                found[oid] = loose
+            elif loose:
+                found[oid] = loose  # (False: there, but no object git would read)
         if rest:
             found.update(self._read_batch(rest, limit))
         if limit is not None:
@@ -117,7 +118,9 @@ class Objects:
             self._seen.update((o, v) for o, v in found.items() if o not in cut)
         return found
 
-    def _read_loose(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
+    def _read_loose(
+        self, oid: str, limit: int | None = None
+    ) -> tuple[str, bytes] | Literal[False] | None:
         return read_loose(f"{self._prefix}{oid[:2]}/{oid[2:]}", limit)
 
     def _read_batch(

@@ -107,7 +107,9 @@ def read_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None,
         if len(oid) not in (40, 64) or oid.strip("0123456789abcdef"):
             continue  # no object id: never a path to open
         got = files.read_loose(f"{directory}/{oid[:2]}/{oid[2:]}", MAX_RECORD_BYTES)
-        if got is not None:
+        if got is False:
+            found[oid] = (None, "blob")  # no object git would read: missing, git not asked
+        elif got is not None:
             kind, body = got
             found[oid] = (body if kind == "blob" else None, kind)
     return found

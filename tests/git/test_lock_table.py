@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import tracemalloc
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import git
+from support.cli import alock
+from support.guard import edit, guard
 from support.records import plant
 
 from gitlocks.core.record import LockRecord
@@ -136,3 +139,30 @@ def test_a_planted_loose_blob_of_megabytes_is_never_read_whole(repo: Path) -> No
             tracemalloc.stop()
         assert [p.ref for p in table.problems] == [LOCK_PREFIX + "planted"]
         assert peak < 4 << 20, peak  # the limit's 256 KB and change, not the file's 16 MB
+
+
+def test_a_fifo_or_an_object_of_no_type_is_missing_and_never_waited_on(repo: Path) -> None:
+    """What stands at a record's object path and is no object git would read: a FIFO (git
+    opens it and waits for a writer, forever) is never opened to wait on, by the guard's
+    reading or the store's; an object of a type git does not know (its ``cat-file`` stops
+    on it) is no object either. Both records are missing, every other one is read."""
+    _claims(repo)
+    fifo_id, odd_id, _ = _ids(repo)
+    for lock_id in (fifo_id, odd_id):
+        oid = git(repo, "rev-parse", LOCK_PREFIX + lock_id).strip()
+        path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+        path.unlink()
+        if lock_id == fifo_id:
+            os.mkfifo(path)
+        else:
+            path.write_bytes(zlib.compress(b"blobx 2\0{}"))
+    (repo / ".git" / VERDICTS_FILE).unlink()  # every record read again
+    got = guard(repo, edit(repo, "free/new.py"), timeout=60)  # the hooks' read, then a claim
+    assert got.code == 0 and got.out == "", got
+    listed = alock(repo, "list", "--json")
+    assert listed.code == 0, listed
+    for lock_id in (fifo_id, odd_id):
+        said = f"{LOCK_PREFIX}{lock_id} is not a usable lock (points at a missing object)"
+        assert said in listed.err, listed
+    held = {record["id"] for record in listed.json()}
+    assert held == set(_ids(repo)) - {fifo_id, odd_id} and len(held) == 2
