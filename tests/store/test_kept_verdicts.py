@@ -51,7 +51,8 @@ def test_after_a_write_the_hooks_read_no_record(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The guard and the hooks never keep verdicts themselves: before, each of them read
-    the record the last write made (one ``cat-file`` more) until a store command ran."""
+    the record the last write made (one ``cat-file`` more) until a store command ran. Read
+    neither from its loose object file nor through ``cat-file``."""
     assert acquire(_ctx(repo, "a"), [ScopeEntry("src/**")]).status == "acquired"
     assert acquire(_ctx(repo, "b"), [ScopeEntry("docs/**")]).status == "acquired"
     asked: list[list[str]] = []
@@ -60,7 +61,12 @@ def test_after_a_write_the_hooks_read_no_record(
         asked.append(oids)
         return {}
 
+    def read_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None, str]]:
+        asked.append(oids)
+        return {}
+
     monkeypatch.setattr(hooks_table, "read_objects", read_objects)
+    monkeypatch.setattr(hooks_table, "read_loose", read_loose)
     kept._verdicts.clear()
     table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
     assert sorted(table.refs) == sorted(r[len(LOCK_PREFIX) :] for r in _lock_blobs(repo))
