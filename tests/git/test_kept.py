@@ -537,13 +537,18 @@ def test_the_hooks_read_many_loose_records_through_their_verdicts(
     Store.discover(repo).read_table()  # keeps the verdicts of the new records
     assert judged_now(repo)
     read: list[str] = []
-    real = fast_table.read_objects
+    real, real_loose = fast_table.read_objects, fast_table.read_loose
 
     def counted(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
         read.extend(oids)
         return real(oids, cwd)
 
+    def counted_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None, str]]:
+        read.extend(oids)  # read whole from their loose files, as few are
+        return real_loose(oids, directory)
+
     monkeypatch.setattr(fast_table, "read_objects", counted)
+    monkeypatch.setattr(fast_table, "read_loose", counted_loose)
     common = str(Store.discover(repo).common_dir)
     fast_table.read_lock_table(common, False, str(repo), False)
     assert read == []
