@@ -344,10 +344,14 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
     try:  # os.open and one read: a table of 10,000 reads that many files
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens, and is no file
         try:
-            if not S_ISREG(os.fstat(fd).st_mode):
+            found = os.fstat(fd)
+            if not S_ISREG(found.st_mode):
                 return False
             # With a limit: the header and limit + 1 bytes of contents, read no further.
-            raw = zlib.decompress(_read_all(fd)) if limit is None else _inflate_head(fd, limit + 64)
+            if limit is None:
+                raw = zlib.decompress(_read_all(fd, found.st_size))
+            else:
+                raw = _inflate_head(fd, limit + 64)
         finally:
             os.close(fd)
     except (OSError, zlib.error):
@@ -382,8 +386,8 @@ def _inflate_head(fd: int, size: int) -> bytes:
     return raw
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
+def _read_all(fd: int, size: int) -> bytes:
+    """The rest of the file at ``fd``, ``size`` bytes long when it was looked at."""
     data = os.read(fd, size + 1)
     while len(data) <= size:  # a short read: keep reading to the end
         more = os.read(fd, size + 1 - len(data))
