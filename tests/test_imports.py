@@ -253,6 +253,7 @@ def held(repo: Path) -> Path:
 
 VERBS = {
     "acquire": ["acquire", "README.md", "-m", "work"],
+    "acquire a new file": ["acquire", "lib/new.py", "-m", "work"],  # the closest path looked for
     "list": ["list"],
     "list --json": ["list", "--json"],
     "check": ["check", "src/a.py", "free.txt"],

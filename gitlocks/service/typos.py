@@ -156,12 +156,10 @@ class _Index:
                     found.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
                 self.folded[fold] = found
             return literal in self.folded[fold]
-        from bisect import bisect_left  # only when a pattern covers nothing
-
-        at = bisect_left(self.files, literal)
+        at = _first_from(self.files, literal)
         if at < len(self.files) and self.files[at] == literal:
             return True
-        at = bisect_left(self.files, literal + "/", at)
+        at = _first_from(self.files, literal + "/", at)
         return at < len(self.files) and self.files[at].startswith(literal + "/")
 
     def names_under(self, parent: list[str]) -> list[str]:
@@ -169,16 +167,14 @@ class _Index:
         read)."""
         prefix = "/".join(parent)
         if prefix not in self.listed:
-            from bisect import bisect_left  # only when a pattern covers nothing
-
             lead = f"{prefix}/" if prefix else ""
             names: set[str] = set()
-            files, at = self.files, bisect_left(self.files, lead)
+            files, at = self.files, _first_from(self.files, lead)
             while at < len(files) and files[at].startswith(lead):
                 name, below, _ = files[at][len(lead) :].partition("/")
                 names.add(name)
                 # Past everything under that name at once: "name/..." sorts before "name0".
-                at = bisect_left(files, f"{lead}{name}0", at + 1) if below else at + 1
+                at = _first_from(files, f"{lead}{name}0", at + 1) if below else at + 1
             try:
                 names.update(os.listdir(os.path.join(self.root, *parent)))
             except OSError:
@@ -186,6 +182,19 @@ class _Index:
             names.discard(".git")
             self.listed[prefix] = sorted(names)
         return self.listed[prefix]
+
+
+def _first_from(items: list[str], key: str, low: int = 0) -> int:
+    """The first position from ``low`` in the sorted ``items`` whose item is not below
+    ``key`` (``bisect.bisect_left``, whose C half costs a claim its loading)."""
+    high = len(items)
+    while low < high:
+        middle = (low + high) // 2
+        if items[middle] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 def tracked_files(root: str) -> list[str]:
