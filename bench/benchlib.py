@@ -6,6 +6,7 @@ remotes exactly as the tests do. Importing this module puts ``tests/`` on the pa
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,23 @@ def make_repo(base: Path, name: str) -> Path:
     git(path, "add", "README.md")
     git(path, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "init")
     return path
+
+
+def bench_environment(base: Path, agent: str | None = "bench-main") -> dict[str, str]:
+    """Make this process's environment the bench's own (HOME in ``base``, no system
+    config, no agent variables, a fixed identity, ``main`` for new repositories), and
+    return the environment commands run with: ``AGENT_ID`` ``agent`` (None: unset) and
+    this Python's scripts first on PATH."""
+    os.environ["HOME"] = str(base)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID", "GIT_DIR"):
+        os.environ.pop(key, None)
+    git(base, "config", "--global", "user.name", "bench")
+    git(base, "config", "--global", "user.email", "bench@example.invalid")
+    git(base, "config", "--global", "init.defaultBranch", "main")
+    env = dict(os.environ, **({"AGENT_ID": agent} if agent else {}))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return env
 
 
 def editable_warning() -> str | None:

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from benchlib import GitDaemon, git, make_repo, seed_locks
+from benchlib import GitDaemon, bench_environment, git, make_repo, seed_locks
 from scale_bench import compile_bytecode
 
 
@@ -186,15 +186,7 @@ def main() -> None:
     total = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        os.environ["HOME"] = tmp
-        os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-        for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID", "GIT_DIR"):
-            os.environ.pop(key, None)
-        git(base, "config", "--global", "user.name", "bench")
-        git(base, "config", "--global", "user.email", "bench@example.invalid")
-        git(base, "config", "--global", "init.defaultBranch", "main")
-        env = dict(os.environ, AGENT_ID="bench-main")
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        env = bench_environment(base)
         served = base / "served"
         served.mkdir()
         with GitDaemon(served) as daemon:

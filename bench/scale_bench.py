@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from benchlib import git, make_repo, seed_locks
+from benchlib import bench_environment, git, make_repo, seed_locks
 
 
 class Row(NamedTuple):
@@ -99,14 +99,7 @@ def main() -> None:
     compile_bytecode()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        os.environ["HOME"] = tmp
-        os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-        for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID"):
-            os.environ.pop(key, None)
-        git(base, "config", "--global", "user.name", "bench")
-        git(base, "config", "--global", "user.email", "bench@example.invalid")
-        env = dict(os.environ, AGENT_ID="bench-main")
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        env = bench_environment(base)
         repos, seeding = {}, {}
         for size in sizes:
             repo = make_repo(base, f"locks{size}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from benchlib import git, make_repo
+from benchlib import bench_environment, git, make_repo
 from scale_bench import compile_bytecode
 
 
@@ -95,14 +94,7 @@ def main() -> None:
     compile_bytecode()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        os.environ["HOME"] = tmp
-        os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-        for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID"):
-            os.environ.pop(key, None)
-        git(base, "config", "--global", "user.name", "bench")
-        git(base, "config", "--global", "user.email", "bench@example.invalid")
-        env = dict(os.environ, AGENT_ID="bench-main")
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        env = bench_environment(base)
         repos = {size: make_tree(base, size) for size in sizes}
         for repo in repos.values():  # the guard's session holds the file it edits
             claim = [alock, "acquire", "src/d1/f1.py", "--json"]
