@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from benchlib import GitDaemon, git, make_repo
+from benchlib import GitDaemon, bench_environment, git, make_repo
 
 PATTERN = "duel/**"
 JOURNAL = "refs/agent-locks-meta/journal"
@@ -138,15 +138,7 @@ def main() -> None:
     command = shlex.join([sys.executable, sys.argv[0], *sys.argv[1:]])
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        os.environ["HOME"] = tmp
-        os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-        for key in ("AGENT_ID", "AGENT_PARENT_ID", "AGENT_SESSION_PID", "GIT_DIR"):
-            os.environ.pop(key, None)
-        git(base, "config", "--global", "user.name", "bench")
-        git(base, "config", "--global", "user.email", "bench@example.invalid")
-        git(base, "config", "--global", "init.defaultBranch", "main")
-        env = dict(os.environ)
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        env = bench_environment(base, agent=None)  # each racer names its own
         served = base / "served"
         served.mkdir()
         bare = served / "locks.git"
