@@ -189,3 +189,26 @@ def test_a_large_index_is_listed_below_the_missing_part_only(
             assert found == []
         else:
             assert [(u.pattern, u.closest or "") for u in found] == [(pattern, closest)]
+
+
+@pytest.mark.parametrize(
+    "pathspec_env",
+    [
+        {"GIT_LITERAL_PATHSPECS": "1"},
+        {"GIT_LITERAL_PATHSPECS": "1", "GIT_GLOB_PATHSPECS": "1"},
+        {"GIT_NOGLOB_PATHSPECS": "1"},
+        {"GIT_ICASE_PATHSPECS": "1"},
+    ],
+)
+def test_pathspec_settings_of_the_environment_change_no_note(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, pathspec_env: dict[str, str]
+) -> None:
+    """git's global pathspec settings belong to the caller's environment: with them, the
+    listing of one directory of a large index still holds what is tracked there (taken
+    literally, ``:(literal)src/`` named no path; with glob too, git refused it)."""
+    monkeypatch.setattr(typos, "SMALL_INDEX", 0)
+    (tree / "src" / "api" / "routes.py").unlink()  # deleted, still in the index
+    got = alock(tree, "acquire", "src/api/routes.py", "src/atuh/*.py", **pathspec_env, **A)
+    assert got.code == 0, got
+    assert "src/api/routes.py covers nothing" not in got.err, got
+    assert "src/atuh/*.py covers nothing that exists yet; the closest existing path is " in got.err
