@@ -437,7 +437,8 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     blob (at most ``limit + 1`` bytes of a larger one), or ``b""`` where HEAD's tree has
     no blob by that name. None where git must be asked (``git cat-file``): an object not
     loose (packed, in an alternate), a HEAD that is unborn or names no branch, replace
-    refs (git reads a replaced object through them), another ref backend."""
+    refs (git reads a replaced object through them), another ref backend, a tree git
+    stops on (``_tree_entry``), an entry naming a submodule's commit."""
     if os.environ.get("GIT_REPLACE_REF_BASE") or _replaces(common_dir):
         return None
     try:
@@ -457,15 +458,13 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     tree = read_loose(f"{objects}/{tree_id[:2]}/{tree_id[2:]}") if is_object_id(tree_id) else None
     if not tree or tree[0] != "tree":
         return None
-    found = _tree_entry(tree[1], name, len(tree_id) // 2)
-    if found is None:
-        return b""
-    mode, blob_id = found
-    if mode in (b"40000", b"160000"):  # a directory or a submodule: no blob, as git says
-        return b""
+    blob_id = _tree_entry(tree[1], name, len(tree_id) // 2)
+    if not blob_id:  # "": no entry by that name; None: an entry git stops on
+        return None if blob_id is None else b""
+    # Whatever its mode says, git reads the object the entry names: a tree, or a blob.
     blob = read_loose(f"{objects}/{blob_id[:2]}/{blob_id[2:]}", limit)
     if not blob:  # False too (no object read here): git is asked, as for one not loose
-        return None
+        return None  # (a submodule's commit, which git does not find either)
     return blob[1] if blob[0] == "blob" else b""
 
 
@@ -482,15 +481,43 @@ def _replaces(common_dir: str) -> bool:
     return packed is not None and b" refs/replace/" in packed
 
 
-def _tree_entry(tree: bytes, name: bytes, idlen: int) -> tuple[bytes, str] | None:
-    """``(mode, object id)`` of the entry ``name`` of a tree's contents, or None."""
-    pos, end = 0, len(tree)
-    while pos < end:
-        space = tree.find(b" ", pos)
-        nul = tree.find(b"\0", space + 1)
-        if space < 0 or nul < 0 or nul + 1 + idlen > end:
-            return None
-        if tree[space + 1 : nul] == name:
-            return tree[pos:space], tree[nul + 1 : nul + 1 + idlen].hex()
-        pos = nul + 1 + idlen
-    return None
+def _tree_entry(tree: bytes, name: bytes, idlen: int) -> str | None:
+    """The object id of the entry ``name`` of a tree's contents as git's own lookup finds
+    it (``find_tree_entry``): entries in order, up to the first that sorts after ``name``
+    (git reads no further: in a tree out of order, an entry later on is not found), each
+    read with the next one. "" when it finds none; None where git stops on the tree (an
+    entry too short, a mode not in octal, an empty name)."""
+    end = len(tree)
+    if not end:
+        return ""
+    if end < idlen + 3 or tree[end - idlen - 1]:  # git: the last entry's name ends there
+        return None
+    here = _tree_item(tree, 0, idlen)
+    if here is None:
+        return None
+    while here is not None:
+        entry, oid, pos = here
+        here = _tree_item(tree, pos, idlen) if pos < end else None
+        if pos < end and here is None:
+            return None  # git reads the next entry before this one is compared
+        if len(entry) > len(name):
+            continue
+        start = name[: len(entry)]
+        if start < entry:
+            return ""
+        if start == entry and len(entry) == len(name):
+            return oid.hex()
+    return ""
+
+
+def _tree_item(tree: bytes, pos: int, idlen: int) -> tuple[bytes, bytes, int] | None:
+    """``(name, raw object id, where the next entry starts)`` of the tree entry at
+    ``pos``, or None where git finds it malformed."""
+    space = tree.find(b" ", pos)
+    mode = tree[pos:space]
+    if space <= pos or mode.strip(b"01234567"):
+        return None
+    nul = tree.find(b"\0", space + 1)
+    if nul <= space + 1 or nul + 1 + idlen > len(tree):
+        return None
+    return tree[space + 1 : nul], tree[nul + 1 : nul + 1 + idlen], nul + 1 + idlen

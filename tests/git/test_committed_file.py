@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitlocks.git import files
 
@@ -117,3 +119,91 @@ def test_a_damaged_head_or_object_is_asked_of_git(repo: Path) -> None:
     path.chmod(0o644)
     path.write_bytes(b"not zlib")
     assert _in_process(repo) is None
+
+
+def _git_answer(repo: Path) -> bytes | None:
+    """What git gives for HEAD:.alockignore as the guard keeps it; None when git stops on
+    the repository's objects (the guard's question then fails as it did before)."""
+    proc = subprocess.run(
+        ["git", "cat-file", "--batch"], cwd=repo, input=b"HEAD:.alockignore\n",
+        capture_output=True,
+    )  # fmt: skip
+    return _as_git_says(repo) if proc.returncode == 0 else None
+
+
+def _write_object(repo: Path, kind: str, body: bytes) -> str:
+    """A loose object of ``kind`` holding ``body`` exactly as given (git does not check
+    a tree's entries when it is written so), by id."""
+    proc = subprocess.run(
+        ["git", "hash-object", "-t", kind, "--literally", "-w", "--stdin"], cwd=repo,
+        input=body, capture_output=True, check=True,
+    )  # fmt: skip
+    return proc.stdout.decode().strip()
+
+
+def _head_at_tree(repo: Path, tree_body: bytes) -> None:
+    tree = _write_object(repo, "tree", tree_body)
+    commit = git(repo, "commit-tree", tree, "-m", "crafted").strip()
+    git(repo, "update-ref", "HEAD", commit)
+
+
+def _entry(mode: bytes, name: bytes, oid: str) -> bytes:
+    return mode + b" " + name + b"\0" + bytes.fromhex(oid)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "out of order",  # git stops at the first entry sorting after the name
+        "after a malformed entry",
+        "before a malformed entry",  # git reads the next entry before it compares one
+        "before a truncated entry",
+        "with a malformed mode",
+        "with an empty name before it",
+        "a tree's mode on a blob",
+        "a submodule's mode on a blob",
+        "twice",
+    ],
+)
+def test_a_crafted_tree_gives_no_list_git_would_not(repo: Path, shape: str) -> None:
+    """A tree git's own lookup reads otherwise, or stops on, is read as git reads it or
+    handed to git: never a list git would not give."""
+    listed = _write_object(repo, "blob", b"src/\n")
+    other = _write_object(repo, "blob", b"other\n")
+    ignore = _entry(b"100644", NAME, listed)
+    body = {
+        "out of order": _entry(b"100644", b"zz", other) + ignore,
+        "after a malformed entry": _entry(b"10064x", b"a", other) + ignore,
+        "before a malformed entry": ignore + _entry(b"10064x", b"zz", other),
+        "before a truncated entry": ignore + b"100644 zz\0abc",
+        "with a malformed mode": _entry(b"10064x", NAME, listed),
+        "with an empty name before it": _entry(b"100644", b"", other) + ignore,
+        "a tree's mode on a blob": _entry(b"40000", NAME, listed),
+        "a submodule's mode on a blob": _entry(b"160000", NAME, listed),
+        "twice": ignore + _entry(b"100644", NAME, other),
+    }[shape]
+    _head_at_tree(repo, body)
+    got, said = _in_process(repo), _git_answer(repo)
+    assert got is None or got == said, (got, said)
+
+
+_NAMES = st.sampled_from([b".alockignore", b".alock", b".alockignore0", b".a", b"zz", b"-", b""])
+_MODES = st.sampled_from([b"100644", b"100755", b"120000", b"40000", b"160000", b"1x", b""])
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    entries=st.lists(st.tuples(_MODES, _NAMES, st.booleans()), max_size=5), cut=st.integers(0, 3)
+)
+def test_any_tree_is_read_as_git_reads_it(
+    repo: Path, entries: list[tuple[bytes, bytes, bool]], cut: int
+) -> None:
+    """Trees of entries in any order, modes and names, some cut short: the list read is
+    git's own, or git is asked."""
+    blobs = [_write_object(repo, "blob", b"src/\n"), _write_object(repo, "blob", b"b/\n")]
+    body = b"".join(_entry(mode, name, blobs[which]) for mode, name, which in entries)
+    _head_at_tree(repo, body[: len(body) - cut])
+    got, said = _in_process(repo), _git_answer(repo)
+    assert got is None or got == said, (got, said)
