@@ -446,8 +446,8 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
             head = fh.read(512).strip().decode("ascii")
     except (OSError, UnicodeDecodeError):
         return None
-    if head.startswith("ref: refs/heads/") and head != "ref: refs/heads/.invalid":
-        oid = read(common_dir, head[len("ref: ") :])[0]  # reftable names ".invalid"
+    if head.startswith("ref: refs/heads/") and _branch_name(head[len("ref: refs/heads/") :]):
+        oid = read(common_dir, head[len("ref: ") :])[0]
     else:
         oid = head if is_object_id(head) else None
     objects = os.path.join(common_dir, "objects")
@@ -466,6 +466,25 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     if not blob:  # False too (no object read here): git is asked, as for one not loose
         return None  # (a submodule's commit, which git does not find either)
     return blob[1] if blob[0] == "blob" else b""
+
+
+def _branch_name(name: str) -> bool:
+    """Whether ``name`` (below ``refs/heads/``) is a branch git would read HEAD through
+    (``git check-ref-format``, more strictly: any other name is asked of git). A ``..``
+    would name another file of the git directory, a ``.lock`` a ref being written, and
+    reftable's HEAD names ``.invalid``."""
+    return (
+        all(
+            part and part[0] != "." and part[-1] != "." and not part.endswith(".lock")
+            for part in name.split("/")
+        )
+        and not set(name) - _REF_CHARS
+        and "@{" not in name
+    )
+
+
+# What a ref name may hold: printable ASCII but for a space and ~^:?*[\ (and no "@{").
+_REF_CHARS = frozenset(map(chr, range(0x21, 0x7F))) - frozenset("~^:?*[\\")
 
 
 def _replaces(common_dir: str) -> bool:

@@ -207,3 +207,22 @@ def test_any_tree_is_read_as_git_reads_it(
     _head_at_tree(repo, body[: len(body) - cut])
     got, said = _in_process(repo), _git_answer(repo)
     assert got is None or got == said, (got, said)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["refs/heads/../../ORIG_HEAD", "refs/heads/main.lock", "refs/heads/a//b", "refs/heads/x.",
+     "refs/heads/a b", "refs/heads/@{1}"],
+)  # fmt: skip
+def test_a_head_naming_no_valid_branch_is_asked_of_git(repo: Path, target: str) -> None:
+    """git resolves a HEAD only through a valid ref name: one naming another file of the
+    git directory (``..``), or a ref being written (``.lock``), is no branch to git."""
+    (repo / ".alockignore").write_text("src/\n")
+    _commit(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git_dir = repo / ".git"
+    for path in (git_dir / "ORIG_HEAD", git_dir / "refs" / "heads" / "main.lock"):
+        path.write_text(head + "\n")
+    (git_dir / "HEAD").write_text(f"ref: {target}\n")
+    got, said = _in_process(repo), _git_answer(repo)
+    assert got is None or got == said, (got, said)
