@@ -358,12 +358,14 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
         return None  # not loose (packed, or in an alternate), or unreadable: ask git
     header, nul, body = raw.partition(b"\0")
     kind, _, size = header.partition(b" ")
-    if not nul or not size.isdigit():
-        return None
+    if not nul or not size.isdigit() or size[:1] == b"0" != size:
+        return None  # git reads a size in decimal, with no leading zero: ask git
     if kind not in _KINDS:
         return False
     if limit is not None and int(size) > limit:
-        return kind.decode(), body[: limit + 1]
+        # Its first limit + 1 bytes stand for it; fewer than the header says: damaged,
+        # and git is asked (whose header then says the object is too large).
+        return (kind.decode(), body[: limit + 1]) if len(body) > limit else None
     if int(size) != len(body):
         return None
     return kind.decode(), body

@@ -226,3 +226,28 @@ def test_a_head_naming_no_valid_branch_is_asked_of_git(repo: Path, target: str) 
     (git_dir / "HEAD").write_text(f"ref: {target}\n")
     got, said = _in_process(repo), _git_answer(repo)
     assert got is None or got == said, (got, said)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"blob 70000\0src/\n",  # git says it is too large, and streams what there is
+        b"blob 05\0src/\n",  # git reads no header with a leading zero
+        b"blob 5\0src/\n",  # well formed: read in-process
+    ],
+)
+def test_a_damaged_blob_gives_no_list_git_would_not(repo: Path, raw: bytes) -> None:
+    """A loose blob whose header git reads otherwise than its contents (a size larger than
+    they are, a size git does not parse) is asked of git, or read as git reads it."""
+    import hashlib
+    import zlib
+
+    oid = hashlib.sha1(raw).hexdigest()
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(zlib.compress(raw))
+    _head_at_tree(repo, _entry(b"100644", NAME, oid))
+    got, said = _in_process(repo), _git_answer(repo)
+    assert got is None or got == said, (got, said)
+    if raw.endswith(b"\n") and raw.startswith(b"blob 5\0"):
+        assert got == b"src/\n"
