@@ -336,8 +336,9 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
     """``(type, contents)`` of the loose object file at ``path``; None when there is none
     there (packed, in an alternate) or it cannot be read: ask git. False when what is there
     is no object git would read: a FIFO or a device (git opens one and waits on it, forever
-    perhaps: never asked, a hook never hangs on it), or an object of no type git knows
-    (its ``cat-file`` stops on it). ``limit``: as for
+    perhaps: never asked, a hook never hangs on it), an object of no type git knows
+    (its ``cat-file`` stops on it), or contents not as long as the header says. ``limit``:
+    as for
     ``gitlocks.git.objects.Objects.read_many``."""
     import zlib  # only where an object is read: the hooks' list of locks reads none
 
@@ -362,12 +363,14 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
         return None  # git reads a size in decimal, with no leading zero: ask git
     if kind not in _KINDS:
         return False
+    # Contents that are not as long as the header says: a damaged object, no object git
+    # reads whole. It is never asked of git either: its cat-file --batch streams a blob so
+    # cut short and waits for the next name, and a reader of the batch waits on it forever.
     if limit is not None and int(size) > limit:
-        # Its first limit + 1 bytes stand for it; fewer than the header says: damaged,
-        # and git is asked (whose header then says the object is too large).
-        return (kind.decode(), body[: limit + 1]) if len(body) > limit else None
+        # Its first limit + 1 bytes stand for it (git's header says it is too large).
+        return (kind.decode(), body[: limit + 1]) if len(body) > limit else False
     if int(size) != len(body):
-        return None
+        return False
     return kind.decode(), body
 
 
