@@ -452,7 +452,7 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     except (OSError, UnicodeDecodeError):
         return None
     if head.startswith("ref: refs/heads/") and _branch_name(head[len("ref: refs/heads/") :]):
-        oid = read(common_dir, head[len("ref: ") :])[0]
+        oid = _branch_tip(common_dir, head[len("ref: ") :])
     else:
         oid = head if is_object_id(head) else None
     objects = os.path.join(common_dir, "objects")
@@ -471,6 +471,22 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     if not blob:  # False too (no object read here): git is asked, as for one not loose
         return None  # (a submodule's commit, which git does not find either)
     return blob[1] if blob[0] == "blob" else b""
+
+
+def _branch_tip(common_dir: str, name: str) -> str | None:
+    """The object id the branch ``name`` holds, as git reads it: its loose file, else its
+    line of ``packed-refs``. None where git must say: a loose file that holds no id (a
+    symbolic ref, or a broken one, empty after a crash say, which git reads no further
+    than), or none at all."""
+    try:
+        with open(os.path.join(common_dir, name), "rb") as fh:
+            value = fh.read(256).strip().decode("ascii", "replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        packed = read_packed(common_dir)
+        return None if packed is None else _packed_value(packed, name)
+    except OSError:
+        return None
+    return value if is_object_id(value) else None
 
 
 def _branch_name(name: str) -> bool:

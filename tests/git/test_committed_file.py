@@ -251,3 +251,26 @@ def test_a_damaged_blob_gives_no_list_git_would_not(repo: Path, raw: bytes) -> N
     assert got is None or got == said, (got, said)
     if raw.endswith(b"\n") and raw.startswith(b"blob 5\0"):
         assert got == b"src/\n"
+
+
+@pytest.mark.parametrize("loose", [b"", b"garbage\n", b"ref: refs/heads/elsewhere\n"])
+def test_a_broken_loose_branch_over_a_packed_line_is_asked_of_git(repo: Path, loose: bytes) -> None:
+    """git reads a branch from its loose file when there is one, and never past a broken
+    one (empty after a crash, say) to its packed line: HEAD names nothing then."""
+    (repo / ".alockignore").write_text("src/\n")
+    _commit(repo)
+    git(repo, "pack-refs", "--all")
+    branch = git(repo, "symbolic-ref", "HEAD").strip()
+    (repo / ".git" / branch).write_bytes(loose)
+    got, said = _in_process(repo), _git_answer(repo)
+    assert got is None or got == said, (got, said)
+
+
+def test_a_packed_branch_among_peeled_lines_is_read_in_process(repo: Path) -> None:
+    (repo / ".alockignore").write_text("src/\n")
+    _commit(repo)
+    git(repo, "tag", "-a", "-m", "t", "v1")  # a peeled line ("^<id>") below it
+    git(repo, "tag", "-a", "-m", "t", "zz")
+    git(repo, "pack-refs", "--all")
+    assert "^" in (repo / ".git" / "packed-refs").read_text()
+    assert _in_process(repo) == b"src/\n" == _git_answer(repo)
