@@ -10,7 +10,7 @@ regular-expression pass). Loose refs are read first, and win, so a concurrent
 from __future__ import annotations
 
 import os
-from stat import S_ISREG  # os has loaded it
+from stat import S_ISDIR, S_ISREG  # os has loaded it
 
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
@@ -415,8 +415,7 @@ def git_dirs_around(directory: str) -> tuple[str, str] | None:
             break
         if os.path.isfile(dot):
             try:
-                with open(dot, "rb") as fh:
-                    text = fh.read(4096).decode("utf-8").strip()
+                text = _read_file(dot, 4096).decode("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 return None
             if not text.startswith("gitdir:"):
@@ -428,8 +427,7 @@ def git_dirs_around(directory: str) -> tuple[str, str] | None:
             return None
         here = parent
     try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as fh:
-            common = os.path.join(git_dir, fh.read(4096).decode("utf-8").strip())
+        common = os.path.join(git_dir, _read_file(f"{git_dir}/commondir", 4096).decode().strip())
     except FileNotFoundError:
         common = git_dir
     except (OSError, UnicodeDecodeError):
@@ -447,8 +445,7 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     if os.environ.get("GIT_REPLACE_REF_BASE") or _replaces(common_dir):
         return None
     try:
-        with open(os.path.join(git_dir, "HEAD"), "rb") as fh:
-            head = fh.read(512).strip().decode("ascii")
+        head = _read_file(os.path.join(git_dir, "HEAD"), 512).strip().decode("ascii")
     except (OSError, UnicodeDecodeError):
         return None
     if head.startswith("ref: refs/heads/") and _branch_name(head[len("ref: refs/heads/") :]):
@@ -479,14 +476,32 @@ def _branch_tip(common_dir: str, name: str) -> str | None:
     symbolic ref, or a broken one, empty after a crash say, which git reads no further
     than), or none at all."""
     try:
-        with open(os.path.join(common_dir, name), "rb") as fh:
-            value = fh.read(256).strip().decode("ascii", "replace")
+        value = _read_file(os.path.join(common_dir, name), 256).strip().decode("ascii", "replace")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        packed = read_packed(common_dir)
-        return None if packed is None else _packed_value(packed, name)
+        try:
+            return _packed_value(_read_file(os.path.join(common_dir, "packed-refs")), name)
+        except OSError:
+            return None
     except OSError:
         return None
     return value if is_object_id(value) else None
+
+
+def _read_file(path: str, size: int | None = None) -> bytes:
+    """The first ``size`` bytes (all, for None) of the regular file at ``path``, a link to
+    one included. ``OSError`` for anything else: the repository read is a guess git has not
+    confirmed yet (one it does not open, another user's say), and a FIFO in it is never
+    waited on for a writer (``IsADirectoryError`` for a directory)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        found = os.fstat(fd)
+        if S_ISDIR(found.st_mode):
+            raise IsADirectoryError(path)
+        if not S_ISREG(found.st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return _read_all(fd, found.st_size) if size is None else os.read(fd, size)
+    finally:
+        os.close(fd)
 
 
 def _branch_name(name: str) -> bool:
@@ -517,8 +532,12 @@ def _replaces(common_dir: str) -> bool:
         pass
     except OSError:
         return True
-    packed = read_packed(common_dir)
-    return packed is not None and b" refs/replace/" in packed
+    try:
+        return b" refs/replace/" in _read_file(os.path.join(common_dir, "packed-refs"))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 def _tree_entry(tree: bytes, name: bytes, idlen: int) -> str | None:
