@@ -453,12 +453,15 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     else:
         oid = head if is_object_id(head) else None
     objects = os.path.join(common_dir, "objects")
-    commit = read_loose(f"{objects}/{oid[:2]}/{oid[2:]}") if oid else None
+    # The commit's first line, and a root tree of up to a megabyte (git is asked about a
+    # larger one): objects of gigabytes are never inflated for a list of a few lines.
+    commit = read_loose(f"{objects}/{oid[:2]}/{oid[2:]}", 255) if oid else None
     if not commit or commit[0] != "commit" or not commit[1].startswith(b"tree "):
         return None
     tree_id = commit[1][5 : commit[1].find(b"\n")].decode("ascii", "replace")
-    tree = read_loose(f"{objects}/{tree_id[:2]}/{tree_id[2:]}") if is_object_id(tree_id) else None
-    if not tree or tree[0] != "tree":
+    where = f"{objects}/{tree_id[:2]}/{tree_id[2:]}"
+    tree = read_loose(where, _TREE_LIMIT) if is_object_id(tree_id) else None
+    if not tree or tree[0] != "tree" or len(tree[1]) > _TREE_LIMIT:
         return None
     blob_id = _tree_entry(tree[1], name, len(tree_id) // 2)
     if not blob_id:  # "": no entry by that name; None: an entry git stops on
@@ -468,6 +471,9 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     if not blob:  # False too (no object read here): git is asked, as for one not loose
         return None  # (a submodule's commit, which git does not find either)
     return blob[1] if blob[0] == "blob" else b""
+
+
+_TREE_LIMIT = 1 << 20
 
 
 def _branch_tip(common_dir: str, name: str) -> str | None:

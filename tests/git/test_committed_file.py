@@ -274,3 +274,40 @@ def test_a_packed_branch_among_peeled_lines_is_read_in_process(repo: Path) -> No
     git(repo, "pack-refs", "--all")
     assert "^" in (repo / ".git" / "packed-refs").read_text()
     assert _in_process(repo) == b"src/\n" == _git_answer(repo)
+
+
+@pytest.mark.parametrize("kind", ["commit", "tree"])
+def test_a_huge_commit_or_tree_is_never_read_whole(repo: Path, kind: str) -> None:
+    """HEAD's commit and tree are read as far as the list needs: the commit's first line,
+    a root tree of up to a megabyte (a larger one is asked of git). The repository read is
+    a guess git may not confirm, and a planted object of gigabytes of zeros inflates from a
+    few megabytes on disk."""
+    import tracemalloc
+    import zlib
+
+    (repo / ".alockignore").write_text("src/\n")
+    _commit(repo)
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    if kind == "commit":
+        body = f"tree {tree}\n".encode() + b"\0" * (64 << 20)
+    else:
+        real = _write_object(repo, "blob", b"src/\n")
+        body = _entry(b"100644", NAME, real) + _entry(b"100644", b"z" * 60000, real) * 1200
+    raw = f"{kind} {len(body)}\0".encode() + body
+    oid = __import__("hashlib").sha1(raw).hexdigest()
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(zlib.compress(raw, 1))
+    del body, raw
+    if kind == "tree":
+        git(repo, "update-ref", "HEAD", git(repo, "commit-tree", oid, "-m", "t").strip())
+    else:
+        git(repo, "update-ref", "HEAD", oid)
+    tracemalloc.start()
+    try:
+        got = _in_process(repo)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got in (None, b"src/\n")
+    assert peak < 8 << 20, peak
