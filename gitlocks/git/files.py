@@ -430,9 +430,12 @@ def git_dirs_around(directory: str) -> tuple[str, str] | None:
         common = os.path.join(git_dir, _read_file(f"{git_dir}/commondir", 4096).decode().strip())
     except FileNotFoundError:
         common = git_dir
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):  # ValueError: undecodable, or a NUL in a path
         return None
-    return os.path.realpath(git_dir), os.path.realpath(common)
+    try:
+        return os.path.realpath(git_dir), os.path.realpath(common)
+    except ValueError:  # a NUL (git reads the file no further): git is asked
+        return None
 
 
 def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -> bytes | None:

@@ -419,3 +419,18 @@ def test_a_bad_alockignore_line_is_skipped_never_fatal(repo: Path) -> None:
     assert guard(repo, edit(repo, "poetry.lock")).out == ""
     got = alock(repo, "status", AGENT_ID="me")
     assert got.code == 0 and "Traceback" not in got.err
+
+
+def test_a_nul_in_a_git_file_is_guarded_as_git_reads_it(repo: Path, tmp_path: Path) -> None:
+    """git reads a ``.git`` file as far as a NUL byte: the repository it names is guarded
+    as any other (the guess of it raised on the NUL, and the edit was let through as a
+    bug)."""
+    checkout = tmp_path / "wt"
+    git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'real'}", str(checkout))
+    (checkout / "a.txt").write_text("a\n")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-q", "-m", "a")
+    (checkout / ".git").write_bytes(b"gitdir: ../real\0junk\n")
+    got = guard(checkout, edit(checkout, "a.txt"))
+    assert got.code == 0 and "internal error" not in got.err, got
+    assert holders(checkout), got  # claimed, as in any repository
