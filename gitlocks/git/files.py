@@ -10,7 +10,7 @@ regular-expression pass). Loose refs are read first, and win, so a concurrent
 from __future__ import annotations
 
 import os
-from stat import S_ISREG  # os has loaded it
+from stat import S_ISDIR, S_ISREG  # os has loaded it
 
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
@@ -336,8 +336,9 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
     """``(type, contents)`` of the loose object file at ``path``; None when there is none
     there (packed, in an alternate) or it cannot be read: ask git. False when what is there
     is no object git would read: a FIFO or a device (git opens one and waits on it, forever
-    perhaps: never asked, a hook never hangs on it), or an object of no type git knows
-    (its ``cat-file`` stops on it). ``limit``: as for
+    perhaps: never asked, a hook never hangs on it), an object of no type git knows
+    (its ``cat-file`` stops on it), or contents not as long as the header says. ``limit``:
+    as for
     ``gitlocks.git.objects.Objects.read_many``."""
     import zlib  # only where an object is read: the hooks' list of locks reads none
 
@@ -358,14 +359,18 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
         return None  # not loose (packed, or in an alternate), or unreadable: ask git
     header, nul, body = raw.partition(b"\0")
     kind, _, size = header.partition(b" ")
-    if not nul or not size.isdigit():
-        return None
+    if not nul or not size.isdigit() or size[:1] == b"0" != size:
+        return None  # git reads a size in decimal, with no leading zero: ask git
     if kind not in _KINDS:
         return False
+    # Contents that are not as long as the header says: a damaged object, no object git
+    # reads whole. It is never asked of git either: its cat-file --batch streams a blob so
+    # cut short and waits for the next name, and a reader of the batch waits on it forever.
     if limit is not None and int(size) > limit:
-        return kind.decode(), body[: limit + 1]
+        # Its first limit + 1 bytes stand for it (git's header says it is too large).
+        return (kind.decode(), body[: limit + 1]) if len(body) > limit else False
     if int(size) != len(body):
-        return None
+        return False
     return kind.decode(), body
 
 
@@ -410,8 +415,7 @@ def git_dirs_around(directory: str) -> tuple[str, str] | None:
             break
         if os.path.isfile(dot):
             try:
-                with open(dot, "rb") as fh:
-                    text = fh.read(4096).decode("utf-8").strip()
+                text = _read_file(dot, 4096).decode("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 return None
             if not text.startswith("gitdir:"):
@@ -423,13 +427,15 @@ def git_dirs_around(directory: str) -> tuple[str, str] | None:
             return None
         here = parent
     try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as fh:
-            common = os.path.join(git_dir, fh.read(4096).decode("utf-8").strip())
+        common = os.path.join(git_dir, _read_file(f"{git_dir}/commondir", 4096).decode().strip())
     except FileNotFoundError:
         common = git_dir
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):  # ValueError: undecodable, or a NUL in a path
         return None
-    return os.path.realpath(git_dir), os.path.realpath(common)
+    try:
+        return os.path.realpath(git_dir), os.path.realpath(common)
+    except ValueError:  # a NUL (git reads the file no further): git is asked
+        return None
 
 
 def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -> bytes | None:
@@ -437,36 +443,93 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     blob (at most ``limit + 1`` bytes of a larger one), or ``b""`` where HEAD's tree has
     no blob by that name. None where git must be asked (``git cat-file``): an object not
     loose (packed, in an alternate), a HEAD that is unborn or names no branch, replace
-    refs (git reads a replaced object through them), another ref backend."""
+    refs (git reads a replaced object through them), another ref backend, a tree git
+    stops on (``_tree_entry``), an entry naming a submodule's commit."""
     if os.environ.get("GIT_REPLACE_REF_BASE") or _replaces(common_dir):
         return None
     try:
-        with open(os.path.join(git_dir, "HEAD"), "rb") as fh:
-            head = fh.read(512).strip().decode("ascii")
+        head = _read_file(os.path.join(git_dir, "HEAD"), 512).strip().decode("ascii")
     except (OSError, UnicodeDecodeError):
         return None
-    if head.startswith("ref: refs/heads/") and head != "ref: refs/heads/.invalid":
-        oid = read(common_dir, head[len("ref: ") :])[0]  # reftable names ".invalid"
+    if head.startswith("ref: refs/heads/") and _branch_name(head[len("ref: refs/heads/") :]):
+        oid = _branch_tip(common_dir, head[len("ref: ") :])
     else:
         oid = head if is_object_id(head) else None
     objects = os.path.join(common_dir, "objects")
-    commit = read_loose(f"{objects}/{oid[:2]}/{oid[2:]}") if oid else None
+    # The commit's first line, and a root tree of up to a megabyte (git is asked about a
+    # larger one): objects of gigabytes are never inflated for a list of a few lines.
+    commit = read_loose(f"{objects}/{oid[:2]}/{oid[2:]}", 255) if oid else None
     if not commit or commit[0] != "commit" or not commit[1].startswith(b"tree "):
         return None
     tree_id = commit[1][5 : commit[1].find(b"\n")].decode("ascii", "replace")
-    tree = read_loose(f"{objects}/{tree_id[:2]}/{tree_id[2:]}") if is_object_id(tree_id) else None
-    if not tree or tree[0] != "tree":
+    where = f"{objects}/{tree_id[:2]}/{tree_id[2:]}"
+    tree = read_loose(where, _TREE_LIMIT) if is_object_id(tree_id) else None
+    if not tree or tree[0] != "tree" or len(tree[1]) > _TREE_LIMIT:
         return None
-    found = _tree_entry(tree[1], name, len(tree_id) // 2)
-    if found is None:
-        return b""
-    mode, blob_id = found
-    if mode in (b"40000", b"160000"):  # a directory or a submodule: no blob, as git says
-        return b""
+    blob_id = _tree_entry(tree[1], name, len(tree_id) // 2)
+    if not blob_id:  # "": no entry by that name; None: an entry git stops on
+        return None if blob_id is None else b""
+    # Whatever its mode says, git reads the object the entry names: a tree, or a blob.
     blob = read_loose(f"{objects}/{blob_id[:2]}/{blob_id[2:]}", limit)
     if not blob:  # False too (no object read here): git is asked, as for one not loose
-        return None
+        return None  # (a submodule's commit, which git does not find either)
     return blob[1] if blob[0] == "blob" else b""
+
+
+_TREE_LIMIT = 1 << 20
+
+
+def _branch_tip(common_dir: str, name: str) -> str | None:
+    """The object id the branch ``name`` holds, as git reads it: its loose file, else its
+    line of ``packed-refs``. None where git must say: a loose file that holds no id (a
+    symbolic ref, or a broken one, empty after a crash say, which git reads no further
+    than), or none at all."""
+    try:
+        value = _read_file(os.path.join(common_dir, name), 256).strip().decode("ascii", "replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        try:
+            return _packed_value(_read_file(os.path.join(common_dir, "packed-refs")), name)
+        except OSError:
+            return None
+    except OSError:
+        return None
+    return value if is_object_id(value) else None
+
+
+def _read_file(path: str, size: int | None = None) -> bytes:
+    """The first ``size`` bytes (all, for None) of the regular file at ``path``, a link to
+    one included. ``OSError`` for anything else: the repository read is a guess git has not
+    confirmed yet (one it does not open, another user's say), and a FIFO in it is never
+    waited on for a writer (``IsADirectoryError`` for a directory)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        found = os.fstat(fd)
+        if S_ISDIR(found.st_mode):
+            raise IsADirectoryError(path)
+        if not S_ISREG(found.st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return _read_all(fd, found.st_size) if size is None else os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def _branch_name(name: str) -> bool:
+    """Whether ``name`` (below ``refs/heads/``) is a branch git would read HEAD through
+    (``git check-ref-format``, more strictly: any other name is asked of git). A ``..``
+    would name another file of the git directory, a ``.lock`` a ref being written, and
+    reftable's HEAD names ``.invalid``."""
+    return (
+        all(
+            part and part[0] != "." and part[-1] != "." and not part.endswith(".lock")
+            for part in name.split("/")
+        )
+        and not set(name) - _REF_CHARS
+        and "@{" not in name
+    )
+
+
+# What a ref name may hold: printable ASCII but for a space and ~^:?*[\ (and no "@{").
+_REF_CHARS = frozenset(map(chr, range(0x21, 0x7F))) - frozenset("~^:?*[\\")
 
 
 def _replaces(common_dir: str) -> bool:
@@ -478,19 +541,51 @@ def _replaces(common_dir: str) -> bool:
         pass
     except OSError:
         return True
-    packed = read_packed(common_dir)
-    return packed is not None and b" refs/replace/" in packed
+    try:
+        return b" refs/replace/" in _read_file(os.path.join(common_dir, "packed-refs"))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
-def _tree_entry(tree: bytes, name: bytes, idlen: int) -> tuple[bytes, str] | None:
-    """``(mode, object id)`` of the entry ``name`` of a tree's contents, or None."""
-    pos, end = 0, len(tree)
-    while pos < end:
-        space = tree.find(b" ", pos)
-        nul = tree.find(b"\0", space + 1)
-        if space < 0 or nul < 0 or nul + 1 + idlen > end:
-            return None
-        if tree[space + 1 : nul] == name:
-            return tree[pos:space], tree[nul + 1 : nul + 1 + idlen].hex()
-        pos = nul + 1 + idlen
-    return None
+def _tree_entry(tree: bytes, name: bytes, idlen: int) -> str | None:
+    """The object id of the entry ``name`` of a tree's contents as git's own lookup finds
+    it (``find_tree_entry``): entries in order, up to the first that sorts after ``name``
+    (git reads no further: in a tree out of order, an entry later on is not found), each
+    read with the next one. "" when it finds none; None where git stops on the tree (an
+    entry too short, a mode not in octal, an empty name)."""
+    end = len(tree)
+    if not end:
+        return ""
+    if end < idlen + 3 or tree[end - idlen - 1]:  # git: the last entry's name ends there
+        return None
+    here = _tree_item(tree, 0, idlen)
+    if here is None:
+        return None
+    while here is not None:
+        entry, oid, pos = here
+        here = _tree_item(tree, pos, idlen) if pos < end else None
+        if pos < end and here is None:
+            return None  # git reads the next entry before this one is compared
+        if len(entry) > len(name):
+            continue
+        start = name[: len(entry)]
+        if start < entry:
+            return ""
+        if start == entry and len(entry) == len(name):
+            return oid.hex()
+    return ""
+
+
+def _tree_item(tree: bytes, pos: int, idlen: int) -> tuple[bytes, bytes, int] | None:
+    """``(name, raw object id, where the next entry starts)`` of the tree entry at
+    ``pos``, or None where git finds it malformed."""
+    space = tree.find(b" ", pos)
+    mode = tree[pos:space]
+    if space <= pos or mode.strip(b"01234567"):
+        return None
+    nul = tree.find(b"\0", space + 1)
+    if nul <= space + 1 or nul + 1 + idlen > len(tree):
+        return None
+    return tree[space + 1 : nul], tree[nul + 1 : nul + 1 + idlen], nul + 1 + idlen

@@ -225,7 +225,10 @@ def start_listing(
         found = indexed_paths(index, hexlen)
         if found is not None:
             return found
-    where = "" if ignore_case or not missing else _present_parent(root, missing)
+    # git's global pathspec settings (the caller's environment) would read ":(literal)"
+    # as part of a path, or refuse it: the whole index is listed then, as before.
+    plain_specs = ignore_case or not missing or not _PATHSPEC_VARS.isdisjoint(os.environ)
+    where = "" if plain_specs else _present_parent(root, missing)
     spec = ["--", f":(literal){where}/"] if where else []
     try:
         return run.start(["ls-files", "-z", "--cached", *spec], root, env=run.Env.CLEAN,
@@ -234,6 +237,9 @@ def start_listing(
         return None
 
 
+_PATHSPEC_VARS = frozenset(
+    f"GIT_{kind}_PATHSPECS" for kind in ("LITERAL", "GLOB", "NOGLOB", "ICASE")
+)
 SMALL_INDEX = 256 * 1024  # bytes of index (about 3,000 files) read faster than git starts
 
 

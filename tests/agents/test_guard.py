@@ -70,6 +70,25 @@ def test_the_committed_alockignore_is_read_without_git_where_loose(
         assert sum("cat-file" in argv for argv in argvs) == (1 if packed else 0), argvs
 
 
+@pytest.mark.parametrize("fifo", ["HEAD", "refs/heads/main", "packed-refs", "commondir"])
+def test_a_repository_git_does_not_open_is_never_read_from(
+    repo: Path, tmp_path: Path, fifo: str
+) -> None:
+    """The repository whose ``.git`` is nearest is only a guess: where git does not open
+    it (above GIT_CEILING_DIRECTORIES here; another user's, which git refuses), a FIFO in
+    it is never opened (every edit below it waited on one for a writer)."""
+    git(repo, "branch", "-M", "main")
+    path = repo / ".git" / fifo
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    if fifo != "HEAD":
+        (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    sub = repo / "sub"
+    sub.mkdir()
+    got = guard(sub, edit(sub, "x.py"), timeout=60, GIT_CEILING_DIRECTORIES=str(repo))
+    assert got.code == 1 and "outside any git working tree: not guarded" in got.err, got
+
+
 def test_an_edit_inside_anothers_claim_is_denied_naming_the_holder(repo: Path) -> None:
     assert alock(repo, "acquire", "src/**", "-m", "rewrite auth", **OTHER).code == 0
     for tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
@@ -400,3 +419,18 @@ def test_a_bad_alockignore_line_is_skipped_never_fatal(repo: Path) -> None:
     assert guard(repo, edit(repo, "poetry.lock")).out == ""
     got = alock(repo, "status", AGENT_ID="me")
     assert got.code == 0 and "Traceback" not in got.err
+
+
+def test_a_nul_in_a_git_file_is_guarded_as_git_reads_it(repo: Path, tmp_path: Path) -> None:
+    """git reads a ``.git`` file as far as a NUL byte: the repository it names is guarded
+    as any other (the guess of it raised on the NUL, and the edit was let through as a
+    bug)."""
+    checkout = tmp_path / "wt"
+    git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'real'}", str(checkout))
+    (checkout / "a.txt").write_text("a\n")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-q", "-m", "a")
+    (checkout / ".git").write_bytes(b"gitdir: ../real\0junk\n")
+    got = guard(checkout, edit(checkout, "a.txt"))
+    assert got.code == 0 and "internal error" not in got.err, got
+    assert holders(checkout), got  # claimed, as in any repository

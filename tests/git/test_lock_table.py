@@ -4,6 +4,7 @@ alike (docs/design.md, section 6)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import tracemalloc
@@ -166,3 +167,45 @@ def test_a_fifo_or_an_object_of_no_type_is_missing_and_never_waited_on(repo: Pat
         assert said in listed.err, listed
     held = {record["id"] for record in listed.json()}
     assert held == set(_ids(repo)) - {fifo_id, odd_id} and len(held) == 2
+
+
+def test_a_loose_record_shorter_than_its_header_says_is_no_record(repo: Path) -> None:
+    """A record whose loose header says it is larger than a record may be, over a valid
+    record's bytes: git's ``cat-file`` says it is too large (and streams fewer bytes than
+    that), so it is no lock for the hooks' reader either, and none of them waits on it."""
+    _claims(repo)
+    ref = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()[0]
+    body = git(repo, "cat-file", "blob", ref).encode()
+    raw = b"blob %d\0" % (256 * 1024 + 100) + body
+    oid = hashlib.sha1(raw).hexdigest()
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(zlib.compress(raw))
+    git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
+    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    kept._verdicts.clear()
+    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    assert table.get("planted") is None
+    assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
+
+
+@pytest.mark.parametrize("short_by", [1, 100])
+def test_a_loose_record_cut_short_of_its_header_stops_no_reader(repo: Path, short_by: int) -> None:
+    """A loose record whose contents end before its header's size (a valid record's, with
+    a few bytes dropped) is no object git reads whole; asked of git, its cat-file streamed
+    what there was and waited for the next name, and the guard waited on it forever."""
+    _claims(repo)
+    ref = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX + "").split()[0]
+    body = git(repo, "cat-file", "blob", ref).encode()
+    raw = b"blob %d\0" % len(body) + body[:-short_by]
+    oid = hashlib.sha1(raw).hexdigest()
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(zlib.compress(raw))
+    git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
+    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    got = guard(repo, edit(repo, "src/new.py"), timeout=60)  # not TimeoutExpired
+    assert got.code in (0, 2), got
+    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    assert table.get("planted") is None
+    assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]

@@ -189,3 +189,89 @@ def test_a_large_index_is_listed_below_the_missing_part_only(
             assert found == []
         else:
             assert [(u.pattern, u.closest or "") for u in found] == [(pattern, closest)]
+
+
+@pytest.mark.parametrize(
+    "pathspec_env",
+    [
+        {"GIT_LITERAL_PATHSPECS": "1"},
+        {"GIT_LITERAL_PATHSPECS": "1", "GIT_GLOB_PATHSPECS": "1"},
+        {"GIT_NOGLOB_PATHSPECS": "1"},
+        {"GIT_ICASE_PATHSPECS": "1"},
+    ],
+)
+def test_pathspec_settings_of_the_environment_change_no_note(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, pathspec_env: dict[str, str]
+) -> None:
+    """git's global pathspec settings belong to the caller's environment: with them, the
+    listing of one directory of a large index still holds what is tracked there (taken
+    literally, ``:(literal)src/`` named no path; with glob too, git refused it)."""
+    monkeypatch.setattr(typos, "SMALL_INDEX", 0)
+    (tree / "src" / "api" / "routes.py").unlink()  # deleted, still in the index
+    got = alock(tree, "acquire", "src/api/routes.py", "src/atuh/*.py", **pathspec_env, **A)
+    assert got.code == 0, got
+    assert "src/api/routes.py covers nothing" not in got.err, got
+    assert "src/atuh/*.py covers nothing that exists yet; the closest existing path is " in got.err
+
+
+_NAME = st.sampled_from(
+    ["a", "l", "a.b", "a-b", "a0", "b", "-x", ":y", "s p", "\u00e9", "A", "a b"]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    paths=st.lists(st.lists(_NAME, min_size=1, max_size=3).map("/".join), max_size=12),
+    deleted=st.sets(st.integers(0, 11)),
+    link=st.booleans(),
+    patterns=st.lists(
+        st.tuples(st.lists(_NAME, min_size=1, max_size=4).map("/".join), st.booleans()),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_listing_one_directory_answers_as_listing_the_index(
+    tmp_path_factory: pytest.TempPathFactory,
+    paths: list[str],
+    deleted: set[int],
+    link: bool,
+    patterns: list[tuple[str, bool]],
+) -> None:
+    """In a real tree, some files tracked but deleted from it, a link to a directory, the
+    notes and suggestions read from ``git ls-files`` of the deepest existing directory are
+    those read from the whole index (the oracle)."""
+    import os
+    import subprocess
+
+    from gitlocks.errors import InvalidPattern
+
+    root = tmp_path_factory.mktemp("tree")
+    git(root, "init", "-q")
+    made: list[Path] = []
+    for path in paths:
+        target = root / path
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("x\n")
+            made.append(target)
+        except OSError:
+            continue  # a file where a directory is wanted, or the other way round
+    if link and (root / "a").is_dir() and not (root / "l").exists():
+        (root / "l").symlink_to("a")  # a link to a directory, tracked: no directory to list
+    git(root, "add", "-A")
+    for i, target in enumerate(made):
+        if i in deleted and target.is_file():
+            target.unlink()
+    claim = []
+    for literal, glob in patterns:
+        try:
+            claim.append(make_entry(literal + ("/**" if glob else ""), cwd="", root=str(root)))
+        except InvalidPattern:
+            continue
+    whole = subprocess.run(
+        ["git", "ls-files", "-z", "--cached"], cwd=root, capture_output=True, check=True
+    ).stdout
+    everything = [os.fsdecode(p) for p in whole.split(b"\0") if p]
+    listed = typos.finish_listing(typos.start_listing(str(root), claim))
+    expected = typos.uncovered(str(root), claim, list_files=everything.copy)
+    assert typos.uncovered(str(root), claim, list_files=listed.copy) == expected
