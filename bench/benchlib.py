@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -51,6 +52,22 @@ def bench_environment(base: Path, agent: str | None = "bench-main") -> dict[str,
     env = dict(os.environ, **({"AGENT_ID": agent} if agent else {}))
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     return env
+
+
+def interleaved(
+    runs: int, sizes: list[int], labels: list[str], measure: Callable[[int, int, int], float]
+) -> dict[tuple[str, int], list[float]]:
+    """Milliseconds by (label, size): ``measure(row, run, size)`` (the row by its index in
+    ``labels``) for every run, size and row in turn, so that drift hits all alike; run 0
+    warms the page cache and is not counted."""
+    samples: dict[tuple[str, int], list[float]] = {(b, n): [] for b in labels for n in sizes}
+    for i in range(runs + 1):
+        for size in sizes:
+            for row, label in enumerate(labels):
+                ms = measure(row, i, size)
+                if i:
+                    samples[label, size].append(ms)
+    return samples
 
 
 def editable_warning() -> str | None:

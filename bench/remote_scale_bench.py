@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from benchlib import GitDaemon, bench_environment, git, make_repo, seed_locks
+from benchlib import GitDaemon, bench_environment, git, interleaved, make_repo, seed_locks
 from scale_bench import compile_bytecode
 
 
@@ -193,16 +193,11 @@ def main() -> None:
             clones, setups = {}, {}
             for size in sizes:
                 clones[size], setups[size] = setup(base, daemon, size, args, env)
-            samples: dict[tuple[str, int], list[float]] = {}
-            for key in ((r.label, n) for r in ROWS for n in sizes):
-                samples[key] = []
             started = time.perf_counter()
-            for i in range(args.runs + 1):  # run 0 warms the page cache and is not counted
-                for size in sizes:
-                    for row in ROWS:
-                        ms = timed(row, i, clones[size], env, alock)
-                        if i:
-                            samples[row.label, size].append(ms)
+            labels = [row.label for row in ROWS]
+            samples = interleaved(
+                args.runs, sizes, labels, lambda r, i, n: timed(ROWS[r], i, clones[n], env, alock)
+            )
             wall = time.perf_counter() - started
         versions = f"Python {sys.version.split()[0]}, {git(base, '--version')}"
     med = {key: statistics.median(values) for key, values in samples.items()}

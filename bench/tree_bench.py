@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from benchlib import bench_environment, git, make_repo
+from benchlib import bench_environment, git, interleaved, make_repo
 from scale_bench import compile_bytecode
 
 
@@ -99,15 +99,10 @@ def main() -> None:
         for repo in repos.values():  # the guard's session holds the file it edits
             claim = [alock, "acquire", "src/d1/f1.py", "--json"]
             subprocess.run(claim, cwd=repo, env=env, check=True, capture_output=True)
-        samples: dict[tuple[str, int], list[float]] = {}
-        for row, size in ((r, n) for r in ROWS for n in sizes):
-            samples[row.label, size] = []
-        for i in range(args.runs + 1):  # run 0 warms the page cache and is not counted
-            for size in sizes:
-                for row in ROWS:
-                    ms = timed(row, i, repos[size], env, alock)
-                    if i:
-                        samples[row.label, size].append(ms)
+        labels = [row.label for row in ROWS]
+        samples = interleaved(
+            args.runs, sizes, labels, lambda r, i, n: timed(ROWS[r], i, repos[n], env, alock)
+        )
         versions = f"Python {sys.version.split()[0]}, {git(base, '--version')}"
     low, high = sizes[0], sizes[-1]
     print(f"Whole processes, median ms over {args.runs} interleaved runs; {alock}; {versions}")

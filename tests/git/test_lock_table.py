@@ -176,12 +176,7 @@ def test_a_loose_record_shorter_than_its_header_says_is_no_record(repo: Path) ->
     _claims(repo)
     ref = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()[0]
     body = git(repo, "cat-file", "blob", ref).encode()
-    raw = b"blob %d\0" % (256 * 1024 + 100) + body
-    oid = hashlib.sha1(raw).hexdigest()
-    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
-    path.parent.mkdir(exist_ok=True)
-    path.write_bytes(zlib.compress(raw))
-    git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
+    _plant_loose(repo, b"blob %d\0" % (256 * 1024 + 100) + body)
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     kept._verdicts.clear()
     table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
@@ -197,15 +192,20 @@ def test_a_loose_record_cut_short_of_its_header_stops_no_reader(repo: Path, shor
     _claims(repo)
     ref = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX + "").split()[0]
     body = git(repo, "cat-file", "blob", ref).encode()
-    raw = b"blob %d\0" % len(body) + body[:-short_by]
-    oid = hashlib.sha1(raw).hexdigest()
-    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
-    path.parent.mkdir(exist_ok=True)
-    path.write_bytes(zlib.compress(raw))
-    git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
+    _plant_loose(repo, b"blob %d\0" % len(body) + body[:-short_by])
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     got = guard(repo, edit(repo, "src/new.py"), timeout=60)  # not TimeoutExpired
     assert got.code in (0, 2), got
     table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
     assert table.get("planted") is None
     assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
+
+
+def _plant_loose(repo: Path, raw: bytes) -> None:
+    """``raw`` (a header and contents, as crafted) as a loose object, under the lock ref
+    ``planted``."""
+    oid = hashlib.sha1(raw).hexdigest()
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(zlib.compress(raw))
+    git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
