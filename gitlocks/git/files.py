@@ -337,9 +337,8 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
     there (packed, in an alternate) or it cannot be read: ask git. False when what is there
     is no object git would read: a FIFO or a device (git opens one and waits on it, forever
     perhaps: never asked, a hook never hangs on it), an object of no type git knows
-    (its ``cat-file`` stops on it), or contents not as long as the header says. ``limit``:
-    as for
-    ``gitlocks.git.objects.Objects.read_many``."""
+    (its ``cat-file`` stops on it), or contents not as long as the header says.
+    ``limit``: as for ``gitlocks.git.objects.Objects.read_many``."""
     import zlib  # only where an object is read: the hooks' list of locks reads none
 
     try:  # os.open and one read: a table of 10,000 reads that many files
@@ -445,14 +444,20 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
     loose (packed, in an alternate), a HEAD that is unborn or names no branch, replace
     refs (git reads a replaced object through them), another ref backend, a tree git
     stops on (``_tree_entry``), an entry naming a submodule's commit."""
-    if os.environ.get("GIT_REPLACE_REF_BASE") or _replaces(common_dir):
+    try:  # read once, for replace refs and the branch: b"" for none
+        packed: bytes | None = _read_file(os.path.join(common_dir, "packed-refs"))
+    except FileNotFoundError:
+        packed = b""
+    except OSError:
+        packed = None  # unreadable: git is asked
+    if packed is None or os.environ.get("GIT_REPLACE_REF_BASE") or _replaces(common_dir, packed):
         return None
     try:
         head = _read_file(os.path.join(git_dir, "HEAD"), 512).strip().decode("ascii")
     except (OSError, UnicodeDecodeError):
         return None
     if head.startswith("ref: refs/heads/") and _branch_name(head[len("ref: refs/heads/") :]):
-        oid = _branch_tip(common_dir, head[len("ref: ") :])
+        oid = _branch_tip(common_dir, head[len("ref: ") :], packed)
     else:
         oid = head if is_object_id(head) else None
     objects = os.path.join(common_dir, "objects")
@@ -479,18 +484,15 @@ def committed_top_file(git_dir: str, common_dir: str, name: bytes, limit: int) -
 _TREE_LIMIT = 1 << 20
 
 
-def _branch_tip(common_dir: str, name: str) -> str | None:
+def _branch_tip(common_dir: str, name: str, packed: bytes) -> str | None:
     """The object id the branch ``name`` holds, as git reads it: its loose file, else its
-    line of ``packed-refs``. None where git must say: a loose file that holds no id (a
-    symbolic ref, or a broken one, empty after a crash say, which git reads no further
-    than), or none at all."""
+    line of ``packed`` (the text of ``packed-refs``). None where git must say: a loose file
+    that holds no id (a symbolic ref, or a broken one, empty after a crash say, which git
+    reads no further than), or none at all."""
     try:
         value = _read_file(os.path.join(common_dir, name), 256).strip().decode("ascii", "replace")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        try:
-            return _packed_value(_read_file(os.path.join(common_dir, "packed-refs")), name)
-        except OSError:
-            return None
+        return _packed_value(packed, name)
     except OSError:
         return None
     return value if is_object_id(value) else None
@@ -532,8 +534,9 @@ def _branch_name(name: str) -> bool:
 _REF_CHARS = frozenset(map(chr, range(0x21, 0x7F))) - frozenset("~^:?*[\\")
 
 
-def _replaces(common_dir: str) -> bool:
-    """Whether the repository has replace refs (or may: anything unreadable)."""
+def _replaces(common_dir: str, packed: bytes) -> bool:
+    """Whether the repository has replace refs (or may: anything unreadable), loose or in
+    ``packed`` (the text of ``packed-refs``)."""
     try:
         if os.listdir(os.path.join(common_dir, "refs", "replace")):
             return True
@@ -541,12 +544,7 @@ def _replaces(common_dir: str) -> bool:
         pass
     except OSError:
         return True
-    try:
-        return b" refs/replace/" in _read_file(os.path.join(common_dir, "packed-refs"))
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
+    return b" refs/replace/" in packed
 
 
 def _tree_entry(tree: bytes, name: bytes, idlen: int) -> str | None:
