@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from gitlocks.core.record import MAX_RECORD_BYTES
+from gitlocks.core.record import MAX_RECORD_BYTES, is_object_id
 from gitlocks.core.summaries import Verdict
 from gitlocks.core.table import Judged, Problem, Table, lazy_table
 from gitlocks.errors import StoreError
@@ -104,7 +104,7 @@ def read_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None,
     ``read_objects`` keeps them."""
     found: dict[str, tuple[bytes | None, str]] = {}
     for oid in oids:
-        if len(oid) not in (40, 64) or oid.strip("0123456789abcdef"):
+        if not is_object_id(oid):
             continue  # no object id: never a path to open
         got = files.read_loose(f"{directory}/{oid[:2]}/{oid[2:]}", MAX_RECORD_BYTES)
         if got is False:
