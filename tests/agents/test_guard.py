@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import alock
 from support.guard import OTHER, denial, edit, event, guard, holders, second_session
+from support.harness import StandIn
 
 
 def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
@@ -35,16 +36,26 @@ def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
     assert f"held by {holder}" in denial(other)  # another session is another holder
 
 
+def _started(trace: Path) -> list[list[str]]:
+    """The command line of each git process a ``GIT_TRACE2_EVENT`` file saw start."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return [e["argv"] for e in events if e.get("event") == "start"]
+
+
 def test_a_claim_opens_the_store_from_what_the_guard_read(repo: Path, tmp_path: Path) -> None:
     """The guard found the repository and read its settings before it decided to claim:
     the store is opened from them, and git is asked to find the repository once, not
-    twice (two processes of seven, in the call made before most first edits)."""
+    twice (two processes of seven, in the call made before most first edits). Run as
+    Claude Code runs it: its hook command through ``sh -c`` from a process named claude."""
     trace = tmp_path / "trace2.json"
-    got = guard(repo, edit(repo, "src/app.py"), GIT_TRACE2_EVENT=str(trace))
+    session = StandIn(tmp_path / "harness", "claude", cwd=repo)
+    try:
+        got = session.guard(edit(repo, "src/app.py"), GIT_TRACE2_EVENT=str(trace))
+    finally:
+        session.close()
     assert got.code == 0 and got.out == "", got
     assert [paths for paths in holders(repo).values()] == [["src/app.py"]]
-    starts = [json.loads(line) for line in trace.read_text().splitlines()]
-    argvs = [e["argv"] for e in starts if e.get("event") == "start"]
+    argvs = _started(trace)
     assert sum("rev-parse" in argv for argv in argvs) == 1, argvs
     assert sum("config" in argv and "--list" in argv for argv in argvs) == 1, argvs
     assert sum("update-ref" in argv for argv in argvs) == 2, argvs  # the claim was written
@@ -54,20 +65,24 @@ def test_the_committed_alockignore_is_read_without_git_where_loose(
     repo: Path, tmp_path: Path
 ) -> None:
     """The list at HEAD comes from the loose objects (one process less before every edit),
-    or from git when they are packed: the same answer either way."""
+    or from git when they are packed: the same answer either way. Run as Claude Code runs
+    the guard."""
     (repo / ".alockignore").write_text("gen/\n")
     git(repo, "add", ".alockignore")
     git(repo, "commit", "-q", "-m", "ignore gen/")
-    for packed in (False, True):
-        if packed:
-            git(repo, "gc", "-q", "--prune=now")
-        trace = tmp_path / f"trace-{packed}.json"
-        got = guard(repo, edit(repo, "gen/out.py"), GIT_TRACE2_EVENT=str(trace))
-        assert got.code == 0 and got.out == "", got
-        assert holders(repo) == {}  # exempt: neither claimed nor denied
-        starts = [json.loads(line) for line in trace.read_text().splitlines()]
-        argvs = [e["argv"] for e in starts if e.get("event") == "start"]
-        assert sum("cat-file" in argv for argv in argvs) == (1 if packed else 0), argvs
+    session = StandIn(tmp_path / "harness", "claude", cwd=repo)
+    try:
+        for packed in (False, True):
+            if packed:
+                git(repo, "gc", "-q", "--prune=now")
+            trace = tmp_path / f"trace-{packed}.json"
+            got = session.guard(edit(repo, "gen/out.py"), GIT_TRACE2_EVENT=str(trace))
+            assert got.code == 0 and got.out == "", got
+            assert holders(repo) == {}  # exempt: neither claimed nor denied
+            argvs = _started(trace)
+            assert sum("cat-file" in argv for argv in argvs) == (1 if packed else 0), argvs
+    finally:
+        session.close()
 
 
 @pytest.mark.parametrize("fifo", ["HEAD", "refs/heads/main", "packed-refs", "commondir"])
