@@ -15,6 +15,7 @@ import pytest
 from conftest import git
 from support.cli import alock
 from support.harness import StandIn
+from support.interpreter import named_python
 from test_one_holder import denied, edit, event, holder_of, records
 
 from gitlocks.identity import process_start_time, register_dir
@@ -122,10 +123,7 @@ def nested(
 ) -> tuple[StandIn, str]:
     """A stand-in harness (``name``) run from the shell of an outer, registered ``claude``;
     the outer session's holder."""
-    where = tmp_path / "outer"
-    where.mkdir()
-    outer = where / "claude"
-    outer.symlink_to(os.path.realpath(shutil.which("python3") or "python3"))
+    outer = named_python(tmp_path / "outer", "claude")
     start = json.dumps(event(repo, "SessionStart"))
     inner = StandIn(tmp_path / "inner", name, cwd=repo, wrap=(str(outer), "-c", OUTER, start))
     standins.append(inner)

@@ -7,8 +7,8 @@ gitlocks process under it sees the process tree a real session gives:
 - starts ``git alock mcp`` itself and talks to it with the official MCP SDK client
   (the server itself has no SDK).
 
-The process is Python under another name: a symbolic link named like the harness, so
-that the kernel names the process after it (``/proc/PID/comm``).
+The process is Python under another name, so that the kernel names the process after the
+harness (``/proc/PID/comm``), inside the test's own environment (``support.interpreter``).
 """
 
 from __future__ import annotations
@@ -16,19 +16,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from support.cli import Result
+from support.interpreter import named_python, python_env
 
 SCRIPT = r"""
 import json, os, subprocess, sys
-
-for extra in os.environ.get("STANDIN_SYSPATH", "").split(os.pathsep):
-    if extra and extra not in sys.path:
-        sys.path.append(extra)
-
 
 def mcp_calls(cwd, env, calls, between=None):
     import anyio
@@ -58,9 +53,11 @@ for line in sys.stdin:
     env = {**os.environ, **request.get("env", {})}
     for name in request.get("unset", []):
         env.pop(name, None)
-    env.pop("STANDIN_SYSPATH", None)
     kind, cwd = request["kind"], request["cwd"]
-    if kind == "mcp":
+    if kind == "import":  # where this process finds a module: the test's environment
+        module = __import__(request["module"])
+        answer = {"code": 0, "out": module.__file__ or "", "err": ""}
+    elif kind == "mcp":
         answer = {"code": 0, "out": json.dumps(
             mcp_calls(cwd, env, request["calls"], request.get("between"))
         ), "err": ""}
@@ -89,12 +86,8 @@ class StandIn:
         **env: str,
     ):
         where.mkdir(parents=True, exist_ok=True)
-        exe = where / name
-        if not exe.exists():
-            exe.symlink_to(sys.executable)
-        full = {k: v for k, v in os.environ.items() if k != "AGENT_ID"}
-        full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
-        full["STANDIN_SYSPATH"] = os.pathsep.join(p for p in sys.path if p)
+        exe = named_python(where / ".python", name)
+        full = python_env({k: v for k, v in os.environ.items() if k != "AGENT_ID"})
         full.update(env)
         self.name = name
         self.cwd = cwd or where
@@ -120,6 +113,10 @@ class StandIn:
         assert line, "the stand-in harness died"
         got = json.loads(line)
         return Result(got["code"], got["out"], got["err"])
+
+    def imports_from(self, module: str) -> str:
+        """The file this harness process imports ``module`` from."""
+        return self._ask({"kind": "import", "module": module}).out
 
     def hook(self, command: str, event: dict[str, Any] | str, **env: str) -> Result:
         """Run a hook command through ``sh -c`` with ``event`` on stdin, as harnesses do."""
