@@ -15,7 +15,6 @@ from support.remote import (
     daemon,
     make_bare,
     make_clone,
-    pushed_by_git,
     refs_of,
     remote_events,
     remote_locks,
@@ -145,14 +144,11 @@ def test_a_push_cut_off_after_the_remote_spoke_is_settled_whatever_it_said(
     assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # the view followed
 
 
-@pytest.mark.parametrize("by_git", [False, True], ids=["ours", "git push"])
-def test_a_ref_the_report_leaves_out_is_settled_by_asking(tmp_path: Path, by_git: bool) -> None:
+def test_a_ref_the_report_leaves_out_is_settled_by_asking(tmp_path: Path) -> None:
     """A remote whose report names no verdict for a ref it was sent ("remote failed to
     report status", git says) may have applied the push: ask it, as when no answer came."""
     bare = make_bare(tmp_path / "locks.git")
     a = make_clone(bare.as_uri(), tmp_path / "a")
-    if by_git:
-        pushed_by_git(a)
     misreporting = Misreporting(
         bare, lambda lines: [ln for ln in lines if b"agent-locks/" not in ln]
     )
@@ -167,9 +163,8 @@ def test_a_ref_the_report_leaves_out_is_settled_by_asking(tmp_path: Path, by_git
 
 
 @pytest.mark.parametrize("shards", [0, 4])
-@pytest.mark.parametrize("by_git", [False, True], ids=["ours", "git push"])
 def test_a_journal_that_landed_beside_a_refused_lock_ref_is_the_answer(
-    tmp_path: Path, by_git: bool, shards: int
+    tmp_path: Path, shards: int
 ) -> None:
     """git's receive-pack refuses a ref it hides (receive.hideRefs) before its atomic
     transaction begins, and applies the rest: the journal, which is the table, moved. The
@@ -179,8 +174,6 @@ def test_a_journal_that_landed_beside_a_refused_lock_ref_is_the_answer(
     if shards:
         assert alock(a, "remote", "--shards", str(shards)).code == 0
     b = make_clone(bare.as_uri(), tmp_path / "b")
-    if by_git:
-        pushed_by_git(a)
     # Set on a remote in use: switching to one that hides the lock refs is refused.
     git(bare, "config", "receive.hideRefs", "refs/agent-locks")
     got = alock(a, "acquire", "src/**", "-m", "work", **A)
