@@ -202,6 +202,7 @@ NOT_SENT = (
     "network is unreachable",
     "unable to access",
     "unable to find remote helper",
+    "is not a git command",  # git: 'remote-htps' is not a git command
     "is not supported",
     "not allowed",
     "not a valid",

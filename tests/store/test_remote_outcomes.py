@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from support.cli import alock
-from support.daemon import Daemon, Misreporting
+from support.cli import alock, alock_cli, finish
+from support.daemon import Daemon, Misreporting, free_port
 from support.remote import (
     daemon,
     make_bare,
@@ -184,3 +184,61 @@ def test_a_journal_that_landed_beside_a_refused_lock_ref_is_the_answer(
     assert alock(b, "acquire", "src/x.py", **B).code == 1
     assert alock(a, "release", "src/**", **A).code == 0
     assert alock(b, "acquire", "src/x.py", **B).code == 0
+
+
+def _refused_transport(kind: str, tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """A remote URL, and config, that git refuses before it sends anything."""
+    if kind == "connection refused":
+        return f"git://127.0.0.1:{free_port()}/locks.git", {}
+    if kind == "unknown host":
+        return "git://nowhere.invalid/locks.git", {}
+    if kind == "bad url":
+        return "htps://nowhere.invalid/locks.git", {}
+    if kind == "no repository":
+        return str(tmp_path / "gone.git"), {}
+    # ssh whose server refuses the key, as OpenSSH says it
+    ssh = "echo 'git@h.invalid: Permission denied (publickey).' >&2; exit 255; :"
+    return "ssh://git@h.invalid/locks.git", {"core.sshCommand": ssh}
+
+
+@pytest.mark.parametrize(
+    "kind", ["connection refused", "unknown host", "bad url", "no repository", "auth refused"]
+)
+def test_a_push_git_never_sent_is_told_as_nothing_sent(tmp_path: Path, kind: str) -> None:
+    """When git refuses the transport (connection refused, unknown host, bad URL, no such
+    repository, credentials refused), no command went out: the claim says nothing was sent
+    and nothing changed, never that the push may have landed, and nothing moves locally."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    url, config = _refused_transport(kind, tmp_path)
+    git(a, "config", "remote.origin.url", url)
+    for key, value in config.items():
+        git(a, "config", key, value)
+    before = refs_of(a)
+    got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 2, got
+    assert "Nothing was sent and nothing changed" in got.err, got.err
+    assert "may have landed" not in got.err and "Traceback" not in got.err
+    assert refs_of(a) == before
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
+
+
+@pytest.mark.parametrize("form", ["path", "file://"])
+def test_a_remote_that_talks_without_end_and_git_traces_neither_hang_nor_flood_a_claim(
+    tmp_path: Path, form: str
+) -> None:
+    """The remote's hooks say 25 MB (git relays it as ``remote: ...``) and GIT_TRACE_PACKET
+    and GIT_TRACE are set: the claim, which holds the store's mutex while it pushes, lands
+    and ends, and its own output stays small."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(str(bare) if form == "path" else bare.as_uri(), tmp_path / "a")
+    hook = bare / "hooks" / "pre-receive"
+    talk = "head -c 26214400 /dev/zero | tr '\\0' x >&2"
+    hook.write_text(f"#!/bin/sh\ncat >/dev/null\n{talk}\necho >&2\n")
+    hook.chmod(0o755)
+    traced = {"AGENT_ID": "agent-a", "GIT_TRACE_PACKET": "1", "GIT_TRACE": "1"}
+    got = finish(alock_cli(a, "acquire", "src/**", "-m", "work", env=traced), timeout=300)
+    assert got.code == 0, got.err[-2000:]
+    assert len(got.out) + len(got.err) < 64 * 1024
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
