@@ -242,3 +242,21 @@ def test_a_remote_that_talks_without_end_and_git_traces_neither_hang_nor_flood_a
     assert got.code == 0, got.err[-2000:]
     assert len(got.out) + len(got.err) < 64 * 1024
     assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
+
+
+def test_a_remote_that_dribbles_ends_the_claim_at_its_bound(tmp_path: Path) -> None:
+    """A remote saying a byte now and then (for a minute, then nothing) is cut off at
+    alock.remoteTimeout however often it speaks: the bound is on the whole push, and the
+    claim ends there with nothing changed locally."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(str(bare), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    dribble = "i=0; while [ $i -lt 600 ]; do printf . >&2; sleep 0.1; i=$((i+1)); done; exit 1"
+    git(a, "config", "remote.origin.receivepack", f"{dribble}; :")
+    git(a, "config", "alock.remoteTimeout", "1s")
+    before = refs_of(a)
+    got = alock(a, "acquire", "docs/**", **A)
+    assert got.code == 2, got
+    assert "timed out after 1s (alock.remoteTimeout)" in got.err, got.err
+    assert refs_of(a) == before
+    assert [r.paths for r in remote_locks(bare).values()] == [("src/**",)]
