@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import State
@@ -65,7 +64,7 @@ def status(ctx: Context) -> Status:
         # The edits here when git lists no worktree here; everything, when the table
         # could not be read: no git is left running, nor unreaped.
         for proc in [listing, *asked.values()]:
-            if isinstance(proc, subprocess.Popen):
+            if proc is not None and not isinstance(proc, OSError):
                 proc.kill()
                 proc.communicate()
     quiet = {r.id: life.quiet_seconds(r) for r in live}
@@ -75,7 +74,7 @@ def status(ctx: Context) -> Status:
 def _ask_ahead(asked: dict[str, Process | OSError], ahead: Iterator[str]) -> None:
     """Start the next worktrees' ``git status`` until ``AT_ONCE`` run: each holds three
     descriptors of ours, and a repository with hundreds of worktrees would run out."""
-    running = sum(isinstance(a, subprocess.Popen) for a in asked.values())
+    running = sum(not isinstance(a, OSError) for a in asked.values())
     while running < AT_ONCE:
         path = next(ahead, None)
         if path is None:

@@ -124,6 +124,10 @@ def test_git_reasons_are_kept_and_sorted() -> None:
         "send-pack: unexpected disconnect while reading sideband packet\n"
         "fatal: the remote end hung up unexpectedly\n"
     )
+    # The remote's hooks speak in git's words too: never read as git's own.
+    assert not never_sent("remote: mirror: connection refused\n")
+    assert never_sent("git@h: Permission denied (publickey).\nfatal: Could not read from remote")
+    assert never_sent("fatal: The remote end hung up upon initial contact\n")
 
 
 def test_a_push_cut_off_after_the_remote_spoke_is_settled_whatever_it_said(
