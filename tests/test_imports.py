@@ -48,7 +48,7 @@ STORE_VERBS = frozenset(
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
         "gitlocks.git.kept",
         "gitlocks.git.settings", "gitlocks.git.transaction", "gitlocks.git.worktrees",
-        "gitlocks.git.changes", "gitlocks.git.spawn", "gitlocks.git.index",
+        "gitlocks.git.changes", "gitlocks.git.index",
         "gitlocks.identity", "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.locks", "gitlocks.render.identity",
         "gitlocks.render.status", "gitlocks.render.journal",
@@ -73,32 +73,26 @@ WHOAMI = frozenset(
 
 # Standard modules none of these commands needs: each costs a few milliseconds.
 # dataclasses brings inspect, ast, dis and tokenize (gitlocks.core.plain does its work);
-# hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); subprocess brings
-# signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
+# hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
 # typing costs 2-3 ms (annotations are never evaluated: names for types only are imported
-# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration); re, with
-# the enum it loads, 3-4 ms (names are checked with str methods, gitlocks.core.text); json
-# loads re (gitlocks.core.jsontext calls json's own C scanner and encoder); pathlib
-# costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
-# does their work); contextlib brings functools and collections (a small class with
-# __enter__ and __exit__, or try/finally, does the same); functools and collections cost
-# ~1 ms each (collections.abc names for types only are imported under TYPE_CHECKING);
-# datetime runs its pure-Python classes before taking the C ones (gitlocks.core.dates
-# takes those from _datetime).
+# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration); json
+# (gitlocks.core.jsontext calls json's own C scanner and encoder); pathlib
+# costs ~7 ms (fnmatch, ntpath, urllib.parse, ipaddress: paths are str and os.path
+# does their work); datetime runs its pure-Python classes before taking the C ones
+# (gitlocks.core.dates takes those from _datetime). git is started with subprocess, which
+# brings signal, threading, selectors, locale, re, enum, contextlib, functools and
+# collections with it: those are every verb's.
 HEAVY_STDLIB = frozenset(
     {
-        "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "enum",
-        "hashlib", "http", "inspect", "json", "locale", "logging", "re", "shlex",
-        "pathlib", "contextlib", "functools", "collections", "datetime",
-        "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
-        "subprocess", "tempfile", "threading", "traceback", "typing",
+        "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email",
+        "hashlib", "http", "inspect", "json", "logging", "shlex",
+        "pathlib", "datetime",
+        "multiprocessing", "random", "socket", "sqlite3", "ssl",
+        "tempfile", "traceback", "typing",
         "unittest", "uuid", "xml", "zipfile",
-        # Not heavy, but of no use where their C halves (_operator) serve, or (math) for
-        # two checks plain arithmetic makes: each import costs 0.15 to 0.3 ms. Nor is
-        # _bisect, a shared library to load, for a character class's few ranges, nor
-        # itertools for a value repeated (a list of it serves).
-        "operator", "bisect", "_bisect", "math", "itertools",
+        # Not heavy, but of no use for a character class's few ranges: a shared library.
+        "bisect", "_bisect",
     }
 )  # fmt: skip
 
@@ -293,13 +287,10 @@ def test_whoami_loads_no_store(held: Path) -> None:
     within_budget(loaded(held, ["whoami"]), WHOAMI)
 
 
-# A claim and a release in remote mode: the store's remote half, and no libgit2. Its runs
-# against the remote are bounded (a session of their own, killed as a group on a timeout:
-# gitlocks.git.spawn does that too). To a local or git:// remote it pushes itself
-# (gitlocks.git.sendpack, over _socket: no socket, selectors or enum); elsewhere it lists
-# the lock refs on a thread (_thread) beside git's push: no subprocess, threading or signal.
+# A claim and a release in remote mode: the store's remote half, and no libgit2. It pushes
+# with git push and lists the lock refs on a thread beside it.
 REMOTE_WRITE = STORE_VERBS | {
-    "gitlocks.core.shard", "gitlocks.git.connect", "gitlocks.git.remote", "gitlocks.git.sendpack",
+    "gitlocks.core.shard", "gitlocks.git.remote",
     "gitlocks.store.listing", "gitlocks.store.mirror", "gitlocks.store.push",
     "gitlocks.store.remote", "gitlocks.store.sharded",
 }  # fmt: skip
@@ -320,8 +311,8 @@ def test_a_remote_claim_stays_within_its_import_budget(
     modules = loaded(clone, args)
     within_budget(modules, frozenset(REMOTE_WRITE))
     assert "pygit2" not in modules
-    # Looking the daemon's host up loads no codec (IDNA, and re with it) and no socket.py
-    assert not {"re", "socket", "encodings.idna", "stringprep"} & modules
+    # Looking the daemon's host up is git's: no socket or IDNA codec here
+    assert not {"socket", "encodings.idna", "stringprep"} & modules
 
 
 def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:
@@ -354,7 +345,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",
         "gitlocks.core.verdicts",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",
-        "gitlocks.git.table", "gitlocks.git.spawn", "gitlocks.git.kept",
+        "gitlocks.git.table", "gitlocks.git.kept",
         "gitlocks.git.changes",
         "gitlocks.identity", "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.hooks", "gitlocks.render.locks",

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from gitlocks.git.spawn import Process
+    from gitlocks.git.run import Process
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
 # the hook must not import the store (it imports pygit2); a test holds the two equal.

@@ -23,8 +23,7 @@ from gitlocks.core.digest import hasher
 from gitlocks.core.plain import Row
 from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents, read_loose
-from gitlocks.git.run import Env, start
-from gitlocks.git.spawn import Process
+from gitlocks.git.run import Env, Process, close_pipes, start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ class Objects:
         """Stop the ``cat-file`` process, if one was started."""
         proc, self._batch = self._batch, None
         if proc is not None:
-            proc.close_pipes()
+            close_pipes(proc)
             proc.wait()
 
     def __del__(self) -> None:

@@ -80,15 +80,19 @@ def timed_out(what: str, remote: str, timeout: float, setting: str) -> str:
     return said
 
 
-def failure(run: GitRun, remote: str, what: str) -> RemoteError:
-    """Turn a failed git run into one plain sentence, keeping git's own words."""
+def failure(run: GitRun, remote: str, what: str, *, sent: bool | None = None) -> RemoteError:
+    """Turn a failed git run into one plain sentence, keeping git's own words.
+    ``sent=False``: a push git never sent, which the sentence says changed nothing."""
     text = run.err
     summary = summarise(text)
     if _NO_ATOMIC in text:
         return no_atomic(remote)
+    tail = "" if sent is not False else ". Nothing was sent and nothing changed"
     if _AUTH.search(text):
-        return RemoteError(f"authentication to the lock remote {remote!r} was refused: {summary}")
-    return RemoteError(f"cannot reach the lock remote {remote!r} ({what}): {summary}")
+        return RemoteError(
+            f"authentication to the lock remote {remote!r} was refused: {summary}{tail}"
+        )
+    return RemoteError(f"cannot reach the lock remote {remote!r} ({what}): {summary}{tail}")
 
 
 def no_atomic(remote: str) -> RemoteError:
@@ -178,19 +182,46 @@ REMOTE_SIDE = (
     "disk quota",
 )
 
-# git's words for a connection that never opened: nothing was sent.
+# git's words for a push that never reached the remote's receive-pack: the connection,
+# the transport or the credentials were refused before any command was sent, so nothing
+# can have changed. Read from git's own lines only: a ``remote:`` line is the remote's
+# hooks talking, after the push reached them.
 NOT_SENT = (
     "unable to connect",
+    "unable to look up",
     "could not resolve host",
     "connection refused",
+    "connection timed out",
     "could not read from remote repository",
+    "hung up upon initial contact",
     "does not appear to be a git repository",
     "repository not found",
+    "' not found",  # http: repository 'URL' not found
     "failed to connect",
     "no route to host",
     "network is unreachable",
-    "cannot run git",  # ours: no receive-pack could be started (gitlocks.git.sendpack)
+    "unable to access",
+    "unable to find remote helper",
+    "is not a git command",  # git: 'remote-htps' is not a git command
+    "is not supported",
+    "not allowed",
+    "not a valid",
+    "host key verification failed",
+    "cannot run git",  # ours: git itself could not be started
 )
+# git's words for a connection that broke once open: the commands may have gone out.
+_CUT_OFF = ("hung up unexpectedly", "unexpected disconnect", "rpc failed", "early eof")
+
+
+def not_sent(run: GitRun, lines: list[PushLine], remote: str) -> RemoteError | None:
+    """The error for a push git never sent (the remote cannot do atomic pushes, or the
+    connection, transport or credentials were refused before a command went out), else
+    None: then it was answered, or it may have landed and only the remote can tell."""
+    if _NO_ATOMIC in run.err:
+        return no_atomic(remote)
+    if lines or not never_sent(run.err):
+        return None
+    return failure(run, remote, "push", sent=False)
 
 
 def remote_side(lines: list[PushLine], stderr: str) -> str | None:
@@ -207,6 +238,9 @@ def remote_side(lines: list[PushLine], stderr: str) -> str | None:
 
 
 def never_sent(stderr: str) -> bool:
-    """Whether git's stderr says the push's connection never opened."""
-    low = stderr.lower()
-    return any(word in low for word in NOT_SENT) and "hung up" not in low
+    """Whether git's own lines on stderr say the push never reached the remote (refused,
+    unreachable, unknown, not allowed), and none says an open connection broke."""
+    own = [ln.lower() for ln in stderr.splitlines() if not ln.startswith("remote:")]
+    if any(word in ln for ln in own for word in _CUT_OFF):
+        return False
+    return any(_AUTH.search(ln) for ln in own) or any(w in ln for ln in own for w in NOT_SENT)

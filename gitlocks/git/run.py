@@ -13,24 +13,29 @@
   language (remote mode reads them); ssh, proxy and credential settings pass through.
 
 ``start``/``finish`` run git concurrently (several at once, stdin fed on finishing),
-``output`` runs one call: through ``gitlocks.git.spawn``, which the commands agents and
-hooks run can afford to import. ``bounded`` runs one with a time limit in its own session,
-so that a timeout kills git and everything it started (ssh); only remote mode needs it.
-Each caller names the error class its own callers
-catch; the messages are the same for all.
+``output`` runs one call, all through ``subprocess``. ``bounded`` runs one against a
+remote: in its own session under a wall-clock deadline (the whole process group, ssh or a
+remote helper included, is killed at it), reading git's output as it comes and keeping a
+bounded part of its stderr. Each caller names the error class its own callers catch; the
+messages are the same for all.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
+import signal
+import subprocess
+import time
 
 from gitlocks.core.plain import Row
-from gitlocks.git.spawn import Process, TimeoutExpired
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import ClassVar
+
+Process = subprocess.Popen[bytes]  # a git process ``start`` began
 
 
 class Env:
@@ -103,9 +108,16 @@ def start(
     nobody reads fills up with its complaints and stops it, and us with it.
     """
     try:
-        return Process(["git", *args], cwd, environment(env), keep_stderr=keep_stderr)
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=environment(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if keep_stderr else subprocess.DEVNULL,
+        )
     except OSError as exc:
-        raise error(f"cannot run git: {exc.strerror}") from exc
+        raise error(_cannot_run(exc, cwd)) from exc
 
 
 def finish(
@@ -118,8 +130,8 @@ def finish(
     """Feed ``proc`` and wait for it; its stdout, or ``error`` when its exit code is not ``ok``."""
     out, err = proc.communicate(feed)
     if proc.returncode not in ok:
-        detail = err.decode("utf-8", "replace").strip().splitlines()
-        name = proc.args[1]
+        detail = (err or b"").decode("utf-8", "replace").strip().splitlines()
+        name = proc.args[1] if isinstance(proc.args, list) else "git"  # ``start``'s: a list
         raise error(f"git {name} failed: {detail[-1] if detail else proc.returncode}")
     return out
 
@@ -145,15 +157,69 @@ def output(
     return finish(start(args, cwd, env=env, error=error), error=error)
 
 
+def _cannot_run(exc: OSError, cwd: str | None) -> str:
+    """What a git that could not be started says: no git, or no directory to run it in."""
+    if cwd is not None and exc.filename == cwd:
+        return f"cannot run git in {cwd}: {exc.strerror}"
+    return f"cannot run git: {exc.strerror}"
+
+
+def close_pipes(proc: Process) -> None:
+    """Close our end of every pipe to ``proc``, without waiting for it. One the child
+    has closed already (it died, leaving our unsent input unsendable) is no error here:
+    its exit code says what happened."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
 class Ran(Row):
-    """What a ``bounded`` git run ended with."""
+    """What a ``bounded`` git run ended with. ``stderr`` is git's as far as
+    ``STDERR_KEPT`` allows: its head and its tail, with a line between them saying how
+    much was left out."""
 
     returncode: int
     stdout: bytes
     stderr: bytes
 
 
+# git relays the remote's hook output (``remote: ...``) and whatever GIT_TRACE* asks for
+# on stderr: the messages remote mode reads are in its first and last lines, so a remote
+# that talks without end costs this much memory and no more.
+STDERR_KEPT = 16 * 1024  # bytes of stderr kept from its start, and again from its end
 LINGER_SECONDS = 1.0
+_CHUNK = 1 << 16
+_STEP = 0.05  # seconds: how often a read waiting on pipes another process holds looks at git
+
+
+class Kept:
+    """A stream's bytes, kept whole (``limit`` None) or as its first and last ``limit``."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        if self.limit is None or len(self.head) + len(chunk) <= self.limit:
+            self.head += chunk
+            return
+        room = self.limit - len(self.head)
+        self.head += chunk[:room]
+        self.tail += chunk[room:]
+        if len(self.tail) > self.limit:
+            self.dropped += len(self.tail) - self.limit
+            del self.tail[: len(self.tail) - self.limit]
+
+    def value(self) -> bytes:
+        if not self.dropped:
+            return bytes(self.head + self.tail)
+        cut = f"\n[{self.dropped} bytes of git's output left out]\n".encode()
+        return bytes(self.head) + cut + bytes(self.tail)
 
 
 def bounded(
@@ -167,19 +233,68 @@ def bounded(
 ) -> Ran:
     """Run git in its own session, stdin closed; its exit code is the caller's to judge.
 
-    After ``timeout`` seconds the whole process group is killed and ``error(timed_out)``
-    raised. The new session also keeps ssh from prompting on our terminal. Once git has
+    ``timeout`` is wall-clock time for the whole run, however git's output trickles in:
+    at it the whole process group (git, ssh, a remote helper) is killed and
+    ``error(timed_out)`` raised. The new session also keeps ssh from prompting on our
+    terminal. stdout is kept whole (the answer); stderr as ``Kept`` keeps it. Once git has
     ended, what its pipes still carry is read for ``LINGER_SECONDS`` at most: a daemon an
     ssh wrapper or a helper left running with git's stderr does not make a run that
     finished read as one that timed out.
     """
+    deadline = time.monotonic() + timeout
     try:
-        proc = Process(["git", *args], cwd, environment(env), session=True)
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     except OSError as exc:
-        raise error(f"cannot run git: {exc.strerror}") from exc
+        raise error(_cannot_run(exc, cwd)) from exc
+    out, err = Kept(None), Kept(STDERR_KEPT)
     try:
-        out, err = proc.communicate(timeout=timeout, linger=LINGER_SECONDS)
-    except TimeoutExpired:
-        proc.kill_group()
+        _read(proc, {proc.stdout: out, proc.stderr: err}, deadline)
+    except TimeoutError:
+        _kill_group(proc)
         raise error(timed_out) from None
-    return Ran(proc.wait(), out, err)
+    finally:
+        close_pipes(proc)
+    return Ran(proc.wait(), out.value(), err.value())
+
+
+def _read(proc: Process, sinks: dict[object, Kept], deadline: float) -> None:
+    """Read ``proc``'s pipes into ``sinks`` as the bytes come, until both end (or
+    ``LINGER_SECONDS`` after git did); ``TimeoutError`` at ``deadline``."""
+    with selectors.DefaultSelector() as waiting:
+        for stream in sinks:
+            waiting.register(stream, selectors.EVENT_READ)  # type: ignore[arg-type]
+        until = deadline
+        while waiting.get_map():
+            left = until - time.monotonic()
+            if left <= 0:
+                if until < deadline:
+                    return  # git ended: what another process still holds is not waited for
+                raise TimeoutError
+            for key, _ in waiting.select(min(left, _STEP)):
+                chunk = os.read(key.fd, _CHUNK)
+                if chunk:
+                    sinks[key.fileobj].add(chunk)
+                else:
+                    waiting.unregister(key.fileobj)
+            if until == deadline and proc.poll() is not None:
+                until = min(deadline, time.monotonic() + LINGER_SECONDS)
+
+
+def _kill_group(proc: Process) -> None:
+    """SIGKILL to git's process group (git and whatever it started: ssh, a remote
+    helper), then reap git. Our pipes are closed unread: a process that left the group
+    and kept them is not waited for."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    close_pipes(proc)
+    proc.wait()

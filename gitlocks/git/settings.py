@@ -24,7 +24,7 @@ import os
 from gitlocks.core.record import parse_duration
 from gitlocks.errors import GitlocksError, StoreError, UsageError
 from gitlocks.git import run
-from gitlocks.git.spawn import Process
+from gitlocks.git.run import Process
 from gitlocks.layout import DEFAULT_SKEW_SECONDS
 
 TYPE_CHECKING = False

@@ -10,10 +10,10 @@ reading ref files itself would not.
 from __future__ import annotations
 
 import os
+from subprocess import TimeoutExpired
 
 from gitlocks.errors import StoreError
-from gitlocks.git.run import Env, start
-from gitlocks.git.spawn import TimeoutExpired
+from gitlocks.git.run import Env, close_pipes, start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class Transaction:
         """
         self._send("commit")
         self.committed = True
-        self.proc.close_pipes()
+        close_pipes(self.proc)
 
     def drop(self) -> None:
         """Let a transaction that was never asked to move anything go, without waiting:

@@ -8,7 +8,7 @@ from gitlocks.git import run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from gitlocks.git.spawn import Process
+    from gitlocks.git.run import Process
 
 
 def _start(cwd: str, *args: str) -> Process:

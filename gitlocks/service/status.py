@@ -9,7 +9,7 @@ from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
 from gitlocks.core.table import Friends, Table, record_entries
-from gitlocks.git.spawn import Process
+from gitlocks.git.run import Process
 from gitlocks.git.worktrees import finish_changes, finish_worktrees, start_changes, start_worktrees
 from gitlocks.service.context import Context, live_table
 from gitlocks.service.results import Edit, Status, WorktreeEdits
@@ -64,7 +64,7 @@ def status(ctx: Context) -> Status:
         # The edits here when git lists no worktree here; everything, when the table
         # could not be read: no git is left running, nor unreaped.
         for proc in [listing, *asked.values()]:
-            if isinstance(proc, Process):
+            if proc is not None and not isinstance(proc, OSError):
                 proc.kill()
                 proc.communicate()
     quiet = {r.id: life.quiet_seconds(r) for r in live}
@@ -74,7 +74,7 @@ def status(ctx: Context) -> Status:
 def _ask_ahead(asked: dict[str, Process | OSError], ahead: Iterator[str]) -> None:
     """Start the next worktrees' ``git status`` until ``AT_ONCE`` run: each holds three
     descriptors of ours, and a repository with hundreds of worktrees would run out."""
-    running = sum(isinstance(a, Process) for a in asked.values())
+    running = sum(not isinstance(a, OSError) for a in asked.values())
     while running < AT_ONCE:
         path = next(ahead, None)
         if path is None:

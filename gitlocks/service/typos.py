@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-    from gitlocks.git.spawn import Process
+    from gitlocks.git.run import Process
 
 # The names compared at one depth: beyond this many, only those that start like the name
 # typed or are about as long, and of those this many.

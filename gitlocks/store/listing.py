@@ -8,7 +8,7 @@ its own connection, while the write decides and pushes, and read once the push a
 
 from __future__ import annotations
 
-import _thread  # one thread and its join: ``threading`` would cost a write a millisecond
+import threading
 
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.text import canonical_number
@@ -20,7 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gitlocks.git.sendpack import Session
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 
@@ -70,44 +69,28 @@ class Listing:
     not (pushed or moved by hand, or another write since) asks the remote again.
     """
 
-    def __init__(self, store: RemoteStore, session: Session | None = None) -> None:
-        """``session``: the write's own push connection (``gitlocks.git.sendpack``), whose
-        advertised refs are the listing; else ``ls-remote`` runs on a thread."""
+    def __init__(self, store: RemoteStore) -> None:
         self.run: GitRun | None = None
-        self.refs: dict[str, str] | None = None  # listed, or advertised: ref -> value
+        self.refs: dict[str, str] | None = None  # listed: ref -> value
         self.symrefs: set[str] = set()
         self.store = store
-        self.session = session
-        if session is not None:
-            return
         # A sharded remote's shard journals too, in the same answer: they tell a lock ref
         # of another clone's write (its shard moved) from one pushed by hand.
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if store.shard_count() else [])]
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
-
-        self._asking = _thread.allocate_lock()  # held until the answer is in
-        self._asking.acquire()
 
         def ask() -> None:
             try:
                 self.run = store._git(args, what="ls-remote of")
             except GitlocksError:
                 pass
-            finally:
-                self._asking.release()
 
-        _thread.start_new_thread(ask, ())
+        self._asking = threading.Thread(target=ask, daemon=True)
+        self._asking.start()
 
     def join(self) -> None:
         """Wait for the answer (at once when it is in)."""
-        if self.session is None:
-            with self._asking:
-                pass
-        elif self.refs is None:
-            # The advertisement names no symbolic ref: one among the lock refs reads as its
-            # target's value, and a write that finds it out of step asks ``ls-remote``
-            # again, which names it.
-            self.refs = self.session.advertised()
+        self._asking.join()
 
     def out_of_step(
         self, decided: RemoteTable, now: Callable[[], tuple[dict[str, str], str | None]]

@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from gitlocks.git.spawn import Process
+    from gitlocks.git.run import Process
 
     pass
 

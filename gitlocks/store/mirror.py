@@ -13,17 +13,12 @@ import os
 import time
 
 from gitlocks.core import jsontext
-from gitlocks.core.record import is_object_id
 from gitlocks.core.text import is_digits
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
-from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git, timed_out
+from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
 from gitlocks.store.local import Store
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from gitlocks.git.sendpack import Session
 
 PACK_AFTER = 256  # loose refs written at once, past which refs are packed
 _NUMBERED = LOCAL_JOURNAL_REF + "-"  # then a number: a kept local journal
@@ -67,12 +62,6 @@ class Mirror(Store):
     # When set (time.monotonic()), every run against the remote ends by then: the agent
     # guard's whole wait on the remote, however many runs a write takes.
     deadline: float | None = None
-    # The connection opened for the next push (``open_session``), not yet used; those of
-    # pushes made, to read to their end before the write ends; and whether a write
-    # (``RemoteStore.transact_held``) is under way, which ends them (``end_session``).
-    _session: Session | None = None
-    _closing: tuple[Session, ...] = ()
-    _writing = False
 
     def _time_left(self, what: str) -> float:
         """How long a run against the remote may take (``RemoteTimeout`` when nothing is
@@ -101,92 +90,12 @@ class Mirror(Store):
 
     def _push_atomic(self, leases: list[str], specs: list[str]) -> tuple[GitRun, list[PushLine]]:
         """One ``git push --atomic`` of ``specs`` under ``leases`` (our own hooks not run):
-        git's run and the lines of its ``--porcelain`` answer. Where gitlocks speaks the
-        push itself (``gitlocks.git.sendpack``), it does, and answers alike."""
-        run = self._push_native(leases, specs)
-        if run is None:
-            run = self._git(
-                ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
-                what="push to",
-            )
+        git's run and the lines of its ``--porcelain`` answer."""
+        run = self._git(
+            ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
+            what="push to",
+        )
         return run, porcelain(run.out)
-
-    def open_session(self) -> Session | None:
-        """Open the connection the next push will use, where gitlocks pushes itself: the
-        remote starts and advertises its refs while the write decides. None elsewhere."""
-        from gitlocks.git import sendpack  # remote writes only
-
-        self.end_session()
-        where = sendpack.target(self.settings, self.remote, os.environ)
-        if where is not None:
-            self._session = sendpack.Session(where, self._time_left("push to"), self.root)
-        return self._session
-
-    def end_session(self) -> None:
-        """Close a connection opened for a push that never came (the write changed
-        nothing, or was refused before pushing), and those of the pushes made, once the
-        remote has said all it had to."""
-        session, self._session = self._session, None
-        if session is not None:
-            session.abandon()
-        closing, self._closing = self._closing, ()
-        for used in closing:
-            used.close()
-
-    def _push_native(self, leases: list[str], specs: list[str]) -> GitRun | None:
-        """The push of ``_push_atomic`` made by ``gitlocks.git.sendpack``; None where that is
-        git's to make (a transport, setting or push of another shape)."""
-        from gitlocks.git import sendpack  # remote writes only
-
-        where = sendpack.target(self.settings, self.remote, os.environ)
-        leased: dict[str, str | None] = {}
-        for lease in leases:
-            ref, sep, value = lease.removeprefix("--force-with-lease=").partition(":")
-            if not sep or not lease.startswith("--force-with-lease="):
-                return None
-            leased[ref] = value or None
-        wanted: list[tuple[str | None, str]] = []
-        for spec in specs:
-            source, sep, ref = spec.partition(":")
-            if not sep or ref not in leased:
-                return None  # every ref leased, or git decides (fast-forwards)
-            if source and not (len(source) == self.objects.hexlen and is_object_id(source)):
-                return None  # a name for git to resolve: ours are object ids
-            wanted.append((source or None, ref))
-        if where is None:
-            return None
-        session, self._session = self._session, None
-        timeout = self._time_left("push to")
-        if session is None or session.used:
-            session = sendpack.Session(where, timeout, self.root)
-        else:
-            session.renew(timeout)
-        zero = "0" * self.objects.hexlen
-        fmt = "sha256" if self.objects.sha256 else "sha1"
-
-        def pack(tips: list[str], known: list[str], ofs: bool) -> bytes:
-            have = [oid for oid in known if (self.objects.read(oid) or ("",))[0] == "commit"]
-            left = max(0.001, session.deadline - time.monotonic())
-            return sendpack.pack_objects(self.git_dir, tips, have, ofs, left)
-
-        try:
-            run = session.push(leased, wanted, zero, fmt, pack)
-        except TimeoutError:
-            session.close(kill=True)
-            # Before the commands went out, nothing can have landed: say so.
-            what = "push to" if session.sent else "connection to"
-            said = timed_out(what, self.remote, timeout, self.timeout_setting)
-            raise RemoteTimeout(said) from None
-        except BaseException:
-            session.close()
-            raise
-        if self._writing:
-            # What the remote sends after its answer is read at the write's end, while
-            # the local view follows meanwhile (``end_session``).
-            self._closing += (session,)
-        else:
-            session.close()
-        return run
 
     def local_locks(self) -> dict[str, str]:
         """The local view: lock id -> blob id (only lock namespaces are read).

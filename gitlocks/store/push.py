@@ -25,7 +25,7 @@ from gitlocks.git.remote import (
     PushLine,
     failure,
     lost_race,
-    never_sent,
+    not_sent,
     remote_side,
     summarise,
     unreported,
@@ -128,8 +128,9 @@ class RemotePush(Mirror):
             except GitlocksError:
                 pass
             return True
-        if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
-            raise failure(run, self.remote, "push")
+        refused = not_sent(run, lines, self.remote)
+        if refused is not None:
+            raise refused
         if not lines or unreported(lines):
             # Sent, but no answer came back (the connection broke, the server died), or none
             # for some ref: the push may have landed. Ask the remote before saying anything.
@@ -199,9 +200,9 @@ class RemotePush(Mirror):
             self.fetch()
         except RemoteError as exc:
             raise RemoteError(
-                f"the push to the lock remote {self.remote!r} was sent but no answer came back "
-                f"({said}), and the remote cannot be asked now whether it landed ({exc}). "
-                "It may have: git alock sync tells once the remote answers"
+                f"the push to the lock remote {self.remote!r} may have landed: no answer came "
+                f"back ({said}), and the remote cannot be asked now whether it did ({exc}). "
+                "git alock sync tells once the remote answers"
             ) from exc
         outcome = landed()
         if outcome is not None:

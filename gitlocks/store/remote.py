@@ -274,13 +274,9 @@ class RemoteStore(ShardedPush):
     ) -> T:
         """``transact`` for a caller that already holds the mutex (a mode switch).
 
-        Where gitlocks pushes itself, the push's connection opens first: the remote starts
-        while the write decides, and the refs it advertises are the write's listing. Where
-        the journal carries the table, nothing asked of the lock refs decides the write:
-        they are listed beside its push, not before it, and only a listing out of step
-        asks again after it (docs/design.md, section 5.2)."""
-        session = self.open_session()
-        self._writing = True
+        Where the journal carries the table, nothing asked of the lock refs decides the
+        write: they are listed beside its push, not before it, and only a listing out of
+        step asks again after it (docs/design.md, section 5.2)."""
         listing: Listing | None = None
         try:
             if not fetched and self.last_sync() is None:
@@ -288,15 +284,13 @@ class RemoteStore(ShardedPush):
                 fetched = True
             if self.journal_store.table(self.staged()[1]) is not None:
                 self.check_not_lost()
-                listing = Listing(self, session)
+                listing = Listing(self)
             elif self.look_before_writing():
                 fetched = True
             return self._attempts(decide, tries, fetched, listing)
         finally:
-            self._writing = False
             if listing is not None:
                 listing.join()
-            self.end_session()
 
     def _attempts(
         self,

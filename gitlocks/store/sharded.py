@@ -22,7 +22,7 @@ from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
-from gitlocks.git.remote import failure, lost_race, never_sent, summarise, unreported
+from gitlocks.git.remote import lost_race, not_sent, summarise, unreported
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
 
@@ -282,8 +282,9 @@ class ShardedPush(RemotePush):
             except GitlocksError:
                 pass
             return True
-        if "does not support --atomic" in run.err or (not lines and never_sent(run.err)):
-            raise failure(run, self.remote, "push")
+        refused = not_sent(run, lines, self.remote)
+        if refused is not None:
+            raise refused
         if not lines or unreported(lines):  # it may have landed: ask
             return self.settle(landed, summarise(run.err), gave_up=False)
         if lost_race(lines):

@@ -22,8 +22,8 @@ from gitlocks.core.text import printable
 from gitlocks.git import changes as hook_paths
 from gitlocks.git import kept
 from gitlocks.git import table as fast_table
+from gitlocks.git.run import Process
 from gitlocks.git.settings import Settings
-from gitlocks.git.spawn import Process
 from gitlocks.hooks import check as hooks
 from gitlocks.hooks import install as hook_install
 from gitlocks.hooks.reading import hook_config

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from support.cli import alock
-from support.remote import make_bare, make_clone, pushed_by_git, remote_events, remote_locks
+from support.remote import make_bare, make_clone, remote_events, remote_locks
 
 from gitlocks.core.shard import record_shards
 
@@ -71,16 +71,12 @@ def count_connections(clone: Path) -> Path:
     return counter
 
 
-@pytest.mark.parametrize("pusher", ["gitlocks", "git"])
 def test_a_sharded_write_asks_once_though_other_shards_moved_since_it_read_them(
-    tmp_path: Path, pusher: str
+    tmp_path: Path,
 ) -> None:
-    """No second listing: git's push lists beside it (one upload-pack a claim), gitlocks'
-    own push lists in its own connection (none)."""
+    """No second listing: git's push lists beside it (one upload-pack a claim)."""
     bare = make_bare(tmp_path / "locks.git")
     a = make_clone(bare.as_uri(), tmp_path / "a")
-    if pusher == "git":
-        pushed_by_git(a)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(a, "acquire", "seed/**", **A).code == 0
     assert alock(a, "remote", "--shards", "8").code == 0
@@ -94,8 +90,7 @@ def test_a_sharded_write_asks_once_though_other_shards_moved_since_it_read_them(
     for n, path in enumerate(ours[:3]):
         got = alock(a, "acquire", path, **A)
         assert got.code == 0, (got.out, got.err)
-        expected = n + 1 if pusher == "git" else 0
-        assert lines_in(counter) == expected, "one listing per claim, and no second ls-remote"
+        assert lines_in(counter) == n + 1, "one listing per claim, and no second ls-remote"
     held = {r.paths[0] for r in remote_locks(bare).values()}
     assert {*theirs, *ours[:3]} <= held
 

@@ -43,12 +43,6 @@ def make_clone(
     return path
 
 
-def pushed_by_git(clone: Path) -> None:
-    """Have ``clone``'s remote writes pushed by ``git push`` (with its ``ls-remote`` beside
-    it), as they are over ssh or http: a URL rewrite, never used, leaves that to git."""
-    git(clone, "config", "url.git://unused.invalid/.insteadOf", "git://never-named.invalid/")
-
-
 def remote_locks(bare: Path) -> dict[str, LockRecord]:
     """The lock records the remote holds, by id."""
     repo = pygit2.Repository(str(bare))
