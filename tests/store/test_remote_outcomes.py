@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from support.cli import alock
-from support.daemon import Daemon, Misreporting
+from support.daemon import Misreporting
 from support.remote import (
     daemon,
     make_bare,
@@ -20,10 +20,11 @@ from support.remote import (
     remote_events,
     remote_locks,
 )
+from support.servers import Host, host
 
 from gitlocks.git.remote import GitRun, never_sent, porcelain, remote_side, summarise
 
-__all__ = ["daemon"]  # the fixture, imported so pytest finds it
+__all__ = ["daemon", "host"]  # the fixture, imported so pytest finds it
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -44,13 +45,10 @@ def _unhook(bare: Path) -> None:
         stale.unlink()
 
 
-@pytest.fixture(params=["file", "daemon"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
-    if request.param == "file":
-        bare = make_bare(tmp_path / "locks.git")
-        return bare, bare.as_uri()
-    served: Daemon = request.getfixturevalue("daemon")
-    return make_bare(served.base / "locks.git"), served.url("locks.git")
+@pytest.fixture
+def served(host: Host) -> tuple[Path, str]:
+    remote = host.remote()
+    return remote.bare, remote.url
 
 
 def test_server_killed_after_the_update_the_claim_landed_and_is_told(
