@@ -173,11 +173,20 @@ def test_a_stopped_host_is_an_error_that_changes_nothing(host: Host, tmp_path: P
     assert held == ["docs/**", "src/**"]
 
 
-def test_the_http_host_takes_a_chunked_push(
+def traced_git(cwd: Path, *args: str) -> str:
+    """git's stderr with the headers of its HTTP requests traced."""
+    env = cli_env({"GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"})
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stderr
+
+
+def test_the_http_host_takes_chunked_and_gzipped_bodies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """git sends a push over ``http.postBuffer`` chunked and without a length; the test
-    server passes it on whole (support/smarthttp.py)."""
+    """git sends a push over ``http.postBuffer`` chunked, without a length, and a long
+    negotiation gzipped: the test server passes both on as git sent them
+    (support/smarthttp.py)."""
     with serve("http", tmp_path / "served", monkeypatch) as http:
         remote = http.remote()
         work = tmp_path / "work"
@@ -185,13 +194,19 @@ def test_the_http_host_takes_a_chunked_push(
         (work / "big").write_bytes(os.urandom(200_000))
         git(work, "add", "big")
         git(work, "commit", "-q", "-m", "big")
-        traced = subprocess.run(
-            ["git", "-c", "http.postBuffer=4096", "push", "-q", "origin", "HEAD:refs/heads/big"],
-            cwd=work, env=cli_env({"GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"}),
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        assert "Transfer-Encoding: chunked" in traced.stderr
+        pushed = traced_git(work, "-c", "http.postBuffer=4096", "push", "-q", "origin",
+                            "HEAD:refs/heads/big")  # fmt: skip
+        assert "Transfer-Encoding: chunked" in pushed
         assert git(remote.bare, "rev-parse", "big") == git(work, "rev-parse", "HEAD")
+        # Many commits the host lacks: git's haves fill a gzipped request.
+        for n in range(60):
+            git(work, "commit", "-q", "--allow-empty", "-m", f"local {n}")
+        tree = git(remote.bare, "rev-parse", "main^{tree}").strip()
+        other = git(remote.bare, "commit-tree", tree, "-p", "main", "-m", "other").strip()
+        git(remote.bare, "update-ref", "refs/heads/other", other)
+        fetched = traced_git(work, "fetch", "-q", "origin", "other")
+        assert "Content-Encoding: gzip" in fetched
+        assert git(work, "rev-parse", "FETCH_HEAD").strip() == other
 
 
 @pytest.mark.xfail(
