@@ -104,17 +104,24 @@ def no_atomic(remote: str) -> RemoteError:
     )
 
 
+SSH_REASONS = ("Permission denied", "Host key verification failed", "kex_exchange_identification")
+
+
 def summarise(stderr: str) -> str:
     """git's most telling lines, joined: ``fatal:``/``error:`` first, hints and noise dropped."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     lines = [ln for ln in lines if not ln.startswith(("hint:", "To ", "Done"))]
     noise = ("the remote end hung up", "failed to push some refs", "please make sure")
     telling = [ln for ln in lines if not any(n in ln.lower() for n in noise)]
-    # git's errno line follows "unable to connect" on a line of its own: keep it.
+    # git's errno line follows "unable to connect" on a line of its own: keep it. The
+    # transport's own reason comes before git's "Could not read from remote repository":
+    # ssh's lines (its "ssh:" prefix, a refused key, an unknown host key) are kept too.
     picked = [
         ln
         for ln in telling
-        if ln.startswith(("fatal:", "error:", "ERROR:", "remote:")) or "errno=" in ln
+        if ln.startswith(("fatal:", "error:", "ERROR:", "remote:", "ssh:"))
+        or "errno=" in ln
+        or ln.startswith(SSH_REASONS)
     ]
     chosen = (picked or telling or lines)[:3]
     return " / ".join(chosen) if chosen else "git gave no reason"

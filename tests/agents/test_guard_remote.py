@@ -4,6 +4,7 @@ agent out; when the remote cannot be asked, the denial says how old its view is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -15,21 +16,29 @@ from conftest import git
 from support.cli import Result, alock, cli_env
 from support.harness import StandIn
 from support.remote import make_bare, make_clone
+from support.servers import TRANSPORTS, serve
 from test_one_holder import denied, edit, holder_of
 
 ALICE = {"AGENT_ID": "alice"}
 
 
 @pytest.fixture
-def clones(tmp_path: Path) -> tuple[Path, Path]:
-    """Two clones of a sharded lock remote; the second saw alice claim src/**."""
-    bare = make_bare(tmp_path / "locks.git")
-    theirs = make_clone(bare.as_uri(), tmp_path / "theirs")
-    mine = make_clone(bare.as_uri(), tmp_path / "mine")
-    assert alock(theirs, "remote", "--shards", "8").code == 0
-    assert alock(theirs, "acquire", "src/**", "-m", "auth", **ALICE).code == 0
-    assert alock(mine, "sync").code == 0
-    return theirs, mine
+def clones(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, Path]]:
+    """Two clones of a sharded lock remote (over file://, or the transport a test names);
+    the second saw alice claim src/**."""
+    with contextlib.ExitStack() as stack:
+        if (kind := getattr(request, "param", None)) is None:
+            url = make_bare(tmp_path / "locks.git").as_uri()
+        else:
+            url = stack.enter_context(serve(kind, tmp_path / "served", monkeypatch)).remote().url
+        theirs = make_clone(url, tmp_path / "theirs")
+        mine = make_clone(url, tmp_path / "mine")
+        assert alock(theirs, "remote", "--shards", "8").code == 0
+        assert alock(theirs, "acquire", "src/**", "-m", "auth", **ALICE).code == 0
+        assert alock(mine, "sync").code == 0
+        yield theirs, mine
 
 
 @pytest.fixture
@@ -45,6 +54,7 @@ def remote_holders(clone: Path, path: str) -> list[str]:
     return [lock["holder"] for lock in item["locks"]]
 
 
+@pytest.mark.parametrize("clones", TRANSPORTS, indirect=True)
 def test_a_claim_released_from_another_clone_no_longer_denies(
     clones: tuple[Path, Path], agent: StandIn
 ) -> None:

@@ -11,9 +11,12 @@ from pathlib import Path
 from conftest import git
 from support.cli import alock, run_git
 from support.remote import make_bare, make_clone
+from support.servers import Host, host
 
 ALICE = {"AGENT_ID": "alice"}
 BOB = {"AGENT_ID": "bob"}
+
+__all__ = ["host"]  # the fixture, imported so pytest finds it
 
 
 def commit_inside(clone: Path) -> None:
@@ -23,10 +26,11 @@ def commit_inside(clone: Path) -> None:
     assert run_git(clone, "commit", "-q", "--no-verify", "-m", "bob", env=BOB).code == 0
 
 
-def test_pre_push_fetches_the_lock_table_first(tmp_path: Path) -> None:
-    bare = make_bare(tmp_path / "shared.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+def test_pre_push_fetches_the_lock_table_first(host: Host, tmp_path: Path) -> None:
+    """Over each transport: the hook's fetch runs inside git's own push to the same host."""
+    url = host.remote().url
+    a = make_clone(url, tmp_path / "a")
+    b = make_clone(url, tmp_path / "b")
     assert alock(a, "install-hooks", "--pre-push").code == 0
     assert alock(b, "acquire", "src/**", "-m", "auth", **ALICE).code == 0
     assert alock(a, "sync").code == 0  # a's view: alice holds src/**

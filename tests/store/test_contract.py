@@ -1,5 +1,6 @@
-"""One contract, three stores: the repository's own refs, a shared remote, and the
-in-memory twin (``gitlocks/store/base.py``). Each test runs against all three."""
+"""One contract, three stores: the repository's own refs, a shared remote (over each
+transport: support/servers.py), and the in-memory twin (``gitlocks/store/base.py``). Each
+test runs against each."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support.remote import make_bare, make_clone
+from support.remote import make_clone
+from support.servers import TRANSPORTS, serve
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, new_lock_id
@@ -24,19 +26,21 @@ from gitlocks.store.memory import MemoryStore
 Opener = Callable[[], LockStore]
 
 
-@pytest.fixture(params=["local", "remote", "memory"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path, repo: Path) -> Iterator[Opener]:
-    kind = request.param
+@pytest.fixture(params=["local", "memory", *(f"remote-{kind}" for kind in TRANSPORTS)])
+def opener(
+    request: pytest.FixtureRequest, tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Opener]:
+    kind: str = request.param
+    who = resolve_identity("contract")
     if kind == "memory":
         shared = MemoryStore(tmp_path / "mem")
         yield lambda: shared
-        return
-    where = repo
-    if kind == "remote":
-        bare = make_bare(tmp_path / "shared.git")
-        where = make_clone(bare.as_uri(), tmp_path / "clone")
-    who = resolve_identity("contract")
-    yield lambda: open_context(where, who).store
+    elif kind == "local":
+        yield lambda: open_context(repo, who).store
+    else:
+        with serve(kind.removeprefix("remote-"), tmp_path / "served", monkeypatch) as host:
+            clone = make_clone(host.remote().url, tmp_path / "clone")
+            yield lambda: open_context(clone, who).store
 
 
 def record(path: str, holder: str = "alice") -> LockRecord:

@@ -448,24 +448,6 @@ def test_push_that_times_out(two: tuple[Path, Path], bare: Path) -> None:
     assert not git_at_work(b"sleep 5", bare)
 
 
-@pytest.mark.slow
-def test_daemon_stopped_mid_run_then_back(daemon: Daemon, tmp_path: Path) -> None:
-    bare = make_bare(daemon.base / "locks.git")
-    a = make_clone(daemon.url("locks.git"), tmp_path / "a")
-    assert alock(a, "acquire", "src/**", **A).code == 0
-    daemon.stop()
-    before = refs_of(a)
-    for args in (("acquire", "docs/**"), ("release", "src/**"), ("sync",)):
-        got = alock(a, *args, **A)
-        assert got.code == 2 and got.err.startswith("error: cannot reach the lock remote 'origin'")
-        assert "Connection refused" in got.err or "unable to connect" in got.err
-        assert refs_of(a) == before
-    assert alock(a, "list", "--json").json()[0]["paths"] == ["src/**"]  # offline reads work
-    daemon.start()
-    assert alock(a, "acquire", "docs/**", **A).code == 0
-    assert sorted(p for r in remote_locks(bare).values() for p in r.paths) == ["docs/**", "src/**"]
-
-
 def _overlapping_pairs(records: list[tuple[str, tuple[str, ...]]]) -> list[object]:
     return [
         (x, y)
