@@ -32,9 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     # core only for its JSON writer, an error's --json document.
     "main": {"cli", "hooks", "agents", "errors", "core"},
     "__init__": {"core", "errors"},
-    # The finder of compiled modules, put in place before anything else is imported.
-    "bundle": set(),
-    "__main__": {"main", "bundle"},
+    "__main__": {"main"},
 }
 ALLOWED["cli"] = ALLOWED["agents"] | {"agents", "ui"}  # the command line sits above them all
 # Third-party and heavy standard modules, and the one layer allowed each.
