@@ -269,8 +269,6 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
         raise Pass(f"{rels[entries.index(None)]!r} cannot be named by a pattern: not guarded")
     ctx = store_context(repo.root, identity, repo)
     remote = bool(getattr(ctx.store, "remote", None))  # a local write costs no push
-    if not remote:
-        ctx.store.start_write()  # its ref transactions start while it reads the table
     why = f"{event.tool} {' '.join(rels)}"[:1000]
     ttl = claim_ttl(ctx)
 

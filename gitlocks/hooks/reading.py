@@ -17,7 +17,7 @@ from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
-from gitlocks.git.changes import finish_git, start_git, take_ahead
+from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import read_lock_table
 from gitlocks.identity import Identity, host_identity
@@ -105,9 +105,8 @@ class TableReader:
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
-        ahead = take_ahead() if cwd is None else None  # begun before the hook's imports
-        self._config = ahead[0] if ahead else settings.start(cwd)
-        self._common = ahead[1] if ahead else start_git(["rev-parse", "--git-common-dir"], cwd)
+        self._config = settings.start(cwd)
+        self._common = start_git(["rev-parse", "--git-common-dir"], cwd)
 
     def finish(self) -> tuple[HookConfig, Table]:
         configured = hook_config(settings.finish(self._config))
