@@ -22,16 +22,15 @@ from __future__ import annotations
 import os
 import sys
 
+from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
     HARNESSES,
-    USE_INSTEAD,
     Answer,
     Event,
     Harness,
     Pass,
-    Unjudgeable,
     parse,
 )
 from gitlocks.agents.repos import Repo, locate
