@@ -4,7 +4,8 @@ Claude Code runs ``git alock guard --for claude`` before every edit, so it must 
 more than the pre-commit hook. Measured as processes, with 10 and 1,000 live locks (seeded
 by ``support.records.seed_locks``), medians over interleaved runs:
 
-- the floor ``python -c "import pygit2"``;
+- the floors ``python -c pass`` (the budget: the guard at most 4x it) and
+  ``python -c "import pygit2"``;
 - the pre-commit hook on a commit of 10 staged paths (as git runs it);
 - the guard on an edit inside another agent's claim (denied: the fast path);
 - the guard on an edit of a file the session already holds (allowed: the fast path);
@@ -94,6 +95,7 @@ def main() -> None:
             repos[size] = repo
         hook = str(Path(sys.executable).parent / "git-alock")
         cases = {
+            "floor: python -c pass": lambda r, i: run([sys.executable, "-c", "pass"], r, env),
             "floor: python -c 'import pygit2'": lambda r, i: run(
                 [sys.executable, "-c", "import pygit2"], r, env
             ),
@@ -127,10 +129,15 @@ def main() -> None:
             cells = "".join(f"{statistics.median(rows[(label, s)]):14.1f}" for s in sizes)
             print(f"{label:46}{cells}")
         for size in sizes:
+            floor = statistics.median(rows[("floor: python -c pass", size)])
             for label in cases:
                 if label.startswith("guard"):
-                    ratio = statistics.median(rows[(label, size)]) / hook_ms[size]
-                    print(f"  {size:,} locks, {label}: {ratio:.2f}x the pre-commit hook")
+                    median = statistics.median(rows[(label, size)])
+                    ratio = median / hook_ms[size]
+                    print(
+                        f"  {size:,} locks, {label}: {ratio:.2f}x the pre-commit hook, "
+                        f"{median / floor:.2f}x python -c pass (budget: 4x)"
+                    )
         print(f"reproduce: python bench/guard_bench.py --runs {args.runs} --sizes {args.sizes}")
 
 

@@ -5,7 +5,8 @@ the command-line framework, and the verb table (``gitlocks.cli.app``) imports on
 module of the verb being run. Errors carry their exit code (``gitlocks.errors``);
 anything else is a bug, reported as one and never as exit 1 ("refused").
 
-Run as a process of its own (``main()``, no arguments: the ``git-alock`` script), it ends
+Run as a process of its own (``main()``, no arguments: the ``git-alock`` entry point,
+``python -m gitlocks`` and the hook shims), it turns the cycle collector off and ends
 with ``os._exit`` once its output is flushed: tearing down the fifty-odd modules a verb
 imported would cost a few milliseconds more than everything the verb did after its
 imports. Nothing is left undone by that: no gitlocks code registers ``atexit`` handlers,
@@ -15,7 +16,9 @@ files are written and closed before a verb answers, and a git child still runnin
 
 from __future__ import annotations
 
+import gc
 import os
+import signal
 import sys
 
 from gitlocks.core import jsontext
@@ -24,6 +27,10 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
+        # A command lives for milliseconds: the cycle collector would only walk its objects
+        # again and again (a table of 10,000 locks is made of many). The long-lived verbs
+        # (mcp, ui, watch) turn it back on (docs/design.md §8).
+        gc.disable()
         _open_closed_streams()
         _wait_for_own_children()
         sys.stderr = _Unfailing(sys.stderr)
@@ -146,10 +153,8 @@ def _wait_for_own_children() -> None:
     """Take SIGCHLD back to its default when our parent left it ignored: the kernel would
     then reap every git we start itself, and each one's exit code would be lost (a failed
     git reading as a success)."""
-    import _signal  # type: ignore[import-not-found]  # built in: ``signal`` costs 0.5 ms
-
-    if _signal.getsignal(_signal.SIGCHLD) == _signal.SIG_IGN:
-        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 
 def _leave(code: int) -> None:
@@ -168,12 +173,6 @@ def _leave(code: int) -> None:
         sys.stderr.flush()
     except OSError:
         pass
-    bundle = sys.modules.get("gitlocks.bundle")
-    if bundle is not None:
-        try:
-            bundle.refresh()  # after the answer: the next command reads an up-to-date bundle
-        except KeyboardInterrupt:
-            pass  # Ctrl-C once the answer is given: the bundle is a cache, the command done
     os._exit(code)
 
 

@@ -32,9 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     # core only for its JSON writer, an error's --json document.
     "main": {"cli", "hooks", "agents", "errors", "core"},
     "__init__": {"core", "errors"},
-    # The finder of compiled modules, put in place before anything else is imported.
-    "bundle": set(),
-    "__main__": {"main", "bundle"},
+    "__main__": {"main"},
 }
 ALLOWED["cli"] = ALLOWED["agents"] | {"agents", "ui"}  # the command line sits above them all
 # Third-party and heavy standard modules, and the one layer allowed each.
@@ -124,21 +122,39 @@ def test_heavy_dependencies_live_in_their_one_layer() -> None:
     assert not wrong, wrong
 
 
-def test_no_import_cycles() -> None:
+def _imported_modules(tree: ast.Module) -> dict[str, int]:
+    """The gitlocks modules (files) ``tree`` imports at run time, at its top or inside a
+    function (``if TYPE_CHECKING`` blocks left out), each with the line of its first
+    import: ``from gitlocks.git import settings`` imports the module ``settings``."""
+    found: dict[str, int] = {}
+    for name, node in _imports(tree, top_level_only=False):
+        if isinstance(node, ast.ImportFrom) and name == node.module:
+            named = [f"{name}.{alias.name}" for alias in node.names]
+            if all(n in MODULES for n in named):
+                continue  # only modules are named: each is imported, not the package
+        target = _internal(name)
+        if target is not None and target != "gitlocks":
+            found.setdefault(target, node.lineno)
+    return found
+
+
+def test_no_import_cycles_between_files() -> None:
+    """No file imports, at its top or inside a function, a file that imports it back,
+    however far round: a cycle means two modules share one job, or a name lives in the
+    wrong one. A lazy import keeps a heavy dependency off a hot path; it never hides a
+    cycle."""
     graph = {
-        module: {
-            target
-            for name, _ in _imports(tree, top_level_only=True)
-            if (target := _internal(name)) not in (None, module, "gitlocks")
-        }
+        module: {t: line for t, line in _imported_modules(tree).items() if t != module}
         for module, tree in MODULES.items()
     }
+    cycles: list[str] = []
     done: set[str] = set()
 
     def walk(module: str, path: list[str]) -> None:
         if module in path:
             cycle = [*path[path.index(module) :], module]
-            pytest.fail("import cycle: " + " -> ".join(cycle))
+            cycles.append(" -> ".join(cycle))
+            return
         if module in done:
             return
         for target in sorted(graph[module]):
@@ -147,6 +163,39 @@ def test_no_import_cycles() -> None:
 
     for module in sorted(graph):
         walk(module, [])
+    assert not cycles, cycles
+
+
+def test_no_module_borrows_another_s_private_names() -> None:
+    """A ``_name`` is its module's own: one another module needs is made public (or moved
+    to the module whose job it is), never imported or reached for across modules."""
+    borrowed = []
+    for module, tree in MODULES.items():
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gitlocks"):
+                for alias in node.names:
+                    if f"{node.module}.{alias.name}" in MODULES:
+                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    elif _private(alias.name):
+                        borrowed.append(f"{module}:{node.lineno}: {node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("gitlocks") and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _private(node.attr)
+            ):
+                borrowed.append(f"{module}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    assert not borrowed, borrowed
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 def test_imports_inside_functions_say_why() -> None:

@@ -15,16 +15,17 @@ command; commands that cannot move the shell (``mkdir``, ``echo``, ...) in betwe
 ``cd`` that may fail before ``;`` leaves two candidate directories, and the files are named
 in every one. Anything else (a variable, a command substitution, ``||``, a pipe, an
 unknown command, a second ``apply_patch``) raises ``Unjudgeable``: the guard denies the
-call and says which form to use, and no file is guessed. ``Unjudgeable`` and ``Candidates``
-are the harness layer's (``gitlocks.agents.harnesses``), which loads this module only for
-a Codex patch or shell command: the guard runs before every edit, and most are neither.
+call and says which form to use, and no file is guessed (``Unjudgeable`` and ``Candidates``:
+``gitlocks.agents.edits``). The harness layer (``gitlocks.agents.harnesses``) loads this
+module only for a Codex patch or shell command: the guard runs before every edit, and most
+are neither.
 """
 
 from __future__ import annotations
 
 import os
 
-from gitlocks.agents.harnesses import Candidates, Unjudgeable
+from gitlocks.agents.edits import Candidates, Unjudgeable
 from gitlocks.core.plain import Row
 from gitlocks.core.text import ALNUM, pattern
 

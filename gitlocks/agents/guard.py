@@ -22,16 +22,15 @@ from __future__ import annotations
 import os
 import sys
 
+from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
     EXIT_PASS,
     HARNESSES,
-    USE_INSTEAD,
     Answer,
     Event,
     Harness,
     Pass,
-    Unjudgeable,
     parse,
 )
 from gitlocks.agents.repos import Repo, locate
@@ -269,8 +268,6 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
         raise Pass(f"{rels[entries.index(None)]!r} cannot be named by a pattern: not guarded")
     ctx = store_context(repo.root, identity, repo)
     remote = bool(getattr(ctx.store, "remote", None))  # a local write costs no push
-    if not remote:
-        ctx.store.start_write()  # its ref transactions start while it reads the table
     why = f"{event.tool} {' '.join(rels)}"[:1000]
     ttl = claim_ttl(ctx)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from gitlocks.agents.edits import Candidates
 from gitlocks.core import jsontext
 from gitlocks.core.plain import Row
 
@@ -25,22 +26,6 @@ EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
 class Pass(Exception):
     """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
-
-
-class Unjudgeable(Exception):
-    """A patch is applied from a directory that cannot be known for certain."""
-
-
-class Candidates(tuple[str, ...]):
-    """Files a patch may write, from more than one directory it may run in (a ``cd`` that
-    may fail before ``;``): each is judged, none is claimed on the guess."""
-
-
-# What the guard's denial of an ``Unjudgeable`` patch tells the agent to do instead.
-USE_INSTEAD = (
-    "use the apply_patch tool, or apply_patch <<'EOF' with paths relative to the working "
-    "directory (cd DIR && apply_patch <<'EOF' with a literal DIR also works)"
-)
 
 
 class Event(Row):

@@ -147,7 +147,7 @@ def bound_remote(store: Any) -> None:
         store.timeout_setting = "alock.guardRemoteTimeout"
     store.deadline = time.monotonic() + store.timeout  # the whole wait, not each run
     # Another process of this clone may hold the store (a sync waiting on the remote).
-    from gitlocks.hooks.commit import bound_mutex  # imported here: only the store path
+    from gitlocks.hooks.reading import bound_mutex  # imported here: only the store path
 
     bound_mutex(store, 2.0 * store.timeout)
 

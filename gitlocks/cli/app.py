@@ -140,29 +140,7 @@ def _as_after_verb(args: list[str]) -> list[str]:
     return [args[0], *moved, *args[1:]]
 
 
-# Verbs that open the repository they run in first: git is asked where it is, and for
-# its settings, before the verb's modules are imported (gitlocks.store.location). Those
-# that write start their ref transactions as soon as the repository is open.
-WRITES = frozenset({"acquire", "release", "renew", "note", "break", "resume"})
-LOOKS_AHEAD = WRITES | {"list", "ls", "check", "status"}
-
-
 def _run_verb(verb: str, args: list[str]) -> int:
-    if verb not in LOOKS_AHEAD or "GIT_DIR" in os.environ or {"-h", "--help"} & set(args):
-        return _run_verb_now(verb, args)
-    from gitlocks.store import location  # the store's first step, begun before its imports
-
-    try:
-        location.look_ahead(os.getcwd(), writes=verb in WRITES)
-    except OSError:  # no current directory: the verb says so
-        pass
-    try:
-        return _run_verb_now(verb, args)
-    finally:
-        location.drop_ahead()
-
-
-def _run_verb_now(verb: str, args: list[str]) -> int:
     module = verb_module(verb)
     optional = getattr(module, "OPTIONAL_VALUES", {})
     args = _fill_optional_values(args, optional)

@@ -37,47 +37,6 @@ _DIFF_OPTIONS = ("-z", "--name-status", "-M", "--diff-filter=ACDMRT", "--no-colo
 _MERGE_OPTIONS = ("-c", "--combined-all-paths")
 
 
-# A hook's first two git calls (its settings, its common directory), begun before the
-# hook's modules are imported (``gitlocks.hooks.main``), for ``TableReader`` to take.
-_ahead: list[tuple[Process, Process]] = []
-_staged_ahead: list[Staged] = []  # and pre-commit's staged-path question
-
-
-def look_ahead(*, staged: bool = False) -> None:
-    """Start the settings' read and ``rev-parse --git-common-dir`` now (and with
-    ``staged`` the staged-path question), in the hook's own directory and environment, so
-    that git answers while the hook imports the rest of itself (docs/design.md §8)."""
-    from gitlocks.git import settings  # the hook reads its settings first in any case
-
-    try:
-        _ahead.append((settings.start(None), start_git(["rev-parse", "--git-common-dir"])))
-        if staged:
-            _staged_ahead.append(Staged(None))
-    except StoreError:  # no git to run: the hook says so when it asks
-        pass
-
-
-def take_ahead() -> tuple[Process, Process] | None:
-    """The two calls :func:`look_ahead` began, once."""
-    return _ahead.pop() if _ahead else None
-
-
-def take_staged() -> Staged | None:
-    """The staged-path question :func:`look_ahead` began, once."""
-    return _staged_ahead.pop() if _staged_ahead else None
-
-
-def drop_ahead() -> None:
-    """End what was begun and not taken: the hook is over."""
-    procs = [proc for pair in _ahead for proc in pair]
-    procs += [proc for staged in _staged_ahead for proc in staged.procs]
-    _ahead.clear()
-    _staged_ahead.clear()
-    for proc in procs:
-        proc.kill()
-        proc.communicate()
-
-
 def start_git(args: Sequence[str], cwd: str | None = None) -> Process:
     """Start git on the repository the hook runs for, in the same environment."""
     return run.start(args, cwd, env=run.Env.INHERIT, error=StoreError)

@@ -34,9 +34,6 @@ CLIENT_HOOKS = (
     "post-rewrite",
     "pre-push",
 )
-# Hooks that read the lock table first thing (``reading.TableReader``): git starts on it
-# before the hook's modules are imported.
-READS_TABLE = frozenset({"pre-commit", "pre-push", "post-commit", "post-merge", "post-rewrite"})
 # Hooks that read a list from git on standard input (refs, or rewritten commits).
 STDIN_HOOKS = ("pre-push", "pre-receive", "post-rewrite")
 
@@ -47,18 +44,6 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"error: usage: git-alock hook {'|'.join(HOOKS)} [ARGS...]\n")
         return 2
     name = f"gitlocks.hooks.{HOOKS[argv[0]]}"
-    if argv[0] not in READS_TABLE:
-        return _run(name, argv)
-    from gitlocks.git import changes  # the hook's first git calls, begun before its imports
-
-    changes.look_ahead(staged=argv[0] == "pre-commit")
-    try:
-        return _run(name, argv)
-    finally:
-        changes.drop_ahead()
-
-
-def _run(name: str, argv: Sequence[str]) -> int:
     __import__(name)  # not importlib.import_module: one module less to load
     code: int = sys.modules[name].main(argv)
     return code

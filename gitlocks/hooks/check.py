@@ -40,7 +40,6 @@ from gitlocks.git.changes import (
     push_updates,
     pushed_paths,
     start_git,
-    take_staged,
 )
 from gitlocks.hooks.reading import HookConfig, TableReader, committer, hook_config, refresh_view
 from gitlocks.hooks.session import hook_session
@@ -259,8 +258,8 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
     staged = None
-    if hook == "pre-commit":  # begun before the hook's imports, where it runs in place
-        staged = (take_staged() if cwd is None else None) or Staged(cwd)
+    if hook == "pre-commit":
+        staged = Staged(cwd)
     groups: list[list[RefUpdate]] = []
     if staged is not None:  # the list committed at HEAD decides; the staged one is judged
         # Read only when a staged path is held or is the list itself (_judge): most

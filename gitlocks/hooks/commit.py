@@ -18,7 +18,7 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.hooks.reading import TableReader, committer
+from gitlocks.hooks.reading import TableReader, bound_mutex, committer
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS
@@ -26,8 +26,7 @@ from gitlocks.render.hooks import PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from contextlib import AbstractContextManager
+    from collections.abc import Sequence
 
 # In remote mode the heartbeat is a push. A commit is made already and waits for it: a
 # remote that does not answer soon, or a store another process holds (a sync waiting on a
@@ -96,16 +95,6 @@ def run(cwd: str | None = None) -> list[LockRecord]:
         ctx.store.timeout = min(ctx.store.timeout, HEARTBEAT_TIMEOUT_SECONDS)
     bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)
     return heartbeat(ctx, [r.id for r in claims], commit)
-
-
-def bound_mutex(store: object, seconds: float) -> None:
-    """Make ``store`` wait at most ``seconds`` for its mutex, whatever its callers ask."""
-    mutex: Callable[..., AbstractContextManager[None]] = getattr(store, "mutex")  # noqa: B009
-
-    def bounded(timeout: float = seconds) -> AbstractContextManager[None]:
-        return mutex(min(timeout, seconds))
-
-    setattr(store, "mutex", bounded)  # noqa: B010
 
 
 def main(argv: Sequence[str]) -> int:

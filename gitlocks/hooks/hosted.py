@@ -3,7 +3,7 @@
 Clients decide on the table the journal commit carries (``refs/agent-locks-meta/journal``,
 docs/design.md section 5.4), never on the lock refs, which a remote updates one at a time.
 The hook does the same: its claim check reads that table, and a push that touches the
-lock namespaces is judged against it (``guard``):
+lock namespaces is judged against it (``guard_journal``, picked by ``hooks/table_guard.py``):
 
 - the journal is never deleted, rewound or moved to anything but a journal commit that
   descends from the one it held (a compacted root counts when it names the old tip and
@@ -33,7 +33,6 @@ from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, pa
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format
 from gitlocks.core.text import canonical_number
-from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.layout import (
@@ -41,7 +40,6 @@ from gitlocks.layout import (
     JOURNAL_REF,
     LOCK_PREFIX,
     MAX_SHARDS,
-    PROBE_PREFIXES,
     SHARD_PREFIX,
 )
 
@@ -64,7 +62,7 @@ class JournalCommit:
     table: dict[str, str] | None
 
 
-def _batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, str, bytes] | None]:
+def cat_file_batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, str, bytes] | None]:
     """``cat-file --batch`` of ``names``: (oid, type, contents) each, None for a missing one."""
     out = finish_git(
         start_git(["cat-file", "--batch"], cwd), "".join(n + "\n" for n in names).encode()
@@ -96,7 +94,7 @@ def _tree_names(raw: bytes, hash_bytes: int) -> dict[str, str]:
     return names
 
 
-def _lock_path(lock_id: str) -> str:
+def lock_path(lock_id: str) -> str:
     return f"locks/{shard_of(lock_id)}/{lock_id}"
 
 
@@ -109,8 +107,8 @@ def read_heads(
     the last of them gives each lock id in ``lookups``. One ``cat-file`` in all."""
     names = [n for oid in oids for n in (oid, f"{oid}^{{tree}}", f"{oid}:format")]
     last = oids[-1] if oids else ""
-    names += [f"{last}:{_lock_path(i)}" for i in lookups]
-    got = _batch(names, cwd)
+    names += [f"{last}:{lock_path(i)}" for i in lookups]
+    got = cat_file_batch(names, cwd)
     heads: list[JournalCommit | None] = []
     for n, oid in enumerate(oids):
         commit, tree, marker = got[3 * n : 3 * n + 3]
@@ -229,7 +227,7 @@ def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] |
             tips[name] = oid
     if stated is None:
         return None
-    (blob,) = _batch([stated], cwd)
+    (blob,) = cat_file_batch([stated], cwd)
     count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
     return count, tips
 
@@ -264,7 +262,7 @@ def table_refs(cwd: str | None = None) -> files.Scan | None:
 # --- guarding the table ------------------------------------------------------------------------
 
 
-def _descends(new: JournalCommit, old: JournalCommit, cwd: str | None) -> bool:
+def descends(new: JournalCommit, old: JournalCommit, cwd: str | None) -> bool:
     """Whether ``new`` continues the chain at ``old``: ``old`` is an ancestor, or ``new``
     stands on a compacted root that names ``old`` and carries its table."""
     proc = start_git(["merge-base", "--is-ancestor", old.oid, new.oid], cwd)
@@ -311,7 +309,7 @@ def _journal_problem(
             "no lock table, after one that does: that would hand the table back to the "
             "lock refs (only a client from before commits carried the table writes those)"
         )
-    if old is not None and not _descends(new, old, cwd):
+    if old is not None and not descends(new, old, cwd):
         return (
             f"the push moves {JOURNAL_REF} from {old.oid[:12]} to {new_oid[:12]}, which does "
             "not descend from it: that would rewind or replace the lock table (git alock "
@@ -320,39 +318,14 @@ def _journal_problem(
     return None
 
 
-def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
-    """Why a push must be refused for what it does to the lock table (empty: it may pass).
-
-    ``lines``: pre-receive's ``<old> <new> <ref>`` lines (only those in the lock namespaces
-    matter). Probe refs (``git alock remote NAME`` checks a remote with them) pass. A
-    claim's push costs a few git processes whatever the size of the table: the two
-    journal commits and the pushed locks' entries in one ``cat-file``, what changed
-    between the tables in one ``diff-tree``.
-    """
-    pushed: dict[str, tuple[str, str]] = {}
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 3:
-            pushed[parts[2]] = (parts[0], parts[1])
-    locks = {
-        ref[len(LOCK_PREFIX) :]: values
-        for ref, values in pushed.items()
-        if ref.startswith(LOCK_PREFIX) and not ref.startswith(PROBE_PREFIXES)
-    }
-    sharding = any(_sharding(r) for r in pushed)
-    if JOURNAL_REF not in pushed and not locks and not sharding:
-        return []
-    state = sharded_state(cwd)
-    if state is not None:
-        # Imported here: the sharded guard builds on this module's readers.
-        from gitlocks.hooks.sharded import guard_shards
-
-        return guard_shards(pushed, locks, state[1], state[0], cwd)
-    if sharding:
-        # Imported here: the sharded guard builds on this module's readers.
-        from gitlocks.hooks.sharded import guard_upgrade
-
-        return guard_upgrade(pushed, locks, cwd)
+def guard_journal(
+    pushed: Mapping[str, tuple[str, str]], locks: Mapping[str, tuple[str, str]], cwd: str | None
+) -> list[str]:
+    """Why a push must be refused for what it does to a table kept in one journal (empty:
+    it may pass): ``pushed`` names each ref's old and new value, ``locks`` the lock refs
+    among them by lock id (``gitlocks.hooks.table_guard`` reads both from pre-receive's
+    lines). The two journal commits and the pushed locks' entries are read in one
+    ``cat-file``, what changed between the tables in one ``diff-tree``."""
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
     stale = sorted(
@@ -405,19 +378,6 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
                 "lock ref as it was"
             )
     return problems
-
-
-def _sharding(ref: str) -> bool:
-    return ref == FORMAT_REF or ref.startswith(SHARD_PREFIX)
-
-
-def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:
-    """``guard``, where a failure to read the table is a refusal too: a table that cannot
-    be read cannot be shown to stay whole."""
-    try:
-        return guard(lines, cwd)
-    except (StoreError, ValueError) as exc:
-        return [f"the lock table could not be read ({exc})"]
 
 
 def lock_ref_problems(

@@ -34,7 +34,13 @@ LEGACY_SUFFIX = ".alock-chained"
 
 # The shim git runs. ``ALOCK_PYTHON`` is the interpreter that installed the hook (empty in
 # the copy shipped in the project's hooks/ folder): agents often commit from a shell whose
-# PATH lacks the virtual environment, and the hook must still find gitlocks there.
+# PATH lacks the virtual environment, and the hook must still find gitlocks there. It runs
+# the command's entry point, ``gitlocks.main:main``, with ``-c`` rather than ``-m``: ``-m``
+# would import a ``gitlocks`` folder of the repository being committed to before the
+# installed one, and fail the commit where gitlocks is gone, where the shim says why and
+# lets it through. Shims of older versions stay ours (the marker line): they still run
+# (their boot's ``gitlocks.bundle`` import is skipped when it fails), and install-hooks
+# rewrites each one whose text differs ("updated").
 _SHIM = """\
 #!/bin/sh
 {marker}
@@ -67,16 +73,10 @@ if [ "$hook" = prepare-commit-msg ]; then
     esac
 fi
 if [ -n "$ALOCK_PYTHON" ] && [ -x "$ALOCK_PYTHON" ]; then
-    # As git-alock starts: no cycle collector, the compiled modules read from the bundle.
-    exec "$ALOCK_PYTHON" -c 'import gc, sys
-gc.disable()
+    # The command's own entry point (gitlocks.main:main), in the interpreter it lives in.
+    exec "$ALOCK_PYTHON" -c 'import sys
 if sys.path[:1] == [""]:
     del sys.path[0]  # not the repository being committed to (none with -P, PYTHONSAFEPATH)
-try:
-    from gitlocks import bundle
-    bundle.install()
-except ImportError:
-    pass
 try:
     from gitlocks.main import main
 except ImportError as exc:

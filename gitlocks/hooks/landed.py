@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
-from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS, bound_mutex
-from gitlocks.hooks.reading import TableReader
+from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS
+from gitlocks.hooks.reading import TableReader, bound_mutex
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import host_identity, resolve_identity
 from gitlocks.render.hooks import PREFIX

@@ -2,7 +2,7 @@
 pre-receive hook, docs/design.md section 6.9).
 
 A branch moved from ``old`` to ``new`` gets every commit ``old..new``. Those the push
-brings are judged by ``verify.judge`` as any new commit is. Two more kinds land with them:
+brings are judged by ``commits.judge`` as any new commit is. Two more kinds land with them:
 
 - commits the repository held elsewhere (a branch pushed before a claim, fast-forwarded
   onto the default branch after it): judged now, as ``git alock verify`` judges a range,
@@ -25,13 +25,13 @@ from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import CommittedIgnores
-from gitlocks.hooks.verify import (
-    _DIFF_TREE_ARGS,
-    _LOG_ARGS,
+from gitlocks.hooks.commits import (
+    DIFF_TREE_ARGS,
+    LOG_ARGS,
     Commit,
     Finding,
     Ignores,
-    _diff_feed,
+    diff_feed,
     judge,
     parse_diff_tree,
     parse_log,
@@ -73,9 +73,9 @@ def undone(
         paths = _diff_paths(old, new, cwd)
         if not paths:
             continue
-        between = parse_log(finish_git(start_git([*_LOG_ARGS, new, "--not", old, "--"], cwd)))
+        between = parse_log(finish_git(start_git([*LOG_ARGS, new, "--not", old, "--"], cwd)))
         missing = [c for c in between if c.oid not in changed]
-        read = parse_diff_tree(finish_git(start_git(_DIFF_TREE_ARGS, cwd), _diff_feed(missing)))
+        read = parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), diff_feed(missing)))
         # Commits the repository had elsewhere (a branch pushed before a claim) land on
         # this branch now: judged now, as verify judges the range, unless they are on the
         # default branch already (judged when they reached it).
@@ -91,7 +91,7 @@ def undone(
             continue
         tip = next((c for c in between if c.oid == new), None)
         if tip is None:
-            named = parse_log(finish_git(start_git([*_LOG_ARGS, "--no-walk", new, "--"], cwd)))
+            named = parse_log(finish_git(start_git([*LOG_ARGS, "--no-walk", new, "--"], cwd)))
             tip = named[0] if named else Commit(new, (), "", ())
         lists = CommittedIgnores([old, new], cwd).finish()
         ignores = Ignores({tip.oid: lists[0]}, {tip.oid: lists[1]} if IGNORE_FILE in hidden else {})

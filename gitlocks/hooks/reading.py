@@ -17,7 +17,7 @@ from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
-from gitlocks.git.changes import finish_git, start_git, take_ahead
+from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import read_lock_table
 from gitlocks.identity import Identity, host_identity
@@ -25,6 +25,7 @@ from gitlocks.identity import Identity, host_identity
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
     from typing import Any
 
 MODES = ("warn", "block")
@@ -105,9 +106,8 @@ class TableReader:
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
-        ahead = take_ahead() if cwd is None else None  # begun before the hook's imports
-        self._config = ahead[0] if ahead else settings.start(cwd)
-        self._common = ahead[1] if ahead else start_git(["rev-parse", "--git-common-dir"], cwd)
+        self._config = settings.start(cwd)
+        self._common = start_git(["rev-parse", "--git-common-dir"], cwd)
 
     def finish(self) -> tuple[HookConfig, Table]:
         configured = hook_config(settings.finish(self._config))
@@ -128,6 +128,17 @@ class TableReader:
 PRE_PUSH_FETCH_SECONDS = 3
 
 
+def bound_mutex(store: object, seconds: float) -> None:
+    """Make ``store`` wait at most ``seconds`` for its mutex, whatever its callers ask: a
+    hook never waits long on a store another process holds (the commit is made already)."""
+    mutex: Callable[..., AbstractContextManager[None]] = getattr(store, "mutex")  # noqa: B009
+
+    def bounded(timeout: float = seconds) -> AbstractContextManager[None]:
+        return mutex(min(timeout, seconds))
+
+    setattr(store, "mutex", bounded)  # noqa: B010
+
+
 def refresh_view(
     cwd: str | None, remote: str, bound: Callable[[Any], None] | None = None
 ) -> str | None:
@@ -135,7 +146,6 @@ def refresh_view(
     (``bound``: what bounds the wait instead, given the remote store); None when done,
     else the line saying how old the view is and why it stayed so."""
     # Imported here: only remote mode's refresh pays for pygit2 and the remote protocol.
-    from gitlocks.hooks.commit import bound_mutex
     from gitlocks.store.local import Store
     from gitlocks.store.remote import RemoteStore
 

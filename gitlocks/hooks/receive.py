@@ -107,7 +107,7 @@ def landing_bases(lines: Iterable[str]) -> list[str]:
     """Where the pushed work lands: the old value of each ref the push updates, or
     ``HEAD`` (the repository's default branch) for a ref it creates. Their
     ``.alockignore`` must exempt a path too, not only the list the work's own history
-    carries (``verify.Ignores.anchors``)."""
+    carries (``commits.Ignores.anchors``)."""
     bases = [old if old.strip("0") else "HEAD" for old, _new, _ref in _judged(lines)]
     return list(dict.fromkeys(bases))
 
@@ -128,7 +128,7 @@ def guard_table(lines: Sequence[str], cwd: str | None = None) -> tuple[int, str]
     if not any(ref.startswith(OWN_REF_PREFIXES) for ref in refs):
         return EXIT_OK, ""
     # Imported here: a push of branches alone never loads the table guard.
-    from gitlocks.hooks.hosted import guard_or_error
+    from gitlocks.hooks.table_guard import guard_or_error
 
     problems = guard_or_error(lines, cwd)
     if not problems:

@@ -21,12 +21,12 @@ from gitlocks.core.table import check_record
 from gitlocks.core.text import canonical_number
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.hosted import (
-    _batch,
-    _descends,
-    _lock_path,
+    cat_file_batch,
     changed_locks,
     current_refs,
+    descends,
     is_zero,
+    lock_path,
     lock_ref_problems,
     read_heads,
     read_journal,
@@ -88,7 +88,7 @@ def guard_shards(
                 f"the push moves {ref} to {new_oid[:12]}, which is no gitlocks journal commit "
                 "carrying a lock table: only git alock writes it"
             ]
-        if old is not None and not _descends(new, old, cwd):
+        if old is not None and not descends(new, old, cwd):
             return [
                 f"the push moves {ref} from {old.oid[:12]} to {new_oid[:12]}, which does not "
                 "descend from it: that would rewind or replace the lock table"
@@ -131,11 +131,13 @@ def _held_values(
     """Lock id -> shard -> (its blob, the record) in each shard table that holds it among
     ``tips`` (shard ref -> commit): one ``cat-file``."""
     commits = shard_order(tips, count)
-    names = [(k, i, f"{c}:{_lock_path(i)}") for k, c in commits for i in lock_ids]
+    names = [(k, i, f"{c}:{lock_path(i)}") for k, c in commits for i in lock_ids]
     found: dict[str, dict[int, tuple[str, bytes]]] = {}
     if not names:
         return found
-    for (k, lock_id, _), entry in zip(names, _batch([n for *_, n in names], cwd), strict=False):
+    for (k, lock_id, _), entry in zip(
+        names, cat_file_batch([n for *_, n in names], cwd), strict=False
+    ):
         if entry is not None and entry[1] == "blob":
             found.setdefault(lock_id, {})[k] = (entry[0], entry[2])
     return found
@@ -198,7 +200,7 @@ def guard_upgrade(
     format_values = pushed.get(FORMAT_REF)
     if format_values is None or not is_zero(format_values[0]) or locks:
         return refused
-    (blob,) = _batch([format_values[1]], cwd)
+    (blob,) = cat_file_batch([format_values[1]], cwd)
     count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
     wanted_refs = {FORMAT_REF, JOURNAL_REF, *(f"{SHARD_PREFIX}{k}" for k in range(count or 0))}
     sharding = {r for r in pushed if r.startswith(SHARD_PREFIX) or r in (FORMAT_REF, JOURNAL_REF)}
@@ -209,7 +211,7 @@ def guard_upgrade(
     if (None if is_zero(old_value) else old_value) != journal_now:
         return ["the lock table moved since this push was prepared: fetch and decide again"]
     expected_parents = (journal_now,) if journal_now is not None else ()
-    (raw,) = _batch([notice], cwd)
+    (raw,) = cat_file_batch([notice], cwd)
     if raw is None or raw[1] != "commit":
         return refused
     head, _, body = raw[2].decode("utf-8", "replace").partition("\n\n")
@@ -240,7 +242,7 @@ def guard_upgrade(
     oids = sorted({oid for where in held.values() for oid in where.values()})
     data = {
         oid: b"" if got is None else got[2]
-        for oid, got in zip(oids, _batch(oids, cwd), strict=False)
+        for oid, got in zip(oids, cat_file_batch(oids, cwd), strict=False)
     }
     return _misplaced(
         {i: {k: (oid, data[oid]) for k, oid in where.items()} for i, where in held.items()},

@@ -29,7 +29,7 @@ from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.plain import Row
 from gitlocks.core.text import is_digits
-from gitlocks.identity import (
+from gitlocks.identity.processes import (
     HARNESS_PROCESSES,
     HOLDER_SCOPE_ENV,
     INIT_PROCESSES,

@@ -15,7 +15,8 @@ from gitlocks.render.locks import expires
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks import this module: their result types are named for types only
-    from gitlocks.hooks.verify import Finding, Verification
+    from gitlocks.hooks.commits import Finding
+    from gitlocks.hooks.verify import Verification
 
 SUBJECT_WIDTH = 60  # a subject is shown whole in JSON; on one line of text, cut here
 TITLE = "gitlocks"

@@ -57,8 +57,6 @@ from gitlocks.store.location import (
     current_directory,
     discover_location,
     location_from_environment,
-    take_ahead,
-    writes_at,
 )
 
 TYPE_CHECKING = False
@@ -122,7 +120,6 @@ class Store:
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
-        self._early: list[Transaction] = []  # begun as the store opened, for a writing verb
         # Within a write, the verdicts (known, fresh) its read judged, kept once, after it,
         # with those of the blobs it wrote (docs/design.md, section 4.5). Not ``_writing``:
         # the remote store's name for its own writes, which keep what they read at once.
@@ -141,26 +138,14 @@ class Store:
             )
             return cls(found[0], configured=found[1])
         start = os.fspath(start) if start is not None else current_directory()
-        # Both at once (begun already where the command looked ahead, gitlocks.cli.app).
-        ahead = take_ahead(start)
-        config = ahead[0] if ahead else settings.start(start, clean=True)
+        config = settings.start(start, clean=True)  # both at once: each a process start
         try:
-            where = discover_location(start, ahead[1] if ahead else None)
+            where = discover_location(start)
         except BaseException:
             config.kill()
             config.communicate()
             raise
-        store = cls(where, configured=settings.finish(config))
-        if writes_at(start) and not store.config_get("alock.remote"):
-            store.start_write()
-        return store
-
-    def start_write(self) -> None:
-        """Start the ref transactions a write takes now, as a verb that writes opens the
-        store (``refs.start_spares``)."""
-        from gitlocks.store.refs import start_spares  # a write's: reads move no ref
-
-        self._early = start_spares(self.git_dir, 1 if self.reftable else 2)
+        return cls(where, configured=settings.finish(config))
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -448,9 +433,8 @@ class Store:
         """
         from gitlocks.store.refs import Spares  # a write's: reads move no ref
 
-        early, self._early = self._early, []
         count = 1 if self.reftable else 2
-        with self.mutex(), Spares(self.git_dir, count, started=early) as self._spares:
+        with self.mutex(), Spares(self.git_dir, count) as self._spares:
             self._replace_symbolic_journal()
             self._keep_after = True
             try:

@@ -8,17 +8,9 @@ from __future__ import annotations
 import os
 
 from gitlocks.core.plain import Row
-from gitlocks.errors import GitlocksError, NotARepository
+from gitlocks.errors import NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from gitlocks.git.run import Process
-
-    pass
 
 
 def current_directory() -> str:
@@ -45,72 +37,13 @@ class Location(Row):
 _WHERE = ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",
           "--is-inside-git-dir", "--show-toplevel"]  # fmt: skip
 
-# Finding the repository, begun before the command had imported what it runs: directory ->
-# (``git config``, ``git rev-parse``), each still running.
-_ahead: dict[str, tuple[Process, Process]] = {}
-# Directories whose verb writes: the store opened there starts its write's ref
-# transactions at once (``Store.discover``), and what it started is let go at the end.
-_writes: set[str] = set()
-_started: list[Any] = []  # each with a ``drop()``
 
-
-def look_ahead(start: str, *, writes: bool = False) -> None:
-    """Start the two git calls ``Store.discover(start)`` makes now, so that git finds the
-    repository and reads its settings while the command imports the rest of itself (a
-    few milliseconds, on another core). ``take_ahead`` hands them over; a command that
-    never asks leaves them to end on their own. Nothing else changes: the same calls,
-    in the same directory and environment, only earlier (docs/design.md §8)."""
-    if writes:
-        _writes.add(start)
-    if start in _ahead:
-        return
+def discover_location(cwd: str) -> Location:
+    """The repository around ``cwd``, as git finds it."""
     try:
-        config = settings.start(start, clean=True)
-    except GitlocksError:
-        return  # Store.discover starts it again and says what is wrong
-    try:
-        found = start_git(_WHERE, start)
-    except GitlocksError:
-        config.kill()
-        return
-    _ahead[start] = (config, found)
-
-
-def take_ahead(start: str) -> tuple[Process, Process] | None:
-    """The ``git config`` and ``git rev-parse`` :func:`look_ahead` began at ``start``."""
-    return _ahead.pop(start, None)
-
-
-def writes_at(start: str) -> bool:
-    """Whether the verb looking ahead at ``start`` writes (asked once)."""
-    if start not in _writes:
-        return False
-    _writes.discard(start)
-    return True
-
-
-def started(item: Any) -> None:
-    """Let ``item`` (begun for the verb, e.g. a ref transaction) go when the verb ends."""
-    _started.append(item)
-
-
-def drop_ahead() -> None:
-    """End what was looked ahead and not taken: the command that began it is over, and
-    the next must not read what git said before it (a setting changed since)."""
-    _writes.clear()
-    while _started:
-        _started.pop().drop()
-    while _ahead:
-        for proc in _ahead.popitem()[1]:
-            proc.kill()
-            proc.communicate()
-
-
-def discover_location(start: str, proc: Process | None = None) -> Location:
-    """The repository around ``start``, as git finds it (``proc``: its ``rev-parse``,
-    begun already)."""
-    if proc is None:
-        proc = start_git(_WHERE, start)
+        proc = start(_WHERE, cwd, env=Env.CLEAN, error=NotARepository)
+    except NotADirectoryError as exc:  # pragma: no cover - cwd checked by the caller
+        raise NotARepository(f"cannot open a git repository at {cwd}: {exc}") from exc
     out, err = proc.communicate()
     lines = out.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 4:
@@ -123,20 +56,13 @@ def discover_location(start: str, proc: Process | None = None) -> Location:
         reason = detail[-1].removeprefix("fatal: ")
         if reason.startswith("bad "):  # a setting git cannot read: its own words say which
             raise NotARepository(reason)
-        raise NotARepository(f"cannot open a git repository at {start}: {reason}")
+        raise NotARepository(f"cannot open a git repository at {cwd}: {reason}")
     fmt, git_dir, bare, inside = lines[:4]
     if bare != "true" and (inside == "true" or len(lines) < 5):
         # Anywhere inside the git directory: no working tree to anchor patterns in.
         raise NotARepository("run git alock inside the working tree, not inside .git")
     top = None if bare == "true" else lines[4]
     return Location(git_dir, top, bare == "true", known_format(fmt))
-
-
-def start_git(args: list[str], cwd: str) -> Any:
-    try:
-        return start(args, cwd, env=Env.CLEAN, error=NotARepository)
-    except NotADirectoryError as exc:  # pragma: no cover - cwd checked by the caller
-        raise NotARepository(f"cannot open a git repository at {cwd}: {exc}") from exc
 
 
 def location_from_environment(

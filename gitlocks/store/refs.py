@@ -31,7 +31,6 @@ from gitlocks.errors import StoreError
 from gitlocks.git.files import discard
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
-from gitlocks.store.location import started
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,18 +61,10 @@ class Spares:
     reads the table and decides (the files backend takes two, reftable one), for its
     ``RefWriter`` to take for a write with the same reflog ``message``: git gets going
     meanwhile, and nothing is locked before ``prepare`` (docs/design.md §8). Those not
-    taken (a write that changes nothing) are let go at the end. ``started``: some begun
-    earlier still (``Store.discover``, for a verb known to write), taken first."""
+    taken (a write that changes nothing) are let go at the end."""
 
-    def __init__(
-        self,
-        git_dir: str,
-        count: int,
-        message: str = SPARE_MESSAGE,
-        started: list[Transaction] | None = None,
-    ) -> None:
-        self.items = (started or [])[:count]
-        self.items += [Transaction(git_dir, message) for _ in range(count - len(self.items))]
+    def __init__(self, git_dir: str, count: int, message: str = SPARE_MESSAGE) -> None:
+        self.items = [Transaction(git_dir, message) for _ in range(count)]
 
     def __enter__(self) -> list[Transaction]:
         return self.items
@@ -81,17 +72,6 @@ class Spares:
     def __exit__(self, *exc: object) -> None:
         while self.items:
             self.items.pop().drop()
-
-
-def start_spares(git_dir: str, count: int) -> list[Transaction]:
-    """``count`` transactions begun now, for the write of a verb known to write (the
-    store's first step): git gets going while the verb reads the table and decides, and
-    nothing is locked before ``prepare``. ``Spares`` takes them; any never taken are let
-    go when the verb ends (``location.drop_ahead``)."""
-    items = [Transaction(git_dir, SPARE_MESSAGE) for _ in range(count)]
-    for item in items:
-        started(item)
-    return items
 
 
 class RefWriter:

@@ -367,8 +367,8 @@ class RemoteStore(ShardedPush):
             return  # a switch not yet decided has no view of this remote to lose
         if self.view_journal() in (None, self.staged()[1]):
             return  # the view is the remote's journal as last seen: nothing to lose
-        # Imported here: the restore module builds on this one.
-        from gitlocks.store.restore import lost_view
+        # Imported here: only a journal that moved since the view reads what was lost.
+        from gitlocks.store.lost import lost_view
 
         lost = lost_view(self, self.staged()[1])
         if lost is not None:

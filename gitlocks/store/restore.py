@@ -1,15 +1,12 @@
-"""A lock remote whose journal was lost, noticed and put back.
+"""A lock remote whose journal was lost (noticed by ``gitlocks.store.lost``), put back.
 
 Where no pre-receive hook guards it (a plain host), plain git can delete the remote's
 journal (``git push --mirror`` from a clone that never fetched it) or move it back. Every
 clone in remote mode remembers the remote journal commit its local view mirrors
 (``refs/agent-locks-remote/<remote>/view``), and that commit carries the whole table. So:
 
-- ``lost_view``: a fetch that finds the journal gone, moved to an ancestor of the view,
-  replaced by a chain that does not continue it (a compacted root excepted), or continued
-  by a commit of the older shape that carries no table while the lock refs dropped claims,
-  while the view holds live claims, reports it and leaves the view alone: the clone never
-  decides on an empty table it did not see emptied by gitlocks.
+- ``lost_view`` (``gitlocks.store.lost``): a fetch that finds the journal gone or moved
+  back while the view holds live claims reports it and leaves the view alone.
 - ``restore`` (``git alock remote --restore``): one compare-and-swap push of a new journal
   commit on the view's (so the history continues from the last one known), carrying the
   view's table and whatever the remote holds now (its newer value wins for one lock), and
@@ -21,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.shard import record_shards
 from gitlocks.errors import RemoteError, UsageError
@@ -34,168 +30,13 @@ from gitlocks.layout import (
     SHARD_PREFIX,
 )
 from gitlocks.store.local import Store
+from gitlocks.store.lost import is_ancestor, lost_view, shard_losses
 from gitlocks.store.remote import RemoteStore
 from gitlocks.store.upgrade import sharded_markers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-    import pygit2
-
-    from gitlocks.core.table import Table
-
-
-def _loaded(remote: RemoteStore, table: dict[str, str]) -> Table:
-    loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(table.items())), None)
-    loaded.skew = remote.skew
-    return loaded
-
-
-def _live(remote: RemoteStore, table: dict[str, str]) -> list[LockRecord]:
-    return _loaded(remote, table).live(format_time(utcnow()))
-
-
-def _live_ids(table: Table) -> list[str]:
-    """The ids of ``table``'s unexpired claims, oldest first, as ``live`` orders them: told
-    by their summaries, so none is read whole (10,000 records: half a second)."""
-    cutoff = table.cutoff(format_time(utcnow()))
-    return sorted(table.summaries.expiring(cutoff, after=True))
-
-
-def _continues(remote: RemoteStore, new: str, view: str) -> bool:
-    """Whether the journal at ``new`` continues the one at ``view``: ``view`` is an
-    ancestor, or the chain at ``new`` starts at a compacted root (which names a tip this
-    clone may never have fetched)."""
-    if _is_ancestor(remote.repo, view, new):
-        return True
-    entries = list(remote.journal_store.walk(new))
-    root = remote.journal_store.commit_of(entries[-1].commit) if entries else None
-    if root is None or root.parent_ids:
-        return False
-    marker = next((e for e in entries[-1].events if e.get("event") == COMPACTED), None)
-    if marker is None:
-        return False
-    previous = remote.journal_store.commit_of(str(marker.get("previous", "")))
-    if previous is None:
-        return True  # a tip this clone never fetched: nothing here to hold it against
-    # A compacted root carries its previous tip's tree, and that tip continues the view.
-    return root.tree == previous.tree and (
-        str(previous.id) == view or _is_ancestor(remote.repo, view, str(previous.id))
-    )
-
-
-def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
-    """What happened to the remote's journal (now ``journal``) since the local view
-    mirrored it, when the view holds live claims; None when nothing was lost."""
-    view = remote.view_journal()
-    if view is None or journal == view:
-        return None
-    if remote.shard_count() or remote.journal_store.view_tips(view) is not None:
-        return _lost_shard(remote, view, journal)
-    mirrored = remote.mirrored()
-    if not mirrored:
-        return None
-    # Read whole only when something was lost, and then only the one the message names: a
-    # journal that continues the view (a write elsewhere) is the common case.
-    table = _loaded(remote, mirrored)
-    live = _live_ids(table)
-    if not live:
-        return None
-    repo = remote.repo
-    if journal is None:
-        what = "has vanished"
-    elif remote.journal_store.commit_of(journal) is None:
-        return None  # no journal commit at all: every write stops on it already (5.5)
-    elif _continues(remote, journal, view):
-        if remote.journal_store.table(journal) is not None:
-            return None
-        # A commit of the older shape, carrying no table: the lock refs are the table
-        # again, and what they no longer hold was lost with it.
-        refs = remote.staged_lock_refs()
-        live = [i for i in live if i not in refs]
-        if not live:
-            return None
-        what = f"moved to {journal[:12]}, which carries no lock table, and its lock refs lost"
-    elif _is_ancestor(repo, journal, view):
-        what = f"went back to an older commit ({journal[:12]})"
-    else:
-        what = f"was replaced by {journal[:12]}, which does not continue it"
-    first = table.records[live[0]]
-    return (
-        f"the journal {JOURNAL_REF} on the lock remote {remote.remote!r} {what} since this "
-        f"clone last saw it at {view[:12]}, while {len(live)} live claim(s) stood there "
-        f"(e.g. {' '.join(first.paths)} held by {first.holder}); nothing was changed here. "
-        "Plain git on the remote (a push --mirror or --force) does this; "
-        "git alock remote --restore puts this clone's last view back on the remote; "
-        f"git alock remote --off --forget, then git alock remote {remote.remote}, accepts "
-        "the remote as it is now"
-    )
-
-
-def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | None:
-    """``lost_view`` for a sharded remote, or a view of one: each shard journal must
-    continue the one the view names (a view of the single journal, before the upgrade:
-    every shard continues that journal), or hold no live claim the view held there."""
-    store = remote.journal_store
-    if store.view_tips(journal) is None:  # no longer sharded (the format ref gone)
-        if journal is not None and store.commit_of(journal) is None:
-            return None  # no journal commit: every write stops on it already (5.5)
-        live = _live(remote, remote.mirrored())
-        if not live:
-            return None
-        return _lost_message(remote, FORMAT_REF, "has vanished", view, live)
-    losses = shard_losses(remote, view, journal)
-    if not losses:
-        return None
-    k, was, what, live = losses[0]
-    return _lost_message(remote, f"{SHARD_PREFIX}{k}", what, was, live)
-
-
-def shard_losses(
-    remote: RemoteStore, view: str, journal: str | None
-) -> list[tuple[int, str, str, list[LockRecord]]]:
-    """(shard, the commit the view names for it, what happened, the live claims it held)
-    for each shard journal that lost live claims since the view."""
-    store = remote.journal_store
-    before = store.view_tips(view)
-    now = store.view_tips(journal) or {}
-    old = before if before is not None else dict.fromkeys(now, view)
-    found = []
-    for k in sorted(old):
-        was, tip = old[k], now.get(k)
-        if was is None or tip == was:
-            continue
-        if tip is not None and store.commit_of(tip) is not None and _continues(remote, tip, was):
-            continue  # a write since (the common case): no claim of it need be read whole
-        live = [
-            r
-            for r in _live(remote, store.table(was) or {})
-            if k in record_shards(r.paths, len(now))
-        ]
-        if not live:
-            continue
-        if tip is None:
-            what = "has vanished"
-        elif store.commit_of(tip) is None:
-            # Every write stops on it (5.5), but its table is gone from every read too.
-            what = f"was moved onto {tip[:12]}, which is no gitlocks journal commit"
-        elif _continues(remote, tip, was) or _still_held(store.table(tip), live):
-            continue
-        elif _is_ancestor(remote.repo, tip, was):
-            what = f"went back to an older commit ({tip[:12]})"
-        else:
-            what = f"was replaced by {tip[:12]}, which does not continue it"
-        found.append((k, was, what, live))
-    return found
-
-
-def _still_held(table: dict[str, str] | None, live: list[LockRecord]) -> bool:
-    """Whether a shard's table holds every one of ``live`` still (by id: a renewal may
-    have changed its blob): then nothing was lost there, whatever chain it is on (the
-    tables ``restore`` put back after the format ref vanished, on another chain than a
-    single journal a clone started meanwhile, hold that journal's claims)."""
-    return table is not None and all(r.id in table for r in live)
 
 
 def _settled(
@@ -222,34 +63,6 @@ def _settled(
         if now:
             found[lock_id] = now[-1]
     return found
-
-
-def _lost_message(
-    remote: RemoteStore, ref: str, what: str, view: str, live: list[LockRecord]
-) -> str:
-    first = live[0]
-    put_back = ""
-    if ref.startswith(SHARD_PREFIX):
-        put_back = "git alock remote --restore puts this clone's last view of that shard back; "
-    elif ref == FORMAT_REF and not remote.scan_refs((remote.staging + "meta/shards/",)):
-        put_back = "git alock remote --restore puts this clone's last view of every shard back; "
-    return (
-        f"{ref} on the lock remote {remote.remote!r} {what} since this clone last saw it at "
-        f"{view[:12]}, while {len(live)} live claim(s) stood there (e.g. "
-        f"{' '.join(first.paths)} held by {first.holder}); nothing was changed here. Plain "
-        f"git on the remote (a push --mirror or --force) does this; {put_back}git alock "
-        f"remote --off --forget, then git alock remote {remote.remote}, accepts the remote as "
-        "it is now"
-    )
-
-
-def _is_ancestor(repo: pygit2.Repository, older: str, newer: str) -> bool:
-    import pygit2  # only when a journal moved unexpectedly: a write's usual path never asks
-
-    try:
-        return bool(repo.descendant_of(newer, older))
-    except (ValueError, KeyError, pygit2.GitError):
-        return False
 
 
 @dataclass
@@ -412,7 +225,7 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
     now_there = store.table(current) if current is not None else None
     extra = now_there if now_there is not None else staged
     if current is not None and any(
-        _is_ancestor(remote.repo, current, str(t)) for t in tips.values()
+        is_ancestor(remote.repo, current, str(t)) for t in tips.values()
     ):
         extra = {}  # the journal the shards went on from (a mirror of a clone from before)
     loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(extra.items())), None)

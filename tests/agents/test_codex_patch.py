@@ -15,7 +15,7 @@ from conftest import git
 from support.cli import Result, alock
 
 from gitlocks.agents.codex_patch import shell_patch_paths
-from gitlocks.agents.harnesses import Candidates, Unjudgeable
+from gitlocks.agents.edits import Candidates, Unjudgeable
 
 OTHER = {"AGENT_ID": "other-agent"}
 PATCH = "*** Begin Patch\n*** Update File: auth.py\n@@\n-a\n+b\n*** End Patch\n"

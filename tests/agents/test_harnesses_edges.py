@@ -200,7 +200,7 @@ def test_shell_patch_paths_never_raise() -> None:
     from hypothesis import strategies as st
 
     from gitlocks.agents.codex_patch import shell_patch_paths
-    from gitlocks.agents.harnesses import Unjudgeable
+    from gitlocks.agents.edits import Unjudgeable
 
     parts = st.sampled_from(["apply_patch", "cd a && ", "<<'EOF'", "EOF", "*** Begin Patch",
                              "*** End Patch", "*** Add File: x", "+y", "*** Move to: ", "\n",

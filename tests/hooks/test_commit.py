@@ -46,8 +46,8 @@ def test_every_kind_of_commit_reads_as_its_parents_and_first_diff_say(tmp_path: 
 
 
 def test_a_hook_asks_git_for_its_settings_once(repo: Path, tmp_path: Path) -> None:
-    """The settings and the common directory a hook begins reading before its imports are
-    the ones it reads: each is asked once per hook, in a real commit with the hooks."""
+    """Each hook asks git for its settings and its common directory once, in a real
+    commit with the hooks."""
     import json
 
     from support.cli import alock
@@ -65,22 +65,8 @@ def test_a_hook_asks_git_for_its_settings_once(repo: Path, tmp_path: Path) -> No
         if event["event"] == "start"
     ]
     # pre-commit and post-commit read the settings and name the common directory once
-    # each, and commit-msg reads the settings for its cleanup rules: had a hook not taken
-    # what it began, each would be asked twice.
+    # each, and commit-msg reads the settings for its cleanup rules.
     assert sum(" config -z --list" in argv for argv in started) == 3, started
     assert sum("rev-parse --git-common-dir" in argv for argv in started) == 2, started
-    # and pre-commit's staged paths, begun with them: asked once
+    # and pre-commit's staged paths: asked once
     assert sum(" diff --cached " in f"{argv} " for argv in started) == 1, started
-
-
-def test_what_a_hook_began_and_did_not_take_is_ended(repo: Path) -> None:
-    from gitlocks.git import changes
-    from gitlocks.hooks import main
-
-    old = os.getcwd()
-    os.chdir(repo)
-    try:
-        assert main(["post-commit"]) == 0
-    finally:
-        os.chdir(old)
-    assert not changes._ahead

@@ -426,6 +426,56 @@ def test_not_installed_says_so_once_and_lets_the_commit_through(repo: Path) -> N
     assert got.stderr.count("gitlocks is not installed here") == 1
 
 
+def test_an_interpreter_without_gitlocks_says_so_and_lets_the_commit_through(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The interpreter the hook recorded no longer has gitlocks (uninstalled, a venv
+    rebuilt): one clear line, no traceback, and the commit goes through."""
+    bare = tmp_path / "python-without-site"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -E "$@"\n')
+    bare.chmod(0o755)
+    (repo / ".git" / "hooks" / "pre-commit").write_text(
+        hook_install.shim_text("pre-commit", str(bare))
+    )
+    (repo / ".git" / "hooks" / "pre-commit").chmod(0o755)
+    edit(repo, "src/app.py", "changed\n")
+    git(repo, "add", "-A")
+    got = commit(repo, env=B)
+    assert got.code == 0, got.err
+    assert "Traceback" not in got.err
+    assert got.err.count("alock: gitlocks is not importable here") == 1, got.err
+
+
+# The boot of the shims 0.1 wrote, which read gitlocks' compiled modules from a bundle (gone).
+_BUNDLE_BOOT = """    exec "$ALOCK_PYTHON" -c 'import gc, sys
+gc.disable()
+if sys.path[:1] == [""]:
+    del sys.path[0]  # not the repository being committed to (none with -P, PYTHONSAFEPATH)
+try:
+    from gitlocks import bundle
+    bundle.install()
+except ImportError:
+    pass
+try:
+"""
+
+
+def test_a_shim_of_an_older_version_still_runs_and_install_upgrades_it(hooked: Path) -> None:
+    path = hooked / ".git" / "hooks" / "pre-commit"
+    current = path.read_text()
+    boot = current.index('    exec "$ALOCK_PYTHON" -c')
+    older = current[:boot] + _BUNDLE_BOOT + current[current.index("    from gitlocks.main") :]
+    path.write_text(older)
+    edit(hooked, "src/api/auth.py", "changed\n")
+    git(hooked, "add", "-A")
+    got = commit(hooked, env=B)
+    assert got.code == 0 and "Traceback" not in got.err, got.err
+    assert alock_lines(got)[0].startswith("alock: HELD src/api/auth.py by agent-a")
+    again = alock(hooked, "install-hooks", "--json").json()["hooks"]
+    assert [e["status"] for e in again if e["hook"] == "pre-commit"] == ["updated"]
+    assert path.read_text() == current
+
+
 # --- install, chaining, uninstall ----------------------------------------------------------
 
 
@@ -975,7 +1025,6 @@ def _project_copy(tmp_path: Path) -> Path:
     )
     if (PROJECT / "man").is_dir():  # pyproject.toml installs the manual page as data
         shutil.copytree(PROJECT / "man", copy / "man")
-    shutil.copytree(PROJECT / "scripts", copy / "scripts")  # the installed git-alock
     git(copy, "init", "-q")
     git(copy, "add", "-A")
     git(copy, "commit", "-q", "-m", "gitlocks")

@@ -15,8 +15,7 @@ from support.records import write_blob
 from support.remote import daemon, make_bare, make_clone, remote_events, remote_locks
 
 from gitlocks.core.record import LockRecord
-from gitlocks.hooks import hosted as hosted_table
-from gitlocks.hooks import receive
+from gitlocks.hooks import receive, table_guard
 from gitlocks.store.journal import Journal
 from gitlocks.store.local import Store
 
@@ -249,7 +248,7 @@ def test_a_push_naming_stale_old_values_is_refused_whole(hosted: tuple[Path, Pat
     name = f"refs/agent-locks/{lock_id(bare)}"
     zero = "0" * 40
     lines = [f"{'1' * 40} {zero} {JOURNAL}", f"{ref(bare, name)} {zero} {name}"]
-    problems = hosted_table.guard(lines, str(bare))
+    problems = table_guard.guard(lines, str(bare))
     assert problems and "the lock table moved since this push was prepared" in problems[0]
     assert receive.run_receive(lines, str(bare))[0] == 1
 

@@ -16,8 +16,8 @@ from support.daemon import Daemon
 from support.remote import daemon, make_bare, make_clone
 
 from gitlocks.core.record import utcnow
+from gitlocks.hooks import commits, receive, verify
 from gitlocks.hooks import install as hook_install
-from gitlocks.hooks import receive, verify
 from gitlocks.render import verify as render
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
@@ -318,7 +318,7 @@ def test_ci_reads_fetched_lock_refs(claimed: Path, tmp_path: Path) -> None:
 
 def test_parsers() -> None:
     raw = b"c1 p1\nsubject\nagent-a\nagent-a\nbad id\n\n\0c2\n\n\0"
-    c1, c2 = verify.parse_log(raw)
+    c1, c2 = commits.parse_log(raw)
     assert (c1.oid, c1.parents, c1.subject, c1.agents, c1.invalid) == (
         "c1",
         ("p1",),
@@ -326,11 +326,11 @@ def test_parsers() -> None:
         ("agent-a",),
         ("bad id",),
     )
-    assert (c2.oid, c2.parents, c2.agents, c2.judged_as) == ("c2", (), (), (verify.NOBODY,))
+    assert (c2.oid, c2.parents, c2.agents, c2.judged_as) == ("c2", (), (), (commits.NOBODY,))
     # A path spelled like a commit id is still a path: it follows an entry.
     sha = "a" * 40
     diff = f"{sha}\0:000000 100644 0 1 A\0{'b' * 40}\0:100644 000000 1 0 D\0x y\0{'b' * 40}\0"
-    assert verify.parse_diff_tree(diff.encode()) == {sha: ["b" * 40, "x y"], "b" * 40: []}
+    assert commits.parse_diff_tree(diff.encode()) == {sha: ["b" * 40, "x y"], "b" * 40: []}
 
 
 # --- the pre-receive hook --------------------------------------------------------------------

@@ -26,6 +26,7 @@ from gitlocks.identity import (
     SessionProcess,
     process_alive,
     process_start_time,
+    processes,
     resolve_identity,
     session_holder_id,
     session_process,
@@ -103,12 +104,12 @@ def test_trailing_newline_does_not_match_pattern() -> None:
 @pytest.fixture(params=["proc", "ps"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test with /proc (where there is one) and with the ``ps`` fallback."""
-    if request.param == "proc" and not identity._has_proc():
+    if request.param == "proc" and not processes._has_proc():
         pytest.skip("no /proc here")
     if request.param == "ps":
         if shutil.which("ps") is None:
             pytest.skip("no ps here")
-        monkeypatch.setattr(identity, "_has_proc", lambda: False)
+        monkeypatch.setattr(processes, "_has_proc", lambda: False)
     return str(request.param)
 
 
@@ -155,17 +156,17 @@ def test_no_such_process() -> None:
 
 @pytest.mark.skipif(shutil.which("ps") is None, reason="no ps")
 def test_ps_fallback_agrees_with_proc(sleeper: subprocess.Popen[bytes]) -> None:
-    info = identity._ps_info(sleeper.pid)
+    info = processes._ps_info(sleeper.pid)
     assert info is not None
     assert info.ppid == os.getpid()
-    assert identity._ps_info(sleeper.pid) == info
-    if identity._has_proc():
-        linux = identity._linux_info(sleeper.pid)
+    assert processes._ps_info(sleeper.pid) == info
+    if processes._has_proc():
+        linux = processes._linux_info(sleeper.pid)
         assert linux is not None
         assert (linux.ppid, linux.name) == (info.ppid, info.name)
     sleeper.kill()
     sleeper.wait()
-    assert identity._ps_info(sleeper.pid) is None
+    assert processes._ps_info(sleeper.pid) is None
 
 
 # --- the session process -----------------------------------------------------------------
@@ -204,14 +205,14 @@ def test_session_from_an_explicit_pid_includes_that_pid() -> None:
     me = session_process(os.getpid())
     assert me.pid == os.getpid()
     assert me.start_time == process_start_time(os.getpid())
-    assert me.name and not identity.is_pass_through(me.name)
+    assert me.name and not processes.is_pass_through(me.name)
 
 
 @pytest.mark.usefixtures("backend")
 def test_session_of_a_shell_walks_above_it() -> None:
     shell = subprocess.Popen(["sh", "-c", "sleep 60; exit 0"])
     try:
-        assert wait_until(lambda: identity._proc_info(shell.pid) is not None)
+        assert wait_until(lambda: processes._proc_info(shell.pid) is not None)
         assert wait_until(lambda: session_process(shell.pid).pid == os.getpid())
     finally:
         shell.kill()
@@ -227,9 +228,9 @@ def test_session_of_a_missing_pid_is_unknown_not_an_error() -> None:
 
 def test_pass_through_names() -> None:
     for name in ("sh", "bash", "zsh", "env", "sudo", "git", "git-alock", "git-remote-https"):
-        assert identity.is_pass_through(name), name
+        assert processes.is_pass_through(name), name
     for name in ("claude", "python3", "pytest", "node", "gitk", "codex"):
-        assert not identity.is_pass_through(name), name
+        assert not processes.is_pass_through(name), name
 
 
 def _wrapper(bin_dir: Path, name: str) -> None:
@@ -293,20 +294,20 @@ def test_agent_session_skip_reaches_resolve_identity(tmp_path: Path) -> None:
 
 def test_runner_names_and_retitled_runners() -> None:
     for name in ("uv", "uvx", "poetry", "pdm", "hatch", "npm", "npm exec vitest", "pnpm", "yarn"):
-        assert identity.is_pass_through(name), name
+        assert processes.is_pass_through(name), name
     for name in ("node", "python3", "claude", "codex", "tmux: server", "uvicorn"):
-        assert not identity.is_pass_through(name), name
-    extra = identity.skip_names({"AGENT_SESSION_SKIP": " a, ,b-c "})
+        assert not processes.is_pass_through(name), name
+    extra = processes.skip_names({"AGENT_SESSION_SKIP": " a, ,b-c "})
     assert extra == {"a", "b-c"}
-    assert identity.is_pass_through("b-c", extra) and not identity.is_pass_through("b", extra)
-    assert identity.is_pass_through("abcdefghijklmno", frozenset({"abcdefghijklmnopqr"}))
-    assert not identity.is_pass_through("abcdefgh", frozenset({"abcdefghijklmnopqr"}))
+    assert processes.is_pass_through("b-c", extra) and not processes.is_pass_through("b", extra)
+    assert processes.is_pass_through("abcdefghijklmno", frozenset({"abcdefghijklmnopqr"}))
+    assert not processes.is_pass_through("abcdefgh", frozenset({"abcdefghijklmnopqr"}))
 
 
 @pytest.mark.usefixtures("backend")
 def test_parent_pid(sleeper: subprocess.Popen[bytes]) -> None:
-    assert identity.parent_pid(sleeper.pid) == os.getpid()
-    assert identity.parent_pid(2**22 + 12345) is None
+    assert processes.parent_pid(sleeper.pid) == os.getpid()
+    assert processes.parent_pid(2**22 + 12345) is None
 
 
 # --- session holder ids ------------------------------------------------------------------
@@ -445,7 +446,7 @@ def test_defaults_read_the_environment_and_the_real_session(
     [(0, ""), ((136 << 8) | 4, "pts4"), ((137 << 8) | 2, "pts258"), ((4 << 8) | 1, "tty1")],
 )
 def test_tty_names(tty_nr: int, name: str) -> None:
-    assert identity._tty_name(tty_nr) == name
+    assert processes._tty_name(tty_nr) == name
 
 
 def test_a_terminal_sessions_id_names_the_terminal_and_the_user() -> None:
@@ -458,10 +459,10 @@ def test_a_terminal_sessions_id_names_the_terminal_and_the_user() -> None:
 
 def test_terminal_servers_are_never_the_session() -> None:
     for name in ("tmux: server", "screen", "sshd", "gnome-terminal-", "kitty"):
-        assert identity.is_terminal_server(name)
+        assert processes.is_terminal_server(name)
     # An init system is no terminal: a command it adopted has no terminal's shell above it.
     for name in ("claude", "codex", "node", "python3", "bash", "systemd", "init"):
-        assert not identity.is_terminal_server(name)
+        assert not processes.is_terminal_server(name)
 
 
 def _tmux_panes(tmp_path: Path, repo: Path, script: str, panes: int) -> list[str]:

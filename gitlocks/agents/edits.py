@@ -1,0 +1,24 @@
+"""What an edit writes when its tool does not name its files plainly: a patch whose files
+are only candidates (``Candidates``), or one that cannot be judged at all
+(``Unjudgeable``). The patch reader (``gitlocks.agents.codex_patch``) answers in these
+terms, the harness layer (``gitlocks.agents.harnesses``) reads them into the guard's
+event, and the guard denies an unjudgeable patch, saying what to do instead.
+"""
+
+from __future__ import annotations
+
+
+class Unjudgeable(Exception):
+    """A patch is applied from a directory that cannot be known for certain."""
+
+
+class Candidates(tuple[str, ...]):
+    """Files a patch may write, from more than one directory it may run in (a ``cd`` that
+    may fail before ``;``): each is judged, none is claimed on the guess."""
+
+
+# What the guard's denial of an ``Unjudgeable`` patch tells the agent to do instead.
+USE_INSTEAD = (
+    "use the apply_patch tool, or apply_patch <<'EOF' with paths relative to the working "
+    "directory (cd DIR && apply_patch <<'EOF' with a literal DIR also works)"
+)

@@ -1,0 +1,259 @@
+"""Commits already made, as git lists them, and judged against the lock table: who made
+each (its ``Agent-Id:`` trailers), the paths it changes, the ``.alockignore`` it is judged
+under, and the paths it changed inside claims held against its agents. ``git alock
+verify`` and the pre-receive hook ask the whole question (``gitlocks.hooks.verify``), and
+what lands on a branch besides the pushed commits is judged the same way
+(``gitlocks.hooks.landing``).
+
+A commit belongs to the agents its ``Agent-Id:`` trailers name (git's trailer syntax,
+read by git itself). A path it changes is reported when it lies inside a live claim held
+against every one of them, judged as the commit hooks judge a committer
+(``gitlocks.hooks.check.find_held``: own, ancestors' and sub-agents' claims are theirs). A
+commit naming no valid agent is nobody's: every live claim counts against it. Part of the
+hook path: imports neither typer nor pygit2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gitlocks.core.dates import datetime
+from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
+from gitlocks.core.record import LockRecord, validate_holder
+from gitlocks.core.table import Table
+from gitlocks.errors import InvalidHolder
+from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
+from gitlocks.identity import Identity, SessionProcess
+from gitlocks.layout import IGNORE_FILE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+TRAILER = "Agent-Id"
+# The holder a commit without a valid Agent-Id is judged as: no holder id can contain a
+# space or parentheses, so it is nobody's family and every live claim counts against it.
+NOBODY = "(no agent)"
+# One record per commit (-z): "<oid> <parents...>", the subject (git joins its lines, so it
+# holds no newline), then one line per Agent-Id value (unfolded: no newline either).
+LOG_ARGS = (
+    "log",
+    "-z",
+    "--no-show-signature",
+    "--no-color",
+    f"--format=%H %P%n%s%n%(trailers:key={TRAILER},valueonly)",
+)
+# Raw output, not --name-only: a header ("<oid>") can never be taken for a path, since a
+# path always follows a ":<modes> <oids> <status>" entry. No rename detection: a rename
+# changes both its paths. --always: a header even for a commit that changes nothing.
+DIFF_TREE_ARGS = (
+    *("diff-tree", "--stdin", "-r", "-z", "--raw"),
+    *("--root", "--always", "--no-renames"),
+)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of the range: who made it, by its trailers, and what it says it is."""
+
+    oid: str
+    parents: tuple[str, ...]
+    subject: str
+    agents: tuple[str, ...]  # the valid Agent-Id values, each once, in order
+    invalid: tuple[str, ...] = ()  # Agent-Id values that are no holder id
+
+    @property
+    def short(self) -> str:
+        return self.oid[:12]
+
+    @property
+    def judged_as(self) -> tuple[str, ...]:
+        return self.agents or (NOBODY,)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A path one commit changed inside claims held against every agent of the commit."""
+
+    commit: Commit
+    path: str
+    locks: tuple[LockRecord, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit.oid,
+            "subject": self.commit.subject,
+            "agents": list(self.commit.agents),  # who made the commit (its trailers)
+            "path": self.path,
+            "holders": sorted({r.holder for r in self.locks}),  # whose claims it crossed
+            "locks": [r.to_dict() for r in self.locks],
+        }
+
+
+# --- reading the commits -------------------------------------------------------------------
+
+
+def parse_log(raw: bytes) -> list[Commit]:
+    """``git log -z`` output in the format of ``LOG_ARGS``."""
+    commits = []
+    for record in raw.split(b"\0"):
+        lines = record.decode("utf-8", "replace").split("\n")
+        if len(lines) < 2 or not lines[0]:
+            continue
+        oid, *parents = lines[0].split()
+        agents: list[str] = []
+        invalid: list[str] = []
+        for value in (v.strip() for v in lines[2:]):
+            if not value or value in agents or value in invalid:
+                continue
+            try:
+                agents.append(validate_holder(value, what=f"{TRAILER} trailer"))
+            except InvalidHolder:
+                invalid.append(value)
+        commits.append(Commit(oid, tuple(parents), lines[1], tuple(agents), tuple(invalid)))
+    return commits
+
+
+def parse_diff_tree(raw: bytes) -> dict[str, list[str]]:
+    """Paths by commit from ``git diff-tree --stdin -z --raw --always`` output."""
+    fields = raw.split(b"\0")
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    i = 0
+    while i < len(fields):
+        token = fields[i]
+        i += 1
+        if token.startswith(b":"):
+            status = token.rsplit(b" ", 1)[-1]
+            width = 2 if status[:1] in (b"R", b"C") else 1
+            current.extend(os.fsdecode(name) for name in fields[i : i + width])
+            i += width
+        elif token:
+            current = found.setdefault(token.decode("ascii", "replace"), [])
+    return found
+
+
+def diff_feed(commits: Iterable[Commit]) -> bytes:
+    """One line per commit: itself and its first parent; a root commit alone."""
+    return "".join(
+        f"{c.oid} {c.parents[0]}\n" if c.parents else f"{c.oid}\n" for c in commits
+    ).encode()
+
+
+@dataclass(frozen=True)
+class Ignores:
+    """The ``.alockignore`` each commit is judged under, and the one it commits.
+
+    A commit is judged under the list its first parent committed (a root commit under
+    none): the list is a decision made before the change, never by it. A commit that
+    changes the list has it judged as a change of every path it newly exempts."""
+
+    before: Mapping[str, IgnoreList] = field(default_factory=dict)  # by commit
+    after: Mapping[str, IgnoreList] = field(default_factory=dict)  # commits changing it
+    # The lists of where the work lands (the pushed branch's old tip, the range's base):
+    # a path is exempt only where these exempt it too, so a list from any old commit in
+    # the history cannot exempt work landing on a branch that dropped it.
+    anchors: tuple[IgnoreList, ...] = ()
+
+    def of(self, commit: Commit) -> IgnoreList:
+        return self.before.get(commit.oid) or IgnoreList()
+
+    def exempt(self, commit: Commit, path: str) -> bool:
+        return self.of(commit).ignored(path) and all(a.ignored(path) for a in self.anchors)
+
+
+def read_ignores(
+    commits: Sequence[Commit], changed: Mapping[str, Sequence[str]], cwd: str | None
+) -> Ignores:
+    """The lists of ``commits``, in two git processes whatever their number: one
+    ``cat-file --batch-check`` names each revision's blob, one ``--batch`` reads each
+    distinct blob once."""
+    revisions: dict[str, None] = {}
+    for commit in commits:
+        if commit.parents:
+            revisions[commit.parents[0]] = None
+        if IGNORE_FILE in changed.get(commit.oid, ()):
+            revisions[commit.oid] = None
+    if not revisions:
+        return Ignores()
+    feed = "".join(f"{rev}:{IGNORE_FILE}\n" for rev in revisions).encode()
+    out = finish_git(start_git(["cat-file", "--batch-check"], cwd), feed).decode("ascii", "replace")
+    blob_of: dict[str, str] = {}
+    for rev, line in zip(revisions, out.splitlines(), strict=False):
+        parts = line.split()  # "<oid> blob <size>", or "<name> missing"
+        if len(parts) == 3 and parts[1] == "blob" and int(parts[2]) <= MAX_IGNORE_BYTES:
+            blob_of[rev] = parts[0]
+    blobs = list(dict.fromkeys(blob_of.values()))
+    lists = dict(zip(blobs, CommittedIgnores(blobs, cwd, blobs=True).finish(), strict=True))
+    by_rev = {rev: lists[blob] for rev, blob in blob_of.items()}
+    empty = IgnoreList()
+    before = {c.oid: by_rev.get(c.parents[0], empty) for c in commits if c.parents}
+    after = {
+        c.oid: by_rev.get(c.oid, empty) for c in commits if IGNORE_FILE in changed.get(c.oid, ())
+    }
+    return Ignores(before, after)
+
+
+# --- judging ----------------------------------------------------------------------------------
+
+
+def agent_identity(agent: str, table: Table) -> Identity:
+    """The identity a commit's agent is judged as: its parent is the one its claims record
+    (a commit names no parent), and no session (pid 0), as for an explicit id."""
+    parent = table.parent_of(agent) if agent != NOBODY else None
+    return Identity(
+        holder=agent,
+        holder_source=TRAILER,
+        parent=parent,
+        parent_source="lock table" if parent else None,
+        session=SessionProcess(0, "", "", ""),
+        session_id=agent,
+        session_source="none",
+    )
+
+
+def judge(
+    commits: Sequence[Commit],
+    changed: Mapping[str, Sequence[str]],
+    table: Table,
+    now: datetime,
+    ignores: Ignores,
+) -> list[Finding]:
+    """Every (commit, path) inside live claims held against all of the commit's agents,
+    each commit's paths read under the list its parent committed, and a change of that
+    list judged as a change of the paths it newly exempts.
+
+    Each agent is asked once, for the union of its commits' paths, so the cost grows with
+    the number of distinct agents and paths, not of commits.
+    """
+    kept: dict[str, list[str]] = {}
+    wanted: dict[str, set[str]] = {}
+    for commit in commits:
+        kept[commit.oid] = [p for p in changed.get(commit.oid, ()) if not ignores.exempt(commit, p)]
+        for agent in commit.judged_as:
+            wanted.setdefault(agent, set()).update(kept[commit.oid])
+    held: dict[str, dict[str, tuple[LockRecord, ...]]] = {}
+    for agent, paths in wanted.items():
+        identity = agent_identity(agent, table)
+        found = find_held(table, identity, now, sorted(paths), committing=True) if paths else []
+        held[agent] = {h.path: h.locks for h in found}
+    findings = []
+    for commit in commits:
+        crossed = {path: [held[agent].get(path, ()) for agent in commit.judged_as]
+                   for path in kept[commit.oid]}  # fmt: skip
+        if commit.oid in ignores.after:
+            old, new = ignores.of(commit), ignores.after[commit.oid]
+            for agent in commit.judged_as:
+                identity = agent_identity(agent, table)
+                for h in exemptions_held(table, identity, now, old, new):
+                    crossed.setdefault(h.path, [()] * len(commit.judged_as))
+                    crossed[h.path][commit.judged_as.index(agent)] = h.locks
+        for path, each in crossed.items():
+            common = set.intersection(*({r.id for r in locks} for locks in each))
+            locks = tuple(r for r in each[0] if r.id in common)
+            if locks:
+                findings.append(Finding(commit, path, locks))
+    return findings
