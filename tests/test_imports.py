@@ -39,7 +39,7 @@ STORE_VERBS = frozenset(
         "gitlocks.cli.history",
         "gitlocks.core", "gitlocks.core.change", "gitlocks.core.claims", "gitlocks.core.digest",
         "gitlocks.core.glob",
-        "gitlocks.core.journal", "gitlocks.core.jsontext", "gitlocks.core.plain",
+        "gitlocks.core.journal", "gitlocks.core.jsontext",
         "gitlocks.core.dates",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.summaries", "gitlocks.core.text",
@@ -64,7 +64,7 @@ WHOAMI = frozenset(
     {
         "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
         "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
-        "gitlocks.core.digest", "gitlocks.core.plain", "gitlocks.core.record", "gitlocks.core.text",
+        "gitlocks.core.digest", "gitlocks.core.record", "gitlocks.core.text",
         "gitlocks.core.jsontext", "gitlocks.core.dates", "gitlocks.identity",
         "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.identity",
@@ -72,33 +72,26 @@ WHOAMI = frozenset(
 )  # fmt: skip
 
 # Standard modules none of these commands needs: each costs a few milliseconds.
-# dataclasses brings inspect, ast, dis and tokenize (gitlocks.core.plain does its work);
 # hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); subprocess brings
 # signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
-# typing costs 2-3 ms (annotations are never evaluated: names for types only are imported
-# under TYPE_CHECKING, and only typer's bridge evaluates a verb's declaration); re, with
-# the enum it loads, 3-4 ms (names are checked with str methods, gitlocks.core.text); json
-# loads re (gitlocks.core.jsontext calls json's own C scanner and encoder); pathlib
+# json loads re (gitlocks.core.jsontext calls json's own C scanner and encoder); pathlib
 # costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
-# does their work); contextlib brings functools and collections (a small class with
-# __enter__ and __exit__, or try/finally, does the same); functools and collections cost
-# ~1 ms each (collections.abc names for types only are imported under TYPE_CHECKING);
-# datetime runs its pure-Python classes before taking the C ones (gitlocks.core.dates
-# takes those from _datetime).
+# does their work); datetime runs its pure-Python classes before taking the C ones
+# (gitlocks.core.dates takes those from _datetime). The standard library's own data
+# classes, named tuples, typing and caches (dataclasses, typing, functools, collections,
+# and what they load) are used as they are.
 HEAVY_STDLIB = frozenset(
     {
-        "argparse", "asyncio", "concurrent", "dataclasses", "difflib", "email", "enum",
-        "hashlib", "http", "inspect", "json", "locale", "logging", "re", "shlex",
-        "pathlib", "contextlib", "functools", "collections", "datetime",
+        "argparse", "asyncio", "concurrent", "difflib", "email",
+        "hashlib", "http", "json", "locale", "logging", "shlex",
+        "pathlib", "datetime",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
-        "subprocess", "tempfile", "threading", "traceback", "typing",
+        "subprocess", "tempfile", "threading", "traceback",
         "unittest", "uuid", "xml", "zipfile",
-        # Not heavy, but of no use where their C halves (_operator) serve, or (math) for
-        # two checks plain arithmetic makes: each import costs 0.15 to 0.3 ms. Nor is
-        # _bisect, a shared library to load, for a character class's few ranges, nor
-        # itertools for a value repeated (a list of it serves).
-        "operator", "bisect", "_bisect", "math", "itertools",
+        # Not heavy, but of no use: _bisect, a shared library to load, for a character
+        # class's few ranges, nor math for two checks plain arithmetic makes.
+        "bisect", "_bisect", "math",
     }
 )  # fmt: skip
 
@@ -320,8 +313,8 @@ def test_a_remote_claim_stays_within_its_import_budget(
     modules = loaded(clone, args)
     within_budget(modules, frozenset(REMOTE_WRITE))
     assert "pygit2" not in modules
-    # Looking the daemon's host up loads no codec (IDNA, and re with it) and no socket.py
-    assert not {"re", "socket", "encodings.idna", "stringprep"} & modules
+    # Looking the daemon's host up loads no codec (IDNA) and no socket.py
+    assert not {"socket", "encodings.idna", "stringprep"} & modules
 
 
 def test_one_mcp_call_stays_within_the_budget(held: Path) -> None:
@@ -347,7 +340,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.hooks", "gitlocks.hooks.check", "gitlocks.hooks.reading",
         "gitlocks.hooks.trailer", "gitlocks.hooks.commit", "gitlocks.hooks.session",
         "gitlocks.core", "gitlocks.core.claims", "gitlocks.core.digest", "gitlocks.core.glob",
-        "gitlocks.core.ignore", "gitlocks.core.jsontext", "gitlocks.core.plain",
+        "gitlocks.core.ignore", "gitlocks.core.jsontext",
         "gitlocks.core.dates",
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.summaries",

@@ -23,9 +23,9 @@ a Codex patch or shell command: the guard runs before every edit, and most are n
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from gitlocks.agents.harnesses import Candidates, Unjudgeable
-from gitlocks.core.plain import Row
 from gitlocks.core.text import ALNUM, pattern
 
 TYPE_CHECKING = False
@@ -146,7 +146,7 @@ def _files(text: str) -> tuple[str, ...]:
 # --- the shell's words ------------------------------------------------------------------------
 
 
-class Word(Row):
+class Word(NamedTuple):
     """One shell word: its text with quotes removed, and whether the shell decides it only
     when it runs (an expansion: ``$``, a command substitution, ``~``, a glob)."""
 
@@ -530,7 +530,7 @@ def _names_files(text: str) -> bool:
     return bool(_files(text)) or any(mark.rstrip() in text for mark in (ADD, DELETE, UPDATE))
 
 
-class _Opened(Row):
+class _Opened(NamedTuple):
     """A here-document as its ``<<`` opens it."""
 
     delimiter: str  # the word, its quotes removed, as the shell ends the body at it

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NamedTuple
 
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
@@ -51,7 +52,6 @@ from gitlocks.agents.session import (
     store_context,
 )
 from gitlocks.core.dates import datetime
-from gitlocks.core.plain import Row
 from gitlocks.core.record import (
     LockRecord,
     format_time,
@@ -148,7 +148,7 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-class Verdict(Row):
+class Verdict(NamedTuple):
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
     those that cannot be claimed here, and the repositories where a claim was met."""
 

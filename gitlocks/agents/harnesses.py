@@ -11,9 +11,9 @@ an edit. Nothing here touches git or the disk; a malformed event raises ``Pass``
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from gitlocks.core import jsontext
-from gitlocks.core.plain import Row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ USE_INSTEAD = (
 )
 
 
-class Event(Row):
+class Event(NamedTuple):
     """One harness event, as the guard needs it."""
 
     kind: str  # "edit", "start", "end", "stop", "other" or "ignore" (not ours: say nothing)
@@ -56,7 +56,7 @@ class Event(Row):
     claimable: bool = True
 
 
-class Answer(Row):
+class Answer(NamedTuple):
     """What the harness gets back."""
 
     code: int = EXIT_ALLOW
@@ -68,7 +68,7 @@ class Answer(Row):
 Paths: TypeAlias = "Callable[[Any], tuple[str, ...] | None]"
 
 
-class Fields(Row):
+class Fields(NamedTuple):
     """Where a harness's event says what: its keys, and which events and tools matter."""
 
     event: str  # the key naming the event ("": the hook's command line names it)
@@ -84,7 +84,7 @@ class Fields(Row):
     quiet: frozenset[str] = frozenset()
 
 
-class Harness(Row):
+class Harness(NamedTuple):
     """One harness: how its events read, and how each answer is written on stdout."""
 
     name: str

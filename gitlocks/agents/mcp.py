@@ -22,9 +22,9 @@ an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring sa
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from gitlocks.core import jsontext
-from gitlocks.core.plain import Row
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, pattern, user_text
 from gitlocks.errors import GitlocksError, UsageError
@@ -44,7 +44,7 @@ MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store
 MAX_PATTERN_CHARS = 4096  # PATH_MAX
 
 
-class ToolArgument(Row):
+class ToolArgument(NamedTuple):
     """One argument of a tool, as its verb declares it."""
 
     name: str  # as the tool takes it
@@ -55,7 +55,7 @@ class ToolArgument(Row):
     help: str
 
 
-class Tool(Row):
+class Tool(NamedTuple):
     name: str
     description: str
     arguments: tuple[ToolArgument, ...]

@@ -25,7 +25,7 @@ themselves.
 
 from __future__ import annotations
 
-from gitlocks.core.plain import Row
+from typing import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-class InTool(Row):
+class InTool(NamedTuple):
     """How a verb's MCP tool takes one of its parameters, where that differs from the
     command line. By default the tool takes it under the option's long name (``--until-merged``:
     ``until_merged``) or the argument's parameter name, required as on the command line."""
@@ -96,7 +96,7 @@ class Exit(Exception):
         self.code = code
 
 
-class Verb(Row):
+class Verb(NamedTuple):
     name: str
     callback: Callable[..., Any]
     hidden: bool
@@ -126,7 +126,7 @@ class Verbs:
 _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"})
 
 
-class Param(Row):
+class Param(NamedTuple):
     name: str
     kind: str  # "flag", "value" (an option taking one), "one" or "many" (arguments)
     names: tuple[str, ...]  # an option's spellings

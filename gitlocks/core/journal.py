@@ -13,10 +13,12 @@ whose root commit carries a ``compacted`` marker and the retained events.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import NamedTuple
+
 from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import first_control, is_digits, printable
 from gitlocks.errors import UsageError
@@ -52,7 +54,7 @@ VIEW_EVENT = "shard_view"
 TABLE_MARKER = b"gitlocks lock table, format 1\n"
 
 
-@memo(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 16)
 def shard_of(lock_id: str) -> str:
     """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
     return sha1_hex(lock_id.encode())[:2]
@@ -135,7 +137,7 @@ def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
     return parents <= 1 and tree_entries == 0 and _seq_digits(message) is not None
 
 
-class KeepPolicy(Row):
+class KeepPolicy(NamedTuple):
     events: int | None = DEFAULT_KEEP_EVENTS
     seconds: int | None = None
 

@@ -7,8 +7,9 @@ class, so they judge alike (docs/design.md, section 3.3).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from gitlocks.core.dates import datetime
-from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord
 
 TYPE_CHECKING = False
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 State: TypeAlias = 'Literal["live", "stale", "dead", "interrupted"]'
 
 
-@plain
+@dataclass
 class Liveness:
     """Judges records for one decision, each session process at most once."""
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import time
 from _operator import itemgetter  # operator.py re-exports it: its import costs 0.2 ms
+from dataclasses import dataclass, field, fields, replace
+from typing import NamedTuple
 
 from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime, timedelta, timezone
-from gitlocks.core.plain import Row, field, field_names, plain, replace
 from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 
@@ -259,12 +260,12 @@ def new_lock_id() -> str:
 # --- the record -----------------------------------------------------------------------------
 
 
-class Note(Row):
+class Note(NamedTuple):
     at: str
     text: str
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class LockRecord:
     """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1)."""
 
@@ -438,7 +439,7 @@ def _utf8(data: object) -> bool:
 
 # A record's own keys: the rest is kept as "extra". Whole before any record is read (a
 # set filled by the first read would be seen half filled by a second thread's).
-_KNOWN_FIELDS = frozenset(field_names(LockRecord)) - {"extra"} | {"format"}
+_KNOWN_FIELDS = frozenset(f.name for f in fields(LockRecord)) - {"extra"} | {"format"}
 
 
 def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass
 
 from gitlocks.core.glob import (
     GLOBSTAR,
@@ -33,7 +34,6 @@ from gitlocks.core.glob import (
     split_segments,
     unescape,
 )
-from gitlocks.core.plain import plain
 from gitlocks.errors import InvalidPattern
 
 TYPE_CHECKING = False
@@ -207,7 +207,7 @@ def _below_root(rest: str) -> str:
     return "/".join(segments)
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class ScopeEntry:
     """One pattern of a lock's scope, as recorded.
 
@@ -365,7 +365,7 @@ class _Node(Generic[K]):
             yield mark, bundles
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class _Item(Generic[K]):
     """One pattern of the index, with what it is compiled to."""
 

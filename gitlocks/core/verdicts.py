@@ -152,4 +152,4 @@ def _made(columns: Columns) -> Iterator[Summary]:
     # Lists of one value repeated, where itertools.repeat would be one module more to load.
     split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))  # patterns: no newline
     fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
-    return map(tuple.__new__, [Summary] * len(ids), fields)  # a Row is a tuple
+    return map(tuple.__new__, [Summary] * len(ids), fields)  # a named tuple is a tuple

@@ -14,8 +14,8 @@ framework nor pygit2.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from gitlocks.core.plain import plain
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
@@ -206,7 +206,7 @@ def _is_oid(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class RefUpdate:
     """One line of pre-push's standard input."""
 

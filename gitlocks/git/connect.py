@@ -14,8 +14,8 @@ import _thread  # one thread and its wait: ``threading`` would cost a millisecon
 import os
 import time
 from select import POLLERR, POLLHUP, POLLIN, POLLOUT, poll
+from typing import NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.core.text import is_digits
 from gitlocks.git.run import Env, environment
 from gitlocks.git.settings import parse_bool
@@ -46,7 +46,7 @@ _NOT_FOR_RECEIVE_PACK = (
 )
 
 
-class Target(Row):
+class Target(NamedTuple):
     """Where a push goes: a daemon (``host``, ``port``) serving ``path``, or, with no
     host, the repository at ``path`` on this machine. ``url`` as configured."""
 

@@ -18,8 +18,8 @@ kept anew. Comparing the text is exact: no time stamp is trusted.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.core.summaries import Verdict
 from gitlocks.core.table import Judged, judge
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
@@ -45,7 +45,7 @@ SPARE_VERDICTS = 200
 _MAGIC = b"gitlocks packed lock refs 2 "
 
 
-class Found(Row):
+class Found(NamedTuple):
     """The lock refs of a repository whose refs are files, as the loader takes them."""
 
     refs: dict[str, str]  # name -> blob id: the loose ones only when ``judged`` is given

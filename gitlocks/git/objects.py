@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import stat
 import zlib
+from typing import NamedTuple
 
 from gitlocks.core.digest import hasher
-from gitlocks.core.plain import Row
 from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents, read_loose
 from gitlocks.git.run import Env, start
@@ -37,7 +37,7 @@ MODE_EXECUTABLE = 0o100755
 BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
 
 
-class Entry(Row):
+class Entry(NamedTuple):
     """One entry of a tree."""
 
     mode: int
@@ -45,7 +45,7 @@ class Entry(Row):
     id: str
 
 
-class Commit(Row):
+class Commit(NamedTuple):
     """The parts of a commit gitlocks reads."""
 
     id: str

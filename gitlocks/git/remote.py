@@ -9,7 +9,8 @@ off; our repository named by ``--git-dir``, not by a hook's variables) and a tim
 
 from __future__ import annotations
 
-from gitlocks.core.plain import plain
+from dataclasses import dataclass
+
 from gitlocks.core.text import pattern
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
@@ -38,7 +39,7 @@ _NO_ATOMIC = "does not support --atomic"
 _REASON = pattern(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class GitRun:
     """One git command run against a remote: its exit code and output."""
 
@@ -116,7 +117,7 @@ def summarise(stderr: str) -> str:
     return " / ".join(chosen) if chosen else "git gave no reason"
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class PushLine:
     """One ref's line of ``git push --porcelain``: flag, destination ref and summary."""
 

@@ -23,8 +23,8 @@ catch; the messages are the same for all.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.git.spawn import Process, TimeoutExpired
 
 TYPE_CHECKING = False
@@ -145,7 +145,7 @@ def output(
     return finish(start(args, cwd, env=env, error=error), error=error)
 
 
-class Ran(Row):
+class Ran(NamedTuple):
     """What a ``bounded`` git run ended with."""
 
     returncode: int

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, replace
 
 from gitlocks.core.claims import Claims
 from gitlocks.core.dates import datetime
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
-from gitlocks.core.plain import plain, replace
 from gitlocks.core.record import (
     LockRecord,
     utcnow,
@@ -125,7 +125,7 @@ def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
 # --- the check ----------------------------------------------------------------------------
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class Held:
     """A path of the commit or push inside other holders' live locks."""
 
@@ -196,7 +196,7 @@ def exemptions_held(
 # --- the hook entry point -----------------------------------------------------------------
 
 
-@plain
+@dataclass
 class HookReport:
     """A hook's answer: the paths held, the problems seen, and its exit code."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 
 from gitlocks.core.dates import datetime
-from gitlocks.core.plain import plain
 from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
@@ -33,7 +33,7 @@ MODES = ("warn", "block")
 # --- the lock table and the configuration, through git ------------------------------------
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class HookConfig:
     """The hooks' settings, read from git config in one call."""
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
+from functools import cache
+from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
-from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import validate_holder
 from gitlocks.core.text import NAME_CHARS, is_digits
 from gitlocks.errors import InvalidHolder, UsageError
@@ -103,7 +104,7 @@ _COMM_LEN = 15
 _MAX_WALK = 64
 
 
-class SessionProcess(Row):
+class SessionProcess(NamedTuple):
     """A process identified well enough to tell later whether it is still the same one."""
 
     pid: int
@@ -115,20 +116,20 @@ class SessionProcess(Row):
     terminal: str = ""
 
 
-class _ProcInfo(Row):
+class _ProcInfo(NamedTuple):
     ppid: int
     start_time: str
     name: str
     tty: int = 0  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
 
 
-@memo(maxsize=1)
+@cache
 def _has_proc() -> bool:
     # FreeBSD may mount a procfs at /proc too, but without the Linux ``stat`` file.
     return os.path.exists("/proc/self/stat")
 
 
-@memo(maxsize=1)
+@cache
 def _boot_id() -> str:
     # Start ticks count from boot, so they repeat across reboots; the boot id does not.
     try:
@@ -138,7 +139,7 @@ def _boot_id() -> str:
         return "unknown-boot"
 
 
-@memo(maxsize=1)
+@cache
 def host_identity() -> str:
     """Where a pid can be judged: this boot and this pid namespace; "" where unknown.
 
@@ -442,7 +443,7 @@ def trusted(where: str) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
-class Identity(Row):
+class Identity(NamedTuple):
     """The holder and parent for this invocation, and where each came from."""
 
     holder: str

@@ -24,10 +24,10 @@ may be read, is ``gitlocks.identity``'s to say: without one, a command answers w
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
-from gitlocks.core.plain import Row
 from gitlocks.core.text import is_digits
 from gitlocks.identity import (
     HARNESS_PROCESSES,
@@ -62,7 +62,7 @@ STALE_TMP_SECONDS = 3600
 _UNREADABLE = (ValueError, RecursionError)
 
 
-class Registered(Row):
+class Registered(NamedTuple):
     """A harness session and the holder it is."""
 
     session: SessionProcess

@@ -7,9 +7,9 @@ and ``sweep`` schedules expired records for deletion: every decision starts with
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 from gitlocks.core.dates import datetime, timedelta
-from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
     from gitlocks.store.base import LockStore
 
 
-@plain
+@dataclass
 class Context:
     """Who is asking, of which store, at what time."""
 

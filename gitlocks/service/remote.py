@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gitlocks.core.change import Change
-from gitlocks.core.plain import replace
 from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError

@@ -14,7 +14,8 @@ Nothing is overwritten unless asked: a different existing copy is refused withou
 
 from __future__ import annotations
 
-from gitlocks.core.plain import plain
+from dataclasses import dataclass
+
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False
@@ -65,7 +66,7 @@ def destination(tool: str, base: Path) -> Path:
     return base / "AGENTS.md"
 
 
-@plain
+@dataclass
 class Installed:
     """Where ``skill install`` wrote the instructions, and how."""
 

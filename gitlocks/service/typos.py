@@ -14,8 +14,8 @@ the claim (``start_listing``), so the two run at once.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from gitlocks.core.plain import plain
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
 from gitlocks.git import run
 
@@ -33,7 +33,7 @@ MAX_NAMES = 5000
 MAX_SUGGESTED = 20
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class Uncovered:
     """A claimed pattern that covers no existing path, and the closest path that exists."""
 

@@ -16,11 +16,11 @@ import marshal
 import os
 import time
 import zlib
+from typing import NamedTuple
 
 from gitlocks.core import journal, jsontext
 from gitlocks.core.dates import datetime, timezone
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
-from gitlocks.core.plain import Row
 from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.core.text import is_digits
 from gitlocks.errors import StoreError
@@ -59,7 +59,7 @@ def _tree_bytes(entries: list[Entry]) -> bytes:
     return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
-class JournalEntry(Row):
+class JournalEntry(NamedTuple):
     commit: str
     events: tuple[dict[str, Any], ...]
 

@@ -17,10 +17,10 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.plain import Row
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git.settings import Settings
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-class MemoryEntry(Row):
+class MemoryEntry(NamedTuple):
     commit: str
     events: tuple[dict[str, Any], ...]
 

@@ -14,9 +14,9 @@ section 5.7).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 from gitlocks.core.change import Change, check_sizes
-from gitlocks.core.plain import field, plain
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
@@ -49,7 +49,7 @@ def differing(
     return [i for i in sorted(maybe) if leases.get(i) != new.get(i) and is_lock_id(i)]
 
 
-@plain
+@dataclass
 class RemoteTable(Table):
     """The remote's table as last seen (its journal commit's), with the values its lock
     refs had when fetched: what a push leases on and repairs."""

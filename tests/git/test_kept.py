@@ -14,6 +14,7 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,6 @@ from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
 from gitlocks.core.dates import timedelta
-from gitlocks.core.plain import replace
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
