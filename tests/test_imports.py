@@ -39,7 +39,7 @@ STORE_VERBS = frozenset(
         "gitlocks.cli.history",
         "gitlocks.core", "gitlocks.core.change", "gitlocks.core.claims", "gitlocks.core.digest",
         "gitlocks.core.glob",
-        "gitlocks.core.journal", "gitlocks.core.jsontext",
+        "gitlocks.core.journal", "gitlocks.core.strictjson",
         "gitlocks.core.dates",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.summaries", "gitlocks.core.text",
@@ -65,7 +65,7 @@ WHOAMI = frozenset(
         "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
         "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
         "gitlocks.core.digest", "gitlocks.core.record", "gitlocks.core.text",
-        "gitlocks.core.jsontext", "gitlocks.core.dates", "gitlocks.identity",
+        "gitlocks.core.strictjson", "gitlocks.core.dates", "gitlocks.identity",
         "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.identity",
     }
@@ -75,16 +75,16 @@ WHOAMI = frozenset(
 # hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); subprocess brings
 # signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
-# json loads re (gitlocks.core.jsontext calls json's own C scanner and encoder); pathlib
+# pathlib
 # costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
 # does their work); datetime runs its pure-Python classes before taking the C ones
 # (gitlocks.core.dates takes those from _datetime). The standard library's own data
-# classes, named tuples, typing and caches (dataclasses, typing, functools, collections,
-# and what they load) are used as they are.
+# classes, named tuples, typing, caches and JSON (dataclasses, typing, functools,
+# collections, json, and what they load) are used as they are.
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "difflib", "email",
-        "hashlib", "http", "json", "locale", "logging", "shlex",
+        "hashlib", "http", "locale", "logging", "shlex",
         "pathlib", "datetime",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback",
@@ -340,7 +340,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.hooks", "gitlocks.hooks.check", "gitlocks.hooks.reading",
         "gitlocks.hooks.trailer", "gitlocks.hooks.commit", "gitlocks.hooks.session",
         "gitlocks.core", "gitlocks.core.claims", "gitlocks.core.digest", "gitlocks.core.glob",
-        "gitlocks.core.ignore", "gitlocks.core.jsontext",
+        "gitlocks.core.ignore",
         "gitlocks.core.dates",
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.summaries",

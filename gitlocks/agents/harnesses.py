@@ -10,10 +10,9 @@ an edit. Nothing here touches git or the disk; a malformed event raises ``Pass``
 
 from __future__ import annotations
 
+import json
 import os
 from typing import NamedTuple
-
-from gitlocks.core import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,7 +109,7 @@ def _json_args(name: str) -> Paths:
     def paths(tool_args: Any) -> tuple[str, ...] | None:
         if isinstance(tool_args, str):
             try:
-                tool_args = jsontext.loads(tool_args)
+                tool_args = json.loads(tool_args)
             except (ValueError, RecursionError):
                 return None
         return inner(tool_args)
@@ -120,7 +119,7 @@ def _json_args(name: str) -> Paths:
 
 def _load(raw: bytes) -> dict[str, Any]:
     try:
-        data = jsontext.loads(raw)
+        data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise Pass(f"the hook event is not JSON ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
@@ -170,7 +169,7 @@ def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
 
 def _specific(event: str, **fields: str) -> str:
     """Claude Code's (and Codex's) ``hookSpecificOutput`` answer."""
-    return jsontext.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
 
 
 def _claude_deny(reason: str) -> str:
@@ -222,8 +221,8 @@ GEMINI = Harness(
         {"SessionStart": "start", "SessionEnd": "end", "AfterAgent": "stop"},
         {"write_file": _key("file_path"), "replace": _key("file_path")},
     ),
-    deny=lambda reason: jsontext.dumps({"decision": "deny", "reason": reason}),
-    warn=lambda reason: jsontext.dumps({"systemMessage": reason}),
+    deny=lambda reason: json.dumps({"decision": "deny", "reason": reason}),
+    warn=lambda reason: json.dumps({"systemMessage": reason}),
     context=_start_context,
 )
 
@@ -279,7 +278,7 @@ COPILOT = Harness(
         tools={"edit": _json_args("path")},
         others="ignore",
     ),
-    deny=lambda reason: jsontext.dumps(
+    deny=lambda reason: json.dumps(
         {"permissionDecision": "deny", "permissionDecisionReason": reason}
     ),
     warn=lambda reason: None,

@@ -14,9 +14,10 @@ method cannot take (``arguments`` not an object), or a request other than ``ping
 
 from __future__ import annotations
 
+import json
 import sys
 
-from gitlocks.core import jsontext
+from gitlocks.core import strictjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _params(message: dict[str, Any]) -> dict[str, Any]:
 def _write(out: BinaryIO, message: dict[str, Any]) -> None:
     """One line of ASCII: every other character escaped, so that none a reader may take
     for the end of a line (U+2028, U+2029, U+0085) is sent raw, nor a lone surrogate."""
-    out.write(jsontext.dumps_finite(message).encode("ascii") + b"\n")
+    out.write(strictjson.dumps_finite(message).encode("ascii") + b"\n")
     out.flush()
 
 
@@ -117,7 +118,7 @@ class Connection:
         if not line.strip():
             return None
         try:
-            message = jsontext.loads(line)
+            message = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or nested past what it reads
             return _error(None, PARSE_ERROR, "parse error")
         if not isinstance(message, dict):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from gitlocks.core import jsontext
+from gitlocks.core import strictjson
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, pattern, user_text
 from gitlocks.errors import GitlocksError, UsageError
@@ -342,11 +342,11 @@ def call(server: Server, tool: str, arguments: Any) -> str:
     except Exception as exc:  # a bug must still answer, and never look like a refusal
         error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
         result = {"status": "error", "error": error, "exit_code": 2}
-    text = jsontext.dumps_finite(result, ensure_ascii=False)
+    text = strictjson.dumps_finite(result, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # an undecodable file name's bytes: escaped, still JSON
-        text = jsontext.dumps_finite(result)
+        text = strictjson.dumps_finite(result)
     return text
 
 

@@ -5,6 +5,7 @@ renews and releases, in every repository it claimed in (section 6.5).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -15,7 +16,6 @@ from gitlocks.agents.harnesses import (
     Pass,
 )
 from gitlocks.agents.repos import Repo, open_repo
-from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     LockRecord,
@@ -106,9 +106,7 @@ def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = 
     shown = [*patterns, *(p for p in record.paths if p not in patterns)][:SHOWN_PATTERNS]
     more = len(record.paths) - len(shown)
     paths = " ".join(shown) + (f" and {more} more pattern(s)" if more > 0 else "")
-    reason = (
-        f", reason {jsontext.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
-    )
+    reason = f", reason {json.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
     kind = " shared" if record.shared else ""
     return (
         f"{paths} held{kind} by {record.holder}{reason}, {expires(record, now)} [lock {record.id}]"

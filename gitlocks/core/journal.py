@@ -13,10 +13,10 @@ whose root commit carries a ``compacted`` marker and the retained events.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import NamedTuple
 
-from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import format_time, parse_duration
@@ -81,12 +81,12 @@ def message(events: Iterable[Event], seq: int) -> str:
 def _line(event: Event) -> str:
     """One event as the line that carries it: every character escaped where one of them
     is a lone surrogate (spelled by an escape), which no UTF-8 message holds."""
-    line = jsontext.dumps(event, ensure_ascii=False, sort_keys=True)
+    line = json.dumps(event, ensure_ascii=False, sort_keys=True)
     if not line.isascii():
         try:
             line.encode("utf-8")
         except UnicodeEncodeError:
-            return jsontext.dumps(event, sort_keys=True)
+            return json.dumps(event, sort_keys=True)
     return line
 
 
@@ -105,7 +105,7 @@ def json_objects(lines: Iterable[str]) -> list[Event]:
         if not line.startswith("{"):
             continue
         try:
-            event = jsontext.loads(line)
+            event = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or a hostile number or nesting
             continue
         if isinstance(event, dict):

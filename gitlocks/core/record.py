@@ -6,13 +6,13 @@ Times are RFC 3339 in UTC with a ``Z`` suffix, to the second.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from _operator import itemgetter  # operator.py re-exports it: its import costs 0.2 ms
 from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
-from gitlocks.core import jsontext
 from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
@@ -341,7 +341,7 @@ class LockRecord:
         return data
 
     def to_json(self) -> bytes:
-        return (jsontext.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
+        return (json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> LockRecord:
@@ -349,7 +349,7 @@ class LockRecord:
             raise RecordError(f"a record of {len(raw)} bytes; at most {MAX_RECORD_BYTES}")
         try:
             text = raw.decode("utf-8")
-            data = jsontext.loads(text)
+            data = json.loads(text)
         except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5,000-digit number
             raise RecordError(f"not a JSON lock record ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict):
@@ -431,7 +431,7 @@ def _finite(value: object) -> bool:
 def _utf8(data: object) -> bool:
     """Whether every string of ``data`` (a parsed record) can be written as UTF-8."""
     try:
-        jsontext.dumps(data, ensure_ascii=False).encode("utf-8")
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
     except (UnicodeEncodeError, RecursionError):  # nested too deep to write back, too
         return False
     return True

@@ -9,9 +9,9 @@ file costs a re-read of the records, never a wrong answer about their shape.
 
 from __future__ import annotations
 
+import json
 from _collections_abc import Iterator, Mapping
 
-from gitlocks.core import jsontext
 from gitlocks.core.summaries import VERDICTS_FORMAT, Columns, Summaries, Summary, Verdict
 from gitlocks.core.table import Judged, Problem
 from gitlocks.core.text import all_text
@@ -28,7 +28,7 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     reasons = {oid: v for oid, v in verdicts.items() if isinstance(v, str)}
     summaries = [(oid, v) for oid, v in verdicts.items() if not isinstance(v, str)]
     document = {"format": VERDICTS_FORMAT, "reasons": reasons, "summaries": _columns(summaries)}
-    return jsontext.dumps(document, separators=(",", ":")).encode()
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
@@ -50,7 +50,7 @@ def encode_judged(judged: Judged) -> bytes:
     rows = [(judged.blobs[lock_id], s) for lock_id, s in judged.summaries.items()]
     problems = [[p.ref, p.oid, p.reason] for p in judged.problems]
     document = {"format": VERDICTS_FORMAT, "summaries": _columns(rows), "problems": problems}
-    return jsontext.dumps(document, separators=(",", ":")).encode()
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def decode_judged(raw: bytes) -> Judged | None:
@@ -106,7 +106,7 @@ def _object_ids(oids: list[str]) -> bool:
 
 def _document(raw: bytes) -> dict[str, Any] | None:
     try:
-        data = jsontext.loads(raw)
+        data = json.loads(raw)
     except (ValueError, RecursionError):
         return None
     if type(data) is not dict or data.get("format") != VERDICTS_FORMAT:

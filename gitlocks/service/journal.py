@@ -9,10 +9,10 @@ appended to ``<common git dir>/agent-locks-refusals.jsonl``, trimmed to the newe
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
-from gitlocks.core import jsontext
 from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
 from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
@@ -61,7 +61,7 @@ def refusals_path(store: LockStore) -> str:
 def record_refusal(store: LockStore, event: Event) -> None:
     """Append a refusal to the local log; best effort, never fails the command."""
     path = refusals_path(store)
-    line = jsontext.dumps({**event, "local": True}, ensure_ascii=False, sort_keys=True) + "\n"
+    line = json.dumps({**event, "local": True}, ensure_ascii=False, sort_keys=True) + "\n"
     try:
         # O_APPEND: concurrent writers' lines do not interleave (each is one write).
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)

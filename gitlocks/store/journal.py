@@ -12,13 +12,14 @@ written again.
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import time
 import zlib
 from typing import NamedTuple
 
-from gitlocks.core import journal, jsontext
+from gitlocks.core import journal
 from gitlocks.core.dates import datetime, timezone
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.record import is_lock_id, lock_ids_only
@@ -252,7 +253,7 @@ class Journal:
                 if entry.events and entry.events[0].get("event") == journal.COMPACTED:
                     break  # a compacted root repeats events already told
                 for n, event in enumerate(entry.events):
-                    key = jsontext.dumps(event, sort_keys=True)
+                    key = json.dumps(event, sort_keys=True)
                     if key not in seen:
                         seen.add(key)
                         found.append((str(event.get("at", "")), n, event))
