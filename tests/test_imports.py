@@ -40,7 +40,6 @@ STORE_VERBS = frozenset(
         "gitlocks.core", "gitlocks.core.change", "gitlocks.core.claims", "gitlocks.core.digest",
         "gitlocks.core.glob",
         "gitlocks.core.journal", "gitlocks.core.strictjson",
-        "gitlocks.core.dates",
         "gitlocks.core.liveness", "gitlocks.core.record", "gitlocks.core.scope",
         "gitlocks.core.table", "gitlocks.core.summaries", "gitlocks.core.text",
         "gitlocks.core.ignore",
@@ -65,7 +64,7 @@ WHOAMI = frozenset(
         "gitlocks", "gitlocks.main", "gitlocks.errors", "gitlocks.cli", "gitlocks.cli.app",
         "gitlocks.cli.common", "gitlocks.cli.declare", "gitlocks.cli.info", "gitlocks.core",
         "gitlocks.core.digest", "gitlocks.core.record", "gitlocks.core.text",
-        "gitlocks.core.strictjson", "gitlocks.core.dates", "gitlocks.identity",
+        "gitlocks.core.strictjson", "gitlocks.identity",
         "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.identity",
     }
@@ -75,23 +74,21 @@ WHOAMI = frozenset(
 # hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); subprocess brings
 # signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
-# pathlib
-# costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
-# does their work); datetime runs its pure-Python classes before taking the C ones
-# (gitlocks.core.dates takes those from _datetime). The standard library's own data
-# classes, named tuples, typing, caches and JSON (dataclasses, typing, functools,
-# collections, json, and what they load) are used as they are.
+# pathlib costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
+# does their work). The standard library's own data classes, named tuples, typing,
+# caches, JSON and dates (dataclasses, typing, functools, collections, json, datetime, and
+# what they load) are used as they are.
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "difflib", "email",
         "hashlib", "http", "locale", "logging", "shlex",
-        "pathlib", "datetime",
+        "pathlib",
         "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
         "subprocess", "tempfile", "threading", "traceback",
         "unittest", "uuid", "xml", "zipfile",
         # Not heavy, but of no use: _bisect, a shared library to load, for a character
-        # class's few ranges, nor math for two checks plain arithmetic makes.
-        "bisect", "_bisect", "math",
+        # class's few ranges.
+        "bisect", "_bisect",
     }
 )  # fmt: skip
 
@@ -341,7 +338,6 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.hooks.trailer", "gitlocks.hooks.commit", "gitlocks.hooks.session",
         "gitlocks.core", "gitlocks.core.claims", "gitlocks.core.digest", "gitlocks.core.glob",
         "gitlocks.core.ignore",
-        "gitlocks.core.dates",
         "gitlocks.core.record", "gitlocks.core.scope", "gitlocks.core.table",
         "gitlocks.core.summaries",
         "gitlocks.core.text", "gitlocks.core.liveness", "gitlocks.core.journal",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime
 from typing import NamedTuple
 
 from gitlocks.agents.harnesses import (
@@ -51,7 +52,6 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     LockRecord,
     format_time,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import datetime
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -16,7 +17,6 @@ from gitlocks.agents.harnesses import (
     Pass,
 )
 from gitlocks.agents.repos import Repo, open_repo
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     LockRecord,
     expiry_from,

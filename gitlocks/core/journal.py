@@ -14,10 +14,10 @@ whose root commit carries a ``compacted`` marker and the retained events.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import NamedTuple
 
-from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import first_control, is_digits, printable

@@ -8,8 +8,8 @@ class, so they judge alike (docs/design.md, section 3.3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import LockRecord
 
 TYPE_CHECKING = False

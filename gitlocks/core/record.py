@@ -11,9 +11,9 @@ import os
 import time
 from _operator import itemgetter  # operator.py re-exports it: its import costs 0.2 ms
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
-from gitlocks.core.dates import datetime, timedelta, timezone
 from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import NamedTuple
 
-from gitlocks.core.dates import timedelta
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of

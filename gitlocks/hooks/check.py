@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from gitlocks.core.claims import Claims
-from gitlocks.core.dates import datetime
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (

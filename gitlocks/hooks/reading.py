@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError

@@ -22,8 +22,8 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
 from gitlocks.core.table import Problem, Table

@@ -5,7 +5,8 @@ Pure, and free of pygit2 and typer: the git hooks import it on every commit.
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from datetime import datetime
+
 from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines

@@ -7,7 +7,8 @@ an escape sequence in them must not forge a line of its own.
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from datetime import datetime
+
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines, shell_word

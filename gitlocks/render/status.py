@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from datetime import datetime
+
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable_lines
 from gitlocks.render.locks import expires, kind, state_word

@@ -6,8 +6,8 @@ Pure, and free of pygit2 and typer: the pre-receive hook imports it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.render.hooks import PREFIX

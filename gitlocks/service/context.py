@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-from gitlocks.core.dates import datetime, timedelta
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError

@@ -22,8 +22,9 @@ also remembers each answer for the rest of the decision.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from gitlocks.core.change import Change
-from gitlocks.core.dates import datetime
 from gitlocks.core.liveness import Liveness, State
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (

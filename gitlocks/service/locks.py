@@ -8,10 +8,10 @@ decision code serves every backend.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 from gitlocks.core.change import Change
 from gitlocks.core.claims import Claims
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     MAX_AWAITING,
     LockRecord,

@@ -17,10 +17,10 @@ import marshal
 import os
 import time
 import zlib
+from datetime import datetime, timezone
 from typing import NamedTuple
 
 from gitlocks.core import journal
-from gitlocks.core.dates import datetime, timezone
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.core.text import is_digits
