@@ -146,10 +146,10 @@ def _wait_for_own_children() -> None:
     """Take SIGCHLD back to its default when our parent left it ignored: the kernel would
     then reap every git we start itself, and each one's exit code would be lost (a failed
     git reading as a success)."""
-    import _signal  # type: ignore[import-not-found]  # built in: ``signal`` costs 0.5 ms
+    import signal
 
-    if _signal.getsignal(_signal.SIGCHLD) == _signal.SIG_IGN:
-        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 
 def _leave(code: int) -> None:

@@ -71,20 +71,20 @@ WHOAMI = frozenset(
 )  # fmt: skip
 
 # Standard modules none of these commands needs: each costs a few milliseconds.
-# hashlib loads OpenSSL (gitlocks.core.digest has the built-in digests); subprocess brings
-# signal, threading, selectors and locale (gitlocks.git.spawn starts git instead); shlex
+# subprocess brings selectors and locale (gitlocks.git.spawn starts git instead); shlex
 # compiles a pattern as it loads (gitlocks.core.text.shell_word imports it for a hint);
 # pathlib costs ~7 ms (fnmatch, re, ntpath, urllib.parse, ipaddress: paths are str and os.path
 # does their work). The standard library's own data classes, named tuples, typing,
-# caches, JSON and dates (dataclasses, typing, functools, collections, json, datetime, and
-# what they load) are used as they are.
+# caches, JSON, dates, digests, signals and threads (dataclasses, typing, functools,
+# collections, json, datetime, hashlib, signal, threading, and what they load) are used as
+# they are.
 HEAVY_STDLIB = frozenset(
     {
         "argparse", "asyncio", "concurrent", "difflib", "email",
-        "hashlib", "http", "locale", "logging", "shlex",
+        "http", "locale", "logging", "shlex",
         "pathlib",
-        "multiprocessing", "random", "selectors", "signal", "socket", "sqlite3", "ssl",
-        "subprocess", "tempfile", "threading", "traceback",
+        "multiprocessing", "random", "selectors", "socket", "sqlite3", "ssl",
+        "subprocess", "tempfile", "traceback",
         "unittest", "uuid", "xml", "zipfile",
         # Not heavy, but of no use: _bisect, a shared library to load, for a character
         # class's few ranges.
@@ -254,11 +254,6 @@ VERBS = {
 }
 
 
-# The verbs that write nothing: they hash nothing with SHA-1 either (a write does, for its
-# objects and the journal's paths). Each digest is a shared library, loaded when first used.
-READING = ("list", "list --json", "check", "status")
-
-
 # Modules of that budget a verb has no use for: only a claim lists the tree (its "covers
 # nothing" note) and judges how long ago its session started.
 NOT_LOADED = {
@@ -274,9 +269,6 @@ def test_each_fast_verb_stays_within_its_import_budget(held: Path, verb: str) ->
     assert not modules & NOT_LOADED.get(verb, set())
     # No guard has registered a harness session here: no register to read.
     assert "gitlocks.identity.sessions" not in modules
-    if verb in READING:
-        assert "_sha1" not in modules
-    assert not {"_sha2", "_sha256"} <= modules  # one of them at most: the one this Python has
 
 
 def test_whoami_loads_no_store(held: Path) -> None:
@@ -286,8 +278,8 @@ def test_whoami_loads_no_store(held: Path) -> None:
 # A claim and a release in remote mode: the store's remote half, and no libgit2. Its runs
 # against the remote are bounded (a session of their own, killed as a group on a timeout:
 # gitlocks.git.spawn does that too). To a local or git:// remote it pushes itself
-# (gitlocks.git.sendpack, over _socket: no socket, selectors or enum); elsewhere it lists
-# the lock refs on a thread (_thread) beside git's push: no subprocess, threading or signal.
+# (gitlocks.git.sendpack, over _socket: no socket or selectors); elsewhere it lists
+# the lock refs on a thread beside git's push: no subprocess.
 REMOTE_WRITE = STORE_VERBS | {
     "gitlocks.core.shard", "gitlocks.git.connect", "gitlocks.git.remote", "gitlocks.git.sendpack",
     "gitlocks.store.listing", "gitlocks.store.mirror", "gitlocks.store.push",

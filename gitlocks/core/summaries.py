@@ -12,8 +12,8 @@ came, makes the summary of one id when asked for it, and keeps beside them those
 
 from __future__ import annotations
 
-from _collections_abc import Callable, Iterator, Mapping, MutableMapping  # os loads it
-from _operator import attrgetter  # operator.py re-exports it: its import costs 0.2 ms
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from operator import attrgetter
 from typing import NamedTuple
 
 from gitlocks.core.glob import compile_pattern

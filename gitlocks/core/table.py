@@ -7,7 +7,7 @@ the number of locks it might cross, not in the number of locks that exist.
 
 from __future__ import annotations
 
-from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple

@@ -10,7 +10,7 @@ file costs a re-read of the records, never a wrong answer about their shape.
 from __future__ import annotations
 
 import json
-from _collections_abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from gitlocks.core.summaries import VERDICTS_FORMAT, Columns, Summaries, Summary, Verdict
 from gitlocks.core.table import Judged, Problem

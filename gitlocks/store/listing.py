@@ -8,7 +8,7 @@ its own connection, while the write decides and pushes, and read once the push a
 
 from __future__ import annotations
 
-import _thread  # one thread and its join: ``threading`` would cost a write a millisecond
+import threading
 
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.text import canonical_number
@@ -85,24 +85,20 @@ class Listing:
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if store.shard_count() else [])]
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
 
-        self._asking = _thread.allocate_lock()  # held until the answer is in
-        self._asking.acquire()
-
         def ask() -> None:
             try:
                 self.run = store._git(args, what="ls-remote of")
             except GitlocksError:
                 pass
-            finally:
-                self._asking.release()
 
-        _thread.start_new_thread(ask, ())
+        # A daemon thread: a command that ends before it answers does not wait for it.
+        self._asking = threading.Thread(target=ask, name="ls-remote", daemon=True)
+        self._asking.start()
 
     def join(self) -> None:
         """Wait for the answer (at once when it is in)."""
         if self.session is None:
-            with self._asking:
-                pass
+            self._asking.join()
         elif self.refs is None:
             # The advertisement names no symbolic ref: one among the lock refs reads as its
             # target's value, and a write that finds it out of step asks ``ls-remote``
