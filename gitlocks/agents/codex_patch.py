@@ -23,14 +23,14 @@ a Codex patch or shell command: the guard runs before every edit, and most are n
 from __future__ import annotations
 
 import os
+import re
 from typing import NamedTuple
 
 from gitlocks.agents.harnesses import Candidates, Unjudgeable
-from gitlocks.core.text import ALNUM, pattern
+from gitlocks.core.text import ALNUM
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import re
     from collections.abc import Sequence
     from typing import Any
 
@@ -158,7 +158,7 @@ class Word(NamedTuple):
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "<", ">")
 _BREAK = " \t\n;&|()<>"
 _NAME_CHARS = ALNUM + "_"  # what a shell variable's name is made of
-_NAME = pattern(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def words(script: str) -> list[Word | str]:
@@ -415,9 +415,8 @@ def _merge(a: list[str], b: list[str]) -> list[str]:
 
 # --- the shell tool's command -----------------------------------------------------------------
 
-# Compiled when a command holds a patch: the guard sees every shell command, few patches.
-_APPLY = pattern(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
-_HEREDOC = pattern(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
+_APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
+_HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
 
 
 def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:

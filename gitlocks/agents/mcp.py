@@ -22,11 +22,12 @@ an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring sa
 from __future__ import annotations
 
 import os
+import re
 from typing import NamedTuple
 
 from gitlocks.core import strictjson
 from gitlocks.core.scope import ScopeEntry, make_entry
-from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, pattern, user_text
+from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import Identity, resolve_identity
 
@@ -354,7 +355,7 @@ ERROR_START = '{"status": "error"'  # how :func:`call` writes every error's docu
 
 # A lone surrogate escaped in a request's JSON (an escaped backslash, a valid pair, or a
 # lone one, matched left to right so that "\\\\ud800" is no escape).
-_ESCAPES = pattern(
+_ESCAPES = re.compile(
     rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
     rb"(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
 )
@@ -362,7 +363,7 @@ _ESCAPES = pattern(
 
 # Bytes that are no UTF-8, as surrogateescape reads them (an escaped backslash first, so
 # that a run after a lone backslash is taken with it).
-_UNDECODABLE = pattern(r"(\\\\)|\\?[\udc80-\udcff]+")
+_UNDECODABLE = re.compile(r"(\\\\)|\\?[\udc80-\udcff]+")
 
 
 def mend(line: bytes) -> bytes:

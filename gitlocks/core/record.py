@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 from typing import NamedTuple
 
-from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
+from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 FORMAT = 1
-_DURATION_UNITS = "dhms"  # in the order they may be written: 1d2h3m4s
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
@@ -33,14 +33,17 @@ MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
 MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
 HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
 
-# The names a record holds, checked with ``str`` methods (gitlocks.core.text.made_of); a
-# property test holds each to the regular expression in its docstring. None accepts a
-# trailing newline, as ``$`` would.
+# The names a record holds, each matched whole (``fullmatch``: a trailing newline is no
+# match, as it would be for ``$``).
+_LOCK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_GENERATED_ID = re.compile(r"[0-9a-f]{11}-[0-9a-f]{10}")
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HOLDER = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def is_lock_id(text: str) -> bool:
-    """``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``: a lock's id, the last component of its ref."""
-    return 0 < len(text) <= 64 and text[0] in ALNUM and made_of(text, NAME_CHARS)
+    """A lock's id, the last component of its ref."""
+    return _LOCK_ID.fullmatch(text) is not None
 
 
 _NAME_BYTES, _ALNUM_BYTES = NAME_CHARS.encode(), ALNUM.encode()
@@ -68,20 +71,19 @@ def lock_ids_only(table: Mapping[str, T]) -> dict[str, T]:
 
 
 def is_generated_id(text: str) -> bool:
-    """``[0-9a-f]{11}-[0-9a-f]{10}``: the shape ``new_lock_id`` makes. Text like this names
-    a lock, never a path."""
-    return len(text) == 22 and text[11] == "-" and made_of(text.replace("-", "", 1), HEX_DIGITS)
+    """The shape ``new_lock_id`` makes. Text like this names a lock, never a path."""
+    return _GENERATED_ID.fullmatch(text) is not None
 
 
 def is_object_id(text: str) -> bool:
-    """``[0-9a-f]{40}|[0-9a-f]{64}``: a full object id, SHA-1 or SHA-256, the one check
-    every module names objects with (a commit a claim waits for, too)."""
-    return (len(text) == 40 or len(text) == 64) and made_of(text, HEX_DIGITS)
+    """A full object id, SHA-1 or SHA-256, the one check every module names objects with
+    (a commit a claim waits for, too)."""
+    return _OBJECT_ID.fullmatch(text) is not None
 
 
 def is_holder(text: str) -> bool:
-    """``[A-Za-z0-9._-]{1,64}``: a holder id."""
-    return 0 < len(text) <= 64 and made_of(text, NAME_CHARS)
+    """A holder id."""
+    return _HOLDER.fullmatch(text) is not None
 
 
 _BRANCH_CHARS = NAME_CHARS + "/"
@@ -182,8 +184,7 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
 
 def parse_duration(text: str, *, what: str = "duration") -> int:
     """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``, spaces allowed between the
-    parts) to whole seconds, at least 1. One pass over the text: no pattern that could
-    backtrack, whatever an agent sends."""
+    parts) to whole seconds, at least 1."""
     groups = _duration_parts(text)
     if groups is None:
         raise UsageError(
@@ -202,37 +203,21 @@ def parse_duration(text: str, *, what: str = "duration") -> int:
     return total
 
 
+# Days, hours, minutes and seconds, in that order, each optional, spaces allowed around
+# each unit; a last number without a unit is seconds. Each run of spaces follows a number
+# or a unit, never another run, so no input can make the match backtrack far.
+_DURATION = re.compile(
+    r"\s*(?:([0-9]+)\s*d\s*)?(?:([0-9]+)\s*h\s*)?(?:([0-9]+)\s*m\s*)?(?:([0-9]+)\s*(?:s\s*)?)?"
+)
+
+
 def _duration_parts(text: str) -> list[str] | None:
     """The digits given for days, hours, minutes and seconds, in that order ("" for a part
-    left out), or None when ``text`` is no duration. A last number without a unit is
-    seconds."""
-    found = ["", "", "", ""]
-    at, end, next_unit = 0, len(text), 0
-    while True:
-        while at < end and text[at].isspace():
-            at += 1
-        if at == end:
-            break
-        start = at
-        while at < end and text[at] in "0123456789":
-            at += 1
-        if at == start or next_unit == len(_DURATION_UNITS):
-            return None
-        digits = text[start:at]
-        while at < end and text[at].isspace():
-            at += 1
-        unit = text[at] if at < end else ""
-        if unit and unit in _DURATION_UNITS:
-            index = _DURATION_UNITS.index(unit)
-            at += 1
-        elif not unit:
-            index = 3  # a bare number: seconds, and nothing may follow it
-        else:
-            return None
-        if index < next_unit:
-            return None
-        found[index], next_unit = digits, index + 1
-    return found if any(found) else None
+    left out), or None when ``text`` is no duration."""
+    match = _DURATION.fullmatch(text)
+    if match is None or not any(match.groups()):
+        return None
+    return [g or "" for g in match.groups()]
 
 
 def format_duration(seconds: float) -> str:

@@ -9,9 +9,9 @@ off; our repository named by ``--git-dir``, not by a hook's variables) and a tim
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from gitlocks.core.text import pattern
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
 
@@ -30,13 +30,13 @@ _CONFIG = (
     "push.recurseSubmodules=no",
 )
 
-_AUTH = pattern(
+_AUTH = re.compile(
     r"(?i)authentication failed|permission denied|access denied|could not read (username|password)"
     r"|terminal prompts disabled|\b401\b|\b403\b|invalid credentials|unauthorized"
     r"|publickey|not authorized"
 )
 _NO_ATOMIC = "does not support --atomic"
-_REASON = pattern(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
+_REASON = re.compile(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
 
 
 @dataclass(frozen=True)
