@@ -106,7 +106,7 @@ def _held_to(tool: Tool, body: Any) -> None:
     is None. The names alone would let a declaration change an argument's type or make a
     required one optional, and the body, unchanged, get what it cannot handle. The
     annotations are read as written (this module imports ``annotations`` from
-    ``__future__``), not evaluated: no ``typing`` for the server's start."""
+    ``__future__``), not evaluated."""
     written = body.__annotations__
     for a in tool.arguments:
         kind, annotation, said = _HANDED[a.kind]

@@ -65,8 +65,8 @@ def install_agent_hooks(
     """
     from pathlib import Path  # the installers' paths; pathlib is off the MCP server's start
 
-    # Imported here: only the installers read and write settings files (their dataclasses
-    # would cost the MCP server's start, which shares this module, some 14 ms).
+    # Imported here: only the installers read and write settings files (the module loads
+    # pathlib, which the MCP server's start, sharing this module, does without).
     from gitlocks.agents import settings
 
     name = _harness(harness)

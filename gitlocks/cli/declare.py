@@ -19,8 +19,7 @@ share that declaration:
 So a verb run correctly never imports the command-line framework, and its help and errors
 are the framework's own. ``parse`` and the tool table read each parameter's type from its
 annotation as written (the verb modules import ``annotations`` from ``__future__``), never
-evaluating it: neither imports ``typing``. Values stay strings: the verbs read them
-themselves.
+evaluating it. Values stay strings: the verbs read them themselves.
 """
 
 from __future__ import annotations

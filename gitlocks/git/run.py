@@ -22,6 +22,7 @@ catch; the messages are the same for all.
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import NamedTuple
 
@@ -30,27 +31,14 @@ from gitlocks.git.spawn import Process, TimeoutExpired
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import ClassVar
 
 
-class Env:
-    """How git's environment is made from ours (see the module's docstring): one of
-    ``Env.INHERIT``, ``Env.CLEAN`` and ``Env.REMOTE``, told apart by identity. (Not an
-    ``enum.Enum``: importing enum costs a command about a millisecond.)"""
+class Env(enum.Enum):
+    """How git's environment is made from ours (see the module's docstring)."""
 
-    __slots__ = ("name",)
-    INHERIT: ClassVar[Env]
-    CLEAN: ClassVar[Env]
-    REMOTE: ClassVar[Env]
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"Env.{self.name}"
-
-
-Env.INHERIT, Env.CLEAN, Env.REMOTE = Env("INHERIT"), Env("CLEAN"), Env("REMOTE")
+    INHERIT = enum.auto()
+    CLEAN = enum.auto()
+    REMOTE = enum.auto()
 
 
 # Variables that locate a repository, its work tree, index or object store: git's own list
