@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from gitlocks.agents.harnesses import Candidates, Unjudgeable
 from gitlocks.core.text import ALNUM
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
 # starts with one of these; an Update hunk may move the file (both names are written).

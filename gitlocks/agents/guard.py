@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -68,10 +69,6 @@ from gitlocks.identity import (
     Identity,
     sessions,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
 # event is let through unread, so the cap is well above what agents write (a lockfile

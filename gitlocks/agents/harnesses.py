@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import NamedTuple
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-    from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypeAlias
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
@@ -64,7 +60,7 @@ class Answer(NamedTuple):
 
 
 # An editing tool -> the files one call of it writes, from its input (None: it names none).
-Paths: TypeAlias = "Callable[[Any], tuple[str, ...] | None]"
+Paths: TypeAlias = Callable[[Any], tuple[str, ...] | None]
 
 
 class Fields(NamedTuple):

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from gitlocks.core import strictjson
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, BinaryIO
 
 # The revisions of the protocol reachable through ``initialize``, oldest to newest: the
 # client's is answered when it is one of them, else the newest.

@@ -23,17 +23,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitlocks.core import strictjson
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import Identity, resolve_identity
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 INSTRUCTIONS = (
     "Advisory path locks shared by the agents working in this git repository. Before "

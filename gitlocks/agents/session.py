@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -43,11 +45,6 @@ from gitlocks.identity import (
 )
 from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
 from gitlocks.render.locks import expires
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from typing import Any
 
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.

@@ -4,6 +4,7 @@ uninstall-agent-hooks."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
@@ -13,7 +14,6 @@ from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.render.hooks import INSTALL_WORDS
 from gitlocks.store.local import Store
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.agents.settings import SettingsChange
 

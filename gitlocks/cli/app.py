@@ -14,13 +14,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 from gitlocks.cli import declare
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # verb -> (module under gitlocks.cli, one line of help); "" help: hidden.
 VERBS: dict[str, tuple[str, str]] = {

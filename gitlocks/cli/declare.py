@@ -24,12 +24,8 @@ evaluating it. Values stay strings: the verbs read them themselves.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 class InTool(NamedTuple):

@@ -7,13 +7,10 @@ Pure data, in the core: the guard and the services build changes without loading
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.errors import UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @dataclass

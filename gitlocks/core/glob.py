@@ -13,15 +13,12 @@ compared many times.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from gitlocks.core.text import first_control
 from gitlocks.errors import InvalidPattern
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 Ranges = tuple[tuple[int, int], ...]
 

@@ -14,21 +14,17 @@ whose root commit carries a ``compacted`` marker and the retained events.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import first_control, is_digits, printable
 from gitlocks.errors import UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from typing import Any, TypeAlias
-
-Event: TypeAlias = "dict[str, Any]"
+Event: TypeAlias = dict[str, Any]
 
 
 DEFAULT_KEEP_EVENTS = 1000

@@ -7,18 +7,15 @@ class, so they judge alike (docs/design.md, section 3.3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal, TypeAlias
 
 from gitlocks.core.record import LockRecord
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Literal, TypeAlias
-
 # The state of a live (unexpired) lock.
-State: TypeAlias = 'Literal["live", "stale", "dead", "interrupted"]'
+State: TypeAlias = Literal["live", "stale", "dead", "interrupted"]
 
 
 @dataclass

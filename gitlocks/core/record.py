@@ -10,20 +10,16 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+T = TypeVar("T")
 
 FORMAT = 1
 MAX_TTL_SECONDS = 366 * 86400

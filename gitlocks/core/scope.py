@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from gitlocks.core.glob import (
     GLOBSTAR,
@@ -36,23 +38,7 @@ from gitlocks.core.glob import (
 )
 from gitlocks.errors import InvalidPattern
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator
-    from typing import Generic, TypeVar
-
-    K = TypeVar("K", bound=Hashable)
-else:  # typing costs 2-3 ms to import, and no command needs it at run time
-
-    class Generic:
-        """``Generic[K]`` at run time: the class itself, unparameterised."""
-
-        __slots__ = ()
-
-        def __class_getitem__(cls, _: object) -> type:
-            return cls
-
-    K = "K"
+K = TypeVar("K", bound=Hashable)
 
 __all__ = [
     "WHOLE_TREE",

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from operator import attrgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitlocks.core.glob import compile_pattern
 from gitlocks.errors import InvalidPattern
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.core.record import LockRecord
 

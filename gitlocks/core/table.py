@@ -10,17 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import NoReturn
 
 Key = tuple[str, str]  # (lock id, pattern)
 

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gitlocks.core.summaries import VERDICTS_FORMAT, Columns, Summaries, Summary, Verdict
 from gitlocks.core.table import Judged, Problem
 from gitlocks.core.text import all_text
 from gitlocks.layout import LOCK_PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:

@@ -14,16 +14,15 @@ framework nor pygit2.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
-
     from gitlocks.git.spawn import Process
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because

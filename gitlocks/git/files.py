@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import os
 from stat import S_ISDIR, S_ISREG  # os has loaded it
-from typing import NamedTuple
+from typing import IO, Literal, NamedTuple
 
 from gitlocks.core.record import is_object_id
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import IO, Literal
 
 
 class Scan(NamedTuple):

@@ -18,18 +18,14 @@ from __future__ import annotations
 import os
 import stat
 import zlib
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Literal, NamedTuple
 
 from gitlocks.core.digest import hasher
 from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents, read_loose
 from gitlocks.git.run import Env, start
 from gitlocks.git.spawn import Process
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-    from typing import Literal
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644

@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from gitlocks.git.spawn import Process, TimeoutExpired
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 
 class Env(enum.Enum):

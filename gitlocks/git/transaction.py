@@ -10,14 +10,11 @@ reading ref files itself would not.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, start
 from gitlocks.git.spawn import TimeoutExpired
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 
 class RefsRefused(StoreError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -57,10 +58,6 @@ from gitlocks.layout import (
 )
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
@@ -21,11 +23,6 @@ from gitlocks.git.changes import finish_git, start_git, take_ahead
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import read_lock_table
 from gitlocks.identity import Identity, host_identity
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
 
 MODES = ("warn", "block")
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, format_time, utcnow, validate_holder
@@ -36,10 +37,6 @@ from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
 from gitlocks.hooks.reading import HookConfig, hook_config
 from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import IGNORE_FILE, JOURNAL_REF
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 TRAILER = "Agent-Id"
 # The holder a commit without a valid Agent-Id is judged as: no holder id can contain a

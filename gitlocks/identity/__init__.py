@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
 from gitlocks.core.text import NAME_CHARS, is_digits
 from gitlocks.errors import InvalidHolder, UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
 # matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that

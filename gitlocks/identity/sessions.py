@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
@@ -45,10 +46,6 @@ from gitlocks.identity import (
     trusted,
     valid_holder,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
 
 # Entries are tiny; a larger file is no entry of ours and is not read.
 MAX_ENTRY_BYTES = 64 * 1024

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.render.hooks import PREFIX
 from gitlocks.render.locks import expires
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hooks import this module: their result types are named for types only
+if TYPE_CHECKING:
     from gitlocks.hooks.verify import Finding, Verification
 
 SUBJECT_WIDTH = 60  # a subject is shown whole in JSON; on one line of text, cut here

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
 from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
-    from collections.abc import Callable, Iterator
-
+if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
 REFUSALS_KEEP = 1000

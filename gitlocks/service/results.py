@@ -7,14 +7,10 @@ types without loading the store or pygit2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 from gitlocks.core.liveness import State
 from gitlocks.core.record import LockRecord
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal, TypeAlias
 
 
 class Conflict(NamedTuple):
@@ -31,7 +27,7 @@ class Conflict(NamedTuple):
         return data
 
 
-AcquireStatus: TypeAlias = 'Literal["acquired", "already_yours", "refused", "interrupted"]'
+AcquireStatus: TypeAlias = Literal["acquired", "already_yours", "refused", "interrupted"]
 
 
 @dataclass
@@ -117,7 +113,7 @@ class NoteResult:
         }
 
 
-CheckStatus: TypeAlias = 'Literal["free", "yours", "held"]'
+CheckStatus: TypeAlias = Literal["free", "yours", "held"]
 
 
 class CheckItem(NamedTuple):

@@ -15,13 +15,12 @@ Nothing is overwritten unless asked: a different existing copy is refused withou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from gitlocks.errors import UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Literal
 
 TOOLS = ("claude", "codex", "cursor", "agents")
 BEGIN = "<!-- gitlocks:begin (written by git alock skill install; edits are replaced) -->"

@@ -17,8 +17,9 @@ import marshal
 import os
 import time
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
@@ -28,11 +29,6 @@ from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
-    from typing import Any
 
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard

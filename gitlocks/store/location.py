@@ -6,19 +6,14 @@ by side). ``GIT_DIR`` and ``GIT_WORK_TREE`` are honoured as git honours them.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitlocks.errors import GitlocksError, NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from gitlocks.git.spawn import Process
-
-    pass
 
 
 def current_directory() -> str:

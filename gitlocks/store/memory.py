@@ -17,7 +17,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
@@ -27,11 +27,7 @@ from gitlocks.git.settings import Settings
 from gitlocks.layout import LOCK_PREFIX
 from gitlocks.store.base import LockStore
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+T = TypeVar("T")
 
 
 class MemoryEntry(NamedTuple):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 from gitlocks.core.record import is_object_id
 from gitlocks.core.text import is_digits
@@ -21,7 +22,6 @@ from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git, timed_out
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
 from gitlocks.store.local import Store
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.git.sendpack import Session
 

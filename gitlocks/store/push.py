@@ -14,6 +14,7 @@ section 5.7).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gitlocks.core.change import Change, check_sizes
@@ -32,10 +33,6 @@ from gitlocks.git.remote import (
 )
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 
 def differing(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 
 from gitlocks.core.record import is_object_id
 from gitlocks.core.text import NAME_CHARS, made_of
@@ -33,11 +34,7 @@ from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 from gitlocks.store.location import started
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
-
-    Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
+Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
 
 _OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
 

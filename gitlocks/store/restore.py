@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
@@ -37,10 +38,7 @@ from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 from gitlocks.store.upgrade import sharded_markers
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     import pygit2
 
     from gitlocks.core.table import Table

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, format_time, utcnow
@@ -41,10 +41,6 @@ from gitlocks.store.remote import (
     read_sync_times,
     write_sync_times,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @dataclass
