@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
@@ -146,8 +147,6 @@ def _wait_for_own_children() -> None:
     """Take SIGCHLD back to its default when our parent left it ignored: the kernel would
     then reap every git we start itself, and each one's exit code would be lost (a failed
     git reading as a success)."""
-    import signal
-
     if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
