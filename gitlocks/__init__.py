@@ -12,11 +12,9 @@ them never need the scope engine.
 
 from __future__ import annotations
 
-from gitlocks.errors import InvalidPattern
+from typing import Any
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from gitlocks.errors import InvalidPattern
 
 __version__ = "0.1.0"
 __all__ = ["InvalidPattern", "__version__", "pattern_covers", "patterns_overlap"]

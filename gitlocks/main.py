@@ -17,11 +17,11 @@ files are written and closed before a verb answers, and a git child still runnin
 from __future__ import annotations
 
 import gc
+import json
 import os
 import signal
 import sys
 
-from gitlocks.core import jsontext
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 
@@ -99,7 +99,7 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
     if "--json" not in args:
         return
     try:  # stdout itself may be what failed
-        sys.stdout.write(jsontext.dumps(doc, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     except OSError:
         pass

@@ -24,16 +24,12 @@ are neither.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from gitlocks.agents.edits import Candidates, Unjudgeable
-from gitlocks.core.plain import Row
-from gitlocks.core.text import ALNUM, pattern
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import re
-    from collections.abc import Sequence
-    from typing import Any
+from gitlocks.core.text import ALNUM
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
 # starts with one of these; an Update hunk may move the file (both names are written).
@@ -147,7 +143,7 @@ def _files(text: str) -> tuple[str, ...]:
 # --- the shell's words ------------------------------------------------------------------------
 
 
-class Word(Row):
+class Word(NamedTuple):
     """One shell word: its text with quotes removed, and whether the shell decides it only
     when it runs (an expansion: ``$``, a command substitution, ``~``, a glob)."""
 
@@ -159,7 +155,7 @@ class Word(Row):
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "<", ">")
 _BREAK = " \t\n;&|()<>"
 _NAME_CHARS = ALNUM + "_"  # what a shell variable's name is made of
-_NAME = pattern(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def words(script: str) -> list[Word | str]:
@@ -416,9 +412,8 @@ def _merge(a: list[str], b: list[str]) -> list[str]:
 
 # --- the shell tool's command -----------------------------------------------------------------
 
-# Compiled when a command holds a patch: the guard sees every shell command, few patches.
-_APPLY = pattern(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
-_HEREDOC = pattern(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
+_APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
+_HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
 
 
 def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
@@ -531,7 +526,7 @@ def _names_files(text: str) -> bool:
     return bool(_files(text)) or any(mark.rstrip() in text for mark in (ADD, DELETE, UPDATE))
 
 
-class _Opened(Row):
+class _Opened(NamedTuple):
     """A here-document as its ``<<`` opens it."""
 
     delimiter: str  # the word, its quotes removed, as the shell ends the body at it

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import NamedTuple
 
 from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
@@ -49,8 +52,6 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
-from gitlocks.core.dates import datetime
-from gitlocks.core.plain import Row
 from gitlocks.core.record import (
     LockRecord,
     format_time,
@@ -67,10 +68,6 @@ from gitlocks.identity import (
     Identity,
     sessions,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
 # event is let through unread, so the cap is well above what agents write (a lockfile
@@ -147,7 +144,7 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-class Verdict(Row):
+class Verdict(NamedTuple):
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
     those that cannot be claimed here, and the repositories where a claim was met."""
 

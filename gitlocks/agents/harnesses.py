@@ -10,16 +10,12 @@ an edit. Nothing here touches git or the disk; a malformed event raises ``Pass``
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypeAlias
 
 from gitlocks.agents.edits import Candidates
-from gitlocks.core import jsontext
-from gitlocks.core.plain import Row
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-    from typing import Any, TypeAlias
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
@@ -28,7 +24,7 @@ class Pass(Exception):
     """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
 
 
-class Event(Row):
+class Event(NamedTuple):
     """One harness event, as the guard needs it."""
 
     kind: str  # "edit", "start", "end", "stop", "other" or "ignore" (not ours: say nothing)
@@ -41,7 +37,7 @@ class Event(Row):
     claimable: bool = True
 
 
-class Answer(Row):
+class Answer(NamedTuple):
     """What the harness gets back."""
 
     code: int = EXIT_ALLOW
@@ -50,10 +46,10 @@ class Answer(Row):
 
 
 # An editing tool -> the files one call of it writes, from its input (None: it names none).
-Paths: TypeAlias = "Callable[[Any], tuple[str, ...] | None]"
+Paths: TypeAlias = Callable[[Any], tuple[str, ...] | None]
 
 
-class Fields(Row):
+class Fields(NamedTuple):
     """Where a harness's event says what: its keys, and which events and tools matter."""
 
     event: str  # the key naming the event ("": the hook's command line names it)
@@ -69,7 +65,7 @@ class Fields(Row):
     quiet: frozenset[str] = frozenset()
 
 
-class Harness(Row):
+class Harness(NamedTuple):
     """One harness: how its events read, and how each answer is written on stdout."""
 
     name: str
@@ -95,7 +91,7 @@ def _json_args(name: str) -> Paths:
     def paths(tool_args: Any) -> tuple[str, ...] | None:
         if isinstance(tool_args, str):
             try:
-                tool_args = jsontext.loads(tool_args)
+                tool_args = json.loads(tool_args)
             except (ValueError, RecursionError):
                 return None
         return inner(tool_args)
@@ -105,7 +101,7 @@ def _json_args(name: str) -> Paths:
 
 def _load(raw: bytes) -> dict[str, Any]:
     try:
-        data = jsontext.loads(raw)
+        data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise Pass(f"the hook event is not JSON ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
@@ -155,7 +151,7 @@ def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
 
 def _specific(event: str, **fields: str) -> str:
     """Claude Code's (and Codex's) ``hookSpecificOutput`` answer."""
-    return jsontext.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
 
 
 def _claude_deny(reason: str) -> str:
@@ -207,8 +203,8 @@ GEMINI = Harness(
         {"SessionStart": "start", "SessionEnd": "end", "AfterAgent": "stop"},
         {"write_file": _key("file_path"), "replace": _key("file_path")},
     ),
-    deny=lambda reason: jsontext.dumps({"decision": "deny", "reason": reason}),
-    warn=lambda reason: jsontext.dumps({"systemMessage": reason}),
+    deny=lambda reason: json.dumps({"decision": "deny", "reason": reason}),
+    warn=lambda reason: json.dumps({"systemMessage": reason}),
     context=_start_context,
 )
 
@@ -264,7 +260,7 @@ COPILOT = Harness(
         tools={"edit": _json_args("path")},
         others="ignore",
     ),
-    deny=lambda reason: jsontext.dumps(
+    deny=lambda reason: json.dumps(
         {"permissionDecision": "deny", "permissionDecisionReason": reason}
     ),
     warn=lambda reason: None,

@@ -14,14 +14,12 @@ method cannot take (``arguments`` not an object), or a request other than ``ping
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
-from gitlocks.core import jsontext
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, BinaryIO
+from gitlocks.core import strictjson
 
 # The revisions of the protocol reachable through ``initialize``, oldest to newest: the
 # client's is answered when it is one of them, else the newest.
@@ -53,7 +51,7 @@ def _params(message: dict[str, Any]) -> dict[str, Any]:
 def _write(out: BinaryIO, message: dict[str, Any]) -> None:
     """One line of ASCII: every other character escaped, so that none a reader may take
     for the end of a line (U+2028, U+2029, U+0085) is sent raw, nor a lone surrogate."""
-    out.write(jsontext.dumps_finite(message).encode("ascii") + b"\n")
+    out.write(strictjson.dumps_finite(message).encode("ascii") + b"\n")
     out.flush()
 
 
@@ -117,7 +115,7 @@ class Connection:
         if not line.strip():
             return None
         try:
-            message = jsontext.loads(line)
+            message = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or nested past what it reads
             return _error(None, PARSE_ERROR, "parse error")
         if not isinstance(message, dict):

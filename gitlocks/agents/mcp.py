@@ -22,17 +22,14 @@ an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring sa
 from __future__ import annotations
 
 import os
+import re
+from typing import Any, NamedTuple
 
-from gitlocks.core import jsontext
-from gitlocks.core.plain import Row
+from gitlocks.core import strictjson
 from gitlocks.core.scope import ScopeEntry, make_entry
-from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, pattern, user_text
+from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, user_text
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.identity import Identity, resolve_identity
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 INSTRUCTIONS = (
     "Advisory path locks shared by the agents working in this git repository. Before "
@@ -44,7 +41,7 @@ MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store
 MAX_PATTERN_CHARS = 4096  # PATH_MAX
 
 
-class ToolArgument(Row):
+class ToolArgument(NamedTuple):
     """One argument of a tool, as its verb declares it."""
 
     name: str  # as the tool takes it
@@ -55,7 +52,7 @@ class ToolArgument(Row):
     help: str
 
 
-class Tool(Row):
+class Tool(NamedTuple):
     name: str
     description: str
     arguments: tuple[ToolArgument, ...]
@@ -105,7 +102,7 @@ def _held_to(tool: Tool, body: Any) -> None:
     is None. The names alone would let a declaration change an argument's type or make a
     required one optional, and the body, unchanged, get what it cannot handle. The
     annotations are read as written (this module imports ``annotations`` from
-    ``__future__``), not evaluated: no ``typing`` for the server's start."""
+    ``__future__``), not evaluated."""
     written = body.__annotations__
     for a in tool.arguments:
         kind, annotation, said = _HANDED[a.kind]
@@ -342,11 +339,11 @@ def call(server: Server, tool: str, arguments: Any) -> str:
     except Exception as exc:  # a bug must still answer, and never look like a refusal
         error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
         result = {"status": "error", "error": error, "exit_code": 2}
-    text = jsontext.dumps_finite(result, ensure_ascii=False)
+    text = strictjson.dumps_finite(result, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # an undecodable file name's bytes: escaped, still JSON
-        text = jsontext.dumps_finite(result)
+        text = strictjson.dumps_finite(result)
     return text
 
 
@@ -354,7 +351,7 @@ ERROR_START = '{"status": "error"'  # how :func:`call` writes every error's docu
 
 # A lone surrogate escaped in a request's JSON (an escaped backslash, a valid pair, or a
 # lone one, matched left to right so that "\\\\ud800" is no escape).
-_ESCAPES = pattern(
+_ESCAPES = re.compile(
     rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
     rb"(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
 )
@@ -362,7 +359,7 @@ _ESCAPES = pattern(
 
 # Bytes that are no UTF-8, as surrogateescape reads them (an escaped backslash first, so
 # that a run after a lone backslash is taken with it).
-_UNDECODABLE = pattern(r"(\\\\)|\\?[\udc80-\udcff]+")
+_UNDECODABLE = re.compile(r"(\\\\)|\\?[\udc80-\udcff]+")
 
 
 def mend(line: bytes) -> bytes:

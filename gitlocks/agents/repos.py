@@ -10,13 +10,13 @@ guard runs before every edit.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from gitlocks.agents.harnesses import (
     Event,
     Pass,
 )
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
-from gitlocks.core.plain import Row
 from gitlocks.errors import GitlocksError
 from gitlocks.git import files, settings
 from gitlocks.git.changes import finish_git, start_git
@@ -30,7 +30,7 @@ MODES = ("claim", "block", "warn")
 IGNORE = IGNORE_FILE.encode()
 
 
-class Repo(Row):
+class Repo(NamedTuple):
     """The repository an event happens in, as the fast path reads it (no pygit2)."""
 
     root: str

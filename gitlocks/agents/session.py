@@ -5,8 +5,12 @@ renews and releases, in every repository it claimed in (section 6.5).
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -15,8 +19,6 @@ from gitlocks.agents.harnesses import (
     Pass,
 )
 from gitlocks.agents.repos import Repo, open_repo
-from gitlocks.core import jsontext
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     LockRecord,
     expiry_from,
@@ -43,11 +45,6 @@ from gitlocks.identity import (
 )
 from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
 from gitlocks.render.locks import expires
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from typing import Any
 
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
@@ -106,9 +103,7 @@ def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = 
     shown = [*patterns, *(p for p in record.paths if p not in patterns)][:SHOWN_PATTERNS]
     more = len(record.paths) - len(shown)
     paths = " ".join(shown) + (f" and {more} more pattern(s)" if more > 0 else "")
-    reason = (
-        f", reason {jsontext.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
-    )
+    reason = f", reason {json.dumps(record.reason, ensure_ascii=False)}" if record.reason else ""
     kind = " shared" if record.shared else ""
     return (
         f"{paths} held{kind} by {record.holder}{reason}, {expires(record, now)} [lock {record.id}]"

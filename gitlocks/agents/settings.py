@@ -30,15 +30,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.errors import UsageError
 from gitlocks.git.changes import git_output
 from gitlocks.git.files import write_atomic
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # How a hook names the guard: through git, which finds git-alock on the harness's PATH.
 GIT_PREFIX = "git alock"

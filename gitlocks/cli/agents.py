@@ -4,6 +4,7 @@ uninstall-agent-hooks."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
@@ -13,7 +14,6 @@ from gitlocks.errors import EXIT_OK, UsageError
 from gitlocks.render.hooks import INSTALL_WORDS
 from gitlocks.store.local import Store
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.agents.settings import SettingsChange
 
@@ -65,8 +65,8 @@ def install_agent_hooks(
     """
     from pathlib import Path  # the installers' paths; pathlib is off the MCP server's start
 
-    # Imported here: only the installers read and write settings files (their dataclasses
-    # would cost the MCP server's start, which shares this module, some 14 ms).
+    # Imported here: only the installers read and write settings files (the module loads
+    # pathlib, which the MCP server's start, sharing this module, does without).
     from gitlocks.agents import settings
 
     name = _harness(harness)

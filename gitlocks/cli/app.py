@@ -11,15 +11,13 @@ become exit codes.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import Any
 
 from gitlocks.cli import declare
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # verb -> (module under gitlocks.cli, one line of help); "" help: hidden.
 VERBS: dict[str, tuple[str, str]] = {
@@ -113,11 +111,8 @@ def run(args: list[str]) -> int:
 
 
 def verb_module(verb: str) -> Any:
-    """The module that declares ``verb``, imported now (with ``__import__``: the
-    ``importlib`` package is one module more for every command to load)."""
-    name = f"gitlocks.cli.{VERBS[verb][0]}"
-    __import__(name)
-    return sys.modules[name]
+    """The module that declares ``verb``, imported now."""
+    return importlib.import_module(f"gitlocks.cli.{VERBS[verb][0]}")
 
 
 def _as_after_verb(args: list[str]) -> list[str]:

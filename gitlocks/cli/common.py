@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, NoReturn
 
 from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
-from gitlocks.core import jsontext
+from gitlocks.core import strictjson
 from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 # The options many verbs share, with their defaults (``as_id: str | None = AS_OPTION``).
 # An MCP tool acts for the server's holder only: it is named as the server starts.
@@ -83,11 +80,11 @@ def json_text(data: Any, *, indent: int | None = None, sort_keys: bool = False) 
     other characters than ASCII as they are; every one escaped where some string holds an
     unpaired surrogate (a hostile journal event's, spelled as an escape), which no UTF-8
     output can carry."""
-    text = jsontext.dumps_finite(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+    text = strictjson.dumps_finite(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return jsontext.dumps_finite(data, indent=indent, sort_keys=sort_keys)
+        return strictjson.dumps_finite(data, indent=indent, sort_keys=sort_keys)
     return text
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import first_control
@@ -16,8 +17,7 @@ from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
 from gitlocks.service.context import Context, open_context
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
 

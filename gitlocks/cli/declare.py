@@ -19,21 +19,16 @@ share that declaration:
 So a verb run correctly never imports the command-line framework, and its help and errors
 are the framework's own. ``parse`` and the tool table read each parameter's type from its
 annotation as written (the verb modules import ``annotations`` from ``__future__``), never
-evaluating it: neither imports ``typing``. Values stay strings: the verbs read them
-themselves.
+evaluating it. Values stay strings: the verbs read them themselves.
 """
 
 from __future__ import annotations
 
-from gitlocks.core.plain import Row
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
-class InTool(Row):
+class InTool(NamedTuple):
     """How a verb's MCP tool takes one of its parameters, where that differs from the
     command line. By default the tool takes it under the option's long name (``--until-merged``:
     ``until_merged``) or the argument's parameter name, required as on the command line."""
@@ -96,7 +91,7 @@ class Exit(Exception):
         self.code = code
 
 
-class Verb(Row):
+class Verb(NamedTuple):
     name: str
     callback: Callable[..., Any]
     hidden: bool
@@ -126,7 +121,7 @@ class Verbs:
 _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"})
 
 
-class Param(Row):
+class Param(NamedTuple):
     name: str
     kind: str  # "flag", "value" (an option taking one), "one" or "many" (arguments)
     names: tuple[str, ...]  # an option's spellings

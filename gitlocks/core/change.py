@@ -6,16 +6,14 @@ Pure data, in the core: the guard and the services build changes without loading
 
 from __future__ import annotations
 
-from gitlocks.core.plain import field, plain
+from dataclasses import dataclass, field
+from typing import Any
+
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.errors import UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
-
-@plain
+@dataclass
 class Change:
     """What one write does: records to create or replace, ids to delete, events to journal."""
 

@@ -10,7 +10,8 @@ claim holds only against an asker with no claim there.
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from datetime import datetime
+
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry

@@ -13,13 +13,12 @@ compared many times.
 
 from __future__ import annotations
 
-from gitlocks.core.plain import memo, plain
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache, lru_cache
+
 from gitlocks.core.text import first_control
 from gitlocks.errors import InvalidPattern
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -56,7 +55,7 @@ GLOBSTAR = _Sentinel("GLOBSTAR")
 Token = Ranges | _Sentinel
 
 
-@plain(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class GlobSeg:
     """One segment with wildcards. Identity equality: instances are interned by the cache
     of :func:`parse_segment`, which makes pair caches keyed on them cheap to hash."""
@@ -129,7 +128,7 @@ def fold_text(text: str) -> str:
     return "".join(map(fold_char, text))
 
 
-@memo(maxsize=1)
+@cache
 def _fold_groups() -> tuple[tuple[int, ...], ...]:
     """Every set of two or more code points that fold to the same character."""
     groups: dict[int, list[int]] = {}
@@ -267,7 +266,7 @@ def _parse_class(text: str, i: int, ignore_case: bool) -> tuple[Ranges, int]:
     return (_complement(ranges) if negated else ranges), i + 1
 
 
-@memo(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 14)
 def parse_segment(text: str, ignore_case: bool) -> Segment:
     """Parse one non-empty segment; literal segments come back as (folded) ``str``."""
     if text == "**":
@@ -389,7 +388,7 @@ def check_text(pattern: str) -> None:
 _AFTER_DOT = (1, 2, 3, 3)
 
 
-@memo(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 14)
 def _meet(a: Ranges, b: Ranges) -> tuple[bool, bool]:
     """Whether the two sets share ``.``, and whether they share any other character."""
     common = intersect_ranges(a, b)
@@ -436,12 +435,12 @@ def _tokens_meet(x: tuple[Token, ...], y: tuple[Token, ...]) -> bool:
     return False
 
 
-@memo(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 16)
 def _globs_meet(x: GlobSeg, y: GlobSeg) -> bool:
     return _tokens_meet(x.tokens, y.tokens)
 
 
-@memo(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 14)
 def segment_satisfiable(seg: GlobSeg) -> bool:
     """Whether some real segment name matches (``[/]`` or ``[.]`` match none)."""
     return _tokens_meet(seg.tokens, (STAR,))
@@ -519,7 +518,7 @@ def _globstar_closure(states: set[int], segments: tuple[Segment, ...]) -> set[in
     return _closure(states, segments, GLOBSTAR)
 
 
-@memo(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 16)
 def compile_pattern(pattern: str, ignore_case: bool) -> CompiledPattern:
     """Validate, normalise and compile a root-relative pattern (raises InvalidPattern)."""
     try:

@@ -18,8 +18,9 @@ the patterns.
 from __future__ import annotations
 
 import os
+from functools import cache
+from typing import NamedTuple
 
-from gitlocks.core.plain import Row, memo
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
 from gitlocks.errors import InvalidPattern
 from gitlocks.layout import IGNORE_FILE
@@ -38,7 +39,7 @@ def _bytes_of(chars: bytes | range) -> int:
     return mask
 
 
-@memo(maxsize=1)
+@cache
 def _classes() -> dict[bytes, int]:
     """wildmatch's character classes, with git's locale-independent ctype (ctype.c): built
     when a line first names one (rare), not by every guard and hook that loads this module."""
@@ -58,7 +59,7 @@ def _classes() -> dict[bytes, int]:
     }
 
 
-class _State(Row):
+class _State(NamedTuple):
     """One state of a line's automaton, numbered by its place in the list."""
 
     step: int = 0  # the bytes that move on to the next state
@@ -67,7 +68,7 @@ class _State(Row):
     skip2: bool = False  # so is the one after it
 
 
-class _Line(Row):
+class _Line(NamedTuple):
     text: bytes  # the pattern as read: no "!", no trailing "/", no leading "/"
     states: list[_State]  # the accepting state follows the last one
     negative: bool  # "!pattern": re-includes

@@ -13,20 +13,18 @@ whose root commit carries a ``compacted`` marker and the retained events.
 
 from __future__ import annotations
 
-from gitlocks.core import jsontext
-from gitlocks.core.dates import datetime, timedelta, timezone
+import json
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Any, NamedTuple, TypeAlias
+
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import first_control, is_digits, printable
 from gitlocks.errors import UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from typing import Any, TypeAlias
-
-Event: TypeAlias = "dict[str, Any]"
+Event: TypeAlias = dict[str, Any]
 
 
 DEFAULT_KEEP_EVENTS = 1000
@@ -52,7 +50,7 @@ VIEW_EVENT = "shard_view"
 TABLE_MARKER = b"gitlocks lock table, format 1\n"
 
 
-@memo(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 16)
 def shard_of(lock_id: str) -> str:
     """The subtree of ``locks/`` a lock sits in: two hex digits of a hash of its id."""
     return sha1_hex(lock_id.encode())[:2]
@@ -79,12 +77,12 @@ def message(events: Iterable[Event], seq: int) -> str:
 def _line(event: Event) -> str:
     """One event as the line that carries it: every character escaped where one of them
     is a lone surrogate (spelled by an escape), which no UTF-8 message holds."""
-    line = jsontext.dumps(event, ensure_ascii=False, sort_keys=True)
+    line = json.dumps(event, ensure_ascii=False, sort_keys=True)
     if not line.isascii():
         try:
             line.encode("utf-8")
         except UnicodeEncodeError:
-            return jsontext.dumps(event, sort_keys=True)
+            return json.dumps(event, sort_keys=True)
     return line
 
 
@@ -103,7 +101,7 @@ def json_objects(lines: Iterable[str]) -> list[Event]:
         if not line.startswith("{"):
             continue
         try:
-            event = jsontext.loads(line)
+            event = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or a hostile number or nesting
             continue
         if isinstance(event, dict):
@@ -135,7 +133,7 @@ def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
     return parents <= 1 and tree_entries == 0 and _seq_digits(message) is not None
 
 
-class KeepPolicy(Row):
+class KeepPolicy(NamedTuple):
     events: int | None = DEFAULT_KEEP_EVENTS
     seconds: int | None = None
 

@@ -7,20 +7,18 @@ class, so they judge alike (docs/design.md, section 3.3).
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
-from gitlocks.core.plain import field, plain
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypeAlias
+
 from gitlocks.core.record import LockRecord
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Literal, TypeAlias
-
 # The state of a live (unexpired) lock.
-State: TypeAlias = 'Literal["live", "stale", "dead", "interrupted"]'
+State: TypeAlias = Literal["live", "stale", "dead", "interrupted"]
 
 
-@plain
+@dataclass
 class Liveness:
     """Judges records for one decision, each session process at most once."""
 

@@ -6,25 +6,22 @@ Times are RFC 3339 in UTC with a ``Z`` suffix, to the second.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
-from _operator import itemgetter  # operator.py re-exports it: its import costs 0.2 ms
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timedelta, timezone
+from operator import itemgetter
+from typing import Any, NamedTuple, TypeVar
 
-from gitlocks.core import jsontext
-from gitlocks.core.dates import datetime, timedelta, timezone
-from gitlocks.core.plain import Row, field, field_names, plain, replace
-from gitlocks.core.text import ALNUM, HEX_DIGITS, NAME_CHARS, made_of
+from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+T = TypeVar("T")
 
 FORMAT = 1
-_DURATION_UNITS = "dhms"  # in the order they may be written: 1d2h3m4s
 MAX_TTL_SECONDS = 366 * 86400
 # Records stay small: a bigger blob is no usable record (it would cost every command).
 MAX_RECORD_BYTES = 256 * 1024
@@ -32,14 +29,17 @@ MIN_YEAR, MAX_YEAR = 1970, 9000  # the years a record's times may name
 MAX_AWAITING = 1000  # commits a claim waits for; more is no usable record
 HOLDER_RULE = "use 1 to 64 of the characters A-Z a-z 0-9 . _ -"
 
-# The names a record holds, checked with ``str`` methods (gitlocks.core.text.made_of); a
-# property test holds each to the regular expression in its docstring. None accepts a
-# trailing newline, as ``$`` would.
+# The names a record holds, each matched whole (``fullmatch``: a trailing newline is no
+# match, as it would be for ``$``).
+_LOCK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_GENERATED_ID = re.compile(r"[0-9a-f]{11}-[0-9a-f]{10}")
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HOLDER = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def is_lock_id(text: str) -> bool:
-    """``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``: a lock's id, the last component of its ref."""
-    return 0 < len(text) <= 64 and text[0] in ALNUM and made_of(text, NAME_CHARS)
+    """A lock's id, the last component of its ref."""
+    return _LOCK_ID.fullmatch(text) is not None
 
 
 _NAME_BYTES, _ALNUM_BYTES = NAME_CHARS.encode(), ALNUM.encode()
@@ -67,20 +67,19 @@ def lock_ids_only(table: Mapping[str, T]) -> dict[str, T]:
 
 
 def is_generated_id(text: str) -> bool:
-    """``[0-9a-f]{11}-[0-9a-f]{10}``: the shape ``new_lock_id`` makes. Text like this names
-    a lock, never a path."""
-    return len(text) == 22 and text[11] == "-" and made_of(text.replace("-", "", 1), HEX_DIGITS)
+    """The shape ``new_lock_id`` makes. Text like this names a lock, never a path."""
+    return _GENERATED_ID.fullmatch(text) is not None
 
 
 def is_object_id(text: str) -> bool:
-    """``[0-9a-f]{40}|[0-9a-f]{64}``: a full object id, SHA-1 or SHA-256, the one check
-    every module names objects with (a commit a claim waits for, too)."""
-    return (len(text) == 40 or len(text) == 64) and made_of(text, HEX_DIGITS)
+    """A full object id, SHA-1 or SHA-256, the one check every module names objects with
+    (a commit a claim waits for, too)."""
+    return _OBJECT_ID.fullmatch(text) is not None
 
 
 def is_holder(text: str) -> bool:
-    """``[A-Za-z0-9._-]{1,64}``: a holder id."""
-    return 0 < len(text) <= 64 and made_of(text, NAME_CHARS)
+    """A holder id."""
+    return _HOLDER.fullmatch(text) is not None
 
 
 _BRANCH_CHARS = NAME_CHARS + "/"
@@ -181,8 +180,7 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
 
 def parse_duration(text: str, *, what: str = "duration") -> int:
     """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``, spaces allowed between the
-    parts) to whole seconds, at least 1. One pass over the text: no pattern that could
-    backtrack, whatever an agent sends."""
+    parts) to whole seconds, at least 1."""
     groups = _duration_parts(text)
     if groups is None:
         raise UsageError(
@@ -201,37 +199,21 @@ def parse_duration(text: str, *, what: str = "duration") -> int:
     return total
 
 
+# Days, hours, minutes and seconds, in that order, each optional, spaces allowed around
+# each unit; a last number without a unit is seconds. Each run of spaces follows a number
+# or a unit, never another run, so no input can make the match backtrack far.
+_DURATION = re.compile(
+    r"\s*(?:([0-9]+)\s*d\s*)?(?:([0-9]+)\s*h\s*)?(?:([0-9]+)\s*m\s*)?(?:([0-9]+)\s*(?:s\s*)?)?"
+)
+
+
 def _duration_parts(text: str) -> list[str] | None:
     """The digits given for days, hours, minutes and seconds, in that order ("" for a part
-    left out), or None when ``text`` is no duration. A last number without a unit is
-    seconds."""
-    found = ["", "", "", ""]
-    at, end, next_unit = 0, len(text), 0
-    while True:
-        while at < end and text[at].isspace():
-            at += 1
-        if at == end:
-            break
-        start = at
-        while at < end and text[at] in "0123456789":
-            at += 1
-        if at == start or next_unit == len(_DURATION_UNITS):
-            return None
-        digits = text[start:at]
-        while at < end and text[at].isspace():
-            at += 1
-        unit = text[at] if at < end else ""
-        if unit and unit in _DURATION_UNITS:
-            index = _DURATION_UNITS.index(unit)
-            at += 1
-        elif not unit:
-            index = 3  # a bare number: seconds, and nothing may follow it
-        else:
-            return None
-        if index < next_unit:
-            return None
-        found[index], next_unit = digits, index + 1
-    return found if any(found) else None
+    left out), or None when ``text`` is no duration."""
+    match = _DURATION.fullmatch(text)
+    if match is None or not any(match.groups()):
+        return None
+    return [g or "" for g in match.groups()]
 
 
 def format_duration(seconds: float) -> str:
@@ -259,12 +241,12 @@ def new_lock_id() -> str:
 # --- the record -----------------------------------------------------------------------------
 
 
-class Note(Row):
+class Note(NamedTuple):
     at: str
     text: str
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class LockRecord:
     """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1)."""
 
@@ -340,7 +322,7 @@ class LockRecord:
         return data
 
     def to_json(self) -> bytes:
-        return (jsontext.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
+        return (json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> LockRecord:
@@ -348,7 +330,7 @@ class LockRecord:
             raise RecordError(f"a record of {len(raw)} bytes; at most {MAX_RECORD_BYTES}")
         try:
             text = raw.decode("utf-8")
-            data = jsontext.loads(text)
+            data = json.loads(text)
         except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5,000-digit number
             raise RecordError(f"not a JSON lock record ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict):
@@ -430,7 +412,7 @@ def _finite(value: object) -> bool:
 def _utf8(data: object) -> bool:
     """Whether every string of ``data`` (a parsed record) can be written as UTF-8."""
     try:
-        jsontext.dumps(data, ensure_ascii=False).encode("utf-8")
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
     except (UnicodeEncodeError, RecursionError):  # nested too deep to write back, too
         return False
     return True
@@ -438,7 +420,7 @@ def _utf8(data: object) -> bool:
 
 # A record's own keys: the rest is kept as "extra". Whole before any record is read (a
 # set filled by the first read would be seen half filled by a second thread's).
-_KNOWN_FIELDS = frozenset(field_names(LockRecord)) - {"extra"} | {"format"}
+_KNOWN_FIELDS = frozenset(f.name for f in fields(LockRecord)) - {"extra"} | {"format"}
 
 
 def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from gitlocks.core.glob import (
     GLOBSTAR,
@@ -33,26 +36,9 @@ from gitlocks.core.glob import (
     split_segments,
     unescape,
 )
-from gitlocks.core.plain import plain
 from gitlocks.errors import InvalidPattern
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator
-    from typing import Generic, TypeVar
-
-    K = TypeVar("K", bound=Hashable)
-else:  # typing costs 2-3 ms to import, and no command needs it at run time
-
-    class Generic:
-        """``Generic[K]`` at run time: the class itself, unparameterised."""
-
-        __slots__ = ()
-
-        def __class_getitem__(cls, _: object) -> type:
-            return cls
-
-    K = "K"
+K = TypeVar("K", bound=Hashable)
 
 __all__ = [
     "WHOLE_TREE",
@@ -207,7 +193,7 @@ def _below_root(rest: str) -> str:
     return "/".join(segments)
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class ScopeEntry:
     """One pattern of a lock's scope, as recorded.
 
@@ -365,7 +351,7 @@ class _Node(Generic[K]):
             yield mark, bundles
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class _Item(Generic[K]):
     """One pattern of the index, with what it is compiled to."""
 

@@ -12,12 +12,10 @@ Pure: no git, no I/O, so every clone computes the same shards for the same scope
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.glob import fold_text, is_literal_segment, split_segments, unescape
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 
 def shard_key(pattern: str, *, ignore_case: bool = False) -> str | None:

@@ -12,19 +12,18 @@ came, makes the summary of one id when asked for it, and keeps beside them those
 
 from __future__ import annotations
 
-from _collections_abc import Callable, Iterator, Mapping, MutableMapping  # os loads it
-from _operator import attrgetter  # operator.py re-exports it: its import costs 0.2 ms
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from operator import attrgetter
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitlocks.core.glob import compile_pattern
-from gitlocks.core.plain import Row
 from gitlocks.errors import InvalidPattern
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitlocks.core.record import LockRecord
 
 
-class Summary(Row):
+class Summary(NamedTuple):
     """What the table needs of a record before reading it whole: who holds it until when,
     and the first path segments its patterns are bound to (see ``bucket_of``)."""
 

@@ -7,24 +7,21 @@ the number of locks it might cross, not in the number of locks that exist.
 
 from __future__ import annotations
 
-from _collections_abc import Callable, Iterable, Iterator, Mapping, MutableMapping  # os loads it
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import NamedTuple, NoReturn
 
-from gitlocks.core.dates import timedelta
-from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import NoReturn
-
 Key = tuple[str, str]  # (lock id, pattern)
 
 
-class Problem(Row):
+class Problem(NamedTuple):
     """A ref under the lock namespace that is not a usable lock record."""
 
     ref: str
@@ -74,7 +71,7 @@ def verdict_of(data: bytes) -> Verdict:
     return checked if isinstance(checked, str) else Summary.of(checked)
 
 
-class Judged(Row):
+class Judged(NamedTuple):
     """Lock refs judged already, whose records are not read again to know what they hold
     (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and
     the refs that hold no usable record."""
@@ -275,7 +272,7 @@ class LazyRecords(MutableMapping[str, LockRecord]):
         return len(self._ids)
 
 
-@plain
+@dataclass
 class Table:
     """Records by id, the refs that could not be read, and the store version they came from.
 

@@ -8,35 +8,7 @@ way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import re
-    from typing import Any, AnyStr
-
-
-class _Deferred:
-    """A regular expression compiled on first use (see :func:`pattern`)."""
-
-    def __init__(self, source: Any, flags: int) -> None:
-        self._source = source
-        self._flags = flags
-
-    def __getattr__(self, name: str) -> Any:
-        import re  # not on any command's common path (docs/design.md §9)
-
-        compiled = re.compile(self._source, self._flags)
-        for method in ("match", "fullmatch", "search", "sub", "subn", "finditer", "findall"):
-            setattr(self, method, getattr(compiled, method))  # found directly from now on
-        return getattr(compiled, name)
-
-
-def pattern(source: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
-    """``re.compile(source, flags)``, put off until the pattern is first used: a command
-    loads a dozen modules' patterns and uses a few, and compiling is most of what
-    loading such a module costs (docs/design.md §8); loading ``re`` itself costs more
-    still, so no common path uses one (§9)."""
-    return _Deferred(source, flags)  # type: ignore[return-value]
-
+import re
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # C0 and C1 controls, DEL, line and paragraph separators, bidirectional marks and
@@ -44,7 +16,7 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # soft-hyphen, word joiners, the byte-order mark: two names that differ only by one would
 # print alike), and lone surrogates (the undecodable bytes of a file name read with
 # ``surrogateescape``).
-_UNSAFE = pattern(
+_UNSAFE = re.compile(
     "[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff]"
 )
@@ -74,9 +46,8 @@ def printable_lines(lines: list[str]) -> str:
     return "\n".join(printable(line) for line in lines)
 
 
-# The names gitlocks checks (holders, lock ids, object ids, ref components) are made of
-# a few ASCII characters. Checked with ``str`` methods rather than a regular expression:
-# loading ``re`` and compiling a pattern costs more than a command's whole check.
+# The characters of the names gitlocks checks (holders, lock ids, object ids, ref
+# components): a few ASCII ones.
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 NAME_CHARS = ALNUM + "._-"
 HEX_DIGITS = "0123456789abcdef"

@@ -9,17 +9,14 @@ file costs a re-read of the records, never a wrong answer about their shape.
 
 from __future__ import annotations
 
-from _collections_abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from gitlocks.core import jsontext
 from gitlocks.core.summaries import VERDICTS_FORMAT, Columns, Summaries, Summary, Verdict
 from gitlocks.core.table import Judged, Problem
 from gitlocks.core.text import all_text
 from gitlocks.layout import LOCK_PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
@@ -28,7 +25,7 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     reasons = {oid: v for oid, v in verdicts.items() if isinstance(v, str)}
     summaries = [(oid, v) for oid, v in verdicts.items() if not isinstance(v, str)]
     document = {"format": VERDICTS_FORMAT, "reasons": reasons, "summaries": _columns(summaries)}
-    return jsontext.dumps(document, separators=(",", ":")).encode()
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def decode_verdicts(raw: bytes) -> dict[str, Verdict]:
@@ -50,7 +47,7 @@ def encode_judged(judged: Judged) -> bytes:
     rows = [(judged.blobs[lock_id], s) for lock_id, s in judged.summaries.items()]
     problems = [[p.ref, p.oid, p.reason] for p in judged.problems]
     document = {"format": VERDICTS_FORMAT, "summaries": _columns(rows), "problems": problems}
-    return jsontext.dumps(document, separators=(",", ":")).encode()
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def decode_judged(raw: bytes) -> Judged | None:
@@ -106,7 +103,7 @@ def _object_ids(oids: list[str]) -> bool:
 
 def _document(raw: bytes) -> dict[str, Any] | None:
     try:
-        data = jsontext.loads(raw)
+        data = json.loads(raw)
     except (ValueError, RecursionError):
         return None
     if type(data) is not dict or data.get("format") != VERDICTS_FORMAT:
@@ -152,4 +149,4 @@ def _made(columns: Columns) -> Iterator[Summary]:
     # Lists of one value repeated, where itertools.repeat would be one module more to load.
     split = map(tuple, map(str.split, buckets, ["\n"] * len(buckets)))  # patterns: no newline
     fields = zip(ids, holders, parents, expiries, split, landing, strict=True)
-    return map(tuple.__new__, [Summary] * len(ids), fields)  # a Row is a tuple
+    return map(tuple.__new__, [Summary] * len(ids), fields)  # a named tuple is a tuple

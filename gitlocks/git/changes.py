@@ -14,16 +14,15 @@ framework nor pygit2.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gitlocks.core.plain import plain
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
-
     from gitlocks.git.run import Process
 
 # The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
@@ -165,7 +164,7 @@ def _is_oid(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class RefUpdate:
     """One line of pre-push's standard input."""
 

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import os
 from stat import S_ISDIR, S_ISREG  # os has loaded it
+from typing import IO, Literal, NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import IO, Literal
 
-
-class Scan(Row):
+class Scan(NamedTuple):
     refs: dict[str, str]  # name -> object id
     symbolic: dict[str, str]  # name -> the ref it names (loose files only: never followed)
 

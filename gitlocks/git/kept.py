@@ -18,17 +18,14 @@ kept anew. Comparing the text is exact: no time stamp is trusted.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.core.summaries import Verdict
 from gitlocks.core.table import Judged, judge
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
 from gitlocks.git import files
 from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 MIN_REFS = 1000  # fewer packed lock refs are read faster than the file is
 # Beside packed lock refs judged already, up to this many loose records are read whole
@@ -45,7 +42,7 @@ SPARE_VERDICTS = 200
 _MAGIC = b"gitlocks packed lock refs 2 "
 
 
-class Found(Row):
+class Found(NamedTuple):
     """The lock refs of a repository whose refs are files, as the loader takes them."""
 
     refs: dict[str, str]  # name -> blob id: the loose ones only when ``judged`` is given

@@ -18,17 +18,13 @@ from __future__ import annotations
 import os
 import stat
 import zlib
+from collections.abc import Iterable, Sequence
+from typing import Literal, NamedTuple
 
 from gitlocks.core.digest import hasher
-from gitlocks.core.plain import Row
 from gitlocks.errors import StoreError
 from gitlocks.git.files import read_contents, read_loose
 from gitlocks.git.run import Env, Process, close_pipes, start
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-    from typing import Literal
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644
@@ -36,7 +32,7 @@ MODE_EXECUTABLE = 0o100755
 BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
 
 
-class Entry(Row):
+class Entry(NamedTuple):
     """One entry of a tree."""
 
     mode: int
@@ -44,7 +40,7 @@ class Entry(Row):
     id: str
 
 
-class Commit(Row):
+class Commit(NamedTuple):
     """The parts of a commit gitlocks reads."""
 
     id: str

@@ -9,8 +9,9 @@ off; our repository named by ``--git-dir``, not by a hook's variables) and a tim
 
 from __future__ import annotations
 
-from gitlocks.core.plain import plain
-from gitlocks.core.text import pattern
+import re
+from dataclasses import dataclass
+
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
 
@@ -29,16 +30,16 @@ _CONFIG = (
     "push.recurseSubmodules=no",
 )
 
-_AUTH = pattern(
+_AUTH = re.compile(
     r"(?i)authentication failed|permission denied|access denied|could not read (username|password)"
     r"|terminal prompts disabled|\b401\b|\b403\b|invalid credentials|unauthorized"
     r"|publickey|not authorized"
 )
 _NO_ATOMIC = "does not support --atomic"
-_REASON = pattern(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
+_REASON = re.compile(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class GitRun:
     """One git command run against a remote: its exit code and output."""
 
@@ -127,7 +128,7 @@ def summarise(stderr: str) -> str:
     return " / ".join(chosen) if chosen else "git gave no reason"
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class PushLine:
     """One ref's line of ``git push --porcelain``: flag, destination ref and summary."""
 

@@ -22,40 +22,24 @@ messages are the same for all.
 
 from __future__ import annotations
 
+import enum
 import os
 import selectors
 import signal
 import subprocess
 import time
-
-from gitlocks.core.plain import Row
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import ClassVar
+from collections.abc import Sequence
+from typing import NamedTuple
 
 Process = subprocess.Popen[bytes]  # a git process ``start`` began
 
 
-class Env:
-    """How git's environment is made from ours (see the module's docstring): one of
-    ``Env.INHERIT``, ``Env.CLEAN`` and ``Env.REMOTE``, told apart by identity. (Not an
-    ``enum.Enum``: importing enum costs a command about a millisecond.)"""
+class Env(enum.Enum):
+    """How git's environment is made from ours (see the module's docstring)."""
 
-    __slots__ = ("name",)
-    INHERIT: ClassVar[Env]
-    CLEAN: ClassVar[Env]
-    REMOTE: ClassVar[Env]
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"Env.{self.name}"
-
-
-Env.INHERIT, Env.CLEAN, Env.REMOTE = Env("INHERIT"), Env("CLEAN"), Env("REMOTE")
+    INHERIT = enum.auto()
+    CLEAN = enum.auto()
+    REMOTE = enum.auto()
 
 
 # Variables that locate a repository, its work tree, index or object store: git's own list
@@ -176,7 +160,7 @@ def close_pipes(proc: Process) -> None:
                 pass
 
 
-class Ran(Row):
+class Ran(NamedTuple):
     """What a ``bounded`` git run ended with. ``stderr`` is git's as far as
     ``STDERR_KEPT`` allows: its head and its tail, with a line between them saying how
     much was left out."""

@@ -20,16 +20,13 @@ Settings are read once when a reader is made; a store that writes one (``write``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 
 from gitlocks.core.record import parse_duration
 from gitlocks.errors import GitlocksError, StoreError, UsageError
 from gitlocks.git import run
 from gitlocks.git.run import Process
 from gitlocks.layout import DEFAULT_SKEW_SECONDS
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
 
 LIST_ARGS = ("config", "-z", "--list")
 TRUE = ("true", "yes", "on")

@@ -9,6 +9,7 @@ spare the rest.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 
 from gitlocks.core.record import MAX_RECORD_BYTES, is_object_id
 from gitlocks.core.summaries import Verdict
@@ -20,10 +21,6 @@ from gitlocks.git.changes import (
     start_git,
 )
 from gitlocks.layout import LOCK_PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
 
 
 def read_lock_table(

@@ -10,14 +10,11 @@ reading ref files itself would not.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from subprocess import TimeoutExpired
 
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, close_pipes, start
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 
 class RefsRefused(StoreError):

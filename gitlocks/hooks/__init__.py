@@ -7,10 +7,7 @@ installed by every version. Each hook's module is imported only when that hook r
 from __future__ import annotations
 
 import sys
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from collections.abc import Sequence
 
 # hook -> the module under gitlocks.hooks whose ``main(argv)`` runs it (argv[0] is the hook).
 HOOKS = {

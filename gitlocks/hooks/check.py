@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from gitlocks.core.claims import Claims
-from gitlocks.core.dates import datetime
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList, newly_exempt
 from gitlocks.core.liveness import Liveness
-from gitlocks.core.plain import plain, replace
 from gitlocks.core.record import (
     LockRecord,
     utcnow,
@@ -56,10 +57,6 @@ from gitlocks.layout import (
 )
 from gitlocks.render import hooks as render_hooks
 from gitlocks.render.hooks import PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
 
 HOOK_NAMES = ("pre-commit", "pre-push")
 
@@ -124,7 +121,7 @@ def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
 # --- the check ----------------------------------------------------------------------------
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class Held:
     """A path of the commit or push inside other holders' live locks."""
 
@@ -195,7 +192,7 @@ def exemptions_held(
 # --- the hook entry point -----------------------------------------------------------------
 
 
-@plain
+@dataclass
 class HookReport:
     """A hook's answer: the paths held, the problems seen, and its exit code."""
 

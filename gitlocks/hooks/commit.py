@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.scope import path_entry
@@ -23,10 +24,6 @@ from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 from gitlocks.render.hooks import PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 # In remote mode the heartbeat is a push. A commit is made already and waits for it: a
 # remote that does not answer soon, or a store another process holds (a sync waiting on a

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, validate_holder
 from gitlocks.core.table import Table
@@ -28,10 +29,6 @@ from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
 from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import IGNORE_FILE
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 TRAILER = "Agent-Id"
 # The holder a commit without a valid Agent-Id is judged as: no holder id can contain a

@@ -13,15 +13,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gitlocks.errors import Refused, StoreError, UsageError
 from gitlocks.git.changes import git_output
 from gitlocks.git.files import write_atomic
 from gitlocks.hooks import CLIENT_HOOKS, HOOKS, STDIN_HOOKS
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 MARKER = "# gitlocks-hook: installed by git alock install-hooks"
 # A foreign hook we chain is kept under its own name in this folder of the hooks

@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
 from gitlocks.git.changes import finish_git, start_git

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from gitlocks.core.dates import datetime
-from gitlocks.core.plain import plain
 from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
@@ -22,19 +25,13 @@ from gitlocks.git.settings import Settings
 from gitlocks.git.table import read_lock_table
 from gitlocks.identity import Identity, host_identity
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from contextlib import AbstractContextManager
-    from typing import Any
-
 MODES = ("warn", "block")
 
 
 # --- the lock table and the configuration, through git ------------------------------------
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class HookConfig:
     """The hooks' settings, read from git config in one call."""
 

@@ -39,6 +39,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitlocks.core.text import printable
 from gitlocks.errors import (
@@ -53,8 +54,7 @@ from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
 
 HOOK = "pre-receive"
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the check is imported only when a push brings commits
+if TYPE_CHECKING:
     from gitlocks.git.settings import Settings
     from gitlocks.hooks.reading import HookConfig
 

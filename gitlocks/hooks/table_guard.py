@@ -8,14 +8,12 @@ Stdlib and git only, like the rest of the hook.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gitlocks.errors import StoreError
 from gitlocks.hooks.hosted import guard_journal, sharded_state
 from gitlocks.hooks.sharded import guard_shards, guard_upgrade
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES, SHARD_PREFIX
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 
 def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from gitlocks.core.record import utcnow
 from gitlocks.core.text import printable
@@ -26,10 +27,6 @@ from gitlocks.git import settings
 from gitlocks.git.changes import git_output
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import resolve_identity
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 TRAILER = "Agent-Id"
 PREFIX = "alock: "  # the hooks' prefix (``render.hooks``, which needs the table to import)

@@ -19,8 +19,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import format_time, utcnow
 from gitlocks.core.table import Problem
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
@@ -44,10 +45,6 @@ from gitlocks.hooks.commits import (
 )
 from gitlocks.hooks.reading import HookConfig, hook_config
 from gitlocks.layout import JOURNAL_REF
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @dataclass

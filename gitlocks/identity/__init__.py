@@ -13,8 +13,9 @@ command, so it must stay cheap.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.core.record import validate_holder
 from gitlocks.errors import InvalidHolder
 from gitlocks.identity.processes import (
@@ -37,13 +38,8 @@ from gitlocks.identity.processes import (
     trusted,
 )
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
 
-
-class Identity(Row):
+class Identity(NamedTuple):
     """The holder and parent for this invocation, and where each came from."""
 
     holder: str

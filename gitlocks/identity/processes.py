@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
+from functools import cache
+from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
-from gitlocks.core.plain import Row, memo
 from gitlocks.core.record import validate_holder
 from gitlocks.core.text import NAME_CHARS, is_digits
 from gitlocks.errors import InvalidHolder, UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
 # matched by prefix (git's helpers, and our own ``git-alock`` entry point). A runner that
@@ -101,7 +99,7 @@ _COMM_LEN = 15
 _MAX_WALK = 64
 
 
-class SessionProcess(Row):
+class SessionProcess(NamedTuple):
     """A process identified well enough to tell later whether it is still the same one."""
 
     pid: int
@@ -113,20 +111,20 @@ class SessionProcess(Row):
     terminal: str = ""
 
 
-class _ProcInfo(Row):
+class _ProcInfo(NamedTuple):
     ppid: int
     start_time: str
     name: str
     tty: int = 0  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
 
 
-@memo(maxsize=1)
+@cache
 def _has_proc() -> bool:
     # FreeBSD may mount a procfs at /proc too, but without the Linux ``stat`` file.
     return os.path.exists("/proc/self/stat")
 
 
-@memo(maxsize=1)
+@cache
 def _boot_id() -> str:
     # Start ticks count from boot, so they repeat across reboots; the boot id does not.
     try:
@@ -136,7 +134,7 @@ def _boot_id() -> str:
         return "unknown-boot"
 
 
-@memo(maxsize=1)
+@cache
 def host_identity() -> str:
     """Where a pid can be judged: this boot and this pid namespace; "" where unknown.
 

@@ -23,11 +23,12 @@ may be read, is ``gitlocks.identity``'s to say: without one, a command answers w
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
-from gitlocks.core import jsontext
 from gitlocks.core.digest import sha256_hex
-from gitlocks.core.plain import Row
 from gitlocks.core.text import is_digits
 from gitlocks.identity.processes import (
     HARNESS_PROCESSES,
@@ -46,10 +47,6 @@ from gitlocks.identity.processes import (
     valid_holder,
 )
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
-
 # Entries are tiny; a larger file is no entry of ours and is not read.
 MAX_ENTRY_BYTES = 64 * 1024
 # The repositories one session claimed in: a bound, so a hostile file cannot cost much.
@@ -62,7 +59,7 @@ STALE_TMP_SECONDS = 3600
 _UNREADABLE = (ValueError, RecursionError)
 
 
-class Registered(Row):
+class Registered(NamedTuple):
     """A harness session and the holder it is."""
 
     session: SessionProcess
@@ -119,7 +116,7 @@ def _read(where: str, pid: int, start_time: str) -> Registered | None:
     if len(raw) > MAX_ENTRY_BYTES:
         return None
     try:
-        data = jsontext.loads(raw)
+        data = json.loads(raw)
     except _UNREADABLE:
         return None
     if not isinstance(data, dict):
@@ -175,7 +172,7 @@ def register(
         from gitlocks.git.files import write_atomic
 
         entry_path = os.path.join(where, _key(session.pid, session.start_time) + ".json")
-        write_atomic(entry_path, jsontext.dumps(doc).encode())
+        write_atomic(entry_path, json.dumps(doc).encode())
     except OSError:
         return False
     return True
@@ -201,7 +198,7 @@ def add_repository(
         return  # the common case, decided without a lock
     import fcntl  # only here: a repository new to the session
 
-    line = jsontext.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
+    line = json.dumps({"common": common, "root": os.path.realpath(root)}) + "\n"
     path = os.path.join(where, _key(session.pid, session.start_time) + ".repos")
     try:
         os.makedirs(where, mode=0o700, exist_ok=True)
@@ -218,7 +215,7 @@ def add_repository(
             if any(common == c for c, _ in known):
                 return
             if len(raw) + len(line) > MAX_ENTRY_BYTES:
-                kept = "".join(jsontext.dumps({"common": c, "root": r}) + "\n" for c, r in known)
+                kept = "".join(json.dumps({"common": c, "root": r}) + "\n" for c, r in known)
                 os.ftruncate(fd, 0)
                 line = kept + line
             os.write(fd, line.encode("utf-8", "surrogateescape"))
@@ -250,7 +247,7 @@ def _existing(raw: bytes) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         try:
-            item = jsontext.loads(line)
+            item = json.loads(line)
         except _UNREADABLE:
             continue
         if not isinstance(item, dict):
@@ -368,7 +365,7 @@ def _entries(where: str) -> Iterator[os.DirEntry[str]]:
 def _doc(path: str) -> dict[str, object] | None:
     try:
         with open(path, "rb") as f:
-            data = jsontext.loads(f.read()[:MAX_ENTRY_BYTES])
+            data = json.loads(f.read()[:MAX_ENTRY_BYTES])
     except (OSError, *_UNREADABLE):
         return None
     return data if isinstance(data, dict) else None

@@ -5,16 +5,16 @@ Pure, and free of pygit2 and typer: the git hooks import it on every commit.
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
 from gitlocks.render.locks import expires, kind
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hooks import this module: their result type is named for types only
-    from collections.abc import Sequence
-
+if TYPE_CHECKING:
     from gitlocks.hooks.install import HookChange
 
 PREFIX = "alock: "

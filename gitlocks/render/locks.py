@@ -7,15 +7,15 @@ an escape sequence in them must not forge a line of its own.
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines, shell_word
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the service's result objects, named for types only
-    from collections.abc import Mapping, Sequence
-
+if TYPE_CHECKING:
     from gitlocks.service.results import (
         AcquireResult,
         BreakResult,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gitlocks.core.record import format_duration, utcnow
 from gitlocks.core.text import printable_lines
 from gitlocks.render.locks import expires
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # results of the store's mode switch; named for types only
+if TYPE_CHECKING:
     from gitlocks.service.remote import RemoteState, SyncResult
     from gitlocks.store.restore import RestoreResult
     from gitlocks.store.switch import OffResult, SwitchResult

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from gitlocks.core.dates import datetime
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable_lines
 from gitlocks.render.locks import expires, kind, state_word
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the service's result objects, named for types only
+if TYPE_CHECKING:
     from gitlocks.service.results import Status
 
 

@@ -6,14 +6,14 @@ Pure, and free of pygit2 and typer: the pre-receive hook imports it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.render.hooks import PREFIX
 from gitlocks.render.locks import expires
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks import this module: their result types are named for types only
     from gitlocks.hooks.commits import Finding
     from gitlocks.hooks.verify import Verification

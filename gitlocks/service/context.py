@@ -7,9 +7,11 @@ and ``sweep`` schedules expired records for deletion: every decision starts with
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from gitlocks.core.dates import datetime, timedelta
-from gitlocks.core.plain import field, plain
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
@@ -23,17 +25,13 @@ from gitlocks.layout import (
 from gitlocks.store.local import Store
 from gitlocks.store.location import Location
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
-    from collections.abc import Callable
-    from typing import Any
-
+if TYPE_CHECKING:
     from gitlocks.core.change import Change
     from gitlocks.core.liveness import Liveness
     from gitlocks.store.base import LockStore
 
 
-@plain
+@dataclass
 class Context:
     """Who is asking, of which store, at what time."""
 

@@ -9,18 +9,17 @@ appended to ``<common git dir>/agent-locks-refusals.jsonl``, trimmed to the newe
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from gitlocks.core import jsontext
 from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
 from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
-    from collections.abc import Callable, Iterator
-
+if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
 REFUSALS_KEEP = 1000
@@ -61,7 +60,7 @@ def refusals_path(store: LockStore) -> str:
 def record_refusal(store: LockStore, event: Event) -> None:
     """Append a refusal to the local log; best effort, never fails the command."""
     path = refusals_path(store)
-    line = jsontext.dumps({**event, "local": True}, ensure_ascii=False, sort_keys=True) + "\n"
+    line = json.dumps({**event, "local": True}, ensure_ascii=False, sort_keys=True) + "\n"
     try:
         # O_APPEND: concurrent writers' lines do not interleave (each is one write).
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)

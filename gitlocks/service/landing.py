@@ -11,6 +11,7 @@ without them (docs/design.md, section 6.8).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import LockRecord, is_branch
@@ -19,8 +20,7 @@ from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import UsageError
 from gitlocks.git import worktrees
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
+if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
 MAIN_LINE_GUESSES = ("main", "master", "trunk")

@@ -22,8 +22,10 @@ also remembers each answer for the rest of the decision.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
+
 from gitlocks.core.change import Change
-from gitlocks.core.dates import datetime
 from gitlocks.core.liveness import Liveness, State
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
@@ -36,10 +38,6 @@ from gitlocks.core.scope import (
 from gitlocks.core.table import Table, record_entries
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 # --- "the same scope" -----------------------------------------------------------------------
 

@@ -8,10 +8,12 @@ decision code serves every backend.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.claims import Claims
-from gitlocks.core.dates import datetime
 from gitlocks.core.record import (
     MAX_AWAITING,
     LockRecord,
@@ -38,11 +40,7 @@ from gitlocks.service.results import (
     RenewResult,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any
-
     from gitlocks.core.liveness import Liveness
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
-from gitlocks.core.plain import replace
 from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
@@ -15,10 +15,7 @@ from gitlocks.service.context import Context, sweep
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore, read_sync_times
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
-    from typing import Any
-
+if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
 

@@ -6,16 +6,14 @@ types without loading the store or pygit2.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, TypeAlias
+
 from gitlocks.core.liveness import State
-from gitlocks.core.plain import Row, field, plain
 from gitlocks.core.record import LockRecord
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal, TypeAlias
 
-
-class Conflict(Row):
+class Conflict(NamedTuple):
     record: LockRecord
     overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
     state: State = "live"  # "stale": quiet too long; "interrupted": dead, notes
@@ -29,10 +27,10 @@ class Conflict(Row):
         return data
 
 
-AcquireStatus: TypeAlias = 'Literal["acquired", "already_yours", "refused", "interrupted"]'
+AcquireStatus: TypeAlias = Literal["acquired", "already_yours", "refused", "interrupted"]
 
 
-@plain
+@dataclass
 class AcquireResult:
     """What ``acquire`` decided: the lock granted, or the conflicts that refused it."""
 
@@ -50,13 +48,13 @@ class AcquireResult:
         }
 
 
-class Released(Row):
+class Released(NamedTuple):
     record: LockRecord
     patterns: list[str]
     remaining: LockRecord | None  # what is left of the lock, or None when it is gone
 
 
-@plain
+@dataclass
 class ReleaseResult:
     """What ``release`` gave back, and what it could not."""
 
@@ -80,7 +78,7 @@ class ReleaseResult:
         }
 
 
-@plain
+@dataclass
 class RenewResult:
     """The locks a renewal extended, and those kept as they are because more than half
     their lifetime is left (remote mode: no push for them); neither: the caller holds no
@@ -101,7 +99,7 @@ class RenewResult:
         }
 
 
-@plain
+@dataclass
 class NoteResult:
     """The lock a note was added to, or None when the caller holds none there."""
 
@@ -115,10 +113,10 @@ class NoteResult:
         }
 
 
-CheckStatus: TypeAlias = 'Literal["free", "yours", "held"]'
+CheckStatus: TypeAlias = Literal["free", "yours", "held"]
 
 
-class CheckItem(Row):
+class CheckItem(NamedTuple):
     path: str
     status: CheckStatus
     locks: list[LockRecord]
@@ -131,7 +129,7 @@ class CheckItem(Row):
         }
 
 
-@plain
+@dataclass
 class BreakResult:
     """The locks ``break`` removed, the unusable refs it cleared, and the ones it left."""
 
@@ -151,7 +149,7 @@ class BreakResult:
         }
 
 
-@plain
+@dataclass
 class ResumeResult:
     """What ``resume`` did with interrupted work."""
 
@@ -171,7 +169,7 @@ class ResumeResult:
         }
 
 
-@plain
+@dataclass
 class Edit:
     """One uncommitted change in a worktree, and whose claim (if any) it lies in."""
 
@@ -189,7 +187,7 @@ class Edit:
         }
 
 
-@plain
+@dataclass
 class WorktreeEdits:
     """One worktree's uncommitted edits, each placed against the claims."""
 
@@ -209,7 +207,7 @@ class WorktreeEdits:
         }
 
 
-@plain
+@dataclass
 class Status:
     """``status``: you, your locks, others', and every worktree's edits."""
 

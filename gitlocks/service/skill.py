@@ -14,13 +14,13 @@ Nothing is overwritten unless asked: a different existing copy is refused withou
 
 from __future__ import annotations
 
-from gitlocks.core.plain import plain
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
 from gitlocks.errors import UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Literal
 
 TOOLS = ("claude", "codex", "cursor", "agents")
 BEGIN = "<!-- gitlocks:begin (written by git alock skill install; edits are replaced) -->"
@@ -65,7 +65,7 @@ def destination(tool: str, base: Path) -> Path:
     return base / "AGENTS.md"
 
 
-@plain
+@dataclass
 class Installed:
     """Where ``skill install`` wrote the instructions, and how."""
 

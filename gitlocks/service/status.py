@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.liveness import State
@@ -13,10 +14,6 @@ from gitlocks.git.run import Process
 from gitlocks.git.worktrees import finish_changes, finish_worktrees, start_changes, start_worktrees
 from gitlocks.service.context import Context, live_table
 from gitlocks.service.results import Edit, Status, WorktreeEdits
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 AT_ONCE = 16  # git processes status runs side by side, at most
 

@@ -14,16 +14,14 @@ the claim (``start_listing``), so the two run at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from gitlocks.core.plain import plain
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
 from gitlocks.git import run
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any
-
     from gitlocks.git.run import Process
 
 # The names compared at one depth: beyond this many, only those that start like the name
@@ -33,7 +31,7 @@ MAX_NAMES = 5000
 MAX_SUGGESTED = 20
 
 
-@plain(frozen=True)
+@dataclass(frozen=True)
 class Uncovered:
     """A claimed pattern that covers no existing path, and the closest path that exists."""
 

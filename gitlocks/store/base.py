@@ -20,15 +20,12 @@ The promises, whatever the store:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.table import Problem, Table
 from gitlocks.git.settings import Settings
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
 
 T = TypeVar("T")
 

@@ -12,26 +12,23 @@ written again.
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import time
 import zlib
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
 
-from gitlocks.core import journal, jsontext
-from gitlocks.core.dates import datetime, timezone
+from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
-from gitlocks.core.plain import Row
 from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.core.text import is_digits
 from gitlocks.errors import StoreError
 from gitlocks.git import files
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
-    from typing import Any
 
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
@@ -59,7 +56,7 @@ def _tree_bytes(entries: list[Entry]) -> bytes:
     return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
-class JournalEntry(Row):
+class JournalEntry(NamedTuple):
     commit: str
     events: tuple[dict[str, Any], ...]
 
@@ -252,7 +249,7 @@ class Journal:
                 if entry.events and entry.events[0].get("event") == journal.COMPACTED:
                     break  # a compacted root repeats events already told
                 for n, event in enumerate(entry.events):
-                    key = jsontext.dumps(event, sort_keys=True)
+                    key = json.dumps(event, sort_keys=True)
                     if key not in seen:
                         seen.add(key)
                         found.append((str(event.get("at", "")), n, event))

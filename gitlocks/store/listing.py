@@ -9,6 +9,8 @@ its own connection, while the write decides and pushes, and read once the push a
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.text import canonical_number
@@ -16,10 +18,7 @@ from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
 from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore
 
@@ -85,7 +84,8 @@ class Listing:
             except GitlocksError:
                 pass
 
-        self._asking = threading.Thread(target=ask, daemon=True)
+        # A daemon thread: a command that ends before it answers does not wait for it.
+        self._asking = threading.Thread(target=ask, name="ls-remote", daemon=True)
         self._asking.start()
 
     def join(self) -> None:

@@ -31,6 +31,8 @@ project history (``--until-merged``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
 from gitlocks.core.table import (
@@ -59,11 +61,7 @@ from gitlocks.store.location import (
     location_from_environment,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
-    from typing import TypeVar
-
     import pygit2
 
     from gitlocks.core.change import Change
@@ -72,7 +70,7 @@ if TYPE_CHECKING:
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
 
-    T = TypeVar("T")
+T = TypeVar("T")
 
 
 class _Conflict(Exception):

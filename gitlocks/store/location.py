@@ -6,8 +6,8 @@ by side). ``GIT_DIR`` and ``GIT_WORK_TREE`` are honoured as git honours them.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
-from gitlocks.core.plain import Row
 from gitlocks.errors import NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
@@ -24,7 +24,7 @@ def current_directory() -> str:
         ) from None
 
 
-class Location(Row):
+class Location(NamedTuple):
     """Where a repository is: its git directory and working tree (None when bare), and
     the object format git says it has (None: not asked)."""
 

@@ -17,24 +17,20 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.plain import Row
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git.settings import Settings
 from gitlocks.layout import LOCK_PREFIX
 from gitlocks.store.base import LockStore
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+T = TypeVar("T")
 
 
-class MemoryEntry(Row):
+class MemoryEntry(NamedTuple):
     commit: str
     events: tuple[dict[str, Any], ...]
 

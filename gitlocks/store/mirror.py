@@ -9,10 +9,10 @@ overwritten by a mirror (docs/design.md, section 9).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
-from gitlocks.core import jsontext
 from gitlocks.core.text import is_digits
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
@@ -249,7 +249,7 @@ class Mirror(Store):
 def read_sync_times(store: Store) -> dict[str, float]:
     try:
         with open(os.path.join(store.common_dir, SYNC_FILE)) as f:
-            data = jsontext.loads(f.read())
+            data = json.loads(f.read())
     except (OSError, ValueError, RecursionError):  # absent, not JSON, hostile
         return {}
     if not isinstance(data, dict):
@@ -267,6 +267,6 @@ def read_sync_times(store: Store) -> dict[str, float]:
 def write_sync_times(store: Store, times: dict[str, float]) -> None:
     path = os.path.join(store.common_dir, SYNC_FILE)
     try:
-        write_atomic(path, jsontext.dumps(times, sort_keys=True).encode())
+        write_atomic(path, json.dumps(times, sort_keys=True).encode())
     except OSError as exc:
         raise RemoteError(f"cannot record the sync time in {path}: {exc.strerror}") from exc

@@ -14,9 +14,10 @@ section 5.7).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from gitlocks.core.change import Change, check_sizes
-from gitlocks.core.plain import field, plain
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
@@ -33,10 +34,6 @@ from gitlocks.git.remote import (
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 
 def differing(
     leases: dict[str, str], refs: dict[str, str], new: dict[str, str], touched: set[str]
@@ -49,7 +46,7 @@ def differing(
     return [i for i in sorted(maybe) if leases.get(i) != new.get(i) and is_lock_id(i)]
 
 
-@plain
+@dataclass
 class RemoteTable(Table):
     """The remote's table as last seen (its journal commit's), with the values its lock
     refs had when fetched: what a push leases on and repairs."""

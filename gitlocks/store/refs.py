@@ -21,10 +21,11 @@ as for any live git command, then named in the error).
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 
-from gitlocks.core import jsontext
 from gitlocks.core.record import is_object_id
 from gitlocks.core.text import NAME_CHARS, made_of
 from gitlocks.errors import StoreError
@@ -32,11 +33,7 @@ from gitlocks.git.files import discard
 from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.layout import JOURNAL_REF, LOCKFILE_WAIT_SECONDS, OWN_REF_PREFIXES, STAGING_PREFIX
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
-
-    Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
+Updates = Mapping[str, str | None]  # ref name -> new value, None to delete
 
 _OWN_PREFIXES = (*OWN_REF_PREFIXES, STAGING_PREFIX)
 
@@ -267,7 +264,7 @@ class RefWriter:
                 time.sleep(0.02)
 
     def _log(self, entry: dict[str, object]) -> None:
-        data = jsontext.dumps(entry).encode()
+        data = json.dumps(entry).encode()
         try:
             os.pwrite(self.fd, data, 0)
             os.ftruncate(self.fd, len(data))
@@ -289,7 +286,7 @@ def _read_log(
     """(old values, new values, names only) from a dead writer's log; empty for one it died
     writing. Names only: the log of an earlier version, which listed refs without values."""
     try:
-        data = jsontext.loads(text)
+        data = json.loads(text)
         old, new, listed = data.get("old", {}), data.get("new", {}), data.get("refs", [])
     except (ValueError, RecursionError, AttributeError):
         return {}, {}, []

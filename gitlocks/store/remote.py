@@ -28,6 +28,8 @@ already yours) is confirmed by a fetch before it is given.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
@@ -52,16 +54,12 @@ from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import TypeVar
-
     import pygit2
 
     from gitlocks.store.location import Location
 
-    T = TypeVar("T")
+T = TypeVar("T")
 
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.shard import record_shards
@@ -34,9 +35,8 @@ from gitlocks.store.lost import is_ancestor, lost_view, shard_losses
 from gitlocks.store.remote import RemoteStore
 from gitlocks.store.upgrade import sharded_markers
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 
 def _settled(

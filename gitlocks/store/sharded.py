@@ -18,6 +18,9 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format, record_shards
@@ -25,11 +28,6 @@ from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import lost_race, not_sent, summarise, unreported
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
 
 
 class ShardedPush(RemotePush):

@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from gitlocks.core.change import Change
-from gitlocks.core.plain import Row
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, record_entries
 from gitlocks.errors import GitlocksError, RemoteError
@@ -41,10 +41,6 @@ from gitlocks.store.remote import (
     read_sync_times,
     write_sync_times,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @dataclass
@@ -117,7 +113,7 @@ def enable(store: Store, name: str) -> SwitchResult:
     return result
 
 
-class _LocalLocks(Row):
+class _LocalLocks(NamedTuple):
     """This clone's local locks as the switch sorts them."""
 
     expired: list[LockRecord]

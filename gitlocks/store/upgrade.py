@@ -11,6 +11,7 @@ which the push leaves as they are: no earlier client can grant a claim beside th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.shard import SHARDED_NOTICE, format_blob, record_shards
@@ -20,10 +21,7 @@ from gitlocks.layout import FORMAT_REF, JOURNAL_REF, MAX_SHARDS, MUTEX_TIMEOUT_S
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from gitlocks.git.objects import Objects
 
 

@@ -31,16 +31,13 @@ from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from typing import Any
 
 from gitlocks.core.text import is_digits
 from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.service import journal
 from gitlocks.service.context import Context
 from gitlocks.ui import view
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 HOST = "127.0.0.1"
 POLL_SECONDS = 0.25  # journal ref reads: new events reach the page well within a second

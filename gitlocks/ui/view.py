@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gitlocks.core import journal as core_journal
 from gitlocks.core.journal import Event
@@ -23,10 +24,7 @@ from gitlocks.service.context import Context
 from gitlocks.service.results import Edit, Status
 from gitlocks.service.status import status as status_of
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the store contract: types only, never loaded at run time
-    from typing import Any, TypeAlias
-
+if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
 # Files of the repository the tree shows at most: beyond that it lists only what claims

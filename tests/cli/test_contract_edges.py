@@ -270,3 +270,13 @@ def test_a_bug_still_answers_json_to_an_agent_that_asked_for_it(
     }
     plain = alock(repo, "check", "src/app.py", AGENT_ID="agent-a")
     assert plain.code == 2 and plain.out == ""
+
+
+def test_a_json_document_is_laid_out_as_json_indents_it(repo: Path) -> None:
+    """Two-space indent, ", " and ": " between items, characters beyond ASCII as they are,
+    one trailing newline: scripts that compare documents byte for byte rely on it."""
+    assert alock(repo, "acquire", "src/**", "-m", "café ünïcode", AGENT_ID="agent-a").code == 0
+    listed = alock(repo, "list", "--json", AGENT_ID="agent-a")
+    assert listed.code == 0
+    assert "café ünïcode" in listed.out
+    assert listed.out == json.dumps(listed.json(), indent=2, ensure_ascii=False) + "\n"

@@ -119,17 +119,6 @@ def test_a_lock_id_with_a_trailing_newline_is_refused() -> None:
     assert not is_lock_id("abc\n")
 
 
-def test_the_date_types_are_datetime_s_own() -> None:
-    """gitlocks.core.dates takes them from the C module: the very classes datetime exports."""
-    import datetime as module
-
-    from gitlocks.core import dates
-
-    assert dates.datetime is module.datetime
-    assert dates.timedelta is module.timedelta
-    assert dates.timezone is module.timezone
-
-
 # Keys near and far from lock ids: every rule of ``is_lock_id`` broken alone, and any text.
 KEYS = st.one_of(
     st.text(alphabet="aZ09._-/é\n ", max_size=70),

@@ -14,6 +14,8 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,6 @@ from hypothesis import strategies as st
 from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
-from gitlocks.core.dates import timedelta
-from gitlocks.core.plain import replace
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.scope import ScopeEntry
@@ -139,14 +137,3 @@ def test_an_edited_verdict_never_sweeps_a_live_lock(repo: Path) -> None:
         acquire(_ctx(repo, "b"), [ScopeEntry("other/**")])
     assert not path.exists()
     assert acquire(_ctx(repo, "b"), [ScopeEntry("kept/x")]).status == "refused"
-
-
-@given(st.binary(max_size=300))
-def test_the_builtin_digests_are_hashlibs(data: bytes) -> None:
-    """Derived ids and journal shards must not move when the digests avoid OpenSSL."""
-    import hashlib
-
-    from gitlocks.core.digest import sha1_hex, sha256_hex
-
-    assert sha1_hex(data) == hashlib.sha1(data).hexdigest()
-    assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
