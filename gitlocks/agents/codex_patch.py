@@ -433,6 +433,27 @@ def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
     return _script(command)
 
 
+def codex_shell_paths(tool_input: Any) -> tuple[str, ...] | None:
+    """Every file a Codex shell call applying a patch writes. Codex applies such a patch in
+    the call's ``workdir``, which its hook's input does not carry (Codex 0.171.0 sends the
+    command alone): the names are read against ``workdir`` when the input has one, and a
+    patch naming a file from the directory the shell starts in is otherwise
+    ``Unjudgeable``: it is neither judged nor claimed on the guess that it is ``cwd``."""
+    found = shell_patch_paths(tool_input)
+    if not found:
+        return found
+    workdir = tool_input.get("workdir") if isinstance(tool_input, dict) else None
+    if isinstance(workdir, str) and workdir:
+        joined = tuple(os.path.join(workdir, name) for name in found)
+        return Candidates(joined) if isinstance(found, Candidates) else joined
+    if any(not os.path.isabs(name) for name in found):
+        raise Unjudgeable(
+            "Codex applies a patch given to its shell in the call's working directory "
+            "(workdir), which its hook does not say"
+        )
+    return found
+
+
 def _argv(argv: list[str]) -> tuple[str, ...] | None:
     """A command given as an argument vector: a shell running a script, or a program run
     with its arguments (no shell: nothing in them is expanded)."""

@@ -101,7 +101,7 @@ def test_a_repository_git_does_not_open_is_never_read_from(
     sub = repo / "sub"
     sub.mkdir()
     got = guard(sub, edit(sub, "x.py"), timeout=60, GIT_CEILING_DIRECTORIES=str(repo))
-    assert got.code == 1 and "outside any git working tree: not guarded" in got.err, got
+    assert got.code == 0 and "outside any git working tree: not guarded" in got.err, got
 
 
 def test_an_edit_inside_anothers_claim_is_denied_naming_the_holder(repo: Path) -> None:
@@ -172,7 +172,7 @@ def test_stop_renews_the_sessions_claims(repo: Path) -> None:
 )
 def test_malformed_input_lets_the_call_through(repo: Path, payload: str) -> None:
     got = guard(repo, payload)
-    assert got.code == 1 and got.err.startswith("gitlocks guard: ") and "let through" in got.err
+    assert got.code == 0 and got.err.startswith("gitlocks guard: ") and "let through" in got.err
     assert "Traceback" not in got.err and got.out == ""
 
 
@@ -183,18 +183,18 @@ def test_outside_paths_other_tools_and_non_repositories_never_block(
     outside = edit(repo, "x")
     outside["tool_input"]["file_path"] = str(tmp_path / "elsewhere.py")
     got = guard(repo, outside)
-    assert got.code == 1 and "outside any git working tree" in got.err
+    assert got.code == 0 and "outside any git working tree" in got.err
     read = {**edit(repo, "src/app.py"), "tool_name": "Read"}
-    assert guard(repo, read).code == 1
+    assert guard(repo, read).code == 0
     plain = tmp_path / "plain"
     plain.mkdir()
     nowhere = {**edit(plain, "a.py")}
     got = guard(plain, nowhere)
-    assert got.code == 1 and "outside any git working tree" in got.err
+    assert got.code == 0 and "outside any git working tree" in got.err
     start = guard(plain, event(plain, "SessionStart"))
-    assert start.code == 1 and "not inside a git working tree" in start.err
+    assert start.code == 0 and "not inside a git working tree" in start.err
     escaped = edit(repo, "../../etc/passwd")
-    assert guard(repo, escaped).code == 1
+    assert guard(repo, escaped).code == 0
 
 
 def test_alockignore_paths_are_never_claimed_denied_or_reported(repo: Path) -> None:
