@@ -152,8 +152,8 @@ def test_a_patch_of_thousands_of_files_is_decided_in_seconds(repo: Path) -> None
     ],
 )
 def test_a_bad_option_beside_a_harness_never_exits_2(repo: Path, argv: list[str]) -> None:
-    """Exit 2 is every harness's "block" (any non-zero exit Copilot CLI's): a hook command line with a typo (or an option of
-    a later version) denied every edit, with the usage line as the reason."""
+    """Exit 2 is every harness's "block" (and any non-zero exit Copilot CLI's): a hook
+    command line with a typo (or an option of a later version) denied every edit."""
     import subprocess
     import sys
 
