@@ -117,9 +117,7 @@ def test_a_shell_patch_is_read_against_the_calls_workdir(api: Path, codex: Path)
     assert claims(api) == {"other-agent": ["src/api/**"]}, "no phantom auth.py claimed"
 
 
-def test_a_shell_patch_without_its_workdir_is_denied_never_guessed(
-    api: Path, codex: Path
-) -> None:
+def test_a_shell_patch_without_its_workdir_is_denied_never_guessed(api: Path, codex: Path) -> None:
     """Codex applies it in the call's workdir, which its hook does not send: the names
     cannot be read against cwd on a guess (issue 38)."""
     reason = denial(run_codex(codex, api, codex_shell(api, heredoc(""))))
