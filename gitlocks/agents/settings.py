@@ -40,35 +40,76 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# How a hook names the guard: through git, which finds git-alock on the harness's PATH.
+# How a hook named the guard before issue 38: through git, or (git-alock not on PATH) this
+# interpreter by its path. Both failed where the harness's shell does not find them (a
+# login profile resetting PATH, a teammate's machine): ``git`` or the path exits 127,
+# which Gemini CLI and Copilot CLI read as a denial of every edit.
 GIT_PREFIX = "git alock"
+# The git setting naming this clone's git-alock, for a hook whose shell finds none on PATH.
+PROGRAM_KEY = "alock.guardProgram"
+NOT_FOUND = (
+    "gitlocks: git-alock is not on this PATH and alock.guardProgram names none: "
+    "edits are not guarded (git alock doctor)"
+)
 
 
-def guard_prefix() -> tuple[str, str | None]:
-    """How the hooks installed now should run the guard, and a warning when that is not
-    the portable ``git alock``: where git-alock is not on PATH, the interpreter running
-    this install is named by its full path (as the git hooks remember theirs), so the
-    guard still runs; but that path means nothing on another machine."""
-    if shutil.which("git-alock"):
-        return GIT_PREFIX, None
-    prefix = f"{shlex.quote(sys.executable)} -m gitlocks"
-    return prefix, (
-        "git-alock is not on PATH, so the hooks run the guard as "
-        f"{prefix}: a harness on another machine will not find it there; put git-alock "
-        "on PATH (activate its environment) and install again to write the portable "
-        "command"
+def guard_script(harness: str, event: str = "") -> str:
+    """The POSIX shell script a hook runs: ``git alock guard`` where the harness's shell
+    finds git-alock on PATH; else the git-alock this clone's ``alock.guardProgram``
+    names (install sets it: a virtual environment, a user install off the login PATH);
+    else one line on stderr and exit 0, every harness's "go on" (docs/agents.md)."""
+    args = f"guard --for {harness}" + (f" --event {event}" if event else "")
+    return (
+        "command -v git >/dev/null 2>&1 && command -v git-alock >/dev/null 2>&1 && "
+        f"exec git alock {args}; "
+        f"p=$(git config --get {PROGRAM_KEY} 2>/dev/null); "
+        f'[ -x "$p" ] && exec "$p" {args}; '
+        f'echo "{NOT_FOUND}" >&2; exit 0'
     )
 
 
-def _command(harness: str, prefix: str = GIT_PREFIX) -> dict[str, Any]:
-    return {"type": "command", "command": f"{prefix} guard --for {harness}"}
+def guard_command(harness: str, event: str = "") -> str:
+    """The hook's command line: the script, run by ``sh`` whatever shell the harness uses
+    (Codex runs ``$SHELL -lc``, and ``$SHELL`` may be fish); the same on every machine,
+    so that committed settings name no path of the one they were installed on."""
+    return f"sh -c '{guard_script(harness, event)}'"
 
 
-def _groups(command: dict[str, Any], matchers: Mapping[str, str | None]) -> dict[str, Any]:
+def guard_program() -> tuple[str | None, str | None]:
+    """This installation's git-alock, for ``alock.guardProgram``, and a warning when
+    there is none to name."""
+    import sysconfig  # only install asks
+
+    beside = os.path.join(sysconfig.get_path("scripts"), "git-alock")
+    for found in (beside, shutil.which("git-alock")):
+        if found and os.access(found, os.X_OK):
+            return os.path.abspath(found), None
+    return None, (
+        "no git-alock program beside this interpreter nor on PATH: a hook whose shell "
+        "does not find git-alock on its PATH lets every edit through unguarded"
+    )
+
+
+def _command(harness: str, prefix: str = "", event: str = "") -> dict[str, Any]:
+    if prefix:  # an older install's command
+        more = f" --event {event}" if event else ""
+        return {"type": "command", "command": f"{prefix} guard --for {harness}{more}"}
+    return {"type": "command", "command": guard_command(harness, event)}
+
+
+def _groups(
+    command: dict[str, Any],
+    matchers: Mapping[str, str | None],
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """One group per event, of Claude Code's shape: the matcher (when the event takes
-    one) and the one command."""
+    one) and the one command (with ``extra`` keys for that event's, a timeout)."""
+    extra = extra or {}
     return {
-        event: {"hooks": [command]} if matcher is None else {"matcher": matcher, "hooks": [command]}
+        event: {
+            **({} if matcher is None else {"matcher": matcher}),
+            "hooks": [{**command, **extra.get(event, {})}],
+        }
         for event, matcher in matchers.items()
     }
 
@@ -84,8 +125,28 @@ class HookFile:
     skeleton: Mapping[str, Any] = field(default_factory=dict)  # what a new file starts with
 
 
-def _hook_files(prefix: str) -> dict[str, HookFile]:
-    return {
+# Claude Code's matcher names tools exactly (letters, digits, "_" and "|"); Copilot CLI
+# runs this file too, matching its own tool names (anchored), and Cursor its own. VS Code
+# ignores matchers: the guard answers its other tools with silence.
+CLAUDE_MATCHER = "|".join(
+    (
+        *("Edit", "Write", "MultiEdit", "NotebookEdit"),  # Claude Code
+        *("edit", "create", "str_replace", "str_replace_editor", "apply_patch"),  # Copilot
+        *("Delete", "StrReplace", "ApplyPatch"),  # Cursor
+    )
+)
+# Claude Code gives every SessionEnd hook 1.5 s in all unless one sets a timeout (seconds,
+# up to 60): a release pushed to a lock remote takes longer.
+CLAUDE_END_TIMEOUT = 30
+# Codex clamps SessionEnd hooks to 3 s whatever they ask (more earns a startup warning).
+CODEX_END_TIMEOUT = 3
+
+
+def _hook_files(prefix: str = "") -> dict[str, HookFile]:
+    """Each harness's hook file and our entries; ``prefix``: as an older install wrote
+    them (``git alock``, or an interpreter's ``-m gitlocks``), for uninstall to know."""
+    legacy = bool(prefix)
+    files = {
         "claude": HookFile(
             "claude",
             ".claude/settings.json",
@@ -93,14 +154,16 @@ def _hook_files(prefix: str) -> dict[str, HookFile]:
             _groups(
                 _command("claude", prefix),
                 {
-                    "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit",
+                    "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit" if legacy else CLAUDE_MATCHER,
                     "SessionStart": None,
                     "SessionEnd": None,
                     "Stop": None,
                 },
+                None if legacy else {"SessionEnd": {"timeout": CLAUDE_END_TIMEOUT}},
             ),
         ),
         # A name lets `/hooks disable gitlocks-guard` switch the guard off (docs/hooks/index.md).
+        # Its matcher is an unanchored regex: anchored, it fires for these two tools only.
         "gemini": HookFile(
             "gemini",
             ".gemini/settings.json",
@@ -108,7 +171,7 @@ def _hook_files(prefix: str) -> dict[str, HookFile]:
             _groups(
                 {"name": "gitlocks-guard", **_command("gemini", prefix)},
                 {
-                    "BeforeTool": "write_file|replace",
+                    "BeforeTool": "write_file|replace" if legacy else "^(write_file|replace)$",
                     "SessionStart": None,
                     "SessionEnd": None,
                     "AfterAgent": None,
@@ -123,7 +186,15 @@ def _hook_files(prefix: str) -> dict[str, HookFile]:
             None,
             _groups(
                 _command("codex", prefix),
-                {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
+                {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None}
+                if legacy
+                else {
+                    "PreToolUse": "^(apply_patch|Bash)$",
+                    "SessionStart": None,
+                    "SessionEnd": None,
+                    "Stop": None,
+                },
+                None if legacy else {"SessionEnd": {"timeout": CODEX_END_TIMEOUT}},
             ),
         ),
         # Copilot's events do not say which they are: each command names its own.
@@ -132,15 +203,172 @@ def _hook_files(prefix: str) -> dict[str, HookFile]:
             ".github/hooks/gitlocks.json",
             None,
             {
-                event: {"type": "command", "bash": f"{prefix} guard --for copilot --event {event}"}
+                event: {"type": "command", "bash": _command("copilot", prefix, event)["command"]}
                 for event in ("sessionStart", "preToolUse", "agentStop", "sessionEnd")
             },
             skeleton={"version": 1},
         ),
     }
+    if legacy:
+        return files
+    files.update(
+        {
+            # Qwen Code: Claude's event names, Gemini's unanchored regex matcher.
+            "qwen": HookFile(
+                "qwen",
+                ".qwen/settings.json",
+                None,
+                _groups(
+                    _command("qwen"),
+                    {
+                        "PreToolUse": "^(write_file|edit)$",
+                        "SessionStart": None,
+                        "SessionEnd": None,
+                        "Stop": None,
+                    },
+                ),
+            ),
+            # Cursor: no matcher (its tool names are not all documented); no sessionEnd:
+            # one Cursor process runs many conversations, whose ends end no claim.
+            "cursor": HookFile(
+                "cursor",
+                ".cursor/hooks.json",
+                None,
+                {event: {"command": guard_command("cursor")} for event in ("preToolUse", "stop")},
+                skeleton={"version": 1},
+            ),
+            # Windsurf: pre_write_code names the file; it has no session events.
+            "windsurf": HookFile(
+                "windsurf",
+                ".windsurf/hooks.json",
+                None,
+                {"pre_write_code": {"command": guard_command("windsurf")}},
+            ),
+        }
+    )
+    return files
 
 
-HOOK_FILES = _hook_files(GIT_PREFIX)
+HOOK_FILES = _hook_files()
+
+
+def _cline_hook() -> str:
+    return (
+        "#!/bin/sh\n"
+        "# The gitlocks guard for Cline (git alock install-agent-hooks --for cline): Cline\n"
+        "# runs this file before every tool call, the call as JSON on stdin.\n"
+        f"{guard_script('cline')}\n"
+    )
+
+
+def _opencode_plugin() -> str:
+    script = json.dumps(guard_script("opencode"))
+    return f"""// The gitlocks guard for OpenCode (git alock install-agent-hooks --for opencode).
+// Before every tool call the guard judges it as it does for the other harnesses' hooks:
+// exit 2 denies it, the reason on stderr; anything else lets it go on.
+import {{ spawn }} from "node:child_process";
+
+const GUARD = {script};
+
+function guard(directory, event) {{
+  return new Promise((resolve) => {{
+    let stderr = "";
+    let child;
+    try {{
+      child = spawn("sh", ["-c", GUARD], {{ cwd: directory, stdio: ["pipe", "pipe", "pipe"] }});
+    }} catch {{
+      resolve({{ code: 0, stderr }});
+      return;
+    }}
+    child.stdout.resume();
+    child.stderr.on("data", (chunk) => {{ stderr += chunk; }});
+    child.on("error", () => resolve({{ code: 0, stderr }}));
+    child.on("close", (code) => resolve({{ code, stderr }}));
+    child.stdin.on("error", () => {{}});
+    child.stdin.end(JSON.stringify(event));
+  }});
+}}
+
+export const GitlocksGuard = async ({{ directory }}) => ({{
+  "tool.execute.before": async (input, output) => {{
+    const got = await guard(directory, {{
+      hook_event_name: "PreToolUse",
+      session_id: input.sessionID,
+      cwd: directory,
+      tool_name: input.tool,
+      tool_input: output.args,
+    }});
+    if (got.code === 2) throw new Error(got.stderr.trim() || "gitlocks: denied");
+  }},
+  event: async ({{ event }}) => {{
+    // An idle session finished a turn: its claims are renewed, as at other harnesses' Stop.
+    if (event.type === "session.idle") {{
+      await guard(directory, {{ hook_event_name: "Stop", cwd: directory }});
+    }}
+  }},
+}});
+"""
+
+
+@dataclass(frozen=True)
+class ScriptFile:
+    """A harness whose hook is a file of its own, all ours: Cline's hook script, OpenCode's
+    plugin."""
+
+    harness: str
+    path: str
+    text: str
+    mode: int
+
+
+SCRIPT_FILES = {
+    "cline": ScriptFile("cline", ".clinerules/hooks/PreToolUse", _cline_hook(), 0o755),
+    "opencode": ScriptFile("opencode", ".opencode/plugins/gitlocks.js", _opencode_plugin(), 0o644),
+}
+
+
+def installed_path(harness: str) -> str:
+    """Where install puts the harness's hooks, from the top of the working tree."""
+    if harness in SCRIPT_FILES:
+        return SCRIPT_FILES[harness].path
+    return hook_file(harness).path
+
+
+def _install_script(root: Path, spec: ScriptFile) -> SettingsChange:
+    path = root / spec.path
+    _inside(path, root)
+    raw = _read_raw(path)
+    if raw is not None:
+        if raw == spec.text.encode():
+            return SettingsChange(path, "already_installed")
+        raise UsageError(f"{path} exists and is not the one install writes; nothing was changed")
+    made = _missing_dirs(path, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write_atomic(path, spec.text.encode(), spec.mode)
+    except OSError as exc:
+        for name in made:
+            with contextlib.suppress(OSError):
+                (root / name).rmdir()
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    return SettingsChange(path, "installed")
+
+
+def _uninstall_script(root: Path, spec: ScriptFile) -> SettingsChange:
+    path = root / spec.path
+    _inside(path, root)
+    if _read_raw(path) != spec.text.encode():
+        return SettingsChange(path, "not_installed")  # none, or the user's own now
+    path.unlink()
+    here = path.parent
+    while here != root:  # the directories left empty: .clinerules/hooks, .opencode/plugins
+        try:
+            here.rmdir()
+        except OSError:
+            break
+        here = here.parent
+    return SettingsChange(path, "uninstalled")
+
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # In the worktree's git directory: each settings file as install found it.
@@ -159,10 +387,22 @@ class SettingsChange:
         return {"path": os.fspath(self.path), "status": self.status}
 
 
-def hook_file(harness: str, prefix: str = GIT_PREFIX) -> HookFile:
-    found = (HOOK_FILES if prefix == GIT_PREFIX else _hook_files(prefix)).get(harness)
+def hook_file(harness: str) -> HookFile:
+    found = HOOK_FILES.get(harness)
     if found is None:
-        raise UsageError(f"unknown harness {harness!r}: the guard speaks {', '.join(HOOK_FILES)}")
+        known = ", ".join([*HOOK_FILES, *SCRIPT_FILES])
+        raise UsageError(f"unknown harness {harness!r}: install-agent-hooks knows {known}")
+    return found
+
+
+def _legacy(harness: str) -> list[HookFile]:
+    """Our entries as older installs wrote them (``git alock guard``, or this
+    interpreter's ``-m gitlocks``): uninstall takes them out, install replaces them."""
+    found = []
+    for prefix in (GIT_PREFIX, f"{shlex.quote(sys.executable)} -m gitlocks"):
+        old = _hook_files(prefix).get(harness)
+        if old is not None:
+            found.append(old)
     return found
 
 
@@ -364,11 +604,16 @@ def install(
     *,
     local: bool = False,
     git_dir: Path | None = None,
-    prefix: str = GIT_PREFIX,
 ) -> SettingsChange:
     """Merge the guard's hooks into the harness's settings; idempotent. ``git_dir`` (the
-    worktree's) keeps the settings as found, for uninstall."""
-    spec = hook_file(harness, prefix)
+    worktree's) keeps the settings as found, for uninstall. An older install's entries
+    are replaced."""
+    if harness in SCRIPT_FILES:
+        if local:
+            raise UsageError(f"--local: {HARNESSES[harness].title} has no personal hook file")
+        return _install_script(root, SCRIPT_FILES[harness])
+    spec = hook_file(harness)
+    legacy = _legacy(harness)
     path = settings_path(root, local=local, harness=harness)
     _inside(path, root)
     raw = _read_raw(path)
@@ -381,6 +626,8 @@ def install(
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
             raise UsageError(f"{path}: hooks.{event} is not a list; nothing was changed")
+        old = [one.entries[event] for one in legacy if event in one.entries]
+        entries[:] = [e for e in entries if e not in old]
         if ours not in entries:
             entries.append(json.loads(json.dumps(ours)))
     if _same(data, before):
@@ -405,9 +652,11 @@ def uninstall(
 ) -> SettingsChange:
     """Remove the guard's entries, and the containers install created that are left
     empty; the settings as found before install when nothing else changed since."""
+    if harness in SCRIPT_FILES:
+        return _uninstall_script(root, SCRIPT_FILES[harness])
     spec = hook_file(harness)
-    # Our entries under either command: the portable one, and this interpreter's.
-    specs = [spec, hook_file(harness, guard_prefix()[0]), hook_file(harness, _own_prefix())]
+    # Our entries as this version writes them, and as older ones did.
+    specs = [spec, *_legacy(harness)]
     path = settings_path(root, local=local, harness=harness)
     _inside(path, root)
     raw = _read_raw(path)
@@ -426,7 +675,7 @@ def uninstall(
         entries = hooks.get(event)
         if not isinstance(entries, list):
             continue
-        ours = [one.entries[event] for one in specs]
+        ours = [one.entries[event] for one in specs if event in one.entries]
         # Entries equal to ours that the file already held before install (a teammate's,
         # committed) stay: install appended its own after them.
         before = had.get(event) if isinstance(had, dict) else None
@@ -456,10 +705,6 @@ def uninstall(
         _write(path, _render(data, raw))
     _remember(git_dir, key, None)
     return SettingsChange(path, "uninstalled")
-
-
-def _own_prefix() -> str:
-    return f"{shlex.quote(sys.executable)} -m gitlocks"
 
 
 def _added(spec: HookFile, original: dict[str, Any] | None, name: str, value: Any) -> bool:
