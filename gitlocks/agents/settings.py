@@ -677,10 +677,17 @@ def uninstall(
             continue
         ours = [one.entries[event] for one in specs if event in one.entries]
         # Entries equal to ours that the file already held before install (a teammate's,
-        # committed) stay: install appended its own after them.
+        # committed) stay: install appended its own after them. An older version's it
+        # replaced: those go.
         before = had.get(event) if isinstance(had, dict) else None
-        kept = sum(e in ours for e in before) if isinstance(before, list) else 0
-        drop = [i for i, e in enumerate(entries) if e in ours][kept:]
+        current = spec.entries[event]
+        kept = sum(e == current for e in before) if isinstance(before, list) else 0
+        drop = []
+        for i, e in enumerate(entries):
+            if e == current and kept:
+                kept -= 1
+            elif e in ours:
+                drop.append(i)
         if not drop:
             continue
         removed = True
