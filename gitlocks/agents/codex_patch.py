@@ -7,7 +7,9 @@ codex-rs/apply-patch/src/invocation.rs), or any other shell form, which reaches 
 ``apply_patch`` command Codex puts on the shell's PATH and applies the patch in whatever
 directory the shell is in by then.
 
-So a shell command's patch names its files relative to a directory the shell decides. The
+So a shell command's patch names its files relative to a directory the shell decides,
+starting from the call's ``workdir``, which Codex's hook input does not carry
+(``codex_shell_paths``: such a patch is denied unless that is known). The
 part of the script before ``apply_patch`` is read as the shell would run it, as far as it
 can be known for certain: ``cd``/``pushd`` with literal directories (``$PWD`` too), in
 sequences (``;``, ``&&``, newlines), groups and subshells, and ``env -C`` before the

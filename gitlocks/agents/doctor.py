@@ -17,17 +17,17 @@ import json
 import os
 import re
 import secrets
-import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitlocks.agents import settings
+from gitlocks.agents import commands, settings
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.core.text import printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
 # A hook's run: the harnesses wait 30 s and more; a check that hangs is a failure.
@@ -190,10 +190,21 @@ EDIT_EVENTS = {
 
 
 def installed_commands(root: Path, harness: str) -> dict[str, str]:
-    """The commands of the harness's installed hook file that run before an edit, by the
-    key naming them (``command``, ``bash``); {} when it has none of ours."""
-    if harness in settings.SCRIPT_FILES:
-        path = root / settings.SCRIPT_FILES[harness].path
+    """The commands of the harness's installed hook file (Claude Code's personal one too)
+    that run before an edit, by the key naming them (``command``, ``bash``); {} when it
+    has none of ours."""
+    spec = commands.HOOK_FILES.get(harness)
+    if spec is None:
+        return _script_command(root, harness)
+    found = _commands(root, harness, spec.path)
+    if not found and spec.local:
+        found = _commands(root, harness, spec.local)
+    return found
+
+
+def _script_command(root: Path, harness: str) -> dict[str, str]:
+    if harness in commands.SCRIPT_FILES:
+        path = root / commands.SCRIPT_FILES[harness].path
         if not path.is_file():
             return {}
         if harness == "opencode":
@@ -201,7 +212,11 @@ def installed_commands(root: Path, harness: str) -> dict[str, str]:
             script = _json(line.group(1)) if line else None
             return {"": f"sh -c {_quote(script)}"} if isinstance(script, str) else {}
         return {"": str(path)}
-    path = root / settings.hook_file(harness).path
+    return {}
+
+
+def _commands(root: Path, harness: str, name: str) -> dict[str, str]:
+    path = root / name
     try:
         data = json.loads(path.read_bytes().removeprefix(settings.BOM))
     except (OSError, ValueError):
@@ -224,22 +239,37 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+def run(
+    argv: Sequence[str], cwd: str, env: Mapping[str, str] | None = None, feed: str = ""
+) -> tuple[int, str, str]:
+    """Run ``argv`` in ``cwd`` (its exit code, stdout, stderr), within ``RUN_TIMEOUT``:
+    through ``sh``'s ``cd`` (the package starts processes as it starts git, and
+    ``posix_spawn`` cannot change directory), which ``exec``s ``argv`` as it is."""
+    from gitlocks.git.spawn import Process, TimeoutExpired  # the checks only
+
+    chdir = ["/bin/sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", cwd, *argv]
+    try:
+        proc = Process(chdir, None, os.environ if env is None else env)
+    except OSError as exc:
+        return 127, "", f"{argv[0]}: {exc.strerror}"
+    try:
+        out, err = proc.communicate(feed.encode(), timeout=RUN_TIMEOUT)
+    except TimeoutExpired:
+        proc.kill()
+        proc.close_pipes()
+        proc.wait()
+        return -1, "", f"no answer in {RUN_TIMEOUT:.0f} s"
+    code = proc.returncode if proc.returncode is not None else -1
+    return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
 def run_hook(
     product: str, command: str, root: str, event: Any, env: Mapping[str, str], via: str = ""
 ) -> tuple[int, str, str]:
     """Run ``command`` as ``product`` runs its hooks, ``event`` on stdin (the command
     names the event itself where the harness's payload does not)."""
     argv = shell_form(product, command, env, via)
-    try:
-        proc = subprocess.run(
-            argv, cwd=root, env=product_env(product, root, env), input=json.dumps(event),
-            capture_output=True, text=True, timeout=RUN_TIMEOUT,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return -1, "", f"no answer in {RUN_TIMEOUT:.0f} s"
-    except OSError as exc:
-        return 127, "", f"{argv[0]}: {exc.strerror}"
-    return proc.returncode, proc.stdout, proc.stderr
+    return run(argv, root, product_env(product, root, env), json.dumps(event))
 
 
 def probe(harness: str, root: Path, env: Mapping[str, str]) -> tuple[bool, str]:
@@ -285,15 +315,15 @@ def check_harnesses(
     ``hold`` has a stand-in holder claim."""
     target = f".alock-doctor-{secrets.token_hex(4)}/probe.txt"
     held = False
-    for harness in [*settings.HOOK_FILES, *settings.SCRIPT_FILES]:
-        commands = installed_commands(root, harness)
-        if not commands:
+    for harness in [*commands.HOOK_FILES, *commands.SCRIPT_FILES]:
+        ours = installed_commands(root, harness)
+        if not ours:
             continue
         if not held:
             hold(target)
             held = True
         for product, key in READERS[harness]:
-            command = commands.get(key) or next(iter(commands.values()))
+            command = ours.get(key) or next(iter(ours.values()))
             event, _ = edit_event(product, str(root), target)
             shown = " ".join(shell_form(product, "HOOK", env, key)) if product != "cline" else (
                 "the file itself (its shebang)"
@@ -328,12 +358,7 @@ def git_hooks_report(hooks_dir: Path) -> dict[str, Any]:
     python = found.group(1).strip().strip("'\"")
     if not python:
         return {"installed": True, "python": "", "works": None}
-    try:
-        proc = subprocess.run([python, "-c", "import gitlocks"], capture_output=True,
-                              timeout=RUN_TIMEOUT)  # fmt: skip
-        works = proc.returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        works = False
+    works = run([python, "-c", "import gitlocks"], os.fspath(hooks_dir))[0] == 0
     return {"installed": True, "python": python, "works": works}
 
 
@@ -341,18 +366,19 @@ def remote_report(root: Path, remote: str, timeout: float) -> dict[str, Any]:
     """Whether the lock remote answers ``git ls-remote`` within ``timeout``."""
     if not remote:
         return {"remote": "", "reachable": None}
+    # Imported here: only a lock remote's check runs git with a time limit.
+    from gitlocks.errors import GitlocksError
+    from gitlocks.git.run import Env, bounded
+
     try:
-        proc = subprocess.run(
-            ["git", "ls-remote", "--heads", remote], cwd=root, capture_output=True, text=True,
-            timeout=timeout, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-        )  # fmt: skip
-        ok = proc.returncode == 0
-        said = "" if ok else (proc.stderr.strip().splitlines() or [""])[-1]
-    except subprocess.TimeoutExpired:
-        ok, said = False, f"no answer in {timeout:g} s"
-    except OSError as exc:
-        ok, said = False, str(exc.strerror)
-    return {"remote": remote, "reachable": ok, "detail": said}
+        ran = bounded(["ls-remote", "--heads", remote], env=Env.REMOTE, timeout=timeout,
+                      timed_out=f"no answer in {timeout:g} s", error=GitlocksError,
+                      cwd=os.fspath(root))  # fmt: skip
+    except GitlocksError as exc:
+        return {"remote": remote, "reachable": False, "detail": str(exc)}
+    said = ran.stderr.decode("utf-8", "replace").strip().splitlines()
+    ok = ran.returncode == 0
+    return {"remote": remote, "reachable": ok, "detail": "" if ok or not said else said[-1]}
 
 
 def render(report: Report) -> str:
@@ -384,3 +410,10 @@ def render(report: Report) -> str:
 
 def standin_holder() -> str:
     return f"alock-doctor-{secrets.token_hex(4)}"
+
+
+def as_holder(holder: str, root: str, env: Mapping[str, str], *args: str) -> tuple[int, str]:
+    """``git alock --as HOLDER ARGS`` as a process of its own (this interpreter's), and
+    the last line it said."""
+    code, out, err = run([sys.executable, "-m", "gitlocks", "--as", holder, *args], root, env)
+    return code, ((err.strip() or out.strip()).splitlines() or ["?"])[-1]

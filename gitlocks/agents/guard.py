@@ -1,9 +1,10 @@
 """``git alock guard --for HARNESS``: the agent guard, run by a coding agent's own hooks.
 
-The harness (Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI) runs it before every
-edit, and at the start and end of a session, with one event as JSON on stdin; the guard
-answers in the harness's format (``gitlocks.agents.harnesses`` reads and writes each one;
-this module decides, the same for all). An edit inside another holder's live claim is
+The harness (Claude Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, VS Code's agent, Qwen
+Code, Cursor, Windsurf, Cline, OpenCode) runs it before every edit, and at the start and
+end of a session, with one event as JSON on stdin; the guard answers in the protocol of
+the product that sent it (``gitlocks.agents.harnesses`` reads and writes each one; this
+module decides, the same for all). An edit inside another holder's live claim is
 denied, naming the holder; an edit of a path nobody holds claims that file for the
 session (``alock.guardMode`` = ``claim``, the default), so claiming before editing happens
 whether or not the agent remembers.
@@ -11,10 +12,11 @@ whether or not the agent remembers.
 It runs before every edit, so it takes the hooks' fast path: no command-line framework,
 and the table read from the lock refs' files without pygit2. Only a claim, a session's
 end and a heartbeat load the store (docs/design.md, section 6.5). It is never in the way
-by accident: a path outside any repository, a directory, another tool, malformed input
-or an unreadable store lets the call through, with the reason on stderr and exit 1 (the
-harnesses' "non-blocking error"). The edited file, not the session's directory, decides
-which repository (and so which lock table) is asked.
+by accident: a path outside any repository, a directory, another tool or malformed input
+is nothing to guard (exit 0, no output: the answer every harness reads as "go on" without a
+word), and an unreadable store lets the call through with the reason on stderr and the
+sender's visible non-blocking exit (``Harness.fail``). The edited file, not the session's
+directory, decides which repository (and so which lock table) is asked.
 """
 
 from __future__ import annotations

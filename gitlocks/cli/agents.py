@@ -75,21 +75,21 @@ def install_agent_hooks(
 
     Example: git alock install-agent-hooks --for claude
     """
-    import os
+    import os  # the environment the harness's shell is run with
     from pathlib import Path  # the installers' paths; pathlib is off the MCP server's start
 
     # Imported here: only the installers read and write settings files (their dataclasses
     # would cost the MCP server's start, which shares this module, some 14 ms).
-    from gitlocks.agents import doctor, settings
-    from gitlocks.git.changes import git_output
+    from gitlocks.agents import commands, doctor, settings
+    from gitlocks.git.settings import write
 
     name = _installable(harness)
     store = Store.discover()
     root, git_dir = Path(store.root), Path(store.git_dir)
     change = settings.install(root, name, local=local, git_dir=git_dir)
-    program, warning = settings.guard_program()
+    program, warning = commands.guard_program()
     if program is not None:  # this clone's git-alock, for a shell that finds none on PATH
-        git_output(["config", settings.PROGRAM_KEY, program], store.root)
+        write(store.git_dir, commands.PROGRAM_KEY, program)
     if warning:
         sys.stderr.write(f"warning: {printable(warning)}\n")
     works, found = doctor.probe(name, root, os.environ)
@@ -137,10 +137,11 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
 
     Example: git alock doctor
     """
+    # Imported here: only doctor runs the checks (and pathlib is off the MCP server's start).
     import os
-    import subprocess
     from pathlib import Path
 
+    # The checks, and what they read: only doctor needs them.
     from gitlocks.agents import doctor as checks
     from gitlocks.errors import EXIT_ERROR, GitlocksError
     from gitlocks.hooks.install import hooks_dir
@@ -152,18 +153,14 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
     store = Store.discover()
     root = Path(store.root)
     holder = checks.standin_holder()
-    cli = [sys.executable, "-m", "gitlocks", "--as", holder]
     env = {k: v for k, v in os.environ.items() if k not in ("AGENT_ID", "GITLOCKS_HOLDER")}
     held: list[str] = []
 
     def hold(path: str) -> None:
-        got = subprocess.run(
-            [*cli, "acquire", path, "-m", checks.STAND_IN_REASON, "--ttl", "10m"],
-            cwd=root, env=env, capture_output=True, text=True,
-        )  # fmt: skip
-        if got.returncode != 0:
-            said = (got.stderr.strip() or got.stdout.strip()).splitlines() or ["?"]
-            raise GitlocksError(f"the stand-in holder could not claim {path}: {said[-1]}")
+        args = ("acquire", path, "-m", checks.STAND_IN_REASON, "--ttl", "10m")
+        code, said = checks.as_holder(holder, store.root, env, *args)
+        if code != 0:
+            raise GitlocksError(f"the stand-in holder could not claim {path}: {said}")
         held.append(path)
 
     report = checks.Report()
@@ -183,7 +180,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
     finally:
         for path in held:  # the stand-in's claim, and any a guard made on it
             for verb in ("release", "break"):
-                subprocess.run([*cli, verb, path], cwd=root, env=env, capture_output=True)
+                checks.as_holder(holder, store.root, env, verb, path)
     report.git_hooks = checks.git_hooks_report(hooks_dir(store.root))
     if report.git_hooks.get("installed") and report.git_hooks.get("works") is False:
         report.problems.append("the git hooks' interpreter does not import gitlocks")

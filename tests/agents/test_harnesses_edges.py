@@ -18,7 +18,7 @@ import test_harnesses as h
 from support.cli import Result, alock
 
 from gitlocks.agents.codex_patch import patch_paths
-from gitlocks.agents.settings import HOOK_FILES
+from gitlocks.agents.commands import HOOK_FILES
 
 OTHER = h.OTHER
 
