@@ -21,6 +21,8 @@ from support.cli import alock
 from support.guard import OTHER, denial, edit, event, guard, holders, second_session
 from support.harness import StandIn
 
+from gitlocks.agents.commands import guard_command
+
 
 def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
     got = guard(repo, edit(repo, "src/app.py"))
@@ -270,13 +272,11 @@ def test_install_merges_and_uninstall_gives_back_the_settings(repo: Path, local:
     assert data["permissions"] == EXISTING["permissions"]
     pre = data["hooks"]["PreToolUse"]
     assert pre[0] == EXISTING["hooks"]["PreToolUse"][0]
-    assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
-    assert pre[1]["hooks"] == [{"type": "command", "command": "git alock guard --for claude"}]
+    assert pre[1]["matcher"].startswith("Edit|Write|MultiEdit|NotebookEdit|")
+    assert pre[1]["hooks"] == [{"type": "command", "command": guard_command("claude")}]
     for name in ("SessionStart", "SessionEnd", "Stop"):
         assert any(
-            h["command"] == "git alock guard --for claude"
-            for g in data["hooks"][name]
-            for h in g["hooks"]
+            h["command"] == guard_command("claude") for g in data["hooks"][name] for h in g["hooks"]
         )
     again = alock(repo, "install-agent-hooks", "--for", "claude", *flag)
     assert again.word.startswith("ALREADY INSTALLED") and json.loads(path.read_text()) == data

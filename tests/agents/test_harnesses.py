@@ -25,6 +25,7 @@ from support.cli import Result, alock
 from support.harness import StandIn
 
 from gitlocks.agents.codex_patch import patch_paths
+from gitlocks.agents.commands import guard_command
 
 OTHER = {"AGENT_ID": "other-agent"}
 
@@ -500,9 +501,9 @@ def test_install_writes_each_harness_documented_shape(repo: Path) -> None:
     command = {
         "name": "gitlocks-guard",
         "type": "command",
-        "command": "git alock guard --for gemini",
+        "command": guard_command("gemini"),
     }
-    assert gemini["BeforeTool"] == [{"matcher": "write_file|replace", "hooks": [command]}]
+    assert gemini["BeforeTool"] == [{"matcher": "^(write_file|replace)$", "hooks": [command]}]
     assert (
         gemini["SessionStart"]
         == gemini["SessionEnd"]
@@ -510,15 +511,16 @@ def test_install_writes_each_harness_documented_shape(repo: Path) -> None:
         == [{"hooks": [command]}]
     )
     codex = json.loads((repo / FILES["codex"]).read_text())["hooks"]
-    command = {"type": "command", "command": "git alock guard --for codex"}
-    assert codex.pop("PreToolUse") == [{"matcher": "apply_patch|Bash", "hooks": [command]}]
-    assert codex == {"SessionStart": [{"hooks": [command]}], "Stop": [{"hooks": [command]}]}
+    command = {"type": "command", "command": guard_command("codex")}
+    assert codex.pop("PreToolUse") == [{"matcher": "^(apply_patch|Bash)$", "hooks": [command]}]
+    assert codex == {"SessionStart": [{"hooks": [command]}], "Stop": [{"hooks": [command]}],
+                     "SessionEnd": [{"hooks": [{**command, "timeout": 3}]}]}  # fmt: skip
     copilot = json.loads((repo / FILES["copilot"]).read_text())
     assert copilot["version"] == 1 and sorted(copilot["hooks"]) == [
         "agentStop", "preToolUse", "sessionEnd", "sessionStart"]  # fmt: skip
     for event, entries in copilot["hooks"].items():
         assert entries == [{"type": "command",
-                            "bash": f"git alock guard --for copilot --event {event}"}]  # fmt: skip
+                            "bash": guard_command("copilot", event)}]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -633,4 +635,5 @@ def test_installer_refuses_local_and_bad_files(repo: Path, name: str) -> None:
     got = alock(repo, "install-agent-hooks", "--for", name)
     assert got.code == 2 and '"hooks" is not an object' in got.err
     assert path.read_text() == '{"hooks": []}'
-    assert alock(repo, "install-agent-hooks", "--for", "cursor").code == 2
+    assert alock(repo, "install-agent-hooks", "--for", "nonesuch").code == 2
+    assert alock(repo, "install-agent-hooks", "--for", "vscode").code == 2

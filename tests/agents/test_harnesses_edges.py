@@ -117,7 +117,7 @@ def test_other_shell_commands_get_silence(repo: Path, command: str) -> None:
 def test_install_registers_the_guard_for_codexs_shell_too(repo: Path) -> None:
     assert h.install(repo, "codex").startswith("INSTALLED")
     hooks = json.loads((repo / h.FILES["codex"]).read_text())["hooks"]
-    assert hooks["PreToolUse"][0]["matcher"] == "apply_patch|Bash"
+    assert hooks["PreToolUse"][0]["matcher"] == "^(apply_patch|Bash)$"
     assert h.uninstall(repo, "codex").startswith("UNINSTALLED")
     assert not (repo / ".codex").exists()
 
