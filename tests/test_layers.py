@@ -39,7 +39,7 @@ ALLOWED["cli"] = ALLOWED["agents"] | {"agents", "ui"}  # the command line sits a
 HOMES = {
     "pygit2": {"store"},
     "typer": {"cli"},
-    "subprocess": {"git", "identity"},
+    "subprocess": {"git", "identity", "agents"},  # agents: the doctor runs harness shells
     "pathspec": {"core"},
     "mcp": {"agents"},
     "http": {"ui"},

@@ -7,7 +7,9 @@ codex-rs/apply-patch/src/invocation.rs), or any other shell form, which reaches 
 ``apply_patch`` command Codex puts on the shell's PATH and applies the patch in whatever
 directory the shell is in by then.
 
-So a shell command's patch names its files relative to a directory the shell decides. The
+So a shell command's patch names its files relative to a directory the shell decides,
+starting from the call's ``workdir``, which Codex's hook input does not carry
+(``codex_shell_paths``: such a patch is denied unless that is known). The
 part of the script before ``apply_patch`` is read as the shell would run it, as far as it
 can be known for certain: ``cd``/``pushd`` with literal directories (``$PWD`` too), in
 sequences (``;``, ``&&``, newlines), groups and subshells, and ``env -C`` before the
@@ -427,6 +429,27 @@ def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
     if not isinstance(command, str):
         return None
     return _script(command)
+
+
+def codex_shell_paths(tool_input: Any) -> tuple[str, ...] | None:
+    """Every file a Codex shell call applying a patch writes. Codex applies such a patch in
+    the call's ``workdir``, which its hook's input does not carry (Codex 0.171.0 sends the
+    command alone): the names are read against ``workdir`` when the input has one, and a
+    patch naming a file from the directory the shell starts in is otherwise
+    ``Unjudgeable``: it is neither judged nor claimed on the guess that it is ``cwd``."""
+    found = shell_patch_paths(tool_input)
+    if not found:
+        return found
+    workdir = tool_input.get("workdir") if isinstance(tool_input, dict) else None
+    if isinstance(workdir, str) and workdir:
+        joined = tuple(os.path.join(workdir, name) for name in found)
+        return Candidates(joined) if isinstance(found, Candidates) else joined
+    if any(not os.path.isabs(name) for name in found):
+        raise Unjudgeable(
+            "Codex applies a patch given to its shell in the call's working directory "
+            "(workdir), which its hook does not say"
+        )
+    return found
 
 
 def _argv(argv: list[str]) -> tuple[str, ...] | None:

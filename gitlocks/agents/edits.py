@@ -7,9 +7,14 @@ event, and the guard denies an unjudgeable patch, saying what to do instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class Unjudgeable(Exception):
     """A patch is applied from a directory that cannot be known for certain."""
+
+    # The product whose call it is (a ``gitlocks.agents.harnesses.Harness``), once known.
+    harness: Any = None
 
 
 class Candidates(tuple[str, ...]):
@@ -19,6 +24,7 @@ class Candidates(tuple[str, ...]):
 
 # What the guard's denial of an ``Unjudgeable`` patch tells the agent to do instead.
 USE_INSTEAD = (
-    "use the apply_patch tool, or apply_patch <<'EOF' with paths relative to the working "
-    "directory (cd DIR && apply_patch <<'EOF' with a literal DIR also works)"
+    "use the apply_patch tool (its paths are read from the session's directory), or "
+    "cd to an absolute directory first in the same command "
+    "(cd /abs/dir && apply_patch <<'EOF')"
 )

@@ -1,9 +1,10 @@
 """``git alock guard --for HARNESS``: the agent guard, run by a coding agent's own hooks.
 
-The harness (Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI) runs it before every
-edit, and at the start and end of a session, with one event as JSON on stdin; the guard
-answers in the harness's format (``gitlocks.agents.harnesses`` reads and writes each one;
-this module decides, the same for all). An edit inside another holder's live claim is
+The harness (Claude Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, VS Code's agent, Qwen
+Code, Cursor, Windsurf, Cline, OpenCode) runs it before every edit, and at the start and
+end of a session, with one event as JSON on stdin; the guard answers in the protocol of
+the product that sent it (``gitlocks.agents.harnesses`` reads and writes each one; this
+module decides, the same for all). An edit inside another holder's live claim is
 denied, naming the holder; an edit of a path nobody holds claims that file for the
 session (``alock.guardMode`` = ``claim``, the default), so claiming before editing happens
 whether or not the agent remembers.
@@ -11,10 +12,11 @@ whether or not the agent remembers.
 It runs before every edit, so it takes the hooks' fast path: no command-line framework,
 and the table read from the lock refs' files without pygit2. Only a claim, a session's
 end and a heartbeat load the store (docs/design.md, section 6.5). It is never in the way
-by accident: a path outside any repository, a directory, another tool, malformed input
-or an unreadable store lets the call through, with the reason on stderr and exit 1 (the
-harnesses' "non-blocking error"). The edited file, not the session's directory, decides
-which repository (and so which lock table) is asked.
+by accident: a path outside any repository, a directory, another tool or malformed input
+is nothing to guard (exit 0, no output: the answer every harness reads as "go on" without a
+word), and an unreadable store lets the call through with the reason on stderr and the
+sender's visible non-blocking exit (``Harness.fail``). The edited file, not the session's
+directory, decides which repository (and so which lock table) is asked.
 """
 
 from __future__ import annotations
@@ -28,13 +30,12 @@ from typing import NamedTuple
 from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
     EXIT_ALLOW,
-    EXIT_PASS,
     HARNESSES,
     Answer,
     Event,
     Harness,
     Pass,
-    parse,
+    read,
 )
 from gitlocks.agents.repos import Repo, locate
 from gitlocks.agents.session import (
@@ -73,6 +74,9 @@ from gitlocks.identity import (
 # event is let through unread, so the cap is well above what agents write (a lockfile
 # or generated code of several MiB).
 MAX_EVENT_BYTES = 64 * 1024 * 1024
+# Set (to anything), the guard says on stderr why it let a call through unguarded: for a
+# person finding out why; harnesses show stderr, even at exit 0 (Gemini CLI).
+TRACE_ENV = "GITLOCKS_GUARD_TRACE"
 
 
 # --- deciding ---------------------------------------------------------------------------
@@ -294,8 +298,9 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
 
 
 def _deny(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
-    """The harness's documented denial (exit 0, JSON on stdout)."""
-    return Answer(EXIT_ALLOW, harness.deny(reason), stderr_lines(notes))
+    """The harness's denial, in the protocol its shipped code reads."""
+    said = harness.deny(reason)
+    return said._replace(stderr=said.stderr + stderr_lines(notes))
 
 
 def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
@@ -308,10 +313,15 @@ def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
 
 
 def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -> Answer:
-    """The answer to one event of ``harness`` (``named``: the event, when the hook's
-    command line names it)."""
+    """The answer to one event, run by the hook installed for ``harness`` (``named``: the
+    event, when the hook's command line names it), in the protocol of the product that
+    sent it. Nothing to guard is exit 0 and silence, the one answer every harness reads
+    as "go on" without a word to anyone; a failure (an unreadable table, a bug) lets the
+    call through with the harness's visible "go on" (``Harness.fail``)."""
+    sender = harness
     try:
-        event = parse(harness, raw, named)
+        sender, event = read(harness.name, raw, named)
+        return _answer(sender, event, env)
     except Unjudgeable as why:
         # The files are known, the directory they are named from is not: no claim can be
         # judged, and none is made on a guess. The agent is told the form that can be.
@@ -319,7 +329,22 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
             f"gitlocks: this patch cannot be checked against other agents' claims: {why}. "
             f"To apply it, {USE_INSTEAD}."
         )
-        return _deny(harness, printable(reason), [])
+        return _deny(why.harness or sender, printable(reason), [])
+    except Pass as why:
+        trace = f"{PREFIX}{printable(str(why))}; let through\n" if env.get(TRACE_ENV) else ""
+        return Answer(EXIT_ALLOW, "", trace)
+    except GitlocksError as exc:
+        return Answer(sender.fail, "", f"{PREFIX}{printable(str(exc))}; let through\n")
+    except Exception as exc:  # a bug must never block an agent's edit
+        return Answer(
+            sender.fail,
+            "",
+            f"{PREFIX}internal error: {exc.__class__.__name__}: {printable(str(exc))}; "
+            "let through. This is a bug in gitlocks; please report it\n",
+        )
+
+
+def _answer(harness: Harness, event: Event, env: Mapping[str, str]) -> Answer:
     if event.kind == "edit":
         return decide_edit(event, harness, env)
     if event.kind == "start":
@@ -328,8 +353,10 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
         return end_session(event, harness, env)
     if event.kind == "stop":
         return heartbeat(event, harness, env)
-    if event.kind == "ignore":
-        return Answer()  # another tool, where the harness cannot be told to send edits only
+    if event.kind == "probe":
+        from gitlocks import __version__  # imported here: only install and doctor ask
+
+        return Answer(stdout=f"gitlocks {__version__} {sys.executable}")
     raise Pass(f"nothing to guard in this event ({event.tool or 'not an edit'})")
 
 
@@ -365,27 +392,18 @@ def main(argv: Sequence[str]) -> int:
             f"error: usage: git alock guard --for {'|'.join(HARNESSES)} [--event EVENT] "
             "(one hook event as JSON on stdin)\n"
         )
-        # Exit 2 is every harness's "block": only a command line naming no harness at all
-        # (a person's, not a hook's) is a usage error; a hook's typo must not deny edits.
-        return EXIT_PASS if _named(argv) else 2
+        # Exit 2 is every harness's "block", and Copilot CLI's is every other non-zero
+        # exit: only a command line naming no harness at all (a person's, not a hook's) is
+        # a usage error; a hook's typo must not deny edits.
+        return EXIT_ALLOW if _named(argv) else 2
     harness = HARNESSES[name]
     try:
         raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-        if len(raw) > MAX_EVENT_BYTES:
-            raise Pass("the hook event is larger than the guard reads")
-        answer = run(harness, raw, os.environ, options.get("--event", ""))
-    except Pass as why:
-        sys.stderr.write(f"{PREFIX}{printable(str(why))}; let through\n")
-        return EXIT_PASS
-    except GitlocksError as exc:
-        sys.stderr.write(f"{PREFIX}{printable(str(exc))}; let through\n")
-        return EXIT_PASS
-    except Exception as exc:  # a bug must never block an agent's edit
-        sys.stderr.write(
-            f"{PREFIX}internal error: {exc.__class__.__name__}: {printable(str(exc))}; "
-            "let through. This is a bug in gitlocks; please report it\n"
-        )
-        return EXIT_PASS
+    except OSError:
+        raw = b""  # no event to read: nothing to guard
+    if len(raw) > MAX_EVENT_BYTES:
+        raw = b""  # let through unread (MAX_EVENT_BYTES)
+    answer = run(harness, raw, os.environ, options.get("--event", ""))
     if answer.stdout:
         sys.stdout.write(answer.stdout + "\n")
     if answer.stderr:

@@ -1,11 +1,20 @@
 """The coding-agent harnesses the guard speaks: each one's hook event, read into the guard's
-``Event``, and its answers, written in its own format.
+``Event``, and its answers, written in the protocol its shipped code reads.
 
-One core decides (``gitlocks.agents.guard``); each harness only differs in the words. Every
-format here is the harness's documented one, or its own source's (docs/agents.md names
-the source of each): Claude Code, Gemini CLI, Codex CLI and GitHub Copilot CLI. Cursor is
-not here: its documentation does not say where its editing tools name their file before
-an edit. Nothing here touches git or the disk; a malformed event raises ``Pass``.
+One core decides (``gitlocks.agents.guard``); each harness only differs in the words. The
+payloads and answers here are those of the harnesses' shipped packages, or of their own
+source or reference where nothing ships (docs/agents.md names the version of each): Claude
+Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, VS Code's agent, Cursor, Windsurf, Cline,
+OpenCode (through the plugin install writes) and Qwen Code.
+
+Several products run one hook file: ``.claude/settings.json`` is run by Claude Code, by
+Copilot CLI, by VS Code's agent (which ignores its matchers) and by Cursor, each with its
+own payload; ``.github/hooks/*.json`` by Copilot CLI and VS Code. So the sender is told
+from the payload's shape (``sender``), not from the hook's ``--for`` alone, and every
+answer is written in the sender's protocol. Everything not to guard (another tool, an
+event the guard has no use for, a malformed payload) raises ``Pass``: the guard then exits
+0 with no output, the one answer every harness reads as "go on, quietly". Nothing here
+touches git or the disk.
 """
 
 from __future__ import annotations
@@ -15,20 +24,20 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeAlias
 
-from gitlocks.agents.edits import Candidates
+from gitlocks.agents.edits import Candidates, Unjudgeable
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
 
 class Pass(Exception):
-    """Let the call through, saying why on stderr (exit 1): never in the way by accident."""
+    """Nothing to guard here: let the call through, saying nothing (exit 0)."""
 
 
 class Event(NamedTuple):
     """One harness event, as the guard needs it."""
 
-    kind: str  # "edit", "start", "end", "stop", "other" or "ignore" (not ours: say nothing)
-    session_id: str
+    kind: str  # "edit", "start", "end", "stop", "probe" or "other" (not ours: say nothing)
+    session_id: str  # "" when the payload carries none (the guard needs none)
     cwd: str
     tool: str = ""
     paths: tuple[str, ...] = ()  # the files an edit writes, as the event names them
@@ -45,63 +54,148 @@ class Answer(NamedTuple):
     stderr: str = ""
 
 
-# An editing tool -> the files one call of it writes, from its input (None: it names none).
+# An editing tool -> the files one call of it writes, from its input (None: it names none;
+# (): this call of the tool writes nothing, a read).
 Paths: TypeAlias = Callable[[Any], tuple[str, ...] | None]
 
 
-class Fields(NamedTuple):
-    """Where a harness's event says what: its keys, and which events and tools matter."""
-
-    event: str  # the key naming the event ("": the hook's command line names it)
-    session: str
-    tool: str
-    tool_input: str
-    edit_event: str  # the event before a tool runs
-    kinds: Mapping[str, str]  # the other events the guard answers -> start, end or stop
-    tools: Mapping[str, Paths]  # editing tool -> its files
-    others: str = "other"  # another tool: "other" (let through, said) or "ignore" (silent)
-    # Tools that edit only sometimes (a shell applying a patch): a call naming no file is
-    # no edit, answered with silence.
-    quiet: frozenset[str] = frozenset()
-
-
 class Harness(NamedTuple):
-    """One harness: how its events read, and how each answer is written on stdout."""
+    """One harness: how its answers are written, and how its session ends read."""
 
     name: str
     title: str
-    fields: Fields
-    deny: Callable[[str], str]
+    deny: Callable[[str], Answer]  # the answer that denies the call, for a reason
     warn: Callable[[str], str | None]  # None: no way to tell the agent; stderr only
-    context: Callable[[str], str]  # the session-start text
+    context: Callable[[str], str]  # the session-start text ("": it reads none)
+    # The exit code that lets a call through while the harness shows stderr to the user
+    # (an unreadable lock table, a bug): 0 where every other code denies the call.
+    fail: int = EXIT_PASS
+    # SessionEnd reasons after which the same process goes on (``/clear``): its claims
+    # are renewed, not released. None: its session end never ends the process's claims.
+    goes_on: frozenset[str] | None = frozenset()
 
 
-def _key(name: str) -> Paths:
-    def paths(tool_input: Any) -> tuple[str, ...] | None:
-        found = tool_input.get(name) if isinstance(tool_input, dict) else None
-        return (found,) if isinstance(found, str) and found else None
+# --- reading tool inputs ----------------------------------------------------------------
 
-    return paths
+FILE_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
+PATCH_KEYS = ("command", "input", "patch", "patchText")
 
 
-def _json_args(name: str) -> Paths:
-    """Copilot CLI's ``toolArgs``: documented as a JSON string, read as an object too."""
-    inner = _key(name)
+def _file(tool_input: Any) -> tuple[str, ...] | None:
+    """The file a tool names, under any of the harnesses' spellings."""
+    if not isinstance(tool_input, dict):
+        return None
+    for key in FILE_KEYS:
+        found = tool_input.get(key)
+        if isinstance(found, str) and found:
+            return (found,)
+    return None
 
-    def paths(tool_args: Any) -> tuple[str, ...] | None:
-        if isinstance(tool_args, str):
-            try:
-                tool_args = json.loads(tool_args)
-            except (ValueError, RecursionError):
-                return None
-        return inner(tool_args)
 
-    return paths
+def _files(tool_input: Any) -> tuple[str, ...] | None:
+    """VS Code's tools that name several files: ``replacements[].filePath``, ``files``."""
+    if not isinstance(tool_input, dict):
+        return None
+    found: list[str] = []
+    for item in tool_input.get("replacements") or tool_input.get("files") or []:
+        name = item if isinstance(item, str) else (_file(item) or ("",))[0]
+        if name and name not in found:
+            found.append(name)
+    return tuple(found) or _file(tool_input)
+
+
+def _editor(tool_input: Any) -> tuple[str, ...] | None:
+    """Copilot CLI's ``str_replace_editor``: ``view`` reads; the other commands write."""
+    if isinstance(tool_input, dict) and tool_input.get("command") in ("view", None):
+        return ()
+    return _file(tool_input)
+
+
+def _patch(tool_input: Any) -> tuple[str, ...] | None:
+    """An ``apply_patch`` call's files: its input is the patch (Copilot, Cline), or holds
+    it as ``command`` (Codex), ``input`` (VS Code, Cline, Copilot), ``patch`` (Copilot)
+    or ``patchText`` (OpenCode)."""
+    # Codex's patch reader, loaded for a patch only: the guard runs before every edit, and
+    # most harnesses' edits name their file plainly (docs/design.md §9.14).
+    from gitlocks.agents.codex_patch import parse_patch
+
+    text = tool_input
+    if isinstance(tool_input, dict):
+        text = next((tool_input[k] for k in PATCH_KEYS if isinstance(tool_input.get(k), str)), None)
+    return parse_patch(text) if isinstance(text, str) else None
+
+
+def _codex_shell(tool_input: Any) -> tuple[str, ...] | None:
+    # Codex's patch reader, loaded for a shell command only (as above).
+    from gitlocks.agents.codex_patch import codex_shell_paths
+
+    return codex_shell_paths(tool_input)
+
+
+# Every harness's file-writing tools (docs/agents.md: the version each list is from). The
+# names do not clash in meaning: where two harnesses share a name (``edit``, ``Write``,
+# ``apply_patch``), their inputs are read under every spelling.
+TOOLS: dict[str, Paths] = {
+    # Claude Code (and Cursor's Write, Delete)
+    **dict.fromkeys(("Edit", "Write", "MultiEdit", "NotebookEdit", "Delete"), _file),
+    # Gemini CLI, Qwen Code
+    **dict.fromkeys(("write_file", "replace"), _file),
+    # Copilot CLI, OpenCode, Qwen Code (edit), Cline (editor)
+    **dict.fromkeys(("edit", "create", "str_replace", "write", "editor"), _file),
+    "str_replace_editor": _editor,
+    # VS Code's agent
+    **dict.fromkeys(("create_file", "replace_string_in_file", "insert_edit_into_file"), _file),
+    **dict.fromkeys(("edit_notebook_file", "createFile"), _file),
+    **dict.fromkeys(("multi_replace_string_in_file", "editFiles"), _files),
+    # Codex, Copilot CLI, VS Code, Cline, OpenCode
+    "apply_patch": _patch,
+}
+# Only Codex's shell tool applies patches itself (it intercepts ``apply_patch`` there).
+CODEX_TOOLS: dict[str, Paths] = {**TOOLS, "Bash": _codex_shell}
+VSCODE_TOOLS = frozenset(
+    {
+        *("create_file", "replace_string_in_file", "insert_edit_into_file"),
+        *("edit_notebook_file", "createFile", "multi_replace_string_in_file", "editFiles"),
+    }
+)
+
+EDIT_EVENTS = frozenset({"PreToolUse", "preToolUse", "BeforeTool", "pre_write_code", "tool_call"})
+KINDS = {
+    **dict.fromkeys(("SessionStart", "sessionStart"), "start"),
+    **dict.fromkeys(("SessionEnd", "sessionEnd", "SessionShutdown"), "end"),
+    **dict.fromkeys(("Stop", "stop", "agentStop", "AfterAgent"), "stop"),
+}
+
+
+def _first(data: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        value = data.get(key)
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def _root(roots: Any) -> str | None:
+    """The first workspace root (Cursor's and Cline's payloads carry no ``cwd``)."""
+    if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+        return roots[0]
+    return None
+
+
+def _args(value: Any) -> Any:
+    """A tool's input, as a JSON string (Copilot CLI's ``toolArgs``, Cline's parameters)
+    or an object; a string that is no JSON object stays (a freeform patch)."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
 
 
 def _load(raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.removeprefix(b"\xef\xbb\xbf"))  # Cursor's payloads: a BOM
     except (ValueError, RecursionError) as exc:
         raise Pass(f"the hook event is not JSON ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
@@ -114,157 +208,186 @@ def malformed(text: str) -> bool:
     return "\0" in text or any("\ud800" <= c <= "\udfff" for c in text)
 
 
-def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
-    """``raw`` (one hook event) as an ``Event``; ``named``: the event, when the hook's own
-    command line names it (Copilot CLI's events do not say which they are)."""
-    f = harness.fields
+def sender(data: Mapping[str, Any], named: str) -> Harness:
+    """Which product sent ``data`` to the hook installed for ``named``: told from the
+    payload's shape, since several products run one hook file (section 11 of the notes
+    in docs/agents.md)."""
+    if "agent_action_name" in data:
+        return WINDSURF
+    if "hookName" in data or "clineVersion" in data:
+        return CLINE
+    if "cursor_version" in data or "workspace_roots" in data:
+        return CURSOR
+    if "hookEventName" in data:
+        return VSCODE
+    camel = "toolName" in data or "toolArgs" in data
+    if camel or (named == "copilot" and "hook_event_name" not in data):
+        return COPILOT
+    if named in ("claude", "copilot") and "hook_event_name" in data:
+        if data.get("tool_name") in VSCODE_TOOLS:
+            return VSCODE
+        if "timestamp" in data and "tool_use_id" not in data:
+            return COPILOT  # Copilot CLI running a Claude hook file: its snake_case shape
+    return HARNESSES.get(named, CLAUDE)
+
+
+def read(named: str, raw: bytes, event_name: str = "") -> tuple[Harness, Event]:
+    """``raw`` (one hook event, run by the hook installed for ``named``) as the product
+    that sent it and an ``Event``; ``event_name``: the event, when the hook's own command
+    line names it (Copilot CLI's camelCase events do not say which they are)."""
     data = _load(raw)
-    name = data.get(f.event) if f.event else named
-    session = data.get(f.session)
-    cwd = data.get("cwd")
-    if not isinstance(name, str) or not name or not isinstance(session, str) or not session:
-        what = f.event or "--event on the hook's command line"
-        raise Pass(f"the hook event has no {what} or {f.session}")
-    if not isinstance(cwd, str) or not cwd:
+    if data.get("gitlocks") == "probe":  # install's and doctor's check that the hook runs
+        return HARNESSES.get(named, CLAUDE), Event("probe", "", os.getcwd())
+    harness = sender(data, named)
+    name = _first(data, "hook_event_name", "hookEventName", "agent_action_name", "hookName")
+    name = name if isinstance(name, str) else event_name
+    session = _first(data, "session_id", "sessionId", "conversation_id", "trajectory_id", "taskId")
+    cwd = (
+        _first(data, "cwd")
+        or _root(data.get("workspace_roots"))
+        or _root(data.get("workspaceRoots"))
+    )
+    if not isinstance(cwd, str):
         cwd = os.getcwd()
     elif malformed(cwd):
         raise Pass("malformed input: cwd holds a NUL or an unpaired surrogate")
-    if name != f.edit_event:
-        return Event(f.kinds.get(name, "other"), session, cwd)
-    tool = data.get(f.tool)
-    paths_of = f.tools.get(tool) if isinstance(tool, str) else None
+    session = session if isinstance(session, str) else ""
+    if not name:
+        raise Pass("the hook event does not say which it is")
+    if name not in EDIT_EVENTS:
+        kind = KINDS.get(name, "other")
+        goes_on = harness.goes_on
+        # None: one conversation of many in the process ends; else /clear, /resume: the
+        # same process, and its work, go on. Its claims are renewed, never released.
+        if kind == "end" and (goes_on is None or data.get("reason") in goes_on):
+            kind = "stop"
+        return harness, Event(kind, session, cwd)
+    tool, tool_input = _tool(data)
+    tools = CODEX_TOOLS if harness is CODEX else TOOLS
+    paths_of = tools.get(tool)
     if paths_of is None:
-        return Event(f.others, session, cwd, tool=str(tool))
-    paths = paths_of(data.get(f.tool_input))
-    if not paths and tool in f.quiet:
-        return Event("ignore", session, cwd, tool=str(tool))
+        return harness, Event("other", session, cwd, tool=tool)
+    try:
+        paths = paths_of(tool_input)
+    except Unjudgeable as why:
+        why.harness = harness
+        raise
+    if paths is None:
+        raise Pass(f"{tool} names no file in its input")
     if not paths:
-        raise Pass(f"{tool} names no file in its {f.tool_input}")
+        return harness, Event("other", session, cwd, tool=tool)  # a read (view)
     if any(malformed(p) for p in paths):
         raise Pass(f"malformed input: a file named by {tool} holds a NUL or an unpaired surrogate")
     claimable = not isinstance(paths, Candidates)
-    return Event("edit", session, cwd, str(tool), tuple(paths), claimable)
+    return harness, Event("edit", session, cwd, tool, tuple(paths), claimable)
+
+
+def _tool(data: Mapping[str, Any]) -> tuple[str, Any]:
+    """The tool an edit event runs, and its input, under each harness's keys."""
+    if isinstance(data.get("tool_info"), dict):  # Windsurf's pre_write_code
+        return "write", data["tool_info"]
+    cline = data.get("preToolUse")
+    if isinstance(cline, dict):  # Cline: parameters' values are strings
+        params = cline.get("parameters")
+        call = data.get("tool_call")
+        raw = call.get("input") if isinstance(call, dict) else None
+        name = cline.get("toolName")
+        return (str(name), raw if raw is not None else _args(params))
+    name = _first(data, "tool_name", "toolName")
+    value = data.get("tool_input") if "tool_input" in data else data.get("toolArgs")
+    return (name if isinstance(name, str) else ""), _args(value)
+
+
+def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
+    """``raw`` as an ``Event``, for the hook installed for ``harness``."""
+    return read(harness.name, raw, named)[1]
 
 
 # --- answers ---------------------------------------------------------------------------
 
 
-def _specific(event: str, **fields: str) -> str:
-    """Claude Code's (and Codex's) ``hookSpecificOutput`` answer."""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, **fields}})
+def _specific(event: str, **fields: str) -> dict[str, Any]:
+    """Claude Code's ``hookSpecificOutput`` answer (Codex, VS Code and Qwen Code read it)."""
+    return {"hookSpecificOutput": {"hookEventName": event, **fields}}
 
 
-def _claude_deny(reason: str) -> str:
-    return _specific("PreToolUse", permissionDecision="deny", permissionDecisionReason=reason)
+def _claude_deny(reason: str) -> Answer:
+    deny = _specific("PreToolUse", permissionDecision="deny", permissionDecisionReason=reason)
+    return Answer(stdout=json.dumps(deny))
 
 
 def _claude_warn(reason: str) -> str:
-    return _specific("PreToolUse", additionalContext=reason)
+    return json.dumps(_specific("PreToolUse", additionalContext=reason))
 
 
 def _start_context(text: str) -> str:
-    return _specific("SessionStart", additionalContext=text)
+    return json.dumps(_specific("SessionStart", additionalContext=text))
 
 
-def _fields(edit_event: str, kinds: Mapping[str, str], tools: Mapping[str, Paths],
-            quiet: frozenset[str] = frozenset()) -> Fields:  # fmt: skip
-    """The fields of a harness whose events are Claude Code's shape."""
-    return Fields("hook_event_name", "session_id", "tool_name", "tool_input", edit_event,
-                  kinds, tools, quiet=quiet)  # fmt: skip
+def _blocking(reason: str) -> Answer:
+    """Exit 2 with the reason on stderr: the only denial Windsurf and OpenCode's plugin
+    read, and the one Qwen Code documents."""
+    return Answer(EXIT_DENY, "", reason + "\n")
 
 
-# Claude Code: code.claude.com/docs/en/hooks. Its editing tools, and where each names its file.
+def _copilot_deny(reason: str) -> Answer:
+    # Its own keys, and Claude's nested ones for the Claude-format files it also runs.
+    deny = {"permissionDecision": "deny", "permissionDecisionReason": reason}
+    deny.update(_specific("PreToolUse", **{k: v for k, v in deny.items()}))
+    return Answer(stdout=json.dumps(deny))
+
+
+def _cursor_deny(reason: str) -> Answer:
+    # Cursor's own answer, and exit 2: what it reads as a denial from a Claude hook file.
+    deny = {"permission": "deny", "user_message": reason, "agent_message": reason}
+    return Answer(EXIT_DENY, json.dumps(deny), reason + "\n")
+
+
+def _none(text: str) -> str:
+    return ""
+
+
+# Claude Code 2.1.332: /bin/sh -c; exit 1 shows stderr to the user and goes on.
 CLAUDE = Harness(
-    name="claude",
-    title="Claude Code",
-    fields=_fields(
-        "PreToolUse",
-        {"SessionStart": "start", "SessionEnd": "end", "Stop": "stop"},
-        {
-            "Edit": _key("file_path"),
-            "Write": _key("file_path"),
-            "MultiEdit": _key("file_path"),
-            "NotebookEdit": _key("notebook_path"),
-        },
-    ),
-    deny=_claude_deny,
-    warn=_claude_warn,
-    context=_start_context,
-)
-
-# Gemini CLI: google-gemini/gemini-cli docs/hooks/reference.md and docs/tools/file-system.md.
-# BeforeTool has no documented channel to the agent short of a denial: a warning goes to
-# the user (systemMessage).
+    "claude", "Claude Code", _claude_deny, _claude_warn, _start_context,
+    goes_on=frozenset({"clear", "resume"}),
+)  # fmt: skip
+# Codex CLI 0.171.0: $SHELL -lc; SessionEnd's reason is always "other".
+CODEX = Harness("codex", "Codex CLI", _claude_deny, _claude_warn, _start_context)
+# Gemini CLI 0.61.0: bash -c; any exit but 0 and 1 with text is a denial. BeforeTool has no
+# channel to the agent short of a denial: a warning goes to the user (systemMessage).
 GEMINI = Harness(
-    name="gemini",
-    title="Gemini CLI",
-    fields=_fields(
-        "BeforeTool",
-        {"SessionStart": "start", "SessionEnd": "end", "AfterAgent": "stop"},
-        {"write_file": _key("file_path"), "replace": _key("file_path")},
-    ),
-    deny=lambda reason: json.dumps({"decision": "deny", "reason": reason}),
-    warn=lambda reason: json.dumps({"systemMessage": reason}),
-    context=_start_context,
-)
-
-
-def _patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    # Codex's patch reader, loaded for a patch only: the guard runs before every edit, and
-    # most harnesses' edits name their file plainly (docs/design.md §9.14).
-    from gitlocks.agents.codex_patch import patch_paths
-
-    return patch_paths(tool_input)
-
-
-def _shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    # Codex's patch reader, loaded for a shell command only (as above).
-    from gitlocks.agents.codex_patch import shell_patch_paths
-
-    return shell_patch_paths(tool_input)
-
-
-# Codex CLI: openai/codex codex-rs/hooks (schema/generated/*.json, src/events/pre_tool_use.rs);
-# edits go through apply_patch, its tool_input {"command": <patch>}, or through its shell
-# tool ("Bash", {"command": <script>}) running apply_patch (``gitlocks.agents.codex_patch``
-# reads both). Codex has no SessionEnd.
-CODEX = Harness(
-    name="codex",
-    title="Codex CLI",
-    fields=_fields(
-        "PreToolUse",
-        {"SessionStart": "start", "Stop": "stop"},
-        {"apply_patch": _patch_paths, "Bash": _shell_patch_paths},
-        quiet=frozenset({"Bash"}),
-    ),
-    deny=_claude_deny,
-    warn=_claude_warn,
-    context=_start_context,
-)
-
-# GitHub Copilot CLI: github/docs content/copilot/reference/copilot-cli-reference/
-# cli-hooks-reference.md and content/copilot/reference/hooks-configuration.md. Its camelCase
-# events carry no name (the hook's command line gives it), its preToolUse takes no matcher
-# (every tool arrives; the others are answered with silence), its sessionStart output is
-# ignored, and its preToolUse has no channel to the agent short of a denial.
+    "gemini", "Gemini CLI",
+    lambda reason: Answer(stdout=json.dumps({"decision": "deny", "reason": reason})),
+    lambda reason: json.dumps({"systemMessage": reason}),
+    _start_context,
+    goes_on=frozenset({"clear"}),
+)  # fmt: skip
+# GitHub Copilot CLI 1.0.102: any non-zero exit of a preToolUse hook denies the call.
 COPILOT = Harness(
-    name="copilot",
-    title="GitHub Copilot CLI",
-    fields=Fields(
-        event="",
-        session="sessionId",
-        tool="toolName",
-        tool_input="toolArgs",
-        edit_event="preToolUse",
-        kinds={"sessionStart": "start", "sessionEnd": "end", "agentStop": "stop"},
-        tools={"edit": _json_args("path")},
-        others="ignore",
-    ),
-    deny=lambda reason: json.dumps(
-        {"permissionDecision": "deny", "permissionDecisionReason": reason}
-    ),
-    warn=lambda reason: None,
-    context=lambda text: "",
+    "copilot", "GitHub Copilot CLI", _copilot_deny, lambda reason: None, _none, fail=EXIT_ALLOW
+)
+# VS Code's agent: no SessionEnd; exit 1 is a warning shown to the user.
+VSCODE = Harness("vscode", "VS Code agent", _claude_deny, _claude_warn, _start_context)
+# Cursor: one process, many conversations: a conversation's end ends no claim.
+CURSOR = Harness("cursor", "Cursor", _cursor_deny, lambda reason: None, _none, goes_on=None)
+# Windsurf (Cascade hooks): exit 2 blocks; no session events.
+WINDSURF = Harness("windsurf", "Windsurf", _blocking, lambda reason: None, _none)
+# Cline: the exit code is ignored; stdout's {"cancel": true} blocks.
+CLINE = Harness(
+    "cline", "Cline",
+    lambda reason: Answer(stdout=json.dumps({"cancel": True, "errorMessage": reason})),
+    lambda reason: json.dumps({"contextModification": reason}),
+    _none, fail=EXIT_ALLOW,
+)  # fmt: skip
+# OpenCode: the plugin install writes runs the guard and throws on exit 2.
+OPENCODE = Harness("opencode", "OpenCode", _blocking, lambda reason: None, _none)
+# Qwen Code 0.15.10: bash -c; only exit 2 blocks; SessionEnd "clear" on /clear.
+QWEN = Harness(
+    "qwen", "Qwen Code", _blocking, _claude_warn, _start_context, goes_on=frozenset({"clear"})
 )
 
-HARNESSES: dict[str, Harness] = {h.name: h for h in (CLAUDE, GEMINI, CODEX, COPILOT)}
+HARNESSES: dict[str, Harness] = {
+    h.name: h
+    for h in (CLAUDE, GEMINI, CODEX, COPILOT, VSCODE, CURSOR, WINDSURF, CLINE, OPENCODE, QWEN)
+}

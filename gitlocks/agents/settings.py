@@ -25,119 +25,68 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitlocks.agents.commands import (
+    GIT_PREFIX,
+    HOOK_FILES,
+    SCRIPT_FILES,
+    HookFile,
+    ScriptFile,
+    _hook_files,
+)
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.errors import UsageError
 from gitlocks.git.changes import git_output
 from gitlocks.git.files import write_atomic
 
-# How a hook names the guard: through git, which finds git-alock on the harness's PATH.
-GIT_PREFIX = "git alock"
+
+def installed_path(harness: str) -> str:
+    """Where install puts the harness's hooks, from the top of the working tree."""
+    if harness in SCRIPT_FILES:
+        return SCRIPT_FILES[harness].path
+    return hook_file(harness).path
 
 
-def guard_prefix() -> tuple[str, str | None]:
-    """How the hooks installed now should run the guard, and a warning when that is not
-    the portable ``git alock``: where git-alock is not on PATH, the interpreter running
-    this install is named by its full path (as the git hooks remember theirs), so the
-    guard still runs; but that path means nothing on another machine."""
-    if shutil.which("git-alock"):
-        return GIT_PREFIX, None
-    prefix = f"{shlex.quote(sys.executable)} -m gitlocks"
-    return prefix, (
-        "git-alock is not on PATH, so the hooks run the guard as "
-        f"{prefix}: a harness on another machine will not find it there; put git-alock "
-        "on PATH (activate its environment) and install again to write the portable "
-        "command"
-    )
+def _install_script(root: Path, spec: ScriptFile) -> SettingsChange:
+    path = root / spec.path
+    _inside(path, root)
+    raw = _read_raw(path)
+    if raw is not None:
+        if raw == spec.text.encode():
+            return SettingsChange(path, "already_installed")
+        raise UsageError(f"{path} exists and is not the one install writes; nothing was changed")
+    made = _missing_dirs(path, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write_atomic(path, spec.text.encode(), spec.mode)
+    except OSError as exc:
+        for name in made:
+            with contextlib.suppress(OSError):
+                (root / name).rmdir()
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    return SettingsChange(path, "installed")
 
 
-def _command(harness: str, prefix: str = GIT_PREFIX) -> dict[str, Any]:
-    return {"type": "command", "command": f"{prefix} guard --for {harness}"}
+def _uninstall_script(root: Path, spec: ScriptFile) -> SettingsChange:
+    path = root / spec.path
+    _inside(path, root)
+    if _read_raw(path) != spec.text.encode():
+        return SettingsChange(path, "not_installed")  # none, or the user's own now
+    path.unlink()
+    here = path.parent
+    while here != root:  # the directories left empty: .clinerules/hooks, .opencode/plugins
+        try:
+            here.rmdir()
+        except OSError:
+            break
+        here = here.parent
+    return SettingsChange(path, "uninstalled")
 
-
-def _groups(command: dict[str, Any], matchers: Mapping[str, str | None]) -> dict[str, Any]:
-    """One group per event, of Claude Code's shape: the matcher (when the event takes
-    one) and the one command."""
-    return {
-        event: {"hooks": [command]} if matcher is None else {"matcher": matcher, "hooks": [command]}
-        for event, matcher in matchers.items()
-    }
-
-
-@dataclass(frozen=True)
-class HookFile:
-    """Where a harness keeps its project hooks, and the one entry install adds per event."""
-
-    harness: str
-    path: str  # from the top of the working tree
-    local: str | None  # the personal file, for --local (Claude Code's only)
-    entries: Mapping[str, Any]  # event -> our entry; only an entry equal to it is ours
-    skeleton: Mapping[str, Any] = field(default_factory=dict)  # what a new file starts with
-
-
-def _hook_files(prefix: str) -> dict[str, HookFile]:
-    return {
-        "claude": HookFile(
-            "claude",
-            ".claude/settings.json",
-            ".claude/settings.local.json",
-            _groups(
-                _command("claude", prefix),
-                {
-                    "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit",
-                    "SessionStart": None,
-                    "SessionEnd": None,
-                    "Stop": None,
-                },
-            ),
-        ),
-        # A name lets `/hooks disable gitlocks-guard` switch the guard off (docs/hooks/index.md).
-        "gemini": HookFile(
-            "gemini",
-            ".gemini/settings.json",
-            None,
-            _groups(
-                {"name": "gitlocks-guard", **_command("gemini", prefix)},
-                {
-                    "BeforeTool": "write_file|replace",
-                    "SessionStart": None,
-                    "SessionEnd": None,
-                    "AfterAgent": None,
-                },
-            ),
-        ),
-        # Codex runs apply_patch given to its shell tool too ("Bash"): the guard reads every
-        # shell command, and answers those that apply no patch with silence.
-        "codex": HookFile(
-            "codex",
-            ".codex/hooks.json",
-            None,
-            _groups(
-                _command("codex", prefix),
-                {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
-            ),
-        ),
-        # Copilot's events do not say which they are: each command names its own.
-        "copilot": HookFile(
-            "copilot",
-            ".github/hooks/gitlocks.json",
-            None,
-            {
-                event: {"type": "command", "bash": f"{prefix} guard --for copilot --event {event}"}
-                for event in ("sessionStart", "preToolUse", "agentStop", "sessionEnd")
-            },
-            skeleton={"version": 1},
-        ),
-    }
-
-
-HOOK_FILES = _hook_files(GIT_PREFIX)
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # In the worktree's git directory: each settings file as install found it.
@@ -156,10 +105,22 @@ class SettingsChange:
         return {"path": os.fspath(self.path), "status": self.status}
 
 
-def hook_file(harness: str, prefix: str = GIT_PREFIX) -> HookFile:
-    found = (HOOK_FILES if prefix == GIT_PREFIX else _hook_files(prefix)).get(harness)
+def hook_file(harness: str) -> HookFile:
+    found = HOOK_FILES.get(harness)
     if found is None:
-        raise UsageError(f"unknown harness {harness!r}: the guard speaks {', '.join(HOOK_FILES)}")
+        known = ", ".join([*HOOK_FILES, *SCRIPT_FILES])
+        raise UsageError(f"unknown harness {harness!r}: install-agent-hooks knows {known}")
+    return found
+
+
+def _legacy(harness: str) -> list[HookFile]:
+    """Our entries as older installs wrote them (``git alock guard``, or this
+    interpreter's ``-m gitlocks``): uninstall takes them out, install replaces them."""
+    found = []
+    for prefix in (GIT_PREFIX, f"{shlex.quote(sys.executable)} -m gitlocks"):
+        old = _hook_files(prefix).get(harness)
+        if old is not None:
+            found.append(old)
     return found
 
 
@@ -361,11 +322,16 @@ def install(
     *,
     local: bool = False,
     git_dir: Path | None = None,
-    prefix: str = GIT_PREFIX,
 ) -> SettingsChange:
     """Merge the guard's hooks into the harness's settings; idempotent. ``git_dir`` (the
-    worktree's) keeps the settings as found, for uninstall."""
-    spec = hook_file(harness, prefix)
+    worktree's) keeps the settings as found, for uninstall. An older install's entries
+    are replaced."""
+    if harness in SCRIPT_FILES:
+        if local:
+            raise UsageError(f"--local: {HARNESSES[harness].title} has no personal hook file")
+        return _install_script(root, SCRIPT_FILES[harness])
+    spec = hook_file(harness)
+    legacy = _legacy(harness)
     path = settings_path(root, local=local, harness=harness)
     _inside(path, root)
     raw = _read_raw(path)
@@ -378,6 +344,8 @@ def install(
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
             raise UsageError(f"{path}: hooks.{event} is not a list; nothing was changed")
+        old = [one.entries[event] for one in legacy if event in one.entries]
+        entries[:] = [e for e in entries if e not in old]
         if ours not in entries:
             entries.append(json.loads(json.dumps(ours)))
     if _same(data, before):
@@ -402,9 +370,11 @@ def uninstall(
 ) -> SettingsChange:
     """Remove the guard's entries, and the containers install created that are left
     empty; the settings as found before install when nothing else changed since."""
+    if harness in SCRIPT_FILES:
+        return _uninstall_script(root, SCRIPT_FILES[harness])
     spec = hook_file(harness)
-    # Our entries under either command: the portable one, and this interpreter's.
-    specs = [spec, hook_file(harness, guard_prefix()[0]), hook_file(harness, _own_prefix())]
+    # Our entries as this version writes them, and as older ones did.
+    specs = [spec, *_legacy(harness)]
     path = settings_path(root, local=local, harness=harness)
     _inside(path, root)
     raw = _read_raw(path)
@@ -423,12 +393,19 @@ def uninstall(
         entries = hooks.get(event)
         if not isinstance(entries, list):
             continue
-        ours = [one.entries[event] for one in specs]
+        ours = [one.entries[event] for one in specs if event in one.entries]
         # Entries equal to ours that the file already held before install (a teammate's,
-        # committed) stay: install appended its own after them.
+        # committed) stay: install appended its own after them. An older version's it
+        # replaced: those go.
         before = had.get(event) if isinstance(had, dict) else None
-        kept = sum(e in ours for e in before) if isinstance(before, list) else 0
-        drop = [i for i, e in enumerate(entries) if e in ours][kept:]
+        current = spec.entries[event]
+        kept = sum(e == current for e in before) if isinstance(before, list) else 0
+        drop = []
+        for i, e in enumerate(entries):
+            if e == current and kept:
+                kept -= 1
+            elif e in ours:
+                drop.append(i)
         if not drop:
             continue
         removed = True
@@ -453,10 +430,6 @@ def uninstall(
         _write(path, _render(data, raw))
     _remember(git_dir, key, None)
     return SettingsChange(path, "uninstalled")
-
-
-def _own_prefix() -> str:
-    return f"{shlex.quote(sys.executable)} -m gitlocks"
 
 
 def _added(spec: HookFile, original: dict[str, Any] | None, name: str, value: Any) -> bool:

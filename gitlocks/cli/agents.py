@@ -1,5 +1,5 @@
-"""The agent verbs: guard (also run through main's fast path), install-agent-hooks and
-uninstall-agent-hooks."""
+"""The agent verbs: guard (also run through main's fast path), install-agent-hooks,
+uninstall-agent-hooks and doctor."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ def _harness(name: str) -> str:
     return name
 
 
+def _installable(name: str) -> str:
+    if name == "vscode":
+        raise UsageError(
+            "VS Code's agent runs the hooks of .claude/settings.json and .github/hooks/: "
+            "install them --for claude (or --for copilot)"
+        )
+    return _harness(name)
+
+
 @app.command()
 def guard(harness: str = FOR_OPTION, event: str = EVENT_OPTION) -> None:
     """Answer one hook event of an agent harness (JSON on stdin): deny edits inside others'
@@ -57,26 +66,44 @@ def _say(change: SettingsChange, as_json: bool, what: str) -> None:
 def install_agent_hooks(
     harness: str = FOR_OPTION, local: bool = LOCAL_OPTION, as_json: bool = JSON_OPTION
 ) -> None:
-    """Register the guard in the harness's project settings, merged with what is there:
-    .claude/settings.json, .gemini/settings.json, .codex/hooks.json or
-    .github/hooks/gitlocks.json.
+    """Register the guard in the harness's project settings, merged with what is there
+    (.claude/settings.json, .gemini/settings.json, .codex/hooks.json,
+    .github/hooks/gitlocks.json, .qwen/settings.json, .cursor/hooks.json,
+    .windsurf/hooks.json), or as its hook file (.clinerules/hooks/PreToolUse,
+    .opencode/plugins/gitlocks.js); then run it as the harness would, and say whether
+    the harness's shell finds gitlocks.
 
     Example: git alock install-agent-hooks --for claude
     """
+    import os  # the environment the harness's shell is run with
     from pathlib import Path  # the installers' paths; pathlib is off the MCP server's start
 
     # Imported here: only the installers read and write settings files (the module loads
     # pathlib, which the MCP server's start, sharing this module, does without).
-    from gitlocks.agents import settings
+    from gitlocks.agents import commands, doctor, settings
+    from gitlocks.git.settings import write
 
-    name = _harness(harness)
+    name = _installable(harness)
     store = Store.discover()
-    prefix, warning = settings.guard_prefix()
     root, git_dir = Path(store.root), Path(store.git_dir)
-    change = settings.install(root, name, local=local, git_dir=git_dir, prefix=prefix)
+    change = settings.install(root, name, local=local, git_dir=git_dir)
+    program, warning = commands.guard_program()
+    if program is not None:  # this clone's git-alock, for a shell that finds none on PATH
+        write(store.git_dir, commands.PROGRAM_KEY, program)
     if warning:
         sys.stderr.write(f"warning: {printable(warning)}\n")
-    _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
+    works, found = doctor.probe(name, root, os.environ)
+    if not works:
+        sys.stderr.write(f"warning: {printable(found)}\n")
+    what = f"the gitlocks guard for {HARNESSES[name].title}"
+    text = printable(f"{INSTALL_WORDS[change.status]} {what} ({change.path})")
+    text += f"\nchecked: {printable(found)}"
+    if name == "codex":
+        text += (
+            "\nCodex runs it only once you approve it in Codex's /hooks (and again after a "
+            "change to it)"
+        )
+    reply({**change.to_dict(), "runs": works, "check": found}, text, as_json)
     finish(EXIT_OK)
 
 
@@ -92,12 +119,81 @@ def uninstall_agent_hooks(
 
     from gitlocks.agents import settings  # imported here: only the installers need it
 
-    name = _harness(harness)
+    name = _installable(harness)
     store = Store.discover()
     root, git_dir = Path(store.root), Path(store.git_dir)
     change = settings.uninstall(root, name, local=local, git_dir=git_dir)
     _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
     finish(EXIT_OK)
+
+
+@app.command()
+def doctor(as_json: bool = JSON_OPTION) -> None:
+    """Check every agent integration of this repository: run each installed hook as its
+    harness runs it (its shell, its environment) on an edit of a path a stand-in holder
+    claims, and say whether the edit would be denied; and the git hooks' interpreter,
+    the lock remote and the guard's timeouts. Exit 0: all work; 1: some would let edits
+    through; 2: the check could not run.
+
+    Example: git alock doctor
+    """
+    # Imported here: only doctor runs the checks (and pathlib is off the MCP server's start).
+    import os
+    from pathlib import Path
+
+    # The checks, and what they read: only doctor needs them.
+    from gitlocks.agents import doctor as checks
+    from gitlocks.errors import EXIT_ERROR, GitlocksError
+    from gitlocks.hooks.install import hooks_dir
+    from gitlocks.layout import (
+        DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS,
+        DEFAULT_REMOTE_TIMEOUT_SECONDS,
+    )
+
+    store = Store.discover()
+    root = Path(store.root)
+    holder = checks.standin_holder()
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENT_ID", "GITLOCKS_HOLDER")}
+    held: list[str] = []
+
+    def hold(path: str) -> None:
+        args = ("acquire", path, "-m", checks.STAND_IN_REASON, "--ttl", "10m")
+        code, said = checks.as_holder(holder, store.root, env, *args)
+        if code != 0:
+            raise GitlocksError(f"the stand-in holder could not claim {path}: {said}")
+        held.append(path)
+
+    report = checks.Report()
+    settings_read = store.settings
+    guard_wait = settings_read.get("alock.guardRemoteTimeout") or (
+        f"{DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS}s (default)"
+    )
+    remote_wait = settings_read.get("alock.remoteTimeout") or (
+        f"{DEFAULT_REMOTE_TIMEOUT_SECONDS}s (default)"
+    )
+    report.timeouts = {"alock.guardRemoteTimeout": guard_wait, "alock.remoteTimeout": remote_wait}
+    try:
+        checks.check_harnesses(root, env, hold, report)
+    except GitlocksError as exc:
+        sys.stderr.write(f"error: {printable(str(exc))}\n")
+        finish(EXIT_ERROR)
+    finally:
+        for path in held:  # the stand-in's claim, and any a guard made on it
+            for verb in ("release", "break"):
+                checks.as_holder(holder, store.root, env, verb, path)
+    report.git_hooks = checks.git_hooks_report(hooks_dir(store.root))
+    if report.git_hooks.get("installed") and report.git_hooks.get("works") is False:
+        report.problems.append("the git hooks' interpreter does not import gitlocks")
+    remote = settings_read.get("alock.remote") or ""
+    try:
+        wait = float(settings_read.duration("alock.remoteTimeout", DEFAULT_REMOTE_TIMEOUT_SECONDS))
+    except GitlocksError:
+        wait = float(DEFAULT_REMOTE_TIMEOUT_SECONDS)
+    report.remote = checks.remote_report(root, remote, wait)
+    if remote and not report.remote.get("reachable"):
+        report.problems.append(f"the lock remote {remote} does not answer")
+    reply(report.to_dict(), checks.render(report), as_json)
+    finish(report.code())
 
 
 @app.command()

@@ -42,6 +42,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "install-agent-hooks": ("agents", "Register the guard in an agent harness's settings."),
     "uninstall-agent-hooks": ("agents", "Take the guard out of an agent harness's settings."),
     "mcp": ("agents", "Serve the lock tools over MCP on stdio."),
+    "doctor": ("agents", "Check that each installed agent hook really denies a held edit."),
     "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
     "verify": ("verify", "Report commits in RANGE that changed paths in others' live claims."),
     "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),

@@ -25,12 +25,16 @@ def heredoc(before: str, patch: str = PATCH) -> str:
     return f"{before}apply_patch <<'EOF'\n{patch}EOF\n"
 
 
-def codex_shell(repo: Path, command: object) -> dict[str, object]:
-    """Codex's shell tool as its PreToolUse hook sees it (tool "Bash")."""
+def codex_shell(repo: Path, command: object, workdir: str | None = None) -> dict[str, object]:
+    """Codex's shell tool as its PreToolUse hook sees it (tool "Bash"; Codex 0.171.0 sends
+    the command alone: ``workdir`` is for a harness whose payload carries the call's)."""
+    tool_input: dict[str, object] = {"command": command}
+    if workdir is not None:
+        tool_input["workdir"] = workdir
     return {"session_id": "s-1", "turn_id": "turn-1", "transcript_path": None,
             "cwd": str(repo), "hook_event_name": "PreToolUse", "model": "gpt-5",
             "permission_mode": "default", "tool_name": "Bash", "tool_use_id": "call-1",
-            "tool_input": {"command": command}}  # fmt: skip
+            "tool_input": tool_input}  # fmt: skip
 
 
 @pytest.fixture
@@ -99,17 +103,39 @@ FORMS = {
 def test_a_patch_run_from_a_claimed_directory_is_denied(
     api: Path, codex: Path, script: str
 ) -> None:
-    reason = denial(run_codex(codex, api, codex_shell(api, script)))
+    reason = denial(run_codex(codex, api, codex_shell(api, script, workdir=str(api))))
     assert "src/api/auth.py is inside another agent's claim" in reason
     assert claims(api) == {"other-agent": ["src/api/**"]}, "nothing claimed on a guess"
 
 
+def test_a_shell_patch_is_read_against_the_calls_workdir(api: Path, codex: Path) -> None:
+    """Issue 38: a held src/api/auth.py patched as auth.py with workdir src/api was let
+    through, and a phantom auth.py at the top claimed."""
+    for workdir in ("src/api", str(api / "src" / "api")):
+        reason = denial(run_codex(codex, api, codex_shell(api, heredoc(""), workdir)))
+        assert "src/api/auth.py is inside another agent's claim" in reason
+    assert claims(api) == {"other-agent": ["src/api/**"]}, "no phantom auth.py claimed"
+
+
+def test_a_shell_patch_without_its_workdir_is_denied_never_guessed(api: Path, codex: Path) -> None:
+    """Codex applies it in the call's workdir, which its hook does not send: the names
+    cannot be read against cwd on a guess (issue 38)."""
+    reason = denial(run_codex(codex, api, codex_shell(api, heredoc(""))))
+    assert "cannot be checked against other agents' claims" in reason
+    assert "workdir" in reason and "use the apply_patch tool" in reason
+    assert claims(api) == {"other-agent": ["src/api/**"]}, "nothing claimed on a guess"
+    # An absolute directory needs no workdir: it is judged.
+    reason = denial(run_codex(codex, api, codex_shell(api, heredoc(f"cd {api}/src/api && "))))
+    assert "src/api/auth.py is inside another agent's claim" in reason
+
+
 def test_the_argv_form_is_read_as_its_shell_reads_it(api: Path, codex: Path) -> None:
     argv = ["bash", "-lc", heredoc("cd src/api && ")]
-    reason = denial(run_codex(codex, api, codex_shell(api, argv)))
+    reason = denial(run_codex(codex, api, codex_shell(api, argv, workdir=str(api))))
     assert "src/api/auth.py is inside another agent's claim" in reason
     argv = ["env", "-C", "src/api", "apply_patch", PATCH]  # no shell: a program and its args
-    assert "src/api/auth.py" in denial(run_codex(codex, api, codex_shell(api, argv)))
+    got = run_codex(codex, api, codex_shell(api, argv, workdir="."))
+    assert "src/api/auth.py" in denial(got)
     assert claims(api) == {"other-agent": ["src/api/**"]}
 
 
@@ -134,7 +160,7 @@ def test_an_unknown_directory_is_denied_saying_which_form_to_use(
 ) -> None:
     reason = denial(run_codex(codex, api, codex_shell(api, script)))
     assert "cannot be checked against other agents' claims" in reason
-    assert "use the apply_patch tool" in reason and "relative to the working directory" in reason
+    assert "use the apply_patch tool" in reason and "cd to an absolute directory" in reason
     assert claims(api) == {"other-agent": ["src/api/**"]}, "nothing claimed on a guess"
 
 
@@ -142,14 +168,14 @@ def test_a_known_directory_claims_there_and_candidates_claim_nothing(
     repo: Path, codex: Path
 ) -> None:
     add = "*** Begin Patch\n*** Add File: new.py\n+x\n*** End Patch\n"
-    got = run_codex(codex, repo, codex_shell(repo, heredoc("cd src && ", add)))
+    got = run_codex(codex, repo, codex_shell(repo, heredoc("cd src && ", add), "."))
     assert got.code == 0 and got.out == "", got
     [(holder, paths)] = claims(repo).items()
     assert holder.startswith("codex-") and paths == ["src/new.py"]
     # A cd that may fail before ";": the patch may land in either place; both are
     # judged (neither is held), neither is claimed.
     other = "*** Begin Patch\n*** Add File: other.py\n+x\n*** End Patch\n"
-    got = run_codex(codex, repo, codex_shell(repo, heredoc("cd src; ", other)))
+    got = run_codex(codex, repo, codex_shell(repo, heredoc("cd src; ", other), "."))
     assert got.code == 0 and got.out == "" and "not claimed: src/other.py other.py" in got.err
     assert list(claims(repo).values()) == [["src/new.py"]]
 

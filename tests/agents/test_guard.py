@@ -21,6 +21,8 @@ from support.cli import alock
 from support.guard import OTHER, denial, edit, event, guard, holders, second_session
 from support.harness import StandIn
 
+from gitlocks.agents.commands import guard_command
+
 
 def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
     got = guard(repo, edit(repo, "src/app.py"))
@@ -101,7 +103,7 @@ def test_a_repository_git_does_not_open_is_never_read_from(
     sub = repo / "sub"
     sub.mkdir()
     got = guard(sub, edit(sub, "x.py"), timeout=60, GIT_CEILING_DIRECTORIES=str(repo))
-    assert got.code == 1 and "outside any git working tree: not guarded" in got.err, got
+    assert got.code == 0 and "outside any git working tree: not guarded" in got.err, got
 
 
 def test_an_edit_inside_anothers_claim_is_denied_naming_the_holder(repo: Path) -> None:
@@ -172,7 +174,7 @@ def test_stop_renews_the_sessions_claims(repo: Path) -> None:
 )
 def test_malformed_input_lets_the_call_through(repo: Path, payload: str) -> None:
     got = guard(repo, payload)
-    assert got.code == 1 and got.err.startswith("gitlocks guard: ") and "let through" in got.err
+    assert got.code == 0 and got.err.startswith("gitlocks guard: ") and "let through" in got.err
     assert "Traceback" not in got.err and got.out == ""
 
 
@@ -183,18 +185,18 @@ def test_outside_paths_other_tools_and_non_repositories_never_block(
     outside = edit(repo, "x")
     outside["tool_input"]["file_path"] = str(tmp_path / "elsewhere.py")
     got = guard(repo, outside)
-    assert got.code == 1 and "outside any git working tree" in got.err
+    assert got.code == 0 and "outside any git working tree" in got.err
     read = {**edit(repo, "src/app.py"), "tool_name": "Read"}
-    assert guard(repo, read).code == 1
+    assert guard(repo, read).code == 0
     plain = tmp_path / "plain"
     plain.mkdir()
     nowhere = {**edit(plain, "a.py")}
     got = guard(plain, nowhere)
-    assert got.code == 1 and "outside any git working tree" in got.err
+    assert got.code == 0 and "outside any git working tree" in got.err
     start = guard(plain, event(plain, "SessionStart"))
-    assert start.code == 1 and "not inside a git working tree" in start.err
+    assert start.code == 0 and "not inside a git working tree" in start.err
     escaped = edit(repo, "../../etc/passwd")
-    assert guard(repo, escaped).code == 1
+    assert guard(repo, escaped).code == 0
 
 
 def test_alockignore_paths_are_never_claimed_denied_or_reported(repo: Path) -> None:
@@ -270,13 +272,11 @@ def test_install_merges_and_uninstall_gives_back_the_settings(repo: Path, local:
     assert data["permissions"] == EXISTING["permissions"]
     pre = data["hooks"]["PreToolUse"]
     assert pre[0] == EXISTING["hooks"]["PreToolUse"][0]
-    assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
-    assert pre[1]["hooks"] == [{"type": "command", "command": "git alock guard --for claude"}]
+    assert pre[1]["matcher"].startswith("Edit|Write|MultiEdit|NotebookEdit|")
+    assert pre[1]["hooks"] == [{"type": "command", "command": guard_command("claude")}]
     for name in ("SessionStart", "SessionEnd", "Stop"):
         assert any(
-            h["command"] == "git alock guard --for claude"
-            for g in data["hooks"][name]
-            for h in g["hooks"]
+            h["command"] == guard_command("claude") for g in data["hooks"][name] for h in g["hooks"]
         )
     again = alock(repo, "install-agent-hooks", "--for", "claude", *flag)
     assert again.word.startswith("ALREADY INSTALLED") and json.loads(path.read_text()) == data

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import pytest
 from conftest import git
 from support.cli import alock
 from support.harness import StandIn
+
+from gitlocks.agents.commands import guard_command
 
 PRE_TOOL = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool"}
 TOOLS = {"claude": "Edit", "gemini": "write_file"}
@@ -276,20 +279,25 @@ def test_install_refuses_a_committed_symlink_out_of_the_repository(
     assert list(outside.iterdir()) == []
 
 
-def test_install_off_path_names_the_interpreter_and_says_so(repo: Path) -> None:
+def test_install_off_path_names_this_clones_git_alock_and_the_hook_still_runs(
+    repo: Path,
+) -> None:
+    """Installed from an environment not on PATH, the command stays the portable one (it
+    is committed), and the clone's alock.guardProgram names this installation's git-alock,
+    which the command runs where the harness's PATH has none."""
     bare_path = os.pathsep.join(
         p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "git-alock").exists()
     )
     got = alock(repo, "install-agent-hooks", "--for", "claude", PATH=bare_path)
-    assert got.code == 0 and "git-alock is not on PATH" in got.err, got
+    assert got.code == 0 and "runs gitlocks" in got.out, got
     settings = json.loads((repo / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert command.endswith(" -m gitlocks guard --for claude") and os.path.isabs(
-        command.split()[0].strip("'")
-    )
+    assert command == guard_command("claude") and sys.executable not in command
+    program = git(repo, "config", "alock.guardProgram").strip()
+    assert os.path.isabs(program) and os.access(program, os.X_OK)
     # That command runs the guard: a session started under it is told so.
     proc = subprocess.run(
-        ["sh", "-c", command], input=json.dumps(event(repo, "SessionStart")),
+        ["sh", "-c", command], input=json.dumps(event(repo, "SessionStart")), cwd=repo,
         capture_output=True, text=True, env={**os.environ, "PATH": bare_path},
     )  # fmt: skip
     assert "the guard is active" in proc.stdout, proc

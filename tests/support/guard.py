@@ -19,10 +19,12 @@ OTHER = {"AGENT_ID": "other-agent"}
 def guard(
     repo: Path, event: dict[str, Any] | str, timeout: float | None = None, **env: str
 ) -> Result:
-    """``git alock guard --for claude`` with ``event`` on stdin, as the harness runs it."""
+    """``git alock guard --for claude`` with ``event`` on stdin, as the harness runs it,
+    with ``GITLOCKS_GUARD_TRACE`` set: a call it lets through says why on stderr."""
     full = dict(os.environ)
     full.pop("AGENT_ID", None)
     full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    full["GITLOCKS_GUARD_TRACE"] = "1"  # the reason it let a call through, on stderr
     full.update(env)
     raw = event if isinstance(event, str) else json.dumps(event)
     proc = subprocess.run(

@@ -2,7 +2,8 @@
 ``node``, ``codex``, ``gemini``, ``copilot``) that does what a harness does, so that every
 gitlocks process under it sees the process tree a real session gives:
 
-- runs its hooks through ``sh -c`` with the event as JSON on stdin;
+- runs its hooks through ``sh -c`` (or the harness's own shell form) with the event as
+  JSON on stdin;
 - runs the agent's commands through ``bash -c`` (its shell tool);
 - starts ``git alock mcp`` itself and talks to it with the official MCP SDK client
   (the server itself has no SDK).
@@ -62,7 +63,7 @@ for line in sys.stdin:
             mcp_calls(cwd, env, request["calls"], request.get("between"))
         ), "err": ""}
     else:
-        shell = ["sh", "-c"] if kind == "hook" else ["bash", "-c"]
+        shell = request.get("shell") or (["sh", "-c"] if kind == "hook" else ["bash", "-c"])
         proc = subprocess.run(
             [*shell, request["command"]], input=request.get("stdin", ""), cwd=cwd, env=env,
             capture_output=True, text=True,
@@ -118,14 +119,27 @@ class StandIn:
         """The file this harness process imports ``module`` from."""
         return self._ask({"kind": "import", "module": module}).out
 
-    def hook(self, command: str, event: dict[str, Any] | str, **env: str) -> Result:
-        """Run a hook command through ``sh -c`` with ``event`` on stdin, as harnesses do."""
-        raw = event if isinstance(event, str) else json.dumps(event)
-        return self._ask({"kind": "hook", "command": command, "stdin": raw, "env": env})
+    def hook(
+        self,
+        command: str,
+        event: dict[str, Any] | str | bytes,
+        shell: tuple[str, ...] = ("sh", "-c"),
+        **env: str,
+    ) -> Result:
+        """Run a hook command through ``shell`` (``sh -c``, as Claude Code does; ``bash
+        -c`` as Gemini CLI, ``$SHELL -lc`` as Codex; ``("/bin/sh",)`` runs a hook file)
+        with ``event`` on stdin."""
+        if isinstance(event, bytes):
+            raw = event.decode("utf-8")
+        else:
+            raw = event if isinstance(event, str) else json.dumps(event)
+        request = {"kind": "hook", "command": command, "stdin": raw, "env": env}
+        return self._ask({**request, "shell": list(shell)})
 
     def guard(self, event: dict[str, Any] | str, harness: str = "", **env: str) -> Result:
         """The guard's hook as install-agent-hooks writes it for this harness."""
-        return self.hook(f"git alock guard --for {harness or self.name}", event, **env)
+        command = f"git alock guard --for {harness or self.name}"
+        return self.hook(command, event, ("sh", "-c"), **env)
 
     def shell(self, command: str, cwd: Path | None = None, **env: str) -> Result:
         """The agent's shell tool: ``bash -c COMMAND``."""
