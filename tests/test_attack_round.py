@@ -3,14 +3,19 @@ each a defect found, pinned by the test that found it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
+from support.cli import alock
 
 from gitlocks.agents.commands import guard_command
+from gitlocks.agents.guard import run
+from gitlocks.agents.harnesses import HARNESSES, Answer
 
 # The shells the harnesses run hooks in without a profile (Gemini CLI and Qwen Code: bash -c).
 PLAIN_PATH = "/usr/bin:/bin"
@@ -47,3 +52,53 @@ def test_a_guard_program_that_cannot_run_never_blocks(
     got = _run_hook(repo, harness, program)
     assert got.returncode == 0, got
     assert "edits are not guarded" in got.stderr
+
+
+# --- hook payloads ---------------------------------------------------------------------------
+
+
+def _held(repo: Path, path: str = "src/app.py") -> None:
+    got = alock(repo, "acquire", path, AGENT_ID="other-holder")
+    assert got.code == 0, got
+
+
+def _answer(repo: Path, harness: str, payload: dict[str, Any]) -> Answer:
+    env = {**os.environ, "AGENT_ID": "me"}
+    return run(HARNESSES[harness], json.dumps(payload).encode(), env)
+
+
+@pytest.mark.parametrize("tool", ["write_to_file", "replace_in_file"])
+def test_cline_extension_writes_of_a_held_file_are_denied(repo: Path, tool: str) -> None:
+    """Cline's VS Code extension writes with write_to_file and replace_in_file (its own
+    .clinerules/hooks/README.md: ``preToolUse.toolName``, ``parameters.path``): an edit of
+    a held file through them was let through in silence."""
+    _held(repo)
+    payload = {
+        "clineVersion": "3.36.0",
+        "hookName": "PreToolUse",
+        "timestamp": "1",
+        "taskId": "k-1",
+        "workspaceRoots": [str(repo)],
+        "userId": "u",
+        "preToolUse": {"toolName": tool, "parameters": {"path": "src/app.py", "content": "x"}},
+    }
+    got = _answer(repo, "cline", payload)
+    assert json.loads(got.stdout)["cancel"] is True, got
+
+
+@pytest.mark.parametrize("items", [5, {"a": 1}, "src/app.py", None])
+def test_vscode_multi_file_tools_of_odd_shapes_are_still_judged(repo: Path, items: Any) -> None:
+    """``replacements`` that is no list (an int raised TypeError: "internal error ... let
+    through", exit 1, a warning each call): the file the input names is still judged."""
+    _held(repo)
+    payload = {
+        "hookEventName": "PreToolUse",
+        "sessionId": "v-1",
+        "cwd": str(repo),
+        "tool_name": "multi_replace_string_in_file",
+        "tool_input": {"replacements": items, "filePath": str(repo / "src" / "app.py")},
+    }
+    got = _answer(repo, "vscode", payload)
+    assert "internal error" not in got.stderr, got
+    decision = json.loads(got.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert decision == "deny", got
