@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import git
 from support.cli import alock
+from support.remote import make_bare, make_clone
 
 from gitlocks.agents.commands import guard_command
 from gitlocks.agents.guard import run
@@ -102,3 +103,41 @@ def test_vscode_multi_file_tools_of_odd_shapes_are_still_judged(repo: Path, item
     assert "internal error" not in got.stderr, got
     decision = json.loads(got.stdout)["hookSpecificOutput"]["permissionDecision"]
     assert decision == "deny", got
+
+
+# --- a dead lock remote ----------------------------------------------------------------------
+
+
+def test_a_dead_lock_remote_costs_a_guarded_claim_one_bound_in_all(tmp_path: Path) -> None:
+    """docs/agents.md: the guard waits on the lock remote at most alock.guardRemoteTimeout.
+    A claim pushed to a remote that never answers (ssh that hangs) waited that bound for the
+    push and a second, fresh bound for the fetch asking whether it landed (6 s at the
+    default). Counted, not timed: no fetch starts once the bound is spent; the edit goes on
+    unclaimed."""
+    bare = make_bare(tmp_path / "locks.git")
+    clone = make_clone(bare.as_uri(), tmp_path / "clone")
+    assert alock(clone, "acquire", "old.py").code == 0  # the clone has written there before
+    starts = tmp_path / "ssh-starts"
+    ssh = tmp_path / "hanging-ssh"
+    ssh.write_text(f'#!/bin/sh\necho "$@" >> "{starts}"\nexec sleep 600\n')
+    ssh.chmod(0o755)
+    git(clone, "remote", "set-url", "origin", "ssh://locks.invalid/locks.git")
+    git(clone, "config", "core.sshCommand", str(ssh))
+    git(clone, "config", "ssh.variant", "simple")  # no "ssh -G" probe run first
+    git(clone, "config", "alock.guardRemoteTimeout", "1s")
+    payload = {
+        "session_id": "s-1",
+        "cwd": str(clone),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(clone / "new.py"), "content": "x"},
+        "tool_use_id": "t-1",
+    }
+    got = _answer(clone, "claude", payload)
+    assert got.code == 0, got
+    said = json.loads(got.stdout)["hookSpecificOutput"]
+    assert "WITHOUT a claim" in said["additionalContext"], said
+    runs = starts.read_text().splitlines()
+    # The push, and at most the ls-remote beside it; never a fetch after the bound.
+    assert sum("git-receive-pack" in run for run in runs) == 1, runs
+    assert sum("git-upload-pack" in run for run in runs) <= 1, runs

@@ -13,7 +13,6 @@ section 5.7).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -191,8 +190,8 @@ class RemotePush(Mirror):
     def settle(self, landed: Callable[[], bool | None], said: str, *, gave_up: bool) -> bool:
         """Fetch, then answer from ``landed``: True (ours is there), False (another write
         is there instead), None (the remote is as it was: raise, saying so)."""
-        if self.deadline is not None:  # asking costs one more bound, never less
-            self.deadline = max(self.deadline, time.monotonic() + self.timeout)
+        # Under the guard's deadline (alock.guardRemoteTimeout) asking gets what is left of
+        # it, never a bound of its own: a dead remote costs an edit that bound in all.
         try:
             self.fetch()
         except RemoteError as exc:
