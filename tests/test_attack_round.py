@@ -3,9 +3,13 @@ each a defect found, pinned by the test that found it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ from conftest import git
 from support.cli import alock
 from support.remote import make_bare, make_clone
 
+from gitlocks.agents import doctor
 from gitlocks.agents.commands import guard_command
 from gitlocks.agents.guard import run
 from gitlocks.agents.harnesses import HARNESSES, Answer
@@ -141,3 +146,31 @@ def test_a_dead_lock_remote_costs_a_guarded_claim_one_bound_in_all(tmp_path: Pat
     # The push, and at most the ls-remote beside it; never a fetch after the bound.
     assert sum("git-receive-pack" in run for run in runs) == 1, runs
     assert sum("git-upload-pack" in run for run in runs) <= 1, runs
+
+
+# --- git alock doctor ------------------------------------------------------------------------
+
+
+def test_doctor_never_waits_on_a_daemon_a_hook_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook command that starts a daemon in a session of its own (``setsid``), holding
+    the hook's stdout: killing the hook's session at the timeout left the doctor waiting
+    for the daemon to close the pipe, forever for a daemon that lives on."""
+    monkeypatch.setattr(doctor, "RUN_TIMEOUT", 0.5)
+    pid_file = tmp_path / "daemon.pid"
+    script = f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 3600' & wait"
+    done: list[tuple[int, str, str]] = []
+    runner = threading.Thread(target=lambda: done.append(doctor.run(["sh", "-c", script], ".")))
+    runner.start()
+    try:
+        runner.join(timeout=30)  # a bound on a hang, far above the 1.5 s it takes
+        assert done and done[0][0] == -1, done
+    finally:
+        for _ in range(100):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            time.sleep(0.05)
+        with contextlib.suppress(ValueError, OSError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        runner.join()

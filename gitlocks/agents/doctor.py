@@ -13,6 +13,7 @@ harness's shell finds gitlocks at all (docs/agents.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -266,7 +267,15 @@ def run(
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:  # gone already
             pass
-        proc.communicate()
+        try:
+            proc.communicate(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            # A process that left the session (a daemon the hook started with setsid)
+            # still holds the pipes: never wait for it to close them.
+            for pipe in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
+                with contextlib.suppress(OSError):
+                    pipe.close()
+            proc.wait()
         return -1, "", f"no answer in {RUN_TIMEOUT:.0f} s"
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
