@@ -174,3 +174,36 @@ def test_doctor_never_waits_on_a_daemon_a_hook_started(
         with contextlib.suppress(ValueError, OSError):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
         runner.join()
+
+
+# --- the harness's environment ---------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="GIT_DIR in the harness's environment (another repository, no GIT_WORK_TREE) "
+    "makes git take the edited file's directory for the top of the working tree: the guard "
+    "judges 'app.py' against the other repository's table (nothing held: allowed, silently) "
+    "and the store, opened by discovery from that directory, claims a phantom 'app.py' in "
+    "the file's own repository. Fixing it means deciding, in repos.locate and "
+    "session.store_context alike, whether GIT_DIR is honoured (and then the same "
+    "repository used for judging and claiming) or dropped because the file decides",
+)
+def test_git_dir_of_another_repository_never_lets_a_held_file_through(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _held(repo)
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    payload = {
+        "session_id": "c-1",
+        "cwd": str(repo),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(repo / "src" / "app.py")},
+        "tool_use_id": "t-1",
+    }
+    got = _answer(repo, "claude", payload)
+    monkeypatch.delenv("GIT_DIR")
+    assert '"deny"' in got.stdout, got
