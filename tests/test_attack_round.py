@@ -22,6 +22,7 @@ from gitlocks.agents import doctor
 from gitlocks.agents.commands import guard_command
 from gitlocks.agents.guard import run
 from gitlocks.agents.harnesses import HARNESSES, Answer
+from gitlocks.hooks import install as hook_install
 
 # The shells the harnesses run hooks in without a profile (Gemini CLI and Qwen Code: bash -c).
 PLAIN_PATH = "/usr/bin:/bin"
@@ -207,3 +208,30 @@ def test_git_dir_of_another_repository_never_lets_a_held_file_through(
     got = _answer(repo, "claude", payload)
     monkeypatch.delenv("GIT_DIR")
     assert '"deny"' in got.stdout, got
+
+
+# --- git hooks -------------------------------------------------------------------------------
+
+
+def test_a_git_alock_on_path_that_cannot_run_never_refuses_a_commit(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The shipped shim (no ALOCK_PYTHON) exec'd the git-alock on PATH: one whose
+    interpreter is gone (a removed virtual environment) exited 127 and refused every
+    commit, where a missing one skips the check."""
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(hook_install.shim_text("pre-commit"))
+    hook.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    broken = bin_dir / "git-alock"
+    broken.write_text("#!/nonexistent/python3\n")
+    broken.chmod(0o755)
+    (repo / "README.md").write_text("changed\n")
+    git(repo, "add", "-A")
+    env = {**os.environ, "PATH": f"{bin_dir}:{PLAIN_PATH}"}
+    got = subprocess.run(
+        ["git", "commit", "-q", "-m", "c"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert got.returncode == 0, got
+    assert "lock check skipped" in got.stderr
