@@ -235,3 +235,22 @@ def test_a_git_alock_on_path_that_cannot_run_never_refuses_a_commit(
     )
     assert got.returncode == 0, got
     assert "lock check skipped" in got.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "cannot be read as JSON (RecursionError)"),
+        ('{"hooks": {"PreToolUse": [', "cannot be read as JSON (JSONDecodeError)"),
+        ("[1, 2]", "is no JSON object"),
+    ],
+)
+def test_doctor_names_a_hook_file_it_cannot_read(repo: Path, text: str, said: str) -> None:
+    """A deeply nested .claude/settings.json was a RecursionError traceback; a malformed one
+    was reported as "none installed", hiding that Claude Code runs none of its hooks."""
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(text)
+    got = alock(repo, "doctor")
+    assert got.code == 1, got
+    assert "Traceback" not in got.err, got
+    assert f"problem: .claude/settings.json {said}" in got.out, got
