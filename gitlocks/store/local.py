@@ -35,13 +35,14 @@ import os
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
 from gitlocks.core.table import (
     Problem,
+    ReadAgain,
     Table,
     lazy_table,
     read_record,
     verdict_of,
 )
 from gitlocks.errors import NotARepository, StoreError
-from gitlocks.git import files, kept, settings
+from gitlocks.git import files, kept, pruned, settings
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env, start
 from gitlocks.layout import (
@@ -132,6 +133,7 @@ class Store:
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
+        self.breaking = False  # a break reads a lost record as unusable, to remove it
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
@@ -331,7 +333,10 @@ class Store:
         fingerprint = self.fingerprint()
         if self._cache is not None and fingerprint == self._cache_fingerprint:
             return self._cache
-        table = self._load(self.version())
+        try:
+            table = self._load(self.version())
+        except ReadAgain:  # records a prune took, put back: read once more
+            table = self._load(self.version())
         self._cache, self._cache_fingerprint = table, fingerprint
         return table
 
@@ -378,6 +383,7 @@ class Store:
             skew=self.skew,
             distrust=self.distrust,
             judged=judged,
+            lost=None if self.breaking else lambda absent: self._lost(version, absent),
         )
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
@@ -390,6 +396,11 @@ class Store:
         if found is not None and judged is None:
             kept.keep(self.common_dir, found.region, found.packed, known, fresh)
         return table
+
+    def _lost(self, version: str | None, absent: list[tuple[str, str]]) -> None:
+        if version is not None:  # no journal names any: none was granted
+            git = ["--git-dir", self.git_dir]
+            pruned.stop_if_lost(absent, version, self.objects.directory, git)
 
     def distrust(self) -> None:
         """A record did not match what was kept of it: forget the kept verdicts and
@@ -468,6 +479,7 @@ class Store:
                     return result
             finally:
                 self._keep_after = False
+                self.objects.written = None
                 self._keep_unkept()
         raise StoreError("the lock store kept changing under us; try again")
 
@@ -500,6 +512,7 @@ class Store:
             # Before anything is read: a dead writer's half-done update is finished first,
             # so no decision ever rests on it (docs/design.md, section 4.3).
             self.ref_writer().recover()
+            pruned.put_back(self.objects.directory, within=pruned.RECHECK_SECONDS)
             self._cache = None
         except BaseException:
             self._drop_mutex(fd)
@@ -515,6 +528,7 @@ class Store:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
+        self.objects.written = {}  # what this write stores: seen again once the refs moved
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
         for lock_id in change.delete:
@@ -549,8 +563,10 @@ class Store:
         writer = self.ref_writer()
         try:
             writer.write(updates, expect=expect)
-        except BaseException:
+        except BaseException as exc:
             self._cache = None
+            if isinstance(exc, StoreError) and pruned.taken(self.objects):
+                raise _Conflict from None  # git refused: a prune took what they would name
             raise
         for lock_id in change.delete:
             table.remove(lock_id)
@@ -562,6 +578,10 @@ class Store:
         self._cache, self._cache_fingerprint = table, self.fingerprint()
         if self._unkept is not None:  # judged from its bytes, as any reader judges a blob
             self._unkept[1].update((oid, verdict_of(data)) for oid, data in written.items())
+        # Still under the mutex, the refs moved: every object this write stored is there,
+        # written again if a prune that read the refs before they moved took it, and kept.
+        stored, self.objects.written = self.objects.written or {}, None
+        pruned.keep_written(self.objects, stored)
 
     def _replace_symbolic_journal(self) -> None:
         """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,
