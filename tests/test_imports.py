@@ -46,7 +46,7 @@ STORE_VERBS = frozenset(
         "gitlocks.core.ignore",
         "gitlocks.core.verdicts",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
-        "gitlocks.git.kept",
+        "gitlocks.git.kept", "gitlocks.git.pruned",
         "gitlocks.git.settings", "gitlocks.git.transaction", "gitlocks.git.worktrees",
         "gitlocks.git.changes", "gitlocks.git.spawn", "gitlocks.git.index",
         "gitlocks.identity", "gitlocks.identity.sessions",

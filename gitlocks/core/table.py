@@ -196,9 +196,12 @@ def lazy_table(
 
     def load_many(ids: list[str]) -> dict[str, LockRecord]:
         found = read([blobs[i] for i in ids])
-        missing = [(LOCK_PREFIX + i, blobs[i]) for i in ids if found.get(blobs[i]) is None]
-        if missing and lost is not None:
-            lost(missing)
+        gone = [i for i in ids if found.get(blobs[i], (None, "blob")) == (None, "blob")]
+        if gone and lost is not None:
+            try:
+                lost([(LOCK_PREFIX + i, blobs[i]) for i in gone])
+            except ReadAgain:  # put back
+                found.update(read([blobs[i] for i in gone]))
         return _records(ids, found, blobs, summaries, distrust)
 
     records = LazyRecords(summaries.ids(), load_many, parsed)

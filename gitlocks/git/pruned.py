@@ -158,33 +158,33 @@ def lost_records(
     env: Env = Env.CLEAN,
 ) -> list[tuple[str, str]]:
     """Of ``absent`` (lock ref, blob id: refs whose blob could not be read), those whose blob
-    the journal commit (or ref) ``journal`` names for that lock and the object store lacks.
+    the journal commit (or ref) ``journal`` names for that lock.
 
-    One ``git cat-file --batch-check`` (with ``git`` before it: ``--git-dir DIR``), asked
-    only about blobs with nothing at their loose path in ``objects`` (when known): what
-    stands there (a FIFO, say) is no object git would read, but no lost one either, and
-    git would wait on a FIFO forever."""
-    asked = [
-        (ref, oid)
+    One ``git ls-tree`` (with ``git`` before it: ``--git-dir DIR``), asked only about blobs
+    with nothing at their loose path in ``objects`` (when known): what stands there (a
+    FIFO, say) is no object git would read, but no lost one either."""
+    asked = {
+        f"locks/{shard_of(ref[len(LOCK_PREFIX) :])}/{ref[len(LOCK_PREFIX) :]}": (ref, oid)
         for ref, oid in absent
         if objects is None or not os.path.lexists(_loose(objects, oid))
-    ]
+    }
     if not asked:
         return []
-    lines = []
-    for ref, oid in asked:
-        lock_id = ref[len(LOCK_PREFIX) :]
-        lines += [f"{journal}:locks/{shard_of(lock_id)}/{lock_id}", oid]
-    proc = start([*git, "cat-file", "--batch-check"], cwd, env=env, error=StoreError)
-    answers = finish(proc, "".join(f"{line}\n" for line in lines).encode(), error=StoreError)
-    said = answers.decode("utf-8", "replace").splitlines()
-    if len(said) != len(lines):
-        raise StoreError("git cat-file answered short")
+    args = [*git, "ls-tree", "-z", "--full-tree", journal, "--", *asked]
+    proc = start(args, cwd, env=env, error=StoreError)
+    out = finish(proc, ok=(0, 128), error=StoreError)
+    if proc.returncode == 128:  # no journal (none was granted), or one that cannot be read
+        verify = start(
+            [*git, "rev-parse", "-q", "--verify", journal], cwd, env=env, error=StoreError
+        )
+        finish(verify, ok=(0, 1), error=StoreError)
+        return list(asked.values()) if verify.returncode == 0 else []
     lost = []
-    for n, (ref, oid) in enumerate(asked):
-        named, there = said[2 * n].split(" ", 1)[0], not said[2 * n + 1].endswith(" missing")
-        if named == oid and not there:
-            lost.append((ref, oid))
+    for line in out.decode("utf-8", "replace").split("\0"):
+        info, _, path = line.partition("\t")
+        named = info.split(" ")[-1]
+        if path in asked and asked[path][1] == named:
+            lost.append(asked[path])
     return lost
 
 
@@ -196,14 +196,16 @@ def stop_if_lost(
     cwd: str | None = None,
     env: Env = Env.CLEAN,
 ) -> None:
-    """Of ``absent``, the granted claims whose records the object store lost
-    (``lost_records``): ``ReadAgain`` when every one was kept and is put back (read again),
-    else an error naming the first. Returns when none is a granted claim."""
+    """Of ``absent``, the granted claims whose records the object store lost: ``ReadAgain``
+    when some were kept and are put back (read again), else an error naming the first
+    that the journal names (``lost_records``). Returns when none is a granted claim."""
+    if objects is not None and put_back(objects, {oid for _, oid in absent}):
+        raise ReadAgain("records a prune took were put back")  # kept: ours, whatever names them
+    if objects is not None:
+        put_back(objects)  # the journal's own objects, when a prune took them too
     lost = lost_records(absent, journal, objects, git, cwd, env)
     if not lost:
         return
-    if objects is not None and put_back(objects, {oid for _, oid in lost}) >= {o for _, o in lost}:
-        raise ReadAgain("records a prune took were put back")
     ref, oid = lost[0]
     more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
     lock_id = ref[len(LOCK_PREFIX) :]

@@ -12,14 +12,9 @@ overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same r
 every write also compare-and-swaps the journal ref, with the lock refs it touches
 locked (docs/design.md, sections 4.2 and 9).
 
-Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
-killed while it holds a ``<ref>.lock`` file leaves the file behind, and git then refuses
-that ref to everyone. A ``flock`` is released by the kernel when its process dies, so the
-mutex says who is busy: nobody else is while we hold it. A writer also logs what it is
-about to change in the mutex file (``gitlocks.store.refs``), so the next one, taking the
-mutex, finishes or undoes a dead writer's update before it reads anything, and clears
-only that writer's ``.lock`` files. Any other ``.lock`` file belongs to some other git
-command: we wait a few seconds for it, then fail with a message naming it.
+Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first, and logs its
+write there: a writer that dies leaves ``<ref>.lock`` files and maybe half an update, which
+the next one, holding the mutex, clears and finishes (``gitlocks.store.refs``; 4.3).
 
 No library: objects are written as loose files (``gitlocks.git.objects``), refs move
 through ``git update-ref --stdin`` (``gitlocks.store.refs``), and lock refs are read from
@@ -33,24 +28,12 @@ from __future__ import annotations
 import os
 
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
-from gitlocks.core.table import (
-    Problem,
-    ReadAgain,
-    Table,
-    lazy_table,
-    read_record,
-    verdict_of,
-)
+from gitlocks.core.table import Problem, ReadAgain, Table, lazy_table, read_record, verdict_of
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.git import files, kept, pruned, settings
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env, start
-from gitlocks.layout import (
-    JOURNAL_REF,
-    LOCK_PREFIX,
-    MUTEX_NAME,
-    MUTEX_TIMEOUT_SECONDS,
-)
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_NAME, MUTEX_TIMEOUT_SECONDS
 from gitlocks.store.journal import Journal, JournalEntry
 from gitlocks.store.location import (
     Location,
@@ -133,7 +116,7 @@ class Store:
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
-        self.breaking = False  # a break reads a lost record as unusable, to remove it
+        self.breaking = False  # a break reads a lost record as unusable, to remove it (4.6)
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
@@ -347,7 +330,7 @@ class Store:
         return table.problems
 
     def _load(self, version: str | None) -> Table:
-        if self.reftable:
+        if self.reftable or self.breaking:  # a break judges every record afresh (4.6)
             table = self.load(self.scan_refs((LOCK_PREFIX,)).items(), version)
         else:
             found = kept.scan(self.common_dir)
@@ -373,7 +356,7 @@ class Store:
         refs = list(refs)
         judged = found.judged if found is not None else None
         read_known = found is None or kept.needs_verdicts(found, False)
-        known = kept.verdicts(self.common_dir) if read_known else {}
+        known = kept.verdicts(self.common_dir) if read_known and not self.breaking else {}
         table, fresh = lazy_table(
             refs,
             known=known,
