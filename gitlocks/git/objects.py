@@ -68,8 +68,8 @@ class Objects:
         self._shared = shared
         self._batch: Process | None = None  # cat-file, once one is needed
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
-        # While a write is under way (``Store``), every object it writes, new or found
-        # already there, so that it can see them all still there once its refs moved.
+        # While a write is under way (``Store``), every object it stores (not those found
+        # there already), so that it can see them all still there once its refs moved.
         self.written: dict[str, tuple[str, bytes]] | None = None
 
     def close(self) -> None:
@@ -199,12 +199,12 @@ class Objects:
         new object (a record, a commit), written without looking for it first; an existing
         one stays as it is all the same."""
         oid = self.hash(kind, data)
-        if self.written is not None:
-            self.written[oid] = (kind, data)
         fanout = os.path.join(self.directory, oid[:2])
         path = os.path.join(fanout, oid[2:])
         if not fresh and os.path.exists(path):
             return oid  # the same name is the same contents: never rewritten
+        if self.written is not None:
+            self.written[oid] = (kind, data)
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
         # A concurrent ``git prune --expire=now`` removes temporary files and empty fan-out
         # directories as it goes: the object is written again when it took ours.

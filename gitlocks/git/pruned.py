@@ -50,7 +50,7 @@ def kept_dir(objects_dir: str) -> str:
 
 
 def _loose(objects_dir: str, oid: str) -> str:
-    return os.path.join(objects_dir, oid[:2], oid[2:])
+    return f"{objects_dir}/{oid[:2]}/{oid[2:]}"
 
 
 def keep_written(objects: Objects, written: Mapping[str, tuple[str, bytes]]) -> None:
@@ -122,23 +122,23 @@ def put_back(
     for name in _seconds(top):
         if int(name) < since or wanted == set():
             break
-        where = os.path.join(top, name)
+        where = f"{top}/{name}"
         try:
             names = os.listdir(where) if wanted is None else [o for o in wanted if o not in done]
         except OSError:
             continue
         for oid in names:
             path = _loose(objects_dir, oid)
-            if not is_object_id(oid) or os.path.exists(path):
+            if os.path.exists(path) or not is_object_id(oid):
                 continue
             try:
                 try:
-                    os.link(os.path.join(where, oid), path)
+                    os.link(f"{where}/{oid}", path)
                 except FileNotFoundError:
-                    if not os.path.exists(os.path.join(where, oid)):
+                    if not os.path.exists(f"{where}/{oid}"):
                         continue  # not kept in this second
                     os.makedirs(os.path.dirname(path), exist_ok=True)  # pruned when empty
-                    os.link(os.path.join(where, oid), path)
+                    os.link(f"{where}/{oid}", path)
             except FileExistsError:
                 pass  # written meanwhile
             except OSError:
