@@ -63,6 +63,9 @@ class Objects:
         self._shared = shared
         self._batch: Process | None = None  # cat-file, once one is needed
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
+        # While a write is under way (``Store``), every object it stores (not those found
+        # there already), so that it can see them all still there once its refs moved.
+        self.written: dict[str, tuple[str, bytes]] | None = None
 
     def close(self) -> None:
         """Stop the ``cat-file`` process, if one was started."""
@@ -195,8 +198,24 @@ class Objects:
         path = os.path.join(fanout, oid[2:])
         if not fresh and os.path.exists(path):
             return oid  # the same name is the same contents: never rewritten
-        tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
+        if self.written is not None:
+            self.written[oid] = (kind, data)
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
+        # A concurrent ``git prune --expire=now`` removes temporary files and empty fan-out
+        # directories as it goes: the object is written again when it took ours.
+        for _ in range(3):
+            try:
+                self._write_file(fanout, path, payload)
+                return oid
+            except FileNotFoundError:
+                continue
+        self._write_file(fanout, path, payload, last=True)
+        return oid
+
+    def _write_file(self, fanout: str, path: str, payload: bytes, *, last: bool = False) -> None:
+        """Link ``payload`` into place at ``path`` through a temporary file in ``fanout``;
+        FileNotFoundError (unless ``last``) when a prune took the file or the directory."""
+        tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         made = False  # the temporary file: only one that was made is removed
         try:
             try:
@@ -215,6 +234,10 @@ class Objects:
                 os.link(tmp, path)  # never replaces: an existing object stays as it is
             except FileExistsError:
                 pass
+        except FileNotFoundError:
+            if not last:
+                raise
+            raise StoreError(f"cannot write an object to {fanout}: it keeps vanishing") from None
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:
@@ -223,7 +246,6 @@ class Objects:
                     os.unlink(tmp)
                 except OSError:  # the error already raised, if any, is the one to say
                     pass
-        return oid
 
     def _make_fanout(self, fanout: str) -> None:
         try:

@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 
 from gitlocks.core.record import MAX_RECORD_BYTES, is_object_id
 from gitlocks.core.summaries import Verdict
-from gitlocks.core.table import Judged, Problem, Table, lazy_table
+from gitlocks.core.table import Judged, Lost, Problem, ReadAgain, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git import files, kept, run
 from gitlocks.git.changes import (
     finish_git,
     start_git,
 )
-from gitlocks.layout import LOCK_PREFIX
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX
 
 
 def read_lock_table(
@@ -30,19 +30,43 @@ def read_lock_table(
     through the one loader: the store's kept verdicts and judgements spare reading the
     records no question needs (``gitlocks.git.kept``)."""
 
+    # Where the records are, as loose objects, unless the environment puts them elsewhere:
+    # read there, a record costs no process (only a packed one does).
+    loose = None if "GIT_OBJECT_DIRECTORY" in os.environ else os.path.join(common_dir, "objects")
+
+    def lost(absent: list[tuple[str, str]]) -> None:  # granted claims stop every reader
+        from gitlocks.git.pruned import stop_if_lost  # a missing blob only
+
+        stop_if_lost(absent, JOURNAL_REF, loose, cwd=cwd, env=run.Env.INHERIT)
+
+    try:
+        return _read_lock_table(common_dir, reftable, cwd, ignore_case, skew, loose, lost)
+    except ReadAgain:  # records a prune took, put back: once more
+        return _read_lock_table(common_dir, reftable, cwd, ignore_case, skew, loose, lost)
+
+
+def _read_lock_table(
+    common_dir: str,
+    reftable: bool,
+    cwd: str | None,
+    ignore_case: bool,
+    skew: int,
+    loose: str | None,
+    lost: Lost,
+) -> Table:
     def distrust() -> None:
         kept.forget(common_dir)
 
     if reftable:
         found = list_refs(common_dir, reftable, cwd)
-        return read_table(found, cwd, ignore_case, skew, kept.verdicts(common_dir), None, distrust)
-    # Where the records are, as loose objects, unless the environment puts them elsewhere:
-    # read there, a record costs no process (only a packed one does).
-    loose = None if "GIT_OBJECT_DIRECTORY" in os.environ else os.path.join(common_dir, "objects")
+        verdicts = kept.verdicts(common_dir)
+        return read_table(found, cwd, ignore_case, skew, verdicts, None, distrust, lost=lost)
     scanned = kept.scan(common_dir)
     verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(scanned, loose is None) else {}
     found = files.Scan(scanned.refs, scanned.symbolic)
-    return read_table(found, cwd, ignore_case, skew, verdicts, scanned.judged, distrust, loose)
+    return read_table(
+        found, cwd, ignore_case, skew, verdicts, scanned.judged, distrust, loose, lost=lost
+    )
 
 
 def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
@@ -62,6 +86,8 @@ def read_table(
     judged: Judged | None = None,
     distrust: Callable[[], None] | None = None,
     loose: str | None = None,
+    *,
+    lost: Lost | None = None,
 ) -> Table:
     """The lock table of ``found`` lock refs (and the ``judged`` ones), through the one
     loader: records are read only when a path can reach them, and not at all where the
@@ -87,6 +113,7 @@ def read_table(
         skew=skew,
         judged=judged,
         distrust=distrust,
+        lost=lost,
     )
     table.problems.extend(
         Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")

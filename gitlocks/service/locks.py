@@ -365,6 +365,9 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
     table being written (in remote mode, the remote's).
     """
     ident = ctx.identity
+    # A granted claim whose record the object store lost stops every other verb: here it is
+    # an unusable ref, for its id to remove it (docs/design.md, section 4.6).
+    ctx.store.breaking = True
 
     def decide(table: Table) -> tuple[Change, BreakResult]:
         now = ctx.now()

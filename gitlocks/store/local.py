@@ -12,14 +12,9 @@ overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same r
 every write also compare-and-swaps the journal ref, with the lock refs it touches
 locked (docs/design.md, sections 4.2 and 9).
 
-Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
-killed while it holds a ``<ref>.lock`` file leaves the file behind, and git then refuses
-that ref to everyone. A ``flock`` is released by the kernel when its process dies, so the
-mutex says who is busy: nobody else is while we hold it. A writer also logs what it is
-about to change in the mutex file (``gitlocks.store.refs``), so the next one, taking the
-mutex, finishes or undoes a dead writer's update before it reads anything, and clears
-only that writer's ``.lock`` files. Any other ``.lock`` file belongs to some other git
-command: we wait a few seconds for it, then fail with a message naming it.
+Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first, and logs its
+write there: a writer that dies leaves ``<ref>.lock`` files and maybe half an update, which
+the next one, holding the mutex, clears and finishes (``gitlocks.store.refs``; 4.3).
 
 No library: objects are written as loose files (``gitlocks.git.objects``), refs move
 through ``git update-ref --stdin`` (``gitlocks.store.refs``), and lock refs are read from
@@ -35,23 +30,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
-from gitlocks.core.table import (
-    Problem,
-    Table,
-    lazy_table,
-    read_record,
-    verdict_of,
-)
+from gitlocks.core.table import Problem, ReadAgain, Table, lazy_table, read_record, verdict_of
 from gitlocks.errors import NotARepository, StoreError
-from gitlocks.git import files, kept, settings
+from gitlocks.git import files, kept, pruned, settings
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env, start
-from gitlocks.layout import (
-    JOURNAL_REF,
-    LOCK_PREFIX,
-    MUTEX_NAME,
-    MUTEX_TIMEOUT_SECONDS,
-)
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_NAME, MUTEX_TIMEOUT_SECONDS
 from gitlocks.store.journal import Journal, JournalEntry
 from gitlocks.store.location import (
     Location,
@@ -127,6 +111,7 @@ class Store:
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
+        self.breaking = False  # a break reads a lost record as unusable, to remove it (4.6)
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
@@ -314,7 +299,10 @@ class Store:
         fingerprint = self.fingerprint()
         if self._cache is not None and fingerprint == self._cache_fingerprint:
             return self._cache
-        table = self._load(self.version())
+        try:
+            table = self._load(self.version())
+        except ReadAgain:  # records a prune took, put back: read once more
+            table = self._load(self.version())
         self._cache, self._cache_fingerprint = table, fingerprint
         return table
 
@@ -325,7 +313,7 @@ class Store:
         return table.problems
 
     def _load(self, version: str | None) -> Table:
-        if self.reftable:
+        if self.reftable or self.breaking:  # a break judges every record afresh (4.6)
             table = self.load(self.scan_refs((LOCK_PREFIX,)).items(), version)
         else:
             found = kept.scan(self.common_dir)
@@ -351,7 +339,7 @@ class Store:
         refs = list(refs)
         judged = found.judged if found is not None else None
         read_known = found is None or kept.needs_verdicts(found, False)
-        known = kept.verdicts(self.common_dir) if read_known else {}
+        known = kept.verdicts(self.common_dir) if read_known and not self.breaking else {}
         table, fresh = lazy_table(
             refs,
             known=known,
@@ -361,6 +349,7 @@ class Store:
             skew=self.skew,
             distrust=self.distrust,
             judged=judged,
+            lost=None if self.breaking else lambda absent: self._lost(version, absent),
         )
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
@@ -373,6 +362,11 @@ class Store:
         if found is not None and judged is None:
             kept.keep(self.common_dir, found.region, found.packed, known, fresh)
         return table
+
+    def _lost(self, version: str | None, absent: list[tuple[str, str]]) -> None:
+        if version is not None:  # no journal names any: none was granted
+            git = ["--git-dir", self.git_dir]
+            pruned.stop_if_lost(absent, version, self.objects.directory, git)
 
     def distrust(self) -> None:
         """A record did not match what was kept of it: forget the kept verdicts and
@@ -450,6 +444,7 @@ class Store:
                     return result
             finally:
                 self._keep_after = False
+                self.objects.written = None
                 self._keep_unkept()
         raise StoreError("the lock store kept changing under us; try again")
 
@@ -482,6 +477,7 @@ class Store:
             # Before anything is read: a dead writer's half-done update is finished first,
             # so no decision ever rests on it (docs/design.md, section 4.3).
             self.ref_writer().recover()
+            pruned.put_back(self.objects.directory, within=pruned.RECHECK_SECONDS)
             self._cache = None
         except BaseException:
             self._drop_mutex(fd)
@@ -497,6 +493,7 @@ class Store:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
+        self.objects.written = {}  # what this write stores: seen again once the refs moved
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
         for lock_id in change.delete:
@@ -531,8 +528,10 @@ class Store:
         writer = self.ref_writer()
         try:
             writer.write(updates, expect=expect)
-        except BaseException:
+        except BaseException as exc:
             self._cache = None
+            if isinstance(exc, StoreError) and pruned.taken(self.objects):
+                raise _Conflict from None  # git refused: a prune took what they would name
             raise
         for lock_id in change.delete:
             table.remove(lock_id)
@@ -544,6 +543,10 @@ class Store:
         self._cache, self._cache_fingerprint = table, self.fingerprint()
         if self._unkept is not None:  # judged from its bytes, as any reader judges a blob
             self._unkept[1].update((oid, verdict_of(data)) for oid, data in written.items())
+        # Still under the mutex, the refs moved: every object this write stored is there,
+        # written again if a prune that read the refs before they moved took it, and kept.
+        stored, self.objects.written = self.objects.written or {}, None
+        pruned.keep_written(self.objects, stored)
 
     def _replace_symbolic_journal(self) -> None:
         """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,
