@@ -199,7 +199,7 @@ CLAUDE_END_TIMEOUT = 30
 CODEX_END_TIMEOUT = 3
 
 
-def _hook_files(prefix: str = "") -> dict[str, HookFile]:
+def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
     """Each harness's hook file and our entries; ``prefix``: as an older install wrote
     them (``git alock``, or an interpreter's ``-m gitlocks``), for uninstall to know."""
     legacy = bool(prefix)
@@ -306,4 +306,4 @@ def _hook_files(prefix: str = "") -> dict[str, HookFile]:
     return files
 
 
-HOOK_FILES = _hook_files()
+HOOK_FILES = hook_files_for()
