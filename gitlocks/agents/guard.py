@@ -55,6 +55,7 @@ from gitlocks.core.plain import Row
 from gitlocks.core.record import (
     LockRecord,
     format_time,
+    parse_time,
     utcnow,
 )
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
@@ -68,10 +69,11 @@ from gitlocks.identity import (
     Identity,
     sessions,
 )
+from gitlocks.layout import DEFAULT_STALE_SECONDS, DEFAULT_TTL_SECONDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
 # event is let through unread, so the cap is well above what agents write (a lockfile
@@ -150,13 +152,15 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
 
 class Verdict(Row):
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
-    those that cannot be claimed here, and the repositories where a claim was met."""
+    those that cannot be claimed here, the repositories where a claim was met, and the
+    holder's own claims the edit is inside (by repository): a heartbeat."""
 
     denied: list[str]
     warned: list[str]
     free: dict[str, tuple[Repo, list[str]]]
     unclaimed: list[str]
     held_in: set[str]
+    own: dict[str, tuple[Repo, dict[str, LockRecord]]]
 
 
 def judge(
@@ -169,7 +173,7 @@ def judge(
 ) -> Verdict:
     """Each file against the table of its repository (read once into ``tables``); ``ages``:
     the repositories whose lock remote could not be asked, and how old their view is."""
-    verdict = Verdict([], [], {}, [], set())
+    verdict = Verdict([], [], {}, [], set(), {})
     for repo, rel in targets:
         root = os.fspath(repo.root)
         if repo.ignore.ignored(rel):
@@ -186,12 +190,61 @@ def judge(
             if root in ages:
                 reason += printable(f" (The {ages[root]}.)")
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
-        elif repo.mode == "claim" and not covering(table, identity, now, rel):
+            continue
+        own = covering(table, identity, now, rel)
+        if own:
+            verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
+        elif repo.mode == "claim":
             if claimable:
                 verdict.free.setdefault(root, (repo, []))[1].append(rel)
             elif rel not in verdict.unclaimed:
                 verdict.unclaimed.append(rel)
     return verdict
+
+
+def renewal_due(record: LockRecord, repo: Repo, now: datetime) -> bool:
+    """Whether an edit inside the holder's own ``record`` should renew it: once half its
+    lifetime is used, or its holder has been quiet for half of ``alock.staleAfter``. An
+    agent editing its claims is alive, and one that edits at least that often is never
+    read as STALE nor outlived by its claim; an edit between costs no write (in remote
+    mode, no push)."""
+    try:
+        stale = repo.settings.duration("alock.staleAfter", DEFAULT_STALE_SECONDS)
+    except GitlocksError:
+        stale = DEFAULT_STALE_SECONDS  # a bad value never stops an edit
+    try:
+        life = record.ttl or repo.settings.duration("alock.ttl", DEFAULT_TTL_SECONDS)
+    except GitlocksError:
+        life = DEFAULT_TTL_SECONDS
+    try:
+        left = (parse_time(record.expires_at) - now).total_seconds()
+        quiet = (now - record.last_active()).total_seconds()
+    except ValueError:
+        return False  # a time this version cannot read: left to the command line
+    return left < life * 0.5 or quiet >= stale * 0.5
+
+
+def keep_alive(
+    own: Mapping[str, tuple[Repo, Mapping[str, LockRecord]]],
+    identity: Identity,
+    now: datetime,
+    skip: Collection[str] = (),
+) -> list[str]:
+    """An edit inside the holder's own claims is a heartbeat, as a commit is (design §6.8):
+    those due (``renewal_due``) are renewed, in one write per repository; the notes."""
+    notes: list[str] = []
+    for root, (repo, records) in own.items():
+        due = [r.id for r in records.values() if renewal_due(r, repo, now)]
+        if not due or root in skip:
+            continue
+        # Imported here: only a heartbeat that is due loads the store.
+        from gitlocks.service.locks import heartbeat as renew
+
+        try:
+            renew(store_context(repo.root, identity, repo), due, None)
+        except GitlocksError as exc:  # the edit goes on; the next one tries again
+            notes.append(f"your claim was not renewed: {exc}")
+    return notes
 
 
 def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
@@ -214,7 +267,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
             else:
                 ages[root] = said
         verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
-    denied, warned, free, unclaimed = verdict[:4]
+    denied, warned, free, unclaimed, _, own = verdict
     if unclaimed:
         notes.append(
             f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"
@@ -223,17 +276,22 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
         )
     if denied:
         return _deny(harness, _several([*denied, *warned]), notes)
+    pushed: set[str] = set()  # the repositories whose claim renewed the session's (a push)
     if free:
-        for repo, rels in free.values():
+        for root, (repo, rels) in free.items():
             try:
                 refused = claim(event, repo, rels, identity)
             except RemoteError as exc:
                 # The lock remote did not answer in time (or at all): an edit is never
                 # stalled on it. The edit goes on, and the agent is told it is unclaimed.
                 warned.append(unclaimed_reason(rels, exc))
+                pushed.add(root)  # and no heartbeat waits on it again
                 continue
             if refused:
                 return _deny(harness, refused, notes)
+            if repo.remote:
+                pushed.add(root)
+    notes += keep_alive(own, identity, utcnow(), pushed)
     if warned:
         return _warn(harness, _several(warned), notes)
     return Answer(stderr=stderr_lines(notes))
