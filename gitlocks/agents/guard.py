@@ -50,7 +50,9 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
-from gitlocks.core.dates import datetime
+from gitlocks.core import jsontext
+from gitlocks.core.dates import datetime, timedelta
+from gitlocks.core.liveness import Liveness
 from gitlocks.core.plain import Row
 from gitlocks.core.record import (
     LockRecord,
@@ -67,9 +69,15 @@ from gitlocks.hooks.check import find_held
 from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
     Identity,
+    host_identity,
+    process_alive,
     sessions,
 )
-from gitlocks.layout import DEFAULT_STALE_SECONDS, DEFAULT_TTL_SECONDS
+from gitlocks.layout import (
+    DEFAULT_INTERRUPTED_KEEP_SECONDS,
+    DEFAULT_STALE_SECONDS,
+    DEFAULT_TTL_SECONDS,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -191,6 +199,11 @@ def judge(
                 reason += printable(f" (The {ages[root]}.)")
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
             continue
+        left = interrupted(table, identity, now, rel, repo)
+        if left:
+            reason = interrupted_reason(rel, left, now, repo.ignore_case)
+            (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
+            continue
         own = covering(table, identity, now, rel)
         if own:
             verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
@@ -200,6 +213,48 @@ def judge(
             elif rel not in verdict.unclaimed:
                 verdict.unclaimed.append(rel)
     return verdict
+
+
+def interrupted(
+    table: Table, identity: Identity, now: datetime, rel: str, repo: Repo
+) -> list[LockRecord]:
+    """Interrupted work covering ``rel``: another holder's lock with notes whose session is
+    gone (design §3.6), kept until resumed, broken, or ``alock.interruptedKeep`` past its
+    expiry. It blocks no claim of ``acquire``'s, but an edit inside it is the very step its
+    notes name: the agent is told to take the work over, never let in silently."""
+    entry = path_entry(rel)
+    if entry is None:
+        return []
+    found = [table.records[i] for i in sorted(table.covering(entry))]
+    found = [r for r in found if r.notes]
+    if not found:
+        return []
+    try:
+        keep = repo.settings.duration("alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
+    except GitlocksError:
+        keep = DEFAULT_INTERRUPTED_KEEP_SECONDS
+    kept = format_time(now - timedelta(seconds=keep))
+    friends = table.unblocking(identity.holder, identity.parent)
+    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
+    return [r for r in found if r.expires_at > kept and r not in friends and life.dead(r)]
+
+
+def interrupted_reason(
+    rel: str, locks: Sequence[LockRecord], now: datetime, ignore_case: bool
+) -> str:
+    """The denial of an edit inside interrupted work: whose, its last note, and the
+    command that takes it over."""
+    record = locks[0]
+    crossing = _crossing(record, rel, ignore_case) or list(record.paths[:1])
+    note = record.notes[-1]
+    last = jsontext.dumps(note.text, ensure_ascii=False)
+    return printable(
+        f"gitlocks: {rel} is inside INTERRUPTED WORK: {' '.join(crossing)} was held by "
+        f"{record.holder}, whose session ended with the work unfinished; its last note "
+        f"({note.at}): {last} [lock {record.id}]. Do not edit it unclaimed: to take the work "
+        f"over with its notes, run git alock resume {shell_word(crossing[0])} first; to "
+        f"drop it on purpose, git alock break {record.id}; or work on something else."
+    )
 
 
 def renewal_due(record: LockRecord, repo: Repo, now: datetime) -> bool:

@@ -16,7 +16,7 @@ from gitlocks.agents.harnesses import (
 )
 from gitlocks.agents.repos import Repo, open_repo
 from gitlocks.core import jsontext
-from gitlocks.core.dates import datetime
+from gitlocks.core.dates import datetime, timedelta
 from gitlocks.core.record import (
     LockRecord,
     expiry_from,
@@ -25,7 +25,7 @@ from gitlocks.core.record import (
     validate_holder,
 )
 from gitlocks.core.table import Table
-from gitlocks.core.text import printable
+from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
@@ -36,12 +36,19 @@ from gitlocks.identity import (
     Identity,
     SessionProcess,
     holder_scope,
+    host_identity,
+    process_alive,
     resolve_identity,
     session_holder_id,
     session_process,
     sessions,
 )
-from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
+from gitlocks.layout import (
+    DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS,
+    DEFAULT_INTERRUPTED_KEEP_SECONDS,
+    DEFAULT_STALE_SECONDS,
+    DEFAULT_TTL_SECONDS,
+)
 from gitlocks.render.locks import expires
 
 TYPE_CHECKING = False
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
+SHOWN = 20  # the claims of each kind a session's start names
 PREFIX = "gitlocks guard: "
 
 
@@ -293,22 +301,67 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
         repo.common_dir, repo.reftable, str(repo.root), repo.ignore_case, repo.skew
     )
     now = utcnow()
-    theirs = [r for r in table.live(format_time(now)) if r.holder != identity.holder]
     lines = [
         f"gitlocks: the guard is active; you are {identity.holder}. Edits claim their file "
         f"for you (alock.guardMode {repo.mode}); an edit inside another agent's claim is "
         "denied. Every git alock command you run, and your commits, act as "
         f"{identity.holder}: set no AGENT_ID.",
     ]
-    if theirs:
-        lines.append(f"Claims held by others ({len(theirs)}):")
-        lines += [f"- {describe_claim(r, now)}" for r in theirs[:20]]
-        if len(theirs) > 20:
-            lines.append("- ... (git alock status shows them all)")
+    lines += others_claims(table, identity, now, repo)
     if stale is not None:
         lines.append(f"(The claims of others as this clone last saw them: {stale}.)")
     text = "\n".join(map(printable, lines))  # each line escaped: a reason cannot add one
     return Answer(stdout=harness.context(text))
+
+
+def others_claims(table: Table, identity: Identity, now: datetime, repo: Repo) -> list[str]:
+    """What others hold, for the session's start: live claims; interrupted work (a dead
+    holder's lock with notes, design §3.6), with the command that resumes it; and claims
+    whose session ended without notes (DEAD: free, swept by the next write)."""
+    from gitlocks.core.liveness import Liveness  # judged here, once per session
+
+    stamp = format_time(now)
+    try:
+        keep = repo.settings.duration("alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
+    except GitlocksError:
+        keep = DEFAULT_INTERRUPTED_KEEP_SECONDS
+    kept = format_time(now - timedelta(seconds=keep))
+    ended = [r for r in table.expired(stamp) if r.notes and r.expires_at > kept]
+    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
+    held: list[LockRecord] = []
+    dead: list[LockRecord] = []
+    work: list[LockRecord] = []
+    for record in [*table.live(stamp), *ended]:
+        if record.holder == identity.holder:
+            continue
+        if life.dead(record):
+            (work if record.notes else dead).append(record)
+        elif record.expires_at > table.cutoff(stamp):
+            held.append(record)
+    lines: list[str] = []
+    if work:
+        lines.append(
+            f"Interrupted work you can resume ({len(work)}): its agent's session ended with "
+            "notes left; an edit inside it is denied until someone resumes it:"
+        )
+        for record in work[:SHOWN]:
+            note = record.notes[-1]
+            lines.append(
+                f"- {' '.join(record.paths[:SHOWN_PATTERNS])} of {record.holder}, last note "
+                f"{jsontext.dumps(note.text, ensure_ascii=False)} [lock {record.id}]: "
+                f"git alock resume {shell_word(record.paths[0])}"
+            )
+    if held:
+        lines.append(f"Claims held by others ({len(held)}):")
+        lines += [f"- {describe_claim(r, now)}" for r in held[:SHOWN]]
+    if dead:
+        lines.append(
+            f"Claims of ended sessions, no longer held ({len(dead)}, DEAD: free to claim):"
+        )
+        lines += [f"- {describe_claim(r, now)}, DEAD" for r in dead[:SHOWN]]
+    if max(len(work), len(held), len(dead)) > SHOWN:
+        lines.append("- ... (git alock status shows them all)")
+    return lines
 
 
 def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:

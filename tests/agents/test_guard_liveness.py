@@ -129,3 +129,77 @@ def test_another_holders_edit_renews_nothing_of_theirs(repo: Path, agent: StandI
     ), got
     [lead] = [r for r in alock(repo, "list", "--json").json() if r["holder"] == "lead"]
     assert lead["renewed_at"] == before
+
+
+# --- interrupted work ------------------------------------------------------------------
+
+
+def session_start(agent: StandIn, repo: Path) -> str:
+    got = agent.guard(
+        {
+            "session_id": "5f1c2a9e-0000-4000-8000-000000000002",
+            "transcript_path": "/dev/null",
+            "cwd": str(repo),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    )
+    assert got.code == 0, got
+    return str(json.loads(got.out)["hookSpecificOutput"]["additionalContext"])
+
+
+def denial(got: Any) -> str:
+    assert got.code == 0 and got.out, got
+    out = json.loads(got.out)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny", out
+    return str(out["permissionDecisionReason"])
+
+
+@pytest.fixture
+def crashed(tmp_path: Path, repo: Path) -> str:
+    """An agent that claimed src/**, left a note and a claim of docs/** without one, and
+    crashed: its holder."""
+    gone = StandIn(tmp_path / "gone", "claude", cwd=repo)
+    try:
+        assert gone.shell("git alock acquire 'src/**' -m 'split the parser'").code == 0
+        assert gone.shell("git alock note 'src/**' 'step 2 of 3: move lexer.py next'").code == 0
+        assert gone.shell("git alock acquire 'docs/**'").code == 0
+        [holder] = {r["holder"] for r in alock(repo, "list", "--json").json()}
+    finally:
+        gone.close()  # its process ends: its claims' session is gone
+    return str(holder)
+
+
+def test_an_edit_inside_interrupted_work_is_denied_with_the_note_and_resume(
+    repo: Path, agent: StandIn, crashed: str
+) -> None:
+    reason = denial(agent.guard(edit(repo, "src/app.py")))
+    assert "INTERRUPTED WORK" in reason and crashed in reason, reason
+    assert '"step 2 of 3: move lexer.py next"' in reason, reason
+    assert "git alock resume 'src/**'" in reason, reason
+    assert [r["holder"] for r in alock(repo, "list", "--json").json()].count(crashed) == 2
+    # The successor takes the work over as told; its edits then go on.
+    assert agent.shell("git alock resume 'src/**'").code == 0
+    allowed(agent.guard(edit(repo, "src/app.py")))
+    [resumed] = [r for r in alock(repo, "list", "--json").json() if "src/**" in r["paths"]]
+    assert resumed["holder"] != crashed and resumed["notes"]
+
+
+def test_a_dead_claim_without_notes_is_free_to_edit(
+    repo: Path, agent: StandIn, crashed: str
+) -> None:
+    allowed(agent.guard(edit(repo, "docs/guide.md")))
+
+
+def test_session_start_says_what_can_be_resumed_and_what_is_dead(
+    repo: Path, agent: StandIn, crashed: str
+) -> None:
+    assert alock(repo, "acquire", "bench/**", AGENT_ID="bob").code == 0
+    told = session_start(agent, repo)
+    rest = told.partition("Interrupted work you can resume (1)")[2]
+    assert rest, told
+    assert "git alock resume 'src/**'" in rest and "step 2 of 3" in rest, told
+    assert "Claims held by others (1):\n- bench/** held by bob" in told, told
+    dead = told.partition("Claims of ended sessions")[2]
+    assert "docs/** held by " + crashed in dead and "DEAD" in dead, told
+    assert "src/**" not in told.partition("Claims held by others")[2].partition("Claims of")[0]
