@@ -56,6 +56,10 @@ class RemoteTimeout(RemoteError):
     """A command run against the lock remote took longer than its bound and was killed."""
 
 
+class NotSent(RemoteTimeout):
+    """The lock remote did not answer before anything was sent to it: nothing changed there."""
+
+
 class Refused(GitlocksError):
     """The answer is no: the action is not allowed for this holder."""
 

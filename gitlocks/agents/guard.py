@@ -196,7 +196,9 @@ def judge(
             verdict.held_in.add(root)
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
             if root in ages:
-                reason += printable(f" (The {ages[root]}.)")
+                # What is known: the lock remote did not answer; so this is decided on the
+                # clone's own view, as old as it says.
+                reason += printable(f" (Decided on the {ages[root]}.)")
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
             continue
         left = interrupted(table, identity, now, rel, repo)
@@ -353,11 +355,14 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
 
 
 def unclaimed_reason(rels: Sequence[str], exc: RemoteError) -> str:
+    """What is known (the lock remote's silence, and whether anything reached it) and what
+    the guard decided: the edit goes on, unclaimed, rather than wait on the remote."""
     shown = " ".join(rels[:SHOWN_LOCKS]) + (" ..." if len(rels) > SHOWN_LOCKS else "")
     return (
-        f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. Other agents are not "
-        f"kept out of it; claim it with git alock acquire {rels[0]} once the lock remote "
-        "answers"
+        f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. The guard let the edit "
+        f"go on unclaimed (alock.guardMode claim never holds an edit up for longer than "
+        f"alock.guardRemoteTimeout); other agents are not kept out of it: claim it with "
+        f"git alock acquire {shell_word(rels[0])} once the lock remote answers"
     )
 
 

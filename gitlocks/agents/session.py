@@ -153,11 +153,22 @@ def bound_remote(store: Any) -> None:
     if bound < store.timeout:
         store.timeout = bound
         store.timeout_setting = "alock.guardRemoteTimeout"
-    store.deadline = time.monotonic() + store.timeout  # the whole wait, not each run
-    # Another process of this clone may hold the store (a sync waiting on the remote).
+    # The whole wait of this event, not each run nor each store: a view refreshed before a
+    # claim, a push and the question whether it landed share one budget (design §6.5).
+    if not _WAIT_STARTED:
+        _WAIT_STARTED.append(time.monotonic())
+    store.deadline = _WAIT_STARTED[0] + store.timeout
+    store.deadline_firm = True
+    # Another process of this clone may hold the store (a sync waiting on the remote):
+    # waiting for it counts against the same budget.
     from gitlocks.hooks.commit import bound_mutex  # imported here: only the store path
 
-    bound_mutex(store, 2.0 * store.timeout)
+    bound_mutex(store, max(0.0, store.deadline - time.monotonic()))
+
+
+# When the guard began waiting on a lock remote: one event (one guard process) waits at
+# most alock.guardRemoteTimeout from then, in all.
+_WAIT_STARTED: list[float] = []
 
 
 def claim_ttl(ctx: Any) -> int:

@@ -15,7 +15,7 @@ import time
 from gitlocks.core import jsontext
 from gitlocks.core.record import is_object_id
 from gitlocks.core.text import is_digits
-from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
+from gitlocks.errors import NotSent, RemoteError, RemoteTimeout, StoreError
 from gitlocks.git.files import write_atomic
 from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git, timed_out
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
@@ -67,6 +67,8 @@ class Mirror(Store):
     # When set (time.monotonic()), every run against the remote ends by then: the agent
     # guard's whole wait on the remote, however many runs a write takes.
     deadline: float | None = None
+    # A firm deadline (the guard's): asking whether a push landed gets no time of its own.
+    deadline_firm = False
     # The connection opened for the next push (``open_session``), not yet used; those of
     # pushes made, to read to their end before the write ends; and whether a write
     # (``RemoteStore.transact_held``) is under way, which ends them (``end_session``).
@@ -174,8 +176,12 @@ class Mirror(Store):
         except TimeoutError:
             session.close(kill=True)
             # Before the commands went out, nothing can have landed: say so.
-            what = "push to" if session.sent else "connection to"
-            said = timed_out(what, self.remote, timeout, self.timeout_setting)
+            if not session.sent:
+                raise NotSent(
+                    f"{timed_out('connection to', self.remote, timeout, self.timeout_setting)}"
+                    ": the lock remote never answered, so nothing was sent to it"
+                ) from None
+            said = timed_out("push to", self.remote, timeout, self.timeout_setting)
             raise RemoteTimeout(said) from None
         except BaseException:
             session.close()

@@ -19,7 +19,7 @@ from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.plain import field, plain
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.table import Table
-from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
+from gitlocks.errors import GitlocksError, NotSent, RemoteError, RemoteTimeout
 from gitlocks.git.remote import (
     GitRun,
     PushLine,
@@ -107,6 +107,8 @@ class RemotePush(Mirror):
         self.pushes += 1
         try:
             run, lines = self._push_atomic(leases, specs)
+        except NotSent:
+            raise  # nothing reached the remote: there is nothing to ask it about
         except RemoteTimeout as exc:
             return self._settle(table, commit, str(exc), gave_up=True)
         if run.code == 0 and lines:
@@ -193,15 +195,18 @@ class RemotePush(Mirror):
     def settle(self, landed: Callable[[], bool | None], said: str, *, gave_up: bool) -> bool:
         """Fetch, then answer from ``landed``: True (ours is there), False (another write
         is there instead), None (the remote is as it was: raise, saying so)."""
-        if self.deadline is not None:  # asking costs one more bound, never less
+        if self.deadline is not None and not self.deadline_firm:
+            # Asking costs one more bound, never less; a firm deadline (the guard's) none.
             self.deadline = max(self.deadline, time.monotonic() + self.timeout)
         try:
             self.fetch()
         except RemoteError as exc:
+            # A push given up on may never have reached the remote; one broken off was sent.
+            sent = "got no answer in time" if gave_up else "was sent but no answer came back"
             raise RemoteError(
-                f"the push to the lock remote {self.remote!r} was sent but no answer came back "
-                f"({said}), and the remote cannot be asked now whether it landed ({exc}). "
-                "It may have: git alock sync tells once the remote answers"
+                f"the push to the lock remote {self.remote!r} {sent} ({said}), and the remote "
+                f"cannot be asked now whether it landed ({exc}). It may have: git alock sync "
+                "tells once the remote answers"
             ) from exc
         outcome = landed()
         if outcome is not None:

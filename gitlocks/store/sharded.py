@@ -21,7 +21,7 @@ from __future__ import annotations
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format, record_shards
-from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
+from gitlocks.errors import GitlocksError, NotSent, RemoteError, RemoteTimeout
 from gitlocks.git.remote import failure, lost_race, never_sent, summarise, unreported
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
@@ -259,6 +259,8 @@ class ShardedPush(RemotePush):
         self.pushes += 1
         try:
             run, lines = self._push_atomic(leases, specs)
+        except NotSent:
+            raise  # nothing reached the remote: there is nothing to ask it about
         except RemoteTimeout as exc:
             return self.settle(landed, str(exc), gave_up=True)
         if run.code == 0 and lines:
