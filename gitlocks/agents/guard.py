@@ -32,6 +32,7 @@ from gitlocks.agents.harnesses import (
     Harness,
     Pass,
     Unjudgeable,
+    malformed,
     parse,
 )
 from gitlocks.agents.repos import Repo, locate
@@ -43,6 +44,7 @@ from gitlocks.agents.session import (
     claim_ttl,
     describe_claim,
     end_session,
+    hand_over,
     heartbeat,
     renew_session,
     session_identity,
@@ -82,6 +84,12 @@ from gitlocks.layout import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
+
+# Claude Code's event at a sub-agent's end (2.1: it carries agent_id and agent_type).
+SUBAGENT_STOP = "SubagentStop"
+# A sub-agent's holder: its session's, this, then 8 hex of the harness's agent id.
+SUB = ".sub-"
+HOLDER_MAX = 64
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
 # event is let through unread, so the cap is well above what agents write (a lockfile
@@ -134,6 +142,62 @@ def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[
     stamp = table.cutoff(format_time(now))
     found = [table.records[i] for i in sorted(table.covering(entry))]
     return [r for r in found if r.holder == identity.holder and r.expires_at > stamp]
+
+
+def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: str) -> bool:
+    """Whether an ancestor of the holder (a sub-agent's session) holds exactly ``rel`` and
+    nothing else: ``acquire`` refuses a child its parent's whole scope (design §3.4), so
+    the sub-agent edits under its session's claim instead of claiming for itself."""
+    stamp = table.cutoff(format_time(now))
+    wanted = table.keys([rel])
+    for elder in table.ancestors(identity.holder, identity.parent):
+        for record in table.held_by(elder):
+            if record.expires_at > stamp and table.keys(record.paths) == wanted:
+                return True
+    return False
+
+
+# --- sub-agents ---------------------------------------------------------------------------
+
+
+def sub_agent(raw: bytes) -> tuple[str, str]:
+    """The event's name and its ``agent_id``, when it carries one: Claude Code (2.1) and
+    Codex name the sub-agent an event comes from (absent for the main thread); ("", "")
+    otherwise. Read apart from the harness's fields, and only from an event that names
+    one at all: most events (the main thread's) pay nothing."""
+    if b'"agent_id"' not in raw:
+        return "", ""
+    try:
+        data = jsontext.loads(raw)
+    except (ValueError, RecursionError):
+        return "", ""
+    if not isinstance(data, dict):
+        return "", ""
+    name, agent = data.get("hook_event_name"), data.get("agent_id")
+    if not isinstance(agent, str) or not agent or malformed(agent):
+        return "", ""
+    return (name if isinstance(name, str) else ""), agent
+
+
+def sub_holder(session: Identity, agent: str) -> Identity:
+    """The holder of the session's sub-agent ``agent`` (its id as the harness gives it):
+    ``<session holder>.sub-<8 hex of the id>``, a child of the session holder (design
+    §3.2): the session's claims never block it, its siblings' do, and its own block the
+    session while it runs. The same process embodies it: the session's end ends it too."""
+    import hashlib  # sub-agents' events only
+
+    def hexed(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+    base = session.holder
+    if len(base) > HOLDER_MAX - len(SUB) - 8:  # a long AGENT_ID: cut, kept distinct
+        base = f"{base[: HOLDER_MAX - len(SUB) - 17]}-{hexed(base)}"
+    return session._replace(
+        holder=f"{base}{SUB}{hexed(agent)}",
+        holder_source="harness",
+        parent=session.holder,
+        parent_source="harness",
+    )
 
 
 def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
@@ -207,6 +271,8 @@ def judge(
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
             continue
         own = covering(table, identity, now, rel)
+        if not own and identity.parent and elder_holds_exactly(table, identity, now, rel):
+            continue  # the session claimed this very file: its sub-agent works under it
         if own:
             verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
         elif repo.mode == "claim":
@@ -304,13 +370,16 @@ def keep_alive(
     return notes
 
 
-def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
+def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: str = "") -> Answer:
     """Deny the edit when a file it writes lies in another holder's live claim; else, in
-    ``claim`` mode, claim the free ones for the session. Each repository's own settings
-    decide for its files. In remote mode a claim met in the local view is asked of the
-    lock remote before the edit is denied: it may have been released from another clone."""
+    ``claim`` mode, claim the free ones for the session (``agent``: for the session's
+    sub-agent of that id, ``sub_holder``). Each repository's own settings decide for its
+    files. In remote mode a claim met in the local view is asked of the lock remote before
+    the edit is denied: it may have been released from another clone."""
     targets, notes = _targets(event)
     identity = session_identity(harness.name, env)
+    if agent:
+        identity = sub_holder(identity, agent)
     tables: dict[str, Table] = {}
     ages: dict[str, str] = {}
     verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
@@ -444,8 +513,11 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
             f"To apply it, {USE_INSTEAD}."
         )
         return _deny(harness, printable(reason), [])
+    name, agent = sub_agent(raw)
     if event.kind == "edit":
-        return decide_edit(event, harness, env)
+        return decide_edit(event, harness, env, agent)
+    if name == SUBAGENT_STOP and agent:
+        return end_sub_agent(event, harness, env, agent)
     if event.kind == "start":
         return start_session(event, harness, env)
     if event.kind == "end":
@@ -455,6 +527,15 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
     if event.kind == "ignore":
         return Answer()  # another tool, where the harness cannot be told to send edits only
     raise Pass(f"nothing to guard in this event ({event.tool or 'not an edit'})")
+
+
+def end_sub_agent(event: Event, harness: Harness, env: Mapping[str, str], agent: str) -> Answer:
+    """``SubagentStop``: the sub-agent's claims pass to its session (journaled ``resumed``
+    from the sub-agent). Its edits are the session's to review and commit, so they stay
+    claimed, and the session's own later edits there are no longer blocked by a sub-agent
+    that has finished. ``SessionEnd`` releases them with the session's."""
+    session = session_identity(harness.name, env)
+    return hand_over(event, session, sub_holder(session, agent).holder, env)
 
 
 def _options(args: Sequence[str]) -> dict[str, str] | None:

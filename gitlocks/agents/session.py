@@ -192,10 +192,13 @@ def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord
         return []
     mine = (identity.holder, me.pid, me.start_time, me.host)
     unembodied = (identity.holder, 0) if identity.holder_source == "harness" else None
+    # Its sub-agents' too (``guard.sub_holder``): children of the holder, embodied by
+    # this very process.
     return [
         r
         for r in table.live(now)
-        if (r.holder, r.pid, r.pid_start, r.host) == mine or (r.holder, r.pid) == unembodied
+        if mine in ((r.holder, r.pid, r.pid_start, r.host), (r.parent, r.pid, r.pid_start, r.host))
+        or (r.holder, r.pid) == unembodied
     ]
 
 
@@ -204,14 +207,7 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
     every repository the session claimed in (nested ones and submodules too), not only
     the one around its directory."""
     identity = session_identity(harness.name, env)
-    roots: dict[str, str] = {}
-    try:
-        here = open_repo(event.cwd)
-        roots[os.path.realpath(here.common_dir)] = here.root
-    except Pass:
-        pass  # the session's directory is in no repository; its claims may be elsewhere
-    for common, top in sessions.repositories(identity.session, env):
-        roots.setdefault(common, top)
+    roots = _roots(event, identity, env)
     notes: list[str] = []
     for root in roots.values():
         try:
@@ -223,6 +219,22 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
     if not roots:
         raise Pass(f"{event.cwd!r} is not inside a git working tree")
     return Answer(stderr=stderr_lines(notes))
+
+
+def _roots(
+    event: Event, identity: Identity, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The repositories the session acts in: the one around its directory, and every one
+    it claimed in (its common directory -> a working tree's top)."""
+    roots: dict[str, str] = {}
+    try:
+        here = open_repo(event.cwd)
+        roots[os.path.realpath(here.common_dir)] = here.root
+    except Pass:
+        pass  # the session's directory is in no repository; its claims may be elsewhere
+    for common, top in sessions.repositories(identity.session, env):
+        roots.setdefault(common, top)
+    return roots
 
 
 def _end_or_renew(root: str, identity: Identity, kind: str) -> None:
@@ -286,6 +298,43 @@ def renew_session(
         )
         change.put.append(fresh)
         change.events.append(journal_event("renewed", fresh, now, expires_at=fresh.expires_at))
+
+
+def hand_over(event: Event, session: Identity, sub: str, env: Mapping[str, str]) -> Answer:
+    """The claims of the session's sub-agent ``sub`` become the session's own, in every
+    repository the session claimed in (``SubagentStop``)."""
+    from gitlocks.service.context import event as journal_event  # the store path only
+    from gitlocks.service.context import sweep
+
+    notes: list[str] = []
+    for root in _roots(event, session, env).values():
+        try:
+            ctx = store_context(root, session)
+            stamp = format_time(ctx.now())
+            table = ctx.store.read_table()
+            if not any(r.holder == sub for r in session_locks(table, session, stamp)):
+                continue  # the common case, decided without the store's mutex
+
+            def decide(table: Table, ctx: Any = ctx) -> tuple[Any, None]:
+                from gitlocks.core.change import Change
+
+                now = ctx.now()
+                change = Change()
+                gone = sweep(ctx, table, now, change)
+                for record in session_locks(table, session, format_time(now)):
+                    if record.holder != sub or record.id in gone:
+                        continue
+                    mine = record.with_changes(holder=session.holder, parent=session.parent)
+                    change.put.append(mine)
+                    change.events.append(
+                        journal_event("resumed", mine, now, by=session.holder, **{"from": sub})
+                    )
+                return change, None
+
+            ctx.store.transact(decide)
+        except GitlocksError as exc:
+            notes.append(f"{root}: {exc}")
+    return Answer(stderr=stderr_lines(notes))
 
 
 def end_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
