@@ -8,9 +8,13 @@ denied, naming the holder; an edit of a path nobody holds claims that file for t
 session (``alock.guardMode`` = ``claim``, the default), so claiming before editing happens
 whether or not the agent remembers.
 
+An edit inside the session's own claim is a heartbeat (renewed once due); one inside a
+dead agent's interrupted work is denied with the command that resumes it; a sub-agent
+the harness names (``agent_id``) is a sub-holder of the session.
+
 It runs before every edit, so it takes the hooks' fast path: no command-line framework,
 and the table read from the lock refs' files without pygit2. Only a claim, a session's
-end and a heartbeat load the store (docs/design.md, section 6.5). It is never in the way
+end and a heartbeat that is due load the store (docs/design.md, section 6.5). It is never in the way
 by accident: a path outside any repository, a directory, another tool, malformed input
 or an unreadable store lets the call through, with the reason on stderr and exit 1 (the
 harnesses' "non-blocking error"). The edited file, not the session's directory, decides
@@ -173,7 +177,8 @@ def sub_agent(raw: bytes) -> tuple[str, str]:
         return "", ""
     if not isinstance(data, dict):
         return "", ""
-    name, agent = data.get("hook_event_name"), data.get("agent_id")
+    name = data.get("hook_event_name", data.get("hookEventName"))  # VS Code's spelling
+    agent = data.get("agent_id")
     if not isinstance(agent, str) or not agent or malformed(agent):
         return "", ""
     return (name if isinstance(name, str) else ""), agent
@@ -429,9 +434,9 @@ def unclaimed_reason(rels: Sequence[str], exc: RemoteError) -> str:
     shown = " ".join(rels[:SHOWN_LOCKS]) + (" ..." if len(rels) > SHOWN_LOCKS else "")
     return (
         f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. The guard let the edit "
-        f"go on unclaimed (alock.guardMode claim never holds an edit up for longer than "
-        f"alock.guardRemoteTimeout); other agents are not kept out of it: claim it with "
-        f"git alock acquire {shell_word(rels[0])} once the lock remote answers"
+        "go on unclaimed rather than hold it up on the lock remote (alock.guardMode claim); "
+        f"other agents are not kept out of it: claim it with git alock acquire "
+        f"{shell_word(rels[0])} once the lock remote answers"
     )
 
 
