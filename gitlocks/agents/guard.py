@@ -161,9 +161,6 @@ def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: st
     return False
 
 
-# --- sub-agents ---------------------------------------------------------------------------
-
-
 def sub_agent(raw: bytes) -> tuple[str, str]:
     """The event's name and its ``agent_id``, when it carries one: Claude Code (2.1) and
     Codex name the sub-agent an event comes from (absent for the main thread); ("", "")
@@ -298,8 +295,7 @@ def interrupted(
     entry = path_entry(rel)
     if entry is None:
         return []
-    found = [table.records[i] for i in sorted(table.covering(entry))]
-    found = [r for r in found if r.notes]
+    found = [r for i in sorted(table.covering(entry)) if (r := table.records[i]).notes]
     if not found:
         return []
     try:

@@ -303,7 +303,9 @@ def renew_session(
 def hand_over(event: Event, session: Identity, sub: str, env: Mapping[str, str]) -> Answer:
     """The claims of the session's sub-agent ``sub`` become the session's own, in every
     repository the session claimed in (``SubagentStop``)."""
-    from gitlocks.service.context import event as journal_event  # the store path only
+    # Imported here: only a sub-agent's end with claims writes, on the store's path.
+    from gitlocks.core.change import Change
+    from gitlocks.service.context import event as journal_event
     from gitlocks.service.context import sweep
 
     notes: list[str] = []
@@ -315,9 +317,7 @@ def hand_over(event: Event, session: Identity, sub: str, env: Mapping[str, str])
             if not any(r.holder == sub for r in session_locks(table, session, stamp)):
                 continue  # the common case, decided without the store's mutex
 
-            def decide(table: Table, ctx: Any = ctx) -> tuple[Any, None]:
-                from gitlocks.core.change import Change
-
+            def decide(table: Table, ctx: Any = ctx) -> tuple[Change, None]:
                 now = ctx.now()
                 change = Change()
                 gone = sweep(ctx, table, now, change)
