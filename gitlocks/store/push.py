@@ -191,7 +191,8 @@ class RemotePush(Mirror):
     def settle(self, landed: Callable[[], bool | None], said: str, *, gave_up: bool) -> bool:
         """Fetch, then answer from ``landed``: True (ours is there), False (another write
         is there instead), None (the remote is as it was: raise, saying so)."""
-        if self.deadline is not None:  # asking costs one more bound, never less
+        if self.deadline is not None and not self.deadline_firm:
+            # Asking costs one more bound, never less; a firm deadline (the guard's) none.
             self.deadline = max(self.deadline, time.monotonic() + self.timeout)
         try:
             self.fetch()
