@@ -99,7 +99,7 @@ def test_a_remote_that_never_answers_costs_one_budget_and_is_not_called_sent(
     said = told(got)
     assert "no answer came back" in said and "was sent" not in said, said
     # Whether it landed is not asked on a budget of its own: the one budget is spent.
-    assert "not tried" in said.partition("whether it landed")[2], said
+    assert "not tried" in said.partition("whether it did")[2], said
     assert "let the edit go on unclaimed" in said, said
     assert took < 3 * BUDGET + 2, took
 
