@@ -15,10 +15,6 @@ from stat import S_ISREG  # os has loaded it
 from gitlocks.core.plain import Row
 from gitlocks.core.record import is_object_id
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import IO, Literal
-
 
 class Scan(Row):
     refs: dict[str, str]  # name -> object id
@@ -312,90 +308,3 @@ def parse_refs(out: str) -> Scan:
         else:
             refs[name] = oid
     return Scan(refs, symbolic)
-
-
-def read_contents(stream: IO[bytes], size: int, keep: int | None = None) -> bytes:
-    """One object's contents from ``cat-file --batch`` output (``size`` bytes, then a
-    newline): the first ``keep`` bytes of them at most, the rest read past a piece at a
-    time, so an object of gigabytes never sits in memory. ``OSError`` if the stream ends."""
-    body = stream.read(size if keep is None else min(size, keep))
-    left = size - len(body) + 1  # what is not kept, and the newline after it
-    while left > 0:
-        piece = stream.read(min(left, 1 << 20))
-        if not piece:
-            raise OSError("git cat-file ended early")
-        left -= len(piece)
-    return body
-
-
-# The object types git reads (a loose object of any other is one it refuses).
-_KINDS = (b"blob", b"tree", b"commit", b"tag")
-
-
-def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Literal[False] | None:
-    """``(type, contents)`` of the loose object file at ``path``; None when there is none
-    there (packed, in an alternate) or it cannot be read: ask git. False when what is there
-    is no object git would read: a FIFO or a device (git opens one and waits on it, forever
-    perhaps: never asked, a hook never hangs on it), an object of no type git knows
-    (its ``cat-file`` stops on it), or contents not as long as the header says.
-    ``limit``: as for ``gitlocks.git.objects.Objects.read_many``."""
-    import zlib  # only where an object is read: the hooks' list of locks reads none
-
-    try:  # os.open and one read: a table of 10,000 reads that many files
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens, and is no file
-        try:
-            found = os.fstat(fd)
-            if not S_ISREG(found.st_mode):
-                return False
-            # With a limit: the header and limit + 1 bytes of contents, read no further.
-            if limit is None:
-                raw = zlib.decompress(_read_all(fd, found.st_size))
-            else:
-                raw = _inflate_head(fd, limit + 64)
-        finally:
-            os.close(fd)
-    except (OSError, zlib.error):
-        return None  # not loose (packed, or in an alternate), or unreadable: ask git
-    header, nul, body = raw.partition(b"\0")
-    kind, _, size = header.partition(b" ")
-    if not nul or not size.isdigit() or size[:1] == b"0" != size:
-        return None  # git reads a size in decimal, with no leading zero: ask git
-    if kind not in _KINDS:
-        return False
-    # Contents that are not as long as the header says: a damaged object, no object git
-    # reads whole. It is never asked of git either: its cat-file --batch streams a blob so
-    # cut short and waits for the next name, and a reader of the batch waits on it forever.
-    if limit is not None and int(size) > limit:
-        # Its first limit + 1 bytes stand for it (git's header says it is too large).
-        return (kind.decode(), body[: limit + 1]) if len(body) > limit else False
-    if int(size) != len(body):
-        return False
-    return kind.decode(), body
-
-
-def _inflate_head(fd: int, size: int) -> bytes:
-    """The first ``size`` bytes the deflated stream at ``fd`` inflates to (fewer when it
-    ends first), read a piece at a time: a loose blob of hundreds of megabytes that do not
-    deflate is never read whole for the few a caller keeps of it, nor one that does ever
-    inflated whole."""
-    import zlib  # as in read_loose, its only caller: loaded there already
-
-    inflater = zlib.decompressobj()
-    raw = b""
-    while len(raw) < size and not inflater.eof:
-        piece = os.read(fd, 1 << 16)
-        if not piece:
-            break
-        raw += inflater.decompress(piece, size - len(raw))
-    return raw
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    """The rest of the file at ``fd``, ``size`` bytes long when it was looked at."""
-    data = os.read(fd, size + 1)
-    while len(data) <= size:  # a short read: keep reading to the end
-        more = os.read(fd, size + 1 - len(data))
-        if not more:
-            break
-        data += more
-    return data

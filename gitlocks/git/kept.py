@@ -79,15 +79,11 @@ def scan(common_dir: str) -> Found:
     return Found(loose.refs, loose.symbolic, judged, region, {})
 
 
-def needs_verdicts(found: Found, whole_costs_a_process: bool) -> bool:
+def needs_verdicts(found: Found) -> bool:
     """Whether the loose lock refs beside ``found``'s judged ones are read through the kept
-    verdicts rather than whole: always without a judgement, never with no loose ref, and
-    past ``FEW_LOOSE`` of them; below that only where reading them whole costs a process
-    (the hooks' ``cat-file``) and the judged refs are too few for their verdicts to cost
-    more to decode."""
-    if found.judged is None or len(found.refs) > FEW_LOOSE:
-        return True
-    return bool(found.refs) and whole_costs_a_process and len(found.judged.blobs) < 3 * MIN_REFS
+    verdicts rather than whole: always without a judgement, and past ``FEW_LOOSE`` of
+    them (read whole, a few loose records cost less than decoding the verdicts)."""
+    return found.judged is None or len(found.refs) > FEW_LOOSE
 
 
 # Each verdicts file's stamp and verdicts, as last read or written by this process: one

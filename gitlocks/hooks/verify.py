@@ -31,7 +31,7 @@ from gitlocks.errors import EXIT_OK, EXIT_REFUSED, InvalidHolder, StoreError, Us
 from gitlocks.git import files, kept, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
-from gitlocks.git.table import read_lock_table, read_table
+from gitlocks.git.table import hook_objects, read_lock_table, read_table
 from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
 from gitlocks.hooks.reading import HookConfig, hook_config
 from gitlocks.identity import Identity, SessionProcess
@@ -407,7 +407,8 @@ def check_commits(
     if source is not None:
         verdicts = kept.verdicts(common_dir)
         table = read_table(
-            source, cwd, hook_settings.ignore_case, hook_settings.skew, verdicts,
+            source, hook_objects(common_dir, cwd), hook_settings.ignore_case,
+            hook_settings.skew, verdicts,
             distrust=lambda: kept.forget(common_dir),
         )  # fmt: skip
     else:

@@ -367,7 +367,7 @@ class Store:
         docs/design.md, section 4.5)."""
         refs = list(refs)
         judged = found.judged if found is not None else None
-        read_known = found is None or kept.needs_verdicts(found, False)
+        read_known = found is None or kept.needs_verdicts(found)
         known = kept.verdicts(self.common_dir) if read_known else {}
         table, fresh = lazy_table(
             refs,

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ from gitlocks.core.table import Problem, Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git import files, kept
 from gitlocks.git import table as fast_table
+from gitlocks.git.objects import Objects
 from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
 from gitlocks.store.local import Store
 
@@ -538,18 +539,16 @@ def test_the_hooks_read_many_loose_records_through_their_verdicts(
     Store.discover(repo).read_table()  # keeps the verdicts of the new records
     assert judged_now(repo)
     read: list[str] = []
-    real, real_loose = fast_table.read_objects, fast_table.read_loose
+    real = Objects.read_many
 
-    def counted(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+    def counted(
+        self: Objects, oids: Iterable[str], *, limit: int | None = None
+    ) -> dict[str, tuple[str, bytes]]:
+        oids = list(oids)
         read.extend(oids)
-        return real(oids, cwd)
+        return real(self, oids, limit=limit)
 
-    def counted_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None, str]]:
-        read.extend(oids)  # read whole from their loose files, as few are
-        return real_loose(oids, directory)
-
-    monkeypatch.setattr(fast_table, "read_objects", counted)
-    monkeypatch.setattr(fast_table, "read_loose", counted_loose)
+    monkeypatch.setattr(Objects, "read_many", counted)
     common = str(Store.discover(repo).common_dir)
     fast_table.read_lock_table(common, False, str(repo), False)
     assert read == []

@@ -9,7 +9,7 @@ import os
 import subprocess
 import tracemalloc
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.git import kept
 from gitlocks.git import table as hooks_table
+from gitlocks.git.objects import Objects
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
 from gitlocks.service.context import Context
@@ -45,13 +46,15 @@ def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Records, list[st
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     kept._verdicts.clear()
     asked: list[str] = []
-    real = hooks_table.read_objects
+    real = Objects._read_batch
 
-    def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+    def read_batch(
+        self: Objects, oids: Sequence[str], limit: int | None = None
+    ) -> dict[str, tuple[str, bytes]]:
         asked.extend(oids)
-        return real(oids, cwd)
+        return real(self, oids, limit)
 
-    monkeypatch.setattr(hooks_table, "read_objects", read_objects)
+    monkeypatch.setattr(Objects, "_read_batch", read_batch)
     table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
     records = {lock_id: table.get(lock_id) for lock_id in sorted(table.refs)}
     return records, asked
@@ -80,14 +83,23 @@ def test_packed_records_read_alike_through_cat_file(
     )
 
 
-def test_an_object_directory_named_by_the_environment_is_asked_through_git(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_object_directory_the_environment_names_is_read_as_git_reads_it(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``GIT_OBJECT_DIRECTORY`` names where a hook's records are (a pre-receive hook's
+    quarantine, say): read from their files there, with no process; one left in an
+    alternate only, through git, which reads alternates."""
     _claims(repo)
-    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(repo / ".git" / "objects"))
+    elsewhere = tmp_path / "quarantine"
+    oids = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()
+    for oid in oids[:2]:  # two records moved there; the third stays in .git/objects
+        (elsewhere / oid[:2]).mkdir(parents=True, exist_ok=True)
+        os.rename(repo / ".git" / "objects" / oid[:2] / oid[2:], elsewhere / oid[:2] / oid[2:])
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(elsewhere))
+    monkeypatch.setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", str(repo / ".git" / "objects"))
     records, asked = _read(repo, monkeypatch)
-    assert all(r is not None for r in records.values())
-    assert len(asked) == 3
+    assert len(records) == 3 and all(r is not None for r in records.values())
+    assert asked == [oids[2]]  # only the one in the alternate went to git
 
 
 def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(

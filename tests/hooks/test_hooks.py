@@ -1051,7 +1051,8 @@ def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
     for reftable in (False, True):  # from the files, and through git for-each-ref
         found = fast_table.list_refs(common, reftable, str(hooked))
         for verdicts in ({}, kept.verdicts(common)):
-            table = fast_table.read_table(found, str(hooked), False, verdicts=verdicts)
+            objects = fast_table.hook_objects(common, str(hooked))
+            table = fast_table.read_table(found, objects, False, verdicts=verdicts)
             assert dict(table.records) == dict(store.read_table().records)
             assert len(table.records) == 2 and not table.problems
         table = fast_table.read_lock_table(common, reftable, str(hooked), False)
