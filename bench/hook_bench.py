@@ -123,7 +123,7 @@ def big_commit(root: Path, runs: int) -> None:
             t0 = time.perf_counter()
             staged = hook_paths.staged_paths()
             t1 = time.perf_counter()
-            table = fast_table.read_lock_table(common, False, None, False)
+            table = fast_table.read_lock_table(common, None, False)
             found = hooks.find_held(table, identity, utcnow(), staged)
             t2 = time.perf_counter()
             read_times.append(t1 - t0)

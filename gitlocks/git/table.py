@@ -22,9 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 
-def read_lock_table(
-    common_dir: str, reftable: bool, cwd: str | None, ignore_case: bool, skew: int = 0
-) -> Table:
+def read_lock_table(common_dir: str, cwd: str | None, ignore_case: bool, skew: int = 0) -> Table:
     """The lock table of the repository whose common git directory is ``common_dir``,
     through the one loader: the store's kept verdicts and judgements spare reading the
     records no question needs (``gitlocks.git.kept``)."""
@@ -33,14 +31,10 @@ def read_lock_table(
         kept.forget(common_dir)
 
     objects = hook_objects(common_dir, cwd)
-    if reftable:
-        found = list_refs(common_dir, reftable, cwd)
-        verdicts = kept.verdicts(common_dir)
-        return read_table(found, objects, ignore_case, skew, verdicts, None, distrust)
-    scanned = kept.scan(common_dir)
-    verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(scanned) else {}
-    found = files.Scan(scanned.refs, scanned.symbolic)
-    return read_table(found, objects, ignore_case, skew, verdicts, scanned.judged, distrust)
+    found = kept.scan(common_dir, list_refs(cwd))
+    verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(found) else {}
+    listed = files.Scan(found.refs, found.symbolic)
+    return read_table(listed, objects, ignore_case, skew, verdicts, found.judged, distrust)
 
 
 def hook_objects(common_dir: str, cwd: str | None) -> Objects:
@@ -49,10 +43,8 @@ def hook_objects(common_dir: str, cwd: str | None) -> Objects:
     return Objects(common_dir, common_dir, None, env=Env.INHERIT, cwd=cwd)
 
 
-def list_refs(common_dir: str, reftable: bool, cwd: str | None) -> files.Scan:
-    """The lock refs: read from the files that hold them, or from git for other backends."""
-    if not reftable:
-        return files.scan(common_dir, (LOCK_PREFIX,))
+def list_refs(cwd: str | None) -> files.Scan:
+    """The lock refs, as git lists them (every ref backend alike)."""
     out = finish_git(start_git(["for-each-ref", files.REFS_FORMAT, LOCK_PREFIX], cwd))
     return files.parse_refs(out.decode("utf-8", "replace"))
 

@@ -412,9 +412,7 @@ def check_commits(
             distrust=lambda: kept.forget(common_dir),
         )  # fmt: skip
     else:
-        table = read_lock_table(
-            common_dir, hook_settings.reftable, cwd, hook_settings.ignore_case, hook_settings.skew
-        )
+        table = read_lock_table(common_dir, cwd, hook_settings.ignore_case, hook_settings.skew)
     changed: dict[str, list[str]] = {}
     cutoff = table.cutoff(format_time(now))
     latest = table.summaries.latest()

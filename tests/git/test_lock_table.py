@@ -55,7 +55,7 @@ def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Records, list[st
         return real(self, oids, limit)
 
     monkeypatch.setattr(Objects, "_read_batch", read_batch)
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     records = {lock_id: table.get(lock_id) for lock_id in sorted(table.refs)}
     return records, asked
 
@@ -120,7 +120,7 @@ def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
     path.write_bytes(b"not zlib at all")
     records, asked = _read(repo, monkeypatch)
     assert asked == [victim]  # only the damaged one went to git
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     reasons = {p.ref: p.reason for p in table.problems}
     assert "at most" in reasons[LOCK_PREFIX + "big"] and records["big"] is None
     assert reasons[LOCK_PREFIX + victim_id] == "points at a missing object"  # as git says
@@ -138,7 +138,7 @@ def test_a_planted_loose_blob_of_megabytes_is_never_read_whole(repo: Path) -> No
     planted = plant(repo, "planted", os.urandom(16 << 20))  # as git writes it: loose
     assert (repo / ".git" / "objects" / planted[:2] / planted[2:]).stat().st_size > 16 << 20
     readers: list[Callable[[], Table]] = [
-        lambda: hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False),
+        lambda: hooks_table.read_lock_table(str(repo / ".git"), str(repo), False),
         Store.discover(repo).read_table,
     ]
     for read in readers:
@@ -191,7 +191,7 @@ def test_a_loose_record_shorter_than_its_header_says_is_no_record(repo: Path) ->
     _plant_loose(repo, b"blob %d\0" % (256 * 1024 + 100) + body)
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     kept._verdicts.clear()
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert table.get("planted") is None
     assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
 
@@ -208,7 +208,7 @@ def test_a_loose_record_cut_short_of_its_header_stops_no_reader(repo: Path, shor
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     got = guard(repo, edit(repo, "src/new.py"), timeout=60)  # not TimeoutExpired
     assert got.code in (0, 2), got
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert table.get("planted") is None
     assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
 
@@ -221,3 +221,26 @@ def _plant_loose(repo: Path, raw: bytes) -> None:
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(zlib.compress(raw))
     git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
+
+
+def test_an_empty_loose_ref_is_never_read_as_its_packed_line(repo: Path) -> None:
+    """A loose ref file left empty (a crash while it was written) over a packed line: git
+    finds the ref broken and lists it no more, and neither does any reader here; its
+    stale packed value is never read as a live lock, nor a stale journal as the store's
+    version."""
+    _claims(repo)
+    git(repo, "pack-refs", "--all")
+    victim = _ids(repo)[0]
+    (repo / ".git" / LOCK_PREFIX / victim).parent.mkdir(parents=True, exist_ok=True)
+    (repo / ".git" / LOCK_PREFIX / victim).write_bytes(b"")
+    (repo / ".git" / "refs" / "agent-locks-meta" / "journal").write_bytes(b"")
+    listed_by_git = set(_ids(repo))
+    assert victim not in listed_by_git and len(listed_by_git) == 2
+    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    hooks = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
+    assert set(hooks.refs) == listed_by_git
+    store = Store.discover(repo)
+    assert set(store.read_table().refs) == listed_by_git
+    assert store.version() is None and store.ref_value(LOCK_PREFIX + victim) is None
+    got = alock(repo, "list", "--json")
+    assert got.code == 0 and {r["id"] for r in got.json()} == listed_by_git, got

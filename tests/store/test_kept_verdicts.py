@@ -67,7 +67,7 @@ def test_after_a_write_the_hooks_read_no_record(
 
     monkeypatch.setattr(Objects, "read_many", read_many)
     kept._verdicts.clear()
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert sorted(table.refs) == sorted(r[len(LOCK_PREFIX) :] for r in _lock_blobs(repo))
     assert asked == []
 
