@@ -48,7 +48,7 @@ STORE_VERBS = frozenset(
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.objects", "gitlocks.git.run",
         "gitlocks.git.kept",
         "gitlocks.git.settings", "gitlocks.git.transaction", "gitlocks.git.worktrees",
-        "gitlocks.git.changes", "gitlocks.git.spawn", "gitlocks.git.index",
+        "gitlocks.git.changes", "gitlocks.git.spawn",
         "gitlocks.identity", "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.locks", "gitlocks.render.identity",
         "gitlocks.render.status", "gitlocks.render.journal",
@@ -355,7 +355,7 @@ HOOKS_BUDGET = frozenset(
         "gitlocks.core.verdicts",
         "gitlocks.git", "gitlocks.git.files", "gitlocks.git.run", "gitlocks.git.settings",
         "gitlocks.git.table", "gitlocks.git.spawn", "gitlocks.git.kept",
-        "gitlocks.git.changes",
+        "gitlocks.git.changes", "gitlocks.git.objects",
         "gitlocks.identity", "gitlocks.identity.sessions",
         "gitlocks.render", "gitlocks.render.hooks", "gitlocks.render.locks",
     }

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 
-from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
+from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
 from gitlocks.core.table import (
     Problem,
     Table,
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
     from gitlocks.core.change import Change
     from gitlocks.core.summaries import Verdict
+    from gitlocks.git.spawn import Process
     from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
@@ -206,10 +207,6 @@ class Store:
         except OSError:  # a name too long for the file system, a permission: not a file here
             pass
         # Not in the working tree: is it in the index (deleted, not yet committed)?
-        from gitlocks.git.index import may_be_indexed  # only for a path the tree lacks
-
-        if not may_be_indexed(os.path.join(self.git_dir, "index"), path):
-            return False
         proc = start(
             ["--git-dir", self.git_dir, "--work-tree", self.root,
              "ls-files", "-z", "--", f":(literal){path}"],
@@ -220,29 +217,19 @@ class Store:
         return proc.returncode == 0 and path.encode() in out.split(b"\0")
 
     def head_info(self) -> tuple[str | None, str | None]:
-        """(branch name or None when detached, head commit id or None when unborn)."""
-        if self.reftable:
-            return self._head_from_git()
-        try:
-            with open(os.path.join(self.git_dir, "HEAD"), "rb") as f:
-                head = f.read().strip().decode("utf-8", "replace")
-        except OSError:
-            return (None, None)
-        if is_object_id(head):
-            return (None, head)
-        if not head.startswith("ref:"):
-            return (None, None)
-        target = head[4:].strip()
-        return (target.removeprefix("refs/heads/"), self.ref_value(target))
+        """(branch name or None when detached, head commit id or None when unborn), as git
+        reads HEAD: both questions asked at once."""
+        branch = self._start_git(["symbolic-ref", "-q", "HEAD"])
+        commit = self._start_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
+        names, ids = self._lines_of(branch), self._lines_of(commit)
+        return (names[0].removeprefix("refs/heads/") if names else None, ids[0] if ids else None)
 
-    def _head_from_git(self) -> tuple[str | None, str | None]:
-        out = self._git_lines(["symbolic-ref", "-q", "HEAD"])
-        branch = out[0].removeprefix("refs/heads/") if out else None
-        commit = self._git_lines(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
-        return (branch, commit[0] if commit else None)
+    def _start_git(self, args: list[str]) -> Process:
+        return start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
 
-    def _git_lines(self, args: list[str]) -> list[str]:
-        proc = start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
+    @staticmethod
+    def _lines_of(proc: Process) -> list[str]:
+        """The lines ``proc`` printed; none when it failed (a question git answers no)."""
         out, _ = proc.communicate()
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
