@@ -253,9 +253,7 @@ def judge(
         if repo.ignore.ignored(rel):
             continue  # in .alockignore: nobody needs to claim it
         if root not in tables:
-            tables[root] = read_lock_table(
-                repo.common_dir, repo.reftable, root, repo.ignore_case, repo.skew
-            )
+            tables[root] = read_lock_table(repo.common_dir, root, repo.ignore_case, repo.skew)
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
         if held:

@@ -352,9 +352,7 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
     # In remote mode the claims named below are the lock remote's, fetched now (within
     # alock.guardRemoteTimeout), or the clone's view, said to be so.
     stale = refresh_view(str(repo.root), repo.remote, bound=bound_remote) if repo.remote else None
-    table = read_lock_table(
-        repo.common_dir, repo.reftable, str(repo.root), repo.ignore_case, repo.skew
-    )
+    table = read_lock_table(repo.common_dir, str(repo.root), repo.ignore_case, repo.skew)
     now = utcnow()
     lines = [
         f"gitlocks: the guard is active; you are {identity.holder}. Edits claim their file "

@@ -133,7 +133,7 @@ def _readers(repo: Path) -> dict[str, Any]:
     """What each reader makes of the table: the store's verbs, the hooks' and guard's read."""
 
     def hooks() -> Table:
-        return read_lock_table(str(repo / ".git"), False, str(repo), False)
+        return read_lock_table(str(repo / ".git"), str(repo), False)
 
     return {
         "list": alock(repo, "list"),
