@@ -215,6 +215,8 @@ def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
                     "SessionStart": None,
                     "SessionEnd": None,
                     "Stop": None,
+                    # A sub-agent's end hands its claims to its session (design §6.5).
+                    **({} if legacy else {"SubagentStop": None}),
                 },
                 None if legacy else {"SessionEnd": {"timeout": CLAUDE_END_TIMEOUT}},
             ),

@@ -147,3 +147,21 @@ def test_a_sub_agents_holder_stays_a_valid_id_under_a_long_agent_id(
     holder, parent = claims(repo)["src/a.py"]
     assert len(holder) <= 64 and re.fullmatch(r"[A-Za-z0-9._-]+\.sub-[0-9a-f]{8}", holder)
     assert parent == long
+
+
+def test_install_registers_the_sub_agents_end_and_it_reaches_the_guard(
+    repo: Path, agent: StandIn
+) -> None:
+    """Without a SubagentStop hook a finished sub-agent's claims would stay its own until
+    the session ends, and keep the session's main thread out of those files."""
+    assert alock(repo, "install-agent-hooks", "--for", "claude").code == 0
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    [group] = hooks["SubagentStop"]
+    [entry] = group["hooks"]
+    got = agent.hook(entry["command"], edit(repo, "src/app.py", agent="helper-1"))
+    assert got.code == 0, got
+    assert json.loads(alock(repo, "list", "--json").out)[0]["holder"].count(".sub-") == 1
+    got = agent.hook(entry["command"], subagent_stop(repo, "helper-1"))
+    assert got.code == 0, got
+    [lock] = json.loads(alock(repo, "list", "--json").out)
+    assert ".sub-" not in lock["holder"], lock
