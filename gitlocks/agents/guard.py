@@ -40,7 +40,6 @@ from gitlocks.agents.harnesses import (
     Event,
     Harness,
     Pass,
-    malformed,
     read,
 )
 from gitlocks.agents.repos import Repo, locate
@@ -60,6 +59,7 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
+from gitlocks.agents.subagents import SUBAGENT_STOP, elder_holds_exactly, sub_agent, sub_holder
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
@@ -85,12 +85,6 @@ from gitlocks.layout import (
     DEFAULT_STALE_SECONDS,
     DEFAULT_TTL_SECONDS,
 )
-
-# Claude Code's event at a sub-agent's end (2.1: it carries agent_id and agent_type).
-SUBAGENT_STOP = "SubagentStop"
-# A sub-agent's holder: its session's, this, then 8 hex of the harness's agent id.
-SUB = ".sub-"
-HOLDER_MAX = 64
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
 # event is let through unread, so the cap is well above what agents write (a lockfile
@@ -146,60 +140,6 @@ def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[
     stamp = table.cutoff(format_time(now))
     found = [table.records[i] for i in sorted(table.covering(entry))]
     return [r for r in found if r.holder == identity.holder and r.expires_at > stamp]
-
-
-def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: str) -> bool:
-    """Whether an ancestor of the holder (a sub-agent's session) holds exactly ``rel`` and
-    nothing else: ``acquire`` refuses a child its parent's whole scope (design §3.4), so
-    the sub-agent edits under its session's claim instead of claiming for itself."""
-    stamp = table.cutoff(format_time(now))
-    wanted = table.keys([rel])
-    for elder in table.ancestors(identity.holder, identity.parent):
-        for record in table.held_by(elder):
-            if record.expires_at > stamp and table.keys(record.paths) == wanted:
-                return True
-    return False
-
-
-def sub_agent(raw: bytes) -> tuple[str, str]:
-    """The event's name and its ``agent_id``, when it carries one: Claude Code (2.1) and
-    Codex name the sub-agent an event comes from (absent for the main thread); ("", "")
-    otherwise. Read apart from the harness's fields, and only from an event that names
-    one at all: most events (the main thread's) pay nothing."""
-    if b'"agent_id"' not in raw:
-        return "", ""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return "", ""
-    if not isinstance(data, dict):
-        return "", ""
-    name = data.get("hook_event_name", data.get("hookEventName"))  # VS Code's spelling
-    agent = data.get("agent_id")
-    if not isinstance(agent, str) or not agent or malformed(agent):
-        return "", ""
-    return (name if isinstance(name, str) else ""), agent
-
-
-def sub_holder(session: Identity, agent: str) -> Identity:
-    """The holder of the session's sub-agent ``agent`` (its id as the harness gives it):
-    ``<session holder>.sub-<8 hex of the id>``, a child of the session holder (design
-    §3.2): the session's claims never block it, its siblings' do, and its own block the
-    session while it runs. The same process embodies it: the session's end ends it too."""
-    import hashlib  # sub-agents' events only
-
-    def hexed(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-
-    base = session.holder
-    if len(base) > HOLDER_MAX - len(SUB) - 8:  # a long AGENT_ID: cut, kept distinct
-        base = f"{base[: HOLDER_MAX - len(SUB) - 17]}-{hexed(base)}"
-    return session._replace(
-        holder=f"{base}{SUB}{hexed(agent)}",
-        holder_source="harness",
-        parent=session.holder,
-        parent_source="harness",
-    )
 
 
 def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:

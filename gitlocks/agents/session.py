@@ -187,7 +187,7 @@ def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord
         return []
     mine = (identity.holder, me.pid, me.start_time, me.host)
     unembodied = (identity.holder, 0) if identity.holder_source == "harness" else None
-    # Its sub-agents' too (``guard.sub_holder``): children of the holder, embodied by
+    # Its sub-agents' too (``subagents.sub_holder``): children of the holder, embodied by
     # this very process.
     return [
         r
