@@ -208,7 +208,7 @@ CLAUDE_END_TIMEOUT = 30
 CODEX_END_TIMEOUT = 3
 
 
-def _hook_files(prefix: str = "") -> dict[str, HookFile]:
+def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
     """Each harness's hook file and our entries; ``prefix``: as an older install wrote
     them (``git alock``, or an interpreter's ``-m gitlocks``), for uninstall to know."""
     legacy = bool(prefix)
@@ -224,6 +224,8 @@ def _hook_files(prefix: str = "") -> dict[str, HookFile]:
                     "SessionStart": None,
                     "SessionEnd": None,
                     "Stop": None,
+                    # A sub-agent's end hands its claims to its session (design §6.5).
+                    **({} if legacy else {"SubagentStop": None}),
                 },
                 None if legacy else {"SessionEnd": {"timeout": CLAUDE_END_TIMEOUT}},
             ),
@@ -315,4 +317,4 @@ def _hook_files(prefix: str = "") -> dict[str, HookFile]:
     return files
 
 
-HOOK_FILES = _hook_files()
+HOOK_FILES = hook_files_for()

@@ -9,9 +9,13 @@ denied, naming the holder; an edit of a path nobody holds claims that file for t
 session (``alock.guardMode`` = ``claim``, the default), so claiming before editing happens
 whether or not the agent remembers.
 
+An edit inside the session's own claim is a heartbeat (renewed once due); one inside a
+dead agent's interrupted work is denied with the command that resumes it; a sub-agent
+the harness names (``agent_id``) is a sub-holder of the session.
+
 It runs before every edit, so it takes the hooks' fast path: no command-line framework,
 and the table read from the lock refs' files without pygit2. Only a claim, a session's
-end and a heartbeat load the store (docs/design.md, section 6.5). It is never in the way
+end and a heartbeat that is due load the store (docs/design.md, section 6.5). It is never in the way
 by accident: a path outside any repository, a directory, another tool or malformed input
 is nothing to guard (exit 0, no output: the answer every harness reads as "go on" without a
 word), and an unreadable store lets the call through with the reason on stderr and the
@@ -21,10 +25,11 @@ directory, decides which repository (and so which lock table) is asked.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
@@ -46,6 +51,7 @@ from gitlocks.agents.session import (
     claim_ttl,
     describe_claim,
     end_session,
+    hand_over,
     heartbeat,
     renew_session,
     session_identity,
@@ -53,9 +59,12 @@ from gitlocks.agents.session import (
     stderr_lines,
     store_context,
 )
+from gitlocks.agents.subagents import SUBAGENT_STOP, elder_holds_exactly, sub_agent, sub_holder
+from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
     format_time,
+    parse_time,
     utcnow,
 )
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
@@ -67,7 +76,14 @@ from gitlocks.hooks.check import find_held
 from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import (
     Identity,
+    host_identity,
+    process_alive,
     sessions,
+)
+from gitlocks.layout import (
+    DEFAULT_INTERRUPTED_KEEP_SECONDS,
+    DEFAULT_STALE_SECONDS,
+    DEFAULT_TTL_SECONDS,
 )
 
 # A tool call's input: a write carries the whole file, a patch every change. A bigger
@@ -150,13 +166,15 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
 
 class Verdict(NamedTuple):
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
-    those that cannot be claimed here, and the repositories where a claim was met."""
+    those that cannot be claimed here, the repositories where a claim was met, and the
+    holder's own claims the edit is inside (by repository): a heartbeat."""
 
     denied: list[str]
     warned: list[str]
     free: dict[str, tuple[Repo, list[str]]]
     unclaimed: list[str]
     held_in: set[str]
+    own: dict[str, tuple[Repo, dict[str, LockRecord]]]
 
 
 def judge(
@@ -169,24 +187,35 @@ def judge(
 ) -> Verdict:
     """Each file against the table of its repository (read once into ``tables``); ``ages``:
     the repositories whose lock remote could not be asked, and how old their view is."""
-    verdict = Verdict([], [], {}, [], set())
+    verdict = Verdict([], [], {}, [], set(), {})
     for repo, rel in targets:
         root = os.fspath(repo.root)
         if repo.ignore.ignored(rel):
             continue  # in .alockignore: nobody needs to claim it
         if root not in tables:
-            tables[root] = read_lock_table(
-                repo.common_dir, repo.reftable, root, repo.ignore_case, repo.skew
-            )
+            tables[root] = read_lock_table(repo.common_dir, root, repo.ignore_case, repo.skew)
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
         if held:
             verdict.held_in.add(root)
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
             if root in ages:
-                reason += printable(f" (The {ages[root]}.)")
+                # What is known: the lock remote did not answer; so this is decided on the
+                # clone's own view, as old as it says.
+                reason += printable(f" (Decided on the {ages[root]}.)")
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
-        elif repo.mode == "claim" and not covering(table, identity, now, rel):
+            continue
+        left = interrupted(table, identity, now, rel, repo)
+        if left:
+            reason = interrupted_reason(rel, left, now, repo.ignore_case)
+            (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
+            continue
+        own = covering(table, identity, now, rel)
+        if not own and identity.parent and elder_holds_exactly(table, identity, now, rel):
+            continue  # the session claimed this very file: its sub-agent works under it
+        if own:
+            verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
+        elif repo.mode == "claim":
             if claimable:
                 verdict.free.setdefault(root, (repo, []))[1].append(rel)
             elif rel not in verdict.unclaimed:
@@ -194,13 +223,102 @@ def judge(
     return verdict
 
 
-def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
+def interrupted(
+    table: Table, identity: Identity, now: datetime, rel: str, repo: Repo
+) -> list[LockRecord]:
+    """Interrupted work covering ``rel``: another holder's lock with notes whose session is
+    gone (design §3.6), kept until resumed, broken, or ``alock.interruptedKeep`` past its
+    expiry. It blocks no claim of ``acquire``'s, but an edit inside it is the very step its
+    notes name: the agent is told to take the work over, never let in silently."""
+    entry = path_entry(rel)
+    if entry is None:
+        return []
+    found = [r for i in sorted(table.covering(entry)) if (r := table.records[i]).notes]
+    if not found:
+        return []
+    try:
+        keep = repo.settings.duration("alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
+    except GitlocksError:
+        keep = DEFAULT_INTERRUPTED_KEEP_SECONDS
+    kept = format_time(now - timedelta(seconds=keep))
+    friends = table.unblocking(identity.holder, identity.parent)
+    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
+    return [r for r in found if r.expires_at > kept and r not in friends and life.dead(r)]
+
+
+def interrupted_reason(
+    rel: str, locks: Sequence[LockRecord], now: datetime, ignore_case: bool
+) -> str:
+    """The denial of an edit inside interrupted work: whose, its last note, and the
+    command that takes it over."""
+    record = locks[0]
+    crossing = _crossing(record, rel, ignore_case) or list(record.paths[:1])
+    note = record.notes[-1]
+    last = json.dumps(note.text, ensure_ascii=False)
+    return printable(
+        f"gitlocks: {rel} is inside INTERRUPTED WORK: {' '.join(crossing)} was held by "
+        f"{record.holder}, whose session ended with the work unfinished; its last note "
+        f"({note.at}): {last} [lock {record.id}]. Do not edit it unclaimed: to take the work "
+        f"over with its notes, run git alock resume {shell_word(crossing[0])} first; to "
+        f"drop it on purpose, git alock break {record.id}; or work on something else."
+    )
+
+
+def renewal_due(record: LockRecord, repo: Repo, now: datetime) -> bool:
+    """Whether an edit inside the holder's own ``record`` should renew it: once half its
+    lifetime is used, or its holder has been quiet for half of ``alock.staleAfter``. An
+    agent editing its claims is alive, and one that edits at least that often is never
+    read as STALE nor outlived by its claim; an edit between costs no write (in remote
+    mode, no push)."""
+    try:
+        stale = repo.settings.duration("alock.staleAfter", DEFAULT_STALE_SECONDS)
+    except GitlocksError:
+        stale = DEFAULT_STALE_SECONDS  # a bad value never stops an edit
+    try:
+        life = record.ttl or repo.settings.duration("alock.ttl", DEFAULT_TTL_SECONDS)
+    except GitlocksError:
+        life = DEFAULT_TTL_SECONDS
+    try:
+        left = (parse_time(record.expires_at) - now).total_seconds()
+        quiet = (now - record.last_active()).total_seconds()
+    except ValueError:
+        return False  # a time this version cannot read: left to the command line
+    return left < life * 0.5 or quiet >= stale * 0.5
+
+
+def keep_alive(
+    own: Mapping[str, tuple[Repo, Mapping[str, LockRecord]]],
+    identity: Identity,
+    now: datetime,
+    skip: Collection[str] = (),
+) -> list[str]:
+    """An edit inside the holder's own claims is a heartbeat, as a commit is (design §6.8):
+    those due (``renewal_due``) are renewed, in one write per repository; the notes."""
+    notes: list[str] = []
+    for root, (repo, records) in own.items():
+        due = [r.id for r in records.values() if renewal_due(r, repo, now)]
+        if not due or root in skip:
+            continue
+        # Imported here: only a heartbeat that is due loads the store.
+        from gitlocks.service.locks import heartbeat as renew
+
+        try:
+            renew(store_context(repo.root, identity, repo), due, None)
+        except GitlocksError as exc:  # the edit goes on; the next one tries again
+            notes.append(f"your claim was not renewed: {exc}")
+    return notes
+
+
+def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: str = "") -> Answer:
     """Deny the edit when a file it writes lies in another holder's live claim; else, in
-    ``claim`` mode, claim the free ones for the session. Each repository's own settings
-    decide for its files. In remote mode a claim met in the local view is asked of the
-    lock remote before the edit is denied: it may have been released from another clone."""
+    ``claim`` mode, claim the free ones for the session (``agent``: for the session's
+    sub-agent of that id, ``sub_holder``). Each repository's own settings decide for its
+    files. In remote mode a claim met in the local view is asked of the lock remote before
+    the edit is denied: it may have been released from another clone."""
     targets, notes = _targets(event)
     identity = session_identity(harness.name, env)
+    if agent:
+        identity = sub_holder(identity, agent)
     tables: dict[str, Table] = {}
     ages: dict[str, str] = {}
     verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
@@ -214,7 +332,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
             else:
                 ages[root] = said
         verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
-    denied, warned, free, unclaimed = verdict[:4]
+    denied, warned, free, unclaimed, _, own = verdict
     if unclaimed:
         notes.append(
             f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"
@@ -223,28 +341,36 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
         )
     if denied:
         return _deny(harness, _several([*denied, *warned]), notes)
+    pushed: set[str] = set()  # the repositories whose claim renewed the session's (a push)
     if free:
-        for repo, rels in free.values():
+        for root, (repo, rels) in free.items():
             try:
                 refused = claim(event, repo, rels, identity)
             except RemoteError as exc:
                 # The lock remote did not answer in time (or at all): an edit is never
                 # stalled on it. The edit goes on, and the agent is told it is unclaimed.
                 warned.append(unclaimed_reason(rels, exc))
+                pushed.add(root)  # and no heartbeat waits on it again
                 continue
             if refused:
                 return _deny(harness, refused, notes)
+            if repo.remote:
+                pushed.add(root)
+    notes += keep_alive(own, identity, utcnow(), pushed)
     if warned:
         return _warn(harness, _several(warned), notes)
     return Answer(stderr=stderr_lines(notes))
 
 
 def unclaimed_reason(rels: Sequence[str], exc: RemoteError) -> str:
+    """What is known (the lock remote's silence, and whether anything reached it) and what
+    the guard decided: the edit goes on, unclaimed, rather than wait on the remote."""
     shown = " ".join(rels[:SHOWN_LOCKS]) + (" ..." if len(rels) > SHOWN_LOCKS else "")
     return (
-        f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. Other agents are not "
-        f"kept out of it; claim it with git alock acquire {rels[0]} once the lock remote "
-        "answers"
+        f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. The guard let the edit "
+        "go on unclaimed rather than hold it up on the lock remote (alock.guardMode claim); "
+        f"other agents are not kept out of it: claim it with git alock acquire "
+        f"{shell_word(rels[0])} once the lock remote answers"
     )
 
 
@@ -321,7 +447,7 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
     sender = harness
     try:
         sender, event = read(harness.name, raw, named)
-        return _answer(sender, event, env)
+        return _answer(sender, event, env, raw)
     except Unjudgeable as why:
         # The files are known, the directory they are named from is not: no claim can be
         # judged, and none is made on a guess. The agent is told the form that can be.
@@ -344,9 +470,12 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
         )
 
 
-def _answer(harness: Harness, event: Event, env: Mapping[str, str]) -> Answer:
+def _answer(harness: Harness, event: Event, env: Mapping[str, str], raw: bytes) -> Answer:
+    name, agent = sub_agent(raw)
     if event.kind == "edit":
-        return decide_edit(event, harness, env)
+        return decide_edit(event, harness, env, agent)
+    if name == SUBAGENT_STOP and agent:
+        return end_sub_agent(event, harness, env, agent)
     if event.kind == "start":
         return start_session(event, harness, env)
     if event.kind == "end":
@@ -358,6 +487,15 @@ def _answer(harness: Harness, event: Event, env: Mapping[str, str]) -> Answer:
 
         return Answer(stdout=f"gitlocks {__version__} {sys.executable}")
     raise Pass(f"nothing to guard in this event ({event.tool or 'not an edit'})")
+
+
+def end_sub_agent(event: Event, harness: Harness, env: Mapping[str, str], agent: str) -> Answer:
+    """``SubagentStop``: the sub-agent's claims pass to its session (journaled ``resumed``
+    from the sub-agent). Its edits are the session's to review and commit, so they stay
+    claimed, and the session's own later edits there are no longer blocked by a sub-agent
+    that has finished. ``SessionEnd`` releases them with the session's."""
+    session = session_identity(harness.name, env)
+    return hand_over(event, session, sub_holder(session, agent).holder, env)
 
 
 def _options(args: Sequence[str]) -> dict[str, str] | None:

@@ -16,18 +16,15 @@ from gitlocks.agents.harnesses import (
     Event,
     Pass,
 )
-from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
+from gitlocks.core.ignore import IgnoreList
 from gitlocks.errors import GitlocksError
-from gitlocks.git import files, settings
+from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
-from gitlocks.git.run import REPO_VARS
 from gitlocks.hooks.check import (
     CommittedIgnores,
 )
-from gitlocks.layout import IGNORE_FILE
 
 MODES = ("claim", "block", "warn")
-IGNORE = IGNORE_FILE.encode()
 
 
 class Repo(NamedTuple):
@@ -56,11 +53,8 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     where = ["--show-toplevel", "--git-common-dir", "--absolute-git-dir", "--show-object-format"]
     top = start_git(["rev-parse", *where], directory)
     config = settings.start(directory)
-    # .alockignore as committed at HEAD: read from the loose objects of the repository
-    # whose .git is nearest (checked against git's answer below), else asked of git.
-    guess = files.git_dirs_around(directory) if REPO_VARS.isdisjoint(os.environ) else None
-    at_head = None if guess is None else files.committed_top_file(*guess, IGNORE, MAX_IGNORE_BYTES)
-    committed = CommittedIgnores(["HEAD"], directory, later=at_head is not None)
+    # .alockignore as committed at HEAD, asked of git beside the other two calls.
+    committed = CommittedIgnores(["HEAD"], directory)
     nowhere = (
         f"{edited} is outside any git working tree: not guarded"
         if edited
@@ -79,10 +73,7 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
         raise Pass(nowhere)
     root, common, git_dir, object_format = lines[:4]
     common = common if os.path.isabs(common) else os.path.join(directory, common)
-    if at_head is None or guess != (os.path.realpath(git_dir), os.path.realpath(common)):
-        (ignore,) = committed.finish()
-    else:
-        ignore = IgnoreList(at_head) if len(at_head) <= MAX_IGNORE_BYTES else IgnoreList()
+    (ignore,) = committed.finish()
     warnings = []
     mode = (configured.get("alock.guardMode") or "claim").strip().lower() or "claim"
     if mode not in MODES:

@@ -9,7 +9,7 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from gitlocks.agents.harnesses import (
@@ -27,7 +27,7 @@ from gitlocks.core.record import (
     validate_holder,
 )
 from gitlocks.core.table import Table
-from gitlocks.core.text import printable
+from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
@@ -38,17 +38,25 @@ from gitlocks.identity import (
     Identity,
     SessionProcess,
     holder_scope,
+    host_identity,
+    process_alive,
     resolve_identity,
     session_holder_id,
     session_process,
     sessions,
 )
-from gitlocks.layout import DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS
+from gitlocks.layout import (
+    DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS,
+    DEFAULT_INTERRUPTED_KEEP_SECONDS,
+    DEFAULT_STALE_SECONDS,
+    DEFAULT_TTL_SECONDS,
+)
 from gitlocks.render.locks import expires
 
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
+SHOWN = 20  # the claims of each kind a session's start names
 PREFIX = "gitlocks guard: "
 
 
@@ -140,11 +148,22 @@ def bound_remote(store: Any) -> None:
     if bound < store.timeout:
         store.timeout = bound
         store.timeout_setting = "alock.guardRemoteTimeout"
-    store.deadline = time.monotonic() + store.timeout  # the whole wait, not each run
-    # Another process of this clone may hold the store (a sync waiting on the remote).
+    # The whole wait of this event, not each run nor each store: a view refreshed before a
+    # claim, a push and the question whether it landed share one budget (design §6.5).
+    if not _WAIT_STARTED:
+        _WAIT_STARTED.append(time.monotonic())
+    store.deadline = _WAIT_STARTED[0] + store.timeout
+    store.deadline_firm = True
+    # Another process of this clone may hold the store (a sync waiting on the remote):
+    # waiting for it counts against the same budget.
     from gitlocks.hooks.reading import bound_mutex  # imported here: only the store path
 
-    bound_mutex(store, 2.0 * store.timeout)
+    bound_mutex(store, max(0.0, store.deadline - time.monotonic()))
+
+
+# When the guard began waiting on a lock remote: one event (one guard process) waits at
+# most alock.guardRemoteTimeout from then, in all.
+_WAIT_STARTED: list[float] = []
 
 
 def claim_ttl(ctx: Any) -> int:
@@ -168,10 +187,13 @@ def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord
         return []
     mine = (identity.holder, me.pid, me.start_time, me.host)
     unembodied = (identity.holder, 0) if identity.holder_source == "harness" else None
+    # Its sub-agents' too (``subagents.sub_holder``): children of the holder, embodied by
+    # this very process.
     return [
         r
         for r in table.live(now)
-        if (r.holder, r.pid, r.pid_start, r.host) == mine or (r.holder, r.pid) == unembodied
+        if mine in ((r.holder, r.pid, r.pid_start, r.host), (r.parent, r.pid, r.pid_start, r.host))
+        or (r.holder, r.pid) == unembodied
     ]
 
 
@@ -180,14 +202,7 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
     every repository the session claimed in (nested ones and submodules too), not only
     the one around its directory."""
     identity = session_identity(harness.name, env)
-    roots: dict[str, str] = {}
-    try:
-        here = open_repo(event.cwd)
-        roots[os.path.realpath(here.common_dir)] = here.root
-    except Pass:
-        pass  # the session's directory is in no repository; its claims may be elsewhere
-    for common, top in sessions.repositories(identity.session, env):
-        roots.setdefault(common, top)
+    roots = _roots(event, identity, env)
     notes: list[str] = []
     for root in roots.values():
         try:
@@ -199,6 +214,22 @@ def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind:
     if not roots:
         raise Pass(f"{event.cwd!r} is not inside a git working tree")
     return Answer(stderr=stderr_lines(notes))
+
+
+def _roots(
+    event: Event, identity: Identity, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The repositories the session acts in: the one around its directory, and every one
+    it claimed in (its common directory -> a working tree's top)."""
+    roots: dict[str, str] = {}
+    try:
+        here = open_repo(event.cwd)
+        roots[os.path.realpath(here.common_dir)] = here.root
+    except Pass:
+        pass  # the session's directory is in no repository; its claims may be elsewhere
+    for common, top in sessions.repositories(identity.session, env):
+        roots.setdefault(common, top)
+    return roots
 
 
 def _end_or_renew(root: str, identity: Identity, kind: str) -> None:
@@ -264,6 +295,43 @@ def renew_session(
         change.events.append(journal_event("renewed", fresh, now, expires_at=fresh.expires_at))
 
 
+def hand_over(event: Event, session: Identity, sub: str, env: Mapping[str, str]) -> Answer:
+    """The claims of the session's sub-agent ``sub`` become the session's own, in every
+    repository the session claimed in (``SubagentStop``)."""
+    # Imported here: only a sub-agent's end with claims writes, on the store's path.
+    from gitlocks.core.change import Change
+    from gitlocks.service.context import event as journal_event
+    from gitlocks.service.context import sweep
+
+    notes: list[str] = []
+    for root in _roots(event, session, env).values():
+        try:
+            ctx = store_context(root, session)
+            stamp = format_time(ctx.now())
+            table = ctx.store.read_table()
+            if not any(r.holder == sub for r in session_locks(table, session, stamp)):
+                continue  # the common case, decided without the store's mutex
+
+            def decide(table: Table, ctx: Any = ctx) -> tuple[Change, None]:
+                now = ctx.now()
+                change = Change()
+                gone = sweep(ctx, table, now, change)
+                for record in session_locks(table, session, format_time(now)):
+                    if record.holder != sub or record.id in gone:
+                        continue
+                    mine = record.with_changes(holder=session.holder, parent=session.parent)
+                    change.put.append(mine)
+                    change.events.append(
+                        journal_event("resumed", mine, now, by=session.holder, **{"from": sub})
+                    )
+                return change, None
+
+            ctx.store.transact(decide)
+        except GitlocksError as exc:
+            notes.append(f"{root}: {exc}")
+    return Answer(stderr=stderr_lines(notes))
+
+
 def end_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
     """SessionEnd: release the session's claims; those with notes are left to become
     interrupted work when the harness exits, as after a crash."""
@@ -284,26 +352,69 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
     # In remote mode the claims named below are the lock remote's, fetched now (within
     # alock.guardRemoteTimeout), or the clone's view, said to be so.
     stale = refresh_view(str(repo.root), repo.remote, bound=bound_remote) if repo.remote else None
-    table = read_lock_table(
-        repo.common_dir, repo.reftable, str(repo.root), repo.ignore_case, repo.skew
-    )
+    table = read_lock_table(repo.common_dir, str(repo.root), repo.ignore_case, repo.skew)
     now = utcnow()
-    theirs = [r for r in table.live(format_time(now)) if r.holder != identity.holder]
     lines = [
         f"gitlocks: the guard is active; you are {identity.holder}. Edits claim their file "
         f"for you (alock.guardMode {repo.mode}); an edit inside another agent's claim is "
         "denied. Every git alock command you run, and your commits, act as "
         f"{identity.holder}: set no AGENT_ID.",
     ]
-    if theirs:
-        lines.append(f"Claims held by others ({len(theirs)}):")
-        lines += [f"- {describe_claim(r, now)}" for r in theirs[:20]]
-        if len(theirs) > 20:
-            lines.append("- ... (git alock status shows them all)")
+    lines += others_claims(table, identity, now, repo)
     if stale is not None:
         lines.append(f"(The claims of others as this clone last saw them: {stale}.)")
     text = "\n".join(map(printable, lines))  # each line escaped: a reason cannot add one
     return Answer(stdout=harness.context(text))
+
+
+def others_claims(table: Table, identity: Identity, now: datetime, repo: Repo) -> list[str]:
+    """What others hold, for the session's start: live claims; interrupted work (a dead
+    holder's lock with notes, design §3.6), with the command that resumes it; and claims
+    whose session ended without notes (DEAD: free, swept by the next write)."""
+    from gitlocks.core.liveness import Liveness  # judged here, once per session
+
+    stamp = format_time(now)
+    try:
+        keep = repo.settings.duration("alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
+    except GitlocksError:
+        keep = DEFAULT_INTERRUPTED_KEEP_SECONDS
+    kept = format_time(now - timedelta(seconds=keep))
+    ended = [r for r in table.expired(stamp) if r.notes and r.expires_at > kept]
+    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
+    held: list[LockRecord] = []
+    dead: list[LockRecord] = []
+    work: list[LockRecord] = []
+    for record in [*table.live(stamp), *ended]:
+        if record.holder == identity.holder:
+            continue
+        if life.dead(record):
+            (work if record.notes else dead).append(record)
+        elif record.expires_at > table.cutoff(stamp):
+            held.append(record)
+    lines: list[str] = []
+    if work:
+        lines.append(
+            f"Interrupted work you can resume ({len(work)}): its agent's session ended with "
+            "notes left; an edit inside it is denied until someone resumes it:"
+        )
+        for record in work[:SHOWN]:
+            note = record.notes[-1]
+            lines.append(
+                f"- {' '.join(record.paths[:SHOWN_PATTERNS])} of {record.holder}, last note "
+                f"{json.dumps(note.text, ensure_ascii=False)} [lock {record.id}]: "
+                f"git alock resume {shell_word(record.paths[0])}"
+            )
+    if held:
+        lines.append(f"Claims held by others ({len(held)}):")
+        lines += [f"- {describe_claim(r, now)}" for r in held[:SHOWN]]
+    if dead:
+        lines.append(
+            f"Claims of ended sessions, no longer held ({len(dead)}, DEAD: free to claim):"
+        )
+        lines += [f"- {describe_claim(r, now)}, DEAD" for r in dead[:SHOWN]]
+    if max(len(work), len(held), len(dead)) > SHOWN:
+        lines.append("- ... (git alock status shows them all)")
+    return lines
 
 
 def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:

@@ -37,7 +37,7 @@ from gitlocks.agents.commands import (
     SCRIPT_FILES,
     HookFile,
     ScriptFile,
-    _hook_files,
+    hook_files_for,
 )
 from gitlocks.agents.harnesses import HARNESSES
 from gitlocks.errors import UsageError
@@ -118,7 +118,7 @@ def _legacy(harness: str) -> list[HookFile]:
     interpreter's ``-m gitlocks``): uninstall takes them out, install replaces them."""
     found = []
     for prefix in (GIT_PREFIX, f"{shlex.quote(sys.executable)} -m gitlocks"):
-        old = _hook_files(prefix).get(harness)
+        old = hook_files_for(prefix).get(harness)
         if old is not None:
             found.append(old)
     return found

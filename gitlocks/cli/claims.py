@@ -65,13 +65,8 @@ def acquire(
         wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
         branch = landing.check_branch(ctx.store, wanted)
     root = str(ctx.store.root)
-    sha256 = (ctx.store.config_get("extensions.objectFormat") or "").lower() == "sha256"
     listing = typos.start_listing(  # for the note below, while the claim is written
-        root,
-        claim,
-        index=os.path.join(ctx.store.git_dir, "index"),
-        hexlen=64 if sha256 else 40,
-        ignore_case=ctx.store.ignore_case,
+        root, claim, ignore_case=ctx.store.ignore_case
     )
     try:
         result = locks.acquire(

@@ -43,9 +43,6 @@ class Summary(NamedTuple):
         return cls(record.id, record.holder, record.parent, record.expires_at, buckets, landing)
 
 
-# Raised whenever what a verdict holds, or how it is computed (the buckets), changes: a
-# document of another format is not read at all.
-VERDICTS_FORMAT = 4
 Verdict = Summary | str  # what a blob holds: a record's summary, or why it is none
 
 # The columns of ``Summaries.of_columns``: ids, holders, parents, expiries, the buckets of

@@ -19,6 +19,12 @@ from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
 Key = tuple[str, str]  # (lock id, pattern)
+# Told refs whose blob is missing (ref, blob id), stops on those that were granted claims.
+Lost = Callable[[list[tuple[str, str]]], None]
+
+
+class ReadAgain(StoreError):
+    """Raised by a ``Lost`` callback that put back the records a prune took: read again."""
 
 
 class Problem(NamedTuple):
@@ -121,6 +127,7 @@ def lazy_table(
     skew: int = 0,
     distrust: Callable[[], None] | None = None,
     judged: Judged | None = None,
+    lost: Lost | None = None,
 ) -> tuple[Table, dict[str, Verdict]]:
     """A table of ``(ref, oid)`` lock refs whose records are read only when needed.
 
@@ -131,6 +138,9 @@ def lazy_table(
     that does not match its kept verdict or judgement (the file was edited) stops the
     command, after ``distrust`` (which should forget the kept verdicts and judgements).
     The one loader of the lock table, for the store, the remote and the hooks alike.
+    ``lost`` is told of refs whose blob is missing, and stops on granted claims whose
+    record the object store lost (``gitlocks.git.pruned``), never read as no claim
+    (docs/design.md, section 4.6), or raises ``ReadAgain`` once it put them back.
     """
     refs = list(refs)
     unknown = sorted({oid for _, oid in refs if oid not in known})
@@ -139,6 +149,7 @@ def lazy_table(
     parsed: dict[str, LockRecord] = {}
     cut, get = len(LOCK_PREFIX), known.get
     added: dict[str, Summary] = {}  # put in the table's summaries at once, at the end
+    absent: list[tuple[str, str]] = []  # refs whose blob is missing
     if judged is None:
         problems: list[Problem] = []
         summaries = Summaries()
@@ -163,6 +174,8 @@ def lazy_table(
             raw, kind = data.get(oid, (None, "blob"))
             if kind != "blob" or raw is None:
                 problems.append(read_record(ref, oid, raw, kind))  # type: ignore[arg-type]
+                if raw is None and kind == "blob":
+                    absent.append((ref, oid))
                 continue
             checked = check_record(raw)
             verdict = fresh[oid] = checked if isinstance(checked, str) else Summary.of(checked)
@@ -175,23 +188,21 @@ def lazy_table(
         else:
             added[lock_id] = found
     summaries.put_many(added)
+    if absent and lost is not None:
+        lost(absent)
 
     def load_many(ids: list[str]) -> dict[str, LockRecord]:
         found = read([blobs[i] for i in ids])
-        records = {}
-        for lock_id in ids:
-            raw, _ = found.get(blobs[lock_id], (None, "blob"))
-            record = check_record(raw) if raw is not None else "its blob is missing"
-            if isinstance(record, str):
-                _mismatch(lock_id, distrust)
-            records[lock_id] = record
-        made = {lock_id: Summary.of(record) for lock_id, record in records.items()}
-        differing = summaries.differing(made)  # all at once: 10,000 for a listing
-        if differing:
-            _mismatch(differing[0], distrust)
-        return records
+        gone = [i for i in ids if found.get(blobs[i], (None, "blob")) == (None, "blob")]
+        if gone and lost is not None:
+            try:
+                lost([(LOCK_PREFIX + i, blobs[i]) for i in gone])
+            except ReadAgain:  # put back
+                found.update(read([blobs[i] for i in gone]))
+        return _records(ids, found, blobs, summaries, distrust)
 
     records = LazyRecords(summaries.ids(), load_many, parsed)
+
     table = Table(
         version=version,
         ignore_case=ignore_case,
@@ -202,6 +213,28 @@ def lazy_table(
         summaries=summaries,
     )
     return table, fresh
+
+
+def _records(
+    ids: list[str],
+    found: Mapping[str, tuple[bytes | None, str]],
+    blobs: Mapping[str, str],
+    summaries: Summaries,
+    distrust: Callable[[], None] | None,
+) -> dict[str, LockRecord]:
+    """The records ``ids`` read whole (``found`` by blob), each as was kept of it."""
+    records = {}
+    for lock_id in ids:
+        raw, _ = found.get(blobs[lock_id], (None, "blob"))
+        record = check_record(raw) if raw is not None else "its blob is missing"
+        if isinstance(record, str):
+            _mismatch(lock_id, distrust)
+        records[lock_id] = record
+    made = {lock_id: Summary.of(record) for lock_id, record in records.items()}
+    differing = summaries.differing(made)  # all at once: 10,000 for a listing
+    if differing:
+        _mismatch(differing[0], distrust)
+    return records
 
 
 def _mismatch(lock_id: str, distrust: Callable[[], None] | None) -> NoReturn:

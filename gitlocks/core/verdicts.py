@@ -5,18 +5,55 @@ Summaries are kept by column (every id, then every holder, ...): a column of 10,
 strings is checked and decoded at once, where 10,000 entries of six fields each would be
 one by one. Each document is checked for shape when read: a hand-edited or half-written
 file costs a re-read of the records, never a wrong answer about their shape.
+
+Each document names the code that judged it (``judging_code``): a digest of the source of
+``gitlocks.core``, where a record is read, validated and summarised, and of the package's
+``__init__`` (its version).
+A document any other code wrote is not read at all, so a change to how records are judged
+makes every kept verdict void by itself: no format number to remember to raise.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gitlocks.core.summaries import VERDICTS_FORMAT, Columns, Summaries, Summary, Verdict
+from gitlocks.core.digest import hasher
+from gitlocks.core.summaries import Columns, Summaries, Summary, Verdict
 from gitlocks.core.table import Judged, Problem
 from gitlocks.core.text import all_text
 from gitlocks.layout import LOCK_PREFIX
+
+_judging_code: list[str] = []  # computed once a process, when a document is first read
+
+
+def judging_code() -> str:
+    """What judges records, as a document names it: a digest of the source of every module
+    of ``gitlocks.core`` (the reading, validation and summaries of a record live there,
+    and nothing they depend on lives elsewhere but ``errors`` and ``layout``, digested
+    too) and of the package's ``__init__``, which holds its version. When the source
+    cannot be read (an installation without it), a value of this process alone: nothing
+    kept is trusted."""
+    if not _judging_code:
+        core = os.path.dirname(os.path.abspath(__file__))
+        package = os.path.dirname(core)
+        digest = hasher(True)  # SHA-256: the digest a command loads anyway
+        try:
+            names = sorted(n for n in os.listdir(core) if n.endswith(".py"))
+            paths = [os.path.join(core, n) for n in names]
+            paths += [os.path.join(package, n) for n in ("__init__.py", "errors.py", "layout.py")]
+            for path in paths:
+                with open(path, "rb") as fh:
+                    source = fh.read()
+                name = os.path.basename(path).encode()
+                digest.update(b"%s %d\0%s" % (name, len(source), source))
+            code = f"sha256 {digest.hexdigest()}"
+        except OSError:
+            code = f"unread {os.urandom(8).hex()}"
+        _judging_code.append(code)
+    return _judging_code[0]
 
 
 def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
@@ -24,7 +61,7 @@ def encode_verdicts(verdicts: Mapping[str, Verdict]) -> bytes:
     summaries by column."""
     reasons = {oid: v for oid, v in verdicts.items() if isinstance(v, str)}
     summaries = [(oid, v) for oid, v in verdicts.items() if not isinstance(v, str)]
-    document = {"format": VERDICTS_FORMAT, "reasons": reasons, "summaries": _columns(summaries)}
+    document = {"format": judging_code(), "reasons": reasons, "summaries": _columns(summaries)}
     return json.dumps(document, separators=(",", ":")).encode()
 
 
@@ -46,7 +83,7 @@ def encode_judged(judged: Judged) -> bytes:
     record's lock id names its ref), and the refs that hold no usable record."""
     rows = [(judged.blobs[lock_id], s) for lock_id, s in judged.summaries.items()]
     problems = [[p.ref, p.oid, p.reason] for p in judged.problems]
-    document = {"format": VERDICTS_FORMAT, "summaries": _columns(rows), "problems": problems}
+    document = {"format": judging_code(), "summaries": _columns(rows), "problems": problems}
     return json.dumps(document, separators=(",", ":")).encode()
 
 
@@ -106,7 +143,7 @@ def _document(raw: bytes) -> dict[str, Any] | None:
         data = json.loads(raw)
     except (ValueError, RecursionError):
         return None
-    if type(data) is not dict or data.get("format") != VERDICTS_FORMAT:
+    if type(data) is not dict or data.get("format") != judging_code():
         return None
     return data
 

@@ -1,18 +1,15 @@
 """What was judged of lock records, kept in files of the common git directory
 (docs/design.md, section 4.5): the verdict of each blob (``VERDICTS_FILE``), and the
-judgement of the lock refs in ``packed-refs`` (``PACKED_TABLE_FILE``). Only gitlocks
-writes either, whole (write, then rename); a lost or malformed one costs time, never an
-answer.
+judgement of the whole lock table (``PACKED_TABLE_FILE``). Only gitlocks writes either,
+whole (write, then rename); a lost or malformed one costs time, never an answer.
 
-In a table of thousands of locks most lock refs are packed (``git gc`` packs them), and
-reading them is most of a command: parsing their lines, decoding the verdict of each blob,
-and judging each ref. Which refs those lines name is a function of their text alone
-(``files.packed_region``), and what a blob holds never changes, so the judgement of them
-all (``core.table.Judged``) is kept in ``PACKED_TABLE_FILE`` beside a copy of that text.
-A command that finds the same text in ``packed-refs`` takes the judgement and reads only
-the loose refs, which win over packed lines as git reads them. Any change to the text (a
-``pack-refs``, a packed lock deleted) and the judgement is made again the long way, then
-kept anew. Comparing the text is exact: no time stamp is trusted.
+In a table of thousands of locks, judging every ref (decoding the verdict of each blob,
+checking its id) is most of a command. What a blob holds never changes, so the judgement
+of each lock ref stands for as long as the ref names the same blob: a command lists the
+lock refs through git (``for-each-ref``), takes the judgement of every ref still naming
+the blob it was judged with, and judges only the others. Each document names the code
+that judged it (``gitlocks.core.verdicts.judging_code``): no time stamp, no format number
+and no copy of git's files is trusted.
 """
 
 from __future__ import annotations
@@ -25,66 +22,59 @@ from gitlocks.core.summaries import Verdict
 from gitlocks.core.table import Judged, judge
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
 from gitlocks.git import files
+from gitlocks.git.files import Scan
 from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
 
-MIN_REFS = 1000  # fewer packed lock refs are read faster than the file is
-# Beside packed lock refs judged already, up to this many loose records are read whole
-# faster than the verdicts of thousands are decoded; more are not (300 loose records beside
-# 10,000 judged cost the hooks 70 ms read whole, 57 through the verdicts).
+MIN_REFS = 1000  # a table of fewer refs is judged faster than the judgement is read
+# Beside refs judged already, up to this many others are read whole faster than the
+# verdicts of thousands are decoded; more are not (300 loose records beside 10,000 judged
+# cost the hooks 70 ms read whole, 57 through the verdicts).
 FEW_LOOSE = 64
 # Verdicts of blobs no table holds now are kept past twice the current ones only up to
 # this many: the file is decoded by every command, and rewritten after every write (a
 # thousand spare verdicts cost each command about a millisecond).
 SPARE_VERDICTS = 200
-# Then the length of the text judged and the CRC-32 of the judgement after it: a file
-# damaged into another well-formed one (a digit of a blob id changed) would be believed,
-# and a write would put that blob id in the journal's table tree.
-_MAGIC = b"gitlocks packed lock refs 2 "
+# Then the CRC-32 of the judgement after it: a file damaged into another well-formed one
+# (a holder or an expiry changed) would be believed.
+_MAGIC = b"gitlocks judged lock refs "
 
 
 class Found(NamedTuple):
-    """The lock refs of a repository whose refs are files, as the loader takes them."""
+    """The lock refs as git lists them, and what the loader takes of them."""
 
-    refs: dict[str, str]  # name -> blob id: the loose ones only when ``judged`` is given
-    symbolic: dict[str, str]  # name -> the ref it names (loose files only: never followed)
-    judged: Judged | None  # the packed lock refs, judged already (none named in ``refs``)
-    region: bytes  # the text of packed-refs the packed lock refs were read from
-    packed: dict[str, str]  # when not judged: the packed lock refs, to keep their judgement
+    refs: dict[str, str]  # name -> blob id: those ``judged`` does not stand for
+    symbolic: dict[str, str]  # name -> the ref it names (never followed)
+    judged: Judged | None  # the refs judged already, each still naming the blob judged
+    listed: dict[str, str]  # every lock ref listed, to keep their judgement
 
 
-def scan(common_dir: str) -> Found:
-    """The lock refs: the loose ones, and the packed ones as judged before when the text
-    they are read from is the text that judgement was kept against; else every one, read
-    from their files (``files.scan``)."""
-    loose = files.scan_loose(common_dir, (LOCK_PREFIX,))
-    text = files.read_packed(common_dir)
-    if text is None:
-        return Found(loose.refs, loose.symbolic, None, b"", {})
-    region = files.packed_region(text, LOCK_PREFIX)
-    judged = load(common_dir, region) if region else None
+def scan(common_dir: str, listed: Scan) -> Found:
+    """The lock refs ``listed`` (git's listing), with the kept judgement of each one that
+    still names the blob it was judged with; the others to be read or judged now."""
+    judged = load(common_dir)
     if judged is None:
-        packed = files.packed_refs(text, (LOCK_PREFIX,))
-        merged = files.merge(loose, packed)
-        return Found(merged.refs, merged.symbolic, None, region, packed)
-    if loose.symbolic:  # a symbolic ref hides its packed line, as git reads them
-        cut = len(LOCK_PREFIX)
-        for name in loose.symbolic:
-            judged.summaries.pop(name[cut:], None)
-            judged.blobs.pop(name[cut:], None)
-        kept = [p for p in judged.problems if p.ref not in loose.symbolic]
-        judged = Judged(judged.summaries, judged.blobs, kept)
-    return Found(loose.refs, loose.symbolic, judged, region, {})
+        return Found(listed.refs, listed.symbolic, None, listed.refs)
+    refs, cut = listed.refs, len(LOCK_PREFIX)
+    summaries, blobs = judged.summaries, judged.blobs
+    for lock_id in [i for i, oid in blobs.items() if refs.get(LOCK_PREFIX + i) != oid]:
+        summaries.pop(lock_id, None)  # moved or deleted since: judged again, or gone
+        del blobs[lock_id]
+    problems = [p for p in judged.problems if refs.get(p.ref) == p.oid]
+    rest = {name: oid for name, oid in refs.items() if blobs.get(name[cut:]) != oid}
+    return Found(rest, listed.symbolic, Judged(summaries, blobs, problems), refs)
 
 
-def needs_verdicts(found: Found, whole_costs_a_process: bool) -> bool:
-    """Whether the loose lock refs beside ``found``'s judged ones are read through the kept
-    verdicts rather than whole: always without a judgement, never with no loose ref, and
-    past ``FEW_LOOSE`` of them; below that only where reading them whole costs a process
-    (the hooks' ``cat-file``) and the judged refs are too few for their verdicts to cost
-    more to decode."""
-    if found.judged is None or len(found.refs) > FEW_LOOSE:
-        return True
-    return bool(found.refs) and whole_costs_a_process and len(found.judged.blobs) < 3 * MIN_REFS
+def needs_verdicts(found: Found) -> bool:
+    """Whether the lock refs beside ``found``'s judged ones are read through the kept
+    verdicts rather than whole: always without a judgement, and past ``FEW_LOOSE`` of
+    them (read whole, a few records cost less than decoding the verdicts)."""
+    return found.judged is None or len(found.refs) > FEW_LOOSE
+
+
+def worth_keeping(found: Found) -> bool:
+    """Whether the table's judgement is kept anew: a table of ``MIN_REFS`` refs or more
+    with none kept, or with more than ``FEW_LOOSE`` refs it did not stand for."""
+    return len(found.listed) >= MIN_REFS and (found.judged is None or len(found.refs) > FEW_LOOSE)
 
 
 # Each verdicts file's stamp and verdicts, as last read or written by this process: one
@@ -123,46 +113,38 @@ def keep_verdicts(
         pass  # a cache: losing it costs time, never an answer
 
 
-def load(common_dir: str, region: bytes) -> Judged | None:
-    """The judgement kept for the packed lock refs read from ``region``; None when none is
-    kept for that very text."""
+def load(common_dir: str) -> Judged | None:
+    """The kept judgement of the lock refs; None when there is none this code can read."""
     try:
         _, text = files.read_cache(os.path.join(common_dir, PACKED_TABLE_FILE))
     except OSError:
         return None
-    head, _, rest = (text or b"").partition(b"\n")
-    size, _, check = head[len(_MAGIC) :].partition(b" ")
-    if not head.startswith(_MAGIC) or size != b"%d" % len(region):
+    head, _, raw = (text or b"").partition(b"\n")
+    if not head.startswith(_MAGIC):
         return None
-    if rest[: len(region)] != region:
-        return None
-    raw = rest[len(region) :]
-    import zlib  # only beside a judgement of this very text
+    import zlib  # only beside a kept judgement
 
-    if check != b"%d" % zlib.crc32(raw):
+    if head[len(_MAGIC) :] != b"%d" % zlib.crc32(raw):
         return None
     return decode_judged(raw)
 
 
 def keep(
     common_dir: str,
-    region: bytes,
-    packed: Mapping[str, str],
+    listed: Mapping[str, str],
     known: Mapping[str, Verdict],
     fresh: Mapping[str, Verdict],
 ) -> None:
-    """Keep the judgement of the ``packed`` lock refs (name -> blob id) read from
-    ``region``, from the ``known`` and ``fresh`` verdicts of their blobs; nothing when a
-    blob has none (a missing object may yet arrive) or there are too few to be worth it."""
-    if len(packed) < MIN_REFS:
-        return
-    judged = judge(packed, {**known, **fresh} if fresh else known)
+    """Keep the judgement of the ``listed`` lock refs (name -> blob id), from the
+    ``known`` and ``fresh`` verdicts of their blobs; nothing when a blob has none (a
+    missing object may yet arrive)."""
+    judged = judge(listed, {**known, **fresh} if fresh else known)
     if judged is None:
         return
     import zlib  # a write loads it anyway (loose objects are deflated)
 
     document = encode_judged(judged)
-    data = b"%s%d %d\n%s%s" % (_MAGIC, len(region), zlib.crc32(document), region, document)
+    data = b"%s%d\n%s" % (_MAGIC, zlib.crc32(document), document)
     try:
         files.write_atomic(os.path.join(common_dir, PACKED_TABLE_FILE), data, cache=True)
     except OSError:

@@ -8,9 +8,13 @@ existing object is never overwritten (the same name is the same contents). Modes
 the umask the store set from ``core.sharedRepository``; in a shared repository new fan-out
 directories the group may enter get the set-group-id bit, as git gives its own.
 
-Reading takes a loose object from its file; anything else (packed, or in an alternate)
-from one ``git cat-file --batch``. Importing this costs nothing beyond the standard library:
-that is the point (a lock command's time was mostly the import of libgit2's binding).
+Reading takes a loose object from its file; anything else (packed, in an alternate, a
+file it cannot read) from one ``git cat-file --batch``. This is the one place the package
+reads or writes git's object files, for a reason a user can feel: ten records read from
+their files cost a twentieth of one ``cat-file --batch`` (docs/design.md, section 9). The
+objects directory is git's: ``GIT_OBJECT_DIRECTORY`` where the git this reader falls back
+to would honour it (``Env.INHERIT``), else the common directory's ``objects``. Importing
+this costs nothing beyond the standard library.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ import os
 import stat
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import Literal, NamedTuple
+from typing import IO, Literal, NamedTuple
 
 from gitlocks.core.digest import hasher
+from gitlocks.core.record import is_object_id
 from gitlocks.errors import StoreError
-from gitlocks.git.files import read_contents, read_loose
 from gitlocks.git.run import Env, Process, close_pipes, start
 
 MODE_TREE = 0o040000
@@ -53,16 +57,32 @@ class Objects:
     """The object database of the repository whose git directory is ``git_dir``."""
 
     def __init__(
-        self, git_dir: str, common_dir: str, object_format: str | None, *, shared: bool = False
+        self,
+        git_dir: str,
+        common_dir: str,
+        object_format: str | None,
+        *,
+        shared: bool = False,
+        env: Env = Env.CLEAN,
+        cwd: str | None = None,
     ) -> None:
         self.git_dir = git_dir
-        self.directory = os.path.join(common_dir, "objects")
+        self.cwd = cwd  # where the cat-file runs (a relative GIT_OBJECT_DIRECTORY is from it)
+        self.env = env  # how the cat-file read falls back to is started
+        named = os.environ.get("GIT_OBJECT_DIRECTORY") if env is Env.INHERIT else None
+        if named:
+            self.directory = os.path.join(cwd or os.getcwd(), named)
+        else:
+            self.directory = os.path.join(common_dir, "objects")
         self._prefix = f"{self.directory}{os.sep}"
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
         self._shared = shared
         self._batch: Process | None = None  # cat-file, once one is needed
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
+        # While a write is under way (``Store``), every object it stores (not those found
+        # there already), so that it can see them all still there once its refs moved.
+        self.written: dict[str, tuple[str, bytes]] | None = None
 
     def close(self) -> None:
         """Stop the ``cat-file`` process, if one was started."""
@@ -98,8 +118,8 @@ class Objects:
         rest: list[str] = []
         cut: set[str] = set()
         for oid in dict.fromkeys(oids):
-            if len(oid) != self.hexlen or not _is_hex(oid):
-                continue
+            if not is_object_id(oid):
+                continue  # no object id: never a path to open
             loose = self._seen.get(oid) or self._read_loose(oid, limit)
             if loose is None:
                 rest.append(oid)
@@ -126,7 +146,8 @@ class Objects:
         if self._batch is None:
             self._batch = start(
                 ["--git-dir", self.git_dir, "cat-file", "--batch"],
-                env=Env.CLEAN,
+                self.cwd,
+                env=self.env,
                 error=StoreError,
                 keep_stderr=False,  # one complaint per unreadable object, never read
             )
@@ -193,10 +214,26 @@ class Objects:
         oid = self.hash(kind, data)
         fanout = os.path.join(self.directory, oid[:2])
         path = os.path.join(fanout, oid[2:])
-        if not fresh and os.path.exists(path):
+        if not fresh and _freshen(path):
             return oid  # the same name is the same contents: never rewritten
-        tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
+        if self.written is not None:
+            self.written[oid] = (kind, data)
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
+        # A concurrent ``git prune --expire=now`` removes temporary files and empty fan-out
+        # directories as it goes: the object is written again when it took ours.
+        for _ in range(3):
+            try:
+                self._write_file(fanout, path, payload)
+                return oid
+            except FileNotFoundError:
+                continue
+        self._write_file(fanout, path, payload, last=True)
+        return oid
+
+    def _write_file(self, fanout: str, path: str, payload: bytes, *, last: bool = False) -> None:
+        """Link ``payload`` into place at ``path`` through a temporary file in ``fanout``;
+        FileNotFoundError (unless ``last``) when a prune took the file or the directory."""
+        tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         made = False  # the temporary file: only one that was made is removed
         try:
             try:
@@ -214,7 +251,11 @@ class Objects:
             try:
                 os.link(tmp, path)  # never replaces: an existing object stays as it is
             except FileExistsError:
-                pass
+                _freshen(path)
+        except FileNotFoundError:
+            if not last:
+                raise
+            raise StoreError(f"cannot write an object to {fanout}: it keeps vanishing") from None
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:
@@ -223,7 +264,6 @@ class Objects:
                     os.unlink(tmp)
                 except OSError:  # the error already raised, if any, is the one to say
                     pass
-        return oid
 
     def _make_fanout(self, fanout: str) -> None:
         try:
@@ -295,9 +335,16 @@ def _tree_key(entry: Entry) -> bytes:
     return name + b"/" if entry.mode == MODE_TREE else name
 
 
-def _is_hex(text: str) -> bool:
-    """Lowercase hexadecimal digits only (an empty text has none that are not)."""
-    return not text.strip("0123456789abcdef")
+def _freshen(path: str) -> bool:
+    """Whether the loose object at ``path`` is there, its modification time now: reused,
+    it counts as just written, as git's ``freshen_loose_object`` makes it, so the grace
+    period of ``git gc``'s prune runs from this use, not from when it was first written.
+    False when there is none, or its time cannot be set (git writes it again then)."""
+    try:
+        os.utime(path)
+    except OSError:
+        return False
+    return True
 
 
 def _mode_of(path: str) -> int:
@@ -305,3 +352,86 @@ def _mode_of(path: str) -> int:
         return os.stat(path).st_mode
     except OSError:
         return 0
+
+
+def read_contents(stream: IO[bytes], size: int, keep: int | None = None) -> bytes:
+    """One object's contents from ``cat-file --batch`` output (``size`` bytes, then a
+    newline): the first ``keep`` bytes of them at most, the rest read past a piece at a
+    time, so an object of gigabytes never sits in memory. ``OSError`` if the stream ends."""
+    body = stream.read(size if keep is None else min(size, keep))
+    left = size - len(body) + 1  # what is not kept, and the newline after it
+    while left > 0:
+        piece = stream.read(min(left, 1 << 20))
+        if not piece:
+            raise OSError("git cat-file ended early")
+        left -= len(piece)
+    return body
+
+
+# The object types git reads (a loose object of any other is one it refuses).
+_KINDS = (b"blob", b"tree", b"commit", b"tag")
+
+
+def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Literal[False] | None:
+    """``(type, contents)`` of the loose object file at ``path``; None when there is none
+    there (packed, in an alternate) or it cannot be read: ask git. False when what is there
+    is no object git would read: a FIFO or a device (git opens one and waits on it, forever
+    perhaps: never asked, a hook never hangs on it), an object of no type git knows
+    (its ``cat-file`` stops on it), or contents not as long as the header says.
+    ``limit``: as for ``Objects.read_many``."""
+    try:  # os.open and one read: a table of 10,000 reads that many files
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens, and is no file
+        try:
+            found = os.fstat(fd)
+            if not stat.S_ISREG(found.st_mode):
+                return False
+            # With a limit: the header and limit + 1 bytes of contents, read no further.
+            if limit is None:
+                raw = zlib.decompress(_read_all(fd, found.st_size))
+            else:
+                raw = _inflate_head(fd, limit + 64)
+        finally:
+            os.close(fd)
+    except (OSError, zlib.error):
+        return None  # not loose (packed, or in an alternate), or unreadable: ask git
+    header, nul, body = raw.partition(b"\0")
+    kind, _, size = header.partition(b" ")
+    if not nul or not size.isdigit() or size[:1] == b"0" != size:
+        return None  # git reads a size in decimal, with no leading zero: ask git
+    if kind not in _KINDS:
+        return False
+    # Contents that are not as long as the header says: a damaged object, no object git
+    # reads whole. It is never asked of git either: its cat-file --batch streams a blob so
+    # cut short and waits for the next name, and a reader of the batch waits on it forever.
+    if limit is not None and int(size) > limit:
+        # Its first limit + 1 bytes stand for it (git's header says it is too large).
+        return (kind.decode(), body[: limit + 1]) if len(body) > limit else False
+    if int(size) != len(body):
+        return False
+    return kind.decode(), body
+
+
+def _inflate_head(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes the deflated stream at ``fd`` inflates to (fewer when it
+    ends first), read a piece at a time: a loose blob of hundreds of megabytes that do not
+    deflate is never read whole for the few a caller keeps of it, nor one that does ever
+    inflated whole."""
+    inflater = zlib.decompressobj()
+    raw = b""
+    while len(raw) < size and not inflater.eof:
+        piece = os.read(fd, 1 << 16)
+        if not piece:
+            break
+        raw += inflater.decompress(piece, size - len(raw))
+    return raw
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The rest of the file at ``fd``, ``size`` bytes long when it was looked at."""
+    data = os.read(fd, size + 1)
+    while len(data) <= size:  # a short read: keep reading to the end
+        more = os.read(fd, size + 1 - len(data))
+        if not more:
+            break
+        data += more
+    return data

@@ -75,7 +75,8 @@ def run_git(
 
 def timed_out(what: str, remote: str, timeout: float, setting: str) -> str:
     """What a run against the remote that ran out of time says."""
-    said = f"{what} {remote!r} timed out after {timeout:g}s ({setting}); nothing changed locally"
+    bound = f"{round(timeout, 1):g}s"
+    said = f"{what} {remote!r} timed out after {bound} ({setting}); nothing changed locally"
     if what.startswith("push"):
         said += ". The remote may still have applied the push: git alock sync shows its state"
     return said

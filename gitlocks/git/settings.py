@@ -20,6 +20,7 @@ Settings are read once when a reader is made; a store that writes one (``write``
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from gitlocks.core.record import parse_duration
@@ -241,14 +242,29 @@ def unset(git_dir: str, key: str) -> None:
     run.finish(proc, ok=(0, 5), error=StoreError)
 
 
+# git takes the config file's lock once and fails at once when another git holds it
+# (two installs at the same moment): a change is tried again for this long.
+CONFIG_LOCK_SECONDS = 5.0
+
+
 def _change(git_dir: str, args: Sequence[str]) -> None:
-    proc = run.start(
-        ["--git-dir", git_dir, "config", "--local", *args],
-        None,
-        env=run.Env.CLEAN,
-        error=StoreError,
-    )
-    run.finish(proc, error=StoreError)
+    deadline = time.monotonic() + CONFIG_LOCK_SECONDS
+    pause = 0.01
+    while True:
+        proc = run.start(
+            ["--git-dir", git_dir, "config", "--local", *args],
+            None,
+            env=run.Env.CLEAN,
+            error=StoreError,
+        )
+        try:
+            run.finish(proc, error=StoreError)
+            return
+        except StoreError as exc:
+            if "could not lock config file" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def shared_umask(value: str | None, current: int) -> int:

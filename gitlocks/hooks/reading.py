@@ -111,9 +111,7 @@ class TableReader:
         common_dir = os.fsdecode(finish_git(self._common).strip())
         if self.cwd is not None:
             common_dir = os.path.join(self.cwd, common_dir)
-        table = read_lock_table(
-            common_dir, configured.reftable, self.cwd, configured.ignore_case, configured.skew
-        )
+        table = read_lock_table(common_dir, self.cwd, configured.ignore_case, configured.skew)
         return configured, table
 
 

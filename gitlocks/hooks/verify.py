@@ -28,7 +28,7 @@ from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
 from gitlocks.git import files, kept, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
-from gitlocks.git.table import read_lock_table, read_table
+from gitlocks.git.table import hook_objects, read_lock_table, read_table
 from gitlocks.hooks.check import CommittedIgnores
 from gitlocks.hooks.commits import (
     DIFF_TREE_ARGS,
@@ -190,13 +190,12 @@ def check_commits(
     if source is not None:
         verdicts = kept.verdicts(common_dir)
         table = read_table(
-            source, cwd, hook_settings.ignore_case, hook_settings.skew, verdicts,
+            source, hook_objects(common_dir, cwd), hook_settings.ignore_case,
+            hook_settings.skew, verdicts,
             distrust=lambda: kept.forget(common_dir),
         )  # fmt: skip
     else:
-        table = read_lock_table(
-            common_dir, hook_settings.reftable, cwd, hook_settings.ignore_case, hook_settings.skew
-        )
+        table = read_lock_table(common_dir, cwd, hook_settings.ignore_case, hook_settings.skew)
     changed: dict[str, list[str]] = {}
     cutoff = table.cutoff(format_time(now))
     latest = table.summaries.latest()

@@ -365,6 +365,9 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
     table being written (in remote mode, the remote's).
     """
     ident = ctx.identity
+    # A granted claim whose record the object store lost stops every other verb: here it is
+    # an unusable ref, for its id to remove it (docs/design.md, section 4.6).
+    ctx.store.breaking = True
 
     def decide(table: Table) -> tuple[Change, BreakResult]:
         now = ctx.now()
@@ -414,9 +417,11 @@ def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list
     return [r for r in found if r.holder != me]  # your own: release them
 
 
-def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRecord]:
+def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list[LockRecord]:
     """A commit by the holder inside its own claims: renew them for their lifetime, and
     let a claim that waits for its work to land wait for this commit too (design §6.8).
+    ``commit`` None: an edit inside them, seen by the agent guard (design §6.5), renews
+    them the same way and awaits nothing.
 
     Only the asker's own live locks are touched; the journal says ``renewed`` with the
     commit. Returns the locks renewed.
@@ -435,7 +440,8 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
             record = table.get(lock_id)
             if record is None or lock_id in gone or record.holder != ident.holder:
                 continue
-            awaits = bool(record.until_merged) and commit not in record.awaiting
+            awaits = bool(record.until_merged) and commit is not None
+            awaits = awaits and commit not in record.awaiting
             if not awaits and not ctx.renewal_due(record, record.ttl or DEFAULT_TTL_SECONDS):
                 continue  # nothing anyone could want from this write
             longer = expiry_from(now, record.ttl or DEFAULT_TTL_SECONDS)
@@ -443,12 +449,13 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str) -> list[LockRe
                 renewed_at=format_time(now), expires_at=max(longer, record.expires_at)
             )
             waits = record.until_merged and record.until_merged != here
-            if waits and commit not in record.awaiting:
+            if waits and commit is not None and commit not in record.awaiting:
                 awaiting = (*record.awaiting, commit)[-MAX_AWAITING:]
                 updated = updated.with_changes(awaiting=awaiting)
             change.put.append(updated)
+            by = {"by_commit": commit} if commit is not None else {}
             change.events.append(
-                event("renewed", updated, now, expires_at=updated.expires_at, by_commit=commit)
+                event("renewed", updated, now, expires_at=updated.expires_at, **by)
             )
             renewed.append(updated)
         if renewed and getattr(ctx.store, "remote", None):

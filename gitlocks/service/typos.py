@@ -204,25 +204,16 @@ def start_listing(
     root: str,
     claim: Sequence[ScopeEntry] | None = None,
     *,
-    index: str | None = None,
-    hexlen: int = 40,
     ignore_case: bool = False,
 ) -> Process | list[str] | None:
     """Start listing the index for ``uncovered``, to run while the claim is written; None
     when no pattern of ``claim`` can need it (every literal part exists), or git cannot be
-    started. Finish it with ``finish_listing``, whatever the claim's fate. ``index``: the
-    index file, read directly when it is small (``gitlocks.git.index``); else git lists
-    only the directory the missing parts are under (what ``uncovered`` asks about is below
-    it: the parts above exist in the working tree), where git reads a large index in C."""
+    started. Finish it with ``finish_listing``, whatever the claim's fate. git lists only
+    the directory the missing parts are under (what ``uncovered`` asks about is below it:
+    the parts above exist in the working tree)."""
     missing = [e.pattern for e in claim if _missing(root, e.pattern)] if claim else []
     if claim is not None and not missing:
         return None
-    if index is not None and _small(index):
-        from gitlocks.git.index import indexed_paths  # only when a pattern covers nothing
-
-        found = indexed_paths(index, hexlen)
-        if found is not None:
-            return found
     # git's global pathspec settings (the caller's environment) would read ":(literal)"
     # as part of a path, or refuse it: the whole index is listed then, as before.
     plain_specs = ignore_case or not missing or not _PATHSPEC_VARS.isdisjoint(os.environ)
@@ -238,14 +229,6 @@ def start_listing(
 _PATHSPEC_VARS = frozenset(
     f"GIT_{kind}_PATHSPECS" for kind in ("LITERAL", "GLOB", "NOGLOB", "ICASE")
 )
-SMALL_INDEX = 256 * 1024  # bytes of index (about 3,000 files) read faster than git starts
-
-
-def _small(index: str) -> bool:
-    try:
-        return os.stat(index).st_size <= SMALL_INDEX
-    except OSError:
-        return True  # no index, or one git cannot read either: read as before
 
 
 def _present_parent(root: str, patterns: list[str]) -> str:

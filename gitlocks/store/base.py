@@ -49,6 +49,7 @@ class LockStore(Protocol):
     settings: Settings
     ignore_case: bool
     skew: int  # seconds a lock outlives its expiry (remote mode's clock-skew allowance)
+    breaking: bool  # a break under way: a granted claim whose record is lost is unusable
 
     def config_get(self, key: str) -> str | None: ...
 

@@ -26,9 +26,10 @@ from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.core.text import is_digits
 from gitlocks.errors import StoreError
-from gitlocks.git import files
+from gitlocks.git import files, pruned
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
+from gitlocks.layout import JOURNAL_REF
 
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
@@ -106,6 +107,36 @@ class Journal:
         commit = self.objects.commit(oid)
         return commit if commit is not None and is_journal_commit(self.objects, commit) else None
 
+    def head(self, oid: str | None) -> Commit | None:
+        """The journal commit ``oid``, for the next one to follow; None when there is none
+        to follow: no journal, or a ref moved onto a commit of another kind (a fresh chain,
+        never lock events on project history). A journal commit the object store lacks, or
+        whose table it lacks, is an error, never a fresh chain: that would drop the history
+        (docs/design.md, section 4.6)."""
+        found = self.commit_of(oid)
+        if found is not None or oid is None:
+            return found
+        if pruned.put_back(self.objects.directory):  # what a prune took, kept: read again
+            self._tables.clear()
+            found = self.commit_of(oid)
+            if found is not None:
+                return found
+        commit = self.objects.commit(oid)
+        if commit is not None:
+            if not journal.is_journal_commit(len(commit.parent_ids), 0, commit.message):
+                return None  # not the journal's
+            tree = self.objects.tree(commit.tree)
+            if tree is not None and all(self.objects.read(e.id) for e in tree):
+                return None  # the journal's shape, not its table: no journal commit
+        elif self.objects.read(oid) is not None:
+            return None  # no commit at all
+        raise StoreError(
+            f"the journal ({JOURNAL_REF}) names {oid}, and the object store lacks it or its "
+            "table (did git gc --prune=now run beside a write?); a new journal would drop "
+            f"its history, so nothing is written. To start one (the locks are kept): git "
+            f"update-ref -d {JOURNAL_REF}"
+        )
+
     def descends(self, later: str, earlier: str) -> bool:
         """Whether journal commit ``later`` was written on top of ``earlier``."""
         if later == earlier:
@@ -172,10 +203,10 @@ class Journal:
         """The next journal commit on ``parent``, its tree the table ``refs`` (lock id ->
         blob id); on a long chain, on a compacted root."""
         when = int(time.time())
-        head = self.commit_of(parent)
+        head = self.head(parent)
         seq = 1
         if head is None:
-            parent = None  # no journal, or a ref pointing somewhere odd: start afresh
+            parent = None  # no journal, or a ref moved onto another commit: start afresh
         else:
             seq = journal.parse_seq(head.message) + 1
             policy = journal.KeepPolicy.from_config(self.config_get)

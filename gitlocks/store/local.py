@@ -12,14 +12,9 @@ overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same r
 every write also compare-and-swaps the journal ref, with the lock refs it touches
 locked (docs/design.md, sections 4.2 and 9).
 
-Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first: a writer
-killed while it holds a ``<ref>.lock`` file leaves the file behind, and git then refuses
-that ref to everyone. A ``flock`` is released by the kernel when its process dies, so the
-mutex says who is busy: nobody else is while we hold it. A writer also logs what it is
-about to change in the mutex file (``gitlocks.store.refs``), so the next one, taking the
-mutex, finishes or undoes a dead writer's update before it reads anything, and clears
-only that writer's ``.lock`` files. Any other ``.lock`` file belongs to some other git
-command: we wait a few seconds for it, then fail with a message naming it.
+Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first, and logs its
+write there: a writer that dies leaves ``<ref>.lock`` files and maybe half an update, which
+the next one, holding the mutex, clears and finishes (``gitlocks.store.refs``; 4.3).
 
 No library: objects are written as loose files (``gitlocks.git.objects``), refs move
 through ``git update-ref --stdin`` (``gitlocks.store.refs``), and lock refs are read from
@@ -34,24 +29,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, is_object_id, utcnow
-from gitlocks.core.table import (
-    Problem,
-    Table,
-    lazy_table,
-    read_record,
-    verdict_of,
-)
+from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
+from gitlocks.core.table import Problem, ReadAgain, Table, lazy_table, read_record, verdict_of
 from gitlocks.errors import NotARepository, StoreError
-from gitlocks.git import files, kept, settings
+from gitlocks.git import files, kept, pruned, settings
 from gitlocks.git.objects import Objects
-from gitlocks.git.run import Env, start
-from gitlocks.layout import (
-    JOURNAL_REF,
-    LOCK_PREFIX,
-    MUTEX_NAME,
-    MUTEX_TIMEOUT_SECONDS,
-)
+from gitlocks.git.run import Env, finish, start
+from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_NAME, MUTEX_TIMEOUT_SECONDS
 from gitlocks.store.journal import Journal, JournalEntry
 from gitlocks.store.location import (
     Location,
@@ -66,6 +50,7 @@ if TYPE_CHECKING:
 
     from gitlocks.core.change import Change
     from gitlocks.core.summaries import Verdict
+    from gitlocks.git.run import Process
     from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
@@ -114,7 +99,7 @@ class Store:
         self.objects = Objects(self.git_dir, self.common_dir, object_format, shared=shared)
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
-        self._cache_fingerprint: tuple[object, ...] = ()
+        self._cache_listing: files.Scan | None = None  # the refs the cached table was read from
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
@@ -127,6 +112,7 @@ class Store:
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
+        self.breaking = False  # a break reads a lost record as unusable, to remove it (4.6)
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] | None = None) -> Store:
@@ -189,10 +175,6 @@ class Store:
         except OSError:  # a name too long for the file system, a permission: not a file here
             pass
         # Not in the working tree: is it in the index (deleted, not yet committed)?
-        from gitlocks.git.index import may_be_indexed  # only for a path the tree lacks
-
-        if not may_be_indexed(os.path.join(self.git_dir, "index"), path):
-            return False
         proc = start(
             ["--git-dir", self.git_dir, "--work-tree", self.root,
              "ls-files", "-z", "--", f":(literal){path}"],
@@ -203,29 +185,19 @@ class Store:
         return proc.returncode == 0 and path.encode() in out.split(b"\0")
 
     def head_info(self) -> tuple[str | None, str | None]:
-        """(branch name or None when detached, head commit id or None when unborn)."""
-        if self.reftable:
-            return self._head_from_git()
-        try:
-            with open(os.path.join(self.git_dir, "HEAD"), "rb") as f:
-                head = f.read().strip().decode("utf-8", "replace")
-        except OSError:
-            return (None, None)
-        if is_object_id(head):
-            return (None, head)
-        if not head.startswith("ref:"):
-            return (None, None)
-        target = head[4:].strip()
-        return (target.removeprefix("refs/heads/"), self.ref_value(target))
+        """(branch name or None when detached, head commit id or None when unborn), as git
+        reads HEAD: both questions asked at once."""
+        branch = self._start_git(["symbolic-ref", "-q", "HEAD"])
+        commit = self._start_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
+        names, ids = self._lines_of(branch), self._lines_of(commit)
+        return (names[0].removeprefix("refs/heads/") if names else None, ids[0] if ids else None)
 
-    def _head_from_git(self) -> tuple[str | None, str | None]:
-        out = self._git_lines(["symbolic-ref", "-q", "HEAD"])
-        branch = out[0].removeprefix("refs/heads/") if out else None
-        commit = self._git_lines(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
-        return (branch, commit[0] if commit else None)
+    def _start_git(self, args: list[str]) -> Process:
+        return start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
 
-    def _git_lines(self, args: list[str]) -> list[str]:
-        proc = start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
+    @staticmethod
+    def _lines_of(proc: Process) -> list[str]:
+        """The lines ``proc`` printed; none when it failed (a question git answers no)."""
         out, _ = proc.communicate()
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
@@ -235,15 +207,12 @@ class Store:
         return self._read_ref(name)[0]
 
     def _read_ref(self, name: str) -> tuple[str | None, str | None]:
-        if not self.reftable:
-            return files.read(self.common_dir, name)
-        fmt = "--format=%(objectname) %(refname) %(symref)"
-        for line in self._git_lines(["for-each-ref", fmt, name]):
-            oid, _, rest = line.partition(" ")
-            ref, _, target = rest.partition(" ")
-            if ref == name:
-                return (None, target) if target else (oid, None)
-        return (None, None)
+        """``(object id, symbolic target)`` of the ref ``name``, as git lists it: a ref
+        git finds broken (an empty file, say) is no ref, never a stale packed line."""
+        found = self._scan_with_git((name,))
+        if name in found.symbolic:
+            return None, found.symbolic[name]
+        return found.refs.get(name), None
 
     def sync(self) -> bool:
         """Refresh the view of the lock remote: nothing to do for the local store, which
@@ -310,12 +279,16 @@ class Store:
         return tuple(stamps)
 
     def read_table(self) -> Table:
-        """The current lock table; the cached one while nothing under it has moved."""
-        fingerprint = self.fingerprint()
-        if self._cache is not None and fingerprint == self._cache_fingerprint:
+        """The current lock table; the cached one while git lists the same lock refs and
+        journal (one ``for-each-ref``, every ref backend alike)."""
+        listed = self._scan_with_git((LOCK_PREFIX, JOURNAL_REF))
+        if self._cache is not None and listed == self._cache_listing:
             return self._cache
-        table = self._load(self.version())
-        self._cache, self._cache_fingerprint = table, fingerprint
+        try:
+            table = self._load(listed)
+        except ReadAgain:  # records a prune took, put back: read once more
+            table = self._load(listed)
+        self._cache, self._cache_listing = table, listed
         return table
 
     def problems(self) -> list[Problem]:
@@ -324,18 +297,21 @@ class Store:
         table = self._decided if self._decided is not None else self.read_table()
         return table.problems
 
-    def _load(self, version: str | None) -> Table:
-        if self.reftable:
-            table = self.load(self.scan_refs((LOCK_PREFIX,)).items(), version)
+    def _load(self, listed: files.Scan) -> Table:
+        refs = {n: o for n, o in listed.refs.items() if n.startswith(LOCK_PREFIX)}
+        symbolic = {n: t for n, t in listed.symbolic.items() if n.startswith(LOCK_PREFIX)}
+        self.symrefs = symbolic
+        version = listed.refs.get(JOURNAL_REF)
+        if self.breaking:  # a break judges every record afresh (4.6)
+            table = self.load(refs.items(), version)
         else:
-            found = kept.scan(self.common_dir)
-            self.symrefs = found.symbolic
+            found = kept.scan(self.common_dir, files.Scan(refs, symbolic))
             table = self.load(found.refs.items(), version, found)
         table.problems.extend(
             Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
-            for name, target in sorted(self.symrefs.items())
+            for name, target in sorted(symbolic.items())
         )
-        target = self.journal_symref()
+        target = listed.symbolic.get(JOURNAL_REF)
         if target is not None:
             reason = f"a symbolic ref to {target}; never followed, the next write replaces it"
             table.problems.append(Problem(ref=JOURNAL_REF, oid="", reason=reason))
@@ -350,8 +326,8 @@ class Store:
         docs/design.md, section 4.5)."""
         refs = list(refs)
         judged = found.judged if found is not None else None
-        read_known = found is None or kept.needs_verdicts(found, False)
-        known = kept.verdicts(self.common_dir) if read_known else {}
+        read_known = found is None or kept.needs_verdicts(found)
+        known = kept.verdicts(self.common_dir) if read_known and not self.breaking else {}
         table, fresh = lazy_table(
             refs,
             known=known,
@@ -361,6 +337,7 @@ class Store:
             skew=self.skew,
             distrust=self.distrust,
             judged=judged,
+            lost=None if self.breaking else lambda absent: self._lost(version, absent),
         )
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
@@ -370,9 +347,14 @@ class Store:
             self._unkept = (known, fresh)
         elif keep and fresh:
             kept.keep_verdicts(self.common_dir, known, fresh, set(table.refs.values()))
-        if found is not None and judged is None:
-            kept.keep(self.common_dir, found.region, found.packed, known, fresh)
+        if found is not None and kept.worth_keeping(found):
+            kept.keep(self.common_dir, found.listed, known, fresh)
         return table
+
+    def _lost(self, version: str | None, absent: list[tuple[str, str]]) -> None:
+        if version is not None:  # no journal names any: none was granted
+            git = ["--git-dir", self.git_dir]
+            pruned.stop_if_lost(absent, version, self.objects.directory, git)
 
     def distrust(self) -> None:
         """A record did not match what was kept of it: forget the kept verdicts and
@@ -399,25 +381,20 @@ class Store:
         return name, oid, data if kind == "blob" else None, kind
 
     def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]:
-        """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name.
-
-        Reads only those namespaces: the loose refs below them and their lines of packed-refs
-        (one regular-expression pass over the file), never every branch, tag and
-        remote-tracking ref as libgit2's iterator, which has no prefix filter, would.
-        Loose refs are read first, and win, so a concurrent pack-refs loses nothing. Other ref
-        storage backends (reftable) fall back to the iterator.
-        """
-        if self.reftable:
-            found = self._scan_with_git(prefixes)
-        else:
-            found = files.scan(self.common_dir, prefixes)
+        """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name, as
+        ``git for-each-ref`` lists them: only those namespaces, never every branch, tag and
+        remote-tracking ref. Symbolic ones are never followed."""
+        found = self._scan_with_git(prefixes)
         if LOCK_PREFIX in prefixes:
             self.symrefs = {n: t for n, t in found.symbolic.items() if n.startswith(LOCK_PREFIX)}
         return found.refs
 
-    def _scan_with_git(self, prefixes: tuple[str, ...]) -> files.Scan:
-        lines = self._git_lines(["for-each-ref", files.REFS_FORMAT, *prefixes])
-        return files.parse_refs("\n".join(lines))
+    def _scan_with_git(self, patterns: tuple[str, ...]) -> files.Scan:
+        """The refs ``git for-each-ref`` lists for ``patterns``; a git that cannot list
+        them (a damaged packed-refs) is a ``StoreError``, never an empty table."""
+        args = ["--git-dir", self.git_dir, "for-each-ref", files.REFS_FORMAT, *patterns]
+        out = finish(start(args, env=Env.CLEAN, error=StoreError), error=StoreError)
+        return files.parse_refs(out.decode("utf-8", "replace"))
 
     def read_record(self, name: str, oid: str) -> LockRecord | Problem:
         return read_record(*self.read_object(name, oid))
@@ -435,6 +412,10 @@ class Store:
         with self.mutex(), Spares(self.git_dir, count) as self._spares:
             self._replace_symbolic_journal()
             self._keep_after = True
+            # What this write stores, over every try: a try git refused (a prune took one
+            # of its objects) leaves the rest, which the next try finds there and uses
+            # again, unkept by it; no ref reaches them, so they are kept with its own.
+            self.objects.written = {}
             try:
                 for _ in range(tries):
                     table = self.read_table()
@@ -450,6 +431,7 @@ class Store:
                     return result
             finally:
                 self._keep_after = False
+                self.objects.written = None
                 self._keep_unkept()
         raise StoreError("the lock store kept changing under us; try again")
 
@@ -482,6 +464,7 @@ class Store:
             # Before anything is read: a dead writer's half-done update is finished first,
             # so no decision ever rests on it (docs/design.md, section 4.3).
             self.ref_writer().recover()
+            pruned.put_back(self.objects.directory, within=pruned.RECHECK_SECONDS)
             self._cache = None
         except BaseException:
             self._drop_mutex(fd)
@@ -497,6 +480,8 @@ class Store:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
+        if self.objects.written is None:  # what this write stores: seen again once the refs moved
+            self.objects.written = {}
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
         for lock_id in change.delete:
@@ -520,19 +505,23 @@ class Store:
         def expect() -> None:
             # Compare: the refs must still be what the table says, or someone wrote
             # without the mutex (another tool, plain git): re-read and decide again.
-            if self.version() != table.version:
+            now = self._scan_with_git(tuple(updates))  # one for-each-ref for them all
+            if now.refs.get(JOURNAL_REF) != table.version:  # None for a symbolic one, too
                 raise _Conflict
             unusable = {p.ref for p in table.problems}
             for name in updates.keys() - {JOURNAL_REF}:
-                moved = writer.current(name) != table.refs.get(name[len(LOCK_PREFIX) :])
+                value = None if name in now.symbolic else now.refs.get(name)
+                moved = value != table.refs.get(name[len(LOCK_PREFIX) :])
                 if moved and name not in unusable:
                     raise _Conflict
 
         writer = self.ref_writer()
         try:
             writer.write(updates, expect=expect)
-        except BaseException:
+        except BaseException as exc:
             self._cache = None
+            if isinstance(exc, StoreError) and pruned.taken(self.objects):
+                raise _Conflict from None  # git refused: a prune took what they would name
             raise
         for lock_id in change.delete:
             table.remove(lock_id)
@@ -541,9 +530,17 @@ class Store:
         table.refs = refs
         table.version = str(commit)
         self.journal_reset = None
-        self._cache, self._cache_fingerprint = table, self.fingerprint()
+        # What git lists now, without asking it: the refs the write left, the journal at
+        # the commit it made, and the symbolic lock refs it never touches.
+        listed = {LOCK_PREFIX + lock_id: oid for lock_id, oid in refs.items()}
+        listed[JOURNAL_REF] = str(commit)
+        self._cache, self._cache_listing = table, files.Scan(listed, dict(self.symrefs))
         if self._unkept is not None:  # judged from its bytes, as any reader judges a blob
             self._unkept[1].update((oid, verdict_of(data)) for oid, data in written.items())
+        # Still under the mutex, the refs moved: every object this write stored is there,
+        # written again if a prune that read the refs before they moved took it, and kept.
+        stored, self.objects.written = self.objects.written or {}, None
+        pruned.keep_written(self.objects, stored)
 
     def _replace_symbolic_journal(self) -> None:
         """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,

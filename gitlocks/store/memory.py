@@ -58,6 +58,7 @@ class MemoryStore:
         self.settings = Settings(dict(config or {}))
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         self.skew = 0
+        self.breaking = False  # no record of a memory store is ever lost
         self.files = set(files)
         self.branch = branch
         self.blobs: dict[str, bytes] = {}

@@ -62,6 +62,8 @@ class Mirror(Store):
     # When set (time.monotonic()), every run against the remote ends by then: the agent
     # guard's whole wait on the remote, however many runs a write takes.
     deadline: float | None = None
+    # A firm deadline (the guard's): asking whether a push landed gets no time of its own.
+    deadline_firm = False
 
     def _time_left(self, what: str) -> float:
         """How long a run against the remote may take (``RemoteTimeout`` when nothing is

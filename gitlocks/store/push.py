@@ -13,6 +13,7 @@ section 5.7).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -190,8 +191,9 @@ class RemotePush(Mirror):
     def settle(self, landed: Callable[[], bool | None], said: str, *, gave_up: bool) -> bool:
         """Fetch, then answer from ``landed``: True (ours is there), False (another write
         is there instead), None (the remote is as it was: raise, saying so)."""
-        # Under the guard's deadline (alock.guardRemoteTimeout) asking gets what is left of
-        # it, never a bound of its own: a dead remote costs an edit that bound in all.
+        if self.deadline is not None and not self.deadline_firm:
+            # Asking costs one more bound, never less; a firm deadline (the guard's) none.
+            self.deadline = max(self.deadline, time.monotonic() + self.timeout)
         try:
             self.fetch()
         except RemoteError as exc:

@@ -37,6 +37,7 @@ from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.table import Problem, Table
 from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
+from gitlocks.git import pruned
 from gitlocks.git.remote import failure
 from gitlocks.git.settings import Settings
 from gitlocks.layout import (
@@ -265,7 +266,14 @@ class RemoteStore(ShardedPush):
                     f"(e.g. {' '.join(waiting[0].paths)} held by {waiting[0].holder}): run "
                     f"git alock remote {self.remote} to push them, or git alock remote --off"
                 )
-            return self.transact_held(decide, tries=max(1, tries))
+            # Once the local view moved, the objects the write stored are kept (4.6).
+            self.objects.written = {}
+            try:
+                result = self.transact_held(decide, tries=max(1, tries))
+                pruned.keep_written(self.objects, self.objects.written or {})
+            finally:
+                self.objects.written = None
+            return result
 
     def transact_held(
         self, decide: Callable[[Table], tuple[Change, T]], *, tries: int, fetched: bool = False

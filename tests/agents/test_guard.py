@@ -58,17 +58,15 @@ def test_a_claim_opens_the_store_from_what_the_guard_read(repo: Path, tmp_path: 
     assert got.code == 0 and got.out == "", got
     assert [paths for paths in holders(repo).values()] == [["src/app.py"]]
     argvs = _started(trace)
-    assert sum("rev-parse" in argv for argv in argvs) == 1, argvs
+    finding = [a for a in argvs if "rev-parse" in a and "--verify" not in a]  # not HEAD's
+    assert len(finding) == 1, argvs
     assert sum("config" in argv and "--list" in argv for argv in argvs) == 1, argvs
     assert sum("update-ref" in argv for argv in argvs) == 2, argvs  # the claim was written
 
 
-def test_the_committed_alockignore_is_read_without_git_where_loose(
-    repo: Path, tmp_path: Path
-) -> None:
-    """The list at HEAD comes from the loose objects (one process less before every edit),
-    or from git when they are packed: the same answer either way. Run as Claude Code runs
-    the guard."""
+def test_the_committed_alockignore_exempts_loose_or_packed(repo: Path, tmp_path: Path) -> None:
+    """The list at HEAD is read through git, whether its objects are loose or packed: the
+    same answer either way. Run as Claude Code runs the guard."""
     (repo / ".alockignore").write_text("gen/\n")
     git(repo, "add", ".alockignore")
     git(repo, "commit", "-q", "-m", "ignore gen/")
@@ -77,12 +75,9 @@ def test_the_committed_alockignore_is_read_without_git_where_loose(
         for packed in (False, True):
             if packed:
                 git(repo, "gc", "-q", "--prune=now")
-            trace = tmp_path / f"trace-{packed}.json"
-            got = session.guard(edit(repo, "gen/out.py"), GIT_TRACE2_EVENT=str(trace))
+            got = session.guard(edit(repo, "gen/out.py"))
             assert got.code == 0 and got.out == "", got
             assert holders(repo) == {}  # exempt: neither claimed nor denied
-            argvs = _started(trace)
-            assert sum("cat-file" in argv for argv in argvs) == (1 if packed else 0), argvs
     finally:
         session.close()
 

@@ -4,13 +4,25 @@ and ``judge`` says what ``lazy_table`` says of the same refs."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitlocks.core import verdicts as verdicts_module
 from gitlocks.core.summaries import Summaries, Summary, Verdict
 from gitlocks.core.table import Judged, Problem, judge, lazy_table
-from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
+from gitlocks.core.verdicts import (
+    decode_judged,
+    decode_verdicts,
+    encode_judged,
+    encode_verdicts,
+    judging_code,
+)
 from gitlocks.layout import LOCK_PREFIX
 
 STAMPS = ("2030-01-01T00:00:00Z", "2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z")
@@ -205,3 +217,30 @@ def test_judged_of_a_bad_shape_are_none() -> None:
     sha256["problems"] = [[LOCK_PREFIX + "b", "2" * 64, "not JSON"]]
     assert decode_judged(json.dumps(sha256).encode()) is not None
     assert decode_judged(b"\xff") is None and decode_judged(b"") is None
+
+
+def test_a_document_other_code_judged_is_not_read(tmp_path: Path) -> None:
+    """Each document names the code that judged it: a copy of ``gitlocks.core`` with one
+    line changed (as any change to how a record is judged) names other code, so what the
+    current code kept is not believed there, and no number was raised by hand."""
+    kept: dict[str, Verdict] = {"a" * 40: "why not"}
+    document = encode_verdicts(kept)
+    assert json.loads(document)["format"] == judging_code()
+    package = Path(verdicts_module.__file__).parent.parent
+    copy = tmp_path / "gitlocks"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "import sys; from gitlocks.core.verdicts import decode_verdicts;"
+        "print(len(decode_verdicts(sys.stdin.buffer.read())))"
+    )
+
+    def kept_there() -> str:
+        argv = [sys.executable, "-c", script]
+        env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+        got = subprocess.run(argv, input=document, capture_output=True, env=env, cwd=tmp_path)
+        return got.stdout.decode().strip()
+
+    assert kept_there() == "1"  # the same code: believed
+    scope = copy / "core" / "scope.py"
+    scope.write_text(scope.read_text() + "\n# judged otherwise\n")
+    assert kept_there() == "0"

@@ -1,6 +1,5 @@
-"""A plain path the working tree lacks: the index file says "not there" without a process,
-and whenever it cannot be sure, git decides. Checked against ``git ls-files`` itself, for
-every index version git writes and for a split index."""
+"""A plain path the working tree lacks is exact when git's index holds it: asked of
+``git ls-files``, for every index version git writes, a split and a sparse index."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from gitlocks.git.index import indexed_paths, may_be_indexed
 from gitlocks.store.local import Store
 
 # Staged then deleted from the tree (still in the index); never anywhere; the tail of an
@@ -60,31 +58,6 @@ def test_is_file_answers_as_git_does_for_every_index(repo: Path, kind: str) -> N
         assert store.is_file(path) == (in_tree or indexed(repo, path)), (kind, path)
 
 
-@pytest.mark.parametrize("kind", ["2", "3"])
-def test_versions_2_and_3_answer_no_without_git(repo: Path, kind: str) -> None:
-    prepare(repo, kind)
-    index = repo / ".git" / "index"
-    assert not may_be_indexed(index, "new.txt")
-    assert not may_be_indexed(index, "app.py")  # "src/app.py" holds it, but not as a path
-    assert may_be_indexed(index, "gone.txt")
-    assert index.read_bytes()[4:8] == int(kind).to_bytes(4, "big")
-    assert may_be_indexed(index, "ita.txt") == (kind == "3")
-    assert may_be_indexed(index, "café.txt")  # not ASCII: git decides
-
-
-@pytest.mark.parametrize("kind", ["4", "split", "sparse"])
-def test_an_index_that_cannot_tell_leaves_it_to_git(repo: Path, kind: str) -> None:
-    prepare(repo, kind)
-    assert may_be_indexed(repo / ".git" / "index", "new.txt")
-
-
-def test_no_index_file_means_nothing_is_staged(tmp_path: Path) -> None:
-    git(tmp_path, "init", "-q")
-    assert not may_be_indexed(tmp_path / ".git" / "index", "a.txt")
-    (tmp_path / ".git" / "index").write_bytes(b"garbage")
-    assert may_be_indexed(tmp_path / ".git" / "index", "a.txt")
-
-
 def test_a_claim_on_a_staged_file_deleted_from_the_tree_stays_exact(repo: Path) -> None:
     prepare(repo, "2")
     store = Store.discover(repo)
@@ -93,47 +66,10 @@ def test_a_claim_on_a_staged_file_deleted_from_the_tree_stays_exact(repo: Path) 
     assert not store.is_file("gone.txt")
 
 
-def listed(repo: Path) -> list[str]:
-    return sorted(p for p in git(repo, "ls-files", "-z", "--cached").split("\0") if p)
-
-
-@pytest.mark.parametrize("kind", ["2", "3"])
-def test_the_index_file_lists_what_git_ls_files_lists(repo: Path, kind: str) -> None:
-    prepare(repo, kind)
-    # Longer than the flags can say (0xFFF): an entry only, no file could be that long.
-    long = "/".join(["d" * 200] * 21)
-    blob = git(repo, "rev-parse", "HEAD:README.md").strip()
-    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{long}")
-    found = indexed_paths(repo / ".git" / "index", 40)
-    assert found is not None and sorted(found) == listed(repo)
-    assert long in found
-
-
-def test_a_sha256_index_is_read_with_its_own_id_length(tmp_path: Path) -> None:
-    git(tmp_path, "init", "-q", "--object-format=sha256")
-    (tmp_path / "a.txt").write_text("a\n")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.txt").write_text("b\n")
-    git(tmp_path, "add", "-A")
-    index = tmp_path / ".git" / "index"
-    assert indexed_paths(index, 64) == ["a.txt", "sub/b.txt"]
-    assert indexed_paths(index, 40) is None  # read with the wrong length: git decides
-
-
-@pytest.mark.parametrize("kind", ["4", "split", "sparse"])
-def test_an_index_it_cannot_list_is_left_to_git(repo: Path, kind: str) -> None:
-    prepare(repo, kind)
-    assert indexed_paths(repo / ".git" / "index", 40) is None
-
-
-def test_a_claim_on_a_new_file_notes_the_closest_path_without_git_ls_files(
-    repo: Path, tmp_path: Path
-) -> None:
-    trace = tmp_path / "trace"
-    env = dict(os.environ, AGENT_ID="agent-a", GIT_TRACE=str(trace))
+def test_a_claim_on_a_new_file_notes_the_closest_path(repo: Path) -> None:
+    env = dict(os.environ, AGENT_ID="agent-a")
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     proc = subprocess.run(["git", "alock", "acquire", "srcc/app.py"], cwd=repo, env=env,
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 0, proc
     assert "the closest existing path is src/app.py" in proc.stderr
-    assert "ls-files" not in trace.read_text()

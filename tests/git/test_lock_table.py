@@ -9,7 +9,7 @@ import os
 import subprocess
 import tracemalloc
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.git import kept
 from gitlocks.git import table as hooks_table
+from gitlocks.git.objects import Objects
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
 from gitlocks.service.context import Context
@@ -45,14 +46,16 @@ def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Records, list[st
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     kept._verdicts.clear()
     asked: list[str] = []
-    real = hooks_table.read_objects
+    real = Objects._read_batch
 
-    def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
+    def read_batch(
+        self: Objects, oids: Sequence[str], limit: int | None = None
+    ) -> dict[str, tuple[str, bytes]]:
         asked.extend(oids)
-        return real(oids, cwd)
+        return real(self, oids, limit)
 
-    monkeypatch.setattr(hooks_table, "read_objects", read_objects)
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    monkeypatch.setattr(Objects, "_read_batch", read_batch)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     records = {lock_id: table.get(lock_id) for lock_id in sorted(table.refs)}
     return records, asked
 
@@ -80,14 +83,23 @@ def test_packed_records_read_alike_through_cat_file(
     )
 
 
-def test_an_object_directory_named_by_the_environment_is_asked_through_git(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_object_directory_the_environment_names_is_read_as_git_reads_it(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``GIT_OBJECT_DIRECTORY`` names where a hook's records are (a pre-receive hook's
+    quarantine, say): read from their files there, with no process; one left in an
+    alternate only, through git, which reads alternates."""
     _claims(repo)
-    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(repo / ".git" / "objects"))
+    elsewhere = tmp_path / "quarantine"
+    oids = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()
+    for oid in oids[:2]:  # two records moved there; the third stays in .git/objects
+        (elsewhere / oid[:2]).mkdir(parents=True, exist_ok=True)
+        os.rename(repo / ".git" / "objects" / oid[:2] / oid[2:], elsewhere / oid[:2] / oid[2:])
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(elsewhere))
+    monkeypatch.setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", str(repo / ".git" / "objects"))
     records, asked = _read(repo, monkeypatch)
-    assert all(r is not None for r in records.values())
-    assert len(asked) == 3
+    assert len(records) == 3 and all(r is not None for r in records.values())
+    assert asked == [oids[2]]  # only the one in the alternate went to git
 
 
 def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
@@ -108,7 +120,7 @@ def test_a_damaged_or_oversized_loose_record_reads_as_git_reads_it(
     path.write_bytes(b"not zlib at all")
     records, asked = _read(repo, monkeypatch)
     assert asked == [victim]  # only the damaged one went to git
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     reasons = {p.ref: p.reason for p in table.problems}
     assert "at most" in reasons[LOCK_PREFIX + "big"] and records["big"] is None
     assert reasons[LOCK_PREFIX + victim_id] == "points at a missing object"  # as git says
@@ -126,7 +138,7 @@ def test_a_planted_loose_blob_of_megabytes_is_never_read_whole(repo: Path) -> No
     planted = plant(repo, "planted", os.urandom(16 << 20))  # as git writes it: loose
     assert (repo / ".git" / "objects" / planted[:2] / planted[2:]).stat().st_size > 16 << 20
     readers: list[Callable[[], Table]] = [
-        lambda: hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False),
+        lambda: hooks_table.read_lock_table(str(repo / ".git"), str(repo), False),
         Store.discover(repo).read_table,
     ]
     for read in readers:
@@ -179,7 +191,7 @@ def test_a_loose_record_shorter_than_its_header_says_is_no_record(repo: Path) ->
     _plant_loose(repo, b"blob %d\0" % (256 * 1024 + 100) + body)
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     kept._verdicts.clear()
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert table.get("planted") is None
     assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
 
@@ -196,7 +208,7 @@ def test_a_loose_record_cut_short_of_its_header_stops_no_reader(repo: Path, shor
     (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
     got = guard(repo, edit(repo, "src/new.py"), timeout=60)  # not TimeoutExpired
     assert got.code in (0, 2), got
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert table.get("planted") is None
     assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
 
@@ -209,3 +221,26 @@ def _plant_loose(repo: Path, raw: bytes) -> None:
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(zlib.compress(raw))
     git(repo, "update-ref", LOCK_PREFIX + "planted", oid)
+
+
+def test_an_empty_loose_ref_is_never_read_as_its_packed_line(repo: Path) -> None:
+    """A loose ref file left empty (a crash while it was written) over a packed line: git
+    finds the ref broken and lists it no more, and neither does any reader here; its
+    stale packed value is never read as a live lock, nor a stale journal as the store's
+    version."""
+    _claims(repo)
+    git(repo, "pack-refs", "--all")
+    victim = _ids(repo)[0]
+    (repo / ".git" / LOCK_PREFIX / victim).parent.mkdir(parents=True, exist_ok=True)
+    (repo / ".git" / LOCK_PREFIX / victim).write_bytes(b"")
+    (repo / ".git" / "refs" / "agent-locks-meta" / "journal").write_bytes(b"")
+    listed_by_git = set(_ids(repo))
+    assert victim not in listed_by_git and len(listed_by_git) == 2
+    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    hooks = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
+    assert set(hooks.refs) == listed_by_git
+    store = Store.discover(repo)
+    assert set(store.read_table().refs) == listed_by_git
+    assert store.version() is None and store.ref_value(LOCK_PREFIX + victim) is None
+    got = alock(repo, "list", "--json")
+    assert got.code == 0 and {r["id"] for r in got.json()} == listed_by_git, got

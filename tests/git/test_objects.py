@@ -14,6 +14,7 @@ from support.cli import alock
 
 from gitlocks.errors import StoreError
 from gitlocks.git.objects import MODE_BLOB, MODE_TREE, Entry, Objects
+from gitlocks.git.run import Env
 from gitlocks.store.local import Store
 
 
@@ -67,8 +68,7 @@ def test_an_existing_object_is_never_rewritten(repo: Path) -> None:
     path = repo / ".git" / "objects" / blob[:2] / blob[2:]
     before = path.stat()
     assert objects.write_blob(b"same\n") == blob
-    after = path.stat()
-    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+    assert path.stat().st_ino == before.st_ino  # the same file (its time freshened)
     assert not [p for p in path.parent.iterdir() if p.name.startswith("tmp_obj_")]
 
 
@@ -128,11 +128,54 @@ def test_an_object_written_again_stays_as_it_is(repo: Path, fresh: bool) -> None
     path = repo / ".git" / "objects" / blob[:2] / blob[2:]
     before = path.stat()
     assert objects.write_blob(b"first\n", fresh=fresh) == blob
-    assert path.stat().st_ino == before.st_ino and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert path.stat().st_ino == before.st_ino
     assert git(repo, "cat-file", "-p", blob) == "first\n"
     leftovers = [p for p in (repo / ".git" / "objects").rglob("tmp_obj_*")]
     assert not leftovers
     git(repo, "fsck", "--strict")
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_reused_loose_object_is_freshened_as_git_freshens_it(repo: Path, fresh: bool) -> None:
+    """An object written again finds its file there and keeps it, with its modification
+    time set to now, as ``git hash-object -w`` sets it: ``git gc --prune=<date>`` counts
+    its grace period from the reuse, so an object a write is about to point a ref at is
+    never pruned as long forgotten."""
+    objects = objects_of(repo)
+    long_ago = 1_000_000_000  # 2001
+    for writer in ("git", "gitlocks"):
+        data = f"reused by {writer}\n".encode()
+        oid = objects.write_blob(data)
+        path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+        os.utime(path, (long_ago, long_ago))
+        if writer == "git":
+            argv = ["git", "hash-object", "-w", "--stdin"]
+            subprocess.run(argv, cwd=repo, input=data, capture_output=True, check=True)
+        else:
+            assert objects.write_blob(data, fresh=fresh) == oid
+        assert path.stat().st_mtime > long_ago + 86400, writer  # freshened, by either
+
+
+def test_objects_go_where_the_environment_names_them_for_gits_run_so(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run in the caller's environment (``Env.INHERIT``: a hook's), the objects directory
+    is the one ``GIT_OBJECT_DIRECTORY`` names, for writing and reading, as for git; the
+    store's own (``Env.CLEAN``) is the repository's."""
+    elsewhere = tmp_path / "objects"
+    elsewhere.mkdir()
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(elsewhere))
+    hooks = Objects(str(repo / ".git"), str(repo / ".git"), None, env=Env.INHERIT)
+    blob = hooks.write_blob(b"in the quarantine\n")
+    assert (elsewhere / blob[:2] / blob[2:]).is_file()
+    assert not (repo / ".git" / "objects" / blob[:2] / blob[2:]).exists()
+    argv = ["git", "cat-file", "blob", blob]
+    assert subprocess.run(argv, cwd=repo, capture_output=True).stdout == b"in the quarantine\n"
+    assert hooks.read(blob) == ("blob", b"in the quarantine\n")
+    store = Objects(str(repo / ".git"), str(repo / ".git"), None)
+    assert store.read(blob) is None  # not in the repository's own objects
+    store.close()
+    hooks.close()
 
 
 @pytest.mark.parametrize("kind", ["file", "dangling symlink", "symlink loop"])

@@ -226,3 +226,30 @@ def test_a_long_bad_duration_is_refused_in_one_pass() -> None:
         parse_duration("1" * 200_000 + "x")
     with pytest.raises(UsageError):
         parse_duration(" " * 200_000 + "1" + " " * 200_000 + "q")
+
+
+def test_a_setting_written_while_another_git_holds_the_config_waits_its_turn(repo: Path) -> None:
+    """git fails at once on a held config.lock: two installs writing one setting at the
+    same moment must both land, not fail one of them."""
+    import threading
+
+    lock = repo / ".git" / "config.lock"
+    lock.write_text("")  # another git, mid-write
+    timer = threading.Timer(0.3, lock.unlink)
+    timer.start()
+    try:
+        settings.write(str(repo / ".git"), "alock.guardProgram", "/x/git-alock")
+    finally:
+        timer.join()
+    assert git(repo, "config", "alock.guardProgram").strip() == "/x/git-alock"
+
+
+def test_a_config_lock_never_released_is_an_error_in_the_end(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitlocks.errors import StoreError
+
+    monkeypatch.setattr(settings, "CONFIG_LOCK_SECONDS", 0.2)
+    (repo / ".git" / "config.lock").write_text("")
+    with pytest.raises(StoreError, match="could not lock config file"):
+        settings.write(str(repo / ".git"), "alock.guardProgram", "/x/git-alock")

@@ -1097,14 +1097,14 @@ def test_read_table_through_git_equals_the_store(hooked: Path) -> None:
     assert alock(hooked, "acquire", "docs/**", "-m", "docs", **B).code == 0
     store = Store.discover(hooked)
     common = str(store.common_dir)
-    for reftable in (False, True):  # from the files, and through git for-each-ref
-        found = fast_table.list_refs(common, reftable, str(hooked))
-        for verdicts in ({}, kept.verdicts(common)):
-            table = fast_table.read_table(found, str(hooked), False, verdicts=verdicts)
-            assert dict(table.records) == dict(store.read_table().records)
-            assert len(table.records) == 2 and not table.problems
-        table = fast_table.read_lock_table(common, reftable, str(hooked), False)
+    found = fast_table.list_refs(str(hooked))
+    for verdicts in ({}, kept.verdicts(common)):
+        objects = fast_table.hook_objects(common, str(hooked))
+        table = fast_table.read_table(found, objects, False, verdicts=verdicts)
         assert dict(table.records) == dict(store.read_table().records)
+        assert len(table.records) == 2 and not table.problems
+    table = fast_table.read_lock_table(common, str(hooked), False)
+    assert dict(table.records) == dict(store.read_table().records)
 
 
 def test_hook_and_check_judge_a_dead_holder_alike(repo: Path, sleeper: Any) -> None:

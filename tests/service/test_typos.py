@@ -166,10 +166,9 @@ def test_the_index_answers_as_every_path_listed_would(
 def test_a_large_index_is_listed_below_the_missing_part_only(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past a small index, git lists only the directory a missing part is under: the
-    notes, the suggestions and the paths deleted from the tree but still tracked read
-    as from the whole listing."""
-    monkeypatch.setattr(typos, "SMALL_INDEX", 0)
+    """git lists only the directory a missing part is under: the notes, the suggestions
+    and the paths deleted from the tree but still tracked read as from the whole
+    listing."""
     (tree / "src" / "api" / "routes.py").unlink()  # deleted, still in the index
     for pattern, closest in [
         ("src/atuh/*.py", "src/auth"),
@@ -179,8 +178,7 @@ def test_a_large_index_is_listed_below_the_missing_part_only(
         ("dcos/guide.md", "docs/guide.md"),
     ]:
         claim = [make_entry(pattern, cwd="", root=str(tree))]
-        index = str(tree / ".git" / "index")
-        proc = typos.start_listing(str(tree), claim, index=index)
+        proc = typos.start_listing(str(tree), claim)
         listed = typos.finish_listing(proc)
         if pattern.startswith("src/"):
             assert listed and all(p.startswith("src/") for p in listed), listed
@@ -206,7 +204,6 @@ def test_pathspec_settings_of_the_environment_change_no_note(
     """git's global pathspec settings belong to the caller's environment: with them, the
     listing of one directory of a large index still holds what is tracked there (taken
     literally, ``:(literal)src/`` named no path; with glob too, git refused it)."""
-    monkeypatch.setattr(typos, "SMALL_INDEX", 0)
     (tree / "src" / "api" / "routes.py").unlink()  # deleted, still in the index
     got = alock(tree, "acquire", "src/api/routes.py", "src/atuh/*.py", **pathspec_env, **A)
     assert got.code == 0, got

@@ -13,6 +13,8 @@ import pytest
 from conftest import git
 from support.cli import Result, alock
 
+from gitlocks.git.pruned import KEPT_DIR
+
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
 
@@ -375,7 +377,8 @@ def test_files_in_a_shared_repository_get_the_modes_git_gives(
             mode = path.stat().st_mode
             if path.is_dir():
                 assert mode & 0o7777 == dir_mode, f"{path}: {oct(mode & 0o7777)}"
-            elif "objects" in path.parts:  # objects are read-only, readable as the rest
+            elif {"objects", KEPT_DIR} & set(path.parts):  # objects, and their kept links,
+                # are read-only, readable as the rest (docs/design.md, section 4.6)
                 assert mode & 0o777 == file_mode & 0o444, f"{path}: {oct(mode & 0o777)}"
             else:
                 assert mode & 0o777 == file_mode, f"{path}: {oct(mode & 0o777)}"

@@ -5,6 +5,7 @@ verdicts file stays small, since every command decodes it (docs/design.md, secti
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import verdict_of
 from gitlocks.git import kept
 from gitlocks.git import table as hooks_table
+from gitlocks.git.objects import Objects
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
 from gitlocks.service.context import Context
@@ -57,18 +59,15 @@ def test_after_a_write_the_hooks_read_no_record(
     assert acquire(_ctx(repo, "b"), [ScopeEntry("docs/**")]).status == "acquired"
     asked: list[list[str]] = []
 
-    def read_objects(oids: list[str], cwd: str | None) -> dict[str, tuple[bytes | None, str]]:
-        asked.append(oids)
+    def read_many(
+        self: Objects, oids: Iterable[str], *, limit: int | None = None
+    ) -> dict[str, tuple[str, bytes]]:
+        asked.append(list(oids))
         return {}
 
-    def read_loose(oids: list[str], directory: str) -> dict[str, tuple[bytes | None, str]]:
-        asked.append(oids)
-        return {}
-
-    monkeypatch.setattr(hooks_table, "read_objects", read_objects)
-    monkeypatch.setattr(hooks_table, "read_loose", read_loose)
+    monkeypatch.setattr(Objects, "read_many", read_many)
     kept._verdicts.clear()
-    table = hooks_table.read_lock_table(str(repo / ".git"), False, str(repo), False)
+    table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert sorted(table.refs) == sorted(r[len(LOCK_PREFIX) :] for r in _lock_blobs(repo))
     assert asked == []
 

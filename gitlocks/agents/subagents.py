@@ -1,0 +1,73 @@
+"""Sub-agents as the harness names them (Claude Code's ``agent_id`` on a sub-agent's
+events): each is a sub-holder of its session (docs/design.md, section 6.5), whose
+siblings block it and whose session's claims never do."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+
+from gitlocks.agents.harnesses import malformed
+from gitlocks.core.record import format_time
+from gitlocks.core.table import Table
+from gitlocks.identity import Identity
+
+# Claude Code's event at a sub-agent's end (2.1: it carries agent_id and agent_type).
+SUBAGENT_STOP = "SubagentStop"
+# A sub-agent's holder: its session's, this, then 8 hex of the harness's agent id.
+SUB = ".sub-"
+HOLDER_MAX = 64
+
+
+def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: str) -> bool:
+    """Whether an ancestor of the holder (a sub-agent's session) holds exactly ``rel`` and
+    nothing else: ``acquire`` refuses a child its parent's whole scope (design §3.4), so
+    the sub-agent edits under its session's claim instead of claiming for itself."""
+    stamp = table.cutoff(format_time(now))
+    wanted = table.keys([rel])
+    for elder in table.ancestors(identity.holder, identity.parent):
+        for record in table.held_by(elder):
+            if record.expires_at > stamp and table.keys(record.paths) == wanted:
+                return True
+    return False
+
+
+def sub_agent(raw: bytes) -> tuple[str, str]:
+    """The event's name and its ``agent_id``, when it carries one: Claude Code (2.1) and
+    Codex name the sub-agent an event comes from (absent for the main thread); ("", "")
+    otherwise. Read apart from the harness's fields, and only from an event that names
+    one at all: most events (the main thread's) pay nothing."""
+    if b'"agent_id"' not in raw:
+        return "", ""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return "", ""
+    if not isinstance(data, dict):
+        return "", ""
+    name = data.get("hook_event_name", data.get("hookEventName"))  # VS Code's spelling
+    agent = data.get("agent_id")
+    if not isinstance(agent, str) or not agent or malformed(agent):
+        return "", ""
+    return (name if isinstance(name, str) else ""), agent
+
+
+def sub_holder(session: Identity, agent: str) -> Identity:
+    """The holder of the session's sub-agent ``agent`` (its id as the harness gives it):
+    ``<session holder>.sub-<8 hex of the id>``, a child of the session holder (design
+    §3.2): the session's claims never block it, its siblings' do, and its own block the
+    session while it runs. The same process embodies it: the session's end ends it too."""
+
+    def hexed(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+    base = session.holder
+    if len(base) > HOLDER_MAX - len(SUB) - 8:  # a long AGENT_ID: cut, kept distinct
+        base = f"{base[: HOLDER_MAX - len(SUB) - 17]}-{hexed(base)}"
+    return session._replace(
+        holder=f"{base}{SUB}{hexed(agent)}",
+        holder_source="harness",
+        parent=session.holder,
+        parent_source="harness",
+    )

@@ -1,0 +1,217 @@
+"""What a ``git prune`` running beside a write takes, kept and put back (docs/design.md, 4.6).
+
+``git gc --prune=now`` and ``git prune --expire=now`` read every ref first, then delete
+each loose object nothing they read reaches, whatever its age ("now" expires everything).
+Whatever a write stores is reached by no ref until its refs move. So a prune that read the
+refs a moment before they moved may delete the write's objects at any point of its pass
+over the object directories: before the refs move, or after.
+
+So a write, once its refs moved and still under the mutex (``keep_written``), writes again
+what is gone already and links every object it stored a second time, under
+``agent-locks-written/<second>/<id>`` in the common git directory: a prune unlinks only the
+object's name in ``objects/``, the file lives on under ours. ``put_back`` links it into
+place again: each write, before it reads anything, puts back what the writes of the last
+few seconds stored (a prune's pass lasts milliseconds in a small repository, longer while
+it walks a long history), and a reader that finds a granted claim's record or the journal
+commit missing puts back whatever was kept of the last ten minutes, then reads again.
+
+A granted claim whose record is lost all the same is never read as no claim: the journal's
+table names it with the very blob its ref points at, and every reader stops on it
+(``stop_if_lost``). A planted ref to a missing object is no claim, and stays a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from gitlocks.core.journal import shard_of
+from gitlocks.core.record import is_object_id
+from gitlocks.core.table import ReadAgain
+from gitlocks.errors import StoreError
+from gitlocks.git.run import Env, finish, start
+from gitlocks.layout import LOCK_PREFIX
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from gitlocks.git.objects import Objects
+
+KEPT_DIR = "agent-locks-written"
+KEEP_SECONDS = 600  # how long a write's objects are kept
+RECHECK_SECONDS = 10  # how far back each write looks for objects a prune took
+
+
+def kept_dir(objects_dir: str) -> str:
+    """Where the objects of recent writes are kept (beside ``objects``, in the common git
+    directory)."""
+    return os.path.join(os.path.dirname(objects_dir), KEPT_DIR)
+
+
+def _loose(objects_dir: str, oid: str) -> str:
+    return f"{objects_dir}/{oid[:2]}/{oid[2:]}"
+
+
+def keep_written(objects: Objects, written: Mapping[str, tuple[str, bytes]]) -> None:
+    """After a write's refs moved, under the mutex: every object it stored (``written``:
+    id -> type and contents) is there, written again if a prune took it, and kept under a
+    second name for ``put_back``. Keeping is best effort (a file system without hard
+    links, say): the write stands either way."""
+    now = int(time.time())
+    top = kept_dir(objects.directory)
+    here = os.path.join(top, str(now))
+    made = False
+    try:
+        os.makedirs(here)
+        made = True
+    except FileExistsError:
+        pass
+    except OSError:
+        here = ""
+    for oid, (kind, data) in written.items():
+        for _ in range(3):
+            if not os.path.exists(_loose(objects.directory, oid)):
+                objects.write(kind, data, fresh=True)
+            try:
+                if here:
+                    os.link(_loose(objects.directory, oid), os.path.join(here, oid))
+            except FileNotFoundError:
+                continue  # taken again between the two: written again
+            except OSError:
+                pass  # kept already (FileExistsError), or no hard links here
+            break
+    if made:  # a new second: the seconds past keeping go (at most once a second)
+        _drop_old(top, now - KEEP_SECONDS)
+
+
+def taken(objects: Objects) -> bool:
+    """Whether a prune took one of the objects the write under way stored (git refuses to
+    point a ref at a missing object: the write is decided and written again)."""
+    return any(not os.path.exists(_loose(objects.directory, o)) for o in objects.written or ())
+
+
+def _drop_old(top: str, before: int) -> None:
+    for name in _seconds(top):
+        if int(name) < before:
+            where = os.path.join(top, name)
+            try:
+                for entry in os.listdir(where):
+                    os.unlink(os.path.join(where, entry))
+                os.rmdir(where)
+            except OSError:
+                pass
+
+
+def _seconds(top: str) -> list[str]:
+    try:
+        return sorted((n for n in os.listdir(top) if n.isdigit()), key=int, reverse=True)
+    except OSError:
+        return []
+
+
+def put_back(
+    objects_dir: str, oids: Iterable[str] | None = None, within: int = KEEP_SECONDS
+) -> set[str]:
+    """Link into place again each kept object a prune took: of the writes of the last
+    ``within`` seconds, those named ``oids`` (every one when None). The ids put back."""
+    top = kept_dir(objects_dir)
+    wanted = None if oids is None else set(oids)
+    since = int(time.time()) - within
+    done: set[str] = set()
+    for name in _seconds(top):
+        if int(name) < since or wanted == set():
+            break
+        where = f"{top}/{name}"
+        try:
+            names = os.listdir(where) if wanted is None else [o for o in wanted if o not in done]
+        except OSError:
+            continue
+        for oid in names:
+            path = _loose(objects_dir, oid)
+            if os.path.exists(path) or not is_object_id(oid):
+                continue
+            try:
+                try:
+                    os.link(f"{where}/{oid}", path)
+                except FileNotFoundError:
+                    if not os.path.exists(f"{where}/{oid}"):
+                        continue  # not kept in this second
+                    os.makedirs(os.path.dirname(path), exist_ok=True)  # pruned when empty
+                    os.link(f"{where}/{oid}", path)
+            except FileExistsError:
+                pass  # written meanwhile
+            except OSError:
+                continue
+            done.add(oid)
+            if wanted is not None:
+                wanted.discard(oid)
+    return done
+
+
+def lost_records(
+    absent: Sequence[tuple[str, str]],
+    journal: str,
+    objects: str | None,
+    git: Sequence[str] = (),
+    cwd: str | None = None,
+    env: Env = Env.CLEAN,
+) -> list[tuple[str, str]]:
+    """Of ``absent`` (lock ref, blob id: refs whose blob could not be read), those whose blob
+    the journal commit (or ref) ``journal`` names for that lock.
+
+    One ``git ls-tree`` (with ``git`` before it: ``--git-dir DIR``), asked only about blobs
+    with nothing at their loose path in ``objects`` (when known): what stands there (a
+    FIFO, say) is no object git would read, but no lost one either."""
+    asked = {
+        f"locks/{shard_of(ref[len(LOCK_PREFIX) :])}/{ref[len(LOCK_PREFIX) :]}": (ref, oid)
+        for ref, oid in absent
+        if objects is None or not os.path.lexists(_loose(objects, oid))
+    }
+    if not asked:
+        return []
+    args = [*git, "ls-tree", "-z", "--full-tree", journal, "--", *asked]
+    proc = start(args, cwd, env=env, error=StoreError)
+    out = finish(proc, ok=(0, 128), error=StoreError)
+    if proc.returncode == 128:  # no journal (none was granted), or one that cannot be read
+        verify = start(
+            [*git, "rev-parse", "-q", "--verify", journal], cwd, env=env, error=StoreError
+        )
+        finish(verify, ok=(0, 1), error=StoreError)
+        return list(asked.values()) if verify.returncode == 0 else []
+    lost = []
+    for line in out.decode("utf-8", "replace").split("\0"):
+        info, _, path = line.partition("\t")
+        named = info.split(" ")[-1]
+        if path in asked and asked[path][1] == named:
+            lost.append(asked[path])
+    return lost
+
+
+def stop_if_lost(
+    absent: Sequence[tuple[str, str]],
+    journal: str,
+    objects: str | None,
+    git: Sequence[str] = (),
+    cwd: str | None = None,
+    env: Env = Env.CLEAN,
+) -> None:
+    """Of ``absent``, the granted claims whose records the object store lost: ``ReadAgain``
+    when some were kept and are put back (read again), else an error naming the first
+    that the journal names (``lost_records``). Returns when none is a granted claim."""
+    if objects is not None and put_back(objects, {oid for _, oid in absent}):
+        raise ReadAgain("records a prune took were put back")  # kept: ours, whatever names them
+    if objects is not None:
+        put_back(objects)  # the journal's own objects, when a prune took them too
+    lost = lost_records(absent, journal, objects, git, cwd, env)
+    if not lost:
+        return
+    ref, oid = lost[0]
+    more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
+    lock_id = ref[len(LOCK_PREFIX) :]
+    raise StoreError(
+        f"{ref}{more} is a granted claim whose record {oid} is missing from the object "
+        "store (did git gc --prune=now run beside a write?); who holds what cannot be told, "
+        f"so nothing is decided. git alock log names its holder; git alock break {lock_id} "
+        "removes it, for its holder to claim again"
+    )
