@@ -33,6 +33,10 @@ NOT_FOUND = (
     "gitlocks: git-alock is not on this PATH and alock.guardProgram names none: "
     "edits are not guarded (git alock doctor)"
 )
+BROKEN = (
+    "gitlocks: the git-alock found could not run (exit $c): edits are not guarded "
+    "(git alock doctor)"
+)
 
 
 def guard_script(harness: str, event: str = "") -> str:
@@ -41,12 +45,17 @@ def guard_script(harness: str, event: str = "") -> str:
     names (install sets it: a virtual environment, a user install off the login PATH);
     else one line on stderr and exit 0, every harness's "go on" (docs/agents.md)."""
     args = f"guard --for {harness}" + (f" --event {event}" if event else "")
+    # Not exec'd: a program found that cannot run (a directory, a script whose interpreter
+    # is gone, a git-alock git cannot start) exits 126, 127 or 128, a denial of every edit
+    # for Gemini CLI and Copilot CLI. The guard's own answers are 0, 1 and 2.
     return (
-        "command -v git >/dev/null 2>&1 && command -v git-alock >/dev/null 2>&1 && "
-        f"exec git alock {args}; "
-        f"p=$(git config --get {PROGRAM_KEY} 2>/dev/null); "
-        f'[ -x "$p" ] && exec "$p" {args}; '
-        f'echo "{NOT_FOUND}" >&2; exit 0'
+        "if command -v git >/dev/null 2>&1 && command -v git-alock >/dev/null 2>&1; "
+        f"then git alock {args}; "
+        f"else p=$(git config --get {PROGRAM_KEY} 2>/dev/null); "
+        f'if [ -f "$p" ] && [ -x "$p" ]; then "$p" {args}; '
+        f'else echo "{NOT_FOUND}" >&2; exit 0; fi; fi; '
+        'c=$?; [ "$c" -le 2 ] && exit "$c"; '
+        f'echo "{BROKEN}" >&2; exit 0'
     )
 
 

@@ -13,6 +13,7 @@ harness's shell finds gitlocks at all (docs/agents.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -123,7 +124,7 @@ def edit_event(product: str, root: str, path: str) -> tuple[dict[str, Any], str]
 def _json(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hook's output: anything at all
         return None
 
 
@@ -220,7 +221,7 @@ def _commands(root: Path, harness: str, name: str) -> dict[str, str]:
     path = root / name
     try:
         data = json.loads(path.read_bytes().removeprefix(settings.BOM))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     hooks = data.get("hooks") if isinstance(data, dict) else None
     entries = hooks.get(EDIT_EVENTS[harness]) if isinstance(hooks, dict) else None
@@ -233,6 +234,26 @@ def _commands(root: Path, harness: str, name: str) -> dict[str, str]:
                     found.setdefault(key, value)
     if "command" in found and "bash" not in found:
         found["bash"] = found["command"]  # Copilot's alias: run as bash
+    return found
+
+
+def unreadable(root: Path, harness: str) -> list[str]:
+    """The harness's hook files that exist but are no JSON object: it runs none of their
+    hooks (ours included), which "none installed" alone would hide."""
+    spec = commands.HOOK_FILES.get(harness)
+    found = []
+    for name in (spec.path, spec.local) if spec is not None else ():
+        path = root / name if name else None
+        if path is None or not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_bytes().removeprefix(settings.BOM))
+        except (OSError, ValueError, RecursionError) as exc:
+            found.append(f"{name} cannot be read as JSON ({exc.__class__.__name__}): "
+                         "none of its hooks run")  # fmt: skip
+            continue
+        if not isinstance(data, dict):
+            found.append(f"{name} is no JSON object: none of its hooks run")
     return found
 
 
@@ -266,7 +287,15 @@ def run(
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:  # gone already
             pass
-        proc.communicate()
+        try:
+            proc.communicate(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            # A process that left the session (a daemon the hook started with setsid)
+            # still holds the pipes: never wait for it to close them.
+            for pipe in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
+                with contextlib.suppress(OSError):
+                    pipe.close()
+            proc.wait()
         return -1, "", f"no answer in {RUN_TIMEOUT:.0f} s"
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
@@ -326,6 +355,7 @@ def check_harnesses(
     for harness in [*commands.HOOK_FILES, *commands.SCRIPT_FILES]:
         ours = installed_commands(root, harness)
         if not ours:
+            report.problems += unreadable(root, harness)
             continue
         if not held:
             hold(target)

@@ -97,7 +97,8 @@ def _files(tool_input: Any) -> tuple[str, ...] | None:
     if not isinstance(tool_input, dict):
         return None
     found: list[str] = []
-    for item in tool_input.get("replacements") or tool_input.get("files") or []:
+    items = tool_input.get("replacements") or tool_input.get("files") or []
+    for item in items if isinstance(items, list) else []:
         name = item if isinstance(item, str) else (_file(item) or ("",))[0]
         if name and name not in found:
             found.append(name)
@@ -142,6 +143,8 @@ TOOLS: dict[str, Paths] = {
     **dict.fromkeys(("write_file", "replace"), _file),
     # Copilot CLI, OpenCode, Qwen Code (edit), Cline (editor)
     **dict.fromkeys(("edit", "create", "str_replace", "write", "editor"), _file),
+    # Cline's VS Code extension (its .clinerules/hooks/README.md: ``parameters.path``)
+    **dict.fromkeys(("write_to_file", "replace_in_file"), _file),
     "str_replace_editor": _editor,
     # VS Code's agent
     **dict.fromkeys(("create_file", "replace_string_in_file", "insert_edit_into_file"), _file),

@@ -83,7 +83,13 @@ sys.argv[1:1] = ["hook"]
 sys.exit(main())' "$hook" "$@"
 fi
 if command -v git-alock >/dev/null 2>&1; then
-    exec git-alock hook "$hook" "$@"
+    # Not exec'd: a git-alock that cannot be started (a script whose interpreter is gone)
+    # exits 126 or 127, which would refuse every commit.
+    git-alock hook "$hook" "$@"
+    status=$?
+    case $status in 126 | 127) ;; *) exit $status ;; esac
+    echo "alock: git-alock on PATH could not run (exit $status); lock check skipped" >&2
+    exit 0
 fi
 echo "alock: gitlocks is not installed here (git-alock is not on PATH); lock check skipped" >&2
 exit 0
