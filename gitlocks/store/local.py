@@ -412,6 +412,10 @@ class Store:
         with self.mutex(), Spares(self.git_dir, count) as self._spares:
             self._replace_symbolic_journal()
             self._keep_after = True
+            # What this write stores, over every try: a try git refused (a prune took one
+            # of its objects) leaves the rest, which the next try finds there and uses
+            # again, unkept by it; no ref reaches them, so they are kept with its own.
+            self.objects.written = {}
             try:
                 for _ in range(tries):
                     table = self.read_table()
@@ -476,7 +480,8 @@ class Store:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
-        self.objects.written = {}  # what this write stores: seen again once the refs moved
+        if self.objects.written is None:  # what this write stores: seen again once the refs moved
+            self.objects.written = {}
         refs = dict(table.refs)
         updates: dict[str, str | None] = {}
         for lock_id in change.delete:

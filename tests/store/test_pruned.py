@@ -129,6 +129,39 @@ def test_objects_pruned_after_the_write_are_put_back_by_the_next(repo: Path) -> 
     assert len(_journal(repo)) == 2
 
 
+def test_what_a_refused_try_left_is_kept_by_the_try_that_moves_the_refs(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prune takes the journal commit of a write's first try before the refs move: git
+    refuses it, and the write is decided again. The next try finds the first one's other
+    objects there (the table marker, the trees) and uses them again, not storing them anew;
+    it keeps them all the same, so a prune that read the refs before they moved and takes
+    them after is put back by the next write, never a journal that lacks its table."""
+    write = refs.RefWriter.write
+    refused: list[str] = []
+
+    def prune_commit_first(self: refs.RefWriter, updates: Any, *args: Any, **kw: Any) -> None:
+        if not refused:
+            refused.append(updates[JOURNAL_REF])
+            _loose(repo, updates[JOURNAL_REF]).unlink()
+        write(self, updates, *args, **kw)
+
+    monkeypatch.setattr(refs.RefWriter, "write", prune_commit_first)
+    got = alock(repo, "acquire", "src/**", **A)
+    assert got.code == 0 and got.word.startswith("ACQUIRED"), got
+    assert refused
+    monkeypatch.undo()
+    head = _journal(repo)[0]
+    tree = git(repo, "rev-parse", f"{head}^{{tree}}").strip()
+    listed = git(repo, "ls-tree", "-r", "-t", "--object-only", tree).split()
+    for oid in [tree, *listed]:  # every object the journal's table names, pruned after
+        _loose(repo, oid).unlink(missing_ok=True)
+    got = alock(repo, "acquire", "docs/**", **B)
+    assert got.code == 0 and got.word.startswith("ACQUIRED"), got
+    _fsck(repo)
+    assert len(_journal(repo)) == 2
+
+
 def _readers(repo: Path) -> dict[str, Any]:
     """What each reader makes of the table: the store's verbs, the hooks' and guard's read."""
 
