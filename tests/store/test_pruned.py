@@ -153,7 +153,7 @@ def test_what_a_refused_try_left_is_kept_by_the_try_that_moves_the_refs(
     monkeypatch.undo()
     head = _journal(repo)[0]
     tree = git(repo, "rev-parse", f"{head}^{{tree}}").strip()
-    listed = git(repo, "ls-tree", "-r", "-t", "--object-only", tree).split()
+    listed = [line.split()[2] for line in git(repo, "ls-tree", "-r", "-t", tree).splitlines()]
     for oid in [tree, *listed]:  # every object the journal's table names, pruned after
         _loose(repo, oid).unlink(missing_ok=True)
     got = alock(repo, "acquire", "docs/**", **B)
