@@ -71,6 +71,7 @@ from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError, RemoteError
+from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.check import find_held
 from gitlocks.hooks.reading import refresh_view
@@ -444,6 +445,11 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
     sent it. Nothing to guard is exit 0 and silence, the one answer every harness reads
     as "go on" without a word to anyone; a failure (an unreadable table, a bug) lets the
     call through with the harness's visible "go on" (``Harness.fail``)."""
+    # The edited file decides which repository is asked (docs/design.md, section 6.5): a
+    # repository variable the harness inherited from its user's shell would name one
+    # repository for every file, judge a file against another's table, and claim there.
+    for var in REPO_VARS & os.environ.keys():
+        del os.environ[var]
     sender = harness
     try:
         sender, event = read(harness.name, raw, named)
