@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -246,3 +248,25 @@ def test_doctor_names_a_hook_file_it_cannot_read(repo: Path, text: str, said: st
     assert got.code == 1, got
     assert "Traceback" not in got.err, got
     assert f"problem: .claude/settings.json {said}" in got.out, got
+
+
+def test_a_read_only_git_directory_says_where_to_claim_instead(repo: Path, tmp_path: Path) -> None:
+    """Codex's default sandbox keeps .git read-only: the skill's `git alock acquire` from
+    its shell cannot write there, and the error says what can (the MCP server, the hooks)."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs unshare to mount .git read-only")
+    script = (
+        f"mount --bind {repo / '.git'} {repo / '.git'} && "
+        f"mount -o remount,bind,ro {repo / '.git'} && "
+        f"cd {repo} && git alock acquire src/app.py"
+    )
+    env = {**os.environ, "AGENT_ID": "me"}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True
+    )
+    if "mount" in proc.stderr and proc.returncode != 2:
+        pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
+    assert proc.returncode == 2, proc
+    assert proc.stderr.startswith("error: "), proc.stderr
+    assert "git alock mcp" in proc.stderr and "read-only" in proc.stderr, proc.stderr

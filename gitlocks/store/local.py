@@ -25,6 +25,7 @@ project history (``--until-merged``).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
@@ -455,7 +456,16 @@ class Store:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise StoreError(f"cannot open the store mutex {path}: {exc.strerror}") from exc
+            said = f"cannot open the store mutex {path}: {exc.strerror}"
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                # A sandbox that keeps .git read-only (Codex's default): claims go through a
+                # process outside it, the MCP server the harness starts (docs/agents.md).
+                said += (
+                    ". The git directory cannot be written from here (a sandbox such as "
+                    "Codex's keeps .git read-only): claim through the MCP server "
+                    "(git alock mcp) or the harness's hooks, which run outside it"
+                )
+            raise StoreError(said) from exc
         try:
             from gitlocks.store.mutex import wait_for_flock  # writes only: reads take no mutex
 
