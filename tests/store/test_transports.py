@@ -197,15 +197,22 @@ def test_the_http_host_takes_chunked_and_gzipped_bodies(
                             "HEAD:refs/heads/big")  # fmt: skip
         assert "Transfer-Encoding: chunked" in pushed
         assert git(remote.bare, "rev-parse", "big") == git(work, "rev-parse", "HEAD")
-        # Many commits the host lacks: git's haves fill a gzipped request.
-        for n in range(60):
-            git(work, "commit", "-q", "--allow-empty", "-m", f"local {n}")
+        # Many commits the client lacks, each on a branch of its own: the first request
+        # of the fetch names them all ("want" lines, some 5 KB), which git sends gzipped.
         tree = git(remote.bare, "rev-parse", "main^{tree}").strip()
-        other = git(remote.bare, "commit-tree", tree, "-p", "main", "-m", "other").strip()
-        git(remote.bare, "update-ref", "refs/heads/other", other)
-        fetched = traced_git(work, "fetch", "-q", "origin", "other")
+        made = {}
+        for n in range(100):
+            made[f"refs/heads/w{n}"] = git(
+                remote.bare, "commit-tree", tree, "-p", "main", "-m", f"other {n}"
+            ).strip()
+        feed = "".join(f"create {ref} {oid}\n" for ref, oid in made.items())
+        subprocess.run(["git", "update-ref", "--stdin"], cwd=remote.bare, input=feed,
+                       text=True, check=True)  # fmt: skip
+        fetched = traced_git(work, "fetch", "-q", "origin", "refs/heads/w*:refs/remotes/origin/w*")
         assert "Content-Encoding: gzip" in fetched
-        assert git(work, "rev-parse", "FETCH_HEAD").strip() == other
+        for ref, oid in made.items():
+            local = ref.replace("refs/heads/", "refs/remotes/origin/")
+            assert git(work, "rev-parse", local).strip() == oid
 
 
 def test_an_ssh_host_that_refuses_the_connection_is_told_with_ssh_s_reason(
