@@ -69,12 +69,12 @@ def check_times_ns(size: int, rng: random.Random, *, disjoint: bool) -> tuple[li
     ``disjoint`` builds the live set as a store would hold it: a scope is admitted only
     if it overlaps none already live (claims that overlap are refused).
     """
-    index: ScopeIndex[int] = ScopeIndex()
+    index = ScopeIndex()
     while len(index) < size:
         scope = random_scope(rng)
         if disjoint and (scope.pattern.startswith("**") or index.overlapping(scope)):
             continue  # a "**/..." scope would shut out every later non-exact one
-        index.add(len(index), scope)
+        index.add((str(len(index)), scope.pattern), scope)
     queries = [random_scope(rng) for _ in range(QUERIES)]
     hits = [len(index.overlapping(query)) for query in queries]  # compiles each query once
     samples = []

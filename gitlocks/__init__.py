@@ -12,9 +12,11 @@ them never need the scope engine.
 
 from __future__ import annotations
 
-from typing import Any
-
 from gitlocks.errors import InvalidPattern
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["InvalidPattern", "__version__", "pattern_covers", "patterns_overlap"]

@@ -28,10 +28,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
 
 from gitlocks.agents.edits import Candidates, Unjudgeable
-from gitlocks.core.text import ALNUM
+from gitlocks.agents.shell_words import NAME, Word, word_at, words
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 # Codex's apply_patch envelope (openai/codex, codex-rs/apply-patch/src/parser.rs): a hunk
 # starts with one of these; an Update hunk may move the file (both names are written).
@@ -140,119 +143,6 @@ def _files(text: str) -> tuple[str, ...]:
             + [line[len(MOVE) :] for line in span if line.startswith(MOVE)]
         )
     return found
-
-
-# --- the shell's words ------------------------------------------------------------------------
-
-
-class Word(NamedTuple):
-    """One shell word: its text with quotes removed, and whether the shell decides it only
-    when it runs (an expansion: ``$``, a command substitution, ``~``, a glob)."""
-
-    text: str
-    dynamic: bool = False
-    pwd: bool = False  # it starts with $PWD (or ${PWD}), then only literal text
-
-
-_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "<", ">")
-_BREAK = " \t\n;&|()<>"
-_NAME_CHARS = ALNUM + "_"  # what a shell variable's name is made of
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def words(script: str) -> list[Word | str]:
-    """``script`` as shell words and operators (``;`` for a newline); ``Unjudgeable``
-    where it cannot be split for certain (an unterminated quote)."""
-    out: list[Word | str] = []
-    i, n = 0, len(script)
-    while i < n:
-        c = script[i]
-        if c in " \t":
-            i += 1
-        elif script.startswith("\\\n", i):  # a line continued
-            i += 2
-        elif c == "\n":
-            out.append(";")
-            i += 1
-        elif c == "#":  # a comment, to the end of the line
-            end = script.find("\n", i)
-            i = n if end < 0 else end
-        elif op := next((op for op in _OPERATORS if script.startswith(op, i)), None):
-            out.append(op)
-            i += len(op)
-        else:
-            word, i = _word(script, i)
-            out.append(word)
-    return out
-
-
-def _word(script: str, i: int) -> tuple[Word, int]:
-    """The word starting at ``i``, and where it ends."""
-    text: list[str] = []
-    dynamic = pwd = False
-    n = len(script)
-    start = i
-    while i < n and script[i] not in _BREAK:
-        c = script[i]
-        if c == "\\":
-            if script.startswith("\\\n", i):
-                i += 2
-                continue
-            text.append(script[i + 1 : i + 2])
-            i += 2
-        elif c == "'":
-            end = script.find("'", i + 1)
-            if end < 0:
-                raise Unjudgeable("an unterminated quote before apply_patch")
-            text.append(script[i + 1 : end])
-            i = end + 1
-        elif c == '"':
-            i += 1
-            while i < n and script[i] != '"':
-                if script[i] == "\\" and i + 1 < n:
-                    text.append(script[i + 1])
-                    i += 2
-                    continue
-                if script[i] in "$`":
-                    if i == start + 1 and not text and _pwd_at(script, i):
-                        pwd = True
-                        i += _pwd_at(script, i)
-                        continue
-                    dynamic = True
-                text.append(script[i])
-                i += 1
-            if i >= n:
-                raise Unjudgeable("an unterminated quote before apply_patch")
-            i += 1
-        elif c in "$`":
-            if script.startswith("$(", i):
-                raise Unjudgeable("a command substitution before apply_patch")
-            if i == start and _pwd_at(script, i):
-                pwd = True
-                i += _pwd_at(script, i)
-                continue
-            dynamic = True
-            text.append(c)
-            i += 1
-        else:
-            if c in "*?[{}" or (c == "~" and i == start):
-                dynamic = True
-            text.append(c)
-            i += 1
-    found = "".join(text)
-    if found in ("{", "}") and script[start] in "{}":
-        dynamic = False  # a group's braces, not an expansion
-    return Word(found, dynamic, pwd), i
-
-
-def _pwd_at(script: str, i: int) -> int:
-    """The length of a ``$PWD`` or ``${PWD}`` at ``i`` (not ``$PWDX``); 0 for none."""
-    if script.startswith("${PWD}", i):
-        return 6
-    after = script[i + 4 : i + 5]
-    if script.startswith("$PWD", i) and not (after and after in _NAME_CHARS):
-        return 4
-    return 0
 
 
 # --- where the shell is when apply_patch runs --------------------------------------------------
@@ -391,7 +281,7 @@ class _Walk:
 
 def _assignment(word: Word) -> bool:
     name, eq, _ = word.text.partition("=")
-    return bool(eq) and not word.pwd and _NAME.fullmatch(name) is not None
+    return bool(eq) and not word.pwd and NAME.fullmatch(name) is not None
 
 
 def _directory(word: Word, how: str) -> str:
@@ -535,7 +425,7 @@ def _argument(tail: str) -> tuple[str, str]:
         if _names_files(tail):
             raise Unjudgeable("apply_patch reads its patch from its input, not the text in sight")
         return "", tail
-    word, end = _word(tail, at)
+    word, end = word_at(tail, at)
     raw = tail[at:end]
     if word.dynamic or (not raw.startswith("'") and any(c in raw for c in "$`\\")):
         if _names_files(tail):
@@ -549,20 +439,41 @@ def _names_files(text: str) -> bool:
     return bool(_files(text)) or any(mark.rstrip() in text for mark in (ADD, DELETE, UPDATE))
 
 
-class _Opened(NamedTuple):
+class _Opened:
     """A here-document as its ``<<`` opens it."""
 
-    delimiter: str  # the word, its quotes removed, as the shell ends the body at it
-    quoted: bool  # any part of the word quoted: the body is not expanded
-    strip_tabs: bool  # ``<<-``
-    end: int  # where the word ends
+    __slots__ = ("delimiter", "end", "quoted", "strip_tabs")
+
+    def __init__(
+        self,
+        delimiter: str,
+        quoted: bool,
+        strip_tabs: bool,
+        end: int,
+    ) -> None:
+        self.delimiter = delimiter  # the word, its quotes removed, as the shell ends the body at it
+        self.quoted = quoted  # any part of the word quoted: the body is not expanded
+        self.strip_tabs = strip_tabs  # ``<<-``
+        self.end = end  # where the word ends
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.delimiter, self.quoted, self.strip_tabs, self.end)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Opened) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"_Opened{self._key()!r}"
 
 
 def _delimiter(tail: str, heredoc: re.Match[str]) -> _Opened:
     """The delimiter word after ``<<``, read as the shell reads it: quotes and backslashes
     removed (``E\\OF``, ``E"O"F`` and ``'EOF'`` all end at ``EOF``), and quoted if any part
     of it was."""
-    word, end = _word(tail, heredoc.end())
+    word, end = word_at(tail, heredoc.end())
     raw = tail[heredoc.end() : end]
     if "$" in raw or "`" in raw:
         raise Unjudgeable("a here-document delimiter the guard does not read")

@@ -7,7 +7,9 @@ event, and the guard denies an unjudgeable patch, saying what to do instead.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Unjudgeable(Exception):

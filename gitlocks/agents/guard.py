@@ -30,7 +30,6 @@ import os
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
 from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
 from gitlocks.agents.harnesses import (
@@ -165,17 +164,40 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-class Verdict(NamedTuple):
+class Verdict:
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
     those that cannot be claimed here, the repositories where a claim was met, and the
     holder's own claims the edit is inside (by repository): a heartbeat."""
 
-    denied: list[str]
-    warned: list[str]
-    free: dict[str, tuple[Repo, list[str]]]
-    unclaimed: list[str]
-    held_in: set[str]
-    own: dict[str, tuple[Repo, dict[str, LockRecord]]]
+    __slots__ = ("denied", "free", "held_in", "own", "unclaimed", "warned")
+
+    def __init__(
+        self,
+        denied: list[str],
+        warned: list[str],
+        free: dict[str, tuple[Repo, list[str]]],
+        unclaimed: list[str],
+        held_in: set[str],
+        own: dict[str, tuple[Repo, dict[str, LockRecord]]],
+    ) -> None:
+        self.denied = denied
+        self.warned = warned
+        self.free = free
+        self.unclaimed = unclaimed
+        self.held_in = held_in
+        self.own = own
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.denied, self.warned, self.free, self.unclaimed, self.held_in, self.own)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verdict) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Verdict{self._key()!r}"
 
 
 def judge(
@@ -333,7 +355,13 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
             else:
                 ages[root] = said
         verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
-    denied, warned, free, unclaimed, _, own = verdict
+    denied, warned, free, unclaimed, own = (
+        verdict.denied,
+        verdict.warned,
+        verdict.free,
+        verdict.unclaimed,
+        verdict.own,
+    )
     if unclaimed:
         notes.append(
             f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"
@@ -427,7 +455,7 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
 def _deny(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
     """The harness's denial, in the protocol its shipped code reads."""
     said = harness.deny(reason)
-    return said._replace(stderr=said.stderr + stderr_lines(notes))
+    return Answer(said.code, said.stdout, said.stderr + stderr_lines(notes))
 
 
 def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:

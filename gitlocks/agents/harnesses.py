@@ -22,9 +22,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TypeAlias
 
 from gitlocks.agents.edits import Candidates, Unjudgeable
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    Paths: TypeAlias = Callable[[Any], tuple[str, ...] | None]
 
 EXIT_ALLOW, EXIT_PASS, EXIT_DENY = 0, 1, 2
 
@@ -33,46 +38,114 @@ class Pass(Exception):
     """Nothing to guard here: let the call through, saying nothing (exit 0)."""
 
 
-class Event(NamedTuple):
+class Event:
     """One harness event, as the guard needs it."""
 
-    kind: str  # "edit", "start", "end", "stop", "probe" or "other" (not ours: say nothing)
-    session_id: str  # "" when the payload carries none (the guard needs none)
-    cwd: str
-    tool: str = ""
-    paths: tuple[str, ...] = ()  # the files an edit writes, as the event names them
-    # False: the paths are candidates (a patch that may run in one directory or another):
-    # each is judged, none claimed.
-    claimable: bool = True
+    __slots__ = ("claimable", "cwd", "kind", "paths", "session_id", "tool")
+
+    def __init__(
+        self,
+        kind: str,
+        session_id: str,
+        cwd: str,
+        tool: str = "",
+        paths: tuple[str, ...] = (),
+        claimable: bool = True,
+    ) -> None:
+        self.kind = (
+            kind  # "edit", "start", "end", "stop", "probe" or "other" (not ours: say nothing)
+        )
+        self.session_id = session_id  # "" when the payload carries none (the guard needs none)
+        self.cwd = cwd
+        self.tool = tool
+        self.paths = paths  # the files an edit writes, as the event names them
+        # False: the paths are candidates (a patch that may run in one directory or another):
+        # each is judged, none claimed.
+        self.claimable = claimable
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.kind, self.session_id, self.cwd, self.tool, self.paths, self.claimable)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Event{self._key()!r}"
 
 
-class Answer(NamedTuple):
+class Answer:
     """What the harness gets back."""
 
-    code: int = EXIT_ALLOW
-    stdout: str = ""
-    stderr: str = ""
+    __slots__ = ("code", "stderr", "stdout")
+
+    def __init__(
+        self,
+        code: int = EXIT_ALLOW,
+        stdout: str = "",
+        stderr: str = "",
+    ) -> None:
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.code, self.stdout, self.stderr)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Answer) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Answer{self._key()!r}"
 
 
 # An editing tool -> the files one call of it writes, from its input (None: it names none;
 # (): this call of the tool writes nothing, a read).
-Paths: TypeAlias = Callable[[Any], tuple[str, ...] | None]
 
 
-class Harness(NamedTuple):
+class Harness:
     """One harness: how its answers are written, and how its session ends read."""
 
-    name: str
-    title: str
-    deny: Callable[[str], Answer]  # the answer that denies the call, for a reason
-    warn: Callable[[str], str | None]  # None: no way to tell the agent; stderr only
-    context: Callable[[str], str]  # the session-start text ("": it reads none)
-    # The exit code that lets a call through while the harness shows stderr to the user
-    # (an unreadable lock table, a bug): 0 where every other code denies the call.
-    fail: int = EXIT_PASS
-    # SessionEnd reasons after which the same process goes on (``/clear``): its claims
-    # are renewed, not released. None: its session end never ends the process's claims.
-    goes_on: frozenset[str] | None = frozenset()
+    __slots__ = ("context", "deny", "fail", "goes_on", "name", "title", "warn")
+
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        deny: Callable[[str], Answer],
+        warn: Callable[[str], str | None],
+        context: Callable[[str], str],
+        fail: int = EXIT_PASS,
+        goes_on: frozenset[str] | None = frozenset(),
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.deny = deny  # the answer that denies the call, for a reason
+        self.warn = warn  # None: no way to tell the agent; stderr only
+        self.context = context  # the session-start text ("": it reads none)
+        # The exit code that lets a call through while the harness shows stderr to the user
+        # (an unreadable lock table, a bug): 0 where every other code denies the call.
+        self.fail = fail
+        # SessionEnd reasons after which the same process goes on (``/clear``): its claims
+        # are renewed, not released. None: its session end never ends the process's claims.
+        self.goes_on = goes_on
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.title, self.deny, self.warn, self.context, self.fail, self.goes_on)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Harness) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Harness{self._key()!r}"
 
 
 # --- reading tool inputs ----------------------------------------------------------------

@@ -10,7 +10,6 @@ guard runs before every edit.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from gitlocks.agents.harnesses import (
     Event,
@@ -20,6 +19,7 @@ from gitlocks.core.ignore import IgnoreList
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.settings import Settings
 from gitlocks.hooks.check import (
     CommittedIgnores,
 )
@@ -27,22 +27,77 @@ from gitlocks.hooks.check import (
 MODES = ("claim", "block", "warn")
 
 
-class Repo(NamedTuple):
+class Repo:
     """The repository an event happens in, as the fast path reads it (no pygit2)."""
 
-    root: str
-    common_dir: str
-    mode: str
-    remote: str  # alock.remote: the lock remote in remote mode, else ""
-    ignore_case: bool
-    skew: int
-    reftable: bool
-    warnings: list[str]
-    ignore: IgnoreList  # .alockignore as committed at HEAD, never as being edited
-    # What the store needs to open it, as read here: a claim starts no git to find it again.
-    git_dir: str
-    object_format: str | None  # None: git did not say
-    settings: settings.Settings
+    __slots__ = (
+        "common_dir",
+        "git_dir",
+        "ignore",
+        "ignore_case",
+        "mode",
+        "object_format",
+        "reftable",
+        "remote",
+        "root",
+        "settings",
+        "skew",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        root: str,
+        common_dir: str,
+        mode: str,
+        remote: str,
+        ignore_case: bool,
+        skew: int,
+        reftable: bool,
+        warnings: list[str],
+        ignore: IgnoreList,
+        git_dir: str,
+        object_format: str | None,
+        settings: Settings,
+    ) -> None:
+        self.root = root
+        self.common_dir = common_dir
+        self.mode = mode
+        self.remote = remote  # alock.remote: the lock remote in remote mode, else ""
+        self.ignore_case = ignore_case
+        self.skew = skew
+        self.reftable = reftable
+        self.warnings = warnings
+        self.ignore = ignore  # .alockignore as committed at HEAD, never as being edited
+        # What the store needs to open it, as read here: a claim starts no git to find it again.
+        self.git_dir = git_dir
+        self.object_format = object_format  # None: git did not say
+        self.settings = settings
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.root,
+            self.common_dir,
+            self.mode,
+            self.remote,
+            self.ignore_case,
+            self.skew,
+            self.reftable,
+            self.warnings,
+            self.ignore,
+            self.git_dir,
+            self.object_format,
+            self.settings,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Repo) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Repo{self._key()!r}"
 
 
 def open_repo(directory: str, *, edited: str = "") -> Repo:

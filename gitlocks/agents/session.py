@@ -10,7 +10,6 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from gitlocks.agents.harnesses import (
     Answer,
@@ -53,6 +52,10 @@ from gitlocks.layout import (
 )
 from gitlocks.render.locks import expires
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
+
 # A denial names at most this many claims, and this many patterns of each: a lock of
 # thousands of patterns must not make a reason of megabytes.
 SHOWN_LOCKS, SHOWN_PATTERNS = 3, 3
@@ -73,10 +76,16 @@ def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
     proc = harness_session()
     if env.get("AGENT_ID"):
         identity = resolve_identity(None, env, proc, harness=False)
-        identity = identity._replace(session_source="harness")
+        identity.session_source = "harness"
     else:
         known = sessions.entry(proc, env)
-        holder = known.holder if known else session_holder_id(proc._replace(name=harness))
+        holder = (
+            known.holder
+            if known
+            else session_holder_id(
+                SessionProcess(proc.pid, proc.start_time, harness, proc.host, proc.terminal)
+            )
+        )
         parent = env.get("AGENT_PARENT_ID") or (known.parent if known else None) or None
         if parent is not None:
             parent = validate_holder(parent, what="AGENT_PARENT_ID")
@@ -86,15 +95,16 @@ def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
             proc, holder, "harness",
         )  # fmt: skip
         if identity.parent is None:
-            identity = identity._replace(parent_source=None)
+            identity.parent_source = None
         written = sessions.register(proc, holder, identity.parent, harness, env)
         if known is None and not written:
             # No register (no state directory, no /proc): every command below derives its
             # id from this process, by the process's own name (``node``), so the guard does.
             own = session_holder_id(proc)
             if identity.parent == own:
-                identity = identity._replace(parent=None, parent_source=None)
-            return identity._replace(holder=own, session_id=own)
+                identity.parent = identity.parent_source = None
+            identity.holder = identity.session_id = own
+            return identity
         return identity
     sessions.register(proc, identity.holder, identity.parent, harness, env)
     return identity

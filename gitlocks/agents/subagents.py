@@ -65,9 +65,12 @@ def sub_holder(session: Identity, agent: str) -> Identity:
     base = session.holder
     if len(base) > HOLDER_MAX - len(SUB) - 8:  # a long AGENT_ID: cut, kept distinct
         base = f"{base[: HOLDER_MAX - len(SUB) - 17]}-{hexed(base)}"
-    return session._replace(
-        holder=f"{base}{SUB}{hexed(agent)}",
-        holder_source="harness",
-        parent=session.holder,
-        parent_source="harness",
+    return Identity(
+        f"{base}{SUB}{hexed(agent)}",
+        "harness",
+        session.holder,
+        "harness",
+        session.session,
+        session.session_id,
+        session.session_source,
     )

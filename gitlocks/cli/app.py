@@ -14,10 +14,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
 
 from gitlocks.cli import declare
 from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 # verb -> (module under gitlocks.cli, one line of help); "" help: hidden.
 VERBS: dict[str, tuple[str, str]] = {

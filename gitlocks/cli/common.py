@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NoReturn
 
 from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
 from gitlocks.core import strictjson
 from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # The options many verbs share, with their defaults (``as_id: str | None = AS_OPTION``).
 # An MCP tool acts for the server's holder only: it is named as the server starts.

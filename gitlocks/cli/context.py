@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from gitlocks.core.scope import ScopeEntry, make_entry
 from gitlocks.core.text import first_control
@@ -17,6 +16,7 @@ from gitlocks.layout import JOURNAL_REF
 from gitlocks.render.locks import problems
 from gitlocks.service.context import Context, open_context
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.store.base import LockStore
 
@@ -29,14 +29,16 @@ def context(as_id: str | None, *, fresh: bool = False, land: bool = False) -> Co
     anyway; in remote mode ``sync`` asks, as the branch is the remote's).
     """
     ctx = open_context(None, lambda: resolve_identity(as_id))
+    if fresh:
+        ctx.store.sync()
+    # A reading verb answers from one listing of the refs (the warning's too), read once.
+    ctx.store.snapshot = land
     target = ctx.store.journal_symref()
     if target is not None:
         sys.stderr.write(
             f"warning: {JOURNAL_REF} is a symbolic ref to {target}: never followed; "
             "the next write replaces it with a fresh journal\n"
         )
-    if fresh:
-        ctx.store.sync()
     if land and not ctx.store.config_get("alock.remote"):
         _land(ctx)
     return ctx

@@ -25,18 +25,42 @@ evaluating it. Values stay strings: the verbs read them themselves.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class InTool(NamedTuple):
+class InTool:
     """How a verb's MCP tool takes one of its parameters, where that differs from the
     command line. By default the tool takes it under the option's long name (``--until-merged``:
     ``until_merged``) or the argument's parameter name, required as on the command line."""
 
-    name: str = ""  # the tool's name for it
-    required: bool | None = None  # required by the tool though optional on the command line
-    offered: bool = True  # False: the tool never takes it (who acts, the output's form)
-    pattern: bool = False  # a single path or pattern: held to a pattern's length
+    __slots__ = ("name", "offered", "pattern", "required")
+
+    def __init__(
+        self,
+        name: str = "",
+        required: bool | None = None,
+        offered: bool = True,
+        pattern: bool = False,
+    ) -> None:
+        self.name = name  # the tool's name for it
+        self.required = required  # required by the tool though optional on the command line
+        self.offered = offered  # False: the tool never takes it (who acts, the output's form)
+        self.pattern = pattern  # a single path or pattern: held to a pattern's length
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.required, self.offered, self.pattern)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InTool) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"InTool{self._key()!r}"
 
 
 NOT_IN_TOOL = InTool(offered=False)
@@ -91,11 +115,32 @@ class Exit(Exception):
         self.code = code
 
 
-class Verb(NamedTuple):
-    name: str
-    callback: Callable[..., Any]
-    hidden: bool
-    tool: str | None = None  # the MCP tool's description, for a verb that is also a tool
+class Verb:
+    __slots__ = ("callback", "hidden", "name", "tool")
+
+    def __init__(
+        self,
+        name: str,
+        callback: Callable[..., Any],
+        hidden: bool,
+        tool: str | None = None,
+    ) -> None:
+        self.name = name
+        self.callback = callback
+        self.hidden = hidden
+        self.tool = tool  # the MCP tool's description, for a verb that is also a tool
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.callback, self.hidden, self.tool)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verb) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Verb{self._key()!r}"
 
 
 class Verbs:
@@ -121,15 +166,49 @@ class Verbs:
 _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"})
 
 
-class Param(NamedTuple):
-    name: str
-    kind: str  # "flag", "value" (an option taking one), "one" or "many" (arguments)
-    names: tuple[str, ...]  # an option's spellings
-    required: bool
-    default: Any
-    plain: bool  # text, a flag or a list of text: what ``parse`` hands over as typed
-    help: str = ""
-    tool: InTool = InTool()
+class Param:
+    __slots__ = ("default", "help", "kind", "name", "names", "plain", "required", "tool")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        names: tuple[str, ...],
+        required: bool,
+        default: Any,
+        plain: bool,
+        help: str = "",
+        tool: InTool = InTool(),
+    ) -> None:
+        self.name = name
+        self.kind = kind  # "flag", "value" (an option taking one), "one" or "many" (arguments)
+        self.names = names  # an option's spellings
+        self.required = required
+        self.default = default
+        self.plain = plain  # text, a flag or a list of text: what ``parse`` hands over as typed
+        self.help = help
+        self.tool = tool
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.name,
+            self.kind,
+            self.names,
+            self.required,
+            self.default,
+            self.plain,
+            self.help,
+            self.tool,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Param) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Param{self._key()!r}"
 
 
 def params(func: Callable[..., Any]) -> list[Param]:

@@ -6,20 +6,28 @@ Pure data, in the core: the guard and the services build changes without loading
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.errors import UsageError
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass
+
 class Change:
     """What one write does: records to create or replace, ids to delete, events to journal."""
 
-    put: list[LockRecord] = field(default_factory=list)
-    delete: list[str] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("delete", "events", "put")
+
+    def __init__(
+        self,
+        put: list[LockRecord] | None = None,
+        delete: list[str] | None = None,
+        events: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.put = [] if put is None else put
+        self.delete = [] if delete is None else delete
+        self.events = [] if events is None else events
 
     def __bool__(self) -> bool:
         return bool(self.put or self.delete)

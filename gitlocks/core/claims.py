@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from gitlocks.core.judging import record_entries
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
-from gitlocks.core.table import Table, holding, record_entries
+from gitlocks.core.table import Table, holding
 
 
 class Claims:

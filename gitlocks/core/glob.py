@@ -14,7 +14,6 @@ compared many times.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from gitlocks.core.text import first_control
@@ -55,12 +54,17 @@ GLOBSTAR = _Sentinel("GLOBSTAR")
 Token = Ranges | _Sentinel
 
 
-@dataclass(frozen=True, eq=False)
 class GlobSeg:
     """One segment with wildcards. Identity equality: instances are interned by the cache
     of :func:`parse_segment`, which makes pair caches keyed on them cheap to hash."""
 
-    tokens: tuple[Token, ...]
+    __slots__ = ("tokens",)
+
+    def __init__(
+        self,
+        tokens: tuple[Token, ...],
+    ) -> None:
+        self.tokens = tokens
 
     def matches(self, name: str) -> bool:
         """Whether the segment name ``name`` (folded as the tokens are) matches.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import NamedTuple
 
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
 from gitlocks.errors import InvalidPattern
@@ -59,21 +58,64 @@ def _classes() -> dict[bytes, int]:
     }
 
 
-class _State(NamedTuple):
+class _State:
     """One state of a line's automaton, numbered by its place in the list."""
 
-    step: int = 0  # the bytes that move on to the next state
-    loop: int = 0  # the bytes that stay here
-    skip1: bool = False  # the next state is reached by reading nothing
-    skip2: bool = False  # so is the one after it
+    __slots__ = ("loop", "skip1", "skip2", "step")
+
+    def __init__(
+        self,
+        step: int = 0,
+        loop: int = 0,
+        skip1: bool = False,
+        skip2: bool = False,
+    ) -> None:
+        self.step = step  # the bytes that move on to the next state
+        self.loop = loop  # the bytes that stay here
+        self.skip1 = skip1  # the next state is reached by reading nothing
+        self.skip2 = skip2  # so is the one after it
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.step, self.loop, self.skip1, self.skip2)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _State) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"_State{self._key()!r}"
 
 
-class _Line(NamedTuple):
-    text: bytes  # the pattern as read: no "!", no trailing "/", no leading "/"
-    states: list[_State]  # the accepting state follows the last one
-    negative: bool  # "!pattern": re-includes
-    dir_only: bool  # "pattern/": matches directories only
-    basename: bool  # no "/": matches a name at any depth
+class _Line:
+    __slots__ = ("basename", "dir_only", "negative", "states", "text")
+
+    def __init__(
+        self,
+        text: bytes,
+        states: list[_State],
+        negative: bool,
+        dir_only: bool,
+        basename: bool,
+    ) -> None:
+        self.text = text  # the pattern as read: no "!", no trailing "/", no leading "/"
+        self.states = states  # the accepting state follows the last one
+        self.negative = negative  # "!pattern": re-includes
+        self.dir_only = dir_only  # "pattern/": matches directories only
+        self.basename = basename  # no "/": matches a name at any depth
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.text, self.states, self.negative, self.dir_only, self.basename)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Line) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"_Line{self._key()!r}"
 
 
 class _Dead(Exception):

@@ -17,14 +17,17 @@ import json
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, NamedTuple, TypeAlias
 
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import first_control, is_digits, printable
 from gitlocks.errors import UsageError
 
-Event: TypeAlias = dict[str, Any]
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    Event: TypeAlias = dict[str, Any]
 
 
 DEFAULT_KEEP_EVENTS = 1000
@@ -133,9 +136,28 @@ def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
     return parents <= 1 and tree_entries == 0 and _seq_digits(message) is not None
 
 
-class KeepPolicy(NamedTuple):
-    events: int | None = DEFAULT_KEEP_EVENTS
-    seconds: int | None = None
+class KeepPolicy:
+    __slots__ = ("events", "seconds")
+
+    def __init__(
+        self,
+        events: int | None = DEFAULT_KEEP_EVENTS,
+        seconds: int | None = None,
+    ) -> None:
+        self.events = events
+        self.seconds = seconds
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.events, self.seconds)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeepPolicy) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"KeepPolicy{self._key()!r}"
 
     @classmethod
     def from_config(cls, config_get: Callable[[str], str | None]) -> KeepPolicy:

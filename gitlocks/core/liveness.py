@@ -8,25 +8,37 @@ class, so they judge alike (docs/design.md, section 3.3).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, TypeAlias
 
 from gitlocks.core.record import LockRecord
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    State: TypeAlias = Literal["live", "stale", "dead", "interrupted"]
+
 # The state of a live (unexpired) lock.
-State: TypeAlias = Literal["live", "stale", "dead", "interrupted"]
 
 
-@dataclass
 class Liveness:
     """Judges records for one decision, each session process at most once."""
 
-    host_id: str
-    alive: Callable[[int, str], bool]
-    now: datetime
-    stale_after: int
-    _seen: dict[tuple[int, str], bool] = field(default_factory=dict, repr=False)
+    __slots__ = ("_seen", "alive", "host_id", "now", "stale_after")
+
+    def __init__(
+        self,
+        host_id: str,
+        alive: Callable[[int, str], bool],
+        now: datetime,
+        stale_after: int,
+        _seen: dict[tuple[int, str], bool] | None = None,
+    ) -> None:
+        self.host_id = host_id
+        self.alive = alive
+        self.now = now
+        self.stale_after = stale_after
+        self._seen = {} if _seen is None else _seen
 
     def judgeable(self, record: LockRecord) -> bool:
         """Whether this process can tell if the record's session process still runs: only

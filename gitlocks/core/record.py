@@ -11,15 +11,18 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
-from typing import Any, NamedTuple, TypeVar
 
 from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import InvalidHolder, UsageError
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeVar
+
+    T = TypeVar("T")
+
 
 FORMAT = 1
 MAX_TTL_SECONDS = 366 * 86400
@@ -241,42 +244,163 @@ def new_lock_id() -> str:
 # --- the record -----------------------------------------------------------------------------
 
 
-class Note(NamedTuple):
-    at: str
-    text: str
+class Note:
+    __slots__ = ("at", "text")
+
+    def __init__(
+        self,
+        at: str,
+        text: str,
+    ) -> None:
+        self.at = at
+        self.text = text
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.at, self.text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Note) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Note{self._key()!r}"
 
 
-@dataclass(frozen=True)
+# The fields, in the order ``__init__`` takes them; all but ``extra`` are compared.
+_FIELDS = (
+    "id",
+    "holder",
+    "paths",
+    "created_at",
+    "renewed_at",
+    "expires_at",
+    "parent",
+    "exact",
+    "reason",
+    "host",
+    "pid",
+    "pid_start",
+    "session",
+    "worktree",
+    "branch",
+    "head",
+    "notes",
+    "ttl",
+    "host_id",
+    "shared",
+    "until_merged",
+    "awaiting",
+    "extra",
+)
+_COMPARED = tuple(name for name in _FIELDS if name != "extra")
+
+
 class LockRecord:
-    """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1)."""
+    """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1).
 
-    id: str
-    holder: str
-    paths: tuple[str, ...]
-    created_at: str
-    renewed_at: str
-    expires_at: str
-    parent: str | None = None
-    exact: tuple[str, ...] = ()  # the patterns of ``paths`` that name one existing file
-    reason: str = ""
-    host: str = ""
-    pid: int = 0
-    pid_start: str = ""
-    session: str = ""  # the session process name, e.g. "claude"
-    worktree: str = ""
-    branch: str | None = None
-    head: str | None = None
-    notes: tuple[Note, ...] = ()
-    ttl: int = 0  # the lifetime asked for, in seconds, which a plain renew extends by
-    # Where ``pid`` can be judged: boot id and pid namespace of the session (see
-    # ``gitlocks.identity.host_identity``); empty: nowhere, the lock lives by its TTL.
-    host_id: str = ""
-    # Shared: other shared claims may overlap it; an exclusive claim may not (design §3.4).
-    shared: bool = False
-    # Released ("landed") once the commits in ``awaiting`` are all in this branch.
-    until_merged: str | None = None
-    awaiting: tuple[str, ...] = ()  # the holder's commits inside the claim, oldest first
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    Immutable (``Final``): a record read once is shared by every question asked of its
+    table; ``with_changes`` makes the changed copy a write stores.
+    """
+
+    __slots__ = (
+        "awaiting",
+        "branch",
+        "created_at",
+        "exact",
+        "expires_at",
+        "extra",
+        "head",
+        "holder",
+        "host",
+        "host_id",
+        "id",
+        "notes",
+        "parent",
+        "paths",
+        "pid",
+        "pid_start",
+        "reason",
+        "renewed_at",
+        "session",
+        "shared",
+        "ttl",
+        "until_merged",
+        "worktree",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        holder: str,
+        paths: tuple[str, ...],
+        created_at: str,
+        renewed_at: str,
+        expires_at: str,
+        parent: str | None = None,
+        exact: tuple[str, ...] = (),
+        reason: str = "",
+        host: str = "",
+        pid: int = 0,
+        pid_start: str = "",
+        session: str = "",
+        worktree: str = "",
+        branch: str | None = None,
+        head: str | None = None,
+        notes: tuple[Note, ...] = (),
+        ttl: int = 0,
+        host_id: str = "",
+        shared: bool = False,
+        until_merged: str | None = None,
+        awaiting: tuple[str, ...] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.id: Final = id
+        self.holder: Final = holder
+        self.paths: Final = paths
+        self.created_at: Final = created_at
+        self.renewed_at: Final = renewed_at
+        self.expires_at: Final = expires_at
+        self.parent: Final = parent
+        # the patterns of ``paths`` that name one existing file
+        self.exact: Final = exact
+        self.reason: Final = reason
+        self.host: Final = host
+        self.pid: Final = pid
+        self.pid_start: Final = pid_start
+        # the session process name, e.g. "claude"
+        self.session: Final = session
+        self.worktree: Final = worktree
+        self.branch: Final = branch
+        self.head: Final = head
+        self.notes: Final = notes
+        # the lifetime asked for, in seconds, which a plain renew extends by
+        self.ttl: Final = ttl
+        # Where ``pid`` can be judged: boot id and pid namespace of the session (see
+        # ``gitlocks.identity.host_identity``); empty: nowhere, the lock lives by its TTL.
+        self.host_id: Final = host_id
+        # Shared: other shared claims may overlap it; an exclusive claim may not (design §3.4).
+        self.shared: Final = shared
+        # Released ("landed") once the commits in ``awaiting`` are all in this branch.
+        self.until_merged: Final = until_merged
+        # the holder's commits inside the claim, oldest first
+        self.awaiting: Final = awaiting
+        # Keys of a newer format, kept as read and written back; never compared.
+        self.extra: Final[dict[str, Any]] = {} if extra is None else extra
+
+    def _key(self) -> tuple[object, ...]:  # every field but ``extra``
+        return tuple(getattr(self, name) for name in _COMPARED)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LockRecord) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)
+        return f"LockRecord({shown})"
 
     def expires(self) -> datetime:
         return parse_time(self.expires_at)
@@ -289,7 +413,7 @@ class LockRecord:
         return latest
 
     def with_changes(self, **changes: Any) -> LockRecord:
-        return replace(self, **changes)
+        return LockRecord(**{name: changes.pop(name, getattr(self, name)) for name in _FIELDS})
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -420,7 +544,7 @@ def _utf8(data: object) -> bool:
 
 # A record's own keys: the rest is kept as "extra". Whole before any record is read (a
 # set filled by the first read would be seen half filled by a second thread's).
-_KNOWN_FIELDS = frozenset(f.name for f in fields(LockRecord)) - {"extra"} | {"format"}
+_KNOWN_FIELDS = frozenset(_COMPARED) | {"format"}
 
 
 def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:

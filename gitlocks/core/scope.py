@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterator
 
 from gitlocks.core.glob import (
     GLOBSTAR,
@@ -38,7 +36,8 @@ from gitlocks.core.glob import (
 )
 from gitlocks.errors import InvalidPattern
 
-K = TypeVar("K", bound=Hashable)
+# What the index keeps an entry under: (lock id, pattern), as the table indexes them.
+Key = tuple[str, str]
 
 __all__ = [
     "WHOLE_TREE",
@@ -193,7 +192,6 @@ def _below_root(rest: str) -> str:
     return "/".join(segments)
 
 
-@dataclass(frozen=True)
 class ScopeEntry:
     """One pattern of a lock's scope, as recorded.
 
@@ -201,14 +199,31 @@ class ScopeEntry:
     names an existing file covers that file only, not an imaginary subtree beneath it.
     """
 
-    pattern: str  # normalised, root-relative
-    exact: bool = False
+    __slots__ = ("exact", "pattern")
 
-    def __post_init__(self) -> None:
-        compiled = compile_pattern(self.pattern, False)
-        if self.exact and compiled.literal is None:
+    def __init__(
+        self,
+        pattern: str,
+        exact: bool = False,
+    ) -> None:
+        compiled = compile_pattern(pattern, False)
+        if exact and compiled.literal is None:
             reason = "an exact entry must name one file, without wildcards"
-            raise InvalidPattern(self.pattern, reason)
+            raise InvalidPattern(pattern, reason)
+        self.pattern = pattern  # normalised, root-relative
+        self.exact = exact
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pattern, self.exact)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScopeEntry) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"ScopeEntry{self._key()!r}"
 
 
 def make_entry(
@@ -276,7 +291,7 @@ def _entries_meet(a: CompiledPattern, a_exact: bool, b: CompiledPattern, b_exact
 
 # The keys of one compiled pattern at one node (a dict: an insertion-ordered set). Every
 # decision is taken once per bundle: conventions such as "**/*.test.ts" recur.
-_Bundles = dict[CompiledPattern, dict[K, None]]
+_Bundles = dict[CompiledPattern, dict[Key, None]]
 
 # How the entries of a node are grouped, and how a query decides each group: see _Node.
 _EXACT = "exact"
@@ -286,7 +301,7 @@ _GLOB = "glob"
 _IF_SATISFIABLE = "if satisfiable"  # its satisfiable patterns surely overlap the query
 
 
-class _Node(Generic[K]):
+class _Node:
     """A trie node for one literal segment, holding the entries whose literal leading
     segments end exactly here, grouped by what follows:
 
@@ -299,20 +314,20 @@ class _Node(Generic[K]):
 
     __slots__ = ("_named", "children", "exact", "globs", "name", "open", "pairwise", "parent")
 
-    def __init__(self, parent: _Node[K] | None, name: str) -> None:
+    def __init__(self, parent: _Node | None, name: str) -> None:
         self.parent = parent
         self.name = name
-        self.children: dict[str, _Node[K]] = {}
-        self.exact: _Bundles[K] = {}
-        self.open: _Bundles[K] = {}
-        self.pairwise: _Bundles[K] = {}
-        self.globs: dict[GlobSeg, _Bundles[K]] = {}
+        self.children: dict[str, _Node] = {}
+        self.exact: _Bundles = {}
+        self.open: _Bundles = {}
+        self.pairwise: _Bundles = {}
+        self.globs: dict[GlobSeg, _Bundles] = {}
         # For a name, the globs groups whose segment matches it. Every query from one
         # directory goes through the same few names, and the wildcard patterns at the
         # root would otherwise cost every query one regular expression each.
-        self._named: dict[str, list[_Bundles[K]]] = {}
+        self._named: dict[str, list[_Bundles]] = {}
 
-    def bundles(self, group: str | GlobSeg) -> _Bundles[K]:
+    def bundles(self, group: str | GlobSeg) -> _Bundles:
         if isinstance(group, GlobSeg):
             if group not in self.globs:
                 self._named.clear()
@@ -323,7 +338,7 @@ class _Node(Generic[K]):
         del self.globs[group]
         self._named.clear()
 
-    def globs_matching(self, name: str) -> list[_Bundles[K]]:
+    def globs_matching(self, name: str) -> list[_Bundles]:
         found = self._named.get(name)
         if found is None:
             if len(self._named) >= 256:  # bound the memory for many distinct names
@@ -337,7 +352,7 @@ class _Node(Generic[K]):
 
     def groups(
         self, open_query: bool = False, whole: bool = False
-    ) -> Iterator[tuple[str | None, _Bundles[K]]]:
+    ) -> Iterator[tuple[str | None, _Bundles]]:
         """The non-empty groups, marked for a query that reads on below here through
         ``**`` (``whole``: and then ends, covering everything below)."""
         if self.exact:
@@ -351,16 +366,35 @@ class _Node(Generic[K]):
             yield mark, bundles
 
 
-@dataclass(frozen=True)
-class _Item(Generic[K]):
+class _Item:
     """One pattern of the index, with what it is compiled to."""
 
-    compiled: CompiledPattern
-    node: _Node[K]
-    group: str | GlobSeg
+    __slots__ = ("compiled", "group", "node")
+
+    def __init__(
+        self,
+        compiled: CompiledPattern,
+        node: _Node,
+        group: str | GlobSeg,
+    ) -> None:
+        self.compiled = compiled
+        self.node = node
+        self.group = group
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.compiled, self.node, self.group)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Item) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"_Item{self._key()!r}"
 
 
-class ScopeIndex(Generic[K]):
+class ScopeIndex:
     """Live scope entries, keyed by the caller, for fast overlap and coverage queries.
 
     Entries sit in a trie keyed on their literal leading segments: every path an entry
@@ -374,8 +408,8 @@ class ScopeIndex(Generic[K]):
 
     def __init__(self, *, ignore_case: bool = False) -> None:
         self._ignore_case = ignore_case
-        self._root: _Node[K] = _Node(None, "")
-        self._items: dict[K, _Item[K]] = {}
+        self._root: _Node = _Node(None, "")
+        self._items: dict[Key, _Item] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -383,7 +417,7 @@ class ScopeIndex(Generic[K]):
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def add(self, key: K, entry: ScopeEntry) -> None:
+    def add(self, key: Key, entry: ScopeEntry) -> None:
         """Add ``entry`` under ``key``, replacing what ``key`` held before."""
         self.remove(key)
         compiled = compile_pattern(entry.pattern, self._ignore_case)
@@ -397,7 +431,7 @@ class ScopeIndex(Generic[K]):
         node.bundles(group).setdefault(compiled, {})[key] = None
         self._items[key] = _Item(compiled, node, group)
 
-    def remove(self, key: K) -> None:
+    def remove(self, key: Key) -> None:
         """Forget ``key``; nothing happens if it is not there."""
         item = self._items.pop(key, None)
         if item is None:
@@ -414,10 +448,10 @@ class ScopeIndex(Generic[K]):
             del node.parent.children[node.name]
             node = node.parent
 
-    def overlapping(self, entry: ScopeEntry) -> list[K]:
+    def overlapping(self, entry: ScopeEntry) -> list[Key]:
         """Keys whose entry overlaps ``entry``, each once, in no particular order."""
         query = compile_pattern(entry.pattern, self._ignore_case)
-        found: list[K] = []
+        found: list[Key] = []
         for mark, bundles in self._reached(query, entry.exact):
             if mark is None:  # sure to overlap
                 for keys in bundles.values():
@@ -430,9 +464,9 @@ class ScopeIndex(Generic[K]):
                     found.extend(keys)
         return found
 
-    def _reached(self, query: CompiledPattern, exact: bool) -> list[tuple[str | None, _Bundles[K]]]:
+    def _reached(self, query: CompiledPattern, exact: bool) -> list[tuple[str | None, _Bundles]]:
         """The groups ``query`` may overlap, marked None where it surely does."""
-        out: list[tuple[str | None, _Bundles[K]]] = []
+        out: list[tuple[str | None, _Bundles]] = []
         segments = query.segments
         # An exact query is one path: it stops where its names do, without a subtree.
         end = len(segments) - 1 if exact else len(segments)
@@ -473,7 +507,7 @@ class ScopeIndex(Generic[K]):
                 stack.extend((c, i + 1) for name, c in node.children.items() if match(name))
         return out
 
-    def covering(self, path: str) -> list[K]:
+    def covering(self, path: str) -> list[Key]:
         """Keys whose entry covers the concrete ``path``, each once, in no particular order."""
         path = normalise_path(path, self._ignore_case)
         nodes = [self._root]
@@ -482,7 +516,7 @@ class ScopeIndex(Generic[K]):
             if child is None:
                 break
             nodes.append(child)
-        found: list[K] = []
+        found: list[Key] = []
         for node in nodes:
             for mark, bundles in node.groups():
                 for compiled, keys in bundles.items():
@@ -500,7 +534,7 @@ def _group(compiled: CompiledPattern, exact: bool) -> str | GlobSeg:
     return _OPEN if compiled.satisfiable else _PAIRWISE
 
 
-def _subtree(node: _Node[K]) -> list[_Node[K]]:
+def _subtree(node: _Node) -> list[_Node]:
     """``node`` and every node beneath it."""
     nodes = [node]
     stack = list(node.children.values())

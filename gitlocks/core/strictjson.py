@@ -8,7 +8,10 @@ takes; a hostile journal event can hold them. Where a value holds one, it is wri
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dumps_finite(value: object, **options: Any) -> str:

@@ -14,27 +14,61 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from operator import attrgetter
-from typing import TYPE_CHECKING, NamedTuple
 
 from gitlocks.core.glob import compile_pattern
 from gitlocks.errors import InvalidPattern
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.core.record import LockRecord
 
 
-class Summary(NamedTuple):
+class Summary(tuple[str, str, "str | None", str, tuple[str, ...], bool]):
     """What the table needs of a record before reading it whole: who holds it until when,
-    and the first path segments its patterns are bound to (see ``bucket_of``)."""
+    and the first path segments its patterns are bound to (see ``bucket_of``).
 
-    id: str
-    holder: str
-    parent: str | None
-    expires_at: str
-    buckets: tuple[str, ...]
-    # Waits for commits to land (``--until-merged`` with commits made): every write asks
-    # whether they have, so it must find these records without reading the others.
-    landing: bool = False
+    A tuple, as the verdict cache stores a row, made straight from one (``tuple.__new__``):
+    ten thousand of them are made on every read of a table that size."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        id: str,
+        holder: str,
+        parent: str | None,
+        expires_at: str,
+        buckets: tuple[str, ...],
+        landing: bool = False,
+    ) -> Summary:
+        return tuple.__new__(cls, (id, holder, parent, expires_at, buckets, landing))
+
+    @property
+    def id(self) -> str:
+        return self[0]
+
+    @property
+    def holder(self) -> str:
+        return self[1]
+
+    @property
+    def parent(self) -> str | None:
+        return self[2]
+
+    @property
+    def expires_at(self) -> str:
+        return self[3]
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        """The first segments its patterns are bound to."""
+        return self[4]
+
+    @property
+    def landing(self) -> bool:
+        """Waits for commits to land (``--until-merged`` with commits made): every write
+        asks whether they have, so it must find these records without reading the others."""
+        return self[5]
 
     @classmethod
     def of(cls, record: LockRecord) -> Summary:

@@ -8,113 +8,27 @@ the number of locks it might cross, not in the number of locks that exist.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import NamedTuple, NoReturn
 
-from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
+from gitlocks.core.judging import (
+    Judged,
+    Lost,
+    Problem,
+    ReadAgain,
+    check_record,
+    judge_ref,
+    read_record,
+    record_entries,
+)
+from gitlocks.core.record import LockRecord, format_time, parse_time
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
-from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
+from gitlocks.errors import StoreError
 from gitlocks.layout import LOCK_PREFIX
 
-Key = tuple[str, str]  # (lock id, pattern)
-# Told refs whose blob is missing (ref, blob id), stops on those that were granted claims.
-Lost = Callable[[list[tuple[str, str]]], None]
-
-
-class ReadAgain(StoreError):
-    """Raised by a ``Lost`` callback that put back the records a prune took: read again."""
-
-
-class Problem(NamedTuple):
-    """A ref under the lock namespace that is not a usable lock record."""
-
-    ref: str
-    oid: str
-    reason: str
-
-
-def read_record(ref: str, oid: str, data: bytes | None, kind: str = "blob") -> LockRecord | Problem:
-    """The record a lock ref points at, or the problem that makes it unusable.
-
-    The one place a record read from a ref is judged, for the store, the remote and the
-    hooks alike: one bad record (anyone can write one) is reported and skipped, and never
-    stops a command (docs/design.md, section 3).
-    """
-
-    def problem(reason: str) -> Problem:
-        return Problem(ref=ref, oid=oid, reason=reason)
-
-    if kind != "blob":
-        return problem(f"points at a {kind}, not a lock record blob")
-    if data is None:
-        return problem("points at a missing object")
-    record = check_record(data)
-    if isinstance(record, str):
-        return problem(record)
-    if record.id != ref[len(LOCK_PREFIX) :]:
-        return problem(f"record id {record.id!r} does not match its ref")
-    return record
-
-
-def check_record(data: bytes) -> LockRecord | str:
-    """The record a blob holds, or why it is no usable record: everything that depends on
-    the blob alone, so that a verdict can be kept by blob id (docs/design.md, section 4.5)."""
-    try:
-        record = LockRecord.from_json(data)
-        validate_holder(record.holder, what="holder")
-        record_entries(record)
-    except (RecordError, InvalidPattern, InvalidHolder) as exc:
-        return str(exc)
-    return record
-
-
-def verdict_of(data: bytes) -> Verdict:
-    """What a blob of ``data`` holds, as kept by blob id: the summary of the record it is, or
-    why it is no usable record (``check_record``)."""
-    checked = check_record(data)
-    return checked if isinstance(checked, str) else Summary.of(checked)
-
-
-class Judged(NamedTuple):
-    """Lock refs judged already, whose records are not read again to know what they hold
-    (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and
-    the refs that hold no usable record."""
-
-    summaries: Summaries
-    blobs: dict[str, str]
-    problems: list[Problem]
-
-
-def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | None:
-    """What ``verdicts`` (by blob id) say of each of ``refs`` (name -> blob id), as
-    ``lazy_table`` reads them; None when a blob has no verdict (a missing object has none:
-    it may yet arrive)."""
-    summaries: dict[str, Summary] = {}
-    blobs: dict[str, str] = {}
-    problems: list[Problem] = []
-    cut = len(LOCK_PREFIX)
-    for ref, oid in refs.items():
-        verdict = verdicts.get(oid)
-        if verdict is None:
-            return None
-        found = _judged(ref, oid, verdict)
-        if isinstance(found, Problem):
-            problems.append(found)
-        else:
-            summaries[ref[cut:]] = found
-        blobs[ref[cut:]] = oid
-    return Judged(Summaries(summaries), blobs, problems)
-
-
-def _judged(ref: str, oid: str, verdict: Verdict) -> Summary | Problem:
-    """The summary of the lock the blob ``oid`` under ``ref`` is, or why it is none."""
-    if isinstance(verdict, str):
-        return Problem(ref=ref, oid=oid, reason=verdict)
-    if verdict.id != ref[len(LOCK_PREFIX) :]:
-        return Problem(ref=ref, oid=oid, reason=f"record id {verdict.id!r} does not match its ref")
-    return verdict
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def lazy_table(
@@ -182,7 +96,7 @@ def lazy_table(
             if not isinstance(checked, str):
                 parsed[lock_id] = checked
         blobs[lock_id] = oid
-        found = _judged(ref, oid, verdict)
+        found = judge_ref(ref, oid, verdict)
         if isinstance(found, Problem):
             problems.append(found)
         else:
@@ -247,11 +161,6 @@ def _mismatch(lock_id: str, distrust: Callable[[], None] | None) -> NoReturn:
     )
 
 
-def record_entries(record: LockRecord) -> list[ScopeEntry]:
-    exact = set(record.exact)
-    return [ScopeEntry(p, exact=p in exact) for p in record.paths]
-
-
 Reader = Callable[[list[str]], dict[str, tuple[bytes | None, str]]]  # oids -> (data, kind)
 
 
@@ -305,7 +214,6 @@ class LazyRecords(MutableMapping[str, LockRecord]):
         return len(self._ids)
 
 
-@dataclass
 class Table:
     """Records by id, the refs that could not be read, and the store version they came from.
 
@@ -317,39 +225,60 @@ class Table:
     cross, never in the size of the table.
     """
 
-    version: str | None = None
-    ignore_case: bool = False
-    records: MutableMapping[str, LockRecord] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-    # lock id -> object id of every blob under the lock namespace (usable or not): what a
-    # write compares and what the journal commit's table tree holds.
-    refs: dict[str, str] = field(default_factory=dict)
-    # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
-    # clock wrote it, so nobody treats it as expired until this allowance has passed too.
-    skew: int = 0
-    # Given as a dict (of the records, or none for a table of records not read lazily) or
-    # as ``Summaries``, kept as ``Summaries``: the questions below are passes over columns.
-    summaries: Summaries = field(default_factory=Summaries)
-    _index: ScopeIndex[Key] = field(init=False, repr=False)
-    _indexed: set[str] = field(init=False, repr=False)
-    # Ids by holder and by bucket, each gathered from the summaries when first asked for:
-    # 10,000 locks are not indexed for a question about one holder or one subtree.
-    _by_holder: dict[str, set[str]] = field(init=False, repr=False)
-    _all_holders: bool = field(init=False, repr=False)
-    _by_bucket: dict[str, set[str]] = field(init=False, repr=False)
+    __slots__ = (
+        "_all_holders",
+        "_by_bucket",
+        "_by_holder",
+        "_index",
+        "_indexed",
+        "ignore_case",
+        "problems",
+        "records",
+        "refs",
+        "skew",
+        "summaries",
+        "version",
+    )
 
-    def __post_init__(self) -> None:
-        self._index = ScopeIndex(ignore_case=self.ignore_case)
-        self._indexed = set()
-        self._by_holder = {}
-        self._all_holders = False
-        self._by_bucket = {}
+    def __init__(
+        self,
+        version: str | None = None,
+        ignore_case: bool = False,
+        records: MutableMapping[str, LockRecord] | None = None,
+        problems: list[Problem] | None = None,
+        refs: dict[str, str] | None = None,
+        skew: int = 0,
+        summaries: Summaries | Mapping[str, Summary] | None = None,
+    ) -> None:
+        self.version = version
+        self.ignore_case = ignore_case
+        self.records: MutableMapping[str, LockRecord] = {} if records is None else records
+        self.problems: list[Problem] = [] if problems is None else problems
+        # lock id -> object id of every blob under the lock namespace (usable or not): what
+        # a write compares and what the journal commit's table tree holds.
+        self.refs: dict[str, str] = {} if refs is None else refs
+        # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
+        # clock wrote it, so nobody treats it as expired until this allowance has passed.
+        self.skew = skew
+        # Given as a dict (of the records, or none for a table of records not read lazily)
+        # or as ``Summaries``, kept as ``Summaries``: the questions below are passes over
+        # columns.
+        self.summaries: Summaries
         if not isinstance(self.records, LazyRecords):
             self.summaries = Summaries({r.id: Summary.of(r) for r in self.records.values()})
-        elif not isinstance(self.summaries, Summaries):
-            self.summaries = Summaries(self.summaries)
+        elif isinstance(summaries, Summaries):
+            self.summaries = summaries
+        else:
+            self.summaries = Summaries(summaries)
         if isinstance(self.records, LazyRecords) and not self.summaries.has_ids(self.records.ids()):
             raise ValueError("a table of lazily read records needs the summary of each")
+        self._index: ScopeIndex = ScopeIndex(ignore_case=ignore_case)
+        self._indexed: set[str] = set()
+        # Ids by holder and by bucket, each gathered from the summaries when first asked
+        # for: 10,000 locks are not indexed for a question about one holder or one subtree.
+        self._by_holder: dict[str, set[str]] = {}
+        self._all_holders = False
+        self._by_bucket: dict[str, set[str]] = {}
 
     def _holder_ids(self, holder: str) -> set[str]:  # the set kept: never changed by callers
         ids = self._by_holder.get(holder)

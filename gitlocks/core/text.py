@@ -15,8 +15,9 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # overrides, invisible and format characters (zero-width spaces and joiners, no-break and
 # soft-hyphen, word joiners, the byte-order mark: two names that differ only by one would
 # print alike), and lone surrogates (the undecodable bytes of a file name read with
-# ``surrogateescape``).
-_UNSAFE = re.compile(
+# ``surrogateescape``). Compiled (and kept by ``re``) the first time a text needs it: the
+# common text is printable, and a command need not compile it at all.
+_UNSAFE = (
     "[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff]"
 )
@@ -38,7 +39,7 @@ def printable(text: str) -> str:
     """``text`` with control characters escaped, safe on one line of a terminal."""
     if text.isprintable():  # no character _UNSAFE names is printable: the common case
         return text
-    return _UNSAFE.sub(_escape, text)
+    return re.sub(_UNSAFE, _escape, text)
 
 
 def printable_lines(lines: list[str]) -> str:

@@ -18,13 +18,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from gitlocks.core.digest import hasher
+from gitlocks.core.judging import Judged, Problem
 from gitlocks.core.summaries import Columns, Summaries, Summary, Verdict
-from gitlocks.core.table import Judged, Problem
 from gitlocks.core.text import all_text
 from gitlocks.layout import LOCK_PREFIX
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 _judging_code: list[str] = []  # computed once a process, when a document is first read
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.git.run import Process
 
@@ -164,14 +163,34 @@ def _is_oid(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
-@dataclass(frozen=True)
 class RefUpdate:
     """One line of pre-push's standard input."""
 
-    local_ref: str
-    local_sha: str
-    remote_ref: str
-    remote_sha: str
+    __slots__ = ("local_ref", "local_sha", "remote_ref", "remote_sha")
+
+    def __init__(
+        self,
+        local_ref: str,
+        local_sha: str,
+        remote_ref: str,
+        remote_sha: str,
+    ) -> None:
+        self.local_ref = local_ref
+        self.local_sha = local_sha
+        self.remote_ref = remote_ref
+        self.remote_sha = remote_sha
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.local_ref, self.local_sha, self.remote_ref, self.remote_sha)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RefUpdate) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"RefUpdate{self._key()!r}"
 
     @classmethod
     def parse(cls, line: str) -> RefUpdate | None:

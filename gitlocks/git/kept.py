@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
 
+from gitlocks.core.judging import Judged, judge
 from gitlocks.core.summaries import Verdict
-from gitlocks.core.table import Judged, judge
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
 from gitlocks.git import files
 from gitlocks.git.files import Scan
@@ -39,13 +38,34 @@ SPARE_VERDICTS = 200
 _MAGIC = b"gitlocks judged lock refs "
 
 
-class Found(NamedTuple):
+class Found:
     """The lock refs as git lists them, and what the loader takes of them."""
 
-    refs: dict[str, str]  # name -> blob id: those ``judged`` does not stand for
-    symbolic: dict[str, str]  # name -> the ref it names (never followed)
-    judged: Judged | None  # the refs judged already, each still naming the blob judged
-    listed: dict[str, str]  # every lock ref listed, to keep their judgement
+    __slots__ = ("judged", "listed", "refs", "symbolic")
+
+    def __init__(
+        self,
+        refs: dict[str, str],
+        symbolic: dict[str, str],
+        judged: Judged | None,
+        listed: dict[str, str],
+    ) -> None:
+        self.refs = refs  # name -> blob id: those ``judged`` does not stand for
+        self.symbolic = symbolic  # name -> the ref it names (never followed)
+        self.judged = judged  # the refs judged already, each still naming the blob judged
+        self.listed = listed  # every lock ref listed, to keep their judgement
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.refs, self.symbolic, self.judged, self.listed)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Found) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Found{self._key()!r}"
 
 
 def scan(common_dir: str, listed: Scan) -> Found:

@@ -23,12 +23,15 @@ import os
 import stat
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import IO, Literal, NamedTuple
 
 from gitlocks.core.digest import hasher
 from gitlocks.core.record import is_object_id
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, Process, close_pipes, start
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import IO, Literal
 
 MODE_TREE = 0o040000
 MODE_BLOB = 0o100644
@@ -36,21 +39,62 @@ MODE_EXECUTABLE = 0o100755
 BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
 
 
-class Entry(NamedTuple):
+class Entry:
     """One entry of a tree."""
 
-    mode: int
-    name: str
-    id: str
+    __slots__ = ("id", "mode", "name")
+
+    def __init__(
+        self,
+        mode: int,
+        name: str,
+        id: str,
+    ) -> None:
+        self.mode = mode
+        self.name = name
+        self.id = id
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.mode, self.name, self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Entry) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Entry{self._key()!r}"
 
 
-class Commit(NamedTuple):
+class Commit:
     """The parts of a commit gitlocks reads."""
 
-    id: str
-    tree: str
-    parent_ids: tuple[str, ...]
-    message: str
+    __slots__ = ("id", "message", "parent_ids", "tree")
+
+    def __init__(
+        self,
+        id: str,
+        tree: str,
+        parent_ids: tuple[str, ...],
+        message: str,
+    ) -> None:
+        self.id = id
+        self.tree = tree
+        self.parent_ids = parent_ids
+        self.message = message
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.id, self.tree, self.parent_ids, self.message)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Commit) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Commit{self._key()!r}"
 
 
 class Objects:

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
 
 from gitlocks.core.journal import shard_of
+from gitlocks.core.judging import ReadAgain
 from gitlocks.core.record import is_object_id
-from gitlocks.core.table import ReadAgain
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, finish, start
 from gitlocks.layout import LOCK_PREFIX
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 

@@ -29,7 +29,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
 
 Process = subprocess.Popen[bytes]  # a git process ``start`` began
 
@@ -160,14 +159,34 @@ def close_pipes(proc: Process) -> None:
                 pass
 
 
-class Ran(NamedTuple):
+class Ran:
     """What a ``bounded`` git run ended with. ``stderr`` is git's as far as
     ``STDERR_KEPT`` allows: its head and its tail, with a line between them saying how
     much was left out."""
 
-    returncode: int
-    stdout: bytes
-    stderr: bytes
+    __slots__ = ("returncode", "stderr", "stdout")
+
+    def __init__(
+        self,
+        returncode: int,
+        stdout: bytes,
+        stderr: bytes,
+    ) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.returncode, self.stdout, self.stderr)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ran) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Ran{self._key()!r}"
 
 
 # git relays the remote's hook output (``remote: ...``) and whatever GIT_TRACE* asks for

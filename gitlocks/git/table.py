@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
+from gitlocks.core.judging import Judged, Lost, Problem, ReadAgain
 from gitlocks.core.record import MAX_RECORD_BYTES
 from gitlocks.core.summaries import Verdict
-from gitlocks.core.table import Judged, Lost, Problem, ReadAgain, Table, lazy_table
+from gitlocks.core.table import Table, lazy_table
 from gitlocks.git import files, kept
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.objects import Objects

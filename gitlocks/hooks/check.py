@@ -14,21 +14,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from datetime import datetime
 
 from gitlocks.core.claims import Claims
 from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList, newly_exempt
+from gitlocks.core.judging import Problem
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import (
     LockRecord,
     utcnow,
 )
 from gitlocks.core.scope import path_entry
-from gitlocks.core.table import (
-    Problem,
-    Table,
-)
+from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
 from gitlocks.git import settings
@@ -121,12 +118,30 @@ def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
 # --- the check ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Held:
     """A path of the commit or push inside other holders' live locks."""
 
-    path: str
-    locks: tuple[LockRecord, ...]
+    __slots__ = ("locks", "path")
+
+    def __init__(
+        self,
+        path: str,
+        locks: tuple[LockRecord, ...],
+    ) -> None:
+        self.path = path
+        self.locks = locks
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.path, self.locks)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Held) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Held{self._key()!r}"
 
 
 def find_held(
@@ -192,16 +207,26 @@ def exemptions_held(
 # --- the hook entry point -----------------------------------------------------------------
 
 
-@dataclass
 class HookReport:
     """A hook's answer: the paths held, the problems seen, and its exit code."""
 
-    hook: str
-    config: HookConfig
-    held: list[Held]
-    problems: list[Problem]
-    now: datetime
-    unnamed: bool = False  # the commit names no agent (no trailer will say who made it)
+    __slots__ = ("config", "held", "hook", "now", "problems", "unnamed")
+
+    def __init__(
+        self,
+        hook: str,
+        config: HookConfig,
+        held: list[Held],
+        problems: list[Problem],
+        now: datetime,
+        unnamed: bool = False,
+    ) -> None:
+        self.hook = hook
+        self.config = config
+        self.held = held
+        self.problems = problems
+        self.now = now
+        self.unnamed = unnamed  # the commit names no agent (no trailer will say who made it)
 
     @property
     def exit_code(self) -> int:
@@ -294,7 +319,8 @@ def _refreshed(configured: HookConfig, table: Table, cwd: str | None) -> tuple[H
     if stale is None:
         return TableReader(cwd).finish()  # the view just fetched
     said = "; ".join(w for w in (configured.warning, stale) if w)
-    return replace(configured, warning=said), table
+    configured.warning = said
+    return configured, table
 
 
 def _judge(

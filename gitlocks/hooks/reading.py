@@ -12,9 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
@@ -25,23 +23,49 @@ from gitlocks.git.settings import Settings
 from gitlocks.git.table import read_lock_table
 from gitlocks.identity import Identity, host_identity
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
+
 MODES = ("warn", "block")
 
 
 # --- the lock table and the configuration, through git ------------------------------------
 
 
-@dataclass(frozen=True)
 class HookConfig:
     """The hooks' settings, read from git config in one call."""
 
-    mode: str  # warn or block
-    ignore_case: bool
-    warning: str | None = None
-    # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
-    skew: int = 0
-    reftable: bool = False  # refs not in files: list them through git
-    remote: str | None = None  # alock.remote: the lock remote in remote mode
+    __slots__ = ("ignore_case", "mode", "reftable", "remote", "skew", "warning")
+
+    def __init__(
+        self,
+        mode: str,
+        ignore_case: bool,
+        warning: str | None = None,
+        skew: int = 0,
+        reftable: bool = False,
+        remote: str | None = None,
+    ) -> None:
+        self.mode = mode  # warn or block
+        self.ignore_case = ignore_case
+        self.warning = warning
+        # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
+        self.skew = skew
+        self.reftable = reftable  # refs not in files: list them through git
+        self.remote = remote  # alock.remote: the lock remote in remote mode
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.mode, self.ignore_case, self.warning, self.skew, self.reftable, self.remote)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HookConfig) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"HookConfig{self._key()!r}"
 
 
 def hook_config(configured: Settings, *, receiving: bool = False) -> HookConfig:
@@ -92,7 +116,15 @@ def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity
                 if table.is_live(record, stamp) and (
                     (record.pid, record.pid_start, record.host_id) == here
                 ):
-                    return identity._replace(holder=record.holder, parent=record.parent), True
+                    return Identity(
+                        record.holder,
+                        identity.holder_source,
+                        record.parent,
+                        identity.parent_source,
+                        identity.session,
+                        identity.session_id,
+                        identity.session_source,
+                    ), True
     known = any(table.is_live(r, stamp) for r in table.held_by(identity.holder))
     return identity, known
 

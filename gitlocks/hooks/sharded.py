@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gitlocks.core.journal import is_journal_commit
+from gitlocks.core.judging import check_record
 from gitlocks.core.record import LockRecord
 from gitlocks.core.shard import parse_format, record_shards
-from gitlocks.core.table import check_record
 from gitlocks.core.text import canonical_number
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.hosted import (

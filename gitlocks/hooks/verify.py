@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from gitlocks.core.judging import Problem
 from gitlocks.core.record import format_time, utcnow
-from gitlocks.core.table import Problem
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
 from gitlocks.git import files, kept, settings
 from gitlocks.git.changes import finish_git, start_git

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
 from gitlocks.core.record import validate_holder
 from gitlocks.errors import InvalidHolder
@@ -38,20 +37,70 @@ from gitlocks.identity.processes import (
     trusted,
 )
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
-class Identity(NamedTuple):
+
+class Identity:
     """The holder and parent for this invocation, and where each came from."""
 
-    holder: str
-    holder_source: str  # "--as", "AGENT_ID", "harness" (gitlocks.identity.sessions) or "session"
-    parent: str | None
-    parent_source: str | None  # "AGENT_PARENT_ID" or None: a parent is only ever declared
-    # The process whose life is the holder's: recorded in its locks, judged for liveness.
-    # Pid 0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its
-    # locks then live by their TTL and heartbeats alone.
-    session: SessionProcess
-    session_id: str  # the id derived from the session found, whether or not it is the holder
-    session_source: str = "session"  # "session", "harness", "AGENT_SESSION_PID" or "none"
+    __slots__ = (
+        "holder",
+        "holder_source",
+        "parent",
+        "parent_source",
+        "session",
+        "session_id",
+        "session_source",
+    )
+
+    def __init__(
+        self,
+        holder: str,
+        holder_source: str,
+        parent: str | None,
+        parent_source: str | None,
+        session: SessionProcess,
+        session_id: str,
+        session_source: str = "session",
+    ) -> None:
+        self.holder = holder
+        self.holder_source = (
+            holder_source  # "--as", "AGENT_ID", "harness" (gitlocks.identity.sessions) or "session"
+        )
+        self.parent = parent
+        self.parent_source = (
+            parent_source  # "AGENT_PARENT_ID" or None: a parent is only ever declared
+        )
+        # The process whose life is the holder's: recorded in its locks, judged for liveness.
+        # Pid 0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its
+        # locks then live by their TTL and heartbeats alone.
+        self.session = session
+        self.session_id = (
+            session_id  # the id derived from the session found, whether or not it is the holder
+        )
+        self.session_source = session_source  # "session", "harness", "AGENT_SESSION_PID" or "none"
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.holder,
+            self.holder_source,
+            self.parent,
+            self.parent_source,
+            self.session,
+            self.session_id,
+            self.session_source,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Identity{self._key()!r}"
 
     @property
     def derived(self) -> bool:

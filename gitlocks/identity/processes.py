@@ -14,7 +14,6 @@ import os
 import stat
 from collections.abc import Mapping
 from functools import cache
-from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
@@ -99,23 +98,68 @@ _COMM_LEN = 15
 _MAX_WALK = 64
 
 
-class SessionProcess(NamedTuple):
+class SessionProcess:
     """A process identified well enough to tell later whether it is still the same one."""
 
-    pid: int
-    start_time: str  # opaque; equal for the same process, different for a reused pid
-    name: str
-    host: str
-    # The terminal it runs in when it sits right under a terminal server: "tmux-3" (pane
-    # %3), "screen-pts4", "ssh-pts4", "tty-pts4"; "" otherwise.
-    terminal: str = ""
+    __slots__ = ("host", "name", "pid", "start_time", "terminal")
+
+    def __init__(
+        self,
+        pid: int,
+        start_time: str,
+        name: str,
+        host: str,
+        terminal: str = "",
+    ) -> None:
+        self.pid = pid
+        self.start_time = (
+            start_time  # opaque; equal for the same process, different for a reused pid
+        )
+        self.name = name
+        self.host = host
+        # The terminal it runs in when it sits right under a terminal server: "tmux-3" (pane
+        # %3), "screen-pts4", "ssh-pts4", "tty-pts4"; "" otherwise.
+        self.terminal = terminal
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pid, self.start_time, self.name, self.host, self.terminal)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionProcess) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"SessionProcess{self._key()!r}"
 
 
-class _ProcInfo(NamedTuple):
-    ppid: int
-    start_time: str
-    name: str
-    tty: int = 0  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
+class _ProcInfo:
+    __slots__ = ("name", "ppid", "start_time", "tty")
+
+    def __init__(
+        self,
+        ppid: int,
+        start_time: str,
+        name: str,
+        tty: int = 0,
+    ) -> None:
+        self.ppid = ppid
+        self.start_time = start_time
+        self.name = name
+        self.tty = tty  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.ppid, self.start_time, self.name, self.tty)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ProcInfo) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"_ProcInfo{self._key()!r}"
 
 
 @cache
@@ -324,7 +368,8 @@ def session_process(pid: int | None = None, env: Mapping[str, str] | None = None
             break
         if below is not None and is_terminal_server(info.name):
             proc, tty = below
-            return proc._replace(terminal=_terminal(info.name, tty, env, proc.pid))
+            terminal = _terminal(info.name, tty, env, proc.pid)
+            return SessionProcess(proc.pid, proc.start_time, proc.name, proc.host, terminal)
         found = SessionProcess(current, info.start_time, info.name, host)
         if not is_pass_through(info.name, extra) or current <= 1 or info.ppid == current:
             break

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.text import is_digits
@@ -59,13 +58,34 @@ STALE_TMP_SECONDS = 3600
 _UNREADABLE = (ValueError, RecursionError)
 
 
-class Registered(NamedTuple):
+class Registered:
     """A harness session and the holder it is."""
 
-    session: SessionProcess
-    holder: str
-    parent: str | None
-    harness: str
+    __slots__ = ("harness", "holder", "parent", "session")
+
+    def __init__(
+        self,
+        session: SessionProcess,
+        holder: str,
+        parent: str | None,
+        harness: str,
+    ) -> None:
+        self.session = session
+        self.holder = holder
+        self.parent = parent
+        self.harness = harness
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.session, self.holder, self.parent, self.harness)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Registered) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Registered{self._key()!r}"
 
 
 def _key(pid: int, start_time: str) -> str:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from gitlocks.core.judging import Problem
 from gitlocks.core.record import LockRecord
-from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines
 from gitlocks.render.locks import expires, kind
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.hooks.install import HookChange
 

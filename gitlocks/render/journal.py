@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from gitlocks.core.journal import COMPACTED, REPAIRED, Event
+from gitlocks.core.journal import COMPACTED, REPAIRED
 from gitlocks.core.text import printable
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.core.journal import Event
 
 _DETAIL_KEYS = (
     "by",

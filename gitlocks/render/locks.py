@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from gitlocks.core.judging import Problem
 from gitlocks.core.record import LockRecord, format_duration, parse_time
-from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines, shell_word
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.service.results import (
         AcquireResult,

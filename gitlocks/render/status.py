@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable_lines
 from gitlocks.render.locks import expires, kind, state_word
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.service.results import Status
 

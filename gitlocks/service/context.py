@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
@@ -25,33 +23,58 @@ from gitlocks.layout import (
 from gitlocks.store.local import Store
 from gitlocks.store.location import Location
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitlocks.core.change import Change
     from gitlocks.core.liveness import Liveness
     from gitlocks.store.base import LockStore
 
 
-@dataclass
 class Context:
     """Who is asking, of which store, at what time."""
-
-    store: LockStore
-    identity: Identity
-    clock: Callable[[], datetime] = utcnow
-    # Whether (pid, start time) is still the same running process; injectable for tests.
-    alive: Callable[[int, str], bool] = process_alive
-    host: str = field(default_factory=lambda: os.uname().nodename)
-    # Where this process can judge a pid (boot id and pid namespace): see Liveness.
-    host_id: str = field(default_factory=host_identity)
-    stale_after: int | None = None  # seconds; None: alock.staleAfter, else 10m
-    keep_interrupted: int | None = None  # seconds; None: alock.interruptedKeep, else 7d
 
     def now(self) -> datetime:
         return self.clock()
 
-    # What the command should tell the user but could decide without (a bad setting that
-    # only shapes what is shown): the command line prints these on stderr.
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = (
+        "alive",
+        "clock",
+        "host",
+        "host_id",
+        "identity",
+        "keep_interrupted",
+        "stale_after",
+        "store",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        store: LockStore,
+        identity: Identity,
+        clock: Callable[[], datetime] = utcnow,
+        alive: Callable[[int, str], bool] = process_alive,
+        host: str | None = None,
+        host_id: str | None = None,
+        stale_after: int | None = None,
+        keep_interrupted: int | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.store = store
+        self.identity = identity
+        self.clock = clock
+        # Whether (pid, start time) is still the same running process; injectable for tests.
+        self.alive = alive
+        self.host = os.uname().nodename if host is None else host
+        # Where this process can judge a pid (boot id and pid namespace): see Liveness.
+        self.host_id = host_identity() if host_id is None else host_id
+        self.stale_after = stale_after  # seconds; None: alock.staleAfter, else 10m
+        self.keep_interrupted = keep_interrupted  # seconds; None: alock.interruptedKeep, else 7d
+        # What the command should tell the user but could decide without (a bad setting that
+        # only shapes what is shown): the command line prints these on stderr.
+        self.warnings = [] if warnings is None else warnings
 
     def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
         """Whether renewing ``record`` for ``lifetime`` from now is worth a write.

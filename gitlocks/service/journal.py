@@ -13,13 +13,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
-from gitlocks.core.journal import COMPACTED, VIEW_EVENT, Event, interleave, json_objects
+from gitlocks.core.journal import COMPACTED, VIEW_EVENT, interleave, json_objects
 from gitlocks.git.files import write_atomic
 from gitlocks.layout import REFUSALS_FILE
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from gitlocks.core.journal import Event
     from gitlocks.store.base import LockStore
 
 REFUSALS_KEEP = 1000

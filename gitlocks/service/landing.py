@@ -14,9 +14,10 @@ import os
 from typing import TYPE_CHECKING
 
 from gitlocks.core.digest import sha1_hex
+from gitlocks.core.judging import record_entries
 from gitlocks.core.record import LockRecord, is_branch
 from gitlocks.core.scope import ScopeEntry, entry_covers
-from gitlocks.core.table import Table, record_entries
+from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
 from gitlocks.git import worktrees
 

@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from gitlocks.core.change import Change
-from gitlocks.core.liveness import Liveness, State
+from gitlocks.core.judging import record_entries
+from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
     WHOLE_TREE,
@@ -35,9 +36,13 @@ from gitlocks.core.scope import (
     has_wildcards,
     literal_path,
 )
-from gitlocks.core.table import Table, record_entries
+from gitlocks.core.table import Table
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.core.liveness import State
 
 # --- "the same scope" -----------------------------------------------------------------------
 

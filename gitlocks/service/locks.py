@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
 from gitlocks.core.claims import Claims
+from gitlocks.core.judging import record_entries
 from gitlocks.core.record import (
     MAX_AWAITING,
     LockRecord,
@@ -25,7 +25,7 @@ from gitlocks.core.record import (
     new_lock_id,
 )
 from gitlocks.core.scope import ScopeEntry
-from gitlocks.core.table import Table, record_entries
+from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import lifecycle
 from gitlocks.service.context import Context, event, sweep
@@ -40,7 +40,10 @@ from gitlocks.service.results import (
     RenewResult,
 )
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitlocks.core.liveness import Liveness
 
 MAX_NOTES = 50  # a lock keeps its latest notes; the journal keeps them all

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.change import Change
@@ -86,7 +87,8 @@ def sync(ctx: Context) -> SyncResult:
         if not isinstance(remote, Store):
             raise StoreError("this lock store has no remote to sync with")
         remote = RemoteStore(remote.repo, configured=remote.settings)
-        ctx = replace(ctx, store=remote)
+        ctx = copy.copy(ctx)  # the caller's keeps its store
+        ctx.store = remote
     changed = remote.sync()
     branches = landing.waiting_branches(remote.read_table(), ctx.host_id)
     landed: list[LockRecord] = []

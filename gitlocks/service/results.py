@@ -6,18 +6,43 @@ types without loading the store or pygit2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeAlias
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
 
-from gitlocks.core.liveness import State
-from gitlocks.core.record import LockRecord
+    from gitlocks.core.liveness import State
+    from gitlocks.core.record import LockRecord
+
+    AcquireStatus: TypeAlias = Literal["acquired", "already_yours", "refused", "interrupted"]
+    CheckStatus: TypeAlias = Literal["free", "yours", "held"]
 
 
-class Conflict(NamedTuple):
-    record: LockRecord
-    overlapping: list[tuple[str, str]]  # (my pattern, their pattern)
-    state: State = "live"  # "stale": quiet too long; "interrupted": dead, notes
-    quiet_seconds: float = 0.0  # since the holder last renewed or noted
+class Conflict:
+    __slots__ = ("overlapping", "quiet_seconds", "record", "state")
+
+    def __init__(
+        self,
+        record: LockRecord,
+        overlapping: list[tuple[str, str]],
+        state: State = "live",
+        quiet_seconds: float = 0.0,
+    ) -> None:
+        self.record = record
+        self.overlapping = overlapping  # (my pattern, their pattern)
+        self.state = state  # "stale": quiet too long; "interrupted": dead, notes
+        self.quiet_seconds = quiet_seconds  # since the holder last renewed or noted
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.record, self.overlapping, self.state, self.quiet_seconds)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Conflict) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Conflict{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         data = self.record.to_dict()
@@ -27,17 +52,22 @@ class Conflict(NamedTuple):
         return data
 
 
-AcquireStatus: TypeAlias = Literal["acquired", "already_yours", "refused", "interrupted"]
-
-
-@dataclass
 class AcquireResult:
     """What ``acquire`` decided: the lock granted, or the conflicts that refused it."""
 
-    status: AcquireStatus
-    lock: LockRecord | None = None
-    conflicts: list[Conflict] = field(default_factory=list)
-    hint: str | None = None
+    __slots__ = ("conflicts", "hint", "lock", "status")
+
+    def __init__(
+        self,
+        status: AcquireStatus,
+        lock: LockRecord | None = None,
+        conflicts: list[Conflict] | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.status = status
+        self.lock = lock
+        self.conflicts = [] if conflicts is None else conflicts
+        self.hint = hint
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,19 +78,46 @@ class AcquireResult:
         }
 
 
-class Released(NamedTuple):
-    record: LockRecord
-    patterns: list[str]
-    remaining: LockRecord | None  # what is left of the lock, or None when it is gone
+class Released:
+    __slots__ = ("patterns", "record", "remaining")
+
+    def __init__(
+        self,
+        record: LockRecord,
+        patterns: list[str],
+        remaining: LockRecord | None,
+    ) -> None:
+        self.record = record
+        self.patterns = patterns
+        self.remaining = remaining  # what is left of the lock, or None when it is gone
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.record, self.patterns, self.remaining)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Released) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Released{self._key()!r}"
 
 
-@dataclass
 class ReleaseResult:
     """What ``release`` gave back, and what it could not."""
 
-    released: list[Released] = field(default_factory=list)
-    not_locked: list[str] = field(default_factory=list)
-    held_by_others: list[tuple[str, LockRecord]] = field(default_factory=list)
+    __slots__ = ("held_by_others", "not_locked", "released")
+
+    def __init__(
+        self,
+        released: list[Released] | None = None,
+        not_locked: list[str] | None = None,
+        held_by_others: list[tuple[str, LockRecord]] | None = None,
+    ) -> None:
+        self.released = [] if released is None else released
+        self.not_locked = [] if not_locked is None else not_locked
+        self.held_by_others = [] if held_by_others is None else held_by_others
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,14 +135,20 @@ class ReleaseResult:
         }
 
 
-@dataclass
 class RenewResult:
     """The locks a renewal extended, and those kept as they are because more than half
     their lifetime is left (remote mode: no push for them); neither: the caller holds no
     live lock there."""
 
-    locks: list[LockRecord] = field(default_factory=list)
-    kept: list[LockRecord] = field(default_factory=list)
+    __slots__ = ("kept", "locks")
+
+    def __init__(
+        self,
+        locks: list[LockRecord] | None = None,
+        kept: list[LockRecord] | None = None,
+    ) -> None:
+        self.locks = [] if locks is None else locks
+        self.kept = [] if kept is None else kept
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.kept)
@@ -99,12 +162,18 @@ class RenewResult:
         }
 
 
-@dataclass
 class NoteResult:
     """The lock a note was added to, or None when the caller holds none there."""
 
-    pattern: str
-    lock: LockRecord | None = None
+    __slots__ = ("lock", "pattern")
+
+    def __init__(
+        self,
+        pattern: str,
+        lock: LockRecord | None = None,
+    ) -> None:
+        self.pattern = pattern
+        self.lock = lock
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,13 +182,30 @@ class NoteResult:
         }
 
 
-CheckStatus: TypeAlias = Literal["free", "yours", "held"]
+class CheckItem:
+    __slots__ = ("locks", "path", "status")
 
+    def __init__(
+        self,
+        path: str,
+        status: CheckStatus,
+        locks: list[LockRecord],
+    ) -> None:
+        self.path = path
+        self.status = status
+        self.locks = locks
 
-class CheckItem(NamedTuple):
-    path: str
-    status: CheckStatus
-    locks: list[LockRecord]
+    def _key(self) -> tuple[object, ...]:
+        return (self.path, self.status, self.locks)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CheckItem) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"CheckItem{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,13 +215,20 @@ class CheckItem(NamedTuple):
         }
 
 
-@dataclass
 class BreakResult:
     """The locks ``break`` removed, the unusable refs it cleared, and the ones it left."""
 
-    locks: list[LockRecord] = field(default_factory=list)
-    unusable: list[str] = field(default_factory=list)  # refs that held no usable record
-    yours: list[LockRecord] = field(default_factory=list)  # targets that are the caller's
+    __slots__ = ("locks", "unusable", "yours")
+
+    def __init__(
+        self,
+        locks: list[LockRecord] | None = None,
+        unusable: list[str] | None = None,
+        yours: list[LockRecord] | None = None,
+    ) -> None:
+        self.locks = [] if locks is None else locks
+        self.unusable = [] if unusable is None else unusable  # refs that held no usable record
+        self.yours = [] if yours is None else yours  # targets that are the caller's
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.unusable)
@@ -149,15 +242,24 @@ class BreakResult:
         }
 
 
-@dataclass
 class ResumeResult:
     """What ``resume`` did with interrupted work."""
 
-    status: Literal["resumed", "held", "not_locked", "refused"]
-    lock: LockRecord | None = None  # the taken-over lock
-    previous: LockRecord | None = None  # as the dead holder left it
-    held: list[LockRecord] = field(default_factory=list)  # live holders of the pattern
-    conflicts: list[Conflict] = field(default_factory=list)  # what blocks the takeover
+    __slots__ = ("conflicts", "held", "lock", "previous", "status")
+
+    def __init__(
+        self,
+        status: Literal["resumed", "held", "not_locked", "refused"],
+        lock: LockRecord | None = None,
+        previous: LockRecord | None = None,
+        held: list[LockRecord] | None = None,
+        conflicts: list[Conflict] | None = None,
+    ) -> None:
+        self.status = status
+        self.lock = lock  # the taken-over lock
+        self.previous = previous  # as the dead holder left it
+        self.held = [] if held is None else held  # live holders of the pattern
+        self.conflicts = [] if conflicts is None else conflicts  # what blocks the takeover
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,14 +271,22 @@ class ResumeResult:
         }
 
 
-@dataclass
 class Edit:
     """One uncommitted change in a worktree, and whose claim (if any) it lies in."""
 
-    path: str  # root-relative
-    xy: str  # git status --porcelain's two status letters
-    status: Literal["yours", "others", "interrupted", "unclaimed"]
-    locks: list[LockRecord] = field(default_factory=list)
+    __slots__ = ("locks", "path", "status", "xy")
+
+    def __init__(
+        self,
+        path: str,
+        xy: str,
+        status: Literal["yours", "others", "interrupted", "unclaimed"],
+        locks: list[LockRecord] | None = None,
+    ) -> None:
+        self.path = path  # root-relative
+        self.xy = xy  # git status --porcelain's two status letters
+        self.status = status
+        self.locks = [] if locks is None else locks
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,15 +297,24 @@ class Edit:
         }
 
 
-@dataclass
 class WorktreeEdits:
     """One worktree's uncommitted edits, each placed against the claims."""
 
-    path: str
-    branch: str | None
-    edits: list[Edit] = field(default_factory=list)
-    error: str | None = None  # why its status could not be read
-    current: bool = False  # the worktree the command runs in
+    __slots__ = ("branch", "current", "edits", "error", "path")
+
+    def __init__(
+        self,
+        path: str,
+        branch: str | None,
+        edits: list[Edit] | None = None,
+        error: str | None = None,
+        current: bool = False,
+    ) -> None:
+        self.path = path
+        self.branch = branch
+        self.edits = [] if edits is None else edits
+        self.error = error  # why its status could not be read
+        self.current = current  # the worktree the command runs in
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -207,17 +326,28 @@ class WorktreeEdits:
         }
 
 
-@dataclass
 class Status:
     """``status``: you, your locks, others', and every worktree's edits."""
 
-    holder: str
-    parent: str | None
-    yours: list[LockRecord]
-    others: list[LockRecord]
-    states: dict[str, State]
-    quiet: dict[str, float]
-    worktrees: list[WorktreeEdits]
+    __slots__ = ("holder", "others", "parent", "quiet", "states", "worktrees", "yours")
+
+    def __init__(
+        self,
+        holder: str,
+        parent: str | None,
+        yours: list[LockRecord],
+        others: list[LockRecord],
+        states: dict[str, State],
+        quiet: dict[str, float],
+        worktrees: list[WorktreeEdits],
+    ) -> None:
+        self.holder = holder
+        self.parent = parent
+        self.yours = yours
+        self.others = others
+        self.states = states
+        self.quiet = quiet
+        self.worktrees = worktrees
 
     def to_dict(self) -> dict[str, Any]:
         def lock(record: LockRecord) -> dict[str, Any]:

@@ -6,14 +6,18 @@ import os
 from collections.abc import Iterator
 
 from gitlocks.core.ignore import IgnoreList
-from gitlocks.core.liveness import State
+from gitlocks.core.judging import record_entries
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import entry_covers, path_entry
-from gitlocks.core.table import Friends, Table, record_entries
+from gitlocks.core.table import Friends, Table
 from gitlocks.git.run import Process
 from gitlocks.git.worktrees import finish_changes, finish_worktrees, start_changes, start_worktrees
 from gitlocks.service.context import Context, live_table
 from gitlocks.service.results import Edit, Status, WorktreeEdits
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.core.liveness import State
 
 AT_ONCE = 16  # git processes status runs side by side, at most
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
 from gitlocks.git import run
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitlocks.git.run import Process
 
 # The names compared at one depth: beyond this many, only those that start like the name
@@ -31,12 +32,30 @@ MAX_NAMES = 5000
 MAX_SUGGESTED = 20
 
 
-@dataclass(frozen=True)
 class Uncovered:
     """A claimed pattern that covers no existing path, and the closest path that exists."""
 
-    pattern: str
-    closest: str | None
+    __slots__ = ("closest", "pattern")
+
+    def __init__(
+        self,
+        pattern: str,
+        closest: str | None,
+    ) -> None:
+        self.pattern = pattern
+        self.closest = closest
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pattern, self.closest)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Uncovered) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Uncovered{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "closest": self.closest}

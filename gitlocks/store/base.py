@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from gitlocks.core.change import Change
-from gitlocks.core.table import Problem, Table
+from gitlocks.core.judging import Problem
+from gitlocks.core.table import Table
 from gitlocks.git.settings import Settings
 
 T = TypeVar("T")
@@ -50,6 +51,7 @@ class LockStore(Protocol):
     ignore_case: bool
     skew: int  # seconds a lock outlives its expiry (remote mode's clock-skew allowance)
     breaking: bool  # a break under way: a granted claim whose record is lost is unusable
+    snapshot: bool  # one reading command: the table as first read (docs/design.md 4.5)
 
     def config_get(self, key: str) -> str | None: ...
 

@@ -19,7 +19,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
 
 from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
@@ -30,6 +29,10 @@ from gitlocks.git import files, pruned
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
 from gitlocks.layout import JOURNAL_REF
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
@@ -57,9 +60,28 @@ def _tree_bytes(entries: list[Entry]) -> bytes:
     return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
-class JournalEntry(NamedTuple):
-    commit: str
-    events: tuple[dict[str, Any], ...]
+class JournalEntry:
+    __slots__ = ("commit", "events")
+
+    def __init__(
+        self,
+        commit: str,
+        events: tuple[dict[str, Any], ...],
+    ) -> None:
+        self.commit = commit
+        self.events = events
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.commit, self.events)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JournalEntry) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"JournalEntry{self._key()!r}"
 
 
 def _is_table_tree(objects: Objects, tree: list[Entry]) -> bool:

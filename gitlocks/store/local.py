@@ -16,22 +16,20 @@ Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first, a
 write there: a writer that dies leaves ``<ref>.lock`` files and maybe half an update, which
 the next one, holding the mutex, clears and finishes (``gitlocks.store.refs``; 4.3).
 
-No library: objects are written as loose files (``gitlocks.git.objects``), refs move
-through ``git update-ref --stdin`` (``gitlocks.store.refs``), and lock refs are read from
-their files. libgit2's binding costs a command more to import than all the rest, so it is
-opened (``Store.repo``) only by what still needs it: remote mode, and questions about
-project history (``--until-merged``).
+Objects are loose files (``gitlocks.git.objects``); refs are listed by ``git
+for-each-ref`` and move through ``git update-ref --stdin`` (``gitlocks.store.refs``).
+pygit2 (``Store.repo``) only for remote mode's rare paths and ``--until-merged``.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
+from gitlocks.core.judging import Problem, ReadAgain, read_record, verdict_of
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
-from gitlocks.core.table import Problem, ReadAgain, Table, lazy_table, read_record, verdict_of
+from gitlocks.core.table import Table, lazy_table
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.git import files, kept, pruned, settings
 from gitlocks.git.objects import Objects
@@ -46,7 +44,12 @@ from gitlocks.store.location import (
     location_from_environment,
 )
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
+
     import pygit2
 
     from gitlocks.core.change import Change
@@ -55,8 +58,6 @@ if TYPE_CHECKING:
     from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
-
-T = TypeVar("T")
 
 
 class _Conflict(Exception):
@@ -101,6 +102,10 @@ class Store:
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_listing: files.Scan | None = None  # the refs the cached table was read from
+        # One command, one reading (docs/design.md 4.5): a reading verb answers from the
+        # first listing of the refs it made, and only a write of its own reads them again.
+        self.snapshot = False
+        self._scanned: files.Scan | None = None  # listed under the mutex, for the next read
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
@@ -203,17 +208,16 @@ class Store:
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
     def ref_value(self, name: str) -> str | None:
-        """The object id the ref ``name`` holds; None when absent or symbolic (never
-        followed). Read from its file, or from git for other ref backends."""
-        return self._read_ref(name)[0]
+        """The object id the ref ``name`` holds, as git lists it (a ref git finds broken,
+        an empty file say, is no ref); None when absent or symbolic (never followed)."""
+        return self.ref_values((name,))[name]
 
-    def _read_ref(self, name: str) -> tuple[str | None, str | None]:
-        """``(object id, symbolic target)`` of the ref ``name``, as git lists it: a ref
-        git finds broken (an empty file, say) is no ref, never a stale packed line."""
-        found = self._scan_with_git((name,))
-        if name in found.symbolic:
-            return None, found.symbolic[name]
-        return found.refs.get(name), None
+    def ref_values(self, names: Collection[str]) -> dict[str, str | None]:
+        """``ref_value`` of each of ``names``, with one ``for-each-ref`` for them all."""
+        if not names:
+            return {}  # (git lists every ref for no pattern)
+        found = self._scan_with_git(tuple(names))
+        return {n: None if n in found.symbolic else found.refs.get(n) for n in names}
 
     def sync(self) -> bool:
         """Refresh the view of the lock remote: nothing to do for the local store, which
@@ -259,30 +263,29 @@ class Store:
 
     def journal_symref(self) -> str | None:
         """Where a symbolic journal ref points (a planted one), else None."""
+        if self.snapshot:  # listed with the table, which the command reads next
+            self.read_table()
+            assert self._cache_listing is not None
+            return self._cache_listing.symbolic.get(JOURNAL_REF)
         return self.symref_target(JOURNAL_REF)
 
     def symref_target(self, name: str) -> str | None:
         """Where the symbolic ref ``name`` points, else None (none, or not symbolic)."""
-        return self._read_ref(name)[1]
-
-    def fingerprint(self) -> tuple[object, ...]:
-        """What moves when any lock ref moves: the journal ref, the directory of the loose
-        lock refs and packed-refs. Two stats and a ref lookup, so a cached table can be
-        trusted without listing 10,000 refs, even after a ref moved outside gitlocks."""
-        stamps: list[object] = [self.version()]
-        for path in (LOCK_PREFIX, "packed-refs"):
-            try:
-                info = os.stat(os.path.join(self.common_dir, path))
-            except OSError:
-                stamps.append(None)
-            else:
-                stamps.append((info.st_mtime_ns, info.st_size, info.st_ino))
-        return tuple(stamps)
+        return self._scan_with_git((name,)).symbolic.get(name)
 
     def read_table(self) -> Table:
         """The current lock table; the cached one while git lists the same lock refs and
-        journal (one ``for-each-ref``, every ref backend alike)."""
-        listed = self._scan_with_git((LOCK_PREFIX, JOURNAL_REF))
+        journal (one ``for-each-ref``, every ref backend alike). In a ``snapshot`` (one
+        reading command) the table it read first, or the one its own write left."""
+        if self.snapshot and self._cache is not None:
+            return self._cache
+        return self._read_current()
+
+    def _read_current(self) -> Table:
+        listed, self._scanned = (
+            self._scanned or self._scan_with_git((LOCK_PREFIX, JOURNAL_REF)),
+            None,
+        )
         if self._cache is not None and listed == self._cache_listing:
             return self._cache
         try:
@@ -419,7 +422,7 @@ class Store:
             self.objects.written = {}
             try:
                 for _ in range(tries):
-                    table = self.read_table()
+                    table = self._read_current()
                     change, result = decide(table)
                     self._decided = table
                     if not change:
@@ -431,6 +434,7 @@ class Store:
                         continue
                     return result
             finally:
+                self._scanned = None
                 self._keep_after = False
                 self.objects.written = None
                 self._keep_unkept()
@@ -555,11 +559,14 @@ class Store:
     def _replace_symbolic_journal(self) -> None:
         """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,
         never followed, and the next write starts a fresh journal (under the mutex)."""
-        target = self.journal_symref()
+        listed = self._scan_with_git((LOCK_PREFIX, JOURNAL_REF))
+        target = listed.symbolic.get(JOURNAL_REF)
         if target is not None:
             self.ref_writer().write({JOURNAL_REF: None})
             self._cache = None
             self.journal_reset = target
+        else:  # under the mutex: what the first read of the write would list again
+            self._scanned = listed
 
     def ref_writer(self) -> RefWriter:
         """The writer of our refs; only while we hold the mutex (see ``gitlocks.store.refs``)."""
@@ -571,7 +578,7 @@ class Store:
             self.git_dir,
             self.common_dir,
             self._mutex_fd,
-            self.ref_value,
+            self.ref_values,
             hexlen=self.objects.hexlen,
             separate=not self.reftable,
             spares=self._spares,

@@ -6,7 +6,6 @@ by side). ``GIT_DIR`` and ``GIT_WORK_TREE`` are honoured as git honours them.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from gitlocks.errors import NotARepository
 from gitlocks.git import settings
@@ -24,14 +23,35 @@ def current_directory() -> str:
         ) from None
 
 
-class Location(NamedTuple):
+class Location:
     """Where a repository is: its git directory and working tree (None when bare), and
     the object format git says it has (None: not asked)."""
 
-    git_dir: str
-    workdir: str | None
-    bare: bool
-    object_format: str | None = None
+    __slots__ = ("bare", "git_dir", "object_format", "workdir")
+
+    def __init__(
+        self,
+        git_dir: str,
+        workdir: str | None,
+        bare: bool,
+        object_format: str | None = None,
+    ) -> None:
+        self.git_dir = git_dir
+        self.workdir = workdir
+        self.bare = bare
+        self.object_format = object_format
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.git_dir, self.workdir, self.bare, self.object_format)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Location) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Location{self._key()!r}"
 
 
 _WHERE = ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",

@@ -21,7 +21,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.digest import sha1_hex
-from gitlocks.core.table import Problem, Table, lazy_table
+from gitlocks.core.judging import Problem
+from gitlocks.core.table import Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git.settings import Settings
 from gitlocks.layout import LOCK_PREFIX
@@ -59,6 +60,7 @@ class MemoryStore:
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         self.skew = 0
         self.breaking = False  # no record of a memory store is ever lost
+        self.snapshot = False  # every read is of the current table: it costs nothing here
         self.files = set(files)
         self.branch = branch
         self.blobs: dict[str, bytes] = {}

@@ -58,7 +58,6 @@ class Mirror(Store):
     remote_symrefs: dict[str, str]
     _remote_cache: object | None
     _staged_cache: tuple[dict[str, str], str | None] | None
-    _local_cache: tuple[tuple[object, ...], dict[str, str]] | None
     # When set (time.monotonic()), every run against the remote ends by then: the agent
     # guard's whole wait on the remote, however many runs a write takes.
     deadline: float | None = None
@@ -100,20 +99,13 @@ class Mirror(Store):
         return run, porcelain(run.out)
 
     def local_locks(self) -> dict[str, str]:
-        """The local view: lock id -> blob id (only lock namespaces are read).
-
-        Kept while the refs' fingerprint stands still: one write reads it before and after
-        its push.
-        """
-        fingerprint = self.fingerprint()
-        if self._local_cache is None or self._local_cache[0] != fingerprint:
-            found = {
-                name[len(LOCK_PREFIX) :]: oid
-                for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
-                if "/" not in name[len(LOCK_PREFIX) :]
-            }
-            self._local_cache = (fingerprint, found)
-        return dict(self._local_cache[1])
+        """The local view: lock id -> blob id (only lock namespaces are read), as git lists
+        them now (one ``for-each-ref``)."""
+        return {
+            name[len(LOCK_PREFIX) :]: oid
+            for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
+            if "/" not in name[len(LOCK_PREFIX) :]
+        }
 
     def mirrored(self) -> dict[str, str]:
         """The remote's table as the local view last mirrored it (lock id -> blob id)."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from typing import TYPE_CHECKING
 
 from gitlocks.errors import StoreError
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.store.local import Store
 

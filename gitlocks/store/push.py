@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import is_lock_id
@@ -34,6 +33,10 @@ from gitlocks.git.remote import (
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, META_PREFIX
 from gitlocks.store.mirror import Mirror
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def differing(
     leases: dict[str, str], refs: dict[str, str], new: dict[str, str], touched: set[str]
@@ -46,17 +49,27 @@ def differing(
     return [i for i in sorted(maybe) if leases.get(i) != new.get(i) and is_lock_id(i)]
 
 
-@dataclass
 class RemoteTable(Table):
     """The remote's table as last seen (its journal commit's), with the values its lock
     refs had when fetched: what a push leases on and repairs."""
 
-    leases: dict[str, str] = field(default_factory=dict)
-    # A sharded remote (docs/design.md, section 5.10): shard -> the journal commit its
-    # table was read from, and shard -> its table (lock id -> blob id). Empty for a
-    # remote with one journal.
-    shards: dict[int, str | None] = field(default_factory=dict)
-    held: dict[int, dict[str, str]] = field(default_factory=dict)
+    __slots__ = ("held", "leases", "shards")
+
+    def __init__(
+        self,
+        *,
+        leases: dict[str, str] | None = None,
+        shards: dict[int, str | None] | None = None,
+        held: dict[int, dict[str, str]] | None = None,
+        **table: Any,
+    ) -> None:
+        super().__init__(**table)
+        self.leases: dict[str, str] = {} if leases is None else leases
+        # A sharded remote (docs/design.md, section 5.10): shard -> the journal commit its
+        # table was read from, and shard -> its table (lock id -> blob id). Empty for a
+        # remote with one journal.
+        self.shards: dict[int, str | None] = {} if shards is None else shards
+        self.held: dict[int, dict[str, str]] = {} if held is None else held
 
 
 class RemotePush(Mirror):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from gitlocks.core.record import is_object_id
 from gitlocks.core.text import NAME_CHARS, made_of
@@ -74,10 +74,11 @@ class Spares:
 class RefWriter:
     """Applies ref updates through the log in the mutex file open at ``fd``.
 
-    ``current`` reads a ref's value (None: absent or symbolic); ``separate`` says whether
-    the lock refs and the journal ref move in two transactions (the files backend, see the
-    module's docstring) or one (a backend that applies a transaction at once: reftable,
-    whose single lock over every ref would make a second transaction wait for the first).
+    ``current`` reads the values of refs, all at once (None: absent or symbolic);
+    ``separate`` says whether the lock refs and the journal ref move in two transactions
+    (the files backend, see the module's docstring) or one (a backend that applies a
+    transaction at once: reftable, whose single lock over every ref would make a second
+    transaction wait for the first).
     """
 
     def __init__(
@@ -85,7 +86,7 @@ class RefWriter:
         git_dir: str,
         common_dir: str,
         fd: int,
-        current: Callable[[str], str | None],
+        current: Callable[[Collection[str]], dict[str, str | None]],
         *,
         hexlen: int = 40,
         separate: bool = True,
@@ -118,7 +119,7 @@ class RefWriter:
                 raise StoreError(f"refusing to write {name!r}: not a gitlocks ref")
         self.recover(list(updates))
         self.wait_for_lockfiles(list(updates))
-        old = {name: self.current(name) for name in updates}
+        old = self.current(updates)
         self._log({"pid": os.getpid(), "old": old, "new": dict(updates)})
         try:
             self._apply(updates, old, message, expect)
@@ -180,7 +181,8 @@ class RefWriter:
 
     def _put_back(self, old: Mapping[str, str | None], updates: Updates) -> None:
         """Undo a failed write: every ref that moved gets its old value back."""
-        moved = {n: v for n, v in old.items() if self.current(n) == updates.get(n) != v}
+        now = self.current(old)
+        moved = {n: v for n, v in old.items() if now[n] == updates.get(n) != v}
         for _ in range(50):
             try:
                 if moved:
@@ -212,15 +214,16 @@ class RefWriter:
         self.remove_lockfiles([*named, *listed, *writing, *self._own_lockfiles()])
         if named:
             journal = new.get(JOURNAL_REF)
-            done = journal is not None and self.current(JOURNAL_REF) == journal
+            values = self.current([*named, JOURNAL_REF])
+            done = journal is not None and values[JOURNAL_REF] == journal
             target = new if done else old
             repair = {
                 n: target.get(n)
                 for n in named
-                if n != JOURNAL_REF and n in target and self.current(n) != target.get(n)
+                if n != JOURNAL_REF and n in target and values[n] != target.get(n)
             }
             if repair:
-                now = {n: self.current(n) for n in repair}
+                now = {n: values[n] for n in repair}
                 try:
                     self._apply(repair, now, "gitlocks: finish a dead writer's update")
                 except RefsRefused as exc:

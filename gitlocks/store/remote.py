@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
+from gitlocks.core.judging import Problem
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
-from gitlocks.core.table import Problem, Table
+from gitlocks.core.table import Table
 from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
 from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.git import pruned
@@ -128,7 +129,6 @@ class RemoteStore(ShardedPush):
         self.lease_override: dict[str, str] | None = None
         # Symbolic refs in the remote's lock namespaces (name -> target): never followed.
         self.remote_symrefs: dict[str, str] = {}
-        self._local_cache: tuple[tuple[object, ...], dict[str, str]] | None = None
         self.listed_meta = {}
         self._views = {}
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from gitlocks.core.change import Change
+from gitlocks.core.judging import record_entries
 from gitlocks.core.record import LockRecord, format_time, utcnow
-from gitlocks.core.table import Table, record_entries
+from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.remote import failure, no_atomic
 from gitlocks.layout import (

@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gitlocks.core import journal as core_journal
-from gitlocks.core.journal import Event
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
 from gitlocks.errors import GitlocksError
@@ -25,6 +24,7 @@ from gitlocks.service.results import Edit, Status
 from gitlocks.service.status import status as status_of
 
 if TYPE_CHECKING:
+    from gitlocks.core.journal import Event
     from gitlocks.store.base import LockStore
 
 # Files of the repository the tree shows at most: beyond that it lists only what claims

@@ -358,60 +358,65 @@ def test_scope_entry_validates() -> None:
 
 
 def test_index_basics() -> None:
-    index: ScopeIndex[tuple[str, int]] = ScopeIndex()
-    index.add(("a", 0), ScopeEntry("src/api/**"))
-    index.add(("a", 1), ScopeEntry("docs/x.md", exact=True))
-    index.add(("b", 0), ScopeEntry("**/*.test.ts"))
-    index.add(("c", 0), ScopeEntry("src/web"))
+    index = ScopeIndex()
+    index.add(("a", "0"), ScopeEntry("src/api/**"))
+    index.add(("a", "1"), ScopeEntry("docs/x.md", exact=True))
+    index.add(("b", "0"), ScopeEntry("**/*.test.ts"))
+    index.add(("c", "0"), ScopeEntry("src/web"))
     assert len(index) == 4
-    assert ("a", 1) in index
-    assert sorted(index.overlapping(ScopeEntry("src/api/v1"))) == [("a", 0), ("b", 0)]
-    assert sorted(index.overlapping(ScopeEntry("src/**/api"))) == [("a", 0), ("b", 0), ("c", 0)]
-    assert sorted(index.overlapping(ScopeEntry("src/web/x.test.ts", exact=True))) == [
-        ("b", 0),
-        ("c", 0),
+    assert ("a", "1") in index
+    assert sorted(index.overlapping(ScopeEntry("src/api/v1"))) == [("a", "0"), ("b", "0")]
+    assert sorted(index.overlapping(ScopeEntry("src/**/api"))) == [
+        ("a", "0"),
+        ("b", "0"),
+        ("c", "0"),
     ]
-    assert sorted(index.overlapping(ScopeEntry("src"))) == [("a", 0), ("b", 0), ("c", 0)]
-    assert sorted(index.overlapping(ScopeEntry("docs/*.md"))) == [("a", 1), ("b", 0)]
-    assert sorted(index.overlapping(ScopeEntry("docs/x.md/y"))) == [("b", 0)]
-    assert sorted(index.covering("src/api/v1/a.py")) == [("a", 0)]
-    assert sorted(index.covering("src/web/a.test.ts")) == [("b", 0), ("c", 0)]
-    assert sorted(index.covering("docs/x.md")) == [("a", 1)]
-    index.remove(("a", 0))
-    index.remove(("a", 0))  # absent: no error
-    index.remove(("zzz", 9))
+    assert sorted(index.overlapping(ScopeEntry("src/web/x.test.ts", exact=True))) == [
+        ("b", "0"),
+        ("c", "0"),
+    ]
+    assert sorted(index.overlapping(ScopeEntry("src"))) == [("a", "0"), ("b", "0"), ("c", "0")]
+    assert sorted(index.overlapping(ScopeEntry("docs/*.md"))) == [("a", "1"), ("b", "0")]
+    assert sorted(index.overlapping(ScopeEntry("docs/x.md/y"))) == [("b", "0")]
+    assert sorted(index.covering("src/api/v1/a.py")) == [("a", "0")]
+    assert sorted(index.covering("src/web/a.test.ts")) == [("b", "0"), ("c", "0")]
+    assert sorted(index.covering("docs/x.md")) == [("a", "1")]
+    index.remove(("a", "0"))
+    index.remove(("a", "0"))  # absent: no error
+    index.remove(("zzz", "9"))
     assert len(index) == 3
-    assert sorted(index.overlapping(ScopeEntry("src/api/v1"))) == [("b", 0)]
-    index.add(("c", 0), ScopeEntry("elsewhere"))  # same key: replaced
+    assert sorted(index.overlapping(ScopeEntry("src/api/v1"))) == [("b", "0")]
+    index.add(("c", "0"), ScopeEntry("elsewhere"))  # same key: replaced
     assert len(index) == 3
-    assert sorted(index.overlapping(ScopeEntry("src/web"))) == [("b", 0)]
+    assert sorted(index.overlapping(ScopeEntry("src/web"))) == [("b", "0")]
 
 
 def test_index_caches_follow_adds_and_removes() -> None:
-    index: ScopeIndex[int] = ScopeIndex()
-    index.add(1, ScopeEntry("*.md"))
+    index = ScopeIndex()
+    k1, k2, k3 = ("1", ""), ("2", ""), ("3", "")  # (lock id, pattern)
+    index.add(k1, ScopeEntry("*.md"))
     assert index.overlapping(ScopeEntry("a/x")) == []  # remembers: no glob matches "a"
-    index.add(2, ScopeEntry("a*/x"))  # a new glob at the root that does match "a"
-    assert index.overlapping(ScopeEntry("a/x")) == [2]
-    assert index.covering("a/x/y") == [2]
-    index.add(3, ScopeEntry("[ab]/x"))
-    assert sorted(index.overlapping(ScopeEntry("a/x"))) == [2, 3]
-    index.remove(2)
-    index.remove(3)
+    index.add(k2, ScopeEntry("a*/x"))  # a new glob at the root that does match "a"
+    assert index.overlapping(ScopeEntry("a/x")) == [k2]
+    assert index.covering("a/x/y") == [k2]
+    index.add(k3, ScopeEntry("[ab]/x"))
+    assert sorted(index.overlapping(ScopeEntry("a/x"))) == [k2, k3]
+    index.remove(k2)
+    index.remove(k3)
     assert index.overlapping(ScopeEntry("a/x")) == []
-    index.add(3, ScopeEntry("?/x"))
-    assert index.overlapping(ScopeEntry("a/x")) == [3]
+    index.add(k3, ScopeEntry("?/x"))
+    assert index.overlapping(ScopeEntry("a/x")) == [k3]
     assert len(index) == 2
 
 
 def test_index_ignore_case() -> None:
-    index: ScopeIndex[str] = ScopeIndex(ignore_case=True)
-    index.add("upper", ScopeEntry("SRC/Api"))
-    index.add("exact", ScopeEntry("Docs/X.md", exact=True))
-    assert sorted(index.overlapping(ScopeEntry("src/api/**"))) == ["upper"]
-    assert sorted(index.overlapping(ScopeEntry("docs/x.MD", exact=True))) == ["exact"]
-    assert sorted(index.covering("src/API/z")) == ["upper"]
-    assert ScopeIndex[str]().overlapping(ScopeEntry("src")) == []
+    index = ScopeIndex(ignore_case=True)
+    index.add(("upper", ""), ScopeEntry("SRC/Api"))
+    index.add(("exact", ""), ScopeEntry("Docs/X.md", exact=True))
+    assert sorted(index.overlapping(ScopeEntry("src/api/**"))) == [("upper", "")]
+    assert sorted(index.overlapping(ScopeEntry("docs/x.MD", exact=True))) == [("exact", "")]
+    assert sorted(index.covering("src/API/z")) == [("upper", "")]
+    assert ScopeIndex().overlapping(ScopeEntry("src")) == []
 
 
 def test_import_is_pure() -> None:

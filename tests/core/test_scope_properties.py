@@ -184,9 +184,10 @@ def test_index_equals_brute_force(
     ops: list[tuple[str, int]], data: st.DataObject, ignore_case: bool
 ) -> None:
     # Operations interleave, so caches inside the index meet adds and removes.
-    index: ScopeIndex[int] = ScopeIndex(ignore_case=ignore_case)
-    live: dict[int, ScopeEntry] = {}
-    for op, key in ops:
+    index = ScopeIndex(ignore_case=ignore_case)
+    live: dict[tuple[str, str], ScopeEntry] = {}
+    for op, number in ops:
+        key = (str(number), "")  # (lock id, pattern), as the table keys its entries
         if op == "remove":
             index.remove(key)
             live.pop(key, None)
@@ -211,10 +212,10 @@ def test_index_equals_brute_force(
 @settings(max_examples=300)
 @given(entries(), st.sampled_from(ALL_PATHS[:200]))
 def test_index_matches_exact_witness(entry: ScopeEntry, path: Path) -> None:
-    index: ScopeIndex[str] = ScopeIndex()
-    index.add("k", entry)
+    index = ScopeIndex()
+    index.add(("k", ""), entry)
     probe = ScopeEntry("/".join(path), exact=True)
-    assert (index.overlapping(probe) == ["k"]) is (path in entry_oracle(entry))
+    assert (index.overlapping(probe) == [("k", "")]) is (path in entry_oracle(entry))
 
 
 # --- segment level, with a richer character grammar -------------------------------------

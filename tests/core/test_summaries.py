@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.records import summary_columns
@@ -35,6 +37,13 @@ OPS = st.lists(
 )
 
 
+def _replaced(summary: Summary, **changes: Any) -> Summary:
+    """``summary`` with ``changes``: a tuple of its fields, made again."""
+    names = ("id", "holder", "parent", "expires_at", "buckets", "landing")
+    fields = dict(zip(names, summary, strict=True))
+    return Summary(**{**fields, **changes})
+
+
 def check(found: Summaries, expected: dict[str, Summary]) -> None:
     """Every answer ``found`` gives is the one a dict of the same summaries gives."""
     assert dict(found.items()) == expected
@@ -43,15 +52,15 @@ def check(found: Summaries, expected: dict[str, Summary]) -> None:
     for n, (lock_id, s) in enumerate(expected.items()):
         field = n % 6
         if field == 0:
-            made[lock_id] = s._replace(holder=s.holder + "x")
+            made[lock_id] = _replaced(s, holder=s.holder + "x")
         elif field == 1:
-            made[lock_id] = s._replace(parent=None if s.parent else "q")
+            made[lock_id] = _replaced(s, parent=None if s.parent else "q")
         elif field == 2:
-            made[lock_id] = s._replace(expires_at=s.expires_at + "x")
+            made[lock_id] = _replaced(s, expires_at=s.expires_at + "x")
         elif field == 3:
-            made[lock_id] = s._replace(buckets=(*s.buckets, "zz"))
+            made[lock_id] = _replaced(s, buckets=(*s.buckets, "zz"))
         elif field == 4:
-            made[lock_id] = s._replace(landing=not s.landing)
+            made[lock_id] = _replaced(s, landing=not s.landing)
     made["other"] = Summary("other", "h0", None, STAMPS[0], ("",), False)
     assert found.differing(expected) == []
     assert found.differing(made) == [i for i, s in made.items() if expected.get(i) != s]
@@ -159,9 +168,9 @@ def test_changes_while_iterating_never_yield_an_id_twice_or_one_gone(
             if change == "del":
                 found.pop(other, None)
             elif other in found and change == "put":
-                found[other] = found[other]._replace(holder="again")
+                found[other] = _replaced(found[other], holder="again")
             elif other in found:
-                found.put_many({other: found[other]._replace(holder="again")})
+                found.put_many({other: _replaced(found[other], holder="again")})
     assert len(seen) == len(set(seen))
     assert set(seen) <= set(start)
     assert set(start) - set(seen) <= set(start) - set(found)
@@ -172,13 +181,13 @@ def near(s: Summary, other: str) -> list[Summary]:
     summary in that field only (filed under ``other`` lock's id, a parent of "" for none)."""
     return [
         s,
-        s._replace(id=other),
-        s._replace(holder=s.holder + "x"),
-        s._replace(parent="" if s.parent is None else None),
-        s._replace(expires_at=s.expires_at + "x"),
-        s._replace(buckets=(*s.buckets, "zz")),
-        s._replace(buckets=("\n".join(s.buckets),)),
-        s._replace(landing=not s.landing),
+        _replaced(s, id=other),
+        _replaced(s, holder=s.holder + "x"),
+        _replaced(s, parent="" if s.parent is None else None),
+        _replaced(s, expires_at=s.expires_at + "x"),
+        _replaced(s, buckets=(*s.buckets, "zz")),
+        _replaced(s, buckets=("\n".join(s.buckets),)),
+        _replaced(s, landing=not s.landing),
     ]
 
 

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitlocks.core import verdicts as verdicts_module
+from gitlocks.core.judging import Judged, Problem, judge
 from gitlocks.core.summaries import Summaries, Summary, Verdict
-from gitlocks.core.table import Judged, Problem, judge, lazy_table
+from gitlocks.core.table import lazy_table
 from gitlocks.core.verdicts import (
     decode_judged,
     decode_verdicts,

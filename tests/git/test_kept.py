@@ -14,7 +14,6 @@ import sys
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,8 +24,9 @@ from hypothesis import strategies as st
 from support.cli import alock
 from support.records import plant, seed_locks, write_blob
 
+from gitlocks.core.judging import Problem
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
-from gitlocks.core.table import Problem, Table, lazy_table
+from gitlocks.core.table import Table, lazy_table
 from gitlocks.errors import StoreError
 from gitlocks.git import files, kept
 from gitlocks.git import table as fast_table
@@ -648,7 +648,7 @@ def test_verbs_beside_a_kept_judgement_answer_as_the_records_say(packed: Path) -
     # ids[2]'s record, expired, over its packed line
     expired = table.records[ids[2]]
     past = format_time(utcnow() - timedelta(hours=1))
-    blob = write_blob(packed, replace(expired, expires_at=past).to_json())
+    blob = write_blob(packed, expired.with_changes(expires_at=past).to_json())
     git(packed, "update-ref", LOCK_PREFIX + ids[2], blob)
     check(ids[2], held=False)
     got = alock(packed, "acquire", area[ids[2]], "--as", "agent-z")

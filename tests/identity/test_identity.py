@@ -37,9 +37,11 @@ SOURCE_ROOT = Path(identity.__file__).resolve().parents[2]
 # A child that prints the session it sees, as JSON.
 PROBE = textwrap.dedent(
     """
-    import dataclasses, json, os
+    import json, os
     from gitlocks.identity import session_process
-    print(json.dumps({"self": os.getpid(), **session_process()._asdict()}))
+    found = session_process()
+    fields = ("pid", "start_time", "name", "host", "terminal")
+    print(json.dumps({"self": os.getpid(), **{f: getattr(found, f) for f in fields}}))
     """
 )
 
@@ -453,7 +455,9 @@ def test_a_terminal_sessions_id_names_the_terminal_and_the_user() -> None:
     proc = SessionProcess(1234, "b:1", "bash", "h", terminal="tmux-3")
     holder = session_holder_id(proc, user="alice")
     assert holder.startswith("tmux-3-alice-") and is_holder(holder)
-    other = session_holder_id(proc._replace(pid=1235), user="alice")
+    other = session_holder_id(
+        SessionProcess(1235, proc.start_time, proc.name, proc.host, proc.terminal), user="alice"
+    )
     assert other != holder and other.startswith("tmux-3-alice-")
 
 

@@ -47,7 +47,7 @@ def test_text_ships_with_front_matter_and_the_protocol() -> None:
     for needle in ("AGENT_ID", "--as", "renew", "release", "INTERRUPTED WORK", "STALE"):
         assert needle in TEXT
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
-    assert '"data/*"' in pyproject
+    assert 'packages = ["gitlocks"]' in pyproject  # the whole package, its data too
 
 
 def test_every_command_shown_names_a_real_verb_and_real_options(repo: Path) -> None:

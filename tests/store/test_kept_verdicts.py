@@ -13,8 +13,8 @@ from conftest import git
 from support.cli import alock
 from support.remote import make_bare, make_clone
 
+from gitlocks.core.judging import verdict_of
 from gitlocks.core.scope import ScopeEntry
-from gitlocks.core.table import verdict_of
 from gitlocks.git import kept
 from gitlocks.git import table as hooks_table
 from gitlocks.git.objects import Objects

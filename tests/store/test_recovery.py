@@ -614,13 +614,13 @@ from gitlocks.store import local, refs
 
 step = sys.argv[1]
 if step == "deciding":
-    read = local.Store.read_table
-    def read_table(self, *args, **kwargs):
+    read = local.Store._read_current  # the read a write decides on
+    def read_current(self, *args, **kwargs):
         table = read(self, *args, **kwargs)
         if self._spares:
             os._exit(9)
         return table
-    local.Store.read_table = read_table
+    local.Store._read_current = read_current
 else:
     commit = refs._commit
     def commit_or_die(tx):
