@@ -1,0 +1,130 @@
+"""A repository as a supervisor of several agents sees it, for the live page's layout tests
+and its screenshots (``tests/ui/screenshots.py``): five agent sessions on one repository
+and two linked worktrees, one of them idle (holding nothing), one STALE, one whose work was
+interrupted, a sub-agent, shared and ``--until-merged`` claims, edits in and out of claims
+(one inside a claim held from another worktree: the page's red warning), and a refusal.
+
+Everything is made as agents make it: the command line, a harness's guard hook (a stand-in
+harness process), a session process that ends. Only the STALE claim is aged by hand (its
+record rewritten as plain git would), since waiting ten minutes is no test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from support.cli import alock
+from support.guard import event
+from support.harness import StandIn
+from support.records import plant
+
+FILES = (
+    ".github/workflows/ci.yml",
+    "README.md",
+    "docs/api.md",
+    "docs/deploy.md",
+    "docs/guide.md",
+    "scripts/release.sh",
+    "src/api/__init__.py",
+    "src/api/auth.py",
+    "src/api/routes.py",
+    "src/api/tokens.py",
+    "src/api/users.py",
+    "src/db/migrations/0001_init.sql",
+    "src/db/migrations/0002_orders.sql",
+    "src/db/models.py",
+    "src/db/session.py",
+    "src/ui/components/Button.tsx",
+    "src/ui/components/Cart.tsx",
+    "src/ui/components/Nav.tsx",
+    "src/ui/styles/nav.css",
+    "src/ui/styles/theme.css",
+    "tests/test_auth.py",
+    "tests/test_orders.py",
+)
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return proc.stdout
+
+
+def ok(cwd: Path, *args: str, **env: str) -> None:
+    got = alock(cwd, *args, **env)
+    assert got.code == 0, (args, got)
+
+
+def age(repo: Path, holder: str, minutes: int) -> None:
+    """Make ``holder``'s claims look as if last renewed ``minutes`` ago."""
+    then = datetime.now(timezone.utc) - timedelta(minutes=minutes)
+    stamp = then.strftime("%Y-%m-%dT%H:%M:%SZ")
+    for record in json.loads(alock(repo, "list", "--json").out):
+        if record["holder"] == holder:
+            record.update(created_at=stamp, renewed_at=stamp)
+            plant(repo, record["id"], record)
+
+
+@contextmanager
+def team(base: Path) -> Iterator[dict[str, Any]]:
+    """Build the demo under ``base`` (``base/shop`` and its worktrees ``shop-api`` and
+    ``shop-ui``); yield its parts, the idle session still running; end it afterwards."""
+    repo = base / "shop"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for name in FILES:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(f"{name}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "shop")
+    api, ui = base / "shop-api", base / "shop-ui"
+    git(repo, "worktree", "add", "-q", "-b", "api-oauth", str(api))
+    git(repo, "worktree", "add", "-q", "-b", "ui-nav", str(ui))
+
+    # A database agent whose session ended in the middle of its work: INTERRUPTED.
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        db = {"AGENT_ID": "codex-db", "AGENT_SESSION_PID": str(gone.pid)}
+        ok(repo, "acquire", "src/db/migrations/**", "-m", "orders table migration", **db)
+        ok(repo, "note", "src/db/migrations/**", "0002 written, 0003 next", **db)
+    finally:
+        gone.kill()
+        gone.wait()
+    # The API agent in its worktree, with a sub-agent writing the docs.
+    ok(api, "acquire", "src/api/**", "-m", "move login to OAuth2", "--until-merged", "main",
+       AGENT_ID="claude-api")  # fmt: skip
+    ok(api, "acquire", "tests/test_auth.py", "-m", "tests for the OAuth2 flow",
+       AGENT_ID="claude-api")  # fmt: skip
+    ok(repo, "acquire", "docs/**", "--shared", "-m", "document the new login",
+       AGENT_ID="gemini-docs", AGENT_PARENT_ID="claude-api")  # fmt: skip
+    ok(api, "acquire", "docs/api.md", "--shared", "-m", "API reference for OAuth2",
+       AGENT_ID="claude-api")  # fmt: skip
+    # The UI agent, quiet for a while (STALE), and refused where the API agent works.
+    ok(ui, "acquire", "src/ui/components/Nav.tsx", "src/ui/styles/**", "-m",
+       "new navigation bar", AGENT_ID="codex-ui")  # fmt: skip
+    age(repo, "codex-ui", 14)
+    assert alock(ui, "acquire", "src/api/routes.py", AGENT_ID="codex-ui").code == 1
+    # Uncommitted edits: in their claims, unclaimed, and one in another worktree's claim.
+    (repo / "docs/guide.md").write_text("the new login\n")
+    (repo / "docs/oauth.md").write_text("OAuth2\n")
+    (api / "src/api/auth.py").write_text("oauth\n")
+    (api / "src/api/tokens.py").write_text("tokens\n")
+    (ui / "src/ui/components/Nav.tsx").write_text("nav\n")
+    (ui / "src/ui/styles/nav.css").write_text("nav\n")
+    (ui / "src/api/routes.py").write_text("a route for the new bar\n")
+    (ui / "README.md").write_text("hello\n")
+
+    # A review agent just started: its harness ran the guard's SessionStart hook and
+    # nothing else yet. It holds nothing, and runs.
+    idle = StandIn(base / "harness", "claude", cwd=repo, AGENT_ID="claude-review")
+    try:
+        started = idle.guard(event(repo, "SessionStart"))
+        assert started.code == 0, started
+        yield {"repo": repo, "worktrees": [api, ui], "idle": idle}
+    finally:
+        idle.close()
