@@ -66,7 +66,7 @@ class Agent:
     ran the guard's SessionStart hook in ``cwd``, and runs ``git alock`` through its shell."""
 
     def __init__(self, base: Path, harness: str, cwd: Path, **env: str) -> None:
-        self.session = StandIn(base / f"harness-{env['AGENT_ID']}", harness, cwd=cwd, **env)
+        self.session = StandIn(base / f"harness-{env['AGENT_ID']}", harness, cwd, (), **env)
         self.cwd = cwd
         started = self.session.guard(event(cwd, "SessionStart"))
         assert started.code == 0, started

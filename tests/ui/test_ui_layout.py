@@ -86,3 +86,34 @@ def test_a_session_that_holds_nothing_is_on_the_page_as_running(
             assert str(demo["repo"]) in card, card  # where it runs
         finally:
             server.stop()
+
+
+@needs_chromium
+def test_waiting_claims_show_on_their_holders_cards(
+    browser: Page, tmp_path: Path, serve: Any
+) -> None:
+    """The store may keep a queue of claims waiting their turn (``acquire --wait``): the
+    page draws the view's ``waiters`` on their holders' cards, a card of its own for one
+    that holds nothing, and the layout still holds."""
+    with team(tmp_path / "src") as demo:
+        server = serve(demo["repo"])
+        try:
+            _open(browser, server.url, 800)
+            waiters = [
+                {"holder": "codex-ui", "paths": ["src/api/routes.py"], "since": None,
+                 "blocked_by": ["claude-api"]},
+                {"holder": "newcomer", "paths": ["docs/**", LONG_DIR], "since": None,
+                 "blocked_by": ["gemini-docs", "claude-api"]},
+            ]  # fmt: skip
+            browser.eval(f"S.state.waiters = {json.dumps(waiters)}; render(); true")
+            cards = browser.eval(
+                "Object.fromEntries([...document.querySelectorAll('#holders .card')]"
+                ".map(c => [c.dataset.holder, c.innerText]))"
+            )
+            assert "WAITING" in cards["codex-ui"] and "src/api/routes.py" in cards["codex-ui"]
+            assert "claude-api" in cards["codex-ui"].split("WAITING", 1)[1]
+            assert "WAITING" in cards["newcomer"] and "gemini-docs" in cards["newcomer"]
+            assert "2 waiting" in browser.eval("document.getElementById('counts').innerText")
+            assert browser.eval("layout.problems()") == []
+        finally:
+            server.stop()

@@ -436,7 +436,7 @@ function pick(el) {
 // --- loading and following ----------------------------------------------------------------------
 function render() {
   const st = S.state;
-  assignColours(st.holders.flatMap((x) => [x.holder, ...(x.parent ? [x.parent] : [])]));
+  assignColours([...st.holders.flatMap((x) => [x.holder, ...(x.parent ? [x.parent] : [])]), ...(st.waiters || []).map((w) => w.holder)]);
   renderTop(st);
   renderTree(buildTree(st));
   renderHolders(st);
