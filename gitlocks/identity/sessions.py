@@ -375,8 +375,8 @@ def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple
     """The registered sessions whose process runs (on this host, in this pid namespace:
     an entry's key says where it was written) and that acted in the repository of
     ``common_dir`` (its start, a claim, a command), each with the working tree it acted
-    in. What the live page shows of sessions
-    that hold nothing (docs/design.md, section 7.5); at most ``MAX_PRUNE`` entries read."""
+    in: what the live page shows of sessions that hold nothing (docs/design.md, section
+    7.5). At most ``MAX_PRUNE`` entries are read."""
     where = register_dir(env)
     if where is None or not trusted(where) or not host_identity():
         return []

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # and edits touch (a page of a million rows helps nobody, and costs the first render).
 MAX_FILES = 50_000
 JOURNAL_EVENTS = 200  # events the page starts with; it adds the new ones as they come
+# What a holder's card says of where it runs: its most recently active claim's.
+WHERE_FIELDS = ("host", "session", "pid", "worktree", "branch", "last_active")
 
 
 Memo: TypeAlias = "dict[int, tuple[LockRecord, dict[str, Any]]]"
@@ -162,11 +164,11 @@ def _holders(
             entry.update({k: newest[k] for k in WHERE_FIELDS})
             entry["state"] = _worst({x["state"] for x in held})
         else:
-            session, root = idle[holder]
+            registered, root = idle[holder]
             entry.update(
-                host=session.session.host,
-                session=session.session.name or session.harness,
-                pid=session.session.pid,
+                host=registered.session.host,
+                session=registered.session.name or registered.harness,
+                pid=registered.session.pid,
                 worktree=root,
                 branch=_branch_of(root, branches),
                 last_active=None,
@@ -174,9 +176,6 @@ def _holders(
             )
         found.append(entry)
     return found
-
-
-WHERE_FIELDS = ("host", "session", "pid", "worktree", "branch", "last_active")
 
 
 def _running(ctx: Context) -> list[tuple[sessions.Registered, str]]:

@@ -248,7 +248,7 @@ function renderHolders(st) {
       if (l) claims.appendChild(chip(l, l.paths.join(" ")));
     });
     if (ho.locks.length > LIMIT_CLAIMS) claims.appendChild(h("span", "count", `+${ho.locks.length - LIMIT_CLAIMS} more`));
-    if (!ho.locks.length) claims.appendChild(h("span", "note", "holds nothing yet"));
+    if (!ho.locks.length) claims.appendChild(h("span", "note", "holds nothing"));
     card.appendChild(claims);
     for (const w of waits.get(ho.holder) || []) card.appendChild(waiting(w));
     waits.delete(ho.holder);
