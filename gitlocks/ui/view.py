@@ -63,9 +63,6 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         "remote": None if not remote else {"name": remote, "synced_at": _synced_at(store, remote)},
         "locks": locks,
         "holders": _holders(locks, _running(ctx), branches),
-        # Claims waiting their turn (acquire --wait), when the store keeps a queue: each
-        # {"holder", "paths", "since", "blocked_by": [holder...]}; the page draws them.
-        "waiters": [],
         "files": files[:MAX_FILES],
         "files_left_out": max(0, len(files) - MAX_FILES),
         "worktrees": [_worktree(t.path, t.branch, t.error, t.edits) for t in report.worktrees],

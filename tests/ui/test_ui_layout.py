@@ -100,8 +100,8 @@ def test_waiting_claims_show_on_their_holders_cards(
         try:
             _open(browser, server.url, 800)
             waiters = [
-                {"holder": "codex-ui", "paths": ["src/api/routes.py"], "since": None,
-                 "blocked_by": ["claude-api"]},
+                {"holder": "codex-ui", "paths": ["src/api/routes.py"], "place": 1,
+                 "since": "2030-01-01T10:00:00Z", "blocked_by": ["claude-api"]},
                 {"holder": "newcomer", "paths": ["docs/**", LONG_DIR], "since": None,
                  "blocked_by": ["gemini-docs", "claude-api"]},
             ]  # fmt: skip
@@ -110,7 +110,7 @@ def test_waiting_claims_show_on_their_holders_cards(
                 "Object.fromEntries([...document.querySelectorAll('#holders .card')]"
                 ".map(c => [c.dataset.holder, c.innerText]))"
             )
-            assert "WAITING" in cards["codex-ui"] and "src/api/routes.py" in cards["codex-ui"]
+            assert "WAITING #1" in cards["codex-ui"] and "src/api/routes.py" in cards["codex-ui"]
             assert "claude-api" in cards["codex-ui"].split("WAITING", 1)[1]
             assert "WAITING" in cards["newcomer"] and "gemini-docs" in cards["newcomer"]
             assert "2 waiting" in browser.eval("document.getElementById('counts').innerText")

@@ -262,8 +262,11 @@ function renderHolders(st) {
     box.appendChild(card);
   }
 }
+// A claim waiting its turn (acquire --wait): the view's ``waiters``, when the store keeps a
+// queue: {holder, paths, place, reason, since, blocked_by}, each but the first two optional.
 function waiting(w) {
-  const r = add(h("div", "wait"), h("span", "badge waiting", "WAITING"), h("span", "epath", (w.paths || []).join(" ")));
+  const r = add(h("div", "wait"), h("span", "badge waiting", "WAITING" + (w.place ? " #" + w.place : "")), h("span", "epath", (w.paths || []).join(" ")));
+  if (w.reason) r.title = shown(w.reason);
   if (w.since) add(r, h("span", "why", "since"), timed(h("span", "why"), w.since, "ago"));
   if ((w.blocked_by || []).length) {
     add(r, h("span", "why", "behind"));
