@@ -359,6 +359,8 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
     sessions.prune(env)
     _export_identity(identity, env)
     repo = open_repo(event.cwd)
+    # The session acts here from now on: the live page shows it before it claims anything.
+    sessions.add_repository(identity.session, repo.common_dir, repo.root, env)
     # In remote mode the claims named below are the lock remote's, fetched now (within
     # alock.guardRemoteTimeout), or the clone's view, said to be so.
     stale = refresh_view(str(repo.root), repo.remote, bound=bound_remote) if repo.remote else None

@@ -391,6 +391,34 @@ def _doc(path: str) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
+def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple[Registered, str]]:
+    """The registered sessions whose process runs (on this host, in this pid namespace:
+    an entry's key says where it was written) and that acted in the repository of
+    ``common_dir`` (its start, a claim, a command), each with the working tree it acted
+    in: what the live page shows of sessions that hold nothing (docs/design.md, section
+    7.5). At most ``MAX_PRUNE`` entries are read."""
+    where = register_dir(env)
+    if where is None or not trusted(where) or not host_identity():
+        return []
+    common = os.path.realpath(common_dir)
+    found = []
+    for item in _entries(where):
+        pid = item.name.split("-", 1)[0]
+        if item.name.startswith(".") or not item.name.endswith(".json") or not is_digits(pid):
+            continue
+        data = _doc(item.path)
+        start_time = data.get("start_time") if data is not None else None
+        if not isinstance(start_time, str):
+            continue
+        registered = _read(where, int(pid), start_time)  # None: written elsewhere
+        if registered is None or not process_alive(int(pid), start_time):
+            continue
+        root = dict(repositories(registered.session, env)).get(common)
+        if root is not None:
+            found.append((registered, root))
+    return found
+
+
 def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
     """The register's entry for exactly ``session``, or None."""
     where = register_dir(env)

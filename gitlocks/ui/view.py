@@ -17,6 +17,7 @@ from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
 from gitlocks.errors import GitlocksError
 from gitlocks.git.worktrees import tracked
+from gitlocks.identity import sessions
 from gitlocks.render.journal import format_event
 from gitlocks.service import journal, landing
 from gitlocks.service.context import Context
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 # and edits touch (a page of a million rows helps nobody, and costs the first render).
 MAX_FILES = 50_000
 JOURNAL_EVENTS = 200  # events the page starts with; it adds the new ones as they come
+# What a holder's card says of where it runs: its most recently active claim's.
+WHERE_FIELDS = ("host", "session", "pid", "worktree", "branch", "last_active")
 
 
 Memo: TypeAlias = "dict[int, tuple[LockRecord, dict[str, Any]]]"
@@ -50,6 +53,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
     records.sort(key=lambda r: (r.created_at, r.id))
     locks = _locks(records, report, {} if memo is None else memo)
     files = _files(os.fspath(store.root))
+    branches = {t.path: t.branch for t in report.worktrees}
     remote = store.config_get("alock.remote")
     return {
         "repo": os.path.basename(os.fspath(store.root).rstrip("/")) or "/",
@@ -58,7 +62,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         "stale_after": ctx.stale_seconds(),
         "remote": None if not remote else {"name": remote, "synced_at": _synced_at(store, remote)},
         "locks": locks,
-        "holders": _holders(locks),
+        "holders": _holders(locks, _running(ctx), branches),
         "files": files[:MAX_FILES],
         "files_left_out": max(0, len(files) - MAX_FILES),
         "worktrees": [_worktree(t.path, t.branch, t.error, t.edits) for t in report.worktrees],
@@ -124,34 +128,64 @@ def _locks(records: list[LockRecord], report: Status, memo: Memo) -> list[dict[s
     return found
 
 
-def _holders(locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per holder: where it runs, its parent and sub-agents, its claims."""
+def _holders(
+    locks: list[dict[str, Any]],
+    running: list[tuple[sessions.Registered, str]],
+    branches: dict[str, str | None],
+) -> list[dict[str, Any]]:
+    """One entry per holder: where it runs, its parent and sub-agents, its claims. A
+    holder is anyone with a claim, and every agent session running here, holding or not
+    (``running``: the harness sessions registered on this machine that acted in this
+    repository), so that a supervisor sees an agent that has only started."""
     by_holder: dict[str, list[dict[str, Any]]] = {}
     for lock in locks:
         by_holder.setdefault(lock["holder"], []).append(lock)
+    idle = {r.holder: (r, root) for r, root in running if r.holder not in by_holder}
     parents = {
         h: next((x["parent"] for x in xs if x["parent"]), None) for h, xs in by_holder.items()
     }
+    parents.update({h: r.parent for h, (r, _) in idle.items()})
+    live = {r.holder for r, _ in running}
     found: list[dict[str, Any]] = []
-    for holder in sorted(by_holder):
-        held = by_holder[holder]
-        newest = max(held, key=_last_active)
-        found.append(
-            {
-                "holder": holder,
-                "parent": parents[holder],
-                "children": sorted(h for h, p in parents.items() if p == holder),
-                "host": newest["host"],
-                "session": newest["session"],
-                "pid": newest["pid"],
-                "worktree": newest["worktree"],
-                "branch": newest["branch"],
-                "last_active": newest["last_active"],
-                "state": _worst({x["state"] for x in held}),
-                "locks": [x["id"] for x in held],
-            }
-        )
+    for holder in sorted(parents):
+        held = by_holder.get(holder, [])
+        entry: dict[str, Any] = {
+            "holder": holder,
+            "parent": parents[holder],
+            "children": sorted(h for h, p in parents.items() if p == holder),
+            "running": holder in live,  # a registered agent session of this machine runs
+            "locks": [x["id"] for x in held],
+        }
+        if held:
+            newest = max(held, key=_last_active)
+            entry.update({k: newest[k] for k in WHERE_FIELDS})
+            entry["state"] = _worst({x["state"] for x in held})
+        else:
+            registered, root = idle[holder]
+            entry.update(
+                host=registered.session.host,
+                session=registered.session.name or registered.harness,
+                pid=registered.session.pid,
+                worktree=root,
+                branch=_branch_of(root, branches),
+                last_active=None,
+                state="live",
+            )
+        found.append(entry)
     return found
+
+
+def _running(ctx: Context) -> list[tuple[sessions.Registered, str]]:
+    """The agent sessions of this machine that run and acted here (none when the register
+    cannot be read: the claims still show)."""
+    try:
+        return sessions.running(os.fspath(ctx.store.common_dir))
+    except OSError:
+        return []
+
+
+def _branch_of(root: str, branches: dict[str, str | None]) -> str | None:
+    return next((b for path, b in branches.items() if _same_dir(path, root)), None)
 
 
 def _last_active(lock: dict[str, Any]) -> str:

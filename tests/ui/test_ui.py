@@ -6,12 +6,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMIUM, Page, chromium
 from conftest import git
 from support.cli import alock, alock_process
 from support.daemon import Daemon
@@ -28,7 +27,6 @@ from support.remote import daemon, make_bare, make_clone
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
@@ -37,90 +35,12 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not in
 # --- the browser: one per module, driven over the DevTools protocol --------------------------
 
 
-class Page:
-    """One browser tab, spoken to over its DevTools websocket."""
-
-    def __init__(self, url: str) -> None:
-        import websocket  # the test extra's DevTools client
-
-        self.ws = websocket.create_connection(url, timeout=30, suppress_origin=True)
-        self.calls = 0
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        self.calls += 1
-        self.ws.send(json.dumps({"id": self.calls, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv())
-            if message.get("id") == self.calls:
-                assert "error" not in message, message
-                result: dict[str, Any] = message.get("result", {})
-                return result
-
-    def eval(self, expression: str) -> Any:
-        got = self.call(
-            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
-        )
-        assert "exceptionDetails" not in got, got
-        return got["result"].get("value")
-
-    def goto(self, url: str) -> None:
-        """Open ``url`` and wait until the new document has loaded."""
-        self.eval("window.leaving = true")
-        self.call("Page.navigate", url=url)
-        self.wait_for("!window.leaving && document.readyState === 'complete'", f"{url} loaded")
-
-    def wait_for(self, expression: str, what: str, timeout: float = 20) -> Any:
-        """Poll ``expression`` in the page until it is truthy (a bound, not a timing)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = self.eval(expression)
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                text = self.eval("document.body ? document.body.innerText : ''")
-                pytest.fail(f"the page never showed {what}; it shows:\n{text}")
-            time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Page]:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
-    profile = tempfile.mkdtemp(prefix="gitlocks-ui-chromium-")
-    proc = subprocess.Popen(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-            "--remote-allow-origins=*",
-            f"--user-data-dir={profile}",
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        port_file = Path(profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert proc.poll() is None, "chromium exited at start"
-            assert time.monotonic() < deadline, "chromium never opened its DevTools port"
-            time.sleep(0.05)
-        port = port_file.read_text().split()[0]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as res:
-            tabs = [t for t in json.load(res) if t.get("type") == "page"]
-        page = Page(tabs[0]["webSocketDebuggerUrl"])
+    with chromium() as page:
         yield page
-        page.ws.close()
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 # --- the server: git alock ui as a user runs it -----------------------------------------------

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 import test_docs
+from chromium import Page
 from conftest import git
 from support.cli import alock, run_git
-from test_ui import Page, browser, fetch, needs_chromium, serve, text_of
+from test_ui import browser, fetch, needs_chromium, serve, text_of
 
 from gitlocks.core.scope import make_entry
 from gitlocks.service import typos

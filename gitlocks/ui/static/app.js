@@ -219,12 +219,16 @@ function editMark(wt, e) {
 function renderHolders(st) {
   const box = clear($("holders"));
   const byId = new Map(st.locks.map((l) => [l.id, l]));
-  if (!st.holders.length) box.appendChild(h("p", "empty", "Nobody holds a claim."));
+  if (!st.holders.length) box.appendChild(h("p", "empty", "No agent session runs here, and nobody holds a claim."));
+  const waits = new Map();
+  for (const w of st.waiters || []) waits.set(w.holder, [...(waits.get(w.holder) || []), w]);
   for (const ho of st.holders) {
-    const card = paint(h("div", "card " + ho.state), ho.holder);
+    const card = paint(h("div", "card " + ho.state + (ho.locks.length ? "" : " idle")), ho.holder);
+    card.dataset.holder = ho.holder;
     const head = add(h("div", "card-head"), h("span", "holder", ho.holder));
     if (STATE_WORDS[ho.state]) add(head, h("span", "badge " + ho.state, STATE_WORDS[ho.state]));
-    add(head, timed(h("span", "beat"), ho.last_active, "ago"));
+    if (ho.running) add(head, h("span", "badge running", "RUNNING"));
+    if (ho.last_active) add(head, timed(h("span", "beat"), ho.last_active, "ago"));
     card.appendChild(head);
     const where = [ho.host, ho.session && `${ho.session}${ho.pid ? " " + ho.pid : ""}`, ho.branch && "on " + ho.branch].filter(Boolean);
     if (where.length) card.appendChild(h("div", "meta", where.join(" · ")));
@@ -244,15 +248,38 @@ function renderHolders(st) {
       if (l) claims.appendChild(chip(l, l.paths.join(" ")));
     });
     if (ho.locks.length > LIMIT_CLAIMS) claims.appendChild(h("span", "count", `+${ho.locks.length - LIMIT_CLAIMS} more`));
+    if (!ho.locks.length) claims.appendChild(h("span", "note", "holds nothing"));
     card.appendChild(claims);
+    for (const w of waits.get(ho.holder) || []) card.appendChild(waiting(w));
+    waits.delete(ho.holder);
     box.appendChild(card);
   }
+  for (const [holder, ws] of waits) {  // waiting, and holding nothing
+    const card = paint(h("div", "card live idle"), holder);
+    card.dataset.holder = holder;
+    add(card, add(h("div", "card-head"), h("span", "holder", holder)));
+    ws.forEach((w) => card.appendChild(waiting(w)));
+    box.appendChild(card);
+  }
+}
+// A claim waiting its turn (acquire --wait): the view's ``waiters``, when the store keeps a
+// queue: {holder, paths, place, reason, since, blocked_by}, each but the first two optional.
+function waiting(w) {
+  const r = add(h("div", "wait"), h("span", "badge waiting", "WAITING" + (w.place ? " #" + w.place : "")), h("span", "epath", (w.paths || []).join(" ")));
+  if (w.reason) r.title = shown(w.reason);
+  if (w.since) add(r, h("span", "why", "since"), timed(h("span", "why"), w.since, "ago"));
+  if ((w.blocked_by || []).length) {
+    add(r, h("span", "why", "behind"));
+    w.blocked_by.forEach((x) => add(r, paint(h("span", "name-tag", x), x)));
+  }
+  return r;
 }
 
 // --- edits ----------------------------------------------------------------------------------
 function renderEdits(st) {
   const box = clear($("edits"));
-  for (const wt of st.worktrees) {
+  const warned = (wt) => wt.edits.some((e) => e.where === "elsewhere") ? 0 : 1;
+  for (const wt of [...st.worktrees].sort((a, b) => warned(a) - warned(b))) {
     const card = h("div", "wt");
     const name = wt.path.split("/").filter(Boolean).pop() || wt.path;
     add(card, add(h("div", "wt-head"), h("span", "wt-name", name), h("span", "meta", wt.branch ? "on " + wt.branch : "detached")));
@@ -312,7 +339,14 @@ function renderTop(st) {
   const bad = st.worktrees.reduce((n, w) => n + w.edits.filter((e) => e.where === "elsewhere").length, 0);
   const counts = clear($("counts"));
   add(counts, h("span", null, `${st.holders.length} holders`), h("span", null, `${st.locks.length} claims`), h("span", null, `${edits} edits`));
-  if (bad) counts.appendChild(h("span", "bad-text", `${bad} in another's claim`));
+  if ((st.waiters || []).length) counts.appendChild(h("span", null, `${st.waiters.length} waiting`));
+  if (bad) {
+    // The warning the page exists for: a click brings the first such edit into view.
+    const warn = h("button", "bad-text", `${bad} in another's claim`);
+    warn.type = "button";
+    warn.addEventListener("click", () => { const r = document.querySelector("#edits .edit-row.bad"); if (r) r.scrollIntoView({ block: "center" }); });
+    counts.appendChild(warn);
+  }
   const banner = $("banner");
   clear(banner);
   const notes = [...st.warnings, ...st.problems.map((p) => `${p.ref}: ${p.reason}`)];
@@ -405,7 +439,7 @@ function pick(el) {
 // --- loading and following ----------------------------------------------------------------------
 function render() {
   const st = S.state;
-  assignColours(st.holders.flatMap((x) => [x.holder, ...(x.parent ? [x.parent] : [])]));
+  assignColours([...st.holders.flatMap((x) => [x.holder, ...(x.parent ? [x.parent] : [])]), ...(st.waiters || []).map((w) => w.holder)]);
   renderTop(st);
   renderTree(buildTree(st));
   renderHolders(st);
