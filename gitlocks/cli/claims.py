@@ -30,7 +30,10 @@ OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be le
 )
 def acquire(
     patterns: list[str] = Argument(
-        metavar="PATTERN...", help="Glob patterns to claim.", tool=InTool("paths")
+        metavar="PATTERN...",
+        help="Glob patterns to claim.",
+        tool=InTool("paths"),
+        complete="paths",
     ),
     reason: str = Option("-m", "--reason", default="", help="Why you claim it."),
     ttl: str | None = TTL_OPTION,
@@ -142,7 +145,11 @@ def _nfc(text: str) -> str:
 @app.command(tool="Give back paths of your locks, or all=true for all of yours.")
 def release(
     patterns: list[str] | None = Argument(
-        default=None, metavar="[PATTERN...]", help="Patterns to give back.", tool=InTool("paths")
+        default=None,
+        metavar="[PATTERN...]",
+        help="Patterns to give back.",
+        tool=InTool("paths"),
+        complete="yours",
     ),
     all_: bool = Option("--all", default=False, help="Release all yours and your sub-agents'."),
     as_id: str | None = AS_OPTION,
@@ -164,7 +171,11 @@ def release(
 @app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
 def renew(
     patterns: list[str] | None = Argument(
-        default=None, metavar="[PATTERN...]", help="Patterns to renew.", tool=InTool("paths")
+        default=None,
+        metavar="[PATTERN...]",
+        help="Patterns to renew.",
+        tool=InTool("paths"),
+        complete="yours",
     ),
     ttl: str | None = TTL_OPTION,
     as_id: str | None = AS_OPTION,
@@ -185,9 +196,12 @@ def renew(
 @app.command(tool="Append a progress note to your lock on a path.")
 def note(
     pattern: str = Argument(
-        metavar="PATTERN", help="A pattern of your lock.", tool=InTool("path", pattern=True)
+        metavar="PATTERN",
+        help="A pattern of your lock.",
+        tool=InTool("path", pattern=True),
+        complete="yours",
     ),
-    text: str = Argument(metavar="TEXT", help="The progress note."),
+    text: str = Argument(metavar="TEXT", help="The progress note.", complete="text"),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -206,7 +220,9 @@ def note(
 
 @app.command("break")
 def break_(
-    targets: list[str] = Argument(metavar="ID|PATTERN...", help="Lock ids or patterns."),
+    targets: list[str] = Argument(
+        metavar="ID|PATTERN...", help="Lock ids or patterns.", complete="locks"
+    ),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -222,7 +238,9 @@ def break_(
 
 @app.command()
 def resume(
-    pattern: str = Argument(metavar="PATTERN", help="A pattern (or lock id) of the work."),
+    pattern: str = Argument(
+        metavar="PATTERN", help="A pattern (or lock id) of the work.", complete="locks"
+    ),
     ttl: str | None = Option(
         "--ttl", default=None, help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."
     ),

@@ -44,7 +44,7 @@ def version(as_json: bool = JSON_OPTION) -> None:
 
 @app.command()
 def skill(
-    action: str = Argument(metavar="install|show", help="install or show."),
+    action: str = Argument(metavar="install|show", help="install or show.", complete="words"),
     tool: str = Option("--for", default="claude", help="claude, codex, cursor or agents."),
     into: str | None = Option(
         "--into", default=None, help="Base directory (default: the repository's root)."

@@ -76,7 +76,11 @@ def ls(
 def check(
     # Without --staged, which no tool offers, paths are needed.
     paths: list[str] | None = Argument(
-        default=None, metavar="[PATH...]", help="Paths to ask about.", tool=InTool(required=True)
+        default=None,
+        metavar="[PATH...]",
+        help="Paths to ask about.",
+        tool=InTool(required=True),
+        complete="paths",
     ),
     staged: bool = Option(
         "--staged",
