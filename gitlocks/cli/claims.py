@@ -218,10 +218,18 @@ def note(
     finish(EXIT_OK if result.lock else EXIT_REFUSED)
 
 
-@app.command("break")
+@app.command(
+    "break",
+    tool="Forcibly release other holders' locks, by lock id or every lock crossing a "
+    "pattern; journaled with who broke them. Only for a lock nobody will come back to "
+    "(take interrupted work over with resume instead).",
+)
 def break_(
     targets: list[str] = Argument(
-        metavar="ID|PATTERN...", help="Lock ids or patterns.", complete="locks"
+        metavar="ID|PATTERN...",
+        help="Lock ids or patterns.",
+        complete="locks",
+        tool=InTool("targets"),
     ),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
@@ -236,10 +244,17 @@ def break_(
     finish(EXIT_OK if result else EXIT_REFUSED)
 
 
-@app.command()
+@app.command(
+    tool="Take over INTERRUPTED WORK (a lock whose holder's session ended with notes left) "
+    "with its notes, as your own claim: the answer a refusal or a denial of that work "
+    "points to."
+)
 def resume(
     pattern: str = Argument(
-        metavar="PATTERN", help="A pattern (or lock id) of the work.", complete="locks"
+        metavar="PATTERN",
+        help="A pattern (or lock id) of the work.",
+        complete="locks",
+        tool=InTool("path", pattern=True),
     ),
     ttl: str | None = Option(
         "--ttl", default=None, help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."

@@ -48,7 +48,10 @@ def status(as_id: str | None = AS_OPTION, as_json: bool = JSON_OPTION) -> None:
     finish(EXIT_OK)
 
 
-@app.command()
+@app.command(
+    tool="The journal of lock events, newest first: who claimed, released, broke or "
+    "took over what, and the refusals seen here."
+)
 def log(
     count: str | None = Option(
         "-n", "--max-count", default=None, metavar="N", help="Show at most N events."

@@ -22,6 +22,7 @@ from support.guard import OTHER, denial, edit, event, guard, holders, second_ses
 from support.harness import StandIn
 
 from gitlocks.agents.commands import guard_command
+from gitlocks.cli.tools import TOOLS
 
 
 def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
@@ -347,9 +348,7 @@ def test_the_mcp_server_passes_a_client_session(repo: Path) -> None:
         return answers
 
     got = anyio.run(session)
-    assert got["tools"] == sorted(
-        ["acquire", "release", "renew", "check", "list", "status", "note", "whoami"]
-    )
+    assert got["tools"] == sorted(TOOLS)
     refused = got["refused"]
     assert refused["status"] == "refused" and refused["conflicts"][0]["holder"] == "other-agent"
     assert got["acquired"]["status"] == "acquired"
