@@ -177,6 +177,21 @@ class Server:
                 pass
         return ctx
 
+    def _clear_dead(self, ctx: Any) -> None:
+        """As ``list`` and ``status`` do: in local mode, release the dead holders' note-less
+        locks first; the listing answers even if that write fails."""
+        if ctx.store.config_get("alock.remote"):
+            return
+        from gitlocks.service import lifecycle  # the store's layer, once
+
+        # A table that cannot be read is the answer's error; a write that fails is not.
+        if not lifecycle.any_dead(ctx, ctx.store.read_table()):
+            return
+        try:
+            lifecycle.clear_dead(ctx)
+        except GitlocksError:
+            pass
+
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         """The patterns as scope entries, without repeats (``a``, ``a/`` and ``./a`` are
         one), as the verbs read them: a record never holds a pattern twice."""
@@ -271,13 +286,17 @@ class Server:
     def list(self) -> Any:
         from gitlocks.service.context import live_table  # imported here: the store's layer
 
-        _, live = live_table(self._ctx(land=True))
+        ctx = self._ctx(land=True)
+        self._clear_dead(ctx)
+        _, live = live_table(ctx)
         return [r.to_dict() for r in live]
 
     def status(self) -> Any:
         from gitlocks.service.status import status  # imported here: the store's layer
 
-        return status(self._ctx(land=True)).to_dict()
+        ctx = self._ctx(land=True)
+        self._clear_dead(ctx)
+        return status(ctx).to_dict()
 
     def note(self, pattern: str, text: str) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
