@@ -190,7 +190,7 @@ def renew(
     asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
     result = locks.renew(ctx, wanted, ttl=asked, default_ttl=lifetime(ctx, None))
     reply(result.to_dict(), render.renew(result, ctx.now()), as_json)
-    finish(EXIT_OK if result else EXIT_REFUSED)
+    finish(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
 
 
 @app.command(tool="Append a progress note to your lock on a path.")

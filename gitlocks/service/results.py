@@ -79,16 +79,42 @@ class ReleaseResult:
 
 
 @dataclass
+class Lost:
+    """A claim of the holder's that is gone, as the journal tells it: ``event`` (broken,
+    expired, auto_released, released), who did it (``by``) and when; ``pattern``: the
+    named pattern it answers, if any."""
+
+    event: str
+    id: str
+    paths: list[str]
+    by: str | None
+    at: str
+    pattern: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.event, "id": self.id, "paths": self.paths, "by": self.by,
+                "at": self.at, "pattern": self.pattern}  # fmt: skip
+
+
+@dataclass
 class RenewResult:
     """The locks a renewal extended, and those kept as they are because more than half
     their lifetime is left (remote mode: no push for them); neither: the caller holds no
-    live lock there."""
+    live lock there. ``lost``: the caller's claims gone since its last write (or, of the
+    patterns it named, whenever), and ``not_locked``: named patterns it holds no lock on
+    and never lost here."""
 
     locks: list[LockRecord] = field(default_factory=list)
     kept: list[LockRecord] = field(default_factory=list)
+    lost: list[Lost] = field(default_factory=list)
+    not_locked: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.kept)
+
+    def complete(self) -> bool:
+        """Whether all the caller asked is renewed or kept: nothing named or held was lost."""
+        return bool(self) and not self.lost and not self.not_locked
 
     def to_dict(self) -> dict[str, Any]:
         status = "renewed" if self.locks else "kept" if self.kept else "not_locked"
@@ -96,6 +122,8 @@ class RenewResult:
             "status": status,
             "locks": [r.to_dict() for r in self.locks],
             "kept": [r.to_dict() for r in self.kept],
+            "lost": [x.to_dict() for x in self.lost],
+            "not_locked": self.not_locked,
         }
 
 
