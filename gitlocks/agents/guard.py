@@ -166,10 +166,11 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
 
 class Verdict:
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
-    those that cannot be claimed here, the repositories where a claim was met, and the
-    holder's own claims the edit is inside (by repository): a heartbeat."""
+    those that cannot be claimed here, the repositories where a claim was met, the
+    holder's own claims the edit is inside (by repository): a heartbeat; and each denial
+    as the refusal log records it (by common git directory)."""
 
-    __slots__ = ("denied", "free", "held_in", "own", "unclaimed", "warned")
+    __slots__ = ("denied", "free", "held_in", "own", "refusals", "unclaimed", "warned")
 
     def __init__(
         self,
@@ -179,6 +180,7 @@ class Verdict:
         unclaimed: list[str],
         held_in: set[str],
         own: dict[str, tuple[Repo, dict[str, LockRecord]]],
+        refusals: list[tuple[str, dict[str, object]]],
     ) -> None:
         self.denied = denied
         self.warned = warned
@@ -186,9 +188,18 @@ class Verdict:
         self.unclaimed = unclaimed
         self.held_in = held_in
         self.own = own
+        self.refusals = refusals
 
     def _key(self) -> tuple[object, ...]:
-        return (self.denied, self.warned, self.free, self.unclaimed, self.held_in, self.own)
+        return (
+            self.denied,
+            self.warned,
+            self.free,
+            self.unclaimed,
+            self.held_in,
+            self.own,
+            self.refusals,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Verdict) and self._key() == other._key()
@@ -210,7 +221,7 @@ def judge(
 ) -> Verdict:
     """Each file against the table of its repository (read once into ``tables``); ``ages``:
     the repositories whose lock remote could not be asked, and how old their view is."""
-    verdict = Verdict([], [], {}, [], set(), {})
+    verdict = Verdict([], [], {}, [], set(), {}, [])
     for repo, rel in targets:
         root = os.fspath(repo.root)
         if repo.ignore.ignored(rel):
@@ -227,11 +238,15 @@ def judge(
                 # clone's own view, as old as it says.
                 reason += printable(f" (Decided on the {ages[root]}.)")
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
+            if repo.mode != "warn":
+                verdict.refusals.append(refusal(repo, "refused", rel, held[0].locks, now))
             continue
         left = interrupted(table, identity, now, rel, repo)
         if left:
             reason = interrupted_reason(rel, left, now, repo.ignore_case)
             (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
+            if repo.mode != "warn":
+                verdict.refusals.append(refusal(repo, "interrupted", rel, left, now))
             continue
         own = covering(table, identity, now, rel)
         if not own and identity.parent and elder_holds_exactly(table, identity, now, rel):
@@ -244,6 +259,21 @@ def judge(
             elif rel not in verdict.unclaimed:
                 verdict.unclaimed.append(rel)
     return verdict
+
+
+def refusal(
+    repo: Repo, kind: str, rel: str, locks: Sequence[LockRecord], now: datetime
+) -> tuple[str, dict[str, object]]:
+    """A denial as ``acquire`` logs a refusal (docs/design.md, section 4.4), for ``log`` and
+    the live page: who was kept out of what, by whose claims."""
+    return repo.common_dir, {
+        "event": kind,
+        "at": format_time(now),
+        "paths": [rel],
+        "conflicts": [{"id": r.id, "holder": r.holder, "paths": list(r.paths)} for r in locks],
+        "hint": None,
+        "guard": True,
+    }
 
 
 def interrupted(
@@ -355,12 +385,13 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
             else:
                 ages[root] = said
         verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
-    denied, warned, free, unclaimed, own = (
+    denied, warned, free, unclaimed, own, refusals = (
         verdict.denied,
         verdict.warned,
         verdict.free,
         verdict.unclaimed,
         verdict.own,
+        verdict.refusals,
     )
     if unclaimed:
         notes.append(
@@ -369,6 +400,12 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
             "one directory or another: a cd before it may fail)"
         )
     if denied:
+        try:  # written down where it can be: an edit is denied either way
+            from gitlocks.service.journal import append_refusals  # only a denial writes
+
+            append_refusals(refusals, identity.holder)
+        except Exception:  # never an error, never a let-through: the answer stays a denial
+            pass
         return _deny(harness, _several([*denied, *warned]), notes)
     pushed: set[str] = set()  # the repositories whose claim renewed the session's (a push)
     if free:

@@ -1,17 +1,18 @@
 """``git alock mcp``: an MCP server over stdio, for agents that speak MCP.
 
-Tools ``acquire``, ``release``, ``renew``, ``check``, ``list``, ``status``, ``note`` and
-``whoami``: the verbs of the command line, handed to the server as a table of ``Tool``s
-that ``gitlocks.cli.tools`` derives from the verbs' declarations (names, descriptions,
-arguments, their kinds, defaults and help). The server publishes each tool's JSON schema
-from that table and checks each call against it; its methods are the tools' bodies, one
-per tool, taking the verb's parameters. Each result is the same JSON document as the
-verb's ``--json``, and a refusal is a normal result naming the holder, never a protocol
-error. Patterns are relative to the top of the working tree. The holder is ``AGENT_ID``
-from the server's environment, else derived from the process that started the server (the
-harness), whose life is the session's (docs/design.md, section 6.6). The protocol is spoken by
-``gitlocks.agents.jsonrpc``, with the standard library alone: no MCP SDK is imported, so
-the server answers its first request in the time the interpreter and the table take.
+Tools ``acquire``, ``release``, ``renew``, ``check``, ``list``, ``status``, ``note``,
+``resume``, ``break``, ``log`` and ``whoami``: the verbs of the command line, handed to the
+server as a table of ``Tool``s that ``gitlocks.cli.tools`` derives from the verbs'
+declarations (names, descriptions, arguments, their kinds, defaults and help). The server
+publishes each tool's JSON schema from that table and checks each call against it; its
+methods are the tools' bodies, one per tool, taking the verb's parameters. Each result is
+the same JSON document as the verb's ``--json``, and a refusal is a normal result naming the
+holder, never a protocol error. Patterns are relative to the top of the working tree. The
+holder is ``AGENT_ID`` from the server's environment, else derived from the process that
+started the server (the harness), whose life is the session's (docs/design.md, section 6.6).
+The protocol is spoken by ``gitlocks.agents.jsonrpc``, with the standard library alone: no
+MCP SDK is imported, so the server answers its first request in the time the interpreter and
+the table take.
 
 The arguments are checked here, as sent, exactly (no coercion: ``all: "yes"`` is no
 boolean). So every call the protocol can read, well formed or not, gets one of our
@@ -21,6 +22,7 @@ an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring sa
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any, NamedTuple
@@ -37,6 +39,9 @@ INSTRUCTIONS = (
     "result's status is 'refused', do not edit: its conflicts name who holds what. Renew "
     "long work, add notes as you go, release when done."
 )
+# A tool's body is the server's method of its name; a name Python keeps for itself gets
+# the verb function's trailing underscore.
+BODIES = {"break": "break_"}
 MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store for long
 MAX_PATTERN_CHARS = 4096  # PATH_MAX
 
@@ -131,13 +136,13 @@ class Server:
         self.root = root
         self.tools = tools
         for tool in tools.values():
-            body = getattr(type(self), tool.name, None)
+            body = getattr(type(self), BODIES.get(tool.name, tool.name), None)
             code = getattr(body, "__code__", None)
             takes = code.co_varnames[1 : code.co_argcount] if code else None
             if takes != tuple(a.param for a in tool.arguments):
                 raise TypeError(
                     f"the MCP tool {tool.name!r} takes {[a.param for a in tool.arguments]} "
-                    f"as declared, but Server.{tool.name} takes {takes}"
+                    f"as declared, but Server.{BODIES.get(tool.name, tool.name)} takes {takes}"
                 )
             _held_to(tool, body)
         _ = self.identity  # a bad AGENT_ID stops the server as it starts, not at a call
@@ -171,6 +176,21 @@ class Server:
             except GitlocksError:
                 pass
         return ctx
+
+    def _clear_dead(self, ctx: Any) -> None:
+        """As ``list`` and ``status`` do: in local mode, release the dead holders' note-less
+        locks first; the listing answers even if that write fails."""
+        if ctx.store.config_get("alock.remote"):
+            return
+        from gitlocks.service import lifecycle  # the store's layer, once
+
+        # A table that cannot be read is the answer's error; a write that fails is not.
+        if not lifecycle.any_dead(ctx, ctx.store.read_table()):
+            return
+        try:
+            lifecycle.clear_dead(ctx)
+        except GitlocksError:
+            pass
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         """The patterns as scope entries, without repeats (``a``, ``a/`` and ``./a`` are
@@ -220,6 +240,13 @@ class Server:
         if result.status == "acquired":  # as the verb's --json says it
             missing = typos.uncovered(ctx.store.root, claim, ignore_case=ctx.store.ignore_case)
             doc["covers_nothing"] = [m.to_dict() for m in missing]
+        if result.status == "interrupted" and result.conflicts and not doc["hint"]:
+            left = result.conflicts[0].record
+            doc["hint"] = (
+                f"{left.holder}'s session ended with this work unfinished: the resume tool "
+                f"(path {json.dumps(left.paths[0])}) takes it over with its notes; the break "
+                f"tool (targets [{json.dumps(left.id)}]) discards it"
+            )
         return doc
 
     def release(self, patterns: list[str] | None, all_: bool) -> Any:
@@ -240,6 +267,16 @@ class Server:
         asked = self._ttl(ctx, ttl) if ttl is not None else None
         return locks.renew(ctx, entries, ttl=asked, default_ttl=ctx.ttl(None)).to_dict()
 
+    # Before ``list``: in the class body below it, ``list`` names the tool.
+    def break_(self, targets: list[str]) -> Any:
+        from gitlocks.service import locks  # imported here: the store's layer, once
+
+        ctx = self._ctx()
+        named = [(t, self._entries(ctx, [t])[0]) for t in targets] if targets else []
+        if not named:
+            raise UsageError("name the lock ids or patterns to break")
+        return locks.break_locks(ctx, named).to_dict()
+
     def check(self, paths: list[str]) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
 
@@ -249,13 +286,17 @@ class Server:
     def list(self) -> Any:
         from gitlocks.service.context import live_table  # imported here: the store's layer
 
-        _, live = live_table(self._ctx(land=True))
+        ctx = self._ctx(land=True)
+        self._clear_dead(ctx)
+        _, live = live_table(ctx)
         return [r.to_dict() for r in live]
 
     def status(self) -> Any:
         from gitlocks.service.status import status  # imported here: the store's layer
 
-        return status(self._ctx(land=True)).to_dict()
+        ctx = self._ctx(land=True)
+        self._clear_dead(ctx)
+        return status(ctx).to_dict()
 
     def note(self, pattern: str, text: str) -> Any:
         from gitlocks.service import locks  # imported here: the store's layer, once
@@ -266,8 +307,57 @@ class Server:
         [entry] = self._entries(ctx, [pattern])
         return locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS)).to_dict()
 
+    def resume(self, pattern: str, ttl: str | None) -> Any:
+        # Imported here: the store's layer, once.
+        from gitlocks.core.record import is_lock_id
+        from gitlocks.service import lifecycle
+
+        ctx = self._ctx()
+        target: str | ScopeEntry
+        if is_lock_id(pattern) and ctx.store.read_table().get(pattern) is not None:
+            target = pattern
+        else:
+            [target] = self._entries(ctx, [pattern])
+        return lifecycle.resume(ctx, target, ttl=self._ttl(ctx, ttl)).to_dict()
+
+    def log(self, count: str | None, since: str | None, reverse: bool) -> Any:
+        # Imported here: the journal's readers, once.
+        from gitlocks.core import journal as core_journal
+        from gitlocks.core.record import utcnow
+        from gitlocks.service import journal
+
+        limit = _count(count)
+        store = self._ctx().store
+        after = core_journal.since_time(since, utcnow()) if since else None
+        shared = journal.events(store, limit=limit, since=after)
+        found = core_journal.merged(shared, journal.refusals(store, since=after), limit)
+        return found[::-1] if reverse else found
+
     def whoami(self) -> Any:
         return self.identity.to_dict()
+
+
+def _count(count: str | None) -> int | None:
+    """``max_count`` as ``-n`` takes it: a whole number, or None for every event."""
+    if count is None:
+        return None
+    if not count.strip().isdigit():
+        raise UsageError(f"max_count must be a whole number, not {count!r}")
+    return int(count)
+
+
+# ``git alock VERB`` in an answer's hint or error: the agent calls the tool of that name.
+_COMMAND = re.compile(r"\bgit alock ([a-z][a-z-]*)")
+
+
+def in_tools(text: str, tools: dict[str, Tool]) -> str:
+    """``text`` with each ``git alock VERB`` that is one of ``tools`` said as that tool:
+    an agent speaking MCP is told what it can call from where it is (it may have no shell,
+    or one that cannot write the repository's git directory)."""
+    return _COMMAND.sub(
+        lambda m: f"the {m[1]} tool" if m[1] in tools else m[0],
+        text,
+    )
 
 
 def _string(value: Any, what: str, limit: int | None = None) -> str:
@@ -333,12 +423,16 @@ def call(server: Server, tool: str, arguments: Any) -> str:
     """One tool call, as the JSON text of its result; an error is a result too."""
     try:
         checked = check_arguments(server.tools, tool, arguments)
-        result = getattr(server, tool)(**checked)
+        result = getattr(server, BODIES.get(tool, tool))(**checked)
     except GitlocksError as exc:
         result = exc.to_dict()
     except Exception as exc:  # a bug must still answer, and never look like a refusal
         error = f"internal error: {exc.__class__.__name__}: {exc}; this is a bug in gitlocks"
         result = {"status": "error", "error": error, "exit_code": 2}
+    if isinstance(result, dict):
+        for key in ("hint", "error"):  # ours: the rest holds users' text, left as written
+            if isinstance(result.get(key), str):
+                result[key] = in_tools(result[key], server.tools)
     text = strictjson.dumps_finite(result, ensure_ascii=False)
     try:
         text.encode("utf-8")

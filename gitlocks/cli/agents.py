@@ -199,7 +199,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
 @app.command()
 def mcp() -> None:
     """Serve the lock tools over MCP on stdio (acquire, release, renew, check, list,
-    status, note, whoami), each answering the verb's --json document.
+    status, note, resume, break, log, whoami), each answering the verb's --json document.
 
     Example: claude mcp add gitlocks -- git alock mcp
     """

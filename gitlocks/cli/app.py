@@ -233,9 +233,21 @@ def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str
 
 def complete() -> int:
     """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
+    from gitlocks.cli.answers import complete_argument  # a shell's request only
+
+    if complete_argument(os.environ.get(COMPLETE_VAR, ""), verb_callback):
+        return 0  # a positional argument: answered from its declaration
     command = everything()
     return int(command.main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
                             standalone_mode=True) or 0)  # fmt: skip
+
+
+def verb_callback(verb: str) -> Any:
+    """The function of ``verb``, or None for a word that is no verb."""
+    if verb not in VERBS:
+        return None
+    found = verb_module(verb).app.commands.get(verb)
+    return found.callback if found is not None else None
 
 
 def everything() -> Any:

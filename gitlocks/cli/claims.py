@@ -30,7 +30,10 @@ OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be le
 )
 def acquire(
     patterns: list[str] = Argument(
-        metavar="PATTERN...", help="Glob patterns to claim.", tool=InTool("paths")
+        metavar="PATTERN...",
+        help="Glob patterns to claim.",
+        tool=InTool("paths"),
+        complete="paths",
     ),
     reason: str = Option("-m", "--reason", default="", help="Why you claim it."),
     ttl: str | None = TTL_OPTION,
@@ -142,7 +145,11 @@ def _nfc(text: str) -> str:
 @app.command(tool="Give back paths of your locks, or all=true for all of yours.")
 def release(
     patterns: list[str] | None = Argument(
-        default=None, metavar="[PATTERN...]", help="Patterns to give back.", tool=InTool("paths")
+        default=None,
+        metavar="[PATTERN...]",
+        help="Patterns to give back.",
+        tool=InTool("paths"),
+        complete="yours",
     ),
     all_: bool = Option("--all", default=False, help="Release all yours and your sub-agents'."),
     as_id: str | None = AS_OPTION,
@@ -164,7 +171,11 @@ def release(
 @app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
 def renew(
     patterns: list[str] | None = Argument(
-        default=None, metavar="[PATTERN...]", help="Patterns to renew.", tool=InTool("paths")
+        default=None,
+        metavar="[PATTERN...]",
+        help="Patterns to renew.",
+        tool=InTool("paths"),
+        complete="yours",
     ),
     ttl: str | None = TTL_OPTION,
     as_id: str | None = AS_OPTION,
@@ -179,15 +190,18 @@ def renew(
     asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
     result = locks.renew(ctx, wanted, ttl=asked, default_ttl=lifetime(ctx, None))
     reply(result.to_dict(), render.renew(result, ctx.now()), as_json)
-    finish(EXIT_OK if result else EXIT_REFUSED)
+    finish(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
 
 
 @app.command(tool="Append a progress note to your lock on a path.")
 def note(
     pattern: str = Argument(
-        metavar="PATTERN", help="A pattern of your lock.", tool=InTool("path", pattern=True)
+        metavar="PATTERN",
+        help="A pattern of your lock.",
+        tool=InTool("path", pattern=True),
+        complete="yours",
     ),
-    text: str = Argument(metavar="TEXT", help="The progress note."),
+    text: str = Argument(metavar="TEXT", help="The progress note.", complete="text"),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -204,9 +218,19 @@ def note(
     finish(EXIT_OK if result.lock else EXIT_REFUSED)
 
 
-@app.command("break")
+@app.command(
+    "break",
+    tool="Forcibly release other holders' locks, by lock id or every lock crossing a "
+    "pattern; journaled with who broke them. Only for a lock nobody will come back to "
+    "(take interrupted work over with resume instead).",
+)
 def break_(
-    targets: list[str] = Argument(metavar="ID|PATTERN...", help="Lock ids or patterns."),
+    targets: list[str] = Argument(
+        metavar="ID|PATTERN...",
+        help="Lock ids or patterns.",
+        complete="locks",
+        tool=InTool("targets"),
+    ),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -220,9 +244,18 @@ def break_(
     finish(EXIT_OK if result else EXIT_REFUSED)
 
 
-@app.command()
+@app.command(
+    tool="Take over INTERRUPTED WORK (a lock whose holder's session ended with notes left) "
+    "with its notes, as your own claim: the answer a refusal or a denial of that work "
+    "points to."
+)
 def resume(
-    pattern: str = Argument(metavar="PATTERN", help="A pattern (or lock id) of the work."),
+    pattern: str = Argument(
+        metavar="PATTERN",
+        help="A pattern (or lock id) of the work.",
+        complete="locks",
+        tool=InTool("path", pattern=True),
+    ),
     ttl: str | None = Option(
         "--ttl", default=None, help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl)."
     ),

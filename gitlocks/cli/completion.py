@@ -17,11 +17,14 @@ app = verbs()
 SHELLS = ("bash", "zsh", "fish")
 
 # git's bash completion calls _git_<subcommand> for ``git alock ...``: the words after
-# ``git`` become git-alock's own command line.
+# ``git`` become git-alock's own command line. git registers its completion with ``-o
+# default``, so an empty answer would become the file names here: only an argument that is
+# a path asks for them (click's "file" answer turns the option back on).
 GIT_BASH_SHIM = """
 _git_alock() {
     local COMP_WORDS=("git-alock" "${COMP_WORDS[@]:2}")
     local COMP_CWORD=$((COMP_CWORD - 1))
+    compopt +o default +o bashdefault 2>/dev/null
     _git_alock_completion git-alock
 }
 """
@@ -29,7 +32,7 @@ _git_alock() {
 
 @app.command()
 def completion(
-    shell: str = Argument(metavar="bash|zsh|fish", help="The shell."),
+    shell: str = Argument(metavar="bash|zsh|fish", help="The shell.", complete="words"),
 ) -> None:
     """Print the shell completion script: bash, zsh or fish.
 

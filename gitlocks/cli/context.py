@@ -61,6 +61,24 @@ def _land(ctx: Context) -> None:
         ctx.warnings.append(f"claims whose work landed were not released: {exc}")
 
 
+def clear_dead(ctx: Context) -> None:
+    """Before a listing, in local mode: release the dead holders' note-less locks, so the
+    table shows live claims and the journal says who cleared the rest. In remote mode a
+    write is a push, which no read makes: they are shown DEAD until the next write. A
+    listing still answers if the write fails (a read-only git directory)."""
+    if ctx.store.config_get("alock.remote"):
+        return
+    from gitlocks.service import lifecycle  # the store's layer
+
+    # A table that cannot be read stops the listing, as ever; a write that fails does not.
+    if not lifecycle.any_dead(ctx, ctx.store.read_table()):
+        return
+    try:
+        lifecycle.clear_dead(ctx)
+    except GitlocksError as exc:
+        ctx.warnings.append(f"dead holders' locks were not cleared: {exc}")
+
+
 def say_staleness(store: LockStore) -> None:
     """In remote mode, say on stderr how old the local view is."""
     name = store.config_get("alock.remote")

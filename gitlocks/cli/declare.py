@@ -89,9 +89,10 @@ class OptionInfo:
 class ArgumentInfo:
     """A positional argument of a verb, as ``Argument()`` declares it."""
 
-    def __init__(self, default: Any, tool: InTool, settings: dict[str, Any]) -> None:
+    def __init__(self, default: Any, tool: InTool, complete: str, settings: dict[str, Any]) -> None:
         self.default = default
         self.tool = tool
+        self.complete = complete
         self.settings = settings
 
 
@@ -102,9 +103,13 @@ def Option(*names: str, default: Any = REQUIRED, tool: InTool = InTool(), **sett
     return OptionInfo(names, default, tool, settings)
 
 
-def Argument(*, default: Any = REQUIRED, tool: InTool = InTool(), **settings: Any) -> Any:
-    """A positional argument of a verb, declared as its parameter's default."""
-    return ArgumentInfo(default, tool, settings)
+def Argument(
+    *, default: Any = REQUIRED, tool: InTool = InTool(), complete: str = "", **settings: Any
+) -> Any:
+    """A positional argument of a verb, declared as its parameter's default; ``complete``:
+    what a shell offers for it (``gitlocks.cli.answers.ANSWERS``; every verb's
+    argument names one, tests/cli/test_completion.py holds them to it)."""
+    return ArgumentInfo(default, tool, complete, settings)
 
 
 class Exit(Exception):

@@ -17,7 +17,7 @@ from gitlocks.cli.common import (
     verbs,
     whole_number,
 )
-from gitlocks.cli.context import context, say_staleness, warn_problems
+from gitlocks.cli.context import clear_dead, context, say_staleness, warn_problems
 from gitlocks.cli.declare import Option
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
@@ -42,13 +42,17 @@ def status(as_id: str | None = AS_OPTION, as_json: bool = JSON_OPTION) -> None:
     """
     ctx = context(as_id, land=True)
     say_staleness(ctx.store)
+    clear_dead(ctx)
     report = status_of(ctx)
     warn_problems(ctx)
     reply(report.to_dict(), render_status.status(report, ctx.now()), as_json)
     finish(EXIT_OK)
 
 
-@app.command()
+@app.command(
+    tool="The journal of lock events, newest first: who claimed, released, broke or "
+    "took over what, and the refusals seen here."
+)
 def log(
     count: str | None = Option(
         "-n", "--max-count", default=None, metavar="N", help="Show at most N events."

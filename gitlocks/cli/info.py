@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from gitlocks import __version__
 from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, finish, out, reply, verbs
@@ -15,6 +16,9 @@ from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.render.identity import whoami as whoami_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 app = verbs()
 
@@ -40,7 +44,7 @@ def version(as_json: bool = JSON_OPTION) -> None:
 
 @app.command()
 def skill(
-    action: str = Argument(metavar="install|show", help="install or show."),
+    action: str = Argument(metavar="install|show", help="install or show.", complete="words"),
     tool: str = Option("--for", default="claude", help="claude, codex, cursor or agents."),
     into: str | None = Option(
         "--into", default=None, help="Base directory (default: the repository's root)."
@@ -80,13 +84,21 @@ def skill(
         out(f"ALREADY INSTALLED {done.path}")
     else:
         out(f"INSTALLED {done.path}")
-    if not as_json and tool == "claude" and done.status != "refused":
+    if not as_json and tool == "claude" and done.status != "refused" and not _guarded(base):
         # The skill asks the agent to remember; the guard does not need it to.
         sys.stderr.write(
             "hint: git alock install-agent-hooks --for claude also makes Claude Code claim "
             "before every edit, whether or not it remembers the skill\n"
         )
     finish(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
+
+
+def _guarded(base: Path) -> bool:
+    """Whether Claude Code's guard is installed under ``base`` already: a hint to install
+    it is given only where it is not."""
+    from gitlocks.agents.doctor import installed_commands  # only to give that hint
+
+    return bool(installed_commands(base, "claude"))
 
 
 def _repo_root() -> str:

@@ -12,7 +12,14 @@ from gitlocks.cli.common import (
     reply,
     verbs,
 )
-from gitlocks.cli.context import context, entries, require, say_staleness, warn_problems
+from gitlocks.cli.context import (
+    clear_dead,
+    context,
+    entries,
+    require,
+    say_staleness,
+    warn_problems,
+)
 from gitlocks.cli.declare import NOT_IN_TOOL, Argument, InTool, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
@@ -36,6 +43,7 @@ def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> 
     ctx = context(as_id, fresh=fresh, land=True)
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
+    clear_dead(ctx)
     _, live = live_table(ctx)
     if as_json:
         dump_json([r.to_dict() for r in live])
@@ -76,7 +84,11 @@ def ls(
 def check(
     # Without --staged, which no tool offers, paths are needed.
     paths: list[str] | None = Argument(
-        default=None, metavar="[PATH...]", help="Paths to ask about.", tool=InTool(required=True)
+        default=None,
+        metavar="[PATH...]",
+        help="Paths to ask about.",
+        tool=InTool(required=True),
+        complete="paths",
     ),
     staged: bool = Option(
         "--staged",

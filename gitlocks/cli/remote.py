@@ -18,7 +18,7 @@ app = verbs()
 @app.command("remote")
 def remote_(
     name: str | None = Argument(
-        default=None, metavar="[NAME]", help="A git remote to share locks on."
+        default=None, metavar="[NAME]", help="A git remote to share locks on.", complete="remotes"
     ),
     off: bool = Option("--off", default=False, help="Return to local mode."),
     forget: bool = Option(

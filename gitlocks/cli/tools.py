@@ -18,7 +18,19 @@ from gitlocks.cli import declare
 from gitlocks.cli.app import verb_module
 
 # The verbs served as MCP tools (``git alock mcp``), in the order a client lists them.
-TOOLS = ("acquire", "release", "renew", "check", "list", "status", "note", "whoami")
+TOOLS = (
+    "acquire",
+    "release",
+    "renew",
+    "check",
+    "list",
+    "status",
+    "note",
+    "resume",
+    "break",
+    "log",
+    "whoami",
+)
 
 
 def tools(names: tuple[str, ...] = TOOLS) -> dict[str, Tool]:

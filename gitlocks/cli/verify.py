@@ -24,6 +24,7 @@ def verify(
     revisions: list[str] = Argument(
         metavar="RANGE...",
         help="Commits as git rev-list takes them: origin/main..HEAD, a branch, ^a b.",
+        complete="refs",
     ),
     as_json: bool = JSON_OPTION,
     output: str | None = Option(
@@ -72,7 +73,9 @@ def verify(
 @app.command("install-remote-hook")
 def install_remote_hook(
     repository: str = Argument(
-        metavar="BARE-REPO", help="The repository you host, e.g. /srv/git/app.git."
+        metavar="BARE-REPO",
+        help="The repository you host, e.g. /srv/git/app.git.",
+        complete="directories",
     ),
     uninstall: bool = Option(
         "--uninstall", default=False, help="Remove the hook and restore any it chained."

@@ -10,8 +10,6 @@ if TYPE_CHECKING:
     from gitlocks.core.journal import Event
 
 _DETAIL_KEYS = (
-    "by",
-    "from",
     "reason",
     "text",
     "released",
@@ -46,12 +44,17 @@ def format_event(event: Event) -> str:
             parts.append(f"(kept {_words(kept)})")
     else:
         parts.append(_words(paths))
+    acted = _acted(kind, event)
+    if acted:
+        parts.append(f"({acted})")
     for key in _DETAIL_KEYS:
         value = event.get(key)
         if value in (None, "", []):
             continue
         if key == "released" and isinstance(value, list):
             continue  # already on the line, as the paths released
+        if key == "pid" and kind == "auto_released":
+            continue  # said with who cleared it
         value = _words(value)
         if key == "by_commit":
             parts.append(f"by commit {value[:12]}")
@@ -68,6 +71,33 @@ def format_event(event: Event) -> str:
         parts.append(f"[lock {event['id']}]")
     # Reasons, notes and paths are user text: escaped, so they cannot forge a line.
     return printable(" ".join(p for p in parts if p))
+
+
+# Who acted on a lock, for the events where that may be someone other than its holder:
+# the line names the holder and the lock first, so the actor is said apart, with what they
+# did ("expired e e/** by f" read as if f had expired it).
+_ACTED = {
+    "expired": "swept by {by}'s write",
+    "landed": "released by {by}'s write, its work landed",
+    "auto_released": "cleared by {by}'s write",
+    "broken": "broken by {by}",
+    "released": "released by {by}",
+    "resumed": "taken over by {by}",
+}
+
+
+def _acted(kind: str, event: Event) -> str:
+    """``swept by f's write``, ``broken by b``, ``taken over from a``: who did what to
+    the holder's lock; "" when its holder acted alone."""
+    by, holder, source = event.get("by"), event.get("holder"), event.get("from")
+    said = []
+    if by not in (None, "") and (by != holder or kind in ("expired", "landed", "auto_released")):
+        said.append(_ACTED.get(kind, "by {by}").format(by=_words(by)))
+    if kind == "auto_released" and event.get("pid") not in (None, ""):
+        said.insert(0, f"its process {_words(event['pid'])} is gone")
+    if source not in (None, ""):
+        said.append(f"taken over from {_words(source)}")
+    return "; ".join(said)
 
 
 def _words(value: object) -> str:

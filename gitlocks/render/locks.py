@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         BreakResult,
         CheckItem,
         Conflict,
+        Lost,
         NoteResult,
         ReleaseResult,
         RenewResult,
@@ -215,11 +216,32 @@ def problems(found: Sequence[Problem]) -> str:
     )
 
 
+def lost(gone: Lost) -> str:
+    """``BROKEN``/``NOT LOCKED``: a claim of yours that is gone, who took it and when."""
+    scope = " ".join(gone.paths)
+    by, at = gone.by or "someone", gone.at
+    said = {
+        "broken": f"BROKEN {scope} by {by} at {at}: it is no longer yours",
+        "expired": f"NOT LOCKED {scope}: it expired (swept by {by}'s write at {at})",
+        "auto_released": f"NOT LOCKED {scope}: your session's process was gone, so {by}'s "
+        f"write released it at {at}",
+        "released": f"NOT LOCKED {scope}: released by {by} at {at}",
+    }.get(gone.event, f"NOT LOCKED {scope}: {gone.event} at {at}")
+    if gone.event == "released" and gone.by in (None, ""):
+        said = f"NOT LOCKED {scope}: released at {at}"
+    return f"{said}; acquire again to go on [lock {gone.id}]"
+
+
 def renew(result: RenewResult, now: datetime) -> str:
+    told = [lost(x) for x in result.lost]
+    told += [f"NOT LOCKED {p}: you hold no lock there" for p in result.not_locked]
     if not result:
-        return "NOT LOCKED: you hold no live lock to renew; acquire again"
+        if not told:
+            told.append("NOT LOCKED: you hold no live lock to renew; acquire again")
+        return printable_lines(told)
     return printable_lines(
-        [f"RENEWED {' '.join(r.paths)}, {expires(r, now)} [lock {r.id}]" for r in result.locks]
+        told
+        + [f"RENEWED {' '.join(r.paths)}, {expires(r, now)} [lock {r.id}]" for r in result.locks]
         + [
             f"KEPT {' '.join(r.paths)}, {expires(r, now)}: more than half its lifetime is "
             f"left, so the lock remote is not asked yet [lock {r.id}]"

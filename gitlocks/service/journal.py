@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from gitlocks.core.journal import COMPACTED, VIEW_EVENT, interleave, json_objects
+from gitlocks.errors import GitlocksError
 from gitlocks.git.files import write_atomic
-from gitlocks.layout import REFUSALS_FILE
+from gitlocks.layout import JOURNAL_REF, REFUSALS_FILE
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -60,7 +61,13 @@ def refusals_path(store: LockStore) -> str:
 
 def record_refusal(store: LockStore, event: Event) -> None:
     """Append a refusal to the local log; best effort, never fails the command."""
-    path = refusals_path(store)
+    append_refusal(store.common_dir, event)
+
+
+def append_refusal(common_dir: str, event: Event) -> None:
+    """Append a refusal to the log in ``common_dir`` (the guard's denials come here with
+    no store opened); best effort, never fails the command."""
+    path = os.path.join(common_dir, REFUSALS_FILE)
     line = json.dumps({**event, "local": True}, ensure_ascii=False, sort_keys=True) + "\n"
     try:
         # O_APPEND: concurrent writers' lines do not interleave (each is one write).
@@ -74,6 +81,22 @@ def record_refusal(store: LockStore, event: Event) -> None:
             _trim(path)
     except OSError:
         pass  # a read-only git dir must not turn a refusal into an error
+
+
+def append_refusals(refusals: Sequence[tuple[str, Event]], holder: str) -> None:
+    """The guard's denials, each appended to its repository's log (by common git
+    directory) as ``holder``'s, after the journal commit it was decided against, which
+    orders it among the journal's events of that second, as acquire's refusals are."""
+    from gitlocks.git.run import Env, finish, start  # a denial's one process
+
+    versions: dict[str, str | None] = {}
+    for common_dir, found in refusals:
+        if common_dir not in versions:
+            ask = [f"--git-dir={common_dir}", "rev-parse", "-q", "--verify", JOURNAL_REF]
+            proc = start(ask, env=Env.CLEAN, error=GitlocksError)
+            said = finish(proc, ok=(0, 1), error=GitlocksError).decode().strip()
+            versions[common_dir] = said or None
+        append_refusal(common_dir, {**found, "holder": holder, "after": versions[common_dir]})
 
 
 def _trim(path: str) -> None:

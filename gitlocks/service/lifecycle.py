@@ -197,6 +197,35 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
 # --- reading ---------------------------------------------------------------------------------
 
 
+def any_dead(ctx: Context, table: Table) -> bool:
+    """Whether ``table`` holds a dead holder's note-less lock (judging reads ``/proc``
+    once per session), for a listing that would clear them first (``clear_dead``)."""
+    life = ctx.liveness()
+    return any(life.state(r) == "dead" for r in table.live(format_time(ctx.now())))
+
+
+def clear_dead(ctx: Context) -> list[LockRecord]:
+    """Release the dead holders' note-less locks (design §3.3) in one write, journaled as
+    ``auto_released`` by whoever asked; the locks released. For a listing: a supervisor
+    expects the live table to hold live claims, and the journal to say who cleared the
+    others."""
+
+    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
+        now = ctx.now()
+        life = ctx.liveness()
+        change = Change()
+        gone = sweep(ctx, table, now, change)
+        cleared = []
+        for record in table.live(format_time(now)):
+            if record.id not in gone and life.state(record) == "dead":
+                auto_release(record, now, change, gone, by=ctx.identity.holder)
+                cleared.append(record)
+        return change, cleared
+
+    found: list[LockRecord] = ctx.store.transact(decide)
+    return found
+
+
 def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
     """The state of each record, by id (for listings: judges every record given)."""
     life = ctx.liveness()

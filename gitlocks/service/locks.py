@@ -327,7 +327,12 @@ def renew(
             change.put.append(fresh)
             change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
             renewed.append(fresh)
-        return change, RenewResult(renewed, kept)
+        result = RenewResult(renewed, kept)
+        # Imported here: only renew reads the journal back.
+        from gitlocks.service.history import lost_claims
+
+        result.lost, result.not_locked = lost_claims(ctx, table, entries, renewed + kept, gone)
+        return change, result
 
     return ctx.store.transact(decide)
 

@@ -135,12 +135,51 @@ class ReleaseResult:
         }
 
 
+class Lost:
+    """A claim of the holder's that is gone, as the journal tells it: ``event`` (broken,
+    expired, auto_released, released), who did it (``by``) and when; ``pattern``: the
+    named pattern it answers, if any."""
+
+    __slots__ = ("at", "by", "event", "id", "paths", "pattern")
+
+    def __init__(
+        self,
+        event: str,
+        id: str,
+        paths: list[str],
+        by: str | None,
+        at: str,
+        pattern: str | None = None,
+    ) -> None:
+        self.event = event
+        self.id = id
+        self.paths = paths
+        self.by = by
+        self.at = at
+        self.pattern = pattern
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.event, self.id, self.paths, self.by, self.at, self.pattern)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Lost) and self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return f"Lost{self._key()!r}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.event, "id": self.id, "paths": self.paths, "by": self.by,
+                "at": self.at, "pattern": self.pattern}  # fmt: skip
+
+
 class RenewResult:
     """The locks a renewal extended, and those kept as they are because more than half
     their lifetime is left (remote mode: no push for them); neither: the caller holds no
-    live lock there."""
+    live lock there. ``lost``: the caller's claims gone since its last write (or, of the
+    patterns it named, whenever), and ``not_locked``: named patterns it holds no lock on
+    and never lost here."""
 
-    __slots__ = ("kept", "locks")
+    __slots__ = ("kept", "locks", "lost", "not_locked")
 
     def __init__(
         self,
@@ -149,9 +188,15 @@ class RenewResult:
     ) -> None:
         self.locks = [] if locks is None else locks
         self.kept = [] if kept is None else kept
+        self.lost: list[Lost] = []
+        self.not_locked: list[str] = []
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.kept)
+
+    def complete(self) -> bool:
+        """Whether all the caller asked is renewed or kept: nothing named or held was lost."""
+        return bool(self) and not self.lost and not self.not_locked
 
     def to_dict(self) -> dict[str, Any]:
         status = "renewed" if self.locks else "kept" if self.kept else "not_locked"
@@ -159,6 +204,8 @@ class RenewResult:
             "status": status,
             "locks": [r.to_dict() for r in self.locks],
             "kept": [r.to_dict() for r in self.kept],
+            "lost": [x.to_dict() for x in self.lost],
+            "not_locked": self.not_locked,
         }
 
 

@@ -14,8 +14,10 @@ model). Landing questions answer as a repository with no branches would.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -52,8 +54,12 @@ class MemoryStore:
         files: Iterable[str] = (),
         branch: str | None = "main",
     ) -> None:
-        # A directory for the files a service keeps beside the table (the refusal log).
-        self.root = os.fspath(root) if root is not None else tempfile.mkdtemp(prefix="alock-mem-")
+        # A directory for the files a service keeps beside the table (the refusal log). One
+        # made here goes when the store does: a property test makes thousands of stores.
+        if root is None:
+            root = tempfile.mkdtemp(prefix="alock-mem-")
+            weakref.finalize(self, shutil.rmtree, root, ignore_errors=True)
+        self.root = os.fspath(root)
         self.git_dir = self.common_dir = os.path.join(self.root, ".git-memory")
         os.makedirs(self.common_dir, exist_ok=True)
         self.settings = Settings(dict(config or {}))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from support.cli import Result, alock
+from support.records import stored
 
 from gitlocks.agents.codex_patch import shell_patch_paths
 from gitlocks.agents.edits import Candidates, Unjudgeable
@@ -68,7 +69,7 @@ def denial(got: Result) -> str:
 
 def claims(repo: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for record in alock(repo, "list", "--json").json():
+    for record in stored(repo):
         found.setdefault(record["holder"], []).extend(record["paths"])
     return found
 

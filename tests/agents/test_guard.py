@@ -22,6 +22,7 @@ from support.guard import OTHER, denial, edit, event, guard, holders, second_ses
 from support.harness import StandIn
 
 from gitlocks.agents.commands import guard_command
+from gitlocks.cli.tools import TOOLS
 
 
 def test_an_edit_of_a_free_file_claims_it_for_the_session(repo: Path) -> None:
@@ -347,9 +348,7 @@ def test_the_mcp_server_passes_a_client_session(repo: Path) -> None:
         return answers
 
     got = anyio.run(session)
-    assert got["tools"] == sorted(
-        ["acquire", "release", "renew", "check", "list", "status", "note", "whoami"]
-    )
+    assert got["tools"] == sorted(TOOLS)
     refused = got["refused"]
     assert refused["status"] == "refused" and refused["conflicts"][0]["holder"] == "other-agent"
     assert got["acquired"]["status"] == "acquired"
@@ -444,3 +443,26 @@ def test_a_nul_in_a_git_file_is_guarded_as_git_reads_it(repo: Path, tmp_path: Pa
     got = guard(checkout, edit(checkout, "a.txt"))
     assert got.code == 0 and "internal error" not in got.err, got
     assert holders(checkout), got  # claimed, as in any repository
+
+
+def test_a_denied_edit_is_in_the_log_as_a_refusal_and_a_log_that_cannot_be_written_denies_too(
+    repo: Path,
+) -> None:
+    """Local mode: a guard's denial is logged as acquire's refusals are, so ``log`` and
+    the live page show the agent kept out; a refusal log that cannot be written changes
+    nothing of the answer."""
+    assert alock(repo, "acquire", "src/**", "-m", "rewrite", **OTHER).code == 0
+    got = guard(repo, edit(repo, "src/app.py"))
+    assert "held by other-agent" in denial(got), got
+    [refused] = [e for e in alock(repo, "log", "--json").json() if e["event"] == "refused"]
+    assert refused["paths"] == ["src/app.py"] and refused["local"] is True
+    assert refused["holder"].startswith("claude-") and refused["guard"] is True
+    assert [c["holder"] for c in refused["conflicts"]] == ["other-agent"]
+    line = alock(repo, "log").out.splitlines()[0]
+    assert " refused (local) claude-" in line and "src/app.py held src/** by other-agent" in line
+    log = Path(git(repo, "rev-parse", "--git-common-dir").strip())
+    log = (repo / log if not log.is_absolute() else log) / "agent-locks-refusals.jsonl"
+    log.unlink()
+    log.mkdir()  # no file can be appended there
+    again = guard(repo, edit(repo, "src/app.py"))
+    assert again.code == got.code and again.out == got.out, again

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from support.cli import Result, alock
 from support.harness import StandIn
+from support.records import stored
 
 SESSION = "5f1c2a9e-0000-4000-8000-000000000004"
 
@@ -85,11 +86,7 @@ def allowed(got: Result) -> None:
 
 def claims(repo: Path) -> dict[str, tuple[str, str | None]]:
     """Each claimed pattern -> (holder, parent)."""
-    return {
-        pattern: (r["holder"], r["parent"])
-        for r in alock(repo, "list", "--json").json()
-        for pattern in r["paths"]
-    }
+    return {pattern: (r["holder"], r["parent"]) for r in stored(repo) for pattern in r["paths"]}
 
 
 def test_sibling_sub_agents_block_each_other(repo: Path, agent: StandIn) -> None:

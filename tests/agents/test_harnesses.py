@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import Result, alock
 from support.harness import StandIn
+from support.records import stored
 
 from gitlocks.agents.codex_patch import patch_paths
 from gitlocks.agents.commands import guard_command
@@ -164,7 +165,7 @@ def event_guard(repo: Path, spec: Spec, kind: str, session: str = "s-1") -> Resu
 
 def holders(repo: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for r in alock(repo, "list", "--json").json():
+    for r in stored(repo):
         found.setdefault(r["holder"], []).extend(r["paths"])
     return found
 

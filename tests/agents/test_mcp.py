@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import typing
 from pathlib import Path
@@ -14,7 +15,15 @@ import pytest
 from conftest import git
 from support.cli import alock, run_git
 
-from gitlocks.agents.mcp import MAX_PATHS, MAX_PATTERN_CHARS, Server, Tool, ToolArgument, schema
+from gitlocks.agents.mcp import (
+    MAX_PATHS,
+    MAX_PATTERN_CHARS,
+    Server,
+    Tool,
+    ToolArgument,
+    in_tools,
+    schema,
+)
 from gitlocks.cli import declare
 from gitlocks.cli.app import VERBS, _command
 from gitlocks.cli.tools import TOOLS, tool, tools
@@ -35,6 +44,13 @@ SURFACE: dict[str, dict[str, tuple[str, bool]]] = {
     "list": {},
     "status": {},
     "note": {"path": ("string", True), "text": ("string", True)},
+    "resume": {"path": ("string", True), "ttl": ("string", False)},
+    "break": {"targets": ("array", True)},
+    "log": {
+        "max_count": ("string", False),
+        "since": ("string", False),
+        "reverse": ("boolean", False),
+    },
     "whoami": {},
 }
 
@@ -151,7 +167,7 @@ def _context(command: Any) -> Any:
 
 def test_a_verb_that_declares_no_tool_is_no_tool() -> None:
     with pytest.raises(LookupError, match="declares no MCP tool"):
-        tool(_verb("break"))
+        tool(_verb("watch"))
 
 
 def test_a_server_whose_body_drifts_from_the_declaration_does_not_start(repo: Path) -> None:
@@ -314,3 +330,54 @@ def test_the_mcp_verbs_help_names_exactly_the_tools_it_serves() -> None:
     listed = re.search(r"\(([^)]*)\)", " ".join((mcp.__doc__ or "").split()))
     assert listed is not None
     assert tuple(n.strip() for n in listed.group(1).split(",")) == TOOLS
+
+
+def test_interrupted_work_is_resumed_broken_and_logged_through_the_tools(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """The tools an answer points to are there: a claim that meets interrupted work is
+    told to call resume (never to run git alock), and resume, break and log answer as
+    their verbs' --json do."""
+    dead = {"AGENT_ID": "agent-a", "AGENT_SESSION_PID": str(sleeper.pid)}
+    assert alock(repo, "acquire", "src/api/**", **dead).code == 0
+    assert alock(repo, "note", "src/api/**", "token refresh done", **dead).code == 0
+    assert alock(repo, "acquire", "docs/**", AGENT_ID="agent-c").code == 0
+    [other] = [r["id"] for r in alock(repo, "list", "--json").json() if r["holder"] == "agent-c"]
+    sleeper.kill()
+    sleeper.wait()
+    _, answers = session(
+        repo,
+        [
+            ("acquire", {"paths": ["src/api/**"]}),
+            ("resume", {"path": "src/api/**"}),
+            ("break", {"targets": [other]}),
+            ("break", {"targets": []}),
+            ("log", {"max_count": "3"}),
+            ("log", {"max_count": "many"}),
+        ],
+    )
+    met, resumed, broken, empty, logged, bad_count = answers
+    assert met["status"] == "interrupted"
+    assert "the resume tool" in met["hint"] and "the break tool" in met["hint"], met
+    assert "git alock" not in met["hint"]
+    assert resumed["status"] == "resumed" and resumed["lock"]["holder"] == "mcp-agent"
+    assert resumed["lock"]["notes"][0]["text"] == "token refresh done"
+    assert broken["status"] == "broken" and [r["id"] for r in broken["locks"]] == [other]
+    assert empty["status"] == "error" and "name the lock ids or patterns" in empty["error"]
+    assert [e["event"] for e in logged] == ["broken", "resumed", "interrupted"]
+    assert logged[0]["by"] == "mcp-agent"
+    assert logged == alock(repo, "log", "-n", "3", "--json").json()
+    assert bad_count["status"] == "error" and "whole number" in bad_count["error"]
+
+
+def test_an_answer_names_the_tool_where_it_would_name_a_command() -> None:
+    table = tools()
+    said = in_tools(
+        "git alock log names its holder; git alock break 1a-2b discards it; "
+        "git alock sync tells once the remote answers",
+        table,
+    )
+    assert said == (
+        "the log tool names its holder; the break tool 1a-2b discards it; "
+        "git alock sync tells once the remote answers"
+    )

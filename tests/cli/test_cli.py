@@ -134,6 +134,52 @@ def test_renew_and_note(repo: Path) -> None:
     assert alock(repo, "note", "src/**", "mine?", **B).code == 1
 
 
+def test_renew_says_which_claims_were_lost_and_by_whom(repo: Path) -> None:
+    """A renewal after someone broke a claim says so (exit 1), once: the renewal is the
+    holder's write, so the next one has no news. A pattern named again is answered from
+    further back; one never held is NOT LOCKED."""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+    assert alock(repo, "acquire", "docs/**", **A).code == 0
+    assert alock(repo, "break", "src/**", **B).code == 0
+    told = alock(repo, "renew", **A)
+    assert told.code == 1 and told.word.startswith("BROKEN src/** by agent-b at "), told
+    assert "acquire again to go on" in told.word
+    assert "RENEWED docs/**" in told.out or "KEPT docs/**" in told.out
+    assert alock(repo, "renew", **A).code == 0  # told already
+    doc = alock(repo, "renew", "--json", "src/**", "docs/**", "lib/**", **A)
+    assert doc.code == 1, doc
+    got = doc.json()
+    assert [(x["event"], x["by"], x["paths"], x["pattern"]) for x in got["lost"]] == [
+        ("broken", "agent-b", ["src/**"], "src/**")
+    ]
+    assert got["not_locked"] == ["lib/**"] and got["status"] in ("renewed", "kept")
+    named = alock(repo, "renew", "lib/**", **A)
+    assert named.code == 1 and named.out == "NOT LOCKED lib/**: you hold no lock there\n"
+
+
+def test_renew_says_a_claim_expired_or_was_released_by_the_lead(repo: Path) -> None:
+    kid = {"AGENT_ID": "kid", "AGENT_PARENT_ID": "boss"}
+    assert alock(repo, "acquire", "k/**", **kid).code == 0
+    assert alock(repo, "acquire", "j/**", **kid).code == 0
+    assert alock(repo, "release", "--all", AGENT_ID="boss").code == 0
+    told = alock(repo, "renew", **kid)
+    assert told.code == 1, told
+    assert sorted(told.out.splitlines()) == [
+        f"NOT LOCKED {p}: released by boss at {at}; acquire again to go on [lock {i}]"
+        for p, at, i in sorted(
+            (e["paths"][0], e["at"], e["id"])
+            for e in alock(repo, "log", "--json").json()
+            if e["event"] == "released"
+        )
+    ]
+    assert alock(repo, "acquire", "e/**", "--ttl", "1", **A).code == 0
+    time.sleep(1.2)
+    assert alock(repo, "acquire", "f/**", **B).code == 0  # sweeps A's expired claim
+    gone = alock(repo, "renew", **A)
+    assert gone.code == 1 and gone.word.startswith("NOT LOCKED e/**: it expired (swept by "), gone
+    assert "agent-b's write" in gone.word
+
+
 def test_release_partial_and_all(repo: Path) -> None:
     assert alock(repo, "acquire", "a/**", "b/**", **A).code == 0
     got = alock(repo, "release", "a/**", **A)

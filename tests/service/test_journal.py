@@ -506,7 +506,37 @@ def test_the_journal_names_who_removed_what_and_says_each_thing_once(repo: Path)
     time.sleep(1.2)
     assert alock(repo, "acquire", "f/**", AGENT_ID="f").code == 0
     lines = alock(repo, "log").out.splitlines()
-    assert any(" released kid k/** by boss [lock " in ln for ln in lines), lines
+    assert any(" released kid k/** (released by boss) [lock " in ln for ln in lines), lines
     assert any(" released q a/** (kept b/**) [lock " in ln for ln in lines), lines
-    assert any(" expired e e/** by f [lock " in ln for ln in lines), lines
+    assert any(" expired e e/** (swept by f's write) [lock " in ln for ln in lines), lines
     assert not any(ln.count("a/**") > 1 for ln in lines), lines
+
+
+def test_a_line_says_who_acted_on_whose_lock() -> None:
+    """The holder and the lock come first; whoever else acted is said apart, with what
+    they did: "expired e e/** by f" read as if f had expired e's lock."""
+    at = {"at": "2026-06-01T12:00:00Z", "id": "L"}
+
+    def line(kind: str, **fields: Any) -> str:
+        return render_journal.format_event({"event": kind, **at, **fields})
+
+    assert line("expired", holder="e", paths=["e/**"], by="f") == (
+        "2026-06-01T12:00:00Z expired e e/** (swept by f's write) [lock L]"
+    )
+    assert line("broken", holder="a", paths=["src/**"], by="b") == (
+        "2026-06-01T12:00:00Z broken a src/** (broken by b) [lock L]"
+    )
+    assert line("auto_released", holder="a", paths=["x"], pid=42, by="b") == (
+        "2026-06-01T12:00:00Z auto_released a x (its process 42 is gone; cleared by b's "
+        "write) [lock L]"
+    )
+    assert line("resumed", holder="b", paths=["x"], by="b", **{"from": "a"}) == (
+        "2026-06-01T12:00:00Z resumed b x (taken over from a) [lock L]"
+    )
+    assert line("released", holder="a", paths=["x"], by="a") == (
+        "2026-06-01T12:00:00Z released a x [lock L]"
+    )
+    assert line("landed", holder="a", paths=["x"], by="c", branch="main") == (
+        "2026-06-01T12:00:00Z landed a x (released by c's write, its work landed) "
+        "branch main [lock L]"
+    )

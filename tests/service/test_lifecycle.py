@@ -174,6 +174,38 @@ def test_alive_session_blocks_dead_one_is_released(
     assert [r.holder for r in Store.discover(repo).read_table()] == ["agent-b"]
 
 
+def test_a_listing_clears_dead_locks_and_the_journal_says_who_did(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """A dead holder's note-less lock is gone from list and status once someone looks
+    (a write, in local mode), journaled as auto_released by the one who looked; a live
+    one and interrupted work (notes) stay."""
+    dead = {"AGENT_ID": "agent-a", "AGENT_SESSION_PID": str(sleeper.pid)}
+    assert alock(repo, "acquire", "src/api/**", **dead).code == 0
+    assert alock(repo, "acquire", "src/web/**", **dead).code == 0
+    assert alock(repo, "note", "src/web/**", "half done", **dead).code == 0
+    assert alock(repo, "acquire", "docs/**", AGENT_ID="agent-b").code == 0
+    kill(sleeper)
+    listed = alock(repo, "list", AGENT_ID="supervisor")
+    assert listed.code == 0 and "src/api/**" not in listed.out and "DEAD" not in listed.out
+    assert "src/web/**" in listed.out and "INTERRUPTED" in listed.out and "docs/**" in listed.out
+    [cleared] = [e for e in alock(repo, "log", "--json").json() if e["event"] == "auto_released"]
+    assert cleared["paths"] == ["src/api/**"] and cleared["by"] == "supervisor"
+    assert "(its process " in alock(repo, "log").out.splitlines()[0]
+    before = alock(repo, "log", "--json").json()
+    assert len(alock(repo, "list", "--json").json()) == 2
+    assert alock(repo, "log", "--json").json() == before  # nothing left to clear: no write
+
+
+def test_status_clears_dead_locks_too(repo: Path, sleeper: subprocess.Popen[bytes]) -> None:
+    dead = {"AGENT_ID": "agent-a", "AGENT_SESSION_PID": str(sleeper.pid)}
+    assert alock(repo, "acquire", "src/api/**", **dead).code == 0
+    kill(sleeper)
+    report = alock(repo, "status", "--json", AGENT_ID="supervisor").json()
+    assert report["others"] == [], report
+    assert alock(repo, "list", "--json").json() == []
+
+
 def test_pid_reuse_counts_as_dead(repo: Path) -> None:
     # Our own pid is alive, but with another start time it is another process.
     reused = session(os.getpid(), "boot:1", "old-agent")

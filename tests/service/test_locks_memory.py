@@ -4,9 +4,13 @@ independent oracle: no two holders ever hold overlapping exclusive claims."""
 
 from __future__ import annotations
 
+import gc
+import os
+import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,3 +176,20 @@ def test_a_holder_that_tries_to_renew_every_half_stale_after_is_never_read_stale
         assert quiet < stale, f"read STALE at {at}s: quiet {quiet}s"
         if when.renewal_due(record, 3600):
             assert locks.renew(when, None, ttl=3600).locks
+
+
+def test_a_memory_store_made_without_a_root_takes_its_directory_with_it() -> None:
+    store = MemoryStore()
+    root = store.root
+    assert os.path.isdir(root)
+    del store
+    gc.collect()
+    assert not os.path.exists(root)
+
+
+def test_a_test_s_temporary_files_stay_under_pytest_s_own_directory(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    base = os.path.realpath(tmp_path_factory.getbasetemp())
+    assert os.path.realpath(tempfile.gettempdir()).startswith(base + os.sep)
+    assert os.path.realpath(os.environ["TMPDIR"]).startswith(base + os.sep)

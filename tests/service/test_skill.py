@@ -164,3 +164,14 @@ def test_skill_install_into_a_missing_directory_is_refused(repo: Path, tmp_path:
     got = alock(repo, "skill", "install", "--into", str(missing))
     assert got.code == 2 and "no such directory" in got.err, got
     assert not (tmp_path / "no").exists()
+
+
+def test_the_hint_to_install_the_guard_is_given_only_where_it_is_not_installed(
+    repo: Path,
+) -> None:
+    hint = "install-agent-hooks --for claude"
+    first = alock(repo, "skill", "install", "--for", "claude")
+    assert first.code == 0 and hint in first.err
+    assert alock(repo, "install-agent-hooks", "--for", "claude").code == 0
+    again = alock(repo, "skill", "install", "--for", "claude", "--force")
+    assert again.code == 0 and hint not in again.err

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from support.cli import Result, alock
+from support.cli import Result
 from support.harness import StandIn
+from support.records import stored
 
 OTHER = {"AGENT_ID": "other-agent"}
 
@@ -74,6 +75,6 @@ def denial(got: Result) -> str:
 
 def holders(repo: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for r in alock(repo, "list", "--json").json():
+    for r in stored(repo):
         found.setdefault(r["holder"], []).extend(r["paths"])
     return found

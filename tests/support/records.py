@@ -85,3 +85,13 @@ def summary_columns(rows: list[Summary]) -> Columns:
         ["\n".join(s.buckets) for s in rows],
         [s.landing for s in rows],
     )
+
+
+def stored(repo: Path) -> list[dict[str, Any]]:
+    """The unexpired records of the table, oldest first, as ``list --json`` shows them but
+    without its write: a listing clears dead holders' locks first (docs/design.md, 3.3), and
+    a test's stand-in harness session has often ended by the time its claims are looked at."""
+    from gitlocks.core.record import format_time, utcnow
+    from gitlocks.store.local import Store
+
+    return [r.to_dict() for r in Store.discover(repo).read_table().live(format_time(utcnow()))]

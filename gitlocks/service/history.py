@@ -1,0 +1,118 @@
+"""What became of a holder's claims, read back from the journal: for ``renew``.
+
+A renewal that answered only with the claims left let an agent go on editing paths it had
+lost, broken by someone, swept once expired, or released by its lead, without a word. The
+journal names each removal and who made it (docs/design.md, section 4.4), so ``renew``
+reads it back from the commit its decision rests on to the holder's own last write: what
+went in between is news to the holder. For a pattern it names and no longer holds, the
+walk goes further back, to the removal of the claim that held it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from gitlocks.core.record import LockRecord, format_time
+from gitlocks.errors import GitlocksError
+from gitlocks.service.results import Lost
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.core.journal import Event
+    from gitlocks.core.scope import ScopeEntry
+    from gitlocks.core.table import Table
+    from gitlocks.service.context import Context
+
+# Journal commits read back at most: the chain to a holder's last write is short for a
+# holder that renews at all; the bound keeps a holder that never wrote from reading it all.
+WALK_COMMITS = 1000
+REMOVALS = ("broken", "expired", "auto_released", "released")
+OWN_WRITES = ("granted", "renewed", "noted", "resumed", "released")
+
+
+def lost_claims(
+    ctx: Context,
+    table: Table,
+    named: Sequence[ScopeEntry] | None,
+    held: Sequence[LockRecord],
+    gone: Collection[str],
+) -> tuple[list[Lost], list[str]]:
+    """The holder's claims lost since its last write (with ``named``: those that held a
+    named pattern it no longer holds, whenever), newest first; and the named patterns it
+    holds no lock on and lost none here. ``held``: its claims this write renews or keeps;
+    ``gone``: the ids this write sweeps (an expired claim of its own among them)."""
+    me = ctx.identity.holder
+    now = format_time(ctx.now())
+    recent: list[Lost] = [
+        Lost("expired", r.id, list(r.paths), me, now)
+        for i in sorted(gone)
+        if (r := table.records.get(i)) is not None and r.holder == me
+    ]
+    older: list[Lost] = []
+    try:
+        _walk(ctx, table, me, named is None, recent, older)
+    except (GitlocksError, KeyError, ValueError, OSError):
+        pass  # a journal that cannot be read back: the renewal still answers
+    held_keys = table.keys(p for r in held for p in r.paths)
+    if named is None:
+        return [
+            x
+            for x in recent
+            if not (x.event == "released" and x.by in (None, me))  # its own: no news
+            and not _again(x, table, held_keys, gone)
+        ], []
+    lost: list[Lost] = []
+    missing: list[str] = []
+    for entry in named:
+        key = table.key(entry.pattern)
+        if key in held_keys:
+            continue
+        found = next((x for x in recent + older if key in table.keys(x.paths)), None)
+        if found is None:
+            missing.append(entry.pattern)
+        elif all(x.id != found.id for x in lost):
+            found.pattern = entry.pattern
+            lost.append(found)
+    return lost, missing
+
+
+def _walk(
+    ctx: Context, table: Table, me: str, since_only: bool, recent: list[Lost], older: list[Lost]
+) -> None:
+    """Collect the removals of ``me``'s claims, newest first: into ``recent`` down to (and
+    including) the commit of ``me``'s last write, then into ``older``; the walk stops there
+    when ``since_only``."""
+    mine_seen = False
+    for entry in ctx.store.journal(WALK_COMMITS, start=table.version):
+        wrote = False
+        for found in reversed(entry.events):
+            kind, holder, by = found.get("event"), found.get("holder"), found.get("by")
+            if by == me or (holder == me and kind in OWN_WRITES and by in (None, me)):
+                wrote = True
+            if holder == me and kind in REMOVALS:
+                lost = _lost(found)
+                if lost is not None:
+                    (older if mine_seen else recent).append(lost)
+        if wrote:
+            mine_seen = True
+            if since_only:
+                return
+
+
+def _lost(found: Event) -> Lost | None:
+    """A removal event as a ``Lost``; None for one this version cannot read (the journal
+    holds events of every version and every clone: any shape must be survived)."""
+    lock_id, paths, at, by = found.get("id"), found.get("paths"), found.get("at"), found.get("by")
+    if not isinstance(lock_id, str) or not isinstance(paths, list) or not isinstance(at, str):
+        return None
+    released = found.get("released")
+    if isinstance(released, list) and released != paths:
+        return None  # part of a lock given back: the rest is still held
+    return Lost(str(found["event"]), lock_id, [str(p) for p in paths],
+                by if isinstance(by, str) else None, at)  # fmt: skip
+
+
+def _again(lost: Lost, table: Table, held_keys: set[str], gone: Collection[str]) -> bool:
+    """Whether the holder holds that claim again (the same lock, or all its patterns)."""
+    still = lost.id in table.records and lost.id not in gone
+    return still or table.keys(lost.paths) <= held_keys
