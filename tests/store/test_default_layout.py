@@ -145,6 +145,26 @@ def test_a_stale_view_of_a_new_remote_never_wins_beside_the_layout(
     assert refused.code == 1 and refused.json()["status"] == "refused", refused
 
 
+def test_a_remote_emptied_and_laid_out_again_in_the_same_count_is_restored(
+    bare: Path, tmp_path: Path
+) -> None:
+    """As below, with the default count on both sides: each shard that lost claims is put
+    back on the new layout's shard journals, and every clone goes on."""
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    assert alock(a, "acquire", "src/**", **A).code == 0
+    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert git(bare, "cat-file", "-p", FORMAT) == f"shards {DEFAULT_SHARDS}\n"
+    lost = alock(a, "acquire", "lib/x", **A)
+    assert lost.code == 2 and "--restore" in lost.err, lost
+    restored = alock(a, "remote", "--restore")
+    assert restored.code == 0, restored
+    check_consistent(bare)
+    assert alock(b, "acquire", "src/x.py", **B).code == 1
+    assert alock(b, "acquire", "lib/**", **B).code == 0
+
+
 def test_a_remote_emptied_and_laid_out_again_is_not_restored_onto_other_shards(
     bare: Path, tmp_path: Path
 ) -> None:
