@@ -11,9 +11,11 @@ and the service time of an uncontended write. Then ``--duels`` rounds in which e
 claims ``duel/**`` at one instant (a barrier across processes): at most one may be granted,
 and the journal on the remote is replayed to count double grants. ``--delay`` makes the
 remote's pre-receive hook sleep that long on every push that reaches it: a stand-in for a
-distant host. Part 1 runs once per count in ``--real-shards``: 0 keeps the remote's single
-journal; a count shards it first with ``git alock remote --shards`` (the real sharded
-protocol, docs/design.md section 5.10), where duels are replayed from the shard journals.
+distant host. Part 1 runs once per count in ``--real-shards``: the first clone lays the new
+remote out with ``git alock remote origin --shards N`` (0: ``--shards 1``, the single
+journal; a count: that many shard journals, the real sharded protocol of docs/design.md
+section 5.10, where duels are replayed from the shard journals), the others join it with
+``git alock remote origin``.
 
 Part 2, modelled. A discrete-event simulation of ``--agents`` agents on ``--machines``
 machines (one clone each; a clone's writers take turns on its mutex) against a remote
@@ -165,8 +167,8 @@ class Real(NamedTuple):
 
 
 def run_real(base: Path, clones: int, writes: int, duels: int, delay: float, shards: int) -> Real:
-    """``shards``: 0 keeps the single journal; else the remote is sharded first (the real
-    protocol, ``git alock remote --shards``)."""
+    """``shards``: 0 lays the new remote out as the single journal; else in that many shard
+    journals (the real protocol, ``git alock remote origin --shards``)."""
     base = base / f"s{shards}"
     base.mkdir(exist_ok=True)
     served = base / f"served-{clones}"
@@ -185,17 +187,14 @@ def run_real(base: Path, clones: int, writes: int, duels: int, delay: float, sha
             path = base / f"n{clones}-c{i}"
             git(base, "clone", "-q", daemon.url("locks.git"), path.name)
             git(path, "config", "alock.remoteTimeout", "5m")
-            switched = subprocess.run([sys.executable, "-m", "gitlocks", "remote", "origin"],
-                                      cwd=path, capture_output=True, text=True)  # fmt: skip
+            # The first clone lays the new remote out; the others join it as it is.
+            layout = [] if i else ["--shards", str(shards or 1)]
+            switched = subprocess.run([sys.executable, "-m", "gitlocks", "remote", "origin",
+                                       *layout], cwd=path, capture_output=True,
+                                      text=True)  # fmt: skip
             if switched.returncode != 0:
                 raise SystemExit(f"git alock remote origin: {switched.stderr}")
             paths.append(str(path))
-        if shards:
-            upgraded = subprocess.run([sys.executable, "-m", "gitlocks", "remote", "--shards",
-                                       str(shards)], cwd=paths[0], capture_output=True,
-                                      text=True)  # fmt: skip
-            if upgraded.returncode != 0:
-                raise SystemExit(f"git alock remote --shards: {upgraded.stderr}")
         if delay:
             hook = bare / "hooks" / "pre-receive"
             hook.write_text(f"#!/bin/sh\ncat >/dev/null\nsleep {delay}\n")
@@ -379,7 +378,7 @@ def main() -> None:
     counts = [int(n) for n in args.clones.split(",") if n]
 
     print("Part 1, real: clones on loopback (git daemon on 127.0.0.1); each clone claims its")
-    print("  own top-level directory; journal: one, or sharded (git alock remote --shards)")
+    print("  own top-level directory; journal: one, or sharded (git alock remote origin --shards)")
     print(f"  per-push delay {args.delay:g}s; {args.writes} claims per clone, each released")
     real: list[Real] = []
     if not args.skip_real:

@@ -16,6 +16,9 @@ LOCAL_JOURNAL_REF = META_PREFIX + "local-journal"  # local history kept on enter
 FORMAT_REF = META_PREFIX + "format"  # a sharded lock remote: a blob "shards S"
 SHARD_PREFIX = META_PREFIX + "shards/"  # shard k's journal: refs/agent-locks-meta/shards/<k>
 MAX_SHARDS = 256
+# The shard journals a new lock remote is laid out with (docs/design.md 5.10, docs/remote.md
+# "At team scale" has the measurements behind the count).
+DEFAULT_SHARDS = 64
 OWN_REF_PREFIXES = (LOCK_PREFIX, META_PREFIX)
 STAGING_PREFIX = "refs/agent-locks-remote/"  # remote mode: the remote's refs as last seen
 PROBE_PREFIXES = (LOCK_PREFIX + "probe/", META_PREFIX + "probe/")

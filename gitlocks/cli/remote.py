@@ -7,6 +7,7 @@ from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
 from gitlocks.cli.context import context
 from gitlocks.cli.declare import Argument, Option
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
+from gitlocks.layout import MAX_SHARDS
 from gitlocks.render import remote as render
 from gitlocks.service import remote as service
 from gitlocks.store import switch
@@ -34,14 +35,17 @@ def remote_(
         default=None,
         metavar="N",
         help="Keep the lock remote's table in N shard journals, so that claims that "
-        "cannot overlap never wait on each other (once; every clone needs this version).",
+        "cannot overlap never wait on each other: a new remote gets 64 unless told; "
+        "1 keeps one journal, as earlier versions did (the count is fixed once sharded; "
+        "every clone needs this version).",
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show, check or switch remote mode (locks decided on a shared git remote).
 
     Example: git alock remote origin   (then: git alock remote --off;
-    git alock remote --shards 16 shards the lock remote's table)
+    git alock remote origin --shards 1 keeps a new remote's table in one journal;
+    git alock remote --shards 64 shards a remote kept in one)
     """
     if off and name:
         raise UsageError("give a remote name or --off, not both")
@@ -49,10 +53,12 @@ def remote_(
         raise UsageError("--forget goes with --off")
     if restore and (off or name):
         raise UsageError("--restore goes alone (the lock remote is alock.remote)")
-    if shards is not None and (off or name or restore):
-        raise UsageError("--shards goes alone (the lock remote is alock.remote)")
+    if shards is not None and (off or restore):
+        raise UsageError("--shards goes with a remote name, or alone (on alock.remote)")
+    if shards is not None and not 1 <= shards <= MAX_SHARDS:
+        raise UsageError(f"--shards takes a count from 1 to {MAX_SHARDS}, not {shards}")
     store = Store.discover()
-    if shards is not None:
+    if shards is not None and not name:
         if not store.config_get("alock.remote"):
             raise UsageError("local mode: there is no lock remote to shard (git alock remote NAME)")
         # Imported here: only this rare verb needs it.
@@ -74,7 +80,12 @@ def remote_(
         left = switch.disable(store, forget=forget)
         reply(left.to_dict(), render.switched_off(left), as_json)
     elif name:
-        result = switch.enable(store, name)
+        result = switch.enable(store, name, shards)
+        if shards is not None and shards > 1 and result.shards == 1 and not result.conflicts:
+            # A table kept in one journal, asked for shards: the upgrade, as --shards alone.
+            from gitlocks.store.upgrade import shard
+
+            result.shards, result.upgraded = shard(store, shards).shards, True
         reply(result.to_dict(), render.switched_on(result), as_json)
         finish(EXIT_REFUSED if result.conflicts else EXIT_OK)
     else:

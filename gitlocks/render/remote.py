@@ -68,6 +68,19 @@ def switched_on(result: SwitchResult) -> str:
         lines.append("hint: release or let one side's lock expire, then run git alock remote again")
         return printable_lines(lines)
     lines = [f"REMOTE {result.remote}: every change is now decided on {result.remote}"]
+    if result.upgraded:
+        lines.append(
+            f"sharded its lock table into {result.shards} shard journals; every clone writing "
+            "there needs this version of gitlocks (older ones stop writing)"
+        )
+    elif result.laid_out and result.shards > 1:
+        lines.append(
+            f"laid out the new lock remote's table in {result.shards} shard journals: claims "
+            "in different top-level directories never wait on each other (every clone "
+            "writing there needs this version of gitlocks; older ones stop writing)"
+        )
+    elif result.laid_out:
+        lines.append("laid out the new lock remote's table in one journal (--shards 1)")
     if result.pushed:
         lines.append(f"pushed {len(result.pushed)} live local lock(s) to {result.remote}")
     if result.dropped_expired:
@@ -106,6 +119,10 @@ def switched_off(result: OffResult) -> str:
 
 
 def sharded(result: ShardResult) -> str:
+    if result.already and result.shards == 1:
+        return f"ONE JOURNAL: {result.remote} keeps its lock table in one journal"
+    if result.shards == 1:
+        return f"LAID OUT {result.remote}: its new lock table is kept in one journal"
     if result.already:
         return f"ALREADY SHARDED: {result.remote} keeps its lock table in {result.shards} shards"
     return (

@@ -147,21 +147,37 @@ def shard_losses(
     before = store.view_tips(view)
     now = store.view_tips(journal) or {}
     old = before if before is not None else dict.fromkeys(now, view)
+    # Laid out again in another count (a clone took the remote, emptied by a push --mirror,
+    # for a new one): every claim the view held sits in shards nobody reads by that count.
+    # (Shard refs left beyond the count stated are a count edited by hand: check_format
+    # names those.)
+    relaid = (
+        before is not None
+        and len(now) != len(before)
+        and not remote.beyond(remote.staged_meta(), remote.staging + "meta/shards/", len(now))
+    )
     found = []
     for k in sorted(old):
         was, tip = old[k], now.get(k)
-        if was is None or tip == was:
+        if was is None or (tip == was and not relaid):
             continue
-        if tip is not None and store.commit_of(tip) is not None and _continues(remote, tip, was):
+        if (
+            not relaid
+            and tip is not None
+            and store.commit_of(tip) is not None
+            and _continues(remote, tip, was)
+        ):
             continue  # a write since (the common case): no claim of it need be read whole
         live = [
             r
             for r in _live(remote, store.table(was) or {})
-            if k in record_shards(r.paths, len(now))
+            if k in record_shards(r.paths, len(old))
         ]
         if not live:
             continue
-        if tip is None:
+        if relaid:
+            what = f"belongs to a table laid out again in {len(now)} shards (it was {len(old)})"
+        elif tip is None:
             what = "has vanished"
         elif store.commit_of(tip) is None:
             # Every write stops on it (5.5), but its table is gone from every read too.

@@ -58,6 +58,7 @@ class Mirror(Store):
     remote_symrefs: dict[str, str]
     _remote_cache: object | None
     _staged_cache: tuple[dict[str, str], str | None] | None
+    _meta_cache: dict[str, str] | None  # staging's meta/ refs (``ShardedPush.staged_meta``)
     # When set (time.monotonic()), every run against the remote ends by then: the agent
     # guard's whole wait on the remote, however many runs a write takes.
     deadline: float | None = None
@@ -207,7 +208,7 @@ class Mirror(Store):
         finally:
             self._cache = None
             self._remote_cache = None
-            self._staged_cache = None
+            self._staged_cache = self._meta_cache = None
         self.pack_if_many(len(updates))
 
     def pack_if_many(self, written: int) -> None:
@@ -216,7 +217,7 @@ class Mirror(Store):
         gitlocks runs its own git with gc.auto off, so nothing else would pack them)."""
         if written >= PACK_AFTER:
             self._git(["pack-refs", "--all"], what="pack-refs in")
-            self._staged_cache = None
+            self._staged_cache = self._meta_cache = None
 
     def _clear_staging_lockfiles(self) -> None:
         """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""

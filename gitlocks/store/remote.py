@@ -122,6 +122,7 @@ class RemoteStore(ShardedPush):
         self.mirroring = True
         self._remote_cache: RemoteTable | None = None
         self._staged_cache: tuple[dict[str, str], str | None] | None = None
+        self._meta_cache: dict[str, str] | None = None
         self._rejected: str | None = None
         self.view_ref = f"{self.staging}view"  # the remote journal the local view mirrors
         # The remote's lock refs as asked for (ls-remote), when they were found to differ
@@ -134,14 +135,14 @@ class RemoteStore(ShardedPush):
 
     def _take_mutex(self, timeout: float) -> None:
         # What we cached may have moved while we did not hold the mutex.
-        self._staged_cache = None
+        self._staged_cache = self._meta_cache = None
         super()._take_mutex(timeout)
 
     def _drop_mutex(self, fd: int | None = None) -> None:
         try:
             super()._drop_mutex(fd)
         finally:
-            self._staged_cache = None
+            self._staged_cache = self._meta_cache = None
 
     # --- the remote's state as last seen --------------------------------------------------
 
@@ -164,7 +165,7 @@ class RemoteStore(ShardedPush):
         return dict(locks), journal
 
     def staged_journal(self) -> str | None:
-        return self.ref_value(self.staging + "meta/journal")
+        return self.staged_meta().get(self.staging + "meta/journal")
 
     def staged_lock_refs(self) -> dict[str, str]:
         """The remote's lock refs as last fetched: only for a journal that carries no table."""
@@ -447,7 +448,7 @@ class RemoteStore(ShardedPush):
         """
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
-        self._staged_cache = None
+        self._staged_cache = self._meta_cache = None
         self._fetch(f"+refs/agent-locks-meta/*:{self.staging}meta/*")
         if not self.shard_count() and self.journal_store.table(self.staged_journal()) is None:
             # No table in the journal (none yet, or written before journals carried it):
@@ -485,7 +486,7 @@ class RemoteStore(ShardedPush):
         )
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
-        self._staged_cache = None
+        self._staged_cache = self._meta_cache = None
 
     def actual_lock_refs(self) -> dict[str, str]:
         """The remote's lock refs as it has them now (``ls-remote``): lock id -> value.

@@ -152,6 +152,17 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
             "shards. Nothing was changed. git alock remote --off --forget, then git alock "
             f"remote {remote.remote}, accepts the remote as it is now"
         )
+    viewed = len(store.view_tips(view) or {})
+    if viewed != remote.shard_count():
+        # Laid out again since (a clone that found the remote emptied, by a push --mirror,
+        # took it for a new one): claims placed by one count are in the wrong shards of another.
+        raise RemoteError(
+            f"the lock table of {remote.remote!r} is kept in {remote.shard_count()} shards now, "
+            f"and was in {viewed} when this clone last saw it (laid out again since?); remote "
+            "--restore puts back shard journals only onto the same shards. Nothing was "
+            f"changed. git alock remote --off --forget, then git alock remote {remote.remote}, "
+            "accepts the remote as it is now"
+        )
     losses = shard_losses(remote, view, current)
     if not losses:
         remote.fetch()  # nothing lost: mirror it as any sync would

@@ -36,17 +36,28 @@ class ShardedPush(RemotePush):
     # Refs under refs/agent-locks-meta/ as the last ls-remote listed them (sharded only).
     listed_meta: dict[str, str]
     _views: dict[tuple[tuple[int, str | None], ...], str]
+    _format_read: tuple[str, int] | None = None  # (format blob, the count it states)
+
+    def staged_meta(self) -> dict[str, str]:
+        """Staging's refs under ``meta/`` (the journal, the format ref, the shard journals)
+        by name: one listing, kept while the staged table is (until staging moves or the
+        mutex is taken or dropped). A write asks for them several times; each ask would
+        otherwise be a git process."""
+        if self._meta_cache is None:
+            self._meta_cache = self.scan_refs((self.staging + "meta/",))
+        return self._meta_cache
 
     def shard_count(self) -> int | None:
         """The shard count staging's format ref states: None for a remote with one
         journal, 0 for a format ref that states none this version reads."""
-        oid = self.ref_value(self.staging + "meta/format")
+        oid = self.staged_meta().get(self.staging + "meta/format")
         if oid is None:
             return None
-        found = self.journal_store.objects.read(oid)
-        if found is None or found[0] != "blob":
-            return 0
-        return parse_format(found[1], MAX_SHARDS) or 0
+        if self._format_read is None or self._format_read[0] != oid:
+            found = self.journal_store.objects.read(oid)
+            count = 0 if found is None or found[0] != "blob" else parse_format(found[1], MAX_SHARDS)
+            self._format_read = (oid, count or 0)
+        return self._format_read[1]
 
     def check_format(self) -> None:
         """Before a write: a format ref this version cannot read stops it."""
@@ -60,7 +71,7 @@ class ShardedPush(RemotePush):
         if count:
             self._check_notice()
             prefix = self.staging + "meta/shards/"
-            beyond = self.beyond(self.scan_refs((prefix,)), prefix, count)
+            beyond = self.beyond(self.staged_meta(), prefix, count)
             if beyond:
                 raise RemoteError(
                     f"the lock remote {self.remote!r} holds {SHARD_PREFIX}{beyond[0]}, beyond "
@@ -97,7 +108,7 @@ class ShardedPush(RemotePush):
     def staged_tips(self, count: int) -> dict[int, str | None]:
         """Shard -> its journal commit as last fetched or pushed (None: absent)."""
         prefix = self.staging + "meta/shards/"
-        found = self.scan_refs((prefix,))
+        found = self.staged_meta()
         return {k: found.get(f"{prefix}{k}") for k in range(count)}
 
     def sharded_staged(self, count: int) -> tuple[dict[str, str], str]:

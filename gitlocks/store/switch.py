@@ -25,11 +25,13 @@ from gitlocks.core.change import Change
 from gitlocks.core.judging import record_entries
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table
-from gitlocks.errors import GitlocksError, RemoteError
+from gitlocks.errors import GitlocksError, RemoteError, UsageError
 from gitlocks.git.remote import failure, no_atomic
 from gitlocks.layout import (
+    DEFAULT_SHARDS,
     JOURNAL_REF,
     LOCK_PREFIX,
+    MAX_SHARDS,
     MUTEX_TIMEOUT_SECONDS,
     PROBE_PREFIXES,
     STAGING_PREFIX,
@@ -59,6 +61,9 @@ class SwitchResult:
     # Of those, the ones changed here in local mode while the remote changed them too (or
     # released them): the remote's newer value wins.
     superseded: list[LockRecord] = field(default_factory=list)
+    shards: int = 1  # the remote's table: in that many shard journals (1: one journal)
+    laid_out: bool = False  # a new lock remote, whose table this switch laid out
+    upgraded: bool = False  # a table kept in one journal, sharded as asked (--shards N)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +78,9 @@ class SwitchResult:
                 for mine, theirs in self.conflicts
             ],
             "locks_on_remote": self.on_remote,
+            "shards": self.shards,
+            "laid_out": self.laid_out,
+            "upgraded": self.upgraded,
         }
 
 
@@ -93,11 +101,15 @@ def blockers(table: Table, record: LockRecord, now: str) -> list[LockRecord]:
     return found
 
 
-def enable(store: Store, name: str) -> SwitchResult:
+def enable(store: Store, name: str, shards: int | None = None) -> SwitchResult:
     """Switch to remote mode on ``name``, pushing live local locks that conflict with none.
 
     Refuses (changing nothing locally, configuration included) when one of them overlaps a
     live lock on the remote that would block it: one of the two claims has to go first.
+    A new lock remote (no lock table yet) is first laid out in ``shards`` shard journals
+    (``DEFAULT_SHARDS`` unless given; 1: one journal, as earlier versions make it); a
+    remote that has a table keeps its layout, and a count given that it cannot keep (a
+    sharded one's count is fixed) is refused before anything changes.
     """
     remote = RemoteStore(store.repo, name, configured=store.settings)
     remote.mirroring = False  # staging only, until the switch is decided
@@ -105,7 +117,7 @@ def enable(store: Store, name: str) -> SwitchResult:
     with remote.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * remote.timeout):
         staging_before = remote.staging_refs()
         try:
-            result = _enable_locked(store, remote)
+            result = _enable_locked(store, remote, shards)
         except BaseException:
             _restore_staging(remote, staging_before)
             raise
@@ -122,13 +134,14 @@ class _LocalLocks(NamedTuple):
     candidates: list[LockRecord]  # live locks made here: to push
 
 
-def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
+def _enable_locked(store: Store, remote: RemoteStore, shards: int | None) -> SwitchResult:
     local_journal = remote.version()
     viewed_journal = remote.view_journal()
     _, staged_journal = remote.staged()
     copies, copied_journal = remote.detached_copies()
     foreign = _detached_elsewhere(remote)
     remote.fetch()
+    layout = _layout(remote, shards)
     now = format_time(utcnow())
     staged, _ = remote.staged()
     local = remote.local_locks()
@@ -138,6 +151,7 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     sorted_ = _sort_local(remote, local, staged, mirrored, now)
     decide = _adoption(remote.remote, sorted_, copies, now)
     result: SwitchResult = remote.transact_held(decide, tries=TRIES, fetched=True)
+    result.shards, result.laid_out = remote.shard_count() or 1, layout
     if result.conflicts:
         return result
     # Decided: the local view becomes the remote's, except local refs that are no lock
@@ -157,6 +171,27 @@ def _enable_locked(store: Store, remote: RemoteStore) -> SwitchResult:
     remote.stamp_sync()
     store.config_set("alock.remote", remote.remote)
     return result
+
+
+def _layout(remote: RemoteStore, shards: int | None) -> bool:
+    """Lay out a new lock remote (True: this switch did), or check that one with a table
+    can keep the count asked for (a single journal is upgraded after the switch)."""
+    from gitlocks.store.upgrade import is_new, lay_out  # only a switch lays one out
+
+    if shards is not None and not 1 <= shards <= MAX_SHARDS:
+        raise UsageError(f"--shards takes a count from 1 to {MAX_SHARDS}, not {shards}")
+    if is_new(remote) and lay_out(remote, shards or DEFAULT_SHARDS):
+        return True
+    existing = remote.shard_count()
+    if shards is not None and existing is not None and existing != shards:
+        stated = f"{existing} shards" if existing else "a shard count this gitlocks cannot read"
+        kept = "one journal" if shards == 1 else f"{shards} shards"
+        raise UsageError(
+            f"the lock table of {remote.remote!r} is sharded already ({stated}), and the count "
+            f"is fixed once it is sharded: it cannot be kept in {kept}; nothing was changed "
+            f"(git alock remote {remote.remote} joins it as it is)"
+        )
+    return False
 
 
 def _sort_local(

@@ -1,4 +1,6 @@
-"""Sharding a lock remote's table (``git alock remote --shards N``, docs/design.md 5.10).
+"""Laying out a lock remote's table: sharded from the start on a new remote (``git alock
+remote NAME``), and the upgrade of a single journal (``git alock remote --shards N``,
+docs/design.md 5.10).
 
 One atomic push, leased on the single journal: it creates the format ref (a blob
 ``shards N``), the N shard journals (the table split: each record in every shard its claim
@@ -43,14 +45,17 @@ class ShardResult:
 
 def shard(store: Store, count: int) -> ShardResult:
     """Shard the lock remote's table into ``count`` shard journals (once: the count is
-    fixed from then on)."""
+    fixed from then on). A count of 1 asks for the single journal: on a remote that keeps
+    one it changes nothing, and a remote with no lock table yet is laid out with one."""
     if not 1 <= count <= MAX_SHARDS:
         raise UsageError(f"--shards takes a count from 1 to {MAX_SHARDS}, not {count}")
     remote = RemoteStore(store.repo)
     with remote.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * remote.timeout):
         remote.fetch()
+        if is_new(remote) and lay_out(remote, count):
+            return ShardResult(remote.remote, count)
         existing = remote.shard_count()
-        if existing == count:
+        if existing == count or (existing is None and count == 1):
             return ShardResult(remote.remote, count, already=True)
         if existing is not None:
             stated = f"{existing} shards" if existing else "a shard count it cannot read"
@@ -75,36 +80,84 @@ def shard(store: Store, count: int) -> ShardResult:
             )
             for k in where:
                 split[k][lock_id] = oid
-        event = {"event": "sharded", "at": format_time(utcnow()), "holder": "", "paths": []}
-        objects = remote.journal_store.objects
-        commits = {
-            k: remote.journal_store.write(journal, [{**event, "shards": count}], held)
-            for k, held in split.items()
-        }
-        notice, fmt = sharded_markers(objects, journal, count)
-        leases = [f"--force-with-lease={JOURNAL_REF}:{journal or ''}"]
-        leases.append(f"--force-with-lease={FORMAT_REF}:")
+        if not _push_layout(remote, journal, count, split, "sharded"):
+            raise RemoteError(
+                f"the lock remote {remote.remote!r} changed while sharding it; nothing was "
+                "changed there: run git alock remote --shards again"
+            )
+        return ShardResult(remote.remote, count, len(table.refs))
+
+
+def is_new(remote: RemoteStore) -> bool:
+    """Whether the lock remote, as last fetched, has no lock table yet: no journal, no
+    format ref, no shard journal, no lock ref (probe refs aside)."""
+    return (
+        remote.staged_journal() is None
+        and remote.shard_count() is None
+        and not remote.scan_refs((remote.staging + "meta/shards/",))
+        and not remote.staged_lock_refs()
+    )
+
+
+def lay_out(remote: RemoteStore, count: int) -> bool:
+    """Lay out a new lock remote's table (``is_new``, as just fetched; the mutex held): in
+    ``count`` shard journals, or for a count of 1 in one journal. True when this push laid
+    it; False when another clone wrote there first (fetched since: its layout stands).
+
+    Sharded, it is the upgrade of an empty table: the notice at the journal ref, where
+    every earlier gitlocks stops writing, so none of them starts a journal of its own
+    beside the shards. Either way the push is leased on the journal, the format ref and
+    the shards being absent, so of two clones laying out at once, or one laying out while
+    another (of any version) writes its first claim, exactly one wins and the other
+    decides on what it laid (docs/design.md 5.10).
+    """
+    if count == 1:
+        return _push_layout(remote, None, 1, {}, "created")
+    return _push_layout(remote, None, count, {k: {} for k in range(count)}, "created")
+
+
+def _push_layout(
+    remote: RemoteStore,
+    journal: str | None,
+    count: int,
+    split: dict[int, dict[str, str]],
+    kind: str,
+) -> bool:
+    """One atomic push that lays out the table on the single journal ``journal`` (None: on
+    nothing): ``count`` shard journals holding ``split``, or, for a count of 1 on nothing,
+    one journal commit holding an empty table. False on a lost race (fetched since)."""
+    event = {"event": kind, "at": format_time(utcnow()), "holder": "", "paths": [], "shards": count}
+    store = remote.journal_store
+    leases = [f"--force-with-lease={JOURNAL_REF}:{journal or ''}"]
+    leases.append(f"--force-with-lease={FORMAT_REF}:")
+    if count == 1 and journal is None:
+        mine = str(store.write(None, [event], {}))
+        specs = [f"{mine}:{JOURNAL_REF}"]
+    else:
+        commits = {k: store.write(journal, [event], held) for k, held in split.items()}
+        notice, fmt = sharded_markers(store.objects, journal, count)
+        mine = notice
         leases += [f"--force-with-lease={SHARD_PREFIX}{k}:" for k in commits]
         specs = [f"{notice}:{JOURNAL_REF}", f"{fmt}:{FORMAT_REF}"]
         specs += [f"{commit}:{SHARD_PREFIX}{k}" for k, commit in commits.items()]
-        run, lines = remote._push_atomic(leases, specs)
-        if run.code != 0 or not lines:
-            if lines and lost_race(lines):
-                raise RemoteError(
-                    f"the lock remote {remote.remote!r} changed while sharding it; nothing was "
-                    "changed there: run git alock remote --shards again"
-                )
-            if lines:
-                raise remote._refused(lines, run)
-            remote.fetch()  # no answer: ask whether it landed
-            if remote.shard_count() != count:
-                raise RemoteError(
-                    f"the push that shards {remote.remote!r} got no answer, and the remote is "
-                    "not sharded now; nothing was changed. Try again"
-                )
-        else:
-            remote.fetch()
-        return ShardResult(remote.remote, count, len(table.refs))
+    run, lines = remote._push_atomic(leases, specs)
+    if run.code == 0 and lines:
+        remote.fetch()
+        return True
+    if lines and lost_race(lines):
+        remote.fetch()
+        return False
+    if lines:
+        raise remote._refused(lines, run)
+    remote.fetch()  # no answer: ask whether it landed
+    if remote.staged_journal() == mine:
+        return True
+    if remote.staged_journal() is None:
+        raise RemoteError(
+            f"the push that lays out the lock table of {remote.remote!r} got no answer, and "
+            "nothing is there now; nothing was changed. Try again"
+        )
+    return False
 
 
 def sharded_markers(objects: Objects, parent: str | None, count: int) -> tuple[str, str]:

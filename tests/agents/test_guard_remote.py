@@ -33,7 +33,7 @@ def clones(
             url = make_bare(tmp_path / "locks.git").as_uri()
         else:
             url = stack.enter_context(serve(kind, tmp_path / "served", monkeypatch)).remote().url
-        theirs = make_clone(url, tmp_path / "theirs")
+        theirs = make_clone(url, tmp_path / "theirs", shards=1)
         mine = make_clone(url, tmp_path / "mine")
         assert alock(theirs, "remote", "--shards", "8").code == 0
         assert alock(theirs, "acquire", "src/**", "-m", "auth", **ALICE).code == 0

@@ -42,7 +42,7 @@ def edit(repo: Path, path: str) -> dict[str, Any]:
 def clone(tmp_path: Path) -> Path:
     """A clone of a sharded lock remote, where alice holds src/**."""
     bare = make_bare(tmp_path / "locks.git")
-    mine = make_clone(bare.as_uri(), tmp_path / "mine")
+    mine = make_clone(bare.as_uri(), tmp_path / "mine", shards=1)
     assert alock(mine, "remote", "--shards", "8").code == 0
     assert alock(mine, "acquire", "src/**", AGENT_ID="alice").code == 0
     git(mine, "config", "alock.guardRemoteTimeout", f"{BUDGET:g}s")

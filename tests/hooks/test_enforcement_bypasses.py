@@ -149,7 +149,7 @@ def test_a_client_notices_its_claims_lost_to_a_journal_commit_without_a_table(
     tmp_path: Path,
 ) -> None:
     bare = make_bare(tmp_path / "plain.git")  # a plain host: no hook
-    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    holder = make_clone(bare.as_uri(), tmp_path / "holder", shards=1)
     assert alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A).code == 0
     git(holder, "fetch", "-q", "origin", f"{JOURNAL}:refs/tmp/journal")
     tip = git(holder, "rev-parse", "refs/tmp/journal").strip()

@@ -22,7 +22,7 @@ BOB = {"AGENT_ID": "bob"}
 def clones(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Path]:
     """(another clone, this clone in block mode, whose view has alice holding src/**)."""
     bare = make_bare(tmp_path / "locks.git")
-    theirs = make_clone(bare.as_uri(), tmp_path / "theirs")
+    theirs = make_clone(bare.as_uri(), tmp_path / "theirs", shards=1)
     mine = make_clone(bare.as_uri(), tmp_path / "mine")
     if request.param:
         assert alock(theirs, "remote", "--shards", str(request.param)).code == 0

@@ -50,11 +50,12 @@ def ref(bare: Path, name: str) -> str:
 
 @pytest.fixture
 def hosted(tmp_path: Path) -> tuple[Path, Path]:
-    """A bare repository with the hook, and a clone in remote mode where agent-a holds
+    """A bare repository with the hook, its lock table kept in one journal (the sharded
+    one's guard: test_sharded_guard.py), and a clone in remote mode where agent-a holds
     src/api/**."""
     bare = make_bare(tmp_path / "hosted.git")
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
-    holder = make_clone(bare.as_uri(), tmp_path / "holder")
+    holder = make_clone(bare.as_uri(), tmp_path / "holder", shards=1)
     got = alock(holder, "acquire", "src/api/**", "-m", "rewrite auth", **A)
     assert got.code == 0, got.err
     return bare, holder

@@ -28,7 +28,7 @@ def guarded(tmp_path: Path) -> tuple[Path, Path]:
     (held in every shard)."""
     bare = make_bare(tmp_path / "locks.git")
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/api/**", **A).code == 0
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     assert alock(a, "acquire", "*.md", **B).code == 0
@@ -107,7 +107,7 @@ def test_the_guard_refuses_an_upgrade_that_holds_a_record_outside_its_shards(
 ) -> None:
     bare = make_bare(tmp_path / "locks.git")
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "lib/**", **A).code == 0
     # The upgrade made where no guard runs (a copy), then one record moved by hand from
     # its own shard into another: the union is still the old table.

@@ -679,7 +679,8 @@ def test_a_tag_of_a_commit_is_a_commit(claimed: Path) -> None:
 
 def test_no_table_in_sight_names_the_sync_in_remote_mode(tmp_path: Path) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    work = make_clone(bare.as_uri(), tmp_path / "work")  # remote mode, no journal anywhere
+    # Remote mode, no journal anywhere: nothing laid out.
+    work = make_clone(bare.as_uri(), tmp_path / "work", shards=0)
     got = alock(work, "verify", "HEAD")
     assert got.code == 2 and "run git alock sync first" in got.err, got.err
     assert alock(work, "verify", "HEAD", "--no-table-ok").code == 0

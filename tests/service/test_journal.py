@@ -264,11 +264,13 @@ def test_remote_mode_journals_every_event_on_the_remote(tmp_path: Path) -> None:
     from gitlocks.store.remote import RemoteStore
 
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
-    b = make_clone(bare.as_uri(), tmp_path / "b")
-    for clone in (a, b):
-        git(clone, "config", "alock.clockSkew", "0")
+    # One journal, started by a's first claim as an earlier version starts it (so every
+    # event read below is a write's, in the order written).
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=0)
+    git(a, "config", "alock.clockSkew", "0")
     assert alock(a, "acquire", "src/**", **A).code == 0
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    git(b, "config", "alock.clockSkew", "0")
     assert alock(a, "renew", "--ttl", "2h", **A).code == 0
     assert alock(a, "note", "src/**", "half", **A).code == 0
     assert alock(a, "release", "src/**", **A).code == 0

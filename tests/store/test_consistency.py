@@ -28,7 +28,7 @@ import pytest
 from conftest import git
 from support.cli import Result, alock, finish
 from support.daemon import Daemon
-from support.remote import daemon, make_bare, make_clone
+from support.remote import daemon, make_bare, make_clone, remote_events
 
 __all__ = ["daemon"]  # the fixture, imported so pytest finds it
 
@@ -357,11 +357,14 @@ def test_remote_journal_symref_never_moves_a_branch(bare: Path, clones: tuple[Pa
 
 @pytest.mark.slow
 def test_remote_journal_moved_onto_a_branch_commit_is_never_written_over(
-    bare: Path, clones: tuple[Path, Path]
+    bare: Path, tmp_path: Path
 ) -> None:
     """A remote journal ref holding a branch's commit may be a symref the remote does not
-    name (protocol v0): writes stop, reads go on, and the branch stays where it was."""
-    a, b = clones
+    name (protocol v0): writes stop, reads go on, and the branch stays where it was (a
+    sharded remote's journal ref holds the notice: test_shards_hostile.py)."""
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert alock(a, "acquire", "docs/**", **A).code == 0
     main = rev(bare, MAIN)
     assert main is not None
     git(bare, "update-ref", JOURNAL, main)
@@ -721,7 +724,7 @@ def test_remote_duel_never_grants_one_scope_twice(daemon: Daemon, tmp_path: Path
     # Replay the remote's journal: never two grants of duel/** without a release between.
     live: str | None = None
     grants = 0
-    for event in journal_events(bare):
+    for event in remote_events(bare):  # the shard journals' events, each once
         if "duel/**" not in event.get("paths", []):
             continue
         if event["event"] == "granted":

@@ -131,7 +131,7 @@ def test_a_remote_write_keeps_the_verdicts_of_what_it_read(tmp_path: Path) -> No
     write is no local one, and the records another clone pushed are read once, not by
     every command (the guard and the hooks included) after each claim made here."""
     bare = make_bare(tmp_path / "origin.git")
-    mine = make_clone(bare.as_uri(), tmp_path / "mine")
+    mine = make_clone(bare.as_uri(), tmp_path / "mine", shards=1)
     theirs = make_clone(bare.as_uri(), tmp_path / "theirs")
     for i in range(3):
         assert alock(theirs, "acquire", f"theirs{i}/**", "--as", "them").code == 0

@@ -164,9 +164,10 @@ RemoteStore(pygit2.Repository(sys.argv[1])).sync()
 
 
 def _killed_after_fetch(tmp_path: Path, kill: str) -> tuple[Path, Path, Path, str]:
-    """Clone b mirrored agent-a's src/**; a released it; b's next sync died after fetching."""
+    """Clone b mirrored agent-a's src/**; a released it; b's next sync died after fetching
+    (the journal ref read below: a remote kept in one journal)."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     lock_id = lock_id_of(alock(a, "acquire", "src/**", "--json", **A))
     assert alock(b, "sync").code == 0
@@ -254,7 +255,7 @@ def test_remote_set_by_hand_keeps_local_journal_and_locks(
 ) -> None:
     bare = make_bare(tmp_path / "locks.git")
     if remote_history:
-        other = make_clone(bare.as_uri(), tmp_path / "other")
+        other = make_clone(bare.as_uri(), tmp_path / "other", shards=1)
         assert alock(other, "acquire", "lib/**", **B).code == 0
     a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
     assert alock(a, "acquire", "docs/**", **A).code == 0
@@ -585,7 +586,7 @@ def test_remote_lock_refs_that_drift_from_the_journal_table_are_repaired(tmp_pat
     deleted or planted there by plain git never decides anything, and the next write that
     touches it leases on what the remote really has and puts it right."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     got = alock(a, "acquire", "src/**", "--json", AGENT_ID="agent-a")
     assert got.code == 0, got.err

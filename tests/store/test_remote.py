@@ -84,10 +84,9 @@ def test_local_view_follows_the_remote_and_says_how_old_it_is(
     assert "refs/agent-locks/" not in git(b, "for-each-ref", "refs/agent-locks/")
 
 
-def test_journal_events_arrive_on_the_remote_with_the_locks(
-    two: tuple[Path, Path], bare: Path
-) -> None:
-    a, b = two
+def test_journal_events_arrive_on_the_remote_with_the_locks(bare: Path, tmp_path: Path) -> None:
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)  # the journal ref read below
+    b = make_clone(bare.as_uri(), tmp_path / "b")
     got = alock(a, "acquire", "src/**", "--json", **A).json()
     alock(a, "note", "src/**", "half done", **A)
     # B never synced: break decides on the remote's table, so it finds the id there.
@@ -279,7 +278,7 @@ def test_refused_switch_changes_nothing_locally(bare: Path, tmp_path: Path) -> N
 
 
 def test_failed_switch_changes_nothing_locally(bare: Path, tmp_path: Path) -> None:
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+    b = make_clone(bare.as_uri(), tmp_path / "b", shards=1)
     assert alock(b, "acquire", "lib/**", **B).code == 0
     a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
     assert alock(a, "acquire", "src/**", **A).code == 0

@@ -83,7 +83,7 @@ def test_a_lock_ref_pushed_by_hand_while_a_claim_runs_is_deleted_in_that_command
     tmp_path: Path,
 ) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/**", **A).code == 0
     marks = wrap(a, bare, hand_made(bare, ["**"]))
     got = alock(a, "acquire", "docs/**", **A)
@@ -101,7 +101,7 @@ def test_a_remote_without_a_table_is_decided_on_its_lock_refs_listed_first(
     tmp_path: Path,
 ) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    b = make_clone(bare.as_uri(), tmp_path / "b")  # no journal there: no table
+    b = make_clone(bare.as_uri(), tmp_path / "b", shards=0)  # no journal there: no table
     marks = wrap(b, bare, hand_made(bare, ["src/**"]))
     got = alock(b, "acquire", "src/app.py", **B)
     assert (marks / "planted").exists()
@@ -113,7 +113,7 @@ def test_a_refused_lease_asks_the_remote_and_the_write_puts_the_ref_right(
     tmp_path: Path,
 ) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/**", "-m", "mine", **A).code == 0
     [(lock_id, record)] = remote_locks(bare).items()
     moved = record.to_dict()
@@ -128,7 +128,7 @@ def test_a_refused_lease_asks_the_remote_and_the_write_puts_the_ref_right(
 
 def test_a_sharded_remote_deletes_a_ref_pushed_by_hand_during_a_claim(tmp_path: Path) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     assert alock(a, "acquire", "src/**", **A).code == 0
     marks = wrap(a, bare, hand_made(bare, ["**"]))
@@ -151,7 +151,7 @@ def test_a_torn_listing_never_deletes_the_lock_ref_of_a_write_in_another_shard(
     clone's lock ref stays. The torn listing is served from a copy of the remote brought up
     to date on each call but for that one shard, left at its tip before the other write."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     assert alock(a, "acquire", "src/**", **A).code == 0
@@ -193,7 +193,7 @@ def test_a_shard_ref_whose_name_is_no_plain_number_is_not_a_shard(
     lands and says so (a "²" stopped every write with a traceback after its push had
     landed)."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     if shards:
         assert alock(a, "remote", "--shards", str(shards)).code == 0
     assert alock(a, "acquire", "src/**", **A).code == 0

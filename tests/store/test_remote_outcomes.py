@@ -54,7 +54,7 @@ def test_server_killed_after_the_update_the_claim_landed_and_is_told(
     served: tuple[Path, str], tmp_path: Path
 ) -> None:
     bare, url = served
-    a = make_clone(url, tmp_path / "a")
+    a = make_clone(url, tmp_path / "a", shards=1)
     b = make_clone(url, tmp_path / "b")
     _kill_receive_pack(bare, "committed")
     got = alock(a, "acquire", "src/**", "-m", "work", **A)
@@ -71,7 +71,7 @@ def test_server_killed_before_the_update_nothing_landed_and_is_told(
     served: tuple[Path, str], tmp_path: Path
 ) -> None:
     bare, url = served
-    a = make_clone(url, tmp_path / "a")
+    a = make_clone(url, tmp_path / "a", shards=1)
     _kill_receive_pack(bare, "prepared")
     before = refs_of(a)
     got = alock(a, "acquire", "src/**", **A)
@@ -176,7 +176,7 @@ def test_a_journal_that_landed_beside_a_refused_lock_ref_is_the_answer(
     transaction begins, and applies the rest: the journal, which is the table, moved. The
     claim is told as what the remote holds, never as refused."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     if shards:
         assert alock(a, "remote", "--shards", str(shards)).code == 0
     b = make_clone(bare.as_uri(), tmp_path / "b")

@@ -50,7 +50,7 @@ def test_a_lock_ref_at_a_commit_is_never_repaired_nor_pushed_for_on_every_write(
 
 def test_log_tells_a_repair_as_no_holder_s_act(tmp_path: Path) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/**", **A).code == 0
     blob = git(bare, "rev-parse", "refs/agent-locks/" + next(iter(remote_locks(bare)))).strip()
     git(bare, "update-ref", "refs/agent-locks/mallory-1", blob)  # a copy, pushed by hand
@@ -76,7 +76,7 @@ def test_a_sharded_write_asks_once_though_other_shards_moved_since_it_read_them(
 ) -> None:
     """No second listing: git's push lists beside it (one upload-pack a claim)."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(a, "acquire", "seed/**", **A).code == 0
     assert alock(a, "remote", "--shards", "8").code == 0
@@ -138,7 +138,7 @@ def test_a_sharded_follow_up_puts_right_a_ref_another_shard_holds(tmp_path: Path
     the next claim (elsewhere) leases that shard and puts the ref back, a repaired event
     in that shard's journal; the claim after it is one push."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "seed/**", **A).code == 0
     assert alock(a, "remote", "--shards", "8").code == 0
     paths = [f"p{n}/x.md" for n in range(80)]
@@ -167,7 +167,7 @@ def test_a_sharded_follow_up_that_landed_is_mirrored_as_landed(tmp_path: Path) -
     won, and the clone mirrors it (``log`` shows it; the next claim leases current tips
     and costs one push)."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "remote", "--shards", "8").code == 0
     assert alock(a, "acquire", "src/**", **A).code == 0
     blob = git(bare, "rev-parse", "refs/agent-locks/" + next(iter(remote_locks(bare)))).strip()
@@ -189,7 +189,7 @@ def test_a_lock_ref_moved_by_hand_before_each_push_is_leased_again_until_it_stay
     by a remote that cannot write, so the release lists the refs again and lands on the
     third (once it said "although nobody else changed them" after the second)."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/**", **A).code == 0
     assert alock(a, "acquire", "docs/**", **A).code == 0
     assert alock(a, "acquire", "lib/**", **A).code == 0
@@ -229,7 +229,7 @@ def test_a_remote_that_cannot_update_its_refs_is_said_to_be_after_a_few_tries(
     journal stands still: the claim stops with one error that says so (exit 2), after a
     bounded number of pushes, and nothing is granted."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/**", **A).code == 0
     (bare / JOURNAL).with_name("journal.lock").write_text("")
     counter = count_pushes(bare)

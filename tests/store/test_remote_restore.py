@@ -32,9 +32,10 @@ def ref(bare: Path, name: str) -> str:
 
 
 def claimed(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A plain bare remote; clone a holds src/api/**, clone b has synced it."""
+    """A plain bare remote kept in one journal; clone a holds src/api/**, clone b has
+    synced it."""
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(a, "acquire", "src/api/**", "-m", "rewrite auth", **A).code == 0
     assert alock(b, "sync").code == 0
@@ -117,7 +118,7 @@ def test_a_hand_pushed_lock_ref_is_deleted_by_the_next_write(tmp_path: Path) -> 
 
 def test_without_a_journal_check_fresh_and_acquire_agree(tmp_path: Path) -> None:
     bare = make_bare(tmp_path / "locks.git")
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(b, "sync").code == 0  # b's copy: no locks, no journal
     # A lock ref pushed by hand where there is no journal: the lock refs are the table.

@@ -104,7 +104,7 @@ def bare(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def two(bare: Path, tmp_path: Path) -> tuple[Path, Path]:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     got = alock(a, "remote", "--shards", str(SHARDS), "--json")
     assert got.code == 0, got.err
@@ -164,9 +164,11 @@ def test_a_top_level_wildcard_meets_prefixed_claims_in_every_shard(
 def test_a_remote_written_by_the_previous_version_keeps_working_then_is_upgraded(
     bare: Path, tmp_path: Path
 ) -> None:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+    # The previous version laid nothing out: its first claim made the single journal.
+    a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
+    git(a, "config", "alock.remote", "origin")
     assert alock(a, "acquire", "src/**", "-m", "old", **A).code == 0
+    b = make_clone(bare.as_uri(), tmp_path / "b")  # joins the journal as it is
     assert alock(b, "acquire", "docs/**", **B).code == 0
     assert not shard_refs(bare)  # one journal until someone upgrades
     journal = git(bare, "rev-parse", JOURNAL).strip()
@@ -295,7 +297,8 @@ def test_same_instant_duels_within_one_shard_and_across_shards(
     bare = make_bare(daemon.base / "locks.git")
     config = {"alock.remoteTimeout": "5m"}
     clones = [
-        make_clone(daemon.url("locks.git"), tmp_path / f"d{i}", config=config) for i in range(4)
+        make_clone(daemon.url("locks.git"), tmp_path / f"d{i}", config=config, shards=1)
+        for i in range(4)
     ]
     assert alock(clones[0], "remote", "--shards", str(SHARDS)).code == 0
     one, other = first_with_two_keys(SHARDS)
@@ -328,7 +331,7 @@ def test_a_claimer_killed_mid_push_leaves_the_tables_equal_to_the_refs(
 ) -> None:
     bare = make_bare(daemon.base / "locks.git")
     url = daemon.url("locks.git")
-    a = make_clone(url, tmp_path / "a")
+    a = make_clone(url, tmp_path / "a", shards=1)
     b = make_clone(url, tmp_path / "b")
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     kills = 0
@@ -375,7 +378,7 @@ def guarded(bare: Path, tmp_path: Path) -> tuple[Path, Path]:
     """A guarded remote where agent-a held src/api/** before it was sharded, with the
     guard installed: the upgrade itself passes it."""
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(a, "acquire", "src/api/**", **A).code == 0
     got = alock(a, "remote", "--shards", str(SHARDS))
@@ -439,7 +442,7 @@ def test_the_hosted_guard_refuses_a_sharding_that_is_not_the_upgrade(
     bare: Path, tmp_path: Path
 ) -> None:
     assert alock(tmp_path, "install-remote-hook", str(bare)).code == 0
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "acquire", "src/**", **A).code == 0
     blob = str(pygit2.Repository(str(a)).create_blob(b"shards 4\n"))
     refused = run_git(a, "push", "origin", f"{blob}:{FORMAT}")
@@ -501,7 +504,7 @@ def test_writes_in_different_shards_never_reject_each_other(
     from gitlocks.service.locks import acquire
     from gitlocks.store.remote import RemoteStore
 
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     if sharded:
         assert alock(a, "remote", "--shards", str(SHARDS)).code == 0

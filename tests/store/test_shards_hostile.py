@@ -27,7 +27,7 @@ def bare(tmp_path: Path) -> Path:
 def test_a_journal_ref_moved_back_after_the_upgrade_stops_every_write(
     bare: Path, tmp_path: Path
 ) -> None:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     b = make_clone(bare.as_uri(), tmp_path / "b")
     assert alock(a, "acquire", "lib/**", **A).code == 0
     single = git(bare, "rev-parse", JOURNAL).strip()
@@ -53,7 +53,7 @@ def test_a_journal_ref_moved_back_after_the_upgrade_stops_every_write(
 
 
 def test_a_shard_ref_moved_onto_a_blob_loses_no_claim(bare: Path, tmp_path: Path) -> None:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     held, other = _two_shards()
     assert alock(a, "acquire", f"{held}/**", **A).code == 0
@@ -92,7 +92,7 @@ def test_a_shard_ref_moved_onto_a_blob_loses_no_claim(bare: Path, tmp_path: Path
 def test_a_deleted_shard_is_never_created_afresh_beside_its_claims(
     bare: Path, tmp_path: Path
 ) -> None:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     held, other = _two_shards()
     assert alock(a, "acquire", f"{held}/**", **A).code == 0
@@ -122,7 +122,7 @@ def _two_shards() -> tuple[str, str]:
 def test_shard_journals_beyond_the_stated_count_stop_every_write(
     bare: Path, tmp_path: Path
 ) -> None:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "remote", "--shards", "8").code == 0
     fresh = make_clone(bare.as_uri(), tmp_path / "fresh")  # it never sees the claim
     name = next(f"dir{i}" for i in range(64) if min(record_shards([f"dir{i}/**"], 8)) >= 4)
@@ -141,7 +141,7 @@ def test_shard_journals_beyond_the_stated_count_stop_every_write(
 def test_restoring_a_shard_puts_back_no_record_released_meanwhile(
     bare: Path, tmp_path: Path
 ) -> None:
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     assert alock(a, "remote", "--shards", str(SHARDS)).code == 0
     held, _ = _two_shards()
     assert alock(a, "acquire", f"{held}/**", **A).code == 0
@@ -168,7 +168,7 @@ def test_a_sharded_table_a_mirror_push_wiped_is_put_back(
     sharded table back; a claim granted meanwhile on the single journal a clone of this
     version started there is kept beside them, in its own shards. A mirror from a clone
     that fetched the table before the upgrade puts back no claim released since."""
-    a = make_clone(bare.as_uri(), tmp_path / "a")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
     held, other = _two_shards()
     assert alock(a, "acquire", f"{held}/**", **A).code == 0
     assert alock(a, "acquire", "gone/**", **A).code == 0
@@ -186,7 +186,7 @@ def test_a_sharded_table_a_mirror_push_wiped_is_put_back(
     git(fresh, "push", "-q", "--mirror", "origin")
     if meanwhile != "an old mirror":
         assert not git(bare, "for-each-ref", "refs/agent-locks", "refs/agent-locks-meta").strip()
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+    b = make_clone(bare.as_uri(), tmp_path / "b", shards=0)  # lays nothing out
     if meanwhile == "a single journal":
         assert alock(b, "acquire", f"{other}/**", **B).code == 0
     refused = alock(a, "acquire", f"{other}/x", **A)

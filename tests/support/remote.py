@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,14 +32,27 @@ def make_bare(path: Path, **config: str) -> Path:
 
 
 def make_clone(
-    url: str, path: Path, *, remote_mode: bool = True, config: dict[str, str] | None = None
+    url: str,
+    path: Path,
+    *,
+    remote_mode: bool = True,
+    config: dict[str, str] | None = None,
+    shards: int | None = None,
 ) -> Path:
-    """A clone of ``url``, with ``git config`` settings, switched to remote mode unless told."""
+    """A clone of ``url``, with ``git config`` settings, switched to remote mode unless told.
+
+    ``shards``: the layout a new lock remote gets (``remote origin --shards N``; 1 is the
+    single journal); None leaves it to gitlocks (sharded); 0 lays nothing out (``alock.remote``
+    set by hand, as a clone of an earlier version joined: the first write starts one
+    journal). A remote laid out already keeps its layout either way."""
     git(path.parent, "clone", "-q", url, path.name)
     for key, value in (config or {}).items():
         git(path, "config", key, value)
-    if remote_mode:
-        got = alock(path, "remote", "origin")
+    if remote_mode and shards == 0:
+        git(path, "config", "alock.remote", "origin")
+    elif remote_mode:
+        layout = () if shards is None else ("--shards", str(shards))
+        got = alock(path, "remote", "origin", *layout)
         assert got.code == 0, got.err
     return path
 
@@ -55,22 +69,34 @@ def remote_locks(bare: Path) -> dict[str, LockRecord]:
     return found
 
 
-def remote_events(bare: Path) -> list[dict[str, object]]:
-    """Every journal event on the remote, oldest first."""
+def remote_events(bare: Path) -> list[dict[str, Any]]:
+    """Every journal event on the remote, oldest first: of its journal, or of a sharded
+    remote's shard journals, each event once (a write leasing several shards journals it in
+    each; writes in different shards within one second in either order), without the
+    ``created`` event that lays a new remote out."""
     repo = pygit2.Repository(str(bare))
+    prefix = "refs/agent-locks-meta/shards/"
+    tips = [repo.references[n].target for n in sorted(repo.references) if n.startswith(prefix)]
     ref = repo.references.get("refs/agent-locks-meta/journal")
-    if ref is None:
-        return []
-    events: list[dict[str, object]] = []
-    walk = repo.walk(ref.target, pygit2.enums.SortMode.TOPOLOGICAL)
-    for commit in walk:
-        body = commit.message.partition("\n\n")[2]
-        batch = []
-        for line in body.splitlines():
-            if line.startswith("{"):
-                batch.append(json.loads(line))
-        events[:0] = batch
-    return events
+    if not tips and ref is not None:
+        tips = [ref.target]
+    chains = []
+    for tip in tips:
+        events: list[dict[str, Any]] = []
+        walk = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)
+        for commit in walk:
+            body = commit.message.partition("\n\n")[2]
+            batch = [json.loads(line) for line in body.splitlines() if line.startswith("{")]
+            events[:0] = [e for e in batch if e.get("event") != "created"]
+        chains.append(events)
+    seen: set[str] = set()
+    found = []
+    for event in heapq.merge(*chains, key=lambda e: str(e.get("at", ""))):
+        key = json.dumps(event, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            found.append(event)
+    return found
 
 
 def refs_of(path: Path) -> str:
