@@ -203,7 +203,7 @@ def _took_as_value(verb: str, said: str, args: list[str], optional: dict[str, st
 
 
 # Options of any verb that take a value: the word after one is that value, never an option.
-VALUE_OPTIONS = ("-m", "--reason", "--ttl", "--as", "--until-merged", "--interval", "-n")
+VALUE_OPTIONS = ("-m", "--reason", "--ttl", "--as", "--until-merged", "--wait", "--interval", "-n")
 
 
 def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str]:

@@ -17,6 +17,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitlocks.core.glob import compile_pattern
+from gitlocks.core.queue import is_waiter_id
 from gitlocks.errors import InvalidPattern
 
 if TYPE_CHECKING:
@@ -221,12 +222,15 @@ class Summaries(MutableMapping[str, Summary]):
             return self._extra.keys() == ids  # no set made
         return len(self) == len(ids) and self.ids() == ids
 
+    # The questions of who holds what (by holder, by bucket) leave waiters out: a waiter
+    # holds no path (``core/queue.py``). Their few ids are dropped from each answer.
+
     def held_by(self, holder: str) -> set[str]:
         """The ids ``holder`` holds."""
         found = {i for i, h in zip(self._ids, self._holders, strict=True) if h == holder}
         found -= self._gone
         found.update(i for i, s in self._extra.items() if s.holder == holder)
-        return found
+        return _no_waiters(found)
 
     def by_holder(self) -> dict[str, set[str]]:
         """The ids of every holder, holders in the order they come."""
@@ -235,10 +239,13 @@ class Summaries(MutableMapping[str, Summary]):
             groups.setdefault(holder, set()).add(lock_id)
         for lock_id, summary in self._extra.items():
             groups.setdefault(summary.holder, set()).add(lock_id)
-        return groups
+        return {h: _no_waiters(ids) for h, ids in groups.items()}
 
     def in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         """The ids with a pattern in each bucket of ``wanted``."""
+        return {b: _no_waiters(ids) for b, ids in self._in_buckets(wanted).items()}
+
+    def _in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {b: set() for b in wanted}
         for lock_id, text in zip(self._ids, self._buckets, strict=True):
             if "\n" not in text:  # one bucket: most records
@@ -304,3 +311,10 @@ class Summaries(MutableMapping[str, Summary]):
 
 
 _expires_at = attrgetter("expires_at")
+
+
+def _no_waiters(ids: set[str]) -> set[str]:
+    """``ids`` less the waiters' (the set itself when it holds none: most answers)."""
+    if any(is_waiter_id(i) for i in ids):
+        return {i for i in ids if not is_waiter_id(i)}
+    return ids

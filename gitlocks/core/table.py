@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple, NoReturn
 
+from gitlocks.core.queue import is_waiter_id
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
@@ -385,6 +386,8 @@ class Table:
             self.remove(record.id)
         self.records[record.id] = record
         summary = self.summaries[record.id] = Summary.of(record)
+        if is_waiter_id(record.id):  # a waiter holds no path (core/queue.py)
+            return
         self._note(summary)
         self._index_record(record)
 
@@ -429,7 +432,7 @@ class Table:
         """The ids whose records may cross ``entries``: those of their buckets and of ""."""
         buckets = {bucket_of(e.pattern) for e in entries}
         if "" in buckets:
-            return self.summaries.ids()
+            return {i for i in self.summaries.ids() if not is_waiter_id(i)}
         return self._bucket_ids(buckets | {""})
 
     def prepare(self, entries: Iterable[ScopeEntry]) -> None:
@@ -529,9 +532,9 @@ class Table:
         return record.expires_at > self.cutoff(now)
 
     def live(self, now: str) -> list[LockRecord]:
-        """Unexpired records, oldest first."""
+        """Unexpired records, oldest first; no waiter (``core/queue.py``)."""
         cutoff = self.cutoff(now)
-        live = sorted(self.summaries.expiring(cutoff, after=True))
+        live = sorted(i for i in self.summaries.expiring(cutoff, after=True) if not is_waiter_id(i))
         if isinstance(self.records, LazyRecords):
             self.records.prefetch(live)
         return [self.records[i] for i in live]

@@ -27,25 +27,46 @@ class Conflict(NamedTuple):
         return data
 
 
-AcquireStatus: TypeAlias = Literal["acquired", "already_yours", "refused", "interrupted"]
+AcquireStatus: TypeAlias = Literal[
+    "acquired", "already_yours", "refused", "interrupted", "waiting", "deadlock"
+]
 
 
 @dataclass
 class AcquireResult:
-    """What ``acquire`` decided: the lock granted, or the conflicts that refused it."""
+    """What ``acquire`` decided: the lock granted, or the conflicts that refused it.
+
+    A claim that waits (design §4.7) is first ``waiting`` (``waiter``: its record in the
+    queue; ``conflicts``: the claims and the earlier waiters in its way), then one of the
+    others, or ``deadlock`` with the ``cycle`` of waiters it closed, itself first.
+    ``waited``: seconds it waited, for a claim that did.
+    """
 
     status: AcquireStatus
     lock: LockRecord | None = None
     conflicts: list[Conflict] = field(default_factory=list)
     hint: str | None = None
+    waiter: LockRecord | None = None
+    cycle: list[LockRecord] = field(default_factory=list)
+    waited: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "status": self.status,
             "lock": self.lock.to_dict() if self.lock else None,
             "conflicts": [c.to_dict() for c in self.conflicts],
             "hint": self.hint,
         }
+        # Only for a claim that waited: every other answer keeps its shape.
+        if self.waiter is not None:
+            data["waiter"] = self.waiter.to_dict()
+        if self.status == "deadlock":
+            data["cycle"] = [
+                {"id": w.id, "holder": w.holder, "paths": list(w.paths)} for w in self.cycle
+            ]
+        if self.waited is not None:
+            data["waited_seconds"] = round(self.waited, 1)
+        return data
 
 
 class Released(NamedTuple):

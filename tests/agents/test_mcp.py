@@ -28,6 +28,7 @@ SURFACE: dict[str, dict[str, tuple[str, bool]]] = {
         "ttl": ("string", False),
         "shared": ("boolean", False),
         "until_merged": ("string", False),
+        "wait": ("string", False),
     },
     "release": {"paths": ("array", False), "all": ("boolean", False)},
     "renew": {"paths": ("array", False), "ttl": ("string", False)},
@@ -233,7 +234,8 @@ def test_the_client_sees_the_declared_schemas_and_the_checks_answer_as_before(
     assert acquire["ttl"]["description"].startswith("Lifetime: 90, 90s, 15m")
     unknown, mistyped, not_text, missing, defaults, typo, released = answers
     assert unknown["error"] == (
-        "acquire takes no argument 'colour' (it takes paths, reason, ttl, shared, until_merged)"
+        "acquire takes no argument 'colour' "
+        "(it takes paths, reason, ttl, shared, until_merged, wait)"
     )
     assert mistyped["error"] == "all must be true or false, not a string 'yes'"
     assert not_text["error"] == "path must be a string, not an array"
