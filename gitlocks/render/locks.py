@@ -112,6 +112,23 @@ def waiting(result: AcquireResult, now: datetime) -> str:
     return printable_lines(lines)
 
 
+def waiter_line(waiter: LockRecord, me: str, now: datetime) -> str:
+    """One waiter of the queue, for ``list`` and ``status``."""
+    mark = "*" if waiter.holder == me else " "
+    return printable(
+        f"{mark} {place(waiter):>3}  {waiter.holder}  {' '.join(waiter.paths)}{kind(waiter)}  "
+        f"waiting {waited(waiter, now)}, until {until(waiter.expires_at, now)}  "
+        f"[waiter {waiter.id}]"
+    )
+
+
+def queue(waiters: Sequence[LockRecord], me: str, now: datetime) -> str:
+    """The queue under ``list``'s table: each waiter's place, holder, scope and wait."""
+    lines = ["WAITING (first come, first served; PLACE among the waiters a scope crosses)"]
+    lines += [waiter_line(w, me, now) for w in waiters]
+    return printable_lines(lines)
+
+
 def deadlock(result: AcquireResult) -> str:
     """``DEADLOCK`` and the cycle: who waits for whom, each holding what the next wants."""
     lines = ["DEADLOCK: these claims wait for each other; yours left the queue"]

@@ -239,6 +239,8 @@ class Status:
     states: dict[str, State]
     quiet: dict[str, float]
     worktrees: list[WorktreeEdits]
+    # Claims waiting their turn, in queue order (design §4.7).
+    waiters: list[LockRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         def lock(record: LockRecord) -> dict[str, Any]:
@@ -254,4 +256,5 @@ class Status:
             "yours": [lock(r) for r in self.yours],
             "others": [lock(r) for r in self.others],
             "worktrees": [w.to_dict() for w in self.worktrees],
+            "waiters": [w.to_dict() for w in self.waiters],
         }
