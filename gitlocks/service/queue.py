@@ -9,7 +9,7 @@ whether its waiting would close a cycle in which it is the one to be told
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from gitlocks.core import queue
@@ -19,6 +19,8 @@ from gitlocks.core.table import Table, record_entries
 from gitlocks.identity import process_start_time
 from gitlocks.service.context import Context, event
 from gitlocks.service.results import Conflict
+
+GRACE_SECONDS = 10  # a waiter's record outlives its wait by this much
 
 if TYPE_CHECKING:
     from gitlocks.core.change import Change
@@ -109,7 +111,9 @@ def waiter(
         reason=reason,
         created_at=stamp,
         renewed_at=stamp,
-        expires_at=format_time(deadline),
+        # A little past the end of the wait: the waiter itself says it ran out (``timeout``);
+        # the sweep is for one that could not (its process gone where none can judge it).
+        expires_at=format_time(deadline + timedelta(seconds=GRACE_SECONDS)),
         host=ctx.host,
         host_id=ctx.host_id,
         pid=pid,

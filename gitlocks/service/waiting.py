@@ -61,18 +61,23 @@ def acquire(
     started = time.monotonic()
     ends = started + wait
     deadline = ctx.now() + timedelta(seconds=wait)
-    result = locks.acquire(ctx, entries, deadline=deadline, **claim)
-    if result.status != "waiting" or result.waiter is None:
-        return result
-    waiter = result.waiter
-    if on_waiting is not None:
-        on_waiting(result)
-    seen = _blockers(result)
-    watch = Watch(ctx.store)
-    try:
-        with _interrupts(interruptible) as stop:
+    # Ctrl-C is taken from the start: one between joining the queue and the loop must
+    # still take the waiter out.
+    with _interrupts(interruptible) as stop:
+        result = locks.acquire(ctx, entries, deadline=deadline, **claim)
+        if result.status != "waiting" or result.waiter is None:
+            if stop.is_set():
+                raise KeyboardInterrupt
+            return result
+        waiter = result.waiter
+        try:
+            if on_waiting is not None:
+                on_waiting(result)
+            seen = _blockers(result)
+            watch = Watch(ctx.store)
             while result.status == "waiting":
-                watch.wait(ends, stop)
+                if not stop.is_set():
+                    watch.wait(ends, stop)
                 if stop.is_set():
                     raise KeyboardInterrupt
                 # Out of time by this clock: the decision must see it so, whatever the
@@ -83,9 +88,9 @@ def acquire(
                     seen = _blockers(result)
                     if on_waiting is not None:
                         on_waiting(result)
-    except BaseException:
-        leave(ctx, waiter)
-        raise
+        except BaseException:
+            leave(ctx, waiter)
+            raise
     result.waiter = waiter
     result.waited = time.monotonic() - started
     return result
