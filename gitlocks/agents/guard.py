@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -51,6 +51,7 @@ from gitlocks.agents.session import (
     claim_ttl,
     describe_claim,
     end_session,
+    guard_wait,
     hand_over,
     heartbeat,
     renew_session,
@@ -185,9 +186,11 @@ def judge(
     tables: dict[str, Table],
     ages: Mapping[str, str],
     claimable: bool,
+    waits: Callable[[Repo], float] | None = None,
 ) -> Verdict:
     """Each file against the table of its repository (read once into ``tables``); ``ages``:
-    the repositories whose lock remote could not be asked, and how old their view is."""
+    the repositories whose lock remote could not be asked, and how old their view is;
+    ``waits``: how long a claim of a held file may wait its turn there (0: denied)."""
     verdict = Verdict([], [], {}, [], set(), {})
     for repo, rel in targets:
         root = os.fspath(repo.root)
@@ -197,6 +200,9 @@ def judge(
             tables[root] = read_lock_table(repo.common_dir, root, repo.ignore_case, repo.skew)
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
+        if held and repo.mode == "claim" and claimable and waits is not None and waits(repo):
+            verdict.free.setdefault(root, (repo, []))[1].append(rel)  # the claim waits
+            continue
         if held:
             verdict.held_in.add(root)
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
@@ -322,7 +328,15 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
         identity = sub_holder(identity, agent)
     tables: dict[str, Table] = {}
     ages: dict[str, str] = {}
-    verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
+    asked: dict[str, float] = {}
+
+    def waits(repo: Repo) -> float:  # alock.guardWait, read only where something is held
+        root = os.fspath(repo.root)
+        if root not in asked:
+            asked[root] = guard_wait(repo, harness.name)
+        return asked[root]
+
+    verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable, waits)
     remotes = {os.fspath(r.root): r.remote for r, _ in targets if r.remote}
     stale = sorted(verdict.held_in & set(remotes))
     if stale:
@@ -332,7 +346,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
                 del tables[root]  # read again: the view just fetched
             else:
                 ages[root] = said
-        verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
+        verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable, waits)
     denied, warned, free, unclaimed, _, own = verdict
     if unclaimed:
         notes.append(
@@ -346,7 +360,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
     if free:
         for root, (repo, rels) in free.items():
             try:
-                refused = claim(event, repo, rels, identity)
+                refused = claim(event, repo, rels, identity, wait=waits(repo))
             except RemoteError as exc:
                 # The lock remote did not answer in time (or at all): an edit is never
                 # stalled on it. The edit goes on, and the agent is told it is unclaimed.
@@ -382,10 +396,12 @@ def _several(reasons: Sequence[str]) -> str:
     return " ".join([*reasons[:SHOWN_LOCKS], *([f"And {more} more file(s)."] if more > 0 else [])])
 
 
-def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> str:
+def claim(
+    event: Event, repo: Repo, rels: Sequence[str], identity: Identity, *, wait: float = 0
+) -> str:
     """Claim the files (of one repository) for the session, in one lock; the reason to
-    deny when someone else got there first, else "". The store, and pygit2, load only on
-    this path."""
+    deny when someone else got there first, else "". ``wait``: seconds the claim may wait
+    its turn (``alock.guardWait``). The store, and pygit2, load only on this path."""
     # Imported here: only a claim needs the store.
     from gitlocks.core.change import Change
     from gitlocks.service import locks
@@ -404,14 +420,22 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
         # of a turn seldom needs a push of its own.
         renew_session(ctx, table, identity, now, change, gone, ttl, share=True)
 
-    result = locks.acquire(
-        ctx, named, reason=why, ttl=ttl, ride_along=ride_along if remote else None
-    )
+    along = ride_along if remote else None
+    if wait > 0:
+        from gitlocks.service import waiting  # only where the guard may wait
+
+        result = waiting.acquire(ctx, named, wait=wait, reason=why, ttl=ttl, ride_along=along)
+    else:
+        result = locks.acquire(ctx, named, reason=why, ttl=ttl, ride_along=along)
     if result.status in ("acquired", "already_yours"):
         sessions.add_repository(identity.session, repo.common_dir, os.fspath(repo.root))
         return ""
     now = ctx.now()
     holders = [c.record for c in result.conflicts]
+    if result.status == "deadlock":
+        from gitlocks.render.locks import deadlock  # only for this answer
+
+        return "gitlocks: " + " ".join(line.strip() for line in deadlock(result).splitlines())
     if not holders:
         return (
             f"gitlocks: {' '.join(rels)} could not be claimed ({result.status}); "
