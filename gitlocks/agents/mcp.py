@@ -219,7 +219,9 @@ class Server:
         if wait is None:
             result = locks.acquire(ctx, claim, **asked)
         else:
-            result = waiting.acquire(ctx, claim, wait=waiting.wait_seconds(ctx, wait), **asked)
+            result = waiting.acquire(
+                ctx, claim, wait=waiting.wait_seconds(ctx, wait, what="wait"), **asked
+            )
         doc = result.to_dict()
         if result.status == "acquired":  # as the verb's --json says it
             missing = typos.uncovered(ctx.store.root, claim, ignore_case=ctx.store.ignore_case)

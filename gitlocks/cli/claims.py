@@ -67,8 +67,8 @@ def acquire(
 
     Example: git alock acquire 'src/api/**' docs/api.md -m "rewrite auth" --ttl 1h
 
-    With --wait, WAITING lines go to stderr while the claim waits its turn; stdout holds
-    the one answer: ACQUIRED, REFUSED (its time ran out) or DEADLOCK.
+    With --wait, WAITING lines go to stderr while the claim waits its
+    turn; stdout holds one answer: ACQUIRED, REFUSED or DEADLOCK.
     """
     # Only a claim lists the tree (its "covers nothing" note) and judges its session's age:
     # release, renew and note load neither (docs/design.md §9.14).

@@ -36,10 +36,10 @@ REMOTE_POLL = (0.5, 5.0)
 LOCAL_RECHECK, REMOTE_RECHECK = 1.0, 10.0
 
 
-def wait_seconds(ctx: Context, typed: str | None) -> int:
+def wait_seconds(ctx: Context, typed: str | None, *, what: str = "--wait") -> int:
     """How long ``--wait`` waits: ``typed``, else ``alock.waitDefault``, else 5 minutes."""
     if typed:
-        return parse_duration(typed, what="--wait")
+        return parse_duration(typed, what=what)
     return ctx.store.settings.duration("alock.waitDefault", DEFAULT_WAIT_SECONDS)
 
 

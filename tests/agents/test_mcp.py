@@ -316,3 +316,20 @@ def test_the_mcp_verbs_help_names_exactly_the_tools_it_serves() -> None:
     listed = re.search(r"\(([^)]*)\)", " ".join((mcp.__doc__ or "").split()))
     assert listed is not None
     assert tuple(n.strip() for n in listed.group(1).split(",")) == TOOLS
+
+
+def test_acquire_takes_wait_as_the_verb_takes_wait(repo: Path) -> None:
+    """``wait`` is ``--wait``: a held scope waits its time out, then is refused as ever;
+    a free one is granted at once; a bad duration is an error result."""
+    assert alock(repo, "acquire", "docs/a.md", AGENT_ID="other").code == 0
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("acquire", {"paths": ["docs/a.md"], "wait": "1"}),
+        ("acquire", {"paths": ["docs/b.md"], "wait": ""}),
+        ("acquire", {"paths": ["docs/c.md"], "wait": "soon"}),
+    ]
+    _, (out_of_time, free, bad) = session(repo, calls)
+    assert out_of_time["status"] == "refused"
+    assert [c["holder"] for c in out_of_time["conflicts"]] == ["other"]
+    assert out_of_time["waiter"]["holder"] == "mcp-agent" and "waited_seconds" in out_of_time
+    assert free["status"] == "acquired" and "waiter" not in free
+    assert bad["status"] == "error" and "invalid wait 'soon'" in bad["error"]
