@@ -26,6 +26,7 @@ from support.remote import make_bare, make_clone
 from gitlocks.core.queue import cycle_through, is_waiter_id
 
 JOURNAL = "refs/agent-locks-meta/journal"
+SHARDS = "refs/agent-locks-meta/shards/"
 ALOCK = os.path.join(os.path.dirname(sys.executable), "git-alock")
 
 
@@ -37,16 +38,28 @@ class Place:
     b: Path
     store: Path
     remote: bool
+    sharded: bool = False
 
 
-@pytest.fixture(params=["local", "remote"])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("remote", marks=pytest.mark.slow),
+        pytest.param("sharded", marks=pytest.mark.slow),
+    ]
+)
 def place(request: pytest.FixtureRequest, repo: Path, worktree: Path, tmp_path: Path) -> Place:
+    """Two checkouts of one store: a repository and its worktree, or two clones of a lock
+    remote (a single journal, or sharded: waiters are held in the shards of their scope)."""
     if request.param == "local":
         return Place(repo, worktree, repo, False)
     bare = make_bare(tmp_path / "locks.git")
     a = make_clone(bare.as_uri(), tmp_path / "a")
+    if request.param == "sharded":
+        sharded = alock(a, "remote", "--shards", "4")
+        assert sharded.code == 0, sharded
     b = make_clone(bare.as_uri(), tmp_path / "b")
-    return Place(a, b, bare, True)
+    return Place(a, b, bare, True, request.param == "sharded")
 
 
 def cli_env(agent: str) -> dict[str, str]:
@@ -118,20 +131,31 @@ def holders_queued(store: Path) -> list[str]:
     return [r["holder"] for r in queued(store)]
 
 
-def events(store: Path) -> list[dict[str, Any]]:
-    """Every journal event, oldest first."""
-    if not git(store, "rev-parse", "--verify", "-q", JOURNAL, check=False).strip():
+def events(place: Place) -> list[dict[str, Any]]:
+    """Every journal event, oldest first: of the store's journal, or of each shard journal
+    of a sharded remote (the events of one scope are all in its shard, in order)."""
+    refs = [JOURNAL]
+    if place.sharded:
+        listed = git(place.store, "for-each-ref", "--format=%(refname)", SHARDS)
+        refs = listed.split()
+    if not git(place.store, "rev-parse", "--verify", "-q", refs[0], check=False).strip():
         return []
-    out = git(store, "log", "--format=%x1e%B", JOURNAL)
     found: list[dict[str, Any]] = []
-    for message in reversed(out.split("\x1e")[1:]):
-        found += [json.loads(line) for line in message.splitlines() if line.startswith("{")]
-    return found
+    seen: set[str] = set()
+    for ref in refs:
+        out = git(place.store, "log", "--format=%x1e%B", ref)
+        for message in reversed(out.split("\x1e")[1:]):
+            for line in message.splitlines():
+                if line.startswith("{") and line not in seen:  # a write in several shards
+                    seen.add(line)
+                    found.append(json.loads(line))
+    found = [e for e in found if e["event"] != "sharded"]  # the upgrade's, not a claim's
+    return sorted(found, key=lambda e: str(e.get("at", "")))  # stable: each shard's order
 
 
-def grants(store: Path, pattern: str) -> list[str]:
+def grants(place: Place, pattern: str) -> list[str]:
     """Who was granted ``pattern``, in order."""
-    return [e["holder"] for e in events(store) if e["event"] == "granted" and pattern in e["paths"]]
+    return [e["holder"] for e in events(place) if e["event"] == "granted" and pattern in e["paths"]]
 
 
 def claim(cwd: Path, agent: str, *args: str) -> Result:
@@ -170,9 +194,9 @@ def test_a_waiter_is_granted_once_the_lock_is_released(place: Place, started: li
     assert doc["waited_seconds"] >= 0
     assert queued(place.store) == []
     # The release, then the grant that names the waiter it ended: nothing between them.
-    kinds = [(e["event"], e["holder"]) for e in events(place.store)]
+    kinds = [(e["event"], e["holder"]) for e in events(place)]
     assert kinds[-2:] == [("released", "alice"), ("granted", "bob")]
-    assert events(place.store)[-1]["waited_as"] == doc["waiter"]["id"]
+    assert events(place)[-1]["waited_as"] == doc["waiter"]["id"]
 
 
 def test_a_wait_that_runs_out_is_a_refusal_and_leaves_the_queue(place: Place) -> None:
@@ -184,14 +208,14 @@ def test_a_wait_that_runs_out_is_a_refusal_and_leaves_the_queue(place: Place) ->
     assert "note: waited" in got.out
     assert got.err.startswith("WAITING src/app.py as bob")
     assert queued(place.store) == []
-    left = [e for e in events(place.store) if e["event"] == "left_queue"]
+    left = [e for e in events(place) if e["event"] == "left_queue"]
     assert [(e["holder"], e["why"]) for e in left] == [("bob", "timeout")]
 
 
 def test_a_free_scope_is_granted_at_once_without_queueing(place: Place) -> None:
     got = claim(place.b, "bob", "src/app.py", "--wait")
     assert got.word.startswith("ACQUIRED"), got
-    assert [e["event"] for e in events(place.store)] == ["granted"]
+    assert [e["event"] for e in events(place)] == ["granted"]
 
 
 def test_three_waiters_are_served_in_order_and_nobody_jumps_the_queue(
@@ -223,7 +247,7 @@ def test_three_waiters_are_served_in_order_and_nobody_jumps_the_queue(
         assert late.code == 1
         release = alock(place.a, "release", "--all", AGENT_ID=waiter.agent)
         assert release.code == 0, release
-    assert grants(place.store, "src/app.py") == order
+    assert grants(place, "src/app.py") == order
     assert claim(place.a, "eve", "src/app.py").code == 0
 
 
@@ -240,7 +264,7 @@ def test_a_waiter_killed_leaves_the_queue(place: Place, started: list[Waiter]) -
     got = next_one.result()
     assert got.code == 0 and got.json()["status"] == "acquired", got
     assert queued(place.store) == []
-    left = [(e["holder"], e["why"]) for e in events(place.store) if e["event"] == "left_queue"]
+    left = [(e["holder"], e["why"]) for e in events(place) if e["event"] == "left_queue"]
     assert left == [("doomed", "dead")]
 
 
@@ -252,8 +276,8 @@ def test_ctrl_c_leaves_no_trace_of_the_waiter(place: Place, started: list[Waiter
     assert got.code == 130, got
     assert got.out == ""
     assert queued(place.store) == [], got.err
-    assert [e["event"] for e in events(place.store)][-2:] == ["waiting", "left_queue"]
-    assert events(place.store)[-1]["why"] == "stopped"
+    assert [e["event"] for e in events(place)][-2:] == ["waiting", "left_queue"]
+    assert events(place)[-1]["why"] == "stopped"
 
 
 # --- deadlocks ------------------------------------------------------------------------------
@@ -319,7 +343,7 @@ def test_a_bad_wait_is_an_error(repo: Path, typed: str) -> None:
     assert got.code == 2, got
     assert got.err.startswith("error: invalid --wait"), got.err
     assert "Traceback" not in got.err
-    assert events(repo) == []
+    assert git(repo, "for-each-ref", "refs/agent-locks-meta/") == ""
 
 
 def test_a_pattern_after_wait_is_read_as_its_duration_and_said_so(repo: Path) -> None:
@@ -413,13 +437,14 @@ def test_a_release_a_new_claim_and_two_waiters_never_grant_twice(place: Place) -
                 waiter.proc.communicate()
     # Replay the journal: never two live grants crossing race/** at once.
     live: set[str] = set()
-    for event in events(place.store):
+    seen = events(place)
+    for event in seen:
         if not any(p.startswith("race/") for p in event.get("paths", [])):
             continue
         if is_waiter_id(str(event.get("id", ""))):
             continue
         if event["event"] == "granted":
-            assert not live, f"granted {event} while {live} held"
+            assert not live, f"granted {event} while {live} held: {seen}"
             live.add(event["id"])
         elif event["event"] in ("released", "expired", "broken", "auto_released"):
             live.discard(event["id"])
