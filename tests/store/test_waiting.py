@@ -401,9 +401,9 @@ def at_once(at: float, racers: list[tuple[Path, str, list[str]]]) -> list[Waiter
 
 @pytest.mark.slow
 def test_a_release_a_new_claim_and_two_waiters_never_grant_twice(place: Place) -> None:
-    """At one instant the holder releases, a claim that does not wait asks, and a third
-    waiter joins, while two waiters wait: the first waiter alone is granted, the claim is
-    refused, and the waiters are served in the order they joined."""
+    """At one instant the holder releases, three claims that do not wait ask, and a third
+    waiter joins, while two waiters wait: the first waiter alone is granted, the claims
+    are refused, and the waiters are served in the order they joined."""
     for round_no in range(WAIT_ROUNDS):
         holder = f"h{round_no}"
         assert claim(place.a, holder, "race/**").code == 0
@@ -414,13 +414,20 @@ def test_a_release_a_new_claim_and_two_waiters_never_grant_twice(place: Place) -
             at = time.time() + 0.5
             racers = [
                 (place.a, holder, ["release", "race/**"]),
-                (place.b, f"new{round_no}", ["acquire", "race/x", "--json"]),
                 (place.a, f"third{round_no}", ["acquire", "race/y", "--wait=2m", "--json"]),
             ]
-            released, new, third = at_once(at, racers)
-            assert released.result().code == 0
-            assert new.result().code == 1, f"round {round_no}: the new claim jumped the queue"
+            racers += [  # claims that do not wait, from both checkouts, on parts and all
+                (cwd, f"new{round_no}-{i}", ["acquire", scope, "--json"])
+                for i, (cwd, scope) in enumerate(
+                    [(place.b, "race/x"), (place.a, "race/**"), (place.b, "race/z")]
+                )
+            ]
+            released, third, *new = at_once(at, racers)
             started.append(third)
+            assert released.result().code == 0
+            for claimant in new:
+                got = claimant.result()
+                assert got.code == 1, f"round {round_no}: {claimant.agent} jumped the queue: {got}"
             got = first.result()
             assert got.json()["status"] == "acquired", got
             assert second.running() and third.running()
