@@ -1,14 +1,16 @@
 """A claim that waits its turn: the loop around ``locks.acquire`` (design §4.7).
 
 The claim joins the queue once (a write), then sleeps until the table may have changed
-and asks again: locally the journal ref is read every 50 to 250 ms (one ref, no write);
-in remote mode the remote is fetched, 0.5 s apart at first and at most 5 s apart, never
-pushed to. A claim whose holder's lock expired or whose holder died changes no ref, so
-the claim is asked again at least every second locally and every 10 s in remote mode.
+and asks again: locally the journal ref's file is looked at every 50 ms (git is asked
+every 50 to 250 ms where refs are no files); in remote mode the remote is fetched, 0.5 s
+apart at first and at most 5 s apart, never pushed to. A claim whose holder's lock
+expired or whose holder died changes no ref, so the claim is asked again at least every
+second locally and every 10 s in remote mode.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -22,7 +24,7 @@ from gitlocks.core.record import LockRecord, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
-from gitlocks.layout import DEFAULT_WAIT_SECONDS
+from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
 from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
 from gitlocks.service.results import AcquireResult
@@ -133,14 +135,23 @@ def _interrupts(wanted: bool) -> Iterator[threading.Event]:
 
 class Watch:
     """Sleeps until the lock table may have changed: the journal ref moved (local), a fetch
-    brought something (remote), a recheck is due, the time is out, or ``stop`` is set."""
+    brought something (remote), a recheck is due, the time is out, or ``stop`` is set.
+
+    Locally the journal ref's file and ``packed-refs`` are looked at (``os.stat``: every
+    write renames a new journal ref file into place), not asked of git: a five-minute wait
+    would otherwise start thousands of processes. Where git keeps refs elsewhere
+    (reftable), git is asked, less often.
+    """
 
     def __init__(self, store: LockStore) -> None:
         self.store = store
         self.remote = bool(getattr(store, "remote", None))
+        self.files = not self.remote and not getattr(store, "reftable", True)
         self.first, self.last = REMOTE_POLL if self.remote else LOCAL_POLL
+        if self.files:
+            self.last = self.first  # a stat costs microseconds: no need to back off
         self.recheck = REMOTE_RECHECK if self.remote else LOCAL_RECHECK
-        self.seen = None if self.remote else store.version()
+        self.seen = None if self.remote else self._stamp()
 
     def wait(self, ends: float, stop: threading.Event) -> None:
         pause = self.first
@@ -158,6 +169,19 @@ class Watch:
     def _moved(self) -> bool:
         if self.remote:
             return self.store.sync()  # a fetch; never a push
-        now = self.store.version()
+        now = self._stamp()
         moved, self.seen = now != self.seen, now
         return moved
+
+    def _stamp(self) -> object:
+        if not self.files:
+            return self.store.version()
+        found: list[tuple[int, int, int] | None] = []
+        for path in (JOURNAL_REF, "packed-refs"):
+            try:
+                info = os.stat(os.path.join(self.store.common_dir, path))
+            except OSError:
+                found.append(None)
+            else:
+                found.append((info.st_mtime_ns, info.st_size, info.st_ino))
+        return tuple(found)
