@@ -96,7 +96,7 @@ def acquire(
         conflicts, interrupted = _crossed(ctx, table, entries, life, change, gone, shared)
         conflicts += queue.ahead(ctx, table, entries, life, change, gone, shared=shared, mine=mine)
         if conflicts and deadline is not None:
-            return _wait(ctx, table, entries, life, change, gone, mine, conflicts, queued)
+            return wait(table, life, change, gone, mine, conflicts)
         if conflicts:
             return leave("refused", AcquireResult("refused", conflicts=conflicts))
         if interrupted:
@@ -123,19 +123,16 @@ def acquire(
             ride_along(table, now, change, gone)
         return change, AcquireResult("acquired", lock=record)
 
-    def _wait(
-        ctx: Context,
+    def wait(
         table: Table,
-        entries: list[ScopeEntry],
         life: Liveness,
         change: Change,
         gone: set[str],
         mine: LockRecord | None,
         conflicts: list[Conflict],
-        queued: LockRecord | None,
     ) -> tuple[Change, AcquireResult]:
-        """A claim in the way of others that may wait: queued, still waiting, out of
-        time, or told of a deadlock."""
+        """A claim that meets others and may wait: queued now (``mine`` None), still
+        waiting, out of time, or told of a deadlock."""
         assert deadline is not None
         now = ctx.now()
         by = ctx.identity.holder
