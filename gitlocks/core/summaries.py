@@ -17,7 +17,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitlocks.core.glob import compile_pattern
-from gitlocks.core.queue import is_waiter_id
+from gitlocks.core.queue import waiter_ids
 from gitlocks.errors import InvalidPattern
 
 if TYPE_CHECKING:
@@ -239,7 +239,8 @@ class Summaries(MutableMapping[str, Summary]):
             groups.setdefault(holder, set()).add(lock_id)
         for lock_id, summary in self._extra.items():
             groups.setdefault(summary.holder, set()).add(lock_id)
-        return {h: _no_waiters(ids) for h, ids in groups.items()}
+        waiting = waiter_ids(self.ids())
+        return {h: ids - waiting for h, ids in groups.items()} if waiting else groups
 
     def in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         """The ids with a pattern in each bucket of ``wanted``."""
@@ -315,6 +316,5 @@ _expires_at = attrgetter("expires_at")
 
 def _no_waiters(ids: set[str]) -> set[str]:
     """``ids`` less the waiters' (the set itself when it holds none: most answers)."""
-    if any(is_waiter_id(i) for i in ids):
-        return {i for i in ids if not is_waiter_id(i)}
-    return ids
+    waiting = waiter_ids(ids)
+    return ids - waiting if waiting else ids

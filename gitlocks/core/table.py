@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NamedTuple, NoReturn
 
-from gitlocks.core.queue import is_waiter_id
+from gitlocks.core.queue import is_waiter_id, waiter_ids
 from gitlocks.core.record import LockRecord, RecordError, format_time, parse_time, validate_holder
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
@@ -432,7 +432,7 @@ class Table:
         """The ids whose records may cross ``entries``: those of their buckets and of ""."""
         buckets = {bucket_of(e.pattern) for e in entries}
         if "" in buckets:
-            return {i for i in self.summaries.ids() if not is_waiter_id(i)}
+            return self.summaries.ids() - waiter_ids(self.summaries.ids())
         return self._bucket_ids(buckets | {""})
 
     def prepare(self, entries: Iterable[ScopeEntry]) -> None:
@@ -534,7 +534,9 @@ class Table:
     def live(self, now: str) -> list[LockRecord]:
         """Unexpired records, oldest first; no waiter (``core/queue.py``)."""
         cutoff = self.cutoff(now)
-        live = sorted(i for i in self.summaries.expiring(cutoff, after=True) if not is_waiter_id(i))
+        live = sorted(
+            set(self.summaries.expiring(cutoff, after=True)) - waiter_ids(self.summaries.ids())
+        )
         if isinstance(self.records, LazyRecords):
             self.records.prefetch(live)
         return [self.records[i] for i in live]
