@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from gitlocks.core.record import new_lock_id
+from gitlocks.core.record import RecordError, canonical_time, new_lock_id
 
 if TYPE_CHECKING:
     from gitlocks.core.record import LockRecord
@@ -53,6 +53,16 @@ def place(record: LockRecord) -> int:
     can jump a queue anyway; a bad field never stops a command)."""
     value = record.extra.get("queue")
     return value if type(value) is int and value > 0 else 0
+
+
+def wait_ends(record: LockRecord) -> str:
+    """When a waiter stops waiting (``wait_until``; its record lives a little longer)."""
+    value = record.extra.get("wait_until")
+    try:  # any field but the known ones may hold anything: a bad one is no time
+        value = canonical_time(value) if isinstance(value, str) else None
+    except RecordError:
+        value = None
+    return value if value is not None and value < record.expires_at else record.expires_at
 
 
 def ahead(mine: LockRecord | None, other: LockRecord) -> bool:

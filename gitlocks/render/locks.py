@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from gitlocks.core.queue import is_waiter_id, place
+from gitlocks.core.queue import is_waiter_id, place, wait_ends
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.table import Problem
 from gitlocks.core.text import printable, printable_lines, shell_word
@@ -106,7 +106,7 @@ def waiting(result: AcquireResult, now: datetime) -> str:
     assert waiter is not None
     lines = [
         f"WAITING {' '.join(waiter.paths)} as {waiter.holder}, place {place(waiter)} in the "
-        f"queue, until {waiter.expires_at} ({until(waiter.expires_at, now)}) [waiter {waiter.id}]"
+        f"queue, until {wait_ends(waiter)} ({until(wait_ends(waiter), now)}) [waiter {waiter.id}]"
     ]
     lines += [f"  {held_line(c, now)}" for c in result.conflicts]
     return printable_lines(lines)
@@ -117,7 +117,7 @@ def waiter_line(waiter: LockRecord, me: str, now: datetime) -> str:
     mark = "*" if waiter.holder == me else " "
     return printable(
         f"{mark} {place(waiter):>3}  {waiter.holder}  {' '.join(waiter.paths)}{kind(waiter)}  "
-        f"waiting {waited(waiter, now)}, until {until(waiter.expires_at, now)}  "
+        f"waiting {waited(waiter, now)}, until {until(wait_ends(waiter), now)}  "
         f"[waiter {waiter.id}]"
     )
 

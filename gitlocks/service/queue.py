@@ -122,7 +122,11 @@ def waiter(
         worktree=os.fspath(ctx.store.root),
         ttl=ttl,
         shared=shared,
-        extra={"waiting": True, "queue": 1 + max((queue.place(w) for w in behind), default=0)},
+        extra={
+            "waiting": True,
+            "queue": 1 + max((queue.place(w) for w in behind), default=0),
+            "wait_until": format_time(deadline),
+        },
     )
 
 

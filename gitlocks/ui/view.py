@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gitlocks.core import journal as core_journal
 from gitlocks.core.journal import Event
-from gitlocks.core.queue import place
+from gitlocks.core.queue import place, wait_ends
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
 from gitlocks.errors import GitlocksError
@@ -72,7 +72,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
                 "place": place(w),
                 "reason": w.reason,
                 "since": w.created_at,
-                "until": w.expires_at,
+                "until": wait_ends(w),
                 "shared": w.shared,
             }
             for w in report.waiters

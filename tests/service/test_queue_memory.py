@@ -110,3 +110,19 @@ def test_a_waiter_out_of_time_leaves_the_queue_refused(tmp_path: Path) -> None:
     gone = locks.acquire(ctx(store, "bob"), entries("a"), deadline=NOW, queued=queued.waiter)
     assert gone.status == "refused"
     assert waiters(store.read_table(), format_time(NOW)) == []
+
+
+def test_a_waiter_record_with_bad_fields_of_its_own_stops_nothing(tmp_path: Path) -> None:
+    """``queue`` and ``wait_until`` are a waiter's own fields, which anyone may write: a
+    bad one stands first in the queue and ends its wait with its record, never a crash."""
+    from gitlocks.core.queue import place, wait_ends
+    from gitlocks.render.locks import queue as render_queue
+
+    store = MemoryStore(tmp_path)
+    assert claim(store, "alice", "a") == "acquired"
+    queued = wait(store, "bob", "a").waiter
+    assert queued is not None
+    for bad in ({"queue": "1", "wait_until": "soon"}, {"queue": True, "wait_until": 7}):
+        odd = queued.with_changes(extra={**queued.extra, **bad})
+        assert place(odd) == 0 and wait_ends(odd) == odd.expires_at
+        assert "bob" in render_queue([odd], "carol", NOW)
