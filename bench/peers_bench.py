@@ -65,7 +65,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from benchlib import GitDaemon, editable_warning, git, make_repo, seed_locks
+from benchlib import GitDaemon, git, make_repo, seed_locks
 from scale_bench import compile_bytecode
 
 PYTHON = "floor: python3 -c pass"
@@ -521,9 +521,6 @@ def main() -> None:
                 lfs.stop()
         versions = f"Python {sys.version.split()[0]}, {git(Path(tmp), '--version')}"
     report(samples, args.runs, trace)
-    warning = editable_warning()
-    if warning:
-        print(warning)
     if args.latency:
         print(f"(file://: every connection waited {args.latency:g} s first, as a distant host)")
     if peer is None:
