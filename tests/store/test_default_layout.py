@@ -202,8 +202,14 @@ def test_a_write_on_a_remote_laid_out_again_in_the_same_second_is_told_what_was_
     git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
     b = make_clone(bare.as_uri(), tmp_path / "b")
     before = git(bare, "for-each-ref")
-    for paths in ([f"{other}/x.py"], ["**/*.md"]):  # one shard that held nothing; every one
-        lost = alock(a, "acquire", *paths, "--json", **A)
+    # A holder of this clone with no claim (its write leases no shard of a's: the notice
+    # tells it), a's own in a shard that held nothing, and one leasing every shard.
+    for agent, pattern in (
+        ("agent-c", f"{other}/x.py"),
+        ("agent-a", f"{other}/x.py"),
+        ("agent-a", "**/*.md"),
+    ):
+        lost = alock(a, "acquire", pattern, "--json", AGENT_ID=agent)
         assert lost.code == 2 and "--restore" in lost.err, lost
         assert git(bare, "for-each-ref") == before
     # No journal value repeats across layouts: every ref but the format blob is new.
