@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.daemon import Daemon as GitDaemon
 from support.records import seed_locks
 
-__all__ = ["GitDaemon", "editable_warning", "git", "make_repo", "seed_locks"]
+__all__ = ["GitDaemon", "git", "make_repo", "seed_locks"]
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -68,22 +68,3 @@ def interleaved(
                 if i:
                     samples[label, size].append(ms)
     return samples
-
-
-def editable_warning() -> str | None:
-    """A warning when gitlocks is installed editable (``pip install -e``): the finder such
-    an install puts in site-packages loads in every Python this environment starts, the
-    ``python3 -c pass`` floor included, so ratios to the floor read lower than a user's."""
-    import json
-    from importlib import metadata
-
-    for found in metadata.distributions(name="gitlocks"):  # a build's egg-info may come first
-        url = json.loads(found.read_text("direct_url.json") or "{}")
-        if url.get("dir_info", {}).get("editable"):
-            return (
-                "warning: gitlocks is an editable install here: its finder loads in every\n"
-                "  Python of this environment, the floor included, so the ratios to the floor\n"
-                "  read low. For the figures a user sees: python3 -m venv V &&\n"
-                "  V/bin/pip install . claude-agent-sync && V/bin/python bench/peers_bench.py"
-            )
-    return None

@@ -25,10 +25,9 @@ directory, decides which repository (and so which lock table) is asked.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
@@ -41,15 +40,22 @@ from gitlocks.agents.harnesses import (
     Pass,
     read,
 )
+from gitlocks.agents.reasons import (
+    crossing_patterns,
+    held_reason,
+    interrupted_reason,
+    refusal,
+    several,
+    unclaimed_reason,
+)
 from gitlocks.agents.repos import Repo, locate
 from gitlocks.agents.session import (
     PREFIX,
     SHOWN_LOCKS,
-    SHOWN_PATTERNS,
     bound_remote,
     claim_ttl,
-    describe_claim,
     end_session,
+    guard_wait,
     hand_over,
     heartbeat,
     renew_session,
@@ -66,9 +72,9 @@ from gitlocks.core.record import (
     parse_time,
     utcnow,
 )
-from gitlocks.core.scope import ScopeEntry, entry_covers, path_entry
+from gitlocks.core.scope import path_entry
 from gitlocks.core.table import Table
-from gitlocks.core.text import printable, shell_word
+from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
@@ -96,38 +102,6 @@ TRACE_ENV = "GITLOCKS_GUARD_TRACE"
 
 
 # --- deciding ---------------------------------------------------------------------------
-
-
-def _crossing(record: LockRecord, rel: str, ignore_case: bool) -> list[str]:
-    """The patterns of ``record`` that cover ``rel``."""
-    found: list[str] = []
-    for pattern in record.paths:
-        try:
-            entry = ScopeEntry(pattern, exact=pattern in record.exact)
-            if entry_covers(entry, rel, ignore_case=ignore_case):
-                found.append(pattern)
-        except GitlocksError:  # a stored pattern this version cannot read: not shown first
-            continue
-        if len(found) == SHOWN_PATTERNS:
-            break
-    return found
-
-
-def held_reason(rel: str, locks: Sequence[LockRecord], now: datetime, ignore_case: bool) -> str:
-    shown = [describe_claim(r, now, _crossing(r, rel, ignore_case)) for r in locks[:SHOWN_LOCKS]]
-    if len(locks) > SHOWN_LOCKS:
-        shown.append(f"and {len(locks) - SHOWN_LOCKS} more claim(s)")
-    if all(r.shared for r in locks):  # they share it: so may this agent, by saying so
-        what = (
-            f"Do not edit it unclaimed: to edit it alongside them, claim it shared first "
-            f"(git alock acquire --shared {shell_word(rel)}), or work on something else."
-        )
-    else:
-        what = (
-            "Do not edit it: work on something else, claim a part nobody holds (git alock "
-            "acquire), or ask the holder to release it (git alock status shows every claim)."
-        )
-    return printable(f"gitlocks: {rel} is inside another agent's claim: {'; '.join(shown)}. {what}")
 
 
 def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[LockRecord]:
@@ -218,9 +192,11 @@ def judge(
     tables: dict[str, Table],
     ages: Mapping[str, str],
     claimable: bool,
+    waits: Callable[[Repo], float] | None = None,
 ) -> Verdict:
     """Each file against the table of its repository (read once into ``tables``); ``ages``:
-    the repositories whose lock remote could not be asked, and how old their view is."""
+    the repositories whose lock remote could not be asked, and how old their view is;
+    ``waits``: how long a claim of a held file may wait its turn there (0: denied)."""
     verdict = Verdict([], [], {}, [], set(), {}, [])
     for repo, rel in targets:
         root = os.fspath(repo.root)
@@ -230,6 +206,9 @@ def judge(
             tables[root] = read_lock_table(repo.common_dir, root, repo.ignore_case, repo.skew)
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
+        if held and repo.mode == "claim" and claimable and waits is not None and waits(repo):
+            verdict.free.setdefault(root, (repo, []))[1].append(rel)  # the claim waits
+            continue
         if held:
             verdict.held_in.add(root)
             reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
@@ -261,21 +240,6 @@ def judge(
     return verdict
 
 
-def refusal(
-    repo: Repo, kind: str, rel: str, locks: Sequence[LockRecord], now: datetime
-) -> tuple[str, dict[str, object]]:
-    """A denial as ``acquire`` logs a refusal (docs/design.md, section 4.4), for ``log`` and
-    the live page: who was kept out of what, by whose claims."""
-    return repo.common_dir, {
-        "event": kind,
-        "at": format_time(now),
-        "paths": [rel],
-        "conflicts": [{"id": r.id, "holder": r.holder, "paths": list(r.paths)} for r in locks],
-        "hint": None,
-        "guard": True,
-    }
-
-
 def interrupted(
     table: Table, identity: Identity, now: datetime, rel: str, repo: Repo
 ) -> list[LockRecord]:
@@ -297,24 +261,6 @@ def interrupted(
     friends = table.unblocking(identity.holder, identity.parent)
     life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
     return [r for r in found if r.expires_at > kept and r not in friends and life.dead(r)]
-
-
-def interrupted_reason(
-    rel: str, locks: Sequence[LockRecord], now: datetime, ignore_case: bool
-) -> str:
-    """The denial of an edit inside interrupted work: whose, its last note, and the
-    command that takes it over."""
-    record = locks[0]
-    crossing = _crossing(record, rel, ignore_case) or list(record.paths[:1])
-    note = record.notes[-1]
-    last = json.dumps(note.text, ensure_ascii=False)
-    return printable(
-        f"gitlocks: {rel} is inside INTERRUPTED WORK: {' '.join(crossing)} was held by "
-        f"{record.holder}, whose session ended with the work unfinished; its last note "
-        f"({note.at}): {last} [lock {record.id}]. Do not edit it unclaimed: to take the work "
-        f"over with its notes, run git alock resume {shell_word(crossing[0])} first; to "
-        f"drop it on purpose, git alock break {record.id}; or work on something else."
-    )
 
 
 def renewal_due(record: LockRecord, repo: Repo, now: datetime) -> bool:
@@ -374,7 +320,15 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
         identity = sub_holder(identity, agent)
     tables: dict[str, Table] = {}
     ages: dict[str, str] = {}
-    verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
+    asked: dict[str, float] = {}
+
+    def waits(repo: Repo) -> float:  # alock.guardWait, read only where something is held
+        root = os.fspath(repo.root)
+        if root not in asked:
+            asked[root] = guard_wait(repo, harness.name)
+        return asked[root]
+
+    verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable, waits)
     remotes = {os.fspath(r.root): r.remote for r, _ in targets if r.remote}
     stale = sorted(verdict.held_in & set(remotes))
     if stale:
@@ -384,7 +338,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
                 del tables[root]  # read again: the view just fetched
             else:
                 ages[root] = said
-        verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable)
+        verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable, waits)
     denied, warned, free, unclaimed, own, refusals = (
         verdict.denied,
         verdict.warned,
@@ -406,12 +360,12 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
             append_refusals(refusals, identity.holder)
         except Exception:  # never an error, never a let-through: the answer stays a denial
             pass
-        return _deny(harness, _several([*denied, *warned]), notes)
+        return _deny(harness, several([*denied, *warned]), notes)
     pushed: set[str] = set()  # the repositories whose claim renewed the session's (a push)
     if free:
         for root, (repo, rels) in free.items():
             try:
-                refused = claim(event, repo, rels, identity)
+                refused = claim(event, repo, rels, identity, wait=waits(repo))
             except RemoteError as exc:
                 # The lock remote did not answer in time (or at all): an edit is never
                 # stalled on it. The edit goes on, and the agent is told it is unclaimed.
@@ -424,33 +378,16 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
                 pushed.add(root)
     notes += keep_alive(own, identity, utcnow(), pushed)
     if warned:
-        return _warn(harness, _several(warned), notes)
+        return _warn(harness, several(warned), notes)
     return Answer(stderr=stderr_lines(notes))
 
 
-def unclaimed_reason(rels: Sequence[str], exc: RemoteError) -> str:
-    """What is known (the lock remote's silence, and whether anything reached it) and what
-    the guard decided: the edit goes on, unclaimed, rather than wait on the remote."""
-    shown = " ".join(rels[:SHOWN_LOCKS]) + (" ..." if len(rels) > SHOWN_LOCKS else "")
-    return (
-        f"gitlocks: {shown} is being edited WITHOUT a claim: {exc}. The guard let the edit "
-        "go on unclaimed rather than hold it up on the lock remote (alock.guardMode claim); "
-        f"other agents are not kept out of it: claim it with git alock acquire "
-        f"{shell_word(rels[0])} once the lock remote answers"
-    )
-
-
-def _several(reasons: Sequence[str]) -> str:
-    """The reasons of a patch's files, at most a few: a patch of thousands of held files
-    must not make an answer of megabytes."""
-    more = len(reasons) - SHOWN_LOCKS
-    return " ".join([*reasons[:SHOWN_LOCKS], *([f"And {more} more file(s)."] if more > 0 else [])])
-
-
-def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> str:
+def claim(
+    event: Event, repo: Repo, rels: Sequence[str], identity: Identity, *, wait: float = 0
+) -> str:
     """Claim the files (of one repository) for the session, in one lock; the reason to
-    deny when someone else got there first, else "". The store, and pygit2, load only on
-    this path."""
+    deny when someone else got there first, else "". ``wait``: seconds the claim may wait
+    its turn (``alock.guardWait``). The store, and pygit2, load only on this path."""
     # Imported here: only a claim needs the store.
     from gitlocks.core.change import Change
     from gitlocks.service import locks
@@ -469,20 +406,28 @@ def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity) -> 
         # of a turn seldom needs a push of its own.
         renew_session(ctx, table, identity, now, change, gone, ttl, share=True)
 
-    result = locks.acquire(
-        ctx, named, reason=why, ttl=ttl, ride_along=ride_along if remote else None
-    )
+    along = ride_along if remote else None
+    if wait > 0:
+        from gitlocks.service import waiting  # only where the guard may wait
+
+        result = waiting.acquire(ctx, named, wait=wait, reason=why, ttl=ttl, ride_along=along)
+    else:
+        result = locks.acquire(ctx, named, reason=why, ttl=ttl, ride_along=along)
     if result.status in ("acquired", "already_yours"):
         sessions.add_repository(identity.session, repo.common_dir, os.fspath(repo.root))
         return ""
     now = ctx.now()
     holders = [c.record for c in result.conflicts]
+    if result.status == "deadlock":
+        from gitlocks.render.locks import deadlock  # only for this answer
+
+        return "gitlocks: " + " ".join(line.strip() for line in deadlock(result).splitlines())
     if not holders:
         return (
             f"gitlocks: {' '.join(rels)} could not be claimed ({result.status}); "
             "git alock status says why"
         )
-    crossed = [r for r in rels if any(_crossing(h, r, repo.ignore_case) for h in holders)]
+    crossed = [r for r in rels if any(crossing_patterns(h, r, repo.ignore_case) for h in holders)]
     return held_reason((crossed or [*rels])[0], holders, now, repo.ignore_case)
 
 

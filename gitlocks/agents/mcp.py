@@ -217,10 +217,12 @@ class Server:
         ttl: str | None,
         shared: bool,
         until_merged: str | None,
+        wait: str | None = None,
     ) -> Any:
-        """``until_merged``: a branch, or "" for the main line (``--until-merged``)."""
+        """``until_merged``: a branch, or "" for the main line (``--until-merged``).
+        ``wait``: a duration to wait for its turn ("" for the default), as ``--wait``."""
         # Imported here: the store's layer, once.
-        from gitlocks.service import landing, locks, typos
+        from gitlocks.service import landing, locks, typos, waiting
 
         ctx = self._ctx()
         branch = None
@@ -228,14 +230,18 @@ class Server:
             wanted = until_merged or landing.main_line(ctx.store)
             branch = landing.check_branch(ctx.store, wanted)
         claim = self._entries(ctx, patterns)
-        result = locks.acquire(
-            ctx,
-            claim,
-            reason=user_text(reason, "reason", MAX_REASON_CHARS),
-            ttl=self._ttl(ctx, ttl),
-            shared=shared,
-            until_merged=branch,
-        )
+        asked: dict[str, Any] = {
+            "reason": user_text(reason, "reason", MAX_REASON_CHARS),
+            "ttl": self._ttl(ctx, ttl),
+            "shared": shared,
+            "until_merged": branch,
+        }
+        if wait is None:
+            result = locks.acquire(ctx, claim, **asked)
+        else:
+            result = waiting.acquire(
+                ctx, claim, wait=waiting.wait_seconds(ctx, wait, what="wait"), **asked
+            )
         doc = result.to_dict()
         if result.status == "acquired":  # as the verb's --json says it
             missing = typos.uncovered(ctx.store.root, claim, ignore_case=ctx.store.ignore_case)

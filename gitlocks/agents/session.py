@@ -27,7 +27,7 @@ from gitlocks.core.record import (
 )
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable, shell_word
-from gitlocks.errors import GitlocksError
+from gitlocks.errors import GitlocksError, UsageError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.reading import refresh_view
@@ -171,9 +171,28 @@ def bound_remote(store: Any) -> None:
     bound_mutex(store, max(0.0, store.deadline - time.monotonic()))
 
 
+# How long a harness lets a hook run by default (seconds; GitHub Copilot CLI 30, the
+# others 60): an edit of a held file waits its turn (alock.guardWait) at most this less
+# HOOK_MARGIN, the time the claim's own writes may take, so no hook is cut off.
+HOOK_TIMEOUTS = {"copilot": 30}
+DEFAULT_HOOK_TIMEOUT = 60
+HOOK_MARGIN = 10
+
 # When the guard began waiting on a lock remote: one event (one guard process) waits at
 # most alock.guardRemoteTimeout from then, in all.
 _WAIT_STARTED: list[float] = []
+
+
+def guard_wait(repo: Repo, harness: str) -> float:
+    """``alock.guardWait``: how long an edit of a held file waits for its claim (design
+    §6.5; 0, the default: denied at once), at most the harness's hook time less a margin.
+    A bad value is 0, with a warning: the guard never stops on a setting."""
+    try:
+        asked = repo.settings.duration("alock.guardWait", 0, zero=True)
+    except UsageError as exc:
+        repo.warnings.append(f"{exc}; not waiting")
+        return 0
+    return max(0, min(asked, HOOK_TIMEOUTS.get(harness, DEFAULT_HOOK_TIMEOUT) - HOOK_MARGIN))
 
 
 def claim_ttl(ctx: Any) -> int:

@@ -192,21 +192,22 @@ def _took_as_value(verb: str, said: str, args: list[str], optional: dict[str, st
     for i, arg in enumerate(args[:-1]):
         word = args[i + 1]
         if arg in optional and word != optional[arg]:
+            what = "duration" if arg == "--wait" else "branch"
             if not any(c in word for c in "*?[") and not os.path.lexists(word):
                 return None  # a branch, it seems: the pattern is what is missing
             from gitlocks.core.text import shell_word  # only for this hint
 
             rest = [shell_word(a) for j, a in enumerate(args) if j not in (i, i + 1)]
             return (
-                f"hint: {arg} took {shell_word(word)} as its branch; put it after the patterns "
+                f"hint: {arg} took {shell_word(word)} as its {what}; put it after the patterns "
                 f"(git alock {verb} {' '.join([*rest, shell_word(word), arg])}) or name the "
-                f"branch ({arg} BRANCH {shell_word(word)})"
+                f"{what} ({arg} {what.upper()} {shell_word(word)})"
             )
     return None
 
 
 # Options of any verb that take a value: the word after one is that value, never an option.
-VALUE_OPTIONS = ("-m", "--reason", "--ttl", "--as", "--until-merged", "--interval", "-n")
+VALUE_OPTIONS = ("-m", "--reason", "--ttl", "--as", "--until-merged", "--wait", "--interval", "-n")
 
 
 def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str]:

@@ -16,9 +16,15 @@ from gitlocks.layout import IGNORE_FILE
 from gitlocks.render import locks as render
 from gitlocks.service import lifecycle, locks
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.service.results import AcquireResult
+
 app = verbs()
 MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
-OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be left out
+WAIT_DEFAULT = ""  # --wait without a duration: alock.waitDefault, else 5m
+# Options whose value may be left out.
+OPTIONAL_VALUES = {"--until-merged": MAIN_LINE, "--wait": WAIT_DEFAULT}
 
 
 @app.command(
@@ -26,7 +32,10 @@ OPTIONAL_VALUES = {"--until-merged": MAIN_LINE}  # options whose value may be le
     "names each holder, its pattern, reason and expiry: do not edit those paths. "
     "shared=true: a claim other shared claims may overlap (readers, appenders). "
     'until_merged: a branch ("" for the main line); the claim ends once your commits '
-    "in it land there."
+    "in it land there. "
+    'wait: a duration ("90", "5m"; "" for the default, 5m) to wait for your turn '
+    "instead of being refused, first come first served; DEADLOCK (with the cycle) when "
+    "waiters wait on each other: release something and try again."
 )
 def acquire(
     patterns: list[str] = Argument(
@@ -46,12 +55,23 @@ def acquire(
         metavar="[BRANCH]",
         help="Release the claim once your commits in it land in BRANCH (default: the main line).",
     ),
+    wait: str | None = Option(
+        "--wait",
+        default=None,
+        metavar="[D]",
+        help="Wait up to D (default alock.waitDefault, 5m) until every pattern can be "
+        "granted, first come first served among waiters; DEADLOCK when waiters wait on "
+        "each other. Put it last, or write --wait=D.",
+    ),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Claim PATTERN..., all or none.
 
     Example: git alock acquire 'src/api/**' docs/api.md -m "rewrite auth" --ttl 1h
+
+    With --wait, WAITING lines go to stderr while the claim waits its
+    turn; stdout holds one answer: ACQUIRED, REFUSED or DEADLOCK.
     """
     # Only a claim lists the tree (its "covers nothing" note) and judges its session's age:
     # release, renew and note load neither (docs/design.md §9.14).
@@ -61,6 +81,7 @@ def acquire(
     ctx = context(as_id)
     claim = entries(ctx, patterns)
     life = lifetime(ctx, ttl)
+    waits = None if wait is None else _wait_seconds(ctx, wait)
     branch = None
     if until_merged is not None:
         from gitlocks.service import landing  # only for a claim that waits on a merge
@@ -72,14 +93,24 @@ def acquire(
         root, claim, ignore_case=ctx.store.ignore_case
     )
     try:
-        result = locks.acquire(
-            ctx,
-            claim,
+        asked = dict(
             reason=user_text(reason, "reason", MAX_REASON_CHARS),
             ttl=life,
             shared=shared,
             until_merged=branch,
         )
+        if waits is None:
+            result = locks.acquire(ctx, claim, **asked)  # type: ignore[arg-type]
+        else:
+            from gitlocks.service import waiting  # only a claim that may wait
+
+            def told(now_waiting: AcquireResult) -> None:
+                sys.stderr.write(render.waiting(now_waiting, ctx.now()) + "\n")
+                sys.stderr.flush()
+
+            result = waiting.acquire(
+                ctx, claim, wait=waits, on_waiting=told, interruptible=True, **asked
+            )
     finally:
         listed = typos.finish_listing(listing)
     warn_problems(ctx)
@@ -123,6 +154,19 @@ def acquire(
             "claim, so it will not end when they land (git alock install-hooks)\n"
         )
     finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
+
+
+def _wait_seconds(ctx: object, typed: str) -> int:
+    """``--wait``'s duration; a bad one says that the option took the word after it."""
+    from gitlocks.service import waiting  # only a claim that may wait
+
+    try:
+        return waiting.wait_seconds(ctx, typed)  # type: ignore[arg-type]
+    except UsageError as exc:
+        raise UsageError(
+            f"{exc} (--wait takes the word after it as its duration: put it last, or "
+            "write --wait=D)"
+        ) from None
 
 
 def _commits_recorded(root: str) -> bool:

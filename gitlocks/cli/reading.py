@@ -21,6 +21,8 @@ from gitlocks.cli.context import (
     warn_problems,
 )
 from gitlocks.cli.declare import NOT_IN_TOOL, Argument, InTool, Option
+from gitlocks.core.queue import waiters
+from gitlocks.core.record import format_time
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
 from gitlocks.service import locks
@@ -44,11 +46,14 @@ def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> 
     if not fresh:  # just fetched: nothing to say about its age
         say_staleness(ctx.store)
     clear_dead(ctx)
-    _, live = live_table(ctx)
+    table, live = live_table(ctx)
     if as_json:
         dump_json([r.to_dict() for r in live])
     else:
         out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live), long=long))
+        queued = waiters(table, format_time(ctx.now()))
+        if queued:
+            out(render.queue(queued, ctx.identity.holder, ctx.now()))
     warn_problems(ctx)
 
 

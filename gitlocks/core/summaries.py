@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from operator import attrgetter
 
 from gitlocks.core.glob import compile_pattern
+from gitlocks.core.queue import waiter_ids
 from gitlocks.errors import InvalidPattern
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -255,12 +256,15 @@ class Summaries(MutableMapping[str, Summary]):
             return self._extra.keys() == ids  # no set made
         return len(self) == len(ids) and self.ids() == ids
 
+    # The questions of who holds what (by holder, by bucket) leave waiters out: a waiter
+    # holds no path (``core/queue.py``). Their few ids are dropped from each answer.
+
     def held_by(self, holder: str) -> set[str]:
         """The ids ``holder`` holds."""
         found = {i for i, h in zip(self._ids, self._holders, strict=True) if h == holder}
         found -= self._gone
         found.update(i for i, s in self._extra.items() if s.holder == holder)
-        return found
+        return _no_waiters(found)
 
     def by_holder(self) -> dict[str, set[str]]:
         """The ids of every holder, holders in the order they come."""
@@ -269,10 +273,14 @@ class Summaries(MutableMapping[str, Summary]):
             groups.setdefault(holder, set()).add(lock_id)
         for lock_id, summary in self._extra.items():
             groups.setdefault(summary.holder, set()).add(lock_id)
-        return groups
+        waiting = waiter_ids(self.ids())
+        return {h: ids - waiting for h, ids in groups.items()} if waiting else groups
 
     def in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         """The ids with a pattern in each bucket of ``wanted``."""
+        return {b: _no_waiters(ids) for b, ids in self._in_buckets(wanted).items()}
+
+    def _in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {b: set() for b in wanted}
         for lock_id, text in zip(self._ids, self._buckets, strict=True):
             if "\n" not in text:  # one bucket: most records
@@ -338,3 +346,9 @@ class Summaries(MutableMapping[str, Summary]):
 
 
 _expires_at = attrgetter("expires_at")
+
+
+def _no_waiters(ids: set[str]) -> set[str]:
+    """``ids`` less the waiters' (the set itself when it holds none: most answers)."""
+    waiting = waiter_ids(ids)
+    return ids - waiting if waiting else ids

@@ -20,6 +20,7 @@ from gitlocks.core.judging import (
     read_record,
     record_entries,
 )
+from gitlocks.core.queue import is_waiter_id, waiter_ids
 from gitlocks.core.record import LockRecord, format_time, parse_time
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
@@ -314,6 +315,8 @@ class Table:
             self.remove(record.id)
         self.records[record.id] = record
         summary = self.summaries[record.id] = Summary.of(record)
+        if is_waiter_id(record.id):  # a waiter holds no path (core/queue.py)
+            return
         self._note(summary)
         self._index_record(record)
 
@@ -358,7 +361,7 @@ class Table:
         """The ids whose records may cross ``entries``: those of their buckets and of ""."""
         buckets = {bucket_of(e.pattern) for e in entries}
         if "" in buckets:
-            return self.summaries.ids()
+            return self.summaries.ids() - waiter_ids(self.summaries.ids())
         return self._bucket_ids(buckets | {""})
 
     def prepare(self, entries: Iterable[ScopeEntry]) -> None:
@@ -458,9 +461,11 @@ class Table:
         return record.expires_at > self.cutoff(now)
 
     def live(self, now: str) -> list[LockRecord]:
-        """Unexpired records, oldest first."""
+        """Unexpired records, oldest first; no waiter (``core/queue.py``)."""
         cutoff = self.cutoff(now)
-        live = sorted(self.summaries.expiring(cutoff, after=True))
+        live = sorted(
+            set(self.summaries.expiring(cutoff, after=True)) - waiter_ids(self.summaries.ids())
+        )
         if isinstance(self.records, LazyRecords):
             self.records.prefetch(live)
         return [self.records[i] for i in live]

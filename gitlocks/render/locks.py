@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from gitlocks.core.judging import Problem
+from gitlocks.core.queue import is_waiter_id, place, wait_ends
 from gitlocks.core.record import LockRecord, format_duration, parse_time
 from gitlocks.core.text import printable, printable_lines, shell_word
 
@@ -66,6 +67,12 @@ def held_line(conflict: Conflict, now: datetime) -> str:
     record = conflict.record
     theirs = sorted({t for _, t in conflict.overlapping})
     mine = sorted({m for m, _ in conflict.overlapping})
+    if is_waiter_id(record.id):  # a claim queued before yours: first come, first served
+        return printable(
+            f"WAITING {' '.join(theirs)} by {record.holder}{kind(record)} "
+            f"(crosses your {' '.join(mine)}), queued {waited(record, now)} before you, "
+            f"served first [waiter {record.id}]"
+        )
     return printable(
         f"HELD {' '.join(theirs)} by {record.holder}{kind(record)} "
         f"(crosses your {' '.join(mine)})"
@@ -89,7 +96,60 @@ def interrupted(records: Sequence[LockRecord]) -> str:
     return printable_lines(lines)
 
 
+def waited(record: LockRecord, now: datetime) -> str:
+    """How long a waiter has waited: ``2m``."""
+    return format_duration((now - parse_time(record.created_at)).total_seconds())
+
+
+def waiting(result: AcquireResult, now: datetime) -> str:
+    """``WAITING`` and what stands in the claim's way: told on stderr while it waits."""
+    waiter = result.waiter
+    assert waiter is not None
+    lines = [
+        f"WAITING {' '.join(waiter.paths)} as {waiter.holder}, place {place(waiter)} in the "
+        f"queue, until {wait_ends(waiter)} ({until(wait_ends(waiter), now)}) [waiter {waiter.id}]"
+    ]
+    lines += [f"  {held_line(c, now)}" for c in result.conflicts]
+    return printable_lines(lines)
+
+
+def waiter_line(waiter: LockRecord, me: str, now: datetime) -> str:
+    """One waiter of the queue, for ``list`` and ``status``."""
+    mark = "*" if waiter.holder == me else " "
+    return printable(
+        f"{mark} {place(waiter):>3}  {waiter.holder}  {' '.join(waiter.paths)}{kind(waiter)}  "
+        f"waiting {waited(waiter, now)}, until {until(wait_ends(waiter), now)}  "
+        f"[waiter {waiter.id}]"
+    )
+
+
+def queue(waiters: Sequence[LockRecord], me: str, now: datetime) -> str:
+    """The queue under ``list``'s table: each waiter's place, holder, scope and wait."""
+    lines = ["WAITING (first come, first served; PLACE among the waiters a scope crosses)"]
+    lines += [waiter_line(w, me, now) for w in waiters]
+    return printable_lines(lines)
+
+
+def deadlock(result: AcquireResult) -> str:
+    """``DEADLOCK`` and the cycle: who waits for whom, each holding what the next wants."""
+    lines = ["DEADLOCK: these claims wait for each other; yours left the queue"]
+    cycle = result.cycle
+    for i, waiter in enumerate(cycle):
+        after = cycle[(i + 1) % len(cycle)]
+        lines.append(
+            f"  {waiter.holder} waits for {' '.join(waiter.paths)}, held up by {after.holder} "
+            f"[waiter {waiter.id}]"
+        )
+    lines.append(
+        "hint: release what you hold that the others wait for (git alock release ...), "
+        "then claim again"
+    )
+    return printable_lines(lines)
+
+
 def acquire(result: AcquireResult, now: datetime) -> str:
+    if result.status == "deadlock":
+        return deadlock(result)
     if result.status == "acquired" and result.lock is not None:
         lock = result.lock
         return printable(
@@ -106,6 +166,8 @@ def acquire(result: AcquireResult, now: datetime) -> str:
         return interrupted([c.record for c in result.conflicts])
     lines = ["REFUSED"]
     lines += [held_line(c, now) for c in result.conflicts]
+    if result.waited is not None:
+        lines.append(f"note: waited {format_duration(result.waited)} and it was not your turn")
     if result.hint:
         lines.append(f"hint: {result.hint}")
     elif result.conflicts and all(c.record.shared for c in result.conflicts):

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable_lines
-from gitlocks.render.locks import expires, kind, state_word
+from gitlocks.render.locks import expires, kind, state_word, waiter_line
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ def status(report: Status, now: datetime) -> str:
         lines += [f"    {where_held(record)}"]
     if not report.others:
         lines.append("  none")
+    if report.waiters:
+        lines += ["", "waiting, first come first served:"]
+        lines += [f"  {waiter_line(w, report.holder, now)}" for w in report.waiters]
     lines += ["", "uncommitted edits outside your claims (or in them, in other worktrees):"]
     flagged = 0
     for tree in report.worktrees:

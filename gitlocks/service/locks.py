@@ -27,7 +27,7 @@ from gitlocks.core.record import (
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
-from gitlocks.service import lifecycle
+from gitlocks.service import lifecycle, queue
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import (
     AcquireResult,
@@ -61,6 +61,8 @@ def acquire(
     shared: bool = False,
     until_merged: str | None = None,
     ride_along: Callable[[Table, datetime, Change, set[str]], None] | None = None,
+    deadline: datetime | None = None,
+    queued: LockRecord | None = None,
 ) -> AcquireResult:
     """Claim every entry or none of them.
 
@@ -68,23 +70,42 @@ def acquire(
     way round). ``until_merged``: the branch whose containing the holder's commits inside
     the claim releases it (journaled ``landed``). ``ride_along(table, now, change, gone)``
     adds to a granted claim's write what may share its push (the agent guard's renewals).
+
+    A live waiter of another holder whose scope crosses the claim refuses it as a lock
+    does: nobody jumps the queue (design §4.7). ``deadline``: a claim that may wait until
+    then joins the queue instead of being refused (``waiting``, its record in ``waiter``),
+    and is asked again with ``queued``, that record, until it is granted, its time runs
+    out (refused, leaving the queue) or it closes a cycle of waiters it is the one to be
+    told of (``deadlock``).
     """
 
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
         change = Change()
         gone = sweep(ctx, table, now, change)
+        mine = None if queued is None or queued.id in gone else table.get(queued.id)
+
+        def leave(why: str, result: AcquireResult) -> tuple[Change, AcquireResult]:
+            if mine is not None:
+                queue.leave(mine, now, change, gone, why=why, by=ctx.identity.holder)
+            return change, result
+
         hint = _parents_whole_scope(ctx, table, entries, gone)
         if hint is not None:
-            return change, AcquireResult("refused", hint=hint)
+            return leave("refused", AcquireResult("refused", hint=hint))
         # Liveness is judged only here, on the records this claim crosses: a claim costs
         # time in the locks it might meet, never in the size of the table.
         life = ctx.liveness()
         conflicts, interrupted = _crossed(ctx, table, entries, life, change, gone, shared)
+        conflicts += queue.ahead(ctx, table, entries, life, change, gone, shared=shared, mine=mine)
+        if conflicts and deadline is not None:
+            return wait(table, life, change, gone, mine, conflicts)
         if conflicts:
-            return change, AcquireResult("refused", conflicts=conflicts)
+            return leave("refused", AcquireResult("refused", conflicts=conflicts))
         if interrupted:
-            return change, AcquireResult("interrupted", conflicts=interrupted)
+            return leave("refused", AcquireResult("interrupted", conflicts=interrupted))
+        if mine is not None:  # its turn: the waiter gives way to the lock in this write
+            change.delete.append(mine.id)
         own = [r for r in table.held_by(ctx.identity.holder) if r.id not in gone]
         # A claim of the other kind on the same pattern is no answer: ask for it anew.
         held = {table.key(p): r for r in own if r.shared == shared for p in r.paths}
@@ -98,13 +119,46 @@ def acquire(
         kind: dict[str, Any] = {"shared": True} if shared else {}
         if until_merged:
             kind["until_merged"] = until_merged
+        if mine is not None:
+            kind["waited_as"] = mine.id
         change.events.append(event("granted", record, now, reason=reason, **kind))
         if ride_along is not None:
             ride_along(table, now, change, gone)
         return change, AcquireResult("acquired", lock=record)
 
+    def wait(
+        table: Table,
+        life: Liveness,
+        change: Change,
+        gone: set[str],
+        mine: LockRecord | None,
+        conflicts: list[Conflict],
+    ) -> tuple[Change, AcquireResult]:
+        """A claim that meets others and may wait: queued now (``mine`` None), still
+        waiting, out of time, or told of a deadlock."""
+        assert deadline is not None
+        now = ctx.now()
+        by = ctx.identity.holder
+        if queued is not None and mine is None:  # broken, or swept once its time was out
+            return change, AcquireResult("refused", conflicts=conflicts)
+        if mine is not None and now >= deadline:
+            queue.leave(mine, now, change, gone, why="timeout", by=by)
+            return change, AcquireResult("refused", conflicts=conflicts)
+        me = mine or queue.waiter(
+            ctx, table, entries, reason=reason, ttl=ttl, shared=shared, deadline=deadline
+        )
+        cycle = queue.deadlock(ctx, table, life, me, gone)
+        if cycle is not None:
+            if mine is not None:
+                queue.leave(mine, now, change, gone, why="deadlock", by=by)
+            return change, AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
+        if mine is None:
+            change.put.append(me)
+            change.events.append(event("waiting", me, now, queue=me.extra["queue"]))
+        return change, AcquireResult("waiting", conflicts=conflicts, waiter=me)
+
     result: AcquireResult = ctx.store.transact(decide)
-    if result.status in ("refused", "interrupted"):
+    if result.status in ("refused", "interrupted", "deadlock"):
         _log_refusal(ctx, entries, result)
     return result
 
@@ -187,7 +241,7 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
     journal.record_refusal(
         store,
         {
-            "event": "refused" if result.status == "refused" else "interrupted",
+            "event": "interrupted" if result.status == "interrupted" else result.status,
             "at": format_time(ctx.now()),
             "holder": ctx.identity.holder,
             "paths": [e.pattern for e in entries],

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from gitlocks.core.liveness import State
     from gitlocks.core.record import LockRecord
 
-    AcquireStatus: TypeAlias = Literal["acquired", "already_yours", "refused", "interrupted"]
+    AcquireStatus: TypeAlias = Literal[
+        "acquired", "already_yours", "refused", "interrupted", "waiting", "deadlock"
+    ]
     CheckStatus: TypeAlias = Literal["free", "yours", "held"]
 
 
@@ -53,9 +55,15 @@ class Conflict:
 
 
 class AcquireResult:
-    """What ``acquire`` decided: the lock granted, or the conflicts that refused it."""
+    """What ``acquire`` decided: the lock granted, or the conflicts that refused it.
 
-    __slots__ = ("conflicts", "hint", "lock", "status")
+    A claim that waits (design §4.7) is first ``waiting`` (``waiter``: its record in the
+    queue; ``conflicts``: the claims and the earlier waiters in its way), then one of the
+    others, or ``deadlock`` with the ``cycle`` of waiters it closed, itself first.
+    ``waited``: seconds it waited, for a claim that did.
+    """
+
+    __slots__ = ("conflicts", "cycle", "hint", "lock", "status", "waited", "waiter")
 
     def __init__(
         self,
@@ -63,19 +71,35 @@ class AcquireResult:
         lock: LockRecord | None = None,
         conflicts: list[Conflict] | None = None,
         hint: str | None = None,
+        waiter: LockRecord | None = None,
+        cycle: list[LockRecord] | None = None,
+        waited: float | None = None,
     ) -> None:
         self.status = status
         self.lock = lock
         self.conflicts = [] if conflicts is None else conflicts
         self.hint = hint
+        self.waiter = waiter
+        self.cycle = [] if cycle is None else cycle
+        self.waited = waited
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "status": self.status,
             "lock": self.lock.to_dict() if self.lock else None,
             "conflicts": [c.to_dict() for c in self.conflicts],
             "hint": self.hint,
         }
+        # Only for a claim that waited: every other answer keeps its shape.
+        if self.waiter is not None:
+            data["waiter"] = self.waiter.to_dict()
+        if self.status == "deadlock":
+            data["cycle"] = [
+                {"id": w.id, "holder": w.holder, "paths": list(w.paths)} for w in self.cycle
+            ]
+        if self.waited is not None:
+            data["waited_seconds"] = round(self.waited, 1)
+        return data
 
 
 class Released:
@@ -376,7 +400,7 @@ class WorktreeEdits:
 class Status:
     """``status``: you, your locks, others', and every worktree's edits."""
 
-    __slots__ = ("holder", "others", "parent", "quiet", "states", "worktrees", "yours")
+    __slots__ = ("holder", "others", "parent", "quiet", "states", "waiters", "worktrees", "yours")
 
     def __init__(
         self,
@@ -387,6 +411,7 @@ class Status:
         states: dict[str, State],
         quiet: dict[str, float],
         worktrees: list[WorktreeEdits],
+        waiters: list[LockRecord] | None = None,
     ) -> None:
         self.holder = holder
         self.parent = parent
@@ -395,6 +420,8 @@ class Status:
         self.states = states
         self.quiet = quiet
         self.worktrees = worktrees
+        # Claims waiting their turn, in queue order (design §4.7).
+        self.waiters = [] if waiters is None else waiters
 
     def to_dict(self) -> dict[str, Any]:
         def lock(record: LockRecord) -> dict[str, Any]:
@@ -410,4 +437,5 @@ class Status:
             "yours": [lock(r) for r in self.yours],
             "others": [lock(r) for r in self.others],
             "worktrees": [w.to_dict() for w in self.worktrees],
+            "waiters": [w.to_dict() for w in self.waiters],
         }

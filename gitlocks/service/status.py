@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.judging import record_entries
-from gitlocks.core.record import LockRecord
+from gitlocks.core.queue import waiters
+from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import entry_covers, path_entry
 from gitlocks.core.table import Friends, Table
 from gitlocks.git.run import Process
@@ -69,7 +70,8 @@ def status(ctx: Context) -> Status:
                 proc.kill()
                 proc.communicate()
     quiet = {r.id: life.quiet_seconds(r) for r in live}
-    return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, trees)
+    queued = waiters(table, format_time(ctx.now()))
+    return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, trees, queued)
 
 
 def _ask_ahead(asked: dict[str, Process | OSError], ahead: Iterator[str]) -> None:

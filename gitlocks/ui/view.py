@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gitlocks.core import journal as core_journal
+from gitlocks.core.queue import place, wait_ends
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
 from gitlocks.errors import GitlocksError
@@ -66,6 +67,20 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         "files": files[:MAX_FILES],
         "files_left_out": max(0, len(files) - MAX_FILES),
         "worktrees": [_worktree(t.path, t.branch, t.error, t.edits) for t in report.worktrees],
+        # Claims waiting their turn, in queue order (design §4.7): what the page may list.
+        "waiters": [
+            {
+                "id": w.id,
+                "holder": w.holder,
+                "paths": list(w.paths),
+                "place": place(w),
+                "reason": w.reason,
+                "since": w.created_at,
+                "until": wait_ends(w),
+                "shared": w.shared,
+            }
+            for w in report.waiters
+        ],
         "problems": [{"ref": p.ref, "reason": p.reason} for p in store.problems()],
         "warnings": list(ctx.warnings),
     }

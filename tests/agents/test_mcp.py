@@ -37,6 +37,7 @@ SURFACE: dict[str, dict[str, tuple[str, bool]]] = {
         "ttl": ("string", False),
         "shared": ("boolean", False),
         "until_merged": ("string", False),
+        "wait": ("string", False),
     },
     "release": {"paths": ("array", False), "all": ("boolean", False)},
     "renew": {"paths": ("array", False), "ttl": ("string", False)},
@@ -249,7 +250,8 @@ def test_the_client_sees_the_declared_schemas_and_the_checks_answer_as_before(
     assert acquire["ttl"]["description"].startswith("Lifetime: 90, 90s, 15m")
     unknown, mistyped, not_text, missing, defaults, typo, released = answers
     assert unknown["error"] == (
-        "acquire takes no argument 'colour' (it takes paths, reason, ttl, shared, until_merged)"
+        "acquire takes no argument 'colour' "
+        "(it takes paths, reason, ttl, shared, until_merged, wait)"
     )
     assert mistyped["error"] == "all must be true or false, not a string 'yes'"
     assert not_text["error"] == "path must be a string, not an array"
@@ -381,3 +383,20 @@ def test_an_answer_names_the_tool_where_it_would_name_a_command() -> None:
         "the log tool names its holder; the break tool 1a-2b discards it; "
         "git alock sync tells once the remote answers"
     )
+
+
+def test_acquire_takes_wait_as_the_verb_takes_wait(repo: Path) -> None:
+    """``wait`` is ``--wait``: a held scope waits its time out, then is refused as ever;
+    a free one is granted at once; a bad duration is an error result."""
+    assert alock(repo, "acquire", "docs/a.md", AGENT_ID="other").code == 0
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("acquire", {"paths": ["docs/a.md"], "wait": "1"}),
+        ("acquire", {"paths": ["docs/b.md"], "wait": ""}),
+        ("acquire", {"paths": ["docs/c.md"], "wait": "soon"}),
+    ]
+    _, (out_of_time, free, bad) = session(repo, calls)
+    assert out_of_time["status"] == "refused"
+    assert [c["holder"] for c in out_of_time["conflicts"]] == ["other"]
+    assert out_of_time["waiter"]["holder"] == "mcp-agent" and "waited_seconds" in out_of_time
+    assert free["status"] == "acquired" and "waiter" not in free
+    assert bad["status"] == "error" and "invalid wait 'soon'" in bad["error"]

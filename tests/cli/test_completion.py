@@ -47,6 +47,7 @@ def test_verbs_and_options_are_completed() -> None:
     assert "ls" not in complete("git-alock l", 1)  # hidden verbs stay hidden
     assert "list" in complete("git-alock l", 1)
     assert complete("git-alock acquire --t", 2) == ["--ttl"]
+    assert complete("git-alock acquire src/app.py --wa", 3) == ["--wait"]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")

@@ -1,0 +1,171 @@
+"""The queue of waiters, as a claim's decision meets it (docs/design.md, section 4.7).
+
+``acquire`` asks, on the table it decides on: which waiters of others stand before this
+claim (``ahead``), what the waiter record of a claim that must wait is (``waiter``), and
+whether its waiting would close a cycle in which it is the one to be told
+(``deadlock``). Pure functions of the table, like every decision.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+from gitlocks.core import queue
+from gitlocks.core.judging import record_entries
+from gitlocks.core.record import LockRecord, format_time
+from gitlocks.core.scope import ScopeEntry, entries_overlap
+from gitlocks.core.table import Table
+from gitlocks.identity import process_start_time
+from gitlocks.service.context import Context, event
+from gitlocks.service.results import Conflict
+
+GRACE_SECONDS = 10  # a waiter's record outlives its wait by this much
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.core.change import Change
+    from gitlocks.core.liveness import Liveness
+
+
+def crossing(table: Table, entries: list[ScopeEntry], record: LockRecord) -> list[tuple[str, str]]:
+    """The (entry pattern, record pattern) pairs where ``entries`` cross ``record``."""
+    theirs = record_entries(record)
+    return [
+        (e.pattern, t.pattern)
+        for e in entries
+        for t in theirs
+        if entries_overlap(e, t, ignore_case=table.ignore_case)
+    ]
+
+
+def ahead(
+    ctx: Context,
+    table: Table,
+    entries: list[ScopeEntry],
+    life: Liveness,
+    change: Change,
+    gone: set[str],
+    *,
+    shared: bool,
+    mine: LockRecord | None,
+) -> list[Conflict]:
+    """The live waiters of others whose scope crosses ``entries`` and who stand before
+    ``mine`` (None: a claim not queued, which every waiter stands before).
+
+    As for locks, the asker's own and its ancestors' waiters never stand in its way, and a
+    shared claim passes shared waiters by. A waiter whose process is gone leaves the
+    queue in this same write (``left_queue``, ``why: dead``).
+    """
+    now = ctx.now()
+    ident = ctx.identity
+    friends = table.unblocking(ident.holder, ident.parent)
+    found = []
+    for other in queue.waiters(table, format_time(now)):
+        if other.id in gone or (mine is not None and other.id == mine.id):
+            continue
+        if other in friends or (shared and other.shared) or not queue.ahead(mine, other):
+            continue
+        pairs = crossing(table, entries, other)
+        if not pairs:
+            continue
+        if life.dead(other):
+            leave(other, now, change, gone, why="dead", by=ident.holder)
+            continue
+        found.append(Conflict(other, pairs, "live", life.quiet_seconds(other)))
+    return found
+
+
+def leave(
+    record: LockRecord, now: datetime, change: Change, gone: set[str], *, why: str, by: str
+) -> None:
+    """Take a waiter out of the queue in ``change``, journaled with why."""
+    change.delete.append(record.id)
+    change.events.append(event("left_queue", record, now, why=why, by=by))
+    gone.add(record.id)
+
+
+def waiter(
+    ctx: Context,
+    table: Table,
+    entries: list[ScopeEntry],
+    *,
+    reason: str,
+    ttl: int,
+    shared: bool,
+    deadline: datetime,
+) -> LockRecord:
+    """The record of a claim that waits until ``deadline``: its process is this one (its
+    end, a kill included, takes it out of the queue), and its place is 1 more than every
+    overlapping waiter's, whoever's (design §4.7)."""
+    now = ctx.now()
+    stamp = format_time(now)
+    behind = [w for w in queue.waiters(table, stamp) if crossing(table, entries, w)]
+    pid = os.getpid()
+    ident = ctx.identity
+    return LockRecord(
+        id=queue.new_waiter_id(),
+        holder=ident.holder,
+        parent=ident.parent,
+        paths=tuple(e.pattern for e in entries),
+        exact=tuple(e.pattern for e in entries if e.exact),
+        reason=reason,
+        created_at=stamp,
+        renewed_at=stamp,
+        # A little past the end of the wait: the waiter itself says it ran out (``timeout``);
+        # the sweep is for one that could not (its process gone where none can judge it).
+        expires_at=format_time(deadline + timedelta(seconds=GRACE_SECONDS)),
+        host=ctx.host,
+        host_id=ctx.host_id,
+        pid=pid,
+        pid_start=process_start_time(pid) or "",
+        session="git-alock",
+        worktree=os.fspath(ctx.store.root),
+        ttl=ttl,
+        shared=shared,
+        extra={
+            "waiting": True,
+            "queue": 1 + max((queue.place(w) for w in behind), default=0),
+            "wait_until": format_time(deadline),
+        },
+    )
+
+
+def deadlock(
+    ctx: Context, table: Table, life: Liveness, me: LockRecord, gone: set[str]
+) -> list[LockRecord] | None:
+    """The cycle of waiters ``me`` closes and is to be told of, youngest first; None when
+    ``me`` waits in no cycle, or in none where it is the youngest (that one is told).
+
+    The wait-for graph is built from the table alone: a waiter waits for each holder of a
+    live claim crossing it and for each holder of an earlier waiter crossing it (the queue
+    serves that one first); a holder waits when it has waiters of its own.
+    """
+    stamp = format_time(ctx.now())
+    waiters = [w for w in queue.waiters(table, stamp) if w.id not in gone and w.id != me.id]
+    waiters = [w for w in waiters if not life.dead(w)] + [me]
+    by_holder: dict[str, list[str]] = {}
+    for w in waiters:
+        by_holder.setdefault(w.holder, []).append(w.id)
+
+    def blockers(w: LockRecord) -> set[str]:
+        friends = table.unblocking(w.holder, w.parent)
+        found = set()
+        for lock_id in table.overlaps(record_entries(w)):
+            record = table.records[lock_id]
+            if lock_id in gone or record in friends or (w.shared and record.shared):
+                continue
+            if table.is_live(record, stamp) and life.state(record) in ("live", "stale"):
+                found.add(record.holder)
+        for other in waiters:
+            if other is w or other in friends or (w.shared and other.shared):
+                continue
+            if queue.ahead(w, other) and crossing(table, record_entries(w), other):
+                found.add(other.holder)
+        return found
+
+    cycle = queue.cycle_through(me.id, queue.wait_for(waiters, blockers, by_holder))
+    if cycle is None:
+        return None
+    found = {w.id: w for w in waiters}
+    return [found[i] for i in cycle]

@@ -1,0 +1,187 @@
+"""A claim that waits its turn: the loop around ``locks.acquire`` (design §4.7).
+
+The claim joins the queue once (a write), then sleeps until the table may have changed
+and asks again: locally the journal ref's file is looked at every 50 ms (git is asked
+every 50 to 250 ms where refs are no files); in remote mode the remote is fetched, 0.5 s
+apart at first and at most 5 s apart, never pushed to. A claim whose holder's lock
+expired or whose holder died changes no ref, so the claim is asked again at least every
+second locally and every 10 s in remote mode.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from gitlocks.core.change import Change
+from gitlocks.core.record import LockRecord, parse_duration
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.table import Table
+from gitlocks.errors import GitlocksError
+from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
+from gitlocks.service import locks, queue
+from gitlocks.service.context import Context
+from gitlocks.service.results import AcquireResult
+from gitlocks.store.base import LockStore
+
+# Seconds between reads of the journal ref (locally), and between fetches (remote mode):
+# from the first to the last, growing by half each time nothing moved.
+LOCAL_POLL = (0.05, 0.25)
+REMOTE_POLL = (0.5, 5.0)
+# Seconds after which a waiter asks again although nothing moved (an expiry, a death).
+LOCAL_RECHECK, REMOTE_RECHECK = 1.0, 10.0
+
+
+def wait_seconds(ctx: Context, typed: str | None, *, what: str = "--wait") -> int:
+    """How long ``--wait`` waits: ``typed``, else ``alock.waitDefault``, else 5 minutes."""
+    if typed:
+        return parse_duration(typed, what=what)
+    return ctx.store.settings.duration("alock.waitDefault", DEFAULT_WAIT_SECONDS)
+
+
+def acquire(
+    ctx: Context,
+    entries: list[ScopeEntry],
+    *,
+    wait: float,
+    on_waiting: Callable[[AcquireResult], None] | None = None,
+    interruptible: bool = False,
+    **claim: Any,
+) -> AcquireResult:
+    """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
+
+    ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
+    way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
+    queue and ``KeyboardInterrupt`` is raised (exit 130); only the main thread can.
+    """
+    started = time.monotonic()
+    ends = started + wait
+    deadline = ctx.now() + timedelta(seconds=wait)
+    # Ctrl-C is taken from the start: one between joining the queue and the loop must
+    # still take the waiter out.
+    with _interrupts(interruptible) as stop:
+        result = locks.acquire(ctx, entries, deadline=deadline, **claim)
+        if result.status != "waiting" or result.waiter is None:
+            if stop.is_set():
+                raise KeyboardInterrupt
+            return result
+        waiter = result.waiter
+        try:
+            if on_waiting is not None:
+                on_waiting(result)
+            seen = _blockers(result)
+            watch = Watch(ctx.store)
+            while result.status == "waiting":
+                if not stop.is_set():
+                    watch.wait(ends, stop)
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                # Out of time by this clock: the decision must see it so, whatever the
+                # clock it reads says (it counts whole seconds).
+                cut = deadline if time.monotonic() < ends else ctx.now() - timedelta(seconds=1)
+                result = locks.acquire(ctx, entries, deadline=cut, queued=waiter, **claim)
+                if result.status == "waiting" and _blockers(result) != seen:
+                    seen = _blockers(result)
+                    if on_waiting is not None:
+                        on_waiting(result)
+        except BaseException:
+            leave(ctx, waiter)
+            raise
+    result.waiter = waiter
+    result.waited = time.monotonic() - started
+    return result
+
+
+def _blockers(result: AcquireResult) -> list[str]:
+    return [c.record.id for c in result.conflicts]
+
+
+def leave(ctx: Context, waiter: LockRecord) -> None:
+    """Take ``waiter`` out of the queue (a wait stopped): best effort, since its end (a
+    dead process) or its expiry takes it out anyway."""
+
+    def decide(table: Table) -> tuple[Change, None]:
+        change = Change()
+        if waiter.id in table.records:
+            queue.leave(waiter, ctx.now(), change, set(), why="stopped", by=ctx.identity.holder)
+        return change, None
+
+    try:
+        ctx.store.transact(decide)
+    except GitlocksError:
+        pass
+
+
+@contextmanager
+def _interrupts(wanted: bool) -> Iterator[threading.Event]:
+    """An event set by SIGINT while inside, instead of an exception raised anywhere (in the
+    middle of a write): the loop sees it between two waits."""
+    stop = threading.Event()
+    if not wanted or threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class Watch:
+    """Sleeps until the lock table may have changed: the journal ref moved (local), a fetch
+    brought something (remote), a recheck is due, the time is out, or ``stop`` is set.
+
+    Locally the journal ref's file and ``packed-refs`` are looked at (``os.stat``: every
+    write renames a new journal ref file into place), not asked of git: a five-minute wait
+    would otherwise start thousands of processes. Where git keeps refs elsewhere
+    (reftable), git is asked, less often.
+    """
+
+    def __init__(self, store: LockStore) -> None:
+        self.store = store
+        self.remote = bool(getattr(store, "remote", None))
+        self.files = not self.remote and not getattr(store, "reftable", True)
+        self.first, self.last = REMOTE_POLL if self.remote else LOCAL_POLL
+        if self.files:
+            self.last = self.first  # a stat costs microseconds: no need to back off
+        self.recheck = REMOTE_RECHECK if self.remote else LOCAL_RECHECK
+        self.seen = None if self.remote else self._stamp()
+
+    def wait(self, ends: float, stop: threading.Event) -> None:
+        pause = self.first
+        due = min(ends, time.monotonic() + self.recheck)
+        while not stop.is_set():
+            left = due - time.monotonic()
+            if left <= 0:
+                return
+            if stop.wait(min(pause, left)):
+                return
+            if self._moved():
+                return
+            pause = min(self.last, pause * 1.5)
+
+    def _moved(self) -> bool:
+        if self.remote:
+            return self.store.sync()  # a fetch; never a push
+        now = self._stamp()
+        moved, self.seen = now != self.seen, now
+        return moved
+
+    def _stamp(self) -> object:
+        if not self.files:
+            return self.store.version()
+        found: list[tuple[int, int, int] | None] = []
+        for path in (JOURNAL_REF, "packed-refs"):
+            try:
+                info = os.stat(os.path.join(self.store.common_dir, path))
+            except OSError:
+                found.append(None)
+            else:
+                found.append((info.st_mtime_ns, info.st_size, info.st_ino))
+        return tuple(found)
