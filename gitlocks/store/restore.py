@@ -33,7 +33,7 @@ from gitlocks.layout import (
 from gitlocks.store.local import Store
 from gitlocks.store.lost import is_ancestor, lost_view, shard_losses
 from gitlocks.store.remote import RemoteStore
-from gitlocks.store.upgrade import sharded_markers
+from gitlocks.store.upgrade import new_layout, sharded_markers
 
 if TYPE_CHECKING:
     pass
@@ -253,7 +253,7 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
         tables[k] = table
         written[k] = str(store.write(was, [event], table))
     union = {i: v for k in sorted(tables) for i, v in tables[k].items()}
-    notice, fmt = sharded_markers(store.objects, current, count)
+    notice, fmt = sharded_markers(store.objects, current, count, new_layout())
     leases = [
         f"--force-with-lease={JOURNAL_REF}:{current or ''}",
         f"--force-with-lease={FORMAT_REF}:",

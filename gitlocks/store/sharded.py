@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gitlocks.core.change import Change, check_sizes
-from gitlocks.core.record import is_lock_id
+from gitlocks.core.record import format_time, is_lock_id, utcnow
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import lost_race, not_sent, summarise, unreported
@@ -189,6 +189,42 @@ class ShardedPush(RemotePush):
         # table names) is journaled in shard 0, so every write moves a journal.
         return leased or {0}
 
+    @staticmethod
+    def holders_shards(table: RemoteTable, change: Change, leased: Iterable[int]) -> list[int]:
+        """Shards a write leases as they stand (pushed unchanged) so that its holders learn
+        of claims plain git took from the remote: for each live claim of a holder whose
+        live records ``change`` puts or deletes, held in no shard the write leases, the
+        first shard holding it. A push --mirror of a stale copy that moved such a shard back
+        fails the push, and the fetch after it tells the holder, whatever shards the write
+        touches (docs/design.md 5.10). A claim gone from some of its shards only is still
+        in the union every decision reads; other holders' claims are not leased, or every
+        write would race every shard with a live claim in it."""
+        cutoff = table.cutoff(format_time(utcnow()))
+        summaries = table.summaries
+        holders = {r.holder for r in change.put}
+        for lock_id in change.delete:
+            summary = summaries.get(lock_id)
+            if summary is not None and summary.expires_at > cutoff:
+                holders.add(summary.holder)
+        ids: set[str] = set()
+        for holder in holders:
+            ids |= summaries.held_by(holder)
+        mine = {i for i in ids if (s := summaries.get(i)) is not None and s.expires_at > cutoff}
+        if not mine:
+            return []
+        where: dict[str, list[int]] = {}
+        for k, held in sorted(table.held.items()):
+            if table.shards.get(k) is not None:
+                for lock_id in mine.intersection(held):
+                    where.setdefault(lock_id, []).append(k)
+        covered = set(leased)
+        steady = []
+        for shards in where.values():
+            if covered.isdisjoint(shards):
+                covered.add(shards[0])
+                steady.append(shards[0])
+        return sorted(steady)
+
     def _push_sharded(
         self, table: RemoteTable, change: Change, also: frozenset[int] = frozenset()
     ) -> bool:
@@ -213,7 +249,8 @@ class ShardedPush(RemotePush):
         # than on the remote, and its refs are repaired by a write that leases it.
         ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
         ids |= touched - table.refs.keys()  # named by the change, held by no shard
-        steady: list[int] = []  # shards leased as they are, pushed unchanged
+        # Shards leased as they are, pushed unchanged: those holding the writer's other claims.
+        steady = self.holders_shards(table, change, leased)
         if self.lease_override is not None and self.tips_listed(table) and self.readable(table):
             ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
             # A listing is no snapshot: it reads the shard refs, then the lock refs, and a

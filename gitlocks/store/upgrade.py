@@ -12,6 +12,7 @@ which the push leaves as they are: no earlier client can grant a claim beside th
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +126,23 @@ def _push_layout(
 ) -> bool:
     """One atomic push that lays out the table on the single journal ``journal`` (None: on
     nothing): ``count`` shard journals holding ``split``, or, for a count of 1 on nothing,
-    one journal commit holding an empty table. False on a lost race (fetched since)."""
-    event = {"event": kind, "at": format_time(utcnow()), "holder": "", "paths": [], "shards": count}
+    one journal commit holding an empty table. False on a lost race (fetched since).
+
+    Every layout is its own: a random ``layout`` in its event and its notice, so no two
+    layouts are the same objects, even two made within one second from the same table. A
+    write leases the notice and the shards it touches on the values it read; had a remote
+    emptied by plain git and laid out again come back to those very values, every such
+    lease would hold, and a clone whose claims stood in other shards would write on
+    without learning they were gone (docs/design.md 5.10)."""
+    layout = new_layout()
+    event = {
+        "event": kind,
+        "at": format_time(utcnow()),
+        "holder": "",
+        "paths": [],
+        "shards": count,
+        "layout": layout,
+    }
     store = remote.journal_store
     leases = [f"--force-with-lease={JOURNAL_REF}:{journal or ''}"]
     leases.append(f"--force-with-lease={FORMAT_REF}:")
@@ -135,7 +151,7 @@ def _push_layout(
         specs = [f"{mine}:{JOURNAL_REF}"]
     else:
         commits = {k: store.write(journal, [event], held) for k, held in split.items()}
-        notice, fmt = sharded_markers(store.objects, journal, count)
+        notice, fmt = sharded_markers(store.objects, journal, count, layout)
         mine = notice
         leases += [f"--force-with-lease={SHARD_PREFIX}{k}:" for k in commits]
         specs = [f"{notice}:{JOURNAL_REF}", f"{fmt}:{FORMAT_REF}"]
@@ -160,14 +176,21 @@ def _push_layout(
     return False
 
 
-def sharded_markers(objects: Objects, parent: str | None, count: int) -> tuple[str, str]:
+def new_layout() -> str:
+    """A name for one layout of a remote's table, never made twice (``_push_layout``)."""
+    return secrets.token_hex(8)
+
+
+def sharded_markers(
+    objects: Objects, parent: str | None, count: int, layout: str
+) -> tuple[str, str]:
     """What marks a remote's table as kept in ``count`` shards: the notice commit its
     single journal ref moves to (on ``parent``, which every earlier version refuses to
-    write over), and the format blob."""
+    write over), naming the ``layout``, and the format blob."""
     notice = objects.write_commit(
         objects.write_tree([]),
         [parent] if parent is not None else [],
-        SHARDED_NOTICE,
+        f"{SHARDED_NOTICE}\nLayout: {layout}\n",
         int(utcnow().timestamp()),
     )
     return str(notice), str(objects.write_blob(format_blob(count)))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import git
@@ -15,8 +16,10 @@ from support.cli import alock, cli_env, finish, run_git
 from support.remote import make_bare, make_clone, remote_locks
 from test_shards import FORMAT, JOURNAL, check_consistent, first_with_two_keys, shard_refs
 
+from gitlocks.core.record import utcnow
 from gitlocks.core.shard import record_shards
-from gitlocks.layout import DEFAULT_SHARDS
+from gitlocks.layout import DEFAULT_SHARDS, SHARD_PREFIX
+from gitlocks.store import journal, upgrade
 
 A = {"AGENT_ID": "agent-a"}
 B = {"AGENT_ID": "agent-b"}
@@ -27,8 +30,23 @@ def bare(tmp_path: Path) -> Path:
     return make_bare(tmp_path / "locks.git")
 
 
+@pytest.fixture
+def one_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock of every journal commit and layout this test writes stopped at one second:
+    two layouts then carry the same times, as two made within one second do (and a loaded
+    machine made them so now and then)."""
+    moment = utcnow()
+    monkeypatch.setattr(upgrade, "utcnow", lambda: moment)
+    monkeypatch.setattr(journal, "time", SimpleNamespace(time=moment.timestamp))
+
+
 def is_journal_commit(bare: Path) -> bool:
     return "Journal-Seq" in git(bare, "cat-file", "-p", JOURNAL)
+
+
+def refs_under(bare: Path) -> list[str]:
+    """The format ref and the shard journals, by name."""
+    return [FORMAT, *(f"{SHARD_PREFIX}{k}" for k in sorted(shard_refs(bare)))]
 
 
 def test_a_new_lock_remote_is_laid_out_sharded(bare: Path, tmp_path: Path) -> None:
@@ -145,11 +163,13 @@ def test_a_stale_view_of_a_new_remote_never_wins_beside_the_layout(
     assert refused.code == 1 and refused.json()["status"] == "refused", refused
 
 
+@pytest.mark.usefixtures("one_second")
 def test_a_remote_emptied_and_laid_out_again_in_the_same_count_is_restored(
     bare: Path, tmp_path: Path
 ) -> None:
-    """As below, with the default count on both sides: each shard that lost claims is put
-    back on the new layout's shard journals, and every clone goes on."""
+    """As below, with the default count on both sides, both layouts made in one second:
+    each shard that lost claims is put back on the new layout's shard journals, and every
+    clone goes on."""
     a = make_clone(bare.as_uri(), tmp_path / "a")
     assert alock(a, "acquire", "src/**", **A).code == 0
     git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
@@ -163,6 +183,71 @@ def test_a_remote_emptied_and_laid_out_again_in_the_same_count_is_restored(
     check_consistent(bare)
     assert alock(b, "acquire", "src/x.py", **B).code == 1
     assert alock(b, "acquire", "lib/**", **B).code == 0
+
+
+@pytest.mark.usefixtures("one_second")
+def test_a_write_on_a_remote_laid_out_again_in_the_same_second_is_told_what_was_lost(
+    bare: Path, tmp_path: Path
+) -> None:
+    """Two layouts made in one second were the same objects (notice, shard journals), so
+    a write leasing shards that held nothing found every lease standing and won: the clone
+    never learned that its claims in another shard were gone, and a clone joining since
+    was granted them. Each layout is its own: every write, whatever shards it leases, is
+    told."""
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    laid = {ref: git(bare, "rev-parse", ref) for ref in (JOURNAL, *refs_under(bare))}
+    one, other = first_with_two_keys(DEFAULT_SHARDS)
+    assert alock(a, "acquire", f"{one}/**", **A).code == 0
+    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    before = git(bare, "for-each-ref")
+    # A holder of this clone with no claim (its write leases no shard of a's: the notice
+    # tells it), a's own in a shard that held nothing, and one leasing every shard.
+    for agent, pattern in (
+        ("agent-c", f"{other}/x.py"),
+        ("agent-a", f"{other}/x.py"),
+        ("agent-a", "**/*.md"),
+    ):
+        lost = alock(a, "acquire", pattern, "--json", AGENT_ID=agent)
+        assert lost.code == 2 and "--restore" in lost.err, lost
+        assert git(bare, "for-each-ref") == before
+    # No journal value repeats across layouts: every ref but the format blob is new.
+    again = {ref: git(bare, "rev-parse", ref) for ref in (JOURNAL, *refs_under(bare))}
+    assert again.keys() == laid.keys()
+    assert not {ref for ref in laid if laid[ref] == again[ref] and ref != FORMAT}
+    # Put back, a's claim holds against b, which never saw it, and a writes again.
+    assert alock(a, "remote", "--restore").code == 0
+    assert alock(b, "acquire", f"{one}/x.py", **B).code == 1
+    assert alock(a, "acquire", f"{other}/x.py", **A).code == 0
+    check_consistent(bare)
+
+
+@pytest.mark.usefixtures("one_second")
+def test_a_journal_put_back_and_sharded_again_in_the_same_second_is_told_what_was_lost(
+    bare: Path, tmp_path: Path
+) -> None:
+    """The upgrade's twin of the above: a single journal sharded, a claim made in one
+    shard, the journal put back by a push --mirror of a copy taken before, and sharded
+    again within the second. The second upgrade split the same table on the same journal:
+    without a layout of its own it was the first one's objects, and a write in another
+    shard won."""
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
+    assert alock(a, "acquire", "docs/**", **A).code == 0
+    git(tmp_path, "clone", "-q", "--mirror", bare.as_uri(), "copy")
+    assert alock(a, "remote", "--shards", "8").code == 0
+    one, other = first_with_two_keys(8)
+    assert alock(a, "acquire", f"{one}/**", **A).code == 0
+    git(tmp_path / "copy", "push", "-q", "--mirror", bare.as_uri())
+    assert is_journal_commit(bare) and not shard_refs(bare)
+    c = make_clone(bare.as_uri(), tmp_path / "c")
+    assert alock(c, "remote", "--shards", "8").code == 0
+    lost = alock(a, "acquire", f"{other}/x.py", **A)
+    assert lost.code == 2 and "--restore" in lost.err, lost
+    assert alock(a, "remote", "--restore").code == 0
+    assert alock(c, "acquire", f"{one}/x.py", **B).code == 1
+    assert alock(c, "acquire", "docs/a.md", **B).code == 1
+    check_consistent(bare)
 
 
 def test_a_remote_emptied_and_laid_out_again_is_not_restored_onto_other_shards(

@@ -112,6 +112,33 @@ def test_a_deleted_shard_is_never_created_afresh_beside_its_claims(
     assert refused.json()["status"] == "refused", refused
 
 
+def test_a_shard_moved_back_tells_its_holder_on_a_write_in_any_shard(
+    bare: Path, tmp_path: Path
+) -> None:
+    """A push --mirror of a copy taken before a claim moves back its shard alone: the notice
+    and every other shard stay as the holder read them. A write of that holder elsewhere
+    leased only the shards it touched, won, and never told it; a clone that never saw the
+    claim was then granted it. It leases the shards of its holder's other claims too, as
+    they stand, so it fails, fetches and is told, and nothing is written."""
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=SHARDS)
+    held, other = _two_shards()
+    assert alock(a, "acquire", f"{other}/y", **A).code == 0
+    git(tmp_path, "clone", "-q", "--mirror", bare.as_uri(), "copy")
+    assert alock(a, "acquire", f"{held}/**", **A).code == 0
+    git(tmp_path / "copy", "push", "-q", "--mirror", bare.as_uri())
+    [k] = record_shards([f"{held}/**"], SHARDS)
+    before = git(bare, "for-each-ref")
+    for verb in (["acquire", f"{other}/z"], ["release", f"{other}/y"]):
+        told = alock(a, *verb, **A)
+        assert told.code == 2, told
+        assert f"refs/agent-locks-meta/shards/{k} " in told.err and "--restore" in told.err
+        assert git(bare, "for-each-ref") == before
+    assert alock(a, "remote", "--restore").code == 0
+    fresh = make_clone(bare.as_uri(), tmp_path / "fresh")
+    assert alock(fresh, "acquire", f"{held}/q", **B).code == 1
+    assert alock(a, "acquire", f"{other}/z", **A).code == 0
+
+
 def _two_shards() -> tuple[str, str]:
     names = [f"dir{i}" for i in range(64)]
     [first] = record_shards([f"{names[0]}/**"], SHARDS)
