@@ -18,6 +18,8 @@ Printed: the median, least and most of each, in milliseconds.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -44,7 +46,7 @@ def start_waiting(
     proc = subprocess.Popen(
         ["git", "alock", "acquire", pattern, "--wait", WAIT],
         cwd=cwd, env=dict(env, AGENT_ID=agent), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        text=True, start_new_session=True,
     )  # fmt: skip
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -59,7 +61,7 @@ def must(proc: subprocess.CompletedProcess[str], word: str) -> None:
         raise SystemExit(f"expected {word}: {proc.args}: {proc.stdout!r} {proc.stderr!r}")
 
 
-def places(base: Path, name: str, remote: bool) -> tuple[Path, Path]:
+def places(base: Path, env: dict[str, str], name: str, remote: bool) -> tuple[Path, Path]:
     """Where alice and bob work: one repository, or two clones of a new lock remote."""
     if not remote:
         repo = make_repo(base, name)
@@ -70,13 +72,15 @@ def places(base: Path, name: str, remote: bool) -> tuple[Path, Path]:
     clones = []
     for who in ("a", "b"):
         git(base, "clone", "-q", url, f"{name}-{who}")
-        git(base / f"{name}-{who}", "alock", "remote", "origin")
+        laid = run(base / f"{name}-{who}", env, "setup", "remote", "origin")
+        if laid.returncode:
+            raise SystemExit(f"git alock remote origin: {laid.stdout}{laid.stderr}")
         clones.append(base / f"{name}-{who}")
     return clones[0], clones[1]
 
 
 def grant(base: Path, env: dict[str, str], i: int, remote: bool) -> float:
-    alice, bob = places(base, f"grant{i}", remote)
+    alice, bob = places(base, env, f"grant{i}", remote)
     must(run(alice, env, "alice", "acquire", "src/**"), "ACQUIRED")
     waiter = start_waiting(bob, env, "bob", "src/a.py")
     must(run(alice, env, "alice", "release", "src/**"), "RELEASED")
@@ -89,14 +93,14 @@ def grant(base: Path, env: dict[str, str], i: int, remote: bool) -> float:
 
 
 def deadlock(base: Path, env: dict[str, str], i: int, remote: bool) -> float:
-    alice, bob = places(base, f"cycle{i}", remote)
+    alice, bob = places(base, env, f"cycle{i}", remote)
     must(run(alice, env, "alice", "acquire", "a/**"), "ACQUIRED")
     must(run(bob, env, "bob", "acquire", "b/**"), "ACQUIRED")
     waiter = start_waiting(alice, env, "alice", "b/x")
     start = time.perf_counter()
     told = run(bob, env, "bob", "acquire", "a/x", "--wait", WAIT)
     elapsed = (time.perf_counter() - start) * 1000
-    waiter.kill()
+    os.killpg(waiter.pid, signal.SIGKILL)  # git and the git-alock it started
     waiter.communicate()
     must(told, "DEADLOCK")
     return elapsed
