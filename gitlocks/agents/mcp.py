@@ -178,19 +178,10 @@ class Server:
         return ctx
 
     def _clear_dead(self, ctx: Any) -> None:
-        """As ``list`` and ``status`` do: in local mode, release the dead holders' note-less
-        locks first; the listing answers even if that write fails."""
-        if ctx.store.config_get("alock.remote"):
-            return
+        """As ``list`` and ``status`` do (``lifecycle.clear_dead_before_listing``)."""
         from gitlocks.service import lifecycle  # the store's layer, once
 
-        # A table that cannot be read is the answer's error; a write that fails is not.
-        if not lifecycle.any_dead(ctx, ctx.store.read_table()):
-            return
-        try:
-            lifecycle.clear_dead(ctx)
-        except GitlocksError:
-            pass
+        lifecycle.clear_dead_before_listing(ctx)
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         """The patterns as scope entries, without repeats (``a``, ``a/`` and ``./a`` are

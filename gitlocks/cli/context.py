@@ -62,21 +62,12 @@ def _land(ctx: Context) -> None:
 
 
 def clear_dead(ctx: Context) -> None:
-    """Before a listing, in local mode: release the dead holders' note-less locks, so the
-    table shows live claims and the journal says who cleared the rest. In remote mode a
-    write is a push, which no read makes: they are shown DEAD until the next write. A
-    listing still answers if the write fails (a read-only git directory)."""
+    """Before a listing: ``lifecycle.clear_dead_before_listing`` (local mode only)."""
     if ctx.store.config_get("alock.remote"):
-        return
-    from gitlocks.service import lifecycle  # the store's layer
+        return  # no write in remote mode, so the store's layer need not load
+    from gitlocks.service import lifecycle  # the store's layer, for a write
 
-    # A table that cannot be read stops the listing, as ever; a write that fails does not.
-    if not lifecycle.any_dead(ctx, ctx.store.read_table()):
-        return
-    try:
-        lifecycle.clear_dead(ctx)
-    except GitlocksError as exc:
-        ctx.warnings.append(f"dead holders' locks were not cleared: {exc}")
+    lifecycle.clear_dead_before_listing(ctx)
 
 
 def say_staleness(store: LockStore) -> None:

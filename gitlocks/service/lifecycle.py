@@ -37,6 +37,7 @@ from gitlocks.core.scope import (
     literal_path,
 )
 from gitlocks.core.table import Table
+from gitlocks.errors import GitlocksError
 from gitlocks.service.context import Context, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
 
@@ -202,6 +203,22 @@ def any_dead(ctx: Context, table: Table) -> bool:
     once per session), for a listing that would clear them first (``clear_dead``)."""
     life = ctx.liveness()
     return any(life.state(r) == "dead" for r in table.live(format_time(ctx.now())))
+
+
+def clear_dead_before_listing(ctx: Context) -> None:
+    """Before a listing, in local mode: release the dead holders' note-less locks
+    (``clear_dead``), so the table shows live claims and the journal says who cleared the
+    rest. In remote mode a write is a push, which no read makes: they are shown DEAD until
+    the next write. A listing still answers if the write fails (a read-only git
+    directory), with a warning; a table that cannot be read stops it, as ever."""
+    if ctx.store.config_get("alock.remote"):
+        return
+    if not any_dead(ctx, ctx.store.read_table()):
+        return
+    try:
+        clear_dead(ctx)
+    except GitlocksError as exc:
+        ctx.warnings.append(f"dead holders' locks were not cleared: {exc}")
 
 
 def clear_dead(ctx: Context) -> list[LockRecord]:
