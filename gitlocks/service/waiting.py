@@ -24,6 +24,7 @@ from gitlocks.core.record import LockRecord, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
+from gitlocks.git import run
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
 from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
@@ -52,6 +53,7 @@ def acquire(
     wait: float,
     on_waiting: Callable[[AcquireResult], None] | None = None,
     interruptible: bool = False,
+    on_note: Callable[[str], None] | None = None,
     **claim: Any,
 ) -> AcquireResult:
     """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
@@ -59,6 +61,8 @@ def acquire(
     ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
     way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
     queue and ``KeyboardInterrupt`` is raised (exit 130); only the main thread can.
+    ``on_note`` is told, in one sentence, when a wait that stopped could not take its
+    waiter out of the queue.
     """
     started = time.monotonic()
     ends = started + wait
@@ -91,7 +95,9 @@ def acquire(
                     if on_waiting is not None:
                         on_waiting(result)
         except BaseException:
-            leave(ctx, waiter)
+            stuck = leave(ctx, waiter)
+            if stuck is not None and on_note is not None:
+                on_note(stuck)
             raise
     result.waiter = waiter
     result.waited = time.monotonic() - started
@@ -102,9 +108,9 @@ def _blockers(result: AcquireResult) -> list[str]:
     return [c.record.id for c in result.conflicts]
 
 
-def leave(ctx: Context, waiter: LockRecord) -> None:
-    """Take ``waiter`` out of the queue (a wait stopped): best effort, since its end (a
-    dead process) or its expiry takes it out anyway."""
+def leave(ctx: Context, waiter: LockRecord) -> str | None:
+    """Take ``waiter`` out of the queue (a wait stopped); None when it is out, else why it
+    is not (its death, seen on this host, or its expiry takes it out anyway)."""
 
     def decide(table: Table) -> tuple[Change, None]:
         change = Change()
@@ -114,22 +120,31 @@ def leave(ctx: Context, waiter: LockRecord) -> None:
 
     try:
         ctx.store.transact(decide)
-    except GitlocksError:
-        pass
+    except GitlocksError as exc:
+        return (
+            f"the waiter {waiter.id} could not leave the queue ({exc}); a write from this "
+            f"host takes it out as dead, and it expires at {waiter.expires_at}"
+        )
+    return None
 
 
 @contextmanager
 def _interrupts(wanted: bool) -> Iterator[threading.Event]:
     """An event set by SIGINT while inside, instead of an exception raised anywhere (in the
-    middle of a write): the loop sees it between two waits."""
+    middle of a write): the loop sees it between two waits. The git started meanwhile runs
+    in a session of its own (``run.shield``), out of reach of a terminal's Ctrl-C, so the
+    step it takes (joining, a fetch's mirror, leaving) is finished, not cut in half; a second
+    Ctrl-C does not cut the leaving short either."""
     stop = threading.Event()
     if not wanted or threading.current_thread() is not threading.main_thread():
         yield stop
         return
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    shielded = run.shield(True)
     try:
         yield stop
     finally:
+        run.shield(shielded)
         signal.signal(signal.SIGINT, previous)
 
 
