@@ -58,18 +58,19 @@ def acquire(
 ) -> AcquireResult:
     """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
 
+    ``on_note`` is told, in one sentence, when a wait that stopped could not take its
+    waiter out of the queue.
+
     ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
     way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
     queue and ``KeyboardInterrupt`` is raised (exit 130); only the main thread can.
-    ``on_note`` is told, in one sentence, when a wait that stopped could not take its
-    waiter out of the queue.
     """
     started = time.monotonic()
     ends = started + wait
     deadline = ctx.now() + timedelta(seconds=wait)
     # Ctrl-C is taken from the start: one between joining the queue and the loop must
     # still take the waiter out.
-    with _interrupts(interruptible) as stop:
+    with _interrupts(interruptible) as stop, _apart(interruptible):
         result = locks.acquire(ctx, entries, deadline=deadline, **claim)
         if result.status != "waiting" or result.waiter is None:
             if stop.is_set():
@@ -131,21 +132,32 @@ def leave(ctx: Context, waiter: LockRecord) -> str | None:
 @contextmanager
 def _interrupts(wanted: bool) -> Iterator[threading.Event]:
     """An event set by SIGINT while inside, instead of an exception raised anywhere (in the
-    middle of a write): the loop sees it between two waits. The git started meanwhile runs
-    in a session of its own (``run.shield``), out of reach of a terminal's Ctrl-C, so the
-    step it takes (joining, a fetch's mirror, leaving) is finished, not cut in half; a second
-    Ctrl-C does not cut the leaving short either."""
+    middle of a write): the loop sees it between two waits."""
     stop = threading.Event()
     if not wanted or threading.current_thread() is not threading.main_thread():
         yield stop
         return
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    shielded = run.shield(True)
     try:
         yield stop
     finally:
-        run.shield(shielded)
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _apart(wanted: bool) -> Iterator[None]:
+    """While the waiter takes SIGINT itself (``_interrupts``), the git it starts runs in a
+    session of its own (``run.shield``), out of reach of a terminal's Ctrl-C: the step git
+    takes (joining, a fetch's mirror, leaving) is finished, not cut in half, and a second
+    Ctrl-C does not cut the leaving short either (docs/design.md, section 4.7)."""
+    if not wanted or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = run.shield(True)
+    try:
+        yield
+    finally:
+        run.shield(before)
 
 
 class Watch:
