@@ -108,8 +108,11 @@ def acquire(
                 sys.stderr.write(render.waiting(now_waiting, ctx.now()) + "\n")
                 sys.stderr.flush()
 
+            def noted(said: str) -> None:
+                sys.stderr.write(f"note: {printable(said)}\n")
+
             result = waiting.acquire(
-                ctx, claim, wait=waits, on_waiting=told, interruptible=True, **asked
+                ctx, claim, wait=waits, on_waiting=told, interruptible=True, on_note=noted, **asked
             )
     finally:
         listed = typos.finish_listing(listing)

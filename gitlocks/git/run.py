@@ -77,6 +77,21 @@ def environment(policy: Env) -> dict[str, str] | None:
     return env
 
 
+# While a command takes SIGINT itself (a wait, ``gitlocks.service.waiting``), the git it
+# starts runs in a session of its own, as a remote's always does: a terminal's Ctrl-C goes
+# to the foreground process group, and would kill git in the middle of the step it is
+# taking (the write that joins the queue, the read after it, the one that leaves it). So
+# the command alone is told, and stops once git has finished.
+_shielded = False
+
+
+def shield(on: bool) -> bool:
+    """Start git in a session of its own from now on (``on``) or not; what was so before."""
+    global _shielded
+    before, _shielded = _shielded, on
+    return before
+
+
 def start(
     args: Sequence[str],
     cwd: str | None = None,
@@ -98,6 +113,7 @@ def start(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if keep_stderr else subprocess.DEVNULL,
+            start_new_session=_shielded,
         )
     except OSError as exc:
         raise error(_cannot_run(exc, cwd)) from exc

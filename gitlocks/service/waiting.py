@@ -24,6 +24,7 @@ from gitlocks.core.record import LockRecord, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
+from gitlocks.git import run
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
 from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
@@ -52,9 +53,13 @@ def acquire(
     wait: float,
     on_waiting: Callable[[AcquireResult], None] | None = None,
     interruptible: bool = False,
+    on_note: Callable[[str], None] | None = None,
     **claim: Any,
 ) -> AcquireResult:
     """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
+
+    ``on_note`` is told, in one sentence, when a wait that stopped could not take its
+    waiter out of the queue.
 
     ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
     way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
@@ -65,7 +70,7 @@ def acquire(
     deadline = ctx.now() + timedelta(seconds=wait)
     # Ctrl-C is taken from the start: one between joining the queue and the loop must
     # still take the waiter out.
-    with _interrupts(interruptible) as stop:
+    with _interrupts(interruptible) as stop, _apart(interruptible):
         result = locks.acquire(ctx, entries, deadline=deadline, **claim)
         if result.status != "waiting" or result.waiter is None:
             if stop.is_set():
@@ -91,7 +96,9 @@ def acquire(
                     if on_waiting is not None:
                         on_waiting(result)
         except BaseException:
-            leave(ctx, waiter)
+            stuck = leave(ctx, waiter)
+            if stuck is not None and on_note is not None:
+                on_note(stuck)
             raise
     result.waiter = waiter
     result.waited = time.monotonic() - started
@@ -102,9 +109,9 @@ def _blockers(result: AcquireResult) -> list[str]:
     return [c.record.id for c in result.conflicts]
 
 
-def leave(ctx: Context, waiter: LockRecord) -> None:
-    """Take ``waiter`` out of the queue (a wait stopped): best effort, since its end (a
-    dead process) or its expiry takes it out anyway."""
+def leave(ctx: Context, waiter: LockRecord) -> str | None:
+    """Take ``waiter`` out of the queue (a wait stopped); None when it is out, else why it
+    is not (its death, seen on this host, or its expiry takes it out anyway)."""
 
     def decide(table: Table) -> tuple[Change, None]:
         change = Change()
@@ -114,8 +121,12 @@ def leave(ctx: Context, waiter: LockRecord) -> None:
 
     try:
         ctx.store.transact(decide)
-    except GitlocksError:
-        pass
+    except GitlocksError as exc:
+        return (
+            f"the waiter {waiter.id} could not leave the queue ({exc}); a write from this "
+            f"host takes it out as dead, and it expires at {waiter.expires_at}"
+        )
+    return None
 
 
 @contextmanager
@@ -131,6 +142,22 @@ def _interrupts(wanted: bool) -> Iterator[threading.Event]:
         yield stop
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _apart(wanted: bool) -> Iterator[None]:
+    """While the waiter takes SIGINT itself (``_interrupts``), the git it starts runs in a
+    session of its own (``run.shield``), out of reach of a terminal's Ctrl-C: the step git
+    takes (joining, a fetch's mirror, leaving) is finished, not cut in half, and a second
+    Ctrl-C does not cut the leaving short either (docs/design.md, section 4.7)."""
+    if not wanted or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = run.shield(True)
+    try:
+        yield
+    finally:
+        run.shield(before)
 
 
 class Watch:

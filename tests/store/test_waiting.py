@@ -278,6 +278,74 @@ def test_ctrl_c_leaves_no_trace_of_the_waiter(place: Place, started: list[Waiter
     assert events(place)[-1]["why"] == "stopped"
 
 
+HELD_HOOK = """#!/bin/sh
+# bob's first write of lock refs once armed (not a fetch's, of the remote's copy): it
+# says so, then waits for the word to go on.
+refs=$(cat)
+[ "$1" = prepared ] && [ "$AGENT_ID" = bob ] && [ -e '{marks}/armed' ] || exit 0
+case "$refs" in *" refs/agent-locks/"*) ;; *) exit 0 ;; esac
+[ -e '{marks}/held' ] && exit 0
+touch '{marks}/held'
+n=0
+while [ ! -e '{marks}/go' ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+"""
+
+
+def test_ctrl_c_while_the_waiters_git_writes_leaves_no_trace(
+    place: Place, started: list[Waiter], tmp_path: Path
+) -> None:
+    """Ctrl-C reaches the whole group while the waiter's git is in the middle of a ref
+    write (held there by a reference-transaction hook): the write that joins the queue
+    (locally), or the one that mirrors what a fetch brought (remote mode). That git must
+    not die of it: it finishes, then the waiter leaves the queue and exits 130."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    hooks = Path(git(place.b, "rev-parse", "--path-format=absolute", "--git-path", "hooks").strip())
+    hooks.mkdir(exist_ok=True)
+    (hooks / "reference-transaction").write_text(HELD_HOOK.format(marks=marks))
+    (hooks / "reference-transaction").chmod(0o755)
+    assert claim(place.a, "alice", "src/app.py").code == 0
+    if place.remote:
+        bob = join(place, started, place.b, "bob", "src/app.py")
+        until(lambda: "/wait-" in git(place.b, "for-each-ref", "refs/agent-locks/"), "bob mirrored")
+        (marks / "armed").touch()
+        assert claim(place.a, "alice", "README.md").code == 0  # bob's next fetch brings it
+    else:
+        (marks / "armed").touch()
+        bob = Waiter(place.b, "bob", "src/app.py")
+        started.append(bob)
+    until(lambda: (marks / "held").exists() or not bob.running(), "bob's write held")
+    assert bob.running(), bob.result()
+    bob.interrupt()
+    (marks / "go").touch()
+    got = bob.result()
+    assert got.code == 130, got
+    assert queued(place.store) == [], got.err
+    bobs = [e for e in events(place) if e["holder"] == "bob"]
+    assert [e["event"] for e in bobs][-2:] == ["waiting", "left_queue"]
+    assert bobs[-1]["why"] == "stopped"
+
+
+def test_a_waiter_that_cannot_leave_the_queue_says_so(
+    repo: Path, worktree: Path, started: list[Waiter]
+) -> None:
+    """Where the store cannot be written when Ctrl-C stops a wait (a ``packed-refs.lock``
+    that stays: a git command updating refs, or one that died), the waiter stays in the
+    queue, and one line says so: never silently."""
+    place = Place(repo, worktree, repo, False)
+    assert claim(repo, "alice", "src/app.py").code == 0
+    bob = join(place, started, worktree, "bob", "src/app.py")
+    (repo / ".git" / "packed-refs.lock").touch()
+    bob.interrupt()
+    got = bob.result()
+    assert got.code == 130, got
+    [waiter] = queued(repo)
+    notes = [line for line in got.err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1, got.err
+    assert notes[0].startswith(f"note: the waiter {waiter['id']} could not leave the queue (")
+    assert "packed-refs.lock exists" in notes[0] and waiter["expires_at"] in notes[0]
+
+
 # --- deadlocks ------------------------------------------------------------------------------
 
 
