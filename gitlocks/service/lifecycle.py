@@ -91,6 +91,12 @@ def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: b
     )
 
 
+def within(entry: ScopeEntry, record: LockRecord, ignore_case: bool) -> bool:
+    """Whether ``entry``'s scope lies inside one pattern of ``record`` (under-approximated
+    as ``covers_scope`` is: a part it misses is treated as outside)."""
+    return any(_entry_contains(mine, entry, ignore_case) for mine in record_entries(record))
+
+
 # --- writers' helpers -----------------------------------------------------------------------
 
 

@@ -1,0 +1,63 @@
+"""Attacks on the queue of waiters (docs/design.md, section 4.7), on the in-memory store:
+each a defect an outside review found, pinned by the test that found it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from gitlocks.core.scope import ScopeEntry
+from gitlocks.identity import resolve_identity
+from gitlocks.service import locks
+from gitlocks.service.context import Context
+from gitlocks.service.results import AcquireResult
+from gitlocks.store.memory import MemoryStore
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+LATER = NOW + timedelta(minutes=5)
+
+
+def ctx(store: MemoryStore, holder: str) -> Context:
+    who = resolve_identity(holder, {}, harness=False)
+    return Context(store=store, identity=who, clock=lambda: NOW, alive=lambda pid, start: True)
+
+
+def entries(*patterns: str) -> list[ScopeEntry]:
+    return [ScopeEntry(p) for p in patterns]
+
+
+def ask(
+    store: MemoryStore, holder: str, *patterns: str, shared: bool = False, wait: bool = False
+) -> AcquireResult:
+    deadline = LATER if wait else None
+    return locks.acquire(ctx(store, holder), entries(*patterns), shared=shared, deadline=deadline)
+
+
+@pytest.mark.parametrize("again", [("src",), ("src/x",), ("src", "src/x")])
+@pytest.mark.parametrize("wait", [False, True])
+def test_asking_again_for_what_you_hold_is_yours_though_others_wait_for_it(
+    tmp_path: Path, again: tuple[str, ...], wait: bool
+) -> None:
+    """A holder who asks again for its own claim (a renewal: the guard, an agent that
+    forgets) or for a part of it was refused, the waiter queued behind it said to be
+    served first; with --wait it was told DEADLOCK with itself. A waiter can jump no one
+    by paths its holder already holds: they are not the asker's to be given."""
+    store = MemoryStore(tmp_path)
+    assert ask(store, "alice", "src").status == "acquired"
+    assert ask(store, "bob", "src/x", wait=True).status == "waiting"
+    got = ask(store, "alice", *again, wait=wait)
+    assert got.status in ("already_yours", "acquired"), got.to_dict()
+    assert ask(store, "carol", "src/y").status == "refused"  # alice's, as ever
+
+
+def test_a_part_of_your_shared_claim_taken_exclusive_still_waits_its_turn(tmp_path: Path) -> None:
+    """Only what you hold as you ask for it passes the queue by: a shared claim of yours
+    does not let an exclusive claim jump a shared waiter it would then hold up."""
+    store = MemoryStore(tmp_path)
+    assert ask(store, "alice", "src", shared=True).status == "acquired"
+    assert ask(store, "dave", "lib").status == "acquired"  # holds carol up
+    assert ask(store, "carol", "src/x", "lib", shared=True, wait=True).status == "waiting"
+    assert ask(store, "alice", "src/x").status == "refused"  # carol waits first for it
+    assert ask(store, "alice", "src/x", shared=True).status == "acquired"
