@@ -1,0 +1,56 @@
+"""Attacks on this round's waiting, listing and renewal through the command line: each a
+defect an outside review found, pinned by the test that found it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from support.cli import alock
+from support.records import plant
+
+from gitlocks.identity import host_identity, process_start_time
+
+
+def waiter(holder: str, pattern: str, pid: int, start: str, **extra: Any) -> dict[str, Any]:
+    """A waiter record as a ``git alock acquire --wait`` of this machine writes one."""
+    return {
+        "format": 1,
+        "id": "wait-0000000001-dead",
+        "holder": holder,
+        "parent": None,
+        "paths": [pattern],
+        "reason": "",
+        "created_at": "2026-01-01T00:00:00Z",
+        "renewed_at": "2026-01-01T00:00:00Z",
+        "expires_at": "2999-01-01T00:00:00Z",
+        "pid": pid,
+        "pid_start": start,
+        "host_id": host_identity(),
+        "session": "git-alock",
+        "waiting": True,
+        "queue": 1,
+        "wait_until": "2998-12-31T23:59:50Z",
+        **extra,
+    }
+
+
+def test_a_listing_takes_a_dead_waiter_out_of_the_queue(
+    repo: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """A waiter killed (kill -9, a closed terminal) stayed in list and status as waiting,
+    until its wait's end, while its dead holders' locks were cleared by the same look:
+    the queue shown must be the live one, and the journal say who took it out."""
+    assert alock(repo, "acquire", "src/**", AGENT_ID="alice").code == 0
+    start = process_start_time(sleeper.pid)
+    assert start
+    plant(repo, "wait-0000000001-dead", waiter("bob", "src/app.py", sleeper.pid, start))
+    assert "bob" in alock(repo, "list").out  # alive: in the queue
+    sleeper.kill()
+    sleeper.wait()
+    listed = alock(repo, "list", AGENT_ID="supervisor")
+    assert listed.code == 0 and "bob" not in listed.out, listed
+    assert alock(repo, "status", "--json").json()["waiters"] == []
+    [left] = [e for e in alock(repo, "log", "--json").json() if e["event"] == "left_queue"]
+    assert (left["holder"], left["why"], left["by"]) == ("bob", "dead", "supervisor")
