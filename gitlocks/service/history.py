@@ -105,11 +105,12 @@ def _lost(found: Event) -> Lost | None:
     lock_id, paths, at, by = found.get("id"), found.get("paths"), found.get("at"), found.get("by")
     if not isinstance(lock_id, str) or not isinstance(paths, list) or not isinstance(at, str):
         return None
+    if not all(isinstance(p, str) for p in paths):
+        return None  # no patterns this version wrote: told, they would read as Python's
     released = found.get("released")
     if isinstance(released, list) and released != paths:
         return None  # part of a lock given back: the rest is still held
-    return Lost(str(found["event"]), lock_id, [str(p) for p in paths],
-                by if isinstance(by, str) else None, at)  # fmt: skip
+    return Lost(str(found["event"]), lock_id, paths, by if isinstance(by, str) else None, at)
 
 
 def _again(lost: Lost, table: Table, held_keys: set[str], gone: Collection[str]) -> bool:

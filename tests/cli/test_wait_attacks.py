@@ -54,3 +54,44 @@ def test_a_listing_takes_a_dead_waiter_out_of_the_queue(
     assert alock(repo, "status", "--json").json()["waiters"] == []
     [left] = [e for e in alock(repo, "log", "--json").json() if e["event"] == "left_queue"]
     assert (left["holder"], left["why"], left["by"]) == ("bob", "dead", "supervisor")
+
+
+JOURNAL = "refs/agent-locks-meta/journal"
+
+
+def git_in(repo: Path, *args: str, text: str = "") -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=repo, input=text, capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def add_journal_commit(repo: Path, lines: list[str]) -> None:
+    """A journal commit holding ``lines`` on top of the journal, as a hostile clone (or a
+    later version) could write one: git alone, no gitlocks code."""
+    head = git_in(repo, "rev-parse", JOURNAL)
+    message = git_in(repo, "log", "-1", "--format=%B", JOURNAL)
+    [seq] = [int(x.split()[1]) for x in message.splitlines() if x.startswith("Journal-Seq:")]
+    tree = git_in(repo, "hash-object", "-t", "tree", "-w", "--stdin")
+    body = "hostile\n\n" + "\n".join(lines) + f"\n\nJournal-Seq: {seq + 1}\n"
+    commit = git_in(repo, "commit-tree", tree, "-p", head, "-F", "-", text=body)
+    git_in(repo, "update-ref", JOURNAL, commit, head)
+
+
+def test_renew_reads_no_removal_of_paths_that_are_not_text(repo: Path) -> None:
+    """A removal event whose paths are not all strings (another version's, a hostile
+    clone's) was told as lost with Python's spelling of what it held: BROKEN 1 {'a': 2}
+    None. An event this version cannot read is skipped, as the others are."""
+    assert alock(repo, "acquire", "keep", AGENT_ID="me").code == 0
+    at = "2026-01-01T00:00:00Z"
+    add_journal_commit(
+        repo,
+        [
+            '{"event": "broken", "holder": "me", "id": "x1", "paths": [1, {"a": 2}, null], '
+            f'"at": "{at}", "by": "b"}}',
+            f'{{"event": "broken", "holder": "me", "id": "x2", "paths": ["t"], "at": "{at}"}}',
+        ],
+    )
+    got = alock(repo, "renew", "--json", AGENT_ID="me")
+    assert got.code == 1, got
+    assert [x["id"] for x in got.json()["lost"]] == ["x2"], got
