@@ -95,3 +95,12 @@ def test_renew_reads_no_removal_of_paths_that_are_not_text(repo: Path) -> None:
     got = alock(repo, "renew", "--json", AGENT_ID="me")
     assert got.code == 1, got
     assert [x["id"] for x in got.json()["lost"]] == ["x2"], got
+
+
+def test_a_bad_wait_default_is_not_blamed_on_the_word_after_wait(repo: Path) -> None:
+    """A bare --wait with a bad alock.waitDefault said that --wait had taken the word after
+    it as its duration: it took none, the setting is what to fix."""
+    git_in(repo, "config", "alock.waitDefault", "soon")
+    got = alock(repo, "acquire", "src/app.py", "--wait", AGENT_ID="bob")
+    assert got.code == 2 and got.err.startswith("error: invalid alock.waitDefault"), got
+    assert "word after it" not in got.err, got
