@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, parse_duration
@@ -58,7 +58,9 @@ def acquire(
 
     ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
     way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
-    queue and ``KeyboardInterrupt`` is raised (exit 130); only the main thread can.
+    queue and ``KeyboardInterrupt`` is raised (exit 130); SIGTERM (a harness's time limit)
+    and SIGHUP (a closed terminal) end it alike, then the process as that signal does.
+    Only the main thread can.
     """
     started = time.monotonic()
     ends = started + wait
@@ -68,8 +70,10 @@ def acquire(
     with _interrupts(interruptible) as stop:
         result = locks.acquire(ctx, entries, deadline=deadline, **claim)
         if result.status != "waiting" or result.waiter is None:
-            if stop.is_set():
-                raise KeyboardInterrupt
+            # A signal during a write that granted the claim came too late to stop it: the
+            # answer says so (ACQUIRED), rather than leave a claim its holder never heard of.
+            if stop.is_set() and result.status not in ("acquired", "already_yours"):
+                stop.end()
             return result
         waiter = result.waiter
         try:
@@ -92,6 +96,8 @@ def acquire(
                         on_waiting(result)
         except BaseException:
             leave(ctx, waiter)
+            if stop.is_set():
+                stop.end()
             raise
     result.waiter = waiter
     result.waited = time.monotonic() - started
@@ -118,19 +124,50 @@ def leave(ctx: Context, waiter: LockRecord) -> None:
         pass
 
 
+class Stop(threading.Event):
+    """Set by the signal that stops a wait (``signum``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signum = signal.SIGINT
+
+    def caught(self, signum: int, _frame: object) -> None:
+        self.signum = signal.Signals(signum)
+        self.set()
+
+    def end(self) -> NoReturn:
+        """End as the signal asks, the waiter out of the queue: Ctrl-C as an interrupt
+        (exit 130), any other as that signal ends a process (the exit status says so)."""
+        if self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        signal.signal(self.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), self.signum)
+        raise SystemExit(128 + self.signum)  # not reached: the signal ends the process
+
+
+# The signals that stop a wait: Ctrl-C, a harness's time limit, a closed terminal.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def _interrupts(wanted: bool) -> Iterator[threading.Event]:
-    """An event set by SIGINT while inside, instead of an exception raised anywhere (in the
-    middle of a write): the loop sees it between two waits."""
-    stop = threading.Event()
+def _interrupts(wanted: bool) -> Iterator[Stop]:
+    """An event set by SIGINT, SIGTERM or SIGHUP while inside, instead of an exception
+    raised anywhere (in the middle of a write) or an end with the waiter left in the
+    queue, where only a write from this machine could judge it dead: the loop sees it
+    between two waits. A signal ignored (``nohup``) stays ignored."""
+    stop = Stop()
     if not wanted or threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    previous = {}
+    for signum in STOPPING:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, stop.caught)
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class Watch:
