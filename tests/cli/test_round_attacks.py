@@ -9,6 +9,7 @@ from typing import Any
 
 from support.cli import alock
 from support.records import plant
+from support.remote import make_bare, make_clone
 
 from gitlocks.identity import host_identity, process_start_time
 
@@ -104,3 +105,21 @@ def test_a_bad_wait_default_is_not_blamed_on_the_word_after_wait(repo: Path) -> 
     got = alock(repo, "acquire", "src/app.py", "--wait", AGENT_ID="bob")
     assert got.code == 2 and got.err.startswith("error: invalid alock.waitDefault"), got
     assert "word after it" not in got.err, got
+
+
+def test_renew_tells_a_loss_once_where_its_claims_are_kept(tmp_path: Path) -> None:
+    """In remote mode a renewal with more than half its lifetime left writes nothing
+    (KEPT), so the walk back to the holder's last write found the same loss every time:
+    every heartbeat said BROKEN and exited 1 for a claim the holder had been told of. A
+    renewal that tells of a loss writes (it renews what it keeps), as the design's "each
+    loss is told once, since the renewal is the holder's write" says."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a", shards=1)
+    assert alock(a, "acquire", "x", AGENT_ID="me").code == 0
+    assert alock(a, "acquire", "y", AGENT_ID="me").code == 0
+    assert alock(a, "break", "x", AGENT_ID="b").code == 0
+    told = alock(a, "renew", "--json", AGENT_ID="me")
+    assert told.code == 1 and [x["paths"] for x in told.json()["lost"]] == [["x"]], told
+    again = alock(a, "renew", "--json", AGENT_ID="me")
+    assert again.code == 0 and again.json()["lost"] == [], again
+    assert [r["paths"] for r in again.json()["kept"]] == [["y"]], again  # no news: no push
