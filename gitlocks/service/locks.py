@@ -104,15 +104,15 @@ def acquire(
             return leave("refused", AcquireResult("refused", conflicts=conflicts))
         if interrupted:
             return leave("refused", AcquireResult("interrupted", conflicts=interrupted))
-        if mine is not None:  # its turn: the waiter gives way to the lock in this write
-            change.delete.append(mine.id)
         own = [r for r in table.held_by(ctx.identity.holder) if r.id not in gone]
         # A claim of the other kind on the same pattern is no answer: ask for it anew.
         held = {table.key(p): r for r in own if r.shared == shared for p in r.paths}
         new = [e for e in entries if table.key(e.pattern) not in held]
-        if not new:
+        if not new:  # a waiter's holder got it meanwhile: the waiter leaves, journaled
             lock = held[table.key(entries[0].pattern)]
-            return change, _already_yours(ctx, lock, life, ttl, change)
+            return leave("yours", _already_yours(ctx, lock, life, ttl, change))
+        if mine is not None:  # its turn: the waiter gives way to the lock in this write
+            change.delete.append(mine.id)
         record = _new_record(ctx, new, reason, ttl, now)
         record = record.with_changes(shared=shared, until_merged=until_merged)
         change.put.append(record)

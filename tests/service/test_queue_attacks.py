@@ -61,3 +61,22 @@ def test_a_part_of_your_shared_claim_taken_exclusive_still_waits_its_turn(tmp_pa
     assert ask(store, "carol", "src/x", "lib", shared=True, wait=True).status == "waiting"
     assert ask(store, "alice", "src/x").status == "refused"  # carol waits first for it
     assert ask(store, "alice", "src/x", shared=True).status == "acquired"
+
+
+def test_a_waiter_whose_claim_its_holder_got_meanwhile_leaves_the_queue_journaled(
+    tmp_path: Path,
+) -> None:
+    """A waiter whose holder got the same claim meanwhile (another of its processes, the
+    guard) was deleted by its next look with no event: the journal showed it waiting
+    forever. It leaves as every waiter does, journaled with why."""
+    store = MemoryStore(tmp_path)
+    assert ask(store, "alice", "lib").status == "acquired"
+    queued = ask(store, "bob", "lib", wait=True)
+    assert queued.waiter is not None
+    assert locks.release(ctx(store, "alice"), entries("lib")).released
+    assert ask(store, "bob", "lib").status == "acquired"  # bob's other process
+    again = locks.acquire(ctx(store, "bob"), entries("lib"), deadline=LATER, queued=queued.waiter)
+    assert again.status == "already_yours", again.to_dict()
+    assert queued.waiter.id not in store.read_table().records
+    told = [e for entry in store.journal() for e in entry.events if e.get("id") == queued.waiter.id]
+    assert [e["event"] for e in told] == ["left_queue", "waiting"], told
