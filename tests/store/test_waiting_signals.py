@@ -67,3 +67,45 @@ def test_a_waiter_ended_by_a_signal_leaves_the_queue_itself(repo: Path, signum: 
     assert waiters(repo) == []
     last = events(repo)[-1]
     assert (last["event"], last["why"], last["holder"]) == ("left_queue", "stopped", "bob")
+
+
+def test_an_mcp_server_ended_while_a_tool_waits_takes_the_waiter_out(repo: Path) -> None:
+    """The MCP acquire tool's wait runs in the server's one thread: a harness that ends
+    the server (SIGTERM) as the session closes left the waiter in the queue, where only a
+    write from this machine could judge it dead. It leaves as the verb's waiter does."""
+    assert alock(repo, "acquire", "src/app.py", AGENT_ID="alice").code == 0
+    calls = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "acquire", "arguments": {"paths": ["src/app.py"], "wait": "2m"}}},
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [ALOCK, "mcp"],
+        cwd=repo,
+        env={**os.environ, "AGENT_ID": "bob"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("".join(json.dumps(c) + "\n" for c in calls))
+        proc.stdin.flush()
+        ends = time.monotonic() + 90
+        while not waiters(repo):
+            assert proc.poll() is None and time.monotonic() < ends, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGTERM
+    assert waiters(repo) == []
+    last = events(repo)[-1]
+    assert (last["event"], last["why"], last["holder"]) == ("left_queue", "stopped", "bob")
