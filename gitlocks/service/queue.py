@@ -135,7 +135,7 @@ def waiter(
         shared=shared,
         extra={
             "waiting": True,
-            "queue": 1 + max((queue.place(w) for w in behind), default=0),
+            "queue": queue.next_place(behind),
             "wait_until": format_time(deadline),
         },
     )

@@ -80,3 +80,23 @@ def test_a_waiter_whose_claim_its_holder_got_meanwhile_leaves_the_queue_journale
     assert queued.waiter.id not in store.read_table().records
     told = [e for entry in store.journal() for e in entry.events if e.get("id") == queued.waiter.id]
     assert [e["event"] for e in told] == ["left_queue", "waiting"], told
+
+
+def test_a_waiter_with_a_huge_place_neither_breaks_nor_jumps_the_queue(tmp_path: Path) -> None:
+    """A waiter written by hand with a place of 4,300 digits made every claim that queued
+    behind it crash (its place, one more, has no JSON spelling Python will write: an
+    internal error), and a smaller huge one sent each later place up with it. A place past
+    any real queue is read as the last there can be; the queue's order holds."""
+    from gitlocks.core.queue import place
+
+    store = MemoryStore(tmp_path)
+    assert ask(store, "alice", "a").status == "acquired"
+    bob = ask(store, "bob", "a", wait=True).waiter
+    assert bob is not None
+    data = bob.to_json().replace(b'"queue": 1', b'"queue": ' + b"9" * 4300)
+    store.plant(bob.id, data)
+    carol = ask(store, "carol", "a", wait=True)
+    assert carol.status == "waiting" and carol.waiter is not None
+    assert place(carol.waiter) < 10**10
+    dave = ask(store, "dave", "a", wait=True)
+    assert [c.record.holder for c in dave.conflicts] == ["alice", "bob", "carol"]
