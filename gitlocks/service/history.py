@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from gitlocks.core.queue import is_waiter_id
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.errors import GitlocksError
 from gitlocks.service.results import Lost
@@ -105,6 +106,8 @@ def _lost(found: Event) -> Lost | None:
     lock_id, paths, at, by = found.get("id"), found.get("paths"), found.get("at"), found.get("by")
     if not isinstance(lock_id, str) or not isinstance(paths, list) or not isinstance(at, str):
         return None
+    if is_waiter_id(lock_id):
+        return None  # a waiter broken or swept held no path: its process answered already
     if not all(isinstance(p, str) for p in paths):
         return None  # no patterns this version wrote: told, they would read as Python's
     released = found.get("released")

@@ -100,3 +100,18 @@ def test_a_waiter_with_a_huge_place_neither_breaks_nor_jumps_the_queue(tmp_path:
     assert place(carol.waiter) < 10**10
     dave = ask(store, "dave", "a", wait=True)
     assert [c.record.holder for c in dave.conflicts] == ["alice", "bob", "carol"]
+
+
+def test_a_waiter_broken_or_swept_is_no_claim_renew_says_was_lost(tmp_path: Path) -> None:
+    """renew reads back the removals of the holder's claims from the journal: a waiter
+    broken by someone (or swept once its wait ran out) was told as a claim lost, BROKEN
+    and exit 1, though it never held a path and its process had answered already."""
+    store = MemoryStore(tmp_path)
+    assert ask(store, "alice", "src").status == "acquired"
+    assert ask(store, "bob", "lib").status == "acquired"
+    queued = ask(store, "bob", "src", wait=True).waiter
+    assert queued is not None
+    broken = locks.break_locks(ctx(store, "carol"), [(queued.id, ScopeEntry(queued.id))])
+    assert [r.id for r in broken.locks] == [queued.id]
+    got = locks.renew(ctx(store, "bob"), None)
+    assert got.lost == [], [x.id for x in got.lost]
