@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from gitlocks.core.journal import COMPACTED
 from gitlocks.core.queue import is_waiter_id
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.errors import GitlocksError
@@ -85,11 +86,18 @@ def _walk(
     when ``since_only``."""
     mine_seen = False
     for entry in ctx.store.journal(WALK_COMMITS, start=table.version):
+        # A compaction's root holds the events of many writes: there the holder's last
+        # write ends at the first older event not its own, not at the commit's end.
+        merged = bool(entry.events) and entry.events[0].get("event") == COMPACTED
         wrote = False
         for found in reversed(entry.events):
             kind, holder, by = found.get("event"), found.get("holder"), found.get("by")
-            if by == me or (holder == me and kind in OWN_WRITES and by in (None, me)):
-                wrote = True
+            own = by == me or (holder == me and kind in OWN_WRITES and by in (None, me))
+            if merged and wrote and not own and not mine_seen:
+                mine_seen = True
+                if since_only:
+                    return
+            wrote = wrote or own
             if holder == me and kind in REMOVALS:
                 lost = _lost(found)
                 if lost is not None:

@@ -123,3 +123,31 @@ def test_renew_tells_a_loss_once_where_its_claims_are_kept(tmp_path: Path) -> No
     again = alock(a, "renew", "--json", AGENT_ID="me")
     assert again.code == 0 and again.json()["lost"] == [], again
     assert [r["paths"] for r in again.json()["kept"]] == [["y"]], again  # no news: no push
+
+
+def test_renew_tells_a_loss_once_across_a_compaction(repo: Path) -> None:
+    """A compaction keeps the last events in one new root commit: the loss told and the
+    renewal that told it end up in one commit, which the walk back took whole as the
+    holder's last write, so the loss was told again (exit 1). Inside that commit the
+    events older than the holder's last write are older news."""
+    git_in(repo, "config", "alock.journalKeep", "6")
+    assert alock(repo, "acquire", "x", AGENT_ID="me").code == 0
+    assert alock(repo, "acquire", "y", AGENT_ID="me").code == 0
+
+    def length() -> int:
+        return int(git_in(repo, "rev-list", "--count", JOURNAL))
+
+    n = 0
+    while length() < 10:
+        n += 1
+        assert alock(repo, "acquire", f"d{n}", AGENT_ID="other").code == 0
+    assert alock(repo, "break", "x", AGENT_ID="b").code == 0
+    assert alock(repo, "renew", AGENT_ID="me").code == 1  # told
+    before = length()
+    while length() >= before:  # others write until the journal is compacted
+        n += 1
+        assert alock(repo, "acquire", f"d{n}", AGENT_ID="other").code == 0
+    root = git_in(repo, "log", "-1", "--format=%B", f"{JOURNAL}~{length() - 1}")
+    assert '"compacted"' in root and '"broken"' in root and '"renewed"' in root, root
+    again = alock(repo, "renew", "--json", AGENT_ID="me")
+    assert again.code == 0 and again.json()["lost"] == [], again
