@@ -3,6 +3,7 @@ each a defect an outside review found, pinned by the test that found it."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def test_a_waiter_with_a_huge_place_neither_breaks_nor_jumps_the_queue(tmp_path:
     assert bob is not None
     data = bob.to_json().replace(b'"queue": 1', b'"queue": ' + b"9" * 4300)
     store.plant(bob.id, data)
+    time.sleep(0.002)  # ids begin with the millisecond they were made: equal places' order
     carol = ask(store, "carol", "a", wait=True)
     assert carol.status == "waiting" and carol.waiter is not None
     assert place(carol.waiter) < 10**10
@@ -115,3 +117,33 @@ def test_a_waiter_broken_or_swept_is_no_claim_renew_says_was_lost(tmp_path: Path
     assert [r.id for r in broken.locks] == [queued.id]
     got = locks.renew(ctx(store, "bob"), None)
     assert got.lost == [], [x.id for x in got.lost]
+
+
+def test_ctrl_c_as_the_claim_joins_the_queue_leaves_no_waiter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C reaches the whole foreground group, git included: a git that ends the join's
+    write mid-way (after the waiter was written, in remote mode) made the wait end with
+    exit 2, and its waiter stayed in the queue, where only this machine could judge it
+    dead. The stopped claim takes out any waiter this very process wrote, then exits 130."""
+    import os
+    import signal
+
+    from gitlocks.errors import GitlocksError
+    from gitlocks.service import waiting
+
+    store = MemoryStore(tmp_path)
+    assert ask(store, "alice", "src").status == "acquired"
+    real = locks.acquire
+
+    def interrupted(*args: object, **kwargs: object) -> AcquireResult:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as the write's git ends by it
+        raise GitlocksError("git --git-dir failed: -2")
+
+    monkeypatch.setattr(locks, "acquire", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        waiting.acquire(ctx(store, "bob"), entries("src/x"), wait=60, interruptible=True)
+    monkeypatch.setattr(locks, "acquire", real)
+    assert ask(store, "carol", "src/y", wait=True).conflicts[0].record.holder == "alice"
+    assert [c.record.holder for c in ask(store, "carol", "src/y").conflicts] == ["alice"]
