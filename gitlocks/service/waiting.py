@@ -19,11 +19,13 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, NoReturn
 
+from gitlocks.core import queue as core_queue
 from gitlocks.core.change import Change
-from gitlocks.core.record import LockRecord, parse_duration
+from gitlocks.core.record import LockRecord, format_time, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
+from gitlocks.identity import process_start_time
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
 from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
@@ -68,7 +70,15 @@ def acquire(
     # Ctrl-C is taken from the start: one between joining the queue and the loop must
     # still take the waiter out.
     with _interrupts(interruptible) as stop:
-        result = locks.acquire(ctx, entries, deadline=deadline, **claim)
+        try:
+            result = locks.acquire(ctx, entries, deadline=deadline, **claim)
+        except BaseException:
+            # Ctrl-C reaches git too: one that ends the join's write mid-way may leave the
+            # waiter written, and unknown here. Any this process wrote leaves.
+            if stop.is_set():
+                leave_own(ctx)
+                stop.end()
+            raise
         if result.status != "waiting" or result.waiter is None:
             # A signal during a write that granted the claim came too late to stop it: the
             # answer says so (ACQUIRED), rather than leave a claim its holder never heard of.
@@ -147,6 +157,26 @@ class Stop(threading.Event):
 
 # The signals that stop a wait: Ctrl-C, a harness's time limit, a closed terminal.
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def leave_own(ctx: Context) -> None:
+    """Take out of the queue every waiter this very process wrote (its pid, start time and
+    machine): a join stopped mid-write, whose waiter this process never saw. Best effort,
+    as ``leave``."""
+    pid = os.getpid()
+    start = process_start_time(pid) or ""
+
+    def decide(table: Table) -> tuple[Change, None]:
+        change = Change()
+        for record in core_queue.waiters(table, format_time(ctx.now())):
+            if (record.pid, record.pid_start, record.host_id) == (pid, start, ctx.host_id):
+                queue.leave(record, ctx.now(), change, set(), why="stopped", by=record.holder)
+        return change, None
+
+    try:
+        ctx.store.transact(decide)
+    except GitlocksError:
+        pass
 
 
 @contextmanager
