@@ -230,9 +230,10 @@ class Server:
         if wait is None:
             result = locks.acquire(ctx, claim, **asked)
         else:
-            result = waiting.acquire(
-                ctx, claim, wait=waiting.wait_seconds(ctx, wait, what="wait"), **asked
-            )
+            # Interruptible: a server ended (SIGTERM, SIGHUP) or Ctrl-C'd as a tool waits
+            # takes its waiter out of the queue first, as the verb's does.
+            seconds = waiting.wait_seconds(ctx, wait, what="wait")
+            result = waiting.acquire(ctx, claim, wait=seconds, interruptible=True, **asked)
         doc = result.to_dict()
         if result.status == "acquired":  # as the verb's --json says it
             missing = typos.uncovered(ctx.store.root, claim, ignore_case=ctx.store.ignore_case)

@@ -166,6 +166,8 @@ def _wait_seconds(ctx: object, typed: str) -> int:
     try:
         return waiting.wait_seconds(ctx, typed)  # type: ignore[arg-type]
     except UsageError as exc:
+        if not typed:
+            raise  # a bare --wait took no word: alock.waitDefault is at fault
         raise UsageError(
             f"{exc} (--wait takes the word after it as its duration: put it last, or "
             "write --wait=D)"

@@ -47,12 +47,23 @@ def waiters(table: Table, now: str) -> list[LockRecord]:
     return sorted((w for w in found if w.expires_at > cutoff), key=lambda w: (place(w), w.id))
 
 
+# The last place there can be: past any real queue. A greater one (written by hand) is read
+# as this, so that the places after it stay numbers JSON writes (Python writes no integer
+# of more than 4,300 digits) and a line can print; equal places fall back to the ids.
+LAST_PLACE = 10**9
+
+
 def place(record: LockRecord) -> int:
     """The queue place a waiter took: 1 more than every overlapping waiter it met. A record
     whose field is missing or not a whole number stands first (anyone who can write refs
     can jump a queue anyway; a bad field never stops a command)."""
     value = record.extra.get("queue")
-    return value if type(value) is int and value > 0 else 0
+    return min(value, LAST_PLACE) if type(value) is int and value > 0 else 0
+
+
+def next_place(met: Iterable[LockRecord]) -> int:
+    """The place of a waiter that meets the waiters ``met``: after every one of them."""
+    return min(1 + max((place(w) for w in met), default=0), LAST_PLACE)
 
 
 def wait_ends(record: LockRecord) -> str:

@@ -18,7 +18,7 @@ _DETAIL_KEYS = (
     "branch",
     "by_commit",
     "until_merged",
-    "why",  # a waiter left the queue (design 4.7): timeout, deadlock, stopped, dead
+    "why",  # a waiter left the queue (design 4.7): timeout, deadlock, stopped, dead, yours
     "queue",  # a waiter's place
     "waited_as",  # a grant that ended a wait: the waiter it was
 )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from gitlocks.core.journal import COMPACTED
+from gitlocks.core.queue import is_waiter_id
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.errors import GitlocksError
 from gitlocks.service.results import Lost
@@ -84,11 +86,18 @@ def _walk(
     when ``since_only``."""
     mine_seen = False
     for entry in ctx.store.journal(WALK_COMMITS, start=table.version):
+        # A compaction's root holds the events of many writes: there the holder's last
+        # write ends at the first older event not its own, not at the commit's end.
+        merged = bool(entry.events) and entry.events[0].get("event") == COMPACTED
         wrote = False
         for found in reversed(entry.events):
             kind, holder, by = found.get("event"), found.get("holder"), found.get("by")
-            if by == me or (holder == me and kind in OWN_WRITES and by in (None, me)):
-                wrote = True
+            own = by == me or (holder == me and kind in OWN_WRITES and by in (None, me))
+            if merged and wrote and not own and not mine_seen:
+                mine_seen = True
+                if since_only:
+                    return
+            wrote = wrote or own
             if holder == me and kind in REMOVALS:
                 lost = _lost(found)
                 if lost is not None:
@@ -105,11 +114,14 @@ def _lost(found: Event) -> Lost | None:
     lock_id, paths, at, by = found.get("id"), found.get("paths"), found.get("at"), found.get("by")
     if not isinstance(lock_id, str) or not isinstance(paths, list) or not isinstance(at, str):
         return None
+    if is_waiter_id(lock_id):
+        return None  # a waiter broken or swept held no path: its process answered already
+    if not all(isinstance(p, str) for p in paths):
+        return None  # no patterns this version wrote: told, they would read as Python's
     released = found.get("released")
     if isinstance(released, list) and released != paths:
         return None  # part of a lock given back: the rest is still held
-    return Lost(str(found["event"]), lock_id, [str(p) for p in paths],
-                by if isinstance(by, str) else None, at)  # fmt: skip
+    return Lost(str(found["event"]), lock_id, paths, by if isinstance(by, str) else None, at)
 
 
 def _again(lost: Lost, table: Table, held_keys: set[str], gone: Collection[str]) -> bool:

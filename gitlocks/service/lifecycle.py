@@ -28,6 +28,7 @@ from datetime import datetime
 from gitlocks.core.change import Change
 from gitlocks.core.judging import record_entries
 from gitlocks.core.liveness import Liveness
+from gitlocks.core.queue import waiters
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
     WHOLE_TREE,
@@ -90,6 +91,12 @@ def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: b
     return all(
         any(_entry_contains(c, mine, ignore_case) for c in claim) for mine in record_entries(record)
     )
+
+
+def within(entry: ScopeEntry, record: LockRecord, ignore_case: bool) -> bool:
+    """Whether ``entry``'s scope lies inside one pattern of ``record`` (under-approximated
+    as ``covers_scope`` is: a part it misses is treated as outside)."""
+    return any(_entry_contains(mine, entry, ignore_case) for mine in record_entries(record))
 
 
 # --- writers' helpers -----------------------------------------------------------------------
@@ -202,7 +209,10 @@ def any_dead(ctx: Context, table: Table) -> bool:
     """Whether ``table`` holds a dead holder's note-less lock (judging reads ``/proc``
     once per session), for a listing that would clear them first (``clear_dead``)."""
     life = ctx.liveness()
-    return any(life.state(r) == "dead" for r in table.live(format_time(ctx.now())))
+    now = format_time(ctx.now())
+    return any(life.state(r) == "dead" for r in table.live(now)) or any(
+        life.dead(w) for w in waiters(table, now)
+    )
 
 
 def clear_dead_before_listing(ctx: Context) -> None:
@@ -223,7 +233,8 @@ def clear_dead_before_listing(ctx: Context) -> None:
 
 def clear_dead(ctx: Context) -> list[LockRecord]:
     """Release the dead holders' note-less locks (design §3.3) in one write, journaled as
-    ``auto_released`` by whoever asked; the locks released. For a listing: a supervisor
+    ``auto_released`` by whoever asked, and take dead waiters out of the queue
+    (``left_queue``, ``why: dead``, design §4.7); the locks released. For a listing: a supervisor
     expects the live table to hold live claims, and the journal to say who cleared the
     others."""
 
@@ -237,6 +248,13 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
             if record.id not in gone and life.state(record) == "dead":
                 auto_release(record, now, change, gone, by=ctx.identity.holder)
                 cleared.append(record)
+        for waiter in waiters(table, format_time(now)):  # a waiter killed: out of the queue
+            if waiter.id not in gone and life.dead(waiter):
+                change.delete.append(waiter.id)
+                change.events.append(
+                    event("left_queue", waiter, now, why="dead", by=ctx.identity.holder)
+                )
+                gone.add(waiter.id)
         return change, cleared
 
     found: list[LockRecord] = ctx.store.transact(decide)

@@ -104,15 +104,15 @@ def acquire(
             return leave("refused", AcquireResult("refused", conflicts=conflicts))
         if interrupted:
             return leave("refused", AcquireResult("interrupted", conflicts=interrupted))
-        if mine is not None:  # its turn: the waiter gives way to the lock in this write
-            change.delete.append(mine.id)
         own = [r for r in table.held_by(ctx.identity.holder) if r.id not in gone]
         # A claim of the other kind on the same pattern is no answer: ask for it anew.
         held = {table.key(p): r for r in own if r.shared == shared for p in r.paths}
         new = [e for e in entries if table.key(e.pattern) not in held]
-        if not new:
+        if not new:  # a waiter's holder got it meanwhile: the waiter leaves, journaled
             lock = held[table.key(entries[0].pattern)]
-            return change, _already_yours(ctx, lock, life, ttl, change)
+            return leave("yours", _already_yours(ctx, lock, life, ttl, change))
+        if mine is not None:  # its turn: the waiter gives way to the lock in this write
+            change.delete.append(mine.id)
         record = _new_record(ctx, new, reason, ttl, now)
         record = record.with_changes(shared=shared, until_merged=until_merged)
         change.put.append(record)
@@ -368,6 +368,15 @@ def renew(
         wanted = None if entries is None else table.keys(e.pattern for e in entries)
         life = ctx.liveness()
         renewed, kept = [], []
+
+        def renew_one(record: LockRecord, lifetime: int) -> None:
+            fresh = lifecycle.rebind(ctx, record, life).with_changes(
+                renewed_at=format_time(now), expires_at=expiry_from(now, lifetime), ttl=lifetime
+            )
+            change.put.append(fresh)
+            change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
+            renewed.append(fresh)
+
         for record in table.held_by(ident.holder):
             if record.id in gone or (wanted is not None and not wanted & table.keys(record.paths)):
                 continue
@@ -375,17 +384,19 @@ def renew(
             if lifetime == record.ttl and not ctx.renewal_due(record, lifetime):
                 kept.append(record)  # more than half its lifetime left: no push for it
                 continue
-            fresh = lifecycle.rebind(ctx, record, life).with_changes(
-                renewed_at=format_time(now), expires_at=expiry_from(now, lifetime), ttl=lifetime
-            )
-            change.put.append(fresh)
-            change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
-            renewed.append(fresh)
-        result = RenewResult(renewed, kept)
+            renew_one(record, lifetime)
         # Imported here: only renew reads the journal back.
         from gitlocks.service.history import lost_claims
 
-        result.lost, result.not_locked = lost_claims(ctx, table, entries, renewed + kept, gone)
+        lost, not_locked = lost_claims(ctx, table, entries, renewed + kept, gone)
+        if lost and not renewed:
+            # News told is the holder's write, where the journal's walk back stops next
+            # time: without one, every renewal would tell the same loss again.
+            for record in kept:
+                renew_one(record, ttl or record.ttl or default_ttl)
+            kept = []
+        result = RenewResult(renewed, kept)
+        result.lost, result.not_locked = lost, not_locked
         return change, result
 
     return ctx.store.transact(decide)

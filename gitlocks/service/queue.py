@@ -17,6 +17,7 @@ from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import ScopeEntry, entries_overlap
 from gitlocks.core.table import Table
 from gitlocks.identity import process_start_time
+from gitlocks.service import lifecycle
 from gitlocks.service.context import Context, event
 from gitlocks.service.results import Conflict
 
@@ -54,11 +55,20 @@ def ahead(
     ``mine`` (None: a claim not queued, which every waiter stands before).
 
     As for locks, the asker's own and its ancestors' waiters never stand in its way, and a
-    shared claim passes shared waiters by. A waiter whose process is gone leaves the
-    queue in this same write (``left_queue``, ``why: dead``).
+    shared claim passes shared waiters by. Nor does any waiter stand before a pattern the
+    asker already holds (asking again is a renewal): a lock of its own that holds the
+    pattern as the claim asks for it (exclusive, or shared for a shared claim) holds the
+    waiter up already. A waiter whose process is gone leaves the queue in this same write
+    (``left_queue``, ``why: dead``).
     """
     now = ctx.now()
     ident = ctx.identity
+    held = [r for r in table.held_by(ident.holder) if r.id not in gone and (shared or not r.shared)]
+    entries = [
+        e for e in entries if not any(lifecycle.within(e, r, table.ignore_case) for r in held)
+    ]
+    if not entries:
+        return []
     friends = table.unblocking(ident.holder, ident.parent)
     found = []
     for other in queue.waiters(table, format_time(now)):
@@ -125,7 +135,7 @@ def waiter(
         shared=shared,
         extra={
             "waiting": True,
-            "queue": 1 + max((queue.place(w) for w in behind), default=0),
+            "queue": queue.next_place(behind),
             "wait_until": format_time(deadline),
         },
     )

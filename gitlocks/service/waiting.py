@@ -17,14 +17,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
+from gitlocks.core import queue as core_queue
 from gitlocks.core.change import Change
-from gitlocks.core.record import LockRecord, parse_duration
+from gitlocks.core.record import LockRecord, format_time, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
 from gitlocks.git import run
+from gitlocks.identity import process_start_time
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
 from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
@@ -63,7 +65,9 @@ def acquire(
 
     ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
     way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
-    queue and ``KeyboardInterrupt`` is raised (exit 130); only the main thread can.
+    queue and ``KeyboardInterrupt`` is raised (exit 130); SIGTERM (a harness's time limit)
+    and SIGHUP (a closed terminal) end it alike, then the process as that signal does.
+    Only the main thread can.
     """
     started = time.monotonic()
     ends = started + wait
@@ -71,10 +75,20 @@ def acquire(
     # Ctrl-C is taken from the start: one between joining the queue and the loop must
     # still take the waiter out.
     with _interrupts(interruptible) as stop, _apart(interruptible):
-        result = locks.acquire(ctx, entries, deadline=deadline, **claim)
-        if result.status != "waiting" or result.waiter is None:
+        try:
+            result = locks.acquire(ctx, entries, deadline=deadline, **claim)
+        except BaseException:
+            # Ctrl-C reaches git too: one that ends the join's write mid-way may leave the
+            # waiter written, and unknown here. Any this process wrote leaves.
             if stop.is_set():
-                raise KeyboardInterrupt
+                leave_own(ctx)
+                stop.end()
+            raise
+        if result.status != "waiting" or result.waiter is None:
+            # A signal during a write that granted the claim came too late to stop it: the
+            # answer says so (ACQUIRED), rather than leave a claim its holder never heard of.
+            if stop.is_set() and result.status not in ("acquired", "already_yours"):
+                stop.end()
             return result
         waiter = result.waiter
         try:
@@ -99,6 +113,8 @@ def acquire(
             stuck = leave(ctx, waiter)
             if stuck is not None and on_note is not None:
                 on_note(stuck)
+            if stop.is_set():
+                stop.end()
             raise
     result.waiter = waiter
     result.waited = time.monotonic() - started
@@ -129,19 +145,70 @@ def leave(ctx: Context, waiter: LockRecord) -> str | None:
     return None
 
 
+class Stop(threading.Event):
+    """Set by the signal that stops a wait (``signum``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signum = signal.SIGINT
+
+    def caught(self, signum: int, _frame: object) -> None:
+        self.signum = signal.Signals(signum)
+        self.set()
+
+    def end(self) -> NoReturn:
+        """End as the signal asks, the waiter out of the queue: Ctrl-C as an interrupt
+        (exit 130), any other as that signal ends a process (the exit status says so)."""
+        if self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        signal.signal(self.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), self.signum)
+        raise SystemExit(128 + self.signum)  # not reached: the signal ends the process
+
+
+# The signals that stop a wait: Ctrl-C, a harness's time limit, a closed terminal.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def leave_own(ctx: Context) -> None:
+    """Take out of the queue every waiter this very process wrote (its pid, start time and
+    machine): a join stopped mid-write, whose waiter this process never saw. Best effort,
+    as ``leave``."""
+    pid = os.getpid()
+    start = process_start_time(pid) or ""
+
+    def decide(table: Table) -> tuple[Change, None]:
+        change = Change()
+        for record in core_queue.waiters(table, format_time(ctx.now())):
+            if (record.pid, record.pid_start, record.host_id) == (pid, start, ctx.host_id):
+                queue.leave(record, ctx.now(), change, set(), why="stopped", by=record.holder)
+        return change, None
+
+    try:
+        ctx.store.transact(decide)
+    except GitlocksError:
+        pass
+
+
 @contextmanager
-def _interrupts(wanted: bool) -> Iterator[threading.Event]:
-    """An event set by SIGINT while inside, instead of an exception raised anywhere (in the
-    middle of a write): the loop sees it between two waits."""
-    stop = threading.Event()
+def _interrupts(wanted: bool) -> Iterator[Stop]:
+    """An event set by SIGINT, SIGTERM or SIGHUP while inside, instead of an exception
+    raised anywhere (in the middle of a write) or an end with the waiter left in the
+    queue, where only a write from this machine could judge it dead: the loop sees it
+    between two waits. A signal ignored (``nohup``) stays ignored."""
+    stop = Stop()
     if not wanted or threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    previous = {}
+    for signum in STOPPING:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, stop.caught)
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextmanager
