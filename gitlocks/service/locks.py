@@ -155,6 +155,9 @@ def acquire(
         if mine is None:
             change.put.append(me)
             change.events.append(event("waiting", me, now, queue=me.extra["queue"]))
+        elif (renewed := queue.renewal(mine, now, deadline)) is not None:
+            change.put.append(renewed)  # still waiting: alive, as a renewal says of a lock
+            change.events.append(event("renewed", renewed, now, expires_at=renewed.expires_at))
         return change, AcquireResult("waiting", conflicts=conflicts, waiter=me)
 
     result: AcquireResult = ctx.store.transact(decide)

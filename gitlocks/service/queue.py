@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from gitlocks.core import queue
 from gitlocks.core.judging import record_entries
-from gitlocks.core.record import LockRecord, format_time
+from gitlocks.core.record import LockRecord, format_time, parse_time
 from gitlocks.core.scope import ScopeEntry, entries_overlap
 from gitlocks.core.table import Table
 from gitlocks.identity import process_start_time
@@ -22,6 +22,32 @@ from gitlocks.service.context import Context, event
 from gitlocks.service.results import Conflict
 
 GRACE_SECONDS = 10  # a waiter's record outlives its wait by this much
+# A waiter's record lives at most this long unless its process renews it, as a holder's
+# claim lives by its TTL: one on a machine that crashed, which nobody else can judge dead,
+# leaves the queue within this, not at the end of a wait of days (design §4.7).
+WAITER_LIFE_SECONDS = 5 * 60
+
+
+def waiter_expiry(now: datetime, deadline: datetime) -> datetime:
+    """When a waiter's record written or renewed at ``now`` expires: a life from now, never
+    past a little after the end of its wait."""
+    return min(
+        now + timedelta(seconds=WAITER_LIFE_SECONDS), deadline + timedelta(seconds=GRACE_SECONDS)
+    )
+
+
+def renewal(record: LockRecord, now: datetime, deadline: datetime) -> LockRecord | None:
+    """The waiter's record renewed, once half its life is gone (and it could live longer);
+    else None. In remote mode a renewal is a push: one every few minutes of a long wait."""
+    expires = waiter_expiry(now, deadline)
+    try:
+        left = (parse_time(record.expires_at) - now).total_seconds()
+    except ValueError:
+        left = 0.0  # a time this version cannot read: written anew
+    if left > WAITER_LIFE_SECONDS / 2 or format_time(expires) <= record.expires_at:
+        return None
+    return record.with_changes(expires_at=format_time(expires), renewed_at=format_time(now))
+
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -122,9 +148,10 @@ def waiter(
         reason=reason,
         created_at=stamp,
         renewed_at=stamp,
-        # A little past the end of the wait: the waiter itself says it ran out (``timeout``);
-        # the sweep is for one that could not (its process gone where none can judge it).
-        expires_at=format_time(deadline + timedelta(seconds=GRACE_SECONDS)),
+        # At most a little past the end of the wait: the waiter itself says it ran out
+        # (``timeout``); the sweep is for one that could not (its process gone where none
+        # can judge it). A long wait renews it as it goes (``renewal``).
+        expires_at=format_time(waiter_expiry(now, deadline)),
         host=ctx.host,
         host_id=ctx.host_id,
         pid=pid,

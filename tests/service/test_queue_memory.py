@@ -11,7 +11,7 @@ from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
-from gitlocks.service import locks
+from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
 from gitlocks.service.results import AcquireResult
 from gitlocks.store.memory import MemoryStore
@@ -126,3 +126,49 @@ def test_a_waiter_record_with_bad_fields_of_its_own_stops_nothing(tmp_path: Path
         odd = queued.with_changes(extra={**queued.extra, **bad})
         assert place(odd) == 0 and wait_ends(odd) == odd.expires_at
         assert "bob" in render_queue([odd], "carol", NOW)
+
+
+def test_a_long_wait_renews_its_record_and_a_silent_one_leaves_within_its_life(
+    tmp_path: Path,
+) -> None:
+    """A waiter's record lives a few minutes, renewed while its process asks: a waiter on a
+    machine that crashed (nobody else can judge its process dead) leaves the queue within
+    that life, not at the end of a wait of days."""
+    store = MemoryStore(tmp_path)
+
+    def at(minutes: int, holder: str) -> Context:
+        who = resolve_identity(holder, {}, harness=False)
+        when = NOW + timedelta(minutes=minutes)
+        return Context(store=store, identity=who, clock=lambda: when, alive=lambda p, s: True)
+
+    long = NOW + timedelta(days=2)
+    assert locks.acquire(at(0, "alice"), entries("src/**"), ttl=3600).status == "acquired"
+    queued = locks.acquire(at(0, "bob"), entries("src/a.py"), deadline=long)
+    assert queued.status == "waiting" and queued.waiter is not None
+    life = timedelta(seconds=queue.WAITER_LIFE_SECONDS)
+    assert queued.waiter.expires_at == format_time(NOW + life)
+    assert queued.waiter.extra["wait_until"] == format_time(long)  # what the page shows
+
+    def asked(minutes: int) -> str:
+        again = locks.acquire(
+            at(minutes, "bob"), entries("src/a.py"), deadline=long, queued=queued.waiter
+        )
+        assert again.status == "waiting", again
+        [record] = waiters(store.read_table(), format_time(NOW + timedelta(minutes=minutes)))
+        return record.expires_at
+
+    assert asked(1) == format_time(NOW + life)  # most of its life left: no write
+    renewed = NOW + timedelta(minutes=3)
+    assert asked(3) == format_time(renewed + life)
+    assert [e["event"] for e in next(store.journal(1)).events] == ["renewed"]
+    # Bob's machine goes silent: past the renewed life, the queue no longer holds him.
+    late = 3 + queue.WAITER_LIFE_SECONDS // 60 + 1
+    assert locks.release(at(late, "alice"), None).released
+    assert locks.acquire(at(late, "carol"), entries("src/a.py")).status == "acquired"
+
+
+def test_a_waiter_record_never_outlives_its_wait_by_more_than_the_grace() -> None:
+    end = NOW + timedelta(seconds=30)
+    assert queue.waiter_expiry(NOW, end) == end + timedelta(seconds=queue.GRACE_SECONDS)
+    far = NOW + timedelta(days=366)
+    assert queue.waiter_expiry(NOW, far) == NOW + timedelta(seconds=queue.WAITER_LIFE_SECONDS)
