@@ -110,6 +110,7 @@ def acquire(
 
             def noted(said: str) -> None:
                 sys.stderr.write(f"note: {printable(said)}\n")
+                sys.stderr.flush()
 
             result = waiting.acquire(
                 ctx, claim, wait=waits, on_waiting=told, interruptible=True, on_note=noted, **asked

@@ -24,7 +24,7 @@ from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, format_time, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
-from gitlocks.errors import GitlocksError
+from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git import run
 from gitlocks.identity import process_start_time
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
@@ -61,7 +61,8 @@ def acquire(
     """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
 
     ``on_note`` is told, in one sentence, when a wait that stopped could not take its
-    waiter out of the queue.
+    waiter out of the queue, and once when the lock remote did not answer (a fetch or an
+    ask that fails ends no wait before its time: the remote is asked again).
 
     ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
     way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
@@ -96,6 +97,7 @@ def acquire(
                 on_waiting(result)
             seen = _blockers(result)
             watch = Watch(ctx.store)
+            said_silent = False  # a lock remote that does not answer is said once
             while result.status == "waiting":
                 if not stop.is_set():
                     watch.wait(ends, stop)
@@ -104,7 +106,19 @@ def acquire(
                 # Out of time by this clock: the decision must see it so, whatever the
                 # clock it reads says (it counts whole seconds).
                 cut = deadline if time.monotonic() < ends else ctx.now() - timedelta(seconds=1)
-                result = locks.acquire(ctx, entries, deadline=cut, queued=waiter, **claim)
+                try:
+                    result = locks.acquire(ctx, entries, deadline=cut, queued=waiter, **claim)
+                except RemoteError as exc:
+                    if time.monotonic() >= ends:
+                        raise  # out of time, and the lock remote still cannot say
+                    watch.failed = watch.failed or exc
+                if watch.failed is not None:
+                    if on_note is not None and not said_silent:
+                        on_note(
+                            f"the lock remote did not answer ({watch.failed}); still waiting, "
+                            f"and asking again, until {format_time(deadline)}"
+                        )
+                    said_silent, watch.failed = True, None
                 if result.status == "waiting" and _blockers(result) != seen:
                     seen = _blockers(result)
                     if on_waiting is not None:
@@ -246,6 +260,7 @@ class Watch:
             self.last = self.first  # a stat costs microseconds: no need to back off
         self.recheck = REMOTE_RECHECK if self.remote else LOCAL_RECHECK
         self.seen = None if self.remote else self._stamp()
+        self.failed: RemoteError | None = None  # the last fetch or ask the remote failed
 
     def wait(self, ends: float, stop: threading.Event) -> None:
         pause = self.first
@@ -262,7 +277,13 @@ class Watch:
 
     def _moved(self) -> bool:
         if self.remote:
-            return self.store.sync()  # a fetch; never a push
+            # A fetch, never a push. One that fails ends no wait (the remote may answer
+            # the next): it is kept for the waiter to say, and nothing is known to move.
+            try:
+                return self.store.sync()
+            except RemoteError as exc:
+                self.failed = exc
+                return False
         now = self._stamp()
         moved, self.seen = now != self.seen, now
         return moved

@@ -522,3 +522,36 @@ def test_a_release_a_new_claim_and_two_waiters_never_grant_twice(place: Place) -
         elif event["event"] in ("released", "expired", "broken", "auto_released"):
             live.discard(event["id"])
     assert not live
+
+
+@pytest.mark.slow
+def test_a_lock_remote_that_does_not_answer_for_a_while_ends_no_wait(
+    tmp_path: Path, started: list[Waiter]
+) -> None:
+    """A wait in remote mode outlives a lock remote gone for a moment (a network blip, a
+    server restarting): said once on stderr, asked again, and granted once it is back."""
+    bare = make_bare(tmp_path / "locks.git")
+    a = make_clone(bare.as_uri(), tmp_path / "a")
+    b = make_clone(bare.as_uri(), tmp_path / "b")
+    assert claim(a, "alice", "src/**").code == 0
+    bob = Waiter(b, "bob", "src/app.py")
+    started.append(bob)
+    until(lambda: holders_queued(bare) == ["bob"], "bob joins the queue")
+    away = tmp_path / "away.git"
+    bare.rename(away)
+    noted: list[str] = []
+    assert bob.proc.stderr is not None
+
+    def said() -> bool:
+        line = bob.proc.stderr.readline() if bob.running() else ""  # type: ignore[union-attr]
+        noted.append(line)
+        return "lock remote did not answer" in line or not bob.running()
+
+    until(said, "the waiter says the lock remote did not answer")
+    assert bob.running(), noted
+    away.rename(bare)
+    assert alock(a, "release", "src/**", AGENT_ID="alice").code == 0
+    got = bob.result()
+    assert got.code == 0, (got, noted)
+    assert got.json()["status"] == "acquired"
+    assert holders_queued(bare) == []
