@@ -170,12 +170,13 @@ class Mirror(Store):
         clone that has none yet, the remote's refs ``old``). A local lock whose value is
         neither that nor ``new``'s was never pushed: it is left exactly as it is.
         """
-        basis = self.mirrored() if self.view_journal() is not None else old
+        view = self.view_journal()  # read once: nothing moves it while we decide
+        basis = (self.journal_store.table(view) or {}) if view is not None else old
         updates = view_moves(basis, new, self.local_locks())
         if journal is not None:
             if self.version() != journal:
                 updates[JOURNAL_REF] = journal
-            if self.view_journal() != journal:
+            if view != journal:
                 updates[self.view_ref] = journal
         return updates
 
