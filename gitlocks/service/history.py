@@ -92,7 +92,13 @@ def _walk(
         wrote = False
         for found in reversed(entry.events):
             kind, holder, by = found.get("event"), found.get("holder"), found.get("by")
-            own = by == me or (holder == me and kind in OWN_WRITES and by in (None, me))
+            # A waiter's renewal is its process asking again, which hears of no lost claim.
+            own = by == me or (
+                holder == me
+                and kind in OWN_WRITES
+                and by in (None, me)
+                and not is_waiter_id(str(found.get("id")))
+            )
             if merged and wrote and not own and not mine_seen:
                 mine_seen = True
                 if since_only:
