@@ -139,8 +139,8 @@ def acquire(
         assert deadline is not None
         now = ctx.now()
         by = ctx.identity.holder
-        if queued is not None and mine is None:  # broken, or swept once its time was out
-            return change, AcquireResult("refused", conflicts=conflicts)
+        if queued is not None and mine is None and not queue.lapsed(queued, now, deadline):
+            return change, AcquireResult("refused", conflicts=conflicts)  # broken, or time out
         if mine is not None and now >= deadline:
             queue.leave(mine, now, change, gone, why="timeout", by=by)
             return change, AcquireResult("refused", conflicts=conflicts)
@@ -158,6 +158,7 @@ def acquire(
         elif (renewed := queue.renewal(mine, now, deadline)) is not None:
             change.put.append(renewed)  # still waiting: alive, as a renewal says of a lock
             change.events.append(event("renewed", renewed, now, expires_at=renewed.expires_at))
+            me = renewed  # the record as written: the next ask judges a lapse by it
         return change, AcquireResult("waiting", conflicts=conflicts, waiter=me)
 
     result: AcquireResult = ctx.store.transact(decide)

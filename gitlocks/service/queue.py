@@ -49,6 +49,17 @@ def renewal(record: LockRecord, now: datetime, deadline: datetime) -> LockRecord
     return record.with_changes(expires_at=format_time(expires), renewed_at=format_time(now))
 
 
+def lapsed(record: LockRecord, now: datetime, deadline: datetime) -> bool:
+    """Whether a waiter gone from the table went by its own expiry while its wait is not
+    out (its process could not renew it: a lock remote silent, a machine asleep, a clock
+    that jumped): it joins the queue again rather than end its wait. One broken before
+    its life was out ends its wait (design §4.7)."""
+    try:
+        return parse_time(record.expires_at) <= now < deadline
+    except ValueError:
+        return False
+
+
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.core.change import Change

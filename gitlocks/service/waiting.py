@@ -112,6 +112,11 @@ def acquire(
                     if time.monotonic() >= ends:
                         raise  # out of time, and the lock remote still cannot say
                     watch.failed = watch.failed or exc
+                else:
+                    if result.status == "waiting" and result.waiter is not None:
+                        # The record as last written (renewed, or joined again once it
+                        # lapsed): the next ask, and leaving, name it.
+                        waiter = result.waiter
                 if watch.failed is not None:
                     if on_note is not None and not said_silent:
                         on_note(

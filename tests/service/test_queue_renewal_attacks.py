@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from gitlocks.core.queue import waiters
+from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
-from gitlocks.service import locks
+from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
 from gitlocks.store.memory import MemoryStore
 
@@ -44,3 +46,33 @@ def test_a_waiters_renewal_is_no_write_that_heard_of_a_lost_claim(tmp_path: Path
     got = locks.renew(at(store, 4, "bob"), None)
     assert [x.id for x in got.lost] == [lib.id]
 
+
+def test_a_waiter_whose_record_lapsed_while_it_could_not_ask_joins_again(tmp_path: Path) -> None:
+    """A waiter that could not renew its record for five minutes (a lock remote silent
+    for a while, a machine asleep, a clock that jumped) found it swept as it asked again
+    and was refused, though its wait of days was not out: a wait that outlives a silent
+    remote must not end at its return. It joins the queue again, at its end; a waiter
+    broken by someone (its record gone before its life was out) is still refused."""
+    store = MemoryStore(tmp_path)
+    assert locks.acquire(at(store, 0, "alice"), entries("src"), ttl=86400).status == "acquired"
+    queued = locks.acquire(at(store, 0, "bob"), entries("src"), deadline=LONG).waiter
+    assert queued is not None
+    silent = queue.WAITER_LIFE_SECONDS // 60 + 1
+    again = locks.acquire(at(store, silent, "bob"), entries("src"), deadline=LONG, queued=queued)
+    assert again.status == "waiting", again.to_dict()
+    assert again.waiter is not None and again.waiter.id != queued.id
+    now = format_time(NOW + timedelta(minutes=silent))
+    assert [w.id for w in waiters(store.read_table(), now)] == [again.waiter.id]
+    # Renewed, the answer carries the record as written: the next ask judges by it.
+    later = locks.acquire(
+        at(store, silent + 3, "bob"), entries("src"), deadline=LONG, queued=again.waiter
+    )
+    assert later.waiter is not None and later.waiter.expires_at > again.waiter.expires_at
+    gone = locks.break_locks(
+        at(store, silent + 4, "carol"), [(later.waiter.id, ScopeEntry(later.waiter.id))]
+    )
+    assert gone.locks
+    last = locks.acquire(
+        at(store, silent + 5, "bob"), entries("src"), deadline=LONG, queued=later.waiter
+    )
+    assert last.status == "refused"
