@@ -98,11 +98,18 @@ def acquire(
             seen = _blockers(result)
             watch = Watch(ctx.store)
             said_silent = False  # a lock remote that does not answer is said once
+            silent: RemoteError | None = None  # out of time, and the lock remote silent
             while result.status == "waiting":
                 if not stop.is_set():
                     watch.wait(ends, stop)
                 if stop.is_set():
                     raise KeyboardInterrupt
+                if watch.failed is not None and time.monotonic() >= ends:
+                    # Out of time, its last fetch failed: no ask of a remote that would take
+                    # as long again to fail (the wait ends at its time plus at most one
+                    # remote timeout, exit 2).
+                    silent = watch.failed
+                    raise silent
                 # Out of time by this clock: the decision must see it so, whatever the
                 # clock it reads says (it counts whole seconds).
                 cut = deadline if time.monotonic() < ends else ctx.now() - timedelta(seconds=1)
@@ -110,6 +117,7 @@ def acquire(
                     result = locks.acquire(ctx, entries, deadline=cut, queued=waiter, **claim)
                 except RemoteError as exc:
                     if time.monotonic() >= ends:
+                        silent = exc
                         raise  # out of time, and the lock remote still cannot say
                     watch.failed = watch.failed or exc
                 else:
@@ -129,7 +137,9 @@ def acquire(
                     if on_waiting is not None:
                         on_waiting(result)
         except BaseException:
-            stuck = leave(ctx, waiter)
+            # A remote silent to the end is not asked again to take the waiter out: its
+            # record expires a few seconds after its wait (``queue.waiter_expiry``).
+            stuck = leave(ctx, waiter) if silent is None else _stuck(waiter, silent)
             if stuck is not None and on_note is not None:
                 on_note(stuck)
             if stop.is_set():
@@ -138,6 +148,13 @@ def acquire(
     result.waiter = waiter
     result.waited = time.monotonic() - started
     return result
+
+
+def _stuck(waiter: LockRecord, why: object) -> str:
+    return (
+        f"the waiter {waiter.id} could not leave the queue ({why}); a write from this "
+        f"host takes it out as dead, and it expires at {waiter.expires_at}"
+    )
 
 
 def _blockers(result: AcquireResult) -> list[str]:
@@ -157,10 +174,7 @@ def leave(ctx: Context, waiter: LockRecord) -> str | None:
     try:
         ctx.store.transact(decide)
     except GitlocksError as exc:
-        return (
-            f"the waiter {waiter.id} could not leave the queue ({exc}); a write from this "
-            f"host takes it out as dead, and it expires at {waiter.expires_at}"
-        )
+        return _stuck(waiter, exc)
     return None
 
 
@@ -274,8 +288,8 @@ class Watch:
             left = due - time.monotonic()
             if left <= 0:
                 return
-            if stop.wait(min(pause, left)):
-                return
+            if stop.wait(min(pause, left)) or time.monotonic() >= due:
+                return  # out of time, the waiter asks anyway: no fetch before it
             if self._moved():
                 return
             pause = min(self.last, pause * 1.5)

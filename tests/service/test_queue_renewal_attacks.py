@@ -3,17 +3,26 @@ a defect an outside review found, pinned by the test that found it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TypeVar
 
+import pytest
+
+from gitlocks.core.change import Change
 from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.table import Table
+from gitlocks.errors import RemoteError
 from gitlocks.identity import resolve_identity
-from gitlocks.service import locks, queue
+from gitlocks.service import locks, queue, waiting
 from gitlocks.service.context import Context
+from gitlocks.service.results import AcquireResult
 from gitlocks.store.memory import MemoryStore
 
+T = TypeVar("T")
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 LONG = NOW + timedelta(days=2)
 
@@ -76,3 +85,48 @@ def test_a_waiter_whose_record_lapsed_while_it_could_not_ask_joins_again(tmp_pat
         at(store, silent + 5, "bob"), entries("src"), deadline=LONG, queued=later.waiter
     )
     assert last.status == "refused"
+
+
+class Silent(MemoryStore):
+    """A store read as a lock remote's that stops answering (every fetch and write fails)
+    once ``down`` is set, and counts the writes asked of it meanwhile."""
+
+    remote = "locks"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.down = False
+        self.asked = 0
+
+    def sync(self) -> bool:
+        if self.down:
+            raise RemoteError("the lock remote hung up")
+        return super().sync()
+
+    def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = 5) -> T:
+        if self.down:
+            self.asked += 1
+            raise RemoteError("the lock remote hung up")
+        return super().transact(decide, tries=tries)
+
+
+def test_a_wait_on_a_remote_silent_to_its_end_asks_no_more_once_its_time_is_out(
+    tmp_path: Path,
+) -> None:
+    """A wait whose lock remote never comes back ends at its time (exit 2), not a remote
+    timeout or two later: out of time with the remote's last fetch failed, it asked again
+    (a fetch and a push, each up to alock.remoteTimeout) and then tried to leave the queue
+    (as long again), though its record expires a few seconds after its wait anyway."""
+    store = Silent(tmp_path)
+    assert locks.acquire(at(store, 0, "alice"), entries("src"), ttl=86400).status == "acquired"
+    notes: list[str] = []
+
+    def gone(_: AcquireResult) -> None:
+        store.down = True
+
+    with pytest.raises(RemoteError):
+        waiting.acquire(
+            at(store, 0, "bob"), entries("src"), wait=1, on_waiting=gone, on_note=notes.append
+        )
+    assert store.asked == 0, notes
+    assert [n for n in notes if "expires at 2026-06-01T12:00:11Z" in n], notes  # its wait's end
