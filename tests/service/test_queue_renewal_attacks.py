@@ -15,7 +15,7 @@ from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
-from gitlocks.errors import RemoteError
+from gitlocks.errors import RemoteError, StoreError
 from gitlocks.identity import resolve_identity
 from gitlocks.service import locks, queue, waiting
 from gitlocks.service.context import Context
@@ -130,3 +130,26 @@ def test_a_wait_on_a_remote_silent_to_its_end_asks_no_more_once_its_time_is_out(
         )
     assert store.asked == 0, notes
     assert [n for n in notes if "expires at 2026-06-01T12:00:11Z" in n], notes  # its wait's end
+
+
+def test_a_store_error_during_a_wait_ends_it_and_takes_the_waiter_out(tmp_path: Path) -> None:
+    """Only a lock remote that does not answer is waited out: any other error of the store
+    ends the wait at once, and the waiter leaves the queue."""
+    store = Silent(tmp_path)
+    assert locks.acquire(at(store, 0, "alice"), entries("src"), ttl=86400).status == "acquired"
+    real = store.transact
+    failed: list[int] = []
+
+    def once(decide: Callable[[Table], tuple[Change, T]], *, tries: int = 5) -> T:
+        if not failed:
+            failed.append(1)
+            raise StoreError("a journal this version cannot read")
+        return real(decide, tries=tries)
+
+    def joined(_: AcquireResult) -> None:
+        store.sync = lambda: True  # type: ignore[method-assign]  # something moved: ask
+        store.transact = once  # type: ignore[method-assign]
+
+    with pytest.raises(StoreError):
+        waiting.acquire(at(store, 0, "bob"), entries("src"), wait=30, on_waiting=joined)
+    assert waiters(store.read_table(), format_time(NOW)) == []
