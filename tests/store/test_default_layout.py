@@ -49,6 +49,14 @@ def refs_under(bare: Path) -> list[str]:
     return [FORMAT, *(f"{SHARD_PREFIX}{k}" for k in sorted(shard_refs(bare)))]
 
 
+def empty_and_join(bare: Path, tmp_path: Path) -> Path:
+    """Empty the remote as a ``push --mirror`` from a fresh clone does on a plain host,
+    then a clone that joins next (and takes it for a new remote, laying it out)."""
+    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
+    git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
+    return make_clone(bare.as_uri(), tmp_path / "b")
+
+
 def test_a_new_lock_remote_is_laid_out_sharded(bare: Path, tmp_path: Path) -> None:
     a = make_clone(bare.as_uri(), tmp_path / "a", remote_mode=False)
     got = alock(a, "remote", "origin", "--json")
@@ -172,9 +180,7 @@ def test_a_remote_emptied_and_laid_out_again_in_the_same_count_is_restored(
     clone goes on."""
     a = make_clone(bare.as_uri(), tmp_path / "a")
     assert alock(a, "acquire", "src/**", **A).code == 0
-    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
-    git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+    b = empty_and_join(bare, tmp_path)
     assert git(bare, "cat-file", "-p", FORMAT) == f"shards {DEFAULT_SHARDS}\n"
     lost = alock(a, "acquire", "lib/x", **A)
     assert lost.code == 2 and "--restore" in lost.err, lost
@@ -198,9 +204,7 @@ def test_a_write_on_a_remote_laid_out_again_in_the_same_second_is_told_what_was_
     laid = {ref: git(bare, "rev-parse", ref) for ref in (JOURNAL, *refs_under(bare))}
     one, other = first_with_two_keys(DEFAULT_SHARDS)
     assert alock(a, "acquire", f"{one}/**", **A).code == 0
-    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
-    git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+    b = empty_and_join(bare, tmp_path)
     before = git(bare, "for-each-ref")
     # A holder of this clone with no claim (its write leases no shard of a's: the notice
     # tells it), a's own in a shard that held nothing, and one leasing every shard.
@@ -259,9 +263,7 @@ def test_a_remote_emptied_and_laid_out_again_is_not_restored_onto_other_shards(
     nothing."""
     a = make_clone(bare.as_uri(), tmp_path / "a", shards=8)
     assert alock(a, "acquire", "src/**", **A).code == 0
-    git(tmp_path, "clone", "-q", bare.as_uri(), "fresh")
-    git(tmp_path / "fresh", "push", "-q", "--mirror", "origin")
-    b = make_clone(bare.as_uri(), tmp_path / "b")
+    b = empty_and_join(bare, tmp_path)
     assert git(bare, "cat-file", "-p", FORMAT) == f"shards {DEFAULT_SHARDS}\n"
     lost = alock(a, "acquire", "lib/x", **A)
     assert lost.code == 2 and "--restore" in lost.err, lost
