@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from gitlocks.agents.edits import Candidates, Unjudgeable
 from gitlocks.agents.shell_words import NAME, Word, word_at, words
+from gitlocks.core.value import Value
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -439,7 +440,7 @@ def _names_files(text: str) -> bool:
     return bool(_files(text)) or any(mark.rstrip() in text for mark in (ADD, DELETE, UPDATE))
 
 
-class _Opened:
+class _Opened(Value):
     """A here-document as its ``<<`` opens it."""
 
     __slots__ = ("delimiter", "end", "quoted", "strip_tabs")
@@ -455,18 +456,6 @@ class _Opened:
         self.quoted = quoted  # any part of the word quoted: the body is not expanded
         self.strip_tabs = strip_tabs  # ``<<-``
         self.end = end  # where the word ends
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.delimiter, self.quoted, self.strip_tabs, self.end)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Opened) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"_Opened{self._key()!r}"
 
 
 def _delimiter(tail: str, heredoc: re.Match[str]) -> _Opened:

@@ -75,6 +75,7 @@ from gitlocks.core.record import (
 from gitlocks.core.scope import path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
+from gitlocks.core.value import Value
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
@@ -138,7 +139,7 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-class Verdict:
+class Verdict(Value):
     """What an edit's files meet: denials, warnings, the files to claim (by repository),
     those that cannot be claimed here, the repositories where a claim was met, the
     holder's own claims the edit is inside (by repository): a heartbeat; and each denial
@@ -163,26 +164,6 @@ class Verdict:
         self.held_in = held_in
         self.own = own
         self.refusals = refusals
-
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.denied,
-            self.warned,
-            self.free,
-            self.unclaimed,
-            self.held_in,
-            self.own,
-            self.refusals,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Verdict) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Verdict{self._key()!r}"
 
 
 def judge(

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from gitlocks.agents.edits import Candidates, Unjudgeable
+from gitlocks.core.value import Value
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class Pass(Exception):
     """Nothing to guard here: let the call through, saying nothing (exit 0)."""
 
 
-class Event:
+class Event(Value):
     """One harness event, as the guard needs it."""
 
     __slots__ = ("claimable", "cwd", "kind", "paths", "session_id", "tool")
@@ -63,20 +64,8 @@ class Event:
         # each is judged, none claimed.
         self.claimable = claimable
 
-    def _key(self) -> tuple[object, ...]:
-        return (self.kind, self.session_id, self.cwd, self.tool, self.paths, self.claimable)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Event) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Event{self._key()!r}"
-
-
-class Answer:
+class Answer(Value):
     """What the harness gets back."""
 
     __slots__ = ("code", "stderr", "stdout")
@@ -91,24 +80,12 @@ class Answer:
         self.stdout = stdout
         self.stderr = stderr
 
-    def _key(self) -> tuple[object, ...]:
-        return (self.code, self.stdout, self.stderr)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Answer) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Answer{self._key()!r}"
-
 
 # An editing tool -> the files one call of it writes, from its input (None: it names none;
 # (): this call of the tool writes nothing, a read).
 
 
-class Harness:
+class Harness(Value):
     """One harness: how its answers are written, and how its session ends read."""
 
     __slots__ = ("context", "deny", "fail", "goes_on", "name", "title", "warn")
@@ -134,18 +111,6 @@ class Harness:
         # SessionEnd reasons after which the same process goes on (``/clear``): its claims
         # are renewed, not released. None: its session end never ends the process's claims.
         self.goes_on = goes_on
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.name, self.title, self.deny, self.warn, self.context, self.fail, self.goes_on)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Harness) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Harness{self._key()!r}"
 
 
 # --- reading tool inputs ----------------------------------------------------------------

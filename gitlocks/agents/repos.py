@@ -16,6 +16,7 @@ from gitlocks.agents.harnesses import (
     Pass,
 )
 from gitlocks.core.ignore import IgnoreList
+from gitlocks.core.value import Value
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
@@ -27,7 +28,7 @@ from gitlocks.hooks.check import (
 MODES = ("claim", "block", "warn")
 
 
-class Repo:
+class Repo(Value):
     """The repository an event happens in, as the fast path reads it (no pygit2)."""
 
     __slots__ = (
@@ -73,31 +74,6 @@ class Repo:
         self.git_dir = git_dir
         self.object_format = object_format  # None: git did not say
         self.settings = settings
-
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.root,
-            self.common_dir,
-            self.mode,
-            self.remote,
-            self.ignore_case,
-            self.skew,
-            self.reftable,
-            self.warnings,
-            self.ignore,
-            self.git_dir,
-            self.object_format,
-            self.settings,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Repo) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Repo{self._key()!r}"
 
 
 def open_repo(directory: str, *, edited: str = "") -> Repo:

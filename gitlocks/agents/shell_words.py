@@ -10,9 +10,10 @@ import re
 
 from gitlocks.agents.edits import Unjudgeable
 from gitlocks.core.text import ALNUM
+from gitlocks.core.value import Value
 
 
-class Word:
+class Word(Value):
     """One shell word: its text with quotes removed, and whether the shell decides it only
     when it runs (an expansion: ``$``, a command substitution, ``~``, a glob)."""
 
@@ -27,18 +28,6 @@ class Word:
         self.text = text
         self.dynamic = dynamic
         self.pwd = pwd  # it starts with $PWD (or ${PWD}), then only literal text
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.text, self.dynamic, self.pwd)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Word) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Word{self._key()!r}"
 
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "<", ">")

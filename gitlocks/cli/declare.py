@@ -26,12 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gitlocks.core.value import Value
+
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from typing import Any
 
 
-class InTool:
+class InTool(Value):
     """How a verb's MCP tool takes one of its parameters, where that differs from the
     command line. By default the tool takes it under the option's long name (``--until-merged``:
     ``until_merged``) or the argument's parameter name, required as on the command line."""
@@ -49,18 +51,6 @@ class InTool:
         self.required = required  # required by the tool though optional on the command line
         self.offered = offered  # False: the tool never takes it (who acts, the output's form)
         self.pattern = pattern  # a single path or pattern: held to a pattern's length
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.name, self.required, self.offered, self.pattern)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, InTool) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"InTool{self._key()!r}"
 
 
 NOT_IN_TOOL = InTool(offered=False)
@@ -120,7 +110,7 @@ class Exit(Exception):
         self.code = code
 
 
-class Verb:
+class Verb(Value):
     __slots__ = ("callback", "hidden", "name", "tool")
 
     def __init__(
@@ -134,18 +124,6 @@ class Verb:
         self.callback = callback
         self.hidden = hidden
         self.tool = tool  # the MCP tool's description, for a verb that is also a tool
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.name, self.callback, self.hidden, self.tool)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Verb) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Verb{self._key()!r}"
 
 
 class Verbs:
@@ -171,7 +149,7 @@ class Verbs:
 _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"})
 
 
-class Param:
+class Param(Value):
     __slots__ = ("default", "help", "kind", "name", "names", "plain", "required", "tool")
 
     def __init__(
@@ -193,27 +171,6 @@ class Param:
         self.plain = plain  # text, a flag or a list of text: what ``parse`` hands over as typed
         self.help = help
         self.tool = tool
-
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.name,
-            self.kind,
-            self.names,
-            self.required,
-            self.default,
-            self.plain,
-            self.help,
-            self.tool,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Param) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Param{self._key()!r}"
 
 
 def params(func: Callable[..., Any]) -> list[Param]:

@@ -21,6 +21,7 @@ import os
 from functools import cache
 
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, normalize_pattern
+from gitlocks.core.value import Value
 from gitlocks.errors import InvalidPattern
 from gitlocks.layout import IGNORE_FILE
 
@@ -58,7 +59,7 @@ def _classes() -> dict[bytes, int]:
     }
 
 
-class _State:
+class _State(Value):
     """One state of a line's automaton, numbered by its place in the list."""
 
     __slots__ = ("loop", "skip1", "skip2", "step")
@@ -75,20 +76,8 @@ class _State:
         self.skip1 = skip1  # the next state is reached by reading nothing
         self.skip2 = skip2  # so is the one after it
 
-    def _key(self) -> tuple[object, ...]:
-        return (self.step, self.loop, self.skip1, self.skip2)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _State) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"_State{self._key()!r}"
-
-
-class _Line:
+class _Line(Value):
     __slots__ = ("basename", "dir_only", "negative", "states", "text")
 
     def __init__(
@@ -104,18 +93,6 @@ class _Line:
         self.negative = negative  # "!pattern": re-includes
         self.dir_only = dir_only  # "pattern/": matches directories only
         self.basename = basename  # no "/": matches a name at any depth
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.text, self.states, self.negative, self.dir_only, self.basename)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Line) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"_Line{self._key()!r}"
 
 
 class _Dead(Exception):

@@ -21,6 +21,7 @@ from functools import lru_cache
 from gitlocks.core.digest import sha1_hex
 from gitlocks.core.record import format_time, parse_duration
 from gitlocks.core.text import first_control, is_digits, printable
+from gitlocks.core.value import Value
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -136,7 +137,7 @@ def is_journal_commit(parents: int, tree_entries: int, message: str) -> bool:
     return parents <= 1 and tree_entries == 0 and _seq_digits(message) is not None
 
 
-class KeepPolicy:
+class KeepPolicy(Value):
     __slots__ = ("events", "seconds")
 
     def __init__(
@@ -146,18 +147,6 @@ class KeepPolicy:
     ) -> None:
         self.events = events
         self.seconds = seconds
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.events, self.seconds)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, KeepPolicy) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"KeepPolicy{self._key()!r}"
 
     @classmethod
     def from_config(cls, config_get: Callable[[str], str | None]) -> KeepPolicy:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from gitlocks.core.record import LockRecord, RecordError, validate_holder
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.summaries import Summaries, Summary, Verdict
+from gitlocks.core.value import Value
 from gitlocks.errors import InvalidHolder, InvalidPattern, StoreError
 from gitlocks.layout import LOCK_PREFIX
 
@@ -23,7 +24,7 @@ class ReadAgain(StoreError):
     """Raised by a ``Lost`` callback that put back the records a prune took: read again."""
 
 
-class Problem:
+class Problem(Value):
     """A ref under the lock namespace that is not a usable lock record."""
 
     __slots__ = ("oid", "reason", "ref")
@@ -41,17 +42,8 @@ class Problem:
     def _key(self) -> tuple[object, ...]:
         return (self.ref, self.oid, self.reason)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Problem) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
     def __lt__(self, other: Problem) -> bool:  # by ref, then blob: listed in that order
         return self._key() < other._key()
-
-    def __repr__(self) -> str:
-        return f"Problem{self._key()!r}"
 
 
 def read_record(ref: str, oid: str, data: bytes | None, kind: str = "blob") -> LockRecord | Problem:
@@ -96,7 +88,7 @@ def verdict_of(data: bytes) -> Verdict:
     return checked if isinstance(checked, str) else Summary.of(checked)
 
 
-class Judged:
+class Judged(Value):
     """Lock refs judged already, whose records are not read again to know what they hold
     (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and
     the refs that hold no usable record."""
@@ -112,18 +104,6 @@ class Judged:
         self.summaries = summaries
         self.blobs = blobs
         self.problems = problems
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.summaries, self.blobs, self.problems)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Judged) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Judged{self._key()!r}"
 
 
 def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | None:

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 
 from gitlocks.core.text import ALNUM, NAME_CHARS, made_of
+from gitlocks.core.value import Value
 from gitlocks.errors import InvalidHolder, UsageError
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -244,7 +245,7 @@ def new_lock_id() -> str:
 # --- the record -----------------------------------------------------------------------------
 
 
-class Note:
+class Note(Value):
     __slots__ = ("at", "text")
 
     def __init__(
@@ -254,18 +255,6 @@ class Note:
     ) -> None:
         self.at = at
         self.text = text
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.at, self.text)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Note) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Note{self._key()!r}"
 
 
 # The fields, in the order ``__init__`` takes them; all but ``extra`` are compared.
@@ -297,7 +286,7 @@ _FIELDS = (
 _COMPARED = tuple(name for name in _FIELDS if name != "extra")
 
 
-class LockRecord:
+class LockRecord(Value):
     """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1).
 
     Immutable (``Final``): a record read once is shared by every question asked of its
@@ -391,12 +380,6 @@ class LockRecord:
 
     def _key(self) -> tuple[object, ...]:  # every field but ``extra``
         return tuple(getattr(self, name) for name in _COMPARED)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, LockRecord) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)

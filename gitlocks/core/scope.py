@@ -34,6 +34,7 @@ from gitlocks.core.glob import (
     split_segments,
     unescape,
 )
+from gitlocks.core.value import Value
 from gitlocks.errors import InvalidPattern
 
 # What the index keeps an entry under: (lock id, pattern), as the table indexes them.
@@ -192,7 +193,7 @@ def _below_root(rest: str) -> str:
     return "/".join(segments)
 
 
-class ScopeEntry:
+class ScopeEntry(Value):
     """One pattern of a lock's scope, as recorded.
 
     ``exact`` is decided when the lock is claimed (rule 4): a wildcard-free pattern that
@@ -212,18 +213,6 @@ class ScopeEntry:
             raise InvalidPattern(pattern, reason)
         self.pattern = pattern  # normalised, root-relative
         self.exact = exact
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.pattern, self.exact)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ScopeEntry) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"ScopeEntry{self._key()!r}"
 
 
 def make_entry(
@@ -366,7 +355,7 @@ class _Node:
             yield mark, bundles
 
 
-class _Item:
+class _Item(Value):
     """One pattern of the index, with what it is compiled to."""
 
     __slots__ = ("compiled", "group", "node")
@@ -380,18 +369,6 @@ class _Item:
         self.compiled = compiled
         self.node = node
         self.group = group
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.compiled, self.node, self.group)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Item) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"_Item{self._key()!r}"
 
 
 class ScopeIndex:

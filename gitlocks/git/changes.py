@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
 from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES
@@ -163,7 +164,7 @@ def _is_oid(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
-class RefUpdate:
+class RefUpdate(Value):
     """One line of pre-push's standard input."""
 
     __slots__ = ("local_ref", "local_sha", "remote_ref", "remote_sha")
@@ -179,18 +180,6 @@ class RefUpdate:
         self.local_sha = local_sha
         self.remote_ref = remote_ref
         self.remote_sha = remote_sha
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.local_ref, self.local_sha, self.remote_ref, self.remote_sha)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RefUpdate) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"RefUpdate{self._key()!r}"
 
     @classmethod
     def parse(cls, line: str) -> RefUpdate | None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 from stat import S_ISREG  # os has loaded it
 
+from gitlocks.core.value import Value
 
-class Scan:
+
+class Scan(Value):
     __slots__ = ("refs", "symbolic")
 
     def __init__(
@@ -18,18 +20,6 @@ class Scan:
     ) -> None:
         self.refs = refs  # name -> object id
         self.symbolic = symbolic  # name -> the ref it names (never followed)
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.refs, self.symbolic)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Scan) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Scan{self._key()!r}"
 
 
 Stamp = tuple[int, int, int]  # a file's inode, size and modification time (ns)

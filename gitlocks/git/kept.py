@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from gitlocks.core.judging import Judged, judge
 from gitlocks.core.summaries import Verdict
+from gitlocks.core.value import Value
 from gitlocks.core.verdicts import decode_judged, decode_verdicts, encode_judged, encode_verdicts
 from gitlocks.git import files
 from gitlocks.git.files import Scan
@@ -38,7 +39,7 @@ SPARE_VERDICTS = 200
 _MAGIC = b"gitlocks judged lock refs "
 
 
-class Found:
+class Found(Value):
     """The lock refs as git lists them, and what the loader takes of them."""
 
     __slots__ = ("judged", "listed", "refs", "symbolic")
@@ -54,18 +55,6 @@ class Found:
         self.symbolic = symbolic  # name -> the ref it names (never followed)
         self.judged = judged  # the refs judged already, each still naming the blob judged
         self.listed = listed  # every lock ref listed, to keep their judgement
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.refs, self.symbolic, self.judged, self.listed)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Found) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Found{self._key()!r}"
 
 
 def scan(common_dir: str, listed: Scan) -> Found:

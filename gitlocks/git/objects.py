@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 
 from gitlocks.core.digest import hasher
 from gitlocks.core.record import is_object_id
+from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, Process, close_pipes, start
 
@@ -39,7 +40,7 @@ MODE_EXECUTABLE = 0o100755
 BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
 
 
-class Entry:
+class Entry(Value):
     """One entry of a tree."""
 
     __slots__ = ("id", "mode", "name")
@@ -54,20 +55,8 @@ class Entry:
         self.name = name
         self.id = id
 
-    def _key(self) -> tuple[object, ...]:
-        return (self.mode, self.name, self.id)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Entry) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Entry{self._key()!r}"
-
-
-class Commit:
+class Commit(Value):
     """The parts of a commit gitlocks reads."""
 
     __slots__ = ("id", "message", "parent_ids", "tree")
@@ -83,18 +72,6 @@ class Commit:
         self.tree = tree
         self.parent_ids = parent_ids
         self.message = message
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.id, self.tree, self.parent_ids, self.message)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Commit) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Commit{self._key()!r}"
 
 
 class Objects:

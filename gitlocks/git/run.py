@@ -30,6 +30,8 @@ import subprocess
 import time
 from collections.abc import Sequence
 
+from gitlocks.core.value import Value
+
 Process = subprocess.Popen[bytes]  # a git process ``start`` began
 
 
@@ -175,7 +177,7 @@ def close_pipes(proc: Process) -> None:
                 pass
 
 
-class Ran:
+class Ran(Value):
     """What a ``bounded`` git run ended with. ``stderr`` is git's as far as
     ``STDERR_KEPT`` allows: its head and its tail, with a line between them saying how
     much was left out."""
@@ -191,18 +193,6 @@ class Ran:
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.returncode, self.stdout, self.stderr)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Ran) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Ran{self._key()!r}"
 
 
 # git relays the remote's hook output (``remote: ...``) and whatever GIT_TRACE* asks for

@@ -27,6 +27,7 @@ from gitlocks.core.record import (
 from gitlocks.core.scope import path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
+from gitlocks.core.value import Value
 from gitlocks.errors import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import (
@@ -118,7 +119,7 @@ def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
 # --- the check ----------------------------------------------------------------------------
 
 
-class Held:
+class Held(Value):
     """A path of the commit or push inside other holders' live locks."""
 
     __slots__ = ("locks", "path")
@@ -130,18 +131,6 @@ class Held:
     ) -> None:
         self.path = path
         self.locks = locks
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.path, self.locks)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Held) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Held{self._key()!r}"
 
 
 def find_held(

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from gitlocks.core.record import format_duration, format_time
 from gitlocks.core.table import Table
+from gitlocks.core.value import Value
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
@@ -33,7 +34,7 @@ MODES = ("warn", "block")
 # --- the lock table and the configuration, through git ------------------------------------
 
 
-class HookConfig:
+class HookConfig(Value):
     """The hooks' settings, read from git config in one call."""
 
     __slots__ = ("ignore_case", "mode", "reftable", "remote", "skew", "warning")
@@ -54,18 +55,6 @@ class HookConfig:
         self.skew = skew
         self.reftable = reftable  # refs not in files: list them through git
         self.remote = remote  # alock.remote: the lock remote in remote mode
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.mode, self.ignore_case, self.warning, self.skew, self.reftable, self.remote)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HookConfig) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"HookConfig{self._key()!r}"
 
 
 def hook_config(configured: Settings, *, receiving: bool = False) -> HookConfig:

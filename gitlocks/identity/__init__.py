@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 
 from gitlocks.core.record import validate_holder
+from gitlocks.core.value import Value
 from gitlocks.errors import InvalidHolder
 from gitlocks.identity.processes import (
     HARNESS_PROCESSES,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-class Identity:
+class Identity(Value):
     """The holder and parent for this invocation, and where each came from."""
 
     __slots__ = (
@@ -81,26 +82,6 @@ class Identity:
             session_id  # the id derived from the session found, whether or not it is the holder
         )
         self.session_source = session_source  # "session", "harness", "AGENT_SESSION_PID" or "none"
-
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.holder,
-            self.holder_source,
-            self.parent,
-            self.parent_source,
-            self.session,
-            self.session_id,
-            self.session_source,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Identity) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Identity{self._key()!r}"
 
     @property
     def derived(self) -> bool:

@@ -18,6 +18,7 @@ from functools import cache
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
 from gitlocks.core.text import NAME_CHARS, is_digits
+from gitlocks.core.value import Value
 from gitlocks.errors import InvalidHolder, UsageError
 
 # Processes that only pass a command along; the session is above them. ``git-*`` is
@@ -98,7 +99,7 @@ _COMM_LEN = 15
 _MAX_WALK = 64
 
 
-class SessionProcess:
+class SessionProcess(Value):
     """A process identified well enough to tell later whether it is still the same one."""
 
     __slots__ = ("host", "name", "pid", "start_time", "terminal")
@@ -121,20 +122,8 @@ class SessionProcess:
         # %3), "screen-pts4", "ssh-pts4", "tty-pts4"; "" otherwise.
         self.terminal = terminal
 
-    def _key(self) -> tuple[object, ...]:
-        return (self.pid, self.start_time, self.name, self.host, self.terminal)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SessionProcess) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"SessionProcess{self._key()!r}"
-
-
-class _ProcInfo:
+class _ProcInfo(Value):
     __slots__ = ("name", "ppid", "start_time", "tty")
 
     def __init__(
@@ -148,18 +137,6 @@ class _ProcInfo:
         self.start_time = start_time
         self.name = name
         self.tty = tty  # tty_nr of /proc/<pid>/stat; 0 for none (or unknown)
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.ppid, self.start_time, self.name, self.tty)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ProcInfo) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"_ProcInfo{self._key()!r}"
 
 
 @cache

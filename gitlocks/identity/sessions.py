@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.text import is_digits
+from gitlocks.core.value import Value
 from gitlocks.identity.processes import (
     HARNESS_PROCESSES,
     HOLDER_SCOPE_ENV,
@@ -58,7 +59,7 @@ STALE_TMP_SECONDS = 3600
 _UNREADABLE = (ValueError, RecursionError)
 
 
-class Registered:
+class Registered(Value):
     """A harness session and the holder it is."""
 
     __slots__ = ("harness", "holder", "parent", "session")
@@ -74,18 +75,6 @@ class Registered:
         self.holder = holder
         self.parent = parent
         self.harness = harness
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.session, self.holder, self.parent, self.harness)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Registered) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Registered{self._key()!r}"
 
 
 def _key(pid: int, start_time: str) -> str:

@@ -6,6 +6,8 @@ types without loading the store or pygit2.
 
 from __future__ import annotations
 
+from gitlocks.core.value import Value
+
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from typing import Any, Literal, TypeAlias
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     CheckStatus: TypeAlias = Literal["free", "yours", "held"]
 
 
-class Conflict:
+class Conflict(Value):
     __slots__ = ("overlapping", "quiet_seconds", "record", "state")
 
     def __init__(
@@ -33,18 +35,6 @@ class Conflict:
         self.overlapping = overlapping  # (my pattern, their pattern)
         self.state = state  # "stale": quiet too long; "interrupted": dead, notes
         self.quiet_seconds = quiet_seconds  # since the holder last renewed or noted
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.record, self.overlapping, self.state, self.quiet_seconds)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Conflict) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Conflict{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         data = self.record.to_dict()
@@ -102,7 +92,7 @@ class AcquireResult:
         return data
 
 
-class Released:
+class Released(Value):
     __slots__ = ("patterns", "record", "remaining")
 
     def __init__(
@@ -114,18 +104,6 @@ class Released:
         self.record = record
         self.patterns = patterns
         self.remaining = remaining  # what is left of the lock, or None when it is gone
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.record, self.patterns, self.remaining)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Released) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Released{self._key()!r}"
 
 
 class ReleaseResult:
@@ -159,7 +137,7 @@ class ReleaseResult:
         }
 
 
-class Lost:
+class Lost(Value):
     """A claim of the holder's that is gone, as the journal tells it: ``event`` (broken,
     expired, auto_released, released), who did it (``by``) and when; ``pattern``: the
     named pattern it answers, if any."""
@@ -181,15 +159,6 @@ class Lost:
         self.by = by
         self.at = at
         self.pattern = pattern
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.event, self.id, self.paths, self.by, self.at, self.pattern)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Lost) and self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return f"Lost{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": self.event, "id": self.id, "paths": self.paths, "by": self.by,
@@ -253,7 +222,7 @@ class NoteResult:
         }
 
 
-class CheckItem:
+class CheckItem(Value):
     __slots__ = ("locks", "path", "status")
 
     def __init__(
@@ -265,18 +234,6 @@ class CheckItem:
         self.path = path
         self.status = status
         self.locks = locks
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.path, self.status, self.locks)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CheckItem) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"CheckItem{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

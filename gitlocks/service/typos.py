@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
+from gitlocks.core.value import Value
 from gitlocks.git import run
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -32,7 +33,7 @@ MAX_NAMES = 5000
 MAX_SUGGESTED = 20
 
 
-class Uncovered:
+class Uncovered(Value):
     """A claimed pattern that covers no existing path, and the closest path that exists."""
 
     __slots__ = ("closest", "pattern")
@@ -44,18 +45,6 @@ class Uncovered:
     ) -> None:
         self.pattern = pattern
         self.closest = closest
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.pattern, self.closest)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Uncovered) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Uncovered{self._key()!r}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "closest": self.closest}

@@ -24,6 +24,7 @@ from gitlocks.core import journal
 from gitlocks.core.journal import TABLE_MARKER, VIEW_EVENT, shard_of
 from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.core.text import is_digits
+from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
 from gitlocks.git import files, pruned
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
@@ -60,7 +61,7 @@ def _tree_bytes(entries: list[Entry]) -> bytes:
     return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
-class JournalEntry:
+class JournalEntry(Value):
     __slots__ = ("commit", "events")
 
     def __init__(
@@ -70,18 +71,6 @@ class JournalEntry:
     ) -> None:
         self.commit = commit
         self.events = events
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.commit, self.events)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JournalEntry) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"JournalEntry{self._key()!r}"
 
 
 def _is_table_tree(objects: Objects, tree: list[Entry]) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from gitlocks.core.value import Value
 from gitlocks.errors import NotARepository
 from gitlocks.git import settings
 from gitlocks.git.run import Env, start
@@ -23,7 +24,7 @@ def current_directory() -> str:
         ) from None
 
 
-class Location:
+class Location(Value):
     """Where a repository is: its git directory and working tree (None when bare), and
     the object format git says it has (None: not asked)."""
 
@@ -40,18 +41,6 @@ class Location:
         self.workdir = workdir
         self.bare = bare
         self.object_format = object_format
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.git_dir, self.workdir, self.bare, self.object_format)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Location) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Location{self._key()!r}"
 
 
 _WHERE = ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-repository",
