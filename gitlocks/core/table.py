@@ -375,11 +375,6 @@ class Table:
         for lock_id in wanted:
             self._index_record(self.records[lock_id])
 
-    def read_all(self) -> None:
-        """Read every record now, in one batch (before a listing of all of them)."""
-        if isinstance(self.records, LazyRecords):
-            self.records.prefetch(list(self.records))
-
     def key(self, pattern: str) -> str:
         """One spelling per scope, for comparing patterns as claims: ``src/api``,
         ``src/api/`` and ``src/api/**`` name the same subtree (docs/design.md, 2.1 rule 4)."""

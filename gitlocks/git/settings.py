@@ -110,11 +110,6 @@ class Settings:
         """Whether ``key`` was set more than once (``get`` answers the last)."""
         return normalise_key(key) in self._repeated
 
-    def has_prefix(self, prefix: str) -> bool:
-        """Whether any key set starts with ``prefix`` (lowercase: a section, or a section
-        and the start of its name)."""
-        return any(key.lower().startswith(prefix) for key in self._values)
-
     def __contains__(self, key: str) -> bool:
         return normalise_key(key) in self._values
 
