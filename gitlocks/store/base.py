@@ -1,7 +1,7 @@
 """What the services ask of a lock store: the contract every store keeps.
 
-Three stores keep it: the repository's own refs (``store/local.py``), a shared remote
-(``store/remote.py``) and an in-memory twin (``store/memory.py``) for tests that need
+Two stores keep it: the repository's own refs (``store/local.py``) and a shared remote
+(``store/remote.py``); the tests keep a third, in memory, for the service tests that need
 no repository. One contract suite (``tests/store/test_contract.py``) runs against all
 three, as dulwich runs one refs suite against each of its containers.
 

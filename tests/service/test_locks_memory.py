@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.memory_store import MemoryStore
 
 from gitlocks import patterns_overlap
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
 from gitlocks.service import locks
 from gitlocks.service.context import Context
-from gitlocks.store.memory import MemoryStore
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 

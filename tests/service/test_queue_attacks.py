@@ -8,13 +8,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from support.memory_store import MemoryStore
 
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
 from gitlocks.service import locks
 from gitlocks.service.context import Context
 from gitlocks.service.results import AcquireResult
-from gitlocks.store.memory import MemoryStore
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 LATER = NOW + timedelta(minutes=5)

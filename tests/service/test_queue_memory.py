@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from support.memory_store import MemoryStore
+
 from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
@@ -14,7 +16,6 @@ from gitlocks.identity import resolve_identity
 from gitlocks.service import locks, queue
 from gitlocks.service.context import Context
 from gitlocks.service.results import AcquireResult
-from gitlocks.store.memory import MemoryStore
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 LATER = NOW + timedelta(minutes=5)

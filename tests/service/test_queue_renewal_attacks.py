@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from support.memory_store import MemoryStore
 
 from gitlocks.core.change import Change
 from gitlocks.core.queue import waiters
@@ -20,7 +21,6 @@ from gitlocks.identity import resolve_identity
 from gitlocks.service import locks, queue, waiting
 from gitlocks.service.context import Context
 from gitlocks.service.results import AcquireResult
-from gitlocks.store.memory import MemoryStore
 
 T = TypeVar("T")
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.memory_store import MemoryStore
 from support.remote import make_clone
 from support.servers import TRANSPORTS, serve
 
@@ -20,7 +21,6 @@ from gitlocks.errors import UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import open_context
 from gitlocks.store.base import LockStore
-from gitlocks.store.memory import MemoryStore
 
 # A factory per kind of store: each call opens another handle on the same table, as
 # another process would.
