@@ -21,7 +21,6 @@ from gitlocks.cli.context import (
     warn_problems,
 )
 from gitlocks.cli.declare import NOT_IN_TOOL, Argument, InTool, Option
-from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
@@ -51,7 +50,7 @@ def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> 
         dump_json([r.to_dict() for r in live])
     else:
         out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live), long=long))
-        queued = waiters(table, format_time(ctx.now()))
+        queued = table.waiters(format_time(ctx.now()))
         if queued:
             out(render.queue(queued, ctx.identity.holder, ctx.now()))
     warn_problems(ctx)

@@ -17,7 +17,6 @@ from gitlocks.core.record import RecordError, canonical_time, new_lock_id
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.core.record import LockRecord
-    from gitlocks.core.table import Table
 
 WAITER_PREFIX = "wait-"
 _WAITER_IDS = re.compile(r"\n(wait-[^\n]*)")  # a literal start: found by a fast search
@@ -38,13 +37,6 @@ def waiter_ids(ids: Iterable[str]) -> set[str]:
 def new_waiter_id() -> str:
     """A waiter's id: ``wait-`` and a lock id, so ids sort by the time they were made."""
     return WAITER_PREFIX + new_lock_id()
-
-
-def waiters(table: Table, now: str) -> list[LockRecord]:
-    """The unexpired waiters of ``table`` at ``now``, in queue order (place, then id)."""
-    cutoff = table.cutoff(now)
-    found = [table.records[i] for i in sorted(waiter_ids(table.summaries.ids()))]
-    return sorted((w for w in found if w.expires_at > cutoff), key=lambda w: (place(w), w.id))
 
 
 # The last place there can be: past any real queue. A greater one (written by hand) is read

@@ -20,7 +20,7 @@ from gitlocks.core.judging import (
     read_record,
     record_entries,
 )
-from gitlocks.core.queue import is_waiter_id, waiter_ids
+from gitlocks.core.queue import is_waiter_id, place, waiter_ids
 from gitlocks.core.record import LockRecord, format_time, parse_time
 from gitlocks.core.scope import ScopeEntry, ScopeIndex, entries_overlap
 from gitlocks.core.summaries import Summaries, Summary, Verdict, bucket_of
@@ -454,6 +454,12 @@ class Table:
 
     def is_live(self, record: LockRecord, now: str) -> bool:
         return record.expires_at > self.cutoff(now)
+
+    def waiters(self, now: str) -> list[LockRecord]:
+        """The unexpired waiters at ``now``, in queue order (place, then id)."""
+        cutoff = self.cutoff(now)
+        found = [self.records[i] for i in sorted(waiter_ids(self.summaries.ids()))]
+        return sorted((w for w in found if w.expires_at > cutoff), key=lambda w: (place(w), w.id))
 
     def live(self, now: str) -> list[LockRecord]:
         """Unexpired records, oldest first; no waiter (``core/queue.py``)."""

@@ -28,7 +28,6 @@ from datetime import datetime
 from gitlocks.core.change import Change
 from gitlocks.core.judging import record_entries
 from gitlocks.core.liveness import Liveness
-from gitlocks.core.queue import waiters
 from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import (
     WHOLE_TREE,
@@ -211,7 +210,7 @@ def any_dead(ctx: Context, table: Table) -> bool:
     life = ctx.liveness()
     now = format_time(ctx.now())
     return any(life.state(r) == "dead" for r in table.live(now)) or any(
-        life.dead(w) for w in waiters(table, now)
+        life.dead(w) for w in table.waiters(now)
     )
 
 
@@ -248,7 +247,7 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
             if record.id not in gone and life.state(record) == "dead":
                 auto_release(record, now, change, gone, by=ctx.identity.holder)
                 cleared.append(record)
-        for waiter in waiters(table, format_time(now)):  # a waiter killed: out of the queue
+        for waiter in table.waiters(format_time(now)):  # a waiter killed: out of the queue
             if waiter.id not in gone and life.dead(waiter):
                 change.delete.append(waiter.id)
                 change.events.append(

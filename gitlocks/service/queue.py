@@ -108,7 +108,7 @@ def ahead(
         return []
     friends = table.unblocking(ident.holder, ident.parent)
     found = []
-    for other in queue.waiters(table, format_time(now)):
+    for other in table.waiters(format_time(now)):
         if other.id in gone or (mine is not None and other.id == mine.id):
             continue
         if other in friends or (shared and other.shared) or not queue.ahead(mine, other):
@@ -147,7 +147,7 @@ def waiter(
     overlapping waiter's, whoever's (design §4.7)."""
     now = ctx.now()
     stamp = format_time(now)
-    behind = [w for w in queue.waiters(table, stamp) if crossing(table, entries, w)]
+    behind = [w for w in table.waiters(stamp) if crossing(table, entries, w)]
     pid = os.getpid()
     ident = ctx.identity
     return LockRecord(
@@ -190,7 +190,7 @@ def deadlock(
     serves that one first); a holder waits when it has waiters of its own.
     """
     stamp = format_time(ctx.now())
-    waiters = [w for w in queue.waiters(table, stamp) if w.id not in gone and w.id != me.id]
+    waiters = [w for w in table.waiters(stamp) if w.id not in gone and w.id != me.id]
     waiters = [w for w in waiters if not life.dead(w)] + [me]
     by_holder: dict[str, list[str]] = {}
     for w in waiters:

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.judging import record_entries
-from gitlocks.core.queue import waiters
 from gitlocks.core.record import LockRecord, format_time
 from gitlocks.core.scope import entry_covers, path_entry
 from gitlocks.core.table import Friends, Table
@@ -70,7 +69,7 @@ def status(ctx: Context) -> Status:
                 proc.kill()
                 proc.communicate()
     quiet = {r.id: life.quiet_seconds(r) for r in live}
-    queued = waiters(table, format_time(ctx.now()))
+    queued = table.waiters(format_time(ctx.now()))
     return Status(ident.holder, ident.parent, yours, others, states_by_id, quiet, trees, queued)
 
 

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, NoReturn
 
-from gitlocks.core import queue as core_queue
 from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, format_time, parse_duration
 from gitlocks.core.scope import ScopeEntry
@@ -212,7 +211,7 @@ def leave_own(ctx: Context) -> None:
 
     def decide(table: Table) -> tuple[Change, None]:
         change = Change()
-        for record in core_queue.waiters(table, format_time(ctx.now())):
+        for record in table.waiters(format_time(ctx.now())):
             if (record.pid, record.pid_start, record.host_id) == (pid, start, ctx.host_id):
                 queue.leave(record, ctx.now(), change, set(), why="stopped", by=record.holder)
         return change, None

@@ -453,7 +453,7 @@ class Store:
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Mutex:
         from gitlocks.store.mutex import Mutex  # a write's: reads take no mutex
 
-        return Mutex(self, timeout)
+        return Mutex(lambda: self._take_mutex(timeout), self._drop_mutex)
 
     def _take_mutex(self, timeout: float) -> None:
         path = os.path.join(self.common_dir, MUTEX_NAME)

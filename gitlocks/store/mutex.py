@@ -11,7 +11,7 @@ from gitlocks.errors import StoreError
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
-    from gitlocks.store.local import Store
+    from collections.abc import Callable
 
 
 def jitter() -> float:
@@ -44,12 +44,12 @@ class Mutex:
     """``with store.mutex(timeout):`` the store's flock, held for the block (a class, not
     a ``contextmanager``: contextlib is not worth its import to a lock command)."""
 
-    def __init__(self, store: Store, timeout: float) -> None:
-        self.store = store
-        self.timeout = timeout
+    def __init__(self, take: Callable[[], None], drop: Callable[[], None]) -> None:
+        self.take = take
+        self.drop = drop
 
     def __enter__(self) -> None:
-        self.store._take_mutex(self.timeout)
+        self.take()
 
     def __exit__(self, *exc: object) -> None:
-        self.store._drop_mutex()
+        self.drop()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from support.memory_store import MemoryStore
 
-from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.identity import resolve_identity
@@ -50,7 +49,7 @@ def test_a_waiter_holds_no_path_only_its_place(tmp_path: Path) -> None:
     assert [c.record.holder for c in queued.conflicts] == ["alice"]
     table = store.read_table()
     assert [r.holder for r in table.live(format_time(NOW))] == ["alice"]  # no lock of bob's
-    assert [w.holder for w in waiters(table, format_time(NOW))] == ["bob"]
+    assert [w.holder for w in table.waiters(format_time(NOW))] == ["bob"]
     [free] = locks.check(ctx(store, "carol"), entries("lib/x"))
     assert free.status == "free"  # nothing holds it: bob only waits for it
     refused = locks.acquire(ctx(store, "carol"), entries("lib/x"))
@@ -90,7 +89,7 @@ def test_a_waiter_is_granted_in_its_turn_and_leaves_the_queue(tmp_path: Path) ->
     assert carol.status == "waiting"  # bob is first
     bob = locks.acquire(ctx(store, "bob"), entries("src/a.py"), deadline=LATER, queued=first.waiter)
     assert bob.status == "acquired"
-    assert [w.holder for w in waiters(store.read_table(), format_time(NOW))] == ["carol"]
+    assert [w.holder for w in store.read_table().waiters(format_time(NOW))] == ["carol"]
 
 
 def test_a_cycle_is_told_to_the_claim_that_closes_it(tmp_path: Path) -> None:
@@ -101,7 +100,7 @@ def test_a_cycle_is_told_to_the_claim_that_closes_it(tmp_path: Path) -> None:
     told = locks.acquire(ctx(store, "bob"), entries("a"), deadline=LATER)
     assert told.status == "deadlock"
     assert [w.holder for w in told.cycle] == ["bob", "alice"]
-    assert [w.holder for w in waiters(store.read_table(), format_time(NOW))] == ["alice"]
+    assert [w.holder for w in store.read_table().waiters(format_time(NOW))] == ["alice"]
 
 
 def test_a_waiter_out_of_time_leaves_the_queue_refused(tmp_path: Path) -> None:
@@ -110,7 +109,7 @@ def test_a_waiter_out_of_time_leaves_the_queue_refused(tmp_path: Path) -> None:
     queued = wait(store, "bob", "a")
     gone = locks.acquire(ctx(store, "bob"), entries("a"), deadline=NOW, queued=queued.waiter)
     assert gone.status == "refused"
-    assert waiters(store.read_table(), format_time(NOW)) == []
+    assert store.read_table().waiters(format_time(NOW)) == []
 
 
 def test_a_waiter_record_with_bad_fields_of_its_own_stops_nothing(tmp_path: Path) -> None:
@@ -155,7 +154,7 @@ def test_a_long_wait_renews_its_record_and_a_silent_one_leaves_within_its_life(
             at(minutes, "bob"), entries("src/a.py"), deadline=long, queued=queued.waiter
         )
         assert again.status == "waiting", again
-        [record] = waiters(store.read_table(), format_time(NOW + timedelta(minutes=minutes)))
+        [record] = store.read_table().waiters(format_time(NOW + timedelta(minutes=minutes)))
         return record.expires_at
 
     assert asked(1) == format_time(NOW + life)  # most of its life left: no write

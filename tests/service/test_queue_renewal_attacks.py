@@ -12,7 +12,6 @@ import pytest
 from support.memory_store import MemoryStore
 
 from gitlocks.core.change import Change
-from gitlocks.core.queue import waiters
 from gitlocks.core.record import format_time
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
@@ -71,7 +70,7 @@ def test_a_waiter_whose_record_lapsed_while_it_could_not_ask_joins_again(tmp_pat
     assert again.status == "waiting", again.to_dict()
     assert again.waiter is not None and again.waiter.id != queued.id
     now = format_time(NOW + timedelta(minutes=silent))
-    assert [w.id for w in waiters(store.read_table(), now)] == [again.waiter.id]
+    assert [w.id for w in store.read_table().waiters(now)] == [again.waiter.id]
     # Renewed, the answer carries the record as written: the next ask judges by it.
     later = locks.acquire(
         at(store, silent + 3, "bob"), entries("src"), deadline=LONG, queued=again.waiter
@@ -152,4 +151,4 @@ def test_a_store_error_during_a_wait_ends_it_and_takes_the_waiter_out(tmp_path: 
 
     with pytest.raises(StoreError):
         waiting.acquire(at(store, 0, "bob"), entries("src"), wait=30, on_waiting=joined)
-    assert waiters(store.read_table(), format_time(NOW)) == []
+    assert store.read_table().waiters(format_time(NOW)) == []
