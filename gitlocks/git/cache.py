@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib  # loaded by the object reader anyway
 from collections.abc import Mapping
 from itertools import compress
 from operator import eq
@@ -115,8 +116,6 @@ def _section(common_dir: str, index: int) -> Any:
     if found is None:
         return None
     if index not in found.decoded:
-        import zlib  # a command reads loose objects anyway
-
         crc, _, body = found.lines[index].partition(b" ")
         value = None
         if body and crc == b"%d" % zlib.crc32(body):
@@ -130,8 +129,6 @@ def _section(common_dir: str, index: int) -> Any:
 
 def _keep(common_dir: str, index: int, value: object, document: object) -> None:
     """Write section ``index`` (``value``, as ``document``), the other as it was read."""
-    import zlib
-
     path = os.path.join(common_dir, CACHE_FILE)
     found = _file(common_dir)
     lines = list(found.lines) if found is not None else [b"", b""]
