@@ -189,7 +189,7 @@ def judge(
     judged = set(names)
     if len(judged) != len(names):
         return None, dict(refs), {}  # a row twice: gitlocks never writes one
-    rest = {n: refs[n] for n in refs.keys() - judged}
+    rest = {n: refs[n] for n in sorted(refs.keys() - judged)}  # as git lists them
     known: dict[str, Verdict] = {}
     if rest:  # moved by hand, or written since the verdicts were kept
         rows = dict(zip(kept[0], range(len(kept[0])), strict=True))
