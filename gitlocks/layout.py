@@ -28,8 +28,7 @@ PROBE_PREFIXES = (LOCK_PREFIX + "probe/", META_PREFIX + "probe/")
 MUTEX_NAME = "agent-locks.mutex"
 SYNC_FILE = "agent-locks-remote.json"
 REFUSALS_FILE = "agent-locks-refusals.jsonl"
-VERDICTS_FILE = "agent-locks-verdicts.json"  # what each record blob was judged to hold
-PACKED_TABLE_FILE = "agent-locks-packed-table"  # the packed lock refs, judged (git/kept.py)
+CACHE_FILE = "agent-locks-cache"  # verdicts by blob id, a table tree's shards (git/cache.py)
 
 # --- files in the working tree ---------------------------------------------------------------
 

@@ -1,13 +1,13 @@
 """What a lock ref holds, judged: a usable record, or the problem that makes it none
 (docs/design.md, sections 3.7 and 4.5). Pure. The judgement of a blob depends on its bytes
 alone (``check_record``, ``verdict_of``), so it is kept by blob id; that of a ref adds
-whether the record's id matches the ref (``read_record``, ``judge``). The table's one
+whether the record's id matches the ref (``read_record``, ``judge_ref``). The table's one
 loader (``gitlocks.core.table.lazy_table``) judges every ref through here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from gitlocks.core.record import LockRecord, RecordError, validate_holder
 from gitlocks.core.scope import ScopeEntry
@@ -90,7 +90,7 @@ def verdict_of(data: bytes) -> Verdict:
 
 class Judged(Value):
     """Lock refs judged already, whose records are not read again to know what they hold
-    (``gitlocks.git.kept``): the usable records' summaries and blob ids by lock id, and
+    (``gitlocks.git.cache``): the usable records' summaries and blob ids by lock id, and
     the refs that hold no usable record."""
 
     __slots__ = ("blobs", "problems", "summaries")
@@ -104,27 +104,6 @@ class Judged(Value):
         self.summaries = summaries
         self.blobs = blobs
         self.problems = problems
-
-
-def judge(refs: Mapping[str, str], verdicts: Mapping[str, Verdict]) -> Judged | None:
-    """What ``verdicts`` (by blob id) say of each of ``refs`` (name -> blob id), as
-    ``lazy_table`` reads them; None when a blob has no verdict (a missing object has none:
-    it may yet arrive)."""
-    summaries: dict[str, Summary] = {}
-    blobs: dict[str, str] = {}
-    problems: list[Problem] = []
-    cut = len(LOCK_PREFIX)
-    for ref, oid in refs.items():
-        verdict = verdicts.get(oid)
-        if verdict is None:
-            return None
-        found = judge_ref(ref, oid, verdict)
-        if isinstance(found, Problem):
-            problems.append(found)
-        else:
-            summaries[ref[cut:]] = found
-        blobs[ref[cut:]] = oid
-    return Judged(Summaries(summaries), blobs, problems)
 
 
 def judge_ref(ref: str, oid: str, verdict: Verdict) -> Summary | Problem:

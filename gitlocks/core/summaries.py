@@ -1,7 +1,7 @@
 """What a decision needs of each record before reading it whole: its ``Summary``, and the
 ``Summaries`` of a table, by lock id.
 
-A table of 10,000 locks read from a kept judgement (``gitlocks.git.kept``) arrives as
+A table of 10,000 locks judged from the kept verdicts (``gitlocks.git.cache``) arrives as
 columns: every id, then every holder, and so on. Making 10,000 summaries of them, and a
 dict of those, was most of reading such a table; a claim asks only a few questions of them
 all (whose are these, which lie in these buckets, which wait on a merge, which are

@@ -3,19 +3,17 @@ the git hooks, the agent guard and the remote's check, which run before every ed
 in every commit (docs/design.md, section 6). One ``for-each-ref`` (or the ref files
 themselves) lists the lock refs; the records a question needs are read by the one object
 reader (``gitlocks.git.objects``: their loose files, else one ``cat-file --batch``), run
-in the hook's own environment; the store's kept verdicts spare the rest.
+in the hook's own environment; the store's cache spares the rest.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 
-from gitlocks.core.judging import Judged, Lost, Problem, ReadAgain
+from gitlocks.core.judging import Lost, Problem, ReadAgain
 from gitlocks.core.record import MAX_RECORD_BYTES
-from gitlocks.core.summaries import Verdict
 from gitlocks.core.table import Table, lazy_table
-from gitlocks.git import files, kept
+from gitlocks.git import cache, files
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env
@@ -24,8 +22,8 @@ from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX
 
 def read_lock_table(common_dir: str, cwd: str | None, ignore_case: bool, skew: int = 0) -> Table:
     """The lock table of the repository whose common git directory is ``common_dir``,
-    through the one loader: the store's kept verdicts and judgements spare reading the
-    records no question needs (``gitlocks.git.kept``)."""
+    through the one loader: the store's kept verdicts spare reading the records no
+    question needs (``gitlocks.git.cache``)."""
 
     # Where the records are, as loose objects, unless the environment puts them elsewhere:
     # read there, a record costs no process (only a packed one does).
@@ -45,16 +43,8 @@ def read_lock_table(common_dir: str, cwd: str | None, ignore_case: bool, skew: i
 def _read_lock_table(
     common_dir: str, cwd: str | None, ignore_case: bool, skew: int, lost: Lost
 ) -> Table:
-    def distrust() -> None:
-        kept.forget(common_dir)
-
     objects = hook_objects(common_dir, cwd)
-    found = kept.scan(common_dir, list_refs(cwd))
-    verdicts = kept.verdicts(common_dir) if kept.needs_verdicts(found) else {}
-    listed = files.Scan(found.refs, found.symbolic)
-    return read_table(
-        listed, objects, ignore_case, skew, verdicts, found.judged, distrust, lost=lost
-    )
+    return read_table(list_refs(cwd), objects, ignore_case, skew, common_dir, lost=lost)
 
 
 def hook_objects(common_dir: str, cwd: str | None) -> Objects:
@@ -74,17 +64,15 @@ def read_table(
     objects: Objects,
     ignore_case: bool,
     skew: int = 0,
-    verdicts: Mapping[str, Verdict] | None = None,
-    judged: Judged | None = None,
-    distrust: Callable[[], None] | None = None,
+    common_dir: str | None = None,
     *,
     lost: Lost | None = None,
 ) -> Table:
-    """The lock table of ``found`` lock refs (and the ``judged`` ones), through the one
-    loader: records are read from ``objects`` only when a path can reach them, and not at
-    all where the store's kept ``verdicts`` already say what a blob holds. A record that
-    does not match what was kept of it stops the command after ``distrust`` (which forgets
-    what was kept, else every hook would stop on it again)."""
+    """The lock table of ``found`` lock refs, through the one loader: records are read
+    from ``objects`` only when a path can reach them, and not at all where the cache of
+    the repository at ``common_dir`` already says what a blob holds. A record that does
+    not match what was kept of it stops the command after the cache is forgotten (else
+    every hook would stop on it again)."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
         # A record is at most MAX_RECORD_BYTES: a bigger blob is read only that far. The
@@ -99,15 +87,16 @@ def read_table(
             found[oid] = (data if kind == "blob" else None, kind)
         return found
 
+    judged, refs, known = cache.judge(common_dir, found.refs)
     table, _ = lazy_table(
-        sorted(found.refs.items()),
-        known=verdicts or {},
+        sorted(refs.items()),
+        known=known,
         read=read,
         version=None,
         ignore_case=ignore_case,
         skew=skew,
         judged=judged,
-        distrust=distrust,
+        distrust=None if common_dir is None else lambda: cache.forget(common_dir),
         lost=lost,
     )
     table.problems.extend(

@@ -25,7 +25,7 @@ from typing import Any
 from gitlocks.core.judging import Problem
 from gitlocks.core.record import format_time, utcnow
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
-from gitlocks.git import files, kept, settings
+from gitlocks.git import files, settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import hook_objects, read_lock_table, read_table
@@ -188,11 +188,9 @@ def check_commits(
         judged.append(commit)
     source = table_source(cwd) if table_source is not None else None
     if source is not None:
-        verdicts = kept.verdicts(common_dir)
         table = read_table(
             source, hook_objects(common_dir, cwd), hook_settings.ignore_case,
-            hook_settings.skew, verdicts,
-            distrust=lambda: kept.forget(common_dir),
+            hook_settings.skew, common_dir,
         )  # fmt: skip
     else:
         table = read_lock_table(common_dir, cwd, hook_settings.ignore_case, hook_settings.skew)

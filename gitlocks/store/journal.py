@@ -13,10 +13,8 @@ written again.
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import time
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 
@@ -26,7 +24,7 @@ from gitlocks.core.record import is_lock_id, lock_ids_only
 from gitlocks.core.text import is_digits
 from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
-from gitlocks.git import files, pruned
+from gitlocks.git import cache, pruned
 from gitlocks.git.objects import BLOB_MODES, MODE_BLOB, MODE_TREE, Commit, Entry, Objects
 from gitlocks.git.run import Env, finish, start
 from gitlocks.layout import JOURNAL_REF
@@ -38,11 +36,9 @@ if TYPE_CHECKING:
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
 SHARD_EVENTS_FIRST = 20  # ... for a clone's first view
-# The shards of the last large table tree written, by its ``locks`` tree id (``Journal.tree``),
-# in the common git directory; kept from this many entries, below which hashing the whole
-# tree costs less than reading and writing the file.
-TREE_CACHE = "agent-locks-tree-cache"
-Kept = tuple[str, dict[str, dict[str, str]], dict[str, str]]  # locks tree, shards, subtree ids
+# The shards of the last large table tree written are kept (``gitlocks.git.cache``) from
+# this many entries, below which hashing the whole tree costs less than reading and writing
+# them.
 TREE_CACHE_AFTER = 1000
 
 __all__ = ["TABLE_MARKER", "VIEW_EVENT", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
@@ -110,8 +106,7 @@ class Journal:
         self.config_get = config_get
         self._marker: str | None = None
         self._tables: dict[str | None, dict[str, str] | None] = {}
-        # The kept shards file's stamp and what it held, as last read or written here.
-        self._kept_last: tuple[files.Stamp, Kept | None] | None = None
+        self._common_dir = os.path.dirname(objects.directory)  # where the cache is
 
     def commit_of(self, oid: str | None) -> Commit | None:
         """The journal commit ``oid`` names, or None (absent, or not a journal commit)."""
@@ -330,20 +325,13 @@ class Journal:
             locks = objects.write_tree(top)
             root.append(Entry(MODE_TREE, "locks", locks))
             if len(refs) >= TREE_CACHE_AFTER and base is not None:  # not for a view
-                self._keep_shards(locks, shards, subtrees)
+                cache.keep_shards(self._common_dir, locks, shards, subtrees)
         return objects.write_tree(root)
 
     def _subtree(self, members: Mapping[str, str]) -> str:
         """The tree of one shard: blobs only, with names holding no "/", so git's order is
         the names' own."""
         return self.objects.write("tree", _raw(members))
-
-    # The shards of the last large table tree written here, kept in the common git
-    # directory by the id of its ``locks`` tree: a tree id names its contents, so what the
-    # file says of one is never stale (only gitlocks writes it; one that is unreadable,
-    # malformed or of another tree is ignored, and the tree is hashed whole).
-    def _cache_path(self) -> str:
-        return os.path.join(os.path.dirname(self.objects.directory), TREE_CACHE)
 
     def _from_base(
         self, base: Commit | None, refs: Mapping[str, str]
@@ -393,59 +381,21 @@ class Journal:
             return None
         return kept[1], kept[2]
 
-    def _kept(self) -> Kept | None:
-        """The kept ``locks`` tree id, shards and subtree ids (``_keep_shards``), or None
-        when the file is unreadable, malformed, or its subtree ids are not that tree's."""
-        last = self._kept_last
-        try:
-            stamp, raw = files.read_cache(self._cache_path(), last[0] if last else None)
-        except OSError:
+    def _kept(self) -> cache.Shards | None:
+        """The kept ``locks`` tree id, shards and subtree ids, or None when none is kept or
+        its subtree ids do not make that tree (a tree id names its contents, so what the
+        cache says of one is never stale)."""
+        kept = cache.shards(self._common_dir)
+        if kept is None:
             return None
-        if raw is None and last is not None:
-            return last[1]
-        found = self._kept_from(raw or b"")
-        self._kept_last = (stamp, found)
-        return found
-
-    def _kept_from(self, raw: bytes) -> Kept | None:
-        # The CRC-32 of the rest first (``_keep_shards``): a file garbled where it lists a
-        # member still loads, and its subtree ids still make the tree, yet would be wrong.
-        body = raw[4:]
-        if len(raw) < 4 or int.from_bytes(raw[:4], "big") != zlib.crc32(body):
-            return None
-        try:
-            kept = marshal.loads(body)
-        except (EOFError, ValueError, TypeError, MemoryError):
-            return None  # MemoryError: a count in the file that no memory could hold
-        if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], str)):
-            return None
-        locks, shards, subtrees = kept
-        if not (isinstance(shards, dict) and isinstance(subtrees, dict)):
-            return None
-        if shards.keys() != subtrees.keys() or not all(
-            type(shards[k]) is dict and type(subtrees[k]) is str for k in shards
-        ):
-            return None
+        locks, _, subtrees = kept
         try:
             top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(subtrees)]
             if self.objects.hash("tree", _tree_bytes(top)) != locks:
                 return None  # the subtree ids are not the tree's
         except (TypeError, ValueError):
             return None
-        return locks, shards, subtrees
-
-    def _keep_shards(
-        self, locks: str, shards: dict[str, dict[str, str]], subtrees: dict[str, str]
-    ) -> None:
-        path = self._cache_path()
-        try:  # a cache: losing it costs time only
-            # Version 2: no back-references, which shared nothing here (every id and blob
-            # appears once) and made writing 10,000 locks' cache take twice as long.
-            body = marshal.dumps((locks, shards, subtrees), 2)
-            files.write_atomic(path, zlib.crc32(body).to_bytes(4, "big") + body, cache=True)
-            self._kept_last = (files.stamp_of(path), (locks, shards, subtrees))
-        except (OSError, ValueError):
-            pass
+        return kept
 
     def _compact(self, tip: str, policy: journal.KeepPolicy, when: int, tree: str) -> str:
         """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.

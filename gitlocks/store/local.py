@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from gitlocks.core.judging import Problem, ReadAgain, read_record, verdict_of
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, lazy_table
 from gitlocks.errors import NotARepository, StoreError
-from gitlocks.git import files, kept, pruned, settings
+from gitlocks.git import cache, files, pruned, settings
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env, finish, start
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX, MUTEX_NAME, MUTEX_TIMEOUT_SECONDS
@@ -109,11 +109,11 @@ class Store:
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
         self._spares: list[Transaction] = []  # a write's transactions, started ahead
-        # Within a write, the verdicts (known, fresh) its read judged, kept once, after it,
+        # Within a write, the verdicts its read judged anew, kept once, after it,
         # with those of the blobs it wrote (docs/design.md, section 4.5). Not ``_writing``:
         # the remote store's name for its own writes, which keep what they read at once.
         self._keep_after = False
-        self._unkept: tuple[Mapping[str, Verdict], dict[str, Verdict]] | None = None
+        self._unkept: dict[str, Verdict] | None = None
         self.journal_store = Journal(self.objects, self.config_get)
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
@@ -306,11 +306,7 @@ class Store:
         symbolic = {n: t for n, t in listed.symbolic.items() if n.startswith(LOCK_PREFIX)}
         self.symrefs = symbolic
         version = listed.refs.get(JOURNAL_REF)
-        if self.breaking:  # a break judges every record afresh (4.6)
-            table = self.load(refs.items(), version)
-        else:
-            found = kept.scan(self.common_dir, files.Scan(refs, symbolic))
-            table = self.load(found.refs.items(), version, found)
+        table = self.load(refs.items(), version)
         table.problems.extend(
             Problem(ref=name, oid="", reason=f"a symbolic ref to {target}; never followed")
             for name, target in sorted(symbolic.items())
@@ -321,19 +317,15 @@ class Store:
             table.problems.append(Problem(ref=JOURNAL_REF, oid="", reason=reason))
         return table
 
-    def load(
-        self, refs: Iterable[tuple[str, str]], version: str | None, found: kept.Found | None = None
-    ) -> Table:
+    def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table:
         """The table of ``(ref, oid)`` lock refs, through the one loader: only blobs this
         repository has not judged before are read now, the rest when a question needs them
-        (verdicts are kept by blob id, and the packed lock refs judged: ``found``;
-        docs/design.md, section 4.5)."""
-        refs = list(refs)
-        judged = found.judged if found is not None else None
-        read_known = found is None or kept.needs_verdicts(found)
-        known = kept.verdicts(self.common_dir) if read_known and not self.breaking else {}
+        (verdicts are kept by blob id: docs/design.md, section 4.5). A break judges every
+        record afresh (4.6)."""
+        common_dir = None if self.breaking else self.common_dir
+        judged, rest, known = cache.judge(common_dir, dict(refs))
         table, fresh = lazy_table(
-            refs,
+            rest.items(),
             known=known,
             read=self._read_objects,
             version=version,
@@ -346,13 +338,11 @@ class Store:
         # Rewriting the file for a few new blobs (the record a write just made) costs more
         # in a large table than reading those blobs again next time.
         large = len(table.refs) >= 1000
-        keep = read_known and (len(fresh) >= KEEP_VERDICTS_AFTER or not large)
+        keep = not self.breaking and (len(fresh) >= KEEP_VERDICTS_AFTER or not large)
         if keep and self._keep_after:  # kept after the write, with the verdicts of what it wrote
-            self._unkept = (known, fresh)
+            self._unkept = fresh
         elif keep and fresh:
-            kept.keep_verdicts(self.common_dir, known, fresh, set(table.refs.values()))
-        if found is not None and kept.worth_keeping(found):
-            kept.keep(self.common_dir, found.listed, known, fresh)
+            cache.keep_verdicts(self.common_dir, fresh, set(table.refs.values()))
         return table
 
     def _lost(self, version: str | None, absent: list[tuple[str, str]]) -> None:
@@ -361,10 +351,10 @@ class Store:
             pruned.stop_if_lost(absent, version, self.objects.directory, git)
 
     def distrust(self) -> None:
-        """A record did not match what was kept of it: forget the kept verdicts and
-        judgements, and the table read with them, so that a process that lives on (the
-        live page) reads the table again rather than stopping on it at every question."""
-        kept.forget(self.common_dir)
+        """A record did not match what was kept of it: forget the cache, and the table
+        read with it, so that a process that lives on (the live page) reads the table again
+        rather than stopping on it at every question."""
+        cache.forget(self.common_dir)
         self._cache = None
 
     def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
@@ -443,12 +433,12 @@ class Store:
     def _keep_unkept(self) -> None:
         """Keep the verdicts a write judged: of what its read found new, and of the blobs it
         wrote, so that the next command (hooks and guard too) reads none of them again."""
-        if self._unkept is not None:
-            (known, fresh), self._unkept = self._unkept, None
+        if self._unkept:
+            fresh, self._unkept = self._unkept, None
             table = self._cache if self._cache is not None else self._decided  # else as read
-            current = set(table.refs.values()) if table is not None else set(known)
-            if fresh:
-                kept.keep_verdicts(self.common_dir, known, fresh, current)
+            current = set(table.refs.values()) if table is not None else None
+            cache.keep_verdicts(self.common_dir, fresh, current)
+        self._unkept = None
 
     def mutex(self, timeout: float = MUTEX_TIMEOUT_SECONDS) -> Mutex:
         from gitlocks.store.mutex import Mutex  # a write's: reads take no mutex
@@ -550,7 +540,7 @@ class Store:
         listed[JOURNAL_REF] = str(commit)
         self._cache, self._cache_listing = table, files.Scan(listed, dict(self.symrefs))
         if self._unkept is not None:  # judged from its bytes, as any reader judges a blob
-            self._unkept[1].update((oid, verdict_of(data)) for oid, data in written.items())
+            self._unkept.update((oid, verdict_of(data)) for oid, data in written.items())
         # Still under the mutex, the refs moved: every object this write stored is there,
         # written again if a prune that read the refs before they moved took it, and kept.
         stored, self.objects.written = self.objects.written or {}, None

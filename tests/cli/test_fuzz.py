@@ -36,7 +36,7 @@ from support.cli import Result, alock
 from gitlocks import patterns_overlap
 from gitlocks.cli.app import VERBS, _command
 from gitlocks.identity import host_identity, process_start_time
-from gitlocks.layout import SYNC_FILE, VERDICTS_FILE
+from gitlocks.layout import CACHE_FILE, SYNC_FILE
 from gitlocks.service import journal
 from gitlocks.ui import server as ui_server
 
@@ -723,7 +723,7 @@ class Stage:
         locks = self.gitdir / "refs" / "agent-locks"
         locks.mkdir(parents=True)
         (locks / self.guard_id).write_text(self.guard_value + "\n")
-        for name in (VERDICTS_FILE, SYNC_FILE):
+        for name in (CACHE_FILE, SYNC_FILE):
             (self.gitdir / name).unlink(missing_ok=True)
 
     def remote_mode(self) -> None:

@@ -21,11 +21,11 @@ from support.records import plant
 from gitlocks.core.record import LockRecord
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
-from gitlocks.git import kept
+from gitlocks.git import cache
 from gitlocks.git import table as hooks_table
 from gitlocks.git.objects import Objects
 from gitlocks.identity import resolve_identity
-from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
+from gitlocks.layout import LOCK_PREFIX
 from gitlocks.service.context import Context
 from gitlocks.service.locks import acquire
 from gitlocks.store.local import Store
@@ -43,8 +43,7 @@ Records = dict[str, LockRecord | None]
 def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Records, list[str]]:
     """Every record of the table read whole, with no kept verdict, and which ids went to
     ``cat-file``."""
-    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
-    kept._verdicts.clear()
+    cache.forget(str(repo / ".git"))
     asked: list[str] = []
     real = Objects._read_batch
 
@@ -142,8 +141,7 @@ def test_a_planted_loose_blob_of_megabytes_is_never_read_whole(repo: Path) -> No
         Store.discover(repo).read_table,
     ]
     for read in readers:
-        (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
-        kept._verdicts.clear()
+        cache.forget(str(repo / ".git"))
         tracemalloc.start()
         try:
             table = read()
@@ -169,7 +167,7 @@ def test_a_fifo_or_an_object_of_no_type_is_missing_and_never_waited_on(repo: Pat
             os.mkfifo(path)
         else:
             path.write_bytes(zlib.compress(b"blobx 2\0{}"))
-    (repo / ".git" / VERDICTS_FILE).unlink()  # every record read again
+    cache.forget(str(repo / ".git"))  # every record read again
     got = guard(repo, edit(repo, "free/new.py"), timeout=60)  # the hooks' read, then a claim
     assert got.code == 0 and got.out == "", got
     listed = alock(repo, "list", "--json")
@@ -189,8 +187,7 @@ def test_a_loose_record_shorter_than_its_header_says_is_no_record(repo: Path) ->
     ref = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX).split()[0]
     body = git(repo, "cat-file", "blob", ref).encode()
     _plant_loose(repo, b"blob %d\0" % (256 * 1024 + 100) + body)
-    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
-    kept._verdicts.clear()
+    cache.forget(str(repo / ".git"))
     table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert table.get("planted") is None
     assert LOCK_PREFIX + "planted" in [p.ref for p in table.problems]
@@ -205,7 +202,7 @@ def test_a_loose_record_cut_short_of_its_header_stops_no_reader(repo: Path, shor
     ref = git(repo, "for-each-ref", "--format=%(objectname)", LOCK_PREFIX + "").split()[0]
     body = git(repo, "cat-file", "blob", ref).encode()
     _plant_loose(repo, b"blob %d\0" % len(body) + body[:-short_by])
-    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    cache.forget(str(repo / ".git"))
     got = guard(repo, edit(repo, "src/new.py"), timeout=60)  # not TimeoutExpired
     assert got.code in (0, 2), got
     table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
@@ -236,7 +233,7 @@ def test_an_empty_loose_ref_is_never_read_as_its_packed_line(repo: Path) -> None
     (repo / ".git" / "refs" / "agent-locks-meta" / "journal").write_bytes(b"")
     listed_by_git = set(_ids(repo))
     assert victim not in listed_by_git and len(listed_by_git) == 2
-    (repo / ".git" / VERDICTS_FILE).unlink(missing_ok=True)
+    cache.forget(str(repo / ".git"))
     hooks = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert set(hooks.refs) == listed_by_git
     store = Store.discover(repo)

@@ -3,13 +3,13 @@ until-merged claims, remote mode and sync, through real git."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
 from support.cli import alock, run_git
-from support.records import plant
+from support.records import edit_cache, plant
 
 LEAD_A = {"AGENT_ID": "lead-a"}
 LEAD_B = {"AGENT_ID": "lead-b"}
@@ -107,12 +107,14 @@ def test_a_hand_edited_verdict_cannot_hide_a_landing_record(repo: Path) -> None:
     gitdir = Path(git(repo, "rev-parse", "--git-common-dir").strip())
     if not gitdir.is_absolute():
         gitdir = repo / gitdir
-    path = gitdir / "agent-locks-verdicts.json"
-    doc = json.loads(path.read_text())
-    landing = doc["summaries"]["landing"]
-    assert landing.count(True) == 1
-    landing[landing.index(True)] = False
-    path.write_text(json.dumps(doc))
+
+    def not_landing(doc: dict[str, Any]) -> dict[str, Any]:
+        landing = doc["summaries"]["landing"]
+        assert landing.count(True) == 1
+        landing[landing.index(True)] = False
+        return doc
+
+    edit_cache(gitdir, not_landing)
     git(repo, "checkout", "-q", "main")
     git(repo, "merge", "-q", "--ff-only", "feature")
     assert alock(repo, "acquire", "y/**", **B).code == 0

@@ -1,6 +1,6 @@
 """A write keeps the verdicts of what it judged and of what it wrote, once, after it, so
 the command after it (the hooks and the guard included) reads no record again; and the
-verdicts file stays small, since every command decodes it (docs/design.md, section 4.5)."""
+cache stays small, since every command decodes its verdicts (docs/design.md, section 4.5)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from support.remote import make_bare, make_clone
 
 from gitlocks.core.judging import verdict_of
 from gitlocks.core.scope import ScopeEntry
-from gitlocks.git import kept
+from gitlocks.core.summaries import Summary
+from gitlocks.git import cache
 from gitlocks.git import table as hooks_table
 from gitlocks.git.objects import Objects
 from gitlocks.identity import resolve_identity
-from gitlocks.layout import LOCK_PREFIX, VERDICTS_FILE
+from gitlocks.layout import CACHE_FILE, LOCK_PREFIX
 from gitlocks.service.context import Context
 from gitlocks.service.locks import acquire, release
 from gitlocks.store.local import Store
@@ -30,9 +31,20 @@ def _ctx(repo: Path, holder: str) -> Context:
 
 
 def _kept(repo: Path) -> dict[str, object]:
-    """The verdicts file as a new process reads it."""
-    kept._verdicts.clear()
-    return dict(kept.verdicts(str(repo / ".git")))
+    """The kept verdicts as a new process reads them, by blob id."""
+    cache._read.clear()
+    oids, columns, reasons = cache.verdicts(str(repo / ".git")) or ([], [[]] * 6, {})
+    ids, holders, parents, expiries, buckets, landing = columns
+    rows = zip(
+        ids,
+        holders,
+        parents,
+        expiries,
+        (tuple(b.split("\n")) for b in buckets),
+        landing,
+        strict=True,
+    )
+    return {**reasons, **dict(zip(oids, (Summary(*row) for row in rows), strict=True))}
 
 
 def _lock_blobs(repo: Path) -> dict[str, str]:
@@ -66,7 +78,7 @@ def test_after_a_write_the_hooks_read_no_record(
         return {}
 
     monkeypatch.setattr(Objects, "read_many", read_many)
-    kept._verdicts.clear()
+    cache._read.clear()
     table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     assert sorted(table.refs) == sorted(r[len(LOCK_PREFIX) :] for r in _lock_blobs(repo))
     assert asked == []
@@ -90,14 +102,14 @@ def test_the_verdicts_file_stays_small(repo: Path) -> None:
     is decoded by every command and rewritten after every write."""
     assert acquire(_ctx(repo, "a"), [ScopeEntry("held/**")]).status == "acquired"
     ctx = _ctx(repo, "b")
-    for i in range(kept.SPARE_VERDICTS + 20):  # a new record each, then none
+    for i in range(cache.SPARE_VERDICTS + 20):  # a new record each, then none
         assert acquire(ctx, [ScopeEntry(f"n{i}/**")]).status == "acquired"
         release(ctx, None)
     current = set(_lock_blobs(repo).values())
     verdicts = _kept(repo)
     assert current <= verdicts.keys()
-    assert len(verdicts) <= 2 * len(current) + kept.SPARE_VERDICTS
-    assert (repo / ".git" / VERDICTS_FILE).stat().st_size < 64 * 1024
+    assert len(verdicts) <= 2 * len(current) + cache.SPARE_VERDICTS
+    assert (repo / ".git" / CACHE_FILE).stat().st_size < 64 * 1024
 
 
 def test_a_write_that_fails_keeps_every_verdict(
@@ -110,7 +122,7 @@ def test_a_write_that_fails_keeps_every_verdict(
     from gitlocks.store import refs as store_refs
 
     ctx = _ctx(repo, "a")
-    for i in range(kept.SPARE_VERDICTS + 10):
+    for i in range(cache.SPARE_VERDICTS + 10):
         assert acquire(ctx, [ScopeEntry(f"n{i}/**")]).status == "acquired"
     record = git(repo, "cat-file", "blob", next(iter(_lock_blobs(repo).values())))
     planted = subprocess.run(

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
+from support.records import edit_cache
 
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.scope import ScopeEntry
@@ -122,17 +124,20 @@ def test_cached_table_sees_a_lock_ref_moved_outside_gitlocks(repo: Path) -> None
 def test_an_edited_verdict_never_sweeps_a_live_lock(repo: Path) -> None:
     """The verdicts kept by blob id are a cache: one that lies stops a command, never
     decides it, and is forgotten."""
-    from gitlocks.layout import VERDICTS_FILE
+    from gitlocks.layout import CACHE_FILE
 
     ctx = _ctx(repo, "a")
     assert acquire(ctx, [ScopeEntry("kept/**")]).status == "acquired"
     Store.discover(repo).read_table()  # the verdicts are written
-    path = repo / ".git" / VERDICTS_FILE
-    data = json.loads(path.read_text())
-    expiries = data["summaries"]["expires_at"]
-    assert expiries
-    expiries[:] = ["2000-01-01T00:00:00Z"] * len(expiries)  # "expired long ago"
-    path.write_text(json.dumps(data))
+    path = repo / ".git" / CACHE_FILE
+
+    def expired(data: dict[str, Any]) -> dict[str, Any]:
+        expiries = data["summaries"]["expires_at"]
+        assert expiries
+        expiries[:] = ["2000-01-01T00:00:00Z"] * len(expiries)  # "expired long ago"
+        return data
+
+    edit_cache(repo / ".git", expired)
     with pytest.raises(StoreError, match="does not match what was kept"):
         acquire(_ctx(repo, "b"), [ScopeEntry("other/**")])
     assert not path.exists()

@@ -1,37 +1,36 @@
-"""The packed lock refs' judgement, kept against the text of packed-refs they are read from
-(``gitlocks.git.kept``): a table read with it is the table read without it, whatever moved
-the refs in between (loose refs over packed lines, symbolic refs, a packed lock deleted,
-``pack-refs`` again, records planted by hand), and a judgement that does not hold is
-dropped, never believed into an answer."""
+"""The lock refs judged through the cache's verdicts by blob id (``gitlocks.git.cache``): a
+table read with them is the table read without them, whatever moved the refs in between
+(loose refs over packed lines, symbolic refs, a lock deleted, ``pack-refs`` again, records
+planted by hand), and a cache that does not hold is dropped, never believed into an
+answer."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import alock
-from support.records import plant, seed_locks, write_blob
+from support.records import edit_cache, plant, seed_locks, write_blob
 
 from gitlocks.core.judging import Problem
 from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow
 from gitlocks.core.table import Table, lazy_table
 from gitlocks.errors import StoreError
-from gitlocks.git import files, kept
+from gitlocks.git import cache, files
 from gitlocks.git import table as fast_table
 from gitlocks.git.objects import Objects
-from gitlocks.layout import LOCK_PREFIX, PACKED_TABLE_FILE, VERDICTS_FILE
+from gitlocks.layout import CACHE_FILE, LOCK_PREFIX
 from gitlocks.store.local import Store
 
 
@@ -89,23 +88,26 @@ def lock_ids(repo: Path) -> list[str]:
 
 
 def judged_now(repo: Path) -> bool:
-    """Whether a judgement is kept, and stands for every lock ref but a few."""
+    """Whether the kept verdicts judge every lock ref but a few."""
     common = str(Store.discover(repo).common_dir)
-    found = kept.scan(common, fast_table.list_refs(str(repo)))
-    return found.judged is not None and len(found.refs) <= 3
+    judged, rest, _ = cache.judge(common, fast_table.list_refs(str(repo)).refs)
+    return judged is not None and len(rest) <= 3
+
+
+SEEDED = 1010  # a large table: verdicts kept only by 32 at once
 
 
 @pytest.fixture
 def packed(repo: Path) -> Path:
-    """A repository of more packed locks than a judgement is kept from, read once."""
-    seed_locks(repo, kept.MIN_REFS + 10)
+    """A repository of a large table of packed locks, read once."""
+    seed_locks(repo, SEEDED)
     Store.discover(repo).read_table()
-    assert (repo / ".git" / PACKED_TABLE_FILE).exists()
+    assert (repo / ".git" / CACHE_FILE).exists()
     assert judged_now(repo)
     return repo
 
 
-def test_a_kept_judgement_reads_the_table_alike(packed: Path) -> None:
+def test_kept_verdicts_read_the_table_alike(packed: Path) -> None:
     assert_read_alike(packed)
     assert judged_now(packed)
 
@@ -169,68 +171,57 @@ def flip_a_blob_id(raw: bytes) -> bytes:
         lambda raw: b"",
         lambda raw: raw[: len(raw) // 2],
         lambda raw: raw[:-1],
-        lambda raw: raw.replace(b"gitlocks judged lock refs", b"gitlocks judged lock refz"),
+        lambda raw: raw.replace(b"gitlocks cache", b"gitlocks cachf"),
         lambda raw: raw + b"x",
         lambda raw: b"\xff" * 100,
         lambda raw: flip_a_blob_id(raw),
         lambda raw: raw.replace(b'"agent-1"', b'"agent-2"', 1),
     ],
 )
-def test_a_damaged_judgement_costs_time_never_an_answer(packed: Path, damage: object) -> None:
-    path = packed / ".git" / PACKED_TABLE_FILE
+def test_a_damaged_cache_costs_time_never_an_answer(packed: Path, damage: object) -> None:
+    path = packed / ".git" / CACHE_FILE
     path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
     assert_read_alike(packed)
-
-
-def craft(repo: Path, edit: Callable[[bytes], bytes]) -> None:
-    """The kept judgement edited as gitlocks would have written it (its check sum made
-    anew): what a hand that knows the format could write."""
-    path = repo / ".git" / PACKED_TABLE_FILE
-    head, _, rest = path.read_bytes().partition(b"\n")
-    magic, _ = head.rsplit(b" ", 1)
-    document = edit(rest)
-    path.write_bytes(b"%s %d\n%s" % (magic, zlib.crc32(document), document))
 
 
 def edit_a_holder(repo: Path) -> None:
     """A kept summary made to disagree with its record."""
 
-    def edit(raw: bytes) -> bytes:
-        start = raw.index(b'"holder":["') + len(b'"holder":["')
-        return raw[:start] + b"agent-9" + raw[raw.index(b'"', start) :]
+    def edit(document: dict[str, Any]) -> dict[str, Any]:
+        document["summaries"]["holder"][0] = "agent-9"
+        return document
 
-    craft(repo, edit)
+    edit_cache(repo / ".git", edit)
 
 
-def test_a_judgement_that_does_not_hold_is_dropped(packed: Path) -> None:
+def test_a_verdict_that_does_not_hold_is_dropped(packed: Path) -> None:
     """A kept summary that is not its record's (a file edited by hand) stops the question
     that reads the record, forgets what was kept, and the next read is right."""
-    path = packed / ".git" / PACKED_TABLE_FILE
+    path = packed / ".git" / CACHE_FILE
     edit_a_holder(packed)
     table = Store.discover(packed).read_table()
     victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
     with pytest.raises(StoreError, match="does not match what was kept"):
         table.records[victim]
-    assert not path.exists() and not (packed / ".git" / VERDICTS_FILE).exists()
+    assert not path.exists()
     assert_read_alike(packed)
 
 
 def test_a_missing_record_is_never_kept(packed: Path) -> None:
-    """A lock ref whose blob is missing has no verdict: the object may yet arrive, so no
-    judgement is kept while it is missing."""
+    """A lock ref whose blob is missing has no verdict: the object may yet arrive."""
     victim = lock_ids(packed)[3]
     missing = "1" * 40
-    (packed / ".git" / PACKED_TABLE_FILE).unlink()
+    cache.forget(str(packed / ".git"))
     text = (packed / ".git" / "packed-refs").read_text()
     line = next(x for x in text.splitlines() if x.endswith(LOCK_PREFIX + victim))
     (packed / ".git" / "packed-refs").write_text(
         text.replace(line, f"{missing} {LOCK_PREFIX}{victim}")
     )
     assert_read_alike(packed)
-    assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
+    assert missing.encode() not in (packed / ".git" / CACHE_FILE).read_bytes()
 
 
-# --- any sequence of changes, in a small table (the judgement kept from 3 refs) ----------
+# --- any sequence of changes, in a small table --------------------------------------------
 
 OPS = st.lists(
     st.tuples(
@@ -265,9 +256,8 @@ def small_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 @given(ops=OPS)
 def test_any_changes_read_alike(
-    small_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ops: list[tuple[str, int]]
+    small_seed: Path, tmp_path: Path, ops: list[tuple[str, int]]
 ) -> None:
-    monkeypatch.setattr(kept, "MIN_REFS", 3)
     repo = tmp_path / f"r{len(list(tmp_path.iterdir()))}"
     shutil.copytree(small_seed, repo, symlinks=True)
     Store.discover(repo).read_table()
@@ -296,7 +286,7 @@ def test_any_changes_read_alike(
         assert_read_alike(repo)
 
 
-def test_the_hooks_drop_a_judgement_that_does_not_hold(packed: Path) -> None:
+def test_the_hooks_drop_a_verdict_that_does_not_hold(packed: Path) -> None:
     """The hooks' reader stops on a kept summary its record contradicts, as the store
     does, and forgets what was kept: else every commit would stop again on it."""
     edit_a_holder(packed)
@@ -305,30 +295,33 @@ def test_the_hooks_drop_a_judgement_that_does_not_hold(packed: Path) -> None:
     victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
     with pytest.raises(StoreError, match="run the command again"):
         table.records[victim]
-    assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
-    assert not (packed / ".git" / VERDICTS_FILE).exists()
+    assert not (packed / ".git" / CACHE_FILE).exists()
     assert_read_alike(packed)
 
 
-def test_a_kept_file_that_cannot_be_removed_still_says_try_again(packed: Path) -> None:
-    """Forgetting what was kept is best effort: a kept file that will not go (here a
-    directory in its place) never turns "try again" into a traceback."""
+def test_a_cache_that_cannot_be_removed_still_says_try_again(
+    packed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forgetting what was kept is best effort: a cache that will not go (its directory
+    read-only, say) never turns "try again" into a traceback."""
     edit_a_holder(packed)
-    verdicts = packed / ".git" / VERDICTS_FILE
-    verdicts.unlink()
-    (verdicts / "in-the-way").mkdir(parents=True)
-    result = alock(packed, "list", "--json")
-    assert result.code == 2
-    assert result.err.startswith("error: ") and "run the command again" in result.err
-    assert not (packed / ".git" / PACKED_TABLE_FILE).exists()
-    assert_read_alike(packed)
+
+    def refuse(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(files, "discard", refuse)
+    table = Store.discover(packed).read_table()
+    victim = next(i for i, s in table.summaries.items() if s.holder == "agent-9")
+    with pytest.raises(StoreError, match="run the command again"):
+        table.records[victim]
+    assert (packed / ".git" / CACHE_FILE).exists()
 
 
 def test_a_damaged_blob_id_never_reaches_the_journal(packed: Path) -> None:
     """A kept file damaged into another well-formed one (a blob id changed) is not
     believed: a write would otherwise put the wrong blob in the journal's table tree, a
     tree naming an object nobody has."""
-    path = packed / ".git" / PACKED_TABLE_FILE
+    path = packed / ".git" / CACHE_FILE
     path.write_bytes(flip_a_blob_id(path.read_bytes()))
     got = alock(packed, "acquire", "elsewhere/**", "--as", "agent-z")
     assert got.code == 0, got
@@ -336,12 +329,12 @@ def test_a_damaged_blob_id_never_reaches_the_journal(packed: Path) -> None:
     assert_read_alike(packed)
 
 
-def a_blob_id_spelt(spelling: str) -> Callable[[bytes], bytes]:
+def a_blob_id_spelt(spelling: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """An edit putting ``spelling`` in place of the first kept blob id."""
 
-    def edit(raw: bytes) -> bytes:
-        start = raw.index(b'"oid":["') + len(b'"oid":["')
-        return raw[:start] + spelling.encode() + raw[raw.index(b'"', start) :]
+    def edit(document: dict[str, Any]) -> dict[str, Any]:
+        document["summaries"]["oid"][0] = spelling
+        return document
 
     return edit
 
@@ -349,13 +342,11 @@ def a_blob_id_spelt(spelling: str) -> Callable[[bytes], bytes]:
 @pytest.mark.parametrize(
     "spelling", ["zz", "abc123", "0" * 39, "0" * 41, " " + "0" * 39, "0" * 20 + "\u00e9" * 20]
 )
-def test_a_crafted_blob_id_no_git_would_name_is_no_judgement(packed: Path, spelling: str) -> None:
-    """A judgement crafted with its check sum to match is believed as a crafted verdict is,
-    but only as far as git itself could have written it: a blob id that is no object id
-    (not hex, or of another length) would stop a write with a traceback, or put a tree git
-    cannot parse in the journal. Such a document is no judgement."""
-    craft(packed, a_blob_id_spelt(spelling))
-    assert not judged_now(packed)
+def test_a_crafted_blob_id_no_git_would_name_judges_nothing(packed: Path, spelling: str) -> None:
+    """A cache crafted with its check sums to match is believed as far as it goes: a
+    verdict filed under a blob id git never names (not hex, or of another length) is the
+    verdict of no ref, and that ref's record is read."""
+    edit_cache(packed / ".git", a_blob_id_spelt(spelling))
     for verb in (
         ("acquire", "elsewhere/**", "--as", "agent-z"),
         ("release", "--all", "--as", "agent-3"),
@@ -366,32 +357,28 @@ def test_a_crafted_blob_id_no_git_would_name_is_no_judgement(packed: Path, spell
     assert_read_alike(packed)
 
 
-def a_lock_also_a_problem(raw: bytes) -> bytes:
-    """The first kept lock listed again among the refs that hold no usable record."""
-    document = json.loads(raw)
-    columns = document["summaries"]
-    ref = LOCK_PREFIX + columns["id"][0]
-    document["problems"].append([ref, columns["oid"][0], "crafted"])
-    return json.dumps(document, separators=(",", ":")).encode()
+def a_row_twice(document: dict[str, Any]) -> dict[str, Any]:
+    """The first kept record listed again."""
+    for column in document["summaries"].values():
+        column.append(column[0])
+    return document
 
 
-def test_a_judgement_naming_a_ref_both_usable_and_not_is_no_judgement(packed: Path) -> None:
-    """gitlocks never judges one ref twice: a document that lists a lock among both the
-    usable records and the problems is no judgement, rather than a table that shows the
-    lock and reports its ref unusable."""
-    craft(packed, a_lock_also_a_problem)
+def test_a_cache_holding_a_record_twice_judges_nothing(packed: Path) -> None:
+    """gitlocks never keeps one blob twice: a cache that does is no judgement of any ref,
+    rather than a table holding one lock twice."""
+    edit_cache(packed / ".git", a_row_twice)
     assert not judged_now(packed)
     listed = alock(packed, "list", "--json")
     assert listed.code == 0 and "not a usable lock" not in listed.err, listed
-    assert len(listed.json()) == kept.MIN_REFS + 10
+    assert len(listed.json()) == SEEDED
     assert_read_alike(packed)
 
 
-@pytest.mark.parametrize("name", [PACKED_TABLE_FILE, VERDICTS_FILE])
-def test_a_pipe_in_a_kept_file_place_never_hangs_a_command(packed: Path, name: str) -> None:
-    """Opening a named pipe waits for a writer that never comes: a kept file is read only
+def test_a_pipe_in_the_cache_place_never_hangs_a_command(packed: Path) -> None:
+    """Opening a named pipe waits for a writer that never comes: the cache is read only
     when it is a regular file. (The timeout only stops a hung command.)"""
-    path = packed / ".git" / name
+    path = packed / ".git" / CACHE_FILE
     path.unlink()
     os.mkfifo(path)
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
@@ -410,12 +397,11 @@ def _capped_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
-@pytest.mark.parametrize("name", [PACKED_TABLE_FILE, VERDICTS_FILE])
-def test_a_kept_file_larger_than_any_written_is_passed_over(packed: Path, name: str) -> None:
-    """A kept file of 3 GiB (sparse: damaged, or planted) is no cache gitlocks wrote: a
-    command reads the table without it, in bounded memory; the judgement is kept again on
-    the next write (the verdicts are not needed beside it)."""
-    path = packed / ".git" / name
+def test_a_cache_larger_than_any_written_is_passed_over(packed: Path) -> None:
+    """A cache of 3 GiB (sparse: damaged, or planted) is no cache gitlocks wrote: a
+    command reads the table without it, in bounded memory; the verdicts are kept again on
+    the next write."""
+    path = packed / ".git" / CACHE_FILE
     with open(path, "r+b") as f:
         f.truncate(3 << 30)
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
@@ -430,14 +416,13 @@ def test_a_kept_file_larger_than_any_written_is_passed_over(packed: Path, name: 
         cwd=packed, env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert wrote.returncode == 0, wrote
-    if name == PACKED_TABLE_FILE:
-        assert path.stat().st_size < files.CACHE_LIMIT
+    assert path.stat().st_size < files.CACHE_LIMIT
     assert_read_alike(packed)
 
 
-def test_a_store_that_found_a_judgement_false_reads_the_table_again(packed: Path) -> None:
+def test_a_store_that_found_a_verdict_false_reads_the_table_again(packed: Path) -> None:
     """A process that lives on (the live page follows the journal with one store) asks
-    again after "try again": the table read with the false judgement goes with it."""
+    again after "try again": the table read with the false verdict goes with it."""
     edit_a_holder(packed)
     store = Store.discover(packed)
     table = store.read_table()
@@ -493,14 +478,11 @@ HAND_EDITS: dict[str, Callable[[bytes], bytes]] = {
 
 
 @pytest.mark.parametrize("edit", sorted(HAND_EDITS))
-def test_a_hand_edited_packed_refs_reads_alike(
-    small_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str
-) -> None:
+def test_a_hand_edited_packed_refs_reads_alike(small_seed: Path, tmp_path: Path, edit: str) -> None:
     """packed-refs edited by hand: git reads it, and every reader reads the lock refs git
     lists, judged and kept as any others; where git refuses the file (an unterminated
     last line, a short id), every reader stops with an error, never reads a table
     without the locks git could not list."""
-    monkeypatch.setattr(kept, "MIN_REFS", 3)
     repo = tmp_path / "r"
     shutil.copytree(small_seed, repo, symlinks=True)
     path = repo / ".git" / "packed-refs"
@@ -523,13 +505,11 @@ def test_a_hand_edited_packed_refs_reads_alike(
 def test_the_hooks_read_many_loose_records_through_their_verdicts(
     small_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Beside a judgement, the hooks read a few loose records whole rather than decode
-    every verdict; many loose ones (writes since the last pack-refs) through the verdicts
-    the store kept of them, as the store itself does."""
-    monkeypatch.setattr(kept, "MIN_REFS", 2)  # 8 packed refs count as thousands here
+    """Many records written since the last read (by another tool, here) are read once,
+    by the store, which keeps their verdicts: the hooks read none of them."""
     repo = tmp_path / "r"
     shutil.copytree(small_seed, repo, symlinks=True)
-    blobs = [record_blob(repo, f"loose-{i}", f"l{i}/**") for i in range(kept.FEW_LOOSE + 1)]
+    blobs = [record_blob(repo, f"loose-{i}", f"l{i}/**") for i in range(65)]
     stdin = "".join(f"create {LOCK_PREFIX}loose-{i} {b}\n" for i, b in enumerate(blobs))
     subprocess.run(["git", "update-ref", "--stdin"], cwd=repo, input=stdin, text=True, check=True)
     Store.discover(repo).read_table()  # keeps the verdicts of the new records
@@ -551,14 +531,14 @@ def test_the_hooks_read_many_loose_records_through_their_verdicts(
     assert_read_alike(repo)
 
 
-# --- racing writers beside a kept judgement ----------------------------------------------
+# --- racing writers beside a kept cache --------------------------------------------------
 
 _CHURN = r"""
 import os, random, subprocess, sys, time
 kept = sys.argv[1]
 while True:
     subprocess.run(["git", "pack-refs", "--all"], capture_output=True)
-    try:  # the kept judgement lost, cut short or put back, at any moment
+    try:  # the cache lost, cut short or put back, at any moment
         if random.random() < 0.5:
             os.unlink(kept)
         else:
@@ -573,13 +553,13 @@ while True:
 
 
 @pytest.mark.slow
-def test_racing_claims_beside_a_kept_judgement_have_one_winner(packed: Path) -> None:
+def test_racing_claims_beside_a_kept_cache_have_one_winner(packed: Path) -> None:
     """Writers racing for overlapping scopes in a table of packed locks, while refs are
-    packed again and the kept judgement is lost and cut short, and one writer is killed:
+    packed again and the cache is lost and cut short, and one writer is killed:
     one claim wins each round, and the table reads alike after."""
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
     churn = subprocess.Popen(
-        [sys.executable, "-c", _CHURN, str(packed / ".git" / PACKED_TABLE_FILE)], cwd=packed
+        [sys.executable, "-c", _CHURN, str(packed / ".git" / CACHE_FILE)], cwd=packed
     )
     patterns = ["hot/x/**", "hot/**", "hot/x/y", "hot", "hot/x"]  # each overlaps each
     problems: list[str] = []
@@ -619,8 +599,8 @@ def test_racing_claims_beside_a_kept_judgement_have_one_winner(packed: Path) -> 
     assert_read_alike(packed)
 
 
-def test_verbs_beside_a_kept_judgement_answer_as_the_records_say(packed: Path) -> None:
-    """The verbs in a table of packed locks read through their kept judgement: a packed
+def test_verbs_beside_kept_verdicts_answer_as_the_records_say(packed: Path) -> None:
+    """The verbs in a table of packed locks read through their kept verdicts: a packed
     lock holds its area, a ref moved by hand to another lock's record holds nothing, a
     record expired over its packed line frees its area, and a holder's locks released and
     packed again are gone; each time the table reads as its records say."""
@@ -658,7 +638,7 @@ def test_verbs_beside_a_kept_judgement_answer_as_the_records_say(packed: Path) -
     assert alock(packed, "release", "--all", "--as", holder).code == 0
     git(packed, "pack-refs", "--all")
     assert alock(packed, "check", area[ids[3]], "--as", "agent-z").code == 0
-    assert_read_alike(packed)  # fewer than MIN_REFS packed now: read without a judgement
+    assert_read_alike(packed)
     left = oracle(packed)
     assert not left.held_by(holder)
     assert {p.ref for p in left.problems} == {LOCK_PREFIX + ids[1]}
