@@ -19,6 +19,7 @@ from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git.changes import finish_git, start_git
+from gitlocks.hooks import report_bug
 from gitlocks.hooks.reading import TableReader, bound_mutex, committer
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
@@ -102,12 +103,6 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; claims not renewed\n")
         return 0
     except Exception as exc:  # a bug: say so; the commit is made already
-        import traceback  # only on this path: a bug in a hook
-
-        sys.stderr.write(
-            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
-            "This is a bug in gitlocks; please report it with the traceback below.\n"
-        )
-        traceback.print_exc()
+        report_bug(exc)
         return 0
     return 0

@@ -26,15 +26,12 @@ from gitlocks.errors import StoreError
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.hooks.check import CommittedIgnores
 from gitlocks.hooks.commits import (
-    DIFF_TREE_ARGS,
-    LOG_ARGS,
     Commit,
     Finding,
     Ignores,
-    diff_feed,
+    changed_paths,
     judge,
-    parse_diff_tree,
-    parse_log,
+    log_commits,
     read_ignores,
 )
 from gitlocks.layout import IGNORE_FILE
@@ -73,9 +70,9 @@ def undone(
         paths = _diff_paths(old, new, cwd)
         if not paths:
             continue
-        between = parse_log(finish_git(start_git([*LOG_ARGS, new, "--not", old, "--"], cwd)))
+        between = log_commits([new, "--not", old, "--"], cwd)
         missing = [c for c in between if c.oid not in changed]
-        read = parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), diff_feed(missing)))
+        read = changed_paths(missing, cwd)
         # Commits the repository had elsewhere (a branch pushed before a claim) land on
         # this branch now: judged now, as verify judges the range, unless they are on the
         # default branch already (judged when they reached it).
@@ -91,7 +88,7 @@ def undone(
             continue
         tip = next((c for c in between if c.oid == new), None)
         if tip is None:
-            named = parse_log(finish_git(start_git([*LOG_ARGS, "--no-walk", new, "--"], cwd)))
+            named = log_commits(["--no-walk", new, "--"], cwd)
             tip = named[0] if named else Commit(new, (), "", ())
         lists = CommittedIgnores([old, new], cwd).finish()
         ignores = Ignores({tip.oid: lists[0]}, {tip.oid: lists[1]} if IGNORE_FILE in hidden else {})
