@@ -13,8 +13,10 @@ file it cannot read) from one ``git cat-file --batch``. This is the one place th
 reads or writes git's object files, for a reason a user can feel: ten records read from
 their files cost a twentieth of one ``cat-file --batch`` (docs/design.md, section 9). The
 objects directory is git's: ``GIT_OBJECT_DIRECTORY`` where the git this reader falls back
-to would honour it (``Env.INHERIT``), else the common directory's ``objects``. Importing
-this costs nothing beyond the standard library.
+to would honour it (``Env.INHERIT``), else the common directory's ``objects``. ``CatFile``
+is the one reader of ``git cat-file`` output in the package: this reader's fallback, and
+every hook's question about objects by name. Importing this costs nothing beyond the
+standard library.
 """
 
 from __future__ import annotations

@@ -103,7 +103,10 @@ def _head(
         return None
     if not tree[2]:  # an empty tree: a journal from before commits carried the table
         return JournalCommit(oid, parents, tree[0], body, None)
-    names = {e.name: e.mode for e in parse_tree(tree[2], len(tree[0]) // 2)}
+    try:
+        names = {e.name: e.mode for e in parse_tree(tree[2], len(tree[0]) // 2)}
+    except ValueError:  # no tree git would read (a pushed object is never trusted)
+        return None
     if not names.keys() <= {"format", "locks"} or names.get("locks", MODE_TREE) != MODE_TREE:
         return None
     if marker is None or marker[1:] != ("blob", TABLE_MARKER):
