@@ -330,17 +330,15 @@ def _mode_of(path: str) -> int:
 # --- git cat-file -----------------------------------------------------------------------------
 
 Found = tuple[str, str, bytes]  # (id, type, contents) of an object git names
-Header = tuple[str, str, int]  # (id, type, size)
 _FEED = 16 * 1024  # bytes of names written at once: well under a pipe's buffer
 
 
 class CatFile:
-    """``git cat-file --batch`` (``check``: ``--batch-check``, headers alone), and the one
-    reader of its output. The process starts when first asked, or at ``start`` to run
-    beside the caller's other git calls; it answers as many questions as the caller asks,
-    a few names at a time so that neither side waits on a full pipe, until ``close``. Its
-    complaints go nowhere: a pipe nobody reads fills up and stops it, and us with it. A
-    hook passes ``Env.INHERIT``: the objects it reads may be a push's, in quarantine."""
+    """``git cat-file --batch`` (``check``: ``--batch-check``), the one reader of its output,
+    started when first asked (or at ``start``, beside the caller's other git calls) and
+    asked until ``close``, a few names at a time: neither side waits on a full pipe. Its
+    complaints go nowhere, since a pipe nobody reads would stop it. A hook passes
+    ``Env.INHERIT``: the objects it reads may be a push's, in quarantine."""
 
     def __init__(
         self,
@@ -383,10 +381,6 @@ class CatFile:
         a newline or a NUL, or ending in a carriage return, would ask for another object.
         ``limit``: as for ``Objects.read_many``."""
         return [None if a is None else (a[0], a[1], a[3]) for a in self._ask(names, limit)]
-
-    def headers(self, names: Sequence[str]) -> list[Header | None]:
-        """``(id, type, size)`` of each of ``names``, as ``read`` reads them."""
-        return [None if a is None else a[:3] for a in self._ask(names, None)]
 
     def _ask(
         self, names: Sequence[str], limit: int | None
@@ -437,21 +431,23 @@ def _askable(name: str) -> bool:
 def cat_file(
     names: Sequence[str], cwd: str | None = None, *, env: Env, limit: int | None = None
 ) -> list[Found | None]:
-    """``CatFile.read`` of ``names`` by a ``cat-file --batch`` started for them alone."""
-    batch = CatFile(cwd, env=env)
-    try:
-        return batch.read(names, limit)
-    finally:
-        batch.close()
+    """``CatFile.read`` of ``names``, by a ``cat-file --batch`` started for them alone."""
+    return [None if a is None else (a[0], a[1], a[3]) for a in _once(names, cwd, env, limit)]
 
 
 def cat_file_check(
     names: Sequence[str], cwd: str | None = None, *, env: Env
-) -> list[Header | None]:
-    """``CatFile.headers`` of ``names`` by a ``cat-file --batch-check`` started for them alone."""
-    batch = CatFile(cwd, env=env, check=True)
+) -> list[tuple[str, str, int] | None]:
+    """``(id, type, size)`` of each of ``names``, from a ``cat-file --batch-check``."""
+    return [None if a is None else a[:3] for a in _once(names, cwd, env, None, check=True)]
+
+
+def _once(
+    names: Sequence[str], cwd: str | None, env: Env, limit: int | None, check: bool = False
+) -> list[tuple[str, str, int, bytes] | None]:
+    batch = CatFile(cwd, env=env, check=check)
     try:
-        return batch.headers(names)
+        return batch._ask(names, limit)
     finally:
         batch.close()
 

@@ -25,7 +25,7 @@ from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, validate_holder
 from gitlocks.core.table import Table
 from gitlocks.errors import InvalidHolder
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
 from gitlocks.git.objects import cat_file_check
 from gitlocks.git.run import Env
 from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
@@ -144,7 +144,7 @@ def diff_feed(commits: Iterable[Commit]) -> bytes:
 
 def log_commits(args: Sequence[str], cwd: str | None) -> list[Commit]:
     """The commits ``git log ARGS`` lists."""
-    return parse_log(finish_git(start_git([*LOG_ARGS, *args], cwd)))
+    return parse_log(git_output([*LOG_ARGS, *args], cwd))
 
 
 def changed_paths(commits: Iterable[Commit], cwd: str | None) -> dict[str, list[str]]:

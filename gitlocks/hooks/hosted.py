@@ -34,7 +34,7 @@ from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format
 from gitlocks.core.text import canonical_number
 from gitlocks.git import files
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
 from gitlocks.git.objects import MODE_TREE, Found, cat_file, parse_commit, parse_tree
 from gitlocks.git.run import Env
 from gitlocks.layout import (
@@ -117,7 +117,7 @@ def _head(
 def read_table_of(oid: str, cwd: str | None) -> dict[str, str]:
     """Every lock of a table commit's tree (``ls-tree``): names a lock ref can have, in the
     subtree of their hash; anything else there is no lock, as for clients."""
-    listing = finish_git(start_git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd))
+    listing = git_output(["ls-tree", "-r", "-z", "--full-tree", oid], cwd)
     table: dict[str, str] = {}
     for entry in listing.split(b"\0"):
         meta, _, raw_path = entry.partition(b"\t")
@@ -141,7 +141,7 @@ def read_journal(oid: str, cwd: str | None = None) -> JournalCommit | None:
 def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, str | None]:
     """Lock id -> its value in ``new_tree`` (None: gone) for every lock the two table trees
     hold differently (``diff-tree``: only what changed is read, however large the table)."""
-    raw = finish_git(start_git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree], cwd))
+    raw = git_output(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree], cwd)
     fields = raw.split(b"\0")
     found: dict[str, str | None] = {}
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
@@ -156,48 +156,26 @@ def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, st
     return found
 
 
+def _refs(cwd: str | None, *patterns: str) -> dict[str, str]:
+    """Ref name -> value of the refs ``for-each-ref PATTERNS`` lists."""
+    out = git_output(["for-each-ref", "--format=%(refname) %(objectname)", *patterns], cwd)
+    return dict(line.rsplit(" ", 1) for line in out.decode("utf-8", "replace").splitlines())
+
+
 def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
     """(the journal ref's value, lock id -> value of each lock ref) as the repository has
     them now; probe refs (deeper names) are no locks."""
-    out = finish_git(
-        start_git(
-            ["for-each-ref", "--format=%(objectname) %(refname)", LOCK_PREFIX, JOURNAL_REF], cwd
-        )
-    )
-    journal = None
-    locks: dict[str, str] = {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        oid, _, name = line.partition(" ")
-        if name == JOURNAL_REF:
-            journal = oid
-        elif name.startswith(LOCK_PREFIX) and "/" not in name[len(LOCK_PREFIX) :]:
-            locks[name[len(LOCK_PREFIX) :]] = oid
-    return journal, locks
-
-
-def shard_tips(cwd: str | None = None) -> dict[str, str] | None:
-    """Shard journal ref -> its commit where the repository's table is sharded (it holds
-    the format ref, docs/design.md section 5.10); None where it keeps one journal."""
-    state = sharded_state(cwd)
-    return None if state is None else state[1]
+    refs = _refs(cwd, LOCK_PREFIX, JOURNAL_REF)
+    journal = refs.pop(JOURNAL_REF, None)
+    named = {name[len(LOCK_PREFIX) :]: oid for name, oid in refs.items()}
+    return journal, {lock_id: oid for lock_id, oid in named.items() if "/" not in lock_id}
 
 
 def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] | None:
     """(the shard count the format ref states, None when it states none this version
     reads; shard journal ref -> its commit), or None where the table is one journal."""
-    out = finish_git(
-        start_git(
-            ["for-each-ref", "--format=%(objectname) %(refname)", FORMAT_REF, SHARD_PREFIX], cwd
-        )
-    )
-    tips: dict[str, str] = {}
-    stated: str | None = None
-    for line in out.decode("utf-8", "replace").splitlines():
-        oid, _, name = line.partition(" ")
-        if name == FORMAT_REF:
-            stated = oid
-        elif name.startswith(SHARD_PREFIX):
-            tips[name] = oid
+    tips = _refs(cwd, FORMAT_REF, SHARD_PREFIX)
+    stated = tips.pop(FORMAT_REF, None)
     if stated is None:
         return None
     (blob,) = cat_file([stated], cwd, env=Env.INHERIT)

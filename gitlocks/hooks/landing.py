@@ -23,7 +23,7 @@ from datetime import datetime
 
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
 from gitlocks.hooks.check import CommittedIgnores
 from gitlocks.hooks.commits import (
     Commit,
@@ -41,10 +41,8 @@ def _diff_paths(old: str, new: str, cwd: str | None) -> list[str] | None:
     """The paths whose content differs between two commits' trees; None where either is
     no commit (a tag of a tree or a blob moves no files)."""
     try:
-        raw = finish_git(
-            start_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
-                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)
-        )  # fmt: skip
+        raw = git_output(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)  # fmt: skip
     except StoreError:
         return None
     return [os.fsdecode(p) for p in raw.split(b"\0") if p]
@@ -119,4 +117,4 @@ def _arriving(new: str, old: str, default: str | None, cwd: str | None) -> set[s
     """The commits ``new`` brings onto a branch at ``old`` that the default branch does not
     hold (for the default branch itself: all of them, its tip is ``old``)."""
     args = ["rev-list", new, "--not", old, *([default] if default else []), "--"]
-    return set(finish_git(start_git(args, cwd)).decode("ascii", "replace").split())
+    return set(git_output(args, cwd).decode("ascii", "replace").split())

@@ -26,7 +26,7 @@ from gitlocks.core.judging import Problem
 from gitlocks.core.record import format_time, utcnow
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
 from gitlocks.git import files, settings
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
 from gitlocks.git.objects import cat_file_check
 from gitlocks.git.run import Env
 from gitlocks.git.settings import Settings
@@ -306,7 +306,7 @@ def fetch_command(cwd: str | None) -> str:
     of the lock namespaces from its first remote (``origin`` where there is one)."""
     if settings.read(cwd).get("alock.remote"):
         return "git alock sync"
-    names = finish_git(start_git(["remote"], cwd)).decode("utf-8", "replace").split()
+    names = git_output(["remote"], cwd).decode("utf-8", "replace").split()
     remote = "origin" if "origin" in names or not names else names[0]
     return (
         f"git fetch --no-tags {remote} '+refs/agent-locks/*:refs/agent-locks/*' "
@@ -317,7 +317,7 @@ def fetch_command(cwd: str | None) -> str:
 def _table_in_sight(cwd: str | None) -> None:
     """A repository without the journal ref has never seen a lock table: a clone that
     never fetched the lock refs would call every range clean."""
-    found = finish_git(start_git(["for-each-ref", "--count=1", JOURNAL_REF], cwd))
+    found = git_output(["for-each-ref", "--count=1", JOURNAL_REF], cwd)
     if found.strip():
         return
     raise UsageError(
