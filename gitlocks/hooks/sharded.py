@@ -19,7 +19,7 @@ from gitlocks.core.judging import check_record
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.core.text import canonical_number
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import git_output
 from gitlocks.git.objects import cat_file, parse_commit
 from gitlocks.git.run import Env
 from gitlocks.hooks.hosted import (
@@ -159,7 +159,7 @@ def _names(shards: set[int] | frozenset[int]) -> str:
 
 
 def _empty_tree(cwd: str | None) -> str:
-    out = finish_git(start_git(["hash-object", "-t", "tree", "--stdin"], cwd), b"")
+    out = git_output(["hash-object", "-t", "tree", "--stdin"], cwd)
     return out.decode().strip()
 
 
