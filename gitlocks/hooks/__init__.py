@@ -36,9 +36,7 @@ STDIN_HOOKS = ("pre-push", "pre-receive", "post-rewrite")
 
 
 def report_bug(exc: Exception) -> None:
-    """Say on stderr that a hook met a bug in gitlocks, with the traceback: a hook's
-    ``main`` calls it for an exception that is no ``GitlocksError``, then answers as its
-    hook must (most let the commit or the merge stand)."""
+    """Say on stderr that a hook met a bug in gitlocks (``exc``), with the traceback."""
     import traceback  # only on this path: a bug in a hook
 
     # Imported here too: every hook, and more, loads this module; few of them print.

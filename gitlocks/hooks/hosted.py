@@ -114,19 +114,24 @@ def _head(
     return JournalCommit(oid, parents, tree[0], body, {})
 
 
+def _lock_at(path: bytes) -> str | None:
+    """The lock id a table tree's entry at ``path`` holds: names a lock ref can have, in
+    the subtree of their hash; anything else there is no lock, as for clients."""
+    match = _ENTRY_RE.match(os.fsdecode(path))
+    if match is None or not is_lock_id(match[2]) or shard_of(match[2]) != match[1]:
+        return None
+    return match[2]
+
+
 def read_table_of(oid: str, cwd: str | None) -> dict[str, str]:
-    """Every lock of a table commit's tree (``ls-tree``): names a lock ref can have, in the
-    subtree of their hash; anything else there is no lock, as for clients."""
+    """Every lock of a table commit's tree (``ls-tree``)."""
     listing = git_output(["ls-tree", "-r", "-z", "--full-tree", oid], cwd)
     table: dict[str, str] = {}
     for entry in listing.split(b"\0"):
-        meta, _, raw_path = entry.partition(b"\t")
-        parts = meta.decode("ascii", "replace").split(" ")
-        match = _ENTRY_RE.match(os.fsdecode(raw_path))
-        if len(parts) == 3 and parts[1] == "blob" and match is not None:
-            shard, lock_id = match.groups()
-            if is_lock_id(lock_id) and shard_of(lock_id) == shard:
-                table[lock_id] = parts[2]
+        meta, _, path = entry.partition(b"\t")
+        parts, lock_id = meta.decode("ascii", "replace").split(" "), _lock_at(path)
+        if len(parts) == 3 and parts[1] == "blob" and lock_id is not None:
+            table[lock_id] = parts[2]
     return table
 
 
@@ -145,12 +150,8 @@ def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, st
     fields = raw.split(b"\0")
     found: dict[str, str | None] = {}
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
-        parts = meta.decode("ascii", "replace").split(" ")
-        match = _ENTRY_RE.match(os.fsdecode(path))
-        if len(parts) != 5 or match is None:
-            continue
-        shard, lock_id = match.groups()
-        if is_lock_id(lock_id) and shard_of(lock_id) == shard:
+        parts, lock_id = meta.decode("ascii", "replace").split(" "), _lock_at(path)
+        if len(parts) == 5 and lock_id is not None:
             blob = parts[1] in ("100644", "100755")
             found[lock_id] = parts[3] if blob and not is_zero(parts[3]) else None
     return found
