@@ -37,15 +37,14 @@ def claim_lines(bare: Path) -> str:
     """The lines of one claim in remote mode: the journal moved to a commit carrying the
     table plus one new lock, and that lock's ref created (the objects written, no ref moved)."""
     # The package's internal API, imported here only (as support.records.seed_locks does).
-    import pygit2
-
+    from gitlocks.git.objects import Objects
     from gitlocks.store.journal import Journal
 
-    repo = pygit2.Repository(str(bare))
-    journal = str(repo.references["refs/agent-locks-meta/journal"].target)
-    store = Journal(repo, lambda key: None)
+    journal = git(bare, "rev-parse", "refs/agent-locks-meta/journal").strip()
+    objects = Objects(str(bare), str(bare), None)
+    store = Journal(objects, lambda key: None)
     table = store.table(journal) or {}
-    blob = str(repo.create_blob(b'{"bench": "a record"}\n'))
+    blob = objects.write_blob(b'{"bench": "a record"}\n')
     new = str(store.write(journal, [{"event": "acquired"}], {**table, "1a2b3c-bench": blob}))
     return (
         f"{journal} {new} refs/agent-locks-meta/journal\n"

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
 from gitlocks.git import run
+from gitlocks.git.objects import cat_file_check
 from gitlocks.layout import OWN_REF_PREFIXES
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -196,10 +197,8 @@ def commits_among(shas: Iterable[str], cwd: str | None = None) -> set[str]:
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return set()
-    feed = "".join(f"{sha}^{{commit}}\n" for sha in wanted).encode()
-    out = finish_git(start_git(["cat-file", "--batch-check"], cwd), feed).decode().splitlines()
-    # "<oid> commit <size>" for a commit; "<name> missing" (or another type) otherwise.
-    return {sha for sha, line in zip(wanted, out, strict=False) if line.split()[1:2] == ["commit"]}
+    found = cat_file_check([f"{sha}^{{commit}}" for sha in wanted], cwd, env=run.Env.INHERIT)
+    return {sha for sha, got in zip(wanted, found, strict=True) if got and got[1] == "commit"}
 
 
 def pushed_paths(updates: Iterable[RefUpdate], cwd: str | None = None) -> list[str]:

@@ -13,8 +13,10 @@ file it cannot read) from one ``git cat-file --batch``. This is the one place th
 reads or writes git's object files, for a reason a user can feel: ten records read from
 their files cost a twentieth of one ``cat-file --batch`` (docs/design.md, section 9). The
 objects directory is git's: ``GIT_OBJECT_DIRECTORY`` where the git this reader falls back
-to would honour it (``Env.INHERIT``), else the common directory's ``objects``. Importing
-this costs nothing beyond the standard library.
+to would honour it (``Env.INHERIT``), else the common directory's ``objects``. ``CatFile``
+is the one reader of ``git cat-file`` output in the package: this reader's fallback, and
+every hook's question about objects by name. Importing this costs nothing beyond the
+standard library.
 """
 
 from __future__ import annotations
@@ -88,8 +90,6 @@ class Objects:
         cwd: str | None = None,
     ) -> None:
         self.git_dir = git_dir
-        self.cwd = cwd  # where the cat-file runs (a relative GIT_OBJECT_DIRECTORY is from it)
-        self.env = env  # how the cat-file read falls back to is started
         named = os.environ.get("GIT_OBJECT_DIRECTORY") if env is Env.INHERIT else None
         if named:
             self.directory = os.path.join(cwd or os.getcwd(), named)
@@ -99,7 +99,9 @@ class Objects:
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
         self._shared = shared
-        self._batch: Process | None = None  # cat-file, once one is needed
+        # Where reading falls back to, started when first needed, in ``cwd`` (a relative
+        # GIT_OBJECT_DIRECTORY is from there) and the environment ``env`` makes.
+        self._batch = CatFile(cwd, env=env, git_dir=git_dir)
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
         # While a write is under way (``Store``), every object it stores (not those found
         # there already), so that it can see them all still there once its refs moved.
@@ -107,16 +109,7 @@ class Objects:
 
     def close(self) -> None:
         """Stop the ``cat-file`` process, if one was started."""
-        proc, self._batch = self._batch, None
-        if proc is not None:
-            close_pipes(proc)
-            proc.wait()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+        self._batch.close()
 
     # --- reading ------------------------------------------------------------------------
 
@@ -147,7 +140,8 @@ class Objects:
             elif loose:
                 found[oid] = loose  # (False: there, but no object git would read)
         if rest:
-            found.update(self._read_batch(rest, limit))
+            got = self._batch.read(rest, limit)
+            found.update((oid, (g[1], g[2])) for oid, g in zip(rest, got, strict=True) if g)
         if limit is not None:
             cut = {oid for oid, (_, body) in found.items() if len(body) > limit}
         if len(self._seen) < 100_000:  # a cut-short object is never remembered as whole
@@ -158,48 +152,6 @@ class Objects:
         self, oid: str, limit: int | None = None
     ) -> tuple[str, bytes] | Literal[False] | None:
         return read_loose(f"{self._prefix}{oid[:2]}/{oid[2:]}", limit)
-
-    def _read_batch(
-        self, oids: Sequence[str], limit: int | None = None
-    ) -> dict[str, tuple[str, bytes]]:
-        """From one ``cat-file --batch`` kept for the command's life: ``<oid>\n`` in,
-        ``<oid> <type> <size>\n<contents>\n`` (or ``<oid> missing\n``) out."""
-        if self._batch is None:
-            self._batch = start(
-                ["--git-dir", self.git_dir, "cat-file", "--batch"],
-                self.cwd,
-                env=self.env,
-                error=StoreError,
-                keep_stderr=False,  # one complaint per unreadable object, never read
-            )
-        proc = self._batch
-        found: dict[str, tuple[str, bytes]] = {}
-        try:
-            for i in range(0, len(oids), 256):  # input well under a pipe's buffer
-                found.update(self._batch_chunk(proc, oids[i : i + 256], limit))
-        except (OSError, ValueError) as exc:
-            self.close()
-            raise StoreError(f"cannot read the object database: {exc}") from exc
-        return found
-
-    @staticmethod
-    def _batch_chunk(
-        proc: Process, oids: Sequence[str], limit: int | None = None
-    ) -> dict[str, tuple[str, bytes]]:
-        assert proc.stdin is not None and proc.stdout is not None
-        found: dict[str, tuple[str, bytes]] = {}
-        proc.stdin.write("".join(o + "\n" for o in oids).encode())
-        proc.stdin.flush()
-        for _ in oids:
-            header = proc.stdout.readline().split()
-            if len(header) != 3:  # "<oid> missing"
-                if not header:
-                    raise OSError("cat-file ended early")
-                continue
-            keep = None if limit is None else limit + 1
-            body = read_contents(proc.stdout, int(header[2]), keep)
-            found[header[0].decode()] = (header[1].decode(), body)
-        return found
 
     def parse_tree(self, raw: bytes) -> list[Entry]:
         """The entries of a tree's contents, in this repository's hash size."""
@@ -373,6 +325,131 @@ def _mode_of(path: str) -> int:
         return os.stat(path).st_mode
     except OSError:
         return 0
+
+
+# --- git cat-file -----------------------------------------------------------------------------
+
+Found = tuple[str, str, bytes]  # (id, type, contents) of an object git names
+_FEED = 16 * 1024  # bytes of names written at once: well under a pipe's buffer
+
+
+class CatFile:
+    """``git cat-file --batch`` (``check``: ``--batch-check``), the one reader of its output,
+    started when first asked (or at ``start``, beside the caller's other git calls) and
+    asked until ``close``, a few names at a time: neither side waits on a full pipe. Its
+    complaints go nowhere, since a pipe nobody reads would stop it. A hook passes
+    ``Env.INHERIT``: the objects it reads may be a push's, in quarantine."""
+
+    def __init__(
+        self,
+        cwd: str | None = None,
+        *,
+        env: Env,
+        check: bool = False,
+        git_dir: str | None = None,
+    ) -> None:
+        where = ["--git-dir", git_dir] if git_dir else []
+        self.args = [*where, "cat-file", "--batch-check" if check else "--batch"]
+        self.cwd = cwd
+        self.env = env
+        self.check = check
+        self.proc: Process | None = None
+
+    def start(self) -> Process:
+        if self.proc is None:
+            self.proc = start(
+                self.args, self.cwd, env=self.env, error=StoreError, keep_stderr=False
+            )
+        return self.proc
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            close_pipes(proc)
+            proc.wait()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def read(self, names: Sequence[str], limit: int | None = None) -> list[Found | None]:
+        """``(id, type, contents)`` of the object each of ``names`` names, in order; None
+        where there is none, the name is ambiguous, or it cannot be asked: cat-file reads
+        one name a line and drops a carriage return before the newline, so a name holding
+        a newline or a NUL, or ending in a carriage return, would ask for another object.
+        ``limit``: as for ``Objects.read_many``."""
+        return [None if a is None else (a[0], a[1], a[3]) for a in self._ask(names, limit)]
+
+    def _ask(
+        self, names: Sequence[str], limit: int | None
+    ) -> list[tuple[str, str, int, bytes] | None]:
+        found: list[tuple[str, str, int, bytes] | None] = [None] * len(names)
+        asked = [i for i, name in enumerate(names) if _askable(name)]
+        if not asked:
+            return found
+        proc = self.start()
+        assert proc.stdin is not None and proc.stdout is not None
+        keep = None if limit is None else limit + 1
+        try:
+            lines = [names[i].encode("utf-8", "surrogateescape") + b"\n" for i in asked]
+            first = 0
+            while first < len(asked):  # a name longer than _FEED goes alone
+                end, size = first + 1, len(lines[first])
+                while end < len(asked) and size + len(lines[end]) <= _FEED:
+                    size += len(lines[end])
+                    end += 1
+                proc.stdin.write(b"".join(lines[first:end]))
+                proc.stdin.flush()
+                for i in asked[first:end]:
+                    found[i] = self._answer(proc.stdout, keep)
+                first = end
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise StoreError(f"cannot read the object database: {exc}") from exc
+        return found
+
+    def _answer(self, stream: IO[bytes], keep: int | None) -> tuple[str, str, int, bytes] | None:
+        """One answer: ``<id> <type> <size>`` and (``--batch``) the contents and a newline,
+        or ``<name> missing`` (``ambiguous``), whatever spaces the name holds."""
+        line = stream.readline()
+        if not line.endswith(b"\n"):
+            raise OSError("git cat-file ended early")
+        header = line[:-1].rsplit(b" ", 2)
+        if len(header) != 3 or not header[2].isdigit():
+            return None
+        size = int(header[2])
+        body = b"" if self.check else read_contents(stream, size, keep)
+        return header[0].decode(), header[1].decode(), size, body
+
+
+def _askable(name: str) -> bool:
+    return bool(name) and "\n" not in name and "\0" not in name and not name.endswith("\r")
+
+
+def cat_file(
+    names: Sequence[str], cwd: str | None = None, *, env: Env, limit: int | None = None
+) -> list[Found | None]:
+    """``CatFile.read`` of ``names``, by a ``cat-file --batch`` started for them alone."""
+    return [None if a is None else (a[0], a[1], a[3]) for a in _once(names, cwd, env, limit)]
+
+
+def cat_file_check(
+    names: Sequence[str], cwd: str | None = None, *, env: Env
+) -> list[tuple[str, str, int] | None]:
+    """``(id, type, size)`` of each of ``names``, from a ``cat-file --batch-check``."""
+    return [None if a is None else a[:3] for a in _once(names, cwd, env, None, check=True)]
+
+
+def _once(
+    names: Sequence[str], cwd: str | None, env: Env, limit: int | None, check: bool = False
+) -> list[tuple[str, str, int, bytes] | None]:
+    batch = CatFile(cwd, env=env, check=check)
+    try:
+        return batch._ask(names, limit)
+    finally:
+        batch.close()
 
 
 def read_contents(stream: IO[bytes], size: int, keep: int | None = None) -> bytes:

@@ -14,7 +14,7 @@ from gitlocks.core.judging import Lost, Problem, ReadAgain
 from gitlocks.core.record import MAX_RECORD_BYTES
 from gitlocks.core.table import Table, lazy_table
 from gitlocks.git import cache, files
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import git_output
 from gitlocks.git.objects import Objects
 from gitlocks.git.run import Env
 from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX
@@ -55,7 +55,7 @@ def hook_objects(common_dir: str, cwd: str | None) -> Objects:
 
 def list_refs(cwd: str | None) -> files.Scan:
     """The lock refs, as git lists them (every ref backend alike)."""
-    out = finish_git(start_git(["for-each-ref", files.REFS_FORMAT, LOCK_PREFIX], cwd))
+    out = git_output(["for-each-ref", files.REFS_FORMAT, LOCK_PREFIX], cwd)
     return files.parse_refs(out.decode("utf-8", "replace"))
 
 

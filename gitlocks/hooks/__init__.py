@@ -35,6 +35,21 @@ CLIENT_HOOKS = (
 STDIN_HOOKS = ("pre-push", "pre-receive", "post-rewrite")
 
 
+def report_bug(exc: Exception) -> None:
+    """Say on stderr that a hook met a bug in gitlocks (``exc``), with the traceback."""
+    import traceback  # only on this path: a bug in a hook
+
+    # Imported here too: every hook, and more, loads this module; few of them print.
+    from gitlocks.core.text import printable
+    from gitlocks.render.hooks import PREFIX
+
+    sys.stderr.write(
+        f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
+        "This is a bug in gitlocks; please report it with the traceback below.\n"
+    )
+    traceback.print_exc()
+
+
 def main(argv: Sequence[str]) -> int:
     """``git-alock hook HOOK [ARGS...]``: run one hook, return its exit code."""
     if not argv or argv[0] not in HOOKS:
@@ -46,4 +61,4 @@ def main(argv: Sequence[str]) -> int:
     return code
 
 
-__all__ = ["CLIENT_HOOKS", "HOOKS", "STDIN_HOOKS", "main"]
+__all__ = ["CLIENT_HOOKS", "HOOKS", "STDIN_HOOKS", "main", "report_bug"]

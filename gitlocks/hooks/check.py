@@ -34,12 +34,13 @@ from gitlocks.git.changes import (
     RefUpdate,
     Staged,
     commits_among,
-    finish_git,
     git_output,
     push_updates,
     pushed_paths,
-    start_git,
 )
+from gitlocks.git.objects import CatFile
+from gitlocks.git.run import Env
+from gitlocks.hooks import report_bug
 from gitlocks.hooks.reading import HookConfig, TableReader, committer, hook_config, refresh_view
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import (
@@ -74,46 +75,29 @@ class CommittedIgnores:
         blobs: bool = False,
         later: bool = False,
     ) -> None:
-        names = revisions if blobs else [f"{rev}:{IGNORE_FILE}" for rev in revisions]
-        self.feed = "".join(f"{name}\n" for name in names).encode()
-        self.count = len(revisions)
-        self.cwd = cwd
-        self.proc = None if later else start_git(["cat-file", "--batch"], cwd)
+        self.names = list(revisions) if blobs else [f"{rev}:{IGNORE_FILE}" for rev in revisions]
+        self.batch = CatFile(cwd, env=Env.INHERIT)
+        if not later:
+            self.batch.start()
         self.lists: list[IgnoreList] | None = None
 
     def finish(self) -> list[IgnoreList]:
-        """One list for each revision, in order (empty where it has none)."""
+        """One list for each revision, in order (empty where it has none, or one too
+        large to be a list: only its first bytes are read)."""
         if self.lists is None:
-            proc = self.proc or start_git(["cat-file", "--batch"], self.cwd)
-            self.lists = parse_ignores(finish_git(proc, self.feed), self.count)
+            try:
+                got = self.batch.read(self.names, MAX_IGNORE_BYTES)
+            finally:
+                self.batch.close()
+            self.lists = [
+                IgnoreList(g[2] if g and g[1] == "blob" and len(g[2]) <= MAX_IGNORE_BYTES else b"")
+                for g in got
+            ]
         return self.lists
 
     def drop(self) -> None:
         """End the ``cat-file`` started for lists nobody will read."""
-        if self.proc is not None and self.lists is None:
-            self.proc.kill()
-            self.proc.communicate()
-
-
-def parse_ignores(out: bytes, count: int) -> list[IgnoreList]:
-    """``cat-file --batch`` output for ``count`` names of ``.alockignore`` blobs: a
-    ``<oid> blob <size>`` header and the contents, or ``<name> missing``."""
-    found: list[IgnoreList] = []
-    pos = 0
-    while len(found) < count and pos < len(out):
-        end = out.find(b"\n", pos)
-        end = len(out) if end < 0 else end
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) != 3 or not header[2].isdigit():  # "<name> missing"
-            found.append(IgnoreList())
-            continue
-        size = int(header[2])
-        blob = out[pos : pos + size]
-        pos += size + 1
-        usable = header[1] == b"blob" and size <= MAX_IGNORE_BYTES
-        found.append(IgnoreList(blob) if usable else IgnoreList())
-    return found + [IgnoreList()] * (count - len(found))
+        self.batch.close()
 
 
 # --- the check ----------------------------------------------------------------------------
@@ -355,13 +339,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {hook} lock check skipped\n")
         return exc.exit_code if _configured_mode() == "block" else EXIT_OK
     except Exception as exc:  # a bug: say so loudly, but a warn-mode hook lets the commit on
-        import traceback  # only on this path: a bug in a hook
-
-        sys.stderr.write(
-            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
-            "This is a bug in gitlocks; please report it with the traceback below.\n"
-        )
-        traceback.print_exc()
+        report_bug(exc)
         return EXIT_ERROR if _configured_mode() == "block" else EXIT_OK
     sys.stderr.write(report.render())
     return report.exit_code

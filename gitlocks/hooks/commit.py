@@ -18,7 +18,8 @@ from gitlocks.core.scope import path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import git_output
+from gitlocks.hooks import report_bug
 from gitlocks.hooks.reading import TableReader, bound_mutex, committer
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import Identity, resolve_identity
@@ -40,13 +41,13 @@ def committed(cwd: str | None = None) -> tuple[str, list[str]]:
     One ``diff-tree`` of HEAD says both (its id, then its paths) for a commit with at most
     one parent that changed something; for a merge, which it shows nothing of without
     ``-m``, or a commit that changed nothing, the parents are asked and the first diffed."""
-    raw = finish_git(start_git([*_DIFF, "--root", "HEAD"], cwd))
+    raw = git_output([*_DIFF, "--root", "HEAD"], cwd)
     head, _, paths = raw.partition(b"\0")
     if head:
         return os.fsdecode(head), [os.fsdecode(p) for p in paths.split(b"\0") if p]
-    ids = os.fsdecode(finish_git(start_git(["rev-list", "--parents", "-n1", "HEAD"], cwd))).split()
+    ids = os.fsdecode(git_output(["rev-list", "--parents", "-n1", "HEAD"], cwd)).split()
     against = [ids[1], ids[0]] if len(ids) > 1 else ["--root", ids[0]]
-    raw = finish_git(start_git([*_DIFF, "--no-commit-id", *against], cwd))
+    raw = git_output([*_DIFF, "--no-commit-id", *against], cwd)
     return ids[0], [os.fsdecode(p) for p in raw.split(b"\0") if p]
 
 
@@ -102,12 +103,6 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; claims not renewed\n")
         return 0
     except Exception as exc:  # a bug: say so; the commit is made already
-        import traceback  # only on this path: a bug in a hook
-
-        sys.stderr.write(
-            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
-            "This is a bug in gitlocks; please report it with the traceback below.\n"
-        )
-        traceback.print_exc()
+        report_bug(exc)
         return 0
     return 0

@@ -25,7 +25,9 @@ from gitlocks.core.ignore import MAX_IGNORE_BYTES, IgnoreList
 from gitlocks.core.record import LockRecord, validate_holder
 from gitlocks.core.table import Table
 from gitlocks.errors import InvalidHolder
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
+from gitlocks.git.objects import cat_file_check
+from gitlocks.git.run import Env
 from gitlocks.hooks.check import CommittedIgnores, exemptions_held, find_held
 from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import IGNORE_FILE
@@ -140,6 +142,16 @@ def diff_feed(commits: Iterable[Commit]) -> bytes:
     ).encode()
 
 
+def log_commits(args: Sequence[str], cwd: str | None) -> list[Commit]:
+    """The commits ``git log ARGS`` lists."""
+    return parse_log(git_output([*LOG_ARGS, *args], cwd))
+
+
+def changed_paths(commits: Iterable[Commit], cwd: str | None) -> dict[str, list[str]]:
+    """Paths by commit: what each of ``commits`` changes, in one ``diff-tree``."""
+    return parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), diff_feed(commits)))
+
+
 @dataclass(frozen=True)
 class Ignores:
     """The ``.alockignore`` each commit is judged under, and the one it commits.
@@ -176,13 +188,13 @@ def read_ignores(
             revisions[commit.oid] = None
     if not revisions:
         return Ignores()
-    feed = "".join(f"{rev}:{IGNORE_FILE}\n" for rev in revisions).encode()
-    out = finish_git(start_git(["cat-file", "--batch-check"], cwd), feed).decode("ascii", "replace")
-    blob_of: dict[str, str] = {}
-    for rev, line in zip(revisions, out.splitlines(), strict=False):
-        parts = line.split()  # "<oid> blob <size>", or "<name> missing"
-        if len(parts) == 3 and parts[1] == "blob" and int(parts[2]) <= MAX_IGNORE_BYTES:
-            blob_of[rev] = parts[0]
+    names = [f"{rev}:{IGNORE_FILE}" for rev in revisions]
+    found = cat_file_check(names, cwd, env=Env.INHERIT)
+    blob_of = {
+        rev: got[0]
+        for rev, got in zip(revisions, found, strict=True)
+        if got is not None and got[1] == "blob" and got[2] <= MAX_IGNORE_BYTES
+    }
     blobs = list(dict.fromkeys(blob_of.values()))
     lists = dict(zip(blobs, CommittedIgnores(blobs, cwd, blobs=True).finish(), strict=True))
     by_rev = {rev: lists[blob] for rev, blob in blob_of.items()}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gitlocks.core.journal import COMPACTED, TABLE_MARKER, is_journal_commit, parse_events, shard_of
@@ -34,7 +34,9 @@ from gitlocks.core.record import is_lock_id
 from gitlocks.core.shard import parse_format
 from gitlocks.core.text import canonical_number
 from gitlocks.git import files
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
+from gitlocks.git.objects import MODE_TREE, Found, cat_file, parse_commit, parse_tree
+from gitlocks.git.run import Env
 from gitlocks.layout import (
     FORMAT_REF,
     JOURNAL_REF,
@@ -62,38 +64,6 @@ class JournalCommit:
     table: dict[str, str] | None
 
 
-def cat_file_batch(names: Sequence[str], cwd: str | None) -> list[tuple[str, str, bytes] | None]:
-    """``cat-file --batch`` of ``names``: (oid, type, contents) each, None for a missing one."""
-    out = finish_git(
-        start_git(["cat-file", "--batch"], cwd), "".join(n + "\n" for n in names).encode()
-    )
-    found: list[tuple[str, str, bytes] | None] = []
-    pos = 0
-    while pos < len(out) and len(found) < len(names):
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) != 3:  # "<name> missing" / "ambiguous"
-            found.append(None)
-            continue
-        size = int(header[2])
-        found.append((header[0].decode(), header[1].decode(), out[pos : pos + size]))
-        pos += size + 1
-    return found
-
-
-def _tree_names(raw: bytes, hash_bytes: int) -> dict[str, str]:
-    """Entry name -> mode of a tree object as stored (``<mode> <name>\\0<hash>``...)."""
-    names: dict[str, str] = {}
-    pos = 0
-    while pos < len(raw):
-        nul = raw.index(b"\0", pos)
-        mode, _, name = raw[pos:nul].partition(b" ")
-        names[os.fsdecode(name)] = mode.decode("ascii", "replace")
-        pos = nul + 1 + hash_bytes
-    return names
-
-
 def lock_path(lock_id: str) -> str:
     return f"locks/{shard_of(lock_id)}/{lock_id}"
 
@@ -108,7 +78,7 @@ def read_heads(
     names = [n for oid in oids for n in (oid, f"{oid}^{{tree}}", f"{oid}:format")]
     last = oids[-1] if oids else ""
     names += [f"{last}:{lock_path(i)}" for i in lookups]
-    got = cat_file_batch(names, cwd)
+    got = cat_file(names, cwd, env=Env.INHERIT)
     heads: list[JournalCommit | None] = []
     for n, oid in enumerate(oids):
         commit, tree, marker = got[3 * n : 3 * n + 3]
@@ -121,39 +91,47 @@ def read_heads(
 
 def _head(
     oid: str,
-    commit: tuple[str, str, bytes] | None,
-    tree: tuple[str, str, bytes] | None,
-    marker: tuple[str, str, bytes] | None,
+    commit: Found | None,
+    tree: Found | None,
+    marker: Found | None,
 ) -> JournalCommit | None:
     if commit is None or commit[1] != "commit" or tree is None:
         return None
-    head, _, body = commit[2].decode("utf-8", "replace").partition("\n\n")
-    parents = [line[7:].strip() for line in head.splitlines() if line.startswith("parent ")]
+    parsed = parse_commit(oid, commit[2])
+    parents, body = parsed.parent_ids, parsed.message
     if not is_journal_commit(len(parents), 0, body):
         return None
     if not tree[2]:  # an empty tree: a journal from before commits carried the table
-        return JournalCommit(oid, tuple(parents), tree[0], body, None)
-    names = _tree_names(tree[2], len(tree[0]) // 2)
-    if not names.keys() <= {"format", "locks"} or names.get("locks", "40000") != "40000":
+        return JournalCommit(oid, parents, tree[0], body, None)
+    try:
+        names = {e.name: e.mode for e in parse_tree(tree[2], len(tree[0]) // 2)}
+    except ValueError:  # no tree git would read (a pushed object is never trusted)
+        return None
+    if not names.keys() <= {"format", "locks"} or names.get("locks", MODE_TREE) != MODE_TREE:
         return None
     if marker is None or marker[1:] != ("blob", TABLE_MARKER):
         return None
-    return JournalCommit(oid, tuple(parents), tree[0], body, {})
+    return JournalCommit(oid, parents, tree[0], body, {})
+
+
+def _lock_at(path: bytes) -> str | None:
+    """The lock id a table tree's entry at ``path`` holds: names a lock ref can have, in
+    the subtree of their hash; anything else there is no lock, as for clients."""
+    match = _ENTRY_RE.match(os.fsdecode(path))
+    if match is None or not is_lock_id(match[2]) or shard_of(match[2]) != match[1]:
+        return None
+    return match[2]
 
 
 def read_table_of(oid: str, cwd: str | None) -> dict[str, str]:
-    """Every lock of a table commit's tree (``ls-tree``): names a lock ref can have, in the
-    subtree of their hash; anything else there is no lock, as for clients."""
-    listing = finish_git(start_git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd))
+    """Every lock of a table commit's tree (``ls-tree``)."""
+    listing = git_output(["ls-tree", "-r", "-z", "--full-tree", oid], cwd)
     table: dict[str, str] = {}
     for entry in listing.split(b"\0"):
-        meta, _, raw_path = entry.partition(b"\t")
-        parts = meta.decode("ascii", "replace").split(" ")
-        match = _ENTRY_RE.match(os.fsdecode(raw_path))
-        if len(parts) == 3 and parts[1] == "blob" and match is not None:
-            shard, lock_id = match.groups()
-            if is_lock_id(lock_id) and shard_of(lock_id) == shard:
-                table[lock_id] = parts[2]
+        meta, _, path = entry.partition(b"\t")
+        parts, lock_id = meta.decode("ascii", "replace").split(" "), _lock_at(path)
+        if len(parts) == 3 and parts[1] == "blob" and lock_id is not None:
+            table[lock_id] = parts[2]
     return table
 
 
@@ -168,66 +146,40 @@ def read_journal(oid: str, cwd: str | None = None) -> JournalCommit | None:
 def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, str | None]:
     """Lock id -> its value in ``new_tree`` (None: gone) for every lock the two table trees
     hold differently (``diff-tree``: only what changed is read, however large the table)."""
-    raw = finish_git(start_git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree], cwd))
+    raw = git_output(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree], cwd)
     fields = raw.split(b"\0")
     found: dict[str, str | None] = {}
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
-        parts = meta.decode("ascii", "replace").split(" ")
-        match = _ENTRY_RE.match(os.fsdecode(path))
-        if len(parts) != 5 or match is None:
-            continue
-        shard, lock_id = match.groups()
-        if is_lock_id(lock_id) and shard_of(lock_id) == shard:
+        parts, lock_id = meta.decode("ascii", "replace").split(" "), _lock_at(path)
+        if len(parts) == 5 and lock_id is not None:
             blob = parts[1] in ("100644", "100755")
             found[lock_id] = parts[3] if blob and not is_zero(parts[3]) else None
     return found
 
 
+def _refs(cwd: str | None, *patterns: str) -> dict[str, str]:
+    """Ref name -> value of the refs ``for-each-ref PATTERNS`` lists."""
+    out = git_output(["for-each-ref", "--format=%(refname) %(objectname)", *patterns], cwd)
+    return dict(line.rsplit(" ", 1) for line in out.decode("utf-8", "replace").splitlines())
+
+
 def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
     """(the journal ref's value, lock id -> value of each lock ref) as the repository has
     them now; probe refs (deeper names) are no locks."""
-    out = finish_git(
-        start_git(
-            ["for-each-ref", "--format=%(objectname) %(refname)", LOCK_PREFIX, JOURNAL_REF], cwd
-        )
-    )
-    journal = None
-    locks: dict[str, str] = {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        oid, _, name = line.partition(" ")
-        if name == JOURNAL_REF:
-            journal = oid
-        elif name.startswith(LOCK_PREFIX) and "/" not in name[len(LOCK_PREFIX) :]:
-            locks[name[len(LOCK_PREFIX) :]] = oid
-    return journal, locks
-
-
-def shard_tips(cwd: str | None = None) -> dict[str, str] | None:
-    """Shard journal ref -> its commit where the repository's table is sharded (it holds
-    the format ref, docs/design.md section 5.10); None where it keeps one journal."""
-    state = sharded_state(cwd)
-    return None if state is None else state[1]
+    refs = _refs(cwd, LOCK_PREFIX, JOURNAL_REF)
+    journal = refs.pop(JOURNAL_REF, None)
+    named = {name[len(LOCK_PREFIX) :]: oid for name, oid in refs.items()}
+    return journal, {lock_id: oid for lock_id, oid in named.items() if "/" not in lock_id}
 
 
 def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] | None:
     """(the shard count the format ref states, None when it states none this version
     reads; shard journal ref -> its commit), or None where the table is one journal."""
-    out = finish_git(
-        start_git(
-            ["for-each-ref", "--format=%(objectname) %(refname)", FORMAT_REF, SHARD_PREFIX], cwd
-        )
-    )
-    tips: dict[str, str] = {}
-    stated: str | None = None
-    for line in out.decode("utf-8", "replace").splitlines():
-        oid, _, name = line.partition(" ")
-        if name == FORMAT_REF:
-            stated = oid
-        elif name.startswith(SHARD_PREFIX):
-            tips[name] = oid
+    tips = _refs(cwd, FORMAT_REF, SHARD_PREFIX)
+    stated = tips.pop(FORMAT_REF, None)
     if stated is None:
         return None
-    (blob,) = cat_file_batch([stated], cwd)
+    (blob,) = cat_file([stated], cwd, env=Env.INHERIT)
     count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
     return count, tips
 
@@ -328,20 +280,9 @@ def guard_journal(
     ``cat-file``, what changed between the tables in one ``diff-tree``."""
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
-    stale = sorted(
-        name
-        for name, (old_value, _) in pushed.items()
-        if (name == JOURNAL_REF or name[len(LOCK_PREFIX) :] in locks)
-        and (None if is_zero(old_value) else old_value) != stated.get(name)
-    )
-    if stale:
-        # A write that lost a race (another got in after git showed it the refs): refused
-        # here, since a push that is not atomic would still apply its other refs. The
-        # project's writer sees the journal moved, fetches and decides again.
-        return [
-            f"the lock table moved since this push was prepared ({stale[0]} is no longer "
-            "what it names as its old value): fetch and decide again"
-        ]
+    moved = moved_since(pushed, [JOURNAL_REF, *(LOCK_PREFIX + i for i in locks)], stated)
+    if moved:
+        return moved
     new_oid = pushed[JOURNAL_REF][1] if JOURNAL_REF in pushed else journal_now
     if new_oid is not None and is_zero(new_oid):
         new_oid = None
@@ -354,13 +295,6 @@ def guard_journal(
         return [problem]
     if new is None or new.table is None:
         return []  # no table here: the lock refs are the table, as for clients
-    after = dict(refs_now)
-    for lock_id, (_, value) in locks.items():
-        if is_zero(value):
-            after.pop(lock_id, None)
-        else:
-            after[lock_id] = value
-    problems = lock_ref_problems(locks, wanted, after)
     # The locks whose entry the push changes in the table: each ref must move with it.
     changed: Mapping[str, str | None]
     if old is not None and old.table is not None:
@@ -371,20 +305,51 @@ def guard_journal(
         changed = {
             i: table.get(i) for i in before.keys() | table.keys() if before.get(i) != table.get(i)
         }
-    for lock_id, entry in sorted(changed.items()):
-        if lock_id not in locks and after.get(lock_id) != entry:
-            problems.append(
-                f"the push changes {LOCK_PREFIX}{lock_id} in the lock table but leaves its "
-                "lock ref as it was"
-            )
-    return problems
+    return lock_ref_problems(locks, {**changed, **wanted}, refs_after(refs_now, locks), changed)
+
+
+def moved_since(
+    pushed: Mapping[str, tuple[str, str]], guarded: Iterable[str], now: Mapping[str, str | None]
+) -> list[str]:
+    """The refusal of a push that names an old value for one of the ``guarded`` refs that
+    is no longer its value ``now`` (None: there is none); empty when there is none.
+
+    A write that lost a race (another got in after git showed it the refs): refused here,
+    since a push that is not atomic would still apply its other refs. The project's writer
+    sees the table moved, fetches and decides again."""
+    stale = sorted(
+        name
+        for name in set(guarded) & pushed.keys()
+        if (None if is_zero(pushed[name][0]) else pushed[name][0]) != now.get(name)
+    )
+    if not stale:
+        return []
+    return [
+        f"the lock table moved since this push was prepared ({stale[0]} is no longer "
+        "what it names as its old value): fetch and decide again"
+    ]
+
+
+def refs_after(now: Mapping[str, str], locks: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """Lock id -> value of every lock ref once the push has moved ``locks``."""
+    after = dict(now)
+    for lock_id, (_, value) in locks.items():
+        if is_zero(value):
+            after.pop(lock_id, None)
+        else:
+            after[lock_id] = value
+    return after
 
 
 def lock_ref_problems(
-    locks: Mapping[str, object], wanted: Mapping[str, str | None], after: Mapping[str, str]
+    locks: Mapping[str, object],
+    wanted: Mapping[str, str | None],
+    after: Mapping[str, str],
+    changed: Iterable[str] = (),
 ) -> list[str]:
     """What is wrong with each lock ref the push moves (``locks``), its value ``after`` the
-    push against the one the lock table holds (``wanted``)."""
+    push against the one the lock table holds (``wanted``), and with each other lock whose
+    entry the push ``changed`` in the table: its ref must move with it."""
     problems: list[str] = []
     for lock_id in sorted(locks):
         want, have = wanted.get(lock_id), after.get(lock_id)
@@ -403,4 +368,10 @@ def lock_ref_problems(
             )
         else:
             problems.append(f"the push sets {ref} to a value the lock table does not hold")
+    for lock_id in sorted(set(changed) - set(locks)):
+        if after.get(lock_id) != wanted.get(lock_id):
+            problems.append(
+                f"the push changes {LOCK_PREFIX}{lock_id} in the lock table but leaves its "
+                "lock ref as it was"
+            )
     return problems

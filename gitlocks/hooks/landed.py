@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
+from gitlocks.hooks import report_bug
 from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS
 from gitlocks.hooks.reading import TableReader, bound_mutex
 from gitlocks.hooks.session import hook_session
@@ -57,13 +58,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {hook} landing check skipped\n")
         return 0
     except Exception as exc:  # a bug: say so; the merge is made already
-        import traceback  # only on this path: a bug in a hook
-
-        sys.stderr.write(
-            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
-            "This is a bug in gitlocks; please report it with the traceback below.\n"
-        )
-        traceback.print_exc()
+        report_bug(exc)
         return 0
     for record in landed:
         sys.stderr.write(

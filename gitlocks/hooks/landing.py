@@ -23,18 +23,15 @@ from datetime import datetime
 
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
 from gitlocks.hooks.check import CommittedIgnores
 from gitlocks.hooks.commits import (
-    DIFF_TREE_ARGS,
-    LOG_ARGS,
     Commit,
     Finding,
     Ignores,
-    diff_feed,
+    changed_paths,
     judge,
-    parse_diff_tree,
-    parse_log,
+    log_commits,
     read_ignores,
 )
 from gitlocks.layout import IGNORE_FILE
@@ -44,10 +41,8 @@ def _diff_paths(old: str, new: str, cwd: str | None) -> list[str] | None:
     """The paths whose content differs between two commits' trees; None where either is
     no commit (a tag of a tree or a blob moves no files)."""
     try:
-        raw = finish_git(
-            start_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
-                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)
-        )  # fmt: skip
+        raw = git_output(["diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                       f"{old}^{{commit}}", f"{new}^{{commit}}", "--"], cwd)  # fmt: skip
     except StoreError:
         return None
     return [os.fsdecode(p) for p in raw.split(b"\0") if p]
@@ -73,9 +68,9 @@ def undone(
         paths = _diff_paths(old, new, cwd)
         if not paths:
             continue
-        between = parse_log(finish_git(start_git([*LOG_ARGS, new, "--not", old, "--"], cwd)))
+        between = log_commits([new, "--not", old, "--"], cwd)
         missing = [c for c in between if c.oid not in changed]
-        read = parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), diff_feed(missing)))
+        read = changed_paths(missing, cwd)
         # Commits the repository had elsewhere (a branch pushed before a claim) land on
         # this branch now: judged now, as verify judges the range, unless they are on the
         # default branch already (judged when they reached it).
@@ -91,7 +86,7 @@ def undone(
             continue
         tip = next((c for c in between if c.oid == new), None)
         if tip is None:
-            named = parse_log(finish_git(start_git([*LOG_ARGS, "--no-walk", new, "--"], cwd)))
+            named = log_commits(["--no-walk", new, "--"], cwd)
             tip = named[0] if named else Commit(new, (), "", ())
         lists = CommittedIgnores([old, new], cwd).finish()
         ignores = Ignores({tip.oid: lists[0]}, {tip.oid: lists[1]} if IGNORE_FILE in hidden else {})
@@ -122,4 +117,4 @@ def _arriving(new: str, old: str, default: str | None, cwd: str | None) -> set[s
     """The commits ``new`` brings onto a branch at ``old`` that the default branch does not
     hold (for the default branch itself: all of them, its tip is ``old``)."""
     args = ["rev-list", new, "--not", old, *([default] if default else []), "--"]
-    return set(finish_git(start_git(args, cwd)).decode("ascii", "replace").split())
+    return set(git_output(args, cwd).decode("ascii", "replace").split())

@@ -16,20 +16,23 @@ from collections.abc import Mapping
 
 from gitlocks.core.journal import is_journal_commit
 from gitlocks.core.judging import check_record
-from gitlocks.core.record import LockRecord
+from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.core.shard import parse_format, record_shards
 from gitlocks.core.text import canonical_number
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import git_output
+from gitlocks.git.objects import cat_file, parse_commit
+from gitlocks.git.run import Env
 from gitlocks.hooks.hosted import (
-    cat_file_batch,
     changed_locks,
     current_refs,
     descends,
     is_zero,
     lock_path,
     lock_ref_problems,
+    moved_since,
     read_heads,
     read_journal,
+    refs_after,
 )
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 
@@ -63,17 +66,9 @@ def guard_shards(
             return [f"the push writes {ref}, which is no shard of this {count}-shard lock table"]
     _, refs_now = current_refs(cwd)
     stated = {**tips, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
-    stale = sorted(
-        name
-        for name, (old_value, _) in pushed.items()
-        if (name in shards or name[len(LOCK_PREFIX) :] in locks)
-        and (None if is_zero(old_value) else old_value) != stated.get(name)
-    )
-    if stale:
-        return [
-            f"the lock table moved since this push was prepared ({stale[0]} is no longer "
-            "what it names as its old value): fetch and decide again"
-        ]
+    moved = moved_since(pushed, [*shards, *(LOCK_PREFIX + i for i in locks)], stated)
+    if moved:
+        return moved
     changed: set[str] = set()
     for ref, (_, new_oid) in sorted(shards.items()):
         if is_zero(new_oid):
@@ -97,25 +92,12 @@ def guard_shards(
             changed |= set(changed_locks(old.tree, new.tree, cwd))
         else:
             changed |= set(changed_locks(_empty_tree(cwd), new.tree, cwd))
-    after = dict(refs_now)
-    for lock_id, (_, value) in locks.items():
-        if is_zero(value):
-            after.pop(lock_id, None)
-        else:
-            after[lock_id] = value
     heads_after = {**tips, **{ref: new_oid for ref, (_, new_oid) in shards.items()}}
     held = _held_values(heads_after, count, sorted({*locks, *changed}), cwd)
     # The union as clients fold it: shard by shard, a later shard's entry winning.
     wanted = {i: where[max(where)][0] for i, where in held.items()}
     problems = _misplaced({i: held.get(i, {}) for i in sorted(changed)}, count)
-    problems += lock_ref_problems(locks, wanted, after)
-    for lock_id in sorted(changed - set(locks)):
-        if after.get(lock_id) != wanted.get(lock_id):
-            problems.append(
-                f"the push changes {LOCK_PREFIX}{lock_id} in the lock table but leaves its "
-                "lock ref as it was"
-            )
-    return problems
+    return problems + lock_ref_problems(locks, wanted, refs_after(refs_now, locks), changed)
 
 
 def shard_order(tips: Mapping[str, str], count: int) -> list[tuple[int, str]]:
@@ -135,9 +117,8 @@ def _held_values(
     found: dict[str, dict[int, tuple[str, bytes]]] = {}
     if not names:
         return found
-    for (k, lock_id, _), entry in zip(
-        names, cat_file_batch([n for *_, n in names], cwd), strict=False
-    ):
+    got = cat_file([n for *_, n in names], cwd, env=Env.INHERIT, limit=MAX_RECORD_BYTES)
+    for (k, lock_id, _), entry in zip(names, got, strict=True):
         if entry is not None and entry[1] == "blob":
             found.setdefault(lock_id, {})[k] = (entry[0], entry[2])
     return found
@@ -178,7 +159,7 @@ def _names(shards: set[int] | frozenset[int]) -> str:
 
 
 def _empty_tree(cwd: str | None) -> str:
-    out = finish_git(start_git(["hash-object", "-t", "tree", "--stdin"], cwd), b"")
+    out = git_output(["hash-object", "-t", "tree", "--stdin"], cwd)
     return out.decode().strip()
 
 
@@ -200,7 +181,7 @@ def guard_upgrade(
     format_values = pushed.get(FORMAT_REF)
     if format_values is None or not is_zero(format_values[0]) or locks:
         return refused
-    (blob,) = cat_file_batch([format_values[1]], cwd)
+    (blob,) = cat_file([format_values[1]], cwd, env=Env.INHERIT)
     count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
     wanted_refs = {FORMAT_REF, JOURNAL_REF, *(f"{SHARD_PREFIX}{k}" for k in range(count or 0))}
     sharding = {r for r in pushed if r.startswith(SHARD_PREFIX) or r in (FORMAT_REF, JOURNAL_REF)}
@@ -211,12 +192,12 @@ def guard_upgrade(
     if (None if is_zero(old_value) else old_value) != journal_now:
         return ["the lock table moved since this push was prepared: fetch and decide again"]
     expected_parents = (journal_now,) if journal_now is not None else ()
-    (raw,) = cat_file_batch([notice], cwd)
+    (raw,) = cat_file([notice], cwd, env=Env.INHERIT)
     if raw is None or raw[1] != "commit":
         return refused
-    head, _, body = raw[2].decode("utf-8", "replace").partition("\n\n")
-    parents = tuple(ln[7:].strip() for ln in head.splitlines() if ln.startswith("parent "))
-    if parents != expected_parents or is_journal_commit(len(parents), 0, body):
+    commit = parse_commit(notice, raw[2])
+    parents = commit.parent_ids
+    if parents != expected_parents or is_journal_commit(len(parents), 0, commit.message):
         return refused
     before: dict[str, str] = dict(refs_now)
     if journal_now is not None:
@@ -240,10 +221,8 @@ def guard_upgrade(
     if union != before:
         return refused
     oids = sorted({oid for where in held.values() for oid in where.values()})
-    data = {
-        oid: b"" if got is None else got[2]
-        for oid, got in zip(oids, cat_file_batch(oids, cwd), strict=False)
-    }
+    records = cat_file(oids, cwd, env=Env.INHERIT, limit=MAX_RECORD_BYTES)
+    data = {oid: b"" if got is None else got[2] for oid, got in zip(oids, records, strict=True)}
     return _misplaced(
         {i: {k: (oid, data[oid]) for k, oid in where.items()} for i, where in held.items()},
         count,

@@ -25,6 +25,7 @@ from gitlocks.core.text import printable
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import git_output
+from gitlocks.hooks import report_bug
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import resolve_identity
 
@@ -235,11 +236,5 @@ def main(argv: Sequence[str]) -> int:
     except (GitlocksError, OSError) as exc:
         sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; no {TRAILER} trailer added\n")
     except Exception as exc:  # a bug: say so, but a trailer is never worth a lost commit
-        import traceback  # only on this path: a bug in a hook
-
-        sys.stderr.write(
-            f"{PREFIX}error: internal error: {exc.__class__.__name__}: {printable(str(exc))}\n"
-            "This is a bug in gitlocks; please report it with the traceback below.\n"
-        )
-        traceback.print_exc()
+        report_bug(exc)
     return 0

@@ -26,20 +26,20 @@ from gitlocks.core.judging import Problem
 from gitlocks.core.record import format_time, utcnow
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
 from gitlocks.git import files, settings
-from gitlocks.git.changes import finish_git, start_git
+from gitlocks.git.changes import finish_git, git_output, start_git
+from gitlocks.git.objects import cat_file_check
+from gitlocks.git.run import Env
 from gitlocks.git.settings import Settings
 from gitlocks.git.table import hook_objects, read_lock_table, read_table
 from gitlocks.hooks.check import CommittedIgnores
 from gitlocks.hooks.commits import (
-    DIFF_TREE_ARGS,
     LOG_ARGS,
     TRAILER,
     Commit,
     Finding,
     Ignores,
-    diff_feed,
+    changed_paths,
     judge,
-    parse_diff_tree,
     parse_log,
     read_ignores,
 )
@@ -200,8 +200,7 @@ def check_commits(
     if latest is not None and latest > cutoff:
         # Without a live claim no commit can cross one: a push into a repository where
         # nobody claims anything (a first push of a long history) reads no paths at all.
-        feed = diff_feed(judged)
-        changed = parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), feed))
+        changed = changed_paths(judged, cwd)
     ignores = read_ignores(judged, changed, cwd) if changed else Ignores()
     if changed and anchors:
         lists = tuple(CommittedIgnores(list(anchors), cwd).finish())
@@ -290,16 +289,14 @@ def _only_commits(revisions: Sequence[str], cwd: str | None) -> None:
     ]
     if not oids:
         return
-    feed = "".join(f"{oid}\n{oid}^{{commit}}\n" for oid in oids).encode()
-    answers = (
-        finish_git(start_git(["cat-file", "--batch-check=%(objecttype)"], cwd), feed)
-        .decode("ascii", "replace")
-        .splitlines()
+    found = cat_file_check(
+        [n for oid in oids for n in (oid, f"{oid}^{{commit}}")], cwd, env=Env.INHERIT
     )
-    for kind, peeled in zip(answers[0::2], answers[1::2], strict=False):
-        if peeled != "commit":
+    for named_object, peeled in zip(found[0::2], found[1::2], strict=True):
+        if peeled is None or peeled[1] != "commit":
+            kind = named_object[1] if named_object else "missing object"
             raise UsageError(
-                f"{named} names a {kind.split()[-1]}, not a commit: verify takes commits and "
+                f"{named} names a {kind}, not a commit: verify takes commits and "
                 "ranges of them (e.g. git alock verify origin/main..HEAD)"
             )
 
@@ -309,7 +306,7 @@ def fetch_command(cwd: str | None) -> str:
     of the lock namespaces from its first remote (``origin`` where there is one)."""
     if settings.read(cwd).get("alock.remote"):
         return "git alock sync"
-    names = finish_git(start_git(["remote"], cwd)).decode("utf-8", "replace").split()
+    names = git_output(["remote"], cwd).decode("utf-8", "replace").split()
     remote = "origin" if "origin" in names or not names else names[0]
     return (
         f"git fetch --no-tags {remote} '+refs/agent-locks/*:refs/agent-locks/*' "
@@ -320,7 +317,7 @@ def fetch_command(cwd: str | None) -> str:
 def _table_in_sight(cwd: str | None) -> None:
     """A repository without the journal ref has never seen a lock table: a clone that
     never fetched the lock refs would call every range clean."""
-    found = finish_git(start_git(["for-each-ref", "--count=1", JOURNAL_REF], cwd))
+    found = git_output(["for-each-ref", "--count=1", JOURNAL_REF], cwd)
     if found.strip():
         return
     raise UsageError(

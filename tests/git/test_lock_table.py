@@ -23,7 +23,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.git import cache
 from gitlocks.git import table as hooks_table
-from gitlocks.git.objects import Objects
+from gitlocks.git.objects import CatFile, Found
 from gitlocks.identity import resolve_identity
 from gitlocks.layout import LOCK_PREFIX
 from gitlocks.service.context import Context
@@ -45,15 +45,13 @@ def _read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Records, list[st
     ``cat-file``."""
     cache.forget(str(repo / ".git"))
     asked: list[str] = []
-    real = Objects._read_batch
+    real = CatFile.read
 
-    def read_batch(
-        self: Objects, oids: Sequence[str], limit: int | None = None
-    ) -> dict[str, tuple[str, bytes]]:
-        asked.extend(oids)
-        return real(self, oids, limit)
+    def read(self: CatFile, names: Sequence[str], limit: int | None = None) -> list[Found | None]:
+        asked.extend(names)
+        return real(self, names, limit)
 
-    monkeypatch.setattr(Objects, "_read_batch", read_batch)
+    monkeypatch.setattr(CatFile, "read", read)
     table = hooks_table.read_lock_table(str(repo / ".git"), str(repo), False)
     records = {lock_id: table.get(lock_id) for lock_id in sorted(table.refs)}
     return records, asked

@@ -13,7 +13,15 @@ from conftest import git
 from support.cli import alock
 
 from gitlocks.errors import StoreError
-from gitlocks.git.objects import MODE_BLOB, MODE_TREE, Entry, Objects
+from gitlocks.git.objects import (
+    MODE_BLOB,
+    MODE_TREE,
+    CatFile,
+    Entry,
+    Objects,
+    cat_file,
+    cat_file_check,
+)
 from gitlocks.git.run import Env
 from gitlocks.store.local import Store
 
@@ -111,7 +119,7 @@ def test_a_cat_file_that_died_is_a_store_error(repo: Path) -> None:
     objects = objects_of(repo)
     head = git(repo, "rev-parse", "HEAD").strip()
     assert objects.read(head) is not None  # packed: the cat-file --batch is running now
-    batch = objects._batch
+    batch = objects._batch.proc
     assert batch is not None
     os.kill(batch.pid, signal.SIGKILL)
     batch.wait()
@@ -233,3 +241,87 @@ def test_new_fanouts_have_the_modes_git_gives_its_own(repo: Path, shared: str) -
     gits = stat.S_IMODE((objects_dir / oid[:2]).stat().st_mode)
     for fanout in made:
         assert oct(stat.S_IMODE(fanout.stat().st_mode)) == oct(gits), fanout
+
+
+# --- git cat-file, the one reader of its output -------------------------------------------------
+
+
+def _commit_files(repo: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (repo / name).write_bytes(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "files")
+
+
+def test_cat_file_answers_every_name_in_order_whatever_it_holds(repo: Path) -> None:
+    """Missing objects, names with spaces (cat-file's own answer for a missing one then
+    holds them), and names it cannot be asked: a newline would make two questions, a NUL
+    or a final carriage return (git drops it) another one. ``c`` exists: ``HEAD:c\\r``
+    must not answer with it."""
+    _commit_files(repo, {"a b": b"spaced\n", "c": b"the c\n", "x 1 2": b"digits\n"})
+    names = [
+        "HEAD:a b",
+        "HEAD:nope",
+        "nope 1 2",
+        "HEAD:x 1 2",
+        "HEAD:c\r",
+        "HEAD:c\nHEAD:a b",
+        "HEAD:c\0",
+        "",
+        "HEAD:c",
+    ]
+    found = cat_file(names, str(repo), env=Env.CLEAN)
+    contents = [None if f is None else f[2] for f in found]
+    assert contents == [b"spaced\n", None, None, b"digits\n", None, None, None, None, b"the c\n"]
+    assert found[0] is not None and found[0][:2] == (
+        git(repo, "rev-parse", "HEAD:a b").strip(),
+        "blob",
+    )
+
+
+def test_cat_file_reads_many_names_in_pieces_and_bounds_each_object(repo: Path) -> None:
+    """More names than one write holds, each answered in turn; an object over ``limit``
+    is read past beyond its first ``limit + 1`` bytes, and the next answer is still its own."""
+    big = b"x" * (3 << 20)
+    _commit_files(repo, {"big": big, "small": b"small\n"})
+    names = ["HEAD:big", "HEAD:small", "HEAD:gone"] * 800  # ~20 KB of names a round
+    batch = CatFile(str(repo), env=Env.CLEAN)
+    try:
+        for _ in range(2):  # one process for both reads
+            found = batch.read(names, limit=10)
+            assert [None if f is None else f[2] for f in found[:3]] == [b"x" * 11, b"small\n", None]
+            assert found == found[:3] * 800
+        assert batch.read(["HEAD:big"]) == [
+            (git(repo, "rev-parse", "HEAD:big").strip(), "blob", big)
+        ]
+    finally:
+        batch.close()
+
+
+def test_cat_file_check_gives_types_and_sizes(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    readme = git(repo, "rev-parse", "HEAD:README.md").strip()
+    found = cat_file_check([head, "HEAD:README.md", "HEAD:nope"], str(repo), env=Env.CLEAN)
+    assert found[0] is not None and found[0][:2] == (head, "commit")
+    assert found[1:] == [(readme, "blob", len("hello\n")), None]
+    assert cat_file_check([], str(repo), env=Env.CLEAN) == []
+
+
+def test_cat_file_reads_where_the_environment_puts_the_objects(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pre-receive hook reads a push's objects in quarantine: ``Env.INHERIT`` passes
+    ``GIT_OBJECT_DIRECTORY`` and ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` on to the git it
+    starts; ``Env.CLEAN`` (another repository) drops them."""
+    quarantine = tmp_path / "incoming"
+    quarantine.mkdir()
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(quarantine))
+    monkeypatch.setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", str(repo / ".git" / "objects"))
+    (tmp_path / "pushed").write_text("pushed\n")
+    pushed = git(repo, "hash-object", "-w", str(tmp_path / "pushed")).strip()
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert not (repo / ".git" / "objects" / pushed[:2] / pushed[2:]).exists()
+    inherited = cat_file([pushed, head], str(repo), env=Env.INHERIT)
+    assert [f[1] if f else None for f in inherited] == ["blob", "commit"]
+    assert inherited[0] == (pushed, "blob", b"pushed\n")
+    assert cat_file([pushed], str(repo), env=Env.CLEAN) == [None]
