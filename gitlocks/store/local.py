@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from gitlocks.core.change import Change
     from gitlocks.core.summaries import Verdict
     from gitlocks.git.run import Process
-    from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
 
@@ -108,7 +107,6 @@ class Store:
         self._scanned: files.Scan | None = None  # listed under the mutex, for the next read
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
-        self._spares: list[Transaction] = []  # a write's transactions, started ahead
         # Within a write, the verdicts (known, fresh) its read judged, kept once, after it,
         # with those of the blobs it wrote (docs/design.md, section 4.5). Not ``_writing``:
         # the remote store's name for its own writes, which keep what they read at once.
@@ -410,10 +408,7 @@ class Store:
 
         ``decide`` must be a pure function of the table (it may run more than once).
         """
-        from gitlocks.store.refs import Spares  # a write's: reads move no ref
-
-        count = 1 if self.reftable else 2
-        with self.mutex(), Spares(self.git_dir, count) as self._spares:
+        with self.mutex():
             self._replace_symbolic_journal()
             self._keep_after = True
             # What this write stores, over every try: a try git refused (a prune took one
@@ -581,7 +576,6 @@ class Store:
             self.ref_values,
             hexlen=self.objects.hexlen,
             separate=not self.reftable,
-            spares=self._spares,
         )
 
     # --- the journal --------------------------------------------------------------------

@@ -50,27 +50,6 @@ def is_own_ref(name: object) -> bool:
     )
 
 
-SPARE_MESSAGE = "gitlocks"  # the reflog message of a write's own transactions
-
-
-class Spares:
-    """``with Spares(git_dir, n) as spares:`` ``n`` transactions started before a write
-    reads the table and decides (the files backend takes two, reftable one), for its
-    ``RefWriter`` to take for a write with the same reflog ``message``: git gets going
-    meanwhile, and nothing is locked before ``prepare`` (docs/design.md §8). Those not
-    taken (a write that changes nothing) are let go at the end."""
-
-    def __init__(self, git_dir: str, count: int, message: str = SPARE_MESSAGE) -> None:
-        self.items = [Transaction(git_dir, message) for _ in range(count)]
-
-    def __enter__(self) -> list[Transaction]:
-        return self.items
-
-    def __exit__(self, *exc: object) -> None:
-        while self.items:
-            self.items.pop().drop()
-
-
 class RefWriter:
     """Applies ref updates through the log in the mutex file open at ``fd``.
 
@@ -90,11 +69,8 @@ class RefWriter:
         *,
         hexlen: int = 40,
         separate: bool = True,
-        spares: list[Transaction] | None = None,
     ) -> None:
         self.git_dir = git_dir
-        # Transactions started ahead, each with nothing queued (``Store.transact``).
-        self.spares = spares if spares is not None else []
         self.common_dir = common_dir
         self.fd = fd
         self.current = current
@@ -170,10 +146,7 @@ class RefWriter:
         old: Mapping[str, str | None],
         message: str,
     ) -> Transaction:
-        spare = next((t for t in reversed(self.spares) if t.message == message), None)
-        if spare is not None:
-            self.spares.remove(spare)
-        tx = spare or Transaction(self.git_dir, message)
+        tx = Transaction(self.git_dir, message)
         tx.names = tuple(names)
         for name in names:
             tx.queue(name, updates[name], old.get(name), self.hexlen)

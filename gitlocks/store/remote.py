@@ -51,7 +51,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
 )
 from gitlocks.store.listing import Listing
-from gitlocks.store.mirror import PACK_AFTER, VIEW_MESSAGE, read_sync_times, write_sync_times
+from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
@@ -253,12 +253,7 @@ class RemoteStore(ShardedPush):
     # --- writing ----------------------------------------------------------------------------
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
-        from gitlocks.store.refs import Spares  # a write's: the view's, to wait out the push
-
-        with (
-            self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout),
-            Spares(self.git_dir, 1 if self.reftable else 2, VIEW_MESSAGE) as self._spares,
-        ):
+        with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
             now = format_time(utcnow())
             waiting = [r for r in self.unpushed() if r.expires_at > now]
             if waiting:

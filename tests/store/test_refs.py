@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from support.cli import alock, alock_process
 
 from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
-from gitlocks.store.refs import Spares, is_own_ref
+from gitlocks.store.refs import is_own_ref
 
 OWN = re.compile(
     "^(?:"
@@ -99,19 +99,16 @@ def test_only_a_write_starts_transactions(repo: Path, tmp_path: Path) -> None:
         assert code == 0 and not update_refs(events), (verb, events)
 
 
-def test_spares_not_taken_are_let_go_and_move_nothing(repo: Path) -> None:
-    """A write that changes nothing (a refusal) drops what it started: each git ends by
-    itself, having moved no ref."""
+def test_a_write_that_changes_nothing_starts_no_transaction(repo: Path, tmp_path: Path) -> None:
+    """A transaction starts once a write knows it moves refs: a refused claim starts none,
+    and moves nothing."""
+    assert alock(repo, "acquire", "src/**", AGENT_ID="a2").code == 0
     before = git(repo, "for-each-ref")
-    with Spares(os.path.join(repo, ".git"), 2) as spares:
-        procs = [tx.proc for tx in spares]
-    assert spares == []
-    for proc in procs:
-        assert proc.wait(timeout=30) == 0
+    code, events = trace_of(repo, tmp_path, "acquire", "src/a.py")
+    assert code == 1 and not update_refs(events), events
     assert git(repo, "for-each-ref") == before
-    assert alock(repo, "acquire", "src/**", AGENT_ID="a1").code == 0
-    refused = alock(repo, "acquire", "src/a.py", AGENT_ID="a2")
-    assert refused.code == 1 and refused.out.startswith("REFUSED")
+    code, events = trace_of(repo, tmp_path, "acquire", "docs/**", update_refs_started=1)
+    assert code == 0 and update_refs(events), events
 
 
 # A write whose ref another git moves between the read of its value and the prepare (at
