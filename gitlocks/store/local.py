@@ -418,12 +418,13 @@ class Store:
             try:
                 for _ in range(tries):
                     table = self._read_current()
+                    listed = self._cache_listing  # what git listed, under the mutex
                     change, result = decide(table)
                     self._decided = table
                     if not change:
                         return result
                     try:
-                        self._apply(table, change)
+                        self._apply(table, change, listed)
                     except _Conflict:
                         self._cache = None
                         continue
@@ -485,7 +486,7 @@ class Store:
         if fd is not None:
             os.close(fd)  # closing releases the flock
 
-    def _apply(self, table: Table, change: Change) -> None:
+    def _apply(self, table: Table, change: Change, listed: files.Scan | None = None) -> None:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
@@ -511,22 +512,25 @@ class Store:
         commit = self.journal_store.write(table.version, events, refs)
         updates[JOURNAL_REF] = str(commit)
 
-        def expect() -> None:
-            # Compare: the refs must still be what the table says, or someone wrote
-            # without the mutex (another tool, plain git): re-read and decide again.
-            now = self._scan_with_git(tuple(updates))  # one for-each-ref for them all
-            if now.refs.get(JOURNAL_REF) != table.version:  # None for a symbolic one, too
+        def expect(now: Mapping[str, str | None]) -> None:
+            # Compare, every ref locked: they must still be what the table says, or someone
+            # wrote without the mutex (another tool, plain git): re-read and decide again.
+            if now[JOURNAL_REF] != table.version:  # None for a symbolic one, too
                 raise _Conflict
             unusable = {p.ref for p in table.problems}
             for name in updates.keys() - {JOURNAL_REF}:
-                value = None if name in now.symbolic else now.refs.get(name)
-                moved = value != table.refs.get(name[len(LOCK_PREFIX) :])
+                moved = now[name] != table.refs.get(name[len(LOCK_PREFIX) :])
                 if moved and name not in unusable:
                     raise _Conflict
 
+        # The values git compares under each ref's lock: as listed under the mutex, where
+        # the write read its table (no listing of them again before the write).
+        old = None
+        if listed is not None:
+            old = {n: None if n in listed.symbolic else listed.refs.get(n) for n in updates}
         writer = self.ref_writer()
         try:
-            writer.write(updates, expect=expect)
+            writer.write(updates, old=old, expect=expect)
         except BaseException as exc:
             self._cache = None
             if isinstance(exc, StoreError) and pruned.taken(self.objects):

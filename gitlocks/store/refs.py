@@ -82,20 +82,27 @@ class RefWriter:
         updates: Updates,
         *,
         message: str = "gitlocks",
-        expect: Callable[[], None] | None = None,
+        old: Mapping[str, str | None] | None = None,
+        expect: Callable[[Mapping[str, str | None]], None] | None = None,
     ) -> None:
         """Move every ref in ``updates``; the journal ref, if named, last of all.
 
-        ``expect`` runs once every ref is locked, before anything moves: the compare of a
-        compare-and-swap (it raises to abandon the write). Raises ``StoreError`` (after
-        putting back what moved) when git refuses.
+        ``old``: the value each ref held when the caller listed them under the mutex (None:
+        absent or symbolic), for git to compare under the ref's lock; read now when not
+        given. ``expect(values)`` runs once every ref is locked, before anything moves,
+        with the value each ref holds then: the compare of a compare-and-swap (it raises to
+        abandon the write). Raises ``StoreError`` (after putting back what moved) when git
+        refuses.
         """
         for name in updates:
             if not is_own_ref(name):
                 raise StoreError(f"refusing to write {name!r}: not a gitlocks ref")
         self.recover(list(updates))
         self.wait_for_lockfiles(list(updates))
-        old = self.current(updates)
+        if old is None:
+            old = self.current(updates)
+        else:
+            old = {n: old.get(n) for n in updates}
         self._log({"pid": os.getpid(), "old": old, "new": dict(updates)})
         try:
             self._apply(updates, old, message, expect)
@@ -112,7 +119,7 @@ class RefWriter:
         updates: Updates,
         old: Mapping[str, str | None],
         message: str,
-        expect: Callable[[], None] | None = None,
+        expect: Callable[[Mapping[str, str | None]], None] | None = None,
     ) -> None:
         """Lock the journal ref (git's compare of its old value included), then move the
         lock refs while it stays locked, then the journal ref: the commit point."""
@@ -132,12 +139,25 @@ class RefWriter:
             for tx in reversed(txs):
                 tx.answer()
             if expect is not None:
-                expect()
+                expect(self._locked_values(updates, old))
             for tx in txs:
                 _commit(tx)
         finally:
             for tx in txs:
                 tx.abort()  # whatever was not committed moves nowhere
+
+    def _locked_values(
+        self, updates: Updates, old: Mapping[str, str | None]
+    ) -> dict[str, str | None]:
+        """What each ref of ``updates`` holds while every one is locked: the old value git
+        compared it with under its lock (it refuses the transaction otherwise), without
+        asking git again; only a ref deleted with no value to compare (absent or symbolic
+        when read) is listed now."""
+        unchecked = [n for n in updates if updates[n] is None and old.get(n) is None]
+        values = {n: old.get(n) for n in updates}
+        if unchecked:
+            values.update(self.current(unchecked))
+        return values
 
     def _transaction(
         self,
