@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -120,7 +119,9 @@ def main() -> None:
             report(f"{where} acquire", traced(acquire, repo, env), args.verbose)
             if where == "local":
                 report("local acquire (refused)", traced(refused, repo, env, 1), args.verbose)
-            report(f"{where} release", traced([ALOCK, "release", "new/x.py"], repo, env), args.verbose)
+            report(
+                f"{where} release", traced([ALOCK, "release", "new/x.py"], repo, env), args.verbose
+            )
         if not args.runs:
             return
         samples: dict[str, list[float]] = {}

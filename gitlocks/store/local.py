@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
     from gitlocks.core.change import Change
     from gitlocks.core.summaries import Verdict
-    from gitlocks.git.run import Process
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
 
@@ -116,6 +115,9 @@ class Store:
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
+        # Told the target of a symbolic journal ref a write finds (and replaces), from its
+        # listing under the mutex: a writing verb need not ask git before (cli/context.py).
+        self.on_journal_symref: Callable[[str], None] | None = None
         self.breaking = False  # a break reads a lost record as unusable, to remove it (4.6)
 
     @classmethod
@@ -172,12 +174,8 @@ class Store:
 
     def is_file(self, path: str) -> bool:
         """Whether a root-relative path names a file in the working tree or the index."""
-        full = os.path.join(self.root, path)
-        try:
-            if os.path.isfile(full) or (os.path.islink(full) and not os.path.isdir(full)):
-                return True
-        except OSError:  # a name too long for the file system, a permission: not a file here
-            pass
+        if files.in_working_tree(self.root, path):
+            return True
         # Not in the working tree: is it in the index (deleted, not yet committed)?
         proc = start(
             ["--git-dir", self.git_dir, "--work-tree", self.root,
@@ -190,18 +188,19 @@ class Store:
 
     def head_info(self) -> tuple[str | None, str | None]:
         """(branch name or None when detached, head commit id or None when unborn), as git
-        reads HEAD: both questions asked at once."""
-        branch = self._start_git(["symbolic-ref", "-q", "HEAD"])
-        commit = self._start_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
-        names, ids = self._lines_of(branch), self._lines_of(commit)
-        return (names[0].removeprefix("refs/heads/") if names else None, ids[0] if ids else None)
+        reads HEAD: both asked of one ``git rev-parse`` (the full name of a detached HEAD
+        is ``HEAD``); only an unborn branch, which it cannot resolve, is asked again."""
+        asked = ["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD", "--"]
+        found = self._lines(asked)
+        if len(found) >= 2:
+            name = found[1]
+            return (None if name == "HEAD" else name.removeprefix("refs/heads/"), found[0])
+        names = self._lines(["symbolic-ref", "-q", "HEAD"])
+        return (names[0].removeprefix("refs/heads/") if names else None, None)
 
-    def _start_git(self, args: list[str]) -> Process:
-        return start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
-
-    @staticmethod
-    def _lines_of(proc: Process) -> list[str]:
-        """The lines ``proc`` printed; none when it failed (a question git answers no)."""
+    def _lines(self, args: list[str]) -> list[str]:
+        """The lines git printed; none when it failed (a question git answers no)."""
+        proc = start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
         out, _ = proc.communicate()
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
@@ -258,6 +257,11 @@ class Store:
         replaces it with a real one).
         """
         return self.ref_value(JOURNAL_REF)
+
+    def decided_version(self) -> str | None:
+        """The journal commit this command's last write was decided against, or, when it
+        wrote, the one it wrote: known without asking git (else ``version``)."""
+        return self._decided.version if self._decided is not None else self.version()
 
     def journal_symref(self) -> str | None:
         """Where a symbolic journal ref points (a planted one), else None."""
@@ -486,7 +490,7 @@ class Store:
         if fd is not None:
             os.close(fd)  # closing releases the flock
 
-    def _apply(self, table: Table, change: Change, listed: files.Scan | None = None) -> None:
+    def _apply(self, table: Table, change: Change, scan: files.Scan | None = None) -> None:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
@@ -526,8 +530,8 @@ class Store:
         # The values git compares under each ref's lock: as listed under the mutex, where
         # the write read its table (no listing of them again before the write).
         old = None
-        if listed is not None:
-            old = {n: None if n in listed.symbolic else listed.refs.get(n) for n in updates}
+        if scan is not None:
+            old = {n: None if n in scan.symbolic else scan.refs.get(n) for n in updates}
         writer = self.ref_writer()
         try:
             writer.write(updates, old=old, expect=expect)
@@ -561,6 +565,8 @@ class Store:
         listed = self._scan_with_git((LOCK_PREFIX, JOURNAL_REF))
         target = listed.symbolic.get(JOURNAL_REF)
         if target is not None:
+            if self.on_journal_symref is not None:
+                self.on_journal_symref(target)
             self.ref_writer().write({JOURNAL_REF: None})
             self._cache = None
             self.journal_reset = target

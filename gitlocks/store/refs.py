@@ -99,10 +99,7 @@ class RefWriter:
                 raise StoreError(f"refusing to write {name!r}: not a gitlocks ref")
         self.recover(list(updates))
         self.wait_for_lockfiles(list(updates))
-        if old is None:
-            old = self.current(updates)
-        else:
-            old = {n: old.get(n) for n in updates}
+        old = self.current(updates) if old is None else {n: old.get(n) for n in updates}
         self._log({"pid": os.getpid(), "old": old, "new": dict(updates)})
         try:
             self._apply(updates, old, message, expect)

@@ -144,6 +144,11 @@ class RemoteStore(ShardedPush):
         finally:
             self._staged_cache = self._meta_cache = None
 
+    def decided_version(self) -> str | None:
+        """The local view's journal, as ``version`` reads it: a refusal is placed among the
+        events mirrored there, whatever remote table it was decided on."""
+        return self.version()
+
     # --- the remote's state as last seen --------------------------------------------------
 
     def staged(self) -> tuple[dict[str, str], str | None]:
@@ -479,6 +484,7 @@ class RemoteStore(ShardedPush):
             ],
             what="fetch from",
         )
+        self.forget_listing()  # it moved staging (or may have, failing)
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
         self._staged_cache = self._meta_cache = None
@@ -550,6 +556,7 @@ class RemoteStore(ShardedPush):
                 ],
                 what="fetch from",
             )  # a failure (no such branch there) leaves the ref as it was
+            self.forget_listing()
 
 
 def _is_remote_name(name: str) -> bool:
