@@ -241,7 +241,7 @@ def release(
         raise UsageError("give patterns or --all, not both")
     ctx = context(as_id, writes=True)
     # Patterns of one's own locks, matched as written: whether one names a file decides
-    # nothing here, so git is not asked (docs/design.md, section 9).
+    # nothing here, so git is not asked (docs/design.md, section 4.5).
     typed = None if all_ else require(patterns, "pattern (or --all)")
     wanted = None if typed is None else entries(ctx, typed, exact=False)
     result = locks.release(ctx, wanted)
