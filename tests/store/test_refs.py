@@ -111,6 +111,27 @@ def test_a_write_that_changes_nothing_starts_no_transaction(repo: Path, tmp_path
     assert code == 0 and update_refs(events), events
 
 
+def test_a_claim_asks_git_each_question_once(repo: Path, tmp_path: Path) -> None:
+    """One ls-files answers both of a claim's questions of the index (is a plain path
+    missing from the tree a file there; what lies near a pattern that covers nothing), one
+    rev-parse HEAD's branch and commit, one for-each-ref the refs under the mutex; a
+    release asks the index nothing."""
+    (repo / "src" / "app.py").unlink()  # still in the index: a file, so claimed exactly
+    code, events = trace_of(
+        repo, tmp_path, "acquire", "src/app.py", "new/x.py", update_refs_started=2
+    )
+    assert code == 0, events
+    started = [" ".join(e["argv"]) for e in events if e["event"] == "start"]
+    for asked, times in (("ls-files", 1), ("for-each-ref", 1), ("HEAD", 1), ("update-ref", 2)):
+        assert sum(asked in argv for argv in started) == times, (asked, started)
+    [record] = alock(repo, "list", "--json", AGENT_ID="a1").json()
+    assert record["exact"] == ["src/app.py"] and record["branch"] in ("main", "master")
+    assert record["head"] == git(repo, "rev-parse", "HEAD").strip()
+    code, events = trace_of(repo, tmp_path, "release", "src/app.py", update_refs_started=2)
+    started = [" ".join(e["argv"]) for e in events if e["event"] == "start"]
+    assert code == 0 and not any("ls-files" in argv for argv in started), started
+
+
 # A write whose ref another git moves between the read of its value and the prepare (at
 # the write's log, the last step before the transactions are asked to prepare).
 _MOVED_UNDER = r"""
