@@ -12,12 +12,15 @@ from gitlocks.core.record import is_lock_id, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
+from gitlocks.git.files import in_working_tree
 from gitlocks.layout import IGNORE_FILE
 from gitlocks.render import locks as render
 from gitlocks.service import lifecycle, locks
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from gitlocks.git.run import Process
+    from gitlocks.service.context import Context
     from gitlocks.service.results import AcquireResult
 
 app = verbs()
@@ -78,8 +81,9 @@ def acquire(
     from gitlocks.render.identity import SHORT_LIVED, short_lived
     from gitlocks.service import typos
 
-    ctx = context(as_id)
-    claim = entries(ctx, patterns)
+    ctx = context(as_id, writes=True)
+    root = str(ctx.store.root)
+    claim, listing = _claim(ctx, patterns, root)
     life = lifetime(ctx, ttl)
     waits = None if wait is None else _wait_seconds(ctx, wait)
     branch = None
@@ -88,10 +92,6 @@ def acquire(
 
         wanted = landing.main_line(ctx.store) if until_merged == MAIN_LINE else until_merged
         branch = landing.check_branch(ctx.store, wanted)
-    root = str(ctx.store.root)
-    listing = typos.start_listing(  # for the note below, while the claim is written
-        root, claim, ignore_case=ctx.store.ignore_case
-    )
     try:
         asked = dict(
             reason=user_text(reason, "reason", MAX_REASON_CHARS),
@@ -186,6 +186,34 @@ def _commits_recorded(root: str) -> bool:
         return True  # cannot tell: say nothing
 
 
+def _claim(
+    ctx: Context, patterns: list[str], root: str
+) -> tuple[list[ScopeEntry], Process | list[str] | None]:
+    """The claim's entries, and the listing of the index for its note (``typos``), read
+    while the claim is written: one ``git ls-files`` for both questions a claim asks of
+    the index, the second only when a plain path is no file in the working tree (is it one
+    in the index? then the pattern is exact), which waits for the answer."""
+    from gitlocks.service import typos  # only a claim lists the index (as acquire says)
+
+    asked: list[str] = []
+
+    def in_tree(path: str) -> bool:
+        found = in_working_tree(root, path)
+        if not found:
+            asked.append(path)
+        return found
+
+    claim = entries(ctx, patterns, is_file=in_tree)
+    listing = typos.start_listing(root, claim, ignore_case=ctx.store.ignore_case, paths=asked)
+    if asked and listing is None:  # git could not be started: ask as the store asks
+        return entries(ctx, patterns), None
+    if asked:
+        listing = typos.finish_listing(listing)
+        indexed = set(listing)
+        claim = entries(ctx, patterns, is_file=lambda p: in_working_tree(root, p) or p in indexed)
+    return claim, listing
+
+
 def _nfc(text: str) -> str:
     import unicodedata  # only a note that names a look-alike needs it
 
@@ -211,8 +239,11 @@ def release(
     """
     if all_ and patterns:
         raise UsageError("give patterns or --all, not both")
-    ctx = context(as_id)
-    wanted = None if all_ else entries(ctx, require(patterns, "pattern (or --all)"))
+    ctx = context(as_id, writes=True)
+    # Patterns of one's own locks, matched as written: whether one names a file decides
+    # nothing here, so git is not asked (docs/design.md, section 4.5).
+    typed = None if all_ else require(patterns, "pattern (or --all)")
+    wanted = None if typed is None else entries(ctx, typed, exact=False)
     result = locks.release(ctx, wanted)
     reply(result.to_dict(), render.release(result, ctx.identity.holder), as_json)
     finish(EXIT_REFUSED if result.held_by_others else EXIT_OK)
@@ -235,7 +266,7 @@ def renew(
 
     Example: git alock renew --ttl 1h
     """
-    ctx = context(as_id)
+    ctx = context(as_id, writes=True)
     wanted = entries(ctx, patterns) if patterns else None
     asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
     result = locks.renew(ctx, wanted, ttl=asked, default_ttl=lifetime(ctx, None))
@@ -261,7 +292,7 @@ def note(
     """
     if not text.strip():
         raise UsageError("the note is empty")
-    ctx = context(as_id)
+    ctx = context(as_id, writes=True)
     [entry] = entries(ctx, [pattern])
     result = locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS))
     reply(result.to_dict(), render.note(result), as_json)
@@ -288,7 +319,7 @@ def break_(
 
     Example: git alock break 0193a7c2b1f-4a2b9c1d
     """
-    ctx = context(as_id)
+    ctx = context(as_id, writes=True)
     result = locks.break_locks(ctx, [(t, entries(ctx, [t])[0]) for t in targets])
     reply(result.to_dict(), render.broken(result, targets, ctx.now()), as_json)
     finish(EXIT_OK if result else EXIT_REFUSED)
@@ -316,7 +347,7 @@ def resume(
 
     Example: git alock resume 'src/api/**'
     """
-    ctx = context(as_id)
+    ctx = context(as_id, writes=True)
     target: str | ScopeEntry
     if is_lock_id(pattern) and ctx.store.read_table().get(pattern) is not None:
         target = pattern

@@ -18,30 +18,43 @@ from gitlocks.service.context import Context, open_context
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gitlocks.store.base import LockStore
 
 
-def context(as_id: str | None, *, fresh: bool = False, land: bool = False) -> Context:
+def context(
+    as_id: str | None, *, fresh: bool = False, land: bool = False, writes: bool = False
+) -> Context:
     """The store of the current repository (the remote's in remote mode) and who asks.
 
     ``land`` (the reading verbs): in local mode, first release this machine's claims
     whose work has landed, so that a merge is seen by the next read (every write asks
-    anyway; in remote mode ``sync`` asks, as the branch is the remote's).
+    anyway; in remote mode ``sync`` asks, as the branch is the remote's). ``writes``
+    (the verbs that write the table): the write's own listing, under the mutex, finds a
+    symbolic journal ref, and the warning is said then.
     """
     ctx = open_context(None, lambda: resolve_identity(as_id))
     if fresh:
         ctx.store.sync()
     # A reading verb answers from one listing of the refs (the warning's too), read once.
     ctx.store.snapshot = land
-    target = ctx.store.journal_symref()
-    if target is not None:
-        sys.stderr.write(
-            f"warning: {JOURNAL_REF} is a symbolic ref to {target}: never followed; "
-            "the next write replaces it with a fresh journal\n"
-        )
+    if writes:
+        ctx.store.on_journal_symref = _warn_journal_symref
+    else:
+        target = ctx.store.journal_symref()
+        if target is not None:
+            _warn_journal_symref(target)
     if land and not ctx.store.config_get("alock.remote"):
         _land(ctx)
     return ctx
+
+
+def _warn_journal_symref(target: str) -> None:
+    sys.stderr.write(
+        f"warning: {JOURNAL_REF} is a symbolic ref to {target}: never followed; "
+        "the next write replaces it with a fresh journal\n"
+    )
 
 
 def _land(ctx: Context) -> None:
@@ -81,9 +94,19 @@ def say_staleness(store: LockStore) -> None:
         sys.stderr.write(staleness(name, view_age(store, name)) + "\n")
 
 
-def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:
-    """Typed patterns as scope entries, relative to the current directory, without repeats."""
+def entries(
+    ctx: Context,
+    patterns: list[str],
+    is_file: Callable[[str], bool] | None = None,
+    *,
+    exact: bool = True,
+) -> list[ScopeEntry]:
+    """Typed patterns as scope entries, relative to the current directory, without repeats.
+
+    ``is_file`` says whether a root-relative path is a file (then its pattern is exact):
+    the store's by default; with ``exact`` False nothing is asked and no entry is exact."""
     store = ctx.store
+    asked = (is_file or store.is_file) if exact else None
     cwd = _cwd(store)
     found: list[ScopeEntry] = []
     bad = first_control(cwd)
@@ -94,7 +117,7 @@ def entries(ctx: Context, patterns: list[str]) -> list[ScopeEntry]:
                 f"pattern can be relative to it: anchor {typed!r} at the top of the working "
                 "tree with ':/', or run git alock from another directory"
             )
-        entry = make_entry(typed, cwd=cwd, root=store.root, is_file=store.is_file)
+        entry = make_entry(typed, cwd=cwd, root=store.root, is_file=asked)
         if entry not in found:
             found.append(entry)
     return found

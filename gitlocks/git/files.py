@@ -53,6 +53,16 @@ def stamp_of(path: str) -> Stamp:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
+def in_working_tree(root: str, path: str) -> bool:
+    """Whether the root-relative ``path`` names a file (or a link to none, or to a file)
+    in the working tree at ``root``; the index is git's to answer (``git ls-files``)."""
+    full = os.path.join(root, path)
+    try:
+        return os.path.isfile(full) or (os.path.islink(full) and not os.path.isdir(full))
+    except OSError:  # a name too long for the file system, a permission: not a file here
+        return False
+
+
 def discard(path: str) -> None:
     """Remove the file ``path``, if it is there."""
     try:

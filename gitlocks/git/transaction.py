@@ -26,7 +26,6 @@ class Transaction:
 
     def __init__(self, git_dir: str, message: str) -> None:
         self.names: tuple[str, ...] = ()  # what it moves, as its owner says
-        self.message = message  # its reflog message
         self.committed = False
         self.proc = start(
             ["--git-dir", git_dir, "update-ref", "-m", message, "--stdin"],
@@ -86,15 +85,6 @@ class Transaction:
         self._send("commit")
         self.committed = True
         close_pipes(self.proc)
-
-    def drop(self) -> None:
-        """Let a transaction that was never asked to move anything go, without waiting:
-        git reads the end of its input, moves nothing and ends (reaped later)."""
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
 
     def abort(self) -> None:
         """Move nothing and let every lock go (safe to call at any point, more than once;

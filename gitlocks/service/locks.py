@@ -254,7 +254,8 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
                 for c in result.conflicts
             ],
             "hint": result.hint,
-            "after": store.version(),  # orders it among journal events of that second
+            # Orders it among journal events of that second: the commit it was decided on.
+            "after": store.decided_version(),
         },
     )
 

@@ -213,20 +213,30 @@ def start_listing(
     claim: Sequence[ScopeEntry] | None = None,
     *,
     ignore_case: bool = False,
+    paths: Sequence[str] = (),
 ) -> Process | list[str] | None:
     """Start listing the index for ``uncovered``, to run while the claim is written; None
-    when no pattern of ``claim`` can need it (every literal part exists), or git cannot be
-    started. Finish it with ``finish_listing``, whatever the claim's fate. git lists only
-    the directory the missing parts are under (what ``uncovered`` asks about is below it:
-    the parts above exist in the working tree)."""
+    when no pattern of ``claim`` can need it (every literal part exists) and no ``paths``
+    are asked, or git cannot be started. Finish it with ``finish_listing``, whatever the
+    claim's fate. git lists only the directory the missing parts are under (what
+    ``uncovered`` asks about is below it: the parts above exist in the working tree).
+
+    ``paths``: root-relative paths the working tree has no file at, listed too, so that
+    the same listing says which of them are files in the index (a claim's exact patterns:
+    one ``git ls-files`` for both questions)."""
     missing = [e.pattern for e in claim if _missing(root, e.pattern)] if claim else []
-    if claim is not None and not missing:
+    if claim is not None and not missing and not paths:
         return None
     # git's global pathspec settings (the caller's environment) would read ":(literal)"
     # as part of a path, or refuse it: the whole index is listed then, as before.
-    plain_specs = ignore_case or not missing or not _PATHSPEC_VARS.isdisjoint(os.environ)
-    where = "" if plain_specs else _present_parent(root, missing)
-    spec = ["--", f":(literal){where}/"] if where else []
+    magic = _PATHSPEC_VARS.isdisjoint(os.environ)
+    whole = (claim is None or bool(missing)) and (ignore_case or not missing or not magic)
+    where = "" if whole or not missing else _present_parent(root, missing)
+    if whole or (missing and not where) or (paths and not magic):
+        spec = []  # the whole index
+    else:
+        literal = [f"{where}/"] if where else []
+        spec = ["--", *(f":(literal){p}" for p in [*literal, *paths])]
     try:
         return run.start(["ls-files", "-z", "--cached", *spec], root, env=run.Env.CLEAN,
                          error=OSError)  # fmt: skip

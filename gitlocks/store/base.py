@@ -52,6 +52,8 @@ class LockStore(Protocol):
     skew: int  # seconds a lock outlives its expiry (remote mode's clock-skew allowance)
     breaking: bool  # a break under way: a granted claim whose record is lost is unusable
     snapshot: bool  # one reading command: the table as first read (docs/design.md 4.5)
+    # Told where a symbolic journal ref points when a write finds one (it replaces it).
+    on_journal_symref: Callable[[str], None] | None
 
     def config_get(self, key: str) -> str | None: ...
 
@@ -60,6 +62,8 @@ class LockStore(Protocol):
     def head_info(self) -> tuple[str | None, str | None]: ...
 
     def version(self) -> str | None: ...
+
+    def decided_version(self) -> str | None: ...
 
     def symref_target(self, name: str) -> str | None: ...
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 from gitlocks.core.judging import Problem, ReadAgain, read_record, verdict_of
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
@@ -54,8 +54,6 @@ if TYPE_CHECKING:
 
     from gitlocks.core.change import Change
     from gitlocks.core.summaries import Verdict
-    from gitlocks.git.run import Process
-    from gitlocks.git.transaction import Transaction
     from gitlocks.store.mutex import Mutex
     from gitlocks.store.refs import RefWriter
 
@@ -108,7 +106,6 @@ class Store:
         self._scanned: files.Scan | None = None  # listed under the mutex, for the next read
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
-        self._spares: list[Transaction] = []  # a write's transactions, started ahead
         # Within a write, the verdicts its read judged anew, kept once, after it,
         # with those of the blobs it wrote (docs/design.md, section 4.5). Not ``_writing``:
         # the remote store's name for its own writes, which keep what they read at once.
@@ -118,6 +115,9 @@ class Store:
         # Symbolic refs found under the lock namespace at the last scan: never followed.
         self.symrefs: dict[str, str] = {}
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
+        # Told the target of a symbolic journal ref a write finds (and replaces), from its
+        # listing under the mutex: a writing verb need not ask git before (cli/context.py).
+        self.on_journal_symref: Callable[[str], None] | None = None
         self.breaking = False  # a break reads a lost record as unusable, to remove it (4.6)
 
     @classmethod
@@ -174,12 +174,8 @@ class Store:
 
     def is_file(self, path: str) -> bool:
         """Whether a root-relative path names a file in the working tree or the index."""
-        full = os.path.join(self.root, path)
-        try:
-            if os.path.isfile(full) or (os.path.islink(full) and not os.path.isdir(full)):
-                return True
-        except OSError:  # a name too long for the file system, a permission: not a file here
-            pass
+        if files.in_working_tree(self.root, path):
+            return True
         # Not in the working tree: is it in the index (deleted, not yet committed)?
         proc = start(
             ["--git-dir", self.git_dir, "--work-tree", self.root,
@@ -192,18 +188,19 @@ class Store:
 
     def head_info(self) -> tuple[str | None, str | None]:
         """(branch name or None when detached, head commit id or None when unborn), as git
-        reads HEAD: both questions asked at once."""
-        branch = self._start_git(["symbolic-ref", "-q", "HEAD"])
-        commit = self._start_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
-        names, ids = self._lines_of(branch), self._lines_of(commit)
-        return (names[0].removeprefix("refs/heads/") if names else None, ids[0] if ids else None)
+        reads HEAD: both asked of one ``git rev-parse`` (the full name of a detached HEAD
+        is ``HEAD``); only an unborn branch, which it cannot resolve, is asked again."""
+        asked = ["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD", "--"]
+        found = self._lines(asked)
+        if len(found) >= 2:
+            name = found[1]
+            return (None if name == "HEAD" else name.removeprefix("refs/heads/"), found[0])
+        names = self._lines(["symbolic-ref", "-q", "HEAD"])
+        return (names[0].removeprefix("refs/heads/") if names else None, None)
 
-    def _start_git(self, args: list[str]) -> Process:
-        return start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
-
-    @staticmethod
-    def _lines_of(proc: Process) -> list[str]:
-        """The lines ``proc`` printed; none when it failed (a question git answers no)."""
+    def _lines(self, args: list[str]) -> list[str]:
+        """The lines git printed; none when it failed (a question git answers no)."""
+        proc = start(["--git-dir", self.git_dir, *args], env=Env.CLEAN, error=StoreError)
         out, _ = proc.communicate()
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
@@ -260,6 +257,11 @@ class Store:
         replaces it with a real one).
         """
         return self.ref_value(JOURNAL_REF)
+
+    def decided_version(self) -> str | None:
+        """The journal commit this command's last write was decided against, or, when it
+        wrote, the one it wrote: known without asking git (else ``version``)."""
+        return self._decided.version if self._decided is not None else self.version()
 
     def journal_symref(self) -> str | None:
         """Where a symbolic journal ref points (a planted one), else None."""
@@ -400,10 +402,7 @@ class Store:
 
         ``decide`` must be a pure function of the table (it may run more than once).
         """
-        from gitlocks.store.refs import Spares  # a write's: reads move no ref
-
-        count = 1 if self.reftable else 2
-        with self.mutex(), Spares(self.git_dir, count) as self._spares:
+        with self.mutex():
             self._replace_symbolic_journal()
             self._keep_after = True
             # What this write stores, over every try: a try git refused (a prune took one
@@ -413,12 +412,13 @@ class Store:
             try:
                 for _ in range(tries):
                     table = self._read_current()
+                    listed = self._cache_listing  # what git listed, under the mutex
                     change, result = decide(table)
                     self._decided = table
                     if not change:
                         return result
                     try:
-                        self._apply(table, change)
+                        self._apply(table, change, listed)
                     except _Conflict:
                         self._cache = None
                         continue
@@ -480,7 +480,7 @@ class Store:
         if fd is not None:
             os.close(fd)  # closing releases the flock
 
-    def _apply(self, table: Table, change: Change) -> None:
+    def _apply(self, table: Table, change: Change, scan: files.Scan | None = None) -> None:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
@@ -506,22 +506,25 @@ class Store:
         commit = self.journal_store.write(table.version, events, refs)
         updates[JOURNAL_REF] = str(commit)
 
-        def expect() -> None:
-            # Compare: the refs must still be what the table says, or someone wrote
-            # without the mutex (another tool, plain git): re-read and decide again.
-            now = self._scan_with_git(tuple(updates))  # one for-each-ref for them all
-            if now.refs.get(JOURNAL_REF) != table.version:  # None for a symbolic one, too
+        def expect(now: Mapping[str, str | None]) -> None:
+            # Compare, every ref locked: they must still be what the table says, or someone
+            # wrote without the mutex (another tool, plain git): re-read and decide again.
+            if now[JOURNAL_REF] != table.version:  # None for a symbolic one, too
                 raise _Conflict
             unusable = {p.ref for p in table.problems}
             for name in updates.keys() - {JOURNAL_REF}:
-                value = None if name in now.symbolic else now.refs.get(name)
-                moved = value != table.refs.get(name[len(LOCK_PREFIX) :])
+                moved = now[name] != table.refs.get(name[len(LOCK_PREFIX) :])
                 if moved and name not in unusable:
                     raise _Conflict
 
+        # The values git compares under each ref's lock: as listed under the mutex, where
+        # the write read its table (no listing of them again before the write).
+        old = None
+        if scan is not None:
+            old = {n: None if n in scan.symbolic else scan.refs.get(n) for n in updates}
         writer = self.ref_writer()
         try:
-            writer.write(updates, expect=expect)
+            writer.write(updates, old=old, expect=expect)
         except BaseException as exc:
             self._cache = None
             if isinstance(exc, StoreError) and pruned.taken(self.objects):
@@ -552,6 +555,8 @@ class Store:
         listed = self._scan_with_git((LOCK_PREFIX, JOURNAL_REF))
         target = listed.symbolic.get(JOURNAL_REF)
         if target is not None:
+            if self.on_journal_symref is not None:
+                self.on_journal_symref(target)
             self.ref_writer().write({JOURNAL_REF: None})
             self._cache = None
             self.journal_reset = target
@@ -571,7 +576,6 @@ class Store:
             self.ref_values,
             hexlen=self.objects.hexlen,
             separate=not self.reftable,
-            spares=self._spares,
         )
 
     # --- the journal --------------------------------------------------------------------

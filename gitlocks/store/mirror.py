@@ -12,13 +12,18 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 
 from gitlocks.core.text import is_digits
 from gitlocks.errors import RemoteError, RemoteTimeout, StoreError
-from gitlocks.git.files import write_atomic
+from gitlocks.git.files import Scan, write_atomic
 from gitlocks.git.remote import GitRun, PushLine, porcelain, run_git
 from gitlocks.layout import JOURNAL_REF, LOCAL_JOURNAL_REF, LOCK_PREFIX, META_PREFIX, SYNC_FILE
 from gitlocks.store.local import Store
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from gitlocks.store.refs import RefWriter
 
 PACK_AFTER = 256  # loose refs written at once, past which refs are packed
 _NUMBERED = LOCAL_JOURNAL_REF + "-"  # then a number: a kept local journal
@@ -64,6 +69,52 @@ class Mirror(Store):
     deadline: float | None = None
     # A firm deadline (the guard's): asking whether a push landed gets no time of its own.
     deadline_firm = False
+    # Every local ref of gitlocks' namespaces, as listed once under the mutex: a remote
+    # write asks of the view, the local locks, the journal and staging again and again,
+    # and under the mutex only this process moves them. Each move of its own (a ref
+    # transaction, a fetch) forgets the listing, and the next question lists them anew.
+    _held: Scan | None = None
+
+    def _scan_with_git(self, patterns: tuple[str, ...]) -> Scan:
+        spaces = (LOCK_PREFIX, META_PREFIX, self.staging)
+        if self._mutex_fd is None or not all(_within(p, spaces) for p in patterns):
+            return super()._scan_with_git(patterns)
+        if self._held is None:
+            self._held = super()._scan_with_git(spaces)
+            target = self._held.symbolic.get(JOURNAL_REF)
+            if target is not None and self.on_journal_symref is not None:
+                told, self.on_journal_symref = self.on_journal_symref, None
+                told(target)  # once, as a local write says it
+        held = self._held
+        return Scan(
+            {n: v for n, v in held.refs.items() if _matches(n, patterns)},
+            {n: t for n, t in held.symbolic.items() if _matches(n, patterns)},
+        )
+
+    def forget_listing(self) -> None:
+        """Refs moved (or may have): the next question lists them anew."""
+        self._held = None
+
+    def _take_mutex(self, timeout: float) -> None:
+        self._held = None
+        super()._take_mutex(timeout)
+
+    def _drop_mutex(self, fd: int | None = None) -> None:
+        self._held = None
+        super()._drop_mutex(fd)
+
+    def ref_writer(self) -> RefWriter:
+        """The writer of our refs, which reads their values from git itself, never from
+        the listing (it moves them), and makes the store forget that listing."""
+        self._held = None
+        writer = super().ref_writer()
+        writer.current = self._values_now
+        return writer
+
+    def _values_now(self, names: Collection[str]) -> dict[str, str | None]:
+        """``ref_values`` as git lists them now (the writer's reads)."""
+        found = super()._scan_with_git(tuple(names)) if names else Scan({}, {})
+        return {n: None if n in found.symbolic else found.refs.get(n) for n in names}
 
     def _time_left(self, what: str) -> float:
         """How long a run against the remote may take (``RemoteTimeout`` when nothing is
@@ -202,14 +253,18 @@ class Mirror(Store):
         """Set or (``None``) delete refs in one local transaction."""
         if not updates:
             return
+        held, old = self._held, None
+        if held is not None:  # listed under the mutex: the values git compares, as listed
+            old = {n: None if n in held.symbolic else held.refs.get(n) for n in updates}
         try:
-            self.ref_writer().write(updates, message=VIEW_MESSAGE)
+            self.ref_writer().write(updates, message=VIEW_MESSAGE, old=old)
         except StoreError as exc:
             raise RemoteError(f"cannot update the local view of the lock remote: {exc}") from exc
         finally:
             self._cache = None
             self._remote_cache = None
             self._staged_cache = self._meta_cache = None
+            self._held = None
         self.pack_if_many(len(updates))
 
     def pack_if_many(self, written: int) -> None:
@@ -240,6 +295,18 @@ class Mirror(Store):
 
     def last_sync(self) -> float | None:
         return read_sync_times(self).get(self.remote)
+
+
+def _within(pattern: str, spaces: tuple[str, ...]) -> bool:
+    """Whether ``for-each-ref``'s ``pattern`` (no wildcards) lists only refs under
+    ``spaces`` (each ending in ``/``)."""
+    return pattern.startswith(spaces) and not any(c in pattern for c in "*?[\\")
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """As ``for-each-ref`` matches a pattern without wildcards: the whole name, or a
+    leading part of it up to a ``/``."""
+    return any(name == p or name.startswith(p if p.endswith("/") else p + "/") for p in patterns)
 
 
 def read_sync_times(store: Store) -> dict[str, float]:

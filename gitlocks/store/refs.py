@@ -50,27 +50,6 @@ def is_own_ref(name: object) -> bool:
     )
 
 
-SPARE_MESSAGE = "gitlocks"  # the reflog message of a write's own transactions
-
-
-class Spares:
-    """``with Spares(git_dir, n) as spares:`` ``n`` transactions started before a write
-    reads the table and decides (the files backend takes two, reftable one), for its
-    ``RefWriter`` to take for a write with the same reflog ``message``: git gets going
-    meanwhile, and nothing is locked before ``prepare`` (docs/design.md §8). Those not
-    taken (a write that changes nothing) are let go at the end."""
-
-    def __init__(self, git_dir: str, count: int, message: str = SPARE_MESSAGE) -> None:
-        self.items = [Transaction(git_dir, message) for _ in range(count)]
-
-    def __enter__(self) -> list[Transaction]:
-        return self.items
-
-    def __exit__(self, *exc: object) -> None:
-        while self.items:
-            self.items.pop().drop()
-
-
 class RefWriter:
     """Applies ref updates through the log in the mutex file open at ``fd``.
 
@@ -90,11 +69,8 @@ class RefWriter:
         *,
         hexlen: int = 40,
         separate: bool = True,
-        spares: list[Transaction] | None = None,
     ) -> None:
         self.git_dir = git_dir
-        # Transactions started ahead, each with nothing queued (``Store.transact``).
-        self.spares = spares if spares is not None else []
         self.common_dir = common_dir
         self.fd = fd
         self.current = current
@@ -106,20 +82,24 @@ class RefWriter:
         updates: Updates,
         *,
         message: str = "gitlocks",
-        expect: Callable[[], None] | None = None,
+        old: Mapping[str, str | None] | None = None,
+        expect: Callable[[Mapping[str, str | None]], None] | None = None,
     ) -> None:
         """Move every ref in ``updates``; the journal ref, if named, last of all.
 
-        ``expect`` runs once every ref is locked, before anything moves: the compare of a
-        compare-and-swap (it raises to abandon the write). Raises ``StoreError`` (after
-        putting back what moved) when git refuses.
+        ``old``: the value each ref held when the caller listed them under the mutex (None:
+        absent or symbolic), for git to compare under the ref's lock; read now when not
+        given. ``expect(values)`` runs once every ref is locked, before anything moves,
+        with the value each ref holds then: the compare of a compare-and-swap (it raises to
+        abandon the write). Raises ``StoreError`` (after putting back what moved) when git
+        refuses.
         """
         for name in updates:
             if not is_own_ref(name):
                 raise StoreError(f"refusing to write {name!r}: not a gitlocks ref")
         self.recover(list(updates))
         self.wait_for_lockfiles(list(updates))
-        old = self.current(updates)
+        old = self.current(updates) if old is None else {n: old.get(n) for n in updates}
         self._log({"pid": os.getpid(), "old": old, "new": dict(updates)})
         try:
             self._apply(updates, old, message, expect)
@@ -136,7 +116,7 @@ class RefWriter:
         updates: Updates,
         old: Mapping[str, str | None],
         message: str,
-        expect: Callable[[], None] | None = None,
+        expect: Callable[[Mapping[str, str | None]], None] | None = None,
     ) -> None:
         """Lock the journal ref (git's compare of its old value included), then move the
         lock refs while it stays locked, then the journal ref: the commit point."""
@@ -156,12 +136,25 @@ class RefWriter:
             for tx in reversed(txs):
                 tx.answer()
             if expect is not None:
-                expect()
+                expect(self._locked_values(updates, old))
             for tx in txs:
                 _commit(tx)
         finally:
             for tx in txs:
                 tx.abort()  # whatever was not committed moves nowhere
+
+    def _locked_values(
+        self, updates: Updates, old: Mapping[str, str | None]
+    ) -> dict[str, str | None]:
+        """What each ref of ``updates`` holds while every one is locked: the old value git
+        compared it with under its lock (it refuses the transaction otherwise), without
+        asking git again; only a ref deleted with no value to compare (absent or symbolic
+        when read) is listed now."""
+        unchecked = [n for n in updates if updates[n] is None and old.get(n) is None]
+        values = {n: old.get(n) for n in updates}
+        if unchecked:
+            values.update(self.current(unchecked))
+        return values
 
     def _transaction(
         self,
@@ -170,10 +163,7 @@ class RefWriter:
         old: Mapping[str, str | None],
         message: str,
     ) -> Transaction:
-        spare = next((t for t in reversed(self.spares) if t.message == message), None)
-        if spare is not None:
-            self.spares.remove(spare)
-        tx = spare or Transaction(self.git_dir, message)
+        tx = Transaction(self.git_dir, message)
         tx.names = tuple(names)
         for name in names:
             tx.queue(name, updates[name], old.get(name), self.hexlen)

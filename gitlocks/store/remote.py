@@ -51,7 +51,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
 )
 from gitlocks.store.listing import Listing
-from gitlocks.store.mirror import PACK_AFTER, VIEW_MESSAGE, read_sync_times, write_sync_times
+from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
@@ -143,6 +143,11 @@ class RemoteStore(ShardedPush):
             super()._drop_mutex(fd)
         finally:
             self._staged_cache = self._meta_cache = None
+
+    def decided_version(self) -> str | None:
+        """The local view's journal, as ``version`` reads it: a refusal is placed among the
+        events mirrored there, whatever remote table it was decided on."""
+        return self.version()
 
     # --- the remote's state as last seen --------------------------------------------------
 
@@ -253,12 +258,7 @@ class RemoteStore(ShardedPush):
     # --- writing ----------------------------------------------------------------------------
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
-        from gitlocks.store.refs import Spares  # a write's: the view's, to wait out the push
-
-        with (
-            self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout),
-            Spares(self.git_dir, 1 if self.reftable else 2, VIEW_MESSAGE) as self._spares,
-        ):
+        with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
             now = format_time(utcnow())
             waiting = [r for r in self.unpushed() if r.expires_at > now]
             if waiting:
@@ -484,6 +484,7 @@ class RemoteStore(ShardedPush):
             ],
             what="fetch from",
         )
+        self.forget_listing()  # it moved staging (or may have, failing)
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
         self._staged_cache = self._meta_cache = None
@@ -555,6 +556,7 @@ class RemoteStore(ShardedPush):
                 ],
                 what="fetch from",
             )  # a failure (no such branch there) leaves the ref as it was
+            self.forget_listing()
 
 
 def _is_remote_name(name: str) -> bool:

@@ -605,7 +605,7 @@ def test_remote_lock_refs_that_drift_from_the_journal_table_are_repaired(tmp_pat
 
 
 # A claim of src/** killed (SIGKILL's effect: os._exit, nothing cleaned up) at one step of
-# its write: "deciding" with its update-ref transactions started and idle, "prepared" with
+# its write: "deciding" with the table read under the mutex, "prepared" with
 # every ref locked and nothing moved, "half" with the lock refs moved and not the journal.
 _KILLED_WRITE = r"""
 import os, sys
@@ -618,7 +618,7 @@ if step == "deciding":
     read = local.Store._read_current  # the read a write decides on
     def read_current(self, *args, **kwargs):
         table = read(self, *args, **kwargs)
-        if self._spares:
+        if self._mutex_fd is not None:
             os._exit(9)
         return table
     local.Store._read_current = read_current

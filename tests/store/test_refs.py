@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from support.cli import alock, alock_process
 
 from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
-from gitlocks.store.refs import Spares, is_own_ref
+from gitlocks.store.refs import is_own_ref
 
 OWN = re.compile(
     "^(?:"
@@ -99,19 +99,37 @@ def test_only_a_write_starts_transactions(repo: Path, tmp_path: Path) -> None:
         assert code == 0 and not update_refs(events), (verb, events)
 
 
-def test_spares_not_taken_are_let_go_and_move_nothing(repo: Path) -> None:
-    """A write that changes nothing (a refusal) drops what it started: each git ends by
-    itself, having moved no ref."""
+def test_a_write_that_changes_nothing_starts_no_transaction(repo: Path, tmp_path: Path) -> None:
+    """A transaction starts once a write knows it moves refs: a refused claim starts none,
+    and moves nothing."""
+    assert alock(repo, "acquire", "src/**", AGENT_ID="a2").code == 0
     before = git(repo, "for-each-ref")
-    with Spares(os.path.join(repo, ".git"), 2) as spares:
-        procs = [tx.proc for tx in spares]
-    assert spares == []
-    for proc in procs:
-        assert proc.wait(timeout=30) == 0
+    code, events = trace_of(repo, tmp_path, "acquire", "src/a.py")
+    assert code == 1 and not update_refs(events), events
     assert git(repo, "for-each-ref") == before
-    assert alock(repo, "acquire", "src/**", AGENT_ID="a1").code == 0
-    refused = alock(repo, "acquire", "src/a.py", AGENT_ID="a2")
-    assert refused.code == 1 and refused.out.startswith("REFUSED")
+    code, events = trace_of(repo, tmp_path, "acquire", "docs/**", update_refs_started=1)
+    assert code == 0 and update_refs(events), events
+
+
+def test_a_claim_asks_git_each_question_once(repo: Path, tmp_path: Path) -> None:
+    """One ls-files answers both of a claim's questions of the index (is a plain path
+    missing from the tree a file there; what lies near a pattern that covers nothing), one
+    rev-parse HEAD's branch and commit, one for-each-ref the refs under the mutex; a
+    release asks the index nothing."""
+    (repo / "src" / "app.py").unlink()  # still in the index: a file, so claimed exactly
+    code, events = trace_of(
+        repo, tmp_path, "acquire", "src/app.py", "new/x.py", update_refs_started=2
+    )
+    assert code == 0, events
+    started = [" ".join(e["argv"]) for e in events if e["event"] == "start"]
+    for asked, times in (("ls-files", 1), ("for-each-ref", 1), ("HEAD", 1), ("update-ref", 2)):
+        assert sum(asked in argv for argv in started) == times, (asked, started)
+    [record] = alock(repo, "list", "--json", AGENT_ID="a1").json()
+    assert record["exact"] == ["src/app.py"] and record["branch"] in ("main", "master")
+    assert record["head"] == git(repo, "rev-parse", "HEAD").strip()
+    code, events = trace_of(repo, tmp_path, "release", "src/app.py", update_refs_started=2)
+    started = [" ".join(e["argv"]) for e in events if e["event"] == "start"]
+    assert code == 0 and not any("ls-files" in argv for argv in started), started
 
 
 # A write whose ref another git moves between the read of its value and the prepare (at

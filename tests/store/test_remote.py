@@ -571,9 +571,10 @@ def test_a_remote_name_is_read_as_its_pattern(parts: list[str]) -> None:
     assert _is_remote_name(name) == expected
 
 
-def test_a_remote_claim_starts_its_view_transactions_before_its_push(tmp_path: Path) -> None:
-    """The local view's two update-ref transactions are started before the push and taken
-    after it: no other update-ref runs, and the view holds the claim."""
+def test_a_remote_claim_starts_its_view_transactions_after_its_push(tmp_path: Path) -> None:
+    """The local view's two update-ref transactions start once the push has landed (a
+    write starts them when it knows it moves refs, never ahead): no other update-ref
+    runs, one for-each-ref lists the local refs, and the view holds the claim."""
     import json
 
     from support.cli import alock_process
@@ -593,7 +594,10 @@ def test_a_remote_claim_starts_its_view_transactions_before_its_push(tmp_path: P
     names = [" ".join(argv[1:4]) for argv in started]
     updates = [i for i, argv in enumerate(started) if "update-ref" in argv]
     push = next(i for i, argv in enumerate(started) if "push" in argv)
-    assert len(updates) == 2 and max(updates) < push, names
+    assert len(updates) == 2 and min(updates) > push, names
+    # The local refs, listed once under the mutex, answer every question of them.
+    listings = [a for a in started if "for-each-ref" in a and str(bare) not in " ".join(a)]
+    assert len(listings) == 1, listings  # (the remote's own git lists its refs too)
     assert alock(clone, "list", AGENT_ID="a2").out.count("src/**") == 1
 
 

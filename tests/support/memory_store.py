@@ -67,6 +67,7 @@ class MemoryStore:
         self.skew = 0
         self.breaking = False  # no record of a memory store is ever lost
         self.snapshot = False  # every read is of the current table: it costs nothing here
+        self.on_journal_symref: Callable[[str], None] | None = None  # no refs: never told
         self.files = set(files)
         self.branch = branch
         self.blobs: dict[str, bytes] = {}
@@ -90,6 +91,9 @@ class MemoryStore:
 
     def version(self) -> str | None:
         return self.entries[-1].commit if self.entries else None
+
+    def decided_version(self) -> str | None:
+        return self.version()
 
     def symref_target(self, name: str) -> str | None:
         return None
