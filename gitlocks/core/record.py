@@ -237,9 +237,16 @@ def format_duration(seconds: float) -> str:
     return f"{days}d{hours}h" if hours else f"{days}d"
 
 
+_last_ms = [0]  # the millisecond of this process's last id
+
+
 def new_lock_id() -> str:
-    """Unique, sortable by creation, and only ``[a-z0-9-]``: safe as one ref component."""
-    return f"{time.time_ns() // 1_000_000:011x}-{os.getpid() % 0x10000:04x}{os.urandom(3).hex()}"
+    """Unique, sortable by creation, and only ``[a-z0-9-]``: safe as one ref component.
+    Two ids one process makes in one millisecond take the next for the later, so a process
+    never makes an id that sorts before one it made already (the youngest of a wait cycle
+    is the greatest id, design 4.7)."""
+    ms = _last_ms[0] = max(time.time_ns() // 1_000_000, _last_ms[0] + 1)
+    return f"{ms:011x}-{os.getpid() % 0x10000:04x}{os.urandom(3).hex()}"
 
 
 # --- the record -----------------------------------------------------------------------------

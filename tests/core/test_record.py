@@ -16,6 +16,7 @@ from gitlocks.core.record import (
     format_time,
     is_lock_id,
     lock_ids_only,
+    new_lock_id,
     parse_time,
 )
 
@@ -137,3 +138,11 @@ def test_lock_ids_only_keeps_what_is_lock_id_keeps(table: dict[str, int]) -> Non
     kept = lock_ids_only(table)
     expected = {k: v for k, v in table.items() if is_lock_id(k)}
     assert kept == expected and list(kept) == list(expected)
+
+
+def test_ids_one_process_makes_sort_in_the_order_it_made_them() -> None:
+    """Many ids fall in one millisecond: each still sorts after the one made before it
+    (the youngest waiter of a cycle is the greatest id, and is the one told)."""
+    made = [new_lock_id() for _ in range(2000)]
+    assert made == sorted(made)
+    assert len(set(made)) == len(made)
