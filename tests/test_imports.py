@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import git
 from support.cli import alock
+from support.remote import make_clone
 
 # Top-level modules no hot path may load: libgit2's binding, the command-line framework,
 # the MCP SDK and what it brings (pydantic, anyio, starlette, httpx), and the event loop.
@@ -138,3 +139,16 @@ def test_serving_mcp_loads_neither_the_sdk_nor_the_command_line_framework(held: 
     called = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
     called["params"] = {"name": "check", "arguments": {"paths": ["src/a.py"]}}
     assert not heavy_loaded(held, ["mcp"], stdin=_mcp_lines(listed, called), deny=HEAVY)
+
+
+@pytest.mark.parametrize("shards", [1, 64], ids=["one journal", "sharded"])
+def test_a_remote_claim_and_release_load_nothing_heavy(tmp_path: Path, shards: int) -> None:
+    """In remote mode a claim is what agents run most too: pushed, with neither the
+    type checker's modules nor pygit2."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    clone = make_clone(bare.as_uri(), tmp_path / "clone", shards=shards)
+    assert alock(clone, "acquire", "docs/**", **B).code == 0
+    assert not heavy_loaded(clone, ["acquire", "src/**", "-m", "work"])
+    assert not heavy_loaded(clone, ["release", "src/**"])
+    assert not heavy_loaded(clone, ["acquire", "docs/a.md"])  # refused: docs/** is b's

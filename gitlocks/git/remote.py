@@ -10,8 +10,8 @@ off; our repository named by ``--git-dir``, not by a hook's variables) and a tim
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from gitlocks.core.value import Value
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
 
@@ -39,13 +39,15 @@ _NO_ATOMIC = "does not support --atomic"
 _REASON = re.compile(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
 
 
-@dataclass(frozen=True)
-class GitRun:
+class GitRun(Value):
     """One git command run against a remote: its exit code and output."""
 
-    code: int
-    out: str
-    err: str
+    __slots__ = ("code", "err", "out")
+
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code = code
+        self.out = out
+        self.err = err
 
 
 def run_git(
@@ -129,13 +131,15 @@ def summarise(stderr: str) -> str:
     return " / ".join(chosen) if chosen else "git gave no reason"
 
 
-@dataclass(frozen=True)
-class PushLine:
+class PushLine(Value):
     """One ref's line of ``git push --porcelain``: flag, destination ref and summary."""
 
-    flag: str
-    ref: str
-    summary: str
+    __slots__ = ("flag", "ref", "summary")
+
+    def __init__(self, flag: str, ref: str, summary: str) -> None:
+        self.flag = flag
+        self.ref = ref
+        self.summary = summary
 
     @property
     def reason(self) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitlocks.core.record import format_duration, utcnow
 from gitlocks.core.text import printable_lines
 from gitlocks.render.locks import expires
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.service.remote import RemoteState, SyncResult
     from gitlocks.store.restore import RestoreResult

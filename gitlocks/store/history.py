@@ -6,12 +6,11 @@ claims ask them, so only they load this module (and libgit2, for the diffs).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitlocks.core.record import is_object_id
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, start
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     import pygit2
 

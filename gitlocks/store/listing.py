@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gitlocks.core.record import is_lock_id
 from gitlocks.core.text import canonical_number
@@ -18,6 +17,7 @@ from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
 from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.store.push import RemoteTable
     from gitlocks.store.remote import RemoteStore

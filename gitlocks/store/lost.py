@@ -13,8 +13,6 @@ table it did not see emptied by gitlocks. ``gitlocks.store.restore`` puts it bac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitlocks.core.journal import COMPACTED
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.shard import record_shards
@@ -25,6 +23,7 @@ from gitlocks.layout import (
     SHARD_PREFIX,
 )
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     import pygit2
 

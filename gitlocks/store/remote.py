@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
 
 from gitlocks.core.change import Change
 from gitlocks.core.journal import REPAIRED
@@ -56,12 +55,15 @@ from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     import pygit2
 
     from gitlocks.store.location import Location
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 

@@ -19,7 +19,6 @@ lemma), so the compare-and-swap argument of one journal holds on that shard's re
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import format_time, is_lock_id, utcnow
@@ -28,6 +27,10 @@ from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
 from gitlocks.git.remote import lost_race, not_sent, summarise, unreported
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ShardedPush(RemotePush):
