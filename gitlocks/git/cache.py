@@ -141,11 +141,33 @@ def _keep(common_dir: str, index: int, value: object, document: object) -> None:
         return  # a cache: losing it costs time, never an answer
     kept.decoded = dict(found.decoded) if found is not None else {}
     kept.decoded[index] = value
-    for name in OLD_FILES:
+    for name in [*OLD_FILES, *_dead_writers(common_dir)]:
         try:
             files.discard(os.path.join(common_dir, name))
         except OSError:
             pass
+
+
+def _dead_writers(common_dir: str) -> list[str]:
+    """The temporary files of writers of this file that died before their rename (killed):
+    named by their process id, which no longer runs."""
+    prefix = f".{CACHE_FILE}."
+    try:
+        names = [n for n in os.listdir(common_dir) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return []
+    dead = []
+    for name in names:
+        pid = name[len(prefix) : -len(".tmp")]
+        if not pid.isdigit() or int(pid) <= 1 or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            dead.append(name)
+        except (OSError, OverflowError):  # another user's, alive; no process id at all
+            pass
+    return dead
 
 
 def forget(common_dir: str) -> None:

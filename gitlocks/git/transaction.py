@@ -40,12 +40,16 @@ class Transaction:
 
     def queue(self, name: str, new: str | None, old: str | None, hexlen: int) -> None:
         """Move ``name`` to ``new`` (None: delete it) if it still holds ``old`` (None:
-        absent, or symbolic). The compare is git's own, under the ref's lock."""
+        absent, or symbolic). The compare is git's own, under the ref's lock; a symbolic
+        ref is never followed (one pointing nowhere is replaced, one pointing at a ref
+        refuses the transaction)."""
         zero = "0" * hexlen
+        # The ref itself moves, never what a symbolic one names (one planted by plain git
+        # since it was listed, or read as absent): git's option holds for the next verb.
+        self._write("option no-deref")
         if new is None and old is None:
-            # Absent, or a symbolic ref (read as no value): the ref itself goes, never
-            # what a symbolic one names; deleting what is not there moves nothing.
-            self._write("option no-deref")
+            # Absent, or a symbolic ref (read as no value): deleting what is not there
+            # moves nothing.
             self._write(f"delete {name}")
         elif new is None:
             self._write(f"delete {name} {old}")

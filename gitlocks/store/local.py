@@ -527,8 +527,12 @@ class Store:
             writer.write(updates, old=old, expect=expect)
         except BaseException as exc:
             self._cache = None
-            if isinstance(exc, StoreError) and pruned.taken(self.objects):
-                raise _Conflict from None  # git refused: a prune took what they would name
+            if isinstance(exc, StoreError) and (
+                pruned.taken(self.objects) or (old is not None and self.ref_values(old) != old)
+            ):
+                # git refused: a prune took what they would name, or a ref moved outside
+                # the mutex since the listing (its compare failed): read again, decide again
+                raise _Conflict from None
             raise
         for lock_id in change.delete:
             table.remove(lock_id)

@@ -186,7 +186,8 @@ class RefWriter:
         # Left to the next writer: the log in the mutex file says what to undo.
 
     def recover(self, writing: Sequence[str] = ()) -> None:
-        """Finish a dead writer's job from its log: forward if its journal moved, else back.
+        """Finish a dead writer's job from its log: forward if its journal moved, else back;
+        a ref the log names at neither side's value was moved by another git, and stays.
 
         Its ``.lock`` files are cleared first: those of the refs its log names and of the
         refs about to be written (a log it died writing names nothing).
@@ -206,11 +207,16 @@ class RefWriter:
             journal = new.get(JOURNAL_REF)
             values = self.current([*named, JOURNAL_REF])
             done = journal is not None and values[JOURNAL_REF] == journal
-            target = new if done else old
+            target, source = (new, old) if done else (old, new)
+            # Only a ref still where the dead writer left it (or had yet to move it from):
+            # one at any other value was moved since by plain git, and stays as it is.
             repair = {
                 n: target.get(n)
                 for n in named
-                if n != JOURNAL_REF and n in target and values[n] != target.get(n)
+                if n != JOURNAL_REF
+                and n in target
+                and n in source
+                and values[n] == source.get(n) != target.get(n)
             }
             if repair:
                 now = {n: values[n] for n in repair}

@@ -642,3 +642,19 @@ def test_verbs_beside_kept_verdicts_answer_as_the_records_say(packed: Path) -> N
     left = oracle(packed)
     assert not left.held_by(holder)
     assert {p.ref for p in left.problems} == {LOCK_PREFIX + ids[1]}
+
+
+def test_a_writer_killed_before_its_rename_leaves_no_file_behind(packed: Path) -> None:
+    """The temporary file of a cache writer that died (SIGKILL) before its rename is removed
+    by the next write of the cache; a live writer's is left to it."""
+    common = packed / ".git"
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    dead = common / f".{CACHE_FILE}.{ended.stdout.strip()}.tmp"
+    dead.write_bytes(b"gitlocks cache half written")
+    live = common / f".{CACHE_FILE}.{os.getppid()}.tmp"
+    live.write_bytes(b"still writing")
+    (common / CACHE_FILE).unlink()
+    assert alock(packed, "list").code == 0  # judges every record: keeps their verdicts
+    assert (common / CACHE_FILE).is_file()
+    assert not dead.exists() and live.exists()

@@ -336,6 +336,23 @@ def test_remote_symref_to_another_lock_is_never_followed(
     assert cli(b, "acquire", "docs/x.md", **B).code == 1
 
 
+def test_a_local_lock_ref_planted_symbolic_is_never_written_through(
+    bare: Path, clones: tuple[Path, Path]
+) -> None:
+    """A clone's view of a remote lock moves the local lock ref itself, never the ref a
+    planted symbolic one names (docs/design.md, 4.1): nothing outside gitlocks' refs is
+    written, whatever the symref points at, and the lock still refuses."""
+    _, b = clones
+    held = git(bare, "for-each-ref", "--format=%(refname)", LOCKS).split()[0]
+    git(b, "symbolic-ref", held, "refs/notes/planted")
+    for args in REMOTE_STEPS:
+        got = cli(b, *args, **B)
+        no_crash(got, " ".join(args))
+        planted = git(b, "for-each-ref", "--format=%(refname)", "refs/notes/")
+        assert planted == "", f"{' '.join(args)} wrote through the symref: {got}"
+    assert cli(b, "acquire", "docs/x.md", **B).code == 1
+
+
 @pytest.mark.slow
 def test_remote_journal_symref_never_moves_a_branch(bare: Path, clones: tuple[Path, Path]) -> None:
     a, b = clones

@@ -663,3 +663,54 @@ def test_a_writer_killed_at_any_step_loses_and_double_grants_nothing(repo: Path,
     assert listed == {held: "agent-a", mine: "agent-c"}
     assert set(lock_refs(repo)) == {held, mine}
     assert_consistent(repo)
+
+
+# A release whose lock ref plain git rewrites after the write listed it under the mutex
+# (at the write's apply), the writer killed (os._exit) once its log is written: the log
+# holds the listing's value as the old one, and nothing of the write moved.
+_KILLED_AFTER_A_MOVE = r"""
+import os, subprocess, sys
+from gitlocks.main import main
+from gitlocks.store import local, refs
+
+name, record = sys.argv[1], sys.argv[2]
+apply, log = local.Store._apply, refs.RefWriter._log
+
+def moved_then_apply(self, *args, **kwargs):
+    blob = subprocess.check_output(["git", "hash-object", "-w", "--stdin"], input=record, text=True)
+    subprocess.check_call(["git", "update-ref", name, blob.strip()])
+    return apply(self, *args, **kwargs)
+
+def log_then_die(self, entry):
+    log(self, entry)
+    os._exit(9)
+
+local.Store._apply, refs.RefWriter._log = moved_then_apply, log_then_die
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def test_a_dead_writers_recovery_keeps_a_ref_moved_outside_the_mutex(repo: Path) -> None:
+    """Rolling a dead writer back puts back only the refs it moved: a lock ref plain git
+    rewrote after the dead writer listed it (its log's old value) is left as git wrote it,
+    never set back to what the listing said."""
+    held = lock_id_of(alock(repo, "acquire", "lib/**", "--json", **A))
+    name = LOCKS + held
+    record = json.dumps({**json.loads(git(repo, "cat-file", "blob", name)), "holder": "agent-b"})
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER_A_MOVE, name, record, "release", "lib/**"],
+        cwd=repo,
+        env={**os.environ, **A},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert killed.returncode == 9, killed.stderr
+    assert mutex_text(repo / ".git"), "not killed where meant"
+    rewritten = lock_refs(repo)[held]
+    got = alock(repo, "acquire", "tests/**", "--json", **C)  # the next writer recovers
+    no_crash(got)
+    assert lock_refs(repo)[held] == rewritten, "the dead writer's recovery undid plain git"
+    listed = {r["id"]: r["holder"] for r in alock(repo, "list", "--json", **C).json()}
+    assert listed[held] == "agent-b"
+    _no_leftovers(repo)
