@@ -163,6 +163,12 @@ def _empty_tree(cwd: str | None) -> str:
     return out.decode().strip()
 
 
+# What the upgrade's pushed objects may hold, read whole: its format blob (a shard count)
+# and its notice commit (a header and a short message); anything larger is refused.
+_FORMAT_BYTES = 64
+_NOTICE_BYTES = 64 * 1024
+
+
 def guard_upgrade(
     pushed: Mapping[str, tuple[str, str]],
     locks: Mapping[str, tuple[str, str]],
@@ -181,8 +187,10 @@ def guard_upgrade(
     format_values = pushed.get(FORMAT_REF)
     if format_values is None or not is_zero(format_values[0]) or locks:
         return refused
-    (blob,) = cat_file([format_values[1]], cwd, env=Env.INHERIT)
-    count = parse_format(blob[2], MAX_SHARDS) if blob is not None and blob[1] == "blob" else None
+    # Read bounded: a format is a few bytes, and a pusher chooses what the blob holds.
+    (blob,) = cat_file([format_values[1]], cwd, env=Env.INHERIT, limit=_FORMAT_BYTES + 1)
+    ok = blob is not None and blob[1] == "blob" and len(blob[2]) <= _FORMAT_BYTES
+    count = parse_format(blob[2], MAX_SHARDS) if blob is not None and ok else None
     wanted_refs = {FORMAT_REF, JOURNAL_REF, *(f"{SHARD_PREFIX}{k}" for k in range(count or 0))}
     sharding = {r for r in pushed if r.startswith(SHARD_PREFIX) or r in (FORMAT_REF, JOURNAL_REF)}
     if count is None or sharding != wanted_refs:
@@ -192,8 +200,8 @@ def guard_upgrade(
     if (None if is_zero(old_value) else old_value) != journal_now:
         return ["the lock table moved since this push was prepared: fetch and decide again"]
     expected_parents = (journal_now,) if journal_now is not None else ()
-    (raw,) = cat_file([notice], cwd, env=Env.INHERIT)
-    if raw is None or raw[1] != "commit":
+    (raw,) = cat_file([notice], cwd, env=Env.INHERIT, limit=_NOTICE_BYTES + 1)
+    if raw is None or raw[1] != "commit" or len(raw[2]) > _NOTICE_BYTES:
         return refused
     commit = parse_commit(notice, raw[2])
     parents = commit.parent_ids
