@@ -68,13 +68,16 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _imports(tree: ast.Module, *, top_level_only: bool) -> list[tuple[str, ast.stmt]]:
-    """Modules imported at run time (``if TYPE_CHECKING`` blocks left out)."""
+def _imports(
+    tree: ast.Module, *, top_level_only: bool, for_types: bool = False
+) -> list[tuple[str, ast.stmt]]:
+    """Modules imported at run time (and, ``for_types``, for the type checker too: the
+    ``if TYPE_CHECKING`` blocks, left out otherwise)."""
     found: list[tuple[str, ast.stmt]] = []
 
     def visit(node: ast.AST, depth: int) -> None:
         for child in ast.iter_child_nodes(node):
-            if _type_checking(child):
+            if _type_checking(child) and not for_types:
                 continue
             inner = depth + isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             if isinstance(child, ast.Import) and not (top_level_only and depth):
@@ -123,11 +126,11 @@ def test_heavy_dependencies_live_in_their_one_layer() -> None:
 
 
 def _imported_modules(tree: ast.Module) -> dict[str, int]:
-    """The gitlocks modules (files) ``tree`` imports at run time, at its top or inside a
-    function (``if TYPE_CHECKING`` blocks left out), each with the line of its first
-    import: ``from gitlocks.git import settings`` imports the module ``settings``."""
+    """The gitlocks modules (files) ``tree`` imports, at its top, inside a function or for
+    the type checker, each with the line of its first import: ``from gitlocks.git import
+    settings`` imports the module ``settings``."""
     found: dict[str, int] = {}
-    for name, node in _imports(tree, top_level_only=False):
+    for name, node in _imports(tree, top_level_only=False, for_types=True):
         if isinstance(node, ast.ImportFrom) and name == node.module:
             named = [f"{name}.{alias.name}" for alias in node.names]
             if all(n in MODULES for n in named):
@@ -139,10 +142,12 @@ def _imported_modules(tree: ast.Module) -> dict[str, int]:
 
 
 def test_no_import_cycles_between_files() -> None:
-    """No file imports, at its top or inside a function, a file that imports it back,
-    however far round: a cycle means two modules share one job, or a name lives in the
-    wrong one. A lazy import keeps a heavy dependency off a hot path; it never hides a
-    cycle."""
+    """No file imports, at its top, inside a function or for its annotations, a file that
+    imports it back, however far round: a cycle means two modules share one job, or a name
+    lives in the wrong one. A lazy import keeps a heavy dependency off a hot path, and an
+    import under ``TYPE_CHECKING`` one that only the type checker needs: neither hides a
+    cycle (a module that annotates with a caller's type names what it needs of it in a
+    ``Protocol``)."""
     graph = {
         module: {t: line for t, line in _imported_modules(tree).items() if t != module}
         for module, tree in MODULES.items()

@@ -15,7 +15,21 @@ from gitlocks.render.locks import expires, kind
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
-    from gitlocks.hooks.install import HookChange
+    from pathlib import Path
+    from typing import Protocol
+
+    class HookChange(Protocol):
+        """What install or uninstall did to one hook (``hooks/install.py``'s)."""
+
+        @property
+        def hook(self) -> str: ...
+        @property
+        def path(self) -> Path: ...
+        @property
+        def status(self) -> str: ...
+        @property
+        def chained(self) -> Path | None: ...
+
 
 PREFIX = "alock: "
 

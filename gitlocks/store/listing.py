@@ -20,7 +20,6 @@ from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.store.push import RemoteTable
-    from gitlocks.store.remote import RemoteStore
 
 
 def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
@@ -68,19 +67,30 @@ class Listing:
     not (pushed or moved by hand, or another write since) asks the remote again.
     """
 
-    def __init__(self, store: RemoteStore) -> None:
+    def __init__(
+        self,
+        remote: str,
+        sharded: bool,
+        git: Callable[[list[str]], GitRun],
+        not_a_blob: Callable[[str], bool],
+        view_tips: Callable[[str | None], dict[int, str | None] | None],
+    ) -> None:
+        """``git`` runs a git command against the remote; ``not_a_blob`` says whether an
+        object this repository holds is no blob; ``view_tips`` gives the shard tips of a
+        local view commit (``Journal.view_tips``)."""
         self.run: GitRun | None = None
         self.refs: dict[str, str] | None = None  # listed: ref -> value
         self.symrefs: set[str] = set()
-        self.store = store
+        self.not_a_blob = not_a_blob
+        self.view_tips = view_tips
         # A sharded remote's shard journals too, in the same answer: they tell a lock ref
         # of another clone's write (its shard moved) from one pushed by hand.
-        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if store.shard_count() else [])]
-        args = ["-c", "protocol.version=2", "ls-remote", "--symref", store.remote, *patterns]
+        patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else [])]
+        args = ["-c", "protocol.version=2", "ls-remote", "--symref", remote, *patterns]
 
         def ask() -> None:
             try:
-                self.run = store._git(args, what="ls-remote of")
+                self.run = git(args)
             except GitlocksError:
                 pass
 
@@ -112,7 +122,7 @@ class Listing:
         moved, tips = listed(self.refs, self.symrefs, decided.leases)
         # A value that reads here as no blob (a ref at a commit) is never repaired: no
         # reason to ask again on every write.
-        moved = {i: v for i, v in moved.items() if not self.store._not_a_blob(v)}
+        moved = {i: v for i, v in moved.items() if not self.not_a_blob(v)}
         if not moved:
             return False
         locks, journal = now()
@@ -120,5 +130,5 @@ class Listing:
             return False
         if not decided.shards:
             return True
-        after = self.store.journal_store.view_tips(journal) or {}
+        after = self.view_tips(journal) or {}
         return not any(tips.get(k) not in (t, after.get(k)) for k, t in decided.shards.items())

@@ -25,10 +25,33 @@ from gitlocks.layout import (
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Protocol
+
     import pygit2
 
     from gitlocks.core.table import Table
-    from gitlocks.store.remote import RemoteStore
+    from gitlocks.store.journal import Journal
+
+    class RemoteStore(Protocol):
+        """What noticing a lost table asks of the remote store (``store/remote.py``)."""
+
+        remote: str  # the remote's name
+        staging: str  # where its refs are fetched to
+        skew: int
+        journal_store: Journal
+
+        @property
+        def repo(self) -> pygit2.Repository: ...
+
+        def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table: ...
+        def view_journal(self) -> str | None: ...
+        def shard_count(self) -> int | None: ...
+        def mirrored(self) -> dict[str, str]: ...
+        def staged_lock_refs(self) -> dict[str, str]: ...
+        def staged_meta(self) -> dict[str, str]: ...
+        def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]: ...
+        def beyond(self, names: Iterable[str], prefix: str, count: int) -> list[str]: ...
 
 
 def _loaded(remote: RemoteStore, table: dict[str, str]) -> Table:

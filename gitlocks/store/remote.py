@@ -293,7 +293,13 @@ class RemoteStore(ShardedPush):
                 fetched = True
             if self.journal_store.table(self.staged()[1]) is not None:
                 self.check_not_lost()
-                listing = Listing(self)
+                listing = Listing(
+                    self.remote,
+                    bool(self.shard_count()),
+                    lambda args: self._git(args, what="ls-remote of"),
+                    self._not_a_blob,
+                    self.journal_store.view_tips,
+                )
             elif self.look_before_writing():
                 fetched = True
             return self._attempts(decide, tries, fetched, listing)
