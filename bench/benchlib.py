@@ -68,3 +68,17 @@ def interleaved(
                 if i:
                     samples[label, size].append(ms)
     return samples
+
+
+def verb_of(argv: list[str]) -> list[str]:
+    """git's arguments without the options that only name the repository or set config."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-c", "--git-dir", "--work-tree", "-C"):
+            skip = True
+        elif not arg.startswith(("--git-dir=", "--work-tree=")):
+            kept.append(arg)
+    return kept

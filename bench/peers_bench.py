@@ -65,7 +65,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from benchlib import GitDaemon, git, make_repo, seed_locks
+from benchlib import GitDaemon, git, make_repo, seed_locks, verb_of
 from scale_bench import compile_bytecode
 
 PYTHON = "floor: python3 -c pass"
@@ -305,20 +305,6 @@ def trace_remote_claim(alock: str, repo: Path, env: dict[str, str], where: str) 
     )
     head = f"one remote claim ({where}): {total:.0f} ms in all; its git processes"
     return [head + " (ms since it started; before the first: Python and imports):", *rows]
-
-
-def verb_of(argv: list[str]) -> list[str]:
-    """git's arguments without the options that only name the repository or set config."""
-    kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("-c", "--git-dir", "--work-tree"):
-            skip = True
-        elif not arg.startswith(("--git-dir=", "--work-tree=")):
-            kept.append(arg)
-    return kept
 
 
 def stamp(text: str) -> float:

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import bench_environment, git, make_repo, seed_locks
+from benchlib import bench_environment, git, make_repo, seed_locks, verb_of
 
 ALOCK = str(Path(sys.executable).parent / "git-alock")
 
@@ -53,20 +53,6 @@ def traced(argv: list[str], cwd: Path, env: dict[str, str], code: int = 0) -> li
                 child = "/" in event.get("sid", "")
                 started.append((["child"] if child else []) + verb_of(event["argv"][1:]))
         return started
-
-
-def verb_of(argv: list[str]) -> list[str]:
-    """git's arguments without the options that only name the repository or set config."""
-    kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("-c", "--git-dir", "--work-tree", "-C"):
-            skip = True
-        elif not arg.startswith(("--git-dir=", "--work-tree=")):
-            kept.append(arg)
-    return kept
 
 
 def remote_clone(base: Path, env: dict[str, str]) -> Path:
