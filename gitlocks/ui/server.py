@@ -1,21 +1,13 @@
 """``git alock ui``: the live page, served from this machine to this machine only.
 
-Safety, in the order a request meets it:
+Safety, in the order a request meets it: the socket is bound to 127.0.0.1; every path
+starts with a random token, compared in constant time, and a request without it or
+naming another host (DNS rebinding) gets an empty 404; only GET and HEAD exist; every
+answer carries a Content-Security-Policy allowing the page's own script and style alone.
 
-- the socket is bound to 127.0.0.1, never to every address;
-- every path starts with a random token (``secrets``), compared in constant time; a
-  request without it, or naming another host than the one the URL names (a DNS-rebinding
-  page), gets an empty 404 and learns nothing;
-- only GET and HEAD exist: the page reads, it never changes a lock;
-- every answer carries a Content-Security-Policy that allows the page's own script and
-  style and nothing else (no inline script, no other origin), and the page writes every
-  value from a record as text.
-
-One thread (the follower) owns the store: it follows the journal as ``watch`` does, one
-read of the journal ref per poll and a walk only when it moved, and rebuilds the view
-when it did (and every few seconds while a page is open, for edits and liveness, which
-move no ref). Request threads only hand out what it built; a page hears of changes over
-Server-Sent Events.
+One thread (the follower) owns the store: it follows the journal as ``watch`` does and
+rebuilds the view when it moved (and every few seconds while a page is open, for edits
+and liveness). Request threads hand out what it built; pages hear of changes over SSE.
 """
 
 from __future__ import annotations
@@ -44,9 +36,8 @@ POLL_SECONDS = 0.25  # journal ref reads: new events reach the page well within 
 REFRESH_SECONDS = 5.0  # edits and liveness, while a page is open
 SYNC_SECONDS = 30.0  # remote mode: fetch the lock remote's state, while a page is open
 KEEPALIVE_SECONDS = 15.0
-# A request must arrive whole within this long, or its connection is closed: one thread
-# per connection, and any local process may open many and say nothing, or trickle a
-# byte at a time (an event stream, once asked for, only writes).
+# A request must arrive whole within this long, or its connection is closed: any local
+# process may open many and say nothing, or trickle a byte at a time.
 IDLE_SECONDS = 10.0
 BACKLOG = 500  # change messages kept for a page that reconnects
 STATIC = {
@@ -78,12 +69,9 @@ class Board:
         self.state = b""
         self._rebuild([])
 
-    # --- the follower thread --------------------------------------------------------------
-
     def follow(self) -> None:
-        """Follow the journal until stopped, publishing each change. A store that cannot
-        be read for a while (a repository being repacked, a disk full) is said on the
-        page, and followed again a second later; the page keeps its last view."""
+        """Follow the journal until stopped, publishing each change; a store that cannot be
+        read for a while is said on the page, and followed again a second later."""
         while not self.stopped.is_set():
             try:
                 self._follow()
@@ -123,11 +111,9 @@ class Board:
         snap = view.snapshot(self.ctx, self.memo)
         snap["sync_error"] = self.sync_error
         compared = {k: v for k, v in snap.items() if k != "now"}
-        if not events and compared == self.compared:
-            self.build_seconds = time.monotonic() - started
-            return  # nothing the page shows has changed
-        self.compared = compared
-        self._publish({"events": events}, snap)
+        if events or compared != self.compared:  # else nothing the page shows has changed
+            self.compared = compared
+            self._publish({"events": events}, snap)
         self.build_seconds = time.monotonic() - started
 
     def _publish(self, message: dict[str, Any], snap: dict[str, Any] | None = None) -> None:
@@ -141,8 +127,6 @@ class Board:
                 self.state = json.dumps(snap, separators=(",", ":")).encode()
             self.backlog.append((self.seq, _sse(self.seq, {"seq": self.seq, **message})))
             self.cond.notify_all()
-
-    # --- the request threads --------------------------------------------------------------
 
     def changes(self, since: int) -> Iterator[bytes]:
         """Change messages after ``since``, as they come; a keep-alive comment when idle."""
@@ -217,11 +201,7 @@ class Handler(BaseHTTPRequestHandler):
             self._empty(404)
         elif name == "" and not self.path.split("?", 1)[0].endswith("/"):
             # The page's files are named relative to the token's directory.
-            self.send_response(308)
-            self.send_header("Location", f"/{self.server.token}/")
-            self._headers(None)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._empty(308, f"/{self.server.token}/")
         elif name in self.server.static:
             body, kind = self.server.static[name]
             self._send(body, kind)
@@ -281,8 +261,10 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _empty(self, code: int) -> None:
+    def _empty(self, code: int, location: str = "") -> None:
         self.send_response(code)
+        if location:
+            self.send_header("Location", location)
         self._headers(None)
         self.send_header("Content-Length", "0")
         self.end_headers()

@@ -1,9 +1,7 @@
-"""What the page shows, as one JSON-ready document: claims, holders, the tree, the edits.
-
-Built from the same service calls as ``list`` and ``status`` (the live table, liveness,
-each worktree's edits placed against the claims), so the page and the terminal agree.
-Nothing here changes the store, and nothing here renders markup: the page draws every
-value as text.
+"""What the page shows, as one JSON-ready document: claims, holders, the tree, the edits,
+built from the same service calls as ``list`` and ``status`` so that the page and the
+terminal agree. Nothing here changes the store or renders markup (the page draws every
+value as text).
 """
 
 from __future__ import annotations
@@ -22,15 +20,14 @@ from gitlocks.identity import sessions
 from gitlocks.render.journal import format_event
 from gitlocks.service import journal, landing
 from gitlocks.service.context import Context
-from gitlocks.service.results import Edit, Status
+from gitlocks.service.results import Status, WorktreeEdits
 from gitlocks.service.status import status as status_of
 
 if TYPE_CHECKING:
     from gitlocks.core.journal import Event
     from gitlocks.store.base import LockStore
 
-# Files of the repository the tree shows at most: beyond that it lists only what claims
-# and edits touch (a page of a million rows helps nobody, and costs the first render).
+# Files the tree shows at most: beyond, only what claims and edits touch.
 MAX_FILES = 50_000
 JOURNAL_EVENTS = 200  # events the page starts with; it adds the new ones as they come
 # What a holder's card says of where it runs: its most recently active claim's.
@@ -41,12 +38,8 @@ Memo: TypeAlias = "dict[int, tuple[LockRecord, dict[str, Any]]]"
 
 
 def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
-    """Everything the page draws, at this moment.
-
-    ``memo`` keeps what each record looks like on the page between two snapshots: the
-    store hands back the same record objects while nothing under them moved, so a
-    refresh at 10,000 locks redraws only their states.
-    """
+    """Everything the page draws, at this moment. ``memo`` keeps each record's page form
+    between snapshots: the store hands back the same record objects while nothing moved."""
     report = status_of(ctx)
     store = ctx.store
     gone = _landed(ctx)
@@ -66,7 +59,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         "holders": _holders(locks, _running(ctx), branches),
         "files": files[:MAX_FILES],
         "files_left_out": max(0, len(files) - MAX_FILES),
-        "worktrees": [_worktree(t.path, t.branch, t.error, t.edits) for t in report.worktrees],
+        "worktrees": [_worktree(t) for t in report.worktrees],
         # Claims waiting their turn, in queue order (design §4.7): what the page may list.
         "waiters": [
             {
@@ -103,8 +96,8 @@ def event_view(event: Event) -> dict[str, Any]:
         "text": text,
         "detail": text[len(said) :] if text.startswith(said) else text,
         "event": str(event.get("event", "?")),
-        "at": str(event.get("at", "")),
-        "holder": str(event.get("holder", "")),
+        "at": at,
+        "holder": holder,
         "id": str(event.get("id", "")),
         "paths": [str(p) for p in paths] if isinstance(paths, list) else [],
         "local": bool(event.get("local")),
@@ -148,10 +141,9 @@ def _holders(
     running: list[tuple[sessions.Registered, str]],
     branches: dict[str, str | None],
 ) -> list[dict[str, Any]]:
-    """One entry per holder: where it runs, its parent and sub-agents, its claims. A
-    holder is anyone with a claim, and every agent session running here, holding or not
-    (``running``: the harness sessions registered on this machine that acted in this
-    repository), so that a supervisor sees an agent that has only started."""
+    """One entry per holder: where it runs, its parent and sub-agents, its claims. Every
+    agent session running here (``running``) is one, holding or not: a supervisor sees an
+    agent that has only started."""
     by_holder: dict[str, list[dict[str, Any]]] = {}
     for lock in locks:
         by_holder.setdefault(lock["holder"], []).append(lock)
@@ -172,9 +164,12 @@ def _holders(
             "locks": [x["id"] for x in held],
         }
         if held:
-            newest = max(held, key=_last_active)
+            # RFC 3339 UTC, one spelling: sorts as time.
+            newest = max(held, key=lambda x: str(x["last_active"]))
             entry.update({k: newest[k] for k in WHERE_FIELDS})
-            entry["state"] = _worst({x["state"] for x in held})
+            states = {x["state"] for x in held}
+            worst = ("interrupted", "dead", "stale")
+            entry["state"] = next((s for s in worst if s in states), "live")
         else:
             registered, root = idle[holder]
             entry.update(
@@ -182,7 +177,7 @@ def _holders(
                 session=registered.session.name or registered.harness,
                 pid=registered.session.pid,
                 worktree=root,
-                branch=_branch_of(root, branches),
+                branch=next((b for p, b in branches.items() if _same_dir(p, root)), None),
                 last_active=None,
                 state="live",
             )
@@ -199,32 +194,14 @@ def _running(ctx: Context) -> list[tuple[sessions.Registered, str]]:
         return []
 
 
-def _branch_of(root: str, branches: dict[str, str | None]) -> str | None:
-    return next((b for path, b in branches.items() if _same_dir(path, root)), None)
-
-
-def _last_active(lock: dict[str, Any]) -> str:
-    return str(lock["last_active"])  # RFC 3339 UTC, one spelling: sorts as time
-
-
-def _worst(states: set[str]) -> str:
-    for state in ("interrupted", "dead", "stale"):
-        if state in states:
-            return state
-    return "live"
-
-
-def _worktree(
-    path: str, branch: str | None, error: str | None, edits: list[Edit]
-) -> dict[str, Any]:
-    """A worktree's edits, each told as the page tells it: in a claim held from this
-    worktree, in a claim held from another one (someone else's ground), interrupted work,
-    or in no claim at all."""
+def _worktree(tree: WorktreeEdits) -> dict[str, Any]:
+    """A worktree's edits, each as the page tells it: in a claim held from this worktree,
+    from another one, interrupted work, or in no claim."""
     shown = []
-    for edit in edits:
+    for edit in tree.edits:
         where: str = edit.status
         if where in ("yours", "others"):
-            here = any(_same_dir(r.worktree, path) for r in edit.locks)
+            here = any(_same_dir(r.worktree, tree.path) for r in edit.locks)
             where = "claimed" if here else "elsewhere"
         shown.append(
             {
@@ -235,13 +212,12 @@ def _worktree(
                 "ids": [r.id for r in edit.locks],
             }
         )
-    return {"path": path, "branch": branch, "error": error, "edits": shown}
+    return {"path": tree.path, "branch": tree.branch, "error": tree.error, "edits": shown}
 
 
 def _landed(ctx: Context) -> set[str]:
-    """The claims whose work has landed, which ``list`` would release before answering
-    (local mode): left off the page, so that the page and the terminal agree. Asked
-    read-only: the page itself writes nothing."""
+    """The claims whose landed work ``list`` would release first (local mode), asked
+    read-only: left off the page, so that the page and the terminal agree."""
     store = ctx.store
     if store.config_get("alock.remote"):
         return set()
