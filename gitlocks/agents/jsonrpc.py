@@ -1,15 +1,7 @@
-"""The MCP stdio transport, with the standard library alone: JSON-RPC 2.0, one message a
-line of UTF-8 on standard input, one answer a line on standard output (docs/design.md,
-section 6.6). Only the subset a tools server needs: ``initialize``, ``ping``,
-``tools/list``, ``tools/call``; notifications (``notifications/initialized``,
-``notifications/cancelled``, ...) are read and need no answer.
-
-Requests are served in the order they come, one at a time. A line that is no JSON gets
-the error -32700, a message that is no request object (a batch, ``null``) -32600, both
-with the id null; a request whose id is no string or integer (null included) -32600 with
-the id null, one whose method is no string -32600; an unknown method -32601; params the
-method cannot take (``arguments`` not an object), or a request other than ``ping`` before
-``initialize``, -32602. Nothing but the protocol is written to standard output.
+"""The MCP stdio transport, standard library alone: JSON-RPC 2.0, one message a line of
+UTF-8 each way (docs/design.md, section 6.6), only what a tools server needs
+(``initialize``, ``ping``, ``tools/list``, ``tools/call``; notifications need no answer).
+Requests are served in order, one at a time; nothing but the protocol reaches stdout.
 """
 
 from __future__ import annotations
@@ -60,9 +52,7 @@ def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
 
 
 class Connection:
-    """One client, served from ``tools`` (each as its published ``{name, description,
-    inputSchema}``) and ``call`` (a tool's name and arguments to its result's text, and
-    whether it is an error)."""
+    """One client, served from ``tools`` (as published) and ``call`` (name, arguments)."""
 
     def __init__(
         self,

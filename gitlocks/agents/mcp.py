@@ -1,23 +1,12 @@
 """``git alock mcp``: an MCP server over stdio, for agents that speak MCP.
 
-Tools ``acquire``, ``release``, ``renew``, ``check``, ``list``, ``status``, ``note``,
-``resume``, ``break``, ``log`` and ``whoami``: the verbs of the command line, handed to the
-server as a table of ``Tool``s that ``gitlocks.cli.tools`` derives from the verbs'
-declarations (names, descriptions, arguments, their kinds, defaults and help). The server
-publishes each tool's JSON schema from that table and checks each call against it; its
-methods are the tools' bodies, one per tool, taking the verb's parameters. Each result is
-the same JSON document as the verb's ``--json``, and a refusal is a normal result naming the
-holder, never a protocol error. Patterns are relative to the top of the working tree. The
-holder is ``AGENT_ID`` from the server's environment, else derived from the process that
-started the server (the harness), whose life is the session's (docs/design.md, section 6.6).
-The protocol is spoken by ``gitlocks.agents.jsonrpc``, with the standard library alone: no
-MCP SDK is imported, so the server answers its first request in the time the interpreter and
-the table take.
-
-The arguments are checked here, as sent, exactly (no coercion: ``all: "yes"`` is no
-boolean). So every call the protocol can read, well formed or not, gets one of our
-documents, bad input ``{"status": "error", ...}``; a request it cannot (``arguments`` not
-an object, a line that is no JSON) gets a JSON-RPC error (jsonrpc's docstring says which).
+Its tools are the verbs of the command line, as ``gitlocks.cli.tools`` declares them; each
+tool's body is the server's method of its name, and each result the verb's ``--json``
+document (a refusal is a normal result, never a protocol error). The holder is as for
+every command (docs/design.md, section 6.6). Arguments are checked exactly as sent (no
+coercion: ``all: "yes"`` is no boolean): bad input gets ``{"status": "error", ...}``, a
+request the protocol cannot read a JSON-RPC error (``gitlocks.agents.jsonrpc``, standard
+library alone: no MCP SDK is imported).
 """
 
 from __future__ import annotations
@@ -39,8 +28,7 @@ INSTRUCTIONS = (
     "result's status is 'refused', do not edit: its conflicts name who holds what. Renew "
     "long work, add notes as you go, release when done."
 )
-# A tool's body is the server's method of its name; a name Python keeps for itself gets
-# the verb function's trailing underscore.
+# A tool's body is the server's method of its name (a keyword's with the verb's "_").
 BODIES = {"break": "break_"}
 MAX_PATHS = 1000  # per call: more is no agent's claim, and would hold the store for long
 MAX_PATTERN_CHARS = 4096  # PATH_MAX
@@ -63,9 +51,6 @@ class Tool(NamedTuple):
     arguments: tuple[ToolArgument, ...]
 
 
-_TYPES = {"bool": "boolean", "text": "string", "pattern": "string"}
-
-
 def schema(tool: Tool) -> dict[str, Any]:
     """The JSON schema of ``tool``'s arguments, as published to clients."""
     properties: dict[str, Any] = {}
@@ -74,7 +59,7 @@ def schema(tool: Tool) -> dict[str, Any]:
             item = {"type": "string", "maxLength": MAX_PATTERN_CHARS}
             prop: dict[str, Any] = {"type": "array", "items": item, "maxItems": MAX_PATHS}
         else:
-            prop = {"type": _TYPES[a.kind]}
+            prop = {"type": "boolean" if a.kind == "bool" else "string"}
             if a.kind == "pattern":
                 prop["maxLength"] = MAX_PATTERN_CHARS
         if a.help:
@@ -102,12 +87,9 @@ _HANDED: dict[str, tuple[type, str, str]] = {
 
 
 def _held_to(tool: Tool, body: Any) -> None:
-    """TypeError unless ``body`` is annotated to take what the checks hand it for each of
-    ``tool``'s arguments: its kind, and null where an optional argument's declared default
-    is None. The names alone would let a declaration change an argument's type or make a
-    required one optional, and the body, unchanged, get what it cannot handle. The
-    annotations are read as written (this module imports ``annotations`` from
-    ``__future__``), not evaluated."""
+    """TypeError unless ``body`` is annotated (as written, not evaluated) to take what the
+    checks hand it for each of ``tool``'s arguments: its kind, or null where an optional
+    argument's default is None. The names alone would let a declaration change a type."""
     written = body.__annotations__
     for a in tool.arguments:
         kind, annotation, said = _HANDED[a.kind]
@@ -127,9 +109,8 @@ def _held_to(tool: Tool, body: Any) -> None:
 
 class Server:
     """The tools, bound to one repository and one holder. Each tool is the method of its
-    name, taking the verb's parameters that the tool offers (all of them, defaults filled
-    in), so a declaration and its body cannot drift apart unnoticed: the server refuses to
-    start."""
+    name, taking the verb's parameters that the tool offers: a declaration and its body that
+    drift apart stop the server as it starts."""
 
     def __init__(self, root: str, tools: dict[str, Tool], env: dict[str, str] | None = None):
         self.env = dict(os.environ if env is None else env)
@@ -149,39 +130,32 @@ class Server:
 
     @property
     def identity(self) -> Identity:
-        """Who calls, asked at each call: the harness starts its MCP servers as it starts,
-        maybe before its guard has registered the session (and so named its holder). As
-        for every command: an explicit ``AGENT_ID`` that no registered harness has adopted
-        binds its claims to no process (they live by their TTL, as the shell's do); a
-        derived holder's session is the process that started the server."""
+        """Who calls, asked at each call: the harness may start its MCP servers before its guard
+        has registered the session (docs/design.md, section 6.6)."""
         return resolve_identity(None, self.env)
 
-    def _ctx(self, *, land: bool = False) -> Any:
+    def _ctx(self, *, land: bool = False, clear: bool = False) -> Any:
         """The store and who asks. ``land`` (the reading tools, as the reading verbs): in
         local mode, first release this machine's claims whose work has landed, so that a
-        merge is seen by the next read; the read answers even if that write fails."""
-        from gitlocks.service.context import open_context  # the store (pygit2), once
+        merge is seen by the next read (the read answers even if that write fails);
+        ``clear``: then clear dead claims too, as ``list`` and ``status`` do."""
+        # Imported here: the store's layer (pygit2), once.
+        from gitlocks.service import landing, lifecycle
+        from gitlocks.service.context import open_context
 
         ctx = open_context(self.root, self.identity)
-        if land and not ctx.store.config_get("alock.remote"):
-            from gitlocks.service import landing  # the store's layer, once
-
-            if not landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
-                return ctx  # the cheap question: no claim of this machine waits
+        # The cheap question first: no claim of this machine waits.
+        local = (land or clear) and not ctx.store.config_get("alock.remote")
+        if local and landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
             from gitlocks.service.remote import land_waiting  # only when some claim waits
 
-            # The table as it stands if that fails: a read never fails for a write it tried.
             try:
                 land_waiting(ctx)
             except GitlocksError:
                 pass
+        if clear:
+            lifecycle.clear_dead_before_listing(ctx)
         return ctx
-
-    def _clear_dead(self, ctx: Any) -> None:
-        """As ``list`` and ``status`` do (``lifecycle.clear_dead_before_listing``)."""
-        from gitlocks.service import lifecycle  # the store's layer, once
-
-        lifecycle.clear_dead_before_listing(ctx)
 
     def _entries(self, ctx: Any, paths: list[str]) -> list[ScopeEntry]:
         """The patterns as scope entries, without repeats (``a``, ``a/`` and ``./a`` are
@@ -195,11 +169,6 @@ class Server:
             if entry not in found:
                 found.append(entry)
         return found
-
-    def _ttl(self, ctx: Any, ttl: str | None) -> int:
-        """``ttl`` as given (an empty one is refused, as ``--ttl ''`` is), else the default."""
-        ttl_seconds: int = ctx.ttl(ttl, what="ttl")
-        return ttl_seconds
 
     def acquire(
         self,
@@ -223,7 +192,7 @@ class Server:
         claim = self._entries(ctx, patterns)
         asked: dict[str, Any] = {
             "reason": user_text(reason, "reason", MAX_REASON_CHARS),
-            "ttl": self._ttl(ctx, ttl),
+            "ttl": ctx.ttl(ttl, what="ttl"),
             "shared": shared,
             "until_merged": branch,
         }
@@ -262,7 +231,7 @@ class Server:
 
         ctx = self._ctx()
         entries = self._entries(ctx, patterns) if patterns else None
-        asked = self._ttl(ctx, ttl) if ttl is not None else None
+        asked = ctx.ttl(ttl, what="ttl") if ttl is not None else None
         return locks.renew(ctx, entries, ttl=asked, default_ttl=ctx.ttl(None)).to_dict()
 
     # Before ``list``: in the class body below it, ``list`` names the tool.
@@ -284,16 +253,14 @@ class Server:
     def list(self) -> Any:
         from gitlocks.service.context import live_table  # imported here: the store's layer
 
-        ctx = self._ctx(land=True)
-        self._clear_dead(ctx)
+        ctx = self._ctx(clear=True)
         _, live = live_table(ctx)
         return [r.to_dict() for r in live]
 
     def status(self) -> Any:
         from gitlocks.service.status import status  # imported here: the store's layer
 
-        ctx = self._ctx(land=True)
-        self._clear_dead(ctx)
+        ctx = self._ctx(clear=True)
         return status(ctx).to_dict()
 
     def note(self, pattern: str, text: str) -> Any:
@@ -316,7 +283,7 @@ class Server:
             target = pattern
         else:
             [target] = self._entries(ctx, [pattern])
-        return lifecycle.resume(ctx, target, ttl=self._ttl(ctx, ttl)).to_dict()
+        return lifecycle.resume(ctx, target, ttl=ctx.ttl(ttl, what="ttl")).to_dict()
 
     def log(self, count: str | None, since: str | None, reverse: bool) -> Any:
         # Imported here: the journal's readers, once.
@@ -349,9 +316,8 @@ _COMMAND = re.compile(r"\bgit alock ([a-z][a-z-]*)")
 
 
 def in_tools(text: str, tools: dict[str, Tool]) -> str:
-    """``text`` with each ``git alock VERB`` that is one of ``tools`` said as that tool:
-    an agent speaking MCP is told what it can call from where it is (it may have no shell,
-    or one that cannot write the repository's git directory)."""
+    """``text`` with each ``git alock VERB`` that is one of ``tools`` said as that tool: an
+    agent speaking MCP may have no shell to run it."""
     return _COMMAND.sub(
         lambda m: f"the {m[1]} tool" if m[1] in tools else m[0],
         text,
@@ -376,8 +342,7 @@ def _kind(value: Any) -> str:
 
 
 def _checked(value: Any, kind: str, what: str) -> Any:
-    """``value`` as the argument's ``kind`` wants it, exactly (no coercion); UsageError
-    with what is wrong otherwise."""
+    """``value`` as ``kind`` wants it, exactly (no coercion); else UsageError saying why."""
     if kind == "bool":
         if not isinstance(value, bool):
             raise UsageError(f"{what} must be true or false, not {_kind(value)} {value!r}")
@@ -455,11 +420,9 @@ _UNDECODABLE = re.compile(r"(\\\\)|\\?[\udc80-\udcff]+")
 
 
 def mend(line: bytes) -> bytes:
-    """``line`` with each escaped lone surrogate, and each run of bytes that are no
-    UTF-8, made an escaped NUL: read as it is, the second would be no JSON (or, decoded
-    leniently, U+FFFD, so that a call would claim another path than the one sent), and a
-    lone surrogate in a tool's name would be no text to answer; a NUL reaches the checks,
-    which refuse it."""
+    """``line`` with each escaped lone surrogate, and each run of bytes that are no UTF-8,
+    made an escaped NUL, which the checks refuse: read as it is, the second would be no JSON
+    (or, decoded leniently, U+FFFD: a call would claim another path than the one sent)."""
     try:
         line.decode("utf-8")
     except UnicodeDecodeError:
@@ -486,8 +449,7 @@ def serve(root: str, tools: dict[str, Tool]) -> None:
     ]
 
     def answer(tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        # An error is a tool error (isError), so a client tells it from an answer; a
-        # refusal is an answer.
+        # An error is a tool error (isError); a refusal is an answer.
         text = call(server, tool, arguments)
         return text, text.startswith(ERROR_START)
 
