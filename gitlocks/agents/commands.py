@@ -1,13 +1,9 @@
 """The command every agent hook runs, and the hook files that are ours alone.
 
-Each harness runs its hook command in its own shell (docs/agents.md): Claude Code
-``/bin/sh -c``, Gemini CLI and Qwen Code ``bash -c``, Codex its user's login shell
-``$SHELL -lc`` (whose profile may reset PATH), and committed settings run on every
-teammate's machine. So every hook runs one POSIX script, by ``sh``: ``git alock`` where
-the harness's PATH has it, else the ``git-alock`` this clone's ``alock.guardProgram``
-names, else one line and exit 0 (a command not found exits 127, which Gemini CLI and
-Copilot CLI read as a denial of every edit). Cline's hook is a script file and
-OpenCode's a plugin, both of ours alone (``SCRIPT_FILES``).
+Each harness runs its hook command in its own shell (docs/agents.md), and committed
+settings run on every teammate's machine: so every hook runs one POSIX script, by ``sh``,
+that finds git-alock on PATH or by ``alock.guardProgram``, else says so and exits 0.
+Cline's hook is a script file and OpenCode's a plugin, both ours alone (``SCRIPT_FILES``).
 """
 
 from __future__ import annotations
@@ -22,10 +18,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-# How a hook named the guard before issue 38: through git, or (git-alock not on PATH) this
-# interpreter by its path. Both failed where the harness's shell does not find them (a
-# login profile resetting PATH, a teammate's machine): ``git`` or the path exits 127,
-# which Gemini CLI and Copilot CLI read as a denial of every edit.
+# How a hook named the guard before issue 38 (or this interpreter by its path): both exit
+# 127 where the harness's shell does not find them, a denial of every edit for some.
 GIT_PREFIX = "git alock"
 # The git setting naming this clone's git-alock, for a hook whose shell finds none on PATH.
 PROGRAM_KEY = "alock.guardProgram"
@@ -40,10 +34,9 @@ BROKEN = (
 
 
 def guard_script(harness: str, event: str = "") -> str:
-    """The POSIX shell script a hook runs: ``git alock guard`` where the harness's shell
-    finds git-alock on PATH; else the git-alock this clone's ``alock.guardProgram``
-    names (install sets it: a virtual environment, a user install off the login PATH);
-    else one line on stderr and exit 0, every harness's "go on" (docs/agents.md)."""
+    """The POSIX script a hook runs: ``git alock guard`` where the harness's shell finds
+    git-alock on PATH; else the one ``alock.guardProgram`` names (install sets it); else one
+    line on stderr and exit 0, every harness's "go on" (docs/agents.md)."""
     args = f"guard --for {harness}" + (f" --event {event}" if event else "")
     # Not exec'd: a program found that cannot run (a directory, a script whose interpreter
     # is gone, a git-alock git cannot start) exits 126, 127 or 128, a denial of every edit
@@ -60,15 +53,13 @@ def guard_script(harness: str, event: str = "") -> str:
 
 
 def guard_command(harness: str, event: str = "") -> str:
-    """The hook's command line: the script, run by ``sh`` whatever shell the harness uses
-    (Codex runs ``$SHELL -lc``, and ``$SHELL`` may be fish); the same on every machine,
-    so that committed settings name no path of the one they were installed on."""
+    """The hook's command line: the script, run by ``sh`` whatever the harness's shell (it
+    may be fish); committed settings name no path of the machine they were installed on."""
     return f"sh -c '{guard_script(harness, event)}'"
 
 
 def guard_program() -> tuple[str | None, str | None]:
-    """This installation's git-alock, for ``alock.guardProgram``, and a warning when
-    there is none to name."""
+    """This installation's git-alock (for ``alock.guardProgram``), or a warning."""
     import sysconfig  # only install asks
 
     beside = os.path.join(sysconfig.get_path("scripts"), "git-alock")
@@ -141,50 +132,41 @@ export const GitlocksGuard = async ({{ directory }}) => ({{
 
 @dataclass(frozen=True)
 class ScriptFile:
-    """A harness whose hook is a file of its own, all ours: Cline's hook script, OpenCode's
-    plugin."""
+    """A harness's hook file of its own, all ours (Cline's script, OpenCode's plugin)."""
 
-    harness: str
     path: str
     text: str
     mode: int
 
 
 SCRIPT_FILES = {
-    "cline": ScriptFile("cline", ".clinerules/hooks/PreToolUse", _cline_hook(), 0o755),
-    "opencode": ScriptFile("opencode", ".opencode/plugins/gitlocks.js", _opencode_plugin(), 0o644),
+    "cline": ScriptFile(".clinerules/hooks/PreToolUse", _cline_hook(), 0o755),
+    "opencode": ScriptFile(".opencode/plugins/gitlocks.js", _opencode_plugin(), 0o644),
 }
 
 
 def _command(harness: str, prefix: str = "", event: str = "") -> dict[str, Any]:
-    if prefix:  # an older install's command
-        more = f" --event {event}" if event else ""
-        return {"type": "command", "command": f"{prefix} guard --for {harness}{more}"}
-    return {"type": "command", "command": guard_command(harness, event)}
+    more = f" --event {event}" if event else ""
+    old = f"{prefix} guard --for {harness}{more}"  # an older install's command
+    return {"type": "command", "command": old if prefix else guard_command(harness, event)}
 
 
 def _groups(
-    command: dict[str, Any],
-    matchers: Mapping[str, str | None],
-    extra: Mapping[str, Mapping[str, Any]] | None = None,
+    command: dict[str, Any], matched: tuple[str, str], *events: str, end: int | None = None
 ) -> dict[str, Any]:
-    """One group per event, of Claude Code's shape: the matcher (when the event takes
-    one) and the one command (with ``extra`` keys for that event's, a timeout)."""
-    extra = extra or {}
-    return {
-        event: {
-            **({} if matcher is None else {"matcher": matcher}),
-            "hooks": [{**command, **extra.get(event, {})}],
-        }
-        for event, matcher in matchers.items()
-    }
+    """One group per event, of Claude Code's shape: ``matched`` (the edit event) with its
+    matcher, the others without; SessionEnd's command with the timeout ``end``."""
+    groups = {matched[0]: {"matcher": matched[1], "hooks": [command]}}
+    for event in events:
+        timeout = {"timeout": end} if event == "SessionEnd" and end is not None else {}
+        groups[event] = {"hooks": [{**command, **timeout}]}
+    return groups
 
 
 @dataclass(frozen=True)
 class HookFile:
     """Where a harness keeps its project hooks, and the one entry install adds per event."""
 
-    harness: str
     path: str  # from the top of the working tree
     local: str | None  # the personal file, for --local (Claude Code's only)
     entries: Mapping[str, Any]  # event -> our entry; only an entry equal to it is ours
@@ -194,12 +176,10 @@ class HookFile:
 # Claude Code's matcher names tools exactly (letters, digits, "_" and "|"); Copilot CLI
 # runs this file too, matching its own tool names (anchored), and Cursor its own. VS Code
 # ignores matchers: the guard answers its other tools with silence.
-CLAUDE_MATCHER = "|".join(
-    (
-        *("Edit", "Write", "MultiEdit", "NotebookEdit"),  # Claude Code
-        *("edit", "create", "str_replace", "str_replace_editor", "apply_patch"),  # Copilot
-        *("Delete", "StrReplace", "ApplyPatch"),  # Cursor
-    )
+CLAUDE_MATCHER = (
+    "Edit|Write|MultiEdit|NotebookEdit"  # Claude Code
+    "|edit|create|str_replace|str_replace_editor|apply_patch"  # Copilot
+    "|Delete|StrReplace|ApplyPatch"  # Cursor
 )
 # Claude Code gives every SessionEnd hook 1.5 s in all unless one sets a timeout (seconds,
 # up to 60): a release pushed to a lock remote takes longer.
@@ -214,60 +194,42 @@ def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
     legacy = bool(prefix)
     files = {
         "claude": HookFile(
-            "claude",
             ".claude/settings.json",
             ".claude/settings.local.json",
             _groups(
                 _command("claude", prefix),
-                {
-                    "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit" if legacy else CLAUDE_MATCHER,
-                    "SessionStart": None,
-                    "SessionEnd": None,
-                    "Stop": None,
-                    # A sub-agent's end hands its claims to its session (design §6.5).
-                    **({} if legacy else {"SubagentStop": None}),
-                },
-                None if legacy else {"SessionEnd": {"timeout": CLAUDE_END_TIMEOUT}},
+                ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit" if legacy else CLAUDE_MATCHER),
+                *("SessionStart", "SessionEnd", "Stop"),
+                # A sub-agent's end hands its claims to its session (design §6.5).
+                *(() if legacy else ("SubagentStop",)),
+                end=None if legacy else CLAUDE_END_TIMEOUT,
             ),
         ),
         # A name lets `/hooks disable gitlocks-guard` switch the guard off (docs/hooks/index.md).
         # Its matcher is an unanchored regex: anchored, it fires for these two tools only.
         "gemini": HookFile(
-            "gemini",
             ".gemini/settings.json",
             None,
             _groups(
                 {"name": "gitlocks-guard", **_command("gemini", prefix)},
-                {
-                    "BeforeTool": "write_file|replace" if legacy else "^(write_file|replace)$",
-                    "SessionStart": None,
-                    "SessionEnd": None,
-                    "AfterAgent": None,
-                },
+                ("BeforeTool", "write_file|replace" if legacy else "^(write_file|replace)$"),
+                *("SessionStart", "SessionEnd", "AfterAgent"),
             ),
         ),
         # Codex runs apply_patch given to its shell tool too ("Bash"): the guard reads every
         # shell command, and answers those that apply no patch with silence.
         "codex": HookFile(
-            "codex",
             ".codex/hooks.json",
             None,
             _groups(
                 _command("codex", prefix),
-                {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None}
-                if legacy
-                else {
-                    "PreToolUse": "^(apply_patch|Bash)$",
-                    "SessionStart": None,
-                    "SessionEnd": None,
-                    "Stop": None,
-                },
-                None if legacy else {"SessionEnd": {"timeout": CODEX_END_TIMEOUT}},
+                ("PreToolUse", "apply_patch|Bash" if legacy else "^(apply_patch|Bash)$"),
+                *(("SessionStart", "Stop") if legacy else ("SessionStart", "SessionEnd", "Stop")),
+                end=None if legacy else CODEX_END_TIMEOUT,
             ),
         ),
         # Copilot's events do not say which they are: each command names its own.
         "copilot": HookFile(
-            "copilot",
             ".github/hooks/gitlocks.json",
             None,
             {
@@ -283,23 +245,17 @@ def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
         {
             # Qwen Code: Claude's event names, Gemini's unanchored regex matcher.
             "qwen": HookFile(
-                "qwen",
                 ".qwen/settings.json",
                 None,
                 _groups(
                     _command("qwen"),
-                    {
-                        "PreToolUse": "^(write_file|edit)$",
-                        "SessionStart": None,
-                        "SessionEnd": None,
-                        "Stop": None,
-                    },
+                    ("PreToolUse", "^(write_file|edit)$"),
+                    *("SessionStart", "SessionEnd", "Stop"),
                 ),
             ),
             # Cursor: no matcher (its tool names are not all documented); no sessionEnd:
             # one Cursor process runs many conversations, whose ends end no claim.
             "cursor": HookFile(
-                "cursor",
                 ".cursor/hooks.json",
                 None,
                 {event: {"command": guard_command("cursor")} for event in ("preToolUse", "stop")},
@@ -307,7 +263,6 @@ def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
             ),
             # Windsurf: pre_write_code names the file; it has no session events.
             "windsurf": HookFile(
-                "windsurf",
                 ".windsurf/hooks.json",
                 None,
                 {"pre_write_code": {"command": guard_command("windsurf")}},

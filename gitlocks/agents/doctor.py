@@ -1,14 +1,9 @@
 """``git alock doctor``: whether each agent integration of this repository really guards.
 
-For each harness whose hooks are installed here, the installed command is run exactly as
-that harness runs it (its shell form and environment: Codex's login shell, Gemini's
-``bash -c``, Claude's ``sh -c``), with an edit of a path held by a stand-in holder, and
-its answer is read as that harness's code reads it: denied, or let through (the
-integration would fail open). Every product that reads a hook file is asked:
-``.claude/settings.json`` is run by Claude Code, Copilot CLI and VS Code's agent. Also:
-the git hooks' interpreter, the lock remote's reachability and the guard's timeouts.
-install-agent-hooks runs the same command with a probe event, to say whether the
-harness's shell finds gitlocks at all (docs/agents.md).
+Each installed hook is run exactly as each harness that reads its file runs it (its shell
+and environment), on an edit of a path a stand-in holder claims, and its answer read as
+that harness's code reads it: denied, or let through. Also: the git hooks' interpreter,
+the lock remote and the guard's timeouts (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -41,10 +37,8 @@ def shell_form(product: str, command: str, env: Mapping[str, str], via: str = ""
     """The argument vector ``product`` runs a hook command with (docs/agents.md)."""
     if product == "codex":  # codex-rs/hooks command_runner.rs: $SHELL -lc, a login shell
         return [env.get("SHELL") or "/bin/sh", "-lc", command]
-    if product in ("gemini", "qwen"):  # spawn("bash", ["-c", command])
-        return ["bash", "-c", command]
-    if product == "copilot" or (product == "vscode" and via == "bash"):
-        return ["bash", "-c", command]
+    if product in ("gemini", "qwen", "copilot") or (product == "vscode" and via == "bash"):
+        return ["bash", "-c", command]  # Gemini, Qwen: spawn("bash", ["-c", command])
     if product == "cline":  # a hook file: its shebang (bash when it has none)
         return [command]
     return ["/bin/sh", "-c", command]  # Node's spawn(command, {shell: true}); the others
@@ -64,61 +58,60 @@ def product_env(product: str, root: str, env: Mapping[str, str]) -> dict[str, st
     return full
 
 
-def edit_event(product: str, root: str, path: str) -> tuple[dict[str, Any], str]:
-    """An edit of ``path`` (from the top of ``root``) as ``product`` sends it, and the
-    ``--event`` the hook's command line names (Copilot CLI's camelCase events)."""
+def edit_event(product: str, root: str, path: str) -> dict[str, Any]:
+    """An edit of ``path`` (from the top of ``root``) as ``product`` sends it."""
     full = os.path.join(root, path)
     if product == "codex":
         patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch\n"
         return {"session_id": "doctor", "turn_id": "t", "transcript_path": None, "cwd": root,
                 "hook_event_name": "PreToolUse", "model": "m", "permission_mode": "default",
                 "tool_name": "apply_patch", "tool_input": {"command": patch},
-                "tool_use_id": "c"}, ""  # fmt: skip
+                "tool_use_id": "c"}  # fmt: skip
     if product == "gemini":
         return {"session_id": "doctor", "transcript_path": "", "cwd": root,
                 "hook_event_name": "BeforeTool", "timestamp": "2026-01-01T00:00:00Z",
                 "tool_name": "write_file",
-                "tool_input": {"file_path": full, "content": "x"}}, ""  # fmt: skip
+                "tool_input": {"file_path": full, "content": "x"}}  # fmt: skip
     if product == "copilot-claude":  # Copilot CLI running a Claude hook file
         return {"hook_event_name": "PreToolUse", "session_id": "doctor",
                 "timestamp": "2026-01-01T00:00:00Z", "cwd": root, "tool_name": "edit",
-                "tool_input": {"path": full, "old_str": "a", "new_str": "b"}}, ""  # fmt: skip
+                "tool_input": {"path": full, "old_str": "a", "new_str": "b"}}  # fmt: skip
     if product == "copilot":
         args = json.dumps({"path": full, "old_str": "a", "new_str": "b"})
         return {"sessionId": "doctor", "timestamp": 0, "cwd": root, "toolName": "edit",
-                "toolArgs": args}, "preToolUse"  # fmt: skip
+                "toolArgs": args}  # fmt: skip
     if product == "vscode":
         return {"timestamp": "2026-01-01T00:00:00Z", "cwd": root, "sessionId": "doctor",
                 "hookEventName": "PreToolUse", "tool_name": "create_file",
                 "tool_input": {"filePath": full, "content": "x"},
-                "tool_use_id": "c"}, ""  # fmt: skip
+                "tool_use_id": "c"}  # fmt: skip
     if product == "cursor":
         return {"conversation_id": "doctor", "hook_event_name": "preToolUse",
                 "cursor_version": "doctor", "workspace_roots": [root], "tool_name": "Write",
-                "tool_input": {"file_path": full}}, ""  # fmt: skip
+                "tool_input": {"file_path": full}}  # fmt: skip
     if product == "windsurf":
         return {"agent_action_name": "pre_write_code", "trajectory_id": "doctor",
                 "execution_id": "e", "timestamp": "2026-01-01T00:00:00Z",
-                "tool_info": {"file_path": full, "edits": []}}, ""  # fmt: skip
+                "tool_info": {"file_path": full, "edits": []}}  # fmt: skip
     if product == "cline":
         return {"clineVersion": "doctor", "taskId": "doctor", "workspaceRoots": [root],
                 "hookName": "tool_call", "tool_call": {"id": "c", "name": "editor",
                 "input": {"path": full, "new_text": "x"}},
-                "preToolUse": {"toolName": "editor", "parameters": {"path": full}}}, ""  # fmt: skip
+                "preToolUse": {"toolName": "editor", "parameters": {"path": full}}}  # fmt: skip
     if product == "opencode":  # as the plugin install writes sends it
         written = {"filePath": full, "content": "x"}
         return {"hook_event_name": "PreToolUse", "session_id": "doctor", "cwd": root,
-                "tool_name": "write", "tool_input": written}, ""  # fmt: skip
+                "tool_name": "write", "tool_input": written}  # fmt: skip
     if product == "qwen":
         return {"session_id": "doctor", "transcript_path": "", "cwd": root,
                 "hook_event_name": "PreToolUse", "timestamp": "2026-01-01T00:00:00Z",
                 "permission_mode": "default", "tool_name": "write_file",
                 "tool_input": {"file_path": full, "content": "x"},
-                "tool_use_id": "c"}, ""  # fmt: skip
+                "tool_use_id": "c"}  # fmt: skip
     return {"session_id": "doctor", "transcript_path": "", "cwd": root,
             "hook_event_name": "PreToolUse", "permission_mode": "default",
             "tool_name": "Write", "tool_input": {"file_path": full, "content": "x"},
-            "tool_use_id": "c"}, ""  # fmt: skip
+            "tool_use_id": "c"}  # fmt: skip
 
 
 def _json(text: str) -> Any:
@@ -192,29 +185,21 @@ EDIT_EVENTS = {
 
 
 def installed_commands(root: Path, harness: str) -> dict[str, str]:
-    """The commands of the harness's installed hook file (Claude Code's personal one too)
-    that run before an edit, by the key naming them (``command``, ``bash``); {} when it
-    has none of ours."""
+    """Our commands in the harness's installed hook file (Claude Code's personal one too)
+    that run before an edit, by the key naming them (``command``, ``bash``)."""
     spec = commands.HOOK_FILES.get(harness)
-    if spec is None:
-        return _script_command(root, harness)
-    found = _commands(root, harness, spec.path)
-    if not found and spec.local:
-        found = _commands(root, harness, spec.local)
-    return found
-
-
-def _script_command(root: Path, harness: str) -> dict[str, str]:
-    if harness in commands.SCRIPT_FILES:
-        path = root / commands.SCRIPT_FILES[harness].path
-        if not path.is_file():
-            return {}
-        if harness == "opencode":
-            line = re.search(r"^const GUARD = (\".*\");$", path.read_text(), re.M)
-            script = _json(line.group(1)) if line else None
-            return {"": f"sh -c {_quote(script)}"} if isinstance(script, str) else {}
+    if spec is not None:
+        found = _commands(root, harness, spec.path)
+        return found or (_commands(root, harness, spec.local) if spec.local else {})
+    script = commands.SCRIPT_FILES.get(harness)
+    path = root / script.path if script else None
+    if path is None or not path.is_file():
+        return {}
+    if harness != "opencode":
         return {"": str(path)}
-    return {}
+    line = re.search(r"^const GUARD = (\".*\");$", path.read_text(), re.M)
+    text = _json(line.group(1)) if line else None
+    return {"": f"sh -c {shlex.quote(text)}"} if isinstance(text, str) else {}
 
 
 def _commands(root: Path, harness: str, name: str) -> dict[str, str]:
@@ -255,10 +240,6 @@ def unreadable(root: Path, harness: str) -> list[str]:
         if not isinstance(data, dict):
             found.append(f"{name} is no JSON object: none of its hooks run")
     return found
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def run(
@@ -303,15 +284,13 @@ def run(
 def run_hook(
     product: str, command: str, root: str, event: Any, env: Mapping[str, str], via: str = ""
 ) -> tuple[int, str, str]:
-    """Run ``command`` as ``product`` runs its hooks, ``event`` on stdin (the command
-    names the event itself where the harness's payload does not)."""
+    """Run ``command`` as ``product`` runs its hooks, ``event`` on stdin."""
     argv = shell_form(product, command, env, via)
     return run(argv, root, product_env(product, root, env), json.dumps(event))
 
 
 def probe(harness: str, root: Path, env: Mapping[str, str]) -> tuple[bool, str]:
-    """Whether the harness's own shell runs gitlocks through its installed hook: install's
-    check. The answer, and what was found."""
+    """Install's check: whether the harness's shell runs gitlocks through its hook, and how."""
     commands = installed_commands(root, harness)
     if not commands:
         return False, "no hook of ours found to run"
@@ -348,8 +327,7 @@ class Report:
 def check_harnesses(
     root: Path, env: Mapping[str, str], hold: Callable[[str], None], report: Report
 ) -> None:
-    """Each installed hook file, run by each product that reads it, on an edit of a path
-    ``hold`` has a stand-in holder claim."""
+    """Each installed hook file, run by each product reading it, on an edit ``hold`` claims."""
     target = f".alock-doctor-{secrets.token_hex(4)}/probe.txt"
     held = False
     for harness in [*commands.HOOK_FILES, *commands.SCRIPT_FILES]:
@@ -362,25 +340,22 @@ def check_harnesses(
             held = True
         for product, key in READERS[harness]:
             command = ours.get(key) or next(iter(ours.values()))
-            event, _ = edit_event(product, str(root), target)
+            event = edit_event(product, str(root), target)
             shown = " ".join(shell_form(product, "HOOK", env, key)) if product != "cline" else (
                 "the file itself (its shebang)"
             )  # fmt: skip
             code, out, err = run_hook(product, command, str(root), event, env, key)
             ok = denied(product, code, out, err)
-            detail = "denied" if ok else _why(code, out, err)
-            file = settings.installed_path(harness)
+            said = (err.strip() or out.strip()).splitlines()
+            why = f"let through (exit {code}{': ' + said[-1] if said else ''})"[:400]
+            detail = "denied" if ok else why
+            file = (commands.HOOK_FILES.get(harness) or commands.SCRIPT_FILES[harness]).path
             report.checks.append(Check(product, TITLES[product], file, shown, ok, detail))
     if any(c.product == "codex" for c in report.checks):
         report.notes.append(
             "Codex runs a project's hooks only once you approve them in its /hooks (and "
             "again after install changes them); doctor cannot see that approval"
         )
-
-
-def _why(code: int, out: str, err: str) -> str:
-    said = (err.strip() or out.strip()).splitlines()
-    return f"let through (exit {code}{': ' + said[-1] if said else ''})"[:400]
 
 
 def git_hooks_report(hooks_dir: Path) -> dict[str, Any]:
@@ -451,7 +426,6 @@ def standin_holder() -> str:
 
 
 def as_holder(holder: str, root: str, env: Mapping[str, str], *args: str) -> tuple[int, str]:
-    """``git alock --as HOLDER ARGS`` as a process of its own (this interpreter's), and
-    the last line it said."""
+    """``git alock --as HOLDER ARGS`` in a process of its own: its exit and last line."""
     code, out, err = run([sys.executable, "-m", "gitlocks", "--as", holder, *args], root, env)
     return code, ((err.strip() or out.strip()).splitlines() or ["?"])[-1]

@@ -1,19 +1,11 @@
 """Registering the guard in a harness's project settings, and taking it out again.
 
-Each harness keeps its hooks in a JSON file of the project (``HOOK_FILES``): Claude Code
-in ``.claude/settings.json`` (or ``.claude/settings.local.json``, ``--local``), Gemini CLI
-in ``.gemini/settings.json``, Codex CLI in ``.codex/hooks.json``, all three as ``{"hooks":
-{EVENT: [{"matcher": ..., "hooks": [{"type": "command", "command": ...}]}]}}``; GitHub
-Copilot CLI in any ``.github/hooks/*.json``, ours ``gitlocks.json``, as ``{"version": 1,
-"hooks": {EVENT: [{"type": "command", "bash": ...}]}}``. Installing adds one entry of ours
-per event, merged into what is there, never touching another hook or setting, and is
-idempotent. Uninstalling removes exactly those entries (equal to what install adds: a
-user's own entry that runs the same command differently is the user's), and gives back
-the settings it found (docs/design.md, section 6.5): install remembers the file as it
-was, in the worktree's git directory, so that the containers (and directories) it
-created go with it and those the user had stay, even empty; when nothing else changed
-meanwhile, the original bytes come back. Writes go through a symbolic link to its target
-and keep the file's mode, byte order mark, indentation and line ends.
+Install merges one entry of ours per event into the harness's hook file (``HOOK_FILES``),
+touching no other hook or setting, idempotently. Uninstall removes exactly those entries
+and gives back the settings it found (docs/design.md, section 6.5): install remembers the
+file as it was, in the worktree's git directory, so that what it created goes and what the
+user had stays; when nothing else changed, the original bytes come back. Writes go through
+a symbolic link and keep the file's mode, byte order mark, indentation and line ends.
 """
 
 from __future__ import annotations
@@ -45,13 +37,6 @@ from gitlocks.git.changes import git_output
 from gitlocks.git.files import write_atomic
 
 
-def installed_path(harness: str) -> str:
-    """Where install puts the harness's hooks, from the top of the working tree."""
-    if harness in SCRIPT_FILES:
-        return SCRIPT_FILES[harness].path
-    return hook_file(harness).path
-
-
 def _install_script(root: Path, spec: ScriptFile) -> SettingsChange:
     path = root / spec.path
     _inside(path, root)
@@ -65,9 +50,7 @@ def _install_script(root: Path, spec: ScriptFile) -> SettingsChange:
     try:
         write_atomic(path, spec.text.encode(), spec.mode)
     except OSError as exc:
-        for name in made:
-            with contextlib.suppress(OSError):
-                (root / name).rmdir()
+        _remove_dirs(root, path, {"made": made})
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     return SettingsChange(path, "installed")
 
@@ -114,20 +97,14 @@ def hook_file(harness: str) -> HookFile:
 
 
 def _legacy(harness: str) -> list[HookFile]:
-    """Our entries as older installs wrote them (``git alock guard``, or this
-    interpreter's ``-m gitlocks``): uninstall takes them out, install replaces them."""
-    found = []
-    for prefix in (GIT_PREFIX, f"{shlex.quote(sys.executable)} -m gitlocks"):
-        old = hook_files_for(prefix).get(harness)
-        if old is not None:
-            found.append(old)
-    return found
+    """Our entries as older installs wrote them: uninstall takes them out, install replaces."""
+    prefixes = (GIT_PREFIX, f"{shlex.quote(sys.executable)} -m gitlocks")
+    return [old for p in prefixes if (old := hook_files_for(p).get(harness)) is not None]
 
 
 def _inside(path: Path, root: Path) -> None:
-    """Refuse a settings file that is, or lies under, a committed symbolic link leading
-    out of the working tree: a cloned repository must not make install write wherever
-    its author chose. A link of the user's own (not committed) is written through."""
+    """Refuse a settings file under a committed symbolic link leading out of the working
+    tree: a cloned repository must not make install write wherever its author chose."""
     top = os.path.realpath(root)
     if os.path.commonpath([os.path.realpath(path), top]) == top:
         return
@@ -155,10 +132,10 @@ def settings_path(root: Path, *, local: bool, harness: str = "claude") -> Path:
     return root / (spec.local if local and spec.local else spec.path)
 
 
-def _memory_key(spec: HookFile, path: Path, root: Path) -> str:
+def _memory_key(harness: str, path: Path, root: Path) -> str:
     """The name install remembers a file under: Claude Code's by its bare name, as since
     the first version; the others by their path (Gemini's is a settings.json too)."""
-    return path.name if spec.harness == "claude" else path.relative_to(root).as_posix()
+    return path.name if harness == "claude" else path.relative_to(root).as_posix()
 
 
 def _missing_dirs(path: Path, root: Path) -> list[str]:
@@ -187,9 +164,9 @@ def _read_raw(path: Path) -> bytes | None:
     return raw
 
 
-def _uncommented(text: str) -> str | None:
-    """``text`` without its ``//`` and ``/* */`` comments (strings left whole), or None when
-    it has none. Gemini CLI reads its settings so (strip-json-comments)."""
+def _commented_json(text: str) -> bool:
+    """Whether ``text`` holds ``//`` or ``/* */`` comments, and is a JSON object without
+    them (strings left whole): Gemini CLI reads its settings so (strip-json-comments)."""
     out, i, cut = [], 0, False
     while i < len(text):
         c = text[i]
@@ -209,13 +186,8 @@ def _uncommented(text: str) -> str | None:
         else:
             out.append(c)
             i += 1
-    return "".join(out) if cut else None
-
-
-def _loads(text: str | None) -> bool:
-    """Whether ``text`` is a JSON object."""
     try:
-        return text is not None and isinstance(json.loads(text), dict)
+        return cut and isinstance(json.loads("".join(out)), dict)
     except (ValueError, RecursionError):
         return False
 
@@ -228,7 +200,7 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if text.strip() else {}
     except (ValueError, RecursionError):
-        if _loads(_uncommented(text)):
+        if _commented_json(text):
             raise UsageError(
                 f"{path} holds comments, which install cannot keep; nothing was changed "
                 "(take them out, or add the hooks by hand)"
@@ -257,8 +229,7 @@ def _render(data: dict[str, Any], like: bytes | None) -> bytes:
 
 
 def _write(path: Path, raw: bytes) -> None:
-    """Replace the file with ``raw`` atomically: the target of a symbolic link, not the
-    link; the file's mode kept."""
+    """Replace the file (a link's target) with ``raw`` atomically, keeping its mode."""
     target = Path(os.path.realpath(path))
     if target.exists() and not os.stat(target).st_mode & 0o222:
         # os.replace needs only the directory: a file its owner made read-only stays so.
@@ -274,15 +245,10 @@ def _write(path: Path, raw: bytes) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def _memory(git_dir: Path | None) -> Path | None:
-    return None if git_dir is None else git_dir / MEMORY_FILE
-
-
 def _recall(git_dir: Path | None) -> dict[str, Any]:
     """What install remembered, per settings file name; nothing when unreadable."""
-    memory = _memory(git_dir)
     try:
-        data = json.loads(memory.read_bytes()) if memory is not None else {}
+        data = json.loads((git_dir / MEMORY_FILE).read_bytes()) if git_dir is not None else {}
     except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -291,9 +257,9 @@ def _recall(git_dir: Path | None) -> dict[str, Any]:
 def _remember(git_dir: Path | None, name: str, entry: dict[str, Any] | None) -> None:
     """Keep (or, ``None``, forget) what install found for the settings file ``name``;
     under a lock, so installs for several harnesses at once lose none of it."""
-    memory = _memory(git_dir)
-    if memory is None:
+    if git_dir is None:
         return
+    memory = git_dir / MEMORY_FILE
     # A lost memory only makes uninstall guess: an error here is no reason to fail.
     lock_path = memory.with_name(memory.name + ".lock")
     with contextlib.suppress(OSError, UsageError), open(lock_path, "a") as lock:
@@ -309,23 +275,11 @@ def _remember(git_dir: Path | None, name: str, entry: dict[str, Any] | None) -> 
             memory.unlink(missing_ok=True)
 
 
-def _hooks(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise UsageError(f'{path}: "hooks" is not an object; nothing was changed')
-    return hooks
-
-
 def install(
-    root: Path,
-    harness: str = "claude",
-    *,
-    local: bool = False,
-    git_dir: Path | None = None,
+    root: Path, harness: str = "claude", *, local: bool = False, git_dir: Path | None = None
 ) -> SettingsChange:
-    """Merge the guard's hooks into the harness's settings; idempotent. ``git_dir`` (the
-    worktree's) keeps the settings as found, for uninstall. An older install's entries
-    are replaced."""
+    """Merge the guard's hooks into the harness's settings, replacing an older install's;
+    idempotent. ``git_dir`` (the worktree's) keeps the settings as found, for uninstall."""
     if harness in SCRIPT_FILES:
         if local:
             raise UsageError(f"--local: {HARNESSES[harness].title} has no personal hook file")
@@ -339,7 +293,9 @@ def install(
     before = json.loads(json.dumps(data))
     for key, value in spec.skeleton.items():
         data.setdefault(key, value)
-    hooks = _hooks(data, path)
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError(f'{path}: "hooks" is not an object; nothing was changed')
     for event, ours in spec.entries.items():
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
@@ -356,7 +312,7 @@ def install(
         "made": _missing_dirs(path, root),
     }
     _write(path, _render(data, raw))
-    key = _memory_key(spec, path, root)
+    key = _memory_key(harness, path, root)
     kept = _recall(git_dir).get(key)
     # An older memory is the truer original, unless the file it describes is gone (or
     # came back) since: deleted by hand after an install, the file is new again.
@@ -382,7 +338,7 @@ def uninstall(
     hooks = data.get("hooks") if data is not None else None
     if data is None or not isinstance(hooks, dict):
         return SettingsChange(path, "not_installed")
-    key = _memory_key(spec, path, root)
+    key = _memory_key(harness, path, root)
     found = _recall(git_dir).get(key)
     found = found if isinstance(found, dict) else {}
     original = _original(found, path)
