@@ -1,26 +1,11 @@
 """Codex CLI's patches: which files an ``apply_patch`` writes, and from which directory.
 
-Codex edits through its ``apply_patch`` tool (``{"command": <patch>}``), and models also
-send a patch to its shell tool (hook tool name ``Bash``): ``apply_patch <<'EOF' ...``,
-which Codex intercepts and applies itself (with a leading ``cd DIR &&``,
-codex-rs/apply-patch/src/invocation.rs), or any other shell form, which reaches the
-``apply_patch`` command Codex puts on the shell's PATH and applies the patch in whatever
-directory the shell is in by then.
-
-So a shell command's patch names its files relative to a directory the shell decides,
-starting from the call's ``workdir``, which Codex's hook input does not carry
-(``codex_shell_paths``: such a patch is denied unless that is known). The
-part of the script before ``apply_patch`` is read as the shell would run it, as far as it
-can be known for certain: ``cd``/``pushd`` with literal directories (``$PWD`` too), in
-sequences (``;``, ``&&``, newlines), groups and subshells, and ``env -C`` before the
-command; commands that cannot move the shell (``mkdir``, ``echo``, ...) in between. A
-``cd`` that may fail before ``;`` leaves two candidate directories, and the files are named
-in every one. Anything else (a variable, a command substitution, ``||``, a pipe, an
-unknown command, a second ``apply_patch``) raises ``Unjudgeable``: the guard denies the
-call and says which form to use, and no file is guessed (``Unjudgeable`` and ``Candidates``:
-``gitlocks.agents.edits``). The harness layer (``gitlocks.agents.harnesses``) loads this
-module only for a Codex patch or shell command: the guard runs before every edit, and most
-are neither.
+A patch given to Codex's shell tool (hook tool ``Bash``) names its files relative to where
+the shell is when ``apply_patch`` runs: the script before it is read as the shell would run
+it, as far as that is certain (literal ``cd``/``pushd``, ``env -C``, sequences, groups,
+subshells, harmless commands). A ``cd`` that may fail before ``;`` leaves several candidate
+directories (``Candidates``); anything else (a variable, ``||``, a pipe, an unknown command)
+raises ``Unjudgeable`` and no file is guessed. Loaded only for a Codex patch or shell call.
 """
 
 from __future__ import annotations
@@ -31,7 +16,6 @@ from collections.abc import Sequence
 
 from gitlocks.agents.edits import Candidates, Unjudgeable
 from gitlocks.agents.shell_words import NAME, Word, word_at, words
-from gitlocks.core.value import Value
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -57,9 +41,8 @@ RUST_SPACE = (
 )
 APPLY_NAMES = ("apply_patch", "applypatch")
 SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
-# Commands that cannot change the shell's directory: external programs, and builtins that
-# leave it alone. A function of the same name would be defined in the script first, which
-# is never read as harmless.
+# Commands that cannot change the shell's directory (a function of the same name would be
+# defined in the script first, which is never read as harmless).
 HARMLESS = frozenset(
     {
         *("echo", "printf", "true", ":", "mkdir", "ls", "pwd", "test", "[", "cat", "touch"),
@@ -76,9 +59,8 @@ def _trim(text: str) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    """``text`` split as Rust's ``str::lines`` splits it: at line feeds only, a carriage
-    return before one dropped. Python's ``splitlines`` also breaks at a form feed, U+2028
-    and more, which a patch's text may hold: a line Codex reads whole was read as two."""
+    """``text`` split as Rust's ``str::lines`` does: at line feeds only (``splitlines``
+    also breaks at a form feed, U+2028 and more, inside a line Codex reads whole)."""
     parts = text.split("\n")
     last = parts.pop()
     lines = [part[:-1] if part.endswith("\r") else part for part in parts]
@@ -125,9 +107,8 @@ def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
 
 
 def _files(text: str) -> tuple[str, ...]:
-    """The files of the patch in ``text`` (from its first "*** Begin Patch" line to its
-    last "*** End Patch" line); should that not parse (quoting, junk), every hunk header
-    counts: a file too many rather than too few."""
+    """The files of the patch in ``text`` (first "*** Begin Patch" to last "*** End Patch");
+    when that does not parse, every hunk header counts: a file too many rather than too few."""
     lines = _lines(text)
     starts = [n for n, line in enumerate(lines) if BEGIN in line]
     ends = [n for n, line in enumerate(lines) if starts and END in line and n > starts[0]]
@@ -146,16 +127,10 @@ def _files(text: str) -> tuple[str, ...]:
     return found
 
 
-# --- where the shell is when apply_patch runs --------------------------------------------------
-
-
 class _Walk:
-    """The directories the shell may be in, relative to where it starts ("" for there),
-    as the script's commands run; ``Unjudgeable`` when that cannot be known for certain.
-
-    ``here`` holds those reached when every command of the current ``&&`` list succeeded;
-    ``failed`` those where one of them failed (the next command after ``;`` runs there too).
-    """
+    """The directories the shell may be in, relative to where it starts ("" for there):
+    ``here`` when every command of the current ``&&`` list succeeded, ``failed`` where one
+    of them failed (the next command after ``;`` runs there too)."""
 
     def __init__(self) -> None:
         self.here: list[str] = [""]
@@ -168,28 +143,23 @@ class _Walk:
         for token in tokens:
             if isinstance(token, Word):
                 command.append(token)
-            elif token == "&&":
-                self._command(command)
-                command = []
-            elif token == ";":
-                self._command(command)
-                command = []
-                self.here = _merge(self.here, self.failed)
-                self.failed = []
             elif token == "(":
                 if command:  # "name()": a function is defined
                     raise Unjudgeable("a function is defined before apply_patch")
                 self.saved.append((self.here, self.failed))
                 self.failed = []
-            elif token == ")":
+            elif token not in ("&&", ";", ")"):
+                raise Unjudgeable(f"'{token}' before apply_patch")
+            else:
                 self._command(command)
                 command = []
-                if not self.saved:
-                    raise Unjudgeable("an unbalanced ')' before apply_patch")
-                self.here, failed = self.saved.pop()  # a subshell moves nobody
-                self.failed = _merge(failed, self.here)
-            else:
-                raise Unjudgeable(f"'{token}' before apply_patch")
+                if token == ";":
+                    self.here, self.failed = _merge(self.here, self.failed), []
+                elif token == ")":
+                    if not self.saved:
+                        raise Unjudgeable("an unbalanced ')' before apply_patch")
+                    self.here, failed = self.saved.pop()  # a subshell moves nobody
+                    self.failed = _merge(failed, self.here)
         self._prefix(command)
         return self.here
 
@@ -259,15 +229,13 @@ class _Walk:
             word = rest.pop(0)
             if word.dynamic:
                 raise Unjudgeable("an expansion in env's arguments before apply_patch")
+            target = None
             if word.text in ("-C", "--chdir") and rest:
                 target = _directory(rest.pop(0), "env -C")
-                self.here = [_join(d, target) for d in self.here]
             elif word.text.startswith("--chdir="):
                 target = _directory(Word(word.text.partition("=")[2]), "env --chdir")
-                self.here = [_join(d, target) for d in self.here]
             elif word.text.startswith("-C") and len(word.text) > 2:
                 target = _directory(Word(word.text[2:]), "env -C")
-                self.here = [_join(d, target) for d in self.here]
             elif word.text in ("-u", "--unset") and rest:
                 rest.pop(0)
             elif _assignment(word):
@@ -277,6 +245,8 @@ class _Walk:
                 word.text.startswith("--unset=")
             ):
                 raise Unjudgeable(f"env {word.text} before apply_patch")
+            if target is not None:
+                self.here = [_join(d, target) for d in self.here]
         return rest
 
 
@@ -303,17 +273,13 @@ def _merge(a: list[str], b: list[str]) -> list[str]:
     return list(dict.fromkeys([*a, *b]))
 
 
-# --- the shell tool's command -----------------------------------------------------------------
-
 _APPLY = re.compile(r"(?<![\w./-])(?:apply_patch|applypatch)(?![\w.-])")
 _HEREDOC = re.compile(r"[ \t]*<<(-?)[ \t]*(?=[^\s;&|()<>])")
 
 
 def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    """Every file a shell command applying a patch writes, named from the directory the
-    event's ``cwd`` stands for (Codex's ``workdir`` is not in the hook's input); None when
-    it applies none. ``Unjudgeable`` when the directory it applies the patch in cannot be
-    known for certain."""
+    """Every file a shell command applying a patch writes, named from where the shell
+    starts; None when it applies none; ``Unjudgeable`` when its directory is uncertain."""
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if isinstance(command, list) and all(isinstance(word, str) for word in command):
         return _argv(command)
@@ -323,11 +289,9 @@ def shell_patch_paths(tool_input: Any) -> tuple[str, ...] | None:
 
 
 def codex_shell_paths(tool_input: Any) -> tuple[str, ...] | None:
-    """Every file a Codex shell call applying a patch writes. Codex applies such a patch in
-    the call's ``workdir``, which its hook's input does not carry (Codex 0.171.0 sends the
-    command alone): the names are read against ``workdir`` when the input has one, and a
-    patch naming a file from the directory the shell starts in is otherwise
-    ``Unjudgeable``: it is neither judged nor claimed on the guess that it is ``cwd``."""
+    """Every file a Codex shell call applying a patch writes, from the call's ``workdir``
+    when its input has one (Codex 0.171.0's hook input does not); else a patch naming a file
+    from the directory the shell starts in is ``Unjudgeable``, never guessed to be ``cwd``."""
     found = shell_patch_paths(tool_input)
     if not found:
         return found
@@ -382,8 +346,7 @@ def _shell_script(argv: list[str]) -> tuple[str, int] | None:
 
 
 def _script(script: str) -> tuple[str, ...] | None:
-    """A shell script that may apply a patch (None: it holds no patch that names a file,
-    so it writes none)."""
+    """A shell script that may apply a patch (None: it writes no file)."""
     if BEGIN not in script:
         return None
     found = _APPLY.search(script)
@@ -397,20 +360,22 @@ def _script(script: str) -> tuple[str, ...] | None:
         return None
     tail = script[found.end() :]
     heredoc = _HEREDOC.match(tail)
-    opened = _delimiter(tail, heredoc) if heredoc is not None else None
-    body, rest = _heredoc(tail, opened) if opened is not None else _argument(tail)
+    if heredoc is not None:
+        body, rest, quoted = _heredoc(tail, heredoc)
+    else:
+        (body, rest), quoted = _argument(tail), True
     files = _files(body)
     if not files:
-        if opened is None and _files(tail):
+        if heredoc is None and _files(tail):
             # apply_patch reads another patch (a file, a variable): the one in sight is
             # not what it applies.
             raise Unjudgeable("a patch apply_patch does not read from where it is written")
         return None
-    if opened is not None and not opened.quoted and any(c in body for c in "$`\\"):
+    if not quoted and any(c in body for c in "$`\\"):
         # An unquoted delimiter: the shell expands $, ` and \ in the body first, and a
         # file name (or a whole hunk header) may come out of that.
         raise Unjudgeable("an unquoted here-document the shell expands")
-    if _APPLY.search(rest) or (opened is None and len(_APPLY.findall(script)) > 1):
+    if _APPLY.search(rest) or (heredoc is None and len(_APPLY.findall(script)) > 1):
         raise Unjudgeable("several apply_patch calls in one command")
     return _named(files, _Walk().run(words(script[: found.start()])))
 
@@ -418,9 +383,7 @@ def _script(script: str) -> tuple[str, ...] | None:
 def _argument(tail: str) -> tuple[str, str]:
     """The patch ``apply_patch`` takes as its argument (``tail``: the script after its
     name), and the script after it. Only a literal word is read: one the shell expands
-    first (a variable or a backquote in double quotes, ``$'...'``, a backslash it may
-    keep) or input from elsewhere (``< FILE``, nothing at all) is ``Unjudgeable`` when a
-    patch is in sight, since what apply_patch applies is then not what the guard reads."""
+    first, or input from elsewhere, is ``Unjudgeable`` when a patch is in sight."""
     at = len(tail) - len(tail.lstrip(" \t"))
     if at >= len(tail) or tail[at] in "\n;&|<>()":
         if _names_files(tail):
@@ -440,52 +403,26 @@ def _names_files(text: str) -> bool:
     return bool(_files(text)) or any(mark.rstrip() in text for mark in (ADD, DELETE, UPDATE))
 
 
-class _Opened(Value):
-    """A here-document as its ``<<`` opens it."""
-
-    __slots__ = ("delimiter", "end", "quoted", "strip_tabs")
-
-    def __init__(
-        self,
-        delimiter: str,
-        quoted: bool,
-        strip_tabs: bool,
-        end: int,
-    ) -> None:
-        self.delimiter = delimiter  # the word, its quotes removed, as the shell ends the body at it
-        self.quoted = quoted  # any part of the word quoted: the body is not expanded
-        self.strip_tabs = strip_tabs  # ``<<-``
-        self.end = end  # where the word ends
-
-
-def _delimiter(tail: str, heredoc: re.Match[str]) -> _Opened:
-    """The delimiter word after ``<<``, read as the shell reads it: quotes and backslashes
-    removed (``E\\OF``, ``E"O"F`` and ``'EOF'`` all end at ``EOF``), and quoted if any part
-    of it was."""
+def _heredoc(tail: str, heredoc: re.Match[str]) -> tuple[str, str, bool]:
+    """The here-document ``heredoc`` opens: its body, the script after it, and whether its
+    delimiter is quoted (then the body is not expanded), read as the shell reads them."""
     word, end = word_at(tail, heredoc.end())
     raw = tail[heredoc.end() : end]
     if "$" in raw or "`" in raw:
         raise Unjudgeable("a here-document delimiter the guard does not read")
     quoted = any(c in raw for c in "'\"\\")
-    return _Opened(word.text, quoted, heredoc.group(1) == "-", end)
-
-
-def _heredoc(tail: str, opened: _Opened) -> tuple[str, str]:
-    """The body of the here-document ``opened``, and the script after it: its lines
-    start on the next line and end at the delimiter's line, as the shell reads them."""
-    start = tail.find("\n", opened.end)
+    start = tail.find("\n", end)
     if start < 0:
-        return "", ""
+        return "", "", quoted
     lines = tail[start + 1 :].split("\n")
     for n, line in enumerate(lines):
-        if (line.lstrip("\t") if opened.strip_tabs else line) == opened.delimiter:
-            return "\n".join(lines[:n]), "\n".join(lines[n + 1 :])
-    return "\n".join(lines), ""  # unterminated: the shell reads to the end
+        if (line.lstrip("\t") if heredoc.group(1) == "-" else line) == word.text:
+            return "\n".join(lines[:n]), "\n".join(lines[n + 1 :]), quoted
+    return "\n".join(lines), "", quoted  # unterminated: the shell reads to the end
 
 
 def _named(files: Sequence[str], directories: Sequence[str]) -> tuple[str, ...]:
-    """Each file as named from each directory the shell may be in (``Candidates`` when
-    there are several)."""
+    """Each file as named from each directory the shell may be in (``Candidates``: several)."""
     found = tuple(
         dict.fromkeys(os.path.join(d, name) if d else name for d in directories for name in files)
     )

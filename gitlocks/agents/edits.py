@@ -1,8 +1,6 @@
 """What an edit writes when its tool does not name its files plainly: a patch whose files
 are only candidates (``Candidates``), or one that cannot be judged at all
-(``Unjudgeable``). The patch reader (``gitlocks.agents.codex_patch``) answers in these
-terms, the harness layer (``gitlocks.agents.harnesses``) reads them into the guard's
-event, and the guard denies an unjudgeable patch, saying what to do instead.
+(``Unjudgeable``), which the guard denies, saying what to do instead.
 """
 
 from __future__ import annotations

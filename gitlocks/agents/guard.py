@@ -1,26 +1,13 @@
 """``git alock guard --for HARNESS``: the agent guard, run by a coding agent's own hooks.
 
-The harness (Claude Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, VS Code's agent, Qwen
-Code, Cursor, Windsurf, Cline, OpenCode) runs it before every edit, and at the start and
-end of a session, with one event as JSON on stdin; the guard answers in the protocol of
-the product that sent it (``gitlocks.agents.harnesses`` reads and writes each one; this
-module decides, the same for all). An edit inside another holder's live claim is
-denied, naming the holder; an edit of a path nobody holds claims that file for the
-session (``alock.guardMode`` = ``claim``, the default), so claiming before editing happens
-whether or not the agent remembers.
-
-An edit inside the session's own claim is a heartbeat (renewed once due); one inside a
-dead agent's interrupted work is denied with the command that resumes it; a sub-agent
-the harness names (``agent_id``) is a sub-holder of the session.
-
-It runs before every edit, so it takes the hooks' fast path: no command-line framework,
-and the table read from the lock refs' files without pygit2. Only a claim, a session's
-end and a heartbeat that is due load the store (docs/design.md, section 6.5). It is never in the way
-by accident: a path outside any repository, a directory, another tool or malformed input
-is nothing to guard (exit 0, no output: the answer every harness reads as "go on" without a
-word), and an unreadable store lets the call through with the reason on stderr and the
-sender's visible non-blocking exit (``Harness.fail``). The edited file, not the session's
-directory, decides which repository (and so which lock table) is asked.
+One event as JSON on stdin, answered in the sender's protocol (``gitlocks.agents.harnesses``
+reads and writes each one; this module decides, the same for all). An edit inside another
+holder's live claim is denied, naming the holder; one of a path nobody holds claims it for
+the session (``alock.guardMode`` claim); one inside the session's own claim is a heartbeat;
+one inside a dead agent's interrupted work is denied with the command that resumes it. It
+takes the hooks' fast path, and the edited file decides the repository (docs/design.md,
+section 6.5). Nothing to guard is exit 0 and silence; an unreadable store or a bug lets the
+call through with the reason on stderr (``Harness.fail``).
 """
 
 from __future__ import annotations
@@ -28,18 +15,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from gitlocks.agents.edits import USE_INSTEAD, Unjudgeable
-from gitlocks.agents.harnesses import (
-    EXIT_ALLOW,
-    HARNESSES,
-    Answer,
-    Event,
-    Harness,
-    Pass,
-    read,
-)
+from gitlocks.agents.harnesses import EXIT_ALLOW, HARNESSES, Answer, Event, Harness, Pass, read
 from gitlocks.agents.reasons import (
     crossing_patterns,
     held_reason,
@@ -48,61 +27,39 @@ from gitlocks.agents.reasons import (
     several,
     unclaimed_reason,
 )
-from gitlocks.agents.repos import Repo, locate
+from gitlocks.agents.repos import Repo, duration, locate
 from gitlocks.agents.session import (
     PREFIX,
     SHOWN_LOCKS,
     bound_remote,
     claim_ttl,
-    end_session,
     guard_wait,
-    hand_over,
-    heartbeat,
+    interrupted_view,
     renew_session,
     session_identity,
+    session_write,
     start_session,
     stderr_lines,
     store_context,
 )
-from gitlocks.agents.subagents import SUBAGENT_STOP, elder_holds_exactly, sub_agent, sub_holder
-from gitlocks.core.liveness import Liveness
-from gitlocks.core.record import (
-    LockRecord,
-    format_time,
-    parse_time,
-    utcnow,
-)
+from gitlocks.agents.subagents import elder_holds_exactly, sub_holder
+from gitlocks.core.record import LockRecord, format_time, parse_time, utcnow
 from gitlocks.core.scope import path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
-from gitlocks.core.value import Value
 from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.check import find_held
 from gitlocks.hooks.reading import refresh_view
-from gitlocks.identity import (
-    Identity,
-    host_identity,
-    process_alive,
-    sessions,
-)
-from gitlocks.layout import (
-    DEFAULT_INTERRUPTED_KEEP_SECONDS,
-    DEFAULT_STALE_SECONDS,
-    DEFAULT_TTL_SECONDS,
-)
+from gitlocks.identity import Identity, sessions
+from gitlocks.layout import DEFAULT_STALE_SECONDS, DEFAULT_TTL_SECONDS
 
-# A tool call's input: a write carries the whole file, a patch every change. A bigger
-# event is let through unread, so the cap is well above what agents write (a lockfile
-# or generated code of several MiB).
+# A bigger event (a write carries the whole file) is let through unread: well above what
+# agents write.
 MAX_EVENT_BYTES = 64 * 1024 * 1024
-# Set (to anything), the guard says on stderr why it let a call through unguarded: for a
-# person finding out why; harnesses show stderr, even at exit 0 (Gemini CLI).
+# Set (to anything), the guard says on stderr why it let a call through unguarded.
 TRACE_ENV = "GITLOCKS_GUARD_TRACE"
-
-
-# --- deciding ---------------------------------------------------------------------------
 
 
 def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[LockRecord]:
@@ -118,9 +75,8 @@ def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[
 
 
 def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
-    """The files the edit writes that a repository guards, each once, and notes. A lone
-    file that no repository guards lets the call through, as does a patch none of whose
-    files is guarded; a patch's other files are only noted."""
+    """The files the edit writes that a repository guards, each once, and notes (why a
+    patch's other files are not guarded); ``Pass`` when none is."""
     found: dict[tuple[str, str], tuple[Repo, str]] = {}
     notes: list[str] = []
     repos: dict[str, Repo] = {}
@@ -139,31 +95,21 @@ def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
     return list(found.values()), notes
 
 
-class Verdict(Value):
-    """What an edit's files meet: denials, warnings, the files to claim (by repository),
-    those that cannot be claimed here, the repositories where a claim was met, the
-    holder's own claims the edit is inside (by repository): a heartbeat; and each denial
-    as the refusal log records it (by common git directory)."""
+class Verdict:
+    """What an edit's files meet: denials, warnings, the files to claim and the holder's
+    own claims it is inside (a heartbeat), by repository; files that cannot be claimed
+    here; where a claim was met; each denial as the refusal log records it."""
 
     __slots__ = ("denied", "free", "held_in", "own", "refusals", "unclaimed", "warned")
 
-    def __init__(
-        self,
-        denied: list[str],
-        warned: list[str],
-        free: dict[str, tuple[Repo, list[str]]],
-        unclaimed: list[str],
-        held_in: set[str],
-        own: dict[str, tuple[Repo, dict[str, LockRecord]]],
-        refusals: list[tuple[str, dict[str, object]]],
-    ) -> None:
-        self.denied = denied
-        self.warned = warned
-        self.free = free
-        self.unclaimed = unclaimed
-        self.held_in = held_in
-        self.own = own
-        self.refusals = refusals
+    def __init__(self) -> None:
+        self.denied: list[str] = []
+        self.warned: list[str] = []
+        self.free: dict[str, tuple[Repo, list[str]]] = {}
+        self.unclaimed: list[str] = []
+        self.held_in: set[str] = set()
+        self.own: dict[str, tuple[Repo, dict[str, LockRecord]]] = {}
+        self.refusals: list[tuple[str, dict[str, object]]] = []
 
 
 def judge(
@@ -175,10 +121,9 @@ def judge(
     claimable: bool,
     waits: Callable[[Repo], float] | None = None,
 ) -> Verdict:
-    """Each file against the table of its repository (read once into ``tables``); ``ages``:
-    the repositories whose lock remote could not be asked, and how old their view is;
-    ``waits``: how long a claim of a held file may wait its turn there (0: denied)."""
-    verdict = Verdict([], [], {}, [], set(), {}, [])
+    """Each file against its repository's table (read once into ``tables``); ``ages``: how
+    old the view is where the lock remote could not be asked; ``waits``: ``guard_wait``."""
+    verdict = Verdict()
     for repo, rel in targets:
         root = os.fspath(repo.root)
         if repo.ignore.ignored(rel):
@@ -192,32 +137,28 @@ def judge(
             continue
         if held:
             verdict.held_in.add(root)
-            reason = held_reason(rel, held[0].locks, now, repo.ignore_case)
-            if root in ages:
-                # What is known: the lock remote did not answer; so this is decided on the
-                # clone's own view, as old as it says.
+            kind, locks = "refused", list(held[0].locks)
+            reason = held_reason(rel, locks, now, repo.ignore_case)
+            if root in ages:  # the lock remote did not answer: decided on the clone's view
                 reason += printable(f" (Decided on the {ages[root]}.)")
-            (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
-            if repo.mode != "warn":
-                verdict.refusals.append(refusal(repo, "refused", rel, held[0].locks, now))
-            continue
-        left = interrupted(table, identity, now, rel, repo)
-        if left:
-            reason = interrupted_reason(rel, left, now, repo.ignore_case)
-            (verdict.warned if repo.mode == "warn" else verdict.denied).append(reason)
-            if repo.mode != "warn":
-                verdict.refusals.append(refusal(repo, "interrupted", rel, left, now))
-            continue
-        own = covering(table, identity, now, rel)
-        if not own and identity.parent and elder_holds_exactly(table, identity, now, rel):
-            continue  # the session claimed this very file: its sub-agent works under it
-        if own:
-            verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
-        elif repo.mode == "claim":
-            if claimable:
+        elif locks := interrupted(table, identity, now, rel, repo):
+            kind, reason = "interrupted", interrupted_reason(rel, locks, now, repo.ignore_case)
+        else:
+            own = covering(table, identity, now, rel)
+            if own:
+                verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
+            elif identity.parent and elder_holds_exactly(table, identity, now, rel):
+                pass  # the session claimed this very file: its sub-agent works under it
+            elif repo.mode == "claim" and claimable:
                 verdict.free.setdefault(root, (repo, []))[1].append(rel)
-            elif rel not in verdict.unclaimed:
+            elif repo.mode == "claim" and rel not in verdict.unclaimed:
                 verdict.unclaimed.append(rel)
+            continue
+        if repo.mode == "warn":
+            verdict.warned.append(reason)
+        else:
+            verdict.denied.append(reason)
+            verdict.refusals.append(refusal(repo, kind, rel, locks, now))
     return verdict
 
 
@@ -225,39 +166,25 @@ def interrupted(
     table: Table, identity: Identity, now: datetime, rel: str, repo: Repo
 ) -> list[LockRecord]:
     """Interrupted work covering ``rel``: another holder's lock with notes whose session is
-    gone (design §3.6), kept until resumed, broken, or ``alock.interruptedKeep`` past its
-    expiry. It blocks no claim of ``acquire``'s, but an edit inside it is the very step its
-    notes name: the agent is told to take the work over, never let in silently."""
+    gone (design §3.6). It blocks no ``acquire``, but an edit inside it is denied: the agent
+    is told to take the work over, never let in silently."""
     entry = path_entry(rel)
     if entry is None:
         return []
     found = [r for i in sorted(table.covering(entry)) if (r := table.records[i]).notes]
     if not found:
         return []
-    try:
-        keep = repo.settings.duration("alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
-    except GitlocksError:
-        keep = DEFAULT_INTERRUPTED_KEEP_SECONDS
-    kept = format_time(now - timedelta(seconds=keep))
+    kept, life = interrupted_view(repo, now)
     friends = table.unblocking(identity.holder, identity.parent)
-    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
     return [r for r in found if r.expires_at > kept and r not in friends and life.dead(r)]
 
 
 def renewal_due(record: LockRecord, repo: Repo, now: datetime) -> bool:
-    """Whether an edit inside the holder's own ``record`` should renew it: once half its
-    lifetime is used, or its holder has been quiet for half of ``alock.staleAfter``. An
-    agent editing its claims is alive, and one that edits at least that often is never
-    read as STALE nor outlived by its claim; an edit between costs no write (in remote
-    mode, no push)."""
-    try:
-        stale = repo.settings.duration("alock.staleAfter", DEFAULT_STALE_SECONDS)
-    except GitlocksError:
-        stale = DEFAULT_STALE_SECONDS  # a bad value never stops an edit
-    try:
-        life = record.ttl or repo.settings.duration("alock.ttl", DEFAULT_TTL_SECONDS)
-    except GitlocksError:
-        life = DEFAULT_TTL_SECONDS
+    """Whether an edit inside the holder's own ``record`` renews it: once half its lifetime
+    is used, or half of ``alock.staleAfter`` passed quiet. One that edits that often is never
+    STALE nor outlived by its claim; an edit between costs no write."""
+    stale = duration(repo.settings, "alock.staleAfter", DEFAULT_STALE_SECONDS)
+    life = record.ttl or duration(repo.settings, "alock.ttl", DEFAULT_TTL_SECONDS)
     try:
         left = (parse_time(record.expires_at) - now).total_seconds()
         quiet = (now - record.last_active()).total_seconds()
@@ -289,16 +216,14 @@ def keep_alive(
     return notes
 
 
-def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: str = "") -> Answer:
+def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
     """Deny the edit when a file it writes lies in another holder's live claim; else, in
-    ``claim`` mode, claim the free ones for the session (``agent``: for the session's
-    sub-agent of that id, ``sub_holder``). Each repository's own settings decide for its
-    files. In remote mode a claim met in the local view is asked of the lock remote before
-    the edit is denied: it may have been released from another clone."""
+    ``claim`` mode, claim the free ones for the session (or its sub-agent). In
+    remote mode a claim met in the local view is asked of the lock remote before denying."""
     targets, notes = _targets(event)
     identity = session_identity(harness.name, env)
-    if agent:
-        identity = sub_holder(identity, agent)
+    if event.agent:
+        identity = sub_holder(identity, event.agent)
     tables: dict[str, Table] = {}
     ages: dict[str, str] = {}
     asked: dict[str, float] = {}
@@ -320,55 +245,51 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str], agent: s
             else:
                 ages[root] = said
         verdict = judge(targets, identity, utcnow(), tables, ages, event.claimable, waits)
-    denied, warned, free, unclaimed, own, refusals = (
-        verdict.denied,
-        verdict.warned,
-        verdict.free,
-        verdict.unclaimed,
-        verdict.own,
-        verdict.refusals,
-    )
+    warned, unclaimed = verdict.warned, verdict.unclaimed
     if unclaimed:
         notes.append(
             f"not claimed: {' '.join(unclaimed[:SHOWN_LOCKS])}"
             f"{' ...' if len(unclaimed) > SHOWN_LOCKS else ''} (the patch may run in "
             "one directory or another: a cd before it may fail)"
         )
-    if denied:
+    if verdict.denied:
         try:  # written down where it can be: an edit is denied either way
             from gitlocks.service.journal import append_refusals  # only a denial writes
 
-            append_refusals(refusals, identity.holder)
+            append_refusals(verdict.refusals, identity.holder)
         except Exception:  # never an error, never a let-through: the answer stays a denial
             pass
-        return _deny(harness, several([*denied, *warned]), notes)
+        return _deny(harness, several([*verdict.denied, *warned]), notes)
     pushed: set[str] = set()  # the repositories whose claim renewed the session's (a push)
-    if free:
-        for root, (repo, rels) in free.items():
-            try:
-                refused = claim(event, repo, rels, identity, wait=waits(repo))
-            except RemoteError as exc:
-                # The lock remote did not answer in time (or at all): an edit is never
-                # stalled on it. The edit goes on, and the agent is told it is unclaimed.
-                warned.append(unclaimed_reason(rels, exc))
-                pushed.add(root)  # and no heartbeat waits on it again
-                continue
-            if refused:
-                return _deny(harness, refused, notes)
-            if repo.remote:
-                pushed.add(root)
-    notes += keep_alive(own, identity, utcnow(), pushed)
-    if warned:
-        return _warn(harness, several(warned), notes)
-    return Answer(stderr=stderr_lines(notes))
+    for root, (repo, rels) in verdict.free.items():
+        try:
+            refused = claim(event, repo, rels, identity, wait=waits(repo))
+        except RemoteError as exc:
+            # The lock remote did not answer in time: an edit is never stalled on it. The
+            # edit goes on, and the agent is told it is unclaimed.
+            warned.append(unclaimed_reason(rels, exc))
+            pushed.add(root)  # and no heartbeat waits on it again
+            continue
+        if refused:
+            return _deny(harness, refused, notes)
+        if repo.remote:
+            pushed.add(root)
+    notes += keep_alive(verdict.own, identity, utcnow(), pushed)
+    if not warned:
+        return Answer(stderr=stderr_lines(notes))
+    # warn mode: the edit goes on; the agent is told where the harness has a way, else stderr
+    reason = several(warned)
+    said = harness.warn(reason)
+    if said is None:
+        return Answer(EXIT_ALLOW, "", stderr_lines([*notes, reason]))
+    return Answer(EXIT_ALLOW, said, stderr_lines(notes))
 
 
 def claim(
     event: Event, repo: Repo, rels: Sequence[str], identity: Identity, *, wait: float = 0
 ) -> str:
-    """Claim the files (of one repository) for the session, in one lock; the reason to
-    deny when someone else got there first, else "". ``wait``: seconds the claim may wait
-    its turn (``alock.guardWait``). The store, and pygit2, load only on this path."""
+    """Claim the files (of one repository) for the session, in one lock (waiting ``wait``
+    seconds for its turn); the reason to deny when someone else got there first, else ""."""
     # Imported here: only a claim needs the store.
     from gitlocks.core.change import Change
     from gitlocks.service import locks
@@ -412,42 +333,25 @@ def claim(
     return held_reason((crossed or [*rels])[0], holders, now, repo.ignore_case)
 
 
-# --- answering ----------------------------------------------------------------------------
-
-
 def _deny(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
     """The harness's denial, in the protocol its shipped code reads."""
     said = harness.deny(reason)
     return Answer(said.code, said.stdout, said.stderr + stderr_lines(notes))
 
 
-def _warn(harness: Harness, reason: str, notes: Sequence[str]) -> Answer:
-    """``warn`` mode: the edit goes on and the agent is told, where the harness has a way;
-    else the reason goes with the notes, on stderr."""
-    said = harness.warn(reason)
-    if said is None:
-        return Answer(EXIT_ALLOW, "", stderr_lines([*notes, reason]))
-    return Answer(EXIT_ALLOW, said, stderr_lines(notes))
-
-
 def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -> Answer:
     """The answer to one event, run by the hook installed for ``harness`` (``named``: the
-    event, when the hook's command line names it), in the protocol of the product that
-    sent it. Nothing to guard is exit 0 and silence, the one answer every harness reads
-    as "go on" without a word to anyone; a failure (an unreadable table, a bug) lets the
-    call through with the harness's visible "go on" (``Harness.fail``)."""
-    # The edited file decides which repository is asked (docs/design.md, section 6.5): a
-    # repository variable the harness inherited from its user's shell would name one
-    # repository for every file, judge a file against another's table, and claim there.
+    event, when the hook's command line names it), in the protocol of the sender."""
+    # The edited file decides which repository is asked (docs/design.md, section 6.5), not a
+    # repository variable the harness inherited from its user's shell.
     for var in REPO_VARS & os.environ.keys():
         del os.environ[var]
     sender = harness
     try:
         sender, event = read(harness.name, raw, named)
-        return _answer(sender, event, env, raw)
+        return _answer(sender, event, env)
     except Unjudgeable as why:
-        # The files are known, the directory they are named from is not: no claim can be
-        # judged, and none is made on a guess. The agent is told the form that can be.
+        # The directory the files are named from is unknown: none is judged on a guess.
         reason = (
             f"gitlocks: this patch cannot be checked against other agents' claims: {why}. "
             f"To apply it, {USE_INSTEAD}."
@@ -467,18 +371,15 @@ def run(harness: Harness, raw: bytes, env: Mapping[str, str], named: str = "") -
         )
 
 
-def _answer(harness: Harness, event: Event, env: Mapping[str, str], raw: bytes) -> Answer:
-    name, agent = sub_agent(raw)
+def _answer(harness: Harness, event: Event, env: Mapping[str, str]) -> Answer:
     if event.kind == "edit":
-        return decide_edit(event, harness, env, agent)
-    if name == SUBAGENT_STOP and agent:
-        return end_sub_agent(event, harness, env, agent)
+        return decide_edit(event, harness, env)
+    if event.kind == "subagent_end" and event.agent:
+        return session_write(event, harness, env, "resumed", event.agent)
     if event.kind == "start":
         return start_session(event, harness, env)
-    if event.kind == "end":
-        return end_session(event, harness, env)
-    if event.kind == "stop":
-        return heartbeat(event, harness, env)
+    if event.kind in ("end", "stop"):
+        return session_write(event, harness, env, "released" if event.kind == "end" else "renewed")
     if event.kind == "probe":
         from gitlocks import __version__  # imported here: only install and doctor ask
 
@@ -486,40 +387,20 @@ def _answer(harness: Harness, event: Event, env: Mapping[str, str], raw: bytes) 
     raise Pass(f"nothing to guard in this event ({event.tool or 'not an edit'})")
 
 
-def end_sub_agent(event: Event, harness: Harness, env: Mapping[str, str], agent: str) -> Answer:
-    """``SubagentStop``: the sub-agent's claims pass to its session (journaled ``resumed``
-    from the sub-agent). Its edits are the session's to review and commit, so they stay
-    claimed, and the session's own later edits there are no longer blocked by a sub-agent
-    that has finished. ``SessionEnd`` releases them with the session's."""
-    session = session_identity(harness.name, env)
-    return hand_over(event, session, sub_holder(session, agent).holder, env)
-
-
 def _options(args: Sequence[str]) -> dict[str, str] | None:
     """``--for NAME`` and ``--event NAME`` (either as ``--opt=NAME``); None when malformed."""
     found: dict[str, str] = {}
     rest = list(args)
     while rest:
-        word = rest.pop(0)
-        name, eq, value = word.partition("=")
-        if name not in ("--for", "--event") or name in found:
+        name, eq, value = rest.pop(0).partition("=")
+        if name not in ("--for", "--event") or name in found or not (eq or rest):
             return None
-        if not eq:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        found[name] = value
+        found[name] = value if eq else rest.pop(0)
     return found
 
 
-def _named(args: Sequence[str]) -> bool:
-    """Whether the command line names a harness at all (then a harness runs it)."""
-    return any(word == "--for" or word.startswith("--for=") for word in args)
-
-
 def main(argv: Sequence[str]) -> int:
-    """``git-alock guard --for HARNESS [--event EVENT]``: read one event on stdin, answer,
-    exit."""
+    """``git-alock guard --for HARNESS [--event EVENT]``: one event on stdin, answered."""
     options = _options(argv)
     name = None if options is None else options.get("--for")
     if name not in HARNESSES or options is None:
@@ -530,7 +411,8 @@ def main(argv: Sequence[str]) -> int:
         # Exit 2 is every harness's "block", and Copilot CLI's is every other non-zero
         # exit: only a command line naming no harness at all (a person's, not a hook's) is
         # a usage error; a hook's typo must not deny edits.
-        return EXIT_ALLOW if _named(argv) else 2
+        named = any(word == "--for" or word.startswith("--for=") for word in argv)
+        return EXIT_ALLOW if named else 2
     harness = HARNESSES[name]
     try:
         raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)

@@ -1,20 +1,11 @@
-"""The coding-agent harnesses the guard speaks: each one's hook event, read into the guard's
-``Event``, and its answers, written in the protocol its shipped code reads.
+"""The coding-agent harnesses the guard speaks: each one's hook event, read into an
+``Event``, and its answers, in the protocol its shipped code reads (docs/agents.md names
+the version of each). One core decides (``gitlocks.agents.guard``); the harnesses differ
+only in the words.
 
-One core decides (``gitlocks.agents.guard``); each harness only differs in the words. The
-payloads and answers here are those of the harnesses' shipped packages, or of their own
-source or reference where nothing ships (docs/agents.md names the version of each): Claude
-Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, VS Code's agent, Cursor, Windsurf, Cline,
-OpenCode (through the plugin install writes) and Qwen Code.
-
-Several products run one hook file: ``.claude/settings.json`` is run by Claude Code, by
-Copilot CLI, by VS Code's agent (which ignores its matchers) and by Cursor, each with its
-own payload; ``.github/hooks/*.json`` by Copilot CLI and VS Code. So the sender is told
-from the payload's shape (``sender``), not from the hook's ``--for`` alone, and every
-answer is written in the sender's protocol. Everything not to guard (another tool, an
-event the guard has no use for, a malformed payload) raises ``Pass``: the guard then exits
-0 with no output, the one answer every harness reads as "go on, quietly". Nothing here
-touches git or the disk.
+Several products run one hook file (``.claude/settings.json``: Claude Code, Copilot CLI,
+VS Code's agent, Cursor), so the sender is told from the payload's shape (``sender``) and
+answered in its own protocol. Nothing to guard raises ``Pass``: exit 0, no output.
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ class Pass(Exception):
 class Event(Value):
     """One harness event, as the guard needs it."""
 
-    __slots__ = ("claimable", "cwd", "kind", "paths", "session_id", "tool")
+    __slots__ = ("agent", "claimable", "cwd", "kind", "paths", "session_id", "tool")
 
     def __init__(
         self,
@@ -52,17 +43,15 @@ class Event(Value):
         tool: str = "",
         paths: tuple[str, ...] = (),
         claimable: bool = True,
+        agent: str = "",
     ) -> None:
-        self.kind = (
-            kind  # "edit", "start", "end", "stop", "probe" or "other" (not ours: say nothing)
-        )
-        self.session_id = session_id  # "" when the payload carries none (the guard needs none)
+        self.kind = kind  # "edit", "start", "end", "stop", "subagent_end", "probe" or "other"
+        self.session_id = session_id  # "" when the payload carries none
         self.cwd = cwd
         self.tool = tool
         self.paths = paths  # the files an edit writes, as the event names them
-        # False: the paths are candidates (a patch that may run in one directory or another):
-        # each is judged, none claimed.
-        self.claimable = claimable
+        self.claimable = claimable  # False: the paths are candidates, judged, none claimed
+        self.agent = agent  # the sub-agent it comes from (Claude Code's, Codex's agent_id)
 
 
 class Answer(Value):
@@ -70,19 +59,10 @@ class Answer(Value):
 
     __slots__ = ("code", "stderr", "stdout")
 
-    def __init__(
-        self,
-        code: int = EXIT_ALLOW,
-        stdout: str = "",
-        stderr: str = "",
-    ) -> None:
+    def __init__(self, code: int = EXIT_ALLOW, stdout: str = "", stderr: str = "") -> None:
         self.code = code
         self.stdout = stdout
         self.stderr = stderr
-
-
-# An editing tool -> the files one call of it writes, from its input (None: it names none;
-# (): this call of the tool writes nothing, a read).
 
 
 class Harness(Value):
@@ -95,8 +75,8 @@ class Harness(Value):
         name: str,
         title: str,
         deny: Callable[[str], Answer],
-        warn: Callable[[str], str | None],
-        context: Callable[[str], str],
+        warn: Callable[[str], str | None] = lambda reason: None,
+        context: Callable[[str], str] = lambda text: "",
         fail: int = EXIT_PASS,
         goes_on: frozenset[str] | None = frozenset(),
     ) -> None:
@@ -105,15 +85,11 @@ class Harness(Value):
         self.deny = deny  # the answer that denies the call, for a reason
         self.warn = warn  # None: no way to tell the agent; stderr only
         self.context = context  # the session-start text ("": it reads none)
-        # The exit code that lets a call through while the harness shows stderr to the user
-        # (an unreadable lock table, a bug): 0 where every other code denies the call.
-        self.fail = fail
+        self.fail = fail  # the exit that lets a call through, the harness showing stderr
         # SessionEnd reasons after which the same process goes on (``/clear``): its claims
-        # are renewed, not released. None: its session end never ends the process's claims.
+        # are renewed. None: its session end never ends the process's claims.
         self.goes_on = goes_on
 
-
-# --- reading tool inputs ----------------------------------------------------------------
 
 FILE_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
 PATCH_KEYS = ("command", "input", "patch", "patchText")
@@ -151,9 +127,8 @@ def _editor(tool_input: Any) -> tuple[str, ...] | None:
 
 
 def _patch(tool_input: Any) -> tuple[str, ...] | None:
-    """An ``apply_patch`` call's files: its input is the patch (Copilot, Cline), or holds
-    it as ``command`` (Codex), ``input`` (VS Code, Cline, Copilot), ``patch`` (Copilot)
-    or ``patchText`` (OpenCode)."""
+    """An ``apply_patch`` call's files: its input is the patch, or holds it under one of
+    ``PATCH_KEYS`` (Codex, VS Code, Cline, Copilot, OpenCode)."""
     # Codex's patch reader, loaded for a patch only: the guard runs before every edit, and
     # most harnesses' edits name their file plainly (docs/design.md §9.14).
     from gitlocks.agents.codex_patch import parse_patch
@@ -171,9 +146,15 @@ def _codex_shell(tool_input: Any) -> tuple[str, ...] | None:
     return codex_shell_paths(tool_input)
 
 
-# Every harness's file-writing tools (docs/agents.md: the version each list is from). The
-# names do not clash in meaning: where two harnesses share a name (``edit``, ``Write``,
-# ``apply_patch``), their inputs are read under every spelling.
+VSCODE_FILE_TOOLS = (
+    *("create_file", "replace_string_in_file", "insert_edit_into_file"),
+    *("edit_notebook_file", "createFile"),
+)
+VSCODE_FILES_TOOLS = ("multi_replace_string_in_file", "editFiles")
+VSCODE_TOOLS = frozenset({*VSCODE_FILE_TOOLS, *VSCODE_FILES_TOOLS})
+# An editing tool -> the files one call writes (None: it names none; (): a read). Where
+# harnesses share a name (``edit``, ``Write``), the input is read under every spelling
+# (docs/agents.md: the version each list is from).
 TOOLS: dict[str, Paths] = {
     # Claude Code (and Cursor's Write, Delete)
     **dict.fromkeys(("Edit", "Write", "MultiEdit", "NotebookEdit", "Delete"), _file),
@@ -185,26 +166,20 @@ TOOLS: dict[str, Paths] = {
     **dict.fromkeys(("write_to_file", "replace_in_file"), _file),
     "str_replace_editor": _editor,
     # VS Code's agent
-    **dict.fromkeys(("create_file", "replace_string_in_file", "insert_edit_into_file"), _file),
-    **dict.fromkeys(("edit_notebook_file", "createFile"), _file),
-    **dict.fromkeys(("multi_replace_string_in_file", "editFiles"), _files),
+    **dict.fromkeys(VSCODE_FILE_TOOLS, _file),
+    **dict.fromkeys(VSCODE_FILES_TOOLS, _files),
     # Codex, Copilot CLI, VS Code, Cline, OpenCode
     "apply_patch": _patch,
 }
 # Only Codex's shell tool applies patches itself (it intercepts ``apply_patch`` there).
 CODEX_TOOLS: dict[str, Paths] = {**TOOLS, "Bash": _codex_shell}
-VSCODE_TOOLS = frozenset(
-    {
-        *("create_file", "replace_string_in_file", "insert_edit_into_file"),
-        *("edit_notebook_file", "createFile", "multi_replace_string_in_file", "editFiles"),
-    }
-)
 
 EDIT_EVENTS = frozenset({"PreToolUse", "preToolUse", "BeforeTool", "pre_write_code", "tool_call"})
 KINDS = {
     **dict.fromkeys(("SessionStart", "sessionStart"), "start"),
     **dict.fromkeys(("SessionEnd", "sessionEnd", "SessionShutdown"), "end"),
     **dict.fromkeys(("Stop", "stop", "agentStop", "AfterAgent"), "stop"),
+    "SubagentStop": "subagent_end",
 }
 
 
@@ -250,9 +225,8 @@ def malformed(text: str) -> bool:
 
 
 def sender(data: Mapping[str, Any], named: str) -> Harness:
-    """Which product sent ``data`` to the hook installed for ``named``: told from the
-    payload's shape, since several products run one hook file (section 11 of the notes
-    in docs/agents.md)."""
+    """Which product sent ``data`` to the hook installed for ``named``, told from the
+    payload's shape (docs/agents.md, section 11 of the notes)."""
     if "agent_action_name" in data:
         return WINDSURF
     if "hookName" in data or "clineVersion" in data:
@@ -273,9 +247,8 @@ def sender(data: Mapping[str, Any], named: str) -> Harness:
 
 
 def read(named: str, raw: bytes, event_name: str = "") -> tuple[Harness, Event]:
-    """``raw`` (one hook event, run by the hook installed for ``named``) as the product
-    that sent it and an ``Event``; ``event_name``: the event, when the hook's own command
-    line names it (Copilot CLI's camelCase events do not say which they are)."""
+    """``raw`` as the product that sent it and an ``Event``; ``event_name``: the event, when
+    the hook's command line names it (Copilot CLI's camelCase events do not say)."""
     data = _load(raw)
     if data.get("gitlocks") == "probe":  # install's and doctor's check that the hook runs
         return HARNESSES.get(named, CLAUDE), Event("probe", "", os.getcwd())
@@ -293,6 +266,8 @@ def read(named: str, raw: bytes, event_name: str = "") -> tuple[Harness, Event]:
     elif malformed(cwd):
         raise Pass("malformed input: cwd holds a NUL or an unpaired surrogate")
     session = session if isinstance(session, str) else ""
+    agent = data.get("agent_id")
+    agent = agent if isinstance(agent, str) and not malformed(agent) else ""
     if not name:
         raise Pass("the hook event does not say which it is")
     if name not in EDIT_EVENTS:
@@ -302,7 +277,7 @@ def read(named: str, raw: bytes, event_name: str = "") -> tuple[Harness, Event]:
         # same process, and its work, go on. Its claims are renewed, never released.
         if kind == "end" and (goes_on is None or data.get("reason") in goes_on):
             kind = "stop"
-        return harness, Event(kind, session, cwd)
+        return harness, Event(kind, session, cwd, agent=agent)
     tool, tool_input = _tool(data)
     tools = CODEX_TOOLS if harness is CODEX else TOOLS
     paths_of = tools.get(tool)
@@ -320,7 +295,7 @@ def read(named: str, raw: bytes, event_name: str = "") -> tuple[Harness, Event]:
     if any(malformed(p) for p in paths):
         raise Pass(f"malformed input: a file named by {tool} holds a NUL or an unpaired surrogate")
     claimable = not isinstance(paths, Candidates)
-    return harness, Event("edit", session, cwd, tool, tuple(paths), claimable)
+    return harness, Event("edit", session, cwd, tool, tuple(paths), claimable, agent)
 
 
 def _tool(data: Mapping[str, Any]) -> tuple[str, Any]:
@@ -337,14 +312,6 @@ def _tool(data: Mapping[str, Any]) -> tuple[str, Any]:
     name = _first(data, "tool_name", "toolName")
     value = data.get("tool_input") if "tool_input" in data else data.get("toolArgs")
     return (name if isinstance(name, str) else ""), _args(value)
-
-
-def parse(harness: Harness, raw: bytes, named: str = "") -> Event:
-    """``raw`` as an ``Event``, for the hook installed for ``harness``."""
-    return read(harness.name, raw, named)[1]
-
-
-# --- answers ---------------------------------------------------------------------------
 
 
 def _specific(event: str, **fields: str) -> dict[str, Any]:
@@ -374,7 +341,7 @@ def _blocking(reason: str) -> Answer:
 def _copilot_deny(reason: str) -> Answer:
     # Its own keys, and Claude's nested ones for the Claude-format files it also runs.
     deny = {"permissionDecision": "deny", "permissionDecisionReason": reason}
-    deny.update(_specific("PreToolUse", **{k: v for k, v in deny.items()}))
+    deny.update(_specific("PreToolUse", **deny))
     return Answer(stdout=json.dumps(deny))
 
 
@@ -382,10 +349,6 @@ def _cursor_deny(reason: str) -> Answer:
     # Cursor's own answer, and exit 2: what it reads as a denial from a Claude hook file.
     deny = {"permission": "deny", "user_message": reason, "agent_message": reason}
     return Answer(EXIT_DENY, json.dumps(deny), reason + "\n")
-
-
-def _none(text: str) -> str:
-    return ""
 
 
 # Claude Code 2.1.332: /bin/sh -c; exit 1 shows stderr to the user and goes on.
@@ -405,24 +368,21 @@ GEMINI = Harness(
     goes_on=frozenset({"clear"}),
 )  # fmt: skip
 # GitHub Copilot CLI 1.0.102: any non-zero exit of a preToolUse hook denies the call.
-COPILOT = Harness(
-    "copilot", "GitHub Copilot CLI", _copilot_deny, lambda reason: None, _none, fail=EXIT_ALLOW
-)
+COPILOT = Harness("copilot", "GitHub Copilot CLI", _copilot_deny, fail=EXIT_ALLOW)
 # VS Code's agent: no SessionEnd; exit 1 is a warning shown to the user.
 VSCODE = Harness("vscode", "VS Code agent", _claude_deny, _claude_warn, _start_context)
 # Cursor: one process, many conversations: a conversation's end ends no claim.
-CURSOR = Harness("cursor", "Cursor", _cursor_deny, lambda reason: None, _none, goes_on=None)
+CURSOR = Harness("cursor", "Cursor", _cursor_deny, goes_on=None)
 # Windsurf (Cascade hooks): exit 2 blocks; no session events.
-WINDSURF = Harness("windsurf", "Windsurf", _blocking, lambda reason: None, _none)
+WINDSURF = Harness("windsurf", "Windsurf", _blocking)
 # Cline: the exit code is ignored; stdout's {"cancel": true} blocks.
 CLINE = Harness(
     "cline", "Cline",
     lambda reason: Answer(stdout=json.dumps({"cancel": True, "errorMessage": reason})),
-    lambda reason: json.dumps({"contextModification": reason}),
-    _none, fail=EXIT_ALLOW,
+    lambda reason: json.dumps({"contextModification": reason}), fail=EXIT_ALLOW,
 )  # fmt: skip
 # OpenCode: the plugin install writes runs the guard and throws on exit 2.
-OPENCODE = Harness("opencode", "OpenCode", _blocking, lambda reason: None, _none)
+OPENCODE = Harness("opencode", "OpenCode", _blocking)
 # Qwen Code 0.15.10: bash -c; only exit 2 blocks; SessionEnd "clear" on /clear.
 QWEN = Harness(
     "qwen", "Qwen Code", _blocking, _claude_warn, _start_context, goes_on=frozenset({"clear"})

@@ -1,6 +1,5 @@
-"""What the guard tells an agent it keeps out, and what it logs: the words of a denial
-(whose claim, which of its patterns, what to do instead), of interrupted work, of an edit
-let through unclaimed, and a denial as the refusal log records it (docs/design.md,
+"""The words of the guard's denials (whose claim, which of its patterns, what to do
+instead) and warnings, and a denial as the refusal log records it (docs/design.md,
 section 6.5). ``gitlocks.agents.guard`` decides; this module only words.
 """
 
@@ -70,8 +69,7 @@ def refusal(
 def interrupted_reason(
     rel: str, locks: Sequence[LockRecord], now: datetime, ignore_case: bool
 ) -> str:
-    """The denial of an edit inside interrupted work: whose, its last note, and the
-    command that takes it over."""
+    """The denial of an edit inside interrupted work: whose, its last note, how to resume."""
     record = locks[0]
     crossing = crossing_patterns(record, rel, ignore_case) or list(record.paths[:1])
     note = record.notes[-1]

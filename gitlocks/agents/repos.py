@@ -1,29 +1,21 @@
-"""Which repository an edited file belongs to, and its settings, as the guard reads them.
-
-The edited file decides, not the session's directory: a nested repository, a submodule or
-another worktree of the same repository is found from the file's nearest existing
-directory, and the repository that tracks a file decides it, not the nearest ``.git``
-(docs/design.md, section 6.5). Everything here goes through git alone (no pygit2): the
-guard runs before every edit.
+"""Which repository an edited file belongs to, and its settings, as the guard reads them:
+the repository that tracks the file decides, not the session's directory nor the nearest
+``.git`` (docs/design.md, section 6.5). Through git alone (no pygit2): the guard runs
+before every edit.
 """
 
 from __future__ import annotations
 
 import os
 
-from gitlocks.agents.harnesses import (
-    Event,
-    Pass,
-)
+from gitlocks.agents.harnesses import Event, Pass
 from gitlocks.core.ignore import IgnoreList
 from gitlocks.core.value import Value
 from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import finish_git, start_git
 from gitlocks.git.settings import Settings
-from gitlocks.hooks.check import (
-    CommittedIgnores,
-)
+from gitlocks.hooks.check import CommittedIgnores
 
 MODES = ("claim", "block", "warn")
 
@@ -38,7 +30,6 @@ class Repo(Value):
         "ignore_case",
         "mode",
         "object_format",
-        "reftable",
         "remote",
         "root",
         "settings",
@@ -54,7 +45,6 @@ class Repo(Value):
         remote: str,
         ignore_case: bool,
         skew: int,
-        reftable: bool,
         warnings: list[str],
         ignore: IgnoreList,
         git_dir: str,
@@ -67,13 +57,20 @@ class Repo(Value):
         self.remote = remote  # alock.remote: the lock remote in remote mode, else ""
         self.ignore_case = ignore_case
         self.skew = skew
-        self.reftable = reftable
         self.warnings = warnings
         self.ignore = ignore  # .alockignore as committed at HEAD, never as being edited
         # What the store needs to open it, as read here: a claim starts no git to find it again.
         self.git_dir = git_dir
         self.object_format = object_format  # None: git did not say
         self.settings = settings
+
+
+def duration(settings: Settings, key: str, default: int) -> int:
+    """A duration setting; a bad value is ``default``: a setting never stops an edit."""
+    try:
+        return settings.duration(key, default)
+    except GitlocksError:
+        return default
 
 
 def open_repo(directory: str, *, edited: str = "") -> Repo:
@@ -117,9 +114,8 @@ def open_repo(directory: str, *, edited: str = "") -> Repo:
     remote = configured.get("alock.remote") or ""
     known = object_format if object_format in ("sha1", "sha256") else None
     return Repo(
-        root, common, mode, remote, ignore_case, skew, configured.reftable, warnings, ignore,
-        git_dir, known, configured,
-    )  # fmt: skip
+        root, common, mode, remote, ignore_case, skew, warnings, ignore, git_dir, known, configured
+    )
 
 
 def _what_is(path: str) -> str:
@@ -131,8 +127,7 @@ def _what_is(path: str) -> str:
 
 def _anchor(directory: str) -> str:
     """The nearest directory from ``directory`` (absolute) up that holds a ``.git``: git
-    finds the same repository from every directory below it (short of one holding
-    another)."""
+    finds the same repository from every directory below it."""
     here = directory
     while not os.path.lexists(os.path.join(here, ".git")):
         if os.path.dirname(here) == here:
@@ -142,8 +137,7 @@ def _anchor(directory: str) -> str:
 
 
 def _relative(path: str, top: str) -> str | None:
-    """``path`` from ``top`` ("." for ``top`` itself), both absolute and normal; None
-    when it is outside."""
+    """``path`` from ``top`` ("." for itself), both absolute and normal; None: outside."""
     if path == top:
         return "."
     prefix = top.rstrip("/") + "/"
@@ -151,16 +145,10 @@ def _relative(path: str, top: str) -> str | None:
 
 
 def deciding_repo(here: str, edited: str) -> Repo:
-    """The repository that decides for files in the directory ``here``: the one that
-    tracks them, not merely the nearest ``.git``.
-
-    A ``.git`` made inside another repository's tree (``git -C src/api init``, or a
-    ``.git`` file naming some other git dir) must not take files the outer repository
-    tracks out of its claims. The outer repository decides when it tracks files in the
-    inner one's directory, unless the inner one is a registered submodule of it or a
-    worktree of the same repository (the same table). A ``.git`` git cannot open leaves
-    the decision to the repository around it.
-    """
+    """The repository that decides for files in the directory ``here``: the one that tracks
+    them. A ``.git`` made inside another repository's tree takes none of its tracked files
+    out of its claims, unless it is a registered submodule or a worktree of the same
+    repository; a ``.git`` git cannot open leaves the decision to the one around it."""
     try:
         inner = open_repo(here, edited=edited)
     except Pass:
@@ -186,8 +174,7 @@ def deciding_repo(here: str, edited: str) -> Repo:
 
 def _own_repository(outer: Repo, rel: str) -> bool:
     """Whether the repository at ``rel`` inside ``outer``'s tree decides for its own files:
-    a submodule ``outer`` records there, or a directory ``outer`` tracks nothing in (a
-    home directory kept in git holds projects it does not track)."""
+    a submodule ``outer`` records, or a directory ``outer`` tracks nothing in."""
     listed = start_git(["ls-files", "-s", "-z", "--", rel], outer.root)
     entries = [e for e in finish_git(listed).split(b"\0") if e]
     for entry in entries:
@@ -197,17 +184,11 @@ def _own_repository(outer: Repo, rel: str) -> bool:
     return not entries
 
 
-def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tuple[Repo, str]:
-    """The repository the edited file ``path`` lies in, and its path from the top of that
-    tree.
-
-    The file decides, not the session's directory: a nested repository, a submodule or
-    another worktree of the same repository (whose claims are the same table) is found
-    from the file's nearest existing directory, and the repository that tracks the file
-    decides (``deciding_repo``). A relative path is the event's ``cwd``'s.
-    ``found`` keeps the repositories already asked for, by the directory holding their
-    ``.git``: a patch of thousands of files asks git once per repository, not per file.
-    """
+def locate(event: Event, path: str, found: dict[str, Repo]) -> tuple[Repo, str]:
+    """The repository the edited file ``path`` lies in (``deciding_repo``, asked from the
+    file's nearest existing directory), and its path from the top of that tree; a relative
+    ``path`` is the event's ``cwd``'s. ``found`` keeps the repositories already asked, by the
+    directory holding their ``.git``: a patch of thousands of files asks git once per one."""
     full = os.path.realpath(os.path.join(event.cwd, path))  # what exists resolved
     if os.path.isdir(full):
         raise Pass(f"{path} is a directory, and {event.tool} edits files: not guarded")
@@ -219,11 +200,11 @@ def locate(event: Event, path: str, found: dict[str, Repo] | None = None) -> tup
         if os.path.lexists(here):
             raise Pass(f"{path} cannot be a file: {here} {_what_is(here)}")
         here = os.path.dirname(here)
-    anchor = _anchor(here) if found is not None else ""
-    repo = found.get(anchor) if found is not None and anchor else None
+    anchor = _anchor(here)
+    repo = found.get(anchor) if anchor else None
     if repo is None:
         repo = deciding_repo(here, path)
-        if found is not None and anchor:
+        if anchor:
             found[anchor] = repo
     rel = _relative(full, os.path.realpath(repo.root))
     if rel is None:

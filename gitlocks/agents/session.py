@@ -11,20 +11,11 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from gitlocks.agents.harnesses import (
-    Answer,
-    Event,
-    Harness,
-    Pass,
-)
-from gitlocks.agents.repos import Repo, open_repo
-from gitlocks.core.record import (
-    LockRecord,
-    expiry_from,
-    format_time,
-    utcnow,
-    validate_holder,
-)
+from gitlocks.agents.harnesses import Answer, Event, Harness, Pass
+from gitlocks.agents.repos import Repo, duration, open_repo
+from gitlocks.agents.subagents import sub_holder
+from gitlocks.core.liveness import Liveness
+from gitlocks.core.record import LockRecord, expiry_from, format_time, utcnow, validate_holder
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable, shell_word
 from gitlocks.errors import GitlocksError, UsageError
@@ -64,38 +55,25 @@ PREFIX = "gitlocks guard: "
 
 
 def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
-    """Who the session is: ``AGENT_ID`` when the harness was started with one (the guard
-    adopts it), else the holder this harness process was registered as, else a new one,
-    ``<harness>-<8 hex>`` derived from the process as the command line derives its ids;
-    where no register can be written, the command line's own id for this process.
-
-    The harness process is registered (``gitlocks.identity.sessions``), so that every command its
-    shell runs, the MCP server it started and the hooks of its commits resolve to the
-    same holder (docs/design.md, section 3.2).
-    """
-    proc = harness_session()
+    """Who the session is: ``AGENT_ID`` when the harness was started with one, else the
+    holder this harness process was registered as, else a new ``<harness>-<8 hex>`` derived
+    from the process (where no register can be written, the command line's own id for it).
+    Registered, so that every command its shell runs, its MCP server and its commits' hooks
+    resolve to the same holder (docs/design.md, section 3.2)."""
+    proc = session_process()  # the harness process: the session whose end ends the claims
     if env.get("AGENT_ID"):
         identity = resolve_identity(None, env, proc, harness=False)
         identity.session_source = "harness"
     else:
         known = sessions.entry(proc, env)
-        holder = (
-            known.holder
-            if known
-            else session_holder_id(
-                SessionProcess(proc.pid, proc.start_time, harness, proc.host, proc.terminal)
-            )
-        )
+        named = SessionProcess(proc.pid, proc.start_time, harness, proc.host, proc.terminal)
+        holder = known.holder if known else session_holder_id(named)
         parent = env.get("AGENT_PARENT_ID") or (known.parent if known else None) or None
         if parent is not None:
             parent = validate_holder(parent, what="AGENT_PARENT_ID")
-        identity = Identity(
-            holder, "harness", None if parent == holder else parent,
-            "AGENT_PARENT_ID" if env.get("AGENT_PARENT_ID") else "harness",
-            proc, holder, "harness",
-        )  # fmt: skip
-        if identity.parent is None:
-            identity.parent_source = None
+        parent = None if parent == holder else parent
+        source = "AGENT_PARENT_ID" if env.get("AGENT_PARENT_ID") else "harness"
+        identity = Identity(holder, "harness", parent, parent and source, proc, holder, "harness")
         written = sessions.register(proc, holder, identity.parent, harness, env)
         if known is None and not written:
             # No register (no state directory, no /proc): every command below derives its
@@ -104,15 +82,9 @@ def session_identity(harness: str, env: Mapping[str, str]) -> Identity:
             if identity.parent == own:
                 identity.parent = identity.parent_source = None
             identity.holder = identity.session_id = own
-            return identity
         return identity
     sessions.register(proc, identity.holder, identity.parent, harness, env)
     return identity
-
-
-def harness_session() -> SessionProcess:
-    """The harness process that runs the hook: the session whose end ends the claims."""
-    return session_process()
 
 
 def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = ()) -> str:
@@ -129,9 +101,8 @@ def describe_claim(record: LockRecord, now: datetime, patterns: Sequence[str] = 
 
 
 def store_context(root: str, identity: Identity, repo: Repo | None = None) -> Any:
-    """The service context of the repository at ``root`` (its remote's store in remote mode);
-    opened from what the guard read of it (``repo``) where git would find it the same way
-    again: no variable of the environment names a repository (docs/design.md, section 6.5)."""
+    """The service context of the repository at ``root`` (its remote's store in remote
+    mode), opened from what the guard read of it (``repo``) where git would find the same."""
     # Imported here: the store brings in pygit2, which the guard's fast path avoids.
     from gitlocks.service.context import open_context
 
@@ -144,17 +115,13 @@ def store_context(root: str, identity: Identity, repo: Repo | None = None) -> An
 
 
 def bound_remote(store: Any) -> None:
-    """In remote mode, wait on the lock remote at most ``alock.guardRemoteTimeout`` (a few
-    seconds): an agent's edit, or the end of its turn, must not stall on a slow or
-    unreachable remote for ``alock.remoteTimeout``."""
+    """In remote mode, wait on the lock remote at most ``alock.guardRemoteTimeout``: an
+    edit, or the end of a turn, must not stall on a slow remote for ``alock.remoteTimeout``."""
     if not hasattr(store, "timeout_setting"):
         return  # local mode: nothing to wait on
-    try:
-        bound = store.settings.duration(
-            "alock.guardRemoteTimeout", DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS
-        )
-    except GitlocksError:
-        bound = DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS  # a bad value never stops an edit
+    bound = duration(
+        store.settings, "alock.guardRemoteTimeout", DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS
+    )
     if bound < store.timeout:
         store.timeout = bound
         store.timeout_setting = "alock.guardRemoteTimeout"
@@ -171,22 +138,19 @@ def bound_remote(store: Any) -> None:
     bound_mutex(store, max(0.0, store.deadline - time.monotonic()))
 
 
-# How long a harness lets a hook run by default (seconds; GitHub Copilot CLI 30, the
-# others 60): an edit of a held file waits its turn (alock.guardWait) at most this less
-# HOOK_MARGIN, the time the claim's own writes may take, so no hook is cut off.
+# How long a harness lets a hook run by default (seconds): an edit of a held file waits its
+# turn at most this less HOOK_MARGIN, the time the claim's own writes may take.
 HOOK_TIMEOUTS = {"copilot": 30}
 DEFAULT_HOOK_TIMEOUT = 60
 HOOK_MARGIN = 10
 
-# When the guard began waiting on a lock remote: one event (one guard process) waits at
-# most alock.guardRemoteTimeout from then, in all.
+# When this guard process began waiting on a lock remote (``bound_remote``).
 _WAIT_STARTED: list[float] = []
 
 
 def guard_wait(repo: Repo, harness: str) -> float:
-    """``alock.guardWait``: how long an edit of a held file waits for its claim (design
-    §6.5; 0, the default: denied at once), at most the harness's hook time less a margin.
-    A bad value is 0, with a warning: the guard never stops on a setting."""
+    """``alock.guardWait`` (design §6.5; 0: denied at once), at most the harness's hook time
+    less a margin; a bad value is 0, with a warning."""
     try:
         asked = repo.settings.duration("alock.guardWait", 0, zero=True)
     except UsageError as exc:
@@ -205,12 +169,10 @@ def claim_ttl(ctx: Any) -> int:
 
 
 def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord]:
-    """The live locks this harness process claimed: the holder's, recorded with this very
-    session (pid and start time). Another harness under the same ``AGENT_ID``, or a claim
-    made by hand under that id, is someone else's to end. A holder derived for this very
-    harness is nobody else's: its claims without a session (made from a sandboxed shell
-    that could not see the harness, by the exported ``GITLOCKS_HOLDER``) are the session's
-    too."""
+    """The live locks this harness process claimed (and its sub-agents): the holder's,
+    recorded with this very session; another harness under the same ``AGENT_ID`` is someone
+    else's to end. A derived holder's claims without a session (from a sandboxed shell, by
+    the exported ``GITLOCKS_HOLDER``) are the session's too."""
     me = identity.session
     if not me.pid or not me.start_time:
         return []
@@ -226,31 +188,17 @@ def session_locks(table: Table, identity: Identity, now: str) -> list[LockRecord
     ]
 
 
-def _session_write(event: Event, harness: Harness, env: Mapping[str, str], kind: str) -> Answer:
-    """End the session's locks (``released``, those with notes kept) or renew them, in
-    every repository the session claimed in (nested ones and submodules too), not only
-    the one around its directory."""
+def session_write(
+    event: Event, harness: Harness, env: Mapping[str, str], kind: str, agent: str = ""
+) -> Answer:
+    """The session's claims, in every repository it claimed in (nested ones and submodules
+    too): ``released`` at SessionEnd (those with notes are left to become interrupted work
+    when the harness exits, as after a crash), ``renewed`` at Stop (a heartbeat), or
+    ``resumed`` from its sub-agent ``agent`` at SubagentStop (its edits are the session's
+    to review and commit: they stay claimed, and SessionEnd releases them)."""
     identity = session_identity(harness.name, env)
-    roots = _roots(event, identity, env)
-    notes: list[str] = []
-    for root in roots.values():
-        try:
-            _end_or_renew(root, identity, kind)
-        except GitlocksError as exc:
-            notes.append(f"{root}: {exc}")
-    if kind == "released":
-        sessions.forget(identity.session, env)
-    if not roots:
-        raise Pass(f"{event.cwd!r} is not inside a git working tree")
-    return Answer(stderr=stderr_lines(notes))
-
-
-def _roots(
-    event: Event, identity: Identity, env: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The repositories the session acts in: the one around its directory, and every one
-    it claimed in (its common directory -> a working tree's top)."""
-    roots: dict[str, str] = {}
+    sub = sub_holder(identity, agent).holder if agent else ""
+    roots: dict[str, str] = {}  # common directory -> a working tree's top
     try:
         here = open_repo(event.cwd)
         roots[os.path.realpath(here.common_dir)] = here.root
@@ -258,11 +206,21 @@ def _roots(
         pass  # the session's directory is in no repository; its claims may be elsewhere
     for common, top in sessions.repositories(identity.session, env):
         roots.setdefault(common, top)
-    return roots
+    notes: list[str] = []
+    for root in roots.values():
+        try:
+            _write(root, identity, kind, sub)
+        except GitlocksError as exc:
+            notes.append(f"{root}: {exc}")
+    if kind == "released":
+        sessions.forget(identity.session, env)
+    if not roots and not sub:
+        raise Pass(f"{event.cwd!r} is not inside a git working tree")
+    return Answer(stderr=stderr_lines(notes))
 
 
-def _end_or_renew(root: str, identity: Identity, kind: str) -> None:
-    """Release or renew the session's locks in the repository at ``root``."""
+def _write(root: str, identity: Identity, kind: str, sub: str) -> None:
+    """Release, renew, or take over from ``sub`` the session's locks at ``root``."""
     # Imported here: only these events write, and the store brings in pygit2.
     from gitlocks.core.change import Change
     from gitlocks.service.context import event as journal_event
@@ -273,6 +231,8 @@ def _end_or_renew(root: str, identity: Identity, kind: str) -> None:
     mine = session_locks(ctx.store.read_table(), identity, format_time(ctx.now()))
     if kind == "renewed":
         mine = [r for r in mine if ctx.renewal_due(r, r.ttl or ttl)]
+    elif sub:
+        mine = [r for r in mine if r.holder == sub]
     if not mine:
         return  # the common case, decided without the store's mutex (and the remote)
 
@@ -284,10 +244,16 @@ def _end_or_renew(root: str, identity: Identity, kind: str) -> None:
             renew_session(ctx, table, identity, now, change, gone, ttl, share=False)
             return change, None
         for record in session_locks(table, identity, format_time(now)):
-            if record.id in gone or record.notes:
+            if record.id in gone:
                 continue
-            change.delete.append(record.id)
-            change.events.append(journal_event(kind, record, now, by=identity.holder))
+            if sub and record.holder == sub:
+                taken = record.with_changes(holder=identity.holder, parent=identity.parent)
+                change.put.append(taken)
+                by = {"by": identity.holder, "from": sub}
+                change.events.append(journal_event("resumed", taken, now, **by))
+            elif not sub and not record.notes:
+                change.delete.append(record.id)
+                change.events.append(journal_event(kind, record, now, by=identity.holder))
         return change, None
 
     ctx.store.transact(decide)
@@ -304,10 +270,9 @@ def renew_session(
     *,
     share: bool,
 ) -> None:
-    """Add to ``change`` the renewal of the session's claims, when one is due
-    (``Context.renewal_due``). A renewal pushed for its own sake renews them all, so they
-    fall due together again; one riding on a claim's push renews those that have used a
-    quarter of their lifetime (or half the quiet before STALE)."""
+    """Add to ``change`` the renewal of the session's claims, when one is due. A renewal
+    pushed for its own sake renews them all; one riding on a claim's push only those due
+    with ``share`` (``Context.renewal_due``)."""
     from gitlocks.service.context import event as journal_event  # the store path only
 
     mine = [r for r in session_locks(table, identity, format_time(now)) if r.id not in gone]
@@ -322,54 +287,6 @@ def renew_session(
         )
         change.put.append(fresh)
         change.events.append(journal_event("renewed", fresh, now, expires_at=fresh.expires_at))
-
-
-def hand_over(event: Event, session: Identity, sub: str, env: Mapping[str, str]) -> Answer:
-    """The claims of the session's sub-agent ``sub`` become the session's own, in every
-    repository the session claimed in (``SubagentStop``)."""
-    # Imported here: only a sub-agent's end with claims writes, on the store's path.
-    from gitlocks.core.change import Change
-    from gitlocks.service.context import event as journal_event
-    from gitlocks.service.context import sweep
-
-    notes: list[str] = []
-    for root in _roots(event, session, env).values():
-        try:
-            ctx = store_context(root, session)
-            stamp = format_time(ctx.now())
-            table = ctx.store.read_table()
-            if not any(r.holder == sub for r in session_locks(table, session, stamp)):
-                continue  # the common case, decided without the store's mutex
-
-            def decide(table: Table, ctx: Any = ctx) -> tuple[Change, None]:
-                now = ctx.now()
-                change = Change()
-                gone = sweep(ctx, table, now, change)
-                for record in session_locks(table, session, format_time(now)):
-                    if record.holder != sub or record.id in gone:
-                        continue
-                    mine = record.with_changes(holder=session.holder, parent=session.parent)
-                    change.put.append(mine)
-                    change.events.append(
-                        journal_event("resumed", mine, now, by=session.holder, **{"from": sub})
-                    )
-                return change, None
-
-            ctx.store.transact(decide)
-        except GitlocksError as exc:
-            notes.append(f"{root}: {exc}")
-    return Answer(stderr=stderr_lines(notes))
-
-
-def end_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
-    """SessionEnd: release the session's claims; those with notes are left to become
-    interrupted work when the harness exits, as after a crash."""
-    return _session_write(event, harness, env, "released")
-
-
-def heartbeat(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
-    """Stop (the agent finished a turn): renew the session's claims, a heartbeat."""
-    return _session_write(event, harness, env, "renewed")
 
 
 def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Answer:
@@ -402,16 +319,9 @@ def others_claims(table: Table, identity: Identity, now: datetime, repo: Repo) -
     """What others hold, for the session's start: live claims; interrupted work (a dead
     holder's lock with notes, design §3.6), with the command that resumes it; and claims
     whose session ended without notes (DEAD: free, swept by the next write)."""
-    from gitlocks.core.liveness import Liveness  # judged here, once per session
-
     stamp = format_time(now)
-    try:
-        keep = repo.settings.duration("alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
-    except GitlocksError:
-        keep = DEFAULT_INTERRUPTED_KEEP_SECONDS
-    kept = format_time(now - timedelta(seconds=keep))
+    kept, life = interrupted_view(repo, now)
     ended = [r for r in table.expired(stamp) if r.notes and r.expires_at > kept]
-    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
     held: list[LockRecord] = []
     dead: list[LockRecord] = []
     work: list[LockRecord] = []
@@ -449,10 +359,8 @@ def others_claims(table: Table, identity: Identity, now: datetime, repo: Repo) -
 
 
 def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
-    """Claude Code's ``CLAUDE_ENV_FILE``: variables written there are exported to every
-    command of its shell tool. ``GITLOCKS_HOLDER`` there names the holder even where the
-    shell runs in a sandbox that hides the harness process; unlike ``AGENT_ID`` a harness
-    started from that shell does not adopt it (docs/design.md, section 3.2)."""
+    """Claude Code's ``CLAUDE_ENV_FILE``: its variables are exported to every command of
+    its shell tool, even in a sandbox that hides the harness process (design §3.2)."""
     path = env.get("CLAUDE_ENV_FILE", "")
     if not path or not os.path.isabs(path):
         return
@@ -464,6 +372,13 @@ def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
             f.write(line)
     except OSError:
         return
+
+
+def interrupted_view(repo: Repo, now: datetime) -> tuple[str, Liveness]:
+    """The oldest expiry of interrupted work still kept (design §3.6), and who is alive."""
+    keep = duration(repo.settings, "alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
+    life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
+    return format_time(now - timedelta(seconds=keep)), life
 
 
 def stderr_lines(notes: Sequence[str]) -> str:

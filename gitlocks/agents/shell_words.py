@@ -1,7 +1,6 @@
-"""A shell script as words, as far as gitlocks reads one: the part of a Codex shell
-command before ``apply_patch`` (``gitlocks.agents.codex_patch``). Each word says whether
-an expansion makes it unknowable here, and whether it reads the shell's directory; any
-form that cannot be read for certain raises ``Unjudgeable``.
+"""A shell script as words, as far as the Codex patch reader reads one: each word says
+whether an expansion makes it unknowable here, and whether it reads the shell's
+directory; what cannot be read for certain raises ``Unjudgeable``.
 """
 
 from __future__ import annotations

@@ -5,16 +5,12 @@ siblings block it and whose session's claims never do."""
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 
-from gitlocks.agents.harnesses import malformed
 from gitlocks.core.record import format_time
 from gitlocks.core.table import Table
 from gitlocks.identity import Identity
 
-# Claude Code's event at a sub-agent's end (2.1: it carries agent_id and agent_type).
-SUBAGENT_STOP = "SubagentStop"
 # A sub-agent's holder: its session's, this, then 8 hex of the harness's agent id.
 SUB = ".sub-"
 HOLDER_MAX = 64
@@ -33,31 +29,9 @@ def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: st
     return False
 
 
-def sub_agent(raw: bytes) -> tuple[str, str]:
-    """The event's name and its ``agent_id``, when it carries one: Claude Code (2.1) and
-    Codex name the sub-agent an event comes from (absent for the main thread); ("", "")
-    otherwise. Read apart from the harness's fields, and only from an event that names
-    one at all: most events (the main thread's) pay nothing."""
-    if b'"agent_id"' not in raw:
-        return "", ""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return "", ""
-    if not isinstance(data, dict):
-        return "", ""
-    name = data.get("hook_event_name", data.get("hookEventName"))  # VS Code's spelling
-    agent = data.get("agent_id")
-    if not isinstance(agent, str) or not agent or malformed(agent):
-        return "", ""
-    return (name if isinstance(name, str) else ""), agent
-
-
 def sub_holder(session: Identity, agent: str) -> Identity:
-    """The holder of the session's sub-agent ``agent`` (its id as the harness gives it):
-    ``<session holder>.sub-<8 hex of the id>``, a child of the session holder (design
-    §3.2): the session's claims never block it, its siblings' do, and its own block the
-    session while it runs. The same process embodies it: the session's end ends it too."""
+    """The holder of the session's sub-agent ``agent``: ``<session holder>.sub-<8 hex>``,
+    a child of the session holder (design §3.2), embodied by the same process."""
 
     def hexed(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
