@@ -238,11 +238,7 @@ def new_lock_id() -> str:
 class Note(Value):
     __slots__ = ("at", "text")
 
-    def __init__(
-        self,
-        at: str,
-        text: str,
-    ) -> None:
+    def __init__(self, at: str, text: str) -> None:
         self.at = at
         self.text = text
 
@@ -277,8 +273,9 @@ _COMPARED = tuple(name for name in _FIELDS if name != "extra")
 
 
 class LockRecord(Value):
-    """One lock (docs/design.md, section 3.1). Immutable: a record read once is shared by
-    every question asked of its table; ``with_changes`` makes the copy a write stores."""
+    """One lock; its fields are docs/design.md's, section 3.1 (``shared``: 3.4, and
+    ``until_merged``, ``awaiting``: 6.8). Immutable: a record read once is shared by every
+    question asked of its table; ``with_changes`` makes the copy a write stores."""
 
     __slots__ = _FIELDS
 
@@ -315,30 +312,21 @@ class LockRecord(Value):
         self.renewed_at: Final = renewed_at
         self.expires_at: Final = expires_at
         self.parent: Final = parent
-        # the patterns of ``paths`` that name one existing file
         self.exact: Final = exact
         self.reason: Final = reason
         self.host: Final = host
         self.pid: Final = pid
         self.pid_start: Final = pid_start
-        # the session process name, e.g. "claude"
         self.session: Final = session
         self.worktree: Final = worktree
         self.branch: Final = branch
         self.head: Final = head
         self.notes: Final = notes
-        # the lifetime asked for, in seconds, which a plain renew extends by
         self.ttl: Final = ttl
-        # Where ``pid`` can be judged: boot id and pid namespace of the session (see
-        # ``gitlocks.identity.host_identity``); empty: nowhere, the lock lives by its TTL.
         self.host_id: Final = host_id
-        # Shared: other shared claims may overlap it; an exclusive claim may not (design §3.4).
         self.shared: Final = shared
-        # Released ("landed") once the commits in ``awaiting`` are all in this branch.
         self.until_merged: Final = until_merged
-        # the holder's commits inside the claim, oldest first
         self.awaiting: Final = awaiting
-        # Keys of a newer format, kept as read and written back; never compared.
         self.extra: Final[dict[str, Any]] = {} if extra is None else extra
 
     def _key(self) -> tuple[object, ...]:  # every field but ``extra``

@@ -1,17 +1,8 @@
 """Scopes: the patterns a lock claims, and exact decisions about them (docs/design.md, section 2).
 
-Pure: stdlib only, no git. The glob machinery lives in :mod:`gitlocks.core.glob`.
-
-The stored form of a pattern (what :func:`normalize_pattern` returns, and what users see)
-is what they typed, made root-relative, modulo rule 6: ``./`` and empty segments
-dropped, a trailing ``/`` dropped, ``..`` resolved, runs of ``**`` collapsed into one.
-A trailing ``/**`` is kept as typed: ``src/api/**`` and ``src/api`` stay two spellings of
-the same scope, and every decision here treats them alike. The whole tree is spelled
-:data:`WHOLE_TREE`.
-
-Case-insensitive decisions (``ignore_case=True``, rule 8) fold one character to one
-character (``str.casefold`` where that gives one character), so a multi-character fold
-such as ``ß`` -> ``ss`` is not equated; character classes are closed under that folding.
+Pure: stdlib only, no git; the glob machinery lives in :mod:`gitlocks.core.glob`. A stored
+pattern is what the user typed, made root-relative and normalised by rule 6 (a trailing
+``/**`` is kept as typed: ``src/api/**`` and ``src/api`` are decided alike).
 """
 
 from __future__ import annotations
@@ -39,21 +30,6 @@ from gitlocks.errors import InvalidPattern
 
 # What the index keeps an entry under: (lock id, pattern), as the table indexes them.
 Key = tuple[str, str]
-
-__all__ = [
-    "WHOLE_TREE",
-    "ScopeEntry",
-    "ScopeIndex",
-    "entries_overlap",
-    "entry_covers",
-    "has_wildcards",
-    "literal_path",
-    "make_entry",
-    "normalize_pattern",
-    "pattern_covers",
-    "patterns_overlap",
-    "validate_pattern",
-]
 
 WHOLE_TREE = "**"
 
@@ -100,7 +76,7 @@ def normalize_pattern(typed: str, *, cwd: str = "", root: str | None = None) -> 
         check_text(typed)
         segments = split_segments(_root_relative(typed, cwd, root))
     except BadGlob as exc:
-        raise InvalidPattern(typed, exc.reason) from None
+        raise InvalidPattern(typed, str(exc)) from None
     pattern = "/".join(segments) or WHOLE_TREE
     if pattern.startswith((":/", ":!", ":^", ":(")):  # a name, not git's pathspec magic
         pattern = "\\" + pattern
@@ -185,7 +161,7 @@ def _below_root(rest: str) -> str:
     try:
         segments = split_segments(rest)
     except BadGlob as exc:
-        if "outside" in exc.reason:
+        if "outside" in str(exc):
             raise BadGlob("it is outside the repository") from None
         raise
     if segments and segments[0].startswith("!"):
@@ -202,11 +178,7 @@ class ScopeEntry(Value):
 
     __slots__ = ("exact", "pattern")
 
-    def __init__(
-        self,
-        pattern: str,
-        exact: bool = False,
-    ) -> None:
+    def __init__(self, pattern: str, exact: bool = False) -> None:
         compiled = compile_pattern(pattern, False)
         if exact and compiled.literal is None:
             reason = "an exact entry must name one file, without wildcards"
@@ -355,38 +327,20 @@ class _Node:
             yield mark, bundles
 
 
-class _Item(Value):
-    """One pattern of the index, with what it is compiled to."""
-
-    __slots__ = ("compiled", "group", "node")
-
-    def __init__(
-        self,
-        compiled: CompiledPattern,
-        node: _Node,
-        group: str | GlobSeg,
-    ) -> None:
-        self.compiled = compiled
-        self.node = node
-        self.group = group
-
-
 class ScopeIndex:
     """Live scope entries, keyed by the caller, for fast overlap and coverage queries.
 
-    Entries sit in a trie keyed on their literal leading segments: every path an entry
-    covers starts with those names. A query runs its own segments down the trie (a
-    literal follows one edge, a wildcard segment the edges whose name it matches, a
-    ``**`` takes the whole subtree), so it meets only entries whose names it can read.
-    Patterns that start with a wildcard sit at the root, where every query looks. At each
-    node the groups whose next segment cannot meet the query's are skipped; the rest get
-    the exact pairwise decision, so the index never changes an answer, only its cost.
+    Entries sit in a trie keyed on their literal leading segments; a query runs its own
+    segments down it (a wildcard segment follows the edges it matches, ``**`` takes the
+    subtree) and meets only the groups its next segment can meet, which then get the exact
+    pairwise decision: the index changes the cost of an answer, never the answer.
     """
 
     def __init__(self, *, ignore_case: bool = False) -> None:
         self._ignore_case = ignore_case
         self._root: _Node = _Node(None, "")
-        self._items: dict[Key, _Item] = {}
+        # key -> (compiled pattern, its node, its group there)
+        self._items: dict[Key, tuple[CompiledPattern, _Node, str | GlobSeg]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -406,21 +360,21 @@ class ScopeIndex:
             node = child
         group = _group(compiled, entry.exact)
         node.bundles(group).setdefault(compiled, {})[key] = None
-        self._items[key] = _Item(compiled, node, group)
+        self._items[key] = (compiled, node, group)
 
     def remove(self, key: Key) -> None:
         """Forget ``key``; nothing happens if it is not there."""
         item = self._items.pop(key, None)
         if item is None:
             return
-        node = item.node
-        bundles = node.bundles(item.group)
-        keys = bundles[item.compiled]
+        compiled, node, group = item
+        bundles = node.bundles(group)
+        keys = bundles[compiled]
         del keys[key]
         if not keys:
-            del bundles[item.compiled]
-        if isinstance(item.group, GlobSeg) and not bundles:
-            node.drop_glob(item.group)
+            del bundles[compiled]
+        if isinstance(group, GlobSeg) and not bundles:
+            node.drop_glob(group)
         while node.parent is not None and node.is_empty():
             del node.parent.children[node.name]
             node = node.parent

@@ -31,6 +31,3 @@ def finite(value: Any) -> Any:
     if isinstance(value, dict):
         return {finite(k): finite(v) for k, v in value.items()}
     return value
-
-
-__all__ = ["dumps_finite", "finite"]

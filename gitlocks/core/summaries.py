@@ -1,13 +1,10 @@
 """What a decision needs of each record before reading it whole: its ``Summary``, and the
 ``Summaries`` of a table, by lock id.
 
-A table of 10,000 locks judged from the kept verdicts (``gitlocks.git.cache``) arrives as
-columns: every id, then every holder, and so on. Making 10,000 summaries of them, and a
-dict of those, was most of reading such a table; a claim asks only a few questions of them
-all (whose are these, which lie in these buckets, which wait on a merge, which are
-expired), and each is one pass over one column. So ``Summaries`` keeps the columns as they
-came, makes the summary of one id when asked for it, and keeps beside them those put since
-(docs/design.md, section 4.5).
+A large table judged from the kept verdicts (``gitlocks.git.cache``) arrives as columns,
+and a claim asks only a few questions of them, each one pass over one column: so
+``Summaries`` keeps the columns, makes one id's summary when asked, and keeps beside them
+those put since (docs/design.md, section 4.5).
 """
 
 from __future__ import annotations
@@ -26,10 +23,8 @@ if TYPE_CHECKING:
 
 class Summary(tuple[str, str, "str | None", str, tuple[str, ...], bool]):
     """What the table needs of a record before reading it whole: who holds it until when,
-    and the first path segments its patterns are bound to (see ``bucket_of``).
-
-    A tuple, as the verdict cache stores a row, made straight from one (``tuple.__new__``):
-    ten thousand of them are made on every read of a table that size."""
+    and its patterns' buckets (``bucket_of``). A tuple, as the verdict cache stores a row:
+    thousands are made on every read of a large table."""
 
     __slots__ = ()
 
@@ -62,7 +57,6 @@ class Summary(tuple[str, str, "str | None", str, tuple[str, ...], bool]):
 
     @property
     def buckets(self) -> tuple[str, ...]:
-        """The first segments its patterns are bound to."""
         return self[4]
 
     @property
@@ -222,10 +216,8 @@ class Summaries(MutableMapping[str, Summary]):
         return len(self._ids) - len(self._gone) + len(self._extra)
 
     def __iter__(self) -> Iterator[str]:
-        # The ids there when iteration starts, each yielded while it is still there: one
-        # deleted meanwhile is passed over (its summary is gone), one put again (moved from
-        # the columns to those put since) is not yielded twice. Asked without a call per id:
-        # a judgement being kept is iterated whole.
+        # The ids there when iteration starts, each yielded while it is still there (one put
+        # again, moved from the columns to those put since, is not yielded twice).
         gone, extra = self._gone, self._extra
         rows = self._row_index() if self._ids else {}
         ids = [i for i in self._ids if i not in gone] if gone else list(self._ids)
@@ -278,9 +270,6 @@ class Summaries(MutableMapping[str, Summary]):
 
     def in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         """The ids with a pattern in each bucket of ``wanted``."""
-        return {b: _no_waiters(ids) for b, ids in self._in_buckets(wanted).items()}
-
-    def _in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {b: set() for b in wanted}
         for lock_id, text in zip(self._ids, self._buckets, strict=True):
             if "\n" not in text:  # one bucket: most records
@@ -297,7 +286,7 @@ class Summaries(MutableMapping[str, Summary]):
             for bucket in summary.buckets:
                 if bucket in found:
                     found[bucket].add(lock_id)
-        return found
+        return {b: _no_waiters(ids) for b, ids in found.items()}
 
     def landing(self) -> list[str]:
         """The ids of records waiting for their commits to land."""
@@ -320,11 +309,8 @@ class Summaries(MutableMapping[str, Summary]):
     def expiring(self, cutoff: str, *, after: bool) -> list[str]:
         """The ids whose ``expires_at`` is after ``cutoff`` (``after``), else at or before it
         (RFC 3339 UTC strings of one format sort as times)."""
-        if after:
-            found = [i for i, e in self._live(self._expiries) if e > cutoff]
-            return found + [i for i, s in self._extra.items() if s.expires_at > cutoff]
-        found = [i for i, e in self._live(self._expiries) if e <= cutoff]
-        return found + [i for i, s in self._extra.items() if s.expires_at <= cutoff]
+        found = [i for i, e in self._live(self._expiries) if (e > cutoff) == after]
+        return found + [i for i, s in self._extra.items() if (s.expires_at > cutoff) == after]
 
     def earliest(self) -> str | None:
         """The earliest ``expires_at`` (None for no summary at all)."""
@@ -335,8 +321,7 @@ class Summaries(MutableMapping[str, Summary]):
         return self._bound(max)
 
     def _bound(self, pick: Callable[..., str | None]) -> str | None:
-        """``pick`` (``min`` or ``max``) of every ``expires_at``: one pass at C speed over
-        the column where no row of it is gone."""
+        """``pick`` (``min`` or ``max``) of every ``expires_at``, at C speed."""
         extra = pick(map(_expires_at, self._extra.values()), default=None)
         if not self._ids:
             return extra  # a table of no columns (the remote's, a small one)

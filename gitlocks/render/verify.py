@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.render.hooks import PREFIX
 from gitlocks.render.locks import expires
 
-if TYPE_CHECKING:  # the hooks import this module: their result types are named for types only
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
     from gitlocks.hooks.commits import Finding
     from gitlocks.hooks.verify import Verification
 
