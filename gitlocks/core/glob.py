@@ -8,6 +8,7 @@ sets always intersect as plain ranges, exactly. Compiled forms are cached.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from functools import cache, lru_cache
 
@@ -313,16 +314,7 @@ def is_literal_segment(text: str) -> bool:
 
 def unescape(text: str) -> str:
     """Drop the escaping backslashes of a literal pattern (a lone trailing one is kept)."""
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i = 0
-    while (j := text.find("\\", i)) >= 0 and j + 1 < len(text):
-        out.append(text[i:j])
-        out.append(text[j + 1])  # what the backslash escapes, itself a backslash too
-        i = j + 2
-    out.append(text[i:])  # and a lone trailing backslash, kept
-    return "".join(out)
+    return re.sub(r"\\(.)", r"\1", text, flags=re.DOTALL) if "\\" in text else text
 
 
 def split_segments(pattern: str) -> list[str]:

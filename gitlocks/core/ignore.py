@@ -71,14 +71,6 @@ class _Dead(Exception):
     """A line git reads but that can never match (an unterminated ``[``, a lone ``\\``)."""
 
 
-def _simple_length(pattern: bytes) -> int:
-    """How many bytes come before the first of git's glob specials (``*?[\\``)."""
-    for i, b in enumerate(pattern):
-        if b in b"*?[\\":
-            return i
-    return len(pattern)
-
-
 def _parse_class(p: bytes, i: int) -> tuple[int, int]:
     """The bytes the class whose ``[`` is at ``i - 1`` matches, and the index after its
     ``]``; wildmatch's reading exactly (a leading ``]`` is literal, ``!`` or ``^`` negates,
@@ -183,23 +175,11 @@ _ANY_DIRS = [_State(skip1=True, skip2=True), _State(step=1 << _SLASH, loop=_ALL)
 
 
 def _trim_trailing_spaces(line: bytes) -> bytes:
-    """git's trim_trailing_spaces: trailing spaces go, unless escaped by a backslash."""
-    last_space = -1
-    i = 0
-    while i < len(line):
-        b = line[i]
-        if b == 0x20:
-            if last_space < 0:
-                last_space = i
-        elif b == 0x5C:
-            i += 1
-            if i >= len(line):
-                return line
-            last_space = -1
-        else:
-            last_space = -1
-        i += 1
-    return line[:last_space] if last_space >= 0 else line
+    """git's trim_trailing_spaces: trailing spaces go, but for one escaped by a backslash
+    (the last of an odd run: each pair of backslashes is one escaped backslash)."""
+    stripped = line.rstrip(b" ")
+    escaped = (len(stripped) - len(stripped.rstrip(b"\\"))) % 2
+    return stripped + b" " if escaped and len(stripped) < len(line) else stripped
 
 
 # A line: (the pattern without "!" and leading or trailing "/", whether "!" re-includes,
@@ -226,7 +206,9 @@ def _parse_line(raw: bytes) -> _Line | None:
     if not p:
         return None
     try:
-        states = _states(p, _simple_length(p), pathname=not basename)
+        # where git starts wildmatch: after the bytes before the first glob special
+        simple = next((i for i, b in enumerate(p) if b in b"*?[\\"), len(p))
+        states = _states(p, simple, pathname=not basename)
     except _Dead:
         return None
     return (p, negative, basename, dir_only), states

@@ -196,10 +196,8 @@ def since_time(text: str, now: datetime) -> str:
         moment = moment.astimezone(timezone.utc)
     except (OverflowError, ValueError, OSError):  # at datetime's very ends
         moment = datetime(1970 if moment.year < 2000 else 9000, 1, 1, tzinfo=timezone.utc)
-    if moment.year < 1970:
-        return format_time(datetime(1970, 1, 1, tzinfo=timezone.utc))  # before every event
-    if moment.year > 9000:
-        return format_time(datetime(9000, 1, 1, tzinfo=timezone.utc))  # after every event
+    if not 1970 <= moment.year <= 9000:  # before, or after, every event
+        moment = datetime(1970 if moment.year < 1970 else 9000, 1, 1, tzinfo=timezone.utc)
     return format_time(moment)
 
 

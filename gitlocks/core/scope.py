@@ -35,11 +35,7 @@ WHOLE_TREE = "**"
 
 
 def validate_pattern(pattern: str) -> None:
-    """Raise :class:`InvalidPattern` unless ``pattern`` (root-relative) obeys rule 7.
-
-    Spellings that normalise cleanly (``./a``, ``a//b``, ``a/b/..``) are valid; a ``..``
-    that climbs above the root or follows a wildcard is not, nor is an absolute path.
-    """
+    """Raise :class:`InvalidPattern` unless ``pattern`` (root-relative) obeys rule 7."""
     compile_pattern(pattern, False)
 
 
@@ -67,11 +63,8 @@ def path_entry(path: str) -> ScopeEntry | None:
 
 
 def normalize_pattern(typed: str, *, cwd: str = "", root: str | None = None) -> str:
-    """Turn what the user typed into the stored, root-relative, validated pattern.
-
-    ``cwd`` is the current directory relative to the worktree root ("" at the root);
-    ``root`` the worktree's absolute path, needed only for absolute input.
-    """
+    """Turn what the user typed into the stored, root-relative, validated pattern; ``cwd``
+    relative to the worktree root, whose absolute path ``root`` absolute input needs."""
     try:
         check_text(typed)
         segments = split_segments(_root_relative(typed, cwd, root))
@@ -170,11 +163,8 @@ def _below_root(rest: str) -> str:
 
 
 class ScopeEntry(Value):
-    """One pattern of a lock's scope, as recorded.
-
-    ``exact`` is decided when the lock is claimed (rule 4): a wildcard-free pattern that
-    names an existing file covers that file only, not an imaginary subtree beneath it.
-    """
+    """One pattern of a lock's scope, as recorded; ``exact`` (rule 4, decided when claimed):
+    it names an existing file, and covers that file only."""
 
     __slots__ = ("exact", "pattern")
 

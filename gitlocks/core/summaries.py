@@ -9,6 +9,7 @@ those put since (docs/design.md, section 4.5).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from operator import attrgetter
 
@@ -21,49 +22,28 @@ if TYPE_CHECKING:
     from gitlocks.core.record import LockRecord
 
 
-class Summary(tuple[str, str, "str | None", str, tuple[str, ...], bool]):
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class _Row(NamedTuple):
+        id: str
+        holder: str
+        parent: str | None
+        expires_at: str
+        buckets: tuple[str, ...]
+        landing: bool = False
+
+else:  # the stdlib's named tuple, without loading typing
+    _Row = namedtuple("_Row", "id holder parent expires_at buckets landing", defaults=(False,))
+
+
+class Summary(_Row):
     """What the table needs of a record before reading it whole: who holds it until when,
-    and its patterns' buckets (``bucket_of``). A tuple, as the verdict cache stores a row:
-    thousands are made on every read of a large table."""
+    its patterns' buckets (``bucket_of``), and whether it waits for commits to land (every
+    write asks, so it must find those without reading the others). A tuple, as the verdict
+    cache stores a row: thousands are made on every read of a large table."""
 
     __slots__ = ()
-
-    def __new__(
-        cls,
-        id: str,
-        holder: str,
-        parent: str | None,
-        expires_at: str,
-        buckets: tuple[str, ...],
-        landing: bool = False,
-    ) -> Summary:
-        return tuple.__new__(cls, (id, holder, parent, expires_at, buckets, landing))
-
-    @property
-    def id(self) -> str:
-        return self[0]
-
-    @property
-    def holder(self) -> str:
-        return self[1]
-
-    @property
-    def parent(self) -> str | None:
-        return self[2]
-
-    @property
-    def expires_at(self) -> str:
-        return self[3]
-
-    @property
-    def buckets(self) -> tuple[str, ...]:
-        return self[4]
-
-    @property
-    def landing(self) -> bool:
-        """Waits for commits to land (``--until-merged`` with commits made): every write
-        asks whether they have, so it must find these records without reading the others."""
-        return self[5]
 
     @classmethod
     def of(cls, record: LockRecord) -> Summary:

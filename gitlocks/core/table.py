@@ -113,12 +113,10 @@ def lazy_table(
                 found.update(read([blobs[i] for i in gone]))
         return _records(ids, found, blobs, summaries, distrust)
 
-    records = LazyRecords(summaries.ids(), load_many, parsed)
-
     table = Table(
         version=version,
         ignore_case=ignore_case,
-        records=records,
+        records=LazyRecords(summaries.ids(), load_many, parsed),
         problems=sorted(problems),  # by ref: in whatever order the refs came
         refs=blobs,
         skew=skew,
