@@ -297,19 +297,9 @@ def parse_segment(text: str, ignore_case: bool) -> Segment:
 
 
 def is_literal_segment(text: str) -> bool:
-    """True when ``text`` has no unescaped ``*``, ``?`` or ``[``."""
-    if not _special(text):
-        return True
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch in "*?[":
-            return False
-        i += 1
-    return True
+    """True when ``text`` has no unescaped ``*``, ``?`` or ``[`` (each ``\\`` escapes the
+    next character; a lone trailing one is literal)."""
+    return not _special(text) or re.fullmatch(r"(?:[^*?[\\]|\\.)*\\?", text, re.DOTALL) is not None
 
 
 def unescape(text: str) -> str:

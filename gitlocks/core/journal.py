@@ -27,11 +27,9 @@ AGE_CHECK_EVERY = 1000  # with an age policy, look for old events once per this 
 _SEQ_TRAILER = "Journal-Seq: "
 
 COMPACTED = "compacted"
-# A remote's lock ref put back as its table says (pushed, moved or deleted by hand): no
-# holder's act, so ``log`` names no holder for it.
+# A remote's lock ref put back as its table says: no holder's act, ``log`` names none.
 REPAIRED = "repaired"
-# The first event of a sharded table's local view commit: names the shard journals' tips;
-# the remote's own history, never shown as an event.
+# The first event of a sharded table's local view commit (the shards' tips), never shown.
 VIEW_EVENT = "shard_view"
 
 # A journal commit's tree is the table: this marker blob as ``format``, and each lock's

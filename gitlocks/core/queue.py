@@ -37,9 +37,8 @@ def new_waiter_id() -> str:
     return WAITER_PREFIX + new_lock_id()
 
 
-# The last place there can be: past any real queue. A greater one (written by hand) is read
-# as this, so that the places after it stay numbers JSON writes (Python writes no integer
-# of more than 4,300 digits) and a line can print; equal places fall back to the ids.
+# The last place there can be: a greater one (written by hand) is read as this, so that the
+# places after it stay numbers JSON writes (at most 4,300 digits) and a line can print.
 LAST_PLACE = 10**9
 
 

@@ -399,10 +399,8 @@ class ScopeIndex:
             node, i = stack.pop()
             current = segments[i] if i < end else None
             if current is GLOBSTAR:
-                # The query reads on from any name below with its own satisfiable rest,
-                # so, if open, it overlaps every non-exact entry there that covers
-                # something: "src/**/x" overlaps "src/a/*.py" at "src/a/b.py/x". If that
-                # "**" is its last segment, it covers every exact file below as well.
+                # If open, the query overlaps every entry below that covers something
+                # ("src/**/x" meets "src/a/*.py"); ending in "**", every exact file too.
                 whole = i == len(segments) - 1
                 out.extend(
                     group

@@ -19,11 +19,9 @@ from gitlocks.errors import InvalidPattern
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
-    from gitlocks.core.record import LockRecord
-
-
-if TYPE_CHECKING:
     from typing import NamedTuple
+
+    from gitlocks.core.record import LockRecord
 
     class _Row(NamedTuple):
         id: str
@@ -92,16 +90,9 @@ class Summaries(MutableMapping[str, Summary]):
     def of_columns(cls, columns: Columns) -> Summaries:
         """Summaries of ``columns`` (checked by the caller: lists of one length, of the
         types named, no id twice)."""
-        found = cls()
-        (
-            found._ids,
-            found._holders,
-            found._parents,
-            found._expiries,
-            found._buckets,
-            found._landing,
-        ) = columns
-        return found
+        new = cls()
+        new._ids, new._holders, new._parents, new._expiries, new._buckets, new._landing = columns
+        return new
 
     # --- the mapping --------------------------------------------------------------------
 

@@ -247,11 +247,9 @@ class Table:
         self.ignore_case = ignore_case
         self.records: MutableMapping[str, LockRecord] = {} if records is None else records
         self.problems: list[Problem] = [] if problems is None else problems
-        # lock id -> object id of every blob under the lock namespace (usable or not): what
-        # a write compares and what the journal commit's table tree holds.
+        # lock id -> blob id of every lock ref, usable or not: what a write compares.
         self.refs: dict[str, str] = {} if refs is None else refs
-        # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
-        # clock wrote it, so nobody treats it as expired until this allowance has passed.
+        # Seconds a lock outlives its ``expires_at`` here: another machine's clock wrote it.
         self.skew = skew
         if not isinstance(self.records, LazyRecords):
             self.summaries = Summaries({r.id: Summary.of(r) for r in self.records.values()})
@@ -261,8 +259,7 @@ class Table:
                 raise ValueError("a table of lazily read records needs the summary of each")
         self._index: ScopeIndex = ScopeIndex(ignore_case=ignore_case)
         self._indexed: set[str] = set()
-        # Ids by holder and by bucket, each gathered from the summaries when first asked
-        # for: 10,000 locks are not indexed for a question about one holder or one subtree.
+        # Ids by holder and by bucket, each gathered from the summaries when first asked for.
         self._by_holder: dict[str, set[str]] = {}
         self._all_holders = False
         self._by_bucket: dict[str, set[str]] = {}

@@ -10,12 +10,9 @@ from __future__ import annotations
 import re
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-# C0 and C1 controls, DEL, line and paragraph separators, bidirectional marks and
-# overrides, invisible and format characters (zero-width spaces and joiners, no-break and
-# soft-hyphen, word joiners, the byte-order mark: two names that differ only by one would
-# print alike), and lone surrogates (the undecodable bytes of a file name read with
-# ``surrogateescape``). Compiled (and kept by ``re``) the first time a text needs it: the
-# common text is printable, and a command need not compile it at all.
+# Controls, DEL, line and paragraph separators, bidirectional marks, invisible and format
+# characters (two names that differ only by one would print alike), and lone surrogates
+# (undecodable bytes of a file name). Compiled by ``re`` only when a text needs it.
 _UNSAFE = (
     "[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff]"
