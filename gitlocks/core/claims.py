@@ -1,11 +1,7 @@
-"""Whose live claims hold a path against one holder: the one answer to that question, for
-``check``, the git hooks and the agent guard alike (docs/design.md, sections 3.2-3.4).
-
-A claim holds a path when it is live (unexpired, allowing the table's clock skew), its
-holder's session is not known dead (interrupted work blocks no path), it covers the path,
-and its holder is no friend of the asker: not itself and not an ancestor, and when
-committing not a sub-agent either (a sub-agent's work is its lead's to commit). A shared
-claim holds only against an asker with no claim there.
+"""Whose live claims hold a path against one holder, for ``check``, the git hooks and the
+agent guard alike (docs/design.md, sections 3.2-3.4): live, its session not known dead,
+covering the path, and its holder no friend of the asker (when committing, a sub-agent is
+one too).
 """
 
 from __future__ import annotations

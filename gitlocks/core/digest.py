@@ -6,8 +6,7 @@ TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from typing import Any
 
-# hashlib is imported where a digest is made: loading OpenSSL costs a command that makes
-# none (a check, a list) several milliseconds.
+# hashlib is imported where a digest is made: loading OpenSSL costs milliseconds.
 
 
 def hasher(sha256: bool) -> Any:

@@ -1,23 +1,23 @@
 """Glob machinery behind :mod:`gitlocks.core.scope`: parsing, case folding, exact overlap.
 
-A pattern is a sequence of segments. A segment is the ``GLOBSTAR`` sentinel (``**``
-standing alone), a plain ``str`` (a literal name, already case folded when asked), or a
-:class:`GlobSeg`: a sequence of tokens, each either ``STAR`` or a character set given as
-sorted, disjoint, inclusive code point ranges. Every character set is positive: negated
-classes are complemented against :data:`ALPHABET` when parsed, so intersecting two sets
-is always a plain range intersection, and the answer is exact.
-
-Pure and stdlib only; compiled forms are cached because the same few patterns are
-compared many times.
+A segment is ``GLOBSTAR`` (``**``), a literal ``str`` (folded when asked) or a
+:class:`GlobSeg` of tokens: ``STAR`` or a character set as sorted, disjoint code point
+ranges. Negated classes are complemented against :data:`ALPHABET` when parsed, so two
+sets always intersect as plain ranges, exactly. Compiled forms are cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from functools import cache, lru_cache
 
 from gitlocks.core.text import first_control
 from gitlocks.errors import InvalidPattern
+
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -34,10 +34,6 @@ _CASED_LIMIT = 0x20000
 
 class BadGlob(Exception):
     """Raised with the reason a pattern is refused; callers wrap it in InvalidPattern."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _Sentinel:
@@ -60,46 +56,48 @@ class GlobSeg:
 
     __slots__ = ("tokens",)
 
-    def __init__(
-        self,
-        tokens: tuple[Token, ...],
-    ) -> None:
+    def __init__(self, tokens: tuple[Token, ...]) -> None:
         self.tokens = tokens
 
     def matches(self, name: str) -> bool:
-        """Whether the segment name ``name`` (folded as the tokens are) matches.
-
-        The tokens run as a non-deterministic automaton over the name, every live state
-        at once: time in len(name) x len(tokens), never the backtracking a regular
-        expression of many stars falls into (``*a*a*a...b`` against ``aaaa...``).
-        """
-        tokens = self.tokens
-        end = len(tokens)
-        states = _star_closure({0}, tokens)
-        for ch in name:
-            cp = ord(ch)
-            step = set()
-            for i in states:
-                if i == end:
-                    continue
-                token = tokens[i]
-                if token is STAR:
-                    step.add(i)
-                elif _contains(token, cp):  # type: ignore[arg-type]
-                    step.add(i + 1)
-            states = _star_closure(step, tokens)
-            if not states:
-                return False
-        return end in states
+        """Whether the segment name ``name`` (folded as the tokens are) matches."""
+        return _accepts(self.tokens, STAR, map(ord, name), _contains)
 
 
-def _star_closure(states: set[int], tokens: tuple[Token, ...]) -> set[int]:
-    """Add, for each state before a ``*``, the state after it (the star matching nothing)."""
-    return _closure(states, tokens, STAR)
+def _accepts(
+    items: tuple[Any, ...],
+    skippable: object,
+    inputs: Iterable[Any],
+    moves: Callable[[Any, Any], bool],
+) -> bool:
+    """Whether the automaton of ``items`` accepts ``inputs``: ``skippable`` items (``*``,
+    ``**``) stay on any number of inputs, others take one that ``moves`` accepts. Every live
+    state at once: linear, never a regex's backtracking on ``*a*a*a...b``."""
+    end = len(items)
+    states = _closure({0}, items, skippable)
+    for x in inputs:
+        step = set()
+        for i in states:
+            if i == end:
+                continue
+            item = items[i]
+            if item is skippable:
+                step.add(i)
+            elif moves(item, x):
+                step.add(i + 1)
+        states = _closure(step, items, skippable)
+        if not states:
+            return False
+    return end in states
+
+
+def _segment_matches(seg: str | GlobSeg, name: str) -> bool:
+    return seg == name if isinstance(seg, str) else seg.matches(name)
 
 
 def _closure(states: set[int], items: tuple[object, ...], skippable: object) -> set[int]:
-    """``states`` and every state reached from one by skipping ``skippable`` items."""
+    """``states`` and every state reached from one by skipping ``skippable`` items (a
+    ``*`` or ``**`` matching nothing)."""
     todo = list(states)
     while todo:
         i = todo.pop()
@@ -146,11 +144,8 @@ def _fold_groups() -> tuple[tuple[int, ...], ...]:
 
 
 def _case_closure(ranges: Ranges) -> Ranges:
-    """Add every character that folds like one already in ``ranges``.
-
-    Closed sets make matching and intersection case-insensitive without folding the
-    set itself, and the complement of a closed set is closed, so negation stays exact.
-    """
+    """Add every character that folds like one already in ``ranges``: closed sets match
+    and intersect case-insensitively, and stay closed when negated."""
     extra = [
         (cp, cp)
         for group in _fold_groups()
@@ -202,9 +197,8 @@ def _complement(ranges: Ranges) -> Ranges:
 
 
 def _contains(ranges: Ranges, cp: int) -> bool:
-    """Whether ``cp`` is in ``ranges`` (sorted, apart): a binary search for the first range
-    ending at or after it. Written out: ``_bisect`` is a shared library to load, which
-    costs more than a class's few ranges take to search (docs/design.md §9.14)."""
+    """Whether ``cp`` is in ``ranges`` (sorted, apart), by binary search: written out, as
+    ``_bisect`` costs more to load than it saves (docs/design.md §9.14)."""
     lo, hi = 0, len(ranges)
     while lo < hi:
         mid = (lo + hi) // 2
@@ -218,18 +212,6 @@ def _contains(ranges: Ranges, cp: int) -> bool:
 # --- parsing ---------------------------------------------------------------------------
 
 
-# Unicode categories Cc (C0, DEL, C1) and Cs (lone surrogates, which no file name holds).
-
-
-def _check_class_item(text: str, i: int) -> None:
-    if text[i] == "[" and i + 1 < len(text) and text[i + 1] in ":=.":
-        closer = text[i + 1] + "]"
-        if text.find(closer, i + 2) != -1:
-            # git reads "[[:alpha:]]" as a POSIX class; reading it as plain characters
-            # would silently claim something else than the user meant.
-            raise BadGlob("POSIX character classes are not supported (escape the '[')")
-
-
 def _class_char(text: str, i: int) -> tuple[str, int]:
     """The (possibly escaped) character at ``i`` inside a class, and the next index."""
     if text[i] == "\\":
@@ -240,11 +222,8 @@ def _class_char(text: str, i: int) -> tuple[str, int]:
 
 
 def _parse_class(text: str, i: int, ignore_case: bool) -> tuple[Ranges, int]:
-    """Parse the class whose ``[`` is at ``i - 1``; return its set and the index after ``]``.
-
-    git's rules: ``!`` or ``^`` first negates, a ``]`` first is literal, ``\\`` escapes,
-    ``-`` between two characters makes a range and is literal elsewhere.
-    """
+    """Parse the class whose ``[`` is at ``i - 1``; return its set and the index after
+    ``]``, by git's rules."""
     n = len(text)
     negated = i < n and text[i] in "!^"
     i += negated
@@ -256,7 +235,15 @@ def _parse_class(text: str, i: int, ignore_case: bool) -> tuple[Ranges, int]:
         if text[i] == "]" and not first:
             break
         first = False
-        _check_class_item(text, i)
+        if (
+            text[i] == "["
+            and i + 1 < n
+            and text[i + 1] in ":=."
+            and text.find(text[i + 1] + "]", i + 2) != -1
+        ):
+            # git reads "[[:alpha:]]" as a POSIX class: read as plain characters, it would
+            # claim something else than the user meant.
+            raise BadGlob("POSIX character classes are not supported (escape the '[')")
         lo, i = _class_char(text, i)
         hi = lo
         if i + 1 < n and text[i] == "-" and text[i + 1] != "]":
@@ -310,41 +297,19 @@ def parse_segment(text: str, ignore_case: bool) -> Segment:
 
 
 def is_literal_segment(text: str) -> bool:
-    """True when ``text`` has no unescaped ``*``, ``?`` or ``[``."""
-    if not _special(text):
-        return True
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch in "*?[":
-            return False
-        i += 1
-    return True
+    """True when ``text`` has no unescaped ``*``, ``?`` or ``[`` (each ``\\`` escapes the
+    next character; a lone trailing one is literal)."""
+    return not _special(text) or re.fullmatch(r"(?:[^*?[\\]|\\.)*\\?", text, re.DOTALL) is not None
 
 
 def unescape(text: str) -> str:
     """Drop the escaping backslashes of a literal pattern (a lone trailing one is kept)."""
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i = 0
-    while (j := text.find("\\", i)) >= 0 and j + 1 < len(text):
-        out.append(text[i:j])
-        out.append(text[j + 1])  # what the backslash escapes, itself a backslash too
-        i = j + 2
-    out.append(text[i:])  # and a lone trailing backslash, kept
-    return "".join(out)
+    return re.sub(r"\\(.)", r"\1", text, flags=re.DOTALL) if "\\" in text else text
 
 
 def split_segments(pattern: str) -> list[str]:
-    """Split a root-relative pattern into segments, normalised lexically.
-
-    Empty and ``.`` segments vanish, ``..`` removes the previous literal segment (it may
-    not follow a wildcard, nor climb above the root) and runs of ``**`` collapse into one.
-    """
+    """Split a root-relative pattern into segments, normalised lexically (rule 6): empty
+    and ``.`` segments vanish, ``..`` removes the previous literal one, ``**`` runs collapse."""
     out: list[str] = []
     wild = False
     for seg in pattern.split("/"):
@@ -404,11 +369,9 @@ def _char_set(token: Token) -> Ranges:
 
 
 def _tokens_meet(x: tuple[Token, ...], y: tuple[Token, ...]) -> bool:
-    """Depth-first search of the product automaton of two token sequences.
-
-    A state is (position in x, position in y, dot state); ``STAR`` may be skipped, or may
-    consume a character that the other side consumes too (both stay put on STAR-STAR).
-    """
+    """Depth-first search of the product automaton of two token sequences: a state is
+    (position in x, position in y, dot state); ``STAR`` may be skipped or consume a
+    character the other side consumes too."""
     lx, ly = len(x), len(y)
     stack = [(0, 0, 0)]
     seen: set[tuple[int, int, int]] = set()
@@ -492,34 +455,9 @@ class CompiledPattern:
         )
 
     def covers(self, path: str) -> bool:
-        """``path`` normalised and folded by :func:`normalise_path`.
-
-        The segments run as an automaton over the path's names (``**`` staying on any
-        number of them), every live state at once: linear in the path, whatever the
-        pattern (docs/design.md, section 2.2).
-        """
-        segments = self.segments
-        end = len(segments)
-        states = _globstar_closure({0}, segments)
-        for name in path.split("/") if path else ():
-            step = set()
-            for i in states:
-                if i == end:
-                    continue
-                seg = segments[i]
-                if seg is GLOBSTAR:
-                    step.add(i)
-                elif seg == name if isinstance(seg, str) else seg.matches(name):  # type: ignore[union-attr]
-                    step.add(i + 1)
-            states = _globstar_closure(step, segments)
-            if not states:
-                return False
-        return end in states
-
-
-def _globstar_closure(states: set[int], segments: tuple[Segment, ...]) -> set[int]:
-    """Add, for each state before a ``**``, the state after it (``**`` matching nothing)."""
-    return _closure(states, segments, GLOBSTAR)
+        """``path`` normalised and folded by :func:`normalise_path` (docs/design.md, 2.2)."""
+        names = path.split("/") if path else ()
+        return _accepts(self.segments, GLOBSTAR, names, _segment_matches)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -532,7 +470,7 @@ def compile_pattern(pattern: str, ignore_case: bool) -> CompiledPattern:
         raw = split_segments(pattern)
         segments = tuple(parse_segment(seg, ignore_case) for seg in raw)
     except BadGlob as exc:
-        raise InvalidPattern(pattern, exc.reason) from None
+        raise InvalidPattern(pattern, str(exc)) from None
     return CompiledPattern("/".join(raw) or "**", segments)
 
 
@@ -553,11 +491,8 @@ def patterns_meet(a: CompiledPattern, b: CompiledPattern) -> bool:
 
 
 def _sequences_meet(x: tuple[Segment, ...], y: tuple[Segment, ...], start: int) -> bool:
-    """Search the product automaton over segments, from (start, start).
-
-    ``**`` may be skipped, or may consume one segment that the other side's current
-    segment matches (if any real name does). Both sequences end with ``**``.
-    """
+    """Search the product automaton over segments, from (start, start): ``**`` may be
+    skipped, or consume one segment the other side's matches. Both end with ``**``."""
     lx, ly = len(x), len(y)
     stack = [(start, start)]
     seen: set[tuple[int, int]] = set()

@@ -1,18 +1,9 @@
-"""``.alockignore``: paths nobody needs to claim (lockfiles, generated code, changelogs
-that everyone appends to), in gitignore syntax, committed at the top of the working tree.
+"""``.alockignore``: paths nobody needs to claim, in gitignore syntax (docs/design.md,
+section 6.4). Pure: callers read the file; this module matches.
 
-The agent guard never claims or denies them, and the hooks and ``status`` do not report
-them (docs/design.md, section 6.4). Pure: callers read the file; this module matches.
-
-The rules are git's own (``dir.c`` and ``wildmatch.c``), byte for byte: the last matching
-line decides, ``!`` re-includes, a trailing ``/`` matches directories only, a line without
-``/`` matches a name at any depth, and nothing below an excluded directory can be
-re-included. git's matcher backtracks, and so do the regular expressions pathspec
-compiles: a line like ``*a*a*a*a*a*b`` against a long name of ``a`` runs for minutes.
-Here every line is one non-deterministic automaton, and all the lines of a file run
-together as one bit-parallel automaton (a bit per state, a Python integer per set of
-states): matching a path costs a few integer operations per byte of the path, whatever
-the patterns.
+git's rules (``dir.c``, ``wildmatch.c``) byte for byte, without git's backtracking: every
+line is an automaton, and all the lines run together as one bit-parallel automaton (a bit
+per state, a Python integer per set of states).
 """
 
 from __future__ import annotations
@@ -41,8 +32,7 @@ def _bytes_of(chars: bytes | range) -> int:
 
 @cache
 def _classes() -> dict[bytes, int]:
-    """wildmatch's character classes, with git's locale-independent ctype (ctype.c): built
-    when a line first names one (rare), not by every guard and hook that loads this module."""
+    """wildmatch's character classes, by git's ctype.c: built when a line first names one."""
     return {
         b"alnum": _bytes_of(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
         b"alpha": _bytes_of(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
@@ -77,34 +67,8 @@ class _State(Value):
         self.skip2 = skip2  # so is the one after it
 
 
-class _Line(Value):
-    __slots__ = ("basename", "dir_only", "negative", "states", "text")
-
-    def __init__(
-        self,
-        text: bytes,
-        states: list[_State],
-        negative: bool,
-        dir_only: bool,
-        basename: bool,
-    ) -> None:
-        self.text = text  # the pattern as read: no "!", no trailing "/", no leading "/"
-        self.states = states  # the accepting state follows the last one
-        self.negative = negative  # "!pattern": re-includes
-        self.dir_only = dir_only  # "pattern/": matches directories only
-        self.basename = basename  # no "/": matches a name at any depth
-
-
 class _Dead(Exception):
     """A line git reads but that can never match (an unterminated ``[``, a lone ``\\``)."""
-
-
-def _simple_length(pattern: bytes) -> int:
-    """How many bytes come before the first of git's glob specials (``*?[\\``)."""
-    for i, b in enumerate(pattern):
-        if b in b"*?[\\":
-            return i
-    return len(pattern)
 
 
 def _parse_class(p: bytes, i: int) -> tuple[int, int]:
@@ -211,23 +175,17 @@ _ANY_DIRS = [_State(skip1=True, skip2=True), _State(step=1 << _SLASH, loop=_ALL)
 
 
 def _trim_trailing_spaces(line: bytes) -> bytes:
-    """git's trim_trailing_spaces: trailing spaces go, unless escaped by a backslash."""
-    last_space = -1
-    i = 0
-    while i < len(line):
-        b = line[i]
-        if b == 0x20:
-            if last_space < 0:
-                last_space = i
-        elif b == 0x5C:
-            i += 1
-            if i >= len(line):
-                return line
-            last_space = -1
-        else:
-            last_space = -1
-        i += 1
-    return line[:last_space] if last_space >= 0 else line
+    """git's trim_trailing_spaces: trailing spaces go, but for one escaped by a backslash
+    (the last of an odd run: each pair of backslashes is one escaped backslash)."""
+    stripped = line.rstrip(b" ")
+    escaped = (len(stripped) - len(stripped.rstrip(b"\\"))) % 2
+    return stripped + b" " if escaped and len(stripped) < len(line) else stripped
+
+
+# A line: (the pattern without "!" and leading or trailing "/", whether "!" re-includes,
+# whether it has no "/" (matching a name at any depth), whether a trailing "/" made it
+# match directories only), and its states (the accepting one follows the last).
+_Line = tuple[tuple[bytes, bool, bool, bool], list[_State]]
 
 
 def _parse_line(raw: bytes) -> _Line | None:
@@ -248,10 +206,12 @@ def _parse_line(raw: bytes) -> _Line | None:
     if not p:
         return None
     try:
-        states = _states(p, _simple_length(p), pathname=not basename)
+        # where git starts wildmatch: after the bytes before the first glob special
+        simple = next((i for i, b in enumerate(p) if b in b"*?[\\"), len(p))
+        states = _states(p, simple, pathname=not basename)
     except _Dead:
         return None
-    return _Line(p, states, negative, dir_only, basename)
+    return (p, negative, basename, dir_only), states
 
 
 class IgnoreList:
@@ -263,7 +223,7 @@ class IgnoreList:
             raw = raw[3:]
         lines = [line for line in map(_parse_line, raw.split(b"\n")) if line is not None]
         self._lines = len(lines)
-        self.parsed = [(ln.text, ln.negative, ln.basename, ln.dir_only) for ln in lines]
+        self.parsed = [key for key, _ in lines]
         step: dict[int, list[int]] = {}  # byte set -> the states that read it
         loop: dict[int, list[int]] = {}
         skip1: list[int] = []
@@ -274,9 +234,9 @@ class IgnoreList:
         accept_file: list[int] = []
         negative: list[int] = []
         pos = 0
-        for line in lines:
-            (name_start if line.basename else path_start).append(pos)
-            for state in line.states:
+        for (_, negated, basename, dir_only), states in lines:
+            (name_start if basename else path_start).append(pos)
+            for state in states:
                 if state.step:
                     step.setdefault(state.step, []).append(pos)
                 if state.loop:
@@ -289,9 +249,9 @@ class IgnoreList:
             # Accepting states are in line order: the highest one set is the last line
             # that matches, the one git lets decide.
             accept_dir.append(pos)
-            if not line.dir_only:
+            if not dir_only:
                 accept_file.append(pos)
-            if line.negative:
+            if negated:
                 negative.append(pos)
             pos += 1
         self._step = [(m, _bits(ps, pos)) for m, ps in step.items()]
@@ -377,17 +337,10 @@ class IgnoreList:
 
 
 def newly_exempt(old: IgnoreList, new: IgnoreList) -> list[tuple[str, ScopeEntry]]:
-    """What ``new`` may exempt that ``old`` did not, as scopes a claim can be checked
-    against: each line of ``new`` that could exempt a path ``old`` did not, with the scope
-    covering every path that line can match. Wider than exact (a directory-only line
-    counts for files too), never narrower; a line no scope can spell stands for the whole
-    tree.
-
-    The last matching line decides, so a line ``old`` has is known only where every
-    negation that followed it in ``old`` still follows it in ``new``: a path it exempts
-    there was exempt before. Swapping a line with the negation after it, repeating it
-    below that negation, dropping the negation or making a directory-only line one for
-    files too each count as the line's own change."""
+    """What ``new`` may exempt that ``old`` did not: each such line of ``new``, with the
+    scope of every path it can match (wider than exact, never narrower; docs/design.md,
+    section 6.4). The last matching line decides, so a line ``old`` has is known only where
+    every negation that followed it in ``old`` still follows it in ``new``."""
     # Where each negation of ``new`` last stands; for each line of ``old``, at its last
     # place (the fewest negations follow it there), the earliest of those places over the
     # negations that follow it in ``old``: the line is known in ``new`` before that.

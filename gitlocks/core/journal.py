@@ -1,14 +1,5 @@
-"""The journal's format: events, commit messages, sequence numbers and retention.
-
-Pure: the store writes and reads journal commits, the service reads events through it,
-and this module says what a journal message holds (docs/design.md, section 4.4). Every
-write moves the serialisation ref to a new commit whose message is a summary line, a
-blank line, one JSON event per line, and a ``Journal-Seq: N`` trailer (the commit's
-distance from the start of its chain).
-
-Bounded growth: ``alock.journalKeep`` is a number of events (default 1000) or an age
-(``14d``). Once a chain is twice as long as needed, the next write starts a new chain
-whose root commit carries a ``compacted`` marker and the retained events.
+"""The journal's format: events, commit messages, sequence numbers and retention
+(docs/design.md, section 4.4). Pure: the store writes and reads journal commits.
 """
 
 from __future__ import annotations
@@ -32,21 +23,13 @@ if TYPE_CHECKING:
 
 
 DEFAULT_KEEP_EVENTS = 1000
-
-
-# With an age policy, look for old events once per this many writes.
-AGE_CHECK_EVERY = 1000
-
-
+AGE_CHECK_EVERY = 1000  # with an age policy, look for old events once per this many writes
 _SEQ_TRAILER = "Journal-Seq: "
 
-
 COMPACTED = "compacted"
-# A remote's lock ref put back as its table says (pushed, moved or deleted by hand): no
-# holder's act, so ``log`` names no holder for it.
+# A remote's lock ref put back as its table says: no holder's act, ``log`` names none.
 REPAIRED = "repaired"
-# The first event of a sharded table's local view commit: names the shard journals' tips;
-# the remote's own history, never shown as an event.
+# The first event of a sharded table's local view commit (the shards' tips), never shown.
 VIEW_EVENT = "shard_view"
 
 # A journal commit's tree is the table: this marker blob as ``format``, and each lock's
@@ -211,20 +194,15 @@ def since_time(text: str, now: datetime) -> str:
         moment = moment.astimezone(timezone.utc)
     except (OverflowError, ValueError, OSError):  # at datetime's very ends
         moment = datetime(1970 if moment.year < 2000 else 9000, 1, 1, tzinfo=timezone.utc)
-    if moment.year < 1970:
-        return format_time(datetime(1970, 1, 1, tzinfo=timezone.utc))  # before every event
-    if moment.year > 9000:
-        return format_time(datetime(9000, 1, 1, tzinfo=timezone.utc))  # after every event
+    if not 1970 <= moment.year <= 9000:  # before, or after, every event
+        moment = datetime(1970 if moment.year < 1970 else 9000, 1, 1, tzinfo=timezone.utc)
     return format_time(moment)
 
 
 def interleave(shared: list[Event], local: list[Event]) -> list[Event]:
-    """Journal events and local refusals in one list, both oldest first.
-
-    Times have one-second resolution, so a refusal is placed by the journal commit it
-    was decided against (its ``after``): right after that commit's events. One whose
-    commit is not in ``shared`` goes by time, before events of the same second.
-    """
+    """Journal events and local refusals in one list, both oldest first: a refusal right
+    after the events of the commit it was decided against (``after``; times have whole
+    seconds), else by time, before events of the same second."""
     last_of: dict[str, int] = {}
     for i, event in enumerate(shared):
         last_of[str(event.get("commit"))] = i

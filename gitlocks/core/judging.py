@@ -1,8 +1,6 @@
 """What a lock ref holds, judged: a usable record, or the problem that makes it none
-(docs/design.md, sections 3.7 and 4.5). Pure. The judgement of a blob depends on its bytes
-alone (``check_record``, ``verdict_of``), so it is kept by blob id; that of a ref adds
-whether the record's id matches the ref (``read_record``, ``judge_ref``). The table's one
-loader (``gitlocks.core.table.lazy_table``) judges every ref through here.
+(docs/design.md, sections 3.7 and 4.5). Pure. A blob's verdict depends on its bytes alone,
+so it is kept by blob id; a ref's adds whether the record's id matches the ref.
 """
 
 from __future__ import annotations
@@ -29,12 +27,7 @@ class Problem(Value):
 
     __slots__ = ("oid", "reason", "ref")
 
-    def __init__(
-        self,
-        ref: str,
-        oid: str,
-        reason: str,
-    ) -> None:
+    def __init__(self, ref: str, oid: str, reason: str) -> None:
         self.ref = ref
         self.oid = oid
         self.reason = reason
@@ -47,12 +40,8 @@ class Problem(Value):
 
 
 def read_record(ref: str, oid: str, data: bytes | None, kind: str = "blob") -> LockRecord | Problem:
-    """The record a lock ref points at, or the problem that makes it unusable.
-
-    The one place a record read from a ref is judged, for the store, the remote and the
-    hooks alike: one bad record (anyone can write one) is reported and skipped, and never
-    stops a command (docs/design.md, section 3).
-    """
+    """The record a lock ref points at, or the problem that makes it unusable: one bad
+    record (anyone can write one) is reported and skipped, never stops a command."""
 
     def problem(reason: str) -> Problem:
         return Problem(ref=ref, oid=oid, reason=reason)
@@ -70,8 +59,7 @@ def read_record(ref: str, oid: str, data: bytes | None, kind: str = "blob") -> L
 
 
 def check_record(data: bytes) -> LockRecord | str:
-    """The record a blob holds, or why it is no usable record: everything that depends on
-    the blob alone, so that a verdict can be kept by blob id (docs/design.md, section 4.5)."""
+    """The record a blob holds, or why it is no usable record (from the blob alone)."""
     try:
         record = LockRecord.from_json(data)
         validate_holder(record.holder, what="holder")
@@ -82,16 +70,14 @@ def check_record(data: bytes) -> LockRecord | str:
 
 
 def verdict_of(data: bytes) -> Verdict:
-    """What a blob of ``data`` holds, as kept by blob id: the summary of the record it is, or
-    why it is no usable record (``check_record``)."""
+    """What a blob of ``data`` holds, as kept by blob id: a summary, or why it is none."""
     checked = check_record(data)
     return checked if isinstance(checked, str) else Summary.of(checked)
 
 
 class Judged(Value):
-    """Lock refs judged already, whose records are not read again to know what they hold
-    (``gitlocks.git.cache``): the usable records' summaries and blob ids by lock id, and
-    the refs that hold no usable record."""
+    """Lock refs judged already (``gitlocks.git.cache``): the usable records' summaries and
+    blob ids by lock id, and the refs that hold no usable record."""
 
     __slots__ = ("blobs", "problems", "summaries")
 

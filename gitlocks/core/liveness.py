@@ -16,9 +16,8 @@ TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
 
+    # The state of a live (unexpired) lock.
     State: TypeAlias = Literal["live", "stale", "dead", "interrupted"]
-
-# The state of a live (unexpired) lock.
 
 
 class Liveness:
@@ -32,28 +31,19 @@ class Liveness:
         alive: Callable[[int, str], bool],
         now: datetime,
         stale_after: int,
-        _seen: dict[tuple[int, str], bool] | None = None,
     ) -> None:
         self.host_id = host_id
         self.alive = alive
         self.now = now
         self.stale_after = stale_after
-        self._seen = {} if _seen is None else _seen
-
-    def judgeable(self, record: LockRecord) -> bool:
-        """Whether this process can tell if the record's session process still runs: only
-        in the boot and pid namespace that wrote it, never by host name alone."""
-        return (
-            bool(record.host_id)
-            and record.host_id == self.host_id
-            and record.pid > 0
-            and bool(record.pid_start)
-        )
+        self._seen: dict[tuple[int, str], bool] = {}
 
     def dead(self, record: LockRecord) -> bool:
-        if not self.judgeable(record):
-            return False
+        """Whether the record's session process is known gone: judged only in the boot and
+        pid namespace that wrote it, never by host name alone."""
         key = (record.pid, record.pid_start)
+        if not record.host_id or record.host_id != self.host_id or key[0] <= 0 or not key[1]:
+            return False
         if key not in self._seen:
             self._seen[key] = self.alive(*key)
         return not self._seen[key]

@@ -1,10 +1,8 @@
 """Waiters: claims queued in the lock table until they can be granted (design §4.7).
 
-Pure: a waiter is a lock record whose id starts with ``wait-`` and which holds the queue
-place it took (``"queue": N``, among the waiters its scope overlaps). The table keeps
-waiters out of every question about who holds a path (``core/table.py``), so a waiter
-blocks nothing but claims that would jump its queue. The order among waiters and the
-wait-for graph, in which a cycle is a deadlock, are decided here.
+Pure: a waiter is a record whose id starts with ``wait-``, holding its queue place
+(``"queue": N``). The table leaves waiters out of who holds a path; their order and the
+wait-for graph (a cycle is a deadlock) are decided here.
 """
 
 from __future__ import annotations
@@ -39,16 +37,14 @@ def new_waiter_id() -> str:
     return WAITER_PREFIX + new_lock_id()
 
 
-# The last place there can be: past any real queue. A greater one (written by hand) is read
-# as this, so that the places after it stay numbers JSON writes (Python writes no integer
-# of more than 4,300 digits) and a line can print; equal places fall back to the ids.
+# The last place there can be: a greater one (written by hand) is read as this, so that the
+# places after it stay numbers JSON writes (at most 4,300 digits) and a line can print.
 LAST_PLACE = 10**9
 
 
 def place(record: LockRecord) -> int:
-    """The queue place a waiter took: 1 more than every overlapping waiter it met. A record
-    whose field is missing or not a whole number stands first (anyone who can write refs
-    can jump a queue anyway; a bad field never stops a command)."""
+    """The queue place a waiter took: 1 more than every overlapping waiter it met. A missing
+    or bad field stands first (anyone who can write refs can jump a queue anyway)."""
     value = record.extra.get("queue")
     return min(value, LAST_PLACE) if type(value) is int and value > 0 else 0
 
@@ -69,23 +65,17 @@ def wait_ends(record: LockRecord) -> str:
 
 
 def ahead(mine: LockRecord | None, other: LockRecord) -> bool:
-    """Whether the waiter ``other`` stands before ``mine`` (None: a claim not yet queued,
-    which every waiter stands before). Places are compared among overlapping waiters only;
-    equal places (records written by hand) fall back to the ids, oldest first."""
+    """Whether the waiter ``other`` stands before ``mine`` (None: a claim not yet queued).
+    Equal places (records written by hand) fall back to the ids, oldest first."""
     if mine is None:
         return True
     return (place(other), other.id) < (place(mine), mine.id)
 
 
 def cycle_through(me: str, edges: Mapping[str, Iterable[str]]) -> list[str] | None:
-    """A cycle of the wait-for graph ``edges`` (waiter id -> the waiter ids it waits for)
-    that passes through ``me`` and in which ``me`` is the youngest waiter (the greatest
-    id), as a list starting at ``me``; None when there is none.
-
-    Each member of a cycle asks the same question, and exactly the youngest finds it so:
-    the one that is told (design §4.7). Only waiters older than ``me`` are walked, so a
-    cycle in which someone younger stands is left to that one.
-    """
+    """A cycle of the wait-for graph ``edges`` (waiter id -> the ids it waits for) through
+    ``me``, as a list starting at ``me``, in which ``me`` is the youngest (greatest id): of
+    every member asking, exactly the youngest finds it, and is told (design §4.7)."""
     stack: list[tuple[str, list[str]]] = [(me, [me])]
     seen: set[str] = set()
     while stack:
@@ -104,13 +94,8 @@ def wait_for(
     blockers: Callable[[LockRecord], Iterable[str]],
     by_holder: Mapping[str, list[str]],
 ) -> dict[str, set[str]]:
-    """The wait-for graph: each waiter -> the waiters of every holder it waits for.
-
-    ``blockers(waiter)`` names the holders whose live claims (or earlier waiters) stand in
-    its way; ``by_holder`` the waiter ids of each holder. A waiter waits for a holder that
-    is itself waiting, so its edges go to that holder's waiters; a holder that waits for
-    nothing ends every path through it.
-    """
+    """The wait-for graph: each waiter -> the waiters (``by_holder``) of every holder
+    ``blockers(waiter)`` names as standing in its way."""
     return {
         w.id: {v for h in blockers(w) for v in by_holder.get(h, ()) if v != w.id} for w in waiters
     }

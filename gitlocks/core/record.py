@@ -41,8 +41,7 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HOLDER = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-def is_lock_id(text: str) -> bool:
-    """A lock's id, the last component of its ref."""
+def is_lock_id(text: str) -> bool:  # the last component of its ref
     return _LOCK_ID.fullmatch(text) is not None
 
 
@@ -76,13 +75,11 @@ def is_generated_id(text: str) -> bool:
 
 
 def is_object_id(text: str) -> bool:
-    """A full object id, SHA-1 or SHA-256, the one check every module names objects with
-    (a commit a claim waits for, too)."""
+    """A full object id, SHA-1 or SHA-256: the one check of every module."""
     return _OBJECT_ID.fullmatch(text) is not None
 
 
 def is_holder(text: str) -> bool:
-    """A holder id."""
     return _HOLDER.fullmatch(text) is not None
 
 
@@ -91,10 +88,8 @@ _NEVER_IN_BRANCH = ("..", "//", "/.", ".lock/")
 
 
 def is_branch(text: str) -> bool:
-    """A branch a claim waits for: what ``git check-ref-format --branch`` accepts, less
-    what never names a branch in practice; read from any record, so checked without git.
-    ``[A-Za-z0-9._/-]{1,200}``, not starting with ``-`` or ``.``, not ending with ``.``,
-    ``/``, ``.lock`` or ``/HEAD``, not ``HEAD``, without ``..``, ``//``, ``/.``, ``.lock/``."""
+    """A branch a claim waits for: a subset of what ``git check-ref-format --branch``
+    accepts, checked without git (it is read from any record)."""
     return (
         0 < len(text) <= 200
         and made_of(text, _BRANCH_CHARS)
@@ -149,13 +144,9 @@ def parse_time(text: str) -> datetime:
 
 
 def canonical_time(text: str, *, round_up: bool = False) -> str:
-    """``text`` in the one spelling ``format_time`` writes, so times compare as text.
-
-    Records are compared by their time strings (as sorted RFC 3339 UTC), so every time
-    read from a record is parsed once and rewritten here: ``2030-01-01 10:00:00Z`` or a
-    fraction of a second would otherwise sort wrongly. An expiry with a fraction is
-    rounded up, never down: a lock must not end before its holder was told.
-    """
+    """``text`` in the one spelling ``format_time`` writes, so times compare as text
+    (``2030-01-01 10:00:00Z`` or a fraction would sort wrongly). An expiry with a fraction
+    is rounded up: a lock must not end before its holder was told."""
     if (
         len(text) == 20
         and text[4] == text[7] == "-"
@@ -185,12 +176,13 @@ def canonical_time(text: str, *, round_up: bool = False) -> str:
 def parse_duration(text: str, *, what: str = "duration") -> int:
     """``90``, ``90s``, ``15m``, ``2h``, ``1d`` (or ``1h30m``, spaces allowed between the
     parts) to whole seconds, at least 1."""
-    groups = _duration_parts(text)
-    if groups is None:
+    match = _DURATION.fullmatch(text)
+    if match is None or not any(match.groups()):
         raise UsageError(
             f"invalid {what} {text[:40]!r}: use a positive whole number of seconds or a "
             "number with a unit, e.g. 90, 90s, 15m, 2h, 1d"
         )
+    groups = [g or "" for g in match.groups()]
     if any(g and len(g.lstrip("0")) > 12 for g in groups):
         raise UsageError(f"invalid {what} {text[:40]!r}...: at most 366d")  # int() would balk
     # Leading zeros stripped: int() refuses a string of more than 4300 digits.
@@ -209,15 +201,6 @@ def parse_duration(text: str, *, what: str = "duration") -> int:
 _DURATION = re.compile(
     r"\s*(?:([0-9]+)\s*d\s*)?(?:([0-9]+)\s*h\s*)?(?:([0-9]+)\s*m\s*)?(?:([0-9]+)\s*(?:s\s*)?)?"
 )
-
-
-def _duration_parts(text: str) -> list[str] | None:
-    """The digits given for days, hours, minutes and seconds, in that order ("" for a part
-    left out), or None when ``text`` is no duration."""
-    match = _DURATION.fullmatch(text)
-    if match is None or not any(match.groups()):
-        return None
-    return [g or "" for g in match.groups()]
 
 
 def format_duration(seconds: float) -> str:
@@ -255,26 +238,22 @@ def new_lock_id() -> str:
 class Note(Value):
     __slots__ = ("at", "text")
 
-    def __init__(
-        self,
-        at: str,
-        text: str,
-    ) -> None:
+    def __init__(self, at: str, text: str) -> None:
         self.at = at
         self.text = text
 
 
-# The fields, in the order ``__init__`` takes them; all but ``extra`` are compared.
+# The fields, in the order a record's JSON holds them; all but ``extra`` are compared.
 _FIELDS = (
     "id",
     "holder",
+    "parent",
     "paths",
+    "exact",
+    "reason",
     "created_at",
     "renewed_at",
     "expires_at",
-    "parent",
-    "exact",
-    "reason",
     "host",
     "pid",
     "pid_start",
@@ -294,37 +273,11 @@ _COMPARED = tuple(name for name in _FIELDS if name != "extra")
 
 
 class LockRecord(Value):
-    """One lock: what ``refs/agent-locks/<id>`` points at (docs/design.md, section 3.1).
+    """One lock; its fields are docs/design.md's, section 3.1 (``shared``: 3.4, and
+    ``until_merged``, ``awaiting``: 6.8). Immutable: a record read once is shared by every
+    question asked of its table; ``with_changes`` makes the copy a write stores."""
 
-    Immutable (``Final``): a record read once is shared by every question asked of its
-    table; ``with_changes`` makes the changed copy a write stores.
-    """
-
-    __slots__ = (
-        "awaiting",
-        "branch",
-        "created_at",
-        "exact",
-        "expires_at",
-        "extra",
-        "head",
-        "holder",
-        "host",
-        "host_id",
-        "id",
-        "notes",
-        "parent",
-        "paths",
-        "pid",
-        "pid_start",
-        "reason",
-        "renewed_at",
-        "session",
-        "shared",
-        "ttl",
-        "until_merged",
-        "worktree",
-    )
+    __slots__ = _FIELDS
 
     def __init__(
         self,
@@ -359,30 +312,21 @@ class LockRecord(Value):
         self.renewed_at: Final = renewed_at
         self.expires_at: Final = expires_at
         self.parent: Final = parent
-        # the patterns of ``paths`` that name one existing file
         self.exact: Final = exact
         self.reason: Final = reason
         self.host: Final = host
         self.pid: Final = pid
         self.pid_start: Final = pid_start
-        # the session process name, e.g. "claude"
         self.session: Final = session
         self.worktree: Final = worktree
         self.branch: Final = branch
         self.head: Final = head
         self.notes: Final = notes
-        # the lifetime asked for, in seconds, which a plain renew extends by
         self.ttl: Final = ttl
-        # Where ``pid`` can be judged: boot id and pid namespace of the session (see
-        # ``gitlocks.identity.host_identity``); empty: nowhere, the lock lives by its TTL.
         self.host_id: Final = host_id
-        # Shared: other shared claims may overlap it; an exclusive claim may not (design §3.4).
         self.shared: Final = shared
-        # Released ("landed") once the commits in ``awaiting`` are all in this branch.
         self.until_merged: Final = until_merged
-        # the holder's commits inside the claim, oldest first
         self.awaiting: Final = awaiting
-        # Keys of a newer format, kept as read and written back; never compared.
         self.extra: Final[dict[str, Any]] = {} if extra is None else extra
 
     def _key(self) -> tuple[object, ...]:  # every field but ``extra``
@@ -406,31 +350,11 @@ class LockRecord(Value):
         return LockRecord(**{name: changes.pop(name, getattr(self, name)) for name in _FIELDS})
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "format": FORMAT,
-            "id": self.id,
-            "holder": self.holder,
-            "parent": self.parent,
-            "paths": list(self.paths),
-            "exact": list(self.exact),
-            "reason": self.reason,
-            "created_at": self.created_at,
-            "renewed_at": self.renewed_at,
-            "expires_at": self.expires_at,
-            "host": self.host,
-            "pid": self.pid,
-            "pid_start": self.pid_start,
-            "session": self.session,
-            "worktree": self.worktree,
-            "branch": self.branch,
-            "head": self.head,
-            "notes": [{"at": n.at, "text": n.text} for n in self.notes],
-            "ttl": self.ttl,
-            "host_id": self.host_id,
-            "shared": self.shared,
-            "until_merged": self.until_merged,
-            "awaiting": list(self.awaiting),
-        }
+        data: dict[str, Any] = {"format": FORMAT}
+        for name in _COMPARED:
+            value = getattr(self, name)
+            data[name] = list(value) if type(value) is tuple else value
+        data["notes"] = [{"at": n.at, "text": n.text} for n in self.notes]
         for key, value in self.extra.items():
             data.setdefault(key, value)
         return data

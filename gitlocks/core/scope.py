@@ -1,17 +1,8 @@
 """Scopes: the patterns a lock claims, and exact decisions about them (docs/design.md, section 2).
 
-Pure: stdlib only, no git. The glob machinery lives in :mod:`gitlocks.core.glob`.
-
-The stored form of a pattern (what :func:`normalize_pattern` returns, and what users see)
-is what they typed, made root-relative, modulo rule 6: ``./`` and empty segments
-dropped, a trailing ``/`` dropped, ``..`` resolved, runs of ``**`` collapsed into one.
-A trailing ``/**`` is kept as typed: ``src/api/**`` and ``src/api`` stay two spellings of
-the same scope, and every decision here treats them alike. The whole tree is spelled
-:data:`WHOLE_TREE`.
-
-Case-insensitive decisions (``ignore_case=True``, rule 8) fold one character to one
-character (``str.casefold`` where that gives one character), so a multi-character fold
-such as ``ß`` -> ``ss`` is not equated; character classes are closed under that folding.
+Pure: stdlib only, no git; the glob machinery lives in :mod:`gitlocks.core.glob`. A stored
+pattern is what the user typed, made root-relative and normalised by rule 6 (a trailing
+``/**`` is kept as typed: ``src/api/**`` and ``src/api`` are decided alike).
 """
 
 from __future__ import annotations
@@ -40,30 +31,11 @@ from gitlocks.errors import InvalidPattern
 # What the index keeps an entry under: (lock id, pattern), as the table indexes them.
 Key = tuple[str, str]
 
-__all__ = [
-    "WHOLE_TREE",
-    "ScopeEntry",
-    "ScopeIndex",
-    "entries_overlap",
-    "entry_covers",
-    "has_wildcards",
-    "literal_path",
-    "make_entry",
-    "normalize_pattern",
-    "pattern_covers",
-    "patterns_overlap",
-    "validate_pattern",
-]
-
 WHOLE_TREE = "**"
 
 
 def validate_pattern(pattern: str) -> None:
-    """Raise :class:`InvalidPattern` unless ``pattern`` (root-relative) obeys rule 7.
-
-    Spellings that normalise cleanly (``./a``, ``a//b``, ``a/b/..``) are valid; a ``..``
-    that climbs above the root or follows a wildcard is not, nor is an absolute path.
-    """
+    """Raise :class:`InvalidPattern` unless ``pattern`` (root-relative) obeys rule 7."""
     compile_pattern(pattern, False)
 
 
@@ -91,16 +63,13 @@ def path_entry(path: str) -> ScopeEntry | None:
 
 
 def normalize_pattern(typed: str, *, cwd: str = "", root: str | None = None) -> str:
-    """Turn what the user typed into the stored, root-relative, validated pattern.
-
-    ``cwd`` is the current directory relative to the worktree root ("" at the root);
-    ``root`` the worktree's absolute path, needed only for absolute input.
-    """
+    """Turn what the user typed into the stored, root-relative, validated pattern; ``cwd``
+    relative to the worktree root, whose absolute path ``root`` absolute input needs."""
     try:
         check_text(typed)
         segments = split_segments(_root_relative(typed, cwd, root))
     except BadGlob as exc:
-        raise InvalidPattern(typed, exc.reason) from None
+        raise InvalidPattern(typed, str(exc)) from None
     pattern = "/".join(segments) or WHOLE_TREE
     if pattern.startswith((":/", ":!", ":^", ":(")):  # a name, not git's pathspec magic
         pattern = "\\" + pattern
@@ -185,7 +154,7 @@ def _below_root(rest: str) -> str:
     try:
         segments = split_segments(rest)
     except BadGlob as exc:
-        if "outside" in exc.reason:
+        if "outside" in str(exc):
             raise BadGlob("it is outside the repository") from None
         raise
     if segments and segments[0].startswith("!"):
@@ -194,19 +163,12 @@ def _below_root(rest: str) -> str:
 
 
 class ScopeEntry(Value):
-    """One pattern of a lock's scope, as recorded.
-
-    ``exact`` is decided when the lock is claimed (rule 4): a wildcard-free pattern that
-    names an existing file covers that file only, not an imaginary subtree beneath it.
-    """
+    """One pattern of a lock's scope, as recorded; ``exact`` (rule 4, decided when claimed):
+    it names an existing file, and covers that file only."""
 
     __slots__ = ("exact", "pattern")
 
-    def __init__(
-        self,
-        pattern: str,
-        exact: bool = False,
-    ) -> None:
+    def __init__(self, pattern: str, exact: bool = False) -> None:
         compiled = compile_pattern(pattern, False)
         if exact and compiled.literal is None:
             reason = "an exact entry must name one file, without wildcards"
@@ -355,38 +317,20 @@ class _Node:
             yield mark, bundles
 
 
-class _Item(Value):
-    """One pattern of the index, with what it is compiled to."""
-
-    __slots__ = ("compiled", "group", "node")
-
-    def __init__(
-        self,
-        compiled: CompiledPattern,
-        node: _Node,
-        group: str | GlobSeg,
-    ) -> None:
-        self.compiled = compiled
-        self.node = node
-        self.group = group
-
-
 class ScopeIndex:
     """Live scope entries, keyed by the caller, for fast overlap and coverage queries.
 
-    Entries sit in a trie keyed on their literal leading segments: every path an entry
-    covers starts with those names. A query runs its own segments down the trie (a
-    literal follows one edge, a wildcard segment the edges whose name it matches, a
-    ``**`` takes the whole subtree), so it meets only entries whose names it can read.
-    Patterns that start with a wildcard sit at the root, where every query looks. At each
-    node the groups whose next segment cannot meet the query's are skipped; the rest get
-    the exact pairwise decision, so the index never changes an answer, only its cost.
+    Entries sit in a trie keyed on their literal leading segments; a query runs its own
+    segments down it (a wildcard segment follows the edges it matches, ``**`` takes the
+    subtree) and meets only the groups its next segment can meet, which then get the exact
+    pairwise decision: the index changes the cost of an answer, never the answer.
     """
 
     def __init__(self, *, ignore_case: bool = False) -> None:
         self._ignore_case = ignore_case
         self._root: _Node = _Node(None, "")
-        self._items: dict[Key, _Item] = {}
+        # key -> (compiled pattern, its node, its group there)
+        self._items: dict[Key, tuple[CompiledPattern, _Node, str | GlobSeg]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -406,21 +350,21 @@ class ScopeIndex:
             node = child
         group = _group(compiled, entry.exact)
         node.bundles(group).setdefault(compiled, {})[key] = None
-        self._items[key] = _Item(compiled, node, group)
+        self._items[key] = (compiled, node, group)
 
     def remove(self, key: Key) -> None:
         """Forget ``key``; nothing happens if it is not there."""
         item = self._items.pop(key, None)
         if item is None:
             return
-        node = item.node
-        bundles = node.bundles(item.group)
-        keys = bundles[item.compiled]
+        compiled, node, group = item
+        bundles = node.bundles(group)
+        keys = bundles[compiled]
         del keys[key]
         if not keys:
-            del bundles[item.compiled]
-        if isinstance(item.group, GlobSeg) and not bundles:
-            node.drop_glob(item.group)
+            del bundles[compiled]
+        if isinstance(group, GlobSeg) and not bundles:
+            node.drop_glob(group)
         while node.parent is not None and node.is_empty():
             del node.parent.children[node.name]
             node = node.parent
@@ -455,10 +399,8 @@ class ScopeIndex:
             node, i = stack.pop()
             current = segments[i] if i < end else None
             if current is GLOBSTAR:
-                # The query reads on from any name below with its own satisfiable rest,
-                # so, if open, it overlaps every non-exact entry there that covers
-                # something: "src/**/x" overlaps "src/a/*.py" at "src/a/b.py/x". If that
-                # "**" is its last segment, it covers every exact file below as well.
+                # If open, the query overlaps every entry below that covers something
+                # ("src/**/x" meets "src/a/*.py"); ending in "**", every exact file too.
                 whole = i == len(segments) - 1
                 out.extend(
                     group

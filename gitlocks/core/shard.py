@@ -1,13 +1,8 @@
 """Which shards of a sharded lock table a scope can touch (docs/design.md, section 5.10).
 
-A pattern's key is its first path component when that component is literal (escapes
-resolved, case folded where the table folds case); a pattern whose first component holds
-a wildcard, or that covers the whole tree, has no key and touches every shard. Two
-overlapping patterns always share a shard: a path both cover starts with a component
-equal to each one's key, so keys that exist are equal, and a pattern without one has them
-all. The property tests check that against the scope engine itself.
-
-Pure: no git, no I/O, so every clone computes the same shards for the same scope.
+Two overlapping patterns always share a shard: a path both cover starts with each one's
+key, and a pattern without a key has every shard (the property tests check it). Pure, so
+every clone computes the same shards for the same scope.
 """
 
 from __future__ import annotations
@@ -69,7 +64,6 @@ def parse_format(data: bytes, limit: int) -> int | None:
 
 
 def record_shards(paths: Iterable[str], count: int) -> frozenset[int]:
-    """The shards a record of ``paths`` is held in. Keys are always case folded, so two
-    clones whose case rules differ still agree: a match under either rule is one after
-    folding, and the lemma holds for both."""
+    """The shards a record of ``paths`` is held in: keys always case folded, so that clones
+    whose case rules differ agree."""
     return shards(paths, count, ignore_case=True)

@@ -1,9 +1,5 @@
-"""JSON for readers of strict JSON (an agent, an MCP client, a ``--json`` document).
-
-``json`` writes NaN and the infinities as ``NaN`` and ``Infinity``, which no strict reader
-takes; a hostile journal event can hold them. Where a value holds one, it is written as
-``null`` instead, and everything else as ``json.dumps`` writes it.
-"""
+"""JSON for readers of strict JSON (an agent, an MCP client, a ``--json`` document): a NaN
+or an infinity (a hostile journal event can hold them) is written as ``null``."""
 
 from __future__ import annotations
 
@@ -31,6 +27,3 @@ def finite(value: Any) -> Any:
     if isinstance(value, dict):
         return {finite(k): finite(v) for k, v in value.items()}
     return value
-
-
-__all__ = ["dumps_finite", "finite"]

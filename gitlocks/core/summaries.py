@@ -1,17 +1,15 @@
 """What a decision needs of each record before reading it whole: its ``Summary``, and the
 ``Summaries`` of a table, by lock id.
 
-A table of 10,000 locks judged from the kept verdicts (``gitlocks.git.cache``) arrives as
-columns: every id, then every holder, and so on. Making 10,000 summaries of them, and a
-dict of those, was most of reading such a table; a claim asks only a few questions of them
-all (whose are these, which lie in these buckets, which wait on a merge, which are
-expired), and each is one pass over one column. So ``Summaries`` keeps the columns as they
-came, makes the summary of one id when asked for it, and keeps beside them those put since
-(docs/design.md, section 4.5).
+A large table judged from the kept verdicts (``gitlocks.git.cache``) arrives as columns,
+and a claim asks only a few questions of them, each one pass over one column: so
+``Summaries`` keeps the columns, makes one id's summary when asked, and keeps beside them
+those put since (docs/design.md, section 4.5).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from operator import attrgetter
 
@@ -21,55 +19,29 @@ from gitlocks.errors import InvalidPattern
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import NamedTuple
+
     from gitlocks.core.record import LockRecord
 
+    class _Row(NamedTuple):
+        id: str
+        holder: str
+        parent: str | None
+        expires_at: str
+        buckets: tuple[str, ...]
+        landing: bool = False
 
-class Summary(tuple[str, str, "str | None", str, tuple[str, ...], bool]):
+else:  # the stdlib's named tuple, without loading typing
+    _Row = namedtuple("_Row", "id holder parent expires_at buckets landing", defaults=(False,))
+
+
+class Summary(_Row):
     """What the table needs of a record before reading it whole: who holds it until when,
-    and the first path segments its patterns are bound to (see ``bucket_of``).
-
-    A tuple, as the verdict cache stores a row, made straight from one (``tuple.__new__``):
-    ten thousand of them are made on every read of a table that size."""
+    its patterns' buckets (``bucket_of``), and whether it waits for commits to land (every
+    write asks, so it must find those without reading the others). A tuple, as the verdict
+    cache stores a row: thousands are made on every read of a large table."""
 
     __slots__ = ()
-
-    def __new__(
-        cls,
-        id: str,
-        holder: str,
-        parent: str | None,
-        expires_at: str,
-        buckets: tuple[str, ...],
-        landing: bool = False,
-    ) -> Summary:
-        return tuple.__new__(cls, (id, holder, parent, expires_at, buckets, landing))
-
-    @property
-    def id(self) -> str:
-        return self[0]
-
-    @property
-    def holder(self) -> str:
-        return self[1]
-
-    @property
-    def parent(self) -> str | None:
-        return self[2]
-
-    @property
-    def expires_at(self) -> str:
-        return self[3]
-
-    @property
-    def buckets(self) -> tuple[str, ...]:
-        """The first segments its patterns are bound to."""
-        return self[4]
-
-    @property
-    def landing(self) -> bool:
-        """Waits for commits to land (``--until-merged`` with commits made): every write
-        asks whether they have, so it must find these records without reading the others."""
-        return self[5]
 
     @classmethod
     def of(cls, record: LockRecord) -> Summary:
@@ -118,16 +90,9 @@ class Summaries(MutableMapping[str, Summary]):
     def of_columns(cls, columns: Columns) -> Summaries:
         """Summaries of ``columns`` (checked by the caller: lists of one length, of the
         types named, no id twice)."""
-        found = cls()
-        (
-            found._ids,
-            found._holders,
-            found._parents,
-            found._expiries,
-            found._buckets,
-            found._landing,
-        ) = columns
-        return found
+        new = cls()
+        new._ids, new._holders, new._parents, new._expiries, new._buckets, new._landing = columns
+        return new
 
     # --- the mapping --------------------------------------------------------------------
 
@@ -222,10 +187,8 @@ class Summaries(MutableMapping[str, Summary]):
         return len(self._ids) - len(self._gone) + len(self._extra)
 
     def __iter__(self) -> Iterator[str]:
-        # The ids there when iteration starts, each yielded while it is still there: one
-        # deleted meanwhile is passed over (its summary is gone), one put again (moved from
-        # the columns to those put since) is not yielded twice. Asked without a call per id:
-        # a judgement being kept is iterated whole.
+        # The ids there when iteration starts, each yielded while it is still there (one put
+        # again, moved from the columns to those put since, is not yielded twice).
         gone, extra = self._gone, self._extra
         rows = self._row_index() if self._ids else {}
         ids = [i for i in self._ids if i not in gone] if gone else list(self._ids)
@@ -278,9 +241,6 @@ class Summaries(MutableMapping[str, Summary]):
 
     def in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         """The ids with a pattern in each bucket of ``wanted``."""
-        return {b: _no_waiters(ids) for b, ids in self._in_buckets(wanted).items()}
-
-    def _in_buckets(self, wanted: set[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {b: set() for b in wanted}
         for lock_id, text in zip(self._ids, self._buckets, strict=True):
             if "\n" not in text:  # one bucket: most records
@@ -297,7 +257,7 @@ class Summaries(MutableMapping[str, Summary]):
             for bucket in summary.buckets:
                 if bucket in found:
                     found[bucket].add(lock_id)
-        return found
+        return {b: _no_waiters(ids) for b, ids in found.items()}
 
     def landing(self) -> list[str]:
         """The ids of records waiting for their commits to land."""
@@ -320,11 +280,8 @@ class Summaries(MutableMapping[str, Summary]):
     def expiring(self, cutoff: str, *, after: bool) -> list[str]:
         """The ids whose ``expires_at`` is after ``cutoff`` (``after``), else at or before it
         (RFC 3339 UTC strings of one format sort as times)."""
-        if after:
-            found = [i for i, e in self._live(self._expiries) if e > cutoff]
-            return found + [i for i, s in self._extra.items() if s.expires_at > cutoff]
-        found = [i for i, e in self._live(self._expiries) if e <= cutoff]
-        return found + [i for i, s in self._extra.items() if s.expires_at <= cutoff]
+        found = [i for i, e in self._live(self._expiries) if (e > cutoff) == after]
+        return found + [i for i, s in self._extra.items() if (s.expires_at > cutoff) == after]
 
     def earliest(self) -> str | None:
         """The earliest ``expires_at`` (None for no summary at all)."""
@@ -335,8 +292,7 @@ class Summaries(MutableMapping[str, Summary]):
         return self._bound(max)
 
     def _bound(self, pick: Callable[..., str | None]) -> str | None:
-        """``pick`` (``min`` or ``max``) of every ``expires_at``: one pass at C speed over
-        the column where no row of it is gone."""
+        """``pick`` (``min`` or ``max``) of every ``expires_at``, at C speed."""
         extra = pick(map(_expires_at, self._extra.values()), default=None)
         if not self._ids:
             return extra  # a table of no columns (the remote's, a small one)

@@ -44,18 +44,15 @@ def lazy_table(
     judged: Judged | None = None,
     lost: Lost | None = None,
 ) -> tuple[Table, dict[str, Verdict]]:
-    """A table of ``(ref, oid)`` lock refs whose records are read only when needed.
+    """The one loader of the lock table: of ``(ref, oid)`` lock refs, records read only
+    when needed. Returns the table and the new verdicts (by blob id).
 
-    ``known`` holds verdicts kept from earlier reads, by blob id; the blobs without one are
-    read (``read``, in one batch) and judged now. Returns the table and the new verdicts.
-    ``judged`` are more lock refs, judged already (its summaries, blobs and problems become
-    the table's); one named in ``refs`` too is judged from ``refs``. A record read later
-    that does not match its kept verdict or judgement (the file was edited) stops the
-    command, after ``distrust`` (which should forget the kept verdicts and judgements).
-    The one loader of the lock table, for the store, the remote and the hooks alike.
-    ``lost`` is told of refs whose blob is missing, and stops on granted claims whose
-    record the object store lost (``gitlocks.git.pruned``), never read as no claim
-    (docs/design.md, section 4.6), or raises ``ReadAgain`` once it put them back.
+    ``known``: verdicts kept by blob id (the other blobs are read in one batch and judged
+    now). ``judged``: more refs judged already, which become the table's (a ref in
+    ``refs`` too is judged from ``refs``). A record read later that does not match what
+    was kept stops the command, after ``distrust`` (which should forget what was kept).
+    ``lost`` is told of refs whose blob is missing (docs/design.md, section 4.6): it stops
+    on granted claims, or raises ``ReadAgain`` once it put them back.
     """
     refs = list(refs)
     unknown = sorted({oid for _, oid in refs if oid not in known})
@@ -116,12 +113,10 @@ def lazy_table(
                 found.update(read([blobs[i] for i in gone]))
         return _records(ids, found, blobs, summaries, distrust)
 
-    records = LazyRecords(summaries.ids(), load_many, parsed)
-
     table = Table(
         version=version,
         ignore_case=ignore_case,
-        records=records,
+        records=LazyRecords(summaries.ids(), load_many, parsed),
         problems=sorted(problems),  # by ref: in whatever order the refs came
         refs=blobs,
         skew=skew,
@@ -216,14 +211,11 @@ class LazyRecords(MutableMapping[str, LockRecord]):
 
 
 class Table:
-    """Records by id, the refs that could not be read, and the store version they came from.
+    """Records by id, the refs that could not be read, and the store version they came from
+    (the serialisation ref's value, compared before every write).
 
-    ``version`` is the serialisation ref's value when the table was read: the store
-    compares it before every write, and uses it to know when a cached table is current.
-    A table read from a store knows each record's ``Summary`` and reads a record whole only
-    when a question needs it (docs/design.md, section 4.5); its scope index holds only the
-    buckets a question has needed so far, so a claim costs time in the locks it might
-    cross, never in the size of the table.
+    Records are read whole, and indexed by scope, only for the buckets a question needs
+    (docs/design.md, section 4.5): a claim costs time in the locks it might cross.
     """
 
     __slots__ = (
@@ -249,34 +241,25 @@ class Table:
         problems: list[Problem] | None = None,
         refs: dict[str, str] | None = None,
         skew: int = 0,
-        summaries: Summaries | Mapping[str, Summary] | None = None,
+        summaries: Summaries | None = None,
     ) -> None:
         self.version = version
         self.ignore_case = ignore_case
         self.records: MutableMapping[str, LockRecord] = {} if records is None else records
         self.problems: list[Problem] = [] if problems is None else problems
-        # lock id -> object id of every blob under the lock namespace (usable or not): what
-        # a write compares and what the journal commit's table tree holds.
+        # lock id -> blob id of every lock ref, usable or not: what a write compares.
         self.refs: dict[str, str] = {} if refs is None else refs
-        # Seconds a lock outlives its ``expires_at`` here: in remote mode another machine's
-        # clock wrote it, so nobody treats it as expired until this allowance has passed.
+        # Seconds a lock outlives its ``expires_at`` here: another machine's clock wrote it.
         self.skew = skew
-        # Given as a dict (of the records, or none for a table of records not read lazily)
-        # or as ``Summaries``, kept as ``Summaries``: the questions below are passes over
-        # columns.
-        self.summaries: Summaries
         if not isinstance(self.records, LazyRecords):
             self.summaries = Summaries({r.id: Summary.of(r) for r in self.records.values()})
-        elif isinstance(summaries, Summaries):
-            self.summaries = summaries
         else:
-            self.summaries = Summaries(summaries)
-        if isinstance(self.records, LazyRecords) and not self.summaries.has_ids(self.records.ids()):
-            raise ValueError("a table of lazily read records needs the summary of each")
+            self.summaries = Summaries() if summaries is None else summaries
+            if not self.summaries.has_ids(self.records.ids()):
+                raise ValueError("a table of lazily read records needs the summary of each")
         self._index: ScopeIndex = ScopeIndex(ignore_case=ignore_case)
         self._indexed: set[str] = set()
-        # Ids by holder and by bucket, each gathered from the summaries when first asked
-        # for: 10,000 locks are not indexed for a question about one holder or one subtree.
+        # Ids by holder and by bucket, each gathered from the summaries when first asked for.
         self._by_holder: dict[str, set[str]] = {}
         self._all_holders = False
         self._by_bucket: dict[str, set[str]] = {}
@@ -365,10 +348,7 @@ class Table:
         return self._bucket_ids(buckets | {""})
 
     def prepare(self, entries: Iterable[ScopeEntry]) -> None:
-        """Read, in one batch, every record ``entries`` can reach: before many questions."""
-        self._index_for(entries)
-
-    def _index_for(self, entries: Iterable[ScopeEntry]) -> None:
+        """Read, in one batch, and index every record ``entries`` can reach."""
         wanted = sorted(self.candidates(entries) - self._indexed)
         if isinstance(self.records, LazyRecords):
             self.records.prefetch(wanted)
@@ -483,7 +463,7 @@ class Table:
     def overlaps(self, entries: Iterable[ScopeEntry]) -> dict[str, list[tuple[str, str]]]:
         """For each record crossing ``entries``: the (entry pattern, record pattern) pairs."""
         entries = list(entries)
-        self._index_for(entries)
+        self.prepare(entries)
         found: dict[str, list[tuple[str, str]]] = {}
         for entry in entries:
             for lock_id, pattern in self._index.overlapping(entry):

@@ -1,9 +1,8 @@
-"""Showing user-supplied text (reasons, notes, paths) on one line of human output.
+"""User text (reasons, notes, paths) on one line of human output, and the checks of names.
 
-Reasons, notes and file names may hold any character. Printed raw, a newline in a
-reason would start a line of its own (``FREE src/x`` inside a ``HELD`` answer), and an
-escape sequence would drive the terminal. :func:`printable` spells such characters the
-way Python and git do (``\\n``, ``\\t``, ``\\x1b``); JSON output stays exact.
+Printed raw, a newline in a reason would forge a line (``FREE src/x`` inside ``HELD``) and
+an escape sequence would drive the terminal: :func:`printable` spells them as Python and
+git do (``\\n``, ``\\x1b``). JSON output stays exact.
 """
 
 from __future__ import annotations
@@ -11,12 +10,9 @@ from __future__ import annotations
 import re
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-# C0 and C1 controls, DEL, line and paragraph separators, bidirectional marks and
-# overrides, invisible and format characters (zero-width spaces and joiners, no-break and
-# soft-hyphen, word joiners, the byte-order mark: two names that differ only by one would
-# print alike), and lone surrogates (the undecodable bytes of a file name read with
-# ``surrogateescape``). Compiled (and kept by ``re``) the first time a text needs it: the
-# common text is printable, and a command need not compile it at all.
+# Controls, DEL, line and paragraph separators, bidirectional marks, invisible and format
+# characters (two names that differ only by one would print alike), and lone surrogates
+# (undecodable bytes of a file name). Compiled by ``re`` only when a text needs it.
 _UNSAFE = (
     "[\x00-\x1f\x7f-\xa0\xad\u061c\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff]"
@@ -51,7 +47,6 @@ def printable_lines(lines: list[str]) -> str:
 # components): a few ASCII ones.
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 NAME_CHARS = ALNUM + "._-"
-HEX_DIGITS = "0123456789abcdef"
 DIGITS = "0123456789"
 
 
@@ -91,9 +86,6 @@ def first_control(text: str) -> str | None:
         if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
             return ch
     return None
-
-
-__all__ = ["printable", "printable_lines"]
 
 
 MAX_REASON_CHARS = 1000  # a claim's reason: records stay small

@@ -11,7 +11,7 @@ from datetime import datetime
 from gitlocks.core.judging import Problem
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable, printable_lines
-from gitlocks.render.locks import expires, kind
+from gitlocks.render.locks import path_held
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -43,14 +43,6 @@ INSTALL_WORDS = {
 }
 
 
-def held_line(path: str, record: LockRecord, now: datetime) -> str:
-    reason = f' "{record.reason}"' if record.reason else ""
-    return (
-        f"HELD {path} by {record.holder}{kind(record)} ({' '.join(record.paths)}){reason}, "
-        f"{expires(record, now)} [lock {record.id}]"
-    )
-
-
 def report(
     hook: str,
     mode: str,
@@ -66,7 +58,7 @@ def report(
     lines = [warning] if warning else []
     lines += [f"warning: {p.ref} is not a usable lock ({p.reason}); ignored" for p in problems]
     for path, locks in held:
-        lines += [held_line(path, record, now) for record in locks]
+        lines += [path_held(path, record, now) for record in locks]
     if held and unnamed:
         lines.append(UNNAMED)
     if held:

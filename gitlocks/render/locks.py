@@ -150,16 +150,12 @@ def deadlock(result: AcquireResult) -> str:
 def acquire(result: AcquireResult, now: datetime) -> str:
     if result.status == "deadlock":
         return deadlock(result)
-    if result.status == "acquired" and result.lock is not None:
-        lock = result.lock
+    lock = result.lock
+    if result.status in ("acquired", "already_yours") and lock is not None:
+        said = f" as {lock.holder}" if result.status == "acquired" else ""
+        word = "ACQUIRED" if result.status == "acquired" else "ALREADY YOURS"
         return printable(
-            f"ACQUIRED {' '.join(lock.paths)}{kind(lock)} as {lock.holder}, {expires(lock, now)} "
-            f"[lock {lock.id}]"
-        )
-    if result.status == "already_yours" and result.lock is not None:
-        lock = result.lock
-        return printable(
-            f"ALREADY YOURS {' '.join(lock.paths)}{kind(lock)}, {expires(lock, now)} "
+            f"{word} {' '.join(lock.paths)}{kind(lock)}{said}, {expires(lock, now)} "
             f"[lock {lock.id}]"
         )
     if result.status == "interrupted":
@@ -212,12 +208,16 @@ def check(items: Sequence[CheckItem], now: datetime) -> str:
             shared = ", shared" if lock.shared else ""
             lines.append(f"YOURS {item.path} [{lock.holder}{shared}, lock {lock.id}]")
         else:
-            for lock in item.locks:
-                lines.append(
-                    f"HELD {item.path} by {lock.holder}{kind(lock)} ({' '.join(lock.paths)})"
-                    f"{_reason(lock)}, {expires(lock, now)} [lock {lock.id}]"
-                )
+            lines += [path_held(item.path, lock, now) for lock in item.locks]
     return printable_lines(lines)
+
+
+def path_held(path: str, lock: LockRecord, now: datetime) -> str:
+    """``HELD <path> by <holder> (<patterns>) "<reason>", expires in 29m [lock <id>]``"""
+    return (
+        f"HELD {path} by {lock.holder}{kind(lock)} ({' '.join(lock.paths)})"
+        f"{_reason(lock)}, {expires(lock, now)} [lock {lock.id}]"
+    )
 
 
 def state_word(record: LockRecord, state: str, now: datetime) -> str:

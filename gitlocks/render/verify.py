@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
 from gitlocks.render.hooks import PREFIX
 from gitlocks.render.locks import expires
 
-if TYPE_CHECKING:  # the hooks import this module: their result types are named for types only
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
     from gitlocks.hooks.commits import Finding
     from gitlocks.hooks.verify import Verification
 
@@ -58,20 +58,17 @@ def _held_lines(result: Verification) -> list[str]:
     return [held_line(f, r, result.now) for f in result.findings for r in f.locks]
 
 
-def _summary(result: Verification) -> str:
-    commits = len({f.commit.oid for f in result.findings})
-    paths = _count(len(result.findings), "path")
-    return (
-        f"{paths} in {commits} of {_count(len(result.commits), 'commit')} checked "
-        "inside other holders' live claims"
-    )
-
-
 def report(result: Verification) -> str:
     """The human reply: ``CLEAN <n> commits checked``, or ``HELD`` lines and a summary."""
+    checked = _count(len(result.commits), "commit")
     if not result.findings:
-        return f"CLEAN {_count(len(result.commits), 'commit')} checked"
-    return "\n".join(printable(line) for line in [*_held_lines(result), _summary(result)])
+        return f"CLEAN {checked} checked"
+    commits = len({f.commit.oid for f in result.findings})
+    summary = (
+        f"{_count(len(result.findings), 'path')} in {commits} of {checked} checked "
+        "inside other holders' live claims"
+    )
+    return "\n".join(printable(line) for line in [*_held_lines(result), summary])
 
 
 def warnings(result: Verification) -> str:
