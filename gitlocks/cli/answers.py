@@ -1,12 +1,5 @@
 """What a shell is offered for a verb's positional argument: the answers its declaration
-names (``Argument(complete=...)``), for ``git alock completion``'s script.
-
-The verbs are typer's, and typer's arguments belong to its private copy of click, which
-click's completion never takes for arguments: every argument got no answer, and git's bash
-completion, registered with ``-o default``, then offered file names (for a remote's name,
-a lock id). So ``gitlocks.cli.app.complete`` asks here first, and click answers the rest
-(verbs, options).
-"""
+names (``Argument(complete=...)``), for ``git alock completion``'s script."""
 
 from __future__ import annotations
 
@@ -15,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gitlocks.cli.common import out
-from gitlocks.cli.declare import ArgumentInfo, OptionInfo
+from gitlocks.cli.declare import ArgumentInfo, params
 from gitlocks.errors import GitlocksError
 
 # What a shell offers for each kind of positional argument (``Argument(complete=...)``).
@@ -67,16 +60,11 @@ def argument_kind(
     callback = callback_of(args[0])
     if callback is None:
         return None
-    import inspect  # typer reads signatures anyway: no cost of ours
-
-    valued: set[str] = set()  # the options that take a value
-    positional: list[tuple[ArgumentInfo, bool]] = []  # (declaration, takes many)
-    for p in inspect.signature(callback).parameters.values():
-        written = str(p.annotation)
-        if isinstance(p.default, OptionInfo) and not written.startswith("bool"):
-            valued.update(p.default.names)
-        elif isinstance(p.default, ArgumentInfo):
-            positional.append((p.default, written.startswith("list")))
+    found = params(callback)
+    valued = {name for p in found if p.kind == "value" for name in p.names}
+    positional = [
+        (p.declared, p.kind == "many") for p in found if isinstance(p.declared, ArgumentInfo)
+    ]
     count, after = 0, iter(args[1:])
     for word in after:
         if word == "--":

@@ -1,25 +1,12 @@
 """The verbs' one declaration, and the small parser that runs a verb from it.
 
-A verb is a function whose parameters say what it takes, each with its declaration as
-its default: ``ttl: str | None = Option("--ttl", default=None, help=...)``, ``patterns:
-list[str] = Argument(metavar="PATTERN...")`` (no ``default``: required). Three readers
-share that declaration:
-
-- ``parse`` (here, standard library only): the known options and arguments of a command
-  line typed correctly, the case of every command an agent or a hook runs. It parses what
-  click would parse, the same way, or declines (returns None);
-- typer (``gitlocks.cli.app``), for everything ``parse`` declines: help, usage errors with
-  click's wording, shell completion;
-- the MCP tool table (``gitlocks.cli.tools``), for a verb that is also a tool
-  (``@app.command(tool=DESCRIPTION)``): the tool's arguments, their JSON schema, their
-  checks and their descriptions are the declared parameters and their help. A parameter
-  the tool takes otherwise (another name, required, not at all) says so right here, with
-  ``tool=InTool(...)`` or ``tool=NOT_IN_TOOL``.
-
-So a verb run correctly never imports the command-line framework, and its help and errors
-are the framework's own. ``parse`` and the tool table read each parameter's type from its
-annotation as written (the verb modules import ``annotations`` from ``__future__``), never
-evaluating it. Values stay strings: the verbs read them themselves.
+A verb is a function whose parameters each have their declaration as default: ``ttl: str |
+None = Option("--ttl", default=None, help=...)``, ``patterns: list[str] =
+Argument(metavar="PATTERN...")`` (no ``default``: required). ``parse`` (standard library
+only) takes a command line typed correctly, as click would, or declines (None); typer
+(``gitlocks.cli.app``) answers the rest; ``gitlocks.cli.tools`` builds the MCP tools from it
+(``tool=InTool(...)`` or ``NOT_IN_TOOL`` where a tool differs). Annotations are read as
+written, never evaluated; values stay strings (docs/design.md, section 8).
 """
 
 from __future__ import annotations
@@ -56,12 +43,7 @@ class InTool(Value):
 NOT_IN_TOOL = InTool(offered=False)
 
 
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()  # the default of a parameter the command line must give
+REQUIRED: Any = ...  # the default of a parameter the command line must give
 
 
 class OptionInfo:
@@ -114,11 +96,7 @@ class Verb(Value):
     __slots__ = ("callback", "hidden", "name", "tool")
 
     def __init__(
-        self,
-        name: str,
-        callback: Callable[..., Any],
-        hidden: bool,
-        tool: str | None = None,
+        self, name: str, callback: Callable[..., Any], hidden: bool, tool: str | None
     ) -> None:
         self.name = name
         self.callback = callback
@@ -150,27 +128,30 @@ _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"
 
 
 class Param(Value):
-    __slots__ = ("default", "help", "kind", "name", "names", "plain", "required", "tool")
+    __slots__ = (
+        "declared",
+        "default",
+        "help",
+        "kind",
+        "name",
+        "names",
+        "plain",
+        "required",
+        "tool",
+    )
 
     def __init__(
-        self,
-        name: str,
-        kind: str,
-        names: tuple[str, ...],
-        required: bool,
-        default: Any,
-        plain: bool,
-        help: str = "",
-        tool: InTool = InTool(),
+        self, name: str, kind: str, declared: OptionInfo | ArgumentInfo, plain: bool
     ) -> None:
         self.name = name
         self.kind = kind  # "flag", "value" (an option taking one), "one" or "many" (arguments)
-        self.names = names  # an option's spellings
-        self.required = required
-        self.default = default
+        self.declared = declared  # its Option() or Argument()
+        self.names = declared.names if isinstance(declared, OptionInfo) else ()
+        self.required = declared.default is REQUIRED
+        self.default = None if self.required else declared.default
         self.plain = plain  # text, a flag or a list of text: what ``parse`` hands over as typed
-        self.help = help
-        self.tool = tool
+        self.help = declared.settings.get("help", "")
+        self.tool = declared.tool
 
 
 def params(func: Callable[..., Any]) -> list[Param]:
@@ -189,17 +170,11 @@ def params(func: Callable[..., Any]) -> list[Param]:
                 "Argument(...), in a module with `from __future__ import annotations`"
             )
         union = [t.strip() for t in written.split("|")]
-        hint = " | ".join(union)
-        plain = hint in _PLAIN
-        required = meta.default is REQUIRED
-        default = None if required else meta.default
-        text = meta.settings.get("help", "")
         if isinstance(meta, OptionInfo):
-            kind = "flag" if hint == "bool" else "value"
-            found.append(Param(name, kind, meta.names, required, default, plain, text, meta.tool))
+            kind = "flag" if union == ["bool"] else "value"
         else:
             kind = "many" if any(t.startswith("list[") for t in union) else "one"
-            found.append(Param(name, kind, (), required, default, plain, text, meta.tool))
+        found.append(Param(name, kind, meta, " | ".join(union) in _PLAIN))
     return found
 
 

@@ -1,14 +1,8 @@
 """The MCP tools: a named subset of the verbs, each described by the verb's declaration.
 
-A tool is the verb declared with ``@app.command(tool=DESCRIPTION)``; its arguments are the
-verb's parameters as ``gitlocks.cli.declare`` reads them: the name (an option's long name,
-an argument's parameter name, or its ``InTool`` name), whether it is required, its JSON type
-(a flag a boolean, a list an array of strings, anything else a string), its default, and
-its help as its description. A parameter marked ``NOT_IN_TOOL`` is not offered. The server
-(``gitlocks.agents.mcp``) publishes and checks exactly this table, so a change to a verb's
-declaration changes its tool too.
-
-Imports no framework: the verb modules declare their verbs without typer.
+A tool is a verb declared with ``@app.command(tool=DESCRIPTION)``; its arguments are the
+verb's parameters as ``gitlocks.cli.declare`` reads them, less those ``NOT_IN_TOOL``. The
+server (``gitlocks.agents.mcp``) publishes and checks exactly this table (docs/design.md 6.6).
 """
 
 from __future__ import annotations
@@ -35,10 +29,7 @@ TOOLS = (
 
 def tools(names: tuple[str, ...] = TOOLS) -> dict[str, Tool]:
     """The tools ``names``, from their verbs' declarations (only their modules imported)."""
-    found = {}
-    for name in names:
-        found[name] = tool(verb_module(name).app.commands[name])
-    return found
+    return {name: tool(verb_module(name).app.commands[name]) for name in names}
 
 
 def tool(verb: declare.Verb) -> Tool:
@@ -69,16 +60,12 @@ def tool(verb: declare.Verb) -> Tool:
 def _name(p: declare.Param) -> str:
     """An option's longest spelling (``--until-merged``: ``until_merged``), else the
     argument's parameter name."""
-    if not p.names:
-        return p.name
-    return max(p.names, key=len).lstrip("-").replace("-", "_")
+    return max(p.names, key=len).lstrip("-").replace("-", "_") if p.names else p.name
 
 
 def _kind(p: declare.Param) -> str:
     if not p.plain:
         raise TypeError(f"{p.name}: a tool takes text, flags and lists of text only")
-    if p.kind == "flag":
-        return "bool"
-    if p.kind == "many":
-        return "paths"
-    return "pattern" if p.tool.pattern else "text"
+    return {"flag": "bool", "many": "paths"}.get(p.kind) or (
+        "pattern" if p.tool.pattern else "text"
+    )
