@@ -26,8 +26,16 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.stderr = _Unfailing(sys.stderr)
     code = _main(argv)
-    if argv is None:
-        _leave(code)
+    if argv is None:  # flush what is left to say, and end without the interpreter's teardown
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader went away: nobody to tell
+            pass
+        except OSError as exc:
+            sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
+            code = code or EXIT_ERROR
+        sys.stderr.flush()  # an _Unfailing one: no error to fear
+        os._exit(code)
     return code
 
 
@@ -136,25 +144,6 @@ def _open_closed_streams() -> None:
             os.set_inheritable(fd, True)
         if getattr(sys, name) is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
-
-
-def _leave(code: int) -> None:
-    """Flush what is left to say and end the process, without the interpreter's teardown."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away: nobody to tell
-        pass
-    except OSError as exc:
-        try:
-            sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
-        except OSError:
-            pass
-        code = code or EXIT_ERROR
-    try:
-        sys.stderr.flush()
-    except OSError:
-        pass
-    os._exit(code)
 
 
 def _quiet_stdout() -> None:

@@ -114,14 +114,11 @@ def _as_after_verb(args: list[str]) -> list[str]:
     before the verb as naturally as after it (``git -c`` style)."""
     moved: list[str] = []
     while args and (args[0] == "--as" or args[0].startswith("--as=")):
-        if args[0] == "--as":
-            if len(args) < 2:
-                raise UsageError("--as needs an agent id, e.g. git alock --as NAME acquire PATTERN")
-            moved += args[:2]
-            args = args[2:]
-        else:
-            moved.append(args[0])
-            args = args[1:]
+        taken = 2 if args[0] == "--as" else 1
+        if len(args) < taken:
+            raise UsageError("--as needs an agent id, e.g. git alock --as NAME acquire PATTERN")
+        moved += args[:taken]
+        args = args[taken:]
     if not moved:
         return args
     if not args or args[0].startswith("-"):

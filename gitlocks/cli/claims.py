@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, finish, reply, verbs
-from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
-from gitlocks.cli.declare import Argument, InTool, Option
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, finish, reply
+from gitlocks.cli.context import context, entries, require, warn_problems
+from gitlocks.cli.declare import Argument, InTool, Option, Verbs
 from gitlocks.core.record import is_lock_id, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from gitlocks.service.context import Context
     from gitlocks.service.results import AcquireResult
 
-app = verbs()
+app = Verbs()
 MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
 WAIT_DEFAULT = ""  # --wait without a duration: alock.waitDefault, else 5m
 # Options whose value may be left out.
@@ -84,7 +84,7 @@ def acquire(
     ctx = context(as_id, writes=True)
     root = str(ctx.store.root)
     claim, listing = _claim(ctx, patterns, root)
-    life = lifetime(ctx, ttl)
+    life = ctx.ttl(ttl)
     waits = None if wait is None else _wait_seconds(ctx, wait)
     branch = None
     if until_merged is not None:
@@ -269,7 +269,7 @@ def renew(
     ctx = context(as_id, writes=True)
     wanted = entries(ctx, patterns) if patterns else None
     asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
-    result = locks.renew(ctx, wanted, ttl=asked, default_ttl=lifetime(ctx, None))
+    result = locks.renew(ctx, wanted, ttl=asked, default_ttl=ctx.ttl(None))
     reply(result.to_dict(), render.renew(result, ctx.now()), as_json)
     finish(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
 
@@ -353,6 +353,6 @@ def resume(
         target = pattern
     else:
         [target] = entries(ctx, [pattern])
-    result = lifecycle.resume(ctx, target, ttl=lifetime(ctx, ttl))
+    result = lifecycle.resume(ctx, target, ttl=ctx.ttl(ttl))
     reply(result.to_dict(), render.resume(result, ctx.now()), as_json)
     finish(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
+from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option
 from gitlocks.core import strictjson
 from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
@@ -62,11 +62,6 @@ def poll_interval(typed: str) -> float:
     return value
 
 
-def verbs() -> Verbs:
-    """The table a verb module registers its verbs on."""
-    return Verbs()
-
-
 def out(text: str) -> None:
     """A human reply on stdout (nothing for an empty one)."""
     if text:
@@ -79,10 +74,8 @@ def dump_json(data: Any, said: str = "") -> None:
 
 
 def json_text(data: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
-    """``data`` as strict JSON (a NaN or infinity a hostile journal event holds as null),
-    other characters than ASCII as they are; every one escaped where some string holds an
-    unpaired surrogate (a hostile journal event's, spelled as an escape), which no UTF-8
-    output can carry."""
+    """``data`` as strict JSON (a NaN or infinity as null), not ASCII only unless a string
+    holds an unpaired surrogate (a hostile journal event's), which no UTF-8 can carry."""
     text = strictjson.dumps_finite(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     try:
         text.encode("utf-8")

@@ -8,11 +8,11 @@ runs ``git-alock`` with ``_GIT_ALOCK_COMPLETE`` set, which ``gitlocks.main`` han
 
 from __future__ import annotations
 
-from gitlocks.cli.common import out, verbs
-from gitlocks.cli.declare import Argument
+from gitlocks.cli.common import out
+from gitlocks.cli.declare import Argument, Verbs
 from gitlocks.errors import UsageError
 
-app = verbs()
+app = Verbs()
 
 SHELLS = ("bash", "zsh", "fish")
 

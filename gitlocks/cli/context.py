@@ -20,19 +20,22 @@ TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gitlocks.store.base import LockStore
-
 
 def context(
-    as_id: str | None, *, fresh: bool = False, land: bool = False, writes: bool = False
+    as_id: str | None,
+    *,
+    fresh: bool = False,
+    land: bool = False,
+    clear: bool = False,
+    writes: bool = False,
 ) -> Context:
     """The store of the current repository (the remote's in remote mode) and who asks.
 
-    ``land`` (the reading verbs): in local mode, first release this machine's claims
-    whose work has landed, so that a merge is seen by the next read (every write asks
-    anyway; in remote mode ``sync`` asks, as the branch is the remote's). ``writes``
-    (the verbs that write the table): the write's own listing, under the mutex, finds a
-    symbolic journal ref, and the warning is said then.
+    ``land`` (reading verbs): in local mode, first release this machine's claims whose work
+    has landed, so a read sees a merge (writes ask anyway; remote mode: ``sync`` does), and
+    with ``clear`` ``lifecycle.clear_dead_before_listing``; in remote mode, say how old the
+    view is (unless ``fresh``). ``writes``: the write's own listing, under the mutex, warns
+    of a symbolic journal ref.
     """
     ctx = open_context(None, lambda: resolve_identity(as_id))
     if fresh:
@@ -45,8 +48,19 @@ def context(
         target = ctx.store.journal_symref()
         if target is not None:
             _warn_journal_symref(target)
-    if land and not ctx.store.config_get("alock.remote"):
+    remote = ctx.store.config_get("alock.remote") if land else None
+    if land and not remote:
         _land(ctx)
+        if clear:
+            from gitlocks.service import lifecycle  # the store's layer, for a write
+
+            lifecycle.clear_dead_before_listing(ctx)
+    elif remote and not fresh:
+        # Imported here: only remote mode has a view to age.
+        from gitlocks.render.remote import staleness
+        from gitlocks.service.remote import view_age
+
+        sys.stderr.write(staleness(remote, view_age(ctx.store, remote)) + "\n")
     return ctx
 
 
@@ -74,26 +88,6 @@ def _land(ctx: Context) -> None:
         ctx.warnings.append(f"claims whose work landed were not released: {exc}")
 
 
-def clear_dead(ctx: Context) -> None:
-    """Before a listing: ``lifecycle.clear_dead_before_listing`` (local mode only)."""
-    if ctx.store.config_get("alock.remote"):
-        return  # no write in remote mode, so the store's layer need not load
-    from gitlocks.service import lifecycle  # the store's layer, for a write
-
-    lifecycle.clear_dead_before_listing(ctx)
-
-
-def say_staleness(store: LockStore) -> None:
-    """In remote mode, say on stderr how old the local view is."""
-    name = store.config_get("alock.remote")
-    if name:
-        # Imported here: only remote mode has a view to age.
-        from gitlocks.render.remote import staleness
-        from gitlocks.service.remote import view_age
-
-        sys.stderr.write(staleness(name, view_age(store, name)) + "\n")
-
-
 def entries(
     ctx: Context,
     patterns: list[str],
@@ -107,7 +101,9 @@ def entries(
     the store's by default; with ``exact`` False nothing is asked and no entry is exact."""
     store = ctx.store
     asked = (is_file or store.is_file) if exact else None
-    cwd = _cwd(store)
+    here = os.path.realpath(os.getcwd())
+    top = store.root.rstrip("/") + "/"  # "/" for a tree at the file system's root
+    cwd = here[len(top) :] if here.startswith(top) else ""
     found: list[ScopeEntry] = []
     bad = first_control(cwd)
     for typed in patterns:
@@ -121,17 +117,6 @@ def entries(
         if entry not in found:
             found.append(entry)
     return found
-
-
-def _cwd(store: LockStore) -> str:
-    here = os.path.realpath(os.getcwd())
-    top = store.root.rstrip("/") + "/"  # "/" for a tree at the file system's root
-    return here[len(top) :] if here.startswith(top) else ""
-
-
-def lifetime(ctx: Context, typed: str | None) -> int:
-    """``--ttl`` if given, else ``alock.ttl``, else the default."""
-    return ctx.ttl(typed)
 
 
 def warn_problems(ctx: Context) -> None:

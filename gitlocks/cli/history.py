@@ -14,11 +14,10 @@ from gitlocks.cli.common import (
     out,
     poll_interval,
     reply,
-    verbs,
     whole_number,
 )
-from gitlocks.cli.context import clear_dead, context, say_staleness, warn_problems
-from gitlocks.cli.declare import Option
+from gitlocks.cli.context import context, warn_problems
+from gitlocks.cli.declare import Option, Verbs
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
@@ -28,7 +27,7 @@ from gitlocks.service import journal
 from gitlocks.service.status import status as status_of
 from gitlocks.store.local import Store
 
-app = verbs()
+app = Verbs()
 
 
 @app.command(tool="Your locks, others', and uncommitted edits outside your claims.")
@@ -40,13 +39,10 @@ def status(as_id: str | None = AS_OPTION, as_json: bool = JSON_OPTION) -> None:
 
     Example: git alock status
     """
-    ctx = context(as_id, land=True)
-    say_staleness(ctx.store)
-    clear_dead(ctx)
+    ctx = context(as_id, land=True, clear=True)
     report = status_of(ctx)
     warn_problems(ctx)
     reply(report.to_dict(), render_status.status(report, ctx.now()), as_json)
-    finish(EXIT_OK)
 
 
 @app.command(
@@ -76,7 +72,6 @@ def log(
         found.reverse()
     text = "\n".join(render_journal.format_event(e) for e in found) or "no events"
     reply(found, text, as_json)
-    finish(EXIT_OK)
 
 
 @app.command()

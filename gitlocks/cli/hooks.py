@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
-from gitlocks.cli.declare import Option
-from gitlocks.errors import EXIT_OK
+from gitlocks.cli.common import JSON_OPTION, reply
+from gitlocks.cli.declare import Option, Verbs
 from gitlocks.hooks import CLIENT_HOOKS
 from gitlocks.hooks import install as hooks
 from gitlocks.render.hooks import installed
 
-app = verbs()
+app = Verbs()
 
 
 @app.command("install-hooks")
@@ -33,7 +32,6 @@ def install_hooks(
     wanted = [h for h in CLIENT_HOOKS if pre_push or h != "pre-push"]
     changes = hooks.install(hooks.hooks_dir(), wanted, sys.executable)
     reply({"hooks": [c.to_dict() for c in changes]}, installed(changes), as_json)
-    finish(EXIT_OK)
 
 
 @app.command("uninstall-hooks")
@@ -44,4 +42,3 @@ def uninstall_hooks(as_json: bool = JSON_OPTION) -> None:
     """
     changes = hooks.uninstall(hooks.hooks_dir())
     reply({"hooks": [c.to_dict() for c in changes]}, installed(changes), as_json)
-    finish(EXIT_OK)

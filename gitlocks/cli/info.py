@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from gitlocks import __version__
-from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, finish, out, reply, verbs
-from gitlocks.cli.declare import Argument, Option
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, finish, out, reply
+from gitlocks.cli.declare import Argument, Option, Verbs
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.render.identity import whoami as whoami_text
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-app = verbs()
+app = Verbs()
 
 
 @app.command(tool="Your holder id, parent and session, and where each came from.")
@@ -72,9 +68,19 @@ def skill(
         raise UsageError(f"unknown skill action {action!r}: use install or show")
     from pathlib import Path  # only to install the skill
 
-    base = Path(into) if into else Path(_repo_root())
-    if into and not os.path.isdir(base):  # never raises (a name too long, say)
-        raise UsageError(f"--into {into!r}: no such directory (create it first)")
+    if into:
+        base = Path(into)
+        if not os.path.isdir(base):  # never raises (a name too long, say)
+            raise UsageError(f"--into {into!r}: no such directory (create it first)")
+    else:  # the working tree's root, or the current directory outside a repository
+        # Imported here: the store brings in pygit2, which only this path of this verb needs.
+        from gitlocks.store.local import Store
+        from gitlocks.store.location import current_directory
+
+        try:
+            base = Path(Store.discover().root)
+        except NotARepository:
+            base = Path(current_directory())
     done = skills.install(tool, base, force=force)
     if as_json:
         dump_json(done.to_dict())
@@ -84,30 +90,15 @@ def skill(
         out(f"ALREADY INSTALLED {done.path}")
     else:
         out(f"INSTALLED {done.path}")
-    if not as_json and tool == "claude" and done.status != "refused" and not _guarded(base):
-        # The skill asks the agent to remember; the guard does not need it to.
-        sys.stderr.write(
-            "hint: git alock install-agent-hooks --for claude also makes Claude Code claim "
-            "before every edit, whether or not it remembers the skill\n"
-        )
+    if not as_json and tool == "claude" and done.status != "refused":
+        # Only where Claude Code's guard is not installed yet: the hint to install it.
+        from gitlocks.agents.doctor import installed_commands
+
+        if not installed_commands(
+            base, "claude"
+        ):  # the skill asks it to remember; not so the guard
+            sys.stderr.write(
+                "hint: git alock install-agent-hooks --for claude also makes Claude Code claim "
+                "before every edit, whether or not it remembers the skill\n"
+            )
     finish(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
-
-
-def _guarded(base: Path) -> bool:
-    """Whether Claude Code's guard is installed under ``base`` already: a hint to install
-    it is given only where it is not."""
-    from gitlocks.agents.doctor import installed_commands  # only to give that hint
-
-    return bool(installed_commands(base, "claude"))
-
-
-def _repo_root() -> str:
-    """The working tree's root, or the current directory outside a repository."""
-    # Imported here: the store brings in pygit2, which only this path of this verb needs.
-    from gitlocks.store.local import Store
-    from gitlocks.store.location import current_directory
-
-    try:
-        return Store.discover().root
-    except NotARepository:
-        return current_directory()

@@ -36,25 +36,23 @@ def tool(verb: declare.Verb) -> Tool:
     """The MCP tool ``verb`` declares."""
     if verb.tool is None:
         raise LookupError(f"verb {verb.name!r} declares no MCP tool (@app.command(tool=...))")
-    arguments = []
-    for p in declare.params(verb.callback):
-        if not p.tool.offered:
-            continue
-        arguments.append(
-            ToolArgument(
-                name=p.tool.name or _name(p),
-                param=p.name,
-                kind=_kind(p),
-                required=p.required if p.tool.required is None else p.tool.required,
-                default=p.default,
-                help=p.help,
-            )
+    arguments = tuple(
+        ToolArgument(
+            name=p.tool.name or _name(p),
+            param=p.name,
+            kind=_kind(p),
+            required=p.required if p.tool.required is None else p.tool.required,
+            default=p.default,
+            help=p.help,
         )
+        for p in declare.params(verb.callback)
+        if p.tool.offered
+    )
     names = [a.name for a in arguments]
     for name in names:
         if names.count(name) > 1:  # one key of the call would fill both parameters
             raise TypeError(f"the MCP tool {verb.name!r} takes two arguments named {name!r}")
-    return Tool(verb.name, verb.tool, tuple(arguments))
+    return Tool(verb.name, verb.tool, arguments)
 
 
 def _name(p: declare.Param) -> str:

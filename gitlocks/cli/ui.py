@@ -7,13 +7,13 @@ import os
 import sys
 from collections.abc import Callable
 
-from gitlocks.cli.common import finish, out, verbs
+from gitlocks.cli.common import finish, out
 from gitlocks.cli.context import context
-from gitlocks.cli.declare import Option
+from gitlocks.cli.declare import Option, Verbs
 from gitlocks.errors import EXIT_INTERRUPTED, UsageError
 from gitlocks.ui import server as ui_server
 
-app = verbs()
+app = Verbs()
 
 
 @app.command()
@@ -51,21 +51,18 @@ def ui(
 
 
 def _open(url: str) -> Callable[[], None]:
-    """Open the page in the user's browser, if there is one to open it in; answers what
-    cleans up after it. Without a display (an ssh session), Python's ``webbrowser`` would
-    start a text browser in this very terminal: only ``$BROWSER`` is used then.
-
-    The browser is handed a file that sends it on to the page, never the page's URL: a
-    process's command line is open to every user of the machine (``ps``), and the token
-    is the page's only key. The file is the user's alone (0600, in a directory of 0700)."""
+    """Open the page in the user's browser, if any; answers what cleans up after it. Without
+    a display (ssh), ``webbrowser`` would start a text browser in this terminal: only
+    ``$BROWSER`` is used then. The browser gets a file of the user's alone (0600 in a 0700
+    directory) that sends it on to the page: a command line is open to all (``ps``), and
+    the URL's token is the page's only key."""
     display = sys.platform in ("darwin", "win32") or any(
         os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")
     )
     chosen = [b for b in os.environ.get("BROWSER", "").split(os.pathsep) if b]
-    graphical = display or bool(chosen)
     opened = False
     here = ""
-    if graphical:
+    if display or chosen:
         # Imported here: only a run that opens a browser needs them.
         import tempfile
         import webbrowser
@@ -84,10 +81,17 @@ def _open(url: str) -> Callable[[], None]:
                     f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
                 )
             # A URL: the path quoted (a temporary directory may hold "#", "%" or "?").
+            uri = Path(page).as_uri()
             if display:
-                opened = webbrowser.open(Path(page).as_uri())
+                opened = webbrowser.open(uri)
             else:  # $BROWSER's alone: webbrowser would go on to the text browsers
-                opened = _open_with(chosen, Path(page).as_uri())
+                for name in chosen:
+                    try:
+                        opened = webbrowser.get(name).open(uri)
+                    except webbrowser.Error:  # none by that name to run
+                        continue
+                    if opened:
+                        break
         except (OSError, webbrowser.Error):  # no file to hand over, or no browser
             opened = False
         except BaseException:  # Ctrl-C while a browser that waits for its page still runs
@@ -98,19 +102,6 @@ def _open(url: str) -> Callable[[], None]:
     else:  # a browser kept from /tmp (a snap's private one) finds no such file
         sys.stderr.write("opened in your browser; if it shows no page, open the URL above\n")
     return lambda: _remove(here)
-
-
-def _open_with(browsers: list[str], url: str) -> bool:
-    """Open ``url`` with the first of ``browsers`` (``$BROWSER``'s) that opens it."""
-    import webbrowser  # loaded already by _open, the only caller
-
-    for name in browsers:
-        try:
-            if webbrowser.get(name).open(url):
-                return True
-        except webbrowser.Error:  # none by that name to run
-            continue
-    return False
 
 
 def _remove(here: str) -> None:

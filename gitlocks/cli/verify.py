@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.common import JSON_OPTION, finish, out, reply, verbs
-from gitlocks.cli.declare import Argument, Option
-from gitlocks.errors import EXIT_OK, UsageError
+from gitlocks.cli.common import JSON_OPTION, finish, out, reply
+from gitlocks.cli.declare import Argument, Option, Verbs
+from gitlocks.errors import UsageError
 from gitlocks.hooks import install as hooks
 from gitlocks.hooks.receive import HOOK, remote_hooks_dir
 from gitlocks.hooks.verify import verify_range
 from gitlocks.render import verify as render
 from gitlocks.render.hooks import installed
 
-app = verbs()
+app = Verbs()
 
 FORMATS = ("text", "json", "github")
 
@@ -100,4 +100,3 @@ def install_remote_hook(
         changes = hooks.install(directory, [HOOK], sys.executable)
     data = {"repository": os.path.abspath(repository), "hooks": [c.to_dict() for c in changes]}
     reply(data, installed(changes), as_json)
-    finish(EXIT_OK)
