@@ -85,40 +85,35 @@ def argument_kind(
 
 
 def offered(kind: str, args: list[str]) -> list[str]:
-    """The words a shell is offered for an argument of ``kind`` (not a path)."""
+    """The words a shell is offered for an argument of ``kind`` (not a path): a metavar's
+    words, remote names, refs, or lock patterns and ids (root-relative patterns as ``:/``
+    patterns where the shell is not at the root)."""
     if kind.startswith("words:"):
         return kind.partition(":")[2].split("|")
     if kind == "text":
         return []
     as_id = next((args[i + 1] for i, w in enumerate(args[:-1]) if w == "--as"), None)
     try:
-        return _from_repository(kind, as_id)
+        if kind in ("remotes", "refs"):
+            from gitlocks.git.run import Env, output  # git is asked, as for every verb
+
+            refs = ["for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags"]
+            asked = ["remote"] if kind == "remotes" else [*refs, "refs/remotes"]
+            return output(asked, env=Env.INHERIT, error=GitlocksError).decode().split()
+        # The table: pygit2 and the store, only for a shell's question about locks.
+        from gitlocks.identity import resolve_identity
+        from gitlocks.service.context import live_table, open_context
+
+        ctx = open_context(None, lambda: resolve_identity(as_id))
+        _, live = live_table(ctx)
+        prefix = "" if os.path.samefile(os.getcwd(), ctx.store.root) else ":/"
     except Exception:  # a shell's question: never a traceback on the prompt
         return []
-
-
-def _from_repository(kind: str, as_id: str | None) -> list[str]:
-    """Remote names, refs, or lock patterns and ids (root-relative patterns as ``:/``
-    patterns where the shell is not at the root), from the repository here."""
-    if kind in ("remotes", "refs"):
-        from gitlocks.git.run import Env, output  # git is asked, as for every verb
-
-        args = ["remote"] if kind == "remotes" else [
-            "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags", "refs/remotes"
-        ]  # fmt: skip
-        return output(args, env=Env.INHERIT, error=GitlocksError).decode().split()
-    # The table: pygit2 and the store, only for a shell's question about locks.
-    from gitlocks.identity import resolve_identity
-    from gitlocks.service.context import live_table, open_context
-
-    ctx = open_context(None, lambda: resolve_identity(as_id))
-    _, live = live_table(ctx)
-    prefix = "" if os.path.samefile(os.getcwd(), ctx.store.root) else ":/"
-    offered: list[str] = []
+    found: list[str] = []
     for record in live:
         if kind == "yours" and record.holder != ctx.identity.holder:
             continue
         if kind == "locks":
-            offered.append(record.id)
-        offered += [prefix + p for p in record.paths]
-    return list(dict.fromkeys(offered))
+            found.append(record.id)
+        found += [prefix + p for p in record.paths]
+    return list(dict.fromkeys(found))

@@ -43,11 +43,11 @@ VERBS: dict[str, tuple[str, str]] = {
     "mcp": ("agents", "Serve the lock tools over MCP on stdio."),
     "doctor": ("agents", "Check that each installed agent hook really denies a held edit."),
     "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
-    "verify": ("verify", "Report commits in RANGE that changed paths in others' live claims."),
-    "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),
+    "verify": ("hooks", "Report commits in RANGE that changed paths in others' live claims."),
+    "install-remote-hook": ("hooks", "Make a hosted repo refuse pushes into others' claims."),
     "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
     "version": ("info", "Show the version."),
-    "completion": ("completion", "Print the shell completion script: bash, zsh or fish."),
+    "completion": ("info", "Print the shell completion script: bash, zsh or fish."),
 }
 
 COMPLETE_VAR = "_GIT_ALOCK_COMPLETE"  # set by the completion script when it asks
@@ -276,10 +276,12 @@ def _for_typer(func: Any, typer: Any) -> Any:
     converted = []
     for p in signature.parameters.values():
         meta = p.default
-        if isinstance(meta, declare.OptionInfo):
-            typed = typer.Option(*meta.names, **meta.settings)
-        else:
-            typed = typer.Argument(**meta.settings)
+        option = isinstance(meta, declare.OptionInfo)
+        typed = (
+            typer.Option(*meta.names, **meta.settings)
+            if option
+            else typer.Argument(**meta.settings)
+        )
         default = p.empty if meta.default is declare.REQUIRED else meta.default
         annotation = typing.Annotated.__class_getitem__((hints[p.name], typed))  # type: ignore[attr-defined]
         converted.append(p.replace(annotation=annotation, default=default))

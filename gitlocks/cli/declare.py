@@ -216,16 +216,11 @@ def parse(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
             i += 1
         else:
             return None
-    for p in positional:
-        if p.kind == "many":
-            taken, words = words, []
-            if not taken and p.required:
-                return None
-            values[p.name] = taken or p.default
-        elif words:
+    for p in positional:  # one left out: its default, or None below where it is required
+        if p.kind == "many" and words:
+            values[p.name], words = words, []
+        elif p.kind == "one" and words:
             values[p.name] = words.pop(0)
-        elif p.required:
-            return None
     if words:
         return None
     for p in declared:

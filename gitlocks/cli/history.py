@@ -91,9 +91,8 @@ def watch(
     every = poll_interval(interval)
     stop_after = whole_number(count, "--count") if count is not None else None
     store = Store.discover()
-    deadline = None
-    if timeout is not None:
-        deadline = time.monotonic() + parse_duration(timeout, what="--timeout")
+    wait = None if timeout is None else parse_duration(timeout, what="--timeout")
+    deadline = None if wait is None else time.monotonic() + wait
     seen = 0
     try:
         for batch in journal.follow(store, interval=every):
