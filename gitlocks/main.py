@@ -44,7 +44,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         if argv is None and "_GIT_ALOCK_COMPLETE" in os.environ:
             # A shell asking what could come next (``git alock completion``).
-            from gitlocks.cli.app import complete
+            from gitlocks.cli.answers import complete
 
             return complete()
         if args[:1] == ["guard"] and not {"-h", "--help"} & set(args):
@@ -136,12 +136,8 @@ def _open_closed_streams() -> None:
             continue
         except OSError:
             pass
-        opened = os.open(os.devnull, os.O_RDWR)
-        if opened != fd:
-            os.dup2(opened, fd)  # not expected: every lower number is open by now
-            os.close(opened)
-        else:
-            os.set_inheritable(fd, True)
+        os.open(os.devnull, os.O_RDWR)  # the lowest free number, fd: each lower one is open
+        os.set_inheritable(fd, True)
         if getattr(sys, name) is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
 

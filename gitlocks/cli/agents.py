@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 
 from gitlocks.agents.harnesses import HARNESSES
-from gitlocks.cli.common import JSON_OPTION, finish, reply
-from gitlocks.cli.declare import Option, Verbs
+from gitlocks.cli.common import JSON_OPTION, reply
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.core.text import printable
 from gitlocks.errors import UsageError
 from gitlocks.render.hooks import INSTALL_WORDS
@@ -54,7 +54,7 @@ def guard(harness: str = FOR_OPTION, event: str = EVENT_OPTION) -> None:
     """
     from gitlocks.agents.guard import main  # the same code as main's fast path
 
-    finish(main(["--for", _harness(harness), *(["--event", event] if event else [])]))
+    raise Exit(main(["--for", _harness(harness), *(["--event", event] if event else [])]))
 
 
 @app.command("install-agent-hooks")
@@ -113,8 +113,7 @@ def uninstall_agent_hooks(
 
     name = _installable(harness)
     store = Store.discover()
-    root, git_dir = Path(store.root), Path(store.git_dir)
-    change = settings.uninstall(root, name, local=local, git_dir=git_dir)
+    change = settings.uninstall(Path(store.root), name, local=local, git_dir=Path(store.git_dir))
     reply(change.to_dict(), _said(change, name), as_json)
 
 
@@ -172,7 +171,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
         checks.check_harnesses(root, env, hold, report)
     except GitlocksError as exc:
         sys.stderr.write(f"error: {printable(str(exc))}\n")
-        finish(EXIT_ERROR)
+        raise Exit(EXIT_ERROR) from None
     finally:
         for path in held:  # the stand-in's claim, and any a guard made on it
             for verb in ("release", "break"):
@@ -189,7 +188,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
     if remote and not report.remote.get("reachable"):
         report.problems.append(f"the lock remote {remote} does not answer")
     reply(report.to_dict(), checks.render(report), as_json)
-    finish(report.code())
+    raise Exit(report.code())
 
 
 @app.command()

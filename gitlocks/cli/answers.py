@@ -4,9 +4,8 @@ names (``Argument(complete=...)``), for ``git alock completion``'s script."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any
 
+from gitlocks.cli.app import COMPLETE_VAR, everything, verb_callback
 from gitlocks.cli.common import out
 from gitlocks.cli.declare import ArgumentInfo, params
 from gitlocks.errors import GitlocksError
@@ -24,12 +23,18 @@ ANSWERS = {
 }
 
 
-def complete_argument(request: str, callback_of: Callable[[str], Any]) -> bool:
-    """Answer a shell's request (``bash_complete``, ``zsh_complete``, ``fish_complete``)
-    when its word is a verb's positional argument, from what the verb declares it to be
-    (``Argument(complete=...)``); False leaves the request to click (verbs, options). The
-    verbs are typer's, whose arguments click's completion never asked for: a shell then
-    offered file names for a remote's name or a lock id."""
+def complete() -> int:
+    """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
+    if complete_argument(os.environ.get(COMPLETE_VAR, "")):
+        return 0  # a positional argument: answered from its declaration
+    return int(everything().main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
+                                 standalone_mode=True) or 0)  # fmt: skip
+
+
+def complete_argument(request: str) -> bool:
+    """Answer a shell's request (``bash_complete``, ...) for a verb's positional argument,
+    from its declaration; False leaves it to click (verbs, options), whose completion never
+    asks typer's arguments (a shell then offered file names for a remote or a lock id)."""
     # click reads the request and writes the answer: only a shell's request pays for it.
     from click.shell_completion import CompletionItem, get_completion_class
 
@@ -39,7 +44,7 @@ def complete_argument(request: str, callback_of: Callable[[str], Any]) -> bool:
         return False
     comp = found(None, {}, "git-alock", "")  # type: ignore[arg-type]  # only to read and write
     args, incomplete = comp.get_completion_args()
-    kind = argument_kind(args, incomplete, callback_of)
+    kind = argument_kind(args, incomplete)
     if kind is None or kind.partition(":")[0] not in ANSWERS:
         return False
     if kind in ("paths", "directories"):
@@ -50,14 +55,12 @@ def complete_argument(request: str, callback_of: Callable[[str], Any]) -> bool:
     return True
 
 
-def argument_kind(
-    args: list[str], incomplete: str, callback_of: Callable[[str], Any]
-) -> str | None:
+def argument_kind(args: list[str], incomplete: str) -> str | None:
     """What the word being completed is, when it is a verb's positional argument: its
     declared ``complete`` (for ``words``, the metavar's words as ``words:a|b``); else None."""
     if not args or incomplete.startswith("-"):
         return None
-    callback = callback_of(args[0])
+    callback = verb_callback(args[0])
     if callback is None:
         return None
     found = params(callback)

@@ -141,17 +141,11 @@ def _run_verb(verb: str, args: list[str]) -> int:
             sys.stderr.write("\n")  # as click says it, below
             return EXIT_INTERRUPTED
         return EXIT_OK
-    return _run_with_typer(module.app, verb, args, optional)
-
-
-def _run_with_typer(
-    app: declare.Verbs, verb: str, args: list[str], optional: dict[str, str]
-) -> int:
     import re  # only where typer answers: its usage errors
 
     import typer  # help, usage errors and completion: the framework's own words
 
-    command = _command(app, verb, typer)
+    command = _command(module.app, verb, typer)
     try:
         rv = command.main(args=args, prog_name=f"git alock {verb}", standalone_mode=False)
     except declare.Exit as exc:
@@ -215,17 +209,6 @@ def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str
             i += 1
         i += 1
     return filled
-
-
-def complete() -> int:
-    """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
-    from gitlocks.cli.answers import complete_argument  # a shell's request only
-
-    if complete_argument(os.environ.get(COMPLETE_VAR, ""), verb_callback):
-        return 0  # a positional argument: answered from its declaration
-    command = everything()
-    return int(command.main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
-                            standalone_mode=True) or 0)  # fmt: skip
 
 
 def verb_callback(verb: str) -> Any:

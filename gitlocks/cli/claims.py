@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, finish, reply
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, reply
 from gitlocks.cli.context import context, entries, require, warn_problems
-from gitlocks.cli.declare import Argument, InTool, Option, Verbs
+from gitlocks.cli.declare import Argument, Exit, InTool, Option, Verbs
 from gitlocks.core.record import is_lock_id, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
@@ -157,7 +157,7 @@ def acquire(
             "note: no gitlocks post-commit hook here: your commits are not recorded in the "
             "claim, so it will not end when they land (git alock install-hooks)\n"
         )
-    finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
 
 
 def _wait_seconds(ctx: object, typed: str) -> int:
@@ -246,7 +246,7 @@ def release(
     wanted = None if typed is None else entries(ctx, typed, exact=False)
     result = locks.release(ctx, wanted)
     reply(result.to_dict(), render.release(result, ctx.identity.holder), as_json)
-    finish(EXIT_REFUSED if result.held_by_others else EXIT_OK)
+    raise Exit(EXIT_REFUSED if result.held_by_others else EXIT_OK)
 
 
 @app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
@@ -271,7 +271,7 @@ def renew(
     asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
     result = locks.renew(ctx, wanted, ttl=asked, default_ttl=ctx.ttl(None))
     reply(result.to_dict(), render.renew(result, ctx.now()), as_json)
-    finish(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
+    raise Exit(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
 
 
 @app.command(tool="Append a progress note to your lock on a path.")
@@ -296,7 +296,7 @@ def note(
     [entry] = entries(ctx, [pattern])
     result = locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS))
     reply(result.to_dict(), render.note(result), as_json)
-    finish(EXIT_OK if result.lock else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result.lock else EXIT_REFUSED)
 
 
 @app.command(
@@ -322,7 +322,7 @@ def break_(
     ctx = context(as_id, writes=True)
     result = locks.break_locks(ctx, [(t, entries(ctx, [t])[0]) for t in targets])
     reply(result.to_dict(), render.broken(result, targets, ctx.now()), as_json)
-    finish(EXIT_OK if result else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result else EXIT_REFUSED)
 
 
 @app.command(
@@ -355,4 +355,4 @@ def resume(
         [target] = entries(ctx, [pattern])
     result = lifecycle.resume(ctx, target, ttl=ctx.ttl(ttl))
     reply(result.to_dict(), render.resume(result, ctx.now()), as_json)
-    finish(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)

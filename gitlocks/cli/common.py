@@ -8,14 +8,14 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option
+from gitlocks.cli.declare import NOT_IN_TOOL, Option
 from gitlocks.core import strictjson
 from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any
 
 # The options many verbs share, with their defaults (``as_id: str | None = AS_OPTION``).
 # An MCP tool acts for the server's holder only: it is named as the server starts.
@@ -39,11 +39,9 @@ TTL_OPTION = Option(
 
 
 def whole_number(typed: str, option: str) -> int:
-    """A count typed for ``option``: a whole number, at least 1 (read here, not by click,
-    so that a bad one is reported as every other bad value is)."""
+    """A count typed for ``option``: a whole number, at least 1. Past a billion (more than
+    a journal holds; int() refuses thousands of digits) it reads as a billion."""
     text = typed.strip()
-    # Past a billion nothing changes (the journal is never that long), and int() refuses
-    # thousands of digits: such a count is read as the most there could be.
     digits = text.lstrip("0")
     if not is_digits(text) or not digits:
         shown = typed if len(typed) <= 40 else typed[:40] + "..."
@@ -107,8 +105,3 @@ def reply(data: Any, text: str, as_json: bool) -> None:
         dump_json(data, text)
     else:
         out(text)
-
-
-def finish(code: int) -> NoReturn:
-    """End the verb with ``code`` (the command line returns it as the exit code)."""
-    raise Exit(code)

@@ -104,7 +104,7 @@ def entries(
     here = os.path.realpath(os.getcwd())
     top = store.root.rstrip("/") + "/"  # "/" for a tree at the file system's root
     cwd = here[len(top) :] if here.startswith(top) else ""
-    found: list[ScopeEntry] = []
+    found: dict[ScopeEntry, None] = {}  # in order, without repeats
     bad = first_control(cwd)
     for typed in patterns:
         if bad is not None and not typed.startswith((":/", "/")):
@@ -113,10 +113,8 @@ def entries(
                 f"pattern can be relative to it: anchor {typed!r} at the top of the working "
                 "tree with ':/', or run git alock from another directory"
             )
-        entry = make_entry(typed, cwd=cwd, root=store.root, is_file=asked)
-        if entry not in found:
-            found.append(entry)
-    return found
+        found[make_entry(typed, cwd=cwd, root=store.root, is_file=asked)] = None
+    return list(found)
 
 
 def warn_problems(ctx: Context) -> None:

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 class InTool(Value):
     """How a verb's MCP tool takes one of its parameters, where that differs from the
-    command line. By default the tool takes it under the option's long name (``--until-merged``:
-    ``until_merged``) or the argument's parameter name, required as on the command line."""
+    default: the option's long name or the argument's, required as on the command line."""
 
     __slots__ = ("name", "offered", "pattern", "required")
 
@@ -69,18 +68,16 @@ class ArgumentInfo:
 
 
 def Option(*names: str, default: Any = REQUIRED, tool: InTool = InTool(), **settings: Any) -> Any:
-    """An option of a verb, declared as its parameter's default: its names (``-m``,
-    ``--reason``), its default (none: the option is required), help, and how an MCP tool
-    takes it (``tool``); every other setting is typer's."""
+    """An option of a verb, as its parameter's default: its names, its default (none:
+    required), how an MCP tool takes it (``tool``); every other setting is typer's."""
     return OptionInfo(names, default, tool, settings)
 
 
 def Argument(
     *, default: Any = REQUIRED, tool: InTool = InTool(), complete: str = "", **settings: Any
 ) -> Any:
-    """A positional argument of a verb, declared as its parameter's default; ``complete``:
-    what a shell offers for it (``gitlocks.cli.answers.ANSWERS``; every verb's
-    argument names one, tests/cli/test_completion.py holds them to it)."""
+    """A positional argument of a verb, as its parameter's default; ``complete``: what a
+    shell offers for it (one of ``gitlocks.cli.answers.ANSWERS``)."""
     return ArgumentInfo(default, tool, complete, settings)
 
 

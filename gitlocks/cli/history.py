@@ -9,7 +9,6 @@ import time
 from gitlocks.cli.common import (
     AS_OPTION,
     JSON_OPTION,
-    finish,
     json_text,
     out,
     poll_interval,
@@ -17,7 +16,7 @@ from gitlocks.cli.common import (
     whole_number,
 )
 from gitlocks.cli.context import context, warn_problems
-from gitlocks.cli.declare import Option, Verbs
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
 from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
@@ -101,9 +100,9 @@ def watch(
                 out(line if as_json else render_journal.format_event(event))
                 seen += 1
                 if stop_after is not None and seen >= stop_after:
-                    finish(EXIT_OK)
+                    raise Exit(EXIT_OK)
             sys.stdout.flush()
             if deadline is not None and time.monotonic() >= deadline:
-                finish(EXIT_OK)
+                raise Exit(EXIT_OK)
     except KeyboardInterrupt:
-        finish(EXIT_INTERRUPTED)
+        raise Exit(EXIT_INTERRUPTED) from None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.common import JSON_OPTION, finish, out, reply
-from gitlocks.cli.declare import Argument, Option, Verbs
+from gitlocks.cli.common import JSON_OPTION, out, reply
+from gitlocks.cli.declare import Argument, Exit, Option, Verbs
 from gitlocks.errors import UsageError
 from gitlocks.hooks import CLIENT_HOOKS
 from gitlocks.hooks import install as hooks
@@ -98,7 +98,7 @@ def verify(
     else:
         sys.stderr.write(render.warnings(result))
         reply(result.to_dict(), render.report(result), as_json or chosen == "json")
-    finish(result.exit_code)
+    raise Exit(result.exit_code)
 
 
 @app.command("install-remote-hook")

@@ -1,8 +1,5 @@
-"""The verbs that need no lock table: whoami, version, skill and completion.
-
-None of them loads the store (and so pygit2) to answer, except ``skill install`` looking
-for the repository's root.
-"""
+"""The verbs that need no lock table, nor the store (and so pygit2) but where ``skill
+install`` looks for the repository's root: whoami, version, skill and completion."""
 
 from __future__ import annotations
 
@@ -10,8 +7,8 @@ import os
 import sys
 
 from gitlocks import __version__
-from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, finish, out, reply
-from gitlocks.cli.declare import Argument, Option, Verbs
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, dump_json, out, reply
+from gitlocks.cli.declare import Argument, Exit, Option, Verbs
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, NotARepository, UsageError
 from gitlocks.identity import resolve_identity
 from gitlocks.render.identity import whoami as whoami_text
@@ -63,7 +60,7 @@ def skill(
             dump_json({"for": tool, "text": text})
         else:
             sys.stdout.write(text)
-        finish(EXIT_OK)
+        raise Exit(EXIT_OK)
     if action != "install":
         raise UsageError(f"unknown skill action {action!r}: use install or show")
     from pathlib import Path  # only to install the skill
@@ -101,7 +98,7 @@ def skill(
                 "hint: git alock install-agent-hooks --for claude also makes Claude Code claim "
                 "before every edit, whether or not it remembers the skill\n"
             )
-    finish(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
+    raise Exit(EXIT_REFUSED if done.status == "refused" else EXIT_OK)
 
 
 SHELLS = ("bash", "zsh", "fish")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gitlocks.cli.common import AS_OPTION, FRESH_OPTION, JSON_OPTION, dump_json, finish, out, reply
+from gitlocks.cli.common import AS_OPTION, FRESH_OPTION, JSON_OPTION, dump_json, out, reply
 from gitlocks.cli.context import context, entries, require, warn_problems
-from gitlocks.cli.declare import NOT_IN_TOOL, Argument, InTool, Option, Verbs
+from gitlocks.cli.declare import NOT_IN_TOOL, Argument, Exit, InTool, Option, Verbs
 from gitlocks.core.record import format_time
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
@@ -96,4 +96,4 @@ def check(
         items = locks.check(ctx, entries(ctx, require(paths, "path (or --staged)")))
     warn_problems(ctx)
     reply([i.to_dict() for i in items], render.check(items, ctx.now()), as_json)
-    finish(EXIT_REFUSED if any(i.status == "held" for i in items) else EXIT_OK)
+    raise Exit(EXIT_REFUSED if any(i.status == "held" for i in items) else EXIT_OK)

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from gitlocks.cli.common import JSON_OPTION, finish, reply
+from gitlocks.cli.common import JSON_OPTION, reply
 from gitlocks.cli.context import context
-from gitlocks.cli.declare import Argument, Option, Verbs
+from gitlocks.cli.declare import Argument, Exit, Option, Verbs
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.layout import MAX_SHARDS
 from gitlocks.render import remote as render
@@ -84,7 +84,7 @@ def remote_(
 
             result.shards, result.upgraded = shard(store, shards).shards, True
         reply(result.to_dict(), render.switched_on(result), as_json)
-        finish(EXIT_REFUSED if result.conflicts else EXIT_OK)
+        raise Exit(EXIT_REFUSED if result.conflicts else EXIT_OK)
     else:
         shown = service.show(store)
         reply(shown.to_dict(), render.state(shown), as_json)

@@ -7,9 +7,9 @@ import os
 import sys
 from collections.abc import Callable
 
-from gitlocks.cli.common import finish, out
+from gitlocks.cli.common import out
 from gitlocks.cli.context import context
-from gitlocks.cli.declare import Option, Verbs
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.errors import EXIT_INTERRUPTED, UsageError
 from gitlocks.ui import server as ui_server
 
@@ -43,7 +43,7 @@ def ui(
             cleanup = _open(server.url)
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
-        finish(EXIT_INTERRUPTED)
+        raise Exit(EXIT_INTERRUPTED) from None
     finally:
         cleanup()
         board.stop()
