@@ -1,8 +1,7 @@
 """The ``git-alock`` entry point: the one place a failure becomes an exit code.
 
-Only this module is imported before the verb is known, so the hooks' and the guard's fast
-paths load no command-line framework. Errors carry their exit code (``gitlocks.errors``);
-anything else is a bug, reported as one and never as exit 1 ("refused"). Why a command runs
+Imported before the verb is known, so the hooks' and guard's fast paths load no framework.
+Anything but a ``GitlocksError`` is a bug, never exit 1 ("refused"). Why a command runs
 without the cycle collector and ends with ``os._exit``: docs/design.md, section 8.
 """
 

@@ -64,7 +64,7 @@ def argument_kind(args: list[str], incomplete: str) -> str | None:
     if callback is None:
         return None
     found = params(callback)
-    valued = {name for p in found if p.kind == "value" for name in p.names}
+    valued = {name for p in found if p.kind == "value" for name in p.declared.names}
     positional = [
         (p.declared, p.kind == "many") for p in found if isinstance(p.declared, ArgumentInfo)
     ]

@@ -1,8 +1,7 @@
 """The ``git alock`` command line: a table of verbs, each module imported only when run.
 
-Each verb module declares its verbs (``gitlocks.cli.declare``): a command line the small
-parser there takes runs without typer, which answers the rest (help, usage errors,
-completion) from the same declaration (docs/design.md, section 8).
+A command line the small parser of ``gitlocks.cli.declare`` takes runs without typer, which
+answers the rest (help, usage errors, completion) from the same declaration.
 """
 
 from __future__ import annotations
@@ -110,8 +109,7 @@ def verb_module(verb: str) -> Any:
 
 
 def _as_after_verb(args: list[str]) -> list[str]:
-    """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...``: who acts is said
-    before the verb as naturally as after it (``git -c`` style)."""
+    """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...`` (``git -c`` style)."""
     moved: list[str] = []
     while args and (args[0] == "--as" or args[0].startswith("--as=")):
         taken = 2 if args[0] == "--as" else 1

@@ -105,12 +105,10 @@ def acquire(
             from gitlocks.service import waiting  # only a claim that may wait
 
             def told(now_waiting: AcquireResult) -> None:
-                sys.stderr.write(render.waiting(now_waiting, ctx.now()) + "\n")
-                sys.stderr.flush()
+                sys.stderr.write(render.waiting(now_waiting, ctx.now()) + "\n")  # line-buffered
 
             def noted(said: str) -> None:
                 sys.stderr.write(f"note: {printable(said)}\n")
-                sys.stderr.flush()
 
             result = waiting.acquire(
                 ctx, claim, wait=waits, on_waiting=told, interruptible=True, on_note=noted, **asked
@@ -176,8 +174,7 @@ def _wait_seconds(ctx: object, typed: str) -> int:
 
 
 def _commits_recorded(root: str) -> bool:
-    """Whether commits here run our post-commit hook, which records them in an
-    ``--until-merged`` claim: without it such a claim never lands."""
+    """Whether our post-commit hook runs here: without it an --until-merged claim never lands."""
     from gitlocks.hooks.install import hooks_dir, is_ours  # only for an --until-merged claim
 
     try:
@@ -189,10 +186,9 @@ def _commits_recorded(root: str) -> bool:
 def _claim(
     ctx: Context, patterns: list[str], root: str
 ) -> tuple[list[ScopeEntry], Process | list[str] | None]:
-    """The claim's entries, and the listing of the index for its note (``typos``), read
-    while the claim is written: one ``git ls-files`` for both questions a claim asks of
-    the index, the second only when a plain path is no file in the working tree (is it one
-    in the index? then the pattern is exact), which waits for the answer."""
+    """The claim's entries, and the index's listing for its note (``typos``), read while
+    the claim is written; waited for only when a plain path is no file in the working tree
+    (is it one in the index? then the pattern is exact)."""
     from gitlocks.service import typos  # only a claim lists the index (as acquire says)
 
     asked: list[str] = []

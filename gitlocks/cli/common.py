@@ -1,7 +1,5 @@
-"""What every verb module shares: the common options and how results are written.
-
-Imports no framework: ``version``, ``whoami`` and ``skill`` use it without the store.
-"""
+"""What every verb module shares: the common options and how results are written (no
+framework: ``version``, ``whoami`` and ``skill`` use it without the store)."""
 
 from __future__ import annotations
 
@@ -10,7 +8,6 @@ import sys
 
 from gitlocks.cli.declare import NOT_IN_TOOL, Option
 from gitlocks.core import strictjson
-from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -36,28 +33,6 @@ FRESH_OPTION = Option(
 TTL_OPTION = Option(
     "--ttl", default=None, help="Lifetime: 90, 90s, 15m, 2h, 1d (default: alock.ttl or 30m)."
 )
-
-
-def whole_number(typed: str, option: str) -> int:
-    """A count typed for ``option``: a whole number, at least 1. Past a billion (more than
-    a journal holds; int() refuses thousands of digits) it reads as a billion."""
-    text = typed.strip()
-    digits = text.lstrip("0")
-    if not is_digits(text) or not digits:
-        shown = typed if len(typed) <= 40 else typed[:40] + "..."
-        raise UsageError(f"invalid {option} {shown!r}: use a whole number of at least 1, e.g. 20")
-    return 10**9 if len(digits) > 9 else int(digits)
-
-
-def poll_interval(typed: str) -> float:
-    """``--interval``: seconds from 0.01 to 3600 (nan and inf are refused too)."""
-    try:
-        value = float(typed)
-    except ValueError:
-        value = float("nan")
-    if not 0.01 <= value <= 3600:
-        raise UsageError(f"invalid --interval {typed!r}: use seconds from 0.01 to 3600, e.g. 0.5")
-    return value
 
 
 def out(text: str) -> None:

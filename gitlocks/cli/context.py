@@ -1,7 +1,5 @@
-"""What the verbs that touch the lock table share: the store and identity, typed input.
-
-Imported only by verb modules that need the store (and so pygit2).
-"""
+"""What the verbs that touch the lock table share: the store and identity, typed input
+(imported only by verb modules that need the store, and so pygit2)."""
 
 from __future__ import annotations
 
@@ -31,11 +29,10 @@ def context(
 ) -> Context:
     """The store of the current repository (the remote's in remote mode) and who asks.
 
-    ``land`` (reading verbs): in local mode, first release this machine's claims whose work
-    has landed, so a read sees a merge (writes ask anyway; remote mode: ``sync`` does), and
-    with ``clear`` ``lifecycle.clear_dead_before_listing``; in remote mode, say how old the
-    view is (unless ``fresh``). ``writes``: the write's own listing, under the mutex, warns
-    of a symbolic journal ref.
+    ``land`` (reading verbs), in local mode: release this machine's claims whose work has
+    landed (writes ask anyway; remote mode: ``sync``), then with ``clear`` the dead ones; in
+    remote mode: say how old the view is (unless ``fresh``). ``writes``: warn of a symbolic
+    journal ref in the write's own listing, under the mutex.
     """
     ctx = open_context(None, lambda: resolve_identity(as_id))
     if fresh:

@@ -1,12 +1,9 @@
 """The verbs' one declaration, and the small parser that runs a verb from it.
 
-A verb is a function whose parameters each have their declaration as default: ``ttl: str |
-None = Option("--ttl", default=None, help=...)``, ``patterns: list[str] =
-Argument(metavar="PATTERN...")`` (no ``default``: required). ``parse`` (standard library
-only) takes a command line typed correctly, as click would, or declines (None); typer
-(``gitlocks.cli.app``) answers the rest; ``gitlocks.cli.tools`` builds the MCP tools from it
-(``tool=InTool(...)`` or ``NOT_IN_TOOL`` where a tool differs). Annotations are read as
-written, never evaluated; values stay strings (docs/design.md, section 8).
+Each parameter of a verb has its declaration as default (``ttl: str | None = Option("--ttl",
+default=None, help=...)``). ``parse`` takes a command line typed correctly, as click would,
+or declines (None) and typer answers; ``gitlocks.cli.tools`` builds the MCP tools from it.
+Annotations are read as written, never evaluated (docs/design.md, section 8).
 """
 
 from __future__ import annotations
@@ -59,6 +56,8 @@ class OptionInfo:
 
 class ArgumentInfo:
     """A positional argument of a verb, as ``Argument()`` declares it."""
+
+    names: tuple[str, ...] = ()  # an option's spellings: none
 
     def __init__(self, default: Any, tool: InTool, complete: str, settings: dict[str, Any]) -> None:
         self.default = default
@@ -125,25 +124,14 @@ _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"
 
 
 class Param(Value):
-    __slots__ = (
-        "declared",
-        "default",
-        "help",
-        "kind",
-        "name",
-        "names",
-        "plain",
-        "required",
-        "tool",
-    )
+    __slots__ = ("declared", "default", "help", "kind", "name", "plain", "required", "tool")
 
     def __init__(
         self, name: str, kind: str, declared: OptionInfo | ArgumentInfo, plain: bool
     ) -> None:
         self.name = name
         self.kind = kind  # "flag", "value" (an option taking one), "one" or "many" (arguments)
-        self.declared = declared  # its Option() or Argument()
-        self.names = declared.names if isinstance(declared, OptionInfo) else ()
+        self.declared = declared  # its Option() or Argument(): names, metavar, completion
         self.required = declared.default is REQUIRED
         self.default = None if self.required else declared.default
         self.plain = plain  # text, a flag or a list of text: what ``parse`` hands over as typed
@@ -182,7 +170,7 @@ def parse(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
     declared = params(func)
     if declared and not all(p.plain for p in declared):
         return None  # a number or a choice: converted and checked by click
-    options = {n: p for p in declared for n in p.names}
+    options = {n: p for p in declared for n in p.declared.names}
     positional = [p for p in declared if p.kind in ("one", "many")]
     if any(p.kind == "many" for p in positional[:-1]):
         return None  # a list before another argument: click's sharing-out, not ours

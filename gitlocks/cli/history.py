@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import gc
-import sys
 import time
 
-from gitlocks.cli.common import (
-    AS_OPTION,
-    JSON_OPTION,
-    json_text,
-    out,
-    poll_interval,
-    reply,
-    whole_number,
-)
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, json_text, out, reply
 from gitlocks.cli.context import context, warn_problems
 from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
-from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
+from gitlocks.core.text import is_digits
+from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from gitlocks.render import journal as render_journal
 from gitlocks.render import status as render_status
 from gitlocks.service import journal
@@ -101,8 +93,29 @@ def watch(
                 seen += 1
                 if stop_after is not None and seen >= stop_after:
                     raise Exit(EXIT_OK)
-            sys.stdout.flush()
             if deadline is not None and time.monotonic() >= deadline:
                 raise Exit(EXIT_OK)
     except KeyboardInterrupt:
         raise Exit(EXIT_INTERRUPTED) from None
+
+
+def whole_number(typed: str, option: str) -> int:
+    """A count typed for ``option``: a whole number, at least 1. Past a billion (more than
+    a journal holds; int() refuses thousands of digits) it reads as a billion."""
+    text = typed.strip()
+    digits = text.lstrip("0")
+    if not is_digits(text) or not digits:
+        shown = typed if len(typed) <= 40 else typed[:40] + "..."
+        raise UsageError(f"invalid {option} {shown!r}: use a whole number of at least 1, e.g. 20")
+    return 10**9 if len(digits) > 9 else int(digits)
+
+
+def poll_interval(typed: str) -> float:
+    """``--interval``: seconds from 0.01 to 3600 (nan and inf are refused too)."""
+    try:
+        value = float(typed)
+    except ValueError:
+        value = float("nan")
+    if not 0.01 <= value <= 3600:
+        raise UsageError(f"invalid --interval {typed!r}: use seconds from 0.01 to 3600, e.g. 0.5")
+    return value

@@ -1,8 +1,7 @@
 """The MCP tools: a named subset of the verbs, each described by the verb's declaration.
 
-A tool is a verb declared with ``@app.command(tool=DESCRIPTION)``; its arguments are the
-verb's parameters as ``gitlocks.cli.declare`` reads them, less those ``NOT_IN_TOOL``. The
-server (``gitlocks.agents.mcp``) publishes and checks exactly this table (docs/design.md 6.6).
+Its arguments are the verb's parameters as ``gitlocks.cli.declare`` reads them, less those
+``NOT_IN_TOOL``; the server publishes and checks exactly this table (docs/design.md 6.6).
 """
 
 from __future__ import annotations
@@ -58,7 +57,8 @@ def tool(verb: declare.Verb) -> Tool:
 def _name(p: declare.Param) -> str:
     """An option's longest spelling (``--until-merged``: ``until_merged``), else the
     argument's parameter name."""
-    return max(p.names, key=len).lstrip("-").replace("-", "_") if p.names else p.name
+    names = p.declared.names
+    return max(names, key=len).lstrip("-").replace("-", "_") if names else p.name
 
 
 def _kind(p: declare.Param) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable
 
 from gitlocks.cli.common import out
 from gitlocks.cli.context import context
@@ -35,27 +34,25 @@ def ui(
     gc.enable()  # a long-lived process: the command's script left the collector off
     ctx = context(None)
     server, board = ui_server.start(ctx, port)
-    cleanup: Callable[[], None] = lambda: None  # noqa: E731
+    opened = ""  # the directory of the file that sent a browser on
     try:
         out(server.url)
         sys.stderr.write("serving the live page; Ctrl-C stops it\n")
         if not no_browser:
-            cleanup = _open(server.url)
+            opened = _open(server.url)
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
         raise Exit(EXIT_INTERRUPTED) from None
     finally:
-        cleanup()
+        _remove(opened)
         board.stop()
         server.server_close()
 
 
-def _open(url: str) -> Callable[[], None]:
-    """Open the page in the user's browser, if any; answers what cleans up after it. Without
-    a display (ssh), ``webbrowser`` would start a text browser in this terminal: only
-    ``$BROWSER`` is used then. The browser gets a file of the user's alone (0600 in a 0700
-    directory) that sends it on to the page: a command line is open to all (``ps``), and
-    the URL's token is the page's only key."""
+def _open(url: str) -> str:
+    """Open the page in a browser, if any (no display: ``$BROWSER``'s only, not a text one
+    in this terminal); answers the directory to remove. The browser gets a file of the user's alone
+    that sends it on: a command line is open to all (``ps``), and the token is the key."""
     display = sys.platform in ("darwin", "win32") or any(
         os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")
     )
@@ -101,7 +98,7 @@ def _open(url: str) -> Callable[[], None]:
         sys.stderr.write("note: no browser opened; open the URL above\n")
     else:  # a browser kept from /tmp (a snap's private one) finds no such file
         sys.stderr.write("opened in your browser; if it shows no page, open the URL above\n")
-    return lambda: _remove(here)
+    return here
 
 
 def _remove(here: str) -> None:
