@@ -5,9 +5,6 @@ The public, pure API (no git needed) is the scope engine::
     >>> from gitlocks import patterns_overlap, pattern_covers
     >>> patterns_overlap("src/**/api", "src/api")
     True
-
-It is loaded on first use: the hooks import this package on every commit, and most of
-them never need the scope engine.
 """
 
 from __future__ import annotations
@@ -24,7 +21,8 @@ __all__ = ["InvalidPattern", "__version__", "pattern_covers", "patterns_overlap"
 
 def __getattr__(name: str) -> Any:
     if name in ("pattern_covers", "patterns_overlap"):
-        from gitlocks.core import scope  # the scope engine, on first use (see above)
+        # On first use: the hooks import this package on every commit, and rarely need it.
+        from gitlocks.core import scope
 
         return getattr(scope, name)
     raise AttributeError(f"module 'gitlocks' has no attribute {name!r}")

@@ -1,9 +1,5 @@
-"""One error hierarchy for the whole project.
-
-Every class carries the exit code the command line maps it to: 1 means the answer is
-"no" (refused, held by someone else, not yours), 2 means the command could not run.
-Anything that is not a ``GitlocksError`` is a bug and is reported as such, never as 1.
-"""
+"""One error hierarchy for the whole project, each class with its exit code: 1 is "no"
+(refused, held by someone else), 2 "could not run"; anything else is a bug, never 1."""
 
 from __future__ import annotations
 

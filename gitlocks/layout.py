@@ -1,9 +1,5 @@
 """Where gitlocks keeps things, and its defaults: ref names, file names, durations.
-
-Stdlib only and import-free, so the store, the remote protocol, the hooks and the command
-line all name the same refs and files without importing one another (docs/design.md,
-section 4).
-"""
+Import-free, so every layer names the same refs and files (docs/design.md, section 4)."""
 
 from __future__ import annotations
 

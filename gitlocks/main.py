@@ -1,17 +1,8 @@
 """The ``git-alock`` entry point: the one place a failure becomes an exit code.
 
-Only this module is imported before we know the verb, so the hooks' path runs without
-the command-line framework, and the verb table (``gitlocks.cli.app``) imports only the
-module of the verb being run. Errors carry their exit code (``gitlocks.errors``);
-anything else is a bug, reported as one and never as exit 1 ("refused").
-
-Run as a process of its own (``main()``, no arguments: the ``git-alock`` entry point,
-``python -m gitlocks`` and the hook shims), it turns the cycle collector off and ends
-with ``os._exit`` once its output is flushed: tearing down the fifty-odd modules a verb
-imported would cost a few milliseconds more than everything the verb did after its
-imports. Nothing is left undone by that: no gitlocks code registers ``atexit`` handlers,
-files are written and closed before a verb answers, and a git child still running (a
-``cat-file --batch``) reads the end of its input and stops.
+Imported before the verb is known, so the hooks' and guard's fast paths load no framework.
+Anything but a ``GitlocksError`` is a bug, never exit 1 ("refused"). Why a command runs
+without the cycle collector and ends with ``os._exit``: docs/design.md, section 8.
 """
 
 from __future__ import annotations
@@ -27,16 +18,23 @@ from gitlocks.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, GitlocksError
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
-        # A command lives for milliseconds: the cycle collector would only walk its objects
-        # again and again (a table of 10,000 locks is made of many). The long-lived verbs
-        # (mcp, ui, watch) turn it back on (docs/design.md §8).
-        gc.disable()
+        gc.disable()  # the long-lived verbs turn it back on (docs/design.md, section 8)
         _open_closed_streams()
-        _wait_for_own_children()
+        if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+            # Else the kernel reaps each git we start, and a failed one reads as exit 0.
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.stderr = _Unfailing(sys.stderr)
     code = _main(argv)
-    if argv is None:
-        _leave(code)
+    if argv is None:  # flush what is left to say, and end without the interpreter's teardown
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader went away: nobody to tell
+            pass
+        except OSError as exc:
+            sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
+            code = code or EXIT_ERROR
+        sys.stderr.flush()  # an _Unfailing one: no error to fear
+        os._exit(code)
     return code
 
 
@@ -45,7 +43,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         if argv is None and "_GIT_ALOCK_COMPLETE" in os.environ:
             # A shell asking what could come next (``git alock completion``).
-            from gitlocks.cli.app import complete
+            from gitlocks.cli.answers import complete
 
             return complete()
         if args[:1] == ["guard"] and not {"-h", "--help"} & set(args):
@@ -82,15 +80,15 @@ def _main(argv: list[str] | None) -> int:
         sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
         return EXIT_ERROR
     except Exception as exc:  # a bug: say so, and never exit 1 ("refused") for it
+        error = GitlocksError(f"internal error: {exc.__class__.__name__}: {exc}")
         sys.stderr.write(
-            f"error: internal error: {exc.__class__.__name__}: {exc}\n"
-            "This is a bug in gitlocks; please report it with the traceback below.\n"
+            f"error: {error}\nThis is a bug in gitlocks; please report it with the traceback "
+            "below.\n"
         )
         import traceback  # only for a bug
 
         traceback.print_exc()
-        error = f"internal error: {exc.__class__.__name__}: {exc}"
-        _json_error(args, {"status": "error", "error": error, "exit_code": EXIT_ERROR})
+        _json_error(args, error.to_dict())
         return EXIT_ERROR
 
 
@@ -106,9 +104,8 @@ def _json_error(args: list[str], doc: dict[str, object]) -> None:
 
 
 class _Unfailing:
-    """Standard error whose writes never fail: when it cannot take a warning (a full disk),
-    nobody can be told, and the exit code must still say what the command did (a claim
-    made is 0, never a "refused" 1 because its note could not be written)."""
+    """Standard error whose writes never fail: a warning nobody can read (a full disk) must
+    not change the exit code (a claim made is 0, even if its note could not be written)."""
 
     def __init__(self, stream: object) -> None:
         self.stream = stream
@@ -130,50 +127,18 @@ class _Unfailing:
 
 
 def _open_closed_streams() -> None:
-    """Open the null device on each standard stream our caller closed, as git does when it
-    starts: what a verb says there is dropped rather than failing it, and no file the verb
-    opens takes the number of a stream (where a later write meant for it would land)."""
+    """Open the null device on each standard stream our caller closed, as git does: no file
+    the verb opens then takes a stream's number (where writes meant for it would land)."""
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
             continue
         except OSError:
             pass
-        opened = os.open(os.devnull, os.O_RDWR)
-        if opened != fd:
-            os.dup2(opened, fd)  # not expected: every lower number is open by now
-            os.close(opened)
-        else:
-            os.set_inheritable(fd, True)
+        os.open(os.devnull, os.O_RDWR)  # the lowest free number, fd: each lower one is open
+        os.set_inheritable(fd, True)
         if getattr(sys, name) is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
-
-
-def _wait_for_own_children() -> None:
-    """Take SIGCHLD back to its default when our parent left it ignored: the kernel would
-    then reap every git we start itself, and each one's exit code would be lost (a failed
-    git reading as a success)."""
-    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-
-
-def _leave(code: int) -> None:
-    """Flush what is left to say and end the process, without the interpreter's teardown."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away: nobody to tell
-        pass
-    except OSError as exc:
-        try:
-            sys.stderr.write(f"error: cannot write to standard output ({exc.strerror})\n")
-        except OSError:
-            pass
-        code = code or EXIT_ERROR
-    try:
-        sys.stderr.flush()
-    except OSError:
-        pass
-    os._exit(code)
 
 
 def _quiet_stdout() -> None:

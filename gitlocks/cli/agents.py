@@ -4,20 +4,20 @@ uninstall-agent-hooks and doctor."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from gitlocks.agents.harnesses import HARNESSES
-from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
-from gitlocks.cli.declare import Option
+from gitlocks.cli.common import JSON_OPTION, reply
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.core.text import printable
-from gitlocks.errors import EXIT_OK, UsageError
+from gitlocks.errors import UsageError
 from gitlocks.render.hooks import INSTALL_WORDS
 from gitlocks.store.local import Store
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.agents.settings import SettingsChange
 
-app = verbs()
+app = Verbs()
 
 FOR_OPTION = Option("--for", help=f"The agent harness: {', '.join(HARNESSES)}.")
 EVENT_OPTION = Option(
@@ -54,12 +54,7 @@ def guard(harness: str = FOR_OPTION, event: str = EVENT_OPTION) -> None:
     """
     from gitlocks.agents.guard import main  # the same code as main's fast path
 
-    finish(main(["--for", _harness(harness), *(["--event", event] if event else [])]))
-
-
-def _say(change: SettingsChange, as_json: bool, what: str) -> None:
-    text = printable(f"{INSTALL_WORDS[change.status]} {what} ({change.path})")
-    reply(change.to_dict(), text, as_json)
+    raise Exit(main(["--for", _harness(harness), *(["--event", event] if event else [])]))
 
 
 @app.command("install-agent-hooks")
@@ -95,16 +90,13 @@ def install_agent_hooks(
     works, found = doctor.probe(name, root, os.environ)
     if not works:
         sys.stderr.write(f"warning: {printable(found)}\n")
-    what = f"the gitlocks guard for {HARNESSES[name].title}"
-    text = printable(f"{INSTALL_WORDS[change.status]} {what} ({change.path})")
-    text += f"\nchecked: {printable(found)}"
+    text = _said(change, name) + f"\nchecked: {printable(found)}"
     if name == "codex":
         text += (
             "\nCodex runs it only once you approve it in Codex's /hooks (and again after a "
             "change to it)"
         )
     reply({**change.to_dict(), "runs": works, "check": found}, text, as_json)
-    finish(EXIT_OK)
 
 
 @app.command("uninstall-agent-hooks")
@@ -121,10 +113,13 @@ def uninstall_agent_hooks(
 
     name = _installable(harness)
     store = Store.discover()
-    root, git_dir = Path(store.root), Path(store.git_dir)
-    change = settings.uninstall(root, name, local=local, git_dir=git_dir)
-    _say(change, as_json, f"the gitlocks guard for {HARNESSES[name].title}")
-    finish(EXIT_OK)
+    change = settings.uninstall(Path(store.root), name, local=local, git_dir=Path(store.git_dir))
+    reply(change.to_dict(), _said(change, name), as_json)
+
+
+def _said(change: SettingsChange, name: str) -> str:
+    what = f"the gitlocks guard for {HARNESSES[name].title}"
+    return printable(f"{INSTALL_WORDS[change.status]} {what} ({change.path})")
 
 
 @app.command()
@@ -165,18 +160,18 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
 
     report = checks.Report()
     settings_read = store.settings
-    guard_wait = settings_read.get("alock.guardRemoteTimeout") or (
-        f"{DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS}s (default)"
-    )
-    remote_wait = settings_read.get("alock.remoteTimeout") or (
-        f"{DEFAULT_REMOTE_TIMEOUT_SECONDS}s (default)"
-    )
-    report.timeouts = {"alock.guardRemoteTimeout": guard_wait, "alock.remoteTimeout": remote_wait}
+    report.timeouts = {
+        key: settings_read.get(key) or f"{default}s (default)"
+        for key, default in (
+            ("alock.guardRemoteTimeout", DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS),
+            ("alock.remoteTimeout", DEFAULT_REMOTE_TIMEOUT_SECONDS),
+        )
+    }
     try:
         checks.check_harnesses(root, env, hold, report)
     except GitlocksError as exc:
         sys.stderr.write(f"error: {printable(str(exc))}\n")
-        finish(EXIT_ERROR)
+        raise Exit(EXIT_ERROR) from None
     finally:
         for path in held:  # the stand-in's claim, and any a guard made on it
             for verb in ("release", "break"):
@@ -193,7 +188,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
     if remote and not report.remote.get("reachable"):
         report.problems.append(f"the lock remote {remote} does not answer")
     reply(report.to_dict(), checks.render(report), as_json)
-    finish(report.code())
+    raise Exit(report.code())
 
 
 @app.command()
@@ -208,4 +203,3 @@ def mcp() -> None:
     from gitlocks.cli.tools import tools
 
     serve(Store.discover().root, tools())
-    finish(EXIT_OK)

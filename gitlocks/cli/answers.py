@@ -1,21 +1,13 @@
 """What a shell is offered for a verb's positional argument: the answers its declaration
-names (``Argument(complete=...)``), for ``git alock completion``'s script.
-
-The verbs are typer's, and typer's arguments belong to its private copy of click, which
-click's completion never takes for arguments: every argument got no answer, and git's bash
-completion, registered with ``-o default``, then offered file names (for a remote's name,
-a lock id). So ``gitlocks.cli.app.complete`` asks here first, and click answers the rest
-(verbs, options).
-"""
+names (``Argument(complete=...)``), for ``git alock completion``'s script."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any
 
+from gitlocks.cli.app import COMPLETE_VAR, everything, verb_callback
 from gitlocks.cli.common import out
-from gitlocks.cli.declare import ArgumentInfo, OptionInfo
+from gitlocks.cli.declare import ArgumentInfo, params
 from gitlocks.errors import GitlocksError
 
 # What a shell offers for each kind of positional argument (``Argument(complete=...)``).
@@ -31,12 +23,18 @@ ANSWERS = {
 }
 
 
-def complete_argument(request: str, callback_of: Callable[[str], Any]) -> bool:
-    """Answer a shell's request (``bash_complete``, ``zsh_complete``, ``fish_complete``)
-    when its word is a verb's positional argument, from what the verb declares it to be
-    (``Argument(complete=...)``); False leaves the request to click (verbs, options). The
-    verbs are typer's, whose arguments click's completion never asked for: a shell then
-    offered file names for a remote's name or a lock id."""
+def complete() -> int:
+    """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
+    if complete_argument(os.environ.get(COMPLETE_VAR, "")):
+        return 0  # a positional argument: answered from its declaration
+    return int(everything().main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
+                                 standalone_mode=True) or 0)  # fmt: skip
+
+
+def complete_argument(request: str) -> bool:
+    """Answer a shell's request (``bash_complete``, ...) for a verb's positional argument,
+    from its declaration; False leaves it to click (verbs, options), whose completion never
+    asks typer's arguments (a shell then offered file names for a remote or a lock id)."""
     # click reads the request and writes the answer: only a shell's request pays for it.
     from click.shell_completion import CompletionItem, get_completion_class
 
@@ -46,7 +44,7 @@ def complete_argument(request: str, callback_of: Callable[[str], Any]) -> bool:
         return False
     comp = found(None, {}, "git-alock", "")  # type: ignore[arg-type]  # only to read and write
     args, incomplete = comp.get_completion_args()
-    kind = argument_kind(args, incomplete, callback_of)
+    kind = argument_kind(args, incomplete)
     if kind is None or kind.partition(":")[0] not in ANSWERS:
         return False
     if kind in ("paths", "directories"):
@@ -57,26 +55,19 @@ def complete_argument(request: str, callback_of: Callable[[str], Any]) -> bool:
     return True
 
 
-def argument_kind(
-    args: list[str], incomplete: str, callback_of: Callable[[str], Any]
-) -> str | None:
+def argument_kind(args: list[str], incomplete: str) -> str | None:
     """What the word being completed is, when it is a verb's positional argument: its
     declared ``complete`` (for ``words``, the metavar's words as ``words:a|b``); else None."""
     if not args or incomplete.startswith("-"):
         return None
-    callback = callback_of(args[0])
+    callback = verb_callback(args[0])
     if callback is None:
         return None
-    import inspect  # typer reads signatures anyway: no cost of ours
-
-    valued: set[str] = set()  # the options that take a value
-    positional: list[tuple[ArgumentInfo, bool]] = []  # (declaration, takes many)
-    for p in inspect.signature(callback).parameters.values():
-        written = str(p.annotation)
-        if isinstance(p.default, OptionInfo) and not written.startswith("bool"):
-            valued.update(p.default.names)
-        elif isinstance(p.default, ArgumentInfo):
-            positional.append((p.default, written.startswith("list")))
+    found = params(callback)
+    valued = {name for p in found if p.kind == "value" for name in p.declared.names}
+    positional = [
+        (p.declared, p.kind == "many") for p in found if isinstance(p.declared, ArgumentInfo)
+    ]
     count, after = 0, iter(args[1:])
     for word in after:
         if word == "--":
@@ -97,40 +88,35 @@ def argument_kind(
 
 
 def offered(kind: str, args: list[str]) -> list[str]:
-    """The words a shell is offered for an argument of ``kind`` (not a path)."""
+    """The words a shell is offered for an argument of ``kind`` (not a path): a metavar's
+    words, remote names, refs, or lock patterns and ids (root-relative patterns as ``:/``
+    patterns where the shell is not at the root)."""
     if kind.startswith("words:"):
         return kind.partition(":")[2].split("|")
     if kind == "text":
         return []
     as_id = next((args[i + 1] for i, w in enumerate(args[:-1]) if w == "--as"), None)
     try:
-        return _from_repository(kind, as_id)
+        if kind in ("remotes", "refs"):
+            from gitlocks.git.run import Env, output  # git is asked, as for every verb
+
+            refs = ["for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags"]
+            asked = ["remote"] if kind == "remotes" else [*refs, "refs/remotes"]
+            return output(asked, env=Env.INHERIT, error=GitlocksError).decode().split()
+        # The table: pygit2 and the store, only for a shell's question about locks.
+        from gitlocks.identity import resolve_identity
+        from gitlocks.service.context import live_table, open_context
+
+        ctx = open_context(None, lambda: resolve_identity(as_id))
+        _, live = live_table(ctx)
+        prefix = "" if os.path.samefile(os.getcwd(), ctx.store.root) else ":/"
     except Exception:  # a shell's question: never a traceback on the prompt
         return []
-
-
-def _from_repository(kind: str, as_id: str | None) -> list[str]:
-    """Remote names, refs, or lock patterns and ids (root-relative patterns as ``:/``
-    patterns where the shell is not at the root), from the repository here."""
-    if kind in ("remotes", "refs"):
-        from gitlocks.git.run import Env, output  # git is asked, as for every verb
-
-        args = ["remote"] if kind == "remotes" else [
-            "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags", "refs/remotes"
-        ]  # fmt: skip
-        return output(args, env=Env.INHERIT, error=GitlocksError).decode().split()
-    # The table: pygit2 and the store, only for a shell's question about locks.
-    from gitlocks.identity import resolve_identity
-    from gitlocks.service.context import live_table, open_context
-
-    ctx = open_context(None, lambda: resolve_identity(as_id))
-    _, live = live_table(ctx)
-    prefix = "" if os.path.samefile(os.getcwd(), ctx.store.root) else ":/"
-    offered: list[str] = []
+    found: list[str] = []
     for record in live:
         if kind == "yours" and record.holder != ctx.identity.holder:
             continue
         if kind == "locks":
-            offered.append(record.id)
-        offered += [prefix + p for p in record.paths]
-    return list(dict.fromkeys(offered))
+            found.append(record.id)
+        found += [prefix + p for p in record.paths]
+    return list(dict.fromkeys(found))

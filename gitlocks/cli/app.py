@@ -1,12 +1,7 @@
 """The ``git alock`` command line: a table of verbs, each module imported only when run.
 
-Most of a command's latency is its imports, so the verb table names each verb's module
-and one line of help, and only the module of the verb being run is imported: ``git alock
--h`` imports no verb, ``version`` and ``whoami`` never load the store. Each verb module
-declares its verbs (``gitlocks.cli.declare``); a command line the small parser there
-takes runs without typer, and typer answers the rest (help, usage errors, completion)
-from the same declaration. Errors are raised to ``gitlocks.main``, the one place they
-become exit codes.
+A command line the small parser of ``gitlocks.cli.declare`` takes runs without typer, which
+answers the rest (help, usage errors, completion) from the same declaration.
 """
 
 from __future__ import annotations
@@ -47,70 +42,64 @@ VERBS: dict[str, tuple[str, str]] = {
     "mcp": ("agents", "Serve the lock tools over MCP on stdio."),
     "doctor": ("agents", "Check that each installed agent hook really denies a held edit."),
     "uninstall-hooks": ("hooks", "Remove the bundled hooks and restore any chained hook."),
-    "verify": ("verify", "Report commits in RANGE that changed paths in others' live claims."),
-    "install-remote-hook": ("verify", "Make a hosted repo refuse pushes into others' claims."),
+    "verify": ("hooks", "Report commits in RANGE that changed paths in others' live claims."),
+    "install-remote-hook": ("hooks", "Make a hosted repo refuse pushes into others' claims."),
     "skill": ("info", "Install or show the instructions that teach a coding agent git alock."),
     "version": ("info", "Show the version."),
-    "completion": ("completion", "Print the shell completion script: bash, zsh or fish."),
+    "completion": ("info", "Print the shell completion script: bash, zsh or fish."),
 }
 
 COMPLETE_VAR = "_GIT_ALOCK_COMPLETE"  # set by the completion script when it asks
 
 HELP_OPTIONS = ("-h", "--help")
-HINT = "hint: git alock -h lists the verbs; git alock VERB -h shows a verb's options\n"
+HINT = "hint: git alock -h lists the verbs; git alock VERB -h shows a verb's options"
 
 
 def usage() -> str:
     """The top-level help, from the verb table alone."""
     width = max(len(verb) for verb in VERBS) + 2
-    rows = [f"  {verb:<{width}}{text}" for verb, (_, text) in VERBS.items() if text]
-    return "\n".join(
-        [
-            "usage: git alock VERB [OPTIONS] [ARGS]...",
-            "",
-            "Advisory path locks for coding agents sharing one git repository.",
-            "",
-            "Claim a region before editing it; others who try to claim an overlapping",
-            "region are refused and told who holds what.",
-            "",
-            "Example: git alock acquire 'src/api/**' -m 'rewrite auth'",
-            "",
-            "Verbs:",
-            *rows,
-            "",
-            "git alock VERB -h shows a verb's options and an example.",
-            "",
-        ]
-    )
+    rows = "\n".join(f"  {verb:<{width}}{text}" for verb, (_, text) in VERBS.items() if text)
+    return f"""usage: git alock VERB [OPTIONS] [ARGS]...
+
+Advisory path locks for coding agents sharing one git repository.
+
+Claim a region before editing it; others who try to claim an overlapping
+region are refused and told who holds what.
+
+Example: git alock acquire 'src/api/**' -m 'rewrite auth'
+
+Verbs:
+{rows}
+
+git alock VERB -h shows a verb's options and an example.
+"""
 
 
 def run(args: list[str]) -> int:
     """Run one command line; return its exit code. ``GitlocksError`` propagates."""
     args = _as_after_verb(args)
-    if not args or args[0] in HELP_OPTIONS:
+    # As in git, ``help`` alone lists the verbs, and ``help VERB`` is ``VERB -h``.
+    if not args or args[0] in HELP_OPTIONS or args == ["help"]:
         sys.stdout.write(usage())
         if args:
             return EXIT_OK
         sys.stderr.write("error: name a verb, e.g. git alock acquire PATTERN\n")
         return EXIT_ERROR
     verb = args[0]
-    if verb == "help":  # as in git: ``help`` alone lists the verbs, ``help VERB`` is VERB -h
-        if len(args) == 1:
-            sys.stdout.write(usage())
-            return EXIT_OK
+    if verb == "help":
         if args[1] in VERBS:
             return _run_verb(args[1], ["-h"])
         if args[1] == "--as" or args[1].startswith("--as="):
-            raise UsageError(f"help acts for no agent, so it takes no --as\n{HINT.rstrip()}")
+            raise UsageError(f"help acts for no agent, so it takes no --as\n{HINT}")
         verb = args[1]
     if verb not in VERBS:
         if verb.startswith("-"):
-            raise UsageError(f"No such option: {verb}\n{HINT.removesuffix(chr(10))}")
+            raise UsageError(f"No such option: {verb}\n{HINT}")
         import difflib  # only for a verb mistyped
 
         close = difflib.get_close_matches(verb, [v for v, (_, t) in VERBS.items() if t], n=1)
         maybe = f" Did you mean '{close[0]}'?" if close else ""
-        raise UsageError(f"No such command '{verb}'.{maybe}\n{HINT.removesuffix(chr(10))}")
+        raise UsageError(f"No such command '{verb}'.{maybe}\n{HINT}")
     return _run_verb(verb, args[1:])
 
 
@@ -120,18 +109,14 @@ def verb_module(verb: str) -> Any:
 
 
 def _as_after_verb(args: list[str]) -> list[str]:
-    """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...``: who acts is said
-    before the verb as naturally as after it (``git -c`` style)."""
+    """``git alock --as ID VERB ...`` as ``git alock VERB --as ID ...`` (``git -c`` style)."""
     moved: list[str] = []
     while args and (args[0] == "--as" or args[0].startswith("--as=")):
-        if args[0] == "--as":
-            if len(args) < 2:
-                raise UsageError("--as needs an agent id, e.g. git alock --as NAME acquire PATTERN")
-            moved += args[:2]
-            args = args[2:]
-        else:
-            moved.append(args[0])
-            args = args[1:]
+        taken = 2 if args[0] == "--as" else 1
+        if len(args) < taken:
+            raise UsageError("--as needs an agent id, e.g. git alock --as NAME acquire PATTERN")
+        moved += args[:taken]
+        args = args[taken:]
     if not moved:
         return args
     if not args or args[0].startswith("-"):
@@ -154,17 +139,11 @@ def _run_verb(verb: str, args: list[str]) -> int:
             sys.stderr.write("\n")  # as click says it, below
             return EXIT_INTERRUPTED
         return EXIT_OK
-    return _run_with_typer(module.app, verb, args, optional)
-
-
-def _run_with_typer(
-    app: declare.Verbs, verb: str, args: list[str], optional: dict[str, str] | None = None
-) -> int:
     import re  # only where typer answers: its usage errors
 
     import typer  # help, usage errors and completion: the framework's own words
 
-    command = _command(app, verb, typer)
+    command = _command(module.app, verb, typer)
     try:
         rv = command.main(args=args, prog_name=f"git alock {verb}", standalone_mode=False)
     except declare.Exit as exc:
@@ -177,16 +156,14 @@ def _run_with_typer(
         said = exc.format_message()
         if re.match(r"No such option: --as(?![\w-])", said):  # before the verb or after
             said = f"{verb} acts for no agent, so it takes no --as"
-        hint = _took_as_value(verb, said, args, optional or {}) or HINT.removesuffix(chr(10))
+        hint = _took_as_value(verb, said, args, optional) or HINT
         raise UsageError(f"{said}\n{hint}") from None
     return rv if isinstance(rv, int) else EXIT_OK
 
 
 def _took_as_value(verb: str, said: str, args: list[str], optional: dict[str, str]) -> str | None:
-    """For a missing argument, the hint that an option whose value may be left out took
-    the word after it as its value, where that word reads as a path or a pattern and no
-    branch could be named so (``acquire --until-merged 'src/**'``: the pattern became the
-    branch)."""
+    """For a missing argument: the hint that an option whose value may be left out took a
+    path or pattern after it as its value (``acquire --until-merged 'src/**'``)."""
     if not said.startswith("Missing argument"):
         return None
     for i, arg in enumerate(args[:-1]):
@@ -232,28 +209,13 @@ def _fill_optional_values(args: list[str], defaults: dict[str, str]) -> list[str
     return filled
 
 
-def complete() -> int:
-    """Answer the shell's completion request (``COMPLETE_VAR`` says which shell)."""
-    from gitlocks.cli.answers import complete_argument  # a shell's request only
-
-    if complete_argument(os.environ.get(COMPLETE_VAR, ""), verb_callback):
-        return 0  # a positional argument: answered from its declaration
-    command = everything()
-    return int(command.main(args=[], prog_name="git-alock", complete_var=COMPLETE_VAR,
-                            standalone_mode=True) or 0)  # fmt: skip
-
-
 def verb_callback(verb: str) -> Any:
     """The function of ``verb``, or None for a word that is no verb."""
-    if verb not in VERBS:
-        return None
-    found = verb_module(verb).app.commands.get(verb)
-    return found.callback if found is not None else None
+    return verb_module(verb).app.commands[verb].callback if verb in VERBS else None
 
 
 def everything() -> Any:
-    """One click group of every verb: for shell completion only (a command imports only
-    its own verb)."""
+    """One click group of every verb, for shell completion only."""
     # The framework, for a shell's request only.
     import click
     import typer
@@ -268,9 +230,7 @@ def everything() -> Any:
 
 def _command(app: declare.Verbs, verb: str, typer: Any) -> Any:
     """The click command of ``verb`` alone: converting only the verb run saves time."""
-    found = app.commands.get(verb)
-    if found is None:
-        raise LookupError(f"verb {verb!r} is in the verb table but not in its module")
+    found = app.commands[verb]
     single = typer.Typer(
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -297,10 +257,12 @@ def _for_typer(func: Any, typer: Any) -> Any:
     converted = []
     for p in signature.parameters.values():
         meta = p.default
-        if isinstance(meta, declare.OptionInfo):
-            typed = typer.Option(*meta.names, **meta.settings)
-        else:
-            typed = typer.Argument(**meta.settings)
+        option = isinstance(meta, declare.OptionInfo)
+        typed = (
+            typer.Option(*meta.names, **meta.settings)
+            if option
+            else typer.Argument(**meta.settings)
+        )
         default = p.empty if meta.default is declare.REQUIRED else meta.default
         annotation = typing.Annotated.__class_getitem__((hints[p.name], typed))  # type: ignore[attr-defined]
         converted.append(p.replace(annotation=annotation, default=default))

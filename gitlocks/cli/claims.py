@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, finish, reply, verbs
-from gitlocks.cli.context import context, entries, lifetime, require, warn_problems
-from gitlocks.cli.declare import Argument, InTool, Option
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, reply
+from gitlocks.cli.context import context, entries, require, warn_problems
+from gitlocks.cli.declare import Argument, Exit, InTool, Option, Verbs
 from gitlocks.core.record import is_lock_id, parse_duration
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from gitlocks.service.context import Context
     from gitlocks.service.results import AcquireResult
 
-app = verbs()
+app = Verbs()
 MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt so
 WAIT_DEFAULT = ""  # --wait without a duration: alock.waitDefault, else 5m
 # Options whose value may be left out.
@@ -84,7 +84,7 @@ def acquire(
     ctx = context(as_id, writes=True)
     root = str(ctx.store.root)
     claim, listing = _claim(ctx, patterns, root)
-    life = lifetime(ctx, ttl)
+    life = ctx.ttl(ttl)
     waits = None if wait is None else _wait_seconds(ctx, wait)
     branch = None
     if until_merged is not None:
@@ -105,12 +105,10 @@ def acquire(
             from gitlocks.service import waiting  # only a claim that may wait
 
             def told(now_waiting: AcquireResult) -> None:
-                sys.stderr.write(render.waiting(now_waiting, ctx.now()) + "\n")
-                sys.stderr.flush()
+                sys.stderr.write(render.waiting(now_waiting, ctx.now()) + "\n")  # line-buffered
 
             def noted(said: str) -> None:
                 sys.stderr.write(f"note: {printable(said)}\n")
-                sys.stderr.flush()
 
             result = waiting.acquire(
                 ctx, claim, wait=waits, on_waiting=told, interruptible=True, on_note=noted, **asked
@@ -157,7 +155,7 @@ def acquire(
             "note: no gitlocks post-commit hook here: your commits are not recorded in the "
             "claim, so it will not end when they land (git alock install-hooks)\n"
         )
-    finish(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result.status in ("acquired", "already_yours") else EXIT_REFUSED)
 
 
 def _wait_seconds(ctx: object, typed: str) -> int:
@@ -176,8 +174,7 @@ def _wait_seconds(ctx: object, typed: str) -> int:
 
 
 def _commits_recorded(root: str) -> bool:
-    """Whether commits here run our post-commit hook, which records them in an
-    ``--until-merged`` claim: without it such a claim never lands."""
+    """Whether our post-commit hook runs here: without it an --until-merged claim never lands."""
     from gitlocks.hooks.install import hooks_dir, is_ours  # only for an --until-merged claim
 
     try:
@@ -189,10 +186,9 @@ def _commits_recorded(root: str) -> bool:
 def _claim(
     ctx: Context, patterns: list[str], root: str
 ) -> tuple[list[ScopeEntry], Process | list[str] | None]:
-    """The claim's entries, and the listing of the index for its note (``typos``), read
-    while the claim is written: one ``git ls-files`` for both questions a claim asks of
-    the index, the second only when a plain path is no file in the working tree (is it one
-    in the index? then the pattern is exact), which waits for the answer."""
+    """The claim's entries, and the index's listing for its note (``typos``), read while
+    the claim is written; waited for only when a plain path is no file in the working tree
+    (is it one in the index? then the pattern is exact)."""
     from gitlocks.service import typos  # only a claim lists the index (as acquire says)
 
     asked: list[str] = []
@@ -246,7 +242,7 @@ def release(
     wanted = None if typed is None else entries(ctx, typed, exact=False)
     result = locks.release(ctx, wanted)
     reply(result.to_dict(), render.release(result, ctx.identity.holder), as_json)
-    finish(EXIT_REFUSED if result.held_by_others else EXIT_OK)
+    raise Exit(EXIT_REFUSED if result.held_by_others else EXIT_OK)
 
 
 @app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
@@ -269,9 +265,9 @@ def renew(
     ctx = context(as_id, writes=True)
     wanted = entries(ctx, patterns) if patterns else None
     asked = parse_duration(ttl, what="--ttl") if ttl is not None else None
-    result = locks.renew(ctx, wanted, ttl=asked, default_ttl=lifetime(ctx, None))
+    result = locks.renew(ctx, wanted, ttl=asked, default_ttl=ctx.ttl(None))
     reply(result.to_dict(), render.renew(result, ctx.now()), as_json)
-    finish(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
+    raise Exit(EXIT_OK if result.complete() else EXIT_REFUSED)  # a claim lost: not yours
 
 
 @app.command(tool="Append a progress note to your lock on a path.")
@@ -296,7 +292,7 @@ def note(
     [entry] = entries(ctx, [pattern])
     result = locks.note(ctx, entry, user_text(text, "note", MAX_NOTE_CHARS))
     reply(result.to_dict(), render.note(result), as_json)
-    finish(EXIT_OK if result.lock else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result.lock else EXIT_REFUSED)
 
 
 @app.command(
@@ -322,7 +318,7 @@ def break_(
     ctx = context(as_id, writes=True)
     result = locks.break_locks(ctx, [(t, entries(ctx, [t])[0]) for t in targets])
     reply(result.to_dict(), render.broken(result, targets, ctx.now()), as_json)
-    finish(EXIT_OK if result else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result else EXIT_REFUSED)
 
 
 @app.command(
@@ -353,6 +349,6 @@ def resume(
         target = pattern
     else:
         [target] = entries(ctx, [pattern])
-    result = lifecycle.resume(ctx, target, ttl=lifetime(ctx, ttl))
+    result = lifecycle.resume(ctx, target, ttl=ctx.ttl(ttl))
     reply(result.to_dict(), render.resume(result, ctx.now()), as_json)
-    finish(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)
+    raise Exit(EXIT_OK if result.status == "resumed" else EXIT_REFUSED)

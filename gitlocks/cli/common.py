@@ -1,21 +1,18 @@
-"""What every verb module shares: the common options and how results are written.
-
-Imports no framework: ``version``, ``whoami`` and ``skill`` use it without the store.
-"""
+"""What every verb module shares: the common options and how results are written (no
+framework: ``version``, ``whoami`` and ``skill`` use it without the store)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from gitlocks.cli.declare import NOT_IN_TOOL, Exit, Option, Verbs
+from gitlocks.cli.declare import NOT_IN_TOOL, Option
 from gitlocks.core import strictjson
-from gitlocks.core.text import is_digits
 from gitlocks.errors import UsageError
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any
 
 # The options many verbs share, with their defaults (``as_id: str | None = AS_OPTION``).
 # An MCP tool acts for the server's holder only: it is named as the server starts.
@@ -38,35 +35,6 @@ TTL_OPTION = Option(
 )
 
 
-def whole_number(typed: str, option: str) -> int:
-    """A count typed for ``option``: a whole number, at least 1 (read here, not by click,
-    so that a bad one is reported as every other bad value is)."""
-    text = typed.strip()
-    # Past a billion nothing changes (the journal is never that long), and int() refuses
-    # thousands of digits: such a count is read as the most there could be.
-    digits = text.lstrip("0")
-    if not is_digits(text) or not digits:
-        shown = typed if len(typed) <= 40 else typed[:40] + "..."
-        raise UsageError(f"invalid {option} {shown!r}: use a whole number of at least 1, e.g. 20")
-    return 10**9 if len(digits) > 9 else int(digits)
-
-
-def poll_interval(typed: str) -> float:
-    """``--interval``: seconds from 0.01 to 3600 (nan and inf are refused too)."""
-    try:
-        value = float(typed)
-    except ValueError:
-        value = float("nan")
-    if not 0.01 <= value <= 3600:
-        raise UsageError(f"invalid --interval {typed!r}: use seconds from 0.01 to 3600, e.g. 0.5")
-    return value
-
-
-def verbs() -> Verbs:
-    """The table a verb module registers its verbs on."""
-    return Verbs()
-
-
 def out(text: str) -> None:
     """A human reply on stdout (nothing for an empty one)."""
     if text:
@@ -79,10 +47,8 @@ def dump_json(data: Any, said: str = "") -> None:
 
 
 def json_text(data: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
-    """``data`` as strict JSON (a NaN or infinity a hostile journal event holds as null),
-    other characters than ASCII as they are; every one escaped where some string holds an
-    unpaired surrogate (a hostile journal event's, spelled as an escape), which no UTF-8
-    output can carry."""
+    """``data`` as strict JSON (a NaN or infinity as null), not ASCII only unless a string
+    holds an unpaired surrogate (a hostile journal event's), which no UTF-8 can carry."""
     text = strictjson.dumps_finite(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     try:
         text.encode("utf-8")
@@ -114,8 +80,3 @@ def reply(data: Any, text: str, as_json: bool) -> None:
         dump_json(data, text)
     else:
         out(text)
-
-
-def finish(code: int) -> NoReturn:
-    """End the verb with ``code`` (the command line returns it as the exit code)."""
-    raise Exit(code)

@@ -1,7 +1,5 @@
-"""What the verbs that touch the lock table share: the store and identity, typed input.
-
-Imported only by verb modules that need the store (and so pygit2).
-"""
+"""What the verbs that touch the lock table share: the store and identity, typed input
+(imported only by verb modules that need the store, and so pygit2)."""
 
 from __future__ import annotations
 
@@ -20,19 +18,21 @@ TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gitlocks.store.base import LockStore
-
 
 def context(
-    as_id: str | None, *, fresh: bool = False, land: bool = False, writes: bool = False
+    as_id: str | None,
+    *,
+    fresh: bool = False,
+    land: bool = False,
+    clear: bool = False,
+    writes: bool = False,
 ) -> Context:
     """The store of the current repository (the remote's in remote mode) and who asks.
 
-    ``land`` (the reading verbs): in local mode, first release this machine's claims
-    whose work has landed, so that a merge is seen by the next read (every write asks
-    anyway; in remote mode ``sync`` asks, as the branch is the remote's). ``writes``
-    (the verbs that write the table): the write's own listing, under the mutex, finds a
-    symbolic journal ref, and the warning is said then.
+    ``land`` (reading verbs), in local mode: release this machine's claims whose work has
+    landed (writes ask anyway; remote mode: ``sync``), then with ``clear`` the dead ones; in
+    remote mode: say how old the view is (unless ``fresh``). ``writes``: warn of a symbolic
+    journal ref in the write's own listing, under the mutex.
     """
     ctx = open_context(None, lambda: resolve_identity(as_id))
     if fresh:
@@ -45,8 +45,19 @@ def context(
         target = ctx.store.journal_symref()
         if target is not None:
             _warn_journal_symref(target)
-    if land and not ctx.store.config_get("alock.remote"):
+    remote = ctx.store.config_get("alock.remote") if land else None
+    if land and not remote:
         _land(ctx)
+        if clear:
+            from gitlocks.service import lifecycle  # the store's layer, for a write
+
+            lifecycle.clear_dead_before_listing(ctx)
+    elif remote and not fresh:
+        # Imported here: only remote mode has a view to age.
+        from gitlocks.render.remote import staleness
+        from gitlocks.service.remote import view_age
+
+        sys.stderr.write(staleness(remote, view_age(ctx.store, remote)) + "\n")
     return ctx
 
 
@@ -74,26 +85,6 @@ def _land(ctx: Context) -> None:
         ctx.warnings.append(f"claims whose work landed were not released: {exc}")
 
 
-def clear_dead(ctx: Context) -> None:
-    """Before a listing: ``lifecycle.clear_dead_before_listing`` (local mode only)."""
-    if ctx.store.config_get("alock.remote"):
-        return  # no write in remote mode, so the store's layer need not load
-    from gitlocks.service import lifecycle  # the store's layer, for a write
-
-    lifecycle.clear_dead_before_listing(ctx)
-
-
-def say_staleness(store: LockStore) -> None:
-    """In remote mode, say on stderr how old the local view is."""
-    name = store.config_get("alock.remote")
-    if name:
-        # Imported here: only remote mode has a view to age.
-        from gitlocks.render.remote import staleness
-        from gitlocks.service.remote import view_age
-
-        sys.stderr.write(staleness(name, view_age(store, name)) + "\n")
-
-
 def entries(
     ctx: Context,
     patterns: list[str],
@@ -107,8 +98,10 @@ def entries(
     the store's by default; with ``exact`` False nothing is asked and no entry is exact."""
     store = ctx.store
     asked = (is_file or store.is_file) if exact else None
-    cwd = _cwd(store)
-    found: list[ScopeEntry] = []
+    here = os.path.realpath(os.getcwd())
+    top = store.root.rstrip("/") + "/"  # "/" for a tree at the file system's root
+    cwd = here[len(top) :] if here.startswith(top) else ""
+    found: dict[ScopeEntry, None] = {}  # in order, without repeats
     bad = first_control(cwd)
     for typed in patterns:
         if bad is not None and not typed.startswith((":/", "/")):
@@ -117,21 +110,8 @@ def entries(
                 f"pattern can be relative to it: anchor {typed!r} at the top of the working "
                 "tree with ':/', or run git alock from another directory"
             )
-        entry = make_entry(typed, cwd=cwd, root=store.root, is_file=asked)
-        if entry not in found:
-            found.append(entry)
-    return found
-
-
-def _cwd(store: LockStore) -> str:
-    here = os.path.realpath(os.getcwd())
-    top = store.root.rstrip("/") + "/"  # "/" for a tree at the file system's root
-    return here[len(top) :] if here.startswith(top) else ""
-
-
-def lifetime(ctx: Context, typed: str | None) -> int:
-    """``--ttl`` if given, else ``alock.ttl``, else the default."""
-    return ctx.ttl(typed)
+        found[make_entry(typed, cwd=cwd, root=store.root, is_file=asked)] = None
+    return list(found)
 
 
 def warn_problems(ctx: Context) -> None:

@@ -1,25 +1,9 @@
 """The verbs' one declaration, and the small parser that runs a verb from it.
 
-A verb is a function whose parameters say what it takes, each with its declaration as
-its default: ``ttl: str | None = Option("--ttl", default=None, help=...)``, ``patterns:
-list[str] = Argument(metavar="PATTERN...")`` (no ``default``: required). Three readers
-share that declaration:
-
-- ``parse`` (here, standard library only): the known options and arguments of a command
-  line typed correctly, the case of every command an agent or a hook runs. It parses what
-  click would parse, the same way, or declines (returns None);
-- typer (``gitlocks.cli.app``), for everything ``parse`` declines: help, usage errors with
-  click's wording, shell completion;
-- the MCP tool table (``gitlocks.cli.tools``), for a verb that is also a tool
-  (``@app.command(tool=DESCRIPTION)``): the tool's arguments, their JSON schema, their
-  checks and their descriptions are the declared parameters and their help. A parameter
-  the tool takes otherwise (another name, required, not at all) says so right here, with
-  ``tool=InTool(...)`` or ``tool=NOT_IN_TOOL``.
-
-So a verb run correctly never imports the command-line framework, and its help and errors
-are the framework's own. ``parse`` and the tool table read each parameter's type from its
-annotation as written (the verb modules import ``annotations`` from ``__future__``), never
-evaluating it. Values stay strings: the verbs read them themselves.
+Each parameter of a verb has its declaration as default (``ttl: str | None = Option("--ttl",
+default=None, help=...)``). ``parse`` takes a command line typed correctly, as click would,
+or declines (None) and typer answers; ``gitlocks.cli.tools`` builds the MCP tools from it.
+Annotations are read as written, never evaluated (docs/design.md, section 8).
 """
 
 from __future__ import annotations
@@ -35,8 +19,7 @@ if TYPE_CHECKING:
 
 class InTool(Value):
     """How a verb's MCP tool takes one of its parameters, where that differs from the
-    command line. By default the tool takes it under the option's long name (``--until-merged``:
-    ``until_merged``) or the argument's parameter name, required as on the command line."""
+    default: the option's long name or the argument's, required as on the command line."""
 
     __slots__ = ("name", "offered", "pattern", "required")
 
@@ -56,12 +39,7 @@ class InTool(Value):
 NOT_IN_TOOL = InTool(offered=False)
 
 
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()  # the default of a parameter the command line must give
+REQUIRED: Any = ...  # the default of a parameter the command line must give
 
 
 class OptionInfo:
@@ -79,6 +57,8 @@ class OptionInfo:
 class ArgumentInfo:
     """A positional argument of a verb, as ``Argument()`` declares it."""
 
+    names: tuple[str, ...] = ()  # an option's spellings: none
+
     def __init__(self, default: Any, tool: InTool, complete: str, settings: dict[str, Any]) -> None:
         self.default = default
         self.tool = tool
@@ -87,18 +67,16 @@ class ArgumentInfo:
 
 
 def Option(*names: str, default: Any = REQUIRED, tool: InTool = InTool(), **settings: Any) -> Any:
-    """An option of a verb, declared as its parameter's default: its names (``-m``,
-    ``--reason``), its default (none: the option is required), help, and how an MCP tool
-    takes it (``tool``); every other setting is typer's."""
+    """An option of a verb, as its parameter's default: its names, its default (none:
+    required), how an MCP tool takes it (``tool``); every other setting is typer's."""
     return OptionInfo(names, default, tool, settings)
 
 
 def Argument(
     *, default: Any = REQUIRED, tool: InTool = InTool(), complete: str = "", **settings: Any
 ) -> Any:
-    """A positional argument of a verb, declared as its parameter's default; ``complete``:
-    what a shell offers for it (``gitlocks.cli.answers.ANSWERS``; every verb's
-    argument names one, tests/cli/test_completion.py holds them to it)."""
+    """A positional argument of a verb, as its parameter's default; ``complete``: what a
+    shell offers for it (one of ``gitlocks.cli.answers.ANSWERS``)."""
     return ArgumentInfo(default, tool, complete, settings)
 
 
@@ -114,11 +92,7 @@ class Verb(Value):
     __slots__ = ("callback", "hidden", "name", "tool")
 
     def __init__(
-        self,
-        name: str,
-        callback: Callable[..., Any],
-        hidden: bool,
-        tool: str | None = None,
+        self, name: str, callback: Callable[..., Any], hidden: bool, tool: str | None
     ) -> None:
         self.name = name
         self.callback = callback
@@ -150,27 +124,19 @@ _PLAIN = frozenset({"str", "str | None", "bool", "list[str]", "list[str] | None"
 
 
 class Param(Value):
-    __slots__ = ("default", "help", "kind", "name", "names", "plain", "required", "tool")
+    __slots__ = ("declared", "default", "help", "kind", "name", "plain", "required", "tool")
 
     def __init__(
-        self,
-        name: str,
-        kind: str,
-        names: tuple[str, ...],
-        required: bool,
-        default: Any,
-        plain: bool,
-        help: str = "",
-        tool: InTool = InTool(),
+        self, name: str, kind: str, declared: OptionInfo | ArgumentInfo, plain: bool
     ) -> None:
         self.name = name
         self.kind = kind  # "flag", "value" (an option taking one), "one" or "many" (arguments)
-        self.names = names  # an option's spellings
-        self.required = required
-        self.default = default
+        self.declared = declared  # its Option() or Argument(): names, metavar, completion
+        self.required = declared.default is REQUIRED
+        self.default = None if self.required else declared.default
         self.plain = plain  # text, a flag or a list of text: what ``parse`` hands over as typed
-        self.help = help
-        self.tool = tool
+        self.help = declared.settings.get("help", "")
+        self.tool = declared.tool
 
 
 def params(func: Callable[..., Any]) -> list[Param]:
@@ -189,17 +155,11 @@ def params(func: Callable[..., Any]) -> list[Param]:
                 "Argument(...), in a module with `from __future__ import annotations`"
             )
         union = [t.strip() for t in written.split("|")]
-        hint = " | ".join(union)
-        plain = hint in _PLAIN
-        required = meta.default is REQUIRED
-        default = None if required else meta.default
-        text = meta.settings.get("help", "")
         if isinstance(meta, OptionInfo):
-            kind = "flag" if hint == "bool" else "value"
-            found.append(Param(name, kind, meta.names, required, default, plain, text, meta.tool))
+            kind = "flag" if union == ["bool"] else "value"
         else:
             kind = "many" if any(t.startswith("list[") for t in union) else "one"
-            found.append(Param(name, kind, (), required, default, plain, text, meta.tool))
+        found.append(Param(name, kind, meta, " | ".join(union) in _PLAIN))
     return found
 
 
@@ -210,7 +170,7 @@ def parse(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
     declared = params(func)
     if declared and not all(p.plain for p in declared):
         return None  # a number or a choice: converted and checked by click
-    options = {n: p for p in declared for n in p.names}
+    options = {n: p for p in declared for n in p.declared.names}
     positional = [p for p in declared if p.kind in ("one", "many")]
     if any(p.kind == "many" for p in positional[:-1]):
         return None  # a list before another argument: click's sharing-out, not ours
@@ -241,16 +201,11 @@ def parse(func: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
             i += 1
         else:
             return None
-    for p in positional:
-        if p.kind == "many":
-            taken, words = words, []
-            if not taken and p.required:
-                return None
-            values[p.name] = taken or p.default
-        elif words:
+    for p in positional:  # one left out: its default, or None below where it is required
+        if p.kind == "many" and words:
+            values[p.name], words = words, []
+        elif p.kind == "one" and words:
             values[p.name] = words.pop(0)
-        elif p.required:
-            return None
     if words:
         return None
     for p in declared:

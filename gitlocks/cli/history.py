@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import gc
-import sys
 import time
 
-from gitlocks.cli.common import (
-    AS_OPTION,
-    JSON_OPTION,
-    finish,
-    json_text,
-    out,
-    poll_interval,
-    reply,
-    verbs,
-    whole_number,
-)
-from gitlocks.cli.context import clear_dead, context, say_staleness, warn_problems
-from gitlocks.cli.declare import Option
+from gitlocks.cli.common import AS_OPTION, JSON_OPTION, json_text, out, reply
+from gitlocks.cli.context import context, warn_problems
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.core import journal as core_journal
 from gitlocks.core.record import parse_duration, utcnow
-from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK
+from gitlocks.core.text import is_digits
+from gitlocks.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from gitlocks.render import journal as render_journal
 from gitlocks.render import status as render_status
 from gitlocks.service import journal
 from gitlocks.service.status import status as status_of
 from gitlocks.store.local import Store
 
-app = verbs()
+app = Verbs()
 
 
 @app.command(tool="Your locks, others', and uncommitted edits outside your claims.")
@@ -40,13 +30,10 @@ def status(as_id: str | None = AS_OPTION, as_json: bool = JSON_OPTION) -> None:
 
     Example: git alock status
     """
-    ctx = context(as_id, land=True)
-    say_staleness(ctx.store)
-    clear_dead(ctx)
+    ctx = context(as_id, land=True, clear=True)
     report = status_of(ctx)
     warn_problems(ctx)
     reply(report.to_dict(), render_status.status(report, ctx.now()), as_json)
-    finish(EXIT_OK)
 
 
 @app.command(
@@ -76,7 +63,6 @@ def log(
         found.reverse()
     text = "\n".join(render_journal.format_event(e) for e in found) or "no events"
     reply(found, text, as_json)
-    finish(EXIT_OK)
 
 
 @app.command()
@@ -96,9 +82,8 @@ def watch(
     every = poll_interval(interval)
     stop_after = whole_number(count, "--count") if count is not None else None
     store = Store.discover()
-    deadline = None
-    if timeout is not None:
-        deadline = time.monotonic() + parse_duration(timeout, what="--timeout")
+    wait = None if timeout is None else parse_duration(timeout, what="--timeout")
+    deadline = None if wait is None else time.monotonic() + wait
     seen = 0
     try:
         for batch in journal.follow(store, interval=every):
@@ -107,9 +92,30 @@ def watch(
                 out(line if as_json else render_journal.format_event(event))
                 seen += 1
                 if stop_after is not None and seen >= stop_after:
-                    finish(EXIT_OK)
-            sys.stdout.flush()
+                    raise Exit(EXIT_OK)
             if deadline is not None and time.monotonic() >= deadline:
-                finish(EXIT_OK)
+                raise Exit(EXIT_OK)
     except KeyboardInterrupt:
-        finish(EXIT_INTERRUPTED)
+        raise Exit(EXIT_INTERRUPTED) from None
+
+
+def whole_number(typed: str, option: str) -> int:
+    """A count typed for ``option``: a whole number, at least 1. Past a billion (more than
+    a journal holds; int() refuses thousands of digits) it reads as a billion."""
+    text = typed.strip()
+    digits = text.lstrip("0")
+    if not is_digits(text) or not digits:
+        shown = typed if len(typed) <= 40 else typed[:40] + "..."
+        raise UsageError(f"invalid {option} {shown!r}: use a whole number of at least 1, e.g. 20")
+    return 10**9 if len(digits) > 9 else int(digits)
+
+
+def poll_interval(typed: str) -> float:
+    """``--interval``: seconds from 0.01 to 3600 (nan and inf are refused too)."""
+    try:
+        value = float(typed)
+    except ValueError:
+        value = float("nan")
+    if not 0.01 <= value <= 3600:
+        raise UsageError(f"invalid --interval {typed!r}: use seconds from 0.01 to 3600, e.g. 0.5")
+    return value

@@ -2,25 +2,9 @@
 
 from __future__ import annotations
 
-from gitlocks.cli.common import (
-    AS_OPTION,
-    FRESH_OPTION,
-    JSON_OPTION,
-    dump_json,
-    finish,
-    out,
-    reply,
-    verbs,
-)
-from gitlocks.cli.context import (
-    clear_dead,
-    context,
-    entries,
-    require,
-    say_staleness,
-    warn_problems,
-)
-from gitlocks.cli.declare import NOT_IN_TOOL, Argument, InTool, Option
+from gitlocks.cli.common import AS_OPTION, FRESH_OPTION, JSON_OPTION, dump_json, out, reply
+from gitlocks.cli.context import context, entries, require, warn_problems
+from gitlocks.cli.declare import NOT_IN_TOOL, Argument, Exit, InTool, Option, Verbs
 from gitlocks.core.record import format_time
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.render import locks as render
@@ -28,7 +12,7 @@ from gitlocks.service import locks
 from gitlocks.service.context import live_table
 from gitlocks.service.lifecycle import states
 
-app = verbs()
+app = Verbs()
 
 
 LONG_OPTION = Option(
@@ -38,22 +22,6 @@ LONG_OPTION = Option(
     help="Also show where each holder runs: host, session, worktree.",
     tool=NOT_IN_TOOL,
 )
-
-
-def _list(as_id: str | None, as_json: bool, fresh: bool, long: bool = False) -> None:
-    ctx = context(as_id, fresh=fresh, land=True)
-    if not fresh:  # just fetched: nothing to say about its age
-        say_staleness(ctx.store)
-    clear_dead(ctx)
-    table, live = live_table(ctx)
-    if as_json:
-        dump_json([r.to_dict() for r in live])
-    else:
-        out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live), long=long))
-        queued = table.waiters(format_time(ctx.now()))
-        if queued:
-            out(render.queue(queued, ctx.identity.holder, ctx.now()))
-    warn_problems(ctx)
 
 
 @app.command("list", tool="Every live lock.")
@@ -67,7 +35,16 @@ def list_(
 
     Example: git alock list --long; git alock list --json
     """
-    _list(as_id, as_json, fresh, long)
+    ctx = context(as_id, fresh=fresh, land=True, clear=True)
+    table, live = live_table(ctx)
+    if as_json:
+        dump_json([r.to_dict() for r in live])
+    else:
+        out(render.table(live, ctx.identity.holder, ctx.now(), states(ctx, live), long=long))
+        queued = table.waiters(format_time(ctx.now()))
+        if queued:
+            out(render.queue(queued, ctx.identity.holder, ctx.now()))
+    warn_problems(ctx)
 
 
 @app.command("ls", hidden=True)
@@ -81,7 +58,7 @@ def ls(
 
     Example: git alock ls; git alock ls --long
     """
-    _list(as_id, as_json, fresh, long)
+    list_(as_id, as_json, fresh, long)
 
 
 @app.command(tool="FREE, YOURS or HELD for each path.")
@@ -111,8 +88,6 @@ def check(
     if staged and paths:
         raise UsageError("give paths or --staged, not both")
     ctx = context(as_id, fresh=fresh, land=True)
-    if not fresh:  # just fetched: nothing to say about its age
-        say_staleness(ctx.store)
     if staged:
         from gitlocks.git.changes import staged_paths  # only --staged reads the index
 
@@ -121,4 +96,4 @@ def check(
         items = locks.check(ctx, entries(ctx, require(paths, "path (or --staged)")))
     warn_problems(ctx)
     reply([i.to_dict() for i in items], render.check(items, ctx.now()), as_json)
-    finish(EXIT_REFUSED if any(i.status == "held" for i in items) else EXIT_OK)
+    raise Exit(EXIT_REFUSED if any(i.status == "held" for i in items) else EXIT_OK)

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from gitlocks.cli.common import JSON_OPTION, finish, reply, verbs
+from gitlocks.cli.common import JSON_OPTION, reply
 from gitlocks.cli.context import context
-from gitlocks.cli.declare import Argument, Option
+from gitlocks.cli.declare import Argument, Exit, Option, Verbs
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, UsageError
 from gitlocks.layout import MAX_SHARDS
 from gitlocks.render import remote as render
@@ -13,7 +13,7 @@ from gitlocks.service import remote as service
 from gitlocks.store import switch
 from gitlocks.store.local import Store
 
-app = verbs()
+app = Verbs()
 
 
 @app.command("remote")
@@ -58,19 +58,16 @@ def remote_(
     if shards is not None and not 1 <= shards <= MAX_SHARDS:
         raise UsageError(f"--shards takes a count from 1 to {MAX_SHARDS}, not {shards}")
     store = Store.discover()
+    if (restore or (shards is not None and not name)) and not store.config_get("alock.remote"):
+        what = "restore" if restore else "shard"
+        raise UsageError(f"local mode: there is no lock remote to {what} (git alock remote NAME)")
     if shards is not None and not name:
-        if not store.config_get("alock.remote"):
-            raise UsageError("local mode: there is no lock remote to shard (git alock remote NAME)")
         # Imported here: only this rare verb needs it.
         from gitlocks.store.upgrade import shard
 
         sharded = shard(store, shards)
         reply(sharded.to_dict(), render.sharded(sharded), as_json)
     elif restore:
-        if not store.config_get("alock.remote"):
-            raise UsageError(
-                "local mode: there is no lock remote to restore (git alock remote NAME)"
-            )
         # Imported here: only this rare verb needs it.
         from gitlocks.store.restore import restore as put_back
 
@@ -87,7 +84,7 @@ def remote_(
 
             result.shards, result.upgraded = shard(store, shards).shards, True
         reply(result.to_dict(), render.switched_on(result), as_json)
-        finish(EXIT_REFUSED if result.conflicts else EXIT_OK)
+        raise Exit(EXIT_REFUSED if result.conflicts else EXIT_OK)
     else:
         shown = service.show(store)
         reply(shown.to_dict(), render.state(shown), as_json)

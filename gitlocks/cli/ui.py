@@ -5,15 +5,14 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable
 
-from gitlocks.cli.common import finish, out, verbs
+from gitlocks.cli.common import out
 from gitlocks.cli.context import context
-from gitlocks.cli.declare import Option
+from gitlocks.cli.declare import Exit, Option, Verbs
 from gitlocks.errors import EXIT_INTERRUPTED, UsageError
 from gitlocks.ui import server as ui_server
 
-app = verbs()
+app = Verbs()
 
 
 @app.command()
@@ -35,37 +34,32 @@ def ui(
     gc.enable()  # a long-lived process: the command's script left the collector off
     ctx = context(None)
     server, board = ui_server.start(ctx, port)
-    cleanup: Callable[[], None] = lambda: None  # noqa: E731
+    opened = ""  # the directory of the file that sent a browser on
     try:
         out(server.url)
         sys.stderr.write("serving the live page; Ctrl-C stops it\n")
         if not no_browser:
-            cleanup = _open(server.url)
+            opened = _open(server.url)
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
-        finish(EXIT_INTERRUPTED)
+        raise Exit(EXIT_INTERRUPTED) from None
     finally:
-        cleanup()
+        _remove(opened)
         board.stop()
         server.server_close()
 
 
-def _open(url: str) -> Callable[[], None]:
-    """Open the page in the user's browser, if there is one to open it in; answers what
-    cleans up after it. Without a display (an ssh session), Python's ``webbrowser`` would
-    start a text browser in this very terminal: only ``$BROWSER`` is used then.
-
-    The browser is handed a file that sends it on to the page, never the page's URL: a
-    process's command line is open to every user of the machine (``ps``), and the token
-    is the page's only key. The file is the user's alone (0600, in a directory of 0700)."""
+def _open(url: str) -> str:
+    """Open the page in a browser, if any (no display: ``$BROWSER``'s only, not a text one
+    in this terminal); answers the directory to remove. The browser gets a file of the user's alone
+    that sends it on: a command line is open to all (``ps``), and the token is the key."""
     display = sys.platform in ("darwin", "win32") or any(
         os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")
     )
     chosen = [b for b in os.environ.get("BROWSER", "").split(os.pathsep) if b]
-    graphical = display or bool(chosen)
     opened = False
     here = ""
-    if graphical:
+    if display or chosen:
         # Imported here: only a run that opens a browser needs them.
         import tempfile
         import webbrowser
@@ -84,10 +78,17 @@ def _open(url: str) -> Callable[[], None]:
                     f'<title>git alock ui</title><a href="{target}">Open the live page</a>\n'
                 )
             # A URL: the path quoted (a temporary directory may hold "#", "%" or "?").
+            uri = Path(page).as_uri()
             if display:
-                opened = webbrowser.open(Path(page).as_uri())
+                opened = webbrowser.open(uri)
             else:  # $BROWSER's alone: webbrowser would go on to the text browsers
-                opened = _open_with(chosen, Path(page).as_uri())
+                for name in chosen:
+                    try:
+                        opened = webbrowser.get(name).open(uri)
+                    except webbrowser.Error:  # none by that name to run
+                        continue
+                    if opened:
+                        break
         except (OSError, webbrowser.Error):  # no file to hand over, or no browser
             opened = False
         except BaseException:  # Ctrl-C while a browser that waits for its page still runs
@@ -97,20 +98,7 @@ def _open(url: str) -> Callable[[], None]:
         sys.stderr.write("note: no browser opened; open the URL above\n")
     else:  # a browser kept from /tmp (a snap's private one) finds no such file
         sys.stderr.write("opened in your browser; if it shows no page, open the URL above\n")
-    return lambda: _remove(here)
-
-
-def _open_with(browsers: list[str], url: str) -> bool:
-    """Open ``url`` with the first of ``browsers`` (``$BROWSER``'s) that opens it."""
-    import webbrowser  # loaded already by _open, the only caller
-
-    for name in browsers:
-        try:
-            if webbrowser.get(name).open(url):
-                return True
-        except webbrowser.Error:  # none by that name to run
-            continue
-    return False
+    return here
 
 
 def _remove(here: str) -> None:
