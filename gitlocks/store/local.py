@@ -68,7 +68,6 @@ class Store:
         self.settings = configured or settings.read(git_dir=self.git_dir)
         self.common_dir = common_dir_of(self.git_dir)
         self.root = os.path.realpath(where.workdir) if where.workdir else os.getcwd()
-        self.reftable = self.settings.reftable
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
         # What we create gets the modes git gives it in a shared repository.
         shared_value = self.config_get("core.sharedRepository")
@@ -132,8 +131,6 @@ class Store:
                 repo.workdir = self.root
             self._repo = repo
         return self._repo
-
-    # --- configuration and worktree facts ---------------------------------------------
 
     def config_get(self, key: str) -> str | None:
         return self.settings.get(key)
@@ -214,8 +211,6 @@ class Store:
         from gitlocks.store import history  # claims that wait on a merge only
 
         return history.paths_changed_since(self.repo, head, base, limit)
-
-    # --- reading ------------------------------------------------------------------------
 
     def version(self) -> str | None:
         """The journal ref's value, changed by every write (a symbolic one reads as none)."""
@@ -342,8 +337,6 @@ class Store:
     def read_record(self, name: str, oid: str) -> LockRecord | Problem:
         kind, data = self.objects.read(oid) or ("blob", None)
         return read_record(name, oid, data if kind == "blob" else None, kind)
-
-    # --- writing ------------------------------------------------------------------------
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = 5) -> T:
         """Decide against the current table and apply the change, as one atomic step
@@ -515,10 +508,8 @@ class Store:
             self._mutex_fd,
             self.ref_values,
             hexlen=self.objects.hexlen,
-            separate=not self.reftable,
+            separate=not self.settings.reftable,
         )
-
-    # --- the journal --------------------------------------------------------------------
 
     def journal(
         self, limit: int | None = None, *, start: str | None = None

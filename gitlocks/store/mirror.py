@@ -87,12 +87,13 @@ class Mirror(Store):
         """Refs moved (or may have): the next question lists them anew."""
         self._held = None
 
+    # What we listed or cached may move while we do not hold the mutex.
     def _take_mutex(self, timeout: float) -> None:
-        self._held = None
+        self._held = self._staged_cache = self._meta_cache = None
         super()._take_mutex(timeout)
 
     def _drop_mutex(self, fd: int | None = None) -> None:
-        self._held = None
+        self._held = self._staged_cache = self._meta_cache = None
         super()._drop_mutex(fd)
 
     def ref_writer(self) -> RefWriter:
@@ -151,8 +152,6 @@ class Mirror(Store):
         """The remote's table as the local view last mirrored it (lock id -> blob id)."""
         view = self.ref_value(self.view_ref)
         return (self.journal_store.table(view) or {}) if view is not None else {}
-
-    # --- the local view ---------------------------------------------------------------------
 
     def _mirror(
         self,
@@ -264,8 +263,6 @@ class Mirror(Store):
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, self.common_dir).replace(os.sep, "/")
                 self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
-
-    # --- when we last heard from the remote ------------------------------------------------
 
     def stamp_sync(self) -> None:
         write_sync_times(self, {**read_sync_times(self), self.remote: time.time()})

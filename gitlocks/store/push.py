@@ -126,7 +126,7 @@ class RemotePush(Mirror):
             ({JOURNAL_REF}, "!"),
             lambda: (commit, None),
             landed,
-            lambda: self._remote_journal(table.version) != table.version,
+            lambda: self._moved({JOURNAL_REF: table.version}),
         )
 
     def _send(
@@ -253,10 +253,12 @@ class RemotePush(Mirror):
             raise failure(run, self.remote, "ls-remote")
         return parse_listing(run.out)
 
-    def _remote_journal(self, unknown: str | None) -> str | None:
-        """The remote's journal ref now, ``unknown`` when it cannot be asked."""
-        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
-        return (run.out.split("\t", 1)[0].strip() or None) if run.code == 0 else unknown
+    def _moved(self, expected: dict[str, str | None]) -> bool:
+        """Whether the remote's refs (``ls-remote``) differ from ``expected`` (ref -> value,
+        None: absent); False when the remote cannot be asked."""
+        run = self._git(["ls-remote", self.remote, *expected], what="ls-remote of")
+        now = parse_listing(run.out)[0] if run.code == 0 else expected
+        return any(now.get(ref) != value for ref, value in expected.items())
 
     def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
         broke = remote_side(lines, run.err)
@@ -315,7 +317,7 @@ class RemotePush(Mirror):
         if version is None or self.journal_store.commit_of(version) is not None:
             return True
         self.check_symrefs([JOURNAL_REF])  # raises, naming it, for a symref it can see
-        if self._remote_journal(version) != version:
+        if self._moved({JOURNAL_REF: version}):
             return False  # put right on the remote since we looked: fetch and decide again
         raise RemoteError(
             f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} holds "

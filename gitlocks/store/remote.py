@@ -113,21 +113,9 @@ class RemoteStore(ShardedPush):
         self.listed_meta = {}
         self._views = {}
 
-    def _take_mutex(self, timeout: float) -> None:
-        self._staged_cache = self._meta_cache = None
-        super()._take_mutex(timeout)
-
-    def _drop_mutex(self, fd: int | None = None) -> None:
-        try:
-            super()._drop_mutex(fd)
-        finally:
-            self._staged_cache = self._meta_cache = None
-
     def decided_version(self) -> str | None:
         """The local view's journal: a refusal is placed among the events mirrored there."""
         return self.version()
-
-    # --- the remote's state as last seen --------------------------------------------------
 
     def staged(self) -> tuple[dict[str, str], str | None]:
         """(lock id -> blob id, journal commit) of the remote as last fetched or pushed."""
@@ -229,8 +217,6 @@ class RemoteStore(ShardedPush):
                 if isinstance(record, LockRecord):
                     found.append(record)
         return found
-
-    # --- writing ----------------------------------------------------------------------------
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
@@ -403,8 +389,6 @@ class RemoteStore(ShardedPush):
             pass  # the write stands; the next write repairs
         finally:
             self.lease_override = None
-
-    # --- reading the remote ---------------------------------------------------------------
 
     def fetch(self) -> bool:
         """Fetch the remote's lock namespaces into staging and mirror them; True if moved."""

@@ -58,7 +58,19 @@ class ShardedPush(RemotePush):
             )
         count = self.shard_count()
         if count:
-            self._check_notice()
+            # The single journal ref must hold the notice (no journal commit), or an earlier
+            # gitlocks could grant claims beside the shards.
+            journal = self.staged_journal()
+            if journal is None or self.journal_store.commit_of(journal) is not None:
+                where = "is gone" if journal is None else f"holds the journal commit {journal[:12]}"
+                raise RemoteError(
+                    f"the lock remote {self.remote!r} is sharded, but its {JOURNAL_REF} {where} "
+                    "instead of the notice that stops earlier versions of gitlocks, which would "
+                    "now decide on that journal and grant claims the shards hold; nothing was "
+                    f"changed. Put a commit that is no journal commit back at {JOURNAL_REF} on "
+                    "the remote itself (the notice git alock remote --shards wrote), then write "
+                    "again"
+                )
             prefix = self.staging + "meta/shards/"
             beyond = self.beyond(self.staged_meta(), prefix, count)
             if beyond:
@@ -76,21 +88,6 @@ class ShardedPush(RemotePush):
         shards = {str(k) for k in range(count)}
         found = (n[len(prefix) :] for n in names if n.startswith(prefix))
         return sorted(n for n in found if n not in shards)
-
-    def _check_notice(self) -> None:
-        """A sharded remote's single journal ref must hold the notice (no journal commit),
-        or an earlier gitlocks could grant claims beside the shards: no write goes on."""
-        journal = self.staged_journal()
-        if journal is not None and self.journal_store.commit_of(journal) is None:
-            return
-        where = "is gone" if journal is None else f"holds the journal commit {journal[:12]}"
-        raise RemoteError(
-            f"the lock remote {self.remote!r} is sharded, but its {JOURNAL_REF} {where} "
-            "instead of the notice that stops earlier versions of gitlocks, which would now "
-            "decide on that journal and grant claims the shards hold; nothing was changed. "
-            f"Put a commit that is no journal commit back at {JOURNAL_REF} on the remote "
-            "itself (the notice git alock remote --shards wrote), then write again"
-        )
 
     def staged_tips(self, count: int) -> dict[int, str | None]:
         """Shard -> its journal commit as last fetched or pushed (None: absent)."""
@@ -274,7 +271,7 @@ class ShardedPush(RemotePush):
             ({f"{SHARD_PREFIX}{k}" for k in leased}, "!="),  # the steady ones report "="
             mirrored,
             landed,
-            lambda: self._shards_moved(table, leased),
+            lambda: self._moved({f"{SHARD_PREFIX}{k}": table.shards[k] for k in leased}),
         )
 
     def _check_shard(self, k: int, tip: str | None) -> None:
@@ -286,14 +283,3 @@ class ShardedPush(RemotePush):
             f"{tip[:12]}, which is not a gitlocks journal commit (moved by hand); nothing was "
             "changed. Put it right on the remote itself"
         )
-
-    def _shards_moved(self, table: RemoteTable, leased: list[int]) -> bool:
-        refs = [f"{SHARD_PREFIX}{k}" for k in leased]
-        run = self._git(["ls-remote", self.remote, *refs], what="ls-remote of")
-        if run.code != 0:
-            return False
-        now = {}
-        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
-            oid, _, name = line.partition("\t")
-            now[name.strip()] = oid.strip()
-        return any(now.get(f"{SHARD_PREFIX}{k}") != table.shards[k] for k in leased)
