@@ -1,21 +1,8 @@
-"""What the services ask of a lock store: the contract every store keeps.
-
-Two stores keep it: the repository's own refs (``store/local.py``) and a shared remote
-(``store/remote.py``); the tests keep a third, in memory, for the service tests that need
-no repository. One contract suite (``tests/store/test_contract.py``) runs against all
-three, as dulwich runs one refs suite against each of its containers.
-
-The promises, whatever the store:
-
-- ``read_table()`` is the whole table as of one moment (docs/design.md, section 5.4);
-- ``transact(decide)`` calls ``decide`` with the current table and applies the change it
-  returns as one compare-and-swap step: no other write lands between the table ``decide``
-  saw and the change; on a lost race ``decide`` runs again on the new table, so it must be
-  a pure function of the table. An empty change writes nothing;
-- every applied change is one journal entry holding its events, newest first in
-  ``journal()``;
-- records are validated as they are read: a blob that is no record is a ``Problem``, never
-  an exception.
+"""What the services ask of a lock store: the contract every store keeps (the local refs,
+a shared remote, and the tests' in-memory store), checked by ``tests/store/test_contract.py``:
+``read_table()`` is the table as of one moment (docs/design.md, section 5.4);
+``transact(decide)`` is one compare-and-swap step (4.2; an empty change writes nothing);
+every applied change is one journal entry; a blob that is no record is a ``Problem``.
 """
 
 from __future__ import annotations

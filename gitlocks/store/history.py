@@ -1,7 +1,5 @@
-"""Questions about a project's history, asked by claims that end when their work lands
-(``--until-merged``, docs/design.md, section 6.8): which commit a ref names, whether one
-commit contains another, and which paths a branch's own commits changed. Only those
-claims ask them, so only they load this module (and libgit2, for the diffs).
+"""Questions about a project's history, asked only by claims that end when their work
+lands (``--until-merged``, docs/design.md, section 6.8), so only they load this module.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""Journal commits in the object store: each one the events of a write and the whole table.
-
-Every write moves the journal ref to a new commit (its message: ``gitlocks.core.journal``)
-whose tree is the lock table after the write: a ``format`` marker blob and
-``locks/<xx>/<id>`` (``xx`` from a hash of the id), the same blob as
-``refs/agent-locks/<id>``. So one ref read gives a
-consistent table (docs/design.md, sections 4.4 and 5.4): a remote's lock refs can be seen
-half-updated by a concurrent fetch, its journal commit cannot. Trees are hashed from the
-table: a subtree whose locks did not change has the id the parent's has, and is not
-written again.
+"""Journal commits in the object store: each one the events of a write and the whole table,
+its tree a ``format`` marker blob and ``locks/<xx>/<id>`` (docs/design.md, section 4.4).
 """
 
 from __future__ import annotations
@@ -36,25 +28,10 @@ if TYPE_CHECKING:
 VIEW_CHAIN = 2000  # local view commits in one chain
 SHARD_EVENTS = 200  # shard journal commits a view reads back, per shard
 SHARD_EVENTS_FIRST = 20  # ... for a clone's first view
-# The shards of the last large table tree written are kept (``gitlocks.git.cache``) from
-# this many entries, below which hashing the whole tree costs less than reading and writing
-# them.
+# Locks from which the shards of the last table tree written are kept (docs/design.md 4.4).
 TREE_CACHE_AFTER = 1000
 
 __all__ = ["TABLE_MARKER", "VIEW_EVENT", "Journal", "JournalEntry", "is_journal_commit", "shard_of"]
-
-
-def _raw(members: Mapping[str, str]) -> bytes:
-    """The contents of a shard's tree (see ``Journal._subtree``)."""
-    return b"".join(
-        b"100644 %s\0%s" % (lock_id.encode(), bytes.fromhex(members[lock_id]))
-        for lock_id in sorted(members)
-    )
-
-
-def _tree_bytes(entries: list[Entry]) -> bytes:
-    """The contents of a tree of subtrees named by two hex digits, sorted."""
-    return b"".join(b"40000 %s\0%s" % (e.name.encode(), bytes.fromhex(e.id)) for e in entries)
 
 
 class JournalEntry(Value):
@@ -78,14 +55,6 @@ def _is_table_tree(objects: Objects, tree: list[Entry]) -> bool:
     if marker is None or marker != ("blob", TABLE_MARKER):
         return False
     return "locks" not in names or names["locks"].mode == MODE_TREE
-
-
-def _locks_tree(objects: Objects, tree: list[Entry]) -> list[Entry] | None:
-    """The ``locks`` tree of a table tree; None for an empty table or no table."""
-    if not _is_table_tree(objects, tree):
-        return None
-    locks = next((e for e in tree if e.name == "locks"), None)
-    return None if locks is None else objects.tree(locks.id)
 
 
 def is_journal_commit(objects: Objects, commit: Commit) -> bool:
@@ -114,11 +83,9 @@ class Journal:
         return commit if commit is not None and is_journal_commit(self.objects, commit) else None
 
     def head(self, oid: str | None) -> Commit | None:
-        """The journal commit ``oid``, for the next one to follow; None when there is none
-        to follow: no journal, or a ref moved onto a commit of another kind (a fresh chain,
-        never lock events on project history). A journal commit the object store lacks, or
-        whose table it lacks, is an error, never a fresh chain: that would drop the history
-        (docs/design.md, section 4.6)."""
+        """The journal commit ``oid``, for the next one to follow; None for no journal, or a
+        ref moved onto a commit of another kind (a fresh chain). A journal commit or table
+        the object store lacks is an error, never a fresh chain (docs/design.md 4.6)."""
         found = self.commit_of(oid)
         if found is not None or oid is None:
             return found
@@ -156,35 +123,28 @@ class Journal:
         return proc.returncode == 0
 
     def table(self, oid: str | None) -> dict[str, str] | None:
-        """The table (lock id -> blob id) a journal commit carries; None when it carries
-        none (no such commit, or one written before journal commits held the table).
-
-        Kept per commit: a commit never changes, and one command asks about a few often.
-        """
+        """The table (lock id -> blob id) a journal commit carries, kept per commit; None
+        when it carries none (no such commit, or one written before commits held it)."""
         if oid not in self._tables:
             self._tables[oid] = self._read_table(oid)
         found = self._tables[oid]
         return None if found is None else dict(found)
 
     def _read_table(self, oid: str | None) -> dict[str, str] | None:
-        """The table (lock id -> blob id) a journal commit carries; None when it carries
-        none (no such commit, or one written before journal commits held the table)."""
         commit = self.commit_of(oid)
         tree = self.objects.tree(commit.tree) if commit is not None else None
         if not tree:
             return None
-        locks = _locks_tree(self.objects, tree)
+        # A journal commit's tree, not empty: a table tree (``is_journal_commit``).
+        entry = next((e for e in tree if e.name == "locks"), None)
+        locks = self.objects.tree(entry.id) if entry is not None else None
         if locks is None:
             return {}
-        # Only names a lock ref can have, in the subtree of their hash: any other entry
-        # (written by hand, or by a hostile remote) is no lock, and no name we would ever
-        # write a ref under.
+        # Only names a lock ref can have, in the subtree of their hash: any other is no lock.
         found: dict[str, str] = {}
         shards = [e for e in locks if e.mode == MODE_TREE]
         if len(shards) > 16:
-            # A subtree this repository kept the members of (the shards of the last large
-            # table tree written here) is not read again: its id names its contents, and
-            # those members passed the checks below when that tree was built.
+            # A subtree whose members were kept here is not read again (docs/design.md 4.4).
             kept = self._kept()
             if kept is not None:
                 members, subtrees = kept[1], kept[2]
@@ -234,12 +194,10 @@ class Journal:
         parent: str | None,
         events: list[dict[str, Any]],
     ) -> str:
-        """The view commit of a sharded table: a journal commit written here only, never
-        pushed, whose tree is the union ``refs`` of the shard tables at ``tips`` (shard ->
-        its journal commit). Its first event names the tips; the others are the shard
-        journals' events since ``parent``, the previous view (or the single journal the
-        remote had before it was sharded), so the local chain of views reads as a journal.
-        Past ``VIEW_CHAIN`` views a new chain starts."""
+        """The view commit of a sharded table (written here only, never pushed): its tree the
+        union ``refs`` of the shard tables at ``tips``, its first event naming the tips, the
+        others the shard journals' ``events`` since ``parent``, the previous view. Past
+        ``VIEW_CHAIN`` views a new chain starts."""
         marker = {"event": VIEW_EVENT, "shards": {str(k): tips[k] or "" for k in sorted(tips)}}
         head = self.commit_of(parent)
         seq = journal.parse_seq(head.message) + 1 if head is not None else 1
@@ -273,8 +231,8 @@ class Journal:
         self, tips: Mapping[int, str | None], since: Mapping[int, str | None], stop: str | None
     ) -> list[dict[str, Any]]:
         """The events of the shard journals at ``tips`` written after ``since`` (shard ->
-        the tip last seen; or, for every shard, ``stop``), oldest first, each once: a write
-        leasing several shards journals its events in each. Bounded per shard."""
+        the tip last seen; or, for every shard, ``stop``), oldest first, each once, bounded
+        per shard."""
         seen: set[str] = set()
         found: list[tuple[str, int, dict[str, Any]]] = []
         for k in sorted(tips):
@@ -294,13 +252,8 @@ class Journal:
         return [event for _, _, event in found]
 
     def tree(self, base: Commit | None, refs: Mapping[str, str]) -> str:
-        """A table tree holding ``refs`` (``base``, the parent, shares every unchanged subtree).
-
-        Locks sit in 256 subtrees by a hash of their id (``locks/<xx>/<id>``), so a write
-        stores and sends a few small trees, not one that grows with the table. In a large
-        table only the subtrees holding a lock whose blob differs from ``base``'s are hashed
-        again (``_from_base``); the others keep ``base``'s ids.
-        """
+        """A table tree holding ``refs``; in a large table only the subtrees that differ
+        from ``base``'s (the parent's) are hashed again (``_from_base``)."""
         built = None
         if len(refs) >= TREE_CACHE_AFTER:
             try:  # a file's junk
@@ -329,17 +282,19 @@ class Journal:
         return objects.write_tree(root)
 
     def _subtree(self, members: Mapping[str, str]) -> str:
-        """The tree of one shard: blobs only, with names holding no "/", so git's order is
-        the names' own."""
-        return self.objects.write("tree", _raw(members))
+        """The tree of one shard: blobs whose names hold no "/" (git's order is theirs)."""
+        raw = b"".join(
+            b"100644 %s\0%s" % (lock_id.encode(), bytes.fromhex(members[lock_id]))
+            for lock_id in sorted(members)
+        )
+        return self.objects.write("tree", raw)
 
     def _from_base(
         self, base: Commit | None, refs: Mapping[str, str]
     ) -> tuple[dict[str, dict[str, str]], dict[str, str]] | None:
-        """The shards of ``refs`` (shard -> lock id -> blob) and their subtree ids, built
-        from ``base``'s kept shards: only a shard holding a lock that ``refs`` and ``base``'s
-        table disagree on (added, removed, another blob: by a write, or by hand) is built
-        and hashed again. None when ``base``'s shards are not kept."""
+        """The shards of ``refs`` (shard -> lock id -> blob) and their subtree ids, from
+        ``base``'s kept shards: only those where the two tables differ are built again.
+        None when ``base``'s shards are not kept."""
         kept = self._kept_shards(base)
         if kept is None:
             return None
@@ -383,25 +338,25 @@ class Journal:
 
     def _kept(self) -> cache.Shards | None:
         """The kept ``locks`` tree id, shards and subtree ids, or None when none is kept or
-        its subtree ids do not make that tree (a tree id names its contents, so what the
-        cache says of one is never stale)."""
+        its subtree ids do not make that tree."""
         kept = cache.shards(self._common_dir)
         if kept is None:
             return None
         locks, _, subtrees = kept
         try:
-            top = [Entry(MODE_TREE, shard, subtrees[shard]) for shard in sorted(subtrees)]
-            if self.objects.hash("tree", _tree_bytes(top)) != locks:
+            raw = b"".join(
+                b"40000 %s\0%s" % (shard.encode(), bytes.fromhex(subtrees[shard]))
+                for shard in sorted(subtrees)
+            )
+            if self.objects.hash("tree", raw) != locks:
                 return None  # the subtree ids are not the tree's
         except (TypeError, ValueError):
             return None
         return kept
 
     def _compact(self, tip: str, policy: journal.KeepPolicy, when: int, tree: str) -> str:
-        """A new root commit holding the events ``policy`` keeps from the chain at ``tip``.
-
-        Returns ``tip`` itself when nothing would be dropped (an age policy on a busy day).
-        """
+        """A new root commit holding the events ``policy`` keeps from the chain at ``tip``;
+        ``tip`` itself when nothing would be dropped."""
         newest_first = (
             e
             for entry in self.walk(tip)
@@ -416,17 +371,13 @@ class Journal:
         return self.objects.write_commit(tree, [], message, when)
 
     def walk(self, start: str | None, limit: int | None = None) -> Iterator[JournalEntry]:
-        """Journal entries (commits), newest first, from ``start``.
-
-        The chain is linear (each journal commit has at most one parent), so it is followed
-        by hand: a sorted revwalk would read the whole history before the first entry.
-        """
+        """Journal entries (commits), newest first, from ``start``: the chain is linear, so
+        it is followed by hand (a sorted revwalk reads it all before the first entry)."""
         commit = self.commit_of(start)
         count = 0
         while commit is not None and (limit is None or count < limit):
             yield JournalEntry(commit.id, tuple(journal.parse_events(commit.message)))
             count += 1
             parents = commit.parent_ids
-            # Absent (a shallow or pruned history): the journal ends here. Not a journal
-            # commit: never wander into project history.
+            # Absent, or not a journal commit: the journal ends here.
             commit = self.commit_of(parents[0]) if parents else None

@@ -1,9 +1,5 @@
-"""The remote's lock refs, listed (``ls-remote --symref``) beside a write's push.
-
-A write whose journal carries the table decides on that table alone (docs/design.md,
-sections 5.2 and 5.4), so the question ``RemoteStore`` asks of the lock refs (are there
-any the table does not hold?) need not wait before its push: it is asked on a thread, on
-its own connection, while the write decides and pushes, and read once the push answered.
+"""The remote's lock refs, listed (``ls-remote --symref``) on a thread while a write whose
+journal carries the table decides and pushes (docs/design.md, section 5.2).
 """
 
 from __future__ import annotations
@@ -16,29 +12,11 @@ from gitlocks.core.text import canonical_number
 from gitlocks.errors import GitlocksError
 from gitlocks.git.remote import GitRun
 from gitlocks.layout import LOCK_PREFIX, SHARD_PREFIX
-
-TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
-if TYPE_CHECKING:
-    from gitlocks.store.push import RemoteTable
-
-
-def parse_listing(out: str) -> tuple[dict[str, str], set[str]]:
-    """``ls-remote --symref`` output: (ref -> value, the names of the symbolic refs)."""
-    refs = {}
-    symrefs = set()
-    for line in out.split("\n"):  # not splitlines(): a ref name may hold U+2028
-        if not line:
-            continue
-        if line.startswith("ref: ") and "\t" in line:
-            symrefs.add(line.split("\t", 1)[1])
-            continue
-        oid, _, name = line.partition("\t")
-        refs[name] = oid
-    return refs, symrefs
+from gitlocks.store.push import RemoteTable, parse_listing
 
 
 def listed(
-    refs: dict[str, str], symrefs: set[str], leases: dict[str, str]
+    refs: dict[str, str], symrefs: dict[str, str], leases: dict[str, str]
 ) -> tuple[dict[str, str], dict[int, str]]:
     """The lock refs ``refs`` (ref -> value, as listed or advertised) holds at a value
     other than its lease in ``leases`` (lock id -> value), symbolic refs aside, and the
@@ -60,12 +38,8 @@ def listed(
 
 
 class Listing:
-    """The remote's lock refs, listed (``ls-remote``) on a thread while a write pushes.
-
-    What it shows decides nothing: a write whose push won asks whether the lock refs
-    listed are ones the table decided on or the table pushed hold, and only when some are
-    not (pushed or moved by hand, or another write since) asks the remote again.
-    """
+    """The remote's lock refs, listed on a thread while a write pushes: what it shows
+    decides nothing; a listing out of step makes the write ask the remote again."""
 
     def __init__(
         self,
@@ -80,11 +54,10 @@ class Listing:
         local view commit (``Journal.view_tips``)."""
         self.run: GitRun | None = None
         self.refs: dict[str, str] | None = None  # listed: ref -> value
-        self.symrefs: set[str] = set()
+        self.symrefs: dict[str, str] = {}
         self.not_a_blob = not_a_blob
         self.view_tips = view_tips
-        # A sharded remote's shard journals too, in the same answer: they tell a lock ref
-        # of another clone's write (its shard moved) from one pushed by hand.
+        # Shard journals too: they tell another clone's write from a ref pushed by hand.
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else [])]
         args = ["-c", "protocol.version=2", "ls-remote", "--symref", remote, *patterns]
 
@@ -106,22 +79,16 @@ class Listing:
         self, decided: RemoteTable, now: Callable[[], tuple[dict[str, str], str | None]]
     ) -> bool:
         """Whether a lock ref listed holds neither its value in the table decided on nor
-        in the table after the write (``now()``: its locks and journal, read only when
-        needed); a symref, or a value that reads as no blob, aside: never repaired. A
-        listing that failed says nothing: the next write lists again.
-
-        On a sharded remote, a shard listed where neither table has it was written since
-        this clone read it: the lock refs it shows are that write's, and the follow-up
-        (which deletes only where every shard is as read, docs/design.md section 5.10)
-        could put none right, so the remote is not asked again."""
+        in the table after the write (``now()``: its locks and journal); symrefs and refs at
+        no blob aside (never repaired). A listing that failed says nothing. On a sharded
+        remote, a shard listed where neither table has it was written since: its lock refs
+        are that write's, and none can be put right (docs/design.md, section 5.10)."""
         self.join()
         if self.refs is None:
             if self.run is None or self.run.code != 0:
                 return False
             self.refs, self.symrefs = parse_listing(self.run.out)
         moved, tips = listed(self.refs, self.symrefs, decided.leases)
-        # A value that reads here as no blob (a ref at a commit) is never repaired: no
-        # reason to ask again on every write.
         moved = {i: v for i, v in moved.items() if not self.not_a_blob(v)}
         if not moved:
             return False

@@ -1,24 +1,9 @@
 """The local lock store: reading the table, and deciding and applying a write as one step.
 
-Layout, shared by every worktree of a repository (these refs are not per-worktree):
-
-- ``refs/agent-locks/<id>``: one blob per live lock, the JSON record.
-- ``refs/agent-locks-meta/journal``: the serialisation ref. Every state change moves it to
-  a new commit (unique by construction: it names its parent) whose message holds the
-  events of that change and whose tree holds the table after it (``gitlocks.store.journal``).
-
-Why a writer needs more than per-ref locking: two claims under different ref names can
-overlap, and git's ``<ref>.lock`` protocol only serialises writers of the same ref. So
-every write also compare-and-swaps the journal ref, with the lock refs it touches
-locked (docs/design.md, sections 4.2 and 9).
-
-Why a writer also takes ``flock`` on ``<common dir>/agent-locks.mutex`` first, and logs its
-write there: a writer that dies leaves ``<ref>.lock`` files and maybe half an update, which
-the next one, holding the mutex, clears and finishes (``gitlocks.store.refs``; 4.3).
-
-Objects are loose files (``gitlocks.git.objects``); refs are listed by ``git
-for-each-ref`` and move through ``git update-ref --stdin`` (``gitlocks.store.refs``).
-pygit2 (``Store.repo``) only for remote mode's rare paths and ``--until-merged``.
+Lock records are blobs at ``refs/agent-locks/<id>``; every write also moves the journal
+ref ``refs/agent-locks-meta/journal`` to a new commit carrying the table
+(``gitlocks.store.journal``), under ``flock`` on the mutex file, through
+``gitlocks.store.refs`` (docs/design.md, sections 4.1 to 4.3).
 """
 
 from __future__ import annotations
@@ -79,44 +64,35 @@ class Store:
             raise NotARepository("this is a bare repository: run git alock inside a working tree")
         self.where = where  # a remote store opens the same repository from it
         self.git_dir = where.git_dir
-        # Every setting, read once (git -c included): ``configured`` when already read.
+        # Every setting, read once (git -c included), unless already read.
         self.settings = configured or settings.read(git_dir=self.git_dir)
         self.common_dir = common_dir_of(self.git_dir)
         self.root = os.path.realpath(where.workdir) if where.workdir else os.getcwd()
-        self.reftable = self.settings.reftable
         self.ignore_case = self.settings.flag("core.ignoreCase", False)
-        # Files and directories we create get the modes git would give them in a shared
-        # repository (the mutex, logs, ref directories, object fan-out directories).
+        # What we create gets the modes git gives it in a shared repository.
         shared_value = self.config_get("core.sharedRepository")
         current = os.umask(0)
         os.umask(current)  # read, and put back before a bad value can raise
         os.umask(settings.shared_umask(shared_value, current))
         # Shared when it opens any permission (a value meaning "umask" opens none).
         shared = settings.shared_umask(shared_value, 0o777) != 0o777
-        # As git says, when asked: it reads extensions.objectFormat from the repository's
-        # own config only, never from git -c or a global file, as the settings would.
+        # As git reads it: the repository's own config only (docs/design.md, section 4.2).
         object_format = where.object_format or self.config_get("extensions.objectFormat")
         self.objects = Objects(self.git_dir, self.common_dir, object_format, shared=shared)
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_listing: files.Scan | None = None  # the refs the cached table was read from
-        # One command, one reading (docs/design.md 4.5): a reading verb answers from the
-        # first listing of the refs it made, and only a write of its own reads them again.
-        self.snapshot = False
+        self.snapshot = False  # one command, one reading (docs/design.md 4.5)
         self._scanned: files.Scan | None = None  # listed under the mutex, for the next read
         self._decided: Table | None = None  # the table the last write was decided on
         self._mutex_fd: int | None = None  # the open mutex file, while we hold it
-        # Within a write, the verdicts its read judged anew, kept once, after it,
-        # with those of the blobs it wrote (docs/design.md, section 4.5). Not ``_writing``:
-        # the remote store's name for its own writes, which keep what they read at once.
+        # Within a write: the verdicts judged anew, kept once after it (4.5).
         self._keep_after = False
         self._unkept: dict[str, Verdict] | None = None
         self.journal_store = Journal(self.objects, self.config_get)
-        # Symbolic refs found under the lock namespace at the last scan: never followed.
-        self.symrefs: dict[str, str] = {}
+        self.symrefs: dict[str, str] = {}  # symbolic lock refs at the last scan: never followed
         self.journal_reset: str | None = None  # a symbolic journal ref replaced: say so
-        # Told the target of a symbolic journal ref a write finds (and replaces), from its
-        # listing under the mutex: a writing verb need not ask git before (cli/context.py).
+        # Told the target of a symbolic journal ref a write finds (and replaces).
         self.on_journal_symref: Callable[[str], None] | None = None
         self.breaking = False  # a break reads a lost record as unusable, to remove it (4.6)
 
@@ -156,19 +132,14 @@ class Store:
             self._repo = repo
         return self._repo
 
-    # --- configuration and worktree facts ---------------------------------------------
-
     def config_get(self, key: str) -> str | None:
-        """A setting, as git reads it (``git -c`` first, then the config files)."""
         return self.settings.get(key)
 
     def config_set(self, key: str, value: str) -> None:
-        """Write a setting to the repository's config; the settings are read again."""
         settings.write(self.git_dir, key, value)
         self.settings = settings.read(git_dir=self.git_dir)
 
     def config_unset(self, key: str) -> None:
-        """Remove a setting from the repository's config; the settings are read again."""
         settings.unset(self.git_dir, key)
         self.settings = settings.read(git_dir=self.git_dir)
 
@@ -187,9 +158,8 @@ class Store:
         return proc.returncode == 0 and path.encode() in out.split(b"\0")
 
     def head_info(self) -> tuple[str | None, str | None]:
-        """(branch name or None when detached, head commit id or None when unborn), as git
-        reads HEAD: both asked of one ``git rev-parse`` (the full name of a detached HEAD
-        is ``HEAD``); only an unborn branch, which it cannot resolve, is asked again."""
+        """(branch or None when detached, head commit or None when unborn): one ``git
+        rev-parse``, and for an unborn branch, which it cannot resolve, ``symbolic-ref``."""
         asked = ["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD", "--"]
         found = self._lines(asked)
         if len(found) >= 2:
@@ -205,8 +175,8 @@ class Store:
         return out.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
     def ref_value(self, name: str) -> str | None:
-        """The object id the ref ``name`` holds, as git lists it (a ref git finds broken,
-        an empty file say, is no ref); None when absent or symbolic (never followed)."""
+        """The object id the ref ``name`` holds, as git lists it; None when absent, broken
+        or symbolic (never followed)."""
         return self.ref_values((name,))[name]
 
     def ref_values(self, names: Collection[str]) -> dict[str, str | None]:
@@ -217,50 +187,37 @@ class Store:
         return {n: None if n in found.symbolic else found.refs.get(n) for n in names}
 
     def sync(self) -> bool:
-        """Refresh the view of the lock remote: nothing to do for the local store, which
-        is the authority (``RemoteStore`` fetches). Returns whether anything changed."""
+        """Refresh the view of the lock remote (``RemoteStore``); True when it moved."""
         return False
 
     def fetch_branches(self, branches: list[str]) -> None:
-        """Refresh the branches claims wait on: the local ones need no fetch."""
+        """Refresh the branches claims wait on (local ones need no fetch)."""
 
     def landing_ref(self, branch: str) -> str:
-        """The ref a claim ``--until-merged branch`` waits on: the local branch here; the
-        lock remote's copy of it in remote mode (``RemoteStore``)."""
+        """The ref a claim ``--until-merged branch`` waits on."""
         return f"refs/heads/{branch}"
 
     def commit_of(self, ref: str) -> str | None:
-        """The commit ``ref`` names (tags peeled), or None: no such ref, or no commit."""
         from gitlocks.store import history  # claims that wait on a merge only
 
         return history.commit_of(self.objects, self.ref_value(ref))
 
     def contains(self, tip: str, commit: str) -> bool:
-        """Whether ``commit`` is ``tip`` or one of its ancestors (False when unknown)."""
         from gitlocks.store import history  # claims that wait on a merge only
 
         return history.contains(self.git_dir, tip, commit)
 
     def paths_changed_since(self, head: str, base: str, limit: int) -> set[str] | None:
-        """The paths ``head``'s own commits (those ``base`` lacks) changed; None past
-        ``limit`` commits or when they cannot be read."""
         from gitlocks.store import history  # claims that wait on a merge only
 
         return history.paths_changed_since(self.repo, head, base, limit)
 
-    # --- reading ------------------------------------------------------------------------
-
     def version(self) -> str | None:
-        """The journal ref's value: changes with every write to the store.
-
-        A symbolic journal ref is never followed: it reads as no journal (the next write
-        replaces it with a real one).
-        """
+        """The journal ref's value, changed by every write (a symbolic one reads as none)."""
         return self.ref_value(JOURNAL_REF)
 
     def decided_version(self) -> str | None:
-        """The journal commit this command's last write was decided against, or, when it
-        wrote, the one it wrote: known without asking git (else ``version``)."""
+        """The journal commit this command's last write was decided on, or wrote."""
         return self._decided.version if self._decided is not None else self.version()
 
     def journal_symref(self) -> str | None:
@@ -276,9 +233,8 @@ class Store:
         return self._scan_with_git((name,)).symbolic.get(name)
 
     def read_table(self) -> Table:
-        """The current lock table; the cached one while git lists the same lock refs and
-        journal (one ``for-each-ref``, every ref backend alike). In a ``snapshot`` (one
-        reading command) the table it read first, or the one its own write left."""
+        """The current lock table; the cached one while git lists the same refs, and in
+        a ``snapshot`` the one read first or left by its own write."""
         if self.snapshot and self._cache is not None:
             return self._cache
         return self._read_current()
@@ -298,8 +254,7 @@ class Store:
         return table
 
     def problems(self) -> list[Problem]:
-        """Refs holding no usable record: in the table this command's write was decided on
-        (a write never makes one), else in the current table."""
+        """Refs holding no usable record, in the table a write was decided on, else now."""
         table = self._decided if self._decided is not None else self.read_table()
         return table.problems
 
@@ -320,10 +275,8 @@ class Store:
         return table
 
     def load(self, refs: Iterable[tuple[str, str]], version: str | None) -> Table:
-        """The table of ``(ref, oid)`` lock refs, through the one loader: only blobs this
-        repository has not judged before are read now, the rest when a question needs them
-        (verdicts are kept by blob id: docs/design.md, section 4.5). A break judges every
-        record afresh (4.6)."""
+        """The table of ``(ref, oid)`` lock refs; only blobs not judged before are read now
+        (docs/design.md, section 4.5), every one in a break (4.6)."""
         common_dir = None if self.breaking else self.common_dir
         judged, rest, known = cache.judge(common_dir, dict(refs))
         table, fresh = lazy_table(
@@ -337,8 +290,7 @@ class Store:
             judged=judged,
             lost=None if self.breaking else lambda absent: self._lost(version, absent),
         )
-        # Rewriting the file for a few new blobs (the record a write just made) costs more
-        # in a large table than reading those blobs again next time.
+        # In a large table, rewriting the file costs more than reading a few blobs again.
         large = len(table.refs) >= 1000
         keep = not self.breaking and (len(fresh) >= KEEP_VERDICTS_AFTER or not large)
         if keep and self._keep_after:  # kept after the write, with the verdicts of what it wrote
@@ -353,9 +305,8 @@ class Store:
             pruned.stop_if_lost(absent, version, self.objects.directory, git)
 
     def distrust(self) -> None:
-        """A record did not match what was kept of it: forget the cache, and the table
-        read with it, so that a process that lives on (the live page) reads the table again
-        rather than stopping on it at every question."""
+        """A record did not match what was kept of it: forget the cache and the table read
+        with it, so a process that lives on (the live page) reads them again."""
         cache.forget(self.common_dir)
         self._cache = None
 
@@ -368,46 +319,32 @@ class Store:
             found[oid] = (data if kind == "blob" else None, kind)
         return found
 
-    def read_object(self, name: str, oid: str) -> tuple[str, str, bytes | None, str]:
-        """``(ref, oid, data, kind)`` for the loader: data only of a blob that exists."""
-        found = self.objects.read(oid)
-        if found is None:
-            return name, oid, None, "blob"
-        kind, data = found
-        return name, oid, data if kind == "blob" else None, kind
-
     def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]:
         """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name, as
-        ``git for-each-ref`` lists them: only those namespaces, never every branch, tag and
-        remote-tracking ref. Symbolic ones are never followed."""
+        ``git for-each-ref`` lists them; symbolic ones are never followed."""
         found = self._scan_with_git(prefixes)
         if LOCK_PREFIX in prefixes:
             self.symrefs = {n: t for n, t in found.symbolic.items() if n.startswith(LOCK_PREFIX)}
         return found.refs
 
     def _scan_with_git(self, patterns: tuple[str, ...]) -> files.Scan:
-        """The refs ``git for-each-ref`` lists for ``patterns``; a git that cannot list
-        them (a damaged packed-refs) is a ``StoreError``, never an empty table."""
+        """The refs ``git for-each-ref`` lists; a git that cannot (a damaged packed-refs)
+        is a ``StoreError``, never an empty table."""
         args = ["--git-dir", self.git_dir, "for-each-ref", files.REFS_FORMAT, *patterns]
         out = finish(start(args, env=Env.CLEAN, error=StoreError), error=StoreError)
         return files.parse_refs(out.decode("utf-8", "replace"))
 
     def read_record(self, name: str, oid: str) -> LockRecord | Problem:
-        return read_record(*self.read_object(name, oid))
-
-    # --- writing ------------------------------------------------------------------------
+        kind, data = self.objects.read(oid) or ("blob", None)
+        return read_record(name, oid, data if kind == "blob" else None, kind)
 
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = 5) -> T:
-        """Decide against the current table and apply the change, as one atomic step.
-
-        ``decide`` must be a pure function of the table (it may run more than once).
-        """
+        """Decide against the current table and apply the change, as one atomic step
+        (docs/design.md, section 4.2): ``decide`` may run more than once."""
         with self.mutex():
             self._replace_symbolic_journal()
             self._keep_after = True
-            # What this write stores, over every try: a try git refused (a prune took one
-            # of its objects) leaves the rest, which the next try finds there and uses
-            # again, unkept by it; no ref reaches them, so they are kept with its own.
+            # What this write stores over every try, kept with it (docs/design.md 4.6).
             self.objects.written = {}
             try:
                 for _ in range(tries):
@@ -431,8 +368,7 @@ class Store:
         raise StoreError("the lock store kept changing under us; try again")
 
     def _keep_unkept(self) -> None:
-        """Keep the verdicts a write judged: of what its read found new, and of the blobs it
-        wrote, so that the next command (hooks and guard too) reads none of them again."""
+        """Keep the verdicts a write judged: of what it read anew, and of what it wrote."""
         if self._unkept:
             fresh, self._unkept = self._unkept, None
             table = self._cache if self._cache is not None else self._decided  # else as read
@@ -451,9 +387,7 @@ class Store:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             said = f"cannot open the store mutex {path}: {exc.strerror}"
-            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                # A sandbox that keeps .git read-only (Codex's default): claims go through a
-                # process outside it, the MCP server the harness starts (docs/agents.md).
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # docs/agents.md
                 said += (
                     ". The git directory cannot be written from here (a sandbox such as "
                     "Codex's keeps .git read-only): claim through the MCP server "
@@ -465,8 +399,7 @@ class Store:
 
             wait_for_flock(fd, timeout)
             self._mutex_fd = fd
-            # Before anything is read: a dead writer's half-done update is finished first,
-            # so no decision ever rests on it (docs/design.md, section 4.3).
+            # A dead writer's half-done update is finished before anything is read (4.3).
             self.ref_writer().recover()
             pruned.put_back(self.objects.directory, within=pruned.RECHECK_SECONDS)
             self._cache = None
@@ -507,8 +440,8 @@ class Store:
         updates[JOURNAL_REF] = str(commit)
 
         def expect(now: Mapping[str, str | None]) -> None:
-            # Compare, every ref locked: they must still be what the table says, or someone
-            # wrote without the mutex (another tool, plain git): re-read and decide again.
+            # Every ref locked: still what the table says, or someone wrote without the
+            # mutex: re-read and decide again.
             if now[JOURNAL_REF] != table.version:  # None for a symbolic one, too
                 raise _Conflict
             unusable = {p.ref for p in table.problems}
@@ -517,8 +450,7 @@ class Store:
                 if moved and name not in unusable:
                     raise _Conflict
 
-        # The values git compares under each ref's lock: as listed under the mutex, where
-        # the write read its table (no listing of them again before the write).
+        # git compares under each ref's lock the values listed under the mutex.
         old = None
         if scan is not None:
             old = {n: None if n in scan.symbolic else scan.refs.get(n) for n in updates}
@@ -530,8 +462,7 @@ class Store:
             if isinstance(exc, StoreError) and (
                 pruned.taken(self.objects) or (old is not None and self.ref_values(old) != old)
             ):
-                # git refused: a prune took what they would name, or a ref moved outside
-                # the mutex since the listing (its compare failed): read again, decide again
+                # A prune took what they would name, or a ref moved outside the mutex.
                 raise _Conflict from None
             raise
         for lock_id in change.delete:
@@ -541,21 +472,19 @@ class Store:
         table.refs = refs
         table.version = str(commit)
         self.journal_reset = None
-        # What git lists now, without asking it: the refs the write left, the journal at
-        # the commit it made, and the symbolic lock refs it never touches.
+        # What git lists now, without asking it.
         listed = {LOCK_PREFIX + lock_id: oid for lock_id, oid in refs.items()}
         listed[JOURNAL_REF] = str(commit)
         self._cache, self._cache_listing = table, files.Scan(listed, dict(self.symrefs))
         if self._unkept is not None:  # judged from its bytes, as any reader judges a blob
             self._unkept.update((oid, verdict_of(data)) for oid, data in written.items())
-        # Still under the mutex, the refs moved: every object this write stored is there,
-        # written again if a prune that read the refs before they moved took it, and kept.
+        # Every object this write stored is kept, written again if a prune took it (4.6).
         stored, self.objects.written = self.objects.written or {}, None
         pruned.keep_written(self.objects, stored)
 
     def _replace_symbolic_journal(self) -> None:
-        """A symbolic journal ref (planted: gitlocks never writes one) is deleted itself,
-        never followed, and the next write starts a fresh journal (under the mutex)."""
+        """A symbolic journal ref (planted) is deleted, never followed: the write starts a
+        fresh journal (docs/design.md, section 4.1)."""
         listed = self._scan_with_git((LOCK_PREFIX, JOURNAL_REF))
         target = listed.symbolic.get(JOURNAL_REF)
         if target is not None:
@@ -568,7 +497,7 @@ class Store:
             self._scanned = listed
 
     def ref_writer(self) -> RefWriter:
-        """The writer of our refs; only while we hold the mutex (see ``gitlocks.store.refs``)."""
+        """The writer of our refs; only while we hold the mutex."""
         if self._mutex_fd is None:
             raise StoreError("internal: refs are written only under the store mutex")
         from gitlocks.store.refs import RefWriter  # writes only: a read moves no ref
@@ -579,10 +508,8 @@ class Store:
             self._mutex_fd,
             self.ref_values,
             hexlen=self.objects.hexlen,
-            separate=not self.reftable,
+            separate=not self.settings.reftable,
         )
-
-    # --- the journal --------------------------------------------------------------------
 
     def journal(
         self, limit: int | None = None, *, start: str | None = None

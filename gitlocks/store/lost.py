@@ -1,14 +1,7 @@
-"""A lock remote whose journal was lost, noticed (``lost_view``).
-
-Where no pre-receive hook guards it (a plain host), plain git can delete the remote's
-journal (``git push --mirror`` from a clone that never fetched it) or move it back. Every
-clone in remote mode remembers the remote journal commit its local view mirrors
-(``refs/agent-locks-remote/<remote>/view``), and that commit carries the whole table. A
-fetch that finds the journal gone, moved to an ancestor of the view, replaced by a chain
-that does not continue it (a compacted root excepted), or continued by a commit of the
-older shape that carries no table while the lock refs dropped claims, while the view holds
-live claims, reports it and leaves the view alone: the clone never decides on an empty
-table it did not see emptied by gitlocks. ``gitlocks.store.restore`` puts it back.
+"""A lock remote whose journal was lost, noticed (``lost_view``): a fetch that finds it gone,
+moved back or replaced by a chain that does not continue it, while the view holds live
+claims, reports it and leaves the view alone (docs/design.md, section 5.8).
+``gitlocks.store.restore`` puts it back.
 """
 
 from __future__ import annotations
@@ -64,13 +57,6 @@ def _live(remote: RemoteStore, table: dict[str, str]) -> list[LockRecord]:
     return _loaded(remote, table).live(format_time(utcnow()))
 
 
-def _live_ids(table: Table) -> list[str]:
-    """The ids of ``table``'s unexpired claims, oldest first, as ``live`` orders them: told
-    by their summaries, so none is read whole (10,000 records: half a second)."""
-    cutoff = table.cutoff(format_time(utcnow()))
-    return sorted(table.summaries.expiring(cutoff, after=True))
-
-
 def _continues(remote: RemoteStore, new: str, view: str) -> bool:
     """Whether the journal at ``new`` continues the one at ``view``: ``view`` is an
     ancestor, or the chain at ``new`` starts at a compacted root (which names a tip this
@@ -104,10 +90,9 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
     mirrored = remote.mirrored()
     if not mirrored:
         return None
-    # Read whole only when something was lost, and then only the one the message names: a
-    # journal that continues the view (a write elsewhere) is the common case.
     table = _loaded(remote, mirrored)
-    live = _live_ids(table)
+    # Unexpired claims, oldest first, by their summaries (none is read whole).
+    live = sorted(table.summaries.expiring(table.cutoff(format_time(utcnow())), after=True))
     if not live:
         return None
     repo = remote.repo
@@ -143,8 +128,7 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
 
 def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | None:
     """``lost_view`` for a sharded remote, or a view of one: each shard journal must
-    continue the one the view names (a view of the single journal, before the upgrade:
-    every shard continues that journal), or hold no live claim the view held there."""
+    continue the one the view names, or hold no live claim the view held there."""
     store = remote.journal_store
     if store.view_tips(journal) is None:  # no longer sharded (the format ref gone)
         if journal is not None and store.commit_of(journal) is None:
@@ -169,10 +153,8 @@ def shard_losses(
     before = store.view_tips(view)
     now = store.view_tips(journal) or {}
     old = before if before is not None else dict.fromkeys(now, view)
-    # Laid out again in another count (a clone took the remote, emptied by a push --mirror,
-    # for a new one): every claim the view held sits in shards nobody reads by that count.
-    # (Shard refs left beyond the count stated are a count edited by hand: check_format
-    # names those.)
+    # Laid out again in another count: every claim the view held is in the wrong shards
+    # (refs beyond the count stated are one edited by hand: check_format names those).
     relaid = (
         before is not None
         and len(now) != len(before)
@@ -204,22 +186,16 @@ def shard_losses(
         elif store.commit_of(tip) is None:
             # Every write stops on it (5.5), but its table is gone from every read too.
             what = f"was moved onto {tip[:12]}, which is no gitlocks journal commit"
-        elif _continues(remote, tip, was) or _still_held(store.table(tip), live):
-            continue
+        elif _continues(remote, tip, was) or (
+            {r.id for r in live} <= (store.table(tip) or {}).keys()
+        ):
+            continue  # all still held (by id: a renewal changes a blob), on whatever chain
         elif is_ancestor(remote.repo, tip, was):
             what = f"went back to an older commit ({tip[:12]})"
         else:
             what = f"was replaced by {tip[:12]}, which does not continue it"
         found.append((k, was, what, live))
     return found
-
-
-def _still_held(table: dict[str, str] | None, live: list[LockRecord]) -> bool:
-    """Whether a shard's table holds every one of ``live`` still (by id: a renewal may
-    have changed its blob): then nothing was lost there, whatever chain it is on (the
-    tables ``restore`` put back after the format ref vanished, on another chain than a
-    single journal a clone started meanwhile, hold that journal's claims)."""
-    return table is not None and all(r.id in table for r in live)
 
 
 def _lost_message(

@@ -1,10 +1,5 @@
 """Remote mode's local side: staging as last seen, the local view that mirrors the remote's
-table, and when the clone last heard from the remote.
-
-``RemoteStore`` (``gitlocks.store.remote``) builds on this: its pushes and fetches move
-staging and then call ``_mirror`` so that ``list``, ``check`` and the hooks read the
-remote's table offline. A local lock that was never pushed is never deleted or
-overwritten by a mirror (docs/design.md, section 9).
+table (``_mirror``), and when the clone last heard from the remote (docs/design.md 5.1).
 """
 
 from __future__ import annotations
@@ -35,8 +30,8 @@ def view_moves(
     basis: dict[str, str], new: dict[str, str], local: dict[str, str]
 ) -> dict[str, str | None]:
     """The lock refs that move the local view (``local``, lock id -> value) from the table
-    last mirrored (``basis``) to ``new``, by ref name, in order: a lock whose local value
-    is neither ``basis``'s nor ``new``'s was never pushed, and stays as it is."""
+    last mirrored (``basis``) to ``new``, by ref name: a lock whose local value is neither
+    was never pushed, and stays as it is."""
     if local == basis:  # as last mirrored (most often): only what the remote changed
         ids = {lock_id for lock_id, _ in basis.items() ^ new.items()}
     else:
@@ -64,15 +59,12 @@ class Mirror(Store):
     _remote_cache: object | None
     _staged_cache: tuple[dict[str, str], str | None] | None
     _meta_cache: dict[str, str] | None  # staging's meta/ refs (``ShardedPush.staged_meta``)
-    # When set (time.monotonic()), every run against the remote ends by then: the agent
-    # guard's whole wait on the remote, however many runs a write takes.
+    # When set (time.monotonic()), every run against the remote ends by then (the guard's).
     deadline: float | None = None
     # A firm deadline (the guard's): asking whether a push landed gets no time of its own.
     deadline_firm = False
-    # Every local ref of gitlocks' namespaces, as listed once under the mutex: a remote
-    # write asks of the view, the local locks, the journal and staging again and again,
-    # and under the mutex only this process moves them. Each move of its own (a ref
-    # transaction, a fetch) forgets the listing, and the next question lists them anew.
+    # Every local ref of gitlocks' namespaces, listed once under the mutex (where only we
+    # move them), until a move of our own forgets the listing.
     _held: Scan | None = None
 
     def _scan_with_git(self, patterns: tuple[str, ...]) -> Scan:
@@ -95,30 +87,29 @@ class Mirror(Store):
         """Refs moved (or may have): the next question lists them anew."""
         self._held = None
 
+    # What we listed or cached may move while we do not hold the mutex.
     def _take_mutex(self, timeout: float) -> None:
-        self._held = None
+        self._held = self._staged_cache = self._meta_cache = None
         super()._take_mutex(timeout)
 
     def _drop_mutex(self, fd: int | None = None) -> None:
-        self._held = None
+        self._held = self._staged_cache = self._meta_cache = None
         super()._drop_mutex(fd)
 
     def ref_writer(self) -> RefWriter:
-        """The writer of our refs, which reads their values from git itself, never from
-        the listing (it moves them), and makes the store forget that listing."""
+        """The writer of our refs: it reads their values from git, never the listing."""
         self._held = None
         writer = super().ref_writer()
         writer.current = self._values_now
         return writer
 
     def _values_now(self, names: Collection[str]) -> dict[str, str | None]:
-        """``ref_values`` as git lists them now (the writer's reads)."""
+
         found = super()._scan_with_git(tuple(names)) if names else Scan({}, {})
         return {n: None if n in found.symbolic else found.refs.get(n) for n in names}
 
     def _time_left(self, what: str) -> float:
-        """How long a run against the remote may take (``RemoteTimeout`` when nothing is
-        left of the deadline)."""
+        """How long a run against the remote may take (``RemoteTimeout``: no time left)."""
         timeout = self.timeout
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - time.monotonic())
@@ -142,8 +133,7 @@ class Mirror(Store):
         )
 
     def _push_atomic(self, leases: list[str], specs: list[str]) -> tuple[GitRun, list[PushLine]]:
-        """One ``git push --atomic`` of ``specs`` under ``leases`` (our own hooks not run):
-        git's run and the lines of its ``--porcelain`` answer."""
+        """One ``git push --atomic`` of ``specs`` under ``leases`` (our hooks not run)."""
         run = self._git(
             ["push", "--atomic", "--porcelain", "--no-verify", *leases, self.remote, *specs],
             what="push to",
@@ -151,8 +141,7 @@ class Mirror(Store):
         return run, porcelain(run.out)
 
     def local_locks(self) -> dict[str, str]:
-        """The local view: lock id -> blob id (only lock namespaces are read), as git lists
-        them now (one ``for-each-ref``)."""
+        """The local view: lock id -> blob id."""
         return {
             name[len(LOCK_PREFIX) :]: oid
             for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
@@ -163,8 +152,6 @@ class Mirror(Store):
         """The remote's table as the local view last mirrored it (lock id -> blob id)."""
         view = self.ref_value(self.view_ref)
         return (self.journal_store.table(view) or {}) if view is not None else {}
-
-    # --- the local view ---------------------------------------------------------------------
 
     def _mirror(
         self,
@@ -178,12 +165,9 @@ class Mirror(Store):
         staged_meta: dict[str, str] | None = None,
     ) -> None:
         """Move staging (when asked) from the remote's lock refs ``old`` to ``new`` and, when
-        ``mirroring``, the local view to the remote's table (``table``, else the one its
-        journal commit carries), and note when we last heard from the remote.
-
-        ``staged_meta``: the staging refs a sharded write moved (its shard journals); then
-        ``journal`` is the view commit of their union, which staging never holds.
-        """
+        ``mirroring``, the local view to the remote's table (``table``, else its journal
+        commit's), and note when we last heard from the remote. ``staged_meta``: the shard
+        journals a sharded write moved (``journal`` is then their view commit)."""
         updates: dict[str, str | None] = {}
         if write_staging and staged_meta is not None:
             updates.update(staged_meta)
@@ -214,13 +198,9 @@ class Mirror(Store):
     def view_updates(
         self, old: dict[str, str], new: dict[str, str], journal: str | None
     ) -> dict[str, str | None]:
-        """What moves the local view to the remote's table ``new``.
-
-        The view is repaired from the whole table, not a difference: a lock is changed
-        only where the local value is the one last mirrored (the view ref's table; for a
-        clone that has none yet, the remote's refs ``old``). A local lock whose value is
-        neither that nor ``new``'s was never pushed: it is left exactly as it is.
-        """
+        """What moves the local view to the remote's table ``new``, repaired from the whole
+        table (docs/design.md, section 5.1); ``old``: the remote's refs, for a clone with
+        no view ref yet."""
         view = self.view_journal()  # read once: nothing moves it while we decide
         basis = (self.journal_store.table(view) or {}) if view is not None else old
         updates = view_moves(basis, new, self.local_locks())
@@ -268,33 +248,24 @@ class Mirror(Store):
         self.pack_if_many(len(updates))
 
     def pack_if_many(self, written: int) -> None:
-        """Pack refs after a mirror wrote many loose ones (a switch, a first fetch): every
-        later read of thousands of loose refs would cost a file each (we hold the mutex, and
-        gitlocks runs its own git with gc.auto off, so nothing else would pack them)."""
+        """Pack refs after a mirror wrote many loose ones (a switch, a first fetch): nothing
+        else would (gitlocks runs git with gc.auto off)."""
         if written >= PACK_AFTER:
             self._git(["pack-refs", "--all"], what="pack-refs in")
             self._staged_cache = self._meta_cache = None
 
     def _clear_staging_lockfiles(self) -> None:
-        """Remove ``.lock`` files a killed fetch left under staging (we hold the mutex)."""
+        """Remove ``.lock`` files a killed fetch left under staging (only our fetches
+        write there, under the mutex we hold)."""
         base = os.path.join(self.common_dir, self.staging)
-        if not os.path.isdir(base):
-            return
-        # Only our fetches write staging, and only under the mutex we hold: any lock file
-        # there is a killed fetch's.
         for dirpath, dirs, names in os.walk(base):
             for name in (n for n in (*dirs, *names) if n.endswith(".lock")):
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, self.common_dir).replace(os.sep, "/")
                 self.ref_writer().remove_lockfiles([rel[: -len(".lock")]])
 
-    # --- when we last heard from the remote ------------------------------------------------
-
     def stamp_sync(self) -> None:
         write_sync_times(self, {**read_sync_times(self), self.remote: time.time()})
-
-    def last_sync(self) -> float | None:
-        return read_sync_times(self).get(self.remote)
 
 
 def _within(pattern: str, spaces: tuple[str, ...]) -> bool:

@@ -1,14 +1,7 @@
-"""Remote mode's push: one compare-and-swap of the journal and the lock refs it changes, and
-an answer that is always true: won, lost a race, refused by the host, failed on the
-remote's side, or (connection lost after sending, a timeout) settled by asking the remote
-whether it landed.
-
-Why a push is a compare-and-swap: ``git push --atomic --force-with-lease=<ref>:<old>``
-sends each ref's expected old value with its new one; receive-pack locks every ref,
-compares the old values and applies all of the updates or none. Every write moves the
-journal ref to a new commit that names its predecessor, so its values never repeat, and a
-push that wins proves nobody wrote between our read and our write (docs/design.md,
-section 5.7).
+"""Remote mode's push: one compare-and-swap (``git push --atomic`` with a lease on every
+ref) of the journal and the lock refs it changes, and an answer that is always true: won,
+lost a race, refused, failed on the remote's side, or settled by asking the remote whether
+it landed (docs/design.md, sections 5.2 and 5.7).
 """
 
 from __future__ import annotations
@@ -42,11 +35,26 @@ def differing(
     leases: dict[str, str], refs: dict[str, str], new: dict[str, str], touched: set[str]
 ) -> list[str]:
     """The lock ids, in order, whose value leased on (``leases``) is not their value in the
-    table after the change (``new``: the table's ``refs`` with the locks ``touched`` set or
-    deleted). Where the leases are the table's own refs (as a journal that carries the
-    table makes them), only the locks touched can differ: 10,000 refs, one comparison."""
+    table after the change (``new``); only those ``touched`` when the leases are the table's
+    own refs (10,000 refs, one comparison)."""
     maybe = touched if leases == refs else leases.keys() | new.keys()
     return [i for i in sorted(maybe) if leases.get(i) != new.get(i) and is_lock_id(i)]
+
+
+def parse_listing(out: str) -> tuple[dict[str, str], dict[str, str]]:
+    """``ls-remote --symref`` output: (ref -> value, symbolic ref -> target)."""
+    refs = {}
+    symrefs = {}
+    for line in out.split("\n"):  # not splitlines(): a ref name may hold U+2028
+        if not line:
+            continue
+        if line.startswith("ref: ") and "\t" in line:
+            target, name = line[5:].split("\t", 1)
+            symrefs[name] = target
+            continue
+        oid, _, name = line.partition("\t")
+        refs[name] = oid
+    return refs, symrefs
 
 
 class RemoteTable(Table):
@@ -58,18 +66,16 @@ class RemoteTable(Table):
     def __init__(
         self,
         *,
-        leases: dict[str, str] | None = None,
-        shards: dict[int, str | None] | None = None,
-        held: dict[int, dict[str, str]] | None = None,
+        leases: dict[str, str],
+        shards: dict[int, str | None],
+        held: dict[int, dict[str, str]],
         **table: Any,
     ) -> None:
         super().__init__(**table)
-        self.leases: dict[str, str] = {} if leases is None else leases
-        # A sharded remote (docs/design.md, section 5.10): shard -> the journal commit its
-        # table was read from, and shard -> its table (lock id -> blob id). Empty for a
-        # remote with one journal.
-        self.shards: dict[int, str | None] = {} if shards is None else shards
-        self.held: dict[int, dict[str, str]] = {} if held is None else held
+        self.leases = leases
+        # Sharded (docs/design.md 5.10): shard -> its journal commit, and -> its table.
+        self.shards = shards
+        self.held = held
 
 
 class RemotePush(Mirror):
@@ -79,7 +85,7 @@ class RemotePush(Mirror):
     _rejected: str | None
     pushes = 0  # pushes sent by this store (what the push budget counts)
 
-    def fetch(self) -> bool:  # the remote store's; the settling of a push needs it
+    def fetch(self) -> bool:  # the remote store's
         raise NotImplementedError
 
     def staged_journal(self) -> str | None:
@@ -87,12 +93,8 @@ class RemotePush(Mirror):
 
     def _push(self, table: RemoteTable, change: Change) -> bool:
         """One compare-and-swap push of ``change``; True when it won, False on a lost race.
-
-        The lease on the journal commit the decision was made on proves nobody wrote since.
-        Each lock ref that differs from the new table (the change, and any ref a crash or
-        plain git left behind) is pushed with a lease on the value it was fetched with, so
-        the push also repairs the refs; a symbolic ref is never pushed to.
-        """
+        Each lock ref that differs from the new table is pushed with a lease on its value as
+        fetched, so the push also repairs the refs (docs/design.md, section 5.2)."""
         self._rejected = None
         check_sizes(change)
         new = dict(table.refs)
@@ -105,93 +107,11 @@ class RemotePush(Mirror):
         if not self._check_journal(table.version):
             return False
         if self.journal_store.table(table.version) is None or self.lease_override is not None:
-            # The leases are lock refs as the remote showed them, not blobs gitlocks wrote:
-            # learn which are symbolic first (docs/design.md, section 5.5).
-            self.check_symrefs()
+            self.check_symrefs()  # leases as the remote listed them (section 5.5)
         commit = str(self.journal_store.write(table.version, change.events, new))
         leases = [f"--force-with-lease={JOURNAL_REF}:{table.version or ''}"]
         specs = [f"{commit}:{JOURNAL_REF}"]
-        more_leases, more_specs = self.lock_ref_specs(table, new, differ, touched)
-        leases += more_leases
-        specs += more_specs
-        self.pushes += 1
-        try:
-            run, lines = self._push_atomic(leases, specs)
-        except RemoteTimeout as exc:
-            return self._settle(table, commit, str(exc), gave_up=True)
-        if run.code == 0 and lines:
-            if any(ln.ref == JOURNAL_REF and ln.flag == "=" for ln in lines):
-                return False  # someone pushed this very journal commit: not our win
-            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
-            after = {**new, **kept}
-            # The remote granted it: that is the answer. If the local view cannot follow now,
-            # the next fetch repairs it (its view ref still names what it last mirrored).
-            try:
-                self._mirror(
-                    table.leases,
-                    after,
-                    commit,
-                    write_staging=True,
-                    table=new,
-                    previous=table.version,
-                )
-            except GitlocksError:
-                pass
-            return True
-        refused = not_sent(run, lines, self.remote)
-        if refused is not None:
-            raise refused
-        if not lines or unreported(lines):
-            # Sent, but no answer came back (the connection broke, the server died), or none
-            # for some ref: the push may have landed. Ask the remote before saying anything.
-            return self._settle(table, commit, summarise(run.err))
-        if lost_race(lines):
-            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
-            return False
-        if any("hook declined" in ln.reason for ln in lines) and self._journal_moved(table):
-            # The remote's pre-receive guard refuses a write whose journal lease no longer
-            # holds (docs/design.md, section 6.9): a lost race, not a refusal.
-            return False
-        if any(ln.ref == JOURNAL_REF and ln.flag != "!" for ln in lines):
-            # A ref refused before the remote's atomic transaction began (one it hides,
-            # receive.hideRefs) leaves the rest applied: the journal, the table, moved.
-            return self._settle(table, commit, summarise(run.err))
-        raise self._refused(lines, run)
-
-    def lock_ref_specs(
-        self, table: RemoteTable, new: dict[str, str], differ: list[str], touched: set[str]
-    ) -> tuple[list[str], list[str]]:
-        """The leases and refspecs that move the lock refs ``differ`` from their values in
-        ``table.leases`` to ``new``'s: a symbolic ref is never pushed to."""
-        leases: list[str] = []
-        specs: list[str] = []
-        for lock_id in differ:
-            have, want = table.leases.get(lock_id), new.get(lock_id)
-            ref = LOCK_PREFIX + lock_id
-            if ref in self.remote_symrefs or (have is not None and self._not_a_blob(have)):
-                # A symref, or a ref that reads as no blob (a symref the remote would not
-                # name, to a branch or tag): never pushed to, leased or deleted. A value
-                # this clone never fetched (a lock ref pushed by hand, which no table
-                # holds) is deleted with a lease on it.
-                if lock_id in touched:
-                    raise self._symref_error(ref)
-                continue  # reported, never followed, never repaired
-            if have is None and want is not None and lock_id not in touched:
-                continue  # missing on the remote: only a write of that lock puts it back
-            leases.append(f"--force-with-lease={ref}:{have or ''}")
-            specs.append(f"{want}:{ref}" if want else f":{ref}")
-        return leases, specs
-
-    def _settle(self, table: RemoteTable, commit: str, said: str, *, gave_up: bool = False) -> bool:
-        """A push whose outcome is unknown (sent, then no answer): fetch the remote's
-        journal and answer from it. True when ``commit`` landed (the journal holds it, or
-        a later write on top of it); False when another writer's commit is there instead (a
-        lost race: decide again); raises when nothing moved or the remote cannot be asked.
-
-        ``gave_up``: we stopped waiting (a timeout), so the remote may still be applying
-        the push: a journal not moved yet proves nothing, and is not called a push that
-        did not land.
-        """
+        self.lock_ref_specs(table, new, differ, touched, leases, specs)
 
         def landed() -> bool | None:
             now = self.staged_journal()
@@ -199,11 +119,102 @@ class RemotePush(Mirror):
                 return True
             return None if now == table.version else False
 
-        return self.settle(landed, said, gave_up=gave_up)
+        return self._send(
+            table,
+            new,
+            (leases, specs),
+            ({JOURNAL_REF}, "!"),
+            lambda: (commit, None),
+            landed,
+            lambda: self._moved({JOURNAL_REF: table.version}),
+        )
+
+    def _send(
+        self,
+        table: RemoteTable,
+        new: dict[str, str],
+        push: tuple[list[str], list[str]],
+        journals: tuple[set[str], str],
+        mirrored: Callable[[], tuple[str, dict[str, str] | None]],
+        landed: Callable[[], bool | None],
+        moved: Callable[[], bool],
+    ) -> bool:
+        """Send one push of (leases, refspecs) ``push`` and answer from what came back:
+        True when it won (the local view then mirrors the journal and staged refs
+        ``mirrored()`` names), False on a lost race. ``journals``: the journal refs it moves,
+        and the flags that say one of them did not; ``landed`` settles a push that got no
+        answer (``settle``); ``moved`` says whether the journals leased moved since."""
+        moving, unmoved = journals
+        self.pushes += 1
+        try:
+            run, lines = self._push_atomic(*push)
+        except RemoteTimeout as exc:
+            return self.settle(landed, str(exc), gave_up=True)
+        if run.code == 0 and lines:
+            if any(ln.ref in moving and ln.flag == "=" for ln in lines):
+                return False  # someone pushed these very journal commits: not our win
+            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
+            journal, staged = mirrored()
+            try:  # granted; a view that cannot follow now is repaired by the next fetch
+                self._mirror(
+                    table.leases,
+                    {**new, **kept},
+                    journal,
+                    write_staging=True,
+                    table=new,
+                    previous=table.version,
+                    staged_meta=staged,
+                )
+            except GitlocksError:
+                pass
+            return True
+        refused = not_sent(run, lines, self.remote)
+        if refused is not None:
+            raise refused
+        if not lines or unreported(lines):  # sent, no answer (for some ref): ask the remote
+            return self.settle(landed, summarise(run.err), gave_up=False)
+        if lost_race(lines):
+            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
+            return False
+        if any("hook declined" in ln.reason for ln in lines) and moved():
+            return False  # the remote's guard refused a stale lease (docs/design.md 6.9)
+        if any(ln.ref in moving and ln.flag not in unmoved for ln in lines):
+            # A ref refused before the remote's atomic transaction began (one it hides)
+            # leaves the rest applied: a journal moved. Ask what landed.
+            return self.settle(landed, summarise(run.err), gave_up=False)
+        raise self._refused(lines, run)
+
+    def lock_ref_specs(
+        self,
+        table: RemoteTable,
+        new: dict[str, str],
+        differ: list[str],
+        touched: set[str],
+        leases: list[str],
+        specs: list[str],
+    ) -> None:
+        """Add the leases and refspecs that move the lock refs ``differ`` from their values
+        in ``table.leases`` to ``new``'s: a symbolic ref is never pushed to."""
+        for lock_id in differ:
+            have, want = table.leases.get(lock_id), new.get(lock_id)
+            ref = LOCK_PREFIX + lock_id
+            if ref in self.remote_symrefs or (have is not None and self._not_a_blob(have)):
+                # A symref, or one the remote would not name (at a branch or tag): never
+                # pushed to (a value never fetched here is deleted with a lease on it).
+                if lock_id in touched:
+                    raise self._symref_error(ref)
+                continue  # reported, never followed, never repaired
+            if have is None and want is not None and lock_id not in touched:
+                continue  # missing on the remote: only a write of that lock puts it back
+            leases.append(f"--force-with-lease={ref}:{have or ''}")
+            specs.append(f"{want}:{ref}" if want else f":{ref}")
 
     def settle(self, landed: Callable[[], bool | None], said: str, *, gave_up: bool) -> bool:
-        """Fetch, then answer from ``landed``: True (ours is there), False (another write
-        is there instead), None (the remote is as it was: raise, saying so)."""
+        """A push whose outcome is unknown (sent, then no answer): fetch, then answer from
+        ``landed``: True (ours is there, or a write on top of it), False (another write is
+        there instead: decide again), None (the remote is as it was: raise, saying so).
+        ``gave_up``: we stopped waiting (a timeout), so the remote may still be applying
+        the push: a journal not moved yet proves nothing."""
         if self.deadline is not None and not self.deadline_firm:
             # Asking costs one more bound, never less; a firm deadline (the guard's) none.
             self.deadline = max(self.deadline, time.monotonic() + self.timeout)
@@ -232,10 +243,22 @@ class RemotePush(Mirror):
             "land: the remote's journal is unchanged, nothing was written. Try again"
         )
 
-    def _journal_moved(self, table: RemoteTable) -> bool:
-        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
-        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else table.version
-        return (now or None) != table.version
+    def ls_remote(self, patterns: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """``ls-remote --symref`` of ``patterns``: (ref -> value, symbolic ref -> target)."""
+        run = self._git(
+            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
+            what="ls-remote of",
+        )
+        if run.code != 0:
+            raise failure(run, self.remote, "ls-remote")
+        return parse_listing(run.out)
+
+    def _moved(self, expected: dict[str, str | None]) -> bool:
+        """Whether the remote's refs (``ls-remote``) differ from ``expected`` (ref -> value,
+        None: absent); False when the remote cannot be asked."""
+        run = self._git(["ls-remote", self.remote, *expected], what="ls-remote of")
+        now = parse_listing(run.out)[0] if run.code == 0 else expected
+        return any(now.get(ref) != value for ref, value in expected.items())
 
     def _refused(self, lines: list[PushLine], run: GitRun, extra: str = "") -> RemoteError:
         broke = remote_side(lines, run.err)
@@ -272,9 +295,8 @@ class RemotePush(Mirror):
         )
 
     def repairable(self, table: RemoteTable) -> list[str]:
-        """The lock refs, as listed (``table.leases``), that a push puts right: each at a
-        value the table does not give it, and neither symbolic nor reading as no blob
-        (never pushed to, ``lock_ref_specs``): a ``repaired`` event names only these."""
+        """The lock refs, as listed (``table.leases``), that a push puts right (not at the
+        table's value, never symbolic nor at no blob): a ``repaired`` event names these."""
         return sorted(
             i
             for i, have in table.leases.items()
@@ -284,27 +306,18 @@ class RemotePush(Mirror):
         )
 
     def _not_a_blob(self, oid: str) -> bool:
-        """Whether ``oid`` is an object this repository holds that is no blob (a lock ref
-        points at a blob; a value never fetched here is held by no table)."""
+        """Whether ``oid`` is an object this repository holds that is no blob."""
         found = self.objects.read(oid)
         return found is not None and found[0] != "blob"
 
     def _check_journal(self, version: str | None) -> bool:
-        """Before a push leases the journal ref on ``version``: it must hold a journal.
-
-        A symbolic journal ref on the remote fetches as its target's value, and a branch's
-        commit is no journal commit. Whether the ref is a symref cannot always be asked
-        (``ls-remote --symref`` names none but HEAD over protocol v0), so a remote journal
-        ref holding anything but a journal commit is never written over: it must be put
-        right on the remote itself (docs/design.md, section 5.5). False when the remote's
-        journal is no longer ``version`` (put right since we looked): fetch and decide again.
-        """
+        """Before a push leases the journal ref on ``version``: it must hold a journal
+        commit, or it is never written over (docs/design.md, section 5.5). False when the
+        remote's journal is no longer ``version``: fetch and decide again."""
         if version is None or self.journal_store.commit_of(version) is not None:
             return True
         self.check_symrefs([JOURNAL_REF])  # raises, naming it, for a symref it can see
-        run = self._git(["ls-remote", self.remote, JOURNAL_REF], what="ls-remote of")
-        now = run.out.split("\t", 1)[0].strip() if run.code == 0 else version
-        if now != version:
+        if self._moved({JOURNAL_REF: version}):
             return False  # put right on the remote since we looked: fetch and decide again
         raise RemoteError(
             f"the journal ref {JOURNAL_REF} on the lock remote {self.remote!r} holds "
@@ -316,24 +329,9 @@ class RemotePush(Mirror):
 
     def check_symrefs(self, names: list[str] | None = None) -> None:
         """Learn which of ``names`` (default: every ref in the remote's lock namespaces) are
-        symbolic on the remote, just before we push to them or read the journal.
-
-        Asking for the names about to be written keeps the question small however many
-        locks the remote holds (the remote filters refs by name).
-        """
+        symbolic on the remote, just before we push to them or read the journal."""
         asked = names if names is not None and len(names) <= 256 else None
-        patterns = asked if asked is not None else [f"{LOCK_PREFIX}*", f"{META_PREFIX}*"]
-        run = self._git(
-            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
-            what="ls-remote of",
-        )
-        if run.code != 0:
-            raise failure(run, self.remote, "ls-remote")
-        found = {}
-        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
-            if line.startswith("ref: ") and "\t" in line:
-                target, name = line[5:].split("\t", 1)
-                found[name] = target
+        found = self.ls_remote(asked or [f"{LOCK_PREFIX}*", f"{META_PREFIX}*"])[1]
         if asked is None:
             self.remote_symrefs = found
         else:

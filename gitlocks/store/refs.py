@@ -1,22 +1,9 @@
 """Writing gitlocks' refs so that a failure or a crash never leaves journal and locks apart.
 
-A write moves some lock refs and (usually) the journal ref, each through git's own
-transaction (``git update-ref --stdin``, ``gitlocks.git.transaction``). Lock refs and the
-journal ref are two transactions, not one, because a ref backend may apply one
-transaction's refs one by one (the files backend deletes packed refs through
-``packed-refs``, which ``git pack-refs`` can hold). So a write is two steps with one
-commit point (docs/design.md, section 4.3):
-
-1. the lock refs move, in one transaction, while the journal ref stays locked;
-2. the journal ref moves: the commit point.
-
-Before step 1 the writer records an undo/redo log in the mutex file it holds: every ref
-it touches with its old and new value. A write that fails puts back the refs it moved, so
-it leaves no event behind. A writer that dies leaves the log, and the next one (holding
-the mutex, so it knows the writer is dead) finishes the job: forward when the journal
-ref already has the new value, backward otherwise. It removes only the ``.lock`` files of
-refs the log names inside gitlocks' namespaces, never ``packed-refs.lock`` (waited for,
-as for any live git command, then named in the error).
+A write moves the lock refs, then the journal ref (the commit point), each through ``git
+update-ref --stdin``, after logging every ref's old and new value in the mutex file; a
+write that fails puts back what moved, and the next writer finishes a dead one's log,
+forward or backward (docs/design.md, section 4.3).
 """
 
 from __future__ import annotations
@@ -54,10 +41,8 @@ class RefWriter:
     """Applies ref updates through the log in the mutex file open at ``fd``.
 
     ``current`` reads the values of refs, all at once (None: absent or symbolic);
-    ``separate`` says whether the lock refs and the journal ref move in two transactions
-    (the files backend, see the module's docstring) or one (a backend that applies a
-    transaction at once: reftable, whose single lock over every ref would make a second
-    transaction wait for the first).
+    ``separate``: the lock refs and the journal ref move in two transactions (the files
+    backend), else in one (reftable: docs/design.md, section 4.3).
     """
 
     def __init__(
@@ -87,12 +72,10 @@ class RefWriter:
     ) -> None:
         """Move every ref in ``updates``; the journal ref, if named, last of all.
 
-        ``old``: the value each ref held when the caller listed them under the mutex (None:
-        absent or symbolic), for git to compare under the ref's lock; read now when not
-        given. ``expect(values)`` runs once every ref is locked, before anything moves,
-        with the value each ref holds then: the compare of a compare-and-swap (it raises to
-        abandon the write). Raises ``StoreError`` (after putting back what moved) when git
-        refuses.
+        ``old``: each ref's value as listed under the mutex, for git to compare under its
+        lock (read now when not given). ``expect(values)`` runs once every ref is locked,
+        before anything moves: the compare of a compare-and-swap (it raises to abandon the
+        write). Raises ``StoreError`` (after putting back what moved) when git refuses.
         """
         for name in updates:
             if not is_own_ref(name):
@@ -126,11 +109,12 @@ class RefWriter:
             steps = [[*locks, *steps[1]]]
         txs: list[Transaction] = []
         try:
-            for names in steps:
-                if names:
-                    txs.append(self._transaction(names, updates, old, message))
-            # Every ref locked before the check: the transactions prepare side by side,
-            # each git taking its locks meanwhile (the journal's held while the locks move).
+            for names in filter(None, steps):
+                txs.append(tx := Transaction(self.git_dir, message))
+                tx.names = tuple(names)
+                for name in names:
+                    tx.queue(name, updates[name], old.get(name), self.hexlen)
+            # Every ref locked before the check: the transactions prepare side by side.
             for tx in reversed(txs):
                 tx.ask("prepare")
             for tx in reversed(txs):
@@ -147,27 +131,12 @@ class RefWriter:
         self, updates: Updates, old: Mapping[str, str | None]
     ) -> dict[str, str | None]:
         """What each ref of ``updates`` holds while every one is locked: the old value git
-        compared it with under its lock (it refuses the transaction otherwise), without
-        asking git again; only a ref deleted with no value to compare (absent or symbolic
-        when read) is listed now."""
+        compared under its lock; only a ref deleted with no value to compare is listed now."""
         unchecked = [n for n in updates if updates[n] is None and old.get(n) is None]
         values = {n: old.get(n) for n in updates}
         if unchecked:
             values.update(self.current(unchecked))
         return values
-
-    def _transaction(
-        self,
-        names: list[str],
-        updates: Updates,
-        old: Mapping[str, str | None],
-        message: str,
-    ) -> Transaction:
-        tx = Transaction(self.git_dir, message)
-        tx.names = tuple(names)
-        for name in names:
-            tx.queue(name, updates[name], old.get(name), self.hexlen)
-        return tx
 
     def _put_back(self, old: Mapping[str, str | None], updates: Updates) -> None:
         """Undo a failed write: every ref that moved gets its old value back."""
@@ -187,11 +156,8 @@ class RefWriter:
 
     def recover(self, writing: Sequence[str] = ()) -> None:
         """Finish a dead writer's job from its log: forward if its journal moved, else back;
-        a ref the log names at neither side's value was moved by another git, and stays.
-
-        Its ``.lock`` files are cleared first: those of the refs its log names and of the
-        refs about to be written (a log it died writing names nothing).
-        """
+        a ref at neither side's value was moved by another git, and stays. Its ``.lock``
+        files are cleared first (docs/design.md, section 4.3)."""
         try:
             text = os.pread(self.fd, 1 << 24, 0)
         except OSError as exc:
@@ -200,16 +166,13 @@ class RefWriter:
             return
         old, new, listed = _read_log(text)
         named = [n for n in {*old, *new} if is_own_ref(n)]
-        # A log it died writing names nothing: then every .lock file on our own refs is its
-        # (we hold the mutex, and nothing but gitlocks writes them).
+        # A log it died writing names nothing: every .lock file on our own refs is its.
         self.remove_lockfiles([*named, *listed, *writing, *self._own_lockfiles()])
         if named:
             journal = new.get(JOURNAL_REF)
             values = self.current([*named, JOURNAL_REF])
             done = journal is not None and values[JOURNAL_REF] == journal
             target, source = (new, old) if done else (old, new)
-            # Only a ref still where the dead writer left it (or had yet to move it from):
-            # one at any other value was moved since by plain git, and stays as it is.
             repair = {
                 n: target.get(n)
                 for n in named
@@ -231,7 +194,7 @@ class RefWriter:
     def _own_lockfiles(self) -> list[str]:
         """The refs of every ``.lock`` file under gitlocks' own namespaces."""
         found = []
-        for prefix in (*OWN_REF_PREFIXES, STAGING_PREFIX):
+        for prefix in _OWN_PREFIXES:
             top = os.path.join(self.common_dir, prefix)
             for dirpath, _dirs, files in os.walk(top):
                 rel = os.path.relpath(dirpath, self.common_dir).replace(os.sep, "/")
@@ -246,11 +209,8 @@ class RefWriter:
                 discard(os.path.join(self.common_dir, f"{name}.lock"))
 
     def wait_for_lockfiles(self, refnames: list[str]) -> None:
-        """Wait for ``.lock`` files of live git commands on our refs and on packed-refs.
-
-        ``packed-refs.lock`` is never removed: a live ``git pack-refs`` or ``gc`` cannot be
-        told from a dead one by its file, so after the wait we fail, naming it.
-        """
+        """Wait for ``.lock`` files of live git commands on our refs and on packed-refs
+        (never removed: a live ``git pack-refs`` cannot be told from a dead one)."""
         deadline = time.monotonic() + LOCKFILE_WAIT_SECONDS
         for name in [*refnames, "packed-refs"]:
             path = os.path.join(self.common_dir, f"{name}.lock")
@@ -282,8 +242,8 @@ def _commit(tx: Transaction) -> None:
 def _read_log(
     text: bytes,
 ) -> tuple[dict[str, str | None], dict[str, str | None], list[str]]:
-    """(old values, new values, names only) from a dead writer's log; empty for one it died
-    writing. Names only: the log of an earlier version, which listed refs without values."""
+    """(old values, new values, names only: an earlier version's) from a dead writer's
+    log; empty for one it died writing."""
     try:
         data = json.loads(text)
         old, new, listed = data.get("old", {}), data.get("new", {}), data.get("refs", [])

@@ -1,28 +1,11 @@
 """Remote mode: the lock table lives on a shared git remote, the authority for every clone.
 
-The remote holds the same refs as a local store: ``refs/agent-locks/<id>`` and the
-journal ``refs/agent-locks-meta/journal``, or, once sharded, shard journals whose tables'
-union is the table (``gitlocks.store.sharded``). A clone keeps two things:
-
-- staging, ``refs/agent-locks-remote/<remote>/{locks,meta}/*``: exactly the remote's
-  lock namespaces as last seen (fetched, or pushed by us). Only remote mode writes there,
-  so ``fetch --prune`` is safe on it, and it tells a mirrored lock from one never pushed.
-  Lock ids are single ref components, so a deeper name there (the probe's) is no lock.
-- after ``git alock remote --off``, ``refs/agent-locks-remote/<remote>/detached/<id>``:
-  the value each mirrored lock had when the clone left remote mode (and ``detached-journal``
-  the journal's), so switching back treats those copies as the remote's, not as local
-  locks to push.
-- the local view, ``refs/agent-locks/*`` and the journal: the staged state mirrored, so
-  ``list``, ``check`` and the hook read it offline. A local lock that was never pushed is
-  never deleted or overwritten by a mirror (the ``fetch --prune`` trap, docs/design.md section 9).
-
-A push is a compare-and-swap (``gitlocks.store.push``, docs/design.md section 5.7).
-
-Writers are optimistic: they decide against the last known remote state and push. With a
-current view an uncontended claim costs one push; with a stale one the lease fails before
-any objects are sent, and we fetch (only the lock namespaces) and decide again, with
-jittered backoff and a bounded number of tries. An answer that changes nothing (refused,
-already yours) is confirmed by a fetch before it is given.
+A clone keeps staging (the remote's refs as last seen), the local view (mirrored, read
+offline) and, after ``remote --off``, detached copies (docs/design.md, sections 5.1 and
+5.6). Writers are optimistic: they decide on the last known remote table and push a
+compare-and-swap (``gitlocks.store.push``); a lost race fetches and decides again, with
+jittered backoff and bounded tries (5.2). An answer that changes nothing is confirmed by
+a fetch before it is given.
 """
 
 from __future__ import annotations
@@ -67,20 +50,18 @@ if TYPE_CHECKING:
 
 __all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
-# A lost race costs a fetch and a push, while the winner's next write needs only a push,
-# so a busy remote can make one writer lose many times in a row: bound the retries by
-# count and by time (alock.remoteTimeout), and keep the jitter short so a loser retries
-# before the others' next round.
+# A busy remote can make one writer lose many times in a row: retries are bounded by
+# count and by time (alock.remoteTimeout), with a short jitter.
 TRIES = 60
 BACKOFF_CAP_SECONDS = 0.2
-# Refused pushes in a row while the remote's journal stood still before a write gives up:
-# the lock refs leased may have moved beside it (plain git, or another clone's push seen
-# half applied, or a connection opened before the view it leases was fetched), and each
-# is leased again as listed; one refused for a cause that stays (a leftover .lock file, a
-# full disk) is then said to be one.
+# Refused pushes in a row while the remote's journal stood still before a write gives up
+# (lock refs moved beside it are leased again as listed; a cause that stays is named).
 STILL_TRIES = 4
 
 
+# Only our refspecs: --refmap= stops the remote's configured ones updating other refs.
+FETCH = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+         "--refmap="]  # fmt: skip
 MAX_LANDING_BRANCHES = 8  # branches one sync fetches for claims waiting to land
 
 
@@ -98,7 +79,6 @@ class RemoteStore(ShardedPush):
         name = remote if remote is not None else self.config_get("alock.remote")
         if not name:
             raise UsageError("no lock remote: set one with git alock remote NAME")
-        # A name typed now (``git alock remote NAME``) is not yet alock.remote: say which.
         where = "" if remote is not None else " (alock.remote)"
         if not _is_remote_name(name):
             raise UsageError(f"invalid remote name {name!r}{where}")
@@ -119,48 +99,31 @@ class RemoteStore(ShardedPush):
         self.staging = f"{STAGING_PREFIX}{name}/"
         self.detached = f"{self.staging}detached/"
         self.detached_journal = f"{self.staging}detached-journal"
-        # False while a switch to remote mode is undecided: fetches and pushes then move
-        # staging only, never the local view, its journal or the sync time.
+        # False while a switch to remote mode is undecided: only staging moves.
         self.mirroring = True
         self._remote_cache: RemoteTable | None = None
         self._staged_cache: tuple[dict[str, str], str | None] | None = None
         self._meta_cache: dict[str, str] | None = None
         self._rejected: str | None = None
         self.view_ref = f"{self.staging}view"  # the remote journal the local view mirrors
-        # The remote's lock refs as asked for (ls-remote), when they were found to differ
-        # from the table its journal carries: what the next push leases on, to repair them.
+        # The remote's lock refs (ls-remote) where they differ from its table: leased on.
         self.lease_override: dict[str, str] | None = None
         # Symbolic refs in the remote's lock namespaces (name -> target): never followed.
         self.remote_symrefs: dict[str, str] = {}
         self.listed_meta = {}
         self._views = {}
 
-    def _take_mutex(self, timeout: float) -> None:
-        # What we cached may have moved while we did not hold the mutex.
-        self._staged_cache = self._meta_cache = None
-        super()._take_mutex(timeout)
-
-    def _drop_mutex(self, fd: int | None = None) -> None:
-        try:
-            super()._drop_mutex(fd)
-        finally:
-            self._staged_cache = self._meta_cache = None
-
     def decided_version(self) -> str | None:
-        """The local view's journal, as ``version`` reads it: a refusal is placed among the
-        events mirrored there, whatever remote table it was decided on."""
+        """The local view's journal: a refusal is placed among the events mirrored there."""
         return self.version()
 
-    # --- the remote's state as last seen --------------------------------------------------
-
     def staged(self) -> tuple[dict[str, str], str | None]:
-        """(lock id -> blob id, journal commit) of the remote as last fetched or pushed.
-
-        Cached until we write staging ourselves (only we do, under the mutex).
-        """
+        """(lock id -> blob id, journal commit) of the remote as last fetched or pushed."""
         count = self.shard_count() if self._staged_cache is None else None
         if count:  # sharded: the union of the shard tables, as one view commit
-            self._staged_cache = self.sharded_staged(count)
+            tips = self.staged_tips(count)
+            union = self.union(tips)
+            self._staged_cache = (union, self.view_of(tips, union))
         elif self._staged_cache is None:
             journal = self.staged_journal()
             table = self.journal_store.table(journal)
@@ -175,7 +138,7 @@ class RemoteStore(ShardedPush):
         return self.staged_meta().get(self.staging + "meta/journal")
 
     def staged_lock_refs(self) -> dict[str, str]:
-        """The remote's lock refs as last fetched: only for a journal that carries no table."""
+        """The remote's lock refs as last fetched (for a journal that carries no table)."""
         lock_prefix = self.staging + "locks/"
         locks: dict[str, str] = {}
         for name, oid in self.scan_refs((lock_prefix,)).items():
@@ -197,9 +160,8 @@ class RemoteStore(ShardedPush):
         return copies, self.ref_value(self.detached_journal)
 
     def remote_table(self) -> RemoteTable:
-        """The remote's table: the one its journal commit carries (a consistent snapshot,
-        however its lock refs were caught mid-update), else, from a journal written before
-        commits carried it, its lock refs."""
+        """The remote's table: its journal commit's (docs/design.md, section 5.4), else,
+        from a journal written before commits carried it, its lock refs."""
         locks, journal = self.staged()
         leases = self.lease_override if self.lease_override is not None else locks
         cached = self._remote_cache
@@ -215,8 +177,7 @@ class RemoteStore(ShardedPush):
             if name.startswith(LOCK_PREFIX)
         )
         if self.lease_override is not None and self.journal_store.table(journal) is not None:
-            # Lock refs the table does not hold (pushed by hand): they decide nothing, the
-            # next write deletes them, and ``break ID`` names one to do just that.
+            # Lock refs the table does not hold (pushed by hand): the next write deletes them.
             loaded.problems.extend(
                 Problem(
                     ref=LOCK_PREFIX + i,
@@ -257,8 +218,6 @@ class RemoteStore(ShardedPush):
                     found.append(record)
         return found
 
-    # --- writing ----------------------------------------------------------------------------
-
     def transact(self, decide: Callable[[Table], tuple[Change, T]], *, tries: int = TRIES) -> T:
         with self.mutex(timeout=MUTEX_TIMEOUT_SECONDS + 2 * self.timeout):
             now = format_time(utcnow())
@@ -281,14 +240,11 @@ class RemoteStore(ShardedPush):
     def transact_held(
         self, decide: Callable[[Table], tuple[Change, T]], *, tries: int, fetched: bool = False
     ) -> T:
-        """``transact`` for a caller that already holds the mutex (a mode switch).
-
-        Where the journal carries the table, nothing asked of the lock refs decides the
-        write: they are listed beside its push, not before it, and only a listing out of
-        step asks again after it (docs/design.md, section 5.2)."""
+        """``transact`` for a caller that already holds the mutex (a mode switch); the lock
+        refs are listed beside the push (docs/design.md, section 5.2)."""
         listing: Listing | None = None
         try:
-            if not fetched and self.last_sync() is None:
+            if not fetched and self.remote not in read_sync_times(self):
                 self.fetch()
                 fetched = True
             if self.journal_store.table(self.staged()[1]) is not None:
@@ -332,8 +288,7 @@ class RemoteStore(ShardedPush):
             self._decided = table
             if not change:
                 if listing is not None and listing.out_of_step(table, self.staged):
-                    # Lock refs out of step with the table (one pushed by hand, which only
-                    # ``break ID`` names): ask again, and decide on that answer.
+                    # Lock refs out of step with the table: ask again, decide on that.
                     listing = None
                     if self.look_before_writing():
                         fetched = True
@@ -354,10 +309,8 @@ class RemoteStore(ShardedPush):
                 self.lease_override = None
                 still = 0
             elif self._rejected:
-                # The journal did not move, yet a push was refused: the remote's lock refs
-                # differ from what was leased (a crash, plain git, a write caught half
-                # applied), or it could not update them. Lease on what they are now, and
-                # the next push repairs them; only a refusal that stays is no race.
+                # Refused while the journal stood still: lease on the lock refs as they are
+                # now, and the next push repairs them (docs/design.md, section 5.2).
                 still += 1
                 if still >= STILL_TRIES:
                     raise RemoteError(
@@ -377,13 +330,12 @@ class RemoteStore(ShardedPush):
 
     def check_not_lost(self) -> None:
         """Raise when the remote's journal as last fetched lost live claims the local view
-        holds (deleted or moved back by plain git): never mirrored, never decided on."""
+        holds (docs/design.md, section 5.8)."""
         if not self.mirroring:
             return  # a switch not yet decided has no view of this remote to lose
         if self.view_journal() in (None, self.staged()[1]):
             return  # the view is the remote's journal as last seen: nothing to lose
-        # Imported here: only a journal that moved since the view reads what was lost.
-        from gitlocks.store.lost import lost_view
+        from gitlocks.store.lost import lost_view  # only a journal that moved since the view
 
         lost = lost_view(self, self.staged()[1])
         if lost is not None:
@@ -391,15 +343,8 @@ class RemoteStore(ShardedPush):
 
     def look_before_writing(self) -> bool:
         """Ask the remote for its lock refs (one ``ls-remote``) before a write decides; True
-        when that made it fetch.
-
-        Where the journal carries the table, a lock ref out of step with it (pushed or
-        deleted by hand, on a host without the hook) is leased on as it is, so this very
-        write repairs it: a planted ref is deleted. Where there is no table yet (no journal,
-        or one from before journal commits carried it) the lock refs are the table: when
-        they differ from the copy, the write fetches them and decides on them, as
-        ``check --fresh`` does.
-        """
+        when that made it fetch. Refs out of step with the journal's table are leased on as
+        they are, so the write repairs them; without a table they are the table, fetched."""
         self.check_not_lost()
         actual = self.actual_lock_refs()
         table = self.remote_table()
@@ -419,10 +364,8 @@ class RemoteStore(ShardedPush):
         return False
 
     def repair_lock_refs(self) -> None:
-        """After a write won, when the lock refs listed beside its push were out of step
-        with the tables: ask the remote again and push the repair (docs/design.md, section
-        5.2). The write stands whatever this does; a repair that cannot land now is left to
-        the next write."""
+        """After a write won beside lock refs out of step: ask again and push the repair
+        (docs/design.md, section 5.2); one that cannot land now is left to the next write."""
         try:
             self.lease_override = None
             self.look_before_writing()  # asked afresh: this answer, not the listing, decides
@@ -447,22 +390,14 @@ class RemoteStore(ShardedPush):
         finally:
             self.lease_override = None
 
-    # --- reading the remote ---------------------------------------------------------------
-
     def fetch(self) -> bool:
-        """Fetch the remote's lock namespaces into staging and mirror them; True if moved.
-
-        While ``mirroring`` is off (a switch not yet decided) only staging moves.
-        """
+        """Fetch the remote's lock namespaces into staging and mirror them; True if moved."""
         old_locks, old_journal = self.staged()
         self._clear_staging_lockfiles()
         self._staged_cache = self._meta_cache = None
         self._fetch(f"+refs/agent-locks-meta/*:{self.staging}meta/*")
         if not self.shard_count() and self.journal_store.table(self.staged_journal()) is None:
-            # No table in the journal (none yet, or written before journals carried it):
-            # the lock refs are the table. Otherwise the one journal commit is the whole
-            # table, and a fetch costs the same for 10 locks or 10,000.
-            self._fetch_lock_refs()
+            self._fetch(f"+refs/agent-locks/*:{self.staging}locks/*")  # the refs are the table
         new_locks, new_journal = self.staged()
         self.check_not_lost()
         moved = len({*old_locks.items()} ^ {*new_locks.items()})
@@ -470,68 +405,33 @@ class RemoteStore(ShardedPush):
         self._mirror(old_locks, new_locks, new_journal, write_staging=False, previous=old_journal)
         return (old_locks, old_journal) != (new_locks, new_journal)
 
-    def _fetch_lock_refs(self) -> None:
-        self._fetch(f"+refs/agent-locks/*:{self.staging}locks/*")
-
     def _fetch(self, refspec: str) -> None:
         """Fetch ``refspec`` alone into staging, pruning what the remote no longer has."""
-        run = self._git(
-            [
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--no-recurse-submodules",
-                "--no-show-forced-updates",
-                # Only our refspecs: --refmap= stops the remote's configured fetch refspecs
-                # from updating other refs too, so --prune can only touch staging.
-                "--refmap=",
-                "--prune",
-                self.remote,
-                refspec,
-            ],
-            what="fetch from",
-        )
+        args = [*FETCH, "--no-show-forced-updates", "--prune", self.remote, refspec]
+        run = self._git(args, what="fetch from")
         self.forget_listing()  # it moved staging (or may have, failing)
         if run.code != 0:
             raise failure(run, self.remote, "fetch")
         self._staged_cache = self._meta_cache = None
 
     def actual_lock_refs(self) -> dict[str, str]:
-        """The remote's lock refs as it has them now (``ls-remote``): lock id -> value.
-
-        Symbolic refs among them are learnt too (``remote_symrefs``), so the repairing
-        push never writes through one.
-        """
-        # A sharded remote's shard journals are listed too, in the same answer: a lock ref
-        # no shard table holds is known to be hand-made only when every shard is still
-        # where this clone read it. The journal ref too: a sharded remote's must still hold
-        # the notice, and a repair after a write is futile once another write followed it.
+        """The remote's lock refs as it has them now (``ls-remote``): lock id -> value;
+        symbolic ones are learnt too (``remote_symrefs``). The shard journals and the
+        journal ref are listed beside them (``listed_meta``)."""
         sharded = bool(self.shard_count())
         patterns = [f"{LOCK_PREFIX}*", *([f"{SHARD_PREFIX}*"] if sharded else []), JOURNAL_REF]
-        run = self._git(
-            ["-c", "protocol.version=2", "ls-remote", "--symref", self.remote, *patterns],
-            what="ls-remote of",
-        )
-        if run.code != 0:
-            raise failure(run, self.remote, "ls-remote")
+        refs, symrefs = self.ls_remote(patterns)
         found = {}
-        symrefs = {}
         self.listed_meta = {}
-        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
-            if line.startswith("ref: ") and "\t" in line:
-                target, name = line[5:].split("\t", 1)
-                if name.startswith(LOCK_PREFIX):
-                    symrefs[name] = target
-                continue
-            oid, _, name = line.partition("\t")
+        for name, oid in refs.items():
             lock_id = name[len(LOCK_PREFIX) :]
             if name.startswith(LOCK_PREFIX) and is_lock_id(lock_id):
                 found[lock_id] = oid
             elif name.startswith(SHARD_PREFIX) or name == JOURNAL_REF:
                 self.listed_meta[name] = oid
         others = {n: t for n, t in self.remote_symrefs.items() if not n.startswith(LOCK_PREFIX)}
-        self.remote_symrefs = {**others, **symrefs}
+        mine = {n: t for n, t in symrefs.items() if n.startswith(LOCK_PREFIX)}
+        self.remote_symrefs = {**others, **mine}
         self._remote_cache = None
         return found
 
@@ -540,30 +440,16 @@ class RemoteStore(ShardedPush):
             return self.fetch()
 
     def landing_ref(self, branch: str) -> str:
-        """In remote mode a claim waits for its commits to land on the remote's branch, as
-        gitlocks last fetched it into its own namespace: never into the user's
-        remote-tracking refs, where a planted record naming ``HEAD`` would write through
-        ``refs/remotes/R/HEAD`` onto ``R/main``."""
+        """The remote's branch, fetched into gitlocks' own namespace: never the user's
+        remote-tracking refs (a record naming ``HEAD`` would write through to ``R/main``)."""
         return f"{self.staging}heads/{branch}"
 
     def fetch_branches(self, branches: list[str]) -> None:
-        """Refresh ``landing_ref`` of ``branches`` (at most MAX_LANDING_BRANCHES, so
-        planted records cannot make a sync fetch without end); a branch the remote lacks
-        is skipped."""
+        """Refresh ``landing_ref`` of at most MAX_LANDING_BRANCHES ``branches`` (a branch
+        the remote lacks is skipped)."""
         for branch in sorted(set(branches))[:MAX_LANDING_BRANCHES]:
-            self._git(
-                [
-                    "fetch",
-                    "--quiet",
-                    "--no-tags",
-                    "--no-write-fetch-head",
-                    "--no-recurse-submodules",
-                    "--refmap=",
-                    self.remote,
-                    f"+refs/heads/{branch}:{self.landing_ref(branch)}",
-                ],
-                what="fetch from",
-            )  # a failure (no such branch there) leaves the ref as it was
+            refspec = f"+refs/heads/{branch}:{self.landing_ref(branch)}"
+            self._git([*FETCH, self.remote, refspec], what="fetch from")  # may fail: as it was
             self.forget_listing()
 
 

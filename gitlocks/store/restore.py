@@ -1,23 +1,13 @@
-"""A lock remote whose journal was lost (noticed by ``gitlocks.store.lost``), put back.
-
-Where no pre-receive hook guards it (a plain host), plain git can delete the remote's
-journal (``git push --mirror`` from a clone that never fetched it) or move it back. Every
-clone in remote mode remembers the remote journal commit its local view mirrors
-(``refs/agent-locks-remote/<remote>/view``), and that commit carries the whole table. So:
-
-- ``lost_view`` (``gitlocks.store.lost``): a fetch that finds the journal gone or moved
-  back while the view holds live claims reports it and leaves the view alone.
-- ``restore`` (``git alock remote --restore``): one compare-and-swap push of a new journal
-  commit on the view's (so the history continues from the last one known), carrying the
-  view's table and whatever the remote holds now (its newer value wins for one lock), and
-  every lock ref to match. Nothing that either side held is lost.
+"""``git alock remote --restore``: a lock remote whose journal was lost (noticed by
+``gitlocks.store.lost``) put back from this clone's view, merged with whatever the remote
+holds now, in one compare-and-swap push (docs/design.md, section 5.8).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
 from gitlocks.core.shard import record_shards
@@ -35,16 +25,12 @@ from gitlocks.store.lost import is_ancestor, lost_view, shard_losses
 from gitlocks.store.remote import RemoteStore
 from gitlocks.store.upgrade import new_layout, sharded_markers
 
-if TYPE_CHECKING:
-    pass
-
 
 def _settled(
     remote: RemoteStore, kept: dict[str, str], tables: dict[int, dict[str, str]], lost: set[int]
 ) -> dict[str, str]:
     """The entries a lost shard held in the view, as the shards that did not lose them tell
-    them now: a record held in another of its shards is put back at its value there, and one
-    that every other shard of its claim dropped since (released, swept) is not put back, so
+    them now (a record every other shard of its claim dropped since is not put back), so
     that no record is torn across its shards."""
     loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(kept.items())), None)
     found: dict[str, str] = {}
@@ -138,9 +124,8 @@ def _restored(
 
 def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
     """``restore`` for a sharded remote: each shard journal that lost live claims gets a
-    journal commit on the one the view names for it, carrying that shard's table as the
-    view had it plus whatever the shard holds now (its value wins for one lock), all in one
-    compare-and-swap push with the lock refs that differ."""
+    commit on the one the view names for it, with the view's table for it and what the
+    shard holds now, all in one push with the lock refs that differ."""
     store = remote.journal_store
     staged, current = remote.staged()
     if store.view_tips(view) is not None and remote.shard_count() is None:
@@ -154,8 +139,6 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
         )
     viewed = len(store.view_tips(view) or {})
     if viewed != remote.shard_count():
-        # Laid out again since (a clone that found the remote emptied, by a push --mirror,
-        # took it for a new one): claims placed by one count are in the wrong shards of another.
         raise RemoteError(
             f"the lock table of {remote.remote!r} is kept in {remote.shard_count()} shards now, "
             f"and was in {viewed} when this clone last saw it (laid out again since?); remote "
@@ -205,13 +188,9 @@ def _restore_shards(remote: RemoteStore, view: str) -> RestoreResult:
 
 def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
     """``restore`` for a sharded view of a remote whose format ref and every shard journal
-    are gone (a push --mirror from a fresh clone, on a plain host): the format ref, the
-    notice at the journal ref (on whatever it holds now) and each shard journal on the
-    commit the view names for it, carrying that shard's table as the view had it plus
-    whatever the remote holds now (a single journal's table a clone started meanwhile, or
-    else its lock refs; their value wins for one lock id, held in exactly its shards; none
-    of it when the journal ref is back on the journal the shards went on from, whose table
-    is older than theirs), in one compare-and-swap push with every lock ref that differs."""
+    are gone: the format ref, the notice and each shard journal put back on the commit the
+    view names for it, with the view's table for it and what the remote holds now (unless
+    the journal ref is back on the journal the shards went on from), in one push."""
     store = remote.journal_store
     staged, current = remote.staged()
     tips = store.view_tips(view) or {}
@@ -276,8 +255,7 @@ def _push_restore(
     ids: Iterable[str],
 ) -> None:
     """Push the restored journal(s) with every lock ref of ``ids`` moved from its value on
-    the remote (``actual``) to ``wanted``'s, in one atomic push: all of it, or an error and
-    nothing. A symbolic ref is never pushed to."""
+    the remote (``actual``) to ``wanted``'s, in one atomic push; never to a symbolic ref."""
     leases, specs = list(leases), list(specs)
     for lock_id in sorted(ids):
         have, want = actual.get(lock_id), wanted.get(lock_id)

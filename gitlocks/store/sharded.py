@@ -1,19 +1,8 @@
-"""A sharded lock remote (docs/design.md, section 5.10): the table kept in shard journals,
-so that writes whose scopes cannot overlap lease no common ref and never reject each other.
-
-The format ref ``refs/agent-locks-meta/format`` (a blob ``shards S``) says a remote is
-sharded. Shard ``k``'s journal ``refs/agent-locks-meta/shards/<k>`` is a chain of journal
-commits whose tree is shard ``k``'s table; a record is held in the table of every shard
-its claim can touch (``gitlocks.core.shard``). The remote's table is the union of the
-shard tables. Locally that union is one **view commit** (``Journal.view``): a journal
-commit written here only, made from the shard tips alone, so the local view, the view ref
-and every reader that takes one commit for the table work as they do for one journal.
-
-A write leases exactly the shards its change touches: those of every record it puts (its
-claim's shards) and those holding every record it replaces or deletes. Its one atomic push
-moves each leased shard journal from the commit read to a new one carrying that shard's
-new table, with the lock refs that change. Two overlapping claims share a shard (the
-lemma), so the compare-and-swap argument of one journal holds on that shard's ref.
+"""A sharded lock remote (docs/design.md, section 5.10): the table kept in shard journals
+``refs/agent-locks-meta/shards/<k>`` (``refs/agent-locks-meta/format`` states the count),
+so that writes whose scopes cannot overlap lease no common ref. A record is held in every
+shard its claim can touch; locally the union of the shard tables is one view commit
+(``Journal.view``), and a write leases exactly the shards its change touches.
 """
 
 from __future__ import annotations
@@ -23,9 +12,8 @@ from collections.abc import Iterable
 from gitlocks.core.change import Change, check_sizes
 from gitlocks.core.record import format_time, is_lock_id, utcnow
 from gitlocks.core.shard import parse_format, record_shards
-from gitlocks.errors import GitlocksError, RemoteError, RemoteTimeout
-from gitlocks.git.remote import lost_race, not_sent, summarise, unreported
-from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
+from gitlocks.errors import RemoteError
+from gitlocks.layout import FORMAT_REF, JOURNAL_REF, MAX_SHARDS, SHARD_PREFIX
 from gitlocks.store.push import RemotePush, RemoteTable
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -42,10 +30,8 @@ class ShardedPush(RemotePush):
     _format_read: tuple[str, int] | None = None  # (format blob, the count it states)
 
     def staged_meta(self) -> dict[str, str]:
-        """Staging's refs under ``meta/`` (the journal, the format ref, the shard journals)
-        by name: one listing, kept while the staged table is (until staging moves or the
-        mutex is taken or dropped). A write asks for them several times; each ask would
-        otherwise be a git process."""
+        """Staging's refs under ``meta/`` by name: one listing, kept while the staged table
+        is (until staging moves or the mutex is taken or dropped)."""
         if self._meta_cache is None:
             self._meta_cache = self.scan_refs((self.staging + "meta/",))
         return self._meta_cache
@@ -72,7 +58,19 @@ class ShardedPush(RemotePush):
             )
         count = self.shard_count()
         if count:
-            self._check_notice()
+            # The single journal ref must hold the notice (no journal commit), or an earlier
+            # gitlocks could grant claims beside the shards.
+            journal = self.staged_journal()
+            if journal is None or self.journal_store.commit_of(journal) is not None:
+                where = "is gone" if journal is None else f"holds the journal commit {journal[:12]}"
+                raise RemoteError(
+                    f"the lock remote {self.remote!r} is sharded, but its {JOURNAL_REF} {where} "
+                    "instead of the notice that stops earlier versions of gitlocks, which would "
+                    "now decide on that journal and grant claims the shards hold; nothing was "
+                    f"changed. Put a commit that is no journal commit back at {JOURNAL_REF} on "
+                    "the remote itself (the notice git alock remote --shards wrote), then write "
+                    "again"
+                )
             prefix = self.staging + "meta/shards/"
             beyond = self.beyond(self.staged_meta(), prefix, count)
             if beyond:
@@ -91,34 +89,11 @@ class ShardedPush(RemotePush):
         found = (n[len(prefix) :] for n in names if n.startswith(prefix))
         return sorted(n for n in found if n not in shards)
 
-    def _check_notice(self) -> None:
-        """A sharded remote's single journal ref must hold the notice, a commit that is no
-        journal commit: a journal there (moved back by hand, a push --mirror of an old
-        clone) or none at all lets an earlier gitlocks grant claims beside the shards, so
-        no write goes on until it is put back."""
-        journal = self.staged_journal()
-        if journal is not None and self.journal_store.commit_of(journal) is None:
-            return
-        where = "is gone" if journal is None else f"holds the journal commit {journal[:12]}"
-        raise RemoteError(
-            f"the lock remote {self.remote!r} is sharded, but its {JOURNAL_REF} {where} "
-            "instead of the notice that stops earlier versions of gitlocks, which would now "
-            "decide on that journal and grant claims the shards hold; nothing was changed. "
-            f"Put a commit that is no journal commit back at {JOURNAL_REF} on the remote "
-            "itself (the notice git alock remote --shards wrote), then write again"
-        )
-
     def staged_tips(self, count: int) -> dict[int, str | None]:
         """Shard -> its journal commit as last fetched or pushed (None: absent)."""
         prefix = self.staging + "meta/shards/"
         found = self.staged_meta()
         return {k: found.get(f"{prefix}{k}") for k in range(count)}
-
-    def sharded_staged(self, count: int) -> tuple[dict[str, str], str]:
-        """(the union of the staged shard tables, its view commit)."""
-        tips = self.staged_tips(count)
-        union = self.union(tips)
-        return union, self.view_of(tips, union)
 
     def view_of(
         self,
@@ -127,8 +102,8 @@ class ShardedPush(RemotePush):
         events: list[dict[str, Any]] | None = None,
     ) -> str:
         """The view commit of the shards at ``tips``: the view ref's own when it names
-        them (so every process of this clone agrees), else a new one on it carrying
-        ``events`` (the shard journals' events since it, when not given)."""
+        them, else a new one on it carrying ``events`` (by default the shard journals'
+        events since it)."""
         key = tuple(sorted(tips.items()))
         if key not in self._views:
             previous = self.view_journal()
@@ -152,23 +127,20 @@ class ShardedPush(RemotePush):
         return {k: self.journal_store.table(tip) or {} for k, tip in tips.items()}
 
     def tips_listed(self, table: RemoteTable) -> bool:
-        """Whether the last ls-remote found every shard where ``table`` was read: then a
-        lock ref it listed that no shard table holds was pushed by hand, not by a write
-        this clone has not fetched yet."""
+        """Whether the last ls-remote found every shard where ``table`` was read (a lock ref
+        no shard table holds was then pushed by hand)."""
         return all(
             self.listed_meta.get(f"{SHARD_PREFIX}{k}") == tip for k, tip in table.shards.items()
         )
 
     def readable(self, table: RemoteTable) -> bool:
-        """Whether every shard holds a journal commit: a shard deleted or moved onto
-        anything else (by hand) is missing from the union, so a lock ref it alone holds
-        would read as pushed by hand."""
+        """Whether every shard holds a journal commit (else a lock ref that shard alone
+        holds would read as pushed by hand)."""
         return all(self.journal_store.commit_of(t) for t in table.shards.values())
 
     def repairable(self, table: RemoteTable) -> list[str]:
-        """On a sharded remote a follow-up deletes a lock ref no shard holds only where
-        every shard is as listed and readable (``_push_sharded``); it puts right one a
-        shard holds by leasing that shard (``repair_shards``)."""
+        """On a sharded remote a lock ref no shard holds is deleted only where every shard
+        is as listed and readable."""
         found = super().repairable(table)
         if not table.shards or (self.tips_listed(table) and self.readable(table)):
             return found
@@ -176,8 +148,7 @@ class ShardedPush(RemotePush):
 
     @staticmethod
     def repair_shards(table: RemoteTable, ids: list[str]) -> frozenset[int]:
-        """The shards holding the lock refs ``ids``: a follow-up leases them, so it moves
-        their journals and puts those refs right."""
+        """The shards holding the lock refs ``ids``: a follow-up leases them."""
         return frozenset(k for k, held in table.held.items() if held.keys() & set(ids))
 
     def leased_shards(self, table: RemoteTable, change: Change) -> set[int]:
@@ -188,20 +159,15 @@ class ShardedPush(RemotePush):
         leased = {k for k, held in table.held.items() if touched & held.keys()}
         for record in change.put:
             leased |= record_shards(record.paths, count)
-        # A change no shard holds (the deletion of a lock ref pushed by hand, which no
-        # table names) is journaled in shard 0, so every write moves a journal.
+        # A change no shard holds (a lock ref pushed by hand, deleted) is journaled in shard 0.
         return leased or {0}
 
     @staticmethod
     def holders_shards(table: RemoteTable, change: Change, leased: Iterable[int]) -> list[int]:
         """Shards a write leases as they stand (pushed unchanged) so that its holders learn
         of claims plain git took from the remote: for each live claim of a holder whose
-        live records ``change`` puts or deletes, held in no shard the write leases, the
-        first shard holding it. A push --mirror of a stale copy that moved such a shard back
-        fails the push, and the fetch after it tells the holder, whatever shards the write
-        touches (docs/design.md 5.10). A claim gone from some of its shards only is still
-        in the union every decision reads; other holders' claims are not leased, or every
-        write would race every shard with a live claim in it."""
+        records ``change`` puts or deletes, held in no shard the write leases, the first
+        shard holding it (docs/design.md 5.10)."""
         cutoff = table.cutoff(format_time(utcnow()))
         summaries = table.summaries
         holders = {r.holder for r in change.put}
@@ -231,9 +197,8 @@ class ShardedPush(RemotePush):
     def _push_sharded(
         self, table: RemoteTable, change: Change, also: frozenset[int] = frozenset()
     ) -> bool:
-        """One compare-and-swap push of ``change`` to a sharded remote; True when it won,
-        False on a lost race (as ``_push``, with a lease per shard it touches, and on the
-        shards ``also``, whose lock refs it puts right: a follow-up's)."""
+        """``_push`` for a sharded remote: a lease per shard it touches, and on the shards
+        ``also`` (a follow-up's, whose lock refs it puts right)."""
         self._rejected = None
         check_sizes(change)
         count = len(table.shards)
@@ -248,25 +213,20 @@ class ShardedPush(RemotePush):
             new_held[k] = held
         new = {i: v for i, v in table.refs.items() if i not in touched}
         new.update(blobs)
-        # Only the lock refs of the leased shards: another shard's table may be older here
-        # than on the remote, and its refs are repaired by a write that leases it.
+        # Only the lock refs of the leased shards: another's table may be older here.
         ids = {i for k in leased for i in (*table.held[k], *new_held[k])}
         ids |= touched - table.refs.keys()  # named by the change, held by no shard
         # Shards leased as they are, pushed unchanged: those holding the writer's other claims.
         steady = self.holders_shards(table, change, leased)
         if self.lease_override is not None and self.tips_listed(table) and self.readable(table):
             ids |= table.leases.keys() - table.refs.keys()  # pushed by hand: deleted
-            # A listing is no snapshot: it reads the shard refs, then the lock refs, and a
-            # write landing between them (its shard ref moves first) shows a new lock ref
-            # beside its shard's old tip. Every shard is leased as listed, so such a write
-            # fails this push instead of losing its lock ref here.
+            # A listing is no snapshot: every shard is leased as listed, so a write landing
+            # within it fails this push instead of losing its lock ref here.
             steady = [k for k in range(count) if k not in leased and table.shards[k]]
         differ = [i for i in sorted(ids) if table.leases.get(i) != new.get(i) and is_lock_id(i)]
         for k in leased:
             self._check_shard(k, table.shards[k])
             if table.shards[k] is None:
-                # The upgrade creates every shard and nothing deletes one: a shard missing is
-                # one deleted by hand, whose claims this table no longer shows.
                 raise RemoteError(
                     f"the shard journal {SHARD_PREFIX}{k} is missing on the lock remote "
                     f"{self.remote!r} (deleted by hand?), so the claims it held are unknown "
@@ -283,15 +243,10 @@ class ShardedPush(RemotePush):
         specs = [f"{commits[k]}:{SHARD_PREFIX}{k}" for k in leased]
         leases += [f"--force-with-lease={SHARD_PREFIX}{k}:{table.shards[k]}" for k in steady]
         specs += [f"{table.shards[k]}:{SHARD_PREFIX}{k}" for k in steady]
-        more_leases, more_specs = self.lock_ref_specs(table, new, differ, touched)
-        leases += more_leases
-        specs += more_specs
+        self.lock_ref_specs(table, new, differ, touched, leases, specs)
         notice = self.staged_journal()
         if notice is not None:
-            # The single journal ref leased on the notice, pushed as it is: git checks the
-            # lease against what the remote advertises, so a journal moved back by hand (where
-            # an earlier gitlocks would decide beside the shards) fails this push whole, and
-            # the next attempt fetches and stops (check_format). Unchanged, it is not sent.
+            # The notice leased as it is: a journal moved back by hand fails this push.
             leases.append(f"--force-with-lease={JOURNAL_REF}:{notice}")
             specs.append(f"{notice}:{JOURNAL_REF}")
 
@@ -305,47 +260,19 @@ class ShardedPush(RemotePush):
                 return True
             return None if all(now[k] == table.shards[k] for k in leased) else False
 
-        self.pushes += 1
-        try:
-            run, lines = self._push_atomic(leases, specs)
-        except RemoteTimeout as exc:
-            return self.settle(landed, str(exc), gave_up=True)
-        if run.code == 0 and lines:
-            moving = {f"{SHARD_PREFIX}{k}" for k in leased}  # the steady ones report "="
-            if any(ln.ref in moving and ln.flag == "=" for ln in lines):
-                return False  # someone pushed these very journal commits: not our win
-            kept = {i: v for i, v in table.leases.items() if LOCK_PREFIX + i in self.remote_symrefs}
-            tips = {**table.shards, **commits}
-            view = self.view_of(tips, new, change.events)
-            staged = {f"{self.staging}meta/shards/{k}": commits[k] for k in leased}
-            try:  # the next fetch repairs the view
-                self._mirror(
-                    table.leases,
-                    {**new, **kept},
-                    view,
-                    write_staging=True,
-                    table=new,
-                    previous=table.version,
-                    staged_meta=staged,
-                )
-            except GitlocksError:
-                pass
-            return True
-        refused = not_sent(run, lines, self.remote)
-        if refused is not None:
-            raise refused
-        if not lines or unreported(lines):  # it may have landed: ask
-            return self.settle(landed, summarise(run.err), gave_up=False)
-        if lost_race(lines):
-            self._rejected = "; ".join(sorted({ln.reason for ln in lines if ln.flag == "!"}))
-            return False
-        if any("hook declined" in ln.reason for ln in lines) and self._shards_moved(table, leased):
-            return False  # the remote's guard refused a lease that no longer holds
-        if any(ln.ref.startswith(SHARD_PREFIX) and ln.flag not in "!=" for ln in lines):
-            # A ref refused before the remote's atomic transaction began (one it hides)
-            # leaves the rest applied: a shard's journal moved. Ask what landed.
-            return self.settle(landed, summarise(run.err), gave_up=False)
-        raise self._refused(lines, run)
+        def mirrored() -> tuple[str, dict[str, str]]:
+            view = self.view_of({**table.shards, **commits}, new, change.events)
+            return view, {f"{self.staging}meta/shards/{k}": commits[k] for k in leased}
+
+        return self._send(
+            table,
+            new,
+            (leases, specs),
+            ({f"{SHARD_PREFIX}{k}" for k in leased}, "!="),  # the steady ones report "="
+            mirrored,
+            landed,
+            lambda: self._moved({f"{SHARD_PREFIX}{k}": table.shards[k] for k in leased}),
+        )
 
     def _check_shard(self, k: int, tip: str | None) -> None:
         """A shard ref holding anything but a journal commit is never written over."""
@@ -356,14 +283,3 @@ class ShardedPush(RemotePush):
             f"{tip[:12]}, which is not a gitlocks journal commit (moved by hand); nothing was "
             "changed. Put it right on the remote itself"
         )
-
-    def _shards_moved(self, table: RemoteTable, leased: list[int]) -> bool:
-        refs = [f"{SHARD_PREFIX}{k}" for k in leased]
-        run = self._git(["ls-remote", self.remote, *refs], what="ls-remote of")
-        if run.code != 0:
-            return False
-        now = {}
-        for line in run.out.split("\n"):  # not splitlines(): a ref name may hold U+2028
-            oid, _, name = line.partition("\t")
-            now[name.strip()] = oid.strip()
-        return any(now.get(f"{SHARD_PREFIX}{k}") != table.shards[k] for k in leased)

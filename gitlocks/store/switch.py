@@ -1,17 +1,7 @@
-"""Switching a clone between local mode and remote mode, without losing a lock.
-
-To remote mode: live local locks are pushed to the remote, in the same compare-and-swap
-push as any claim, when none of them overlaps a live lock another holder has there that
-would block it (the claim rule: only the claimant's own and its ancestors' locks never
-block); otherwise nothing changes locally and the reply names each conflict. Until the
-switch is decided, the remote is fetched into staging only: a refusal or a failure leaves
-the local view, its journal and the configuration as they were.
-
-To local mode: the locks mirrored from the remote stay in the local view (they still block
-here until they expire) unless the user asks to forget them, and the clone remembers which
-they were (``detached`` refs). Switching back treats those copies as the remote's: they are
-replaced by the remote's current state, never pushed back; a copy changed here meanwhile is
-pushed only if the remote still holds the value it was copied from.
+"""Switching a clone between local mode and remote mode, without losing a lock
+(docs/design.md, section 5.6): live local locks are pushed unless one would be blocked
+there, and until the switch is decided only staging moves; leaving keeps the mirrored
+locks (``detached`` refs), which a switch back replaces by the remote's state.
 """
 
 from __future__ import annotations
@@ -55,11 +45,9 @@ class SwitchResult:
     dropped_expired: list[LockRecord] = field(default_factory=list)
     conflicts: list[tuple[LockRecord, LockRecord]] = field(default_factory=list)
     on_remote: int = 0
-    # Copies of the remote's locks mirrored before an earlier --off: replaced by the
-    # remote's current state, never pushed.
+    # Copies of the remote's locks from an earlier --off: replaced, never pushed.
     refreshed: list[LockRecord] = field(default_factory=list)
-    # Of those, the ones changed here in local mode while the remote changed them too (or
-    # released them): the remote's newer value wins.
+    # Of those, the ones changed here while the remote changed them too: the remote's wins.
     superseded: list[LockRecord] = field(default_factory=list)
     shards: int = 1  # the remote's table: in that many shard journals (1: one journal)
     laid_out: bool = False  # a new lock remote, whose table this switch laid out
@@ -85,11 +73,8 @@ class SwitchResult:
 
 
 def blockers(table: Table, record: LockRecord, now: str) -> list[LockRecord]:
-    """The live locks in ``table`` that would refuse ``record`` as a claim.
-
-    The claim rule of ``locks.acquire``: a lock blocks the claimant unless its holder is
-    the claimant or one of its ancestors (so a child's lock does block its parent).
-    """
+    """The live locks in ``table`` that would refuse ``record`` as a claim (the rule of
+    ``locks.acquire``: only the claimant's own and its ancestors' locks never block)."""
     friends = {record.holder, *table.ancestors(record.holder, record.parent)}
     found = []
     for lock_id in sorted(table.overlaps(record_entries(record))):
@@ -102,15 +87,9 @@ def blockers(table: Table, record: LockRecord, now: str) -> list[LockRecord]:
 
 
 def enable(store: Store, name: str, shards: int | None = None) -> SwitchResult:
-    """Switch to remote mode on ``name``, pushing live local locks that conflict with none.
-
-    Refuses (changing nothing locally, configuration included) when one of them overlaps a
-    live lock on the remote that would block it: one of the two claims has to go first.
-    A new lock remote (no lock table yet) is first laid out in ``shards`` shard journals
-    (``DEFAULT_SHARDS`` unless given; 1: one journal, as earlier versions make it); a
-    remote that has a table keeps its layout, and a count given that it cannot keep (a
-    sharded one's count is fixed) is refused before anything changes.
-    """
+    """Switch to remote mode on ``name``, pushing live local locks that conflict with none
+    (else nothing changes locally). A new lock remote is first laid out in ``shards``
+    shard journals (``DEFAULT_SHARDS`` unless given); one with a table keeps its layout."""
     remote = RemoteStore(store.repo, name, configured=store.settings)
     remote.mirroring = False  # staging only, until the switch is decided
     probe(remote, write=True)
@@ -145,8 +124,7 @@ def _enable_locked(store: Store, remote: RemoteStore, shards: int | None) -> Swi
     now = format_time(utcnow())
     staged, _ = remote.staged()
     local = remote.local_locks()
-    # Copies of a remote's locks, never this clone's to push: kept from an earlier switch,
-    # from another lock remote, or (already in remote mode) mirrored from this one.
+    # Copies of a remote's locks, never this clone's to push.
     mirrored = {(i, v) for copy in (copies, foreign, remote.mirrored()) for i, v in copy.items()}
     sorted_ = _sort_local(remote, local, staged, mirrored, now)
     decide = _adoption(remote.remote, sorted_, copies, now)
@@ -154,8 +132,7 @@ def _enable_locked(store: Store, remote: RemoteStore, shards: int | None) -> Swi
     result.shards, result.laid_out = remote.shard_count() or 1, layout
     if result.conflicts:
         return result
-    # Decided: the local view becomes the remote's, except local refs that are no lock
-    # records (left as they are); this clone's local history is kept.
+    # Decided: the local view becomes the remote's; the local history is kept.
     new, journal = remote.staged()
     handled = [*result.dropped_expired, *result.refreshed, *result.superseded, *result.pushed]
     old = {r.id: local[r.id] for r in handled}
@@ -228,8 +205,7 @@ def _adoption(
         live = []
         refs = table.refs if isinstance(table, RemoteTable) else {}
         for record in local.candidates:
-            # Push only over the value it was copied from (a lock made here: over nothing),
-            # so an old copy never overwrites a newer remote value, nor revives a release.
+            # Only over the value it was copied from: an old copy never overwrites a newer one.
             if refs.get(record.id) != copies.get(record.id):
                 result.superseded.append(record)
                 continue
@@ -335,14 +311,9 @@ def disable(store: Store, *, forget: bool = False) -> OffResult:
 
 def probe(remote: RemoteStore, *, write: bool = False) -> None:
     """Check that the remote answers and takes atomic pushes; raise ``RemoteError`` if not.
-
-    Without ``write``: the dry-run deletion of a ref that does not exist changes nothing
-    anywhere, but git still negotiates the push, so it fails when ``atomic`` is not
-    advertised. With ``write`` (switching to remote mode): one real round-trip on probe
-    refs shaped like ours (a blob under ``refs/agent-locks/``, a commit under
-    ``refs/agent-locks-meta/``), created with an empty lease and deleted with a lease,
-    so a remote that hides, refuses or will not delete them is refused up front.
-    """
+    Without ``write``: a dry-run deletion of a ref that does not exist (git still
+    negotiates ``atomic``). With ``write``: a real round trip on probe refs shaped like
+    ours (docs/design.md, section 5.6)."""
     run = remote._git(["ls-remote", remote.remote, JOURNAL_REF], what="ls-remote of")
     if run.code != 0:
         raise failure(run, remote.remote, "ls-remote")

@@ -1,13 +1,6 @@
 """Laying out a lock remote's table: sharded from the start on a new remote (``git alock
-remote NAME``), and the upgrade of a single journal (``git alock remote --shards N``,
-docs/design.md 5.10).
-
-One atomic push, leased on the single journal: it creates the format ref (a blob
-``shards N``), the N shard journals (the table split: each record in every shard its claim
-can touch, each shard's first commit on the old journal, so its history goes on), and
-moves ``refs/agent-locks-meta/journal`` onto a commit that is no journal commit. Every
-earlier version stops writing at such a journal ref and goes on reading the lock refs,
-which the push leaves as they are: no earlier client can grant a claim beside the shards.
+remote NAME``), and the upgrade of a single journal (``git alock remote --shards N``): one
+atomic push of the format ref, the shard journals and the notice (docs/design.md 5.10).
 """
 
 from __future__ import annotations
@@ -72,8 +65,7 @@ def shard(store: Store, count: int) -> ShardResult:
         split: dict[int, dict[str, str]] = {k: {} for k in range(count)}
         for lock_id, oid in table.refs.items():
             record = table.get(lock_id)
-            # A record that cannot be read is held everywhere: whatever breaks or sweeps
-            # it leases every shard.
+            # A record that cannot be read is held in every shard.
             where = (
                 record_shards(record.paths, count)
                 if isinstance(record, LockRecord)
@@ -103,17 +95,7 @@ def is_new(remote: RemoteStore) -> bool:
 def lay_out(remote: RemoteStore, count: int) -> bool:
     """Lay out a new lock remote's table (``is_new``, as just fetched; the mutex held): in
     ``count`` shard journals, or for a count of 1 in one journal. True when this push laid
-    it; False when another clone wrote there first (fetched since: its layout stands).
-
-    Sharded, it is the upgrade of an empty table: the notice at the journal ref, where
-    every earlier gitlocks stops writing, so none of them starts a journal of its own
-    beside the shards. Either way the push is leased on the journal, the format ref and
-    the shards being absent, so of two clones laying out at once, or one laying out while
-    another (of any version) writes its first claim, exactly one wins and the other
-    decides on what it laid (docs/design.md 5.10).
-    """
-    if count == 1:
-        return _push_layout(remote, None, 1, {}, "created")
+    it; False when another clone wrote there first (its layout stands)."""
     return _push_layout(remote, None, count, {k: {} for k in range(count)}, "created")
 
 
@@ -127,13 +109,8 @@ def _push_layout(
     """One atomic push that lays out the table on the single journal ``journal`` (None: on
     nothing): ``count`` shard journals holding ``split``, or, for a count of 1 on nothing,
     one journal commit holding an empty table. False on a lost race (fetched since).
-
-    Every layout is its own: a random ``layout`` in its event and its notice, so no two
-    layouts are the same objects, even two made within one second from the same table. A
-    write leases the notice and the shards it touches on the values it read; had a remote
-    emptied by plain git and laid out again come back to those very values, every such
-    lease would hold, and a clone whose claims stood in other shards would write on
-    without learning they were gone (docs/design.md 5.10)."""
+    Every layout is its own (a random ``layout``), so a remote laid out again never comes
+    back to values a lease holds on (docs/design.md 5.10)."""
     layout = new_layout()
     event = {
         "event": kind,
