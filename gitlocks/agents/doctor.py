@@ -389,8 +389,8 @@ def remote_report(root: Path, remote: str, timeout: float) -> dict[str, Any]:
                       cwd=os.fspath(root))  # fmt: skip
     except GitlocksError as exc:
         return {"remote": remote, "reachable": False, "detail": str(exc)}
-    said = ran.stderr.decode("utf-8", "replace").strip().splitlines()
-    ok = ran.returncode == 0
+    said = ran.err.strip().splitlines()
+    ok = ran.code == 0
     return {"remote": remote, "reachable": ok, "detail": "" if ok or not said else said[-1]}
 
 

@@ -1,20 +1,9 @@
 """The one cache of gitlocks (docs/design.md, section 4.5): ``agent-locks-cache`` in the
 common git directory, written only by gitlocks, whole (write, then rename). A lost,
-garbled or foreign file costs time, never an answer.
-
-Every entry is filed under a content id, so none goes stale:
-
-- the **verdicts**, by blob id: what a lock record blob holds (the summary of its record,
-  or why it is no usable record). A lock ref is judged from the verdict of its blob and
-  its own name (``judge``): in a table of 10,000 locks the summaries are taken a column
-  at a time, every ref still naming the blob of a row;
-- the **shards** of the last large journal table tree written, by the id of its ``locks``
-  tree (``gitlocks.store.journal``): a write hashes again only the subtrees that changed.
-
-The file names the code that wrote it (``judging_code``), and each section has a CRC-32 (a
-file damaged into another well-formed one would be believed): no time stamp and no format
-number. A section is decoded only by the reader that needs it (the hooks never decode the
-shards), and a write of one copies the other's bytes as they were read.
+garbled or foreign file costs time, never an answer. Its sections, each filed under
+content ids and with a CRC-32: the **verdicts** by blob id (what a record blob holds), and
+the **shards** of the last large journal table tree written (``gitlocks.store.journal``).
+A section is decoded only by the reader that needs it.
 """
 
 from __future__ import annotations
@@ -46,6 +35,7 @@ SPARE_VERDICTS = 200
 # The files earlier versions kept: a write removes them.
 OLD_FILES = ("agent-locks-verdicts.json", "agent-locks-packed-table", "agent-locks-tree-cache")
 VERDICTS, SHARDS = 0, 1  # the sections, one line each after the file's first
+COLUMNS = ("oid", "id", "holder", "parent", "expires_at", "buckets", "landing")  # verdicts
 
 
 class _Read:
@@ -65,11 +55,9 @@ _judging_code: list[str] = []  # computed once a process, when the file is first
 
 
 def judging_code() -> str:
-    """What judges records and writes this file, as the file names it: a digest of the
-    source of every module of ``gitlocks.core`` (the reading, validation and summaries of
-    a record live there, and nothing they depend on lives elsewhere but ``errors`` and
-    ``layout``, digested too), of the package's ``__init__`` (its version) and of this
-    module. When the source cannot be read, a value of this process alone."""
+    """What judges records and writes this file: a digest of the source of
+    ``gitlocks.core`` (where records are read and judged), ``errors``, ``layout``, the
+    package's ``__init__`` and this module; a value of this process alone when unreadable."""
     if not _judging_code:
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         core = os.path.join(package, "core")
@@ -181,13 +169,9 @@ def forget(common_dir: str) -> None:
         pass  # a directory in its place, a read-only directory: nothing more to do
 
 
-# --- the verdicts ---------------------------------------------------------------------------
-
-
 def verdicts(common_dir: str) -> Verdicts | None:
-    """The kept blob ids, the summaries of those that are records (by column: every id,
-    then every holder, ...) and the reasons of those that are none; None when none is kept.
-    (Callers never change what they get.)"""
+    """The kept blob ids, the summaries of those that are records (by column) and the
+    reasons of those that are none; None when none is kept. Callers never change them."""
     found: Verdicts | None = _section(common_dir, VERDICTS)
     return found
 
@@ -230,9 +214,8 @@ def judge(
 
 
 def keep_verdicts(common_dir: str, fresh: Mapping[str, Verdict], current: set[str] | None) -> None:
-    """Keep the ``fresh`` verdicts beside those kept; of blobs not ``current``, only while
-    the file stays small (it is shared by the local table and the remote's, which hold
-    mostly the same blobs). ``current`` None: drop none."""
+    """Keep the ``fresh`` verdicts beside those kept; of blobs not ``current`` (None: drop
+    none), only while the file stays small."""
     kept = verdicts(common_dir) or ([], ([], [], [], [], [], []), {})
     oids, columns, reasons = kept
     reasons = {o: r for o, r in reasons.items() if o not in fresh}
@@ -256,8 +239,7 @@ def keep_verdicts(common_dir: str, fresh: Mapping[str, Verdict], current: set[st
     old: list[list[Any]] = [oids, *columns]
     made = [list(compress(c, mask)) + n for c, n in zip(old, new, strict=True)]
     value = (made[0], tuple(made[1:]), reasons)
-    names = ("oid", "id", "holder", "parent", "expires_at", "buckets", "landing")
-    document = {"reasons": reasons, "summaries": dict(zip(names, made, strict=True))}
+    document = {"reasons": reasons, "summaries": dict(zip(COLUMNS, made, strict=True))}
     _keep(common_dir, VERDICTS, value, document)
 
 
@@ -266,9 +248,7 @@ def _verdicts(document: object) -> Verdicts | None:
     not of their shape."""
     try:
         reasons, columns = document["reasons"], document["summaries"]  # type: ignore[index]
-        oids, ids, holders = columns["oid"], columns["id"], columns["holder"]
-        parents, expiries = columns["parent"], columns["expires_at"]
-        buckets, landing = columns["buckets"], columns["landing"]
+        oids, ids, holders, parents, expiries, buckets, landing = (columns[n] for n in COLUMNS)
     except (TypeError, KeyError):
         return None
     strings = (oids, ids, holders, expiries, buckets)
@@ -281,9 +261,6 @@ def _verdicts(document: object) -> Verdicts | None:
     ):
         return None
     return oids, (ids, holders, parents, expiries, buckets, landing), reasons
-
-
-# --- the shards of the last large table tree ----------------------------------------------
 
 
 def shards(common_dir: str) -> Shards | None:

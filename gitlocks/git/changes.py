@@ -1,14 +1,8 @@
 """Which paths a commit or a push touches: the git hooks' reading of changed paths.
 
-Every call here asks the git command line, started concurrently where it can be. Inside
-a hook git sets ``GIT_DIR``, ``GIT_INDEX_FILE`` and friends. The git command line
-honours them all (the temporary index of ``git commit -a`` and ``git commit PATH``, a
-linked worktree's git dir), and every call here targets that same repository, so the
-variables are passed on as they are (``Env.INHERIT`` of ``gitlocks.git.run``). libgit2
-would read none of them.
-
-Part of the hook path (see ``gitlocks.hooks.check``): it imports neither the command-line
-framework nor pygit2.
+Every call runs in the hook's environment (``Env.INHERIT``): git's ``GIT_DIR``,
+``GIT_INDEX_FILE`` (the temporary index of ``git commit -a``) and friends are honoured.
+Part of the hook path: imports neither the command-line framework nor pygit2.
 """
 
 from __future__ import annotations
@@ -16,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+from gitlocks.core.record import is_object_id
 from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
 from gitlocks.git import run
@@ -26,14 +21,9 @@ TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.git.run import Process
 
-# The store's layout: the same value as ``gitlocks.store.local.LOCK_PREFIX``, restated because
-# the hook must not import the store (it imports pygit2); a test holds the two equal.
-# Lock refs (and the journal) are pushed by remote mode; they hold no commits to check.
 _DIFF_OPTIONS = ("-z", "--name-status", "-M", "--diff-filter=ACDMRT", "--no-color", "--no-ext-diff")
-# Merges: the combined diff names the paths a merge changes against every parent (a
-# conflict resolution, an edit made in the merge), not those it takes from one side,
-# whose own commits are checked (or already on a remote). --combined-all-paths gives a
-# renamed path's name in each parent. All of this works on git 2.30.
+# Merges: the combined diff names the paths a merge changes against every parent, not
+# those it takes from one side (whose own commits are checked); a rename in each parent.
 _MERGE_OPTIONS = ("-c", "--combined-all-paths")
 
 
@@ -47,16 +37,12 @@ def finish_git(proc: Process, feed: bytes = b"", ok: Sequence[int] = (0,)) -> by
 
 
 def git_output(args: Sequence[str], cwd: str | None = None) -> bytes:
-    """Run git and return its standard output (StoreError when it fails)."""
     return finish_git(start_git(args, cwd))
 
 
 def parse_name_status(raw: bytes) -> list[str]:
-    """Paths from ``--name-status -z`` output; renames and copies give both sides.
-
-    A merge's combined entry (``-c --combined-all-paths``) has one status letter per
-    parent (``MM``, ``RM``), then the path in each parent, then the merge's own path.
-    """
+    """Paths from ``--name-status -z`` output; renames and copies give both sides, a
+    merge's combined entry (``MM``, ``RM``) the path in each parent, then its own."""
     fields = raw.split(b"\0")
     paths: list[str] = []
     i = 0
@@ -75,11 +61,8 @@ def parse_name_status(raw: bytes) -> list[str]:
 
 
 def staged_paths(cwd: str | None = None) -> list[str]:
-    """The paths the next commit changes: added, copied, modified, deleted, type-changed,
-    and both sides of a rename. Read through git, which honours ``GIT_INDEX_FILE``.
-
-    When the commit concludes a merge, only the committer's own changes: see ``Staged``.
-    """
+    """The paths the next commit changes (both sides of a rename); while it concludes a
+    merge, only the committer's own changes (``Staged``)."""
     return Staged(cwd).paths()
 
 
@@ -91,16 +74,10 @@ _AGAINST_ARGS = ("diff", "--cached", "-z", "--name-only", "--no-renames", "--no-
 class Staged:
     """The staged-path question, started (its git calls run while the caller goes on).
 
-    A commit that concludes a merge (``MERGE_HEAD`` exists: ``git merge`` stopped by a
-    conflict or ``--no-commit``, ``git pull`` likewise) has every path the merge brings in
-    from the other side staged against HEAD. Those are other commits' changes, checked
-    when they were committed and pushed, not the committer's. So then a path counts only
-    when its staged content differs from HEAD and from every merge head (one per line of
-    ``MERGE_HEAD``; several for an octopus): a conflict resolution, an edit made during
-    the merge. A path taken unchanged from either side is not the committer's change.
-
-    Cherry-picks and reverts (``CHERRY_PICK_HEAD``, ``REVERT_HEAD``) are ordinary
-    commits: the one made is new, and every path it changes is the committer's doing.
+    While a merge concludes (``MERGE_HEAD``), the paths it brings from the other side are
+    other commits' changes, checked when they were made: a path counts only when its
+    staged content differs from HEAD and from every merge head (docs/design.md, section 6).
+    Cherry-picks and reverts are ordinary commits: every path they change counts.
     """
 
     def __init__(self, cwd: str | None = None) -> None:
@@ -120,11 +97,9 @@ class Staged:
 def merge_heads(cwd: str | None = None) -> list[str]:
     """The commits a merge in progress brings in: the lines of ``MERGE_HEAD``, or none.
 
-    ``MERGE_HEAD`` is always a file in the worktree's own git dir (with the reftable
-    backend too), and, unlike ``git rev-parse MERGE_HEAD``, it names every head of an
-    octopus. Inside a hook git tells where that dir is: ``GIT_DIR``, else the ``.git`` at
-    the top of the worktree, where hooks run. Only elsewhere (``git alock check --staged``
-    in a subdirectory) does it take a git call to find it.
+    ``MERGE_HEAD`` is always a file in the worktree's git dir (reftable too), and names
+    every head of an octopus. Inside a hook that dir is known without git (``GIT_DIR``, or
+    the ``.git`` where hooks run); elsewhere a git call finds it.
     """
     git_dir = _git_dir_hint(cwd)
     if git_dir is not None:
@@ -139,7 +114,7 @@ def merge_heads(cwd: str | None = None) -> list[str]:
         return []
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
-    return list(dict.fromkeys(line.lower() for line in lines if _is_oid(line.lower())))
+    return list(dict.fromkeys(line.lower() for line in lines if is_object_id(line.lower())))
 
 
 def _git_dir_hint(cwd: str | None) -> str | None:
@@ -159,10 +134,6 @@ def _git_dir_hint(cwd: str | None) -> str | None:
     if first.startswith("gitdir: "):
         return os.path.join(base, first[len("gitdir: ") :])
     return None
-
-
-def _is_oid(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 class RefUpdate(Value):
@@ -188,10 +159,6 @@ class RefUpdate(Value):
         return cls(*parts) if len(parts) == 4 else None
 
 
-def _is_zero(sha: str) -> bool:
-    return not sha.strip("0")
-
-
 def commits_among(shas: Iterable[str], cwd: str | None = None) -> set[str]:
     """Those of ``shas`` that name a commit (or a tag of one) we have."""
     wanted = list(dict.fromkeys(shas))
@@ -202,14 +169,13 @@ def commits_among(shas: Iterable[str], cwd: str | None = None) -> set[str]:
 
 
 def pushed_paths(updates: Iterable[RefUpdate], cwd: str | None = None) -> list[str]:
-    """Paths changed by the commits a push sends: those reachable from a pushed tip and
-    from no remote-tracking ref, nor from the remote's current value of the ref when we
-    have it. Deletions, and our own lock refs (blobs, pushed by remote mode), carry no
-    commits to check."""
+    """Paths changed by the commits a push sends: reachable from a pushed tip, from no
+    remote-tracking ref nor from the remote's value of the ref when we have it. Deletions
+    and our own lock refs (blobs, pushed by remote mode) carry no commits."""
     wanted = [
         u
         for u in updates
-        if not _is_zero(u.local_sha) and not u.remote_ref.startswith(OWN_REF_PREFIXES)
+        if u.local_sha.strip("0") and not u.remote_ref.startswith(OWN_REF_PREFIXES)
     ]
     known = commits_among([u.local_sha for u in wanted] + [u.remote_sha for u in wanted], cwd)
     tips = [u.local_sha for u in wanted if u.local_sha in known]

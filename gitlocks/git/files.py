@@ -25,18 +25,15 @@ class Scan(Value):
 Stamp = tuple[int, int, int]  # a file's inode, size and modification time (ns)
 
 
-# The largest cache file read (bytes): about 200 bytes a lock, so some 600,000 locks.
-# One larger is no cache gitlocks wrote (a damaged or planted file, sparse perhaps): it is
-# passed over, as a missing one is (the store writes it again when it next keeps it),
-# rather than read whole by every command and hook.
+# The largest cache file read (bytes): about 200 bytes a lock, so some 600,000 locks. One
+# larger is no cache gitlocks wrote: passed over as a missing one, never read whole.
 CACHE_LIMIT = 128 << 20
 
 
 def read_cache(path: str, unchanged: Stamp | None = None) -> tuple[Stamp, bytes | None]:
     """The stamp and contents of ``path``, a cache file gitlocks keeps; the contents None
-    when its stamp is still ``unchanged`` (as read before). ``OSError`` when there is none,
-    or it is no regular file (a pipe put in a cache's place costs time, never hangs every
-    command that opens it), or it is larger than ``CACHE_LIMIT``."""
+    when its stamp is still ``unchanged``. ``OSError`` when there is none, or it is no
+    regular file (a pipe there never hangs a command), or larger than ``CACHE_LIMIT``."""
     with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         st = os.fstat(f.fileno())
         if not S_ISREG(st.st_mode):
@@ -64,7 +61,6 @@ def in_working_tree(root: str, path: str) -> bool:
 
 
 def discard(path: str) -> None:
-    """Remove the file ``path``, if it is there."""
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -74,15 +70,12 @@ def discard(path: str) -> None:
 def write_atomic(
     path: str | os.PathLike[str], data: bytes, mode: int | None = None, *, cache: bool = False
 ) -> None:
-    """Replace ``path`` with ``data`` whole or not at all: a temporary file beside it, then
-    a rename, so a reader never sees half a file and a crash leaves the old one. ``mode``
-    is given to the new file (else the umask decides). Raises ``OSError``; callers say in
-    their own words what could not be written.
+    """Replace ``path`` with ``data`` whole or not at all (a temporary file beside it, then
+    a rename), with ``mode`` (else the umask decides). Raises ``OSError``.
 
-    ``cache``: a file whose absence costs time only. The old one is removed just before
-    the rename: renamed over an existing file, ext4 first starts writing the new one's data
-    out (its ``auto_da_alloc``), about 0.4 ms for half a megabyte. A reader in between, or
-    after a crash there, finds no file."""
+    ``cache``: a file whose absence costs time only. The old one is removed first: renamed
+    over an existing file, ext4 first writes the new one's data out (``auto_da_alloc``),
+    about 0.4 ms for half a megabyte."""
     path = os.fspath(path)
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")

@@ -1,22 +1,10 @@
-"""git's object store, read and written the simple way: no library, few processes.
+"""git's object store, read and written without a library (docs/design.md, section 9).
 
-Blobs, trees and commits are written as loose objects, exactly as git writes them: the
-header ``<type> <size>\\0`` and the contents, deflated, named by their hash (SHA-1, or
-SHA-256 under ``extensions.objectFormat``). A new object is written to a temporary file
-in the objects directory and linked into place, so no reader ever sees half of one and an
-existing object is never overwritten (the same name is the same contents). Modes follow
-the umask the store set from ``core.sharedRepository``; in a shared repository new fan-out
-directories the group may enter get the set-group-id bit, as git gives its own.
-
-Reading takes a loose object from its file; anything else (packed, in an alternate, a
-file it cannot read) from one ``git cat-file --batch``. This is the one place the package
-reads or writes git's object files, for a reason a user can feel: ten records read from
-their files cost a twentieth of one ``cat-file --batch`` (docs/design.md, section 9). The
-objects directory is git's: ``GIT_OBJECT_DIRECTORY`` where the git this reader falls back
-to would honour it (``Env.INHERIT``), else the common directory's ``objects``. ``CatFile``
-is the one reader of ``git cat-file`` output in the package: this reader's fallback, and
-every hook's question about objects by name. Importing this costs nothing beyond the
-standard library.
+Objects are written as loose objects exactly as git writes them (temporary file, then a
+link: never half an object, never one overwritten). Loose objects are read from their
+files, anything else from one ``git cat-file --batch`` (``CatFile``, the one reader of
+its output). The objects directory is ``GIT_OBJECT_DIRECTORY`` under ``Env.INHERIT``,
+else the common directory's ``objects``.
 """
 
 from __future__ import annotations
@@ -43,8 +31,6 @@ BLOB_MODES = (MODE_BLOB, MODE_EXECUTABLE)
 
 
 class Entry(Value):
-    """One entry of a tree."""
-
     __slots__ = ("id", "mode", "name")
 
     def __init__(
@@ -99,8 +85,6 @@ class Objects:
         self.sha256 = (object_format or "sha1").strip().lower() == "sha256"
         self.hexlen = 64 if self.sha256 else 40
         self._shared = shared
-        # Where reading falls back to, started when first needed, in ``cwd`` (a relative
-        # GIT_OBJECT_DIRECTORY is from there) and the environment ``env`` makes.
         self._batch = CatFile(cwd, env=env, git_dir=git_dir)
         self._seen: dict[str, tuple[str, bytes]] = {}  # objects never change
         # While a write is under way (``Store``), every object it stores (not those found
@@ -108,7 +92,6 @@ class Objects:
         self.written: dict[str, tuple[str, bytes]] | None = None
 
     def close(self) -> None:
-        """Stop the ``cat-file`` process, if one was started."""
         self._batch.close()
 
     # --- reading ------------------------------------------------------------------------
@@ -121,20 +104,16 @@ class Objects:
         self, oids: Iterable[str], *, limit: int | None = None
     ) -> dict[str, tuple[str, bytes]]:
         """``(type, contents)`` by id of those of ``oids`` that exist: loose ones from
-        their files, the rest from one ``cat-file --batch``.
-
-        ``limit``: an object larger than this many bytes is never held whole; its first
-        ``limit + 1`` bytes stand for it, enough for the caller to see it is too big. A
-        hostile blob of gigabytes of zeros, a few megabytes on disk, must not cost every
-        reader its inflated size, nor one of random bytes its size on disk (docs/design.md,
-        section 3.7)."""
+        their files, the rest from one ``cat-file --batch``. ``limit``: an object larger
+        than this is never held whole; its first ``limit + 1`` bytes stand for it (a
+        hostile blob costs no reader its size: docs/design.md, section 3.7)."""
         found: dict[str, tuple[str, bytes]] = {}
         rest: list[str] = []
         cut: set[str] = set()
         for oid in dict.fromkeys(oids):
             if not is_object_id(oid):
                 continue  # no object id: never a path to open
-            loose = self._seen.get(oid) or self._read_loose(oid, limit)
+            loose = self._seen.get(oid) or read_loose(f"{self._prefix}{oid[:2]}/{oid[2:]}", limit)
             if loose is None:
                 rest.append(oid)
             elif loose:
@@ -147,11 +126,6 @@ class Objects:
         if len(self._seen) < 100_000:  # a cut-short object is never remembered as whole
             self._seen.update((o, v) for o, v in found.items() if o not in cut)
         return found
-
-    def _read_loose(
-        self, oid: str, limit: int | None = None
-    ) -> tuple[str, bytes] | Literal[False] | None:
-        return read_loose(f"{self._prefix}{oid[:2]}/{oid[2:]}", limit)
 
     def parse_tree(self, raw: bytes) -> list[Entry]:
         """The entries of a tree's contents, in this repository's hash size."""
@@ -182,8 +156,7 @@ class Objects:
 
     def write(self, kind: str, data: bytes, *, fresh: bool = False) -> str:
         """Store ``data`` as an object of type ``kind``; its id. ``fresh``: most likely a
-        new object (a record, a commit), written without looking for it first; an existing
-        one stays as it is all the same."""
+        new object, written without looking for it first (an existing one stays as it is)."""
         oid = self.hash(kind, data)
         fanout = os.path.join(self.directory, oid[:2])
         path = os.path.join(fanout, oid[2:])
@@ -194,18 +167,17 @@ class Objects:
         payload = zlib.compress(b"%s %d\0" % (kind.encode(), len(data)) + data, 1)
         # A concurrent ``git prune --expire=now`` removes temporary files and empty fan-out
         # directories as it goes: the object is written again when it took ours.
-        for _ in range(3):
+        for _ in range(4):
             try:
                 self._write_file(fanout, path, payload)
                 return oid
             except FileNotFoundError:
                 continue
-        self._write_file(fanout, path, payload, last=True)
-        return oid
+        raise StoreError(f"cannot write an object to {fanout}: it keeps vanishing")
 
-    def _write_file(self, fanout: str, path: str, payload: bytes, *, last: bool = False) -> None:
+    def _write_file(self, fanout: str, path: str, payload: bytes) -> None:
         """Link ``payload`` into place at ``path`` through a temporary file in ``fanout``;
-        FileNotFoundError (unless ``last``) when a prune took the file or the directory."""
+        FileNotFoundError when a prune took the file or the directory."""
         tmp = os.path.join(fanout, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         made = False  # the temporary file: only one that was made is removed
         try:
@@ -215,20 +187,14 @@ class Objects:
                 self._make_fanout(fanout)
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
             made = True
-            try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+            with open(fd, "wb") as f:
+                f.write(payload)
             try:
                 os.link(tmp, path)  # never replaces: an existing object stays as it is
             except FileExistsError:
                 _freshen(path)
         except FileNotFoundError:
-            if not last:
-                raise
-            raise StoreError(f"cannot write an object to {fanout}: it keeps vanishing") from None
+            raise
         except OSError as exc:
             raise StoreError(f"cannot write an object to {fanout}: {exc.strerror}") from exc
         finally:
@@ -309,10 +275,8 @@ def _tree_key(entry: Entry) -> bytes:
 
 
 def _freshen(path: str) -> bool:
-    """Whether the loose object at ``path`` is there, its modification time now: reused,
-    it counts as just written, as git's ``freshen_loose_object`` makes it, so the grace
-    period of ``git gc``'s prune runs from this use, not from when it was first written.
-    False when there is none, or its time cannot be set (git writes it again then)."""
+    """Whether the loose object at ``path`` is there, its modification time now, as git's
+    ``freshen_loose_object`` does (a prune's grace period runs from this use)."""
     try:
         os.utime(path)
     except OSError:
@@ -334,11 +298,9 @@ _FEED = 16 * 1024  # bytes of names written at once: well under a pipe's buffer
 
 
 class CatFile:
-    """``git cat-file --batch`` (``check``: ``--batch-check``), the one reader of its output,
-    started when first asked (or at ``start``, beside the caller's other git calls) and
-    asked until ``close``, a few names at a time: neither side waits on a full pipe. Its
-    complaints go nowhere, since a pipe nobody reads would stop it. A hook passes
-    ``Env.INHERIT``: the objects it reads may be a push's, in quarantine."""
+    """``git cat-file --batch`` (``check``: ``--batch-check``), started when first asked
+    (or at ``start``) and asked until ``close``, a few names at a time so that neither side
+    waits on a full pipe; its stderr goes nowhere (a pipe nobody reads would stop it)."""
 
     def __init__(
         self,
@@ -376,10 +338,8 @@ class CatFile:
 
     def read(self, names: Sequence[str], limit: int | None = None) -> list[Found | None]:
         """``(id, type, contents)`` of the object each of ``names`` names, in order; None
-        where there is none, the name is ambiguous, or it cannot be asked: cat-file reads
-        one name a line and drops a carriage return before the newline, so a name holding
-        a newline or a NUL, or ending in a carriage return, would ask for another object.
-        ``limit``: as for ``Objects.read_many``."""
+        where there is none, the name is ambiguous, or it cannot be asked (a newline, a NUL
+        or a final carriage return would ask for another). ``limit``: as for ``read_many``."""
         return [None if a is None else (a[0], a[1], a[3]) for a in self._ask(names, limit)]
 
     def _ask(
@@ -432,30 +392,27 @@ def cat_file(
     names: Sequence[str], cwd: str | None = None, *, env: Env, limit: int | None = None
 ) -> list[Found | None]:
     """``CatFile.read`` of ``names``, by a ``cat-file --batch`` started for them alone."""
-    return [None if a is None else (a[0], a[1], a[3]) for a in _once(names, cwd, env, limit)]
+    batch = CatFile(cwd, env=env)
+    try:
+        return batch.read(names, limit)
+    finally:
+        batch.close()
 
 
 def cat_file_check(
     names: Sequence[str], cwd: str | None = None, *, env: Env
 ) -> list[tuple[str, str, int] | None]:
     """``(id, type, size)`` of each of ``names``, from a ``cat-file --batch-check``."""
-    return [None if a is None else a[:3] for a in _once(names, cwd, env, None, check=True)]
-
-
-def _once(
-    names: Sequence[str], cwd: str | None, env: Env, limit: int | None, check: bool = False
-) -> list[tuple[str, str, int, bytes] | None]:
-    batch = CatFile(cwd, env=env, check=check)
+    batch = CatFile(cwd, env=env, check=True)
     try:
-        return batch._ask(names, limit)
+        return [None if a is None else a[:3] for a in batch._ask(names, None)]
     finally:
         batch.close()
 
 
 def read_contents(stream: IO[bytes], size: int, keep: int | None = None) -> bytes:
     """One object's contents from ``cat-file --batch`` output (``size`` bytes, then a
-    newline): the first ``keep`` bytes of them at most, the rest read past a piece at a
-    time, so an object of gigabytes never sits in memory. ``OSError`` if the stream ends."""
+    newline): the first ``keep`` bytes at most, the rest skipped a piece at a time."""
     body = stream.read(size if keep is None else min(size, keep))
     left = size - len(body) + 1  # what is not kept, and the newline after it
     while left > 0:
@@ -472,10 +429,9 @@ _KINDS = (b"blob", b"tree", b"commit", b"tag")
 
 def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Literal[False] | None:
     """``(type, contents)`` of the loose object file at ``path``; None when there is none
-    there (packed, in an alternate) or it cannot be read: ask git. False when what is there
-    is no object git would read: a FIFO or a device (git opens one and waits on it, forever
-    perhaps: never asked, a hook never hangs on it), an object of no type git knows
-    (its ``cat-file`` stops on it), or contents not as long as the header says.
+    (packed, in an alternate) or it cannot be read: ask git. False when it is no object git
+    would read, and git must not be asked either: a FIFO or a device (git would wait on it),
+    an unknown type, contents not as long as the header says (cat-file would hang on it).
     ``limit``: as for ``Objects.read_many``."""
     try:  # os.open and one read: a table of 10,000 reads that many files
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens, and is no file
@@ -498,9 +454,6 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
         return None  # git reads a size in decimal, with no leading zero: ask git
     if kind not in _KINDS:
         return False
-    # Contents that are not as long as the header says: a damaged object, no object git
-    # reads whole. It is never asked of git either: its cat-file --batch streams a blob so
-    # cut short and waits for the next name, and a reader of the batch waits on it forever.
     if limit is not None and int(size) > limit:
         # Its first limit + 1 bytes stand for it (git's header says it is too large).
         return (kind.decode(), body[: limit + 1]) if len(body) > limit else False
@@ -511,9 +464,7 @@ def read_loose(path: str, limit: int | None = None) -> tuple[str, bytes] | Liter
 
 def _inflate_head(fd: int, size: int) -> bytes:
     """The first ``size`` bytes the deflated stream at ``fd`` inflates to (fewer when it
-    ends first), read a piece at a time: a loose blob of hundreds of megabytes that do not
-    deflate is never read whole for the few a caller keeps of it, nor one that does ever
-    inflated whole."""
+    ends first), read a piece at a time: a huge blob is never read or inflated whole."""
     inflater = zlib.decompressobj()
     raw = b""
     while len(raw) < size and not inflater.eof:

@@ -1,23 +1,10 @@
 """What a ``git prune`` running beside a write takes, kept and put back (docs/design.md, 4.6).
 
-``git gc --prune=now`` and ``git prune --expire=now`` read every ref first, then delete
-each loose object nothing they read reaches, whatever its age ("now" expires everything).
-Whatever a write stores is reached by no ref until its refs move. So a prune that read the
-refs a moment before they moved may delete the write's objects at any point of its pass
-over the object directories: before the refs move, or after.
-
-So a write, once its refs moved and still under the mutex (``keep_written``), writes again
-what is gone already and links every object it stored a second time, under
-``agent-locks-written/<second>/<id>`` in the common git directory: a prune unlinks only the
-object's name in ``objects/``, the file lives on under ours. ``put_back`` links it into
-place again: each write, before it reads anything, puts back what the writes of the last
-few seconds stored (a prune's pass lasts milliseconds in a small repository, longer while
-it walks a long history), and a reader that finds a granted claim's record or the journal
-commit missing puts back whatever was kept of the last ten minutes, then reads again.
-
-A granted claim whose record is lost all the same is never read as no claim: the journal's
-table names it with the very blob its ref points at, and every reader stops on it
-(``stop_if_lost``). A planted ref to a missing object is no claim, and stays a warning.
+A prune that read the refs a moment before a write moved them may delete the write's
+objects. So a write, once its refs moved, writes again what is gone and links every object
+it stored a second time under ``agent-locks-written/<second>/<id>`` (``keep_written``);
+``put_back`` links them into place again. A granted claim whose record is lost all the
+same stops every reader (``stop_if_lost``).
 """
 
 from __future__ import annotations
@@ -56,8 +43,7 @@ def _loose(objects_dir: str, oid: str) -> str:
 def keep_written(objects: Objects, written: Mapping[str, tuple[str, bytes]]) -> None:
     """After a write's refs moved, under the mutex: every object it stored (``written``:
     id -> type and contents) is there, written again if a prune took it, and kept under a
-    second name for ``put_back``. Keeping is best effort (a file system without hard
-    links, say): the write stands either way."""
+    second name for ``put_back`` (best effort: the write stands either way)."""
     now = int(time.time())
     top = kept_dir(objects.directory)
     here = os.path.join(top, str(now))
@@ -124,7 +110,7 @@ def put_back(
             break
         where = f"{top}/{name}"
         try:
-            names = os.listdir(where) if wanted is None else [o for o in wanted if o not in done]
+            names = os.listdir(where) if wanted is None else list(wanted)
         except OSError:
             continue
         for oid in names:
@@ -132,17 +118,15 @@ def put_back(
             if os.path.exists(path) or not is_object_id(oid):
                 continue
             try:
-                try:
-                    os.link(f"{where}/{oid}", path)
-                except FileNotFoundError:
-                    if not os.path.exists(f"{where}/{oid}"):
-                        continue  # not kept in this second
-                    os.makedirs(os.path.dirname(path), exist_ok=True)  # pruned when empty
-                    os.link(f"{where}/{oid}", path)
+                os.makedirs(os.path.dirname(path), exist_ok=True)  # pruned when empty
+            except OSError:
+                continue
+            try:
+                os.link(f"{where}/{oid}", path)
             except FileExistsError:
                 pass  # written meanwhile
             except OSError:
-                continue
+                continue  # not kept in this second, or no hard links here
             done.add(oid)
             if wanted is not None:
                 wanted.discard(oid)
@@ -158,11 +142,9 @@ def lost_records(
     env: Env = Env.CLEAN,
 ) -> list[tuple[str, str]]:
     """Of ``absent`` (lock ref, blob id: refs whose blob could not be read), those whose blob
-    the journal commit (or ref) ``journal`` names for that lock.
-
-    One ``git ls-tree`` (with ``git`` before it: ``--git-dir DIR``), asked only about blobs
-    with nothing at their loose path in ``objects`` (when known): what stands there (a
-    FIFO, say) is no object git would read, but no lost one either."""
+    the journal commit (or ref) ``journal`` names for that lock, in one ``git ls-tree``
+    (``git`` before it: ``--git-dir DIR``). A blob with something at its loose path in
+    ``objects`` (a FIFO, say) is unreadable, not lost."""
     asked = {
         f"locks/{shard_of(ref[len(LOCK_PREFIX) :])}/{ref[len(LOCK_PREFIX) :]}": (ref, oid)
         for ref, oid in absent

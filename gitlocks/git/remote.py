@@ -1,10 +1,8 @@
 """The git command line as remote mode uses it: bounded runs and plain-language failures.
 
-Remote mode never pushes with libgit2: its pushes have no ``atomic`` capability and do not
-check old values (docs/design.md, section 9). Everything that talks to the remote runs ``git``
-through ``gitlocks.git.run.bounded``: in its own session (so ssh cannot prompt on our
-terminal and a timeout can kill the whole process group), under ``Env.REMOTE`` (prompts
-off; our repository named by ``--git-dir``, not by a hook's variables) and a time limit.
+Remote mode never pushes with libgit2 (no ``atomic`` capability, docs/design.md section
+9): everything that talks to the remote runs ``gitlocks.git.run.bounded`` under
+``Env.REMOTE``, our repository named by ``--git-dir``, within a time limit.
 """
 
 from __future__ import annotations
@@ -14,21 +12,18 @@ import re
 from gitlocks.core.value import Value
 from gitlocks.errors import RemoteError, RemoteTimeout
 from gitlocks.git import run
+from gitlocks.git.run import GitRun as GitRun  # remote mode names it here
 
 # Keep our ref writes out of reflogs (gc complains about blob reflogs, section 5), and keep
 # a push or fetch from starting background maintenance.
-_CONFIG = (
-    "-c",
+_SETTINGS = (
     "core.logAllRefUpdates=false",
-    "-c",
     "gc.auto=0",
-    "-c",
     "maintenance.auto=false",
-    "-c",
     "fetch.recurseSubmodules=false",
-    "-c",
     "push.recurseSubmodules=no",
 )
+_CONFIG = tuple(arg for setting in _SETTINGS for arg in ("-c", setting))
 
 _AUTH = re.compile(
     r"(?i)authentication failed|permission denied|access denied|could not read (username|password)"
@@ -37,17 +32,6 @@ _AUTH = re.compile(
 )
 _NO_ATOMIC = "does not support --atomic"
 _REASON = re.compile(r"\(([^)]*)\)\s*$")  # git's words in parentheses, ending the line
-
-
-class GitRun(Value):
-    """One git command run against a remote: its exit code and output."""
-
-    __slots__ = ("code", "err", "out")
-
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code = code
-        self.out = out
-        self.err = err
 
 
 def run_git(
@@ -60,10 +44,9 @@ def run_git(
     setting: str = "alock.remoteTimeout",
     cwd: str | None = None,
 ) -> GitRun:
-    """Run ``git --git-dir=GIT_DIR ARGS`` (in ``cwd``: where a relative remote path starts,
-    the top of the worktree for git); a timeout kills it and raises ``RemoteTimeout``
-    (``setting`` names the bound, for the message)."""
-    done = run.bounded(
+    """Run ``git --git-dir=GIT_DIR ARGS`` in ``cwd`` (where a relative remote path starts);
+    a timeout kills it and raises ``RemoteTimeout`` naming ``setting``."""
+    return run.bounded(
         [f"--git-dir={git_dir}", *_CONFIG, *args],
         env=run.Env.REMOTE,
         timeout=timeout,
@@ -71,8 +54,6 @@ def run_git(
         error=RemoteTimeout,
         cwd=cwd,
     )
-    out, err = done.stdout, done.stderr
-    return GitRun(done.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
 def timed_out(what: str, remote: str, timeout: float, setting: str) -> str:
@@ -156,9 +137,8 @@ def porcelain(stdout: str) -> list[PushLine]:
     return found
 
 
-# Reasons a ref is rejected when another writer got there first: the client saw a moved
-# ref ("stale info"), or the server's compare failed under its ref lock. With --atomic,
-# every other ref of the push then reports an "atomic push fail..." reason too.
+# Reasons a ref is rejected when another writer got there first (with --atomic, every
+# other ref then reports an "atomic push fail..." reason too).
 RACE_REASONS = ("stale info", "failed to update ref", "failed to lock", "atomic push fail")
 
 
@@ -195,10 +175,8 @@ REMOTE_SIDE = (
     "disk quota",
 )
 
-# git's words for a push that never reached the remote's receive-pack: the connection,
-# the transport or the credentials were refused before any command was sent, so nothing
-# can have changed. Read from git's own lines only: a ``remote:`` line is the remote's
-# hooks talking, after the push reached them.
+# git's words for a push that never reached the remote's receive-pack, so nothing can
+# have changed; read from git's own lines only (``remote:`` lines came after it did).
 NOT_SENT = (
     "unable to connect",
     "unable to look up",

@@ -1,23 +1,15 @@
-"""The one place the package starts git: every call names an environment policy.
+"""The one place the package starts git: every call names an environment policy (``Env``).
 
-- ``Env.INHERIT``: the environment as it is. The hooks read the repository git is
-  working on, so ``GIT_DIR``, ``GIT_INDEX_FILE`` (the temporary index of ``git commit
-  -a``) and the rest of what git set for the hook must be honoured.
-- ``Env.CLEAN``: the variables that locate a repository removed (``REPO_VARS``), for git
-  run on another repository or worktree, or named by ``--git-dir``: inside a hook they
-  would point it at the hook's repository, its index or its quarantined objects.
-  Everything else stays, config (``GIT_CONFIG_*``, ``-c``) and ``GIT_CEILING_DIRECTORIES``
-  included: they belong to the request, not to a repository (git keeps them when it
-  enters a submodule too).
-- ``Env.REMOTE``: ``CLEAN``, with terminal prompts off and git's messages in one
-  language (remote mode reads them); ssh, proxy and credential settings pass through.
+- ``Env.INHERIT``: the environment as it is: a hook must honour what git set for it
+  (``GIT_DIR``, the temporary ``GIT_INDEX_FILE`` of ``git commit -a``, a quarantine).
+- ``Env.CLEAN``: ``REPO_VARS`` removed, for git run on another repository or worktree;
+  config (``GIT_CONFIG_*``, ``-c``) and ``GIT_CEILING_DIRECTORIES`` belong to the request
+  and stay, as git keeps them when it enters a submodule.
+- ``Env.REMOTE``: ``CLEAN``, prompts off and git's messages in one language (remote mode
+  reads them); ssh, proxy and credential settings pass through.
 
-``start``/``finish`` run git concurrently (several at once, stdin fed on finishing),
-``output`` runs one call, all through ``subprocess``. ``bounded`` runs one against a
-remote: in its own session under a wall-clock deadline (the whole process group, ssh or a
-remote helper included, is killed at it), reading git's output as it comes and keeping a
-bounded part of its stderr. Each caller names the error class its own callers catch; the
-messages are the same for all.
+``start``/``finish`` run git concurrently, ``output`` one call; ``bounded`` runs one
+against a remote under a wall-clock deadline. Each caller names the error class to raise.
 """
 
 from __future__ import annotations
@@ -43,11 +35,8 @@ class Env(enum.Enum):
     REMOTE = enum.auto()
 
 
-# Variables that locate a repository, its work tree, index or object store: git's own list
-# of repository-local variables (``local_repo_env``, cleared before it runs a command in
-# another repository), without those that describe the request rather than a repository
-# (``GIT_CONFIG_PARAMETERS``/``_COUNT``, which git keeps for a submodule; replace objects;
-# lazy fetch), plus those a hook or receive-pack sets (the namespace, the quarantine).
+# Variables that locate a repository: git's ``local_repo_env`` without those of the request
+# (config parameters, replace objects, lazy fetch), plus a hook's namespace and quarantine.
 REPO_VARS = frozenset(
     {
         "GIT_DIR",
@@ -79,11 +68,8 @@ def environment(policy: Env) -> dict[str, str] | None:
     return env
 
 
-# While a command takes SIGINT itself (a wait, ``gitlocks.service.waiting``), the git it
-# starts runs in a session of its own, as a remote's always does: a terminal's Ctrl-C goes
-# to the foreground process group, and would kill git in the middle of the step it is
-# taking (the write that joins the queue, the read after it, the one that leaves it). So
-# the command alone is told, and stops once git has finished.
+# While a command takes SIGINT itself (``gitlocks.service.waiting``), git runs in a session
+# of its own: a terminal's Ctrl-C would kill it in the middle of a step of the wait.
 _shielded = False
 
 
@@ -103,10 +89,7 @@ def start(
     keep_stderr: bool = True,
 ) -> Process:
     """Start ``git ARGS``; finish it with ``finish``, feeding its stdin then.
-
-    ``keep_stderr=False`` for a process kept talking to (``cat-file --batch``): a pipe
-    nobody reads fills up with its complaints and stops it, and us with it.
-    """
+    ``keep_stderr=False`` for a process kept talking to: a pipe nobody reads would stop it."""
     try:
         return subprocess.Popen(
             ["git", *args],
@@ -154,7 +137,6 @@ def finish_all(procs: Sequence[Process], *, error: type[Exception]) -> list[byte
 def output(
     args: Sequence[str], cwd: str | None = None, *, env: Env, error: type[Exception]
 ) -> bytes:
-    """Run git and return its stdout (``error`` when it fails)."""
     return finish(start(args, cwd, env=env, error=error), error=error)
 
 
@@ -166,9 +148,8 @@ def _cannot_run(exc: OSError, cwd: str | None) -> str:
 
 
 def close_pipes(proc: Process) -> None:
-    """Close our end of every pipe to ``proc``, without waiting for it. One the child
-    has closed already (it died, leaving our unsent input unsendable) is no error here:
-    its exit code says what happened."""
+    """Close our end of every pipe to ``proc``, without waiting for it; one the child has
+    closed already is no error here (its exit code says what happened)."""
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             try:
@@ -177,27 +158,20 @@ def close_pipes(proc: Process) -> None:
                 pass
 
 
-class Ran(Value):
-    """What a ``bounded`` git run ended with. ``stderr`` is git's as far as
-    ``STDERR_KEPT`` allows: its head and its tail, with a line between them saying how
-    much was left out."""
+class GitRun(Value):
+    """What a ``bounded`` git run ended with: its exit code and output. ``err`` is git's
+    as far as ``STDERR_KEPT`` allows: its head and tail, with a line saying what was left out."""
 
-    __slots__ = ("returncode", "stderr", "stdout")
+    __slots__ = ("code", "err", "out")
 
-    def __init__(
-        self,
-        returncode: int,
-        stdout: bytes,
-        stderr: bytes,
-    ) -> None:
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code = code
+        self.out = out
+        self.err = err
 
 
-# git relays the remote's hook output (``remote: ...``) and whatever GIT_TRACE* asks for
-# on stderr: the messages remote mode reads are in its first and last lines, so a remote
-# that talks without end costs this much memory and no more.
+# The messages remote mode reads are in stderr's first and last lines: a remote that talks
+# without end (hook output, GIT_TRACE*) costs this much memory and no more.
 STDERR_KEPT = 16 * 1024  # bytes of stderr kept from its start, and again from its end
 LINGER_SECONDS = 1.0
 _CHUNK = 1 << 16
@@ -224,11 +198,11 @@ class Kept:
             self.dropped += len(self.tail) - self.limit
             del self.tail[: len(self.tail) - self.limit]
 
-    def value(self) -> bytes:
+    def value(self) -> str:
         if not self.dropped:
-            return bytes(self.head + self.tail)
-        cut = f"\n[{self.dropped} bytes of git's output left out]\n".encode()
-        return bytes(self.head) + cut + bytes(self.tail)
+            return (self.head + self.tail).decode("utf-8", "replace")
+        cut = f"\n[{self.dropped} bytes of git's output left out]\n"
+        return f"{self.head.decode('utf-8', 'replace')}{cut}{self.tail.decode('utf-8', 'replace')}"
 
 
 def bounded(
@@ -239,17 +213,12 @@ def bounded(
     timed_out: str,
     error: type[Exception],
     cwd: str | None = None,
-) -> Ran:
-    """Run git in its own session, stdin closed; its exit code is the caller's to judge.
-
-    ``timeout`` is wall-clock time for the whole run, however git's output trickles in:
-    at it the whole process group (git, ssh, a remote helper) is killed and
-    ``error(timed_out)`` raised. The new session also keeps ssh from prompting on our
-    terminal. stdout is kept whole (the answer); stderr as ``Kept`` keeps it. Once git has
-    ended, what its pipes still carry is read for ``LINGER_SECONDS`` at most: a daemon an
-    ssh wrapper or a helper left running with git's stderr does not make a run that
-    finished read as one that timed out.
-    """
+) -> GitRun:
+    """Run git in its own session (ssh cannot prompt on our terminal), stdin closed; its
+    exit code is the caller's to judge. ``timeout`` is wall-clock time for the whole run: at
+    it the whole process group (git, ssh, a remote helper) is killed and ``error(timed_out)``
+    raised. Once git has ended its pipes are read for ``LINGER_SECONDS`` at most: a daemon
+    left holding git's stderr does not make a finished run read as one that timed out."""
     deadline = time.monotonic() + timeout
     try:
         proc = subprocess.Popen(
@@ -271,7 +240,7 @@ def bounded(
         raise error(timed_out) from None
     finally:
         close_pipes(proc)
-    return Ran(proc.wait(), out.value(), err.value())
+    return GitRun(proc.wait(), out.value(), err.value())
 
 
 def _read(proc: Process, sinks: dict[object, Kept], deadline: float) -> None:
@@ -298,9 +267,8 @@ def _read(proc: Process, sinks: dict[object, Kept], deadline: float) -> None:
 
 
 def _kill_group(proc: Process) -> None:
-    """SIGKILL to git's process group (git and whatever it started: ssh, a remote
-    helper), then reap git. Our pipes are closed unread: a process that left the group
-    and kept them is not waited for."""
+    """SIGKILL to git's process group (git, ssh, a remote helper), then reap git; our
+    pipes are closed unread, so a process that left the group is not waited for."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:

@@ -1,27 +1,15 @@
 """Settings: the one reader (and writer) of git config for every process of the package.
 
-The command line's store, the commit hooks, the remote's pre-receive hook and the agent
-guard all read their settings here, from one ``git config -z --list`` per repository: git
-itself resolves every file, include and ``git -c`` setting (``GIT_CONFIG_PARAMETERS``,
-``GIT_CONFIG_COUNT``), so no two readers can see two values. Values are then read with
-git's own rules:
-
-- a boolean is ``true``/``yes``/``on`` or ``false``/``no``/``off`` (any case), an empty
-  value is false, a key with no ``=`` is true, and an integer is true unless it is 0;
-- an integer is decimal, ``0x`` hex or ``0`` octal, with an optional ``k``, ``m`` or ``g``
-  (times 1024, 1024², 1024³);
-- a duration is the project's (``gitlocks.core.record.parse_duration``: ``90``, ``15m``,
-  ``1h30m``).
-
-Settings are read once when a reader is made; a store that writes one (``write``,
-``unset``) reads them again after.
+One ``git config -z --list`` per repository: git itself resolves every file, include and
+``git -c`` setting, so no two readers can see two values. Values are read with git's own
+rules (``parse_bool``, ``parse_int``); a duration is ``gitlocks.core.record.parse_duration``'s.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 
 from gitlocks.core.record import parse_duration
 from gitlocks.errors import GitlocksError, StoreError, UsageError
@@ -44,9 +32,8 @@ def normalise_key(key: str) -> str:
 
 
 def parse_int(value: str, bits: int = 64) -> int | None:
-    """git's ``git_parse_signed``: an optional sign, a number in C's base 0 (``0x1f``,
-    ``017``, ``15``), then an optional unit ``k``, ``m`` or ``g``, within a signed integer
-    of ``bits``; None when it is none."""
+    """git's ``git_parse_signed``: a number in C's base 0 with an optional sign and unit
+    (``k``, ``m``, ``g``), within a signed integer of ``bits``; None when it is none."""
     text = value.lstrip(" \t\n\v\f\r")
     sign = -1 if text[:1] == "-" else 1
     text = text[1:] if text[:1] in "+-" and text else text
@@ -86,29 +73,19 @@ class Settings:
     """Every setting of one repository, as ``git config --list`` gave them (the last
     value of a key wins, as ``git config --get`` answers)."""
 
-    def __init__(
-        self, values: Mapping[str, str | None] | None = None, repeated: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, values: Mapping[str, str | None] | None = None) -> None:
         self._values = {normalise_key(k): v for k, v in (values or {}).items()}
-        self._repeated = {normalise_key(k) for k in repeated}  # keys set more than once
 
     @classmethod
     def parse(cls, raw: bytes) -> Settings:
         """``git config -z --list`` output: ``key\\nvalue\\0``, or ``key\\0`` when the key
         has no ``=``."""
         values: dict[str, str | None] = {}
-        repeated = []
         for item in raw.split(b"\0"):
             if item:
                 key, sep, value = os.fsdecode(item).partition("\n")
-                if key in values:
-                    repeated.append(key)
                 values[key] = value if sep else None
-        return cls(values, repeated)
-
-    def repeated(self, key: str) -> bool:
-        """Whether ``key`` was set more than once (``get`` answers the last)."""
-        return normalise_key(key) in self._repeated
+        return cls(values)
 
     def __contains__(self, key: str) -> bool:
         return normalise_key(key) in self._values
@@ -194,18 +171,14 @@ def _is_zero(value: str) -> bool:
     return bool(text) and text.strip("0") == ""
 
 
-# --- running git config ------------------------------------------------------------------
-
-
 def _args(git_dir: str | None) -> list[str]:
     return [*(["--git-dir", git_dir] if git_dir else []), *LIST_ARGS]
 
 
 def start(cwd: str | None = None, *, git_dir: str | None = None, clean: bool = False) -> Process:
-    """Start reading the settings, for another git call to run meanwhile. ``git_dir``
-    names the repository (another one than the environment's, so its variables are
-    cleared); else git finds it from ``cwd`` and the environment, as a hook must, or
-    from ``cwd`` alone when ``clean``."""
+    """Start reading the settings, for another git call to run meanwhile: of the
+    repository ``git_dir`` (``Env.CLEAN``), else the one git finds from ``cwd`` and the
+    environment (from ``cwd`` alone when ``clean``)."""
     env = run.Env.CLEAN if git_dir or clean else run.Env.INHERIT
     return run.start(_args(git_dir), cwd, env=env, error=StoreError)
 
@@ -218,11 +191,6 @@ def finish(proc: Process) -> Settings:
 def read(cwd: str | None = None, *, git_dir: str | None = None) -> Settings:
     """Every setting, in one ``git config`` process."""
     return finish(start(cwd, git_dir=git_dir))
-
-
-def write(git_dir: str, key: str, value: str) -> None:
-    """Set ``key`` in the repository's own config file."""
-    _change(git_dir, [key, value])
 
 
 def unset(git_dir: str, key: str) -> None:
@@ -242,12 +210,13 @@ def unset(git_dir: str, key: str) -> None:
 CONFIG_LOCK_SECONDS = 5.0
 
 
-def _change(git_dir: str, args: Sequence[str]) -> None:
+def write(git_dir: str, key: str, value: str) -> None:
+    """Set ``key`` in the repository's own config file."""
     deadline = time.monotonic() + CONFIG_LOCK_SECONDS
     pause = 0.01
     while True:
         proc = run.start(
-            ["--git-dir", git_dir, "config", "--local", *args],
+            ["--git-dir", git_dir, "config", "--local", key, value],
             None,
             env=run.Env.CLEAN,
             error=StoreError,
@@ -264,13 +233,9 @@ def _change(git_dir: str, args: Sequence[str]) -> None:
 
 def shared_umask(value: str | None, current: int) -> int:
     """The umask that gives new files and directories the modes git gives them under
-    ``core.sharedRepository`` = ``value`` (``current`` when the repository is not shared).
-
-    ``group`` (``true``, ``1``): group may read and write; ``all`` (``world``,
-    ``everybody``, ``2``): others may read too; an octal mode (``0660``): files get exactly
-    that, directories the same with ``x`` wherever ``r`` is. Directories inherit the
-    set-group-id bit from git's own shared directories.
-    """
+    ``core.sharedRepository`` = ``value`` (``current`` when the repository is not shared):
+    ``group``, ``all`` or an octal mode (files get exactly that, directories ``x`` too
+    wherever ``r`` is)."""
     if value is None:
         return current
     word = value.strip()  # parsed as git parses it: exact words, octal, else a boolean

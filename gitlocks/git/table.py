@@ -1,9 +1,7 @@
 """The lock table read through the git command line, without pygit2: the fast path of
-the git hooks, the agent guard and the remote's check, which run before every edit and
-in every commit (docs/design.md, section 6). One ``for-each-ref`` (or the ref files
-themselves) lists the lock refs; the records a question needs are read by the one object
-reader (``gitlocks.git.objects``: their loose files, else one ``cat-file --batch``), run
-in the hook's own environment; the store's cache spares the rest.
+the git hooks, the agent guard and the remote's check (docs/design.md, section 6). One
+``for-each-ref`` lists the lock refs; the records a question needs are read by the one
+object reader, in the hook's own environment; the store's cache spares the rest.
 """
 
 from __future__ import annotations
@@ -21,12 +19,8 @@ from gitlocks.layout import JOURNAL_REF, LOCK_PREFIX
 
 
 def read_lock_table(common_dir: str, cwd: str | None, ignore_case: bool, skew: int = 0) -> Table:
-    """The lock table of the repository whose common git directory is ``common_dir``,
-    through the one loader: the store's kept verdicts spare reading the records no
-    question needs (``gitlocks.git.cache``)."""
-
-    # Where the records are, as loose objects, unless the environment puts them elsewhere:
-    # read there, a record costs no process (only a packed one does).
+    """The lock table of the repository whose common git directory is ``common_dir``."""
+    # Where the records are, as loose objects, unless the environment puts them elsewhere.
     loose = None if "GIT_OBJECT_DIRECTORY" in os.environ else os.path.join(common_dir, "objects")
 
     def lost(absent: list[tuple[str, str]]) -> None:  # granted claims stop every reader
@@ -69,14 +63,11 @@ def read_table(
     lost: Lost | None = None,
 ) -> Table:
     """The lock table of ``found`` lock refs, through the one loader: records are read
-    from ``objects`` only when a path can reach them, and not at all where the cache of
-    the repository at ``common_dir`` already says what a blob holds. A record that does
-    not match what was kept of it stops the command after the cache is forgotten (else
-    every hook would stop on it again)."""
+    from ``objects`` only when a path can reach them and the cache of ``common_dir`` does
+    not already say what a blob holds (a record that does not match it: cache forgotten)."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        # A record is at most MAX_RECORD_BYTES: a bigger blob is read only that far. The
-        # cat-file it may start ends with each read: a question reads once.
+        # A bigger blob than a record is read only that far; a question reads once.
         try:
             got = objects.read_many(oids, limit=MAX_RECORD_BYTES)
         finally:

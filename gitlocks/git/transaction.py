@@ -1,16 +1,13 @@
 """Moving refs with git's own transaction: ``git update-ref --stdin``.
 
 ``start``, one ``update``/``delete`` per ref with the value it must still have, then
-``prepare``: git takes every ref's lock and compares each old value, or refuses the whole
-transaction. Until ``commit`` nothing has moved, and ``abort`` (or git going away) lets
-every lock go. It works with every ref backend git has (files, reftable), which a library
-reading ref files itself would not.
+``prepare``: git locks every ref and compares each old value, or refuses the whole
+transaction. Until ``commit`` nothing has moved; ``abort`` (or git going away) lets every
+lock go. It works with every ref backend git has (files, reftable).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from subprocess import TimeoutExpired
 
 from gitlocks.errors import StoreError
@@ -40,28 +37,21 @@ class Transaction:
 
     def queue(self, name: str, new: str | None, old: str | None, hexlen: int) -> None:
         """Move ``name`` to ``new`` (None: delete it) if it still holds ``old`` (None:
-        absent, or symbolic). The compare is git's own, under the ref's lock; a symbolic
-        ref is never followed (one pointing nowhere is replaced, one pointing at a ref
-        refuses the transaction)."""
+        absent, or symbolic), compared by git under the ref's lock. A symbolic ref is
+        never followed (``no-deref``): one pointing nowhere is replaced, one pointing at a
+        ref refuses the transaction."""
         zero = "0" * hexlen
-        # The ref itself moves, never what a symbolic one names (one planted by plain git
-        # since it was listed, or read as absent): git's option holds for the next verb.
-        self._write("option no-deref")
+        self._write("option no-deref")  # holds for the next verb
         if new is None and old is None:
-            # Absent, or a symbolic ref (read as no value): deleting what is not there
-            # moves nothing.
-            self._write(f"delete {name}")
+            self._write(f"delete {name}")  # deleting what is not there moves nothing
         elif new is None:
             self._write(f"delete {name} {old}")
         else:
             self._write(f"update {name} {new} {old or zero}")
 
-    def prepare(self) -> None:
-        """Lock every ref queued and compare its value; ``RefsRefused`` when git will not."""
-        self._send("prepare")
-
     def ask(self, verb: str) -> None:
-        """Send ``verb`` without waiting: its answer is read by ``answer``."""
+        """Send ``verb`` without waiting: its answer is read by ``answer``. ``prepare``
+        locks every ref queued and compares its value."""
         self._write(verb)
         assert self.proc.stdin is not None
         try:
@@ -86,7 +76,8 @@ class Transaction:
         transaction is done), so git is left to end on its own and reaped later: waiting
         for it to exit would add its exit to every write.
         """
-        self._send("commit")
+        self.ask("commit")
+        self.answer()
         self.committed = True
         close_pipes(self.proc)
 
@@ -100,7 +91,7 @@ class Transaction:
                 self.proc.stdin.write(b"abort\n")
             except OSError:
                 pass
-        self._close(quiet=True)
+        self._close()
 
     def _write(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -109,13 +100,8 @@ class Transaction:
         except OSError as exc:
             raise self._refused() from exc
 
-    def _send(self, verb: str) -> None:
-        """Send ``verb`` and wait for git's ``<verb>: ok``."""
-        self.ask(verb)
-        self.answer()
-
     def _refused(self) -> RefsRefused:
-        self._close(quiet=True, keep_err=True)  # git's reason is read once it has ended
+        self._close(keep_err=True)  # git's reason is read once it has ended
         err = b""
         if self.proc.stderr is not None and not self.proc.stderr.closed:
             err = self.proc.stderr.read()
@@ -124,7 +110,7 @@ class Transaction:
         detail = lines[-1].removeprefix("fatal: ") if lines else f"exit {self.proc.returncode}"
         return RefsRefused(detail)
 
-    def _close(self, quiet: bool = False, keep_err: bool = False) -> None:
+    def _close(self, keep_err: bool = False) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.close()
@@ -137,20 +123,5 @@ class Transaction:
             self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        if not quiet and self.proc.returncode != 0:
-            raise self._refused()
         if not keep_err and self.proc.stderr is not None and not self.proc.stderr.closed:
             self.proc.stderr.close()
-
-
-def update(git_dir: str, updates: Mapping[str, tuple[str | None, str | None]], hexlen: int) -> None:
-    """Move each ref ``name -> (new, old)`` in one transaction."""
-    tx = Transaction(os.fspath(git_dir), "gitlocks")
-    try:
-        for name, (new, old) in updates.items():
-            tx.queue(name, new, old, hexlen)
-        tx.prepare()
-        tx.commit()
-    except BaseException:
-        tx.abort()
-        raise

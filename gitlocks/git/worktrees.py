@@ -17,10 +17,6 @@ def _start(cwd: str, *args: str) -> Process:
     return run.start(args, cwd, env=run.Env.CLEAN, error=OSError)
 
 
-def _git(cwd: str, *args: str) -> bytes:
-    return run.finish(_start(cwd, *args), error=OSError)
-
-
 def worktrees(root: str) -> list[tuple[str, str | None]]:
     """(path, branch) of every worktree of the repository, from ``git worktree list``."""
     return finish_worktrees(start_worktrees(root), root)
@@ -36,7 +32,6 @@ def start_worktrees(root: str) -> Process | None:
 
 
 def finish_worktrees(proc: Process | None, root: str) -> list[tuple[str, str | None]]:
-    """The worktrees ``start_worktrees`` asked git for."""
     try:
         if proc is None:
             raise OSError
@@ -64,23 +59,15 @@ def finish_worktrees(proc: Process | None, root: str) -> list[tuple[str, str | N
 
 def head(worktree: str) -> str | None:
     """The commit checked out in ``worktree`` (None: unborn)."""
-    proc = run.start(
-        ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-        worktree,
-        env=run.Env.CLEAN,
-        error=OSError,
-    )
+    proc = _start(worktree, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     raw = run.finish(proc, ok=(0, 1), error=OSError)
     return raw.decode().strip() or None
 
 
 def changes(worktree: str, *, renames: bool = True) -> list[tuple[str, str]]:
     """(XY, root-relative path) for each uncommitted change, untracked files included; a
-    rename as its destination, or (``renames=False``) as both sides.
-
-    Asked without git's optional locks: the worktree is often another agent's, and a
-    ``git status`` that refreshed its index would hold ``index.lock`` under that agent's
-    own ``git add`` or ``git commit``."""
+    rename as its destination (``renames=False``: both sides). No optional locks: the
+    worktree is often another agent's."""
     return finish_changes(start_changes(worktree, renames=renames))
 
 
@@ -91,7 +78,6 @@ def start_changes(worktree: str, *, renames: bool = True) -> Process:
 
 
 def finish_changes(proc: Process) -> list[tuple[str, str]]:
-    """The changes ``start_changes`` asked git for (OSError when git failed)."""
     fields = run.finish(proc, error=OSError).split(b"\0")
     changes = []
     i = 0
@@ -109,5 +95,5 @@ def finish_changes(proc: Process) -> list[tuple[str, str]]:
 
 def tracked(worktree: str) -> list[str]:
     """The root-relative paths of the files git tracks in ``worktree`` (``git ls-files``)."""
-    raw = _git(worktree, "ls-files", "-z", "--full-name", ":/")
+    raw = run.finish(_start(worktree, "ls-files", "-z", "--full-name", ":/"), error=OSError)
     return [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]

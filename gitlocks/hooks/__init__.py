@@ -1,8 +1,5 @@
-"""The git hooks: what a commit or a push touches, whose claims it crosses, and installing them.
-
-Installed shims run ``from gitlocks.hooks import main``: keep that name here, for hooks
-installed by every version. Each hook's module is imported only when that hook runs.
-"""
+"""The git hooks. Installed shims of every version run ``from gitlocks.hooks import main``:
+keep that name here. Each hook's module is imported only when that hook runs."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """The git hooks' check: which paths a commit or a push touches, and whose locks they cross.
 
-The hook path (``git-alock hook pre-commit|pre-push``, dispatched by ``gitlocks.main``)
-runs on every commit of every user, so it imports neither the command-line framework nor
-pygit2: importing pygit2 alone costs more than all the rest of the hook. It asks the git
-command line instead, a few milliseconds a call, started concurrently: the staged paths
-(``gitlocks.git.changes`` reads those, and a push's), the config and the lock refs; then
-the blobs of those refs. Tests assert that typer, click, pygit2 and ``gitlocks.cli.locks`` stay
-out of ``sys.modules``.
+The hook path runs on every commit, so it imports neither the command-line framework nor
+pygit2 (tests assert it): it asks the git command line, in concurrent calls, for the
+staged paths, the config and the lock refs, then the blobs of those refs. docs/design.md,
+section 6.
 """
 
 from __future__ import annotations
@@ -62,10 +59,9 @@ HOOK_NAMES = ("pre-commit", "pre-push")
 
 class CommittedIgnores:
     """``.alockignore`` as committed at some revisions (``HEAD``, ``""`` for the index,
-    a commit id), from one ``cat-file --batch`` started with the hook's other git calls
-    (``later``: when first asked, for a caller that may never need them). A list is a
-    committed decision: never read from the working tree, where the change it would
-    exempt is being made. ``blobs``: the names are the lists' blob ids."""
+    a commit id; ``blobs``: the lists' blob ids), from one ``cat-file --batch`` started
+    now (``later``: when first asked). Never read from the working tree, where the change
+    it would exempt is being made."""
 
     def __init__(
         self,
@@ -100,9 +96,6 @@ class CommittedIgnores:
         self.batch.close()
 
 
-# --- the check ----------------------------------------------------------------------------
-
-
 class Held(Value):
     """A path of the commit or push inside other holders' live locks."""
 
@@ -125,13 +118,9 @@ def find_held(
     *,
     committing: bool = True,
 ) -> list[Held]:
-    """The paths inside a live lock of a holder who is not a friend, in order.
-
-    Live allows for the table's clock skew (remote mode): a lock another machine wrote
-    counts until its expiry plus the allowance, as it does for the command line.
-    ``committing`` (the hooks): a sub-agent's locks are its parent's to commit; before an
-    edit (the agent guard) they block the parent, as ``acquire`` decides.
-    """
+    """The paths inside a live lock (clock skew allowed) of a holder who is not a friend,
+    in order. ``committing`` (the hooks): a sub-agent's locks are its parent's to commit;
+    before an edit (the agent guard) they block the parent, as ``acquire`` decides."""
     if not len(table):
         return []
     theirs = _claims(table, identity, now, committing=committing)
@@ -160,9 +149,8 @@ def exemptions_held(
     committing: bool = True,
 ) -> list[Held]:
     """A change of ``.alockignore`` from ``old`` to ``new``, judged as a change of every
-    path it newly exempts: each new line whose scope meets a live claim of a holder who
-    is not a friend is held by that claim. Without this, one commit (or push) could
-    exempt a claimed directory and the next edit in it would go unjudged."""
+    path it newly exempts: each new line whose scope meets another's live claim is held
+    by it (else one commit could exempt a claimed directory for the next)."""
     if not len(table):
         return []
     found = newly_exempt(old, new)
@@ -175,9 +163,6 @@ def exemptions_held(
         if locks:
             held.append(Held(f"{IGNORE_FILE} (newly exempts {line})", tuple(locks)))
     return held
-
-
-# --- the hook entry point -----------------------------------------------------------------
 
 
 class HookReport:
@@ -214,9 +199,8 @@ class HookReport:
 
 
 def _before_pushed(updates: Sequence[RefUpdate], cwd: str | None) -> str:
-    """The revision whose ``.alockignore`` decides for a push of new refs: the first
-    parent of the oldest commit it brings that no remote-tracking ref has (a root commit's
-    names nothing, so no list); the pushed tip's own list would exempt its own change."""
+    """The revision whose ``.alockignore`` decides for a push of new refs (not the pushed
+    tip's own): the first parent of the oldest commit it brings that no remote has."""
     shas = [u.local_sha for u in updates if u.local_sha.strip("0")]
     known = commits_among(shas, cwd)  # a tag of a tree or a blob brings no commit
     tips = [sha for sha in shas if sha in known]
@@ -229,8 +213,7 @@ def _before_pushed(updates: Sequence[RefUpdate], cwd: str | None) -> str:
 
 def _apart(updates: list[RefUpdate]) -> list[list[RefUpdate]]:
     """The refs of a push, each judged under its own lists: one ref's committed
-    ``.alockignore`` exempts nothing another ref brings. A push of one ref (or none that
-    brings commits) is one group, read as before."""
+    ``.alockignore`` exempts nothing another ref brings."""
     bringing = [
         u
         for u in updates
@@ -252,9 +235,7 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     """The hook's question, answered: every path of the commit or push, checked."""
     # Independent git calls run side by side: each costs a process start.
     reading = TableReader(cwd)
-    staged = None
-    if hook == "pre-commit":
-        staged = Staged(cwd)
+    staged = Staged(cwd) if hook == "pre-commit" else None
     groups: list[list[RefUpdate]] = []
     if staged is not None:  # the list committed at HEAD decides; the staged one is judged
         # Read only when a staged path is held or is the list itself (_judge): most
@@ -267,10 +248,10 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
     if hook == "pre-push" and configured.remote:
         configured, table = _refreshed(configured, table, cwd)
     # What each group judges: its paths, and the ``.alockignore`` lists that decide them.
-    asked: list[tuple[list[str], CommittedIgnores]] = []
-    for i, ignores in enumerate(judged):
-        paths = staged.paths() if staged is not None else pushed_paths(groups[i], cwd)
-        asked.append((paths, ignores))
+    asked = [
+        (staged.paths() if staged is not None else pushed_paths(groups[i], cwd), ignores)
+        for i, ignores in enumerate(judged)
+    ]
     any_paths = any(paths for paths, _ in asked)
     now = utcnow()
     known, held = _judge(table, now, asked)
@@ -279,9 +260,8 @@ def run_check(hook: str, stdin: Iterable[str], cwd: str | None = None) -> HookRe
         configured, table = _refreshed(configured, table, cwd)
         now = utcnow()
         known, held = _judge(table, now, asked)
-    report = HookReport(hook, configured, held, table.problems if any_paths else [], now)
-    report.unnamed = not known and hook == "pre-commit"
-    return report
+    problems = table.problems if any_paths else []
+    return HookReport(hook, configured, held, problems, now, not known and hook == "pre-commit")
 
 
 def _refreshed(configured: HookConfig, table: Table, cwd: str | None) -> tuple[HookConfig, Table]:
@@ -291,8 +271,7 @@ def _refreshed(configured: HookConfig, table: Table, cwd: str | None) -> tuple[H
     stale = refresh_view(cwd, configured.remote)
     if stale is None:
         return TableReader(cwd).finish()  # the view just fetched
-    said = "; ".join(w for w in (configured.warning, stale) if w)
-    configured.warning = said
+    configured.warning = "; ".join(w for w in (configured.warning, stale) if w)
     return configured, table
 
 
@@ -301,11 +280,9 @@ def _judge(
     now: datetime,
     asked: Sequence[tuple[list[str], CommittedIgnores]],
 ) -> tuple[bool, list[Held]]:
-    """Whether the committer is a known agent, and the paths of ``asked`` inside
-    others' live locks, each once. The lists are read only where they can change the
-    answer: a path held (the old list may exempt it), or the list itself changed."""
-    # Who commits, as the commit-msg hook names it: the session's holder, AGENT_ID, or
-    # the derived holder while it holds a claim; else nobody known, and that is said.
+    """Whether the committer is a known agent (as the commit-msg hook names it), and the
+    paths of ``asked`` inside others' live locks, each once. The lists are read only where
+    they can change the answer: a path held, or the list itself changed."""
     identity, known = committer(table, resolve_identity(None, session=hook_session()), now)
     held: list[Held] = []
     for paths, ignores in asked:
@@ -324,14 +301,9 @@ def _judge(
 
 
 def main(argv: Sequence[str]) -> int:
-    """``git-alock hook HOOK [ARGS...]``: print the report on stderr, return the exit code.
-
-    An entry point, so it prints. In warn mode nothing stops the commit: not a store
-    problem, not even a bug (reported with its traceback). In block mode both do.
-    """
-    if not argv or argv[0] not in HOOK_NAMES:
-        sys.stderr.write(f"error: usage: git-alock hook {'|'.join(HOOK_NAMES)} [ARGS...]\n")
-        return EXIT_ERROR
+    """``git-alock hook pre-commit|pre-push`` (``gitlocks.hooks.main`` checked the name):
+    print the report on stderr, return the exit code. In warn mode nothing stops the
+    commit, not even a bug; in block mode both do."""
     hook = argv[0]
     try:
         report = run_check(hook, sys.stdin if hook == "pre-push" else ())

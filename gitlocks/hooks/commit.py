@@ -1,10 +1,7 @@
-"""The post-commit hook: a commit is a heartbeat for the committer's own claims.
-
-A commit by a holder that touches paths inside its own live claims renews them (journaled
-``renewed`` with the commit), and a claim made ``--until-merged`` records the commit as
-one it waits for (docs/design.md, section 6.8). The question is asked on the hook's fast
-path (git's command line, no pygit2); only a commit that does touch its holder's claims
-pays for the write. git ignores post-commit's exit code; this hook never fails anyway.
+"""The post-commit hook: a commit is a heartbeat for the committer's own claims
+(docs/design.md, section 6.8). Asked on the hooks' fast path; only a commit that touches
+its holder's live claims pays for the write. git ignores post-commit's exit code; this
+hook never fails anyway.
 """
 
 from __future__ import annotations
@@ -36,11 +33,8 @@ _DIFF = ["diff-tree", "-r", "-z", "--name-only", "--no-renames"]
 
 
 def committed(cwd: str | None = None) -> tuple[str, list[str]]:
-    """HEAD's id and the paths it changed against its first parent (all, for a root).
-
-    One ``diff-tree`` of HEAD says both (its id, then its paths) for a commit with at most
-    one parent that changed something; for a merge, which it shows nothing of without
-    ``-m``, or a commit that changed nothing, the parents are asked and the first diffed."""
+    """HEAD's id and the paths it changed against its first parent (all, for a root): one
+    ``diff-tree``, unless it shows nothing (a merge, or no change): then the parents are asked."""
     raw = git_output([*_DIFF, "--root", "HEAD"], cwd)
     head, _, paths = raw.partition(b"\0")
     if head:
@@ -57,12 +51,9 @@ def own_claims(table: Table, identity: Identity, paths: Sequence[str]) -> list[L
     mine = [r for r in table.held_by(identity.holder) if table.is_live(r, stamp)]
     if not mine:
         return []
-    ids = {r.id for r in mine}
-    found: set[str] = set()
     entries = [e for e in map(path_entry, paths) if e is not None]
     table.prepare(entries)
-    for entry in entries:
-        found.update(i for i in table.covering(entry) if i in ids)
+    found = {i for entry in entries for i in table.covering(entry)}
     return [r for r in mine if r.id in found]
 
 

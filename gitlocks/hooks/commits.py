@@ -1,16 +1,9 @@
-"""Commits already made, as git lists them, and judged against the lock table: who made
-each (its ``Agent-Id:`` trailers), the paths it changes, the ``.alockignore`` it is judged
-under, and the paths it changed inside claims held against its agents. ``git alock
-verify`` and the pre-receive hook ask the whole question (``gitlocks.hooks.verify``), and
-what lands on a branch besides the pushed commits is judged the same way
-(``gitlocks.hooks.landing``).
-
-A commit belongs to the agents its ``Agent-Id:`` trailers name (git's trailer syntax,
-read by git itself). A path it changes is reported when it lies inside a live claim held
-against every one of them, judged as the commit hooks judge a committer
-(``gitlocks.hooks.check.find_held``: own, ancestors' and sub-agents' claims are theirs). A
-commit naming no valid agent is nobody's: every live claim counts against it. Part of the
-hook path: imports neither typer nor pygit2.
+"""Commits already made, judged against the lock table (docs/design.md, section 6.9): who
+made each (its ``Agent-Id:`` trailers), the paths it changes, the ``.alockignore`` it is
+judged under, and the paths it changed inside claims held against every one of its agents
+(as ``gitlocks.hooks.check.find_held`` judges a committer; a commit naming no valid agent
+is nobody's). Asked by ``gitlocks.hooks.verify`` and ``gitlocks.hooks.landing``. Part of
+the hook path: imports neither typer nor pygit2.
 """
 
 from __future__ import annotations
@@ -33,8 +26,8 @@ from gitlocks.identity import Identity, SessionProcess
 from gitlocks.layout import IGNORE_FILE
 
 TRAILER = "Agent-Id"
-# The holder a commit without a valid Agent-Id is judged as: no holder id can contain a
-# space or parentheses, so it is nobody's family and every live claim counts against it.
+# The holder a commit without a valid Agent-Id is judged as: no holder id can be it, so
+# every live claim counts against it.
 NOBODY = "(no agent)"
 # One record per commit (-z): "<oid> <parents...>", the subject (git joins its lines, so it
 # holds no newline), then one line per Agent-Id value (unfolded: no newline either).
@@ -45,9 +38,8 @@ LOG_ARGS = (
     "--no-color",
     f"--format=%H %P%n%s%n%(trailers:key={TRAILER},valueonly)",
 )
-# Raw output, not --name-only: a header ("<oid>") can never be taken for a path, since a
-# path always follows a ":<modes> <oids> <status>" entry. No rename detection: a rename
-# changes both its paths. --always: a header even for a commit that changes nothing.
+# Raw output: a header ("<oid>") is never taken for a path, which follows a ":..." entry.
+# No rename detection: a rename changes both its paths. --always: a header for every commit.
 DIFF_TREE_ARGS = (
     *("diff-tree", "--stdin", "-r", "-z", "--raw"),
     *("--root", "--always", "--no-renames"),
@@ -92,9 +84,6 @@ class Finding:
         }
 
 
-# --- reading the commits -------------------------------------------------------------------
-
-
 def parse_log(raw: bytes) -> list[Commit]:
     """``git log -z`` output in the format of ``LOG_ARGS``."""
     commits = []
@@ -135,30 +124,22 @@ def parse_diff_tree(raw: bytes) -> dict[str, list[str]]:
     return found
 
 
-def diff_feed(commits: Iterable[Commit]) -> bytes:
-    """One line per commit: itself and its first parent; a root commit alone."""
-    return "".join(
-        f"{c.oid} {c.parents[0]}\n" if c.parents else f"{c.oid}\n" for c in commits
-    ).encode()
-
-
 def log_commits(args: Sequence[str], cwd: str | None) -> list[Commit]:
-    """The commits ``git log ARGS`` lists."""
     return parse_log(git_output([*LOG_ARGS, *args], cwd))
 
 
 def changed_paths(commits: Iterable[Commit], cwd: str | None) -> dict[str, list[str]]:
-    """Paths by commit: what each of ``commits`` changes, in one ``diff-tree``."""
-    return parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), diff_feed(commits)))
+    """Paths by commit: what each of ``commits`` changes against its first parent (a root
+    commit: all), in one ``diff-tree``."""
+    feed = "".join(f"{c.oid} {c.parents[0]}\n" if c.parents else f"{c.oid}\n" for c in commits)
+    return parse_diff_tree(finish_git(start_git(DIFF_TREE_ARGS, cwd), feed.encode()))
 
 
 @dataclass(frozen=True)
 class Ignores:
-    """The ``.alockignore`` each commit is judged under, and the one it commits.
-
-    A commit is judged under the list its first parent committed (a root commit under
-    none): the list is a decision made before the change, never by it. A commit that
-    changes the list has it judged as a change of every path it newly exempts."""
+    """The ``.alockignore`` each commit is judged under (its first parent's: a decision
+    made before the change, never by it), and the one it commits (judged as a change of
+    every path it newly exempts)."""
 
     before: Mapping[str, IgnoreList] = field(default_factory=dict)  # by commit
     after: Mapping[str, IgnoreList] = field(default_factory=dict)  # commits changing it
@@ -177,9 +158,8 @@ class Ignores:
 def read_ignores(
     commits: Sequence[Commit], changed: Mapping[str, Sequence[str]], cwd: str | None
 ) -> Ignores:
-    """The lists of ``commits``, in two git processes whatever their number: one
-    ``cat-file --batch-check`` names each revision's blob, one ``--batch`` reads each
-    distinct blob once."""
+    """The lists of ``commits``, in two ``cat-file`` processes whatever their number (each
+    distinct blob read once)."""
     revisions: dict[str, None] = {}
     for commit in commits:
         if commit.parents:
@@ -206,9 +186,6 @@ def read_ignores(
     return Ignores(before, after)
 
 
-# --- judging ----------------------------------------------------------------------------------
-
-
 def agent_identity(agent: str, table: Table) -> Identity:
     """The identity a commit's agent is judged as: its parent is the one its claims record
     (a commit names no parent), and no session (pid 0), as for an explicit id."""
@@ -232,12 +209,8 @@ def judge(
     ignores: Ignores,
 ) -> list[Finding]:
     """Every (commit, path) inside live claims held against all of the commit's agents,
-    each commit's paths read under the list its parent committed, and a change of that
-    list judged as a change of the paths it newly exempts.
-
-    Each agent is asked once, for the union of its commits' paths, so the cost grows with
-    the number of distinct agents and paths, not of commits.
-    """
+    under ``ignores``. Each agent is asked once, for the union of its commits' paths: the
+    cost grows with the distinct agents and paths, not with the commits."""
     kept: dict[str, list[str]] = {}
     wanted: dict[str, set[str]] = {}
     for commit in commits:
@@ -255,11 +228,9 @@ def judge(
                    for path in kept[commit.oid]}  # fmt: skip
         if commit.oid in ignores.after:
             old, new = ignores.of(commit), ignores.after[commit.oid]
-            for agent in commit.judged_as:
-                identity = agent_identity(agent, table)
-                for h in exemptions_held(table, identity, now, old, new):
-                    crossed.setdefault(h.path, [()] * len(commit.judged_as))
-                    crossed[h.path][commit.judged_as.index(agent)] = h.locks
+            for i, agent in enumerate(commit.judged_as):
+                for h in exemptions_held(table, agent_identity(agent, table), now, old, new):
+                    crossed.setdefault(h.path, [()] * len(commit.judged_as))[i] = h.locks
         for path, each in crossed.items():
             common = set.intersection(*({r.id for r in locks} for locks in each))
             locks = tuple(r for r in each[0] if r.id in common)

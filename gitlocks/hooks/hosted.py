@@ -1,25 +1,9 @@
-"""The lock table of a repository you host, as its pre-receive hook reads and guards it.
-
-Clients decide on the table the journal commit carries (``refs/agent-locks-meta/journal``,
-docs/design.md section 5.4), never on the lock refs, which a remote updates one at a time.
-The hook does the same: its claim check reads that table, and a push that touches the
-lock namespaces is judged against it (``guard_journal``, picked by ``hooks/table_guard.py``):
-
-- the journal is never deleted, rewound or moved to anything but a journal commit that
-  descends from the one it held (a compacted root counts when it names the old tip and
-  carries its table), nor from a commit carrying the table to one of the older shape that
-  carries none (which would make the lock refs the table again);
-- after the push every lock ref the push names holds what the new table says (a deletion
-  where the table holds none), and every lock whose entry the push changes in the table
-  has its ref moved with it.
-
-So a plain ``git push --mirror`` from a clone that never fetched the lock refs, a hand-made
-deletion of a live claim's ref, or a planted lock ref are refused; the project's own
-writes (one atomic push of the journal and the lock refs that differ) pass. The guard
-judges the table's shape and history, not who writes it: a push shaped like a gitlocks
-write (``git alock break``) is a write, recorded in the journal like any other.
-
-Stdlib and git only, like the rest of the hook: no pygit2, no typer.
+"""The lock table of a repository you host, as its pre-receive hook reads and guards it
+(docs/design.md, sections 5.4 and 6.9): the table the journal commit carries, never the
+lock refs. A push to the lock namespaces is judged against it (``guard_journal``, picked
+by ``hooks/table_guard.py``): the journal only moves forward onto journal commits that
+carry a table, and every lock ref ends as the new table says. The guard judges the
+table's shape and history, not who writes it. Stdlib and git only, like the rest of the hook.
 """
 
 from __future__ import annotations
@@ -71,21 +55,18 @@ def lock_path(lock_id: str) -> str:
 def read_heads(
     oids: Sequence[str], cwd: str | None, lookups: Sequence[str] = ()
 ) -> tuple[list[JournalCommit | None], dict[str, str | None]]:
-    """The journal commits ``oids`` name, each None when it is none (a missing object, a
-    project commit, a tree that is no table), their tables not yet read (``table`` is
-    ``{}`` for a table commit, None for one from before commits carried it); and the value
-    the last of them gives each lock id in ``lookups``. One ``cat-file`` in all."""
+    """The journal commits ``oids`` name (None: no journal commit), their tables not yet
+    read (``{}`` for a table commit, None for one from before commits carried it); and the
+    value the last of them gives each lock id in ``lookups``. One ``cat-file`` in all."""
     names = [n for oid in oids for n in (oid, f"{oid}^{{tree}}", f"{oid}:format")]
     last = oids[-1] if oids else ""
     names += [f"{last}:{lock_path(i)}" for i in lookups]
     got = cat_file(names, cwd, env=Env.INHERIT)
-    heads: list[JournalCommit | None] = []
-    for n, oid in enumerate(oids):
-        commit, tree, marker = got[3 * n : 3 * n + 3]
-        heads.append(_head(oid, commit, tree, marker))
-    found = {}
-    for lock_id, entry in zip(lookups, got[3 * len(oids) :], strict=False):
-        found[lock_id] = entry[0] if entry is not None and entry[1] == "blob" else None
+    heads = [_head(oid, *got[3 * n : 3 * n + 3]) for n, oid in enumerate(oids)]
+    found = {
+        lock_id: entry[0] if entry is not None and entry[1] == "blob" else None
+        for lock_id, entry in zip(lookups, got[3 * len(oids) :], strict=False)
+    }
     return heads, found
 
 
@@ -157,7 +138,7 @@ def changed_locks(old_tree: str, new_tree: str, cwd: str | None) -> dict[str, st
     return found
 
 
-def _refs(cwd: str | None, *patterns: str) -> dict[str, str]:
+def named_refs(cwd: str | None, *patterns: str) -> dict[str, str]:
     """Ref name -> value of the refs ``for-each-ref PATTERNS`` lists."""
     out = git_output(["for-each-ref", "--format=%(refname) %(objectname)", *patterns], cwd)
     return dict(line.rsplit(" ", 1) for line in out.decode("utf-8", "replace").splitlines())
@@ -166,7 +147,7 @@ def _refs(cwd: str | None, *patterns: str) -> dict[str, str]:
 def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
     """(the journal ref's value, lock id -> value of each lock ref) as the repository has
     them now; probe refs (deeper names) are no locks."""
-    refs = _refs(cwd, LOCK_PREFIX, JOURNAL_REF)
+    refs = named_refs(cwd, LOCK_PREFIX, JOURNAL_REF)
     journal = refs.pop(JOURNAL_REF, None)
     named = {name[len(LOCK_PREFIX) :]: oid for name, oid in refs.items()}
     return journal, {lock_id: oid for lock_id, oid in named.items() if "/" not in lock_id}
@@ -175,7 +156,7 @@ def current_refs(cwd: str | None = None) -> tuple[str | None, dict[str, str]]:
 def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] | None:
     """(the shard count the format ref states, None when it states none this version
     reads; shard journal ref -> its commit), or None where the table is one journal."""
-    tips = _refs(cwd, FORMAT_REF, SHARD_PREFIX)
+    tips = named_refs(cwd, FORMAT_REF, SHARD_PREFIX)
     stated = tips.pop(FORMAT_REF, None)
     if stated is None:
         return None
@@ -184,34 +165,31 @@ def sharded_state(cwd: str | None = None) -> tuple[int | None, dict[str, str]] |
     return count, tips
 
 
+def shard_order(tips: Mapping[str, str], count: int) -> list[tuple[int, str]]:
+    """(shard, commit) of the shards ``0..count-1`` among ``tips``, in shard order: the order
+    clients fold the union in (a ref beyond them is no shard, and read by nobody)."""
+    found = [(canonical_number(ref[len(SHARD_PREFIX) :]), oid) for ref, oid in tips.items()]
+    return sorted((k, oid) for k, oid in found if k is not None and k < count)
+
+
 def table_refs(cwd: str | None = None) -> files.Scan | None:
     """The table the journal commit carries, as lock refs (name -> blob); None where the
     repository has no journal, or one from before journal commits carried the table
     (then its lock refs are the table, as for clients). A sharded table is the union of
-    its shard journals' tables."""
+    its shard journals' tables (all of them when the format ref states no count)."""
     state = sharded_state(cwd)
+    table: dict[str, str] = {}
     if state is not None:
-        # Folded as clients fold it: shard by shard, a later shard's entry winning, and
-        # only the shards the format ref states (all of them when it states none).
-        count, tips = state
-        order = []
-        for ref, tip in tips.items():
-            number = canonical_number(ref[len(SHARD_PREFIX) :])
-            if number is not None and number < (count or MAX_SHARDS):
-                order.append((number, tip))
-        union: dict[str, str] = {}
-        for _, tip in sorted(order):
+        for _, tip in shard_order(state[1], state[0] or MAX_SHARDS):
             shard = read_journal(tip, cwd)
-            union.update(shard.table or {} if shard is not None else {})
-        return files.Scan({LOCK_PREFIX + i: oid for i, oid in union.items()}, {})
-    journal, _ = current_refs(cwd)
-    found = read_journal(journal, cwd) if journal is not None else None
-    if found is None or found.table is None:
-        return None
-    return files.Scan({LOCK_PREFIX + i: oid for i, oid in found.table.items()}, {})
-
-
-# --- guarding the table ------------------------------------------------------------------------
+            table.update(shard.table or {} if shard is not None else {})
+    else:
+        journal, _ = current_refs(cwd)
+        found = read_journal(journal, cwd) if journal is not None else None
+        if found is None or found.table is None:
+            return None
+        table = found.table
+    return files.Scan({LOCK_PREFIX + i: oid for i, oid in table.items()}, {})
 
 
 def descends(new: JournalCommit, old: JournalCommit, cwd: str | None) -> bool:
@@ -275,9 +253,7 @@ def guard_journal(
 ) -> list[str]:
     """Why a push must be refused for what it does to a table kept in one journal (empty:
     it may pass): ``pushed`` names each ref's old and new value, ``locks`` the lock refs
-    among them by lock id (``gitlocks.hooks.table_guard`` reads both from pre-receive's
-    lines). The two journal commits and the pushed locks' entries are read in one
-    ``cat-file``, what changed between the tables in one ``diff-tree``."""
+    among them by lock id. One ``cat-file`` and one ``diff-tree``, whatever the table."""
     journal_now, refs_now = current_refs(cwd)
     stated = {JOURNAL_REF: journal_now, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
     moved = moved_since(pushed, [JOURNAL_REF, *(LOCK_PREFIX + i for i in locks)], stated)
@@ -312,11 +288,8 @@ def moved_since(
     pushed: Mapping[str, tuple[str, str]], guarded: Iterable[str], now: Mapping[str, str | None]
 ) -> list[str]:
     """The refusal of a push that names an old value for one of the ``guarded`` refs that
-    is no longer its value ``now`` (None: there is none); empty when there is none.
-
-    A write that lost a race (another got in after git showed it the refs): refused here,
-    since a push that is not atomic would still apply its other refs. The project's writer
-    sees the table moved, fetches and decides again."""
+    is no longer its value ``now`` (None: there is none): a write that lost a race, refused
+    here since a push that is not atomic would still apply its other refs."""
     stale = sorted(
         name
         for name in set(guarded) & pushed.keys()

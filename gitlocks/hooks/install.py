@@ -1,9 +1,5 @@
-"""Installing the bundled hooks: the shim git runs, chaining a foreign hook, uninstalling.
-
-The shim is a few lines of POSIX sh with a marker line; the project's ``hooks/`` folder
-holds the same text (a test keeps them equal). It hands over to ``git-alock hook NAME``,
-whose work is in :mod:`gitlocks.hooks.check`.
-"""
+"""Installing the bundled hooks: the shim git runs (POSIX sh with a marker line, the same
+text as the project's ``hooks/`` folder), chaining a foreign hook, uninstalling."""
 
 from __future__ import annotations
 
@@ -30,14 +26,9 @@ LEGACY_SUFFIX = ".alock-chained"
 
 
 # The shim git runs. ``ALOCK_PYTHON`` is the interpreter that installed the hook (empty in
-# the copy shipped in the project's hooks/ folder): agents often commit from a shell whose
-# PATH lacks the virtual environment, and the hook must still find gitlocks there. It runs
-# the command's entry point, ``gitlocks.main:main``, with ``-c`` rather than ``-m``: ``-m``
-# would import a ``gitlocks`` folder of the repository being committed to before the
-# installed one, and fail the commit where gitlocks is gone, where the shim says why and
-# lets it through. Shims of older versions stay ours (the marker line): they still run
-# (their boot's ``gitlocks.bundle`` import is skipped when it fails), and install-hooks
-# rewrites each one whose text differs ("updated").
+# the project's hooks/ copy): agents often commit from a shell whose PATH lacks the virtual
+# environment. ``-c`` rather than ``-m``: ``-m`` would import a ``gitlocks`` folder of the
+# repository being committed to. Older shims stay ours (the marker line) and are "updated".
 _SHIM = """\
 #!/bin/sh
 {marker}
@@ -155,9 +146,6 @@ def shim_text(hook: str, python: str = "") -> str:
     )
 
 
-# --- install and uninstall ----------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class HookChange:
     """What install or uninstall did to one hook."""
@@ -193,10 +181,9 @@ def is_ours(path: Path) -> bool:
         return False
     try:
         with path.open("rb") as f:
-            head = f.read(512)
+            return MARKER.encode() in f.read(512)
     except OSError:
         return False
-    return MARKER.encode() in head
 
 
 def install(directory: Path, hooks: Sequence[str], python: str) -> list[HookChange]:

@@ -1,15 +1,8 @@
-"""The post-merge and post-rewrite hooks: a merge may land a claim's work.
-
-A claim made ``--until-merged BRANCH`` is released once its commits are in BRANCH
-(``gitlocks.service.landing``). Every write asks, and so do ``sync`` and the reading
-verbs; these hooks ask right after a merge (``git merge``, ``git pull``) or a rewrite
-(``git rebase``, ``git commit --amend``), so that the claim is gone before anyone looks.
-The cheap question comes first, on the hooks' fast path (git's command line, no
-pygit2): does a record of this machine wait at all? Only then is the store opened.
-
-In remote mode a claim waits for the remote's branch, which only ``sync`` fetches: a
-local merge lands nothing there until it is pushed, so these hooks leave it to ``sync``.
-git ignores both hooks' exit codes; they never fail anyway.
+"""The post-merge and post-rewrite hooks: a merge may land a claim's work
+(docs/design.md, section 6.8). A claim made ``--until-merged BRANCH`` is released once its
+commits are in BRANCH; these hooks ask right after a merge or a rewrite, the cheap question
+first on the fast path (does a record of this machine wait at all?). In remote mode they
+leave it to ``sync``. git ignores both hooks' exit codes; they never fail anyway.
 """
 
 from __future__ import annotations
@@ -26,8 +19,6 @@ from gitlocks.hooks.reading import TableReader, bound_mutex
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import host_identity, resolve_identity
 from gitlocks.render.hooks import PREFIX
-
-HOOK_NAMES = ("post-merge", "post-rewrite")
 
 
 def run(cwd: str | None = None) -> list[LockRecord]:

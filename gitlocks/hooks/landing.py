@@ -1,17 +1,8 @@
 """What lands on a branch a push moves, judged beside the commits the push brings (the
-pre-receive hook, docs/design.md section 6.9).
-
-A branch moved from ``old`` to ``new`` gets every commit ``old..new``. Those the push
-brings are judged by ``commits.judge`` as any new commit is. Two more kinds land with them:
-
-- commits the repository held elsewhere (a branch pushed before a claim, fast-forwarded
-  onto the default branch after it): judged now, as ``git alock verify`` judges a range,
-  unless the default branch holds them already (they were judged when they reached it);
-- paths the two tips differ in that no commit ``old..new`` changes (a force push that drops
-  others' work, a merge whose first parent is from before it): judged as changed by the new
-  tip's agents.
-
-Part of the hook path: imports neither typer nor pygit2.
+pre-receive hook, docs/design.md section 6.9): commits the repository held elsewhere that
+the default branch does not hold, and paths the two tips differ in that no commit
+``old..new`` changes (a force push that drops others' work). Part of the hook path:
+imports neither typer nor pygit2.
 """
 
 from __future__ import annotations
@@ -34,6 +25,7 @@ from gitlocks.hooks.commits import (
     log_commits,
     read_ignores,
 )
+from gitlocks.hooks.hosted import named_refs
 from gitlocks.layout import IGNORE_FILE
 
 
@@ -56,12 +48,10 @@ def undone(
     cwd: str | None,
 ) -> list[Finding]:
     """What lands on each branch a push moves (``landing``: old and new tips) besides the
-    commits the push brings (``changed`` holds theirs, judged already): the commits the
-    repository held elsewhere that the default branch does not hold, each judged as a new
-    commit is (under its parent's list and the old tip's); and the paths the move changes
-    that none of the commits ``old..new`` changes (a force push that drops commits, a merge
-    whose first parent is from before them), judged as changed by the new tip's agents,
-    under the list the old tip committed."""
+    commits the push brings (``changed``, judged already): the commits the repository held
+    elsewhere that the default branch does not hold, each judged as a new commit is (under
+    its parent's list and the old tip's); and the paths the move changes that no commit
+    ``old..new`` changes, as changed by the new tip's agents under the old tip's list."""
     findings: list[Finding] = []
     default = _default_tip(cwd)
     for old, new in landing:
@@ -71,10 +61,10 @@ def undone(
         between = log_commits([new, "--not", old, "--"], cwd)
         missing = [c for c in between if c.oid not in changed]
         read = changed_paths(missing, cwd)
-        # Commits the repository had elsewhere (a branch pushed before a claim) land on
-        # this branch now: judged now, as verify judges the range, unless they are on the
-        # default branch already (judged when they reached it).
-        arriving = _arriving(new, old, default, cwd)
+        # Commits the repository had elsewhere that the default branch does not hold
+        # land now (for the default branch itself: all of them, its tip is ``old``).
+        args = ["rev-list", new, "--not", old, *([default] if default else []), "--"]
+        arriving = set(git_output(args, cwd).decode("ascii", "replace").split())
         landed = [c for c in missing if c.oid in arriving]
         if landed:
             anchor = tuple(CommittedIgnores([old], cwd).finish())
@@ -94,8 +84,7 @@ def undone(
     return findings
 
 
-# Where HEAD names no branch that exists (``git init --bare`` leaves it at an unborn
-# ``master`` whatever the team pushes), the default branch is the first of these there is.
+# Where HEAD names no branch that exists (``git init --bare`` leaves an unborn ``master``).
 DEFAULT_BRANCHES = ("refs/heads/main", "refs/heads/master")
 
 
@@ -106,15 +95,5 @@ def _default_tip(cwd: str | None) -> str | None:
     out = finish_git(proc, ok=(0, 1)).decode("ascii", "replace").strip()
     if proc.returncode == 0 and out:
         return out
-    listed = start_git(
-        ["for-each-ref", "--format=%(refname) %(objectname)", *DEFAULT_BRANCHES], cwd
-    )
-    found = dict(line.split(" ", 1) for line in finish_git(listed).decode().splitlines())
+    found = named_refs(cwd, *DEFAULT_BRANCHES)
     return next((found[name] for name in DEFAULT_BRANCHES if name in found), None)
-
-
-def _arriving(new: str, old: str, default: str | None, cwd: str | None) -> set[str]:
-    """The commits ``new`` brings onto a branch at ``old`` that the default branch does not
-    hold (for the default branch itself: all of them, its tip is ``old``)."""
-    args = ["rev-list", new, "--not", old, *([default] if default else []), "--"]
-    return set(git_output(args, cwd).decode("ascii", "replace").split())

@@ -1,9 +1,6 @@
 """What every hook reads before it judges: its settings, the lock table, who commits, and
-in remote mode a fresh view of the remote's table.
-
-The commit hooks, the trailer, the heartbeat and the agent guard all read these; the
-check of a commit's or a push's paths (``gitlocks.hooks.check``) is one of them. Like it,
-this module imports neither the command-line framework nor pygit2 (design §6).
+in remote mode a fresh view of the remote's table. Imports neither the command-line
+framework nor pygit2 (docs/design.md, section 6).
 """
 
 from __future__ import annotations
@@ -31,13 +28,10 @@ if TYPE_CHECKING:
 MODES = ("warn", "block")
 
 
-# --- the lock table and the configuration, through git ------------------------------------
-
-
 class HookConfig(Value):
     """The hooks' settings, read from git config in one call."""
 
-    __slots__ = ("ignore_case", "mode", "reftable", "remote", "skew", "warning")
+    __slots__ = ("ignore_case", "mode", "remote", "skew", "warning")
 
     def __init__(
         self,
@@ -45,7 +39,6 @@ class HookConfig(Value):
         ignore_case: bool,
         warning: str | None = None,
         skew: int = 0,
-        reftable: bool = False,
         remote: str | None = None,
     ) -> None:
         self.mode = mode  # warn or block
@@ -53,44 +46,36 @@ class HookConfig(Value):
         self.warning = warning
         # Seconds a lock outlives its expiry: remote mode's clock-skew allowance, else 0.
         self.skew = skew
-        self.reftable = reftable  # refs not in files: list them through git
         self.remote = remote  # alock.remote: the lock remote in remote mode
 
 
 def hook_config(configured: Settings, *, receiving: bool = False) -> HookConfig:
-    """The hooks' settings, from the repository's one settings reading. ``receiving``
-    (the remote's pre-receive hook): ``block`` unless the repository says ``warn`` (an
-    installed remote hook is there to refuse), and the clock-skew allowance of remote
-    mode, since every lock there was written by some client's clock."""
+    """The hooks' settings. ``receiving`` (the remote's pre-receive hook): ``block`` unless
+    the repository says ``warn``, and remote mode's clock-skew allowance."""
     warnings = []
     ignore_case, case_warning = configured.lenient_flag("core.ignoreCase", False)
     skew, skew_warning = configured.clock_skew(remote=True if receiving else None)
-    fallback = "block" if receiving else "warn"
     raw_mode = configured.get("alock.hookMode")
-    if raw_mode is None:
-        mode = fallback
-    elif raw_mode.strip().lower() in MODES:
-        mode = raw_mode.strip().lower()
-    else:
-        mode = fallback
-        said = "refusing" if receiving else "warning only"
-        warnings.append(f"unknown alock.hookMode {raw_mode!r} (use warn or block): {said}")
+    mode = (raw_mode or "").strip().lower()
+    if mode not in MODES:
+        mode = "block" if receiving else "warn"
+        if raw_mode is not None:
+            said = "refusing" if receiving else "warning only"
+            warnings.append(f"unknown alock.hookMode {raw_mode!r} (use warn or block): {said}")
     warnings += [w for w in (case_warning, skew_warning) if w]
     return HookConfig(
         mode,
         ignore_case,
         "; ".join(warnings) or None,
         skew,
-        configured.reftable,
         configured.get("alock.remote") or None,
     )
 
 
 def committer(table: Table, identity: Identity, now: datetime) -> tuple[Identity, bool]:
-    """Who commits, and whether that is an agent we know: ``AGENT_ID`` (or ``--as``); else
-    the holder of a live lock recorded with this very session process (an agent whose id
-    the guard derived from its harness's session, design §6.5); else the derived holder,
-    known only while it holds a live lock. Unknown: no trailer is written for it."""
+    """Who commits, and whether that is an agent we know (docs/design.md, section 6.7):
+    ``AGENT_ID`` (or ``--as``); else the holder of a live lock recorded with this very
+    session process; else the derived holder, known only while it holds a live lock."""
     if not identity.derived:
         return identity, True
     session = identity.session
@@ -136,11 +121,7 @@ class TableReader:
         return configured, table
 
 
-# A push is about to reach a remote anyway: in remote mode pre-push first fetches the lock
-# table, so that it never warns from a view older than the claims (a claim released from
-# another clone); pre-commit does the same once its view says a path is held, so that a
-# commit is never refused for a claim released elsewhere. It waits this long at most (less
-# if alock.remoteTimeout says less), then says how old the view it judged by is.
+# How long a hook waits at most for remote mode's refresh of its view (docs/design.md, 6).
 PRE_PUSH_FETCH_SECONDS = 3
 
 
@@ -159,8 +140,7 @@ def refresh_view(
     cwd: str | None, remote: str, bound: Callable[[Any], None] | None = None
 ) -> str | None:
     """Fetch the lock remote's table into the local view, within PRE_PUSH_FETCH_SECONDS
-    (``bound``: what bounds the wait instead, given the remote store); None when done,
-    else the line saying how old the view is and why it stayed so."""
+    (or as ``bound`` bounds the remote store); None when done, else what the view is."""
     # Imported here: only remote mode's refresh pays for pygit2 and the remote protocol.
     from gitlocks.store.local import Store
     from gitlocks.store.remote import RemoteStore

@@ -1,36 +1,11 @@
 """The pre-receive hook: a repository you host refuses pushes into others' live claims.
 
-git runs it in the receiving repository, before any ref moves, with one
-``<old> <new> <ref>`` line per pushed ref on standard input and the pushed objects in a
-quarantine that the environment git sets makes visible to every git it starts. The commits
-a push brings, those reachable from a new value and from no ref the repository has
-(``git log <new>... --not --all``), are judged as ``git alock verify`` judges them
-(``gitlocks.hooks.verify``, the same code), against the lock table stored in this
-repository: the one its journal commit carries, as clients decide (its lock refs only
-where there is no journal, or one from before journal commits carried the table).
-
-- Lock refs and the journal hold no commits: a push of them is judged by what it does to
-  the table (``gitlocks.hooks.hosted``): one that deletes, rewinds or contradicts it is
-  refused in every mode. Remote-mode staging (``refs/agent-locks-remote/*``) passes.
-  Notes (``refs/notes/*``) pass: their trees name commits, not files. Deletions of other
-  refs pass.
-- Every other ref is checked, tags too: a commit is judged by what it changes, whichever
-  ref brings it in (one that came in under a passing ref is judged when it reaches another).
-- What lands on a branch the push moves is judged too (``gitlocks.hooks.landing``): the
-  commits the repository held elsewhere that the default branch does not hold yet (a
-  branch pushed before a claim, fast-forwarded onto main after it), and the paths its old
-  and new tips differ in that no commit ``old..new`` changes (a force push that drops
-  others' work, a merge whose first parent is from before it), as changed by the new tip's
-  agents. A commit on the default branch is never judged again.
-- Replace refs are not followed (``verify.stored_objects``): what is judged is what is
-  stored, never what a pushed ``refs/replace/*`` says it is.
-- It refuses (exit 1) by default; ``git config alock.hookMode warn`` in this repository
-  makes it report and accept.
-- Fail-open: when the check cannot run (an unreadable table, a missing git, a bug), it says
-  so and accepts the push. Claims are advisory; a broken check must not stop a team.
-
-A push of lock refs alone (each claim, in remote mode) loads the table guard only: the
-claim check's modules are loaded only when a push brings commits.
+The commits a push brings (from a new value, ``--not --all``) are judged as ``git alock
+verify`` judges them (``gitlocks.hooks.verify``) against the table the journal commit
+carries; what lands on a moved branch too (``gitlocks.hooks.landing``). A push of the lock
+namespaces is judged by what it does to the table (``gitlocks.hooks.hosted``), refused in
+every mode. Notes, remote-mode staging and deletions pass. It refuses unless
+``alock.hookMode warn``, and fails open. docs/design.md, section 6.9.
 """
 
 from __future__ import annotations
@@ -39,11 +14,9 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitlocks.core.text import printable
 from gitlocks.errors import (
-    EXIT_ERROR,
     EXIT_OK,
     EXIT_REFUSED,
     GitlocksError,
@@ -54,6 +27,7 @@ from gitlocks.git import run
 from gitlocks.layout import OWN_REF_PREFIXES, STAGING_PREFIX
 
 HOOK = "pre-receive"
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.git.settings import Settings
     from gitlocks.hooks.reading import HookConfig
@@ -72,10 +46,8 @@ NOT_JUDGED_YET = tuple(f"--exclude={prefix}*" for prefix in PASSING_PREFIXES)
 
 
 def pushed_tips(lines: Iterable[str]) -> list[str]:
-    """The new values to judge, from pre-receive's ``<old> <new> <ref>`` lines: neither a
-    deletion nor one of gitlocks' own refs."""
-    tips = [new for _old, new, _ref in _judged(lines)]
-    return list(dict.fromkeys(tips))
+    """The new values to judge (``_judged``), from pre-receive's lines."""
+    return list(dict.fromkeys(new for _old, new, _ref in _judged(lines)))
 
 
 def _updates(lines: Iterable[str]) -> list[tuple[str, str, str]]:
@@ -92,26 +64,6 @@ def _judged(lines: Iterable[str]) -> list[tuple[str, str, str]]:
     ]
 
 
-def moved_refs(lines: Iterable[str]) -> list[tuple[str, str]]:
-    """(old, new) of each branch the push moves (neither created nor deleted): what
-    lands on it is judged as well as the commits it brings (``landing.undone``). A tag
-    moved is no work landing anywhere."""
-    return [
-        (old, new)
-        for old, new, ref in _updates(lines)
-        if old.strip("0") and new.strip("0") and ref.startswith(BRANCH_PREFIX)
-    ]
-
-
-def landing_bases(lines: Iterable[str]) -> list[str]:
-    """Where the pushed work lands: the old value of each ref the push updates, or
-    ``HEAD`` (the repository's default branch) for a ref it creates. Their
-    ``.alockignore`` must exempt a path too, not only the list the work's own history
-    carries (``commits.Ignores.anchors``)."""
-    bases = [old if old.strip("0") else "HEAD" for old, _new, _ref in _judged(lines)]
-    return list(dict.fromkeys(bases))
-
-
 def receive_config(configured: Settings) -> HookConfig:
     """The hook's settings (``gitlocks.hooks.reading.hook_config``, as the receiving end)."""
     # Imported here: only a push that brings commits loads the check.
@@ -122,10 +74,8 @@ def receive_config(configured: Settings) -> HookConfig:
 
 def guard_table(lines: Sequence[str], cwd: str | None = None) -> tuple[int, str]:
     """Refuse (exit 1, whatever ``alock.hookMode`` says) a push that would delete, rewind
-    or contradict the lock table (``gitlocks.hooks.hosted``): claims of every clone would
-    be lost, where a claim check in warn mode only lets one commit through."""
-    refs = [parts[2] for parts in (line.split() for line in lines) if len(parts) == 3]
-    if not any(ref.startswith(OWN_REF_PREFIXES) for ref in refs):
+    or contradict the lock table: claims of every clone would be lost."""
+    if not any(ref.startswith(OWN_REF_PREFIXES) for _old, _new, ref in _updates(lines)):
         return EXIT_OK, ""
     # Imported here: a push of branches alone never loads the table guard.
     from gitlocks.hooks.table_guard import guard_or_error
@@ -159,16 +109,22 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
     # The tips on standard input: a mirror push may bring more than a command line holds.
     feed = "".join(tip + "\n" for tip in tips).encode()
     rev_args = ["--stdin", "--not", *NOT_JUDGED_YET, "--all", "--"]
-    # Judged on the journal commit's table, as clients decide: a lock ref deleted or
-    # planted by hand neither blinds nor blocks the check.
+    # What lands on each branch moved (not a tag, neither created nor deleted) is judged
+    # too; where the work lands (an old value, HEAD for a new ref) anchors its lists.
+    moved = [
+        (old, new)
+        for old, new, ref in _updates(lines)
+        if old.strip("0") and new.strip("0") and ref.startswith(BRANCH_PREFIX)
+    ]
+    bases = [old if old.strip("0") else "HEAD" for old, _new, _ref in _judged(lines)]
     result = check_commits(
         rev_args,
         cwd,
         read_config=receive_config,
         feed=feed,
         table_source=table_refs,
-        landing=moved_refs(lines),
-        anchors=landing_bases(lines),
+        landing=moved,
+        anchors=list(dict.fromkeys(bases)),
     )
     mode = result.config.mode if result.config is not None else "block"
     code = result.exit_code if mode == "block" else EXIT_OK
@@ -177,9 +133,6 @@ def run_receive(lines: Iterable[str], cwd: str | None = None) -> tuple[int, str]
 
 def main(argv: Sequence[str]) -> int:
     """``git-alock hook pre-receive``: judge the push; never a traceback."""
-    if list(argv[:1]) != [HOOK]:
-        sys.stderr.write(f"error: usage: git-alock hook {HOOK}\n")
-        return EXIT_ERROR
     try:
         lines = sys.stdin.buffer.read().decode("utf-8", "surrogateescape").splitlines()
         code, text = run_receive(lines)
@@ -198,17 +151,9 @@ def main(argv: Sequence[str]) -> int:
     return code
 
 
-# --- installing it into a repository you host -------------------------------------------
-
-
 def remote_hooks_dir(path: str, *, force: bool = False) -> Path:
-    """The hooks directory of the repository at ``path`` (``core.hooksPath`` honoured).
-
-    ``path`` must be the repository itself (a bare repository's directory, or the top of
-    a working tree), never a folder inside another one. A repository with a working tree
-    is refused unless ``force``: pushes to a checked-out branch are refused by git anyway
-    (``receive.denyCurrentBranch``), so a hosted repository is normally bare.
-    """
+    """The hooks directory of the repository at ``path`` (``core.hooksPath`` honoured),
+    never a folder inside another one; one with a working tree only with ``force``."""
     where = os.path.abspath(path)
     if not os.path.isdir(where):
         raise NotARepository(f"{path} is not a git repository (no such directory)")

@@ -1,13 +1,8 @@
 """The pre-receive guard of a sharded lock table (docs/design.md, sections 5.10 and 6.9).
 
-Each shard journal ``refs/agent-locks-meta/shards/<k>`` is guarded as the single journal
-is: never deleted, rewound or moved to anything but a journal commit carrying a table that
-continues the one it held. The format ref and the single journal ref (the notice that
-stops earlier versions) never move. After the push, every lock ref the push names holds
-what the union of the shard tables says, and every lock whose entry a pushed shard's table
-changes has its ref moved with it.
-
-Stdlib and git only, like the rest of the hook.
+Each shard journal is guarded as the single journal is (``gitlocks.hooks.hosted``); the
+format ref and the single journal ref never move; every lock ref the push names holds
+what the union of the shard tables says. Stdlib and git only, like the rest of the hook.
 """
 
 from __future__ import annotations
@@ -18,7 +13,6 @@ from gitlocks.core.journal import is_journal_commit
 from gitlocks.core.judging import check_record
 from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord
 from gitlocks.core.shard import parse_format, record_shards
-from gitlocks.core.text import canonical_number
 from gitlocks.git.changes import git_output
 from gitlocks.git.objects import cat_file, parse_commit
 from gitlocks.git.run import Env
@@ -33,13 +27,9 @@ from gitlocks.hooks.hosted import (
     read_heads,
     read_journal,
     refs_after,
+    shard_order,
 )
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, MAX_SHARDS, SHARD_PREFIX
-
-
-def _shard_number(ref: str, count: int) -> int | None:
-    number = canonical_number(ref[len(SHARD_PREFIX) :])
-    return number if number is not None and number < count else None
 
 
 def guard_shards(
@@ -61,9 +51,9 @@ def guard_shards(
     if count is None:
         return [f"{FORMAT_REF} states no shard count this guard reads: upgrade gitlocks here"]
     shards = {ref: values for ref, values in pushed.items() if ref.startswith(SHARD_PREFIX)}
-    for ref in sorted(shards):
-        if _shard_number(ref, count) is None:
-            return [f"the push writes {ref}, which is no shard of this {count}-shard lock table"]
+    strays = sorted(ref for ref in shards if not shard_order({ref: ""}, count))
+    if strays:
+        return [f"the push writes {strays[0]}, which is no shard of this {count}-shard lock table"]
     _, refs_now = current_refs(cwd)
     stated = {**tips, **{LOCK_PREFIX + i: v for i, v in refs_now.items()}}
     moved = moved_since(pushed, [*shards, *(LOCK_PREFIX + i for i in locks)], stated)
@@ -88,23 +78,14 @@ def guard_shards(
                 f"the push moves {ref} from {old.oid[:12]} to {new_oid[:12]}, which does not "
                 "descend from it: that would rewind or replace the lock table"
             ]
-        if old is not None and old.table is not None:
-            changed |= set(changed_locks(old.tree, new.tree, cwd))
-        else:
-            changed |= set(changed_locks(_empty_tree(cwd), new.tree, cwd))
+        base = old.tree if old is not None and old.table is not None else _empty_tree(cwd)
+        changed |= set(changed_locks(base, new.tree, cwd))
     heads_after = {**tips, **{ref: new_oid for ref, (_, new_oid) in shards.items()}}
     held = _held_values(heads_after, count, sorted({*locks, *changed}), cwd)
     # The union as clients fold it: shard by shard, a later shard's entry winning.
     wanted = {i: where[max(where)][0] for i, where in held.items()}
     problems = _misplaced({i: held.get(i, {}) for i in sorted(changed)}, count)
     return problems + lock_ref_problems(locks, wanted, refs_after(refs_now, locks), changed)
-
-
-def shard_order(tips: Mapping[str, str], count: int) -> list[tuple[int, str]]:
-    """(shard, commit) of the shards ``0..count-1`` among ``tips``, in shard order: the order
-    clients fold the union in (a ref beyond them is no shard, and read by nobody)."""
-    found = [(_shard_number(ref, count), oid) for ref, oid in tips.items()]
-    return sorted((k, oid) for k, oid in found if k is not None)
 
 
 def _held_values(
@@ -126,9 +107,8 @@ def _held_values(
 
 def _misplaced(held: Mapping[str, Mapping[int, tuple[str, bytes]]], count: int) -> list[str]:
     """Why records a push writes are not held as every client writes them: the same entry
-    in every shard of its claim and in no other (a record that cannot be read, in every
-    shard). A record torn across shards, or held outside one of its shards, would let a
-    claim that overlaps it lease a shard that does not hold it and win beside it."""
+    in every shard of its claim and in no other (an unreadable record: in every shard),
+    else an overlapping claim could lease a shard that does not hold it and win beside it."""
     problems: list[str] = []
     for lock_id, where in held.items():
         if not where:
@@ -175,10 +155,7 @@ def guard_upgrade(
     cwd: str | None,
 ) -> list[str]:
     """Why a push that shards a single journal's table must be refused; empty when it is
-    the upgrade ``git alock remote --shards`` makes: the format ref and every shard journal
-    created, each shard's first commit a table commit on the journal it replaces, their
-    union that journal's table, the journal moved onto a commit that is no journal commit
-    on the old one, and no lock ref moved."""
+    the upgrade ``git alock remote --shards`` makes (``refused`` says what that is)."""
     refused = [
         "the push shards the lock table, and is not the upgrade git alock remote --shards "
         "makes (the format ref, every shard journal on the old journal, their tables the old "

@@ -1,9 +1,6 @@
 """The pre-receive guard of the lock table: which refs of the lock namespaces a push
-moves, and the guard that judges them, for a table kept in one journal
-(``gitlocks.hooks.hosted``) or in shard journals (``gitlocks.hooks.sharded``, also for a
-push that shards the table). docs/design.md, sections 5.10 and 6.9.
-
-Stdlib and git only, like the rest of the hook.
+moves, and the guard that judges them (``gitlocks.hooks.hosted`` for one journal,
+``gitlocks.hooks.sharded`` for shard journals). docs/design.md, sections 5.10 and 6.9.
 """
 
 from __future__ import annotations
@@ -17,23 +14,16 @@ from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES
 
 
 def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
-    """Why a push must be refused for what it does to the lock table (empty: it may pass).
-
-    ``lines``: pre-receive's ``<old> <new> <ref>`` lines (only those in the lock namespaces
-    matter). Probe refs (``git alock remote NAME`` checks a remote with them) pass. A
-    claim's push costs a few git processes whatever the size of the table.
-    """
-    pushed: dict[str, tuple[str, str]] = {}
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 3:
-            pushed[parts[2]] = (parts[0], parts[1])
+    """Why a push must be refused for what it does to the lock table (empty: it may pass),
+    from pre-receive's ``<old> <new> <ref>`` lines. Probe refs pass."""
+    split = [line.split() for line in lines]
+    pushed = {parts[2]: (parts[0], parts[1]) for parts in split if len(parts) == 3}
     locks = {
         ref[len(LOCK_PREFIX) :]: values
         for ref, values in pushed.items()
         if ref.startswith(LOCK_PREFIX) and not ref.startswith(PROBE_PREFIXES)
     }
-    sharding = any(_sharding(r) for r in pushed)
+    sharding = any(r == FORMAT_REF or r.startswith(SHARD_PREFIX) for r in pushed)
     if JOURNAL_REF not in pushed and not locks and not sharding:
         return []
     state = sharded_state(cwd)
@@ -42,10 +32,6 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
     if sharding:
         return guard_upgrade(pushed, locks, cwd)
     return guard_journal(pushed, locks, cwd)
-
-
-def _sharding(ref: str) -> bool:
-    return ref == FORMAT_REF or ref.startswith(SHARD_PREFIX)
 
 
 def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:

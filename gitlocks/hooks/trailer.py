@@ -1,17 +1,8 @@
-"""The commit-msg hook: an ``Agent-Id`` trailer naming the agent that makes the commit.
-
-``git alock verify`` and a remote's pre-receive hook read it to tell an agent's own work
-from work inside someone else's claim (docs/design.md, section 6.7). The trailer is
-written by git's own ``interpret-trailers`` (so git's trailer rules, separators and
-comment handling apply) with ``--if-exists addIfDifferent``: an amend by the same agent
-never adds a second one. Rebases keep the trailers their commits carry. ``git revert`` and
-``git cherry-pick`` commit without running commit-msg (even when a message is edited: git
-runs ``git commit -n`` then), so the prepare-commit-msg hook adds the trailer to their
-commits: a revert's always, a cherry-pick's only when the commit picked carries none. A
-message that is empty but for comments git will strip is left alone: git aborts that
-commit, and a trailer would make it go on. Comment lines git keeps (``git commit -m
-"#123 fix"``, where no editor ran, or ``commit.cleanup`` verbatim, whitespace or scissors)
-are the message, and get it.
+"""The commit-msg hook: an ``Agent-Id`` trailer naming the agent that makes the commit
+(docs/design.md, section 6.7), written by git's own ``interpret-trailers``. ``git revert``
+and ``git cherry-pick`` run no commit-msg, so prepare-commit-msg adds it to their commits.
+A message that is empty but for comments git will strip is left alone (git aborts that
+commit); comment lines git keeps are the message, and get it.
 """
 
 from __future__ import annotations
@@ -26,8 +17,8 @@ from gitlocks.errors import GitlocksError
 from gitlocks.git import settings
 from gitlocks.git.changes import git_output
 from gitlocks.hooks import report_bug
-from gitlocks.hooks.session import hook_session
-from gitlocks.identity import resolve_identity
+from gitlocks.hooks.session import cmdline, hook_session
+from gitlocks.identity import parent_pid, resolve_identity
 
 TRAILER = "Agent-Id"
 PREFIX = "alock: "  # the hooks' prefix (``render.hooks``, which needs the table to import)
@@ -50,12 +41,8 @@ def agent_id(cwd: str | None = None) -> str | None:
 
 
 def has_content(message: str, comment: str, *, comments_kept: bool = False) -> bool:
-    """Whether ``message`` says anything once comments and a ``-v`` diff are gone.
-
-    ``comments_kept``: git will keep lines that start with the comment character (the
-    message did not go through an editor, or ``commit.cleanup`` keeps them), so such a
-    line is content too: ``git commit -m "#123 fix the parser"`` says something.
-    """
+    """Whether ``message`` says anything once comments and a ``-v`` diff are gone;
+    ``comments_kept``: git keeps comment lines, so they are content too (``-m "#123 fix"``)."""
     for line in message.splitlines():
         if comment and line.startswith(comment):
             if line == comment + SCISSORS:
@@ -77,14 +64,9 @@ def cleanup_settings(cwd: str | None) -> tuple[str, str]:
 
 def editor_used(parent: int | None = None) -> bool:
     """Whether git had this message edited (or may have): only then does its default
-    cleanup strip comment lines.
-
-    git tells a hook that no editor ran by setting ``GIT_EDITOR=:`` for it (``git commit
-    -m``, ``-F``, ``--no-edit``). A ``:`` that git inherited is the user's own setting and
-    tells nothing, so the committing git's own environment is asked; when it cannot be
-    read (no ``/proc``), the answer is yes, as it was before: a message left with comments
-    only is then never given a trailer that would turn git's abort into a commit.
-    """
+    cleanup strip comment lines. git sets ``GIT_EDITOR=:`` for a hook when no editor ran,
+    unless the committing git inherited it (the user's own setting, which tells nothing).
+    Unreadable (no ``/proc``): yes, so a comments-only message never gets a trailer."""
     if os.environ.get("GIT_EDITOR") != ":":
         return True
     pid = os.getppid() if parent is None else parent
@@ -99,19 +81,14 @@ def editor_used(parent: int | None = None) -> bool:
 def comments_kept(cleanup: str, edited: bool) -> bool:
     """Whether git keeps comment lines in the message it commits (``git commit``'s
     ``--cleanup`` modes: ``default`` strips them only when the message was edited)."""
-    if cleanup in ("verbatim", "whitespace", "scissors"):
-        return True
-    if cleanup == "strip":
-        return False
-    return not edited
+    return cleanup in ("verbatim", "whitespace", "scissors") or (cleanup != "strip" and not edited)
 
 
 def add_trailer(
     message_file: str, agent: str, cwd: str | None = None, *, if_exists: str = "addIfDifferent"
 ) -> bool:
-    """Add ``Agent-Id: agent`` to the message file unless it says it already (``if_exists``
-    ``doNothing``: unless it names any agent), or says nothing at all. Returns whether the
-    file was changed."""
+    """Add ``Agent-Id: agent`` to the message file unless it says it already (``doNothing``:
+    names any agent) or says nothing at all; whether the file was changed."""
     with open(message_file, "rb") as f:
         before = f.read()
     comment, cleanup = cleanup_settings(cwd)
@@ -119,15 +96,11 @@ def add_trailer(
     text = before.decode("utf-8", "replace")
     if not has_content(text, comment, comments_kept=kept):
         return False
-    if not before.endswith(b"\n"):
-        # ``git merge -m`` writes its message without a final newline, and
-        # interpret-trailers then puts the trailer on the very next line: no trailer at
-        # all to git. A newline first gives it its blank line.
+    if not before.endswith(b"\n"):  # ``git merge -m``'s: else no trailer to git
         with open(message_file, "ab") as f:
             f.write(b"\n")
-    # Lines git keeps are no comments to interpret-trailers either: it would put the
-    # trailer above a last "#..." line as above a comment, so it is told another
-    # character, one that starts no line.
+    # Lines git keeps are no comments to interpret-trailers either: it is told a comment
+    # character that starts no line.
     options = []
     if kept:
         starts = {line[:1] for line in text.splitlines()}
@@ -170,25 +143,13 @@ _GIT_VALUE_OPTIONS = (
 def git_command(pid: int) -> list[str]:
     """The command and arguments of the git process ``pid`` (``["revert", "--no-edit",
     "HEAD"]``), without git's own options; empty when it cannot be read (no ``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            words = [os.fsdecode(w) for w in f.read().split(b"\0")[:-1]]
-    except OSError:
-        return []
+    words = cmdline(pid)
     if not words or os.path.basename(words[0]) != "git":
         return []
     rest = words[1:]
     while rest and rest[0].startswith("-"):
         rest = rest[2:] if rest[0] in _GIT_VALUE_OPTIONS else rest[1:]
     return rest
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _nearest_git(pid: int | None) -> tuple[int, list[str]] | None:
@@ -200,17 +161,16 @@ def _nearest_git(pid: int | None) -> tuple[int, list[str]] | None:
         command = git_command(pid)
         if command:
             return pid, command
-        pid = _parent_of(pid)
+        pid = parent_pid(pid)
     return None
 
 
 def sequenced_by(parent: int | None = None) -> str | None:
-    """``revert`` or ``cherry-pick`` when that is what makes this commit (it runs no
-    commit-msg): the committing git itself, or the ``git commit -n`` it runs for an edited
-    message; else None."""
+    """``revert`` or ``cherry-pick`` when that is what makes this commit (the committing
+    git, or the one that runs ``git commit -n`` for an edited message); else None."""
     found = _nearest_git(os.getppid() if parent is None else parent)
     if found is not None and found[1][:1] == ["commit"] and "-n" in found[1]:
-        found = _nearest_git(_parent_of(found[0]))
+        found = _nearest_git(parent_pid(found[0]))
     if found is None:
         return None
     return found[1][0] if found[1][:1] in (["revert"], ["cherry-pick"]) else None

@@ -1,16 +1,9 @@
 """Commits already made, judged against the lock table: ``git alock verify`` and the
-pre-receive hook (docs/hooks.md, "Verify commits already made" and "A remote that refuses").
-
-Each commit is read and judged as ``gitlocks.hooks.commits`` says: by its ``Agent-Id:``
-trailers, against the live claims held against every one of its agents.
-
-A commit changes what it changes against its first parent (a merge: everything it brings
-into the line it was made on), a root commit against the empty tree. Whatever the number of
-commits, the question costs a constant number of git processes: one ``git log`` lists them
-with their parents, subjects and trailers, one ``git diff-tree --stdin`` reads the paths of
-all of them and two ``cat-file`` calls the ``.alockignore`` each commit's parent committed
-(only when some claim is live at all), besides the table's own reads. Part of the hook
-path: imports neither typer nor pygit2.
+pre-receive hook (docs/design.md, section 6.9; docs/hooks.md). Whatever the number of
+commits, the question costs a constant number of git processes: one ``git log``, one
+``git diff-tree --stdin`` and two ``cat-file`` calls for the ``.alockignore`` lists (only
+when some claim is live), besides the table's own reads. Part of the hook path: imports
+neither typer nor pygit2.
 """
 
 from __future__ import annotations
@@ -23,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from gitlocks.core.judging import Problem
-from gitlocks.core.record import format_time, utcnow
+from gitlocks.core.record import format_time, is_object_id, utcnow
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, StoreError, UsageError
 from gitlocks.git import files, settings
 from gitlocks.git.changes import finish_git, git_output, start_git
@@ -80,9 +73,6 @@ class Verification:
         }
 
 
-# --- where a shallow clone was cut ---------------------------------------------------------
-
-
 def _shallow(common_dir: str) -> set[str]:
     """The commits a shallow clone cut the parents of (none in a full clone)."""
     try:
@@ -92,16 +82,8 @@ def _shallow(common_dir: str) -> set[str]:
         return set()
 
 
-# --- the whole question -----------------------------------------------------------------------
-
-
-ConfigReader = Callable[[Settings], HookConfig]
-TableSource = Callable[[str | None], files.Scan | None]
-
-
-# Replace refs (``refs/replace/*``) make git read one object as another: anyone who can
-# push one could have a commit, a claim's record or .alockignore judged as something else.
-# Every git the check starts reads the objects as stored.
+# Replace refs make git read one object as another: anyone who can push one could have a
+# commit, a record or .alockignore judged as something else.
 NO_REPLACE = "GIT_NO_REPLACE_OBJECTS"
 
 
@@ -124,22 +106,19 @@ def check_commits(
     rev_args: Sequence[str],
     cwd: str | None = None,
     *,
-    read_config: ConfigReader = hook_config,
+    read_config: Callable[[Settings], HookConfig] = hook_config,
     bad_range: Sequence[str] | None = None,
     feed: bytes = b"",
-    table_source: TableSource | None = None,
+    table_source: Callable[[str | None], files.Scan | None] | None = None,
     landing: Sequence[tuple[str, str]] = (),
     shallow_ok: bool = True,
     anchors: Sequence[str] = (),
 ) -> Verification:
-    """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table,
-    every object read as stored (no replace refs).
+    """The commits ``git log REV_ARGS`` lists, judged against the repository's lock table.
 
-    ``bad_range``: the revisions as the user typed them; a ``git log`` failure is then
-    their mistake (exit 2, naming them), not a store problem. ``feed``: standard input for
-    ``git log`` (revisions, one a line, with ``--stdin``). ``table_source``: the lock refs
-    to judge on (a hosted repository's journal table); None, or its None: the lock refs.
-    ``landing``: the (old, new) values of the refs a push moves (``landing.undone``).
+    ``bad_range``: the revisions as typed; a ``git log`` failure is then the user's mistake
+    (exit 2). ``feed``: ``git log``'s stdin. ``table_source``: the lock refs to judge on
+    (None, or its None: the lock refs). ``landing``: (old, new) of the refs a push moves.
     """
     # Independent git calls run side by side: each costs a process start.
     common = start_git(["rev-parse", "--git-common-dir"], cwd)
@@ -194,19 +173,16 @@ def check_commits(
         )  # fmt: skip
     else:
         table = read_lock_table(common_dir, cwd, hook_settings.ignore_case, hook_settings.skew)
-    changed: dict[str, list[str]] = {}
-    cutoff = table.cutoff(format_time(now))
     latest = table.summaries.latest()
-    if latest is not None and latest > cutoff:
-        # Without a live claim no commit can cross one: a push into a repository where
-        # nobody claims anything (a first push of a long history) reads no paths at all.
-        changed = changed_paths(judged, cwd)
+    live = latest is not None and latest > table.cutoff(format_time(now))
+    # Without a live claim no commit can cross one: then no paths are read at all.
+    changed = changed_paths(judged, cwd) if live else {}
     ignores = read_ignores(judged, changed, cwd) if changed else Ignores()
     if changed and anchors:
         lists = tuple(CommittedIgnores(list(anchors), cwd).finish())
         ignores = replace(ignores, anchors=lists)
     findings = judge(judged, changed, table, now, ignores)
-    if landing and latest is not None and latest > cutoff:
+    if landing and live:
         # Imported here: only a push that moves a branch while a claim is live reads it.
         from gitlocks.hooks.landing import undone
 
@@ -221,13 +197,9 @@ def verify_range(
     no_table_ok: bool = False,
     shallow_ok: bool = False,
 ) -> Verification:
-    """``git alock verify RANGE...``: the commits ``git rev-list RANGE...`` names.
-
-    Loud where a quiet answer would mislead: a revision that names no commit (a tree, a
-    file), a repository with no lock table in sight (``no_table_ok`` allows it) and a
-    commit where a shallow clone was cut (``shallow_ok`` skips it) are errors, exit 2,
-    never ``CLEAN``.
-    """
+    """``git alock verify RANGE...``: the commits ``git rev-list RANGE...`` names. A
+    revision naming no commit, no lock table in sight (unless ``no_table_ok``) and a
+    shallow clone's cut (unless ``shallow_ok``) are errors, exit 2, never ``CLEAN``."""
     if not revisions:
         raise UsageError("name the commits to verify, e.g. git alock verify origin/main..HEAD")
     with stored_objects():
@@ -247,9 +219,8 @@ def verify_range(
 
 
 def range_bases(revisions: Sequence[str]) -> list[str]:
-    """Where a range's work lands: ``A`` of ``A..B`` and of ``^A`` (``HEAD`` for ``..B``).
-    Its ``.alockignore`` must exempt a path too (``Ignores.anchors``). A range with no
-    base (a branch alone) has none: each commit's first parent's list decides."""
+    """Where a range's work lands (``Ignores.anchors``): ``A`` of ``A..B`` and of ``^A``
+    (``HEAD`` for ``..B``); none for a range with no base."""
     bases = []
     for rev in revisions:
         if rev.startswith("^") and len(rev) > 1:
@@ -260,10 +231,8 @@ def range_bases(revisions: Sequence[str]) -> list[str]:
 
 
 def _journal_table(cwd: str | None) -> files.Scan | None:
-    """The table the journal commit carries, as clients decide (docs/design.md 5.4): a CI
-    clone fetched the lock refs beside it from a host where anyone may delete or plant one.
-    None (the lock refs decide) in remote mode, whose lock refs are the view mirrored from
-    the remote's journal table, and where the journal carries no table."""
+    """The table the journal commit carries, as clients decide (docs/design.md 5.4); None
+    (the lock refs decide) in remote mode and where the journal carries no table."""
     if settings.read(cwd).get("alock.remote"):
         return None
     # Imported here: the hosted table's reader is git alone, like the rest of the hook path.
@@ -282,11 +251,8 @@ def _only_commits(revisions: Sequence[str], cwd: str | None) -> None:
     except StoreError as exc:
         detail = str(exc).removeprefix("git rev-parse failed: ").removeprefix("fatal: ")
         raise UsageError(f"bad revision range {named}: {detail}") from None
-    oids = [
-        line.lstrip("^")
-        for line in out.decode("ascii", "replace").split()
-        if line.lstrip("^") and all(c in "0123456789abcdef" for c in line.lstrip("^"))
-    ]
+    words = [line.lstrip("^") for line in out.decode("ascii", "replace").split()]
+    oids = [word for word in words if is_object_id(word)]
     if not oids:
         return
     found = cat_file_check(

@@ -50,7 +50,7 @@ def test_no_git_on_path_is_one_error_line_and_no_traceback(repo: Path, tmp_path:
     assert proc.stderr == "error: cannot run git: No such file or directory\n"
 
 
-def _bounded(args: list[str], timeout: float = 120) -> run.Ran:
+def _bounded(args: list[str], timeout: float = 120) -> run.GitRun:
     return run.bounded(
         args, env=run.Env.REMOTE, timeout=timeout, timed_out="too slow", error=StoreError
     )
@@ -72,7 +72,7 @@ def test_a_bounded_run_that_runs_out_of_time_raises_the_error_given() -> None:
             timeout=0.5,
         )
     done = _bounded(["--version"])
-    assert done.returncode == 0 and done.stdout.startswith(b"git version")
+    assert done.code == 0 and done.out.startswith("git version")
 
 
 def test_a_run_past_its_time_is_killed_with_all_it_started(tmp_path: Path) -> None:
@@ -98,11 +98,11 @@ def test_a_remote_that_talks_without_end_costs_a_bounded_memory(tmp_path: Path) 
     )
     upload = f"echo first-words >&2; {talk}; echo last-words >&2; git-upload-pack"
     done = _bounded(["ls-remote", f"--upload-pack={upload}", str(served), "HEAD"])
-    assert done.returncode == 0 and done.stdout.endswith(b"\tHEAD\n"), done.stdout
-    assert len(done.stderr) < 3 * run.STDERR_KEPT  # of 25 MB said
-    assert done.stderr.startswith(b"first-words\n")
-    assert done.stderr.rstrip().endswith(b"last-words")
-    assert b"bytes of git's output left out" in done.stderr
+    assert done.code == 0 and done.out.endswith("\tHEAD\n"), done.out
+    assert len(done.err) < 3 * run.STDERR_KEPT  # of 25 MB said
+    assert done.err.startswith("first-words\n")
+    assert done.err.rstrip().endswith("last-words")
+    assert "bytes of git's output left out" in done.err
 
 
 def test_a_remote_that_dribbles_is_stopped_at_the_bound(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_a_bounded_run_that_finished_is_not_held_by_a_daemon_its_remote_left(
     upload = f"setsid sh -c '{daemon}' & echo $! > {marker}; git-upload-pack"
     try:
         done = _bounded(["ls-remote", f"--upload-pack={upload}", str(served), "HEAD"])
-        assert done.returncode == 0 and done.stdout.endswith(b"\tHEAD\n"), done
+        assert done.code == 0 and done.out.endswith("\tHEAD\n"), done
         assert marker.exists() and not ended.exists()  # its end was not waited for
     finally:
         with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):

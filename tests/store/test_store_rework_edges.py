@@ -25,7 +25,7 @@ from support.remote import daemon, make_bare, make_clone, remote_locks
 from gitlocks.core.record import utcnow
 from gitlocks.core.scope import ScopeEntry
 from gitlocks.errors import GitlocksError
-from gitlocks.git.transaction import RefsRefused, update
+from gitlocks.git.transaction import RefsRefused, Transaction
 from gitlocks.identity import resolve_identity
 from gitlocks.service.context import Context
 from gitlocks.service.lifecycle import states
@@ -336,8 +336,12 @@ def test_a_refused_transaction_says_gits_reason(repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD").strip()
     git(repo, "update-ref", LOCKS + "x", head)
     wrong = "1" * len(head)
+    tx = Transaction(str(repo / ".git"), "gitlocks")
+    tx.queue(LOCKS + "x", None, wrong, len(head))
     with pytest.raises(RefsRefused) as refused:
-        update(str(repo / ".git"), {LOCKS + "x": (None, wrong)}, len(head))
+        tx.ask("prepare")
+        tx.answer()
+    tx.abort()
     said = str(refused.value)
     assert "exit 128" not in said and LOCKS + "x" in said, said
     assert rev(repo, LOCKS + "x") == head
