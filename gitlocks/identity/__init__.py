@@ -1,13 +1,8 @@
-"""Who is asking: the holder id, its parent, and the session process behind them.
-
-A holder is ``--as ID``, else ``AGENT_ID``, else an id derived from the session process:
-the first ancestor that is neither a shell nor git itself. When a user (or an agent)
-types ``git alock``, the chain is ``agent -> shell -> git -> git-alock``, so the session is
-the agent, and its life is what says whether the holder is still there.
+"""Who is asking: the holder id, its parent, and the session process behind them
+(docs/design.md, section 3.2).
 
 The process facts it rests on are ``gitlocks.identity.processes``'s, named here too for
-the modules that ask who is asking. Stdlib only: this module is imported by every
-command, so it must stay cheap.
+the modules that ask who is asking. Stdlib only: every command imports this module.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""The processes behind a holder: the session process a command runs under, found by
-walking up the process tree past shells and git, whether a process is still alive (its
-start time, on this host and boot), and the names and environment variables that steer
-the walk. Where the register of harness sessions lives is here too: who asks
-(``gitlocks.identity``) and the register (``gitlocks.identity.sessions``) both need it.
+"""The processes behind a holder: the session process a command runs under (found by
+walking up past shells and git), whether a process is still alive, the names and
+variables that steer the walk, and where the register of harness sessions lives.
 
-Process facts come from ``/proc`` on Linux and from ``ps`` elsewhere (macOS, BSD).
-Stdlib only: every command imports this module, so it must stay cheap.
+Process facts come from ``/proc`` on Linux and from ``ps`` elsewhere. Stdlib only: every
+command imports this module.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Harness sessions: which holder an agent harness process is, for everything it runs.
 
-An agent harness (Claude Code, Codex CLI, Gemini CLI, Copilot CLI) is one process per
-session. Its guard hook, the commands its shell tool runs, the MCP server it started and
-the git hooks of the commits it makes are all its descendants. The guard records, on the
-session's first event, that this process (its pid and start time, on this host and pid
-namespace) is holder H; every gitlocks process with that process among its ancestors then
-resolves to H (docs/design.md, section 3.2). So one session is one holder, whatever its
-process is called, and two sessions are two.
-
-The register is a directory of small files under the user's state directory
-(``$XDG_STATE_HOME/gitlocks/sessions``, else ``~/.local/state/gitlocks/sessions``), one
-per session process, named after its pid and a digest of its start time and host
-identity, so a reused pid never finds another session's entry. A second file per session
-lists the repositories the session claimed in, one line each, appended: ``Stop`` and
-``SessionEnd`` act in all of them. Nothing here is authoritative about locks: an entry only
-names a holder; the lock table stays the one truth.
-
-Stdlib only, and cheap: every command asks it. Where the register lives, and whether it
-may be read, is ``gitlocks.identity``'s to say: without one, a command answers with one
-``stat`` and never imports this module.
+The guard records that a harness process (pid, start time, host identity) is holder H;
+every gitlocks process below it resolves to H (docs/design.md, section 3.2). The register
+is one small file per session process, keyed by its pid and a digest of its start time and
+host identity, plus a list of the repositories it claimed in. An entry only names a
+holder: the lock table stays the one truth. Stdlib only and cheap: every command asks.
 """
 
 from __future__ import annotations

@@ -179,6 +179,15 @@ def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[st
     return event
 
 
+def drop(
+    change: Change, gone: set[str], kind: str, record: LockRecord, now: datetime, **extra: Any
+) -> None:
+    """Delete ``record`` by ``change``, journaled as ``kind``; its id joins ``gone``."""
+    change.delete.append(record.id)
+    change.events.append(event(kind, record, now, **extra))
+    gone.add(record.id)
+
+
 def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]:
     """Schedule every expired record for deletion; return their ids.
 
@@ -187,7 +196,7 @@ def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]
     narrower claim, and a crash must never lose it by accident. A claim whose work has
     landed in its branch (``--until-merged``) is released too (``landing``).
     """
-    gone = set()
+    gone: set[str] = set()
     expired = table.expired(format_time(now))
     life = ctx.liveness() if any(r.notes for r in expired) else None
     for record in expired:
@@ -198,28 +207,15 @@ def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]
             extra: dict[str, Any] = {"interrupted": True}
         else:
             extra = {}
-        change.delete.append(record.id)
         # ``by``: whose write swept it (the journal names who removed what, every time).
-        change.events.append(event("expired", record, now, by=ctx.identity.holder, **extra))
-        gone.add(record.id)
+        drop(change, gone, "expired", record, now, by=ctx.identity.holder, **extra)
     if not table.landing():  # found from the summaries: most tables have none
         return gone
     from gitlocks.service import landing  # only when some claim waits on a merge
 
     for record in landing.land(ctx.store, table, gone, ctx.host_id):
-        change.delete.append(record.id)
-        commits = list(record.awaiting)
-        change.events.append(
-            event(
-                "landed",
-                record,
-                now,
-                by=ctx.identity.holder,
-                branch=record.until_merged,
-                commits=commits,
-            )
-        )
-        gone.add(record.id)
+        by, branch, commits = ctx.identity.holder, record.until_merged, list(record.awaiting)
+        drop(change, gone, "landed", record, now, by=by, branch=branch, commits=commits)
     return gone
 
 

@@ -1,11 +1,6 @@
-"""Claims that end when their work lands: ``acquire --until-merged BRANCH``.
-
-A claim made so keeps the holder's commits inside it (``awaiting``, added by the
-post-commit hook). It is released, journaled ``landed``, once those commits are in BRANCH
-(the lock remote's copy of it in remote mode) and the holder's worktree has no
-uncommitted change inside the claim. Every write asks (``sweep``), and ``sync`` too; only
-records whose summary says they wait are read, so the question costs nothing in a table
-without them (docs/design.md, section 6.8).
+"""Claims that end when their work lands: ``acquire --until-merged BRANCH``
+(docs/design.md, section 6.8). Every write asks (``sweep``), and ``sync`` too; only
+records whose summary says they wait are read.
 """
 
 from __future__ import annotations

@@ -1,63 +1,30 @@
-"""Agent lifecycle: is a holder alive, quiet (STALE) or gone (dead, INTERRUPTED WORK)?
+"""Agent lifecycle: is a holder live, stale, dead or interrupted (docs/design.md, sections
+3.3 and 3.6), and the writes that follow: rebind, auto-release, resume, clear the dead.
 
-States of a live (unexpired) lock, as every verb and listing sees it:
-
-- ``live``: its holder's session process runs, or cannot be judged from here.
-- ``stale``: alive, but it has neither renewed nor noted for ``alock.staleAfter``
-  (default 10m). Only shown; it still blocks until its TTL runs out or it is broken.
-- ``dead``: on this host, its session process is gone (pid absent, or reused by a process
-  with another start time) and it left no notes. The next write that sees it releases it
-  (event ``auto_released``).
-- ``interrupted``: dead, but with notes: INTERRUPTED WORK. It blocks nobody's narrower
-  claim; a claim of the same scope (see :func:`covers_scope`) is answered
-  ``INTERRUPTED WORK`` so that the work is taken over (``resume``) or discarded
-  (``break``) on purpose, never lost by accident.
-
-Liveness is only judged on the host that wrote the record (a pid means nothing
-elsewhere), and only for records whose session is known (a pid and a start time); the
-rest live by their TTL alone. Judging is cheap but not free (a ``/proc`` read each), so
-writers judge only the records a decision touches, through :class:`Liveness`, which
-also remembers each answer for the rest of the decision.
+Liveness is judged only on the host that wrote a record, and only for the records a
+decision touches, through :class:`Liveness`, which remembers each answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 
 from gitlocks.core.change import Change
 from gitlocks.core.judging import record_entries
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, expiry_from, format_time
-from gitlocks.core.scope import (
-    WHOLE_TREE,
-    ScopeEntry,
-    entry_covers,
-    has_wildcards,
-    literal_path,
-)
+from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, entry_covers
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
-from gitlocks.service.context import Context, event, sweep
+from gitlocks.service.context import Context, drop, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
+from gitlocks.service.typos import literal_part
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
     from gitlocks.core.liveness import State
 
 # --- "the same scope" -----------------------------------------------------------------------
-
-
-def _subtree_root(pattern: str) -> str | None:
-    """The literal directory a pattern's whole scope lies under ("" for the root)."""
-    if pattern == WHOLE_TREE:
-        return ""
-    literal = []
-    for segment in pattern.split("/"):
-        if has_wildcards(segment):
-            break
-        literal.append(literal_path(segment))
-    return "/".join(literal)
 
 
 def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> bool:
@@ -69,8 +36,8 @@ def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> 
         return True
     if outer.exact:
         return False  # one file contains only itself, handled above
-    base = _subtree_root(inner.pattern)
-    if base is None or base == "":
+    base = "/".join(literal_part(inner.pattern))
+    if not base:
         return False
     # A non-exact pattern covering a path covers everything beneath it (DESIGN rule 4).
     return entry_covers(outer, base, ignore_case=ignore_case)
@@ -99,15 +66,6 @@ def within(entry: ScopeEntry, record: LockRecord, ignore_case: bool) -> bool:
 
 
 # --- writers' helpers -----------------------------------------------------------------------
-
-
-def auto_release(
-    record: LockRecord, now: datetime, change: Change, gone: set[str], *, by: str
-) -> None:
-    """Schedule a dead, note-less lock for deletion by the current write (of ``by``)."""
-    change.delete.append(record.id)
-    change.events.append(event("auto_released", record, now, pid=record.pid, by=by))
-    gone.add(record.id)
 
 
 def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
@@ -245,15 +203,12 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
         cleared = []
         for record in table.live(format_time(now)):
             if record.id not in gone and life.state(record) == "dead":
-                auto_release(record, now, change, gone, by=ctx.identity.holder)
+                by = ctx.identity.holder
+                drop(change, gone, "auto_released", record, now, pid=record.pid, by=by)
                 cleared.append(record)
         for waiter in table.waiters(format_time(now)):  # a waiter killed: out of the queue
             if waiter.id not in gone and life.dead(waiter):
-                change.delete.append(waiter.id)
-                change.events.append(
-                    event("left_queue", waiter, now, why="dead", by=ctx.identity.holder)
-                )
-                gone.add(waiter.id)
+                drop(change, gone, "left_queue", waiter, now, why="dead", by=ctx.identity.holder)
         return change, cleared
 
     found: list[LockRecord] = ctx.store.transact(decide)

@@ -28,7 +28,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import lifecycle, queue
-from gitlocks.service.context import Context, event, sweep
+from gitlocks.service.context import Context, drop, event, sweep
 from gitlocks.service.results import (
     AcquireResult,
     BreakResult,
@@ -87,7 +87,7 @@ def acquire(
 
         def leave(why: str, result: AcquireResult) -> tuple[Change, AcquireResult]:
             if mine is not None:
-                queue.leave(mine, now, change, gone, why=why, by=ctx.identity.holder)
+                drop(change, gone, "left_queue", mine, now, why=why, by=ctx.identity.holder)
             return change, result
 
         hint = _parents_whole_scope(ctx, table, entries, gone)
@@ -142,7 +142,7 @@ def acquire(
         if queued is not None and mine is None and not queue.lapsed(queued, now, deadline):
             return change, AcquireResult("refused", conflicts=conflicts)  # broken, or time out
         if mine is not None and now >= deadline:
-            queue.leave(mine, now, change, gone, why="timeout", by=by)
+            drop(change, gone, "left_queue", mine, now, why="timeout", by=by)
             return change, AcquireResult("refused", conflicts=conflicts)
         me = mine or queue.waiter(
             ctx, table, entries, reason=reason, ttl=ttl, shared=shared, deadline=deadline
@@ -150,7 +150,7 @@ def acquire(
         cycle = queue.deadlock(ctx, table, life, me, gone)
         if cycle is not None:
             if mine is not None:
-                queue.leave(mine, now, change, gone, why="deadlock", by=by)
+                drop(change, gone, "left_queue", mine, now, why="deadlock", by=by)
             return change, AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
         if mine is None:
             change.put.append(me)
@@ -208,7 +208,8 @@ def _crossed(
             continue
         state = life.state(record)
         if state == "dead":
-            lifecycle.auto_release(record, ctx.now(), change, gone, by=ctx.identity.holder)
+            by = ctx.identity.holder
+            drop(change, gone, "auto_released", record, ctx.now(), pid=record.pid, by=by)
             continue
         found = Conflict(record, pairs, state, life.quiet_seconds(record))
         if state != "interrupted":

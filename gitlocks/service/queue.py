@@ -18,7 +18,7 @@ from gitlocks.core.scope import ScopeEntry, entries_overlap
 from gitlocks.core.table import Table
 from gitlocks.identity import process_start_time
 from gitlocks.service import lifecycle
-from gitlocks.service.context import Context, event
+from gitlocks.service.context import Context, drop
 from gitlocks.service.results import Conflict
 
 GRACE_SECONDS = 10  # a waiter's record outlives its wait by this much
@@ -117,19 +117,10 @@ def ahead(
         if not pairs:
             continue
         if life.dead(other):
-            leave(other, now, change, gone, why="dead", by=ident.holder)
+            drop(change, gone, "left_queue", other, now, why="dead", by=ident.holder)
             continue
         found.append(Conflict(other, pairs, "live", life.quiet_seconds(other)))
     return found
-
-
-def leave(
-    record: LockRecord, now: datetime, change: Change, gone: set[str], *, why: str, by: str
-) -> None:
-    """Take a waiter out of the queue in ``change``, journaled with why."""
-    change.delete.append(record.id)
-    change.events.append(event("left_queue", record, now, why=why, by=by))
-    gone.add(record.id)
 
 
 def waiter(

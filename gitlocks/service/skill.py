@@ -1,14 +1,8 @@
 """The agent skill: instructions teaching a coding agent the lock protocol.
 
-The text ships in the package (``gitlocks/data/SKILL.md``, with the front matter Claude's
-skills read). Each tool gets it where it looks for instructions:
-
-- ``claude``: ``.claude/skills/gitlocks/SKILL.md`` (a project skill).
-- ``cursor``: ``.cursor/rules/gitlocks.mdc`` (a project rule, always applied).
-- ``codex`` and ``agents``: a marked section of ``AGENTS.md``, which both read; the
-  rest of that file is left alone.
-
-Nothing is overwritten unless asked: a different existing copy is refused without
+The text ships as ``gitlocks/data/SKILL.md``; each tool gets it where it looks (``destination``):
+a Claude project skill, a Cursor rule, or a marked section of ``AGENTS.md`` (Codex and
+others), the rest of that file left alone. A different existing copy is replaced only with
 ``force``.
 """
 

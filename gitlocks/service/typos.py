@@ -1,19 +1,12 @@
-"""Claims that cover nothing that exists: a typo (``srcc/**``, ``SRC/auth``), or a file
-about to be written. Still claimed (an agent claims a file before writing it), but worth a
-note naming the closest existing path.
-
-Cheap at any size: a pattern whose literal part (the segments before its first wildcard)
-exists in the working tree is taken to cover something, without listing anything; only
-when some pattern's literal part is missing is the index listed, once (a small index file
-read directly, else ``git ls-files`` of the deepest directory above the missing parts),
-and each missing segment compared (``difflib``) with the names at its depth under the
-part that does exist. ``acquire`` starts that listing before it writes
-the claim (``start_listing``), so the two run at once.
+"""Claims that cover nothing that exists: a typo (``srcc/**``, ``SRC/auth``) or a file
+about to be written. Still claimed, but worth a note naming the closest existing path.
+How it stays cheap at any size: docs/design.md, section 7.3.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
@@ -252,7 +245,7 @@ _PATHSPEC_VARS = frozenset(
 def _present_parent(root: str, patterns: list[str]) -> str:
     """The deepest directory (not a link) of the working tree above every pattern's
     missing literal part: root-relative, "" for the root."""
-    common: list[str] | None = None
+    heres = []
     for pattern in patterns:
         parts, here = literal_part(pattern)[:-1], list[str]()
         for part in parts:
@@ -260,13 +253,8 @@ def _present_parent(root: str, patterns: list[str]) -> str:
             if os.path.islink(path) or not os.path.isdir(path):
                 break
             here.append(part)
-        if common is None:
-            common = here
-        else:
-            same = 0
-            while same < min(len(common), len(here)) and common[same] == here[same]:
-                same += 1
-            common = common[:same]
+        heres.append(here)
+    common = os.path.commonprefix(heres)  # noqa: RUF071 (lists: segment by segment)
     return "/".join(common or [])
 
 
@@ -288,14 +276,5 @@ def _missing(root: str, pattern: str) -> bool:
 
 
 def _shared(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` share, counted as multisets (each character as
-    often as it is in both)."""
-    left: dict[str, int] = {}
-    for ch in a:
-        left[ch] = left.get(ch, 0) + 1
-    shared = 0
-    for ch in b:
-        if left.get(ch):
-            left[ch] -= 1
-            shared += 1
-    return shared
+    """How many characters ``a`` and ``b`` share, counted as multisets."""
+    return sum((Counter(a) & Counter(b)).values())

@@ -27,8 +27,8 @@ from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git import run
 from gitlocks.identity import process_start_time
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
-from gitlocks.service import locks, queue
-from gitlocks.service.context import Context
+from gitlocks.service import locks
+from gitlocks.service.context import Context, drop
 from gitlocks.service.results import AcquireResult
 from gitlocks.store.base import LockStore
 
@@ -167,7 +167,8 @@ def leave(ctx: Context, waiter: LockRecord) -> str | None:
     def decide(table: Table) -> tuple[Change, None]:
         change = Change()
         if waiter.id in table.records:
-            queue.leave(waiter, ctx.now(), change, set(), why="stopped", by=ctx.identity.holder)
+            by = ctx.identity.holder
+            drop(change, set(), "left_queue", waiter, ctx.now(), why="stopped", by=by)
         return change, None
 
     try:
@@ -213,7 +214,8 @@ def leave_own(ctx: Context) -> None:
         change = Change()
         for record in table.waiters(format_time(ctx.now())):
             if (record.pid, record.pid_start, record.host_id) == (pid, start, ctx.host_id):
-                queue.leave(record, ctx.now(), change, set(), why="stopped", by=record.holder)
+                by = record.holder
+                drop(change, set(), "left_queue", record, ctx.now(), why="stopped", by=by)
         return change, None
 
     try:
