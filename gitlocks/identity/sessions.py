@@ -103,18 +103,8 @@ def left_the_session(env: Mapping[str, str] | None = None) -> bool:
 
 
 def _read(where: str, pid: int, start_time: str) -> Registered | None:
-    try:
-        with open(os.path.join(where, _key(pid, start_time) + ".json"), "rb") as f:
-            raw = f.read(MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    if len(raw) > MAX_ENTRY_BYTES:
-        return None
-    try:
-        data = json.loads(raw)
-    except _UNREADABLE:
-        return None
-    if not isinstance(data, dict):
+    data = _doc(os.path.join(where, _key(pid, start_time) + ".json"))
+    if data is None:
         return None
     holder, parent, harness = data.get("holder"), data.get("parent"), data.get("harness")
     if data.get("pid") != pid or data.get("start_time") != start_time:
@@ -266,10 +256,14 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
     where = register_dir(env)
     if where is None or not trusted(where) or not session.pid:
         return
-    key = _key(session.pid, session.start_time)
-    for suffix in (".json", ".repos"):
+    key = os.path.join(where, _key(session.pid, session.start_time))
+    _unlink(key + ".json", key + ".repos")
+
+
+def _unlink(*paths: str) -> None:
+    for path in paths:
         try:
-            os.unlink(os.path.join(where, key + suffix))
+            os.unlink(path)
         except OSError:
             pass
 
@@ -287,10 +281,7 @@ def prune(env: Mapping[str, str] | None = None) -> int:
         path = entry.path
         if entry.name.startswith("."):
             if entry.name.endswith(".tmp") and _older_than(entry, STALE_TMP_SECONDS):
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                _unlink(path)
         elif entry.name.endswith(".json"):
             gone += _prune_entry(path, env)
         elif entry.name.endswith(".repos") and not os.path.lexists(
@@ -298,10 +289,7 @@ def prune(env: Mapping[str, str] | None = None) -> int:
         ):
             pid = entry.name.split("-", 1)[0]
             if is_digits(pid) and process_start_time(int(pid)) is None:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                _unlink(path)
     return gone
 
 
@@ -321,11 +309,7 @@ def _prune_entry(path: str, env: Mapping[str, str] | None) -> int:
     ):
         # Written on this machine before it last booted: no process of it is left. (Another
         # machine sharing this home has a name of its own; a container shares the boot.)
-        for stale in (path, path.removesuffix(".json") + ".repos"):
-            try:
-                os.unlink(stale)
-            except OSError:
-                pass
+        _unlink(path, path.removesuffix(".json") + ".repos")
         return 1
     registered = _read(os.path.dirname(path), int(pid_text), start_time)
     if registered is None:
@@ -360,7 +344,8 @@ def _entries(where: str) -> Iterator[os.DirEntry[str]]:
 def _doc(path: str) -> dict[str, object] | None:
     try:
         with open(path, "rb") as f:
-            data = json.loads(f.read()[:MAX_ENTRY_BYTES])
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
     except (OSError, *_UNREADABLE):
         return None
     return data if isinstance(data, dict) else None

@@ -59,11 +59,6 @@ def refusals_path(store: LockStore) -> str:
     return os.path.join(store.common_dir, REFUSALS_FILE)
 
 
-def record_refusal(store: LockStore, event: Event) -> None:
-    """Append a refusal to the local log; best effort, never fails the command."""
-    append_refusal(store.common_dir, event)
-
-
 def append_refusal(common_dir: str, event: Event) -> None:
     """Append a refusal to the log in ``common_dir`` (the guard's denials come here with
     no store opened); best effort, never fails the command."""
@@ -284,6 +279,3 @@ def _size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-# --- formatting -----------------------------------------------------------------------------

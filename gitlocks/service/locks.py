@@ -243,8 +243,8 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
     from gitlocks.service import journal  # the refusal log: written only on a refusal
 
     store = ctx.store
-    journal.record_refusal(
-        store,
+    journal.append_refusal(
+        store.common_dir,
         {
             "event": "interrupted" if result.status == "interrupted" else result.status,
             "at": format_time(ctx.now()),

@@ -91,17 +91,9 @@ def sync(ctx: Context) -> SyncResult:
         ctx.store = remote
     changed = remote.sync()
     branches = landing.waiting_branches(remote.read_table(), ctx.host_id)
-    landed: list[LockRecord] = []
     if branches:
         remote.fetch_branches(branches)
-
-        def decide(table: Table) -> tuple[Change, list[LockRecord]]:
-            change = Change()
-            sweep(ctx, table, ctx.now(), change)
-            found = [e["id"] for e in change.events if e["event"] == "landed"]
-            return change, [table.records[i] for i in found]
-
-        landed = remote.transact(decide)
+    landed = _release_landed(ctx) if branches else []
     return SyncResult(remote.remote, changed, len(remote.remote_table()), landed)
 
 
@@ -118,6 +110,11 @@ def land_waiting(ctx: Context) -> list[LockRecord]:
         return []
     if not landing.land(ctx.store, table, set(), ctx.host_id):
         return []
+    return _release_landed(ctx)
+
+
+def _release_landed(ctx: Context) -> list[LockRecord]:
+    """One write that sweeps, and so releases the claims whose work has landed."""
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         change = Change()

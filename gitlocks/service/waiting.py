@@ -74,7 +74,7 @@ def acquire(
     deadline = ctx.now() + timedelta(seconds=wait)
     # Ctrl-C is taken from the start: one between joining the queue and the loop must
     # still take the waiter out.
-    with _interrupts(interruptible) as stop, _apart(interruptible):
+    with _interrupts(interruptible) as stop:
         try:
             result = locks.acquire(ctx, entries, deadline=deadline, **claim)
         except BaseException:
@@ -229,7 +229,10 @@ def _interrupts(wanted: bool) -> Iterator[Stop]:
     """An event set by SIGINT, SIGTERM or SIGHUP while inside, instead of an exception
     raised anywhere (in the middle of a write) or an end with the waiter left in the
     queue, where only a write from this machine could judge it dead: the loop sees it
-    between two waits. A signal ignored (``nohup``) stays ignored."""
+    between two waits. A signal ignored (``nohup``) stays ignored. Meanwhile the git it
+    starts runs in a session of its own (``run.shield``), out of reach of a terminal's
+    Ctrl-C: the step git takes (joining, a fetch's mirror, leaving) is finished, not cut
+    in half, and a second Ctrl-C does not cut the leaving short (docs/design.md, 4.7)."""
     stop = Stop()
     if not wanted or threading.current_thread() is not threading.main_thread():
         yield stop
@@ -238,27 +241,13 @@ def _interrupts(wanted: bool) -> Iterator[Stop]:
     for signum in STOPPING:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, stop.caught)
+    shielded = run.shield(True)
     try:
         yield stop
     finally:
+        run.shield(shielded)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-@contextmanager
-def _apart(wanted: bool) -> Iterator[None]:
-    """While the waiter takes SIGINT itself (``_interrupts``), the git it starts runs in a
-    session of its own (``run.shield``), out of reach of a terminal's Ctrl-C: the step git
-    takes (joining, a fetch's mirror, leaving) is finished, not cut in half, and a second
-    Ctrl-C does not cut the leaving short either (docs/design.md, section 4.7)."""
-    if not wanted or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = run.shield(True)
-    try:
-        yield
-    finally:
-        run.shield(before)
 
 
 class Watch:
