@@ -39,7 +39,16 @@ if TYPE_CHECKING:
 
 
 class Identity(Value):
-    """The holder and parent for this invocation, and where each came from."""
+    """The holder and parent for this invocation, and where each came from.
+
+    ``holder_source``: "--as", "AGENT_ID", "harness" (``gitlocks.identity.sessions``) or
+    "session"; ``parent_source``: "AGENT_PARENT_ID", "harness" or None. ``session``: the
+    process whose life is the holder's, recorded in its locks and judged for liveness; pid
+    0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its locks
+    live by their TTL and heartbeats alone. ``session_id``: the id derived from the session
+    found, whether or not it is the holder. ``session_source``: "session", "harness",
+    "AGENT_SESSION_PID" or "none".
+    """
 
     __slots__ = (
         "holder",
@@ -62,21 +71,12 @@ class Identity(Value):
         session_source: str = "session",
     ) -> None:
         self.holder = holder
-        self.holder_source = (
-            holder_source  # "--as", "AGENT_ID", "harness" (gitlocks.identity.sessions) or "session"
-        )
+        self.holder_source = holder_source
         self.parent = parent
-        self.parent_source = (
-            parent_source  # "AGENT_PARENT_ID" or None: a parent is only ever declared
-        )
-        # The process whose life is the holder's: recorded in its locks, judged for liveness.
-        # Pid 0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its
-        # locks then live by their TTL and heartbeats alone.
+        self.parent_source = parent_source
         self.session = session
-        self.session_id = (
-            session_id  # the id derived from the session found, whether or not it is the holder
-        )
-        self.session_source = session_source  # "session", "harness", "AGENT_SESSION_PID" or "none"
+        self.session_id = session_id
+        self.session_source = session_source
 
     @property
     def derived(self) -> bool:

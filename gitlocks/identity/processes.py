@@ -102,18 +102,9 @@ class SessionProcess(Value):
 
     __slots__ = ("host", "name", "pid", "start_time", "terminal")
 
-    def __init__(
-        self,
-        pid: int,
-        start_time: str,
-        name: str,
-        host: str,
-        terminal: str = "",
-    ) -> None:
+    def __init__(self, pid: int, start_time: str, name: str, host: str, terminal: str = "") -> None:
         self.pid = pid
-        self.start_time = (
-            start_time  # opaque; equal for the same process, different for a reused pid
-        )
+        self.start_time = start_time  # opaque; equal only for the same process
         self.name = name
         self.host = host
         # The terminal it runs in when it sits right under a terminal server: "tmux-3" (pane
@@ -124,13 +115,7 @@ class SessionProcess(Value):
 class _ProcInfo(Value):
     __slots__ = ("name", "ppid", "start_time", "tty")
 
-    def __init__(
-        self,
-        ppid: int,
-        start_time: str,
-        name: str,
-        tty: int = 0,
-    ) -> None:
+    def __init__(self, ppid: int, start_time: str, name: str, tty: int = 0) -> None:
         self.ppid = ppid
         self.start_time = start_time
         self.name = name

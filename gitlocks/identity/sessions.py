@@ -51,11 +51,7 @@ class Registered(Value):
     __slots__ = ("harness", "holder", "parent", "session")
 
     def __init__(
-        self,
-        session: SessionProcess,
-        holder: str,
-        parent: str | None,
-        harness: str,
+        self, session: SessionProcess, holder: str, parent: str | None, harness: str
     ) -> None:
         self.session = session
         self.holder = holder

@@ -401,9 +401,7 @@ def renew(
             for record in kept:
                 renew_one(record, ttl or record.ttl or default_ttl)
             kept = []
-        result = RenewResult(renewed, kept)
-        result.lost, result.not_locked = lost, not_locked
-        return change, result
+        return change, RenewResult(renewed, kept, lost, not_locked)
 
     return ctx.store.transact(decide)
 

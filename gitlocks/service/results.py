@@ -63,7 +63,6 @@ class AcquireResult:
         hint: str | None = None,
         waiter: LockRecord | None = None,
         cycle: list[LockRecord] | None = None,
-        waited: float | None = None,
     ) -> None:
         self.status = status
         self.lock = lock
@@ -71,7 +70,7 @@ class AcquireResult:
         self.hint = hint
         self.waiter = waiter
         self.cycle = [] if cycle is None else cycle
-        self.waited = waited
+        self.waited: float | None = None  # set by a claim that waited
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -96,10 +95,7 @@ class Released(Value):
     __slots__ = ("patterns", "record", "remaining")
 
     def __init__(
-        self,
-        record: LockRecord,
-        patterns: list[str],
-        remaining: LockRecord | None,
+        self, record: LockRecord, patterns: list[str], remaining: LockRecord | None
     ) -> None:
         self.record = record
         self.patterns = patterns
@@ -111,15 +107,10 @@ class ReleaseResult:
 
     __slots__ = ("held_by_others", "not_locked", "released")
 
-    def __init__(
-        self,
-        released: list[Released] | None = None,
-        not_locked: list[str] | None = None,
-        held_by_others: list[tuple[str, LockRecord]] | None = None,
-    ) -> None:
-        self.released = [] if released is None else released
-        self.not_locked = [] if not_locked is None else not_locked
-        self.held_by_others = [] if held_by_others is None else held_by_others
+    def __init__(self) -> None:
+        self.released: list[Released] = []
+        self.not_locked: list[str] = []
+        self.held_by_others: list[tuple[str, LockRecord]] = []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -176,13 +167,15 @@ class RenewResult:
 
     def __init__(
         self,
-        locks: list[LockRecord] | None = None,
-        kept: list[LockRecord] | None = None,
+        locks: list[LockRecord],
+        kept: list[LockRecord],
+        lost: list[Lost],
+        not_locked: list[str],
     ) -> None:
-        self.locks = [] if locks is None else locks
-        self.kept = [] if kept is None else kept
-        self.lost: list[Lost] = []
-        self.not_locked: list[str] = []
+        self.locks = locks
+        self.kept = kept
+        self.lost = lost
+        self.not_locked = not_locked
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.kept)
@@ -207,11 +200,7 @@ class NoteResult:
 
     __slots__ = ("lock", "pattern")
 
-    def __init__(
-        self,
-        pattern: str,
-        lock: LockRecord | None = None,
-    ) -> None:
+    def __init__(self, pattern: str, lock: LockRecord | None = None) -> None:
         self.pattern = pattern
         self.lock = lock
 
@@ -225,12 +214,7 @@ class NoteResult:
 class CheckItem(Value):
     __slots__ = ("locks", "path", "status")
 
-    def __init__(
-        self,
-        path: str,
-        status: CheckStatus,
-        locks: list[LockRecord],
-    ) -> None:
+    def __init__(self, path: str, status: CheckStatus, locks: list[LockRecord]) -> None:
         self.path = path
         self.status = status
         self.locks = locks
@@ -248,15 +232,10 @@ class BreakResult:
 
     __slots__ = ("locks", "unusable", "yours")
 
-    def __init__(
-        self,
-        locks: list[LockRecord] | None = None,
-        unusable: list[str] | None = None,
-        yours: list[LockRecord] | None = None,
-    ) -> None:
-        self.locks = [] if locks is None else locks
-        self.unusable = [] if unusable is None else unusable  # refs that held no usable record
-        self.yours = [] if yours is None else yours  # targets that are the caller's
+    def __init__(self) -> None:
+        self.locks: list[LockRecord] = []
+        self.unusable: list[str] = []  # refs that held no usable record
+        self.yours: list[LockRecord] = []  # targets that are the caller's
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.unusable)

@@ -31,11 +31,7 @@ class Uncovered(Value):
 
     __slots__ = ("closest", "pattern")
 
-    def __init__(
-        self,
-        pattern: str,
-        closest: str | None,
-    ) -> None:
+    def __init__(self, pattern: str, closest: str | None) -> None:
         self.pattern = pattern
         self.closest = closest
 
