@@ -33,10 +33,8 @@ if TYPE_CHECKING:
 
 
 class Context:
-    """Who is asking, of which store, at what time."""
-
-    def now(self) -> datetime:
-        return self.clock()
+    """Who is asking, of which store, at what time. ``alive(pid, start_time)``: whether that
+    is still the same running process (injectable for tests, as is ``clock``)."""
 
     __slots__ = (
         "alive",
@@ -56,25 +54,22 @@ class Context:
         identity: Identity,
         clock: Callable[[], datetime] = utcnow,
         alive: Callable[[int, str], bool] = process_alive,
-        host: str | None = None,
-        host_id: str | None = None,
-        stale_after: int | None = None,
-        keep_interrupted: int | None = None,
-        warnings: list[str] | None = None,
     ) -> None:
         self.store = store
         self.identity = identity
         self.clock = clock
-        # Whether (pid, start time) is still the same running process; injectable for tests.
         self.alive = alive
-        self.host = os.uname().nodename if host is None else host
+        self.host = os.uname().nodename
         # Where this process can judge a pid (boot id and pid namespace): see Liveness.
-        self.host_id = host_identity() if host_id is None else host_id
-        self.stale_after = stale_after  # seconds; None: alock.staleAfter, else 10m
-        self.keep_interrupted = keep_interrupted  # seconds; None: alock.interruptedKeep, else 7d
+        self.host_id = host_identity()
+        self.stale_after: int | None = None  # seconds, once read: alock.staleAfter, else 10m
+        self.keep_interrupted: int | None = None  # alock.interruptedKeep, else 7d
         # What the command should tell the user but could decide without (a bad setting that
         # only shapes what is shown): the command line prints these on stderr.
-        self.warnings = [] if warnings is None else warnings
+        self.warnings: list[str] = []
+
+    def now(self) -> datetime:
+        return self.clock()
 
     def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
         """Whether renewing ``record`` for ``lifetime`` from now is worth a write.
@@ -102,17 +97,27 @@ class Context:
         back to the default with a warning instead of stopping the command."""
         if self.stale_after is None:
             try:
-                self.stale_after = stale_after_seconds(self.store.settings)
+                self.stale_after = self.store.settings.duration(
+                    "alock.staleAfter", DEFAULT_STALE_SECONDS
+                )
             except UsageError as exc:
                 self.warnings.append(f"{exc}; using the default, 10m")
                 self.stale_after = DEFAULT_STALE_SECONDS
         return self.stale_after
 
-    def session_host_id(self) -> str:
-        """The ``host_id`` a record of this session gets: ours for a session on this
-        host, "" (never judged) for one we only know by another host's name."""
-        host = self.identity.session.host
-        return self.host_id if not host or host == self.host else ""
+    def session_fields(self) -> dict[str, Any]:
+        """The fields naming this session in a record it writes or takes over. Its
+        ``host_id`` is ours for a session on this host, "" (never judged) for one we only
+        know by another host's name."""
+        session = self.identity.session
+        same = not session.host or session.host == self.host
+        return {
+            "host": session.host or self.host,
+            "host_id": self.host_id if same else "",
+            "pid": session.pid,
+            "pid_start": session.start_time,
+            "session": session.name,
+        }
 
     def liveness(self) -> Liveness:
         """A judge of holders for one decision (remembers each process it asked about)."""
@@ -224,8 +229,3 @@ def live_table(ctx: Context) -> tuple[Table, list[LockRecord]]:
     table = ctx.store.read_table()
     now = format_time(ctx.now())
     return table, table.live(now)
-
-
-def stale_after_seconds(configured: Settings) -> int:
-    """``alock.staleAfter`` as seconds, else the 10 minute default."""
-    return configured.duration("alock.staleAfter", DEFAULT_STALE_SECONDS)

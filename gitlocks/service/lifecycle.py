@@ -77,15 +77,7 @@ def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
     session = ctx.identity.session
     if (record.pid, record.pid_start) == (session.pid, session.start_time):
         return record
-    if not life.dead(record):
-        return record
-    return record.with_changes(
-        host=session.host or ctx.host,
-        host_id=ctx.session_host_id(),
-        pid=session.pid,
-        pid_start=session.start_time,
-        session=session.name,
-    )
+    return record.with_changes(**ctx.session_fields()) if life.dead(record) else record
 
 
 # --- resume ----------------------------------------------------------------------------------
@@ -134,18 +126,12 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
         if conflicts:
             return change, ResumeResult("refused", previous=taken, conflicts=conflicts)
         branch, head = store.head_info()
-        session = ident.session
-        stamp = format_time(now)
         lock = taken.with_changes(
             holder=ident.holder,
             parent=ident.parent,
-            renewed_at=stamp,
+            renewed_at=format_time(now),
             expires_at=expiry_from(now, ttl),
-            host=session.host or ctx.host,
-            host_id=ctx.session_host_id(),
-            pid=session.pid,
-            pid_start=session.start_time,
-            session=session.name,
+            **ctx.session_fields(),
             worktree=str(store.root),
             branch=branch,
             head=head,
