@@ -39,16 +39,10 @@ if TYPE_CHECKING:
 
 
 class Identity(Value):
-    """The holder and parent for this invocation, and where each came from.
-
-    ``holder_source``: "--as", "AGENT_ID", "harness" (``gitlocks.identity.sessions``) or
-    "session"; ``parent_source``: "AGENT_PARENT_ID", "harness" or None. ``session``: the
-    process whose life is the holder's, recorded in its locks and judged for liveness; pid
-    0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its locks
-    live by their TTL and heartbeats alone. ``session_id``: the id derived from the session
-    found, whether or not it is the holder. ``session_source``: "session", "harness",
-    "AGENT_SESSION_PID" or "none".
-    """
+    """The holder and parent for this invocation, and where each came from: ``--as``,
+    ``AGENT_ID``, ``AGENT_PARENT_ID``, ``harness`` or ``session`` (derived). ``session``: the
+    process whose life is the holder's; pid 0 when none embodies it, its locks then living by
+    their TTL alone. ``session_id``: the id derived from the session found, holder or not."""
 
     __slots__ = (
         "holder",
@@ -109,20 +103,13 @@ def resolve_identity(
     *,
     harness: bool = True,
 ) -> Identity:
-    """Holder: ``--as``, else ``AGENT_ID``, else the agent harness session this process
-    runs under (``gitlocks.identity.sessions``), else the session's derived id. Parent:
-    ``AGENT_PARENT_ID``, else the one the harness session declared; nothing is inferred
-    from the process tree (docs/design.md, section 3.2).
-
-    The session, whose death ends the holder's claims, is the process that embodies the
-    holder: the one named by ``AGENT_SESSION_PID``; else the registered harness whose
-    holder this is (an explicit id equal to the harness's own counts: the guard adopted
-    it); else, for a derived holder, the session found by walking up from us (``session``
-    when a caller gives one). An explicit id with none of these has no session: a wrapper
-    that ran ``git alock`` and exited must not take the claim with it. A parent equal to
-    the holder is dropped. An empty variable counts as unset (``AGENT_ID= git alock ...``).
-    ``harness=False`` skips the register (the guard, which is the harness's own voice).
-    """
+    """Holder: ``--as``, else ``AGENT_ID``, else the harness session this process runs under,
+    else the session's derived id. Parent: ``AGENT_PARENT_ID``, else the one the harness
+    declared; a parent equal to the holder is dropped. The session, whose death ends the
+    holder's claims, is the process that embodies the holder (docs/design.md, sections 3.2
+    and 3.3): an explicit id with none has none, as a wrapper that ran ``git alock`` and exited
+    must not take the claim with it. ``session``: the one found by a caller. An empty variable
+    counts as unset. ``harness=False`` skips the register (the guard is the harness's voice)."""
     env = os.environ if env is None else env
     declared = declared_session(env)
 

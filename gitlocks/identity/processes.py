@@ -140,13 +140,8 @@ def _boot_id() -> str:
 
 @cache
 def host_identity() -> str:
-    """Where a pid can be judged: this boot and this pid namespace; "" where unknown.
-
-    A host name is no such place: containers share one (``localhost``, a fixed
-    ``--hostname``) and a bind-mounted repository while each has its own pids, and two
-    machines may share a name. A record whose ``host_id`` differs from ours (or is empty)
-    lives by its TTL alone (docs/design.md, section 3.3).
-    """
+    """Where a pid can be judged: this boot and this pid namespace; "" where unknown. A host
+    name is no such place (docs/design.md, section 3.3)."""
     if not _has_proc():
         return ""  # no /proc: no way to name the pid namespace, so no pid is judged
     try:
@@ -285,12 +280,9 @@ def skip_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
 
 
 def is_pass_through(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """A shell, a command wrapper, a runner or git: never the session itself.
-
-    ``extra`` holds more names (``AGENT_SESSION_SKIP``). A runner may retitle itself
-    (npm shows as ``npm exec ...``): its first word counts. A name cut to Linux's 15
-    bytes matches a longer listed name it begins.
-    """
+    """A shell, a command wrapper, a runner or git (or a name of ``extra``): never the
+    session. A runner's retitled name (``npm exec ...``) counts by its first word, and a name
+    cut to Linux's 15 bytes matches a longer listed name it begins."""
     if name.startswith("git-"):
         return True
     names = {name, name.split(" ", 1)[0]}
@@ -305,17 +297,11 @@ def is_terminal_server(name: str) -> bool:
 
 
 def session_process(pid: int | None = None, env: Mapping[str, str] | None = None) -> SessionProcess:
-    """The session: the first process from ``pid`` upwards that is not a pass-through.
-
-    ``pid`` defaults to our parent, because we are ``git-alock`` (or a test's child)
-    ourselves. ``env`` (default: ours) may name more pass-throughs in
-    ``AGENT_SESSION_SKIP``. A terminal server (tmux, screen, sshd, a terminal emulator, an
-    init system) is never the session: the walk stops at the process right under it (the
-    pane's or terminal's shell), so each terminal is its own holder. If the walk reaches
-    pid 1 or an unreadable parent without finding one, the topmost process seen is used;
-    if even ``pid`` is unreadable, an unknown session with an empty start time (never
-    alive) is returned rather than failing.
-    """
+    """The session: the first process from ``pid`` (default: our parent, as we are
+    ``git-alock``) upwards that is not a pass-through (``env`` may name more in
+    ``AGENT_SESSION_SKIP``). A terminal server is never the session: the walk stops right below
+    it, so each terminal is its own holder. Past pid 1 or an unreadable parent, the topmost
+    process seen; if even ``pid`` is unreadable, one with an empty start time (never alive)."""
     env = os.environ if env is None else env
     current = os.getppid() if pid is None else pid
     host = os.uname().nodename  # what socket.gethostname() returns, without the import

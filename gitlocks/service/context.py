@@ -72,17 +72,10 @@ class Context:
         return self.clock()
 
     def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
-        """Whether renewing ``record`` for ``lifetime`` from now is worth a write.
-
-        In local mode a renewal is a ref write: always. In remote mode it is a push,
-        counted against what the host accepts (a few a minute per repository): only once
-        less than half its lifetime is left (before that nobody could take the claim
-        before the holder's next chance to renew), or once its holder has been quiet for
-        half of ``alock.staleAfter``: a holder that tries at least that often is never read
-        as STALE (design 5.9). ``share``: the renewal rides on a push made anyway; then a
-        quarter of the lifetime used, or a quarter of that quiet, is enough, so later turns
-        need no push of their own.
-        """
+        """Whether renewing ``record`` for ``lifetime`` from now is worth a write: always in
+        local mode; in remote mode, where it is a push, only once less than half its lifetime is
+        left or its holder has been quiet for half of ``alock.staleAfter`` (a quarter of each when
+        ``share``: it rides on a push made anyway). docs/design.md, section 5.9."""
         if not getattr(self.store, "remote", None):
             return True
         now = self.now()
@@ -194,13 +187,9 @@ def drop(
 
 
 def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]:
-    """Schedule every expired record for deletion; return their ids.
-
-    Interrupted work (a dead holder's lock with notes) is kept past its expiry, until it
-    is resumed or broken, or ``alock.interruptedKeep`` has passed: it blocks nobody's
-    narrower claim, and a crash must never lose it by accident. A claim whose work has
-    landed in its branch (``--until-merged``) is released too (``landing``).
-    """
+    """Schedule every expired record for deletion, and every claim whose work has landed
+    (``landing``); return their ids. Interrupted work is kept past its expiry until
+    ``alock.interruptedKeep`` has passed (docs/design.md, section 3.6)."""
     gone: set[str] = set()
     expired = table.expired(format_time(now))
     life = ctx.liveness() if any(r.notes for r in expired) else None

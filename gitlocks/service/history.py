@@ -1,12 +1,6 @@
-"""What became of a holder's claims, read back from the journal: for ``renew``.
-
-A renewal that answered only with the claims left let an agent go on editing paths it had
-lost, broken by someone, swept once expired, or released by its lead, without a word. The
-journal names each removal and who made it (docs/design.md, section 4.4), so ``renew``
-reads it back from the commit its decision rests on to the holder's own last write: what
-went in between is news to the holder. For a pattern it names and no longer holds, the
-walk goes further back, to the removal of the claim that held it.
-"""
+"""What became of a holder's claims, read back from the journal: for ``renew``, so that an
+agent hears of the claims it lost (broken, swept, released by its lead) since its own
+last write, or, for a pattern it names, whenever (docs/design.md, section 4.4)."""
 
 from __future__ import annotations
 

@@ -25,12 +25,9 @@ CHECKED_RECORDS = 8  # the waiting records one write asks about
 
 
 def main_line(store: LockStore) -> str:
-    """The repository's main line, which ``--until-merged`` waits for when not told.
-
-    The branch the remote's HEAD names (``refs/remotes/R/HEAD``; R is the lock remote in
-    remote mode, else ``origin``); else ``init.defaultBranch`` when that branch exists;
-    else the first of main, master, trunk that exists.
-    """
+    """The repository's main line, which ``--until-merged`` waits for when not told: the
+    branch the remote's HEAD names (the lock remote, else ``origin``), else
+    ``init.defaultBranch``, else the first of main, master, trunk that exists."""
     remote = store.config_get("alock.remote") or "origin"
     head = store.symref_target(f"refs/remotes/{remote}/HEAD")
     prefix = f"refs/remotes/{remote}/"
@@ -79,18 +76,9 @@ def landed(
     host_id: str,
     trees: set[str] | None = None,
 ) -> bool:
-    """Whether ``record``'s work has landed in its branch.
-
-    Its commits are in the branch, or (a rebase made them anew) no longer in the holder's
-    worktree's HEAD, at least one being in the branch; that worktree, which must be on
-    this machine to be asked, has no uncommitted change inside the claim; and its HEAD
-    has no commit the branch lacks that changes a path inside the claim (one the
-    post-commit hook did not record: made with --no-verify, or the very commit whose
-    heartbeat is asking). ``trees``: this repository's worktrees (real paths), when known.
-
-    The cheap questions come first: a record of another machine (anyone's to write, with
-    up to 1,000 commits) costs no ancestry walk here.
-    """
+    """Whether ``record``'s work has landed in its branch (the conditions: docs/design.md,
+    section 6.8). ``trees``: this repository's worktrees (real paths), when known. The cheap
+    questions come first: a record of another machine costs no ancestry walk here."""
     if not record.until_merged or not record.awaiting or record.host_id != host_id:
         return False
     tip = store.commit_of(store.landing_ref(record.until_merged))

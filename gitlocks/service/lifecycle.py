@@ -28,7 +28,10 @@ if TYPE_CHECKING:
 
 
 def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> bool:
-    """A safe under-approximation of "outer's scope contains inner's scope"."""
+    """Whether outer's scope contains inner's, under-approximated: the same pattern
+    (``src/api`` and ``src/api/**`` are one), or an outer pattern covering the directory
+    inner starts with before its first wildcard (``src``, ``src/*`` and ``**`` contain
+    ``src/api/*.py``: a pattern covers everything beneath what it matches)."""
     fold = str.casefold if ignore_case else str
     if fold(outer.pattern.removesuffix("/**")) == fold(inner.pattern.removesuffix("/**")):
         return outer.exact <= inner.exact or not inner.exact
@@ -44,15 +47,10 @@ def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> 
 
 
 def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: bool) -> bool:
-    """Whether a claim asks for the whole of a lock's scope: its "same scope".
-
-    True when every pattern of the lock is contained in some pattern of the claim:
-    the same pattern (``src/api`` and ``src/api/**`` are one), or a claim pattern that
-    covers the directory the lock's pattern starts with before its first wildcard
-    (``src``, ``src/*`` or ``**`` contain ``src/api/*.py``, because a pattern covers
-    everything beneath what it matches). This under-approximates containment; a claim
-    it misses is treated as narrower and passes the interrupted work by.
-    """
+    """Whether a claim asks for the whole of a lock's scope, its "same scope": every pattern
+    of the lock is contained in one of the claim's (docs/design.md, section 3.6). Containment
+    is under-approximated (``_entry_contains``); a claim it misses is treated as narrower
+    and passes the interrupted work by."""
     claim = list(claim)
     return all(
         any(_entry_contains(c, mine, ignore_case) for c in claim) for mine in record_entries(record)

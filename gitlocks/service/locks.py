@@ -64,20 +64,15 @@ def acquire(
     deadline: datetime | None = None,
     queued: LockRecord | None = None,
 ) -> AcquireResult:
-    """Claim every entry or none of them.
+    """Claim every entry or none of them (docs/design.md, sections 3.4 and 4.7).
 
-    ``shared``: a claim other shared claims may overlap (an exclusive one may not, either
-    way round). ``until_merged``: the branch whose containing the holder's commits inside
-    the claim releases it (journaled ``landed``). ``ride_along(table, now, change, gone)``
-    adds to a granted claim's write what may share its push (the agent guard's renewals).
-
-    A live waiter of another holder whose scope crosses the claim refuses it as a lock
-    does: nobody jumps the queue (design §4.7). ``deadline``: a claim that may wait until
-    then joins the queue instead of being refused (``waiting``, its record in ``waiter``),
-    and is asked again with ``queued``, that record, until it is granted, its time runs
-    out (refused, leaving the queue) or it closes a cycle of waiters it is the one to be
-    told of (``deadlock``).
-    """
+    ``shared``: a claim other shared claims may overlap. ``until_merged``: the branch whose
+    containing the holder's commits releases it (``landed``, section 6.8). ``ride_along(table,
+    now, change, gone)`` adds to a granted claim's write what may share its push (the guard's
+    renewals). A live waiter of another holder crossing the claim refuses it as a lock does.
+    ``deadline``: a claim that may wait until then joins the queue (``waiting``, its record in
+    ``waiter``) and is asked again with ``queued``, that record, until it is granted, its time
+    runs out or it is the one told of a ``deadlock``."""
 
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
@@ -354,13 +349,9 @@ def renew(
     ttl: int | None = None,
     default_ttl: int = DEFAULT_TTL_SECONDS,
 ) -> RenewResult:
-    """Extend my locks (those holding one of ``entries``, or all) from now.
-
-    By ``ttl`` when given, else by the lifetime each lock was claimed with: a heartbeat
-    must never shorten a lock claimed for longer than the default. A lock whose lifetime
-    stays the same is renewed only when due (``Context.renewal_due``); one that is not
-    is reported kept.
-    """
+    """Extend my locks (those holding one of ``entries``, or all) from now, by ``ttl``, else
+    by each lock's own lifetime (a heartbeat never shortens a longer claim). One whose
+    lifetime stays the same and is not ``Context.renewal_due`` is reported kept."""
     ident = ctx.identity
 
     def decide(table: Table) -> tuple[Change, RenewResult]:
@@ -432,11 +423,9 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
 def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakResult:
     """Forcibly release other holders' locks; journaled with who did it.
 
-    Each target is what was typed and its pattern entry. Text shaped like a lock id names
-    that lock (or an unusable ref under the lock namespace) and nothing else; other text
-    is a pattern naming every lock of another holder that crosses it. Decided on the
-    table being written (in remote mode, the remote's).
-    """
+    Each target is what was typed and its pattern entry: text shaped like a lock id names that
+    lock (or an unusable ref under the lock namespace) and nothing else; other text names every
+    lock of another holder crossing it. Decided on the table being written."""
     ident = ctx.identity
     # A granted claim whose record the object store lost stops every other verb: here it is
     # an unusable ref, for its id to remove it (docs/design.md, section 4.6).
@@ -491,14 +480,10 @@ def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list
 
 
 def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list[LockRecord]:
-    """A commit by the holder inside its own claims: renew them for their lifetime, and
-    let a claim that waits for its work to land wait for this commit too (design §6.8).
-    ``commit`` None: an edit inside them, seen by the agent guard (design §6.5), renews
-    them the same way and awaits nothing.
-
-    Only the asker's own live locks are touched; the journal says ``renewed`` with the
-    commit. Returns the locks renewed.
-    """
+    """A commit by the holder inside its own claims (``commit`` None: an edit the guard saw)
+    renews them for their lifetime, and a claim waiting for its work to land awaits the commit
+    (docs/design.md, sections 6.5 and 6.8). Only the asker's own live locks are touched;
+    returns the locks renewed."""
     ident = ctx.identity
     # In local mode a commit made on the branch a claim waits for is in that branch at
     # once: awaited, it would land the claim at the holder's first commit, work unfinished.
@@ -556,12 +541,9 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
 
 
 def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) -> list[CheckItem]:
-    """FREE, YOURS or HELD for each path: is it inside someone else's live claim?
-
-    Before an edit, the answer is ``acquire``'s: a sub-agent's lock is HELD for its
-    parent. ``committing`` (the staged paths, the hooks' question): a sub-agent's work is
-    its parent's to commit, so its locks are YOURS (docs/design.md, section 3.2).
-    """
+    """FREE, YOURS or HELD for each path: is it inside someone else's live claim? A
+    sub-agent's lock is HELD for its parent, unless ``committing`` (the hooks' question: its
+    work is its parent's to commit; docs/design.md, section 3.2)."""
     claims = _claims(ctx, committing=committing)
     return [_answer(entry.pattern, claims.covering(entry), claims) for entry in entries]
 

@@ -1,10 +1,7 @@
-"""The queue of waiters, as a claim's decision meets it (docs/design.md, section 4.7).
-
-``acquire`` asks, on the table it decides on: which waiters of others stand before this
-claim (``ahead``), what the waiter record of a claim that must wait is (``waiter``), and
-whether its waiting would close a cycle in which it is the one to be told
-(``deadlock``). Pure functions of the table, like every decision.
-"""
+"""The queue of waiters, as a claim's decision meets it (docs/design.md, section 4.7):
+who stands before a claim (``ahead``), a waiter's record (``waiter``), and whether its
+waiting closes a cycle it is the one to be told of (``deadlock``). Pure functions of the
+table, like every decision."""
 
 from __future__ import annotations
 
@@ -88,16 +85,10 @@ def ahead(
     shared: bool,
     mine: LockRecord | None,
 ) -> list[Conflict]:
-    """The live waiters of others whose scope crosses ``entries`` and who stand before
-    ``mine`` (None: a claim not queued, which every waiter stands before).
-
-    As for locks, the asker's own and its ancestors' waiters never stand in its way, and a
-    shared claim passes shared waiters by. Nor does any waiter stand before a pattern the
-    asker already holds (asking again is a renewal): a lock of its own that holds the
-    pattern as the claim asks for it (exclusive, or shared for a shared claim) holds the
-    waiter up already. A waiter whose process is gone leaves the queue in this same write
-    (``left_queue``, ``why: dead``).
-    """
+    """The live waiters of others crossing ``entries`` who stand before ``mine`` (None: a
+    claim not queued). As for locks, the asker's own and its ancestors' waiters never stand in
+    its way, a shared claim passes shared waiters by, and no waiter stands before a pattern the
+    asker already holds as the claim asks for it. A dead waiter leaves the queue in this write."""
     now = ctx.now()
     ident = ctx.identity
     held = [r for r in table.held_by(ident.holder) if r.id not in gone and (shared or not r.shared)]
@@ -173,13 +164,9 @@ def waiter(
 def deadlock(
     ctx: Context, table: Table, life: Liveness, me: LockRecord, gone: set[str]
 ) -> list[LockRecord] | None:
-    """The cycle of waiters ``me`` closes and is to be told of, youngest first; None when
-    ``me`` waits in no cycle, or in none where it is the youngest (that one is told).
-
-    The wait-for graph is built from the table alone: a waiter waits for each holder of a
-    live claim crossing it and for each holder of an earlier waiter crossing it (the queue
-    serves that one first); a holder waits when it has waiters of its own.
-    """
+    """The cycle of waiters ``me`` closes, youngest first, if it is the youngest in it (that
+    one is told); else None. A waiter waits for the holders of the live claims and of the
+    earlier waiters crossing it (docs/design.md, section 4.7)."""
     stamp = format_time(ctx.now())
     waiters = [w for w in table.waiters(stamp) if w.id not in gone and w.id != me.id]
     waiters = [w for w in waiters if not life.dead(w)] + [me]

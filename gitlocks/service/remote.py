@@ -99,12 +99,8 @@ def sync(ctx: Context) -> SyncResult:
 
 def land_waiting(ctx: Context) -> list[LockRecord]:
     """Release, by one write, this machine's claims whose work has landed in their branch.
-
-    The cheap question first: a table where no record of this machine waits (read from
-    the summaries) costs nothing more; then the landing question itself, read-only; only
-    when some claim has landed is the store's mutex taken and the release written. What
-    a merge (the post-merge hook), a rewrite, ``sync`` and the reading verbs ask.
-    """
+    The cheap questions first (any record of ours waiting, from the summaries; then landing,
+    read-only): the store's mutex is taken only when some claim has landed."""
     table = ctx.store.read_table()
     if not landing.waiting_branches(table, ctx.host_id):
         return []

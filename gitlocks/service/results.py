@@ -45,13 +45,9 @@ class Conflict(Value):
 
 
 class AcquireResult:
-    """What ``acquire`` decided: the lock granted, or the conflicts that refused it.
-
-    A claim that waits (design §4.7) is first ``waiting`` (``waiter``: its record in the
-    queue; ``conflicts``: the claims and the earlier waiters in its way), then one of the
-    others, or ``deadlock`` with the ``cycle`` of waiters it closed, itself first.
-    ``waited``: seconds it waited, for a claim that did.
-    """
+    """What ``acquire`` decided: the lock granted, or the conflicts that refused it. A claim
+    that waits (docs/design.md, section 4.7) is first ``waiting`` (``waiter``: its record),
+    then one of the others, or ``deadlock`` with the ``cycle`` it closed, itself first."""
 
     __slots__ = ("conflicts", "cycle", "hint", "lock", "status", "waited", "waiter")
 

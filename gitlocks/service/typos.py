@@ -205,14 +205,10 @@ def start_listing(
     paths: Sequence[str] = (),
 ) -> Process | list[str] | None:
     """Start listing the index for ``uncovered``, to run while the claim is written; None
-    when no pattern of ``claim`` can need it (every literal part exists) and no ``paths``
-    are asked, or git cannot be started. Finish it with ``finish_listing``, whatever the
-    claim's fate. git lists only the directory the missing parts are under (what
-    ``uncovered`` asks about is below it: the parts above exist in the working tree).
-
-    ``paths``: root-relative paths the working tree has no file at, listed too, so that
-    the same listing says which of them are files in the index (a claim's exact patterns:
-    one ``git ls-files`` for both questions)."""
+    when no pattern of ``claim`` can need it and no ``paths`` are asked, or git cannot be
+    started. Finish it with ``finish_listing``, whatever the claim's fate. git lists only the
+    directory the missing parts are under. ``paths``: root-relative paths the working tree has
+    no file at, listed too, so that one ``git ls-files`` says which are files in the index."""
     missing = [e.pattern for e in claim if _missing(root, e.pattern)] if claim else []
     if claim is not None and not missing and not paths:
         return None

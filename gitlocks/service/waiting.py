@@ -1,12 +1,6 @@
-"""A claim that waits its turn: the loop around ``locks.acquire`` (design §4.7).
-
-The claim joins the queue once (a write), then sleeps until the table may have changed
-and asks again: locally the journal ref's file is looked at every 50 ms (git is asked
-every 50 to 250 ms where refs are no files); in remote mode the remote is fetched, 0.5 s
-apart at first and at most 5 s apart, never pushed to. A claim whose holder's lock
-expired or whose holder died changes no ref, so the claim is asked again at least every
-second locally and every 10 s in remote mode.
-"""
+"""A claim that waits its turn: the loop around ``locks.acquire``, which joins the queue
+once, then sleeps until the table may have changed and asks again (how often, locally and
+in remote mode: docs/design.md, section 4.7)."""
 
 from __future__ import annotations
 
@@ -59,16 +53,12 @@ def acquire(
 ) -> AcquireResult:
     """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
 
-    ``on_note`` is told, in one sentence, when a wait that stopped could not take its
-    waiter out of the queue, and once when the lock remote did not answer (a fetch or an
-    ask that fails ends no wait before its time: the remote is asked again).
-
-    ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
-    way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
-    queue and ``KeyboardInterrupt`` is raised (exit 130); SIGTERM (a harness's time limit)
-    and SIGHUP (a closed terminal) end it alike, then the process as that signal does.
-    Only the main thread can.
-    """
+    ``on_waiting`` is told when the claim joins the queue and whenever what stands in its way
+    changes; ``on_note``, in one sentence, when a stopped wait could not take its waiter out
+    of the queue, and once when the lock remote did not answer (the wait goes on).
+    ``interruptible``: SIGINT ends the wait, the waiter leaves the queue and
+    ``KeyboardInterrupt`` is raised (exit 130); SIGTERM and SIGHUP end it alike, then the
+    process as that signal does. Only the main thread can."""
     started = time.monotonic()
     ends = started + wait
     deadline = ctx.now() + timedelta(seconds=wait)
@@ -253,12 +243,8 @@ def _interrupts(wanted: bool) -> Iterator[Stop]:
 class Watch:
     """Sleeps until the lock table may have changed: the journal ref moved (local), a fetch
     brought something (remote), a recheck is due, the time is out, or ``stop`` is set.
-
-    Locally the journal ref's file and ``packed-refs`` are looked at (``os.stat``: every
-    write renames a new journal ref file into place), not asked of git: a five-minute wait
-    would otherwise start thousands of processes. Where git keeps refs elsewhere
-    (reftable), git is asked, less often.
-    """
+    Locally the ref files are looked at (``os.stat``), not asked of git, so that a long wait
+    starts no thousands of processes; git is asked, less often, where refs are no files."""
 
     def __init__(self, store: LockStore) -> None:
         self.store = store
