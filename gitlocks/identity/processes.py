@@ -9,13 +9,14 @@ command imports this module.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from functools import cache
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
-from gitlocks.core.text import NAME_CHARS, is_digits
+from gitlocks.core.text import is_digits
 from gitlocks.core.value import Value
 from gitlocks.errors import InvalidHolder, UsageError
 
@@ -393,16 +394,7 @@ def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
 
 def name_part(text: str) -> str:
     """``text`` with each run of characters a holder id may not hold made one ``-``."""
-    out: list[str] = []
-    in_run = False
-    for ch in text:
-        if ch in NAME_CHARS:
-            out.append(ch)
-            in_run = False
-        elif not in_run:
-            out.append("-")
-            in_run = True
-    return "".join(out)
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text)
 
 
 def register_dir(env: Mapping[str, str] | None = None) -> str | None:

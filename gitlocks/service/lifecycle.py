@@ -146,16 +146,6 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def any_dead(ctx: Context, table: Table) -> bool:
-    """Whether ``table`` holds a dead holder's note-less lock (judging reads ``/proc``
-    once per session), for a listing that would clear them first (``clear_dead``)."""
-    life = ctx.liveness()
-    now = format_time(ctx.now())
-    return any(life.state(r) == "dead" for r in table.live(now)) or any(
-        life.dead(w) for w in table.waiters(now)
-    )
-
-
 def clear_dead_before_listing(ctx: Context) -> None:
     """Before a listing, in local mode: release the dead holders' note-less locks
     (``clear_dead``), so the table shows live claims and the journal says who cleared the
@@ -164,7 +154,10 @@ def clear_dead_before_listing(ctx: Context) -> None:
     directory), with a warning; a table that cannot be read stops it, as ever."""
     if ctx.store.config_get("alock.remote"):
         return
-    if not any_dead(ctx, ctx.store.read_table()):
+    table = ctx.store.read_table()
+    life, now = ctx.liveness(), format_time(ctx.now())
+    dead = any(life.state(r) == "dead" for r in table.live(now))
+    if not dead and not any(map(life.dead, table.waiters(now))):
         return
     try:
         clear_dead(ctx)

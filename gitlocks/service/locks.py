@@ -498,23 +498,17 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
             record = table.get(lock_id)
             if record is None or lock_id in gone or record.holder != ident.holder:
                 continue
-            awaits = bool(record.until_merged) and commit is not None
-            awaits = awaits and commit not in record.awaiting
-            if not awaits and not ctx.renewal_due(record, record.ttl or DEFAULT_TTL_SECONDS):
+            life = record.ttl or DEFAULT_TTL_SECONDS
+            new = commit is not None and commit not in record.awaiting
+            if not (record.until_merged and new) and not ctx.renewal_due(record, life):
                 continue  # nothing anyone could want from this write
-            longer = expiry_from(now, record.ttl or DEFAULT_TTL_SECONDS)
-            updated = record.with_changes(
-                renewed_at=format_time(now), expires_at=max(longer, record.expires_at)
-            )
-            waits = record.until_merged and record.until_merged != here
-            if waits and commit is not None and commit not in record.awaiting:
-                awaiting = (*record.awaiting, commit)[-MAX_AWAITING:]
-                updated = updated.with_changes(awaiting=awaiting)
+            expires = max(expiry_from(now, life), record.expires_at)
+            updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
+            if new and record.until_merged and record.until_merged != here:
+                updated = updated.with_changes(awaiting=(*record.awaiting, commit)[-MAX_AWAITING:])
             change.put.append(updated)
             by = {"by_commit": commit} if commit is not None else {}
-            change.events.append(
-                event("renewed", updated, now, expires_at=updated.expires_at, **by)
-            )
+            change.events.append(event("renewed", updated, now, expires_at=expires, **by))
             renewed.append(updated)
         if renewed and getattr(ctx.store, "remote", None):
             # The push is made anyway: the holder's other claims that have used a quarter
@@ -524,13 +518,11 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
                 life = record.ttl or DEFAULT_TTL_SECONDS
                 if record.id in done or not ctx.renewal_due(record, life, share=True):
                     continue
-                if not table.is_live(record, format_time(now)):
-                    continue
-                updated = record.with_changes(
-                    renewed_at=format_time(now), expires_at=expiry_from(now, life)
-                )
-                change.put.append(updated)
-                change.events.append(event("renewed", updated, now, expires_at=updated.expires_at))
+                if table.is_live(record, format_time(now)):
+                    expires = expiry_from(now, life)
+                    updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
+                    change.put.append(updated)
+                    change.events.append(event("renewed", updated, now, expires_at=expires))
         return change, renewed
 
     result: list[LockRecord] = ctx.store.transact(decide)
