@@ -166,15 +166,14 @@ def open_context(
 
 
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
-    event = {
+    return {
         "event": kind,
         "at": format_time(now),
         "id": record.id,
         "holder": record.holder,
         "paths": list(record.paths),
+        **extra,
     }
-    event.update(extra)
-    return event
 
 
 def drop(

@@ -326,15 +326,11 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
             key = table.key(entry.pattern)
             if key in done:
                 continue
-            others = [r for r in table.overlaps([entry]) if r not in gone]
-            holder_locks = [
-                table.records[i]
-                for i in others
-                if key in table.keys(table.records[i].paths)
-                and table.records[i].holder != ident.holder
-            ]
-            if holder_locks:
-                result.held_by_others.append((entry.pattern, holder_locks[0]))
+            crossing = (table.records[i] for i in table.overlaps([entry]) if i not in gone)
+            theirs = (r for r in crossing if r.holder != ident.holder)
+            held = next((r for r in theirs if key in table.keys(r.paths)), None)
+            if held is not None:
+                result.held_by_others.append((entry.pattern, held))
             else:
                 result.not_locked.append(entry.pattern)
         return change, result

@@ -30,13 +30,9 @@ def skill_text() -> str:
 
 def _split() -> tuple[str, str]:
     """(description, body) of the shipped text."""
-    text = skill_text()
-    _, front, body = text.split("---\n", 2)
-    description = ""
-    for line in front.splitlines():
-        if line.startswith("description:"):
-            description = line.partition(":")[2].strip()
-    return description, body.lstrip("\n")
+    _, front, body = skill_text().split("---\n", 2)
+    found = [line for line in front.splitlines() if line.startswith("description:")]
+    return (found[-1].partition(":")[2].strip() if found else ""), body.lstrip("\n")
 
 
 def text_for(tool: str) -> str:
@@ -51,12 +47,14 @@ def text_for(tool: str) -> str:
     return f"{BEGIN}\n{body.rstrip()}\n{END}\n"
 
 
+DESTINATIONS = {
+    "claude": ".claude/skills/gitlocks/SKILL.md",
+    "cursor": ".cursor/rules/gitlocks.mdc",
+}
+
+
 def destination(tool: str, base: Path) -> Path:
-    if tool == "claude":
-        return base / ".claude" / "skills" / "gitlocks" / "SKILL.md"
-    if tool == "cursor":
-        return base / ".cursor" / "rules" / "gitlocks.mdc"
-    return base / "AGENTS.md"
+    return base.joinpath(*DESTINATIONS.get(tool, "AGENTS.md").split("/"))
 
 
 @dataclass

@@ -70,15 +70,12 @@ def uncovered(
     files = (list_files or (lambda: tracked_files(root)))()
     fold = str.casefold if ignore_case else str
     index = _Index(files, root)
-    found = []
-    suggested = 0
+    found: list[Uncovered] = []
     for pattern, parts in missing:
         if index.holds(fold("/".join(parts)), fold):
             continue  # in the index, deleted from the tree: it covers that
-        closest = None
-        if suggested < MAX_SUGGESTED:  # an agent may claim thousands of new files at once
-            suggested += 1
-            closest = _closest(parts, index)
+        # An agent may claim thousands of new files at once: the first few get a closest.
+        closest = _closest(parts, index) if len(found) < MAX_SUGGESTED else None
         found.append(Uncovered(pattern, closest))
     return found
 
