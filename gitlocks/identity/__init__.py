@@ -147,38 +147,31 @@ def resolve_identity(
             holder, holder_source = registered.holder, "harness"
         embodied = declared if declared is not None else registered.session
         source = "AGENT_SESSION_PID" if declared is not None else "harness"
-        if parent == holder:
-            parent, parent_source = None, None
-        return Identity(
-            holder, holder_source, parent, parent_source, embodied, registered.holder, source
-        )
+        session_id = registered.holder
+    else:
+        given = session if session is not None else declared
+        found = given if given is not None else session_process(env=env)
+        session_id = session_holder_id(found)
+        nobody = SessionProcess(0, "", found.name, found.host)
+        exported = ""
+        if harness and not holder and found.name not in HARNESS_PROCESSES:
+            exported = env.get(HOLDER_ENV, "")
+        if exported:
+            from gitlocks.identity.sessions import left_the_session  # it reads this module's
 
-    given = session if session is not None else declared
-    found = given if given is not None else session_process(env=env)
-    session_id = session_holder_id(found)
-    exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
-    if exported:
-        from gitlocks.identity.sessions import left_the_session  # it reads this module's facts
-
-        if left_the_session(env):
-            exported = ""
-    if not holder and exported:
-        holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
-        if parent == holder:
-            parent, parent_source = None, None
-        none = SessionProcess(0, "", found.name, found.host)
-        return Identity(holder, holder_source, parent, parent_source, none, session_id, "none")
-    if not holder:
-        holder = session_id
+            exported = "" if left_the_session(env) else exported
+        if exported:
+            holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
+            source, embodied = "none", nobody
+        elif given is not None:
+            holder = holder or session_id
+            source, embodied = ("AGENT_SESSION_PID" if declared is given else "session"), given
+        elif not holder:
+            holder, source, embodied = session_id, "session", found
+        else:
+            source, embodied = "none", nobody
     if parent == holder:
         parent, parent_source = None, None
-
-    if given is not None:
-        source, embodied = ("AGENT_SESSION_PID" if declared is given else "session"), given
-    elif holder_source == "session":
-        source, embodied = "session", found
-    else:
-        source, embodied = "none", SessionProcess(0, "", found.name, found.host)
     return Identity(holder, holder_source, parent, parent_source, embodied, session_id, source)
 
 

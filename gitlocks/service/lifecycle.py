@@ -63,9 +63,6 @@ def within(entry: ScopeEntry, record: LockRecord, ignore_case: bool) -> bool:
     return any(_entry_contains(mine, entry, ignore_case) for mine in record_entries(record))
 
 
-# --- writers' helpers -----------------------------------------------------------------------
-
-
 def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
     """My own lock, left by a dead session of mine (same id, restarted): make it mine again.
 
@@ -196,6 +193,3 @@ def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
     """The state of each record, by id (for listings: judges every record given)."""
     life = ctx.liveness()
     return {r.id: life.state(r) for r in records}
-
-
-# --- status: locks and the uncommitted edits of every worktree ------------------------------
