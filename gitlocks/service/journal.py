@@ -156,26 +156,20 @@ def follow(
     *,
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
-    include_refusals: bool = True,
 ) -> Iterator[list[Event]]:
     """Yield, once per poll, the events journaled (and refused, locally) since the last:
     forever, an idle poll yielding an empty list. One ref read per interval; a walk only when
     it moved."""
     seen = store.version()
     cursor = RefusalCursor(refusals_path(store))
-    first = True
     while True:
-        if not first:
-            sleep(interval)
-        first = False
         batch: list[Event] = []
         version = store.version()
         if version != seen and version is not None:
             batch += _new_since(store, seen, version)
             seen = version
-        if include_refusals:
-            batch = interleave(batch, cursor.read())
-        yield batch
+        yield interleave(batch, cursor.read())
+        sleep(interval)
 
 
 # Lines of the refusal log a cursor remembers, to find its place again after a trim.

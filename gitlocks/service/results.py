@@ -305,18 +305,11 @@ class WorktreeEdits:
 
     __slots__ = ("branch", "current", "edits", "error", "path")
 
-    def __init__(
-        self,
-        path: str,
-        branch: str | None,
-        edits: list[Edit] | None = None,
-        error: str | None = None,
-        current: bool = False,
-    ) -> None:
+    def __init__(self, path: str, branch: str | None, current: bool) -> None:
         self.path = path
         self.branch = branch
-        self.edits = [] if edits is None else edits
-        self.error = error  # why its status could not be read
+        self.edits: list[Edit] = []
+        self.error: str | None = None  # why its status could not be read
         self.current = current  # the worktree the command runs in
 
     def to_dict(self) -> dict[str, Any]:
@@ -343,7 +336,7 @@ class Status:
         states: dict[str, State],
         quiet: dict[str, float],
         worktrees: list[WorktreeEdits],
-        waiters: list[LockRecord] | None = None,
+        waiters: list[LockRecord],
     ) -> None:
         self.holder = holder
         self.parent = parent
@@ -352,8 +345,7 @@ class Status:
         self.states = states
         self.quiet = quiet
         self.worktrees = worktrees
-        # Claims waiting their turn, in queue order (design §4.7).
-        self.waiters = [] if waiters is None else waiters
+        self.waiters = waiters  # claims waiting their turn, in queue order (design §4.7)
 
     def to_dict(self) -> dict[str, Any]:
         def lock(record: LockRecord) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def status(ctx: Context) -> Status:
         ahead = iter([path for path, _ in listed])  # the next worktrees to ask
         for path, branch in listed:
             _ask_ahead(asked, ahead)
-            tree = WorktreeEdits(path, branch, current=path == here)
+            tree = WorktreeEdits(path, branch, path == here)
             try:
                 edits = _finish(asked.pop(path) if path in asked else _start(path))  # listed twice
             except OSError as exc:
