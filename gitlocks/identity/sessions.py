@@ -68,10 +68,9 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
     """The nearest registered harness session among our ancestors (from ``start``, by
     default our parent, upwards), or None."""
     where = register_dir(env)
-    if where is None or not trusted(where):
+    # Without a host identity (no /proc) no pid can be judged: an entry could be anyone's.
+    if where is None or not trusted(where) or not host_identity():
         return None
-    if not host_identity():
-        return None  # no pid can be judged here (no /proc): an entry could be anyone's
     for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
         found = _read(where, pid, start_time)
         if found is not None and can_be_harness(name):
@@ -377,13 +376,7 @@ def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple
 
 def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
     """The register's entry for exactly ``session``, or None."""
-    where = register_dir(env)
-    if (
-        where is None
-        or not trusted(where)
-        or not session.pid
-        or not session.start_time
-        or not host_identity()
-    ):
+    if not (session.pid and session.start_time and host_identity()):
         return None
-    return _read(where, session.pid, session.start_time)
+    where = register_dir(env)
+    return _read(where, session.pid, session.start_time) if where and trusted(where) else None

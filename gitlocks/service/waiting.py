@@ -71,7 +71,7 @@ def acquire(
             # Ctrl-C reaches git too: one that ends the join's write mid-way may leave the
             # waiter written, and unknown here. Any this process wrote leaves.
             if stop.is_set():
-                leave_own(ctx)
+                leave(ctx, None)
                 stop.end()
             raise
         if result.status != "waiting" or result.waiter is None:
@@ -150,21 +150,29 @@ def _blockers(result: AcquireResult) -> list[str]:
     return [c.record.id for c in result.conflicts]
 
 
-def leave(ctx: Context, waiter: LockRecord) -> str | None:
-    """Take ``waiter`` out of the queue (a wait stopped); None when it is out, else why it
-    is not (its death, seen on this host, or its expiry takes it out anyway)."""
+def leave(ctx: Context, waiter: LockRecord | None) -> str | None:
+    """Take ``waiter`` out of the queue (a wait stopped), or (None) every waiter this very
+    process wrote (its pid, start time and machine: a join stopped mid-write, whose waiter
+    this process never saw). None when it is out, else why it is not (its death, seen on
+    this host, or its expiry takes it out anyway)."""
+    pid = os.getpid()
+    start = (process_start_time(pid) or "") if waiter is None else ""
 
     def decide(table: Table) -> tuple[Change, None]:
-        change = Change()
-        if waiter.id in table.records:
-            by = ctx.identity.holder
-            drop(change, set(), "left_queue", waiter, ctx.now(), why="stopped", by=by)
+        change, now = Change(), ctx.now()
+        if waiter is not None:
+            found = [waiter] if waiter.id in table.records else []
+        else:
+            mine, waiters = (pid, start, ctx.host_id), table.waiters(format_time(now))
+            found = [r for r in waiters if (r.pid, r.pid_start, r.host_id) == mine]
+        for record in found:
+            drop(change, set(), "left_queue", record, now, why="stopped", by=ctx.identity.holder)
         return change, None
 
     try:
         ctx.store.transact(decide)
     except GitlocksError as exc:
-        return _stuck(waiter, exc)
+        return None if waiter is None else _stuck(waiter, exc)
     return None
 
 
@@ -191,27 +199,6 @@ class Stop(threading.Event):
 
 # The signals that stop a wait: Ctrl-C, a harness's time limit, a closed terminal.
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def leave_own(ctx: Context) -> None:
-    """Take out of the queue every waiter this very process wrote (its pid, start time and
-    machine): a join stopped mid-write, whose waiter this process never saw. Best effort,
-    as ``leave``."""
-    pid = os.getpid()
-    start = process_start_time(pid) or ""
-
-    def decide(table: Table) -> tuple[Change, None]:
-        change = Change()
-        for record in table.waiters(format_time(ctx.now())):
-            if (record.pid, record.pid_start, record.host_id) == (pid, start, ctx.host_id):
-                by = record.holder
-                drop(change, set(), "left_queue", record, ctx.now(), why="stopped", by=by)
-        return change, None
-
-    try:
-        ctx.store.transact(decide)
-    except GitlocksError:
-        pass
 
 
 @contextmanager
