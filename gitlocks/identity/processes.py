@@ -428,8 +428,6 @@ def declared_session(env: Mapping[str, str]) -> SessionProcess | None:
         return None
     if not is_digits(raw) or len(raw) > 10 or not 0 < int(raw) < 1 << 32:
         raise UsageError(f"invalid AGENT_SESSION_PID {raw!r}: a process id is a positive number")
-    pid = int(raw)
-    info = _proc_info(pid)
-    if info is None:  # gone already: named, but with no start time it is never judged
-        return SessionProcess(pid, "", "", os.uname().nodename)
-    return SessionProcess(pid, info.start_time, info.name, os.uname().nodename)
+    info = _proc_info(int(raw))  # None: gone already, named but with no start time, never judged
+    start_time, name = (info.start_time, info.name) if info else ("", "")
+    return SessionProcess(int(raw), start_time, name, os.uname().nodename)

@@ -49,8 +49,11 @@ def status(ctx: Context) -> Status:
         for path, branch in listed:
             _ask_ahead(asked, ahead)
             tree = WorktreeEdits(path, branch, path == here)
+            started = asked.pop(path) if path in asked else _start(path)  # listed twice
             try:
-                edits = _finish(asked.pop(path) if path in asked else _start(path))  # listed twice
+                if isinstance(started, OSError):
+                    raise started
+                edits = finish_changes(started)
             except OSError as exc:
                 tree.error = str(exc)
                 edits = []
@@ -92,12 +95,6 @@ def _start(worktree: str) -> Process | OSError:
         return start_changes(worktree)
     except OSError as exc:
         return exc
-
-
-def _finish(asked: Process | OSError) -> list[tuple[str, str]]:
-    if isinstance(asked, OSError):
-        raise asked
-    return finish_changes(asked)
 
 
 def _classify(

@@ -109,9 +109,7 @@ def _close_name(name: str, names: list[str]) -> str | None:
         names = [n for n in names if n[:1].casefold() == first or abs(len(n) - size) <= 1][
             :MAX_NAMES
         ]
-    folded: dict[str, str] = {}
-    for candidate in names:
-        folded.setdefault(candidate.casefold(), candidate)
+    folded = {candidate.casefold(): candidate for candidate in reversed(names)}  # the first
     key = name.casefold()
     if key in folded:
         return folded[key]
