@@ -55,7 +55,9 @@ def lost_claims(
             x
             for x in recent
             if not (x.event == "released" and x.by in (None, me))  # its own: no news
-            and not _again(x, table, held_keys, gone)
+            # Not held again: the same lock, or all its patterns.
+            and not (x.id in table.records and x.id not in gone)
+            and not table.keys(x.paths) <= held_keys
         ], []
     lost: list[Lost] = []
     missing: list[str] = []
@@ -122,9 +124,3 @@ def _lost(found: Event) -> Lost | None:
     if isinstance(released, list) and released != paths:
         return None  # part of a lock given back: the rest is still held
     return Lost(str(found["event"]), lock_id, paths, by if isinstance(by, str) else None, at)
-
-
-def _again(lost: Lost, table: Table, held_keys: set[str], gone: Collection[str]) -> bool:
-    """Whether the holder holds that claim again (the same lock, or all its patterns)."""
-    still = lost.id in table.records and lost.id not in gone
-    return still or table.keys(lost.paths) <= held_keys

@@ -136,8 +136,7 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
         change.events.append(event("resumed", lock, now, by=ident.holder, **{"from": taken.holder}))
         return change, ResumeResult("resumed", lock=lock, previous=taken)
 
-    result: ResumeResult = store.transact(decide)
-    return result
+    return store.transact(decide)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -185,8 +184,7 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
                 drop(change, gone, "left_queue", waiter, now, why="dead", by=ctx.identity.holder)
         return change, cleared
 
-    found: list[LockRecord] = ctx.store.transact(decide)
-    return found
+    return ctx.store.transact(decide)
 
 
 def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:

@@ -521,8 +521,7 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
                     change.events.append(event("renewed", updated, now, expires_at=expires))
         return change, renewed
 
-    result: list[LockRecord] = ctx.store.transact(decide)
-    return result
+    return ctx.store.transact(decide)
 
 
 # --- reading ------------------------------------------------------------------------------

@@ -118,8 +118,7 @@ def _release_landed(ctx: Context) -> list[LockRecord]:
         found = [e["id"] for e in change.events if e["event"] == "landed"]
         return change, [table.records[i] for i in found]
 
-    landed: list[LockRecord] = ctx.store.transact(decide)
-    return landed
+    return ctx.store.transact(decide)
 
 
 def view_age(store: LockStore, name: str) -> float | None:
