@@ -338,9 +338,7 @@ def _pane_of(pid: int, env: Mapping[str, str]) -> str:
     except OSError:
         pass
     digits = raw.removeprefix("%")
-    if not (is_digits(digits) and len(digits) < 10):
-        return ""
-    return str(int(digits))
+    return str(int(digits)) if is_digits(digits) and len(digits) < 10 else ""
 
 
 def _terminal(server: str, tty_nr: int, env: Mapping[str, str], pid: int = 0) -> str:
@@ -402,12 +400,12 @@ def register_dir(env: Mapping[str, str] | None = None) -> str | None:
     None when no home is known."""
     env = os.environ if env is None else env
     state = env.get("XDG_STATE_HOME", "")
-    if state and os.path.isabs(state):
-        return os.path.join(state, "gitlocks", "sessions")
-    home = env.get("HOME", "")
-    if not home or not os.path.isabs(home):
-        return None
-    return os.path.join(home, ".local", "state", "gitlocks", "sessions")
+    if not os.path.isabs(state):  # unset or relative: ignored, as the spec says
+        home = env.get("HOME", "")
+        if not os.path.isabs(home):
+            return None
+        state = os.path.join(home, ".local", "state")
+    return os.path.join(state, "gitlocks", "sessions")
 
 
 def trusted(where: str) -> bool:
