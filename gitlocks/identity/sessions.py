@@ -81,11 +81,9 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
 
 
 def left_the_session(env: Mapping[str, str] | None = None) -> bool:
-    """Whether a process that was given an exported holder (``GITLOCKS_HOLDER``) has left
-    the harness's tree: it runs where the harness does (the same pid namespace, named by
-    ``GITLOCKS_HOLDER_SCOPE``), reads the register and sees all its ancestors up to pid 1,
-    so no sandbox hides the harness from it, and none of them is the harness (a daemon, a
-    tmux server the agent started)."""
+    """Whether a process given an exported holder (``GITLOCKS_HOLDER``) has left the harness's
+    tree: it runs in the harness's pid namespace (``GITLOCKS_HOLDER_SCOPE``), reads the register
+    and sees its ancestors up to pid 1, none of them the harness (a daemon, a tmux server)."""
     env = os.environ if env is None else env
     scope = env.get(HOLDER_SCOPE_ENV, "")
     if not scope or scope != holder_scope():
@@ -264,10 +262,9 @@ def _unlink(*paths: str) -> None:
 
 
 def prune(env: Mapping[str, str] | None = None) -> int:
-    """Remove the entries of sessions whose process is gone, or whose machine rebooted
-    since; and what writers left behind: a list of repositories without its entry whose
-    process is gone, a temporary file of a writer killed before its rename. How many
-    entries went."""
+    """Remove the entries of sessions whose process is gone or whose machine rebooted since,
+    and what writers left behind (a list of repositories whose session is gone, an old
+    temporary file); how many entries went."""
     where = register_dir(env)
     if where is None or not trusted(where):
         return 0
@@ -347,11 +344,9 @@ def _doc(path: str) -> dict[str, object] | None:
 
 
 def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple[Registered, str]]:
-    """The registered sessions whose process runs (on this host, in this pid namespace:
-    an entry's key says where it was written) and that acted in the repository of
-    ``common_dir`` (its start, a claim, a command), each with the working tree it acted
-    in: what the live page shows of sessions that hold nothing (docs/design.md, section
-    7.5). At most ``MAX_PRUNE`` entries are read."""
+    """The registered sessions of this host and pid namespace whose process runs and that
+    acted in the repository of ``common_dir``, each with the working tree it acted in: the
+    live page's sessions that hold nothing (docs/design.md, section 7.5)."""
     where = register_dir(env)
     if where is None or not trusted(where) or not host_identity():
         return []

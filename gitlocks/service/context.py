@@ -1,8 +1,5 @@
-"""Who is asking, of which store, at what time; and the steps every write shares.
-
-``Context`` travels through every verb of the service. ``event`` builds a journal event
-and ``sweep`` schedules expired records for deletion: every decision starts with them.
-"""
+"""Who is asking, of which store, at what time (``Context``); and the steps every write
+shares: ``event`` builds a journal event, ``sweep`` removes expired and landed records."""
 
 from __future__ import annotations
 
@@ -139,11 +136,9 @@ def open_context(
     *,
     opened: tuple[str, str | None, Settings] | None = None,
 ) -> Context:
-    """The service context of the repository at ``start``: its remote's store in remote
-    mode, else its own refs. ``identity`` may be a function, called once the repository
-    is found (not being in one is the first error to report). ``opened``: the repository's
-    git directory, object format and settings, read already by a caller that found it at
-    ``start`` as git would (the guard), so that git is not asked again."""
+    """The service context of the repository at ``start`` (its remote's store in remote mode).
+    ``identity`` may be a function, called once the repository is found. ``opened``: its git
+    directory, object format and settings, read already by the caller (the guard)."""
     if opened is None:
         store = Store.discover(start)
     else:

@@ -64,11 +64,8 @@ def within(entry: ScopeEntry, record: LockRecord, ignore_case: bool) -> bool:
 
 
 def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
-    """My own lock, left by a dead session of mine (same id, restarted): make it mine again.
-
-    Without this, an agent restarted under the same ``AGENT_ID`` would be told
-    ALREADY YOURS for a lock that the next writer releases as dead.
-    """
+    """My own lock, left by a dead session of mine (same id, restarted): made mine again, else
+    the next writer would release as dead the lock it was told is ALREADY YOURS."""
     session = ctx.identity.session
     if (record.pid, record.pid_start) == (session.pid, session.start_time):
         return record
@@ -143,11 +140,8 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
 
 
 def clear_dead_before_listing(ctx: Context) -> None:
-    """Before a listing, in local mode: release the dead holders' note-less locks
-    (``clear_dead``), so the table shows live claims and the journal says who cleared the
-    rest. In remote mode a write is a push, which no read makes: they are shown DEAD until
-    the next write. A listing still answers if the write fails (a read-only git
-    directory), with a warning; a table that cannot be read stops it, as ever."""
+    """Before a listing, in local mode: ``clear_dead`` (docs/design.md, section 3.3). A
+    listing still answers, with a warning, when that write fails (a read-only git directory)."""
     if ctx.store.config_get("alock.remote"):
         return
     table = ctx.store.read_table()
@@ -162,11 +156,8 @@ def clear_dead_before_listing(ctx: Context) -> None:
 
 
 def clear_dead(ctx: Context) -> list[LockRecord]:
-    """Release the dead holders' note-less locks (design §3.3) in one write, journaled as
-    ``auto_released`` by whoever asked, and take dead waiters out of the queue
-    (``left_queue``, ``why: dead``, design §4.7); the locks released. For a listing: a supervisor
-    expects the live table to hold live claims, and the journal to say who cleared the
-    others."""
+    """Release the dead holders' note-less locks in one write, journaled ``auto_released`` by
+    whoever asked, and take dead waiters out of the queue (``left_queue``, ``why: dead``)."""
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         now = ctx.now()

@@ -1,9 +1,5 @@
-"""What each verb does to the lock table: decisions and result objects.
-
-Nothing here prints or exits. Each write is a pure ``decide(table)`` handed to the store,
-which runs it under its mutex and applies the resulting change atomically, so the same
-decision code serves every backend.
-"""
+"""What each verb does to the lock table. Nothing here prints or exits: each write is a pure
+``decide(table)`` the store runs under its mutex and applies atomically, on any backend."""
 
 from __future__ import annotations
 
@@ -187,11 +183,9 @@ def _crossed(
     gone: set[str],
     shared: bool = False,
 ) -> tuple[list[Conflict], list[Conflict]]:
-    """The live claims of others this claim crosses, and the interrupted work it would take.
-
-    A dead holder's note-less lock met on the way is released by this same write. Shared
-    claims cross only exclusive ones.
-    """
+    """The live claims of others this claim crosses (shared ones cross only exclusive ones),
+    and the interrupted work it would take; a dead holder's note-less lock met on the way is
+    released by this same write."""
     ident = ctx.identity
     elders = set(table.ancestors(ident.holder, ident.parent))
     conflicts, interrupted = [], []

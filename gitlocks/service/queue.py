@@ -47,10 +47,8 @@ def renewal(record: LockRecord, now: datetime, deadline: datetime) -> LockRecord
 
 
 def lapsed(record: LockRecord, now: datetime, deadline: datetime) -> bool:
-    """Whether a waiter gone from the table went by its own expiry while its wait is not
-    out (its process could not renew it: a lock remote silent, a machine asleep, a clock
-    that jumped): it joins the queue again rather than end its wait. One broken before
-    its life was out ends its wait (design §4.7)."""
+    """Whether a waiter gone from the table went by its own expiry (its process could not
+    renew it) while its wait is not out: it joins the queue again. One broken ends its wait."""
     try:
         return parse_time(record.expires_at) <= now < deadline
     except ValueError:

@@ -1,8 +1,5 @@
-"""What the service's verbs answer: plain result objects, each with its ``to_dict()``.
-
-Imports only the pure core, so the renderers (and the hooks through them) can name these
-types without loading the store or pygit2.
-"""
+"""What the service's verbs answer: plain result objects, each with its ``to_dict()``. Only
+the pure core is imported, so that renderers and hooks name these without the store."""
 
 from __future__ import annotations
 
@@ -153,11 +150,9 @@ class Lost(Value):
 
 
 class RenewResult:
-    """The locks a renewal extended, and those kept as they are because more than half
-    their lifetime is left (remote mode: no push for them); neither: the caller holds no
-    live lock there. ``lost``: the caller's claims gone since its last write (or, of the
-    patterns it named, whenever), and ``not_locked``: named patterns it holds no lock on
-    and never lost here."""
+    """The locks a renewal extended, and those ``kept`` as they are (not due: no push for
+    them); neither: the caller holds no live lock there. ``lost``: its claims gone since its
+    last write (of named patterns, whenever); ``not_locked``: named patterns never held here."""
 
     __slots__ = ("kept", "locks", "lost", "not_locked")
 

@@ -114,11 +114,8 @@ def _classify(
 
 
 def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockRecord]:
-    """The records among ``claims`` whose scope covers the concrete ``path``, by id.
-
-    A path is a file name, not typed input: one that no pattern can spell (a control
-    character in its name) is decided one claim at a time instead of through the index.
-    """
+    """The records among ``claims`` whose scope covers the concrete ``path``, by id; a file
+    name no pattern can spell (a control character) is decided one claim at a time."""
     entry = path_entry(path)
     if entry is not None:
         ids = [i for i in table.covering(entry) if i in claims]
