@@ -134,18 +134,15 @@ class _Index:
         self.root = root
         self.files = sorted(files)
         self.listed: dict[str, list[str]] = {}
-        self.folded: dict[Callable[[str], str], set[str]] = {}
+        self.folded: set[str] | None = None  # every path and directory, folded (one fold)
 
     def holds(self, literal: str, fold: Callable[[str], str]) -> bool:
         """Whether the index has ``literal`` (``fold``-ed), or anything under it."""
-        if fold is not str:  # no order to search by: every path and directory, folded
-            if fold not in self.folded:
-                found: set[str] = set()
-                for path in self.files:
-                    parts = fold(path).split("/")
-                    found.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
-                self.folded[fold] = found
-            return literal in self.folded[fold]
+        if fold is not str:  # no order to search by: the set of every folded name
+            if self.folded is None:
+                split = [fold(path).split("/") for path in self.files]
+                self.folded = {"/".join(p[:d]) for p in split for d in range(1, len(p) + 1)}
+            return literal in self.folded
         at = _first_from(self.files, literal)
         if at < len(self.files) and self.files[at] == literal:
             return True
