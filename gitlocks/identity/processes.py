@@ -108,9 +108,7 @@ class SessionProcess(Value):
         self.start_time = start_time  # opaque; equal only for the same process
         self.name = name
         self.host = host
-        # The terminal it runs in when it sits right under a terminal server: "tmux-3" (pane
-        # %3), "screen-pts4", "ssh-pts4", "tty-pts4"; "" otherwise.
-        self.terminal = terminal
+        self.terminal = terminal  # right under a terminal server: "tmux-3", "ssh-pts4"; else ""
 
 
 class _ProcInfo(Value):

@@ -139,9 +139,8 @@ def waiter(
         reason=reason,
         created_at=stamp,
         renewed_at=stamp,
-        # At most a little past the end of the wait: the waiter itself says it ran out
-        # (``timeout``); the sweep is for one that could not (its process gone where none
-        # can judge it). A long wait renews it as it goes (``renewal``).
+        # A little past the wait's end at most: the waiter says ``timeout`` itself, the sweep
+        # takes one whose process could not; a long wait renews it (``renewal``).
         expires_at=format_time(waiter_expiry(now, deadline)),
         host=ctx.host,
         host_id=ctx.host_id,

@@ -94,9 +94,8 @@ def acquire(
                 if stop.is_set():
                     raise KeyboardInterrupt
                 if watch.failed is not None and time.monotonic() >= ends:
-                    # Out of time, its last fetch failed: no ask of a remote that would take
-                    # as long again to fail (the wait ends at its time plus at most one
-                    # remote timeout, exit 2).
+                    # Out of time, its last fetch failed: no ask that would take as long again
+                    # to fail (the wait ends at most one remote timeout late, exit 2).
                     silent = watch.failed
                     raise silent
                 # Out of time by this clock: the decision must see it so, whatever the
