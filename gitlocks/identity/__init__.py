@@ -157,7 +157,7 @@ def resolve_identity(
         if harness and not holder and found.name not in HARNESS_PROCESSES:
             exported = env.get(HOLDER_ENV, "")
         if exported:
-            from gitlocks.identity.sessions import left_the_session  # it reads this module's
+            from gitlocks.identity.sessions import left_the_session  # it imports this module
 
             exported = "" if left_the_session(env) else exported
         if exported:
