@@ -1,13 +1,8 @@
-"""Who is asking: the holder id, its parent, and the session process behind them.
-
-A holder is ``--as ID``, else ``AGENT_ID``, else an id derived from the session process:
-the first ancestor that is neither a shell nor git itself. When a user (or an agent)
-types ``git alock``, the chain is ``agent -> shell -> git -> git-alock``, so the session is
-the agent, and its life is what says whether the holder is still there.
+"""Who is asking: the holder id, its parent, and the session process behind them
+(docs/design.md, section 3.2).
 
 The process facts it rests on are ``gitlocks.identity.processes``'s, named here too for
-the modules that ask who is asking. Stdlib only: this module is imported by every
-command, so it must stay cheap.
+the modules that ask who is asking. Stdlib only: every command imports this module.
 """
 
 from __future__ import annotations
@@ -44,7 +39,10 @@ if TYPE_CHECKING:
 
 
 class Identity(Value):
-    """The holder and parent for this invocation, and where each came from."""
+    """The holder and parent for this invocation, and where each came from: ``--as``,
+    ``AGENT_ID``, ``AGENT_PARENT_ID``, ``harness`` or ``session`` (derived). ``session``: the
+    process whose life is the holder's; pid 0 when none embodies it, its locks then living by
+    their TTL alone. ``session_id``: the id derived from the session found, holder or not."""
 
     __slots__ = (
         "holder",
@@ -67,21 +65,12 @@ class Identity(Value):
         session_source: str = "session",
     ) -> None:
         self.holder = holder
-        self.holder_source = (
-            holder_source  # "--as", "AGENT_ID", "harness" (gitlocks.identity.sessions) or "session"
-        )
+        self.holder_source = holder_source
         self.parent = parent
-        self.parent_source = (
-            parent_source  # "AGENT_PARENT_ID" or None: a parent is only ever declared
-        )
-        # The process whose life is the holder's: recorded in its locks, judged for liveness.
-        # Pid 0 when none embodies the holder (an explicit id without AGENT_SESSION_PID): its
-        # locks then live by their TTL and heartbeats alone.
+        self.parent_source = parent_source
         self.session = session
-        self.session_id = (
-            session_id  # the id derived from the session found, whether or not it is the holder
-        )
-        self.session_source = session_source  # "session", "harness", "AGENT_SESSION_PID" or "none"
+        self.session_id = session_id
+        self.session_source = session_source
 
     @property
     def derived(self) -> bool:
@@ -114,20 +103,13 @@ def resolve_identity(
     *,
     harness: bool = True,
 ) -> Identity:
-    """Holder: ``--as``, else ``AGENT_ID``, else the agent harness session this process
-    runs under (``gitlocks.identity.sessions``), else the session's derived id. Parent:
-    ``AGENT_PARENT_ID``, else the one the harness session declared; nothing is inferred
-    from the process tree (docs/design.md, section 3.2).
-
-    The session, whose death ends the holder's claims, is the process that embodies the
-    holder: the one named by ``AGENT_SESSION_PID``; else the registered harness whose
-    holder this is (an explicit id equal to the harness's own counts: the guard adopted
-    it); else, for a derived holder, the session found by walking up from us (``session``
-    when a caller gives one). An explicit id with none of these has no session: a wrapper
-    that ran ``git alock`` and exited must not take the claim with it. A parent equal to
-    the holder is dropped. An empty variable counts as unset (``AGENT_ID= git alock ...``).
-    ``harness=False`` skips the register (the guard, which is the harness's own voice).
-    """
+    """Holder: ``--as``, else ``AGENT_ID``, else the harness session this process runs under,
+    else the session's derived id. Parent: ``AGENT_PARENT_ID``, else the one the harness
+    declared; a parent equal to the holder is dropped. The session, whose death ends the
+    holder's claims, is the process that embodies the holder (docs/design.md, sections 3.2
+    and 3.3): an explicit id with none has none, as a wrapper that ran ``git alock`` and exited
+    must not take the claim with it. ``session``: the one found by a caller. An empty variable
+    counts as unset. ``harness=False`` skips the register (the guard is the harness's voice)."""
     env = os.environ if env is None else env
     declared = declared_session(env)
 
@@ -165,38 +147,31 @@ def resolve_identity(
             holder, holder_source = registered.holder, "harness"
         embodied = declared if declared is not None else registered.session
         source = "AGENT_SESSION_PID" if declared is not None else "harness"
-        if parent == holder:
-            parent, parent_source = None, None
-        return Identity(
-            holder, holder_source, parent, parent_source, embodied, registered.holder, source
-        )
+        session_id = registered.holder
+    else:
+        given = session if session is not None else declared
+        found = given if given is not None else session_process(env=env)
+        session_id = session_holder_id(found)
+        nobody = SessionProcess(0, "", found.name, found.host)
+        exported = ""
+        if harness and not holder and found.name not in HARNESS_PROCESSES:
+            exported = env.get(HOLDER_ENV, "")
+        if exported:
+            from gitlocks.identity.sessions import left_the_session  # it imports this module
 
-    given = session if session is not None else declared
-    found = given if given is not None else session_process(env=env)
-    session_id = session_holder_id(found)
-    exported = env.get(HOLDER_ENV, "") if harness and found.name not in HARNESS_PROCESSES else ""
-    if exported:
-        from gitlocks.identity.sessions import left_the_session  # it reads this module's facts
-
-        if left_the_session(env):
-            exported = ""
-    if not holder and exported:
-        holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
-        if parent == holder:
-            parent, parent_source = None, None
-        none = SessionProcess(0, "", found.name, found.host)
-        return Identity(holder, holder_source, parent, parent_source, none, session_id, "none")
-    if not holder:
-        holder = session_id
+            exported = "" if left_the_session(env) else exported
+        if exported:
+            holder, holder_source = validate_holder(exported, what=HOLDER_ENV), "harness"
+            source, embodied = "none", nobody
+        elif given is not None:
+            holder = holder or session_id
+            source, embodied = ("AGENT_SESSION_PID" if declared is given else "session"), given
+        elif not holder:
+            holder, source, embodied = session_id, "session", found
+        else:
+            source, embodied = "none", nobody
     if parent == holder:
         parent, parent_source = None, None
-
-    if given is not None:
-        source, embodied = ("AGENT_SESSION_PID" if declared is given else "session"), given
-    elif holder_source == "session":
-        source, embodied = "session", found
-    else:
-        source, embodied = "none", SessionProcess(0, "", found.name, found.host)
     return Identity(holder, holder_source, parent, parent_source, embodied, session_id, source)
 
 

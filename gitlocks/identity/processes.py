@@ -1,23 +1,22 @@
-"""The processes behind a holder: the session process a command runs under, found by
-walking up the process tree past shells and git, whether a process is still alive (its
-start time, on this host and boot), and the names and environment variables that steer
-the walk. Where the register of harness sessions lives is here too: who asks
-(``gitlocks.identity``) and the register (``gitlocks.identity.sessions``) both need it.
+"""The processes behind a holder: the session process a command runs under (found by
+walking up past shells and git), whether a process is still alive, the names and
+variables that steer the walk, and where the register of harness sessions lives.
 
-Process facts come from ``/proc`` on Linux and from ``ps`` elsewhere (macOS, BSD).
-Stdlib only: every command imports this module, so it must stay cheap.
+Process facts come from ``/proc`` on Linux and from ``ps`` elsewhere. Stdlib only: every
+command imports this module.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from functools import cache
 
 from gitlocks.core.digest import sha256_hex
 from gitlocks.core.record import validate_holder
-from gitlocks.core.text import NAME_CHARS, is_digits
+from gitlocks.core.text import is_digits
 from gitlocks.core.value import Value
 from gitlocks.errors import InvalidHolder, UsageError
 
@@ -104,35 +103,18 @@ class SessionProcess(Value):
 
     __slots__ = ("host", "name", "pid", "start_time", "terminal")
 
-    def __init__(
-        self,
-        pid: int,
-        start_time: str,
-        name: str,
-        host: str,
-        terminal: str = "",
-    ) -> None:
+    def __init__(self, pid: int, start_time: str, name: str, host: str, terminal: str = "") -> None:
         self.pid = pid
-        self.start_time = (
-            start_time  # opaque; equal for the same process, different for a reused pid
-        )
+        self.start_time = start_time  # opaque; equal only for the same process
         self.name = name
         self.host = host
-        # The terminal it runs in when it sits right under a terminal server: "tmux-3" (pane
-        # %3), "screen-pts4", "ssh-pts4", "tty-pts4"; "" otherwise.
-        self.terminal = terminal
+        self.terminal = terminal  # right under a terminal server: "tmux-3", "ssh-pts4"; else ""
 
 
 class _ProcInfo(Value):
     __slots__ = ("name", "ppid", "start_time", "tty")
 
-    def __init__(
-        self,
-        ppid: int,
-        start_time: str,
-        name: str,
-        tty: int = 0,
-    ) -> None:
+    def __init__(self, ppid: int, start_time: str, name: str, tty: int = 0) -> None:
         self.ppid = ppid
         self.start_time = start_time
         self.name = name
@@ -157,13 +139,8 @@ def _boot_id() -> str:
 
 @cache
 def host_identity() -> str:
-    """Where a pid can be judged: this boot and this pid namespace; "" where unknown.
-
-    A host name is no such place: containers share one (``localhost``, a fixed
-    ``--hostname``) and a bind-mounted repository while each has its own pids, and two
-    machines may share a name. A record whose ``host_id`` differs from ours (or is empty)
-    lives by its TTL alone (docs/design.md, section 3.3).
-    """
+    """Where a pid can be judged: this boot and this pid namespace; "" where unknown. A host
+    name is no such place (docs/design.md, section 3.3)."""
     if not _has_proc():
         return ""  # no /proc: no way to name the pid namespace, so no pid is judged
     try:
@@ -302,12 +279,9 @@ def skip_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
 
 
 def is_pass_through(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """A shell, a command wrapper, a runner or git: never the session itself.
-
-    ``extra`` holds more names (``AGENT_SESSION_SKIP``). A runner may retitle itself
-    (npm shows as ``npm exec ...``): its first word counts. A name cut to Linux's 15
-    bytes matches a longer listed name it begins.
-    """
+    """A shell, a command wrapper, a runner or git (or a name of ``extra``): never the
+    session. A runner's retitled name (``npm exec ...``) counts by its first word, and a name
+    cut to Linux's 15 bytes matches a longer listed name it begins."""
     if name.startswith("git-"):
         return True
     names = {name, name.split(" ", 1)[0]}
@@ -322,17 +296,11 @@ def is_terminal_server(name: str) -> bool:
 
 
 def session_process(pid: int | None = None, env: Mapping[str, str] | None = None) -> SessionProcess:
-    """The session: the first process from ``pid`` upwards that is not a pass-through.
-
-    ``pid`` defaults to our parent, because we are ``git-alock`` (or a test's child)
-    ourselves. ``env`` (default: ours) may name more pass-throughs in
-    ``AGENT_SESSION_SKIP``. A terminal server (tmux, screen, sshd, a terminal emulator, an
-    init system) is never the session: the walk stops at the process right under it (the
-    pane's or terminal's shell), so each terminal is its own holder. If the walk reaches
-    pid 1 or an unreadable parent without finding one, the topmost process seen is used;
-    if even ``pid`` is unreadable, an unknown session with an empty start time (never
-    alive) is returned rather than failing.
-    """
+    """The session: the first process from ``pid`` (default: our parent, as we are
+    ``git-alock``) upwards that is not a pass-through (``env`` may name more in
+    ``AGENT_SESSION_SKIP``). A terminal server is never the session: the walk stops right below
+    it, so each terminal is its own holder. Past pid 1 or an unreadable parent, the topmost
+    process seen; if even ``pid`` is unreadable, one with an empty start time (never alive)."""
     env = os.environ if env is None else env
     current = os.getppid() if pid is None else pid
     host = os.uname().nodename  # what socket.gethostname() returns, without the import
@@ -368,9 +336,7 @@ def _pane_of(pid: int, env: Mapping[str, str]) -> str:
     except OSError:
         pass
     digits = raw.removeprefix("%")
-    if not (is_digits(digits) and len(digits) < 10):
-        return ""
-    return str(int(digits))
+    return str(int(digits)) if is_digits(digits) and len(digits) < 10 else ""
 
 
 def _terminal(server: str, tty_nr: int, env: Mapping[str, str], pid: int = 0) -> str:
@@ -424,16 +390,7 @@ def session_holder_id(proc: SessionProcess, user: str | None = None) -> str:
 
 def name_part(text: str) -> str:
     """``text`` with each run of characters a holder id may not hold made one ``-``."""
-    out: list[str] = []
-    in_run = False
-    for ch in text:
-        if ch in NAME_CHARS:
-            out.append(ch)
-            in_run = False
-        elif not in_run:
-            out.append("-")
-            in_run = True
-    return "".join(out)
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text)
 
 
 def register_dir(env: Mapping[str, str] | None = None) -> str | None:
@@ -441,12 +398,12 @@ def register_dir(env: Mapping[str, str] | None = None) -> str | None:
     None when no home is known."""
     env = os.environ if env is None else env
     state = env.get("XDG_STATE_HOME", "")
-    if state and os.path.isabs(state):
-        return os.path.join(state, "gitlocks", "sessions")
-    home = env.get("HOME", "")
-    if not home or not os.path.isabs(home):
-        return None
-    return os.path.join(home, ".local", "state", "gitlocks", "sessions")
+    if not os.path.isabs(state):  # unset or relative: ignored, as the spec says
+        home = env.get("HOME", "")
+        if not os.path.isabs(home):
+            return None
+        state = os.path.join(home, ".local", "state")
+    return os.path.join(state, "gitlocks", "sessions")
 
 
 def trusted(where: str) -> bool:
@@ -467,8 +424,6 @@ def declared_session(env: Mapping[str, str]) -> SessionProcess | None:
         return None
     if not is_digits(raw) or len(raw) > 10 or not 0 < int(raw) < 1 << 32:
         raise UsageError(f"invalid AGENT_SESSION_PID {raw!r}: a process id is a positive number")
-    pid = int(raw)
-    info = _proc_info(pid)
-    if info is None:  # gone already: named, but with no start time it is never judged
-        return SessionProcess(pid, "", "", os.uname().nodename)
-    return SessionProcess(pid, info.start_time, info.name, os.uname().nodename)
+    info = _proc_info(int(raw))  # None: gone already, named but with no start time, never judged
+    start_time, name = (info.start_time, info.name) if info else ("", "")
+    return SessionProcess(int(raw), start_time, name, os.uname().nodename)

@@ -1,24 +1,10 @@
 """Harness sessions: which holder an agent harness process is, for everything it runs.
 
-An agent harness (Claude Code, Codex CLI, Gemini CLI, Copilot CLI) is one process per
-session. Its guard hook, the commands its shell tool runs, the MCP server it started and
-the git hooks of the commits it makes are all its descendants. The guard records, on the
-session's first event, that this process (its pid and start time, on this host and pid
-namespace) is holder H; every gitlocks process with that process among its ancestors then
-resolves to H (docs/design.md, section 3.2). So one session is one holder, whatever its
-process is called, and two sessions are two.
-
-The register is a directory of small files under the user's state directory
-(``$XDG_STATE_HOME/gitlocks/sessions``, else ``~/.local/state/gitlocks/sessions``), one
-per session process, named after its pid and a digest of its start time and host
-identity, so a reused pid never finds another session's entry. A second file per session
-lists the repositories the session claimed in, one line each, appended: ``Stop`` and
-``SessionEnd`` act in all of them. Nothing here is authoritative about locks: an entry only
-names a holder; the lock table stays the one truth.
-
-Stdlib only, and cheap: every command asks it. Where the register lives, and whether it
-may be read, is ``gitlocks.identity``'s to say: without one, a command answers with one
-``stat`` and never imports this module.
+The guard records that a harness process (pid, start time, host identity) is holder H;
+every gitlocks process below it resolves to H (docs/design.md, section 3.2). The register
+is one small file per session process, keyed by its pid and a digest of its start time and
+host identity, plus a list of the repositories it claimed in. An entry only names a
+holder: the lock table stays the one truth. Stdlib only and cheap: every command asks.
 """
 
 from __future__ import annotations
@@ -65,11 +51,7 @@ class Registered(Value):
     __slots__ = ("harness", "holder", "parent", "session")
 
     def __init__(
-        self,
-        session: SessionProcess,
-        holder: str,
-        parent: str | None,
-        harness: str,
+        self, session: SessionProcess, holder: str, parent: str | None, harness: str
     ) -> None:
         self.session = session
         self.holder = holder
@@ -86,10 +68,9 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
     """The nearest registered harness session among our ancestors (from ``start``, by
     default our parent, upwards), or None."""
     where = register_dir(env)
-    if where is None or not trusted(where):
+    # Without a host identity (no /proc) no pid can be judged: an entry could be anyone's.
+    if where is None or not trusted(where) or not host_identity():
         return None
-    if not host_identity():
-        return None  # no pid can be judged here (no /proc): an entry could be anyone's
     for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
         found = _read(where, pid, start_time)
         if found is not None and can_be_harness(name):
@@ -100,11 +81,9 @@ def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Re
 
 
 def left_the_session(env: Mapping[str, str] | None = None) -> bool:
-    """Whether a process that was given an exported holder (``GITLOCKS_HOLDER``) has left
-    the harness's tree: it runs where the harness does (the same pid namespace, named by
-    ``GITLOCKS_HOLDER_SCOPE``), reads the register and sees all its ancestors up to pid 1,
-    so no sandbox hides the harness from it, and none of them is the harness (a daemon, a
-    tmux server the agent started)."""
+    """Whether a process given an exported holder (``GITLOCKS_HOLDER``) has left the harness's
+    tree: it runs in the harness's pid namespace (``GITLOCKS_HOLDER_SCOPE``), reads the register
+    and sees its ancestors up to pid 1, none of them the harness (a daemon, a tmux server)."""
     env = os.environ if env is None else env
     scope = env.get(HOLDER_SCOPE_ENV, "")
     if not scope or scope != holder_scope():
@@ -117,18 +96,8 @@ def left_the_session(env: Mapping[str, str] | None = None) -> bool:
 
 
 def _read(where: str, pid: int, start_time: str) -> Registered | None:
-    try:
-        with open(os.path.join(where, _key(pid, start_time) + ".json"), "rb") as f:
-            raw = f.read(MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    if len(raw) > MAX_ENTRY_BYTES:
-        return None
-    try:
-        data = json.loads(raw)
-    except _UNREADABLE:
-        return None
-    if not isinstance(data, dict):
+    data = _doc(os.path.join(where, _key(pid, start_time) + ".json"))
+    if data is None:
         return None
     holder, parent, harness = data.get("holder"), data.get("parent"), data.get("harness")
     if data.get("pid") != pid or data.get("start_time") != start_time:
@@ -280,19 +249,22 @@ def forget(session: SessionProcess, env: Mapping[str, str] | None = None) -> Non
     where = register_dir(env)
     if where is None or not trusted(where) or not session.pid:
         return
-    key = _key(session.pid, session.start_time)
-    for suffix in (".json", ".repos"):
+    key = os.path.join(where, _key(session.pid, session.start_time))
+    _unlink(key + ".json", key + ".repos")
+
+
+def _unlink(*paths: str) -> None:
+    for path in paths:
         try:
-            os.unlink(os.path.join(where, key + suffix))
+            os.unlink(path)
         except OSError:
             pass
 
 
 def prune(env: Mapping[str, str] | None = None) -> int:
-    """Remove the entries of sessions whose process is gone, or whose machine rebooted
-    since; and what writers left behind: a list of repositories without its entry whose
-    process is gone, a temporary file of a writer killed before its rename. How many
-    entries went."""
+    """Remove the entries of sessions whose process is gone or whose machine rebooted since,
+    and what writers left behind (a list of repositories whose session is gone, an old
+    temporary file); how many entries went."""
     where = register_dir(env)
     if where is None or not trusted(where):
         return 0
@@ -301,10 +273,7 @@ def prune(env: Mapping[str, str] | None = None) -> int:
         path = entry.path
         if entry.name.startswith("."):
             if entry.name.endswith(".tmp") and _older_than(entry, STALE_TMP_SECONDS):
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                _unlink(path)
         elif entry.name.endswith(".json"):
             gone += _prune_entry(path, env)
         elif entry.name.endswith(".repos") and not os.path.lexists(
@@ -312,10 +281,7 @@ def prune(env: Mapping[str, str] | None = None) -> int:
         ):
             pid = entry.name.split("-", 1)[0]
             if is_digits(pid) and process_start_time(int(pid)) is None:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                _unlink(path)
     return gone
 
 
@@ -335,11 +301,7 @@ def _prune_entry(path: str, env: Mapping[str, str] | None) -> int:
     ):
         # Written on this machine before it last booted: no process of it is left. (Another
         # machine sharing this home has a name of its own; a container shares the boot.)
-        for stale in (path, path.removesuffix(".json") + ".repos"):
-            try:
-                os.unlink(stale)
-            except OSError:
-                pass
+        _unlink(path, path.removesuffix(".json") + ".repos")
         return 1
     registered = _read(os.path.dirname(path), int(pid_text), start_time)
     if registered is None:
@@ -374,18 +336,17 @@ def _entries(where: str) -> Iterator[os.DirEntry[str]]:
 def _doc(path: str) -> dict[str, object] | None:
     try:
         with open(path, "rb") as f:
-            data = json.loads(f.read()[:MAX_ENTRY_BYTES])
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
     except (OSError, *_UNREADABLE):
         return None
     return data if isinstance(data, dict) else None
 
 
 def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple[Registered, str]]:
-    """The registered sessions whose process runs (on this host, in this pid namespace:
-    an entry's key says where it was written) and that acted in the repository of
-    ``common_dir`` (its start, a claim, a command), each with the working tree it acted
-    in: what the live page shows of sessions that hold nothing (docs/design.md, section
-    7.5). At most ``MAX_PRUNE`` entries are read."""
+    """The registered sessions of this host and pid namespace whose process runs and that
+    acted in the repository of ``common_dir``, each with the working tree it acted in: the
+    live page's sessions that hold nothing (docs/design.md, section 7.5)."""
     where = register_dir(env)
     if where is None or not trusted(where) or not host_identity():
         return []
@@ -410,13 +371,7 @@ def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple
 
 def entry(session: SessionProcess, env: Mapping[str, str] | None = None) -> Registered | None:
     """The register's entry for exactly ``session``, or None."""
-    where = register_dir(env)
-    if (
-        where is None
-        or not trusted(where)
-        or not session.pid
-        or not session.start_time
-        or not host_identity()
-    ):
+    if not (session.pid and session.start_time and host_identity()):
         return None
-    return _read(where, session.pid, session.start_time)
+    where = register_dir(env)
+    return _read(where, session.pid, session.start_time) if where and trusted(where) else None

@@ -1,8 +1,5 @@
-"""Who is asking, of which store, at what time; and the steps every write shares.
-
-``Context`` travels through every verb of the service. ``event`` builds a journal event
-and ``sweep`` schedules expired records for deletion: every decision starts with them.
-"""
+"""Who is asking, of which store, at what time (``Context``); and the steps every write
+shares: ``event`` builds a journal event, ``sweep`` removes expired and landed records."""
 
 from __future__ import annotations
 
@@ -33,10 +30,8 @@ if TYPE_CHECKING:
 
 
 class Context:
-    """Who is asking, of which store, at what time."""
-
-    def now(self) -> datetime:
-        return self.clock()
+    """Who is asking, of which store, at what time. ``alive(pid, start_time)``: whether that
+    is still the same running process (injectable for tests, as is ``clock``)."""
 
     __slots__ = (
         "alive",
@@ -56,38 +51,28 @@ class Context:
         identity: Identity,
         clock: Callable[[], datetime] = utcnow,
         alive: Callable[[int, str], bool] = process_alive,
-        host: str | None = None,
-        host_id: str | None = None,
-        stale_after: int | None = None,
-        keep_interrupted: int | None = None,
-        warnings: list[str] | None = None,
     ) -> None:
         self.store = store
         self.identity = identity
         self.clock = clock
-        # Whether (pid, start time) is still the same running process; injectable for tests.
         self.alive = alive
-        self.host = os.uname().nodename if host is None else host
+        self.host = os.uname().nodename
         # Where this process can judge a pid (boot id and pid namespace): see Liveness.
-        self.host_id = host_identity() if host_id is None else host_id
-        self.stale_after = stale_after  # seconds; None: alock.staleAfter, else 10m
-        self.keep_interrupted = keep_interrupted  # seconds; None: alock.interruptedKeep, else 7d
+        self.host_id = host_identity()
+        self.stale_after: int | None = None  # seconds, once read: alock.staleAfter, else 10m
+        self.keep_interrupted: int | None = None  # alock.interruptedKeep, else 7d
         # What the command should tell the user but could decide without (a bad setting that
         # only shapes what is shown): the command line prints these on stderr.
-        self.warnings = [] if warnings is None else warnings
+        self.warnings: list[str] = []
+
+    def now(self) -> datetime:
+        return self.clock()
 
     def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
-        """Whether renewing ``record`` for ``lifetime`` from now is worth a write.
-
-        In local mode a renewal is a ref write: always. In remote mode it is a push,
-        counted against what the host accepts (a few a minute per repository): only once
-        less than half its lifetime is left (before that nobody could take the claim
-        before the holder's next chance to renew), or once its holder has been quiet for
-        half of ``alock.staleAfter``: a holder that tries at least that often is never read
-        as STALE (design 5.9). ``share``: the renewal rides on a push made anyway; then a
-        quarter of the lifetime used, or a quarter of that quiet, is enough, so later turns
-        need no push of their own.
-        """
+        """Whether renewing ``record`` for ``lifetime`` from now is worth a write: always in
+        local mode; in remote mode, where it is a push, only once less than half its lifetime is
+        left or its holder has been quiet for half of ``alock.staleAfter`` (a quarter of each when
+        ``share``: it rides on a push made anyway). docs/design.md, section 5.9."""
         if not getattr(self.store, "remote", None):
             return True
         now = self.now()
@@ -102,17 +87,27 @@ class Context:
         back to the default with a warning instead of stopping the command."""
         if self.stale_after is None:
             try:
-                self.stale_after = stale_after_seconds(self.store.settings)
+                self.stale_after = self.store.settings.duration(
+                    "alock.staleAfter", DEFAULT_STALE_SECONDS
+                )
             except UsageError as exc:
                 self.warnings.append(f"{exc}; using the default, 10m")
                 self.stale_after = DEFAULT_STALE_SECONDS
         return self.stale_after
 
-    def session_host_id(self) -> str:
-        """The ``host_id`` a record of this session gets: ours for a session on this
-        host, "" (never judged) for one we only know by another host's name."""
-        host = self.identity.session.host
-        return self.host_id if not host or host == self.host else ""
+    def session_fields(self) -> dict[str, Any]:
+        """The fields naming this session in a record it writes or takes over. Its
+        ``host_id`` is ours for a session on this host, "" (never judged) for one we only
+        know by another host's name."""
+        session = self.identity.session
+        same = not session.host or session.host == self.host
+        return {
+            "host": session.host or self.host,
+            "host_id": self.host_id if same else "",
+            "pid": session.pid,
+            "pid_start": session.start_time,
+            "session": session.name,
+        }
 
     def liveness(self) -> Liveness:
         """A judge of holders for one decision (remembers each process it asked about)."""
@@ -141,11 +136,9 @@ def open_context(
     *,
     opened: tuple[str, str | None, Settings] | None = None,
 ) -> Context:
-    """The service context of the repository at ``start``: its remote's store in remote
-    mode, else its own refs. ``identity`` may be a function, called once the repository
-    is found (not being in one is the first error to report). ``opened``: the repository's
-    git directory, object format and settings, read already by a caller that found it at
-    ``start`` as git would (the guard), so that git is not asked again."""
+    """The service context of the repository at ``start`` (its remote's store in remote mode).
+    ``identity`` may be a function, called once the repository is found. ``opened``: its git
+    directory, object format and settings, read already by the caller (the guard)."""
     if opened is None:
         store = Store.discover(start)
     else:
@@ -168,26 +161,30 @@ def open_context(
 
 
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
-    event = {
+    return {
         "event": kind,
         "at": format_time(now),
         "id": record.id,
         "holder": record.holder,
         "paths": list(record.paths),
+        **extra,
     }
-    event.update(extra)
-    return event
+
+
+def drop(
+    change: Change, gone: set[str], kind: str, record: LockRecord, now: datetime, **extra: Any
+) -> None:
+    """Delete ``record`` by ``change``, journaled as ``kind``; its id joins ``gone``."""
+    change.delete.append(record.id)
+    change.events.append(event(kind, record, now, **extra))
+    gone.add(record.id)
 
 
 def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]:
-    """Schedule every expired record for deletion; return their ids.
-
-    Interrupted work (a dead holder's lock with notes) is kept past its expiry, until it
-    is resumed or broken, or ``alock.interruptedKeep`` has passed: it blocks nobody's
-    narrower claim, and a crash must never lose it by accident. A claim whose work has
-    landed in its branch (``--until-merged``) is released too (``landing``).
-    """
-    gone = set()
+    """Schedule every expired record for deletion, and every claim whose work has landed
+    (``landing``); return their ids. Interrupted work is kept past its expiry until
+    ``alock.interruptedKeep`` has passed (docs/design.md, section 3.6)."""
+    gone: set[str] = set()
     expired = table.expired(format_time(now))
     life = ctx.liveness() if any(r.notes for r in expired) else None
     for record in expired:
@@ -198,28 +195,15 @@ def sweep(ctx: Context, table: Table, now: datetime, change: Change) -> set[str]
             extra: dict[str, Any] = {"interrupted": True}
         else:
             extra = {}
-        change.delete.append(record.id)
         # ``by``: whose write swept it (the journal names who removed what, every time).
-        change.events.append(event("expired", record, now, by=ctx.identity.holder, **extra))
-        gone.add(record.id)
+        drop(change, gone, "expired", record, now, by=ctx.identity.holder, **extra)
     if not table.landing():  # found from the summaries: most tables have none
         return gone
     from gitlocks.service import landing  # only when some claim waits on a merge
 
     for record in landing.land(ctx.store, table, gone, ctx.host_id):
-        change.delete.append(record.id)
-        commits = list(record.awaiting)
-        change.events.append(
-            event(
-                "landed",
-                record,
-                now,
-                by=ctx.identity.holder,
-                branch=record.until_merged,
-                commits=commits,
-            )
-        )
-        gone.add(record.id)
+        by, branch, commits = ctx.identity.holder, record.until_merged, list(record.awaiting)
+        drop(change, gone, "landed", record, now, by=by, branch=branch, commits=commits)
     return gone
 
 
@@ -228,8 +212,3 @@ def live_table(ctx: Context) -> tuple[Table, list[LockRecord]]:
     table = ctx.store.read_table()
     now = format_time(ctx.now())
     return table, table.live(now)
-
-
-def stale_after_seconds(configured: Settings) -> int:
-    """``alock.staleAfter`` as seconds, else the 10 minute default."""
-    return configured.duration("alock.staleAfter", DEFAULT_STALE_SECONDS)

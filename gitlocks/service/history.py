@@ -1,12 +1,6 @@
-"""What became of a holder's claims, read back from the journal: for ``renew``.
-
-A renewal that answered only with the claims left let an agent go on editing paths it had
-lost, broken by someone, swept once expired, or released by its lead, without a word. The
-journal names each removal and who made it (docs/design.md, section 4.4), so ``renew``
-reads it back from the commit its decision rests on to the holder's own last write: what
-went in between is news to the holder. For a pattern it names and no longer holds, the
-walk goes further back, to the removal of the claim that held it.
-"""
+"""What became of a holder's claims, read back from the journal: for ``renew``, so that an
+agent hears of the claims it lost (broken, swept, released by its lead) since its own
+last write, or, for a pattern it names, whenever (docs/design.md, section 4.4)."""
 
 from __future__ import annotations
 
@@ -61,7 +55,9 @@ def lost_claims(
             x
             for x in recent
             if not (x.event == "released" and x.by in (None, me))  # its own: no news
-            and not _again(x, table, held_keys, gone)
+            # Not held again: the same lock, or all its patterns.
+            and not (x.id in table.records and x.id not in gone)
+            and not table.keys(x.paths) <= held_keys
         ], []
     lost: list[Lost] = []
     missing: list[str] = []
@@ -128,9 +124,3 @@ def _lost(found: Event) -> Lost | None:
     if isinstance(released, list) and released != paths:
         return None  # part of a lock given back: the rest is still held
     return Lost(str(found["event"]), lock_id, paths, by if isinstance(by, str) else None, at)
-
-
-def _again(lost: Lost, table: Table, held_keys: set[str], gone: Collection[str]) -> bool:
-    """Whether the holder holds that claim again (the same lock, or all its patterns)."""
-    still = lost.id in table.records and lost.id not in gone
-    return still or table.keys(lost.paths) <= held_keys

@@ -1,11 +1,6 @@
-"""Reading the journal through the store, and the local log of refusals.
-
-Shared history lives in the journal commits the store writes (their format is
-``gitlocks.core.journal``; docs/design.md, section 4.4): this module walks them for
-``log`` and ``watch``. Refusals change nothing, so they are not committed; they are
-appended to ``<common git dir>/agent-locks-refusals.jsonl``, trimmed to the newest
-``REFUSALS_KEEP`` lines. Nothing here prints: ``gitlocks.render.journal`` formats events.
-"""
+"""Reading the journal through the store (for ``log`` and ``watch``; its format is
+``gitlocks.core.journal``'s, docs/design.md, section 4.4), and the local log of refusals,
+which change nothing and so are appended to a file of the common git directory instead."""
 
 from __future__ import annotations
 
@@ -33,12 +28,9 @@ REFUSALS_TRIM_BYTES = 512 * 1024
 
 
 def events(store: LockStore, *, limit: int | None = None, since: str | None = None) -> list[Event]:
-    """Journal events, newest first, each with the ``commit`` that recorded it.
-
-    ``since`` is an RFC 3339 UTC time: older events are left out. The walk stops at
-    ``limit`` events; with ``since`` it reads the whole (bounded) chain, because the
-    event times come from writers' clocks and need not increase along the chain.
-    """
+    """Journal events, newest first, each with the ``commit`` that recorded it; none older
+    than ``since`` (RFC 3339 UTC), at most ``limit``. With ``since`` the whole bounded chain
+    is read: writers' clocks need not increase along it."""
     found: list[Event] = []
     for entry in store.journal():
         for event in reversed(entry.events):
@@ -57,11 +49,6 @@ def events(store: LockStore, *, limit: int | None = None, since: str | None = No
 
 def refusals_path(store: LockStore) -> str:
     return os.path.join(store.common_dir, REFUSALS_FILE)
-
-
-def record_refusal(store: LockStore, event: Event) -> None:
-    """Append a refusal to the local log; best effort, never fails the command."""
-    append_refusal(store.common_dir, event)
 
 
 def append_refusal(common_dir: str, event: Event) -> None:
@@ -125,12 +112,10 @@ def _new_since(store: LockStore, seen: str | None, version: str) -> list[Event]:
     """Events of commits after ``seen`` up to ``version``, oldest first, each once.
 
     A compaction between two polls starts a new chain whose root repeats retained events
-    (skipped here) and names the old chain's tip as ``previous``: the walk goes on there,
-    back to ``seen``, so events written on the old chain after the last poll are not lost
-    (its commits survive until gc). Old chains are used only when the walk meets ``seen``
-    (or, with nothing seen yet, the chain's true start); otherwise, if ``seen`` is gone or
-    another history replaced the journal, only the newest chain is reported.
-    """
+    (skipped) and names the old chain's tip as ``previous``: the walk goes on there, back to
+    ``seen``, so that events written on the old chain after the last poll are not lost. When
+    the walk never meets ``seen`` (nor, with nothing seen, a chain's true start), only the
+    newest chain is reported."""
     chains: list[list[list[Event]]] = []  # newest chain first; each newest commit first
     start: str | None = version
     visited: set[str] = set()
@@ -171,29 +156,20 @@ def follow(
     *,
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
-    include_refusals: bool = True,
 ) -> Iterator[list[Event]]:
-    """Yield, once per poll, the events journaled (and refused, locally) since the last.
-
-    Forever; an idle poll yields an empty list, so the caller can stop on its own terms.
-    Polling is cheap: one ref read per interval, and a walk only when it moved. The
-    refusal log is followed by a :class:`RefusalCursor`.
-    """
+    """Yield, once per poll, the events journaled (and refused, locally) since the last:
+    forever, an idle poll yielding an empty list. One ref read per interval; a walk only when
+    it moved."""
     seen = store.version()
     cursor = RefusalCursor(refusals_path(store))
-    first = True
     while True:
-        if not first:
-            sleep(interval)
-        first = False
         batch: list[Event] = []
         version = store.version()
         if version != seen and version is not None:
             batch += _new_since(store, seen, version)
             seen = version
-        if include_refusals:
-            batch = interleave(batch, cursor.read())
-        yield batch
+        yield interleave(batch, cursor.read())
+        sleep(interval)
 
 
 # Lines of the refusal log a cursor remembers, to find its place again after a trim.
@@ -203,12 +179,9 @@ _TAIL_BYTES = 64 * 1024
 
 class RefusalCursor:
     """Where a follower is in the refusal log: a byte offset, and the last lines it read.
-
-    Appends are read from the offset. A trim rewrites the file (a new, shorter file
-    renamed over it), so an offset means nothing there: when the bytes before the offset
-    are no longer the last line read, the cursor finds its remembered lines in the new
-    file and goes on after them. If a trim dropped all of them, every line left is new.
-    """
+    A trim renames a shorter file over the log, where an offset means nothing: the cursor then
+    finds its remembered lines in the new file and goes on after them (all lines are new when
+    the trim dropped them all)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -284,6 +257,3 @@ def _size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-# --- formatting -----------------------------------------------------------------------------

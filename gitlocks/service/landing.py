@@ -1,11 +1,6 @@
-"""Claims that end when their work lands: ``acquire --until-merged BRANCH``.
-
-A claim made so keeps the holder's commits inside it (``awaiting``, added by the
-post-commit hook). It is released, journaled ``landed``, once those commits are in BRANCH
-(the lock remote's copy of it in remote mode) and the holder's worktree has no
-uncommitted change inside the claim. Every write asks (``sweep``), and ``sync`` too; only
-records whose summary says they wait are read, so the question costs nothing in a table
-without them (docs/design.md, section 6.8).
+"""Claims that end when their work lands: ``acquire --until-merged BRANCH``
+(docs/design.md, section 6.8). Every write asks (``sweep``), and ``sync`` too; only
+records whose summary says they wait are read.
 """
 
 from __future__ import annotations
@@ -30,12 +25,9 @@ CHECKED_RECORDS = 8  # the waiting records one write asks about
 
 
 def main_line(store: LockStore) -> str:
-    """The repository's main line, which ``--until-merged`` waits for when not told.
-
-    The branch the remote's HEAD names (``refs/remotes/R/HEAD``; R is the lock remote in
-    remote mode, else ``origin``); else ``init.defaultBranch`` when that branch exists;
-    else the first of main, master, trunk that exists.
-    """
+    """The repository's main line, which ``--until-merged`` waits for when not told: the
+    branch the remote's HEAD names (the lock remote, else ``origin``), else
+    ``init.defaultBranch``, else the first of main, master, trunk that exists."""
     remote = store.config_get("alock.remote") or "origin"
     head = store.symref_target(f"refs/remotes/{remote}/HEAD")
     prefix = f"refs/remotes/{remote}/"
@@ -77,26 +69,11 @@ def check_branch(store: LockStore, branch: str) -> str:
 MAX_UNLANDED_COMMITS = 1000
 
 
-def landed(
-    store: LockStore,
-    record: LockRecord,
-    table: Table,
-    host_id: str,
-    trees: set[str] | None = None,
-) -> bool:
-    """Whether ``record``'s work has landed in its branch.
-
-    Its commits are in the branch, or (a rebase made them anew) no longer in the holder's
-    worktree's HEAD, at least one being in the branch; that worktree, which must be on
-    this machine to be asked, has no uncommitted change inside the claim; and its HEAD
-    has no commit the branch lacks that changes a path inside the claim (one the
-    post-commit hook did not record: made with --no-verify, or the very commit whose
-    heartbeat is asking). ``trees``: this repository's worktrees (real paths), when known.
-
-    The cheap questions come first: a record of another machine (anyone's to write, with
-    up to 1,000 commits) costs no ancestry walk here.
-    """
-    if not record.until_merged or not record.awaiting or record.host_id != host_id:
+def landed(store: LockStore, record: LockRecord, table: Table, trees: set[str]) -> bool:
+    """Whether ``record``'s work has landed in its branch (the conditions: docs/design.md,
+    section 6.8). ``trees``: this repository's worktrees (real paths). The cheap questions
+    come first."""
+    if not record.until_merged or not record.awaiting:
         return False
     tip = store.commit_of(store.landing_ref(record.until_merged))
     if tip is None:
@@ -108,11 +85,17 @@ def landed(
     inside = [c for c in awaited if store.contains(tip, c)]
     if not inside:
         return False
-    if not _our_worktree(store, record.worktree, trees):
-        return False  # the holder's worktree is not here to be asked
+    # Only a worktree of this repository on this machine is asked for its status: a record
+    # is anyone's text, and git run in a directory it names would obey its configuration.
+    path = record.worktree
+    if not (path and os.path.isabs(path) and os.path.isdir(path)):
+        return False
+    if os.path.realpath(path) not in trees:
+        return False
     try:
-        head = worktrees.head(record.worktree)
-        dirty = _uncommitted(record.worktree)
+        head = worktrees.head(path)
+        # Untracked files included, both sides of a rename.
+        dirty = [changed for _, changed in worktrees.changes(path, renames=False)]
     except OSError:
         return False
     rest = [c for c in awaited if c not in inside]
@@ -123,12 +106,6 @@ def landed(
     if any(entry_covers(e, p, ignore_case=case) for p in dirty for e in entries):
         return False
     return head is None or not _unlanded_inside(store, head, tip, entries, case)
-
-
-def _uncommitted(worktree: str) -> list[str]:
-    """The paths of the worktree's uncommitted changes, untracked files included, both
-    sides of a rename."""
-    return [path for _, path in worktrees.changes(worktree, renames=False)]
 
 
 def _unlanded_inside(
@@ -144,35 +121,20 @@ def _unlanded_inside(
     return any(entry_covers(e, p, ignore_case=ignore_case) for p in changed for e in entries)
 
 
-def _our_worktree(store: LockStore, path: str, trees: set[str] | None = None) -> bool:
-    """Whether ``path`` is a worktree of this repository on this machine. Only such a
-    directory is ever asked for its status: a record is anyone's text, and git run in a
-    directory it names would obey that directory's own configuration."""
-    if not path or not os.path.isabs(path) or not os.path.isdir(path):
-        return False
-    if trees is None:
-        trees = our_worktrees(store)
-    return os.path.realpath(path) in trees
-
-
-def our_worktrees(store: LockStore) -> set[str]:
-    """The real paths of this repository's worktrees."""
-    return {os.path.realpath(tree) for tree, _ in worktrees.worktrees(store.root)}
-
-
 def land(store: LockStore, table: Table, gone: set[str], host_id: str) -> list[LockRecord]:
-    """The records (not already ``gone``) whose work has landed, oldest first."""
+    """The records of this machine (not already ``gone``) whose work has landed, oldest
+    first."""
     waiting = [r for r in table.landing() if r.id not in gone and r.host_id == host_id]
     if not waiting:
         return []
-    trees = our_worktrees(store)
+    trees = {os.path.realpath(tree) for tree, _ in worktrees.worktrees(store.root)}
     # At most a few a write, drawn afresh each time: planted records must neither make
     # every write slow nor, always drawn first, keep a real claim from being asked.
     if len(waiting) > CHECKED_RECORDS:
         salt = os.urandom(8).hex()
         drawn = sorted(waiting, key=lambda r: sha1_hex((salt + r.id).encode()))
         waiting = sorted(drawn[:CHECKED_RECORDS], key=lambda r: r.id)
-    return [r for r in waiting if landed(store, r, table, host_id, trees)]
+    return [r for r in waiting if landed(store, r, table, trees)]
 
 
 def waiting_branches(table: Table, host_id: str) -> list[str]:

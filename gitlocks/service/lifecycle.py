@@ -1,45 +1,24 @@
-"""Agent lifecycle: is a holder alive, quiet (STALE) or gone (dead, INTERRUPTED WORK)?
+"""Agent lifecycle: is a holder live, stale, dead or interrupted (docs/design.md, sections
+3.3 and 3.6), and the writes that follow: rebind, auto-release, resume, clear the dead.
 
-States of a live (unexpired) lock, as every verb and listing sees it:
-
-- ``live``: its holder's session process runs, or cannot be judged from here.
-- ``stale``: alive, but it has neither renewed nor noted for ``alock.staleAfter``
-  (default 10m). Only shown; it still blocks until its TTL runs out or it is broken.
-- ``dead``: on this host, its session process is gone (pid absent, or reused by a process
-  with another start time) and it left no notes. The next write that sees it releases it
-  (event ``auto_released``).
-- ``interrupted``: dead, but with notes: INTERRUPTED WORK. It blocks nobody's narrower
-  claim; a claim of the same scope (see :func:`covers_scope`) is answered
-  ``INTERRUPTED WORK`` so that the work is taken over (``resume``) or discarded
-  (``break``) on purpose, never lost by accident.
-
-Liveness is only judged on the host that wrote the record (a pid means nothing
-elsewhere), and only for records whose session is known (a pid and a start time); the
-rest live by their TTL alone. Judging is cheap but not free (a ``/proc`` read each), so
-writers judge only the records a decision touches, through :class:`Liveness`, which
-also remembers each answer for the rest of the decision.
+Liveness is judged only on the host that wrote a record, and only for the records a
+decision touches, through :class:`Liveness`, which remembers each answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 
 from gitlocks.core.change import Change
 from gitlocks.core.judging import record_entries
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, expiry_from, format_time
-from gitlocks.core.scope import (
-    WHOLE_TREE,
-    ScopeEntry,
-    entry_covers,
-    has_wildcards,
-    literal_path,
-)
+from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, entry_covers
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
-from gitlocks.service.context import Context, event, sweep
+from gitlocks.service.context import Context, drop, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
+from gitlocks.service.typos import literal_part
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
@@ -48,20 +27,11 @@ if TYPE_CHECKING:
 # --- "the same scope" -----------------------------------------------------------------------
 
 
-def _subtree_root(pattern: str) -> str | None:
-    """The literal directory a pattern's whole scope lies under ("" for the root)."""
-    if pattern == WHOLE_TREE:
-        return ""
-    literal = []
-    for segment in pattern.split("/"):
-        if has_wildcards(segment):
-            break
-        literal.append(literal_path(segment))
-    return "/".join(literal)
-
-
 def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> bool:
-    """A safe under-approximation of "outer's scope contains inner's scope"."""
+    """Whether outer's scope contains inner's, under-approximated: the same pattern
+    (``src/api`` and ``src/api/**`` are one), or an outer pattern covering the directory
+    inner starts with before its first wildcard (``src``, ``src/*`` and ``**`` contain
+    ``src/api/*.py``: a pattern covers everything beneath what it matches)."""
     fold = str.casefold if ignore_case else str
     if fold(outer.pattern.removesuffix("/**")) == fold(inner.pattern.removesuffix("/**")):
         return outer.exact <= inner.exact or not inner.exact
@@ -69,23 +39,18 @@ def _entry_contains(outer: ScopeEntry, inner: ScopeEntry, ignore_case: bool) -> 
         return True
     if outer.exact:
         return False  # one file contains only itself, handled above
-    base = _subtree_root(inner.pattern)
-    if base is None or base == "":
+    base = "/".join(literal_part(inner.pattern))
+    if not base:
         return False
     # A non-exact pattern covering a path covers everything beneath it (DESIGN rule 4).
     return entry_covers(outer, base, ignore_case=ignore_case)
 
 
 def covers_scope(claim: Iterable[ScopeEntry], record: LockRecord, ignore_case: bool) -> bool:
-    """Whether a claim asks for the whole of a lock's scope: its "same scope".
-
-    True when every pattern of the lock is contained in some pattern of the claim:
-    the same pattern (``src/api`` and ``src/api/**`` are one), or a claim pattern that
-    covers the directory the lock's pattern starts with before its first wildcard
-    (``src``, ``src/*`` or ``**`` contain ``src/api/*.py``, because a pattern covers
-    everything beneath what it matches). This under-approximates containment; a claim
-    it misses is treated as narrower and passes the interrupted work by.
-    """
+    """Whether a claim asks for the whole of a lock's scope, its "same scope": every pattern
+    of the lock is contained in one of the claim's (docs/design.md, section 3.6). Containment
+    is under-approximated (``_entry_contains``); a claim it misses is treated as narrower
+    and passes the interrupted work by."""
     claim = list(claim)
     return all(
         any(_entry_contains(c, mine, ignore_case) for c in claim) for mine in record_entries(record)
@@ -98,36 +63,13 @@ def within(entry: ScopeEntry, record: LockRecord, ignore_case: bool) -> bool:
     return any(_entry_contains(mine, entry, ignore_case) for mine in record_entries(record))
 
 
-# --- writers' helpers -----------------------------------------------------------------------
-
-
-def auto_release(
-    record: LockRecord, now: datetime, change: Change, gone: set[str], *, by: str
-) -> None:
-    """Schedule a dead, note-less lock for deletion by the current write (of ``by``)."""
-    change.delete.append(record.id)
-    change.events.append(event("auto_released", record, now, pid=record.pid, by=by))
-    gone.add(record.id)
-
-
 def rebind(ctx: Context, record: LockRecord, life: Liveness) -> LockRecord:
-    """My own lock, left by a dead session of mine (same id, restarted): make it mine again.
-
-    Without this, an agent restarted under the same ``AGENT_ID`` would be told
-    ALREADY YOURS for a lock that the next writer releases as dead.
-    """
+    """My own lock, left by a dead session of mine (same id, restarted): made mine again, else
+    the next writer would release as dead the lock it was told is ALREADY YOURS."""
     session = ctx.identity.session
     if (record.pid, record.pid_start) == (session.pid, session.start_time):
         return record
-    if not life.dead(record):
-        return record
-    return record.with_changes(
-        host=session.host or ctx.host,
-        host_id=ctx.session_host_id(),
-        pid=session.pid,
-        pid_start=session.start_time,
-        session=session.name,
-    )
+    return record.with_changes(**ctx.session_fields()) if life.dead(record) else record
 
 
 # --- resume ----------------------------------------------------------------------------------
@@ -176,18 +118,12 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
         if conflicts:
             return change, ResumeResult("refused", previous=taken, conflicts=conflicts)
         branch, head = store.head_info()
-        session = ident.session
-        stamp = format_time(now)
         lock = taken.with_changes(
             holder=ident.holder,
             parent=ident.parent,
-            renewed_at=stamp,
+            renewed_at=format_time(now),
             expires_at=expiry_from(now, ttl),
-            host=session.host or ctx.host,
-            host_id=ctx.session_host_id(),
-            pid=session.pid,
-            pid_start=session.start_time,
-            session=session.name,
+            **ctx.session_fields(),
             worktree=str(store.root),
             branch=branch,
             head=head,
@@ -197,32 +133,21 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
         change.events.append(event("resumed", lock, now, by=ident.holder, **{"from": taken.holder}))
         return change, ResumeResult("resumed", lock=lock, previous=taken)
 
-    result: ResumeResult = store.transact(decide)
-    return result
+    return store.transact(decide)
 
 
 # --- reading ---------------------------------------------------------------------------------
 
 
-def any_dead(ctx: Context, table: Table) -> bool:
-    """Whether ``table`` holds a dead holder's note-less lock (judging reads ``/proc``
-    once per session), for a listing that would clear them first (``clear_dead``)."""
-    life = ctx.liveness()
-    now = format_time(ctx.now())
-    return any(life.state(r) == "dead" for r in table.live(now)) or any(
-        life.dead(w) for w in table.waiters(now)
-    )
-
-
 def clear_dead_before_listing(ctx: Context) -> None:
-    """Before a listing, in local mode: release the dead holders' note-less locks
-    (``clear_dead``), so the table shows live claims and the journal says who cleared the
-    rest. In remote mode a write is a push, which no read makes: they are shown DEAD until
-    the next write. A listing still answers if the write fails (a read-only git
-    directory), with a warning; a table that cannot be read stops it, as ever."""
+    """Before a listing, in local mode: ``clear_dead`` (docs/design.md, section 3.3). A
+    listing still answers, with a warning, when that write fails (a read-only git directory)."""
     if ctx.store.config_get("alock.remote"):
         return
-    if not any_dead(ctx, ctx.store.read_table()):
+    table = ctx.store.read_table()
+    life, now = ctx.liveness(), format_time(ctx.now())
+    dead = any(life.state(r) == "dead" for r in table.live(now))
+    if not dead and not any(map(life.dead, table.waiters(now))):
         return
     try:
         clear_dead(ctx)
@@ -231,11 +156,8 @@ def clear_dead_before_listing(ctx: Context) -> None:
 
 
 def clear_dead(ctx: Context) -> list[LockRecord]:
-    """Release the dead holders' note-less locks (design §3.3) in one write, journaled as
-    ``auto_released`` by whoever asked, and take dead waiters out of the queue
-    (``left_queue``, ``why: dead``, design §4.7); the locks released. For a listing: a supervisor
-    expects the live table to hold live claims, and the journal to say who cleared the
-    others."""
+    """Release the dead holders' note-less locks in one write, journaled ``auto_released`` by
+    whoever asked, and take dead waiters out of the queue (``left_queue``, ``why: dead``)."""
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         now = ctx.now()
@@ -245,25 +167,18 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
         cleared = []
         for record in table.live(format_time(now)):
             if record.id not in gone and life.state(record) == "dead":
-                auto_release(record, now, change, gone, by=ctx.identity.holder)
+                by = ctx.identity.holder
+                drop(change, gone, "auto_released", record, now, pid=record.pid, by=by)
                 cleared.append(record)
         for waiter in table.waiters(format_time(now)):  # a waiter killed: out of the queue
             if waiter.id not in gone and life.dead(waiter):
-                change.delete.append(waiter.id)
-                change.events.append(
-                    event("left_queue", waiter, now, why="dead", by=ctx.identity.holder)
-                )
-                gone.add(waiter.id)
+                drop(change, gone, "left_queue", waiter, now, why="dead", by=ctx.identity.holder)
         return change, cleared
 
-    found: list[LockRecord] = ctx.store.transact(decide)
-    return found
+    return ctx.store.transact(decide)
 
 
 def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:
     """The state of each record, by id (for listings: judges every record given)."""
     life = ctx.liveness()
     return {r.id: life.state(r) for r in records}
-
-
-# --- status: locks and the uncommitted edits of every worktree ------------------------------

@@ -1,9 +1,5 @@
-"""What each verb does to the lock table: decisions and result objects.
-
-Nothing here prints or exits. Each write is a pure ``decide(table)`` handed to the store,
-which runs it under its mutex and applies the resulting change atomically, so the same
-decision code serves every backend.
-"""
+"""What each verb does to the lock table. Nothing here prints or exits: each write is a pure
+``decide(table)`` the store runs under its mutex and applies atomically, on any backend."""
 
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import lifecycle, queue
-from gitlocks.service.context import Context, event, sweep
+from gitlocks.service.context import Context, drop, event, sweep
 from gitlocks.service.results import (
     AcquireResult,
     BreakResult,
@@ -64,20 +60,15 @@ def acquire(
     deadline: datetime | None = None,
     queued: LockRecord | None = None,
 ) -> AcquireResult:
-    """Claim every entry or none of them.
+    """Claim every entry or none of them (docs/design.md, sections 3.4 and 4.7).
 
-    ``shared``: a claim other shared claims may overlap (an exclusive one may not, either
-    way round). ``until_merged``: the branch whose containing the holder's commits inside
-    the claim releases it (journaled ``landed``). ``ride_along(table, now, change, gone)``
-    adds to a granted claim's write what may share its push (the agent guard's renewals).
-
-    A live waiter of another holder whose scope crosses the claim refuses it as a lock
-    does: nobody jumps the queue (design §4.7). ``deadline``: a claim that may wait until
-    then joins the queue instead of being refused (``waiting``, its record in ``waiter``),
-    and is asked again with ``queued``, that record, until it is granted, its time runs
-    out (refused, leaving the queue) or it closes a cycle of waiters it is the one to be
-    told of (``deadlock``).
-    """
+    ``shared``: a claim other shared claims may overlap. ``until_merged``: the branch whose
+    containing the holder's commits releases it (``landed``, section 6.8). ``ride_along(table,
+    now, change, gone)`` adds to a granted claim's write what may share its push (the guard's
+    renewals). A live waiter of another holder crossing the claim refuses it as a lock does.
+    ``deadline``: a claim that may wait until then joins the queue (``waiting``, its record in
+    ``waiter``) and is asked again with ``queued``, that record, until it is granted, its time
+    runs out or it is the one told of a ``deadlock``."""
 
     def decide(table: Table) -> tuple[Change, AcquireResult]:
         now = ctx.now()
@@ -87,7 +78,7 @@ def acquire(
 
         def leave(why: str, result: AcquireResult) -> tuple[Change, AcquireResult]:
             if mine is not None:
-                queue.leave(mine, now, change, gone, why=why, by=ctx.identity.holder)
+                drop(change, gone, "left_queue", mine, now, why=why, by=ctx.identity.holder)
             return change, result
 
         hint = _parents_whole_scope(ctx, table, entries, gone)
@@ -142,7 +133,7 @@ def acquire(
         if queued is not None and mine is None and not queue.lapsed(queued, now, deadline):
             return change, AcquireResult("refused", conflicts=conflicts)  # broken, or time out
         if mine is not None and now >= deadline:
-            queue.leave(mine, now, change, gone, why="timeout", by=by)
+            drop(change, gone, "left_queue", mine, now, why="timeout", by=by)
             return change, AcquireResult("refused", conflicts=conflicts)
         me = mine or queue.waiter(
             ctx, table, entries, reason=reason, ttl=ttl, shared=shared, deadline=deadline
@@ -150,7 +141,7 @@ def acquire(
         cycle = queue.deadlock(ctx, table, life, me, gone)
         if cycle is not None:
             if mine is not None:
-                queue.leave(mine, now, change, gone, why="deadlock", by=by)
+                drop(change, gone, "left_queue", mine, now, why="deadlock", by=by)
             return change, AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
         if mine is None:
             change.put.append(me)
@@ -192,11 +183,9 @@ def _crossed(
     gone: set[str],
     shared: bool = False,
 ) -> tuple[list[Conflict], list[Conflict]]:
-    """The live claims of others this claim crosses, and the interrupted work it would take.
-
-    A dead holder's note-less lock met on the way is released by this same write. Shared
-    claims cross only exclusive ones.
-    """
+    """The live claims of others this claim crosses (shared ones cross only exclusive ones),
+    and the interrupted work it would take; a dead holder's note-less lock met on the way is
+    released by this same write."""
     ident = ctx.identity
     elders = set(table.ancestors(ident.holder, ident.parent))
     conflicts, interrupted = [], []
@@ -208,7 +197,8 @@ def _crossed(
             continue
         state = life.state(record)
         if state == "dead":
-            lifecycle.auto_release(record, ctx.now(), change, gone, by=ctx.identity.holder)
+            by = ctx.identity.holder
+            drop(change, gone, "auto_released", record, ctx.now(), pid=record.pid, by=by)
             continue
         found = Conflict(record, pairs, state, life.quiet_seconds(record))
         if state != "interrupted":
@@ -242,8 +232,8 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
     from gitlocks.service import journal  # the refusal log: written only on a refusal
 
     store = ctx.store
-    journal.record_refusal(
-        store,
+    journal.append_refusal(
+        store.common_dir,
         {
             "event": "interrupted" if result.status == "interrupted" else result.status,
             "at": format_time(ctx.now()),
@@ -276,11 +266,7 @@ def _new_record(
         created_at=stamp,
         renewed_at=stamp,
         expires_at=expiry_from(now, ttl),
-        host=ident.session.host or os.uname().nodename,
-        host_id=ctx.session_host_id(),
-        pid=ident.session.pid,
-        pid_start=ident.session.start_time,
-        session=ident.session.name,
+        **ctx.session_fields(),
         worktree=os.fspath(ctx.store.root),
         ttl=ttl,
         branch=branch,
@@ -334,15 +320,11 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
             key = table.key(entry.pattern)
             if key in done:
                 continue
-            others = [r for r in table.overlaps([entry]) if r not in gone]
-            holder_locks = [
-                table.records[i]
-                for i in others
-                if key in table.keys(table.records[i].paths)
-                and table.records[i].holder != ident.holder
-            ]
-            if holder_locks:
-                result.held_by_others.append((entry.pattern, holder_locks[0]))
+            crossing = (table.records[i] for i in table.overlaps([entry]) if i not in gone)
+            theirs = (r for r in crossing if r.holder != ident.holder)
+            held = next((r for r in theirs if key in table.keys(r.paths)), None)
+            if held is not None:
+                result.held_by_others.append((entry.pattern, held))
             else:
                 result.not_locked.append(entry.pattern)
         return change, result
@@ -357,13 +339,9 @@ def renew(
     ttl: int | None = None,
     default_ttl: int = DEFAULT_TTL_SECONDS,
 ) -> RenewResult:
-    """Extend my locks (those holding one of ``entries``, or all) from now.
-
-    By ``ttl`` when given, else by the lifetime each lock was claimed with: a heartbeat
-    must never shorten a lock claimed for longer than the default. A lock whose lifetime
-    stays the same is renewed only when due (``Context.renewal_due``); one that is not
-    is reported kept.
-    """
+    """Extend my locks (those holding one of ``entries``, or all) from now, by ``ttl``, else
+    by each lock's own lifetime (a heartbeat never shortens a longer claim). One whose
+    lifetime stays the same and is not ``Context.renewal_due`` is reported kept."""
     ident = ctx.identity
 
     def decide(table: Table) -> tuple[Change, RenewResult]:
@@ -400,9 +378,7 @@ def renew(
             for record in kept:
                 renew_one(record, ttl or record.ttl or default_ttl)
             kept = []
-        result = RenewResult(renewed, kept)
-        result.lost, result.not_locked = lost, not_locked
-        return change, result
+        return change, RenewResult(renewed, kept, lost, not_locked)
 
     return ctx.store.transact(decide)
 
@@ -437,11 +413,9 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
 def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakResult:
     """Forcibly release other holders' locks; journaled with who did it.
 
-    Each target is what was typed and its pattern entry. Text shaped like a lock id names
-    that lock (or an unusable ref under the lock namespace) and nothing else; other text
-    is a pattern naming every lock of another holder that crosses it. Decided on the
-    table being written (in remote mode, the remote's).
-    """
+    Each target is what was typed and its pattern entry: text shaped like a lock id names that
+    lock (or an unusable ref under the lock namespace) and nothing else; other text names every
+    lock of another holder crossing it. Decided on the table being written."""
     ident = ctx.identity
     # A granted claim whose record the object store lost stops every other verb: here it is
     # an unusable ref, for its id to remove it (docs/design.md, section 4.6).
@@ -496,14 +470,10 @@ def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list
 
 
 def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list[LockRecord]:
-    """A commit by the holder inside its own claims: renew them for their lifetime, and
-    let a claim that waits for its work to land wait for this commit too (design §6.8).
-    ``commit`` None: an edit inside them, seen by the agent guard (design §6.5), renews
-    them the same way and awaits nothing.
-
-    Only the asker's own live locks are touched; the journal says ``renewed`` with the
-    commit. Returns the locks renewed.
-    """
+    """A commit by the holder inside its own claims (``commit`` None: an edit the guard saw)
+    renews them for their lifetime, and a claim waiting for its work to land awaits the commit
+    (docs/design.md, sections 6.5 and 6.8). Only the asker's own live locks are touched;
+    returns the locks renewed."""
     ident = ctx.identity
     # In local mode a commit made on the branch a claim waits for is in that branch at
     # once: awaited, it would land the claim at the holder's first commit, work unfinished.
@@ -518,23 +488,17 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
             record = table.get(lock_id)
             if record is None or lock_id in gone or record.holder != ident.holder:
                 continue
-            awaits = bool(record.until_merged) and commit is not None
-            awaits = awaits and commit not in record.awaiting
-            if not awaits and not ctx.renewal_due(record, record.ttl or DEFAULT_TTL_SECONDS):
+            life = record.ttl or DEFAULT_TTL_SECONDS
+            new = commit is not None and commit not in record.awaiting
+            if not (record.until_merged and new) and not ctx.renewal_due(record, life):
                 continue  # nothing anyone could want from this write
-            longer = expiry_from(now, record.ttl or DEFAULT_TTL_SECONDS)
-            updated = record.with_changes(
-                renewed_at=format_time(now), expires_at=max(longer, record.expires_at)
-            )
-            waits = record.until_merged and record.until_merged != here
-            if waits and commit is not None and commit not in record.awaiting:
-                awaiting = (*record.awaiting, commit)[-MAX_AWAITING:]
-                updated = updated.with_changes(awaiting=awaiting)
+            expires = max(expiry_from(now, life), record.expires_at)
+            updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
+            if new and record.until_merged and record.until_merged != here:
+                updated = updated.with_changes(awaiting=(*record.awaiting, commit)[-MAX_AWAITING:])
             change.put.append(updated)
             by = {"by_commit": commit} if commit is not None else {}
-            change.events.append(
-                event("renewed", updated, now, expires_at=updated.expires_at, **by)
-            )
+            change.events.append(event("renewed", updated, now, expires_at=expires, **by))
             renewed.append(updated)
         if renewed and getattr(ctx.store, "remote", None):
             # The push is made anyway: the holder's other claims that have used a quarter
@@ -544,29 +508,23 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
                 life = record.ttl or DEFAULT_TTL_SECONDS
                 if record.id in done or not ctx.renewal_due(record, life, share=True):
                     continue
-                if not table.is_live(record, format_time(now)):
-                    continue
-                updated = record.with_changes(
-                    renewed_at=format_time(now), expires_at=expiry_from(now, life)
-                )
-                change.put.append(updated)
-                change.events.append(event("renewed", updated, now, expires_at=updated.expires_at))
+                if table.is_live(record, format_time(now)):
+                    expires = expiry_from(now, life)
+                    updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
+                    change.put.append(updated)
+                    change.events.append(event("renewed", updated, now, expires_at=expires))
         return change, renewed
 
-    result: list[LockRecord] = ctx.store.transact(decide)
-    return result
+    return ctx.store.transact(decide)
 
 
 # --- reading ------------------------------------------------------------------------------
 
 
 def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) -> list[CheckItem]:
-    """FREE, YOURS or HELD for each path: is it inside someone else's live claim?
-
-    Before an edit, the answer is ``acquire``'s: a sub-agent's lock is HELD for its
-    parent. ``committing`` (the staged paths, the hooks' question): a sub-agent's work is
-    its parent's to commit, so its locks are YOURS (docs/design.md, section 3.2).
-    """
+    """FREE, YOURS or HELD for each path: is it inside someone else's live claim? A
+    sub-agent's lock is HELD for its parent, unless ``committing`` (the hooks' question: its
+    work is its parent's to commit; docs/design.md, section 3.2)."""
     claims = _claims(ctx, committing=committing)
     return [_answer(entry.pattern, claims.covering(entry), claims) for entry in entries]
 

@@ -1,10 +1,7 @@
-"""The queue of waiters, as a claim's decision meets it (docs/design.md, section 4.7).
-
-``acquire`` asks, on the table it decides on: which waiters of others stand before this
-claim (``ahead``), what the waiter record of a claim that must wait is (``waiter``), and
-whether its waiting would close a cycle in which it is the one to be told
-(``deadlock``). Pure functions of the table, like every decision.
-"""
+"""The queue of waiters, as a claim's decision meets it (docs/design.md, section 4.7):
+who stands before a claim (``ahead``), a waiter's record (``waiter``), and whether its
+waiting closes a cycle it is the one to be told of (``deadlock``). Pure functions of the
+table, like every decision."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from gitlocks.core.scope import ScopeEntry, entries_overlap
 from gitlocks.core.table import Table
 from gitlocks.identity import process_start_time
 from gitlocks.service import lifecycle
-from gitlocks.service.context import Context, event
+from gitlocks.service.context import Context, drop
 from gitlocks.service.results import Conflict
 
 GRACE_SECONDS = 10  # a waiter's record outlives its wait by this much
@@ -50,10 +47,8 @@ def renewal(record: LockRecord, now: datetime, deadline: datetime) -> LockRecord
 
 
 def lapsed(record: LockRecord, now: datetime, deadline: datetime) -> bool:
-    """Whether a waiter gone from the table went by its own expiry while its wait is not
-    out (its process could not renew it: a lock remote silent, a machine asleep, a clock
-    that jumped): it joins the queue again rather than end its wait. One broken before
-    its life was out ends its wait (design §4.7)."""
+    """Whether a waiter gone from the table went by its own expiry (its process could not
+    renew it) while its wait is not out: it joins the queue again. One broken ends its wait."""
     try:
         return parse_time(record.expires_at) <= now < deadline
     except ValueError:
@@ -88,16 +83,10 @@ def ahead(
     shared: bool,
     mine: LockRecord | None,
 ) -> list[Conflict]:
-    """The live waiters of others whose scope crosses ``entries`` and who stand before
-    ``mine`` (None: a claim not queued, which every waiter stands before).
-
-    As for locks, the asker's own and its ancestors' waiters never stand in its way, and a
-    shared claim passes shared waiters by. Nor does any waiter stand before a pattern the
-    asker already holds (asking again is a renewal): a lock of its own that holds the
-    pattern as the claim asks for it (exclusive, or shared for a shared claim) holds the
-    waiter up already. A waiter whose process is gone leaves the queue in this same write
-    (``left_queue``, ``why: dead``).
-    """
+    """The live waiters of others crossing ``entries`` who stand before ``mine`` (None: a
+    claim not queued). As for locks, the asker's own and its ancestors' waiters never stand in
+    its way, a shared claim passes shared waiters by, and no waiter stands before a pattern the
+    asker already holds as the claim asks for it. A dead waiter leaves the queue in this write."""
     now = ctx.now()
     ident = ctx.identity
     held = [r for r in table.held_by(ident.holder) if r.id not in gone and (shared or not r.shared)]
@@ -117,19 +106,10 @@ def ahead(
         if not pairs:
             continue
         if life.dead(other):
-            leave(other, now, change, gone, why="dead", by=ident.holder)
+            drop(change, gone, "left_queue", other, now, why="dead", by=ident.holder)
             continue
         found.append(Conflict(other, pairs, "live", life.quiet_seconds(other)))
     return found
-
-
-def leave(
-    record: LockRecord, now: datetime, change: Change, gone: set[str], *, why: str, by: str
-) -> None:
-    """Take a waiter out of the queue in ``change``, journaled with why."""
-    change.delete.append(record.id)
-    change.events.append(event("left_queue", record, now, why=why, by=by))
-    gone.add(record.id)
 
 
 def waiter(
@@ -159,9 +139,8 @@ def waiter(
         reason=reason,
         created_at=stamp,
         renewed_at=stamp,
-        # At most a little past the end of the wait: the waiter itself says it ran out
-        # (``timeout``); the sweep is for one that could not (its process gone where none
-        # can judge it). A long wait renews it as it goes (``renewal``).
+        # A little past the wait's end at most: the waiter says ``timeout`` itself, the sweep
+        # takes one whose process could not; a long wait renews it (``renewal``).
         expires_at=format_time(waiter_expiry(now, deadline)),
         host=ctx.host,
         host_id=ctx.host_id,
@@ -182,13 +161,9 @@ def waiter(
 def deadlock(
     ctx: Context, table: Table, life: Liveness, me: LockRecord, gone: set[str]
 ) -> list[LockRecord] | None:
-    """The cycle of waiters ``me`` closes and is to be told of, youngest first; None when
-    ``me`` waits in no cycle, or in none where it is the youngest (that one is told).
-
-    The wait-for graph is built from the table alone: a waiter waits for each holder of a
-    live claim crossing it and for each holder of an earlier waiter crossing it (the queue
-    serves that one first); a holder waits when it has waiters of its own.
-    """
+    """The cycle of waiters ``me`` closes, youngest first, if it is the youngest in it (that
+    one is told); else None. A waiter waits for the holders of the live claims and of the
+    earlier waiters crossing it (docs/design.md, section 4.7)."""
     stamp = format_time(ctx.now())
     waiters = [w for w in table.waiters(stamp) if w.id not in gone and w.id != me.id]
     waiters = [w for w in waiters if not life.dead(w)] + [me]

@@ -91,33 +91,26 @@ def sync(ctx: Context) -> SyncResult:
         ctx.store = remote
     changed = remote.sync()
     branches = landing.waiting_branches(remote.read_table(), ctx.host_id)
-    landed: list[LockRecord] = []
     if branches:
         remote.fetch_branches(branches)
-
-        def decide(table: Table) -> tuple[Change, list[LockRecord]]:
-            change = Change()
-            sweep(ctx, table, ctx.now(), change)
-            found = [e["id"] for e in change.events if e["event"] == "landed"]
-            return change, [table.records[i] for i in found]
-
-        landed = remote.transact(decide)
+    landed = _release_landed(ctx) if branches else []
     return SyncResult(remote.remote, changed, len(remote.remote_table()), landed)
 
 
 def land_waiting(ctx: Context) -> list[LockRecord]:
     """Release, by one write, this machine's claims whose work has landed in their branch.
-
-    The cheap question first: a table where no record of this machine waits (read from
-    the summaries) costs nothing more; then the landing question itself, read-only; only
-    when some claim has landed is the store's mutex taken and the release written. What
-    a merge (the post-merge hook), a rewrite, ``sync`` and the reading verbs ask.
-    """
+    The cheap questions first (any record of ours waiting, from the summaries; then landing,
+    read-only): the store's mutex is taken only when some claim has landed."""
     table = ctx.store.read_table()
     if not landing.waiting_branches(table, ctx.host_id):
         return []
     if not landing.land(ctx.store, table, set(), ctx.host_id):
         return []
+    return _release_landed(ctx)
+
+
+def _release_landed(ctx: Context) -> list[LockRecord]:
+    """One write that sweeps, and so releases the claims whose work has landed."""
 
     def decide(table: Table) -> tuple[Change, list[LockRecord]]:
         change = Change()
@@ -125,8 +118,7 @@ def land_waiting(ctx: Context) -> list[LockRecord]:
         found = [e["id"] for e in change.events if e["event"] == "landed"]
         return change, [table.records[i] for i in found]
 
-    landed: list[LockRecord] = ctx.store.transact(decide)
-    return landed
+    return ctx.store.transact(decide)
 
 
 def view_age(store: LockStore, name: str) -> float | None:

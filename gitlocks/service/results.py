@@ -1,8 +1,5 @@
-"""What the service's verbs answer: plain result objects, each with its ``to_dict()``.
-
-Imports only the pure core, so the renderers (and the hooks through them) can name these
-types without loading the store or pygit2.
-"""
+"""What the service's verbs answer: plain result objects, each with its ``to_dict()``. Only
+the pure core is imported, so that renderers and hooks name these without the store."""
 
 from __future__ import annotations
 
@@ -45,13 +42,9 @@ class Conflict(Value):
 
 
 class AcquireResult:
-    """What ``acquire`` decided: the lock granted, or the conflicts that refused it.
-
-    A claim that waits (design §4.7) is first ``waiting`` (``waiter``: its record in the
-    queue; ``conflicts``: the claims and the earlier waiters in its way), then one of the
-    others, or ``deadlock`` with the ``cycle`` of waiters it closed, itself first.
-    ``waited``: seconds it waited, for a claim that did.
-    """
+    """What ``acquire`` decided: the lock granted, or the conflicts that refused it. A claim
+    that waits (docs/design.md, section 4.7) is first ``waiting`` (``waiter``: its record),
+    then one of the others, or ``deadlock`` with the ``cycle`` it closed, itself first."""
 
     __slots__ = ("conflicts", "cycle", "hint", "lock", "status", "waited", "waiter")
 
@@ -63,7 +56,6 @@ class AcquireResult:
         hint: str | None = None,
         waiter: LockRecord | None = None,
         cycle: list[LockRecord] | None = None,
-        waited: float | None = None,
     ) -> None:
         self.status = status
         self.lock = lock
@@ -71,7 +63,7 @@ class AcquireResult:
         self.hint = hint
         self.waiter = waiter
         self.cycle = [] if cycle is None else cycle
-        self.waited = waited
+        self.waited: float | None = None  # set by a claim that waited
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -96,10 +88,7 @@ class Released(Value):
     __slots__ = ("patterns", "record", "remaining")
 
     def __init__(
-        self,
-        record: LockRecord,
-        patterns: list[str],
-        remaining: LockRecord | None,
+        self, record: LockRecord, patterns: list[str], remaining: LockRecord | None
     ) -> None:
         self.record = record
         self.patterns = patterns
@@ -111,15 +100,10 @@ class ReleaseResult:
 
     __slots__ = ("held_by_others", "not_locked", "released")
 
-    def __init__(
-        self,
-        released: list[Released] | None = None,
-        not_locked: list[str] | None = None,
-        held_by_others: list[tuple[str, LockRecord]] | None = None,
-    ) -> None:
-        self.released = [] if released is None else released
-        self.not_locked = [] if not_locked is None else not_locked
-        self.held_by_others = [] if held_by_others is None else held_by_others
+    def __init__(self) -> None:
+        self.released: list[Released] = []
+        self.not_locked: list[str] = []
+        self.held_by_others: list[tuple[str, LockRecord]] = []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,23 +150,23 @@ class Lost(Value):
 
 
 class RenewResult:
-    """The locks a renewal extended, and those kept as they are because more than half
-    their lifetime is left (remote mode: no push for them); neither: the caller holds no
-    live lock there. ``lost``: the caller's claims gone since its last write (or, of the
-    patterns it named, whenever), and ``not_locked``: named patterns it holds no lock on
-    and never lost here."""
+    """The locks a renewal extended, and those ``kept`` as they are (not due: no push for
+    them); neither: the caller holds no live lock there. ``lost``: its claims gone since its
+    last write (of named patterns, whenever); ``not_locked``: named patterns never held here."""
 
     __slots__ = ("kept", "locks", "lost", "not_locked")
 
     def __init__(
         self,
-        locks: list[LockRecord] | None = None,
-        kept: list[LockRecord] | None = None,
+        locks: list[LockRecord],
+        kept: list[LockRecord],
+        lost: list[Lost],
+        not_locked: list[str],
     ) -> None:
-        self.locks = [] if locks is None else locks
-        self.kept = [] if kept is None else kept
-        self.lost: list[Lost] = []
-        self.not_locked: list[str] = []
+        self.locks = locks
+        self.kept = kept
+        self.lost = lost
+        self.not_locked = not_locked
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.kept)
@@ -207,11 +191,7 @@ class NoteResult:
 
     __slots__ = ("lock", "pattern")
 
-    def __init__(
-        self,
-        pattern: str,
-        lock: LockRecord | None = None,
-    ) -> None:
+    def __init__(self, pattern: str, lock: LockRecord | None = None) -> None:
         self.pattern = pattern
         self.lock = lock
 
@@ -225,12 +205,7 @@ class NoteResult:
 class CheckItem(Value):
     __slots__ = ("locks", "path", "status")
 
-    def __init__(
-        self,
-        path: str,
-        status: CheckStatus,
-        locks: list[LockRecord],
-    ) -> None:
+    def __init__(self, path: str, status: CheckStatus, locks: list[LockRecord]) -> None:
         self.path = path
         self.status = status
         self.locks = locks
@@ -248,15 +223,10 @@ class BreakResult:
 
     __slots__ = ("locks", "unusable", "yours")
 
-    def __init__(
-        self,
-        locks: list[LockRecord] | None = None,
-        unusable: list[str] | None = None,
-        yours: list[LockRecord] | None = None,
-    ) -> None:
-        self.locks = [] if locks is None else locks
-        self.unusable = [] if unusable is None else unusable  # refs that held no usable record
-        self.yours = [] if yours is None else yours  # targets that are the caller's
+    def __init__(self) -> None:
+        self.locks: list[LockRecord] = []
+        self.unusable: list[str] = []  # refs that held no usable record
+        self.yours: list[LockRecord] = []  # targets that are the caller's
 
     def __bool__(self) -> bool:
         return bool(self.locks or self.unusable)
@@ -330,18 +300,11 @@ class WorktreeEdits:
 
     __slots__ = ("branch", "current", "edits", "error", "path")
 
-    def __init__(
-        self,
-        path: str,
-        branch: str | None,
-        edits: list[Edit] | None = None,
-        error: str | None = None,
-        current: bool = False,
-    ) -> None:
+    def __init__(self, path: str, branch: str | None, current: bool) -> None:
         self.path = path
         self.branch = branch
-        self.edits = [] if edits is None else edits
-        self.error = error  # why its status could not be read
+        self.edits: list[Edit] = []
+        self.error: str | None = None  # why its status could not be read
         self.current = current  # the worktree the command runs in
 
     def to_dict(self) -> dict[str, Any]:
@@ -368,7 +331,7 @@ class Status:
         states: dict[str, State],
         quiet: dict[str, float],
         worktrees: list[WorktreeEdits],
-        waiters: list[LockRecord] | None = None,
+        waiters: list[LockRecord],
     ) -> None:
         self.holder = holder
         self.parent = parent
@@ -377,8 +340,7 @@ class Status:
         self.states = states
         self.quiet = quiet
         self.worktrees = worktrees
-        # Claims waiting their turn, in queue order (design §4.7).
-        self.waiters = [] if waiters is None else waiters
+        self.waiters = waiters  # claims waiting their turn, in queue order (design §4.7)
 
     def to_dict(self) -> dict[str, Any]:
         def lock(record: LockRecord) -> dict[str, Any]:

@@ -1,14 +1,8 @@
 """The agent skill: instructions teaching a coding agent the lock protocol.
 
-The text ships in the package (``gitlocks/data/SKILL.md``, with the front matter Claude's
-skills read). Each tool gets it where it looks for instructions:
-
-- ``claude``: ``.claude/skills/gitlocks/SKILL.md`` (a project skill).
-- ``cursor``: ``.cursor/rules/gitlocks.mdc`` (a project rule, always applied).
-- ``codex`` and ``agents``: a marked section of ``AGENTS.md``, which both read; the
-  rest of that file is left alone.
-
-Nothing is overwritten unless asked: a different existing copy is refused without
+The text ships as ``gitlocks/data/SKILL.md``; each tool gets it where it looks (``destination``):
+a Claude project skill, a Cursor rule, or a marked section of ``AGENTS.md`` (Codex and
+others), the rest of that file left alone. A different existing copy is replaced only with
 ``force``.
 """
 
@@ -36,13 +30,9 @@ def skill_text() -> str:
 
 def _split() -> tuple[str, str]:
     """(description, body) of the shipped text."""
-    text = skill_text()
-    _, front, body = text.split("---\n", 2)
-    description = ""
-    for line in front.splitlines():
-        if line.startswith("description:"):
-            description = line.partition(":")[2].strip()
-    return description, body.lstrip("\n")
+    _, front, body = skill_text().split("---\n", 2)
+    found = [line for line in front.splitlines() if line.startswith("description:")]
+    return (found[-1].partition(":")[2].strip() if found else ""), body.lstrip("\n")
 
 
 def text_for(tool: str) -> str:
@@ -57,12 +47,14 @@ def text_for(tool: str) -> str:
     return f"{BEGIN}\n{body.rstrip()}\n{END}\n"
 
 
+DESTINATIONS = {
+    "claude": ".claude/skills/gitlocks/SKILL.md",
+    "cursor": ".cursor/rules/gitlocks.mdc",
+}
+
+
 def destination(tool: str, base: Path) -> Path:
-    if tool == "claude":
-        return base / ".claude" / "skills" / "gitlocks" / "SKILL.md"
-    if tool == "cursor":
-        return base / ".cursor" / "rules" / "gitlocks.mdc"
-    return base / "AGENTS.md"
+    return base.joinpath(*DESTINATIONS.get(tool, "AGENTS.md").split("/"))
 
 
 @dataclass

@@ -48,9 +48,12 @@ def status(ctx: Context) -> Status:
         ahead = iter([path for path, _ in listed])  # the next worktrees to ask
         for path, branch in listed:
             _ask_ahead(asked, ahead)
-            tree = WorktreeEdits(path, branch, current=path == here)
+            tree = WorktreeEdits(path, branch, path == here)
+            started = asked.pop(path) if path in asked else _start(path)  # listed twice
             try:
-                edits = _finish(asked.pop(path) if path in asked else _start(path))  # listed twice
+                if isinstance(started, OSError):
+                    raise started
+                edits = finish_changes(started)
             except OSError as exc:
                 tree.error = str(exc)
                 edits = []
@@ -94,12 +97,6 @@ def _start(worktree: str) -> Process | OSError:
         return exc
 
 
-def _finish(asked: Process | OSError) -> list[tuple[str, str]]:
-    if isinstance(asked, OSError):
-        raise asked
-    return finish_changes(asked)
-
-
 def _classify(
     path: str,
     xy: str,
@@ -117,11 +114,8 @@ def _classify(
 
 
 def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockRecord]:
-    """The records among ``claims`` whose scope covers the concrete ``path``, by id.
-
-    A path is a file name, not typed input: one that no pattern can spell (a control
-    character in its name) is decided one claim at a time instead of through the index.
-    """
+    """The records among ``claims`` whose scope covers the concrete ``path``, by id; a file
+    name no pattern can spell (a control character) is decided one claim at a time."""
     entry = path_entry(path)
     if entry is not None:
         ids = [i for i in table.covering(entry) if i in claims]

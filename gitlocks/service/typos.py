@@ -1,19 +1,12 @@
-"""Claims that cover nothing that exists: a typo (``srcc/**``, ``SRC/auth``), or a file
-about to be written. Still claimed (an agent claims a file before writing it), but worth a
-note naming the closest existing path.
-
-Cheap at any size: a pattern whose literal part (the segments before its first wildcard)
-exists in the working tree is taken to cover something, without listing anything; only
-when some pattern's literal part is missing is the index listed, once (a small index file
-read directly, else ``git ls-files`` of the deepest directory above the missing parts),
-and each missing segment compared (``difflib``) with the names at its depth under the
-part that does exist. ``acquire`` starts that listing before it writes
-the claim (``start_listing``), so the two run at once.
+"""Claims that cover nothing that exists: a typo (``srcc/**``, ``SRC/auth``) or a file
+about to be written. Still claimed, but worth a note naming the closest existing path.
+How it stays cheap at any size: docs/design.md, section 7.3.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
@@ -38,11 +31,7 @@ class Uncovered(Value):
 
     __slots__ = ("closest", "pattern")
 
-    def __init__(
-        self,
-        pattern: str,
-        closest: str | None,
-    ) -> None:
+    def __init__(self, pattern: str, closest: str | None) -> None:
         self.pattern = pattern
         self.closest = closest
 
@@ -81,15 +70,12 @@ def uncovered(
     files = (list_files or (lambda: tracked_files(root)))()
     fold = str.casefold if ignore_case else str
     index = _Index(files, root)
-    found = []
-    suggested = 0
+    found: list[Uncovered] = []
     for pattern, parts in missing:
         if index.holds(fold("/".join(parts)), fold):
             continue  # in the index, deleted from the tree: it covers that
-        closest = None
-        if suggested < MAX_SUGGESTED:  # an agent may claim thousands of new files at once
-            suggested += 1
-            closest = _closest(parts, index)
+        # An agent may claim thousands of new files at once: the first few get a closest.
+        closest = _closest(parts, index) if len(found) < MAX_SUGGESTED else None
         found.append(Uncovered(pattern, closest))
     return found
 
@@ -123,9 +109,7 @@ def _close_name(name: str, names: list[str]) -> str | None:
         names = [n for n in names if n[:1].casefold() == first or abs(len(n) - size) <= 1][
             :MAX_NAMES
         ]
-    folded: dict[str, str] = {}
-    for candidate in names:
-        folded.setdefault(candidate.casefold(), candidate)
+    folded = {candidate.casefold(): candidate for candidate in reversed(names)}  # the first
     key = name.casefold()
     if key in folded:
         return folded[key]
@@ -150,18 +134,15 @@ class _Index:
         self.root = root
         self.files = sorted(files)
         self.listed: dict[str, list[str]] = {}
-        self.folded: dict[Callable[[str], str], set[str]] = {}
+        self.folded: set[str] | None = None  # every path and directory, folded (one fold)
 
     def holds(self, literal: str, fold: Callable[[str], str]) -> bool:
         """Whether the index has ``literal`` (``fold``-ed), or anything under it."""
-        if fold is not str:  # no order to search by: every path and directory, folded
-            if fold not in self.folded:
-                found: set[str] = set()
-                for path in self.files:
-                    parts = fold(path).split("/")
-                    found.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
-                self.folded[fold] = found
-            return literal in self.folded[fold]
+        if fold is not str:  # no order to search by: the set of every folded name
+            if self.folded is None:
+                split = [fold(path).split("/") for path in self.files]
+                self.folded = {"/".join(p[:d]) for p in split for d in range(1, len(p) + 1)}
+            return literal in self.folded
         at = _first_from(self.files, literal)
         if at < len(self.files) and self.files[at] == literal:
             return True
@@ -216,14 +197,10 @@ def start_listing(
     paths: Sequence[str] = (),
 ) -> Process | list[str] | None:
     """Start listing the index for ``uncovered``, to run while the claim is written; None
-    when no pattern of ``claim`` can need it (every literal part exists) and no ``paths``
-    are asked, or git cannot be started. Finish it with ``finish_listing``, whatever the
-    claim's fate. git lists only the directory the missing parts are under (what
-    ``uncovered`` asks about is below it: the parts above exist in the working tree).
-
-    ``paths``: root-relative paths the working tree has no file at, listed too, so that
-    the same listing says which of them are files in the index (a claim's exact patterns:
-    one ``git ls-files`` for both questions)."""
+    when no pattern of ``claim`` can need it and no ``paths`` are asked, or git cannot be
+    started. Finish it with ``finish_listing``, whatever the claim's fate. git lists only the
+    directory the missing parts are under. ``paths``: root-relative paths the working tree has
+    no file at, listed too, so that one ``git ls-files`` says which are files in the index."""
     missing = [e.pattern for e in claim if _missing(root, e.pattern)] if claim else []
     if claim is not None and not missing and not paths:
         return None
@@ -252,7 +229,7 @@ _PATHSPEC_VARS = frozenset(
 def _present_parent(root: str, patterns: list[str]) -> str:
     """The deepest directory (not a link) of the working tree above every pattern's
     missing literal part: root-relative, "" for the root."""
-    common: list[str] | None = None
+    heres = []
     for pattern in patterns:
         parts, here = literal_part(pattern)[:-1], list[str]()
         for part in parts:
@@ -260,13 +237,8 @@ def _present_parent(root: str, patterns: list[str]) -> str:
             if os.path.islink(path) or not os.path.isdir(path):
                 break
             here.append(part)
-        if common is None:
-            common = here
-        else:
-            same = 0
-            while same < min(len(common), len(here)) and common[same] == here[same]:
-                same += 1
-            common = common[:same]
+        heres.append(here)
+    common = os.path.commonprefix(heres)  # noqa: RUF071 (lists: segment by segment)
     return "/".join(common or [])
 
 
@@ -288,14 +260,5 @@ def _missing(root: str, pattern: str) -> bool:
 
 
 def _shared(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` share, counted as multisets (each character as
-    often as it is in both)."""
-    left: dict[str, int] = {}
-    for ch in a:
-        left[ch] = left.get(ch, 0) + 1
-    shared = 0
-    for ch in b:
-        if left.get(ch):
-            left[ch] -= 1
-            shared += 1
-    return shared
+    """How many characters ``a`` and ``b`` share, counted as multisets."""
+    return sum((Counter(a) & Counter(b)).values())

@@ -1,12 +1,6 @@
-"""A claim that waits its turn: the loop around ``locks.acquire`` (design §4.7).
-
-The claim joins the queue once (a write), then sleeps until the table may have changed
-and asks again: locally the journal ref's file is looked at every 50 ms (git is asked
-every 50 to 250 ms where refs are no files); in remote mode the remote is fetched, 0.5 s
-apart at first and at most 5 s apart, never pushed to. A claim whose holder's lock
-expired or whose holder died changes no ref, so the claim is asked again at least every
-second locally and every 10 s in remote mode.
-"""
+"""A claim that waits its turn: the loop around ``locks.acquire``, which joins the queue
+once, then sleeps until the table may have changed and asks again (how often, locally and
+in remote mode: docs/design.md, section 4.7)."""
 
 from __future__ import annotations
 
@@ -27,8 +21,8 @@ from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git import run
 from gitlocks.identity import process_start_time
 from gitlocks.layout import DEFAULT_WAIT_SECONDS, JOURNAL_REF
-from gitlocks.service import locks, queue
-from gitlocks.service.context import Context
+from gitlocks.service import locks
+from gitlocks.service.context import Context, drop
 from gitlocks.service.results import AcquireResult
 from gitlocks.store.base import LockStore
 
@@ -59,29 +53,25 @@ def acquire(
 ) -> AcquireResult:
     """``locks.acquire`` that waits up to ``wait`` seconds for its turn.
 
-    ``on_note`` is told, in one sentence, when a wait that stopped could not take its
-    waiter out of the queue, and once when the lock remote did not answer (a fetch or an
-    ask that fails ends no wait before its time: the remote is asked again).
-
-    ``on_waiting`` is told when the claim joins the queue and whenever what stands in its
-    way changes. ``interruptible``: SIGINT (Ctrl-C) ends the wait, the waiter leaves the
-    queue and ``KeyboardInterrupt`` is raised (exit 130); SIGTERM (a harness's time limit)
-    and SIGHUP (a closed terminal) end it alike, then the process as that signal does.
-    Only the main thread can.
-    """
+    ``on_waiting`` is told when the claim joins the queue and whenever what stands in its way
+    changes; ``on_note``, in one sentence, when a stopped wait could not take its waiter out
+    of the queue, and once when the lock remote did not answer (the wait goes on).
+    ``interruptible``: SIGINT ends the wait, the waiter leaves the queue and
+    ``KeyboardInterrupt`` is raised (exit 130); SIGTERM and SIGHUP end it alike, then the
+    process as that signal does. Only the main thread can."""
     started = time.monotonic()
     ends = started + wait
     deadline = ctx.now() + timedelta(seconds=wait)
     # Ctrl-C is taken from the start: one between joining the queue and the loop must
     # still take the waiter out.
-    with _interrupts(interruptible) as stop, _apart(interruptible):
+    with _interrupts(interruptible) as stop:
         try:
             result = locks.acquire(ctx, entries, deadline=deadline, **claim)
         except BaseException:
             # Ctrl-C reaches git too: one that ends the join's write mid-way may leave the
             # waiter written, and unknown here. Any this process wrote leaves.
             if stop.is_set():
-                leave_own(ctx)
+                leave(ctx, None)
                 stop.end()
             raise
         if result.status != "waiting" or result.waiter is None:
@@ -104,9 +94,8 @@ def acquire(
                 if stop.is_set():
                     raise KeyboardInterrupt
                 if watch.failed is not None and time.monotonic() >= ends:
-                    # Out of time, its last fetch failed: no ask of a remote that would take
-                    # as long again to fail (the wait ends at its time plus at most one
-                    # remote timeout, exit 2).
+                    # Out of time, its last fetch failed: no ask that would take as long again
+                    # to fail (the wait ends at most one remote timeout late, exit 2).
                     silent = watch.failed
                     raise silent
                 # Out of time by this clock: the decision must see it so, whatever the
@@ -160,20 +149,29 @@ def _blockers(result: AcquireResult) -> list[str]:
     return [c.record.id for c in result.conflicts]
 
 
-def leave(ctx: Context, waiter: LockRecord) -> str | None:
-    """Take ``waiter`` out of the queue (a wait stopped); None when it is out, else why it
-    is not (its death, seen on this host, or its expiry takes it out anyway)."""
+def leave(ctx: Context, waiter: LockRecord | None) -> str | None:
+    """Take ``waiter`` out of the queue (a wait stopped), or (None) every waiter this very
+    process wrote (its pid, start time and machine: a join stopped mid-write, whose waiter
+    this process never saw). None when it is out, else why it is not (its death, seen on
+    this host, or its expiry takes it out anyway)."""
+    pid = os.getpid()
+    start = (process_start_time(pid) or "") if waiter is None else ""
 
     def decide(table: Table) -> tuple[Change, None]:
-        change = Change()
-        if waiter.id in table.records:
-            queue.leave(waiter, ctx.now(), change, set(), why="stopped", by=ctx.identity.holder)
+        change, now = Change(), ctx.now()
+        if waiter is not None:
+            found = [waiter] if waiter.id in table.records else []
+        else:
+            mine, waiters = (pid, start, ctx.host_id), table.waiters(format_time(now))
+            found = [r for r in waiters if (r.pid, r.pid_start, r.host_id) == mine]
+        for record in found:
+            drop(change, set(), "left_queue", record, now, why="stopped", by=ctx.identity.holder)
         return change, None
 
     try:
         ctx.store.transact(decide)
     except GitlocksError as exc:
-        return _stuck(waiter, exc)
+        return None if waiter is None else _stuck(waiter, exc)
     return None
 
 
@@ -202,32 +200,15 @@ class Stop(threading.Event):
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def leave_own(ctx: Context) -> None:
-    """Take out of the queue every waiter this very process wrote (its pid, start time and
-    machine): a join stopped mid-write, whose waiter this process never saw. Best effort,
-    as ``leave``."""
-    pid = os.getpid()
-    start = process_start_time(pid) or ""
-
-    def decide(table: Table) -> tuple[Change, None]:
-        change = Change()
-        for record in table.waiters(format_time(ctx.now())):
-            if (record.pid, record.pid_start, record.host_id) == (pid, start, ctx.host_id):
-                queue.leave(record, ctx.now(), change, set(), why="stopped", by=record.holder)
-        return change, None
-
-    try:
-        ctx.store.transact(decide)
-    except GitlocksError:
-        pass
-
-
 @contextmanager
 def _interrupts(wanted: bool) -> Iterator[Stop]:
     """An event set by SIGINT, SIGTERM or SIGHUP while inside, instead of an exception
     raised anywhere (in the middle of a write) or an end with the waiter left in the
     queue, where only a write from this machine could judge it dead: the loop sees it
-    between two waits. A signal ignored (``nohup``) stays ignored."""
+    between two waits. A signal ignored (``nohup``) stays ignored. Meanwhile the git it
+    starts runs in a session of its own (``run.shield``), out of reach of a terminal's
+    Ctrl-C: the step git takes (joining, a fetch's mirror, leaving) is finished, not cut
+    in half, and a second Ctrl-C does not cut the leaving short (docs/design.md, 4.7)."""
     stop = Stop()
     if not wanted or threading.current_thread() is not threading.main_thread():
         yield stop
@@ -236,38 +217,20 @@ def _interrupts(wanted: bool) -> Iterator[Stop]:
     for signum in STOPPING:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, stop.caught)
+    shielded = run.shield(True)
     try:
         yield stop
     finally:
+        run.shield(shielded)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-@contextmanager
-def _apart(wanted: bool) -> Iterator[None]:
-    """While the waiter takes SIGINT itself (``_interrupts``), the git it starts runs in a
-    session of its own (``run.shield``), out of reach of a terminal's Ctrl-C: the step git
-    takes (joining, a fetch's mirror, leaving) is finished, not cut in half, and a second
-    Ctrl-C does not cut the leaving short either (docs/design.md, section 4.7)."""
-    if not wanted or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = run.shield(True)
-    try:
-        yield
-    finally:
-        run.shield(before)
 
 
 class Watch:
     """Sleeps until the lock table may have changed: the journal ref moved (local), a fetch
     brought something (remote), a recheck is due, the time is out, or ``stop`` is set.
-
-    Locally the journal ref's file and ``packed-refs`` are looked at (``os.stat``: every
-    write renames a new journal ref file into place), not asked of git: a five-minute wait
-    would otherwise start thousands of processes. Where git keeps refs elsewhere
-    (reftable), git is asked, less often.
-    """
+    Locally the ref files are looked at (``os.stat``), not asked of git, so that a long wait
+    starts no thousands of processes; git is asked, less often, where refs are no files."""
 
     def __init__(self, store: LockStore) -> None:
         self.store = store

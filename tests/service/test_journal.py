@@ -114,7 +114,9 @@ def test_refusal_log_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(journal, "REFUSALS_TRIM_BYTES", 2000)
     store = Store.discover(repo)
     for i in range(100):
-        journal.record_refusal(store, {"event": "refused", "at": f"2030-01-01T00:00:{i:02d}Z"})
+        journal.append_refusal(
+            store.common_dir, {"event": "refused", "at": f"2030-01-01T00:00:{i:02d}Z"}
+        )
     path = Path(journal.refusals_path(store))
     assert path.stat().st_size <= 2500
     newest = journal.refusals(store)
@@ -373,13 +375,13 @@ def test_follow_refusals_across_a_trim(repo: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(journal, "REFUSALS_TRIM_BYTES", 1000)
     store = Store.discover(repo)
     for i in range(8):
-        journal.record_refusal(store, refusal(i))
+        journal.append_refusal(store.common_dir, refusal(i))
     polls = follower(repo)
-    journal.record_refusal(store, refusal(8))
+    journal.append_refusal(store.common_dir, refusal(8))
     assert [e["n"] for e in next(polls)] == [8]
     emitted = [8]
     for i in range(9, 60):  # trims several times, sometimes between two polls
-        journal.record_refusal(store, refusal(i))
+        journal.append_refusal(store.common_dir, refusal(i))
         if i % 3 == 0:
             emitted += [e["n"] for e in next(polls)]
     emitted += [e["n"] for e in next(polls)]
@@ -396,14 +398,14 @@ def test_follow_refusals_after_a_trim_past_everything_seen(
     monkeypatch.setattr(journal, "REFUSALS_TRIM_BYTES", 400)
     store = Store.discover(repo)
     for i in range(2):
-        journal.record_refusal(store, refusal(i))
+        journal.append_refusal(store.common_dir, refusal(i))
     polls = follower(repo)
     for i in range(2, 12):
-        journal.record_refusal(store, refusal(i))
+        journal.append_refusal(store.common_dir, refusal(i))
     # Everything still in the log is newer than what the watcher saw; older ones are gone.
     got = [e["n"] for e in next(polls)]
     assert got == sorted(set(got)) and got[-1] == 11 and 0 not in got and 1 not in got
-    journal.record_refusal(store, refusal(12))
+    journal.append_refusal(store.common_dir, refusal(12))
     assert [e["n"] for e in next(polls)] == [12]
 
 
@@ -411,12 +413,12 @@ def test_follow_refusals_rewritten_in_place(repo: Path) -> None:
     """A same-size rewrite (not by rename) is noticed by its content, not its size."""
     store = Store.discover(repo)
     for i in range(3):
-        journal.record_refusal(store, refusal(i))
+        journal.append_refusal(store.common_dir, refusal(i))
     polls = follower(repo)
     path = Path(journal.refusals_path(store))
     lines = path.read_bytes().splitlines(keepends=True)
-    journal.record_refusal(store, refusal(3))
-    journal.record_refusal(store, refusal(4))
+    journal.append_refusal(store.common_dir, refusal(3))
+    journal.append_refusal(store.common_dir, refusal(4))
     new = path.read_bytes().splitlines(keepends=True)[3:]
     with open(path, "r+b") as f:  # drop the first line, same inode
         f.write(b"".join(lines[1:] + new))
