@@ -100,12 +100,6 @@ def parse_patch(text: str) -> tuple[str, ...] | None:
     return tuple(found) if found else None
 
 
-def patch_paths(tool_input: Any) -> tuple[str, ...] | None:
-    """Every file an apply_patch call writes (``tool_input``: ``{"command": <patch>}``)."""
-    text = tool_input.get("command") if isinstance(tool_input, dict) else None
-    return parse_patch(text) if isinstance(text, str) else None
-
-
 def _files(text: str) -> tuple[str, ...]:
     """The files of the patch in ``text`` (first "*** Begin Patch" to last "*** End Patch");
     when that does not parse, every hunk header counts: a file too many rather than too few."""

@@ -31,9 +31,9 @@ def normalise_key(key: str) -> str:
     return ".".join([section.lower(), *([middle] if middle else []), name.lower()])
 
 
-def parse_int(value: str, bits: int = 64) -> int | None:
+def parse_int(value: str) -> int | None:
     """git's ``git_parse_signed``: a number in C's base 0 with an optional sign and unit
-    (``k``, ``m``, ``g``), within a signed integer of ``bits``; None when it is none."""
+    (``k``, ``m``, ``g``), within a C ``int``; None when it is none."""
     text = value.lstrip(" \t\n\v\f\r")
     sign = -1 if text[:1] == "-" else 1
     text = text[1:] if text[:1] in "+-" and text else text
@@ -51,7 +51,7 @@ def parse_int(value: str, bits: int = 64) -> int | None:
     if not end or unit not in _UNITS:
         return None
     number = sign * int(text[:end], base) * _UNITS[unit]
-    limit = 1 << (bits - 1)
+    limit = 1 << 31
     return number if -limit <= number < limit else None
 
 
@@ -65,7 +65,7 @@ def parse_bool(value: str | None) -> bool | None:
         return True
     if word in FALSE:
         return False
-    number = parse_int(value, bits=32)  # git reads a C int here
+    number = parse_int(value)
     return None if number is None else number != 0
 
 
@@ -118,16 +118,6 @@ class Settings:
             return self.flag(key, default), None
         except UsageError as exc:
             return default, f"{exc}; reading it as {str(default).lower()}"
-
-    def integer(self, key: str, default: int) -> int:
-        """An integer setting, units allowed (``default`` when unset)."""
-        if key not in self:
-            return default
-        value = self._values[normalise_key(key)]
-        number = None if value is None else parse_int(value)
-        if number is None:
-            raise UsageError(f"bad numeric config value {value!r} for {key!r}")
-        return number
 
     def duration(self, key: str, default: int, *, zero: bool = False) -> int:
         """A duration setting in seconds (``default`` when unset); ``0`` (any unit) only

@@ -47,7 +47,7 @@ def _git_says(repo: Path, kind: str, value: str | None) -> str | None:
 
 
 @pytest.mark.parametrize("value", [*VALUES, None])
-def test_booleans_and_integers_read_as_git_reads_them(repo: Path, value: str | None) -> None:
+def test_booleans_read_as_git_reads_them(repo: Path, value: str | None) -> None:
     given_as = "'x.y'" if value is None else f"'x.y'='{value}'"
     env_read = _read_with(repo, given_as)
     boolean = _git_says(repo, "bool", value)
@@ -56,12 +56,6 @@ def test_booleans_and_integers_read_as_git_reads_them(repo: Path, value: str | N
     except UsageError:
         got = None
     assert got == boolean
-    number = _git_says(repo, "int", value)
-    try:
-        got_int = str(env_read.integer("x.y", 0))
-    except UsageError:
-        got_int = None
-    assert got_int == number
 
 
 def _read_with(repo: Path, parameters: str) -> settings.Settings:
