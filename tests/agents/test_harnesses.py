@@ -25,8 +25,8 @@ from support.cli import Result, alock
 from support.harness import StandIn
 from support.records import stored
 
-from gitlocks.agents.codex_patch import patch_paths
 from gitlocks.agents.commands import guard_command
+from gitlocks.agents.harnesses import TOOLS
 
 OTHER = {"AGENT_ID": "other-agent"}
 
@@ -434,7 +434,7 @@ def test_a_patch_wrapped_in_a_heredoc_is_read_as_codex_reads_it(repo: Path) -> N
          "no-end", "no-name"],
 )  # fmt: skip
 def test_patch_paths_follow_codexs_parser(text: str, paths: tuple[str, ...] | None) -> None:
-    assert patch_paths({"command": text}) == paths
+    assert TOOLS["apply_patch"]({"command": text}) == paths
 
 
 NAME = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1,
@@ -446,10 +446,10 @@ NAME = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min
 def test_patch_paths_finds_every_file_and_never_raises(names: list[str], junk: str) -> None:
     hunks = [f"*** Add File: {n}\n+line\n" if i % 2 else f"*** Delete File: {n}\n"
              for i, n in enumerate(names)]  # fmt: skip
-    assert patch_paths({"command": patch(*hunks)}) == tuple(names)
-    patch_paths({"command": junk})
-    patch_paths({"command": patch(junk)})
-    patch_paths(junk)
+    assert TOOLS["apply_patch"]({"command": patch(*hunks)}) == tuple(names)
+    TOOLS["apply_patch"]({"command": junk})
+    TOOLS["apply_patch"]({"command": patch(junk)})
+    TOOLS["apply_patch"](junk)
 
 
 @settings(

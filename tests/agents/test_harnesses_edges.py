@@ -17,8 +17,8 @@ import pytest
 import test_harnesses as h
 from support.cli import Result, alock
 
-from gitlocks.agents.codex_patch import patch_paths
 from gitlocks.agents.commands import HOOK_FILES
+from gitlocks.agents.harnesses import TOOLS
 
 OTHER = h.OTHER
 
@@ -69,7 +69,7 @@ def test_a_line_break_codex_does_not_see_cannot_smuggle_a_held_file(repo: Path, 
     ids=["unit-separator", "line-separator-in-name", "lone-cr", "crlf", "empty-move"],
 )  # fmt: skip
 def test_patch_paths_read_names_as_codex_does(text: str, paths: tuple[str, ...]) -> None:
-    assert patch_paths({"command": text}) == paths
+    assert TOOLS["apply_patch"]({"command": text}) == paths
 
 
 def test_an_empty_move_target_does_not_hide_the_rest_of_the_patch(repo: Path) -> None:
