@@ -82,6 +82,7 @@ class Store:
         self.skew = 0  # clock-skew allowance in seconds; remote mode sets its own
         self._cache: Table | None = None
         self._cache_listing: files.Scan | None = None  # the refs the cached table was read from
+        self.reftable = self.settings.reftable  # refs not in files (``Watch`` asks git)
         self.snapshot = False  # one command, one reading (docs/design.md 4.5)
         self._scanned: files.Scan | None = None  # listed under the mutex, for the next read
         self._decided: Table | None = None  # the table the last write was decided on
@@ -508,7 +509,7 @@ class Store:
             self._mutex_fd,
             self.ref_values,
             hexlen=self.objects.hexlen,
-            separate=not self.settings.reftable,
+            separate=not self.reftable,
         )
 
     def journal(

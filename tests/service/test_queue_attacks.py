@@ -147,3 +147,25 @@ def test_ctrl_c_as_the_claim_joins_the_queue_leaves_no_waiter(
     monkeypatch.setattr(locks, "acquire", real)
     assert ask(store, "carol", "src/y", wait=True).conflicts[0].record.holder == "alice"
     assert [c.record.holder for c in ask(store, "carol", "src/y").conflicts] == ["alice"]
+
+
+def test_a_local_wait_looks_at_the_ref_files_and_never_asks_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local wait where refs are files looks at the journal ref's file (``os.stat``) every
+    50 ms: asking git instead started a process per poll (thousands in a long wait) and
+    backed off to a quarter of a second, so a release was seen up to five times later."""
+    import threading
+
+    from gitlocks.service import waiting
+    from gitlocks.store.local import Store
+
+    store = Store.discover(repo)
+    watch = waiting.Watch(store)
+
+    def asked() -> str | None:
+        raise AssertionError("git was asked for the journal ref")
+
+    monkeypatch.setattr(store, "version", asked)
+    watch.wait(time.monotonic() + 0.3, threading.Event())
+    assert watch.files and watch.last == watch.first
