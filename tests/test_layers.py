@@ -199,6 +199,32 @@ def test_no_module_borrows_another_s_private_names() -> None:
     assert not borrowed, borrowed
 
 
+# A module's optional table, read where most modules have none (the verb table).
+NAMED_LOOKUPS_ALLOWED = {("gitlocks.cli.app", "OPTIONAL_VALUES")}
+
+
+def test_no_attribute_is_looked_up_by_name_with_a_fallback() -> None:
+    """``getattr(x, "name", default)`` and ``hasattr(x, "name")`` hide from the type checker
+    an attribute that is renamed or removed: the fallback quietly becomes the behaviour (a
+    local wait that asked git on every poll, once ``Store.reftable`` went). Such an attribute
+    belongs to the object's declared type (the store's ``LockStore``) and is read directly."""
+    found = []
+    for module, tree in MODULES.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                continue  # a name chosen at run time (a tool's, a stream's)
+            fallback = node.func.id == "hasattr" or (
+                node.func.id == "getattr" and len(node.args) > 2
+            )
+            dunder = name.value.startswith("__") and name.value.endswith("__")
+            if fallback and not dunder and (module, name.value) not in NAMED_LOOKUPS_ALLOWED:
+                found.append(f"{module}:{node.lineno}: {node.func.id}(..., {name.value!r})")
+    assert not found, found
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 

@@ -299,7 +299,7 @@ def claim(
     if len(named) < len(entries):
         raise Pass(f"{rels[entries.index(None)]!r} cannot be named by a pattern: not guarded")
     ctx = store_context(repo.root, identity, repo)
-    remote = bool(getattr(ctx.store, "remote", None))  # a local write costs no push
+    remote = bool(ctx.store.remote)  # a local write costs no push
     why = f"{event.tool} {' '.join(rels)}"[:1000]
     ttl = claim_ttl(ctx)
 

@@ -117,7 +117,7 @@ def store_context(root: str, identity: Identity, repo: Repo | None = None) -> An
 def bound_remote(store: Any) -> None:
     """In remote mode, wait on the lock remote at most ``alock.guardRemoteTimeout``: an
     edit, or the end of a turn, must not stall on a slow remote for ``alock.remoteTimeout``."""
-    if not hasattr(store, "timeout_setting"):
+    if not store.remote:
         return  # local mode: nothing to wait on
     bound = duration(
         store.settings, "alock.guardRemoteTimeout", DEFAULT_GUARD_REMOTE_TIMEOUT_SECONDS

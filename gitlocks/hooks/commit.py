@@ -23,6 +23,10 @@ from gitlocks.identity import Identity, resolve_identity
 from gitlocks.layout import DEFAULT_TTL_SECONDS
 from gitlocks.render.hooks import PREFIX
 
+TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
+if TYPE_CHECKING:
+    from typing import Any
+
 # In remote mode the heartbeat is a push. A commit is made already and waits for it: a
 # remote that does not answer soon, or a store another process holds (a sync waiting on a
 # slow remote holds it for up to twice alock.remoteTimeout), is left for the next commit.
@@ -80,8 +84,9 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     ]
     if not claims:
         return []  # fresh enough: a push would tell nobody anything (remote mode)
-    if hasattr(ctx.store, "timeout"):  # remote mode: a commit never waits long on a remote
-        ctx.store.timeout = min(ctx.store.timeout, HEARTBEAT_TIMEOUT_SECONDS)
+    store: Any = ctx.store  # a remote store has a timeout; a commit never waits long on it
+    if store.remote:
+        store.timeout = min(store.timeout, HEARTBEAT_TIMEOUT_SECONDS)
     bound_mutex(ctx.store, HEARTBEAT_TIMEOUT_SECONDS)
     return heartbeat(ctx, [r.id for r in claims], commit)
 

@@ -73,7 +73,7 @@ class Context:
         local mode; in remote mode, where it is a push, only once less than half its lifetime is
         left or its holder has been quiet for half of ``alock.staleAfter`` (a quarter of each when
         ``share``: it rides on a push made anyway). docs/design.md, section 5.9."""
-        if not getattr(self.store, "remote", None):
+        if not self.store.remote:
             return True
         now = self.now()
         left = (parse_time(record.expires_at) - now).total_seconds()

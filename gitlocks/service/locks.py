@@ -500,7 +500,7 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
             by = {"by_commit": commit} if commit is not None else {}
             change.events.append(event("renewed", updated, now, expires_at=expires, **by))
             renewed.append(updated)
-        if renewed and getattr(ctx.store, "remote", None):
+        if renewed and ctx.store.remote:
             # The push is made anyway: the holder's other claims that have used a quarter
             # of their lifetime renew on it (remote mode, where each push counts).
             done = {r.id for r in renewed} | gone

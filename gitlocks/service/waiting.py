@@ -234,8 +234,8 @@ class Watch:
 
     def __init__(self, store: LockStore) -> None:
         self.store = store
-        self.remote = bool(getattr(store, "remote", None))
-        self.files = not self.remote and not getattr(store, "reftable", True)
+        self.remote = bool(store.remote)
+        self.files = not self.remote and not store.reftable
         self.first, self.last = REMOTE_POLL if self.remote else LOCAL_POLL
         if self.files:
             self.last = self.first  # a stat costs microseconds: no need to back off

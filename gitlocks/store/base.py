@@ -42,6 +42,14 @@ class LockStore(Protocol):
     # Told where a symbolic journal ref points when a write finds one (it replaces it).
     on_journal_symref: Callable[[str], None] | None
 
+    @property
+    def remote(self) -> str | None:
+        """The lock remote's name in remote mode; None when the table is the local refs."""
+
+    @property
+    def reftable(self) -> bool:
+        """Whether refs are no files to look at (reftable, or a store of no repository)."""
+
     def config_get(self, key: str) -> str | None: ...
 
     def is_file(self, path: str) -> bool: ...

@@ -53,6 +53,8 @@ KEEP_VERDICTS_AFTER = 32  # new verdicts worth rewriting the verdicts file of a 
 class Store:
     """A repository's lock refs, with a table cached by the journal ref's value."""
 
+    remote: str | None = None  # the lock remote's name: set by a remote store
+
     def __init__(
         self, repo: Location | pygit2.Repository, configured: settings.Settings | None = None
     ) -> None:

@@ -128,7 +128,7 @@ def test_in_remote_mode_a_renewal_is_due_at_half_its_lifetime_or_a_quarter_on_a_
     [record] = store.read_table().held_by("alice")
 
     def due(seconds: int, *, share: bool = False, remote: bool = True) -> bool:
-        store.remote = "origin" if remote else None  # type: ignore[attr-defined]
+        store.remote = "origin" if remote else None
         at = ctx(store, "alice", at=NOW + timedelta(seconds=seconds))
         at.stale_after = 3600  # quiet never decides here: only the lifetime
         return at.renewal_due(record, 80, share=share)
@@ -145,7 +145,7 @@ def test_in_remote_mode_a_quiet_holder_is_due_before_others_would_read_it_stale(
     store = MemoryStore(tmp_path)
     assert locks.acquire(ctx(store, "alice"), entries("src/**"), ttl=3600).status == "acquired"
     [record] = store.read_table().held_by("alice")
-    store.remote = "origin"  # type: ignore[attr-defined]
+    store.remote = "origin"
 
     def due(seconds: int, *, share: bool = False) -> bool:
         at = ctx(store, "alice", at=NOW + timedelta(seconds=seconds))
@@ -163,7 +163,7 @@ def test_a_holder_that_tries_to_renew_every_half_stale_after_is_never_read_stale
     alock.staleAfter, a renewal pushes before the claim has been quiet for all of it: the
     first attempt at half the quiet or more pushes, and it comes less than half after."""
     store = MemoryStore(tmp_path)
-    store.remote = "origin"  # type: ignore[attr-defined]
+    store.remote = "origin"
     stale = 100
     assert locks.acquire(ctx(store, "alice"), entries("src/**"), ttl=3600).status == "acquired"
     at = 0

@@ -46,6 +46,9 @@ def blob_id(data: bytes) -> str:
 class MemoryStore:
     """A lock table held in this process's memory."""
 
+    remote: str | None = None  # its table is no remote's (a test may say otherwise)
+    reftable = True  # no ref files to look at: a wait asks version()
+
     def __init__(
         self,
         root: str | os.PathLike[str] | None = None,
