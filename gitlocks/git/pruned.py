@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 KEPT_DIR = "agent-locks-written"
 KEEP_SECONDS = 600  # how long a write's objects are kept
 RECHECK_SECONDS = 10  # how far back each write looks for objects a prune took
+WRITE_AGAIN_TIMES = 50  # a write whose objects a prune took, before it gives up
 
 
 def kept_dir(objects_dir: str) -> str:

@@ -353,6 +353,7 @@ class Store:
                 for _ in range(tries):
                     table = self._read_current()
                     listed = self._cache_listing  # what git listed, under the mutex
+                    assert listed is not None  # set by the read
                     change, result = decide(table)
                     self._decided = table
                     if not change:
@@ -416,7 +417,7 @@ class Store:
         if fd is not None:
             os.close(fd)  # closing releases the flock
 
-    def _apply(self, table: Table, change: Change, scan: files.Scan | None = None) -> None:
+    def _apply(self, table: Table, change: Change, scan: files.Scan) -> None:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
 
         check_sizes(change)
@@ -454,20 +455,28 @@ class Store:
                     raise _Conflict
 
         # git compares under each ref's lock the values listed under the mutex.
-        old = None
-        if scan is not None:
-            old = {n: None if n in scan.symbolic else scan.refs.get(n) for n in updates}
+        old = {n: None if n in scan.symbolic else scan.refs.get(n) for n in updates}
         writer = self.ref_writer()
-        try:
-            writer.write(updates, old=old, expect=expect)
-        except BaseException as exc:
-            self._cache = None
-            if isinstance(exc, StoreError) and (
-                pruned.taken(self.objects) or (old is not None and self.ref_values(old) != old)
-            ):
-                # A prune took what they would name, or a ref moved outside the mutex.
-                raise _Conflict from None
-            raise
+        for again in range(pruned.WRITE_AGAIN_TIMES, -1, -1):
+            try:
+                writer.write(updates, old=old, expect=expect)
+                break
+            except StoreError as exc:
+                self._cache = None
+                if self.ref_values(old) != old:
+                    raise _Conflict from None  # a ref moved outside the mutex
+                if not pruned.taken(self.objects):
+                    raise
+                if not again:
+                    raise StoreError(
+                        "a git prune beside us kept deleting what this write stored; try again"
+                    ) from exc
+                # A prune took what they would name: written again, the decision stands,
+                # however often a prune loop beside us does it (docs/design.md, 4.6).
+                pruned.keep_written(self.objects, self.objects.written or {})
+            except BaseException:
+                self._cache = None
+                raise
         for lock_id in change.delete:
             table.remove(lock_id)
         for record in change.put:

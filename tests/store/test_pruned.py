@@ -162,6 +162,52 @@ def test_what_a_refused_try_left_is_kept_by_the_try_that_moves_the_refs(
     assert len(_journal(repo)) == 2
 
 
+def test_a_prune_loop_that_takes_a_write_again_and_again_does_not_fail_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git gc --prune=now`` in a loop beside a write can take its objects on every try,
+    more times than a write tries again for a table that changed: each time git refuses,
+    the write stores again what was taken and asks again (its decision stands: nothing
+    moved under the mutex), and the claim is granted once."""
+    write = refs.RefWriter.write
+    refused: list[str] = []
+
+    def prune_every_time(self: refs.RefWriter, updates: Any, *args: Any, **kw: Any) -> None:
+        if len(refused) < 12:  # more than the five tries of a changing table
+            refused.append(updates[JOURNAL_REF])
+            for oid in updates.values():
+                _loose(repo, oid).unlink(missing_ok=True)
+        write(self, updates, *args, **kw)
+
+    monkeypatch.setattr(refs.RefWriter, "write", prune_every_time)
+    got = alock(repo, "acquire", "src/**", **A)
+    assert got.code == 0 and got.word.startswith("ACQUIRED"), got
+    assert len(refused) == 12 and len(set(refused)) == 1  # one decision, written again
+    monkeypatch.undo()
+    _fsck(repo)
+    assert len(_journal(repo)) == 1
+    assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["agent-a"]
+
+
+def test_a_prune_that_never_stops_taking_a_write_fails_it_cleanly(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its bound the write gives up: an error, exit 2, and nothing moved."""
+    write = refs.RefWriter.write
+
+    def prune_always(self: refs.RefWriter, updates: Any, *args: Any, **kw: Any) -> None:
+        for oid in updates.values():
+            _loose(repo, oid).unlink(missing_ok=True)
+        write(self, updates, *args, **kw)
+
+    monkeypatch.setattr(refs.RefWriter, "write", prune_always)
+    got = alock(repo, "acquire", "src/**", **A)
+    assert got.code == 2 and "git prune beside us" in got.err, got
+    monkeypatch.undo()
+    assert git(repo, "for-each-ref", LOCK_PREFIX, JOURNAL_REF) == ""
+    assert alock(repo, "acquire", "src/**", **A).code == 0
+
+
 def _readers(repo: Path) -> dict[str, Any]:
     """What each reader makes of the table: the store's verbs, the hooks' and guard's read."""
 
