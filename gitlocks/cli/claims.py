@@ -9,7 +9,7 @@ from gitlocks.cli.common import AS_OPTION, JSON_OPTION, TTL_OPTION, reply
 from gitlocks.cli.context import context, entries, require, warn_problems
 from gitlocks.cli.declare import Argument, Exit, InTool, Option, Verbs
 from gitlocks.core.record import is_lock_id, parse_duration
-from gitlocks.core.scope import ScopeEntry
+from gitlocks.core.scope import ScopeEntry, literal_part
 from gitlocks.core.text import MAX_NOTE_CHARS, MAX_REASON_CHARS, printable, user_text
 from gitlocks.errors import EXIT_OK, EXIT_REFUSED, GitlocksError, UsageError
 from gitlocks.git.files import in_working_tree
@@ -139,7 +139,7 @@ def acquire(
     # After the answer, so that output read with 2>&1 still starts with its word.
     for m in missing:
         closest = f"; the closest existing path is {m.closest}" if m.closest else ""
-        literal = "/".join(typos.literal_part(m.pattern))
+        literal = "/".join(literal_part(m.pattern))
         if m.closest and _nfc(m.closest) == _nfc(literal):
             # Printed alike, so say how they differ: é as one code point or as e + accent.
             spelled = m.closest.encode("ascii", "backslashreplace").decode()

@@ -49,6 +49,18 @@ def literal_path(pattern: str) -> str:
     return unescape(pattern)
 
 
+def literal_part(pattern: str) -> list[str]:
+    """The segments of ``pattern`` before its first wildcard, unescaped."""
+    if pattern == WHOLE_TREE:
+        return []
+    found = []
+    for segment in pattern.split("/"):
+        if has_wildcards(segment):
+            break
+        found.append(literal_path(segment))
+    return found
+
+
 def path_entry(path: str) -> ScopeEntry | None:
     """An exact entry naming one concrete root-relative path, its wildcard characters
     escaped, so that a file named ``a*b`` is that file only. None for a name no pattern

@@ -13,12 +13,11 @@ from gitlocks.core.change import Change
 from gitlocks.core.judging import record_entries
 from gitlocks.core.liveness import Liveness
 from gitlocks.core.record import LockRecord, expiry_from, format_time
-from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, entry_covers
+from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, entry_covers, literal_part
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
 from gitlocks.service.context import Context, drop, event, sweep
 from gitlocks.service.results import Conflict, ResumeResult
-from gitlocks.service.typos import literal_part
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:

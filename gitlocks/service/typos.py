@@ -9,7 +9,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, has_wildcards, literal_path
+from gitlocks.core.scope import ScopeEntry, literal_part
 from gitlocks.core.value import Value
 from gitlocks.git import run
 
@@ -37,18 +37,6 @@ class Uncovered(Value):
 
     def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "closest": self.closest}
-
-
-def literal_part(pattern: str) -> list[str]:
-    """The segments of ``pattern`` before its first wildcard, unescaped."""
-    if pattern == WHOLE_TREE:
-        return []
-    found = []
-    for segment in pattern.split("/"):
-        if has_wildcards(segment):
-            break
-        found.append(literal_path(segment))
-    return found
 
 
 def uncovered(
