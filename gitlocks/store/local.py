@@ -419,6 +419,7 @@ class Store:
 
     def _apply(self, table: Table, change: Change, scan: files.Scan) -> None:
         from gitlocks.core.change import check_sizes  # the writing half: reads need none of it
+        from gitlocks.git.transaction import RefsRefused  # a write's: reads refuse nothing
 
         check_sizes(change)
         if self.objects.written is None:  # what this write stores: seen again once the refs moved
@@ -465,8 +466,8 @@ class Store:
                 self._cache = None
                 if self.ref_values(old) != old:
                     raise _Conflict from None  # a ref moved outside the mutex
-                if not pruned.taken(self.objects):
-                    raise
+                if not isinstance(exc, RefsRefused) or not pruned.taken(self.objects):
+                    raise  # only git's refusal can be for a missing object (4.6)
                 if not again:
                     raise StoreError(
                         "a git prune beside us kept deleting what this write stored; try again"

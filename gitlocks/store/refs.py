@@ -75,7 +75,8 @@ class RefWriter:
         ``old``: each ref's value as listed under the mutex, for git to compare under its
         lock (read now when not given). ``expect(values)`` runs once every ref is locked,
         before anything moves: the compare of a compare-and-swap (it raises to abandon the
-        write). Raises ``StoreError`` (after putting back what moved) when git refuses.
+        write). Raises ``RefsRefused`` (after putting back what moved) when git refuses,
+        ``StoreError`` when the write fails before git is asked.
         """
         for name in updates:
             if not is_own_ref(name):
@@ -88,7 +89,7 @@ class RefWriter:
             self._apply(updates, old, message, expect)
         except RefsRefused as exc:
             self._put_back(old, updates)
-            raise StoreError(f"cannot update the lock refs: {exc}") from exc
+            raise RefsRefused(f"cannot update the lock refs: {exc}") from exc
         except BaseException:
             self._put_back(old, updates)
             raise

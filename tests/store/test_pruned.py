@@ -291,3 +291,31 @@ def test_a_kept_journal_head_is_put_back_and_the_chain_goes_on(repo: Path) -> No
     assert got.code == 0, got
     assert _journal(repo)[1] == head
     _fsck(repo)
+
+
+def test_a_write_that_cannot_start_is_not_read_as_a_prune_beside_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails before git is asked (a ``packed-refs.lock`` left by a git that
+    died, here) is not a refusal for a missing object, however many of its objects a prune
+    loop beside it takes meanwhile: the write fails at once, naming the file, not after
+    fifty rounds of waiting (the mutex held all along) blaming the prune."""
+    assert alock(repo, "acquire", "docs/**", **A).code == 0
+    (repo / ".git" / "packed-refs.lock").write_text("")
+    monkeypatch.setattr(refs, "LOCKFILE_WAIT_SECONDS", 0.01)
+    wait = refs.RefWriter.wait_for_lockfiles
+    waits: list[int] = []
+
+    def prune_meanwhile(self: refs.RefWriter, names: list[str]) -> None:
+        waits.append(1)
+        git(repo, "prune", "--expire=now")  # what a prune loop does while the write waits
+        wait(self, names)
+
+    monkeypatch.setattr(refs.RefWriter, "wait_for_lockfiles", prune_meanwhile)
+    got = alock(repo, "acquire", "src/**", **B)
+    assert got.code == 2 and "packed-refs.lock" in got.err and "prune" not in got.err, got
+    assert len(waits) == 1, len(waits)
+    monkeypatch.undo()
+    (repo / ".git" / "packed-refs.lock").unlink()
+    assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["agent-a"]
+    _fsck(repo)
