@@ -92,7 +92,8 @@ def _drop_old(top: str, before: int) -> None:
 
 def _seconds(top: str) -> list[str]:
     try:
-        return sorted((n for n in os.listdir(top) if n.isdigit()), key=int, reverse=True)
+        names = (n for n in os.listdir(top) if n.isascii() and n.isdigit())  # int() reads them
+        return sorted(names, key=int, reverse=True)
     except OSError:
         return []
 

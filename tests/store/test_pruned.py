@@ -319,3 +319,18 @@ def test_a_write_that_cannot_start_is_not_read_as_a_prune_beside_it(
     (repo / ".git" / "packed-refs.lock").unlink()
     assert [r["holder"] for r in alock(repo, "list", "--json").json()] == ["agent-a"]
     _fsck(repo)
+
+
+def test_a_kept_directory_named_with_another_digit_is_no_second(repo: Path) -> None:
+    """A directory under ``agent-locks-written`` whose name is digits of another script
+    (``²``: a digit to ``str.isdigit``, not to ``int``) is no second a write kept: every
+    write and reader passes it by, as any other name, never a traceback."""
+    assert alock(repo, "acquire", "docs/**", **A).code == 0
+    (repo / ".git" / pruned.KEPT_DIR / "\u00b2").mkdir()
+    _, blob = _lock_ref(repo)
+    _loose(repo, blob).unlink()  # a reader puts it back, looking through every second
+    listed = alock(repo, "list", "--json")
+    assert listed.code == 0 and listed.err == "", listed
+    got = alock(repo, "acquire", "src/**", **B)
+    assert got.code == 0 and got.word.startswith("ACQUIRED"), got
+    _fsck(repo)
