@@ -43,7 +43,7 @@ from gitlocks.agents.session import (
     store_context,
 )
 from gitlocks.agents.subagents import elder_holds_exactly, sub_holder
-from gitlocks.core.record import LockRecord, format_time, parse_time, utcnow
+from gitlocks.core.record import LockRecord, parse_time, utcnow
 from gitlocks.core.scope import path_entry
 from gitlocks.core.table import Table
 from gitlocks.core.text import printable
@@ -51,6 +51,7 @@ from gitlocks.errors import GitlocksError, RemoteError
 from gitlocks.git.run import REPO_VARS
 from gitlocks.git.table import read_lock_table
 from gitlocks.hooks.check import find_held
+from gitlocks.hooks.commit import own_claims
 from gitlocks.hooks.reading import refresh_view
 from gitlocks.identity import Identity, sessions
 from gitlocks.layout import DEFAULT_STALE_SECONDS, DEFAULT_TTL_SECONDS
@@ -60,18 +61,6 @@ from gitlocks.layout import DEFAULT_STALE_SECONDS, DEFAULT_TTL_SECONDS
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 # Set (to anything), the guard says on stderr why it let a call through unguarded.
 TRACE_ENV = "GITLOCKS_GUARD_TRACE"
-
-
-def covering(table: Table, identity: Identity, now: datetime, rel: str) -> list[LockRecord]:
-    """The holder's own live locks covering ``rel``. An ancestor's claim does not count: a
-    sub-agent editing inside its lead's claim claims the file for itself, so that sibling
-    sub-agents block each other there as ``acquire`` says they do (design §3.2)."""
-    entry = path_entry(rel)
-    if entry is None:
-        return []
-    stamp = table.cutoff(format_time(now))
-    found = [table.records[i] for i in sorted(table.covering(entry))]
-    return [r for r in found if r.holder == identity.holder and r.expires_at > stamp]
 
 
 def _targets(event: Event) -> tuple[list[tuple[Repo, str]], list[str]]:
@@ -119,7 +108,7 @@ def judge(
     tables: dict[str, Table],
     ages: Mapping[str, str],
     claimable: bool,
-    waits: Callable[[Repo], float] | None = None,
+    waits: Callable[[Repo], float],
 ) -> Verdict:
     """Each file against its repository's table (read once into ``tables``); ``ages``: how
     old the view is where the lock remote could not be asked; ``waits``: ``guard_wait``."""
@@ -132,7 +121,7 @@ def judge(
             tables[root] = read_lock_table(repo.common_dir, root, repo.ignore_case, repo.skew)
         table = tables[root]
         held = find_held(table, identity, now, [rel], committing=False)
-        if held and repo.mode == "claim" and claimable and waits is not None and waits(repo):
+        if held and repo.mode == "claim" and claimable and waits(repo):
             verdict.free.setdefault(root, (repo, []))[1].append(rel)  # the claim waits
             continue
         if held:
@@ -144,7 +133,7 @@ def judge(
         elif locks := interrupted(table, identity, now, rel, repo):
             kind, reason = "interrupted", interrupted_reason(rel, locks, now, repo.ignore_case)
         else:
-            own = covering(table, identity, now, rel)
+            own = own_claims(table, identity, now, [rel])
             if own:
                 verdict.own.setdefault(root, (repo, {}))[1].update((r.id, r) for r in own)
             elif identity.parent and elder_holds_exactly(table, identity, now, rel):
@@ -263,7 +252,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     pushed: set[str] = set()  # the repositories whose claim renewed the session's (a push)
     for root, (repo, rels) in verdict.free.items():
         try:
-            refused = claim(event, repo, rels, identity, wait=waits(repo))
+            refused = claim(event, repo, rels, identity, waits(repo))
         except RemoteError as exc:
             # The lock remote did not answer in time: an edit is never stalled on it. The
             # edit goes on, and the agent is told it is unclaimed.
@@ -285,9 +274,7 @@ def decide_edit(event: Event, harness: Harness, env: Mapping[str, str]) -> Answe
     return Answer(EXIT_ALLOW, said, stderr_lines(notes))
 
 
-def claim(
-    event: Event, repo: Repo, rels: Sequence[str], identity: Identity, *, wait: float = 0
-) -> str:
+def claim(event: Event, repo: Repo, rels: Sequence[str], identity: Identity, wait: float) -> str:
     """Claim the files (of one repository) for the session, in one lock (waiting ``wait``
     seconds for its turn); the reason to deny when someone else got there first, else ""."""
     # Imported here: only a claim needs the store.

@@ -140,16 +140,13 @@ class Server:
         merge is seen by the next read (the read answers even if that write fails);
         ``clear``: then clear dead claims too, as ``list`` and ``status`` do."""
         # Imported here: the store's layer (pygit2), once.
-        from gitlocks.service import landing, lifecycle
+        from gitlocks.service import lifecycle
         from gitlocks.service.context import open_context
+        from gitlocks.service.remote import land_waiting
 
         ctx = open_context(self.root, self.identity)
-        # The cheap question first: no claim of this machine waits.
-        local = (land or clear) and not ctx.store.config_get("alock.remote")
-        if local and landing.waiting_branches(ctx.store.read_table(), ctx.host_id):
-            from gitlocks.service.remote import land_waiting  # only when some claim waits
-
-            try:
+        if (land or clear) and not ctx.store.config_get("alock.remote"):
+            try:  # it asks the cheap question first: does a claim of this machine wait?
                 land_waiting(ctx)
             except GitlocksError:
                 pass

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.scope import path_entry
@@ -49,9 +50,13 @@ def committed(cwd: str | None = None) -> tuple[str, list[str]]:
     return ids[0], [os.fsdecode(p) for p in raw.split(b"\0") if p]
 
 
-def own_claims(table: Table, identity: Identity, paths: Sequence[str]) -> list[LockRecord]:
-    """The holder's own live locks covering any of ``paths``, oldest first."""
-    stamp = format_time(utcnow())
+def own_claims(
+    table: Table, identity: Identity, now: datetime, paths: Sequence[str]
+) -> list[LockRecord]:
+    """The holder's own live locks covering any of ``paths``, oldest first. Not an
+    ancestor's: a sub-agent editing inside its lead's claim claims the file for itself, so
+    that sibling sub-agents block each other there as ``acquire`` says (design §3.2)."""
+    stamp = format_time(now)
     mine = [r for r in table.held_by(identity.holder) if table.is_live(r, stamp)]
     if not mine:
         return []
@@ -66,8 +71,9 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     reading = TableReader(cwd)
     commit, paths = committed(cwd)
     _, table = reading.finish()
-    identity, _ = committer(table, resolve_identity(None, session=hook_session()), utcnow())
-    claims = own_claims(table, identity, paths) if paths else []
+    now = utcnow()
+    identity, _ = committer(table, resolve_identity(None, session=hook_session()), now)
+    claims = own_claims(table, identity, now, paths) if paths else []
     if not claims:
         return []
     # Imported here: only a commit inside the committer's own claims writes, and the
@@ -91,14 +97,19 @@ def run(cwd: str | None = None) -> list[LockRecord]:
     return heartbeat(ctx, [r.id for r in claims], commit)
 
 
+def quietly(run: Callable[[], list[LockRecord]], skipped: str) -> list[LockRecord]:
+    """``run()`` for a hook whose exit code git ignores (post-commit, post-merge,
+    post-rewrite): an error is said on stderr with what was ``skipped``, a bug reported."""
+    try:
+        return run()
+    except GitlocksError as exc:
+        sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {skipped}\n")
+    except Exception as exc:  # a bug: say so; the commit or merge is made already
+        report_bug(exc)
+    return []
+
+
 def main(argv: Sequence[str]) -> int:
     """``git-alock hook post-commit``: renew quietly (the journal says it); always exit 0."""
-    try:
-        run()
-    except GitlocksError as exc:
-        sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; claims not renewed\n")
-        return 0
-    except Exception as exc:  # a bug: say so; the commit is made already
-        report_bug(exc)
-        return 0
+    quietly(run, "claims not renewed")
     return 0

@@ -12,9 +12,7 @@ from collections.abc import Sequence
 
 from gitlocks.core.record import LockRecord
 from gitlocks.core.text import printable
-from gitlocks.errors import GitlocksError
-from gitlocks.hooks import report_bug
-from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS
+from gitlocks.hooks.commit import HEARTBEAT_TIMEOUT_SECONDS, quietly
 from gitlocks.hooks.reading import TableReader, bound_mutex
 from gitlocks.hooks.session import hook_session
 from gitlocks.identity import host_identity, resolve_identity
@@ -43,15 +41,7 @@ def main(argv: Sequence[str]) -> int:
     hook = argv[0] if argv else "post-merge"
     if hook == "post-rewrite":
         sys.stdin.read()  # git's list of rewritten commits: read, so git never writes in vain
-    try:
-        landed = run()
-    except GitlocksError as exc:
-        sys.stderr.write(f"{PREFIX}error: {printable(str(exc))}; {hook} landing check skipped\n")
-        return 0
-    except Exception as exc:  # a bug: say so; the merge is made already
-        report_bug(exc)
-        return 0
-    for record in landed:
+    for record in quietly(run, f"{hook} landing check skipped"):
         sys.stderr.write(
             printable(
                 f"{PREFIX}LANDED {' '.join(record.paths)} of {record.holder}: its work is in "

@@ -21,6 +21,7 @@ from gitlocks.errors import (
     EXIT_REFUSED,
     GitlocksError,
     NotARepository,
+    StoreError,
     UsageError,
 )
 from gitlocks.git import run
@@ -78,9 +79,12 @@ def guard_table(lines: Sequence[str], cwd: str | None = None) -> tuple[int, str]
     if not any(ref.startswith(OWN_REF_PREFIXES) for _old, _new, ref in _updates(lines)):
         return EXIT_OK, ""
     # Imported here: a push of branches alone never loads the table guard.
-    from gitlocks.hooks.table_guard import guard_or_error
+    from gitlocks.hooks.table_guard import guard
 
-    problems = guard_or_error(lines, cwd)
+    try:
+        problems = guard(lines, cwd)
+    except (StoreError, ValueError) as exc:  # a table not read cannot be shown to stay whole
+        problems = [f"the lock table could not be read ({exc})"]
     if not problems:
         return EXIT_OK, ""
     text = "".join(f"{PREFIX}{printable(p)}\n" for p in problems)

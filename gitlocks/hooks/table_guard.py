@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitlocks.errors import StoreError
 from gitlocks.hooks.hosted import guard_journal, sharded_state
 from gitlocks.hooks.sharded import guard_shards, guard_upgrade
 from gitlocks.layout import FORMAT_REF, JOURNAL_REF, LOCK_PREFIX, PROBE_PREFIXES, SHARD_PREFIX
@@ -32,12 +31,3 @@ def guard(lines: Sequence[str], cwd: str | None = None) -> list[str]:
     if sharding:
         return guard_upgrade(pushed, locks, cwd)
     return guard_journal(pushed, locks, cwd)
-
-
-def guard_or_error(lines: Sequence[str], cwd: str | None = None) -> list[str]:
-    """``guard``, where a failure to read the table is a refusal too: a table that cannot
-    be read cannot be shown to stay whole."""
-    try:
-        return guard(lines, cwd)
-    except (StoreError, ValueError) as exc:
-        return [f"the lock table could not be read ({exc})"]
