@@ -200,7 +200,7 @@ def hook_files_for(prefix: str = "") -> dict[str, HookFile]:
                 _command("claude", prefix),
                 ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit" if legacy else CLAUDE_MATCHER),
                 *("SessionStart", "SessionEnd", "Stop"),
-                # A sub-agent's end hands its claims to its session (design §6.5).
+                # A sub-agent's end hands its claims to its session (docs/design.md §6.5).
                 *(() if legacy else ("SubagentStop",)),
                 end=None if legacy else CLAUDE_END_TIMEOUT,
             ),

@@ -155,7 +155,7 @@ def interrupted(
     table: Table, identity: Identity, now: datetime, rel: str, repo: Repo
 ) -> list[LockRecord]:
     """Interrupted work covering ``rel``: another holder's lock with notes whose session is
-    gone (design §3.6). It blocks no ``acquire``, but an edit inside it is denied: the agent
+    gone (docs/design.md §3.6). It blocks no ``acquire``, but an edit inside it is denied: the agent
     is told to take the work over, never let in silently."""
     entry = path_entry(rel)
     if entry is None:
@@ -188,7 +188,7 @@ def keep_alive(
     now: datetime,
     skip: Collection[str] = (),
 ) -> list[str]:
-    """An edit inside the holder's own claims is a heartbeat, as a commit is (design §6.8):
+    """An edit inside the holder's own claims is a heartbeat, as a commit is (docs/design.md §6.8):
     those due (``renewal_due``) are renewed, in one write per repository; the notes."""
     notes: list[str] = []
     for root, (repo, records) in own.items():

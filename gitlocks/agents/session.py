@@ -126,7 +126,7 @@ def bound_remote(store: Any) -> None:
         store.timeout = bound
         store.timeout_setting = "alock.guardRemoteTimeout"
     # The whole wait of this event, not each run nor each store: a view refreshed before a
-    # claim, a push and the question whether it landed share one budget (design §6.5).
+    # claim, a push and the question whether it landed share one budget (docs/design.md §6.5).
     if not _WAIT_STARTED:
         _WAIT_STARTED.append(time.monotonic())
     store.deadline = _WAIT_STARTED[0] + store.timeout
@@ -149,7 +149,7 @@ _WAIT_STARTED: list[float] = []
 
 
 def guard_wait(repo: Repo, harness: str) -> float:
-    """``alock.guardWait`` (design §6.5; 0: denied at once), at most the harness's hook time
+    """``alock.guardWait`` (docs/design.md §6.5; 0: denied at once), at most the harness's hook time
     less a margin; a bad value is 0, with a warning."""
     try:
         asked = repo.settings.duration("alock.guardWait", 0, zero=True)
@@ -317,7 +317,7 @@ def start_session(event: Event, harness: Harness, env: Mapping[str, str]) -> Ans
 
 def others_claims(table: Table, identity: Identity, now: datetime, repo: Repo) -> list[str]:
     """What others hold, for the session's start: live claims; interrupted work (a dead
-    holder's lock with notes, design §3.6), with the command that resumes it; and claims
+    holder's lock with notes, docs/design.md §3.6), with the command that resumes it; and claims
     whose session ended without notes (DEAD: free, swept by the next write)."""
     stamp = format_time(now)
     kept, life = interrupted_view(repo, now)
@@ -360,7 +360,7 @@ def others_claims(table: Table, identity: Identity, now: datetime, repo: Repo) -
 
 def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
     """Claude Code's ``CLAUDE_ENV_FILE``: its variables are exported to every command of
-    its shell tool, even in a sandbox that hides the harness process (design §3.2)."""
+    its shell tool, even in a sandbox that hides the harness process (docs/design.md §3.2)."""
     path = env.get("CLAUDE_ENV_FILE", "")
     if not path or not os.path.isabs(path):
         return
@@ -375,7 +375,7 @@ def _export_identity(identity: Identity, env: Mapping[str, str]) -> None:
 
 
 def interrupted_view(repo: Repo, now: datetime) -> tuple[str, Liveness]:
-    """The oldest expiry of interrupted work still kept (design §3.6), and who is alive."""
+    """The oldest expiry of interrupted work still kept (docs/design.md §3.6), and who is alive."""
     keep = duration(repo.settings, "alock.interruptedKeep", DEFAULT_INTERRUPTED_KEEP_SECONDS)
     life = Liveness(host_identity(), process_alive, now, DEFAULT_STALE_SECONDS)
     return format_time(now - timedelta(seconds=keep)), life

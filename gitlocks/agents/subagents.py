@@ -18,7 +18,7 @@ HOLDER_MAX = 64
 
 def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: str) -> bool:
     """Whether an ancestor of the holder (a sub-agent's session) holds exactly ``rel`` and
-    nothing else: ``acquire`` refuses a child its parent's whole scope (design §3.4), so
+    nothing else: ``acquire`` refuses a child its parent's whole scope (docs/design.md §3.4), so
     the sub-agent edits under its session's claim instead of claiming for itself."""
     stamp = table.cutoff(format_time(now))
     wanted = table.keys([rel])
@@ -31,7 +31,7 @@ def elder_holds_exactly(table: Table, identity: Identity, now: datetime, rel: st
 
 def sub_holder(session: Identity, agent: str) -> Identity:
     """The holder of the session's sub-agent ``agent``: ``<session holder>.sub-<8 hex>``,
-    a child of the session holder (design §3.2), embodied by the same process."""
+    a child of the session holder (docs/design.md §3.2), embodied by the same process."""
 
     def hexed(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]

@@ -1,4 +1,4 @@
-"""Waiters: claims queued in the lock table until they can be granted (design §4.7).
+"""Waiters: claims queued in the lock table until they can be granted (docs/design.md §4.7).
 
 Pure: a waiter is a record whose id starts with ``wait-``, holding its queue place
 (``"queue": N``). The table leaves waiters out of who holds a path; their order and the
@@ -75,7 +75,7 @@ def ahead(mine: LockRecord | None, other: LockRecord) -> bool:
 def cycle_through(me: str, edges: Mapping[str, Iterable[str]]) -> list[str] | None:
     """A cycle of the wait-for graph ``edges`` (waiter id -> the ids it waits for) through
     ``me``, as a list starting at ``me``, in which ``me`` is the youngest (greatest id): of
-    every member asking, exactly the youngest finds it, and is told (design §4.7)."""
+    every member asking, exactly the youngest finds it, and is told (docs/design.md §4.7)."""
     stack: list[tuple[str, list[str]]] = [(me, [me])]
     seen: set[str] = set()
     while stack:

@@ -501,7 +501,7 @@ def holding(
 ) -> tuple[list[LockRecord], list[LockRecord]]:
     """Split the live locks covering one path into (theirs that hold it against you,
     yours). An exclusive lock of theirs always holds it; their shared locks hold it only
-    against someone with no claim there: holding one, you share the path (design §3.4)."""
+    against someone with no claim there: holding one, you share the path (docs/design.md §3.4)."""
     locks = list(locks)
     mine = [r for r in locks if r in friends]
     theirs = [r for r in locks if r not in friends and not (mine and r.shared)]

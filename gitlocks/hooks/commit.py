@@ -55,7 +55,7 @@ def own_claims(
 ) -> list[LockRecord]:
     """The holder's own live locks covering any of ``paths``, oldest first. Not an
     ancestor's: a sub-agent editing inside its lead's claim claims the file for itself, so
-    that sibling sub-agents block each other there as ``acquire`` says (design §3.2)."""
+    that sibling sub-agents block each other there as ``acquire`` says (docs/design.md §3.2)."""
     stamp = format_time(now)
     mine = [r for r in table.held_by(identity.holder) if table.is_live(r, stamp)]
     if not mine:

@@ -21,7 +21,7 @@ from gitlocks.service.results import Conflict
 GRACE_SECONDS = 10  # a waiter's record outlives its wait by this much
 # A waiter's record lives at most this long unless its process renews it, as a holder's
 # claim lives by its TTL: one on a machine that crashed, which nobody else can judge dead,
-# leaves the queue within this, not at the end of a wait of days (design §4.7).
+# leaves the queue within this, not at the end of a wait of days (docs/design.md §4.7).
 WAITER_LIFE_SECONDS = 5 * 60
 
 
@@ -124,7 +124,7 @@ def waiter(
 ) -> LockRecord:
     """The record of a claim that waits until ``deadline``: its process is this one (its
     end, a kill included, takes it out of the queue), and its place is 1 more than every
-    overlapping waiter's, whoever's (design §4.7)."""
+    overlapping waiter's, whoever's (docs/design.md §4.7)."""
     now = ctx.now()
     stamp = format_time(now)
     behind = [w for w in table.waiters(stamp) if crossing(table, entries, w)]

@@ -340,7 +340,7 @@ class Status:
         self.states = states
         self.quiet = quiet
         self.worktrees = worktrees
-        self.waiters = waiters  # claims waiting their turn, in queue order (design §4.7)
+        self.waiters = waiters  # claims waiting their turn, in queue order (docs/design.md §4.7)
 
     def to_dict(self) -> dict[str, Any]:
         def lock(record: LockRecord) -> dict[str, Any]:

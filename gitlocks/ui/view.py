@@ -60,7 +60,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         "files": files[:MAX_FILES],
         "files_left_out": max(0, len(files) - MAX_FILES),
         "worktrees": [_worktree(t) for t in report.worktrees],
-        # Claims waiting their turn, in queue order (design §4.7): what the page may list.
+        # Claims waiting their turn, in queue order (docs/design.md §4.7): what the page may list.
         "waiters": [
             {
                 "id": w.id,
