@@ -155,8 +155,8 @@ def interrupted(
     table: Table, identity: Identity, now: datetime, rel: str, repo: Repo
 ) -> list[LockRecord]:
     """Interrupted work covering ``rel``: another holder's lock with notes whose session is
-    gone (docs/design.md §3.6). It blocks no ``acquire``, but an edit inside it is denied: the agent
-    is told to take the work over, never let in silently."""
+    gone (docs/design.md §3.6). It blocks no ``acquire``, but an edit inside it is denied:
+    the agent is told to take the work over, never let in silently."""
     entry = path_entry(rel)
     if entry is None:
         return []

@@ -149,8 +149,8 @@ _WAIT_STARTED: list[float] = []
 
 
 def guard_wait(repo: Repo, harness: str) -> float:
-    """``alock.guardWait`` (docs/design.md §6.5; 0: denied at once), at most the harness's hook time
-    less a margin; a bad value is 0, with a warning."""
+    """``alock.guardWait`` (docs/design.md §6.5; 0: denied at once), at most the harness's
+    hook time less a margin; a bad value is 0, with a warning."""
     try:
         asked = repo.settings.duration("alock.guardWait", 0, zero=True)
     except UsageError as exc:
