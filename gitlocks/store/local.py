@@ -362,6 +362,9 @@ class Store:
                         self._apply(table, change, listed)
                     except _Conflict:
                         self._cache = None
+                        # A failed write whose undo did not finish left its log: finished
+                        # first, so the next try decides on the table as it was (4.3).
+                        self.ref_writer().recover()
                         continue
                     return result
             finally:

@@ -441,6 +441,27 @@ def _fail_commit(monkeypatch: pytest.MonkeyPatch, repo: Path, n: int) -> list[di
     return seen
 
 
+def test_a_write_whose_undo_failed_is_decided_again_on_the_undone_table(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write refused half-way whose undo could not finish (git kept refusing it) leaves
+    its log in the mutex file and the lock refs half-moved: the write's next try finishes
+    that log first, so it decides on the table as it was, never on refs the next writer
+    would move back (a claim answered as held, then lost)."""
+    seen = _fail_commit(monkeypatch, repo, 2)  # the journal's: the lock refs moved
+    undone: list[bool] = []
+    monkeypatch.setattr(refs_module.RefWriter, "_put_back", lambda *a: undone.append(False))
+    got = alock(repo, "acquire", "src/**", **A)
+    monkeypatch.undo()
+    no_crash(got)
+    assert seen and undone, "the fault was never injected"
+    assert got.code == 0 and got.word.startswith("ACQUIRED"), got
+    assert alock(repo, "acquire", "docs/**", **B).code == 0  # the next writer
+    held = {(r["holder"], r["paths"][0]) for r in alock(repo, "list", "--json").json()}
+    assert held == {("agent-a", "src/**"), ("agent-b", "docs/**")}, held
+    assert_consistent(repo)
+
+
 # (verb args, the transaction whose commit fails (the lock refs', then the journal's),
 # whether lock refs had moved by then)
 HALF_WAY = {
