@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 
 from gitlocks.core.digest import hasher
-from gitlocks.core.record import is_object_id
+from gitlocks.core.record import MAX_RECORD_BYTES, is_object_id
 from gitlocks.core.value import Value
 from gitlocks.errors import StoreError
 from gitlocks.git.run import Env, Process, close_pipes, start
@@ -125,6 +125,16 @@ class Objects:
             cut = {oid for oid, (_, body) in found.items() if len(body) > limit}
         if len(self._seen) < 100_000:  # a cut-short object is never remembered as whole
             self._seen.update((o, v) for o, v in found.items() if o not in cut)
+        return found
+
+    def read_records(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
+        """Each of ``oids`` as a lock record is read: its contents if a blob (else None), its
+        type. A record is at most MAX_RECORD_BYTES: a bigger blob is read only that far."""
+        read = self.read_many(oids, limit=MAX_RECORD_BYTES)
+        found: dict[str, tuple[bytes | None, str]] = {}
+        for oid in oids:
+            kind, data = read.get(oid, ("blob", None))
+            found[oid] = (data if kind == "blob" else None, kind)
         return found
 
     def parse_tree(self, raw: bytes) -> list[Entry]:

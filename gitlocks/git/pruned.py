@@ -135,43 +135,6 @@ def put_back(
     return done
 
 
-def lost_records(
-    absent: Sequence[tuple[str, str]],
-    journal: str,
-    objects: str | None,
-    git: Sequence[str] = (),
-    cwd: str | None = None,
-    env: Env = Env.CLEAN,
-) -> list[tuple[str, str]]:
-    """Of ``absent`` (lock ref, blob id: refs whose blob could not be read), those whose blob
-    the journal commit (or ref) ``journal`` names for that lock, in one ``git ls-tree``
-    (``git`` before it: ``--git-dir DIR``). A blob with something at its loose path in
-    ``objects`` (a FIFO, say) is unreadable, not lost."""
-    asked = {
-        f"locks/{shard_of(ref[len(LOCK_PREFIX) :])}/{ref[len(LOCK_PREFIX) :]}": (ref, oid)
-        for ref, oid in absent
-        if objects is None or not os.path.lexists(_loose(objects, oid))
-    }
-    if not asked:
-        return []
-    args = [*git, "ls-tree", "-z", "--full-tree", journal, "--", *asked]
-    proc = start(args, cwd, env=env, error=StoreError)
-    out = finish(proc, ok=(0, 128), error=StoreError)
-    if proc.returncode == 128:  # no journal (none was granted), or one that cannot be read
-        verify = start(
-            [*git, "rev-parse", "-q", "--verify", journal], cwd, env=env, error=StoreError
-        )
-        finish(verify, ok=(0, 1), error=StoreError)
-        return list(asked.values()) if verify.returncode == 0 else []
-    lost = []
-    for line in out.decode("utf-8", "replace").split("\0"):
-        info, _, path = line.partition("\t")
-        named = info.split(" ")[-1]
-        if path in asked and asked[path][1] == named:
-            lost.append(asked[path])
-    return lost
-
-
 def stop_if_lost(
     absent: Sequence[tuple[str, str]],
     journal: str,
@@ -180,14 +143,39 @@ def stop_if_lost(
     cwd: str | None = None,
     env: Env = Env.CLEAN,
 ) -> None:
-    """Of ``absent``, the granted claims whose records the object store lost: ``ReadAgain``
-    when some were kept and are put back (read again), else an error naming the first
-    that the journal names (``lost_records``). Returns when none is a granted claim."""
+    """Of ``absent`` (lock ref, blob id: refs whose blob could not be read), the granted
+    claims whose records the object store lost: ``ReadAgain`` when some were kept and are
+    put back (read again), else an error naming the first whose blob the journal commit (or
+    ref) ``journal`` names for that lock, found with one ``git ls-tree`` (``git`` before it:
+    ``--git-dir DIR``). A blob with something at its loose path in ``objects`` (a FIFO, say)
+    is unreadable, not lost. Returns when none is a granted claim."""
     if objects is not None and put_back(objects, {oid for _, oid in absent}):
         raise ReadAgain("records a prune took were put back")  # kept: ours, whatever names them
     if objects is not None:
         put_back(objects)  # the journal's own objects, when a prune took them too
-    lost = lost_records(absent, journal, objects, git, cwd, env)
+    asked = {
+        f"locks/{shard_of(ref[len(LOCK_PREFIX) :])}/{ref[len(LOCK_PREFIX) :]}": (ref, oid)
+        for ref, oid in absent
+        if objects is None or not os.path.lexists(_loose(objects, oid))
+    }
+    if not asked:
+        return
+    args = [*git, "ls-tree", "-z", "--full-tree", journal, "--", *asked]
+    proc = start(args, cwd, env=env, error=StoreError)
+    out = finish(proc, ok=(0, 128), error=StoreError)
+    if proc.returncode == 128:  # no journal (none was granted), or one that cannot be read
+        verify = start(
+            [*git, "rev-parse", "-q", "--verify", journal], cwd, env=env, error=StoreError
+        )
+        finish(verify, ok=(0, 1), error=StoreError)
+        lost = list(asked.values()) if verify.returncode == 0 else []
+    else:
+        lost = []
+        for line in out.decode("utf-8", "replace").split("\0"):
+            info, _, path = line.partition("\t")
+            named = info.split(" ")[-1]
+            if path in asked and asked[path][1] == named:
+                lost.append(asked[path])
     if not lost:
         return
     ref, oid = lost[0]

@@ -161,16 +161,13 @@ def _is_zero(value: str) -> bool:
     return bool(text) and text.strip("0") == ""
 
 
-def _args(git_dir: str | None) -> list[str]:
-    return [*(["--git-dir", git_dir] if git_dir else []), *LIST_ARGS]
-
-
 def start(cwd: str | None = None, *, git_dir: str | None = None, clean: bool = False) -> Process:
     """Start reading the settings, for another git call to run meanwhile: of the
     repository ``git_dir`` (``Env.CLEAN``), else the one git finds from ``cwd`` and the
     environment (from ``cwd`` alone when ``clean``)."""
     env = run.Env.CLEAN if git_dir or clean else run.Env.INHERIT
-    return run.start(_args(git_dir), cwd, env=env, error=StoreError)
+    args = [*(["--git-dir", git_dir] if git_dir else []), *LIST_ARGS]
+    return run.start(args, cwd, env=env, error=StoreError)
 
 
 def finish(proc: Process) -> Settings:

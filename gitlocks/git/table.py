@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 from gitlocks.core.judging import Lost, Problem, ReadAgain
-from gitlocks.core.record import MAX_RECORD_BYTES
 from gitlocks.core.table import Table, lazy_table
 from gitlocks.git import cache, files
 from gitlocks.git.changes import git_output
@@ -67,16 +66,10 @@ def read_table(
     not already say what a blob holds (a record that does not match it: cache forgotten)."""
 
     def read(oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        # A bigger blob than a record is read only that far; a question reads once.
         try:
-            got = objects.read_many(oids, limit=MAX_RECORD_BYTES)
+            return objects.read_records(oids)
         finally:
-            objects.close()
-        found: dict[str, tuple[bytes | None, str]] = {}
-        for oid in oids:
-            kind, data = got.get(oid, ("blob", None))
-            found[oid] = (data if kind == "blob" else None, kind)
-        return found
+            objects.close()  # a question reads once
 
     judged, refs, known = cache.judge(common_dir, found.refs)
     table, _ = lazy_table(

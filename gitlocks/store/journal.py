@@ -110,12 +110,12 @@ class Journal:
             f"update-ref -d {JOURNAL_REF}"
         )
 
-    def descends(self, later: str, earlier: str) -> bool:
-        """Whether journal commit ``later`` was written on top of ``earlier``."""
-        if later == earlier:
-            return False  # a commit is no descendant of itself (as libgit2 answers)
+    def holds(self, tip: str | None, commit: str) -> bool:
+        """Whether journal commit ``tip`` (None: none) is ``commit`` or was written on it."""
+        if tip is None or tip == commit:
+            return tip is not None
         proc = start(
-            ["--git-dir", self.objects.git_dir, "merge-base", "--is-ancestor", earlier, later],
+            ["--git-dir", self.objects.git_dir, "merge-base", "--is-ancestor", commit, tip],
             env=Env.CLEAN,
             error=StoreError,
         )

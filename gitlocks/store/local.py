@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 from gitlocks.core.judging import Problem, ReadAgain, read_record, verdict_of
-from gitlocks.core.record import MAX_RECORD_BYTES, LockRecord, format_time, utcnow
+from gitlocks.core.record import LockRecord, format_time, utcnow
 from gitlocks.core.table import Table, lazy_table
 from gitlocks.errors import NotARepository, StoreError
 from gitlocks.git import cache, files, pruned, settings
@@ -285,7 +285,7 @@ class Store:
         table, fresh = lazy_table(
             rest.items(),
             known=known,
-            read=self._read_objects,
+            read=self.objects.read_records,
             version=version,
             ignore_case=self.ignore_case,
             skew=self.skew,
@@ -312,15 +312,6 @@ class Store:
         with it, so a process that lives on (the live page) reads them again."""
         cache.forget(self.common_dir)
         self._cache = None
-
-    def _read_objects(self, oids: list[str]) -> dict[str, tuple[bytes | None, str]]:
-        # A record is at most MAX_RECORD_BYTES: a bigger blob is read only that far.
-        read = self.objects.read_many(oids, limit=MAX_RECORD_BYTES)
-        found: dict[str, tuple[bytes | None, str]] = {}
-        for oid in oids:
-            kind, data = read.get(oid, ("blob", None))
-            found[oid] = (data if kind == "blob" else None, kind)
-        return found
 
     def scan_refs(self, prefixes: tuple[str, ...]) -> dict[str, str]:
         """Every ref under ``prefixes`` (each ending in ``/``) with its value, by name, as

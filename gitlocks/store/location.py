@@ -49,10 +49,7 @@ _WHERE = ["rev-parse", "--show-object-format", "--absolute-git-dir", "--is-bare-
 
 def discover_location(cwd: str) -> Location:
     """The repository around ``cwd``, as git finds it."""
-    try:
-        proc = start(_WHERE, cwd, env=Env.CLEAN, error=NotARepository)
-    except NotADirectoryError as exc:  # pragma: no cover - cwd checked by the caller
-        raise NotARepository(f"cannot open a git repository at {cwd}: {exc}") from exc
+    proc = start(_WHERE, cwd, env=Env.CLEAN, error=NotARepository)
     out, err = proc.communicate()
     lines = out.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 4:

@@ -114,16 +114,7 @@ def lost_view(remote: RemoteStore, journal: str | None) -> str | None:
         what = f"went back to an older commit ({journal[:12]})"
     else:
         what = f"was replaced by {journal[:12]}, which does not continue it"
-    first = table.records[live[0]]
-    return (
-        f"the journal {JOURNAL_REF} on the lock remote {remote.remote!r} {what} since this "
-        f"clone last saw it at {view[:12]}, while {len(live)} live claim(s) stood there "
-        f"(e.g. {' '.join(first.paths)} held by {first.holder}); nothing was changed here. "
-        "Plain git on the remote (a push --mirror or --force) does this; "
-        "git alock remote --restore puts this clone's last view back on the remote; "
-        f"git alock remote --off --forget, then git alock remote {remote.remote}, accepts "
-        "the remote as it is now"
-    )
+    return _lost_message(remote, JOURNAL_REF, what, view, table.records[live[0]], len(live))
 
 
 def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | None:
@@ -136,12 +127,12 @@ def _lost_shard(remote: RemoteStore, view: str, journal: str | None) -> str | No
         live = _live(remote, remote.mirrored())
         if not live:
             return None
-        return _lost_message(remote, FORMAT_REF, "has vanished", view, live)
+        return _lost_message(remote, FORMAT_REF, "has vanished", view, live[0], len(live))
     losses = shard_losses(remote, view, journal)
     if not losses:
         return None
     k, was, what, live = losses[0]
-    return _lost_message(remote, f"{SHARD_PREFIX}{k}", what, was, live)
+    return _lost_message(remote, f"{SHARD_PREFIX}{k}", what, was, live[0], len(live))
 
 
 def shard_losses(
@@ -199,17 +190,20 @@ def shard_losses(
 
 
 def _lost_message(
-    remote: RemoteStore, ref: str, what: str, view: str, live: list[LockRecord]
+    remote: RemoteStore, ref: str, what: str, view: str, first: LockRecord, live: int
 ) -> str:
-    first = live[0]
+    """What a ``ref`` that lost ``live`` claims (``first`` among them) since ``view`` says."""
     put_back = ""
-    if ref.startswith(SHARD_PREFIX):
+    if ref == JOURNAL_REF:
+        ref = f"the journal {JOURNAL_REF}"
+        put_back = "git alock remote --restore puts this clone's last view back on the remote; "
+    elif ref.startswith(SHARD_PREFIX):
         put_back = "git alock remote --restore puts this clone's last view of that shard back; "
     elif ref == FORMAT_REF and not remote.scan_refs((remote.staging + "meta/shards/",)):
         put_back = "git alock remote --restore puts this clone's last view of every shard back; "
     return (
         f"{ref} on the lock remote {remote.remote!r} {what} since this clone last saw it at "
-        f"{view[:12]}, while {len(live)} live claim(s) stood there (e.g. "
+        f"{view[:12]}, while {live} live claim(s) stood there (e.g. "
         f"{' '.join(first.paths)} held by {first.holder}); nothing was changed here. Plain "
         f"git on the remote (a push --mirror or --force) does this; {put_back}git alock "
         f"remote --off --forget, then git alock remote {remote.remote}, accepts the remote as "

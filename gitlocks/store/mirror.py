@@ -140,13 +140,18 @@ class Mirror(Store):
         )
         return run, porcelain(run.out)
 
+    def lock_refs(self, prefix: str) -> dict[str, str]:
+        """Lock id -> blob id of the refs right under ``prefix`` (a deeper name is a probe's,
+        never a lock)."""
+        return {
+            name[len(prefix) :]: oid
+            for name, oid in self.scan_refs((prefix,)).items()
+            if "/" not in name[len(prefix) :]
+        }
+
     def local_locks(self) -> dict[str, str]:
         """The local view: lock id -> blob id."""
-        return {
-            name[len(LOCK_PREFIX) :]: oid
-            for name, oid in self.scan_refs((LOCK_PREFIX,)).items()
-            if "/" not in name[len(LOCK_PREFIX) :]
-        }
+        return self.lock_refs(LOCK_PREFIX)
 
     def mirrored(self) -> dict[str, str]:
         """The remote's table as the local view last mirrored it (lock id -> blob id)."""

@@ -115,7 +115,7 @@ class RemotePush(Mirror):
 
         def landed() -> bool | None:
             now = self.staged_journal()
-            if now is not None and (now == commit or self.journal_store.descends(now, commit)):
+            if self.journal_store.holds(now, commit):
                 return True
             return None if now == table.version else False
 

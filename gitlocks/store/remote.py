@@ -33,7 +33,7 @@ from gitlocks.layout import (
     STAGING_PREFIX,
 )
 from gitlocks.store.listing import Listing
-from gitlocks.store.mirror import PACK_AFTER, read_sync_times, write_sync_times
+from gitlocks.store.mirror import read_sync_times, write_sync_times
 from gitlocks.store.mutex import jitter
 from gitlocks.store.push import RemoteTable
 from gitlocks.store.sharded import ShardedPush
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["PACK_AFTER", "RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
+__all__ = ["RemoteStore", "RemoteTable", "read_sync_times", "write_sync_times"]
 
 # A busy remote can make one writer lose many times in a row: retries are bounded by
 # count and by time (alock.remoteTimeout), with a short jitter.
@@ -139,13 +139,7 @@ class RemoteStore(ShardedPush):
 
     def staged_lock_refs(self) -> dict[str, str]:
         """The remote's lock refs as last fetched (for a journal that carries no table)."""
-        lock_prefix = self.staging + "locks/"
-        locks: dict[str, str] = {}
-        for name, oid in self.scan_refs((lock_prefix,)).items():
-            lock_id = name[len(lock_prefix) :]
-            if "/" not in lock_id:  # a deeper name is the probe's, never a lock
-                locks[lock_id] = oid
-        return locks
+        return self.lock_refs(self.staging + "locks/")
 
     def staging_refs(self) -> dict[str, str]:
         """Every ref a fetch or push writes under staging, probes included (to restore)."""

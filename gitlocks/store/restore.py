@@ -9,8 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gitlocks.core.record import LockRecord, format_time, is_lock_id, utcnow
-from gitlocks.core.shard import record_shards
+from gitlocks.core.record import format_time, is_lock_id, utcnow
 from gitlocks.errors import RemoteError, UsageError
 from gitlocks.git.remote import lost_race
 from gitlocks.layout import (
@@ -23,7 +22,7 @@ from gitlocks.layout import (
 from gitlocks.store.local import Store
 from gitlocks.store.lost import is_ancestor, lost_view, shard_losses
 from gitlocks.store.remote import RemoteStore
-from gitlocks.store.upgrade import new_layout, sharded_markers
+from gitlocks.store.upgrade import held_in, new_layout, sharded_markers
 
 
 def _settled(
@@ -35,12 +34,7 @@ def _settled(
     loaded = remote.load(((LOCK_PREFIX + i, oid) for i, oid in sorted(kept.items())), None)
     found: dict[str, str] = {}
     for lock_id, oid in kept.items():
-        record = loaded.get(lock_id)
-        where = (
-            record_shards(record.paths, len(tables))
-            if isinstance(record, LockRecord)
-            else frozenset(tables)
-        )
+        where = held_in(loaded.get(lock_id), len(tables))
         others = sorted(k for k in where if k not in lost and k in tables)
         if not others:
             found[lock_id] = oid  # every shard of it was lost: the view is all there is
@@ -225,8 +219,7 @@ def _rebuild_shards(remote: RemoteStore, view: str) -> RestoreResult:
         was = str(tips[k])
         table = {i: v for i, v in (store.table(was) or {}).items() if i not in extra}
         for lock_id, oid in extra.items():
-            record = loaded.get(lock_id)
-            if not isinstance(record, LockRecord) or k in record_shards(record.paths, count):
+            if k in held_in(loaded.get(lock_id), count):
                 table[lock_id] = oid  # a record that cannot be read: held in every shard
         event = _restored(table, was, None, shard=k)
         tables[k] = table

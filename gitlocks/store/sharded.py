@@ -118,10 +118,8 @@ class ShardedPush(RemotePush):
         return self._views[key]
 
     def union(self, tips: dict[int, str | None]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for k in sorted(tips):
-            found.update(self.journal_store.table(tips[k]) or {})
-        return found
+        tables = self.shard_tables(tips)
+        return {i: v for k in sorted(tables) for i, v in tables[k].items()}
 
     def shard_tables(self, tips: dict[int, str | None]) -> dict[int, dict[str, str]]:
         return {k: self.journal_store.table(tip) or {} for k, tip in tips.items()}
@@ -254,9 +252,7 @@ class ShardedPush(RemotePush):
             now = self.staged_tips(count)
             first = leased[0]
             mine = commits[first]
-            if now[first] is not None and (
-                now[first] == mine or self.journal_store.descends(str(now[first]), mine)
-            ):
+            if self.journal_store.holds(now[first], mine):
                 return True
             return None if all(now[k] == table.shards[k] for k in leased) else False
 

@@ -18,6 +18,8 @@ from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from gitlocks.git.objects import Objects
 
 
@@ -64,14 +66,7 @@ def shard(store: Store, count: int) -> ShardResult:
             remote._check_journal(journal)  # raises, naming the journal ref that is no journal
         split: dict[int, dict[str, str]] = {k: {} for k in range(count)}
         for lock_id, oid in table.refs.items():
-            record = table.get(lock_id)
-            # A record that cannot be read is held in every shard.
-            where = (
-                record_shards(record.paths, count)
-                if isinstance(record, LockRecord)
-                else range(count)
-            )
-            for k in where:
+            for k in held_in(table.get(lock_id), count):
                 split[k][lock_id] = oid
         if not _push_layout(remote, journal, count, split, "sharded"):
             raise RemoteError(
@@ -79,6 +74,12 @@ def shard(store: Store, count: int) -> ShardResult:
                 "changed there: run git alock remote --shards again"
             )
         return ShardResult(remote.remote, count, len(table.refs))
+
+
+def held_in(record: LockRecord | None, count: int) -> Collection[int]:
+    """The shards of ``count`` that hold ``record``: every one for a record that cannot be
+    read."""
+    return record_shards(record.paths, count) if record is not None else range(count)
 
 
 def is_new(remote: RemoteStore) -> bool:

@@ -41,7 +41,11 @@ def oracle(repo: Path) -> Table:
     store = Store.discover(repo)
     found = fast_table.list_refs(str(repo))  # as git lists them
     table, _ = lazy_table(
-        found.refs.items(), known={}, read=store._read_objects, version=None, ignore_case=False
+        found.refs.items(),
+        known={},
+        read=store.objects.read_records,
+        version=None,
+        ignore_case=False,
     )
     table.problems.extend(
         Problem(ref=n, oid="", reason=f"a symbolic ref to {t}; never followed")
