@@ -24,7 +24,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import lifecycle, queue
-from gitlocks.service.context import Context, drop, event, sweep
+from gitlocks.service.context import Context, drop, event
 from gitlocks.service.results import (
     AcquireResult,
     BreakResult,
@@ -70,16 +70,13 @@ def acquire(
     ``waiter``) and is asked again with ``queued``, that record, until it is granted, its time
     runs out or it is the one told of a ``deadlock``."""
 
-    def decide(table: Table) -> tuple[Change, AcquireResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> AcquireResult:
         mine = None if queued is None or queued.id in gone else table.get(queued.id)
 
-        def leave(why: str, result: AcquireResult) -> tuple[Change, AcquireResult]:
+        def leave(why: str, result: AcquireResult) -> AcquireResult:
             if mine is not None:
                 drop(change, gone, "left_queue", mine, now, why=why, by=ctx.identity.holder)
-            return change, result
+            return result
 
         hint = _parents_whole_scope(ctx, table, entries, gone)
         if hint is not None:
@@ -115,7 +112,7 @@ def acquire(
         change.events.append(event("granted", record, now, reason=reason, **kind))
         if ride_along is not None:
             ride_along(table, now, change, gone)
-        return change, AcquireResult("acquired", lock=record)
+        return AcquireResult("acquired", lock=record)
 
     def wait(
         table: Table,
@@ -124,17 +121,17 @@ def acquire(
         gone: set[str],
         mine: LockRecord | None,
         conflicts: list[Conflict],
-    ) -> tuple[Change, AcquireResult]:
+    ) -> AcquireResult:
         """A claim that meets others and may wait: queued now (``mine`` None), still
         waiting, out of time, or told of a deadlock."""
         assert deadline is not None
         now = ctx.now()
         by = ctx.identity.holder
         if queued is not None and mine is None and not queue.lapsed(queued, now, deadline):
-            return change, AcquireResult("refused", conflicts=conflicts)  # broken, or time out
+            return AcquireResult("refused", conflicts=conflicts)  # broken, or time out
         if mine is not None and now >= deadline:
             drop(change, gone, "left_queue", mine, now, why="timeout", by=by)
-            return change, AcquireResult("refused", conflicts=conflicts)
+            return AcquireResult("refused", conflicts=conflicts)
         me = mine or queue.waiter(
             ctx, table, entries, reason=reason, ttl=ttl, shared=shared, deadline=deadline
         )
@@ -142,7 +139,7 @@ def acquire(
         if cycle is not None:
             if mine is not None:
                 drop(change, gone, "left_queue", mine, now, why="deadlock", by=by)
-            return change, AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
+            return AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
         if mine is None:
             change.put.append(me)
             change.events.append(event("waiting", me, now, queue=me.extra["queue"]))
@@ -150,9 +147,9 @@ def acquire(
             change.put.append(renewed)  # still waiting: alive, as a renewal says of a lock
             change.events.append(event("renewed", renewed, now, expires_at=renewed.expires_at))
             me = renewed  # the record as written: the next ask judges a lapse by it
-        return change, AcquireResult("waiting", conflicts=conflicts, waiter=me)
+        return AcquireResult("waiting", conflicts=conflicts, waiter=me)
 
-    result: AcquireResult = ctx.store.transact(decide)
+    result = ctx.write(decide)
     if result.status in ("refused", "interrupted", "deadlock"):
         _log_refusal(ctx, entries, result)
     return result
@@ -281,10 +278,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
     """Give back the named patterns of my locks, or (``None``) all mine and my sub-agents'."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, ReleaseResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> ReleaseResult:
         result = ReleaseResult()
         if entries is None:
             # Records, not holders: a sub-agent id one lead shares with another is
@@ -297,7 +291,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                         change.delete.append(record.id)
                         change.events.append(event("released", record, now, by=ident.holder))
                         result.released.append(Released(record, list(record.paths), None))
-            return change, result
+            return result
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         wanted = table.keys(e.pattern for e in entries)
         for record in own:
@@ -327,9 +321,9 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                 result.held_by_others.append((entry.pattern, held))
             else:
                 result.not_locked.append(entry.pattern)
-        return change, result
+        return result
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def renew(
@@ -344,10 +338,7 @@ def renew(
     lifetime stays the same and is not ``Context.renewal_due`` is reported kept."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, RenewResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> RenewResult:
         wanted = None if entries is None else table.keys(e.pattern for e in entries)
         life = ctx.liveness()
         renewed, kept = [], []
@@ -378,19 +369,16 @@ def renew(
             for record in kept:
                 renew_one(record, ttl or record.ttl or default_ttl)
             kept = []
-        return change, RenewResult(renewed, kept, lost, not_locked)
+        return RenewResult(renewed, kept, lost, not_locked)
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
     """Append a progress note to my lock on ``entry`` (or the one of mine crossing it)."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, NoteResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> NoteResult:
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         key = table.key(entry.pattern)
         target = next((r for r in own if key in table.keys(r.paths)), None)
@@ -399,15 +387,15 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
                 (r for r in own if table.scopes_overlap([entry], record_entries(r))), None
             )
         if target is None:
-            return change, NoteResult(entry.pattern)
+            return NoteResult(entry.pattern)
         target = lifecycle.rebind(ctx, target, ctx.liveness())
         notes = (*target.notes, Note(format_time(now), text))[-MAX_NOTES:]
         noted = target.with_changes(notes=notes)
         change.put.append(noted)
         change.events.append(event("noted", noted, now, text=text))
-        return change, NoteResult(entry.pattern, noted)
+        return NoteResult(entry.pattern, noted)
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakResult:
@@ -421,10 +409,7 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
     # an unusable ref, for its id to remove it (docs/design.md, section 4.6).
     ctx.store.breaking = True
 
-    def decide(table: Table) -> tuple[Change, BreakResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> BreakResult:
         unusable = {
             p.ref[len(LOCK_PREFIX) :]: p for p in table.problems if p.ref.startswith(LOCK_PREFIX)
         }
@@ -454,9 +439,9 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
                 result.yours += [
                     r for r in _targets(table, text, entry, None) if r.holder == ident.holder
                 ]
-        return change, result
+        return result
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list[LockRecord]:
@@ -479,10 +464,7 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
     # once: awaited, it would land the claim at the holder's first commit, work unfinished.
     here = None if ctx.store.config_get("alock.remote") else ctx.store.head_info()[0]
 
-    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> list[LockRecord]:
         renewed = []
         for lock_id in lock_ids:
             record = table.get(lock_id)
@@ -513,9 +495,9 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
                     updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
                     change.put.append(updated)
                     change.events.append(event("renewed", updated, now, expires_at=expires))
-        return change, renewed
+        return renewed
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 # --- reading ------------------------------------------------------------------------------
