@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from gitlocks.core import journal as core_journal
 from gitlocks.core.queue import place, wait_ends
 from gitlocks.core.record import LockRecord, format_time
-from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
+from gitlocks.core.scope import has_wildcards, literal_part
 from gitlocks.errors import GitlocksError
 from gitlocks.git.worktrees import tracked
 from gitlocks.identity import sessions
@@ -107,15 +107,7 @@ def event_view(event: Event) -> dict[str, Any]:
 def anchor(pattern: str) -> tuple[str, bool]:
     """Where a claim is drawn in the tree: the literal part of its pattern ("" for the
     root), and whether the claim covers everything under it (a directory)."""
-    if pattern == WHOLE_TREE:
-        return "", True
-    literal: list[str] = []
-    segments = pattern.split("/")
-    for segment in segments:
-        if has_wildcards(segment):
-            return "/".join(literal), True
-        literal.append(literal_path(segment))
-    return "/".join(literal), False
+    return "/".join(literal_part(pattern)), has_wildcards(pattern)
 
 
 def _locks(records: list[LockRecord], report: Status, memo: Memo) -> list[dict[str, Any]]:
