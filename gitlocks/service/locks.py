@@ -503,11 +503,11 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
 # --- reading ------------------------------------------------------------------------------
 
 
-def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) -> list[CheckItem]:
+def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     """FREE, YOURS or HELD for each path: is it inside someone else's live claim? A
-    sub-agent's lock is HELD for its parent, unless ``committing`` (the hooks' question: its
-    work is its parent's to commit; docs/design.md, section 3.2)."""
-    claims = _claims(ctx, committing=committing)
+    sub-agent's lock is HELD for its parent (unlike ``check_paths``, the hooks' question:
+    its work is its parent's to commit; docs/design.md, section 3.2)."""
+    claims = _claims(ctx, committing=False)
     return [_answer(entry.pattern, claims.covering(entry), claims) for entry in entries]
 
 
