@@ -186,6 +186,12 @@ def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[st
     }
 
 
+def put(change: Change, kind: str, record: LockRecord, now: datetime, **extra: Any) -> None:
+    """Write ``record`` by ``change``, journaled as ``kind``."""
+    change.put.append(record)
+    change.events.append(event(kind, record, now, **extra))
+
+
 def drop(
     change: Change, gone: set[str], kind: str, record: LockRecord, now: datetime, **extra: Any
 ) -> None:

@@ -16,7 +16,7 @@ from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, entry_covers, literal_part
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
-from gitlocks.service.context import Context, drop, event
+from gitlocks.service.context import Context, drop, put
 from gitlocks.service.results import Conflict, ResumeResult
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
@@ -126,8 +126,7 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
             head=head,
             awaiting=(),  # the commits it waited for were the previous holder's, elsewhere
         )
-        change.put.append(lock)
-        change.events.append(event("resumed", lock, now, by=ident.holder, **{"from": taken.holder}))
+        put(change, "resumed", lock, now, by=ident.holder, **{"from": taken.holder})
         return ResumeResult("resumed", lock=lock, previous=taken)
 
     return ctx.write(decide)

@@ -24,7 +24,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import lifecycle, queue
-from gitlocks.service.context import Context, drop, event
+from gitlocks.service.context import Context, drop, event, put
 from gitlocks.service.results import (
     AcquireResult,
     BreakResult,
@@ -103,13 +103,12 @@ def acquire(
             change.delete.append(mine.id)
         record = _new_record(ctx, new, reason, ttl, now)
         record = record.with_changes(shared=shared, until_merged=until_merged)
-        change.put.append(record)
         kind: dict[str, Any] = {"shared": True} if shared else {}
         if until_merged:
             kind["until_merged"] = until_merged
         if mine is not None:
             kind["waited_as"] = mine.id
-        change.events.append(event("granted", record, now, reason=reason, **kind))
+        put(change, "granted", record, now, reason=reason, **kind)
         if ride_along is not None:
             ride_along(table, now, change, gone)
         return AcquireResult("acquired", lock=record)
@@ -141,11 +140,10 @@ def acquire(
                 drop(change, gone, "left_queue", mine, now, why="deadlock", by=by)
             return AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
         if mine is None:
-            change.put.append(me)
-            change.events.append(event("waiting", me, now, queue=me.extra["queue"]))
+            put(change, "waiting", me, now, queue=me.extra["queue"])
         elif (renewed := queue.renewal(mine, now, deadline)) is not None:
-            change.put.append(renewed)  # still waiting: alive, as a renewal says of a lock
-            change.events.append(event("renewed", renewed, now, expires_at=renewed.expires_at))
+            # Still waiting: alive, as a renewal says of a lock.
+            put(change, "renewed", renewed, now, expires_at=renewed.expires_at)
             me = renewed  # the record as written: the next ask judges a lapse by it
         return AcquireResult("waiting", conflicts=conflicts, waiter=me)
 
@@ -194,8 +192,7 @@ def _crossed(
             continue
         state = life.state(record)
         if state == "dead":
-            by = ctx.identity.holder
-            drop(change, gone, "auto_released", record, ctx.now(), pid=record.pid, by=by)
+            drop(change, gone, "auto_released", record, ctx.now(), pid=record.pid, by=ident.holder)
             continue
         found = Conflict(record, pairs, state, life.quiet_seconds(record))
         if state != "interrupted":
@@ -212,15 +209,13 @@ def _already_yours(
     now = ctx.now()
     rebound = lifecycle.rebind(ctx, lock, life)
     if rebound is not lock:
-        change.put.append(rebound)
-        change.events.append(event("resumed", rebound, now, by=ctx.identity.holder))
+        put(change, "resumed", rebound, now, by=ctx.identity.holder)
     longer = expiry_from(now, ttl)
     if longer > rebound.expires_at:  # asking again for longer is a renewal
         rebound = rebound.with_changes(
             renewed_at=format_time(now), expires_at=longer, ttl=max(ttl, rebound.ttl)
         )
-        change.put.append(rebound)
-        change.events.append(event("renewed", rebound, now, expires_at=longer))
+        put(change, "renewed", rebound, now, expires_at=longer)
     return AcquireResult("already_yours", lock=rebound)
 
 
@@ -232,7 +227,7 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
     journal.append_refusal(
         store.common_dir,
         {
-            "event": "interrupted" if result.status == "interrupted" else result.status,
+            "event": result.status,
             "at": format_time(ctx.now()),
             "holder": ctx.identity.holder,
             "paths": [e.pattern for e in entries],
@@ -288,15 +283,14 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                 for record in table.held_by(holder):
                     mine = holder == ident.holder or table.leads_to(record.parent, ident.holder)
                     if record.id not in gone and mine:
-                        change.delete.append(record.id)
-                        change.events.append(event("released", record, now, by=ident.holder))
+                        drop(change, gone, "released", record, now, by=ident.holder)
                         result.released.append(Released(record, list(record.paths), None))
             return result
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         wanted = table.keys(e.pattern for e in entries)
         for record in own:
-            drop = [p for p in record.paths if table.key(p) in wanted]
-            if not drop:
+            going = [p for p in record.paths if table.key(p) in wanted]
+            if not going:
                 continue
             keep = tuple(p for p in record.paths if table.key(p) not in wanted)
             if keep:
@@ -307,8 +301,8 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
             else:
                 rest = None
                 change.delete.append(record.id)
-            change.events.append(event("released", record, now, released=drop))
-            result.released.append(Released(record, drop, rest))
+            change.events.append(event("released", record, now, released=going))
+            result.released.append(Released(record, going, rest))
         done = table.keys(p for r in result.released for p in r.patterns)
         for entry in entries:
             key = table.key(entry.pattern)
@@ -347,8 +341,7 @@ def renew(
             fresh = lifecycle.rebind(ctx, record, life).with_changes(
                 renewed_at=format_time(now), expires_at=expiry_from(now, lifetime), ttl=lifetime
             )
-            change.put.append(fresh)
-            change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
+            put(change, "renewed", fresh, now, expires_at=fresh.expires_at)
             renewed.append(fresh)
 
         for record in table.held_by(ident.holder):
@@ -391,8 +384,7 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
         target = lifecycle.rebind(ctx, target, ctx.liveness())
         notes = (*target.notes, Note(format_time(now), text))[-MAX_NOTES:]
         noted = target.with_changes(notes=notes)
-        change.put.append(noted)
-        change.events.append(event("noted", noted, now, text=text))
+        put(change, "noted", noted, now, text=text)
         return NoteResult(entry.pattern, noted)
 
     return ctx.write(decide)
@@ -431,10 +423,9 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
                 )
                 continue
             for record in _targets(table, text, entry, ident.holder):
-                if record.id not in gone and record not in result.locks:
+                if record.id not in gone:
                     result.locks.append(record)
-                    change.delete.append(record.id)
-                    change.events.append(event("broken", record, now, by=ident.holder))
+                    drop(change, gone, "broken", record, now, by=ident.holder)
             if not result.locks:
                 result.yours += [
                     r for r in _targets(table, text, entry, None) if r.holder == ident.holder
@@ -478,9 +469,8 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
             updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
             if new and record.until_merged and record.until_merged != here:
                 updated = updated.with_changes(awaiting=(*record.awaiting, commit)[-MAX_AWAITING:])
-            change.put.append(updated)
             by = {"by_commit": commit} if commit is not None else {}
-            change.events.append(event("renewed", updated, now, expires_at=expires, **by))
+            put(change, "renewed", updated, now, expires_at=expires, **by)
             renewed.append(updated)
         if renewed and ctx.store.remote:
             # The push is made anyway: the holder's other claims that have used a quarter
@@ -493,8 +483,7 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
                 if table.is_live(record, format_time(now)):
                     expires = expiry_from(now, life)
                     updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
-                    change.put.append(updated)
-                    change.events.append(event("renewed", updated, now, expires_at=expires))
+                    put(change, "renewed", updated, now, expires_at=expires)
         return renewed
 
     return ctx.write(decide)
