@@ -176,14 +176,7 @@ def open_context(
 
 
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
-    return {
-        "event": kind,
-        "at": format_time(now),
-        "id": record.id,
-        "holder": record.holder,
-        "paths": list(record.paths),
-        **extra,
-    }
+    return {"event": kind, "at": format_time(now), **record.brief(), **extra}
 
 
 def put(change: Change, kind: str, record: LockRecord, now: datetime, **extra: Any) -> None:

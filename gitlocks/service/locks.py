@@ -231,10 +231,7 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
             "at": format_time(ctx.now()),
             "holder": ctx.identity.holder,
             "paths": [e.pattern for e in entries],
-            "conflicts": [
-                {"id": c.record.id, "holder": c.record.holder, "paths": list(c.record.paths)}
-                for c in result.conflicts
-            ],
+            "conflicts": [c.record.brief() for c in result.conflicts],
             "hint": result.hint,
             # Orders it among journal events of that second: the commit it was decided on.
             "after": store.decided_version(),

@@ -63,9 +63,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         # Claims waiting their turn, in queue order (design §4.7): what the page may list.
         "waiters": [
             {
-                "id": w.id,
-                "holder": w.holder,
-                "paths": list(w.paths),
+                **w.brief(),
                 "place": place(w),
                 "reason": w.reason,
                 "since": w.created_at,
