@@ -21,6 +21,7 @@ from gitlocks.render.journal import format_event
 from gitlocks.service import journal, landing
 from gitlocks.service.context import Context
 from gitlocks.service.results import Status, WorktreeEdits
+from gitlocks.service.status import same_dir
 from gitlocks.service.status import status as status_of
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def _holders(
                 session=registered.session.name or registered.harness,
                 pid=registered.session.pid,
                 worktree=root,
-                branch=next((b for p, b in branches.items() if _same_dir(p, root)), None),
+                branch=next((b for p, b in branches.items() if same_dir(p, root)), None),
                 last_active=None,
                 state="live",
             )
@@ -191,7 +192,7 @@ def _worktree(tree: WorktreeEdits) -> dict[str, Any]:
     for edit in tree.edits:
         where: str = edit.status
         if where in ("yours", "others"):
-            here = any(_same_dir(r.worktree, tree.path) for r in edit.locks)
+            here = any(same_dir(r.worktree, tree.path) for r in edit.locks)
             where = "claimed" if here else "elsewhere"
         shown.append(
             {
@@ -225,15 +226,6 @@ def _files(root: str) -> list[str]:
         return tracked(root)
     except OSError:
         return []
-
-
-def _same_dir(a: str, b: str) -> bool:
-    if not a:
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.normpath(a) == os.path.normpath(b)
 
 
 def _synced_at(store: LockStore, name: str) -> str | None:
