@@ -19,6 +19,8 @@ from gitlocks.service import lifecycle, locks
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitlocks.git.run import Process
     from gitlocks.service.context import Context
     from gitlocks.service.results import AcquireResult
@@ -28,6 +30,13 @@ MAIN_LINE = "\0main-line"  # --until-merged without a branch: no branch is spelt
 WAIT_DEFAULT = ""  # --wait without a duration: alock.waitDefault, else 5m
 # Options whose value may be left out.
 OPTIONAL_VALUES = {"--until-merged": MAIN_LINE, "--wait": WAIT_DEFAULT}
+
+
+def _own_patterns(text: str) -> Any:
+    """``[PATTERN...]``: patterns of your own locks (none: all of them), described by ``text``."""
+    return Argument(
+        default=None, metavar="[PATTERN...]", help=text, tool=InTool("paths"), complete="yours"
+    )
 
 
 @app.command(
@@ -218,13 +227,7 @@ def _nfc(text: str) -> str:
 
 @app.command(tool="Give back paths of your locks, or all=true for all of yours.")
 def release(
-    patterns: list[str] | None = Argument(
-        default=None,
-        metavar="[PATTERN...]",
-        help="Patterns to give back.",
-        tool=InTool("paths"),
-        complete="yours",
-    ),
+    patterns: list[str] | None = _own_patterns("Patterns to give back."),
     all_: bool = Option("--all", default=False, help="Release all yours and your sub-agents'."),
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,
@@ -247,13 +250,7 @@ def release(
 
 @app.command(tool="Extend your locks' expiry from now (all of yours without paths).")
 def renew(
-    patterns: list[str] | None = Argument(
-        default=None,
-        metavar="[PATTERN...]",
-        help="Patterns to renew.",
-        tool=InTool("paths"),
-        complete="yours",
-    ),
+    patterns: list[str] | None = _own_patterns("Patterns to renew."),
     ttl: str | None = TTL_OPTION,
     as_id: str | None = AS_OPTION,
     as_json: bool = JSON_OPTION,

@@ -346,6 +346,10 @@ class LockRecord(Value):
             latest = max(latest, parse_time(note.at))
         return latest
 
+    def brief(self) -> dict[str, Any]:
+        """Its id, holder and paths: how events and answers name a record."""
+        return {"id": self.id, "holder": self.holder, "paths": list(self.paths)}
+
     def with_changes(self, **changes: Any) -> LockRecord:
         return LockRecord(**{name: changes.pop(name, getattr(self, name)) for name in _FIELDS})
 

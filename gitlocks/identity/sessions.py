@@ -64,14 +64,14 @@ def _key(pid: int, start_time: str) -> str:
     return f"{pid}-{digest[:16]}"
 
 
-def lookup(env: Mapping[str, str] | None = None, start: int | None = None) -> Registered | None:
-    """The nearest registered harness session among our ancestors (from ``start``, by
-    default our parent, upwards), or None."""
+def lookup(env: Mapping[str, str] | None = None) -> Registered | None:
+    """The nearest registered harness session among our ancestors (from our parent
+    upwards), or None."""
     where = register_dir(env)
     # Without a host identity (no /proc) no pid can be judged: an entry could be anyone's.
     if where is None or not trusted(where) or not host_identity():
         return None
-    for pid, start_time, name in parent_chain(os.getppid() if start is None else start):
+    for pid, start_time, name in parent_chain(os.getppid()):
         found = _read(where, pid, start_time)
         if found is not None and can_be_harness(name):
             return found
@@ -343,11 +343,11 @@ def _doc(path: str) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple[Registered, str]]:
+def running(common_dir: str) -> list[tuple[Registered, str]]:
     """The registered sessions of this host and pid namespace whose process runs and that
     acted in the repository of ``common_dir``, each with the working tree it acted in: the
     live page's sessions that hold nothing (docs/design.md, section 7.5)."""
-    where = register_dir(env)
+    where = register_dir()
     if where is None or not trusted(where) or not host_identity():
         return []
     common = os.path.realpath(common_dir)
@@ -363,7 +363,7 @@ def running(common_dir: str, env: Mapping[str, str] | None = None) -> list[tuple
         registered = _read(where, int(pid), start_time)  # None: written elsewhere
         if registered is None or not process_alive(int(pid), start_time):
             continue
-        root = dict(repositories(registered.session, env)).get(common)
+        root = dict(repositories(registered.session)).get(common)
         if root is not None:
             found.append((registered, root))
     return found

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from gitlocks.core.change import Change
 from gitlocks.core.record import LockRecord, format_time, parse_duration, parse_time, utcnow
 from gitlocks.core.table import Table
 from gitlocks.errors import UsageError
@@ -22,11 +23,12 @@ from gitlocks.store.location import Location
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
 
-    from gitlocks.core.change import Change
     from gitlocks.core.liveness import Liveness
     from gitlocks.store.base import LockStore
+
+    T = TypeVar("T")
 
 
 class Context:
@@ -67,6 +69,19 @@ class Context:
 
     def now(self) -> datetime:
         return self.clock()
+
+    def write(self, decide: Callable[[Table, datetime, Change, set[str]], T]) -> T:
+        """Run ``decide(table, now, change, gone)`` under the store's mutex once ``sweep`` has
+        put the expired and landed records (``gone``) in ``change``, as every write starts; the
+        store applies ``change`` and returns what ``decide`` answers."""
+
+        def run(table: Table) -> tuple[Change, T]:
+            now = self.now()
+            change = Change()
+            gone = sweep(self, table, now, change)
+            return change, decide(table, now, change, gone)
+
+        return self.store.transact(run)
 
     def renewal_due(self, record: LockRecord, lifetime: int, *, share: bool = False) -> bool:
         """Whether renewing ``record`` for ``lifetime`` from now is worth a write: always in
@@ -161,14 +176,13 @@ def open_context(
 
 
 def event(kind: str, record: LockRecord, now: datetime, **extra: Any) -> dict[str, Any]:
-    return {
-        "event": kind,
-        "at": format_time(now),
-        "id": record.id,
-        "holder": record.holder,
-        "paths": list(record.paths),
-        **extra,
-    }
+    return {"event": kind, "at": format_time(now), **record.brief(), **extra}
+
+
+def put(change: Change, kind: str, record: LockRecord, now: datetime, **extra: Any) -> None:
+    """Write ``record`` by ``change``, journaled as ``kind``."""
+    change.put.append(record)
+    change.events.append(event(kind, record, now, **extra))
 
 
 def drop(

@@ -16,11 +16,13 @@ from gitlocks.core.record import LockRecord, expiry_from, format_time
 from gitlocks.core.scope import WHOLE_TREE, ScopeEntry, entry_covers, literal_part
 from gitlocks.core.table import Table
 from gitlocks.errors import GitlocksError
-from gitlocks.service.context import Context, drop, event, sweep
+from gitlocks.service.context import Context, drop, put
 from gitlocks.service.results import Conflict, ResumeResult
 
 TYPE_CHECKING = False  # typing is for mypy: docs/design.md, section 8
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from gitlocks.core.liveness import State
 
 # --- "the same scope" -----------------------------------------------------------------------
@@ -90,18 +92,14 @@ def _candidates(table: Table, target: str | ScopeEntry, ignore_case: bool) -> li
 def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
     """Take over a dead holder's lock (interrupted work) with its notes."""
     ident = ctx.identity
-    store = ctx.store
 
-    def decide(table: Table) -> tuple[Change, ResumeResult]:
-        now = ctx.now()
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> ResumeResult:
         life = ctx.liveness()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
         candidates = [r for r in _candidates(table, target, table.ignore_case) if r.id not in gone]
         dead = [r for r in candidates if r.holder != ident.holder and life.dead(r)]
         if not dead:
             held = [r for r in candidates if r.holder != ident.holder]
-            return change, ResumeResult("held" if held else "not_locked", held=held)
+            return ResumeResult("held" if held else "not_locked", held=held)
         taken = dead[0]
         elders = set(table.ancestors(ident.holder, ident.parent))
         conflicts = []
@@ -115,24 +113,23 @@ def resume(ctx: Context, target: str | ScopeEntry, *, ttl: int) -> ResumeResult:
                 continue  # shared work crosses only exclusive claims, as in acquire
             conflicts.append(Conflict(other, pairs, state=life.state(other)))
         if conflicts:
-            return change, ResumeResult("refused", previous=taken, conflicts=conflicts)
-        branch, head = store.head_info()
+            return ResumeResult("refused", previous=taken, conflicts=conflicts)
+        branch, head = ctx.store.head_info()
         lock = taken.with_changes(
             holder=ident.holder,
             parent=ident.parent,
             renewed_at=format_time(now),
             expires_at=expiry_from(now, ttl),
             **ctx.session_fields(),
-            worktree=str(store.root),
+            worktree=str(ctx.store.root),
             branch=branch,
             head=head,
             awaiting=(),  # the commits it waited for were the previous holder's, elsewhere
         )
-        change.put.append(lock)
-        change.events.append(event("resumed", lock, now, by=ident.holder, **{"from": taken.holder}))
-        return change, ResumeResult("resumed", lock=lock, previous=taken)
+        put(change, "resumed", lock, now, by=ident.holder, **{"from": taken.holder})
+        return ResumeResult("resumed", lock=lock, previous=taken)
 
-    return store.transact(decide)
+    return ctx.write(decide)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -158,11 +155,8 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
     """Release the dead holders' note-less locks in one write, journaled ``auto_released`` by
     whoever asked, and take dead waiters out of the queue (``left_queue``, ``why: dead``)."""
 
-    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
-        now = ctx.now()
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> list[LockRecord]:
         life = ctx.liveness()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
         cleared = []
         for record in table.live(format_time(now)):
             if record.id not in gone and life.state(record) == "dead":
@@ -172,9 +166,9 @@ def clear_dead(ctx: Context) -> list[LockRecord]:
         for waiter in table.waiters(format_time(now)):  # a waiter killed: out of the queue
             if waiter.id not in gone and life.dead(waiter):
                 drop(change, gone, "left_queue", waiter, now, why="dead", by=ctx.identity.holder)
-        return change, cleared
+        return cleared
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def states(ctx: Context, records: Iterable[LockRecord]) -> dict[str, State]:

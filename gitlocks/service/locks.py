@@ -24,7 +24,7 @@ from gitlocks.core.scope import ScopeEntry
 from gitlocks.core.table import Table
 from gitlocks.layout import DEFAULT_TTL_SECONDS, LOCK_PREFIX
 from gitlocks.service import lifecycle, queue
-from gitlocks.service.context import Context, drop, event, sweep
+from gitlocks.service.context import Context, drop, event, put
 from gitlocks.service.results import (
     AcquireResult,
     BreakResult,
@@ -70,16 +70,13 @@ def acquire(
     ``waiter``) and is asked again with ``queued``, that record, until it is granted, its time
     runs out or it is the one told of a ``deadlock``."""
 
-    def decide(table: Table) -> tuple[Change, AcquireResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> AcquireResult:
         mine = None if queued is None or queued.id in gone else table.get(queued.id)
 
-        def leave(why: str, result: AcquireResult) -> tuple[Change, AcquireResult]:
+        def leave(why: str, result: AcquireResult) -> AcquireResult:
             if mine is not None:
                 drop(change, gone, "left_queue", mine, now, why=why, by=ctx.identity.holder)
-            return change, result
+            return result
 
         hint = _parents_whole_scope(ctx, table, entries, gone)
         if hint is not None:
@@ -106,16 +103,15 @@ def acquire(
             change.delete.append(mine.id)
         record = _new_record(ctx, new, reason, ttl, now)
         record = record.with_changes(shared=shared, until_merged=until_merged)
-        change.put.append(record)
         kind: dict[str, Any] = {"shared": True} if shared else {}
         if until_merged:
             kind["until_merged"] = until_merged
         if mine is not None:
             kind["waited_as"] = mine.id
-        change.events.append(event("granted", record, now, reason=reason, **kind))
+        put(change, "granted", record, now, reason=reason, **kind)
         if ride_along is not None:
             ride_along(table, now, change, gone)
-        return change, AcquireResult("acquired", lock=record)
+        return AcquireResult("acquired", lock=record)
 
     def wait(
         table: Table,
@@ -124,17 +120,17 @@ def acquire(
         gone: set[str],
         mine: LockRecord | None,
         conflicts: list[Conflict],
-    ) -> tuple[Change, AcquireResult]:
+    ) -> AcquireResult:
         """A claim that meets others and may wait: queued now (``mine`` None), still
         waiting, out of time, or told of a deadlock."""
         assert deadline is not None
         now = ctx.now()
         by = ctx.identity.holder
         if queued is not None and mine is None and not queue.lapsed(queued, now, deadline):
-            return change, AcquireResult("refused", conflicts=conflicts)  # broken, or time out
+            return AcquireResult("refused", conflicts=conflicts)  # broken, or time out
         if mine is not None and now >= deadline:
             drop(change, gone, "left_queue", mine, now, why="timeout", by=by)
-            return change, AcquireResult("refused", conflicts=conflicts)
+            return AcquireResult("refused", conflicts=conflicts)
         me = mine or queue.waiter(
             ctx, table, entries, reason=reason, ttl=ttl, shared=shared, deadline=deadline
         )
@@ -142,17 +138,16 @@ def acquire(
         if cycle is not None:
             if mine is not None:
                 drop(change, gone, "left_queue", mine, now, why="deadlock", by=by)
-            return change, AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
+            return AcquireResult("deadlock", conflicts=conflicts, cycle=cycle)
         if mine is None:
-            change.put.append(me)
-            change.events.append(event("waiting", me, now, queue=me.extra["queue"]))
+            put(change, "waiting", me, now, queue=me.extra["queue"])
         elif (renewed := queue.renewal(mine, now, deadline)) is not None:
-            change.put.append(renewed)  # still waiting: alive, as a renewal says of a lock
-            change.events.append(event("renewed", renewed, now, expires_at=renewed.expires_at))
+            # Still waiting: alive, as a renewal says of a lock.
+            put(change, "renewed", renewed, now, expires_at=renewed.expires_at)
             me = renewed  # the record as written: the next ask judges a lapse by it
-        return change, AcquireResult("waiting", conflicts=conflicts, waiter=me)
+        return AcquireResult("waiting", conflicts=conflicts, waiter=me)
 
-    result: AcquireResult = ctx.store.transact(decide)
+    result = ctx.write(decide)
     if result.status in ("refused", "interrupted", "deadlock"):
         _log_refusal(ctx, entries, result)
     return result
@@ -197,8 +192,7 @@ def _crossed(
             continue
         state = life.state(record)
         if state == "dead":
-            by = ctx.identity.holder
-            drop(change, gone, "auto_released", record, ctx.now(), pid=record.pid, by=by)
+            drop(change, gone, "auto_released", record, ctx.now(), pid=record.pid, by=ident.holder)
             continue
         found = Conflict(record, pairs, state, life.quiet_seconds(record))
         if state != "interrupted":
@@ -215,15 +209,13 @@ def _already_yours(
     now = ctx.now()
     rebound = lifecycle.rebind(ctx, lock, life)
     if rebound is not lock:
-        change.put.append(rebound)
-        change.events.append(event("resumed", rebound, now, by=ctx.identity.holder))
+        put(change, "resumed", rebound, now, by=ctx.identity.holder)
     longer = expiry_from(now, ttl)
     if longer > rebound.expires_at:  # asking again for longer is a renewal
         rebound = rebound.with_changes(
             renewed_at=format_time(now), expires_at=longer, ttl=max(ttl, rebound.ttl)
         )
-        change.put.append(rebound)
-        change.events.append(event("renewed", rebound, now, expires_at=longer))
+        put(change, "renewed", rebound, now, expires_at=longer)
     return AcquireResult("already_yours", lock=rebound)
 
 
@@ -235,14 +227,11 @@ def _log_refusal(ctx: Context, entries: list[ScopeEntry], result: AcquireResult)
     journal.append_refusal(
         store.common_dir,
         {
-            "event": "interrupted" if result.status == "interrupted" else result.status,
+            "event": result.status,
             "at": format_time(ctx.now()),
             "holder": ctx.identity.holder,
             "paths": [e.pattern for e in entries],
-            "conflicts": [
-                {"id": c.record.id, "holder": c.record.holder, "paths": list(c.record.paths)}
-                for c in result.conflicts
-            ],
+            "conflicts": [c.record.brief() for c in result.conflicts],
             "hint": result.hint,
             # Orders it among journal events of that second: the commit it was decided on.
             "after": store.decided_version(),
@@ -281,10 +270,7 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
     """Give back the named patterns of my locks, or (``None``) all mine and my sub-agents'."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, ReleaseResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> ReleaseResult:
         result = ReleaseResult()
         if entries is None:
             # Records, not holders: a sub-agent id one lead shares with another is
@@ -294,15 +280,14 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                 for record in table.held_by(holder):
                     mine = holder == ident.holder or table.leads_to(record.parent, ident.holder)
                     if record.id not in gone and mine:
-                        change.delete.append(record.id)
-                        change.events.append(event("released", record, now, by=ident.holder))
+                        drop(change, gone, "released", record, now, by=ident.holder)
                         result.released.append(Released(record, list(record.paths), None))
-            return change, result
+            return result
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         wanted = table.keys(e.pattern for e in entries)
         for record in own:
-            drop = [p for p in record.paths if table.key(p) in wanted]
-            if not drop:
+            going = [p for p in record.paths if table.key(p) in wanted]
+            if not going:
                 continue
             keep = tuple(p for p in record.paths if table.key(p) not in wanted)
             if keep:
@@ -313,8 +298,8 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
             else:
                 rest = None
                 change.delete.append(record.id)
-            change.events.append(event("released", record, now, released=drop))
-            result.released.append(Released(record, drop, rest))
+            change.events.append(event("released", record, now, released=going))
+            result.released.append(Released(record, going, rest))
         done = table.keys(p for r in result.released for p in r.patterns)
         for entry in entries:
             key = table.key(entry.pattern)
@@ -327,9 +312,9 @@ def release(ctx: Context, entries: list[ScopeEntry] | None) -> ReleaseResult:
                 result.held_by_others.append((entry.pattern, held))
             else:
                 result.not_locked.append(entry.pattern)
-        return change, result
+        return result
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def renew(
@@ -344,10 +329,7 @@ def renew(
     lifetime stays the same and is not ``Context.renewal_due`` is reported kept."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, RenewResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> RenewResult:
         wanted = None if entries is None else table.keys(e.pattern for e in entries)
         life = ctx.liveness()
         renewed, kept = [], []
@@ -356,8 +338,7 @@ def renew(
             fresh = lifecycle.rebind(ctx, record, life).with_changes(
                 renewed_at=format_time(now), expires_at=expiry_from(now, lifetime), ttl=lifetime
             )
-            change.put.append(fresh)
-            change.events.append(event("renewed", fresh, now, expires_at=fresh.expires_at))
+            put(change, "renewed", fresh, now, expires_at=fresh.expires_at)
             renewed.append(fresh)
 
         for record in table.held_by(ident.holder):
@@ -378,19 +359,16 @@ def renew(
             for record in kept:
                 renew_one(record, ttl or record.ttl or default_ttl)
             kept = []
-        return change, RenewResult(renewed, kept, lost, not_locked)
+        return RenewResult(renewed, kept, lost, not_locked)
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
     """Append a progress note to my lock on ``entry`` (or the one of mine crossing it)."""
     ident = ctx.identity
 
-    def decide(table: Table) -> tuple[Change, NoteResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> NoteResult:
         own = [r for r in table.held_by(ident.holder) if r.id not in gone]
         key = table.key(entry.pattern)
         target = next((r for r in own if key in table.keys(r.paths)), None)
@@ -399,15 +377,14 @@ def note(ctx: Context, entry: ScopeEntry, text: str) -> NoteResult:
                 (r for r in own if table.scopes_overlap([entry], record_entries(r))), None
             )
         if target is None:
-            return change, NoteResult(entry.pattern)
+            return NoteResult(entry.pattern)
         target = lifecycle.rebind(ctx, target, ctx.liveness())
         notes = (*target.notes, Note(format_time(now), text))[-MAX_NOTES:]
         noted = target.with_changes(notes=notes)
-        change.put.append(noted)
-        change.events.append(event("noted", noted, now, text=text))
-        return change, NoteResult(entry.pattern, noted)
+        put(change, "noted", noted, now, text=text)
+        return NoteResult(entry.pattern, noted)
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakResult:
@@ -421,10 +398,7 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
     # an unusable ref, for its id to remove it (docs/design.md, section 4.6).
     ctx.store.breaking = True
 
-    def decide(table: Table) -> tuple[Change, BreakResult]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> BreakResult:
         unusable = {
             p.ref[len(LOCK_PREFIX) :]: p for p in table.problems if p.ref.startswith(LOCK_PREFIX)
         }
@@ -446,17 +420,16 @@ def break_locks(ctx: Context, targets: list[tuple[str, ScopeEntry]]) -> BreakRes
                 )
                 continue
             for record in _targets(table, text, entry, ident.holder):
-                if record.id not in gone and record not in result.locks:
+                if record.id not in gone:
                     result.locks.append(record)
-                    change.delete.append(record.id)
-                    change.events.append(event("broken", record, now, by=ident.holder))
+                    drop(change, gone, "broken", record, now, by=ident.holder)
             if not result.locks:
                 result.yours += [
                     r for r in _targets(table, text, entry, None) if r.holder == ident.holder
                 ]
-        return change, result
+        return result
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def _targets(table: Table, text: str, entry: ScopeEntry, me: str | None) -> list[LockRecord]:
@@ -479,10 +452,7 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
     # once: awaited, it would land the claim at the holder's first commit, work unfinished.
     here = None if ctx.store.config_get("alock.remote") else ctx.store.head_info()[0]
 
-    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
-        now = ctx.now()
-        change = Change()
-        gone = sweep(ctx, table, now, change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> list[LockRecord]:
         renewed = []
         for lock_id in lock_ids:
             record = table.get(lock_id)
@@ -496,9 +466,8 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
             updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
             if new and record.until_merged and record.until_merged != here:
                 updated = updated.with_changes(awaiting=(*record.awaiting, commit)[-MAX_AWAITING:])
-            change.put.append(updated)
             by = {"by_commit": commit} if commit is not None else {}
-            change.events.append(event("renewed", updated, now, expires_at=expires, **by))
+            put(change, "renewed", updated, now, expires_at=expires, **by)
             renewed.append(updated)
         if renewed and ctx.store.remote:
             # The push is made anyway: the holder's other claims that have used a quarter
@@ -511,21 +480,20 @@ def heartbeat(ctx: Context, lock_ids: Sequence[str], commit: str | None) -> list
                 if table.is_live(record, format_time(now)):
                     expires = expiry_from(now, life)
                     updated = record.with_changes(renewed_at=format_time(now), expires_at=expires)
-                    change.put.append(updated)
-                    change.events.append(event("renewed", updated, now, expires_at=expires))
-        return change, renewed
+                    put(change, "renewed", updated, now, expires_at=expires)
+        return renewed
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 # --- reading ------------------------------------------------------------------------------
 
 
-def check(ctx: Context, entries: list[ScopeEntry], *, committing: bool = False) -> list[CheckItem]:
+def check(ctx: Context, entries: list[ScopeEntry]) -> list[CheckItem]:
     """FREE, YOURS or HELD for each path: is it inside someone else's live claim? A
-    sub-agent's lock is HELD for its parent, unless ``committing`` (the hooks' question: its
-    work is its parent's to commit; docs/design.md, section 3.2)."""
-    claims = _claims(ctx, committing=committing)
+    sub-agent's lock is HELD for its parent (unlike ``check_paths``, the hooks' question:
+    its work is its parent's to commit; docs/design.md, section 3.2)."""
+    claims = _claims(ctx, committing=False)
     return [_answer(entry.pattern, claims.covering(entry), claims) for entry in entries]
 
 

@@ -12,11 +12,13 @@ from gitlocks.core.record import LockRecord
 from gitlocks.core.table import Table
 from gitlocks.errors import StoreError
 from gitlocks.service import landing
-from gitlocks.service.context import Context, sweep
+from gitlocks.service.context import Context
 from gitlocks.store.local import Store
 from gitlocks.store.remote import RemoteStore, read_sync_times
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from gitlocks.store.base import LockStore
 
 
@@ -112,13 +114,11 @@ def land_waiting(ctx: Context) -> list[LockRecord]:
 def _release_landed(ctx: Context) -> list[LockRecord]:
     """One write that sweeps, and so releases the claims whose work has landed."""
 
-    def decide(table: Table) -> tuple[Change, list[LockRecord]]:
-        change = Change()
-        sweep(ctx, table, ctx.now(), change)
+    def decide(table: Table, now: datetime, change: Change, gone: set[str]) -> list[LockRecord]:
         found = [e["id"] for e in change.events if e["event"] == "landed"]
-        return change, [table.records[i] for i in found]
+        return [table.records[i] for i in found]
 
-    return ctx.store.transact(decide)
+    return ctx.write(decide)
 
 
 def view_age(store: LockStore, name: str) -> float | None:

@@ -76,9 +76,7 @@ class AcquireResult:
         if self.waiter is not None:
             data["waiter"] = self.waiter.to_dict()
         if self.status == "deadlock":
-            data["cycle"] = [
-                {"id": w.id, "holder": w.holder, "paths": list(w.paths)} for w in self.cycle
-            ]
+            data["cycle"] = [w.brief() for w in self.cycle]
         if self.waited is not None:
             data["waited_seconds"] = round(self.waited, 1)
         return data
@@ -291,7 +289,7 @@ class Edit:
             "path": self.path,
             "xy": self.xy,
             "status": self.status,
-            "locks": [{"id": r.id, "holder": r.holder, "paths": list(r.paths)} for r in self.locks],
+            "locks": [r.brief() for r in self.locks],
         }
 
 

@@ -42,7 +42,7 @@ def status(ctx: Context) -> Status:
         trees = []
         listed = finish_worktrees(listing, root)
         listing = None
-        here = next((path for path, _ in listed if _same_dir(path, root)), None)
+        here = next((path for path, _ in listed if same_dir(path, root)), None)
         if here is not None:
             asked[here] = asked.pop(root)
         ahead = iter([path for path, _ in listed])  # the next worktrees to ask
@@ -130,8 +130,11 @@ def _claims_covering(table: Table, path: str, claims: set[str]) -> list[LockReco
     return [table.records[i] for i in sorted(ids)]
 
 
-def _same_dir(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+def same_dir(a: str, b: str) -> bool:
+    """Whether two paths name one directory; as written, where either cannot be read."""
+    if not a:
+        return False
     try:
         return os.path.samefile(a, b)
     except OSError:
-        return False
+        return os.path.normpath(a) == os.path.normpath(b)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from gitlocks.core import journal as core_journal
 from gitlocks.core.queue import place, wait_ends
 from gitlocks.core.record import LockRecord, format_time
-from gitlocks.core.scope import WHOLE_TREE, has_wildcards, literal_path
+from gitlocks.core.scope import has_wildcards, literal_part
 from gitlocks.errors import GitlocksError
 from gitlocks.git.worktrees import tracked
 from gitlocks.identity import sessions
@@ -21,6 +21,7 @@ from gitlocks.render.journal import format_event
 from gitlocks.service import journal, landing
 from gitlocks.service.context import Context
 from gitlocks.service.results import Status, WorktreeEdits
+from gitlocks.service.status import same_dir
 from gitlocks.service.status import status as status_of
 
 if TYPE_CHECKING:
@@ -63,9 +64,7 @@ def snapshot(ctx: Context, memo: Memo | None = None) -> dict[str, Any]:
         # Claims waiting their turn, in queue order (docs/design.md §4.7): what the page may list.
         "waiters": [
             {
-                "id": w.id,
-                "holder": w.holder,
-                "paths": list(w.paths),
+                **w.brief(),
                 "place": place(w),
                 "reason": w.reason,
                 "since": w.created_at,
@@ -107,15 +106,7 @@ def event_view(event: Event) -> dict[str, Any]:
 def anchor(pattern: str) -> tuple[str, bool]:
     """Where a claim is drawn in the tree: the literal part of its pattern ("" for the
     root), and whether the claim covers everything under it (a directory)."""
-    if pattern == WHOLE_TREE:
-        return "", True
-    literal: list[str] = []
-    segments = pattern.split("/")
-    for segment in segments:
-        if has_wildcards(segment):
-            return "/".join(literal), True
-        literal.append(literal_path(segment))
-    return "/".join(literal), False
+    return "/".join(literal_part(pattern)), has_wildcards(pattern)
 
 
 def _locks(records: list[LockRecord], report: Status, memo: Memo) -> list[dict[str, Any]]:
@@ -177,7 +168,7 @@ def _holders(
                 session=registered.session.name or registered.harness,
                 pid=registered.session.pid,
                 worktree=root,
-                branch=next((b for p, b in branches.items() if _same_dir(p, root)), None),
+                branch=next((b for p, b in branches.items() if same_dir(p, root)), None),
                 last_active=None,
                 state="live",
             )
@@ -201,7 +192,7 @@ def _worktree(tree: WorktreeEdits) -> dict[str, Any]:
     for edit in tree.edits:
         where: str = edit.status
         if where in ("yours", "others"):
-            here = any(_same_dir(r.worktree, tree.path) for r in edit.locks)
+            here = any(same_dir(r.worktree, tree.path) for r in edit.locks)
             where = "claimed" if here else "elsewhere"
         shown.append(
             {
@@ -235,15 +226,6 @@ def _files(root: str) -> list[str]:
         return tracked(root)
     except OSError:
         return []
-
-
-def _same_dir(a: str, b: str) -> bool:
-    if not a:
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.normpath(a) == os.path.normpath(b)
 
 
 def _synced_at(store: LockStore, name: str) -> str | None:
