@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -205,8 +206,8 @@ def test_a_guard_run_from_a_shell_at_the_top_registers_no_shell(repo: Path) -> N
         + json.dumps(event(repo, "SessionStart"))
         + "\nEOF\ngit alock whoami --json"
     )
-    env = {**os.environ, "PATH": os.path.dirname(os.path.realpath(shutil.which("git-alock") or ""))
-           + os.pathsep + os.environ["PATH"]}  # fmt: skip
+    # The venv's git alock, as the other tests find it: on PATH or not when pytest runs.
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
     got = subprocess.run([*pid_namespace(), "bash", "-c", script], cwd=repo, env=env,
                          capture_output=True, text=True)  # fmt: skip
     assert got.returncode == 0, got

@@ -47,7 +47,9 @@ PROBE = textwrap.dedent(
 
 
 def child_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(SOURCE_ROOT)}
+    """The environment of a child that runs ``git alock``: this venv's, on PATH or not."""
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    return {**os.environ, "PYTHONPATH": str(SOURCE_ROOT), "PATH": path}
 
 
 def run_json(args: list[str], cwd: Path | None = None) -> dict[str, object]:
@@ -508,7 +510,6 @@ def test_a_claim_through_a_short_lived_wrapper_warns(repo: Path) -> None:
     (its exit would end the claim)."""
     env = child_env()
     env.pop("AGENT_ID", None)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     wrapper = (
         "import subprocess, sys; sys.exit(subprocess.call(['git', 'alock', 'acquire', 'w/x']))"
     )
