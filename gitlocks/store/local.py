@@ -452,12 +452,12 @@ class Store:
         # git compares under each ref's lock the values listed under the mutex.
         old = {n: None if n in scan.symbolic else scan.refs.get(n) for n in updates}
         writer = self.ref_writer()
+        self._cache = None  # until the refs moved: what they hold then is cached below
         for again in range(pruned.WRITE_AGAIN_TIMES, -1, -1):
             try:
                 writer.write(updates, old=old, expect=expect)
                 break
             except StoreError as exc:
-                self._cache = None
                 if self.ref_values(old) != old:
                     raise _Conflict from None  # a ref moved outside the mutex
                 if not isinstance(exc, RefsRefused) or not pruned.taken(self.objects):
@@ -469,9 +469,6 @@ class Store:
                 # A prune took what they would name: written again, the decision stands,
                 # however often a prune loop beside us does it (docs/design.md, 4.6).
                 pruned.keep_written(self.objects, self.objects.written or {})
-            except BaseException:
-                self._cache = None
-                raise
         for lock_id in change.delete:
             table.remove(lock_id)
         for record in change.put:
